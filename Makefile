@@ -1,0 +1,108 @@
+# gpuos: one plain Makefile for the CPU-only build and the CUDA build.
+#   make            build/gpuos (+ build/libgpuos.a, kernels if nvcc is found)
+#   make test       unit tests (cmocka), reference checks (scipy/sklearn), CLI tests
+#   make test-gpu   everything that needs the real GPU (run through the device tool)
+#   make bench      benchmarks (bench/)
+#   make V=1        show the commands
+# Without nvcc the kernel table is empty; without cuda.h the cuda backend is a stub
+# that says so. Both builds give a working binary for the simulated device.
+
+BUILD ?= build
+CC ?= cc
+Q := $(if $(V),,@)
+
+CUDA_HOME ?= $(firstword $(wildcard /usr/local/cuda))
+NVCC ?= $(firstword $(wildcard $(CUDA_HOME)/bin/nvcc) $(shell command -v nvcc 2>/dev/null))
+ifeq ($(NVCC),none)
+NVCC :=
+endif
+CUDA_H := $(wildcard $(CUDA_HOME)/include/cuda.h)
+NVCC_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+
+CFLAGS ?= -O2 -g
+CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wshadow -Iinclude -Isrc -I$(BUILD) -MMD -MP -pthread
+LDLIBS := -Wl,-Bstatic -ljansson -Wl,-Bdynamic -ldl -lm -lpthread -lrt
+
+# Every .c under src/ belongs to the core library, except the CLI entry point and
+# the CUDA backend files, which are chosen below.
+ALL_SRC := $(sort $(wildcard src/*/*.c))
+CUDA_SRC := $(filter src/device/cuda%.c,$(ALL_SRC))
+CORE_SRC := $(filter-out src/cli/main.c $(CUDA_SRC),$(ALL_SRC))
+ifneq ($(CUDA_H),)
+CORE_SRC += $(filter-out src/device/cuda_stub.c,$(CUDA_SRC))
+CFLAGS += -I$(CUDA_HOME)/include -DGOS_HAVE_CUDA_H=1
+$(info gpuos: CUDA headers from $(CUDA_HOME): cuda backend enabled)
+else
+CORE_SRC += src/device/cuda_stub.c
+$(info gpuos: no cuda.h (CUDA_HOME=$(CUDA_HOME)): cuda backend is a stub, simulated device only)
+endif
+
+KERNELS := $(sort $(wildcard kernels/*.cu))
+ifneq ($(NVCC),)
+KERNEL_NAMES := $(basename $(notdir $(KERNELS)))
+$(info gpuos: kernels built with $(NVCC))
+else
+KERNEL_NAMES :=
+$(info gpuos: no nvcc: built without kernels, real GPUs cannot be probed)
+endif
+FATBINS := $(KERNEL_NAMES:%=$(BUILD)/kernels/%.fatbin)
+
+CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/%.o) $(BUILD)/kernels/table.o $(BUILD)/kernels/images.o
+TEST_SRC := $(sort $(wildcard tests/test_*.c))
+TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+
+.PHONY: all test test-gpu bench clean
+all: $(BUILD)/gpuos $(BUILD)/libgpuos.a $(TEST_BIN) $(BUILD)/extra.stamp
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC    $<")
+	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/kernels/%.fatbin: kernels/%.cu kernels/*.cuh
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  NVCC  $<")
+	$(Q)$(NVCC) -fatbin $(NVCC_ARCH) -O3 -Ikernels -o $@ $<
+
+# The fatbins are embedded with .incbin; table.c names them.
+$(BUILD)/kernels/images.S: $(FATBINS) tools/gen_kernel_table.sh
+	@mkdir -p $(dir $@)
+	$(Q)sh tools/gen_kernel_table.sh $(BUILD)/kernels $(KERNEL_NAMES)
+$(BUILD)/kernels/table.c: $(BUILD)/kernels/images.S
+$(BUILD)/kernels/images.o: $(BUILD)/kernels/images.S
+	$(Q)$(CC) -c -o $@ $<
+$(BUILD)/kernels/table.o: $(BUILD)/kernels/table.c
+	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/libgpuos_core.a: $(CORE_OBJ)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/gpuos: $(BUILD)/src/cli/main.o $(BUILD)/libgpuos_core.a
+	@$(if $(Q),echo "  LINK  $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# The client library (pillar 3) is the core archive under its public name.
+$(BUILD)/libgpuos.a: $(BUILD)/libgpuos_core.a
+	$(Q)cp $< $@
+
+$(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/libgpuos_core.a
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ -lcmocka $(LDLIBS)
+
+# Extra programs (bench/, tests/ helpers) hook in through mk/*.mk fragments.
+-include $(wildcard mk/*.mk)
+$(BUILD)/extra.stamp: $(EXTRA_BINS)
+	@touch $@
+
+test: all
+	$(Q)BUILD=$(BUILD) sh tests/run.sh
+
+test-gpu: all
+	$(Q)BUILD=$(BUILD) sh tests/gpu/run.sh
+
+bench: all
+	$(Q)BUILD=$(BUILD) sh bench/run.sh
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(CORE_OBJ:.o=.d) $(BUILD)/src/cli/main.d $(TEST_BIN:=.d)

@@ -1,0 +1,143 @@
+/* default_chip.c: the built-in simulated chip used by `--sim default` and when
+ * no GPU is present. Shaped like the typical H200 of paper 001 (section 5.2.1,
+ * figure 3): 132 SMs in 8 GPCs, six of 16 SMs and two of 18, TPCs (2k, 2k+1)
+ * dealt round-robin over the GPCs, SMs 124..131 free-floating in the two large
+ * GPCs, GPCs split 4 + 4 over the two memory partitions.
+ *
+ * Each pillar's simulated parameters live in a function of their own below. */
+#include "chip/chip.h"
+
+#include <stdlib.h>
+
+static void default_device(json_t *root)
+{
+    json_t *d = json_object();
+    json_object_set_new(d, "name", json_string("Simulated NVIDIA H200"));
+    json_object_set_new(d, "uuid", json_string("SIM-00000000-0000-0000-0000-000000000200"));
+    json_object_set_new(d, "cc", json_string("9.0"));
+    json_object_set_new(d, "sm_count", json_integer(132));
+    json_object_set_new(d, "l2_bytes", json_integer(62914560));
+    json_object_set_new(d, "mem_bytes", json_integer(150754820096LL));
+    json_object_set_new(d, "sm_clock_mhz", json_integer(1980));
+    json_object_set_new(d, "simulated", json_true());
+    json_object_set_new(root, "device", d);
+}
+
+/* GPC g of the 8 gets normal TPCs t with t % 8 == g (t < 62): six GPCs with 8
+ * TPCs, two (6 and 7) with 7; the free-floating TPCs 62,63 go to GPC 6 and
+ * 64,65 to GPC 7, giving 6x16 + 2x18. */
+static int default_gpc_of_tpc(int t)
+{
+    if (t < 62)
+        return t % 8;
+    return t < 64 ? 6 : 7;
+}
+
+static void default_topology(json_t *root)
+{
+    json_t *gpcs = json_array();
+    for (int g = 0; g < 8; g++) {
+        json_t *sms = json_array(), *cl = json_array(), *tpcs = json_array();
+        for (int t = 0; t < 66; t++) {
+            if (default_gpc_of_tpc(t) != g)
+                continue;
+            json_t *pair = json_array();
+            for (int k = 0; k < 2; k++) {
+                json_array_append_new(sms, json_integer(2 * t + k));
+                if (t < 62)
+                    json_array_append_new(cl, json_integer(2 * t + k));
+                json_array_append_new(pair, json_integer(2 * t + k));
+            }
+            json_array_append_new(tpcs, pair);
+        }
+        json_t *o = json_object();
+        json_object_set_new(o, "sms", sms);
+        json_object_set_new(o, "cluster_sms", cl);
+        json_object_set_new(o, "tpcs", tpcs);
+        json_array_append_new(gpcs, o);
+    }
+    json_t *topo = json_object();
+    json_object_set_new(topo, "gpcs", gpcs);
+    json_object_set_new(root, "topology", topo);
+}
+
+static json_t *int_list(const int *v, int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(a, json_integer(v[i]));
+    return a;
+}
+
+/* Partition 0 holds GPCs 0,2,4,6; partition 1 GPCs 1,3,5,7. */
+static void default_numa(json_t *root)
+{
+    json_t *parts = json_array();
+    for (int p = 0; p < 2; p++) {
+        json_t *sms = json_array();
+        for (int t = 0; t < 66; t++)
+            if (default_gpc_of_tpc(t) % 2 == p) {
+                json_array_append_new(sms, json_integer(2 * t));
+                json_array_append_new(sms, json_integer(2 * t + 1));
+            }
+        json_t *o = json_object();
+        json_object_set_new(o, "sms", sms);
+        json_array_append_new(parts, o);
+    }
+    static const int in_page[] = {12, 13, 15, 17, 19};
+    static const int physical[] = {12, 13, 15, 17, 19, 21, 22, 25, 27, 30, 33};
+    json_t *hash = json_object();
+    json_object_set_new(hash, "granularity_bytes", json_integer(4096));
+    json_object_set_new(hash, "in_page_bits", int_list(in_page, 5));
+    json_object_set_new(hash, "physical_bits", int_list(physical, 11));
+    json_t *lat = json_object();
+    json_object_set_new(lat, "hbm_local", json_real(490));
+    json_object_set_new(lat, "hbm_remote", json_real(655));
+    json_object_set_new(lat, "l2_local", json_real(309));
+    json_object_set_new(lat, "l2_remote", json_real(466));
+    json_t *numa = json_object();
+    json_object_set_new(numa, "partitions", parts);
+    json_object_set_new(numa, "hash", hash);
+    json_object_set_new(numa, "latency_cycles", lat);
+    json_object_set_new(root, "numa", numa);
+}
+
+static void default_sim_dvfs(json_t *sim)
+{
+    static const int freqs[] = {1980, 1605, 1260};
+    json_t *dvfs = json_object();
+    json_object_set_new(dvfs, "freqs_mhz", int_list(freqs, 3));
+    json_t *sw = json_object();
+    json_object_set_new(sw, "mean", json_real(20.0));
+    json_object_set_new(sw, "sd", json_real(4.0));
+    json_object_set_new(dvfs, "switch_ms", sw);
+    json_object_set_new(dvfs, "outlier_rate", json_real(0.03));
+    json_object_set_new(sim, "dvfs", dvfs);
+}
+
+static void default_sim(json_t *root)
+{
+    json_t *sim = json_object();
+    json_object_set_new(sim, "seed", json_integer(1));
+    json_object_set_new(sim, "jitter", json_real(0.03));
+    json_object_set_new(sim, "l2_gbps_per_sm", json_real(180));
+    json_object_set_new(sim, "l2_gbps_per_gpc", json_real(1300));
+    default_sim_dvfs(sim);
+    json_object_set_new(root, "sim", sim);
+}
+
+const char *gos_chip_default_json(void)
+{
+    static char *text;
+    if (!text) {
+        json_t *root = json_object();
+        json_object_set_new(root, "schema", json_string(GOS_CHIP_SCHEMA));
+        default_device(root);
+        default_topology(root);
+        default_numa(root);
+        default_sim(root);
+        text = json_dumps(root, JSON_PRESERVE_ORDER | JSON_COMPACT);
+        json_decref(root);
+    }
+    return text;
+}

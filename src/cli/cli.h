@@ -1,0 +1,37 @@
+/* cli.h: what the command files of the CLI share. One file per command
+ * (cmd_NAME.c) defining `int cmd_NAME(int argc, char **argv)`, where argv[0] is
+ * the command's name; it returns the process exit status. main.c holds the table;
+ * a command whose file is not linked answers "not built". */
+#ifndef GOS_CLI_H
+#define GOS_CLI_H
+
+#include "device/device.h"
+
+/* Prints "gpuos: <gos_last_error()>" on stderr and returns 1 (or 2 for usage
+ * errors: rc == GOS_EINVAL from argument parsing should use cli_usage). */
+int cli_fail(void);
+/* Prints "gpuos CMD: <message>; see gpuos CMD --help" and returns 2. */
+int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Parses a non-negative integer option value; 0 on success. */
+int cli_parse_int(const char *s, long lo, long hi, long *out);
+/* Parses a size with optional K/M/G/T suffix (powers of 1024). */
+int cli_parse_size(const char *s, unsigned long long *out);
+
+/* Opens the device a command asked for:
+ *   sim != NULL          -> the simulated chip (file or "default");
+ *   ordinal >= 0         -> that real GPU, failing clearly without one;
+ *   neither              -> real GPU 0, or, when there is none, a one-line notice
+ *                           on stderr and the built-in simulated H200.
+ * Returns GOS_OK or an error code (message in gos_last_error()). */
+int cli_open_device(const char *sim, int ordinal, gos_device **out);
+
+/* Command entry points (weak in main.c: a missing one answers "not built"). */
+int cmd_info(int argc, char **argv);
+int cmd_probe(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_dvfs(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
+int cmd_vgpu(int argc, char **argv);
+
+#endif

@@ -1,0 +1,76 @@
+/* main.c: the gpuos command table. Unambiguous prefixes are accepted
+ * ("gpuos pro" = "gpuos probe"), as iproute2 does. */
+#include "cli/cli.h"
+#include "common/status.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#pragma weak cmd_info
+#pragma weak cmd_probe
+#pragma weak cmd_report
+#pragma weak cmd_dvfs
+#pragma weak cmd_serve
+#pragma weak cmd_vgpu
+
+struct cmd_entry {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *summary;
+};
+
+static const struct cmd_entry commands[] = {
+    {"info", cmd_info, "list GPUs (real or simulated) and their facts"},
+    {"probe", cmd_probe, "chart the chip: topology | numa | memory | all"},
+    {"report", cmd_report, "render a chip file as a self-contained HTML page"},
+    {"dvfs", cmd_dvfs, "SM frequency-switching latency: run | analyze | report"},
+    {"serve", cmd_serve, "the daemon that owns the GPU and hosts virtual GPUs"},
+    {"vgpu", cmd_vgpu, "list virtual GPUs or change their shares at run time"},
+};
+#define N_COMMANDS (int)(sizeof commands / sizeof commands[0])
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: gpuos COMMAND [ARGS] (gpuos COMMAND --help for details)\n\ncommands:\n");
+    for (int i = 0; i < N_COMMANDS; i++)
+        fprintf(f, "  %-8s %s%s\n", commands[i].name, commands[i].summary,
+                commands[i].fn ? "" : " (not built)");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    const struct cmd_entry *hit = NULL;
+    size_t len = strlen(argv[1]);
+    for (int i = 0; i < N_COMMANDS; i++) {
+        if (!strcmp(argv[1], commands[i].name)) {
+            hit = &commands[i];
+            break;
+        }
+        if (len && !strncmp(argv[1], commands[i].name, len)) {
+            if (hit) {
+                fprintf(stderr, "gpuos: \"%s\" is ambiguous (%s, %s, ...)\n", argv[1], hit->name,
+                        commands[i].name);
+                return 2;
+            }
+            hit = &commands[i];
+        }
+    }
+    if (!hit) {
+        fprintf(stderr, "gpuos: unknown command \"%s\"; see gpuos --help\n", argv[1]);
+        return 2;
+    }
+    if (!hit->fn) {
+        fprintf(stderr, "gpuos: command \"%s\" is not built into this binary\n", hit->name);
+        return 1;
+    }
+    argv[1] = (char *)hit->name;
+    return hit->fn(argc - 1, argv + 1);
+}

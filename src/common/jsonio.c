@@ -1,0 +1,76 @@
+#include "common/jsonio.h"
+
+#include "common/status.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int gos_file_save_atomic(const char *path, const void *data, size_t len)
+{
+    if (strcmp(path, "-") == 0) {
+        if (fwrite(data, 1, len, stdout) != len || fflush(stdout))
+            return gos_fail(GOS_EIO, "stdout: write failed");
+        return GOS_OK;
+    }
+    size_t n = strlen(path) + 32;
+    char *tmp = malloc(n);
+    if (!tmp)
+        return gos_fail(GOS_ENOMEM, "out of memory");
+    snprintf(tmp, n, "%s.tmp.%d", path, (int)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) {
+        int e = errno;
+        free(tmp);
+        return gos_fail(e == EACCES ? GOS_EPERM : GOS_EIO, "%s: cannot write: %s", path, strerror(e));
+    }
+    const char *p = data;
+    size_t left = len;
+    while (left) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            int e = errno;
+            close(fd);
+            unlink(tmp);
+            free(tmp);
+            return gos_fail(GOS_EIO, "%s: write failed: %s", path, strerror(e));
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    if (fsync(fd) != 0 || close(fd) != 0) {
+        unlink(tmp);
+        free(tmp);
+        return gos_fail(GOS_EIO, "%s: write failed: %s", path, strerror(errno));
+    }
+    if (rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        free(tmp);
+        return gos_fail(GOS_EIO, "%s: cannot replace: %s", path, strerror(e));
+    }
+    free(tmp);
+    return GOS_OK;
+}
+
+int gos_json_save_atomic(json_t *root, const char *path)
+{
+    char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    if (!s)
+        return gos_fail(GOS_ENOMEM, "cannot serialise JSON");
+    size_t len = strlen(s);
+    char *t = realloc(s, len + 2);
+    if (!t) {
+        free(s);
+        return gos_fail(GOS_ENOMEM, "out of memory");
+    }
+    t[len] = '\n';
+    int rc = gos_file_save_atomic(path, t, len + 1);
+    free(t);
+    return rc;
+}

@@ -1,0 +1,40 @@
+#include "common/status.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+static _Thread_local char last_msg[512];
+
+int gos_fail(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_msg, sizeof last_msg, fmt, ap);
+    va_end(ap);
+    /* A message is one line, whatever the callee handed us. */
+    for (char *p = last_msg; *p; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+    return code;
+}
+
+const char *gos_last_error(void) { return last_msg; }
+
+const char *gos_strerror(int code)
+{
+    switch (code) {
+    case GOS_OK: return "ok";
+    case GOS_EINVAL: return "invalid argument";
+    case GOS_ENODEV: return "no such device";
+    case GOS_EUNSUPPORTED: return "not supported";
+    case GOS_ENOMEM: return "out of memory";
+    case GOS_EIO: return "I/O error";
+    case GOS_EPERM: return "permission denied";
+    case GOS_EDEVICE: return "device call failed";
+    case GOS_EAMBIGUOUS: return "ambiguous measurement";
+    case GOS_EPROTO: return "protocol error";
+    case GOS_EBUSY: return "busy or over quota";
+    case GOS_ETIMEDOUT: return "timed out";
+    default: return "unknown error";
+    }
+}

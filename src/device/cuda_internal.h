@@ -1,0 +1,55 @@
+/* cuda_internal.h: what the cuda backend's files share (never included above the
+ * device layer). libcuda is opened with dlopen and every entry point is fetched
+ * with cuGetProcAddress at the toolkit's CUDA_VERSION, so the function types that
+ * cuda.h declares are exactly the ABI we call:
+ *
+ *     int rc = CU_CALL(cuMemAlloc, &ptr, bytes);   // GOS_OK or GOS_EDEVICE + message
+ *
+ * CU_CALL reports failures with the call's name and the driver's error name. */
+#ifndef GOS_CUDA_INTERNAL_H
+#define GOS_CUDA_INTERNAL_H
+
+#include "device/device.h"
+
+#include <cuda.h>
+
+/* Loads libcuda.so.1 and runs cuInit once; GOS_ENODEV with a reason otherwise. */
+int gos_cu_load(void);
+/* Entry point by base name ("cuMemAlloc"), NULL if the driver lacks it. */
+void *gos_cu_proc(const char *name);
+/* GOS_OK for CUDA_SUCCESS, else GOS_EDEVICE (GOS_ENOMEM for out-of-memory) with
+ * "call: CUDA_ERROR_X (description)". */
+int gos_cu_check(CUresult r, const char *call);
+int gos_cu_missing(const char *call);
+
+#define GOS_CU(fn) ((__typeof__(&fn))gos_cu_proc(#fn))
+#define CU_CALL(fn, ...)                                                                         \
+    (gos_cu_proc(#fn) ? gos_cu_check(GOS_CU(fn)(__VA_ARGS__), #fn) : gos_cu_missing(#fn))
+
+/* Backend state (d->priv). */
+#define GOS_CUDA_MAX_MODULES 16
+struct gos_cuda {
+    CUdevice dev;
+    CUcontext ctx; /* the device's primary context, retained */
+    struct {
+        const char *name;
+        CUmodule mod;
+    } modules[GOS_CUDA_MAX_MODULES];
+    int n_modules;
+    void *topo; /* state of the topology primitives (cuda.c) */
+};
+
+/* Makes the device's primary context current in the calling thread. */
+int gos_cuda_enter(gos_device *d);
+
+/* Looks up kernel `fn` in the embedded image `image` (kernels/IMAGE.cu), loading
+ * the module on first use. GOS_EUNSUPPORTED when built without kernels. */
+int gos_cuda_function(gos_device *d, const char *image, const char *fn, CUfunction *out);
+
+/* Launch helper: grid/block in x only, optional cluster size (>1), dynamic shared
+ * memory, on stream (NULL: default). Sets the non-portable cluster attribute and
+ * the dynamic shared memory limit on the function as needed. */
+int gos_cuda_launch(CUfunction f, unsigned grid, unsigned block, unsigned cluster, unsigned smem,
+                    CUstream stream, void **params);
+
+#endif

@@ -1,0 +1,124 @@
+/* device.h: the device layer, one interface over two backends (SPEC architecture).
+ *
+ *   cuda: a real GPU through dlopen(libcuda.so.1) and dlopen(libnvidia-ml.so.1),
+ *         running the kernels embedded in the binary;
+ *   sim : a simulated chip described by a gpuos.chip/1 file, emulating the same
+ *         measurement primitives from the chip's known truth plus seeded noise.
+ *
+ * Everything above this layer (probes, schedulers, the daemon) calls only what is
+ * declared here and never knows which backend runs. An operation a backend lacks
+ * is a NULL pointer: callers use the gos_dev_* wrappers, which turn that into
+ * GOS_EUNSUPPORTED with a message instead of a crash.
+ *
+ * The operations are grouped per pillar; each group has its own header
+ * (mem_ops.h, dvfs_ops.h, exec_ops.h) and its own implementation files per
+ * backend (cuda_mem.c / sim_mem.c, ...), so that pillars do not collide. */
+#ifndef GOS_DEVICE_H
+#define GOS_DEVICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct gos_chip;
+typedef struct gos_device gos_device;
+
+#define GOS_MAX_CLOCKS 256
+
+/* Static and dynamic facts about a device; every optional group has a validity
+ * flag ("not measured" is never a sentinel value). */
+typedef struct {
+    char backend[8]; /* "cuda" or "sim" */
+    int ordinal;     /* CUDA ordinal; -1 for a simulated device */
+    int simulated;
+    char name[128];
+    char uuid[96]; /* "GPU-..." for real devices, "SIM-..." for simulated */
+    char pci_bus_id[32];
+    int cc_major, cc_minor;
+    int sm_count;
+    uint64_t l2_bytes;
+    uint64_t mem_bytes;
+    int max_smem_per_block_optin; /* bytes */
+    int max_threads_per_sm;
+    int driver_cuda_version; /* e.g. 13000; 0 unknown */
+    char driver_version[32]; /* NVML's string, e.g. "580.159.04"; "" unknown */
+
+    int has_clocks; /* NVML answered */
+    int sm_clock_mhz, mem_clock_mhz, max_sm_clock_mhz;
+    int n_supported_sm_clocks; /* at the current memory clock, highest first */
+    int supported_sm_clocks_mhz[GOS_MAX_CLOCKS];
+
+    int has_throttle;
+    uint64_t throttle_reasons; /* NVML clocks-event reason bits */
+
+    int has_temp;
+    int temp_c;
+    int has_power;
+    double power_w;
+} gos_device_info;
+
+/* Every pillar ops struct (mem_ops.h, dvfs_ops.h, exec_ops.h) starts with a
+ * member of this type (may be NULL): the backend's close calls it first, so a
+ * pillar can release its state (d->mem_priv, ...) without the backend knowing it. */
+typedef void (*gos_pillar_close_fn)(gos_device *d);
+
+struct gos_mem_ops;  /* mem_ops.h: pillar 1b primitives */
+struct gos_dvfs_ops; /* dvfs_ops.h: pillar 1c primitives */
+struct gos_exec_ops; /* exec_ops.h: pillar 3 execution (daemon) primitives */
+
+struct gos_device_ops {
+    const char *name;
+    void (*close)(gos_device *d);
+    /* Refreshes the dynamic part of d->info (clocks, throttle, temperature). */
+    int (*refresh)(gos_device *d);
+
+    /* Pillar 1a (paper 001 section 5.1). One launch with thread-block clusters of
+     * `cluster_size` blocks, one block per SM; block i ran on SM sms_out[i] and
+     * belongs to cluster i / cluster_size. *n_blocks receives the block count
+     * (a multiple of cluster_size, at most max_blocks). */
+    int (*cluster_probe)(gos_device *d, int cluster_size, int *sms_out, int max_blocks,
+                         int *n_blocks);
+
+    /* Summed L2-hit read bandwidth (GB/s) of the SMs in sms[0..n) reading
+     * concurrently (a working set larger than L1, smaller than L2). */
+    int (*l2_bandwidth)(gos_device *d, const int *sms, int n, double *gbps);
+
+    const struct gos_mem_ops *mem;
+    const struct gos_dvfs_ops *dvfs;
+    const struct gos_exec_ops *exec;
+};
+
+struct gos_device {
+    const struct gos_device_ops *ops;
+    gos_device_info info;
+    struct gos_chip *chip; /* sim: the chip's truth (owned); cuda: NULL */
+    void *priv;            /* backend state */
+    void *mem_priv, *dvfs_priv, *exec_priv; /* per-pillar backend state */
+};
+
+/* Which device to open. */
+typedef struct {
+    const char *sim;   /* NULL: a real GPU; "default" or a chip file: simulated */
+    int ordinal;       /* real GPU ordinal; -1: first one */
+} gos_device_spec;
+
+/* Opens a device. For a real GPU, fails with GOS_ENODEV and a one-line reason
+ * (no driver, no GPU, ordinal out of range). */
+int gos_device_open(const gos_device_spec *spec, gos_device **out);
+void gos_device_close(gos_device *d);
+
+/* Number of real CUDA devices (0 with a reason in gos_last_error() when the
+ * driver cannot be loaded). Never fails hard. */
+int gos_cuda_device_count(void);
+
+/* Backend constructors (device.c picks one). */
+int gos_sim_open(const char *chip_path, gos_device **out);
+int gos_cuda_open(int ordinal, gos_device **out);
+
+/* Wrappers that check for a missing operation. */
+int gos_dev_cluster_probe(gos_device *d, int cluster_size, int *sms_out, int max_blocks, int *n_blocks);
+int gos_dev_l2_bandwidth(gos_device *d, const int *sms, int n, double *gbps);
+
+/* "simulated " or "" for labelling everything printed or written. */
+const char *gos_dev_label(const gos_device *d);
+
+#endif
