@@ -25,7 +25,8 @@ LDLIBS := -Wl,-Bstatic -ljansson -Wl,-Bdynamic -ldl -lm -lpthread -lrt
 
 # Every .c under src/ belongs to the core library, except the CLI entry point and
 # the CUDA backend files, which are chosen below.
-ALL_SRC := $(sort $(wildcard src/*/*.c))
+# SRC_EXCLUDE (patterns) leaves parts out, e.g. while one is being rewritten.
+ALL_SRC := $(filter-out $(SRC_EXCLUDE),$(sort $(wildcard src/*/*.c)))
 CUDA_SRC := $(filter src/device/cuda%.c,$(ALL_SRC))
 CORE_SRC := $(filter-out src/cli/main.c $(CUDA_SRC),$(ALL_SRC))
 ifneq ($(CUDA_H),)
@@ -77,16 +78,20 @@ $(BUILD)/kernels/table.o: $(BUILD)/kernels/table.c
 $(BUILD)/libgpuos_core.a: $(CORE_OBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
+# --whole-archive: the command table, the probe sections and the pillar ops are
+# weak references, which would not pull their objects out of an archive.
+CORE_LINK := -Wl,--whole-archive $(BUILD)/libgpuos_core.a -Wl,--no-whole-archive
+
 $(BUILD)/gpuos: $(BUILD)/src/cli/main.o $(BUILD)/libgpuos_core.a
 	@$(if $(Q),echo "  LINK  $@")
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(CORE_LINK) $(LDLIBS)
 
 # The client library (pillar 3) is the core archive under its public name.
 $(BUILD)/libgpuos.a: $(BUILD)/libgpuos_core.a
 	$(Q)cp $< $@
 
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/libgpuos_core.a
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ -lcmocka $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(CORE_LINK) -lcmocka $(LDLIBS)
 
 # Extra programs (bench/, tests/ helpers) hook in through mk/*.mk fragments.
 -include $(wildcard mk/*.mk)

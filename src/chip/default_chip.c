@@ -12,7 +12,7 @@
 static void default_device(json_t *root)
 {
     json_t *d = json_object();
-    json_object_set_new(d, "name", json_string("Simulated NVIDIA H200"));
+    json_object_set_new(d, "name", json_string("NVIDIA H200"));
     json_object_set_new(d, "uuid", json_string("SIM-00000000-0000-0000-0000-000000000200"));
     json_object_set_new(d, "cc", json_string("9.0"));
     json_object_set_new(d, "sm_count", json_integer(132));

@@ -15,16 +15,19 @@
 
 /* Loads libcuda.so.1 and runs cuInit once; GOS_ENODEV with a reason otherwise. */
 int gos_cu_load(void);
-/* Entry point by base name ("cuMemAlloc"), NULL if the driver lacks it. */
+/* Entry point by exact exported symbol ("cuMemAlloc_v2"), NULL if absent. */
 void *gos_cu_proc(const char *name);
 /* GOS_OK for CUDA_SUCCESS, else GOS_EDEVICE (GOS_ENOMEM for out-of-memory) with
  * "call: CUDA_ERROR_X (description)". */
 int gos_cu_check(CUresult r, const char *call);
 int gos_cu_missing(const char *call);
 
-#define GOS_CU(fn) ((__typeof__(&fn))gos_cu_proc(#fn))
+#define GOS_CU_XSTR(x) #x
+#define GOS_CU_SYM(fn) GOS_CU_XSTR(fn) /* the symbol after cuda.h's macros */
+#define GOS_CU(fn) ((__typeof__(&fn))gos_cu_proc(GOS_CU_SYM(fn)))
 #define CU_CALL(fn, ...)                                                                         \
-    (gos_cu_proc(#fn) ? gos_cu_check(GOS_CU(fn)(__VA_ARGS__), #fn) : gos_cu_missing(#fn))
+    (gos_cu_proc(GOS_CU_SYM(fn)) ? gos_cu_check(GOS_CU(fn)(__VA_ARGS__), #fn)                    \
+                                 : gos_cu_missing(#fn))
 
 /* Backend state (d->priv). */
 #define GOS_CUDA_MAX_MODULES 16

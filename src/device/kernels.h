@@ -1,5 +1,5 @@
 /* kernels.h: the table of fatbins embedded in the binary (generated at build time
- * from kernels/*.cu by tools/gen_kernel_table.sh). Empty when built without nvcc. */
+ * from kernels/NAME.cu by tools/gen_kernel_table.sh). Empty when built without nvcc. */
 #ifndef GOS_KERNELS_H
 #define GOS_KERNELS_H
 

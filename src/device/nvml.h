@@ -23,7 +23,6 @@ int gos_nvml_check(nvmlReturn_t r, const char *call);
 /* Device handle by UUID string ("GPU-..."). */
 int gos_nvml_device(const char *uuid, nvmlDevice_t *out);
 
-struct gos_device_info_dyn;
 #include "device/device.h"
 /* Fills the NVML part of info (driver version, clocks, supported clocks, throttle
  * reasons, temperature, power); each group's validity flag says if it answered. */

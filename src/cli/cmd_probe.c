@@ -1,0 +1,160 @@
+/* cmd_probe.c: `gpuos probe [topology|numa|memory|all] [--device N] [--sim CHIP]
+ * [--json OUT] [--verify SIZE|all] [--repeat N]`: charts the chip section by
+ * section into one gos_chip and writes it as gpuos.chip/1. */
+#include "cli/cli.h"
+#include "cli/probe.h"
+#include "common/status.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+
+#pragma weak probe_topology
+#pragma weak probe_numa
+#pragma weak probe_memory
+
+static const char usage_text[] =
+    "usage: gpuos probe [topology|numa|memory|all] [--device N] [--sim CHIP.json|default]\n"
+    "                   [--json OUT.json|-] [--verify SIZE|all] [--repeat N]\n"
+    "Charts this GPU die: GPCs and free-floating SMs (topology), memory partitions,\n"
+    "address hash and latency tiers (numa), L2/HBM costs (memory); all of them by\n"
+    "default. Without --device or --sim it uses GPU 0, or, when there is no GPU, the\n"
+    "built-in simulated H200 (labelled as simulated).\n"
+    "  --device N   real GPU N only (fails without one)\n"
+    "  --sim CHIP   the simulated chip of a gpuos.chip/1 file, or 'default'\n"
+    "  --json OUT   also write the chart as gpuos.chip/1 ('-' = stdout, no text)\n"
+    "  --verify S   numa: classify every 4 KB page of an S-byte allocation (or 'all')\n"
+    "  --repeat N   sections that support it measure N times and report the spread\n";
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void fill_device(gos_chip *c, const gos_device *d)
+{
+    const gos_device_info *I = &d->info;
+    snprintf(c->device.name, sizeof c->device.name, "%s", I->name);
+    snprintf(c->device.uuid, sizeof c->device.uuid, "%s", I->uuid);
+    c->device.cc_major = I->cc_major;
+    c->device.cc_minor = I->cc_minor;
+    c->device.sm_count = I->sm_count;
+    c->device.l2_bytes = I->l2_bytes;
+    c->device.mem_bytes = I->mem_bytes;
+    c->device.sm_clock_mhz = I->has_clocks ? I->sm_clock_mhz : 0;
+    c->device.simulated = I->simulated;
+}
+
+static json_t *provenance(const gos_device *d, int argc, char **argv, double seconds)
+{
+    char date[64], cmd[1024] = "gpuos";
+    time_t t = time(NULL);
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+    for (int i = 0; i < argc; i++) {
+        size_t len = strlen(cmd);
+        snprintf(cmd + len, sizeof cmd - len, " %s", argv[i]);
+    }
+    struct utsname u;
+    uname(&u);
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:f}", "date", date, "command", cmd, "host", u.nodename,
+                     "driver", d->info.driver_version, "backend", d->info.backend, "seconds", seconds);
+}
+
+int cmd_probe(int argc, char **argv)
+{
+    const char *section = "all", *sim = NULL, *json_out = NULL, *verify = NULL;
+    long ordinal = -1, repeats = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(usage_text, stdout);
+            return 0;
+        } else if (!strcmp(a, "topology") || !strcmp(a, "numa") || !strcmp(a, "memory") || !strcmp(a, "all"))
+            section = a;
+        else if (!strcmp(a, "--device")) {
+            if (i + 1 >= argc || cli_parse_int(argv[++i], 0, 63, &ordinal))
+                return cli_usage("probe", "--device needs a GPU number 0..63");
+        } else if (!strcmp(a, "--sim")) {
+            if (i + 1 >= argc)
+                return cli_usage("probe", "--sim needs a chip file or 'default'");
+            sim = argv[++i];
+        } else if (!strcmp(a, "--json")) {
+            if (i + 1 >= argc)
+                return cli_usage("probe", "--json needs an output path");
+            json_out = argv[++i];
+        } else if (!strcmp(a, "--verify")) {
+            if (i + 1 >= argc)
+                return cli_usage("probe", "--verify needs a size (e.g. 16G) or 'all'");
+            verify = argv[++i];
+        } else if (!strcmp(a, "--repeat")) {
+            if (i + 1 >= argc || cli_parse_int(argv[++i], 1, 100, &repeats))
+                return cli_usage("probe", "--repeat needs a count 1..100");
+        } else
+            return cli_usage("probe", "unexpected argument \"%s\"", a);
+    }
+    if (sim && ordinal >= 0)
+        return cli_usage("probe", "--sim and --device exclude each other");
+    if (verify && strcmp(section, "numa") && strcmp(section, "all"))
+        return cli_usage("probe", "--verify belongs to the numa section");
+    int all = !strcmp(section, "all");
+    struct {
+        const char *name;
+        int (*fn)(gos_probe_ctx *);
+    } sections[] = {{"topology", probe_topology}, {"numa", probe_numa}, {"memory", probe_memory}};
+    for (int s = 0; s < 3; s++)
+        if (!strcmp(section, sections[s].name) && !sections[s].fn) {
+            fprintf(stderr, "gpuos: the %s probe is not built into this binary\n", section);
+            return 1;
+        }
+
+    double t0 = now_s();
+    gos_device *d = NULL;
+    int rc = cli_open_device(sim, (int)ordinal, &d);
+    if (rc)
+        return cli_fail();
+    gos_chip *chip = gos_chip_new();
+    if (!chip) {
+        gos_device_close(d);
+        gos_fail(GOS_ENOMEM, "out of memory");
+        return cli_fail();
+    }
+    chip->json = json_object();
+    fill_device(chip, d);
+    int quiet = json_out && !strcmp(json_out, "-");
+    gos_probe_ctx ctx = {.dev = d, .chip = chip, .out = quiet ? NULL : stdout, .verify = verify,
+                         .repeats = (int)repeats};
+    if (ctx.out && d->info.simulated)
+        fprintf(ctx.out, "[simulated device: %s, from %s]\n", d->info.name,
+                sim && strcmp(sim, "default") ? sim : "the built-in chip");
+    for (int s = 0; s < 3; s++) {
+        if (!all && strcmp(section, sections[s].name))
+            continue;
+        if (!sections[s].fn) {
+            if (ctx.out)
+                fprintf(ctx.out, "(%s probe not built into this binary: skipped)\n", sections[s].name);
+            continue;
+        }
+        if ((rc = sections[s].fn(&ctx)))
+            goto fail;
+        if (ctx.out)
+            fflush(ctx.out);
+    }
+    double secs = now_s() - t0;
+    if (ctx.out)
+        fprintf(ctx.out, "Chart of %s%s done in %.2f s\n", gos_dev_label(d), d->info.name, secs);
+    if (json_out) {
+        json_object_set_new(chip->json, "probe", provenance(d, argc, argv, secs));
+        if ((rc = gos_chip_validate(chip, "probe result")) || (rc = gos_chip_save(chip, json_out)))
+            goto fail;
+    }
+    gos_chip_free(chip);
+    gos_device_close(d);
+    return 0;
+fail:
+    gos_chip_free(chip);
+    gos_device_close(d);
+    return cli_fail();
+}

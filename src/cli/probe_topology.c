@@ -1,0 +1,127 @@
+/* probe_topology.c: the topology section of `gpuos probe` (pillar 1a). */
+#include "cli/probe.h"
+#include "common/status.h"
+#include "topology/topology.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static json_t *int_list(const int *v, int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(a, json_integer(v[i]));
+    return a;
+}
+
+/* Extra figures of the probe, beside the contract's gpcs list. */
+static json_t *topology_extras(const gos_topo_result *r, const char *summary)
+{
+    json_t *t = json_object();
+    json_object_set_new(t, "summary", json_string(summary));
+    const char *match = gos_topo_paper_match(summary);
+    json_object_set_new(t, "paper_match", match ? json_string(match) : json_null());
+    json_object_set_new(t, "free_floating_sms", int_list(r->free_sms, r->n_free));
+    json_object_set_new(t, "tpcs_from_clusters_of_2", json_boolean(r->tpcs_known));
+    json_object_set_new(t, "cluster2_top_partner_share", json_real(r->pair_top_share));
+    json_object_set_new(t, "max_cluster_size", json_integer(r->max_cluster_chip));
+    json_object_set_new(t, "groups_merged_by_contention", json_integer(r->n_merged));
+    json_t *pl = json_array();
+    for (int i = 0; i < r->n_place; i++) {
+        const gos_topo_placement *p = &r->place[i];
+        json_t *o = json_object();
+        json_object_set_new(o, "sms", int_list(p->sms, p->n_sms));
+        json_object_set_new(o, "gpc", json_integer(p->gpc));
+        json_object_set_new(o, "how", json_string(p->how));
+        json_object_set_new(o, "margin", json_real(p->margin));
+        json_object_set_new(o, "noise", json_real(p->noise));
+        json_object_set_new(o, "ambiguous", json_boolean(p->ambiguous));
+        json_object_set_new(o, "cluster2_votes", json_integer(p->votes));
+        if (p->votes) {
+            json_object_set_new(o, "cluster2_gpc", json_integer(p->vote_gpc));
+            json_object_set_new(o, "cluster2_share", json_real(p->vote_share));
+        }
+        {
+            json_object_set_new(o, "lone_gbps", json_real(p->lone_gbps));
+            json_t *g = json_array();
+            for (int k = 0; k < r->chip->n_gpcs; k++)
+                json_array_append_new(g, json_real(p->gain[k]));
+            json_object_set_new(o, "gain_vs_lone_per_gpc", g);
+        }
+        json_array_append_new(pl, o);
+    }
+    json_object_set_new(t, "placements", pl);
+    json_t *gb = json_array();
+    for (int g = 0; g < r->chip->n_gpcs; g++)
+        json_array_append_new(gb, json_real(r->gpc_gbps[g]));
+    json_object_set_new(t, "gpc_l2_gbps", gb);
+    json_object_set_new(t, "lone_tpc_l2_gbps", json_real(r->lone_tpc_gbps));
+    json_object_set_new(t, "confidence", json_string(r->ambiguous ? "ambiguous" : "unambiguous"));
+    if (r->ambiguous)
+        json_object_set_new(t, "ambiguity", json_string(r->ambiguity));
+    json_object_set_new(t, "cluster_launches", json_integer(r->cluster_launches));
+    json_object_set_new(t, "bandwidth_measurements", json_integer(r->bw_measurements));
+    json_object_set_new(t, "seconds", json_real(r->seconds));
+    return t;
+}
+
+int probe_topology(gos_probe_ctx *ctx)
+{
+    gos_topo_opts o;
+    gos_topo_default_opts(&o);
+    gos_topo_result r;
+    int rc = gos_topo_probe(ctx->dev, &o, &r);
+    if (rc)
+        return rc;
+    gos_chip *c = ctx->chip;
+    c->n_gpcs = r.chip->n_gpcs;
+    memcpy(c->gpcs, r.chip->gpcs, sizeof c->gpcs);
+    char summary[128];
+    gos_topo_summary(c, summary, sizeof summary);
+    json_t *topo = json_object_get(c->json, "topology");
+    if (!json_is_object(topo)) {
+        topo = json_object();
+        json_object_set_new(c->json, "topology", topo);
+    }
+    json_t *extra = topology_extras(&r, summary);
+    json_object_update(topo, extra);
+    json_decref(extra);
+    if (ctx->out) {
+        FILE *f = ctx->out;
+        fprintf(f, "Topology of %s%s (%d SMs): %d GPCs, %s\n", gos_dev_label(ctx->dev), ctx->dev->info.name,
+                c->device.sm_count, c->n_gpcs, summary);
+        gos_topo_print_floorplan(f, c, r.free_sms, r.n_free);
+        fprintf(f, "[a b] = TPC of SMs a and b; {a b} = free-floating TPC (never in clusters > 2)\n");
+        const char *match = gos_topo_paper_match(summary);
+        fprintf(f, "Imbalance: %s%s%s%s\n", summary, match ? " = " : "", match ? match : "",
+                match ? "" : " (not among the paper's H200 configurations)");
+        for (int i = 0; i < r.n_place; i++) {
+            const gos_topo_placement *p = &r.place[i];
+            char sms[32];
+            if (p->n_sms == 2)
+                snprintf(sms, sizeof sms, "SMs %d+%d", p->sms[0], p->sms[1]);
+            else
+                snprintf(sms, sizeof sms, "SM %d", p->sms[0]);
+            fprintf(f, "  %s -> GPC %d by %s: L2 gain %.2f of its lone %.0f GB/s there, >= %.2f elsewhere "
+                       "(margin %.2f +- %.2f)", sms, p->gpc, p->how, p->gain[p->gpc], p->lone_gbps,
+                    p->margin + p->gain[p->gpc], p->margin, p->noise);
+            if (p->votes)
+                fprintf(f, "; %d clusters of 2, %.0f%% with GPC %d", p->votes, 100 * p->vote_share, p->vote_gpc);
+            fprintf(f, "%s\n", p->ambiguous ? "  AMBIGUOUS" : "");
+        }
+        if (r.n_merged)
+            fprintf(f, "Note: %d cluster groups were merged because their L2 bandwidth saturates like one GPC\n", r.n_merged);
+        if (!r.tpcs_known)
+            fprintf(f, "Note: clusters of 2 are not bound to TPCs on this chip, so TPC pairs are not observable;\n"
+                       "      cells are single SMs and free-floating SMs are placed one by one (median top-partner\n"
+                       "      share of a clusters-of-2 pairing: %.2f)\n", r.pair_top_share);
+        if (r.ambiguous)
+            fprintf(f, "Confidence: AMBIGUOUS: %s\n", r.ambiguity);
+        else
+            fprintf(f, "Confidence: unambiguous (every placement clear by its margin)\n");
+        fprintf(f, "Topology probe: %.2f s (%d cluster launches, %d bandwidth measurements, clusters up to %d)\n",
+                r.seconds, r.cluster_launches, r.bw_measurements, r.max_cluster_chip);
+    }
+    gos_topo_result_free(&r);
+    return GOS_OK;
+}

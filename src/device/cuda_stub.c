@@ -1,0 +1,16 @@
+/* cuda_stub.c: the cuda backend of a build without the CUDA toolkit headers
+ * (iproute2-style stub): it exists, says why it cannot work, and leaves the
+ * simulated device fully usable. */
+#include "common/status.h"
+#include "device/device.h"
+
+int gos_cuda_device_count(void)
+{
+    gos_fail(GOS_ENODEV, "this gpuos was built without the CUDA toolkit: only --sim works");
+    return 0;
+}
+
+int gos_cuda_open(int ordinal, gos_device **out)
+{
+    return gos_fail(GOS_ENODEV, "this gpuos was built without the CUDA toolkit: only --sim works");
+}

@@ -1,0 +1,207 @@
+/* sim.c: the simulated backend's core: a chip read from a gpuos.chip/1 file, its
+ * facts, and the pillar-1a primitives (cluster co-scheduling, L2 bandwidth).
+ *
+ * Model (SPEC, issue 2): clusters of size 2 occupy one TPC anywhere (free-floating
+ * TPCs included); larger clusters only among one GPC's cluster-eligible SMs, tiled
+ * by the hardware in an order that varies from launch to launch. L2 bandwidth of
+ * an SM set: each SM reads at sim.l2_gbps_per_sm until its GPC's crossbar port
+ * saturates at sim.l2_gbps_per_gpc (soft knee), times noise 1 + jitter N(0,1). */
+#include "device/sim_internal.h"
+
+#include "common/status.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern const struct gos_mem_ops gos_sim_mem_ops __attribute__((weak));
+extern const struct gos_dvfs_ops gos_sim_dvfs_ops __attribute__((weak));
+extern const struct gos_exec_ops gos_sim_exec_ops __attribute__((weak));
+
+enum { STREAM_CLUSTER = 1, STREAM_L2BW = 2 };
+
+struct gos_sim {
+    gos_rng cluster_rng, l2_rng;
+    int gpc_of[GOS_MAX_SMS];
+};
+
+void gos_sim_rng(const gos_device *d, gos_rng *r, uint64_t stream)
+{
+    gos_rng_seed(r, d->chip->sim_seed * 0x9e3779b97f4a7c15ULL + stream * 0xd1b54a32d192ed03ULL + 1);
+}
+
+double gos_sim_noise(const gos_device *d, gos_rng *r)
+{
+    double x = 1.0 + d->chip->sim_jitter * gos_rng_normal(r);
+    return x < 0.05 ? 0.05 : x;
+}
+
+static void sim_close_pillar(gos_device *d, const void *ops)
+{
+    if (ops) {
+        gos_pillar_close_fn f = *(const gos_pillar_close_fn *)ops;
+        if (f)
+            f(d);
+    }
+}
+
+static void sim_close(gos_device *d)
+{
+    sim_close_pillar(d, d->ops->exec);
+    sim_close_pillar(d, d->ops->dvfs);
+    sim_close_pillar(d, d->ops->mem);
+    gos_chip_free(d->chip);
+    free(d->priv);
+    free(d);
+}
+
+static int sim_refresh(gos_device *d) { return GOS_OK; }
+
+static int sim_cluster_probe(gos_device *d, int cs, int *sms_out, int max_blocks, int *n_blocks)
+{
+    struct gos_sim *s = d->priv;
+    const gos_chip *c = d->chip;
+    int n = 0;
+    if (cs == 1) {
+        int all[GOS_MAX_SMS];
+        for (int i = 0; i < c->device.sm_count; i++)
+            all[i] = i;
+        gos_rng_shuffle(&s->cluster_rng, all, c->device.sm_count);
+        for (int i = 0; i < c->device.sm_count && n < max_blocks; i++)
+            sms_out[n++] = all[i];
+    } else if (cs == 2) {
+        /* One cluster per complete TPC, in a random order, random rank order. */
+        int pairs[GOS_MAX_SMS][2], np = 0;
+        for (int g = 0; g < c->n_gpcs; g++)
+            for (int t = 0; t < c->gpcs[g].n_tpcs; t++)
+                if (c->gpcs[g].tpcs[t][1] >= 0) {
+                    int flip = gos_rng_below(&s->cluster_rng, 2);
+                    pairs[np][0] = c->gpcs[g].tpcs[t][flip];
+                    pairs[np][1] = c->gpcs[g].tpcs[t][1 - flip];
+                    np++;
+                }
+        int order[GOS_MAX_SMS];
+        for (int i = 0; i < np; i++)
+            order[i] = i;
+        gos_rng_shuffle(&s->cluster_rng, order, np);
+        for (int i = 0; i < np && n + 2 <= max_blocks; i++) {
+            sms_out[n++] = pairs[order[i]][0];
+            sms_out[n++] = pairs[order[i]][1];
+        }
+    } else {
+        /* Per GPC: its cluster-eligible SMs in a launch-dependent order, tiled
+         * into clusters of cs; the remainder stays idle this launch. */
+        int gorder[GOS_MAX_GPCS];
+        for (int g = 0; g < c->n_gpcs; g++)
+            gorder[g] = g;
+        gos_rng_shuffle(&s->cluster_rng, gorder, c->n_gpcs);
+        for (int k = 0; k < c->n_gpcs; k++) {
+            const gos_gpc *G = &c->gpcs[gorder[k]];
+            int v[GOS_MAX_SMS];
+            memcpy(v, G->cluster_sms, sizeof(int) * G->n_cluster);
+            gos_rng_shuffle(&s->cluster_rng, v, G->n_cluster);
+            for (int i = 0; i + cs <= G->n_cluster && n + cs <= max_blocks; i += cs)
+                for (int j = 0; j < cs; j++)
+                    sms_out[n++] = v[i + j];
+        }
+    }
+    if (n == 0)
+        return gos_fail(GOS_EUNSUPPORTED, "no GPC of the simulated chip can host clusters of %d", cs);
+    *n_blocks = n;
+    return GOS_OK;
+}
+
+static int sim_l2_bandwidth(gos_device *d, const int *sms, int n, double *gbps)
+{
+    struct gos_sim *s = d->priv;
+    const gos_chip *c = d->chip;
+    int per_gpc[GOS_MAX_GPCS] = {0};
+    unsigned char seen[GOS_MAX_SMS] = {0};
+    for (int i = 0; i < n; i++) {
+        if (seen[sms[i]]++)
+            return gos_fail(GOS_EINVAL, "SM %d listed twice", sms[i]);
+        per_gpc[s->gpc_of[sms[i]]]++;
+    }
+    double total = 0, p = 6.0;
+    for (int g = 0; g < c->n_gpcs; g++) {
+        if (!per_gpc[g])
+            continue;
+        double x = per_gpc[g] * c->sim_l2_gbps_per_sm;
+        total += x / pow(1.0 + pow(x / c->sim_l2_gbps_per_gpc, p), 1.0 / p);
+    }
+    *gbps = total * gos_sim_noise(d, &s->l2_rng);
+    return GOS_OK;
+}
+
+static const struct gos_device_ops sim_ops = {
+    .name = "sim",
+    .close = sim_close,
+    .refresh = sim_refresh,
+    .cluster_probe = sim_cluster_probe,
+    .l2_bandwidth = sim_l2_bandwidth,
+    .mem = &gos_sim_mem_ops,
+    .dvfs = &gos_sim_dvfs_ops,
+    .exec = &gos_sim_exec_ops,
+};
+
+int gos_sim_open(const char *chip_path, gos_device **out)
+{
+    gos_chip *chip;
+    int rc = gos_chip_load(chip_path, &chip);
+    if (rc)
+        return rc;
+    if (!chip->n_gpcs) {
+        gos_chip_free(chip);
+        return gos_fail(GOS_EINVAL, "%s: a simulated chip needs a topology section", chip_path);
+    }
+    if (!chip->has_sim) { /* defaults, as parse_sim would give */
+        chip->has_sim = 1;
+        chip->sim_seed = 1;
+        chip->sim_jitter = 0.03;
+        chip->sim_l2_gbps_per_sm = 180;
+        chip->sim_l2_gbps_per_gpc = 1300;
+    }
+    chip->device.simulated = 1;
+    gos_device *d = calloc(1, sizeof *d);
+    struct gos_sim *s = calloc(1, sizeof *s);
+    if (!d || !s) {
+        free(d);
+        free(s);
+        gos_chip_free(chip);
+        return gos_fail(GOS_ENOMEM, "out of memory");
+    }
+    d->ops = &sim_ops;
+    d->chip = chip;
+    d->priv = s;
+    gos_sim_rng(d, &s->cluster_rng, STREAM_CLUSTER);
+    gos_sim_rng(d, &s->l2_rng, STREAM_L2BW);
+    gos_chip_gpc_of(chip, s->gpc_of);
+
+    gos_device_info *I = &d->info;
+    snprintf(I->backend, sizeof I->backend, "sim");
+    I->ordinal = -1;
+    I->simulated = 1;
+    snprintf(I->name, sizeof I->name, "%s", chip->device.name[0] ? chip->device.name : "Simulated GPU");
+    snprintf(I->uuid, sizeof I->uuid, "%s", chip->device.uuid[0] ? chip->device.uuid : "SIM-unnamed");
+    snprintf(I->pci_bus_id, sizeof I->pci_bus_id, "sim");
+    I->cc_major = chip->device.cc_major ? chip->device.cc_major : 9;
+    I->cc_minor = chip->device.cc_minor;
+    I->sm_count = chip->device.sm_count;
+    I->l2_bytes = chip->device.l2_bytes;
+    I->mem_bytes = chip->device.mem_bytes;
+    I->max_smem_per_block_optin = 232448;
+    I->max_threads_per_sm = 2048;
+    snprintf(I->driver_version, sizeof I->driver_version, "simulated");
+    I->has_clocks = chip->device.sm_clock_mhz > 0;
+    I->sm_clock_mhz = I->max_sm_clock_mhz = chip->device.sm_clock_mhz;
+    json_t *freqs = json_object_get(json_object_get(json_object_get(chip->json, "sim"), "dvfs"), "freqs_mhz");
+    for (size_t i = 0; i < json_array_size(freqs) && i < GOS_MAX_CLOCKS; i++)
+        if (json_is_integer(json_array_get(freqs, i)))
+            I->supported_sm_clocks_mhz[I->n_supported_sm_clocks++] =
+                (int)json_integer_value(json_array_get(freqs, i));
+    I->has_throttle = 1;
+    I->throttle_reasons = 0;
+    *out = d;
+    return GOS_OK;
+}

@@ -1,0 +1,538 @@
+/* topology.c: the two-phase SM-to-GPC inference (see topology.h). */
+#include "topology/topology.h"
+
+#include "common/status.h"
+#include "topology/unionfind.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <math.h>
+
+void gos_topo_default_opts(gos_topo_opts *o)
+{
+    o->launches = 20;
+    o->min_cluster = 2;
+    o->max_cluster = 16;
+    o->repeats = 7;
+    o->threshold = 0.75;
+    o->check_merge = 1;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
+
+/* Median bandwidth of a set over `repeats` measurements. */
+static int bw_median(gos_device *d, const int *sms, int n, int repeats, double *out, int *count)
+{
+    double v[64];
+    if (repeats > 64)
+        repeats = 64;
+    for (int r = 0; r < repeats; r++) {
+        int rc = gos_dev_l2_bandwidth(d, sms, n, &v[r]);
+        if (rc)
+            return rc;
+        (*count)++;
+    }
+    *out = median(v, repeats);
+    return GOS_OK;
+}
+
+/* Paired measurement of the gain of adding `u` to `base`: median over repeats of
+ * bw(base + u) - bw(base), each pair measured back to back so drift cancels. */
+static int bw_gain(gos_device *d, const int *base, int nb, const int *u, int nu, int repeats,
+                   double *gain, double *spread, int *count)
+{
+    int set[GOS_MAX_SMS];
+    memcpy(set, base, sizeof(int) * nb);
+    memcpy(set + nb, u, sizeof(int) * nu);
+    double diff[64];
+    if (repeats > 64)
+        repeats = 64;
+    for (int r = 0; r < repeats; r++) {
+        double a, b;
+        int rc;
+        if ((rc = gos_dev_l2_bandwidth(d, base, nb, &a)) || (rc = gos_dev_l2_bandwidth(d, set, nb + nu, &b)))
+            return rc;
+        *count += 2;
+        diff[r] = b - a;
+    }
+    *gain = median(diff, repeats);
+    /* Robust spread of the median: 1.4826 MAD / sqrt(n). */
+    for (int r = 0; r < repeats; r++)
+        diff[r] = fabs(diff[r] - *gain);
+    *spread = 1.4826 * median(diff, repeats) / sqrt((double)repeats);
+    return GOS_OK;
+}
+
+typedef struct {
+    int n;
+    int sms[GOS_MAX_SMS];
+    int max_cs;
+} group_t;
+
+static int group_key(const group_t *g) { return g->sms[0]; }
+
+static int cmp_group(const void *a, const void *b)
+{
+    return group_key((const group_t *)a) - group_key((const group_t *)b);
+}
+
+static void add_reason(gos_topo_result *r, int sm, const char *why)
+{
+    size_t len = strlen(r->ambiguity);
+    if (len + 80 < sizeof r->ambiguity)
+        snprintf(r->ambiguity + len, sizeof r->ambiguity - len, "%sSM %d: %s", len ? "; " : "", sm, why);
+    r->ambiguous = 1;
+}
+
+/* Measures the gain of unit p against every group (see topology.h) and fills
+ * p->gain, p->gpc, p->margin, p->noise. The base of each GPC is its cluster SMs
+ * plus the free units already placed there, so small GPCs saturate as well as
+ * they can. */
+static int place_unit(gos_device *d, const group_t *groups, int ng, gos_topo_result *r,
+                      gos_topo_placement *p, int repeats)
+{
+    double lo = 1e300, lo2 = 1e300, se[GOS_MAX_GPCS] = {0};
+    int best = -1, second = -1;
+    for (int g = 0; g < ng; g++) {
+        double gain, spread;
+        int base[GOS_MAX_SMS], nb = groups[g].n;
+        memcpy(base, groups[g].sms, sizeof(int) * nb);
+        for (int k = 0; k < r->n_place && &r->place[k] != p; k++)
+            if (r->place[k].gpc == g && !r->place[k].ambiguous)
+                for (int j = 0; j < r->place[k].n_sms; j++)
+                    base[nb++] = r->place[k].sms[j];
+        int rc = bw_gain(d, base, nb, p->sms, p->n_sms, repeats, &gain, &spread, &r->bw_measurements);
+        if (rc)
+            return rc;
+        se[g] = spread / p->lone_gbps;
+        p->gain[g] = gain / p->lone_gbps;
+        if (p->gain[g] < lo)
+            lo2 = lo, second = best, lo = p->gain[g], best = g;
+        else if (p->gain[g] < lo2)
+            lo2 = p->gain[g], second = g;
+    }
+    p->gpc = best;
+    p->margin = ng > 1 ? lo2 - lo : 1.0 - lo;
+    p->noise = second >= 0 ? sqrt(se[best] * se[best] + se[second] * se[second]) : se[best];
+    return GOS_OK;
+}
+
+/* NULL when p's placement is clear, else why not. Elsewhere a unit adds its
+ * whole lone bandwidth (gain 1.0); in its own GPC clearly less. Clear means:
+ * the lowest gain under the threshold, and the runner-up above it by at least
+ * 0.2 and by three times the measured noise of the two. */
+static const char *judge(const gos_topo_placement *p, int ng, double threshold)
+{
+    double lo = p->gain[p->gpc];
+    if (lo >= threshold)
+        return "no GPC contends with it";
+    if (ng > 1 && (p->margin < 0.2 || p->margin < 3 * p->noise))
+        return "two GPCs contend with it (margin too small)";
+    return NULL;
+}
+
+/* Places unit p by L2 contention (escalating the repeats x2, x4, x8 while only
+ * noise stands between it and a clear answer) and combines that with its
+ * clusters-of-2 evidence; sets p->gpc, p->how, p->ambiguous, p->why. */
+static int decide_unit(gos_device *d, const gos_topo_opts *o, const group_t *groups, int ng,
+                       gos_topo_result *r, gos_topo_placement *p)
+{
+    const char *why = NULL;
+    for (int reps = o->repeats;; reps *= 2) {
+        int rc = place_unit(d, groups, ng, r, p, reps);
+        if (rc)
+            return rc;
+        why = judge(p, ng, o->threshold);
+        if (!why || reps * 2 > 64 || p->margin >= 0.2 + 3 * p->noise)
+            break;
+    }
+    int vote_clear = p->votes >= 3 && p->vote_share >= 0.95;
+    p->ambiguous = 0;
+    p->why = NULL;
+    if (!why && vote_clear && p->gpc != p->vote_gpc) {
+        p->ambiguous = 1;
+        p->how = "conflict";
+        p->why = "clusters of 2 and L2 contention disagree";
+    } else if (!why) {
+        p->how = vote_clear ? "clusters-of-2+l2-contention" : "l2-contention";
+    } else if (vote_clear) {
+        p->gpc = p->vote_gpc;
+        p->how = "clusters-of-2";
+    } else {
+        p->ambiguous = 1;
+        p->how = "none";
+        p->why = why;
+    }
+    return GOS_OK;
+}
+
+int gos_topo_probe(gos_device *d, const gos_topo_opts *o, gos_topo_result *r)
+{
+    double t0 = now_s();
+    memset(r, 0, sizeof *r);
+    int nsm = d->info.sm_count, rc = GOS_OK;
+    if (nsm < 1 || nsm > GOS_MAX_SMS)
+        return gos_fail(GOS_EINVAL, "device reports %d SMs", nsm);
+    int max_blocks = 8 * nsm + 64;
+    int *blocks = malloc(sizeof(int) * max_blocks);
+    static unsigned short pair[GOS_MAX_SMS][GOS_MAX_SMS];
+    int pair_total[GOS_MAX_SMS] = {0};
+    memset(pair, 0, sizeof pair);
+    if (!blocks)
+        return gos_fail(GOS_ENOMEM, "out of memory");
+    gos_uf uf;
+    gos_uf_init(&uf);
+    unsigned char eligible[GOS_MAX_SMS] = {0};
+    int max_cs_of[GOS_MAX_SMS] = {0}; /* largest cluster each SM was seen in */
+
+    /* Phase 1: cluster probing. */
+    r->max_cluster_chip = 0;
+    for (int cs = o->min_cluster; cs <= o->max_cluster; cs++) {
+        int ok = 0;
+        for (int l = 0; l < o->launches; l++) {
+            int nb = 0;
+            rc = gos_dev_cluster_probe(d, cs, blocks, max_blocks, &nb);
+            if (rc == GOS_EUNSUPPORTED)
+                break;
+            if (rc)
+                goto out;
+            ok = 1;
+            r->cluster_launches++;
+            for (int i = 0; i + cs <= nb; i += cs) {
+                const int *cl = blocks + i;
+                if (cs == 2) {
+                    if (cl[0] != cl[1]) {
+                        pair[cl[0]][cl[1]]++;
+                        pair[cl[1]][cl[0]]++;
+                        pair_total[cl[0]]++;
+                        pair_total[cl[1]]++;
+                    }
+                    continue;
+                }
+                for (int j = 0; j < cs; j++) {
+                    eligible[cl[j]] = 1;
+                    if (cs > max_cs_of[cl[j]])
+                        max_cs_of[cl[j]] = cs;
+                    gos_uf_union(&uf, cl[0], cl[j]);
+                }
+            }
+        }
+        if (!ok) {
+            rc = GOS_OK;
+            break;
+        }
+        r->max_cluster_chip = cs;
+    }
+
+    /* TPC pairs: each SM's most frequent cluster-of-2 partner, if mutual and
+     * dominant (>= 90 % of its pairings). */
+    int partner[GOS_MAX_SMS];
+    int tpcs_ok = 1, any_pairs = 0;
+    for (int s = 0; s < nsm; s++) {
+        partner[s] = -1;
+        int best = -1, bc = 0;
+        for (int t = 0; t < nsm; t++)
+            if (pair[s][t] > bc)
+                bc = pair[s][t], best = t;
+        if (best >= 0 && bc * 10 >= pair_total[s] * 9)
+            partner[s] = best;
+        else if (pair_total[s])
+            tpcs_ok = 0;
+        any_pairs |= pair_total[s] > 0;
+    }
+    for (int s = 0; s < nsm; s++)
+        if (partner[s] >= 0 && partner[partner[s]] != s)
+            tpcs_ok = 0;
+    r->tpcs_known = tpcs_ok && any_pairs;
+    {
+        double share[GOS_MAX_SMS];
+        int ns = 0;
+        for (int s = 0; s < nsm; s++) {
+            int bc = 0;
+            for (int t = 0; t < nsm; t++)
+                if (pair[s][t] > bc)
+                    bc = pair[s][t];
+            if (pair_total[s])
+                share[ns++] = (double)bc / pair_total[s];
+        }
+        r->pair_top_share = ns ? median(share, ns) : 0;
+    }
+    if (!r->tpcs_known)
+        for (int s = 0; s < nsm; s++)
+            partner[s] = -1;
+
+    /* Groups of cluster-eligible SMs. */
+    group_t *groups = calloc(GOS_MAX_SMS, sizeof *groups);
+    if (!groups) {
+        rc = gos_fail(GOS_ENOMEM, "out of memory");
+        goto out;
+    }
+    int ng = 0, gid[GOS_MAX_SMS];
+    for (int s = 0; s < nsm; s++)
+        gid[s] = -1;
+    for (int s = 0; s < nsm; s++) {
+        if (!eligible[s])
+            continue;
+        int root = gos_uf_find(&uf, s), g = -1;
+        for (int k = 0; k < ng; k++)
+            if (gos_uf_find(&uf, groups[k].sms[0]) == root)
+                g = k;
+        if (g < 0)
+            g = ng++;
+        groups[g].sms[groups[g].n++] = s;
+        if (max_cs_of[s] > groups[g].max_cs)
+            groups[g].max_cs = max_cs_of[s];
+    }
+    if (ng == 0) {
+        rc = gos_fail(GOS_EUNSUPPORTED, "no cluster of 3 or more blocks ever ran: cannot chart GPCs");
+        free(groups);
+        goto out;
+    }
+    if (ng > GOS_MAX_GPCS) {
+        rc = gos_fail(GOS_EAMBIGUOUS, "cluster probing found %d groups, more than %d GPCs", ng, GOS_MAX_GPCS);
+        free(groups);
+        goto out;
+    }
+
+    /* Phase 1b: groups that contend like one GPC are one GPC. */
+    double gbw[GOS_MAX_SMS];
+    for (int g = 0; g < ng; g++)
+        if ((rc = bw_median(d, groups[g].sms, groups[g].n, o->repeats, &gbw[g], &r->bw_measurements)))
+            goto out_groups;
+    for (int merged = 1; o->check_merge && merged && ng > 1;) {
+        merged = 0;
+        for (int a = 0; a < ng && !merged; a++)
+            for (int b = a + 1; b < ng && !merged; b++) {
+                int set[GOS_MAX_SMS];
+                memcpy(set, groups[a].sms, sizeof(int) * groups[a].n);
+                memcpy(set + groups[a].n, groups[b].sms, sizeof(int) * groups[b].n);
+                double both;
+                if ((rc = bw_median(d, set, groups[a].n + groups[b].n, o->repeats, &both, &r->bw_measurements)))
+                    goto out_groups;
+                /* Distinct GPCs add up; one GPC stays near the larger of the two. */
+                double lo = gbw[a] > gbw[b] ? gbw[a] : gbw[b], hi = gbw[a] + gbw[b];
+                if (both >= lo + 0.35 * (hi - lo))
+                    continue;
+                for (int i = 0; i < groups[b].n; i++)
+                    groups[a].sms[groups[a].n++] = groups[b].sms[i];
+                if (groups[b].max_cs > groups[a].max_cs)
+                    groups[a].max_cs = groups[b].max_cs;
+                qsort(groups[a].sms, groups[a].n, sizeof(int), cmp_int);
+                groups[b] = groups[ng - 1];
+                gbw[b] = gbw[ng - 1];
+                ng--;
+                r->n_merged++;
+                merged = 1;
+                if ((rc = bw_median(d, groups[a].sms, groups[a].n, o->repeats, &gbw[a], &r->bw_measurements)))
+                    goto out_groups;
+            }
+    }
+    qsort(groups, ng, sizeof *groups, cmp_group);
+    for (int g = 0; g < ng; g++) {
+        if ((rc = bw_median(d, groups[g].sms, groups[g].n, o->repeats, &gbw[g], &r->bw_measurements)))
+            goto out_groups;
+        r->gpc_gbps[g] = gbw[g];
+        for (int i = 0; i < groups[g].n; i++)
+            gid[groups[g].sms[i]] = g;
+    }
+
+    /* Free-floating units: a free SM and its free TPC partner form a unit of
+     * two, otherwise a free SM is a unit of one. Two independent kinds of
+     * evidence place a unit: clusters of 2 it shared with cluster-eligible SMs
+     * (a cluster never spans GPCs), and L2-bandwidth contention. */
+    unsigned char done[GOS_MAX_SMS] = {0};
+    int ffgpc[GOS_MAX_SMS];
+    for (int s = 0; s < nsm; s++) {
+        ffgpc[s] = -1;
+        if (!eligible[s])
+            r->free_sms[r->n_free++] = s;
+    }
+    double lone_all[GOS_MAX_SMS];
+    int n_lone = 0;
+    for (int i = 0; i < r->n_free; i++) {
+        int s = r->free_sms[i];
+        if (done[s])
+            continue;
+        gos_topo_placement *p = &r->place[r->n_place++];
+        memset(p, 0, sizeof *p);
+        p->sms[0] = s;
+        p->n_sms = 1;
+        p->vote_gpc = -1;
+        done[s] = 1;
+        int q = partner[s];
+        if (q >= 0 && !eligible[q]) {
+            p->sms[1] = q;
+            p->n_sms = 2;
+            done[q] = 1;
+        }
+        /* Evidence 1: clusters of 2 shared with cluster-eligible SMs. */
+        int votes[GOS_MAX_SMS] = {0};
+        for (int k = 0; k < p->n_sms; k++)
+            for (int t = 0; t < nsm; t++)
+                if (eligible[t] && pair[p->sms[k]][t]) {
+                    votes[gid[t]] += pair[p->sms[k]][t];
+                    p->votes += pair[p->sms[k]][t];
+                }
+        for (int g = 0; g < ng; g++)
+            if (p->vote_gpc < 0 || votes[g] > votes[p->vote_gpc])
+                p->vote_gpc = g;
+        p->vote_share = p->votes ? (double)votes[p->vote_gpc] / p->votes : 0;
+        /* Evidence 2: L2 contention (decide_unit combines both). */
+        if ((rc = bw_median(d, p->sms, p->n_sms, o->repeats, &p->lone_gbps, &r->bw_measurements)))
+            goto out_groups;
+        lone_all[n_lone++] = p->lone_gbps;
+        if ((rc = decide_unit(d, o, groups, ng, r, p)))
+            goto out_groups;
+    }
+    /* A unit of a small GPC may not saturate its port on the first pass; once
+     * its GPC's other free units are placed the base is larger: retry. */
+    for (int round = 0, progress = 1; round < 3 && progress; round++) {
+        progress = 0;
+        for (int i = 0; i < r->n_place; i++) {
+            gos_topo_placement *p = &r->place[i];
+            if (!p->ambiguous)
+                continue;
+            p->ambiguous = 0;
+            if ((rc = decide_unit(d, o, groups, ng, r, p)))
+                goto out_groups;
+            progress |= !p->ambiguous;
+        }
+    }
+    r->ambiguous = 0;
+    r->ambiguity[0] = 0;
+    for (int i = 0; i < r->n_place; i++)
+        if (r->place[i].ambiguous)
+            add_reason(r, r->place[i].sms[0], r->place[i].why);
+    r->lone_tpc_gbps = n_lone ? median(lone_all, n_lone) : 0;
+    for (int i = 0; i < r->n_place; i++)
+        for (int k = 0; k < r->place[i].n_sms; k++)
+            ffgpc[r->place[i].sms[k]] = r->place[i].gpc;
+
+    /* Assemble the chip. */
+    gos_chip *c = gos_chip_new();
+    if (!c) {
+        rc = gos_fail(GOS_ENOMEM, "out of memory");
+        goto out_groups;
+    }
+    snprintf(c->device.name, sizeof c->device.name, "%s", d->info.name);
+    snprintf(c->device.uuid, sizeof c->device.uuid, "%s", d->info.uuid);
+    c->device.cc_major = d->info.cc_major;
+    c->device.cc_minor = d->info.cc_minor;
+    c->device.sm_count = nsm;
+    c->device.l2_bytes = d->info.l2_bytes;
+    c->device.mem_bytes = d->info.mem_bytes;
+    c->device.sm_clock_mhz = d->info.has_clocks ? d->info.sm_clock_mhz : 0;
+    c->device.simulated = d->info.simulated;
+    c->n_gpcs = ng;
+    for (int g = 0; g < ng; g++) {
+        gos_gpc *G = &c->gpcs[g];
+        G->max_cluster = groups[g].max_cs;
+        /* SMs: cluster SMs then free-floating placed here; TPC order. */
+        int members[GOS_MAX_SMS], nm = 0;
+        for (int s = 0; s < nsm; s++)
+            if (gid[s] == g || (!eligible[s] && ffgpc[s] == g))
+                members[nm++] = s;
+        unsigned char used[GOS_MAX_SMS] = {0};
+        for (int i = 0; i < nm; i++) {
+            int s = members[i];
+            if (used[s])
+                continue;
+            used[s] = 1;
+            int q = partner[s];
+            int tp[2] = {s, -1};
+            if (q >= 0 && (gid[q] == g || (!eligible[q] && ffgpc[q] == g)) && !used[q]) {
+                tp[1] = q;
+                used[q] = 1;
+            }
+            G->tpcs[G->n_tpcs][0] = tp[0];
+            G->tpcs[G->n_tpcs][1] = tp[1];
+            G->n_tpcs++;
+            for (int k = 0; k < 2; k++)
+                if (tp[k] >= 0) {
+                    G->sms[G->n_sms++] = tp[k];
+                    if (eligible[tp[k]])
+                        G->cluster_sms[G->n_cluster++] = tp[k];
+                }
+        }
+    }
+    /* An unplaced free SM (no GPC at all) makes the chart invalid: say so. */
+    for (int i = 0; i < r->n_free; i++)
+        if (ffgpc[r->free_sms[i]] < 0) {
+            rc = gos_fail(GOS_EAMBIGUOUS, "free-floating SM %d could not be placed in any GPC", r->free_sms[i]);
+            gos_chip_free(c);
+            goto out_groups;
+        }
+    c->json = json_object();
+    r->chip = c;
+    r->seconds = now_s() - t0;
+    rc = gos_chip_validate(c, "probed topology");
+out_groups:
+    free(groups);
+out:
+    free(blocks);
+    if (rc && r->chip) {
+        gos_chip_free(r->chip);
+        r->chip = NULL;
+    }
+    return rc;
+}
+
+void gos_topo_result_free(gos_topo_result *r)
+{
+    gos_chip_free(r->chip);
+    r->chip = NULL;
+}
+
+void gos_topo_summary(const gos_chip *c, char *buf, int len)
+{
+    int sizes[GOS_MAX_GPCS];
+    for (int g = 0; g < c->n_gpcs; g++)
+        sizes[g] = c->gpcs[g].n_sms;
+    qsort(sizes, c->n_gpcs, sizeof(int), cmp_int);
+    int pos = 0;
+    buf[0] = 0;
+    for (int g = 0; g < c->n_gpcs;) {
+        int k = g;
+        while (k < c->n_gpcs && sizes[k] == sizes[g])
+            k++;
+        pos += snprintf(buf + pos, pos < len ? len - pos : 0, "%s%dx%d", g ? " + " : "", k - g, sizes[g]);
+        g = k;
+    }
+}
+
+const char *gos_topo_paper_match(const char *summary)
+{
+    static const struct {
+        const char *summary, *note;
+    } known[] = {
+        {"6x16 + 2x18", "the paper's most common H200 configuration (23 of 28 chips)"},
+        {"1x12 + 3x16 + 4x18", "a configuration the paper saw on 3 of 28 H200s"},
+        {"1x14 + 4x16 + 3x18", "a configuration the paper saw on 1 of 28 H200s"},
+        {"1x10 + 2x16 + 5x18", "a configuration the paper saw on 1 of 28 H200s"},
+    };
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (!strcmp(summary, known[i].summary))
+            return known[i].note;
+    return NULL;
+}

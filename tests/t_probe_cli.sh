@@ -1,0 +1,91 @@
+#!/bin/sh
+# t_probe_cli.sh: the probe and info commands as a user runs them: the simulated
+# round trip through files (probe --sim X --json Y reproduces X's topology, for
+# random chips), labels, and one-line errors with non-zero exits on bad input.
+set -eu
+G=${GPUOS:-build/gpuos}
+PY=/usr/bin/python3
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+# One-line error, non-zero exit, nothing on stdout.
+expect_error() { # expected-substring, command...
+    want=$1; shift
+    if "$@" >"$T/out" 2>"$T/err"; then fail "succeeded: $*"; fi
+    [ "$(wc -l <"$T/err")" -eq 1 ] || { cat "$T/err"; fail "not one line: $*"; }
+    grep -q -- "$want" "$T/err" || { cat "$T/err"; fail "no '$want' in error of: $*"; }
+}
+
+printf '{"schema": "gpuos.chip/1", "device": {"sm_count": 4}, "topology": {"gpcs": [{"sms": [0,1,2], "cluster_sms": []}, {"sms": [2,3], "cluster_sms": []}]}}' >"$T/two.json"
+printf '{"schema": "gpuos.chip/1", "device": ' >"$T/trunc.json"
+printf '\000\001\002garbage' >"$T/bin.json"
+printf '{"schema": "gpuos.chip/1", "device": {"sm_count": 4}}' >"$T/notopo.json"
+expect_error "SM 2 is in GPC 0 and GPC 1" "$G" probe topology --sim "$T/two.json"
+expect_error "not valid JSON" "$G" probe --sim "$T/trunc.json"
+expect_error "trunc.json" "$G" probe --sim "$T/trunc.json"
+expect_error "bin.json" "$G" probe --sim "$T/bin.json"
+expect_error "needs a topology" "$G" probe --sim "$T/notopo.json"
+expect_error "cannot open" "$G" probe --sim "$T/missing.json"
+expect_error "unexpected argument" "$G" probe --frobnicate
+expect_error "--device needs" "$G" probe --device x
+expect_error "exclude each other" "$G" probe --device 0 --sim default
+expect_error "unknown command" "$G" frobnicate
+# --device demands real hardware: on this machine (no GPU) it fails clearly.
+if ! nvidia-smi -L >/dev/null 2>&1; then
+    expect_error "GPU" "$G" probe topology --device 0
+fi
+# An unwritable output path fails clearly and leaves no partial file.
+expect_error "cannot write" "$G" probe topology --sim default --json /nonexistent/dir/out.json
+# An existing output file survives a failed probe untouched.
+echo '{"precious": 1}' >"$T/keep.json"
+expect_error "" "$G" probe topology --sim "$T/two.json" --json "$T/keep.json"
+grep -q precious "$T/keep.json" || fail "existing file was clobbered by a failed probe"
+
+# Without a GPU, plain `probe` charts the simulated H200 and says so.
+if ! nvidia-smi -L >/dev/null 2>&1; then
+    "$G" probe topology >"$T/plain.out" 2>"$T/plain.err" || fail "plain probe failed"
+    grep -q "simulated" "$T/plain.err" || fail "no notice of simulation on stderr"
+    grep -q "simulated" "$T/plain.out" || fail "output not labelled simulated"
+fi
+
+# Round trip through files for random chips made by an independent generator.
+$PY - "$T" <<'PYEOF'
+import json, random, sys
+out = sys.argv[1]
+for k in range(12):
+    rnd = random.Random(1000 + k)
+    n_gpcs = rnd.randint(6, 8)
+    sizes = [rnd.randint(8, 20) for _ in range(n_gpcs)]
+    ids = list(range(sum(sizes))); rnd.shuffle(ids)
+    gpcs, pos, budget = [], 0, rnd.randint(0, 8)
+    for s in sizes:
+        sms = ids[pos:pos + s]; pos += s
+        tpcs = [sms[i:i + 2] for i in range(0, s, 2)]
+        free = set()
+        for t in rnd.sample(tpcs, rnd.randint(0, 2)):
+            if len(t) <= budget and s - len(free) - len(t) >= 6:
+                free |= set(t); budget -= len(t)
+        gpcs.append({"sms": sms, "cluster_sms": [x for x in sms if x not in free], "tpcs": tpcs})
+    chip = {"schema": "gpuos.chip/1",
+            "device": {"name": "py chip", "sm_count": sum(sizes)},
+            "topology": {"gpcs": gpcs},
+            "sim": {"seed": k, "jitter": 0.02, "l2_gbps_per_sm": 200, "l2_gbps_per_gpc": 1400}}
+    json.dump(chip, open(f"{out}/rt{k}.json", "w"))
+PYEOF
+for k in 0 1 2 3 4 5 6 7 8 9 10 11; do
+    "$G" probe topology --sim "$T/rt$k.json" --json "$T/out$k.json" >"$T/rt.out" || fail "probe rt$k"
+    grep -q "simulated" "$T/rt.out" || fail "rt$k output not labelled simulated"
+    $PY - "$T/rt$k.json" "$T/out$k.json" <<'PYEOF' || fail "round trip rt$k"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+def gpcs(c):
+    return sorted((sorted(g["sms"]), sorted(g["cluster_sms"])) for g in c["topology"]["gpcs"])
+def tpcs(c):
+    return sorted(tuple(sorted(t)) for g in c["topology"]["gpcs"] for t in g["tpcs"])
+assert gpcs(a) == gpcs(b), (gpcs(a), gpcs(b))
+assert tpcs(a) == tpcs(b)
+assert b["device"]["simulated"] is True
+assert b["schema"] == "gpuos.chip/1"
+PYEOF
+done
+echo "probe CLI: ok"

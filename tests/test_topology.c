@@ -1,0 +1,177 @@
+/* test_topology.c: pillar 1a against simulated chips whose truth is known.
+ * Round trip for many random valid chips (6..8 GPCs of 8..20 SMs, random
+ * numbering, 0..8 free-floating SMs), the default chip, the paper's known
+ * configurations, and the ambiguity report when the signal is absent. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "chip/chip.h"
+#include "common/status.h"
+#include "device/device.h"
+#include "topology/topology.h"
+#include "chipgen.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int open_json(json_t *doc, gos_device **d)
+{
+    char path[] = "/tmp/gpuos-test-chip-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(json_dump_file(doc, path, 0), 0);
+    int rc = gos_sim_open(path, d);
+    unlink(path);
+    return rc;
+}
+
+static uint64_t current_seed;
+
+static void round_trip(json_t *doc, int expect_unambiguous)
+{
+    gos_device *d;
+    int rc = open_json(doc, &d);
+    if (rc)
+        fail_msg("open: %s", gos_last_error());
+    gos_topo_opts o;
+    gos_topo_default_opts(&o);
+    gos_topo_result r;
+    rc = gos_topo_probe(d, &o, &r);
+    if (rc)
+        fail_msg("probe: %s", gos_last_error());
+    char why[256];
+    if (!gos_chip_same_topology(d->chip, r.chip, why, sizeof why))
+        fail_msg("topology differs: %s", why);
+    if (expect_unambiguous && r.ambiguous)
+        {
+        for (int i = 0; i < r.n_place; i++) {
+            printf("unit %d (%d SMs) gpc %d margin %.2f noise %.3f gains:", r.place[i].sms[0], r.place[i].n_sms,
+                   r.place[i].gpc, r.place[i].margin, r.place[i].noise);
+            for (int g = 0; g < r.chip->n_gpcs; g++)
+                printf(" %.2f", r.place[i].gain[g]);
+            printf("\n");
+        }
+        fail_msg("chip seed %llu: unexpected ambiguity: %s", (unsigned long long)current_seed, r.ambiguity);
+    }
+    /* Free-floating SMs are exactly the truth's non-cluster SMs. */
+    int n_truth_free = 0;
+    for (int g = 0; g < d->chip->n_gpcs; g++)
+        n_truth_free += d->chip->gpcs[g].n_sms - d->chip->gpcs[g].n_cluster;
+    assert_int_equal(r.n_free, n_truth_free);
+    gos_topo_result_free(&r);
+    gos_device_close(d);
+}
+
+static void test_default_chip(void **state)
+{
+    (void)state;
+    json_t *doc = json_loads(gos_chip_default_json(), 0, NULL);
+    round_trip(doc, 1);
+    json_decref(doc);
+}
+
+static void test_random_chips(void **state)
+{
+    (void)state;
+    for (uint64_t seed = 1; seed <= 500; seed++) {
+        json_t *doc = chipgen_random(seed, NULL);
+        current_seed = seed;
+        round_trip(doc, 1);
+        json_decref(doc);
+    }
+}
+
+/* The probe output is itself a valid chip that reproduces the input. */
+static void test_output_reloads(void **state)
+{
+    (void)state;
+    json_t *doc = chipgen_random(4242, NULL);
+    gos_device *d;
+    assert_int_equal(open_json(doc, &d), 0);
+    gos_topo_opts o;
+    gos_topo_default_opts(&o);
+    gos_topo_result r;
+    assert_int_equal(gos_topo_probe(d, &o, &r), 0);
+    json_t *out = gos_chip_to_json(r.chip);
+    char *text = json_dumps(out, 0);
+    gos_chip *back;
+    assert_int_equal(gos_chip_parse(text, "probe output", &back), 0);
+    char why[256];
+    assert_true(gos_chip_same_topology(d->chip, back, why, sizeof why));
+    free(text);
+    json_decref(out);
+    gos_chip_free(back);
+    gos_topo_result_free(&r);
+    gos_device_close(d);
+    json_decref(doc);
+}
+
+/* With no L2 contention at all (a GPC port far wider than its SMs), a free
+ * TPC cannot be placed: the probe must say "ambiguous", not guess. */
+static void test_no_signal_is_ambiguous(void **state)
+{
+    (void)state;
+    json_t *doc = json_loads(gos_chip_default_json(), 0, NULL);
+    json_object_set_new(json_object_get(doc, "sim"), "l2_gbps_per_gpc", json_real(1e6));
+    gos_device *d;
+    assert_int_equal(open_json(doc, &d), 0);
+    gos_topo_opts o;
+    gos_topo_default_opts(&o);
+    gos_topo_result r;
+    assert_int_equal(gos_topo_probe(d, &o, &r), 0);
+    assert_true(r.ambiguous);
+    int amb = 0;
+    for (int i = 0; i < r.n_place; i++)
+        amb += r.place[i].ambiguous;
+    assert_int_equal(amb, r.n_place);
+    gos_topo_result_free(&r);
+    gos_device_close(d);
+    json_decref(doc);
+}
+
+static void test_summary_and_paper(void **state)
+{
+    (void)state;
+    gos_chip *c;
+    assert_int_equal(gos_chip_load("default", &c), 0);
+    char s[64];
+    gos_topo_summary(c, s, sizeof s);
+    assert_string_equal(s, "6x16 + 2x18");
+    assert_non_null(gos_topo_paper_match(s));
+    assert_null(gos_topo_paper_match("8x16"));
+    gos_chip_free(c);
+}
+
+/* Same seed, same answers: the simulated device is deterministic. */
+static void test_deterministic(void **state)
+{
+    (void)state;
+    double first = 0;
+    for (int k = 0; k < 2; k++) {
+        gos_device *d;
+        assert_int_equal(gos_sim_open("default", &d), 0);
+        int sms[4] = {124, 125, 0, 1};
+        double bw;
+        assert_int_equal(gos_dev_l2_bandwidth(d, sms, 4, &bw), 0);
+        if (k == 0)
+            first = bw;
+        else
+            assert_true(bw == first);
+        gos_device_close(d);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_default_chip),     cmocka_unit_test(test_random_chips),
+        cmocka_unit_test(test_output_reloads),   cmocka_unit_test(test_no_signal_is_ambiguous),
+        cmocka_unit_test(test_summary_and_paper), cmocka_unit_test(test_deterministic),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
