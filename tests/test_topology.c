@@ -134,6 +134,67 @@ static void test_no_signal_is_ambiguous(void **state)
     json_decref(doc);
 }
 
+/* GPC membership only (TPC pairs aside): the same set partition of SMs. */
+static void assert_same_gpcs(const gos_chip *a, const gos_chip *b)
+{
+    int ga[GOS_MAX_SMS], gb[GOS_MAX_SMS], map[GOS_MAX_GPCS];
+    gos_chip_gpc_of(a, ga);
+    gos_chip_gpc_of(b, gb);
+    assert_int_equal(a->n_gpcs, b->n_gpcs);
+    for (int g = 0; g < GOS_MAX_GPCS; g++)
+        map[g] = -1;
+    for (int s = 0; s < a->device.sm_count; s++) {
+        assert_true(gb[s] >= 0);
+        if (map[ga[s]] < 0)
+            map[ga[s]] = gb[s];
+        assert_int_equal(map[ga[s]], gb[s]);
+    }
+}
+
+/* Clusters of 2 spanning a whole GPC (as on the lent H200) reveal no TPCs; with
+ * a per-TPC bandwidth limit, pair contention recovers them (phase 3). */
+static void test_tpcs_by_contention(void **state)
+{
+    (void)state;
+    for (uint64_t seed = 900; seed < 940; seed++) {
+        json_t *doc = chipgen_random(seed, NULL);
+        json_t *sim = json_object_get(doc, "sim");
+        double per_sm = json_number_value(json_object_get(sim, "l2_gbps_per_sm"));
+        json_object_set_new(sim, "cluster2", json_string("gpc"));
+        json_object_set_new(sim, "l2_gbps_per_tpc", json_real(1.6 * per_sm));
+        /* TPC limits lower every GPC's demand: keep its port saturable. */
+        json_object_set_new(sim, "l2_gbps_per_gpc", json_real(4.5 * per_sm));
+        current_seed = seed;
+        round_trip(doc, 1);
+        json_decref(doc);
+    }
+}
+
+/* Without that limit the TPCs are not observable: said so, GPCs still right,
+ * and no pairing is invented. */
+static void test_tpcs_unobservable(void **state)
+{
+    (void)state;
+    for (uint64_t seed = 950; seed < 970; seed++) {
+        json_t *doc = chipgen_random(seed, NULL);
+        json_object_set_new(json_object_get(doc, "sim"), "cluster2", json_string("gpc"));
+        gos_device *d;
+        assert_int_equal(open_json(doc, &d), 0);
+        gos_topo_opts o;
+        gos_topo_default_opts(&o);
+        gos_topo_result r;
+        assert_int_equal(gos_topo_probe(d, &o, &r), 0);
+        assert_int_equal(r.tpcs_known, 0);
+        assert_false(r.ambiguous);
+        assert_same_gpcs(d->chip, r.chip);
+        for (int s = 0; s < r.chip->device.sm_count; s++)
+            assert_int_equal(gos_chip_tpc_partner(r.chip, s), -1);
+        gos_topo_result_free(&r);
+        gos_device_close(d);
+        json_decref(doc);
+    }
+}
+
 static void test_summary_and_paper(void **state)
 {
     (void)state;
@@ -172,6 +233,7 @@ int main(void)
         cmocka_unit_test(test_default_chip),     cmocka_unit_test(test_random_chips),
         cmocka_unit_test(test_output_reloads),   cmocka_unit_test(test_no_signal_is_ambiguous),
         cmocka_unit_test(test_summary_and_paper), cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_tpcs_by_contention), cmocka_unit_test(test_tpcs_unobservable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

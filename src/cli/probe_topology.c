@@ -14,6 +14,16 @@ static json_t *int_list(const int *v, int n)
     return a;
 }
 
+/* Clusters of k blocks (one per SM) that fit at once: larger than 2 only on
+ * cluster-eligible SMs, never across GPCs. */
+static int concurrent_clusters(const gos_chip *c, int k)
+{
+    int n = 0;
+    for (int g = 0; g < c->n_gpcs; g++)
+        n += (k <= 2 ? c->gpcs[g].n_sms : c->gpcs[g].n_cluster) / k;
+    return n;
+}
+
 /* Extra figures of the probe, beside the contract's gpcs list. */
 static json_t *topology_extras(const gos_topo_result *r, const char *summary)
 {
@@ -22,9 +32,22 @@ static json_t *topology_extras(const gos_topo_result *r, const char *summary)
     const char *match = gos_topo_paper_match(summary);
     json_object_set_new(t, "paper_match", match ? json_string(match) : json_null());
     json_object_set_new(t, "free_floating_sms", int_list(r->free_sms, r->n_free));
-    json_object_set_new(t, "tpcs_from_clusters_of_2", json_boolean(r->tpcs_known));
+    json_object_set_new(t, "tpcs_from", json_string(r->tpcs_known == 1   ? "clusters-of-2"
+                                                    : r->tpcs_known == 2 ? "l2-contention"
+                                                                         : "unobservable"));
+    if (!r->tpcs_known && r->tpc_contention_ratio > 0)
+        json_object_set_new(t, "tpc_contention_worst_ratio", json_real(r->tpc_contention_ratio));
     json_object_set_new(t, "cluster2_top_partner_share", json_real(r->pair_top_share));
     json_object_set_new(t, "max_cluster_size", json_integer(r->max_cluster_chip));
+    /* Clusters of k the chip can run at once: whole clusters per GPC (paper
+     * 001 section 5.2.2: 15 clusters of 8 on its H200, as CUTLASS assumes). */
+    json_t *conc = json_object();
+    for (int k = 2; k <= 16; k *= 2) {
+        char key[8];
+        snprintf(key, sizeof key, "%d", k);
+        json_object_set_new(conc, key, json_integer(concurrent_clusters(r->chip, k)));
+    }
+    json_object_set_new(t, "max_concurrent_clusters", conc);
     json_object_set_new(t, "groups_merged_by_contention", json_integer(r->n_merged));
     json_t *pl = json_array();
     for (int i = 0; i < r->n_place; i++) {
@@ -109,12 +132,19 @@ int probe_topology(gos_probe_ctx *ctx)
                 fprintf(f, "; %d clusters of 2, %.0f%% with GPC %d", p->votes, 100 * p->vote_share, p->vote_gpc);
             fprintf(f, "%s\n", p->ambiguous ? "  AMBIGUOUS" : "");
         }
+        fprintf(f, "Clusters at once: %d of 4, %d of 8, %d of 16 (largest cluster %d)\n",
+                concurrent_clusters(c, 4), concurrent_clusters(c, 8), concurrent_clusters(c, 16),
+                r.max_cluster_chip);
         if (r.n_merged)
             fprintf(f, "Note: %d cluster groups were merged because their L2 bandwidth saturates like one GPC\n", r.n_merged);
-        if (!r.tpcs_known)
-            fprintf(f, "Note: clusters of 2 are not bound to TPCs on this chip, so TPC pairs are not observable;\n"
-                       "      cells are single SMs and free-floating SMs are placed one by one (median top-partner\n"
-                       "      share of a clusters-of-2 pairing: %.2f)\n", r.pair_top_share);
+        if (r.tpcs_known == 2)
+            fprintf(f, "TPC pairs: clusters of 2 are not bound to TPCs here (median top-partner share %.2f);\n"
+                       "           pairs found by L2 contention between the two SMs of a TPC\n", r.pair_top_share);
+        else if (!r.tpcs_known)
+            fprintf(f, "TPC pairs: not observable: clusters of 2 are not bound to TPCs here (median top-partner\n"
+                       "           share %.2f) and no SM pair contends (worst lowest/median pair %.2f);\n"
+                       "           cells are single SMs, free-floating SMs are placed one by one\n",
+                    r.pair_top_share, r.tpc_contention_ratio);
         if (r.ambiguous)
             fprintf(f, "Confidence: AMBIGUOUS: %s\n", r.ambiguity);
         else

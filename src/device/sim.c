@@ -2,10 +2,13 @@
  * facts, and the pillar-1a primitives (cluster co-scheduling, L2 bandwidth).
  *
  * Model (SPEC, issue 2): clusters of size 2 occupy one TPC anywhere (free-floating
- * TPCs included); larger clusters only among one GPC's cluster-eligible SMs, tiled
- * by the hardware in an order that varies from launch to launch. L2 bandwidth of
- * an SM set: each SM reads at sim.l2_gbps_per_sm until its GPC's crossbar port
- * saturates at sim.l2_gbps_per_gpc (soft knee), times noise 1 + jitter N(0,1). */
+ * TPCs included), or, with sim.cluster2 = "gpc" (what the lent H200 does), any two
+ * SMs of one GPC, cluster-eligible and free-floating SMs apart; larger clusters
+ * only among one GPC's cluster-eligible SMs, tiled by the hardware in an order
+ * that varies from launch to launch. L2 bandwidth of an SM set: each SM reads at
+ * sim.l2_gbps_per_sm until its TPC saturates at sim.l2_gbps_per_tpc (optional)
+ * and its GPC's crossbar port at sim.l2_gbps_per_gpc (soft knees), times noise
+ * 1 + jitter N(0,1). */
 #include "device/sim_internal.h"
 
 #include "common/status.h"
@@ -24,7 +27,13 @@ enum { STREAM_CLUSTER = 1, STREAM_L2BW = 2 };
 struct gos_sim {
     gos_rng cluster_rng, l2_rng;
     int gpc_of[GOS_MAX_SMS];
+    int tpc_of[GOS_MAX_SMS]; /* index of the SM's TPC, chip-wide */
+    int cluster2_gpc;        /* sim.cluster2 == "gpc" */
+    double per_tpc;          /* sim.l2_gbps_per_tpc, 0 = no TPC limit */
 };
+
+/* Soft saturation of demand x at capacity c (knee sharpness 6). */
+static double soft_cap(double x, double c) { return x / pow(1.0 + pow(x / c, 6.0), 1.0 / 6.0); }
 
 void gos_sim_rng(const gos_device *d, gos_rng *r, uint64_t stream)
 {
@@ -70,6 +79,30 @@ static int sim_cluster_probe(gos_device *d, int cs, int *sms_out, int max_blocks
         gos_rng_shuffle(&s->cluster_rng, all, c->device.sm_count);
         for (int i = 0; i < c->device.sm_count && n < max_blocks; i++)
             sms_out[n++] = all[i];
+    } else if (cs == 2 && s->cluster2_gpc) {
+        /* Any two SMs of a GPC: eligible ones among themselves, free ones too. */
+        int gorder[GOS_MAX_GPCS];
+        for (int g = 0; g < c->n_gpcs; g++)
+            gorder[g] = g;
+        gos_rng_shuffle(&s->cluster_rng, gorder, c->n_gpcs);
+        for (int k = 0; k < c->n_gpcs; k++) {
+            const gos_gpc *G = &c->gpcs[gorder[k]];
+            for (int pass = 0; pass < 2; pass++) {
+                int v[GOS_MAX_SMS], nv = 0;
+                for (int i = 0; i < G->n_sms; i++) {
+                    int el = 0;
+                    for (int j = 0; j < G->n_cluster; j++)
+                        el |= G->cluster_sms[j] == G->sms[i];
+                    if (el == (pass == 0))
+                        v[nv++] = G->sms[i];
+                }
+                gos_rng_shuffle(&s->cluster_rng, v, nv);
+                for (int i = 0; i + 2 <= nv && n + 2 <= max_blocks; i += 2) {
+                    sms_out[n++] = v[i];
+                    sms_out[n++] = v[i + 1];
+                }
+            }
+        }
     } else if (cs == 2) {
         /* One cluster per complete TPC, in a random order, random rank order. */
         int pairs[GOS_MAX_SMS][2], np = 0;
@@ -116,20 +149,25 @@ static int sim_l2_bandwidth(gos_device *d, const int *sms, int n, double *gbps)
 {
     struct gos_sim *s = d->priv;
     const gos_chip *c = d->chip;
-    int per_gpc[GOS_MAX_GPCS] = {0};
+    int per_tpc[GOS_MAX_SMS] = {0};
     unsigned char seen[GOS_MAX_SMS] = {0};
     for (int i = 0; i < n; i++) {
         if (seen[sms[i]]++)
             return gos_fail(GOS_EINVAL, "SM %d listed twice", sms[i]);
-        per_gpc[s->gpc_of[sms[i]]]++;
+        per_tpc[s->tpc_of[sms[i]]]++;
     }
-    double total = 0, p = 6.0;
-    for (int g = 0; g < c->n_gpcs; g++) {
-        if (!per_gpc[g])
-            continue;
-        double x = per_gpc[g] * c->sim_l2_gbps_per_sm;
-        total += x / pow(1.0 + pow(x / c->sim_l2_gbps_per_gpc, p), 1.0 / p);
-    }
+    /* Demand per TPC (capped by the TPC), summed per GPC (capped by the port). */
+    double demand[GOS_MAX_GPCS] = {0}, total = 0;
+    for (int g = 0, t = 0; g < c->n_gpcs; g++)
+        for (int k = 0; k < c->gpcs[g].n_tpcs; k++, t++) {
+            if (!per_tpc[t])
+                continue;
+            double x = per_tpc[t] * c->sim_l2_gbps_per_sm;
+            demand[g] += s->per_tpc > 0 ? soft_cap(x, s->per_tpc) : x;
+        }
+    for (int g = 0; g < c->n_gpcs; g++)
+        if (demand[g] > 0)
+            total += soft_cap(demand[g], c->sim_l2_gbps_per_gpc);
     *gbps = total * gos_sim_noise(d, &s->l2_rng);
     return GOS_OK;
 }
@@ -177,6 +215,27 @@ int gos_sim_open(const char *chip_path, gos_device **out)
     gos_sim_rng(d, &s->cluster_rng, STREAM_CLUSTER);
     gos_sim_rng(d, &s->l2_rng, STREAM_L2BW);
     gos_chip_gpc_of(chip, s->gpc_of);
+    for (int g = 0, t = 0; g < chip->n_gpcs; g++)
+        for (int k = 0; k < chip->gpcs[g].n_tpcs; k++, t++)
+            for (int j = 0; j < 2; j++)
+                if (chip->gpcs[g].tpcs[k][j] >= 0)
+                    s->tpc_of[chip->gpcs[g].tpcs[k][j]] = t;
+    json_t *simj = json_object_get(chip->json, "sim");
+    json_t *c2 = json_object_get(simj, "cluster2"), *pt = json_object_get(simj, "l2_gbps_per_tpc");
+    if (c2 && (!json_is_string(c2) || (strcmp(json_string_value(c2), "tpc") && strcmp(json_string_value(c2), "gpc")))) {
+        gos_chip_free(chip);
+        free(d);
+        free(s);
+        return gos_fail(GOS_EINVAL, "%s: sim.cluster2 must be \"tpc\" or \"gpc\"", chip_path);
+    }
+    if (pt && (!json_is_number(pt) || json_number_value(pt) < 0)) {
+        gos_chip_free(chip);
+        free(d);
+        free(s);
+        return gos_fail(GOS_EINVAL, "%s: sim.l2_gbps_per_tpc must be a non-negative number", chip_path);
+    }
+    s->cluster2_gpc = c2 && !strcmp(json_string_value(c2), "gpc");
+    s->per_tpc = pt ? json_number_value(pt) : 0;
 
     gos_device_info *I = &d->info;
     snprintf(I->backend, sizeof I->backend, "sim");

@@ -18,6 +18,7 @@ void gos_topo_default_opts(gos_topo_opts *o)
     o->repeats = 7;
     o->threshold = 0.75;
     o->check_merge = 1;
+    o->tpc_by_contention = 1;
 }
 
 static double now_s(void)
@@ -184,6 +185,69 @@ static int decide_unit(gos_device *d, const gos_topo_opts *o, const group_t *gro
         p->how = "none";
         p->why = why;
     }
+    return GOS_OK;
+}
+
+/* TPC pairs from L2 contention, for chips whose clusters of 2 are not bound to
+ * TPCs: within each GPC, every pair of SMs is measured; an SM's TPC partner is
+ * the SM with which it reaches clearly less than with the others (below 0.9x
+ * its median pair), mutually. All-or-nothing: unless every SM has a clear mutual
+ * partner (but one lone SM in a GPC of odd size), no TPC is claimed. */
+static int tpcs_by_contention(gos_device *d, const int *gpc_of, int nsm, int ng, int *partner,
+                              gos_topo_result *r)
+{
+    static double bw[GOS_MAX_SMS][GOS_MAX_SMS];
+    int cand[GOS_MAX_SMS];
+    for (int s = 0; s < nsm; s++)
+        cand[s] = -1;
+    double worst = 0;
+    for (int g = 0; g < ng; g++) {
+        int m[GOS_MAX_SMS], n = 0;
+        for (int s = 0; s < nsm; s++)
+            if (gpc_of[s] == g)
+                m[n++] = s;
+        for (int i = 0; i < n; i++)
+            for (int j = i + 1; j < n; j++) {
+                int pr[2] = {m[i], m[j]};
+                double v;
+                int rc = bw_median(d, pr, 2, 3, &v, &r->bw_measurements);
+                if (rc)
+                    return rc;
+                bw[m[i]][m[j]] = bw[m[j]][m[i]] = v;
+            }
+        for (int i = 0; i < n; i++) {
+            double row[GOS_MAX_SMS], lo = 1e300;
+            int k = 0, best = -1;
+            for (int j = 0; j < n; j++)
+                if (j != i) {
+                    row[k++] = bw[m[i]][m[j]];
+                    if (bw[m[i]][m[j]] < lo)
+                        lo = bw[m[i]][m[j]], best = m[j];
+                }
+            if (k < 2)
+                return GOS_OK;
+            double med = median(row, k), ratio = lo / med;
+            if (ratio > worst)
+                worst = ratio;
+            if (ratio < 0.9)
+                cand[m[i]] = best;
+        }
+    }
+    r->tpc_contention_ratio = worst;
+    int lone[GOS_MAX_GPCS] = {0}, size[GOS_MAX_GPCS] = {0};
+    for (int s = 0; s < nsm; s++) {
+        size[gpc_of[s]]++;
+        if (cand[s] < 0)
+            lone[gpc_of[s]]++;
+        else if (cand[cand[s]] != s)
+            return GOS_OK;
+    }
+    for (int g = 0; g < ng; g++)
+        if (lone[g] > size[g] % 2)
+            return GOS_OK;
+    for (int s = 0; s < nsm; s++)
+        partner[s] = cand[s];
+    r->tpcs_known = 2;
     return GOS_OK;
 }
 
@@ -428,6 +492,16 @@ int gos_topo_probe(gos_device *d, const gos_topo_opts *o, gos_topo_result *r)
     for (int i = 0; i < r->n_place; i++)
         for (int k = 0; k < r->place[i].n_sms; k++)
             ffgpc[r->place[i].sms[k]] = r->place[i].gpc;
+
+    /* Phase 3: where clusters of 2 did not reveal TPCs, try L2 contention
+     * between the two SMs of a pair (a TPC may share its crossbar attach). */
+    if (!r->tpcs_known && o->tpc_by_contention) {
+        int tpc_gpc_of[GOS_MAX_SMS];
+        for (int s = 0; s < nsm; s++)
+            tpc_gpc_of[s] = eligible[s] ? gid[s] : ffgpc[s];
+        if ((rc = tpcs_by_contention(d, tpc_gpc_of, nsm, ng, partner, r)))
+            goto out_groups;
+    }
 
     /* Assemble the chip. */
     gos_chip *c = gos_chip_new();

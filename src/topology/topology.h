@@ -9,6 +9,9 @@
  * GPC's SMs; in its own GPC it adds far less than a lone TPC's bandwidth. Where
  * clusters of 2 paired a free SM with cluster-eligible SMs, that is independent
  * evidence of its GPC (a cluster never spans GPCs); both must agree.
+ * Phase 3 (only where clusters of 2 are not bound to TPCs): TPC pairs by L2
+ * contention between pairs of SMs of one GPC, claimed only if every SM has a
+ * clear mutual partner.
  * Every decision keeps its measured margin; a placement without a clear winner is
  * reported as ambiguous, never guessed silently. */
 #ifndef GOS_TOPOLOGY_H
@@ -24,6 +27,7 @@ typedef struct {
     int repeats;       /* bandwidth measurements per comparison (default 5) */
     double threshold;  /* gain below threshold x lone-TPC bandwidth = same GPC (0.75) */
     int check_merge;   /* phase 1b on (default 1) */
+    int tpc_by_contention; /* phase 3 on (default 1): TPCs by pair contention */
 } gos_topo_opts;
 
 typedef struct {
@@ -49,7 +53,10 @@ typedef struct {
     int n_place;
     gos_topo_placement place[GOS_MAX_SMS];
     int n_merged;              /* phase-1 groups merged by phase 1b */
-    int tpcs_known;            /* clusters of 2 gave consistent TPC pairs */
+    int tpcs_known;            /* TPC pairs known: 1 from clusters of 2, 2 from
+                                  pair contention, 0 not observable */
+    double tpc_contention_ratio; /* phase 3: worst (largest) ratio of an SM's
+                                  lowest pair bandwidth to its median pair */
     double pair_top_share;     /* median over SMs of the share of its clusters of 2
                                   spent with its most frequent partner (1.0: TPC-bound) */
     int ambiguous;             /* any ambiguity */
