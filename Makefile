@@ -1,4 +1,5 @@
 # gpuos: one plain Makefile for the CPU-only build and the CUDA build.
+#   make deps       install the Debian packages needed (tools/deps.sh)
 #   make            build/gpuos (+ build/libgpuos.a, kernels if nvcc is found)
 #   make test       unit tests (cmocka), reference checks (scipy/sklearn), CLI tests
 #   make test-gpu   everything that needs the real GPU (run through the device tool)
@@ -52,8 +53,11 @@ CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/%.o) $(BUILD)/kernels/table.o $(BUILD)/kerne
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test test-gpu bench clean
+.PHONY: all deps test test-gpu bench clean
 all: $(BUILD)/gpuos $(BUILD)/libgpuos.a $(TEST_BIN) $(BUILD)/extra.stamp
+
+deps:
+	$(Q)sh tools/deps.sh
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -114,7 +114,10 @@ int probe_topology(gos_probe_ctx *ctx)
         fprintf(f, "Topology of %s%s (%d SMs): %d GPCs, %s\n", gos_dev_label(ctx->dev), ctx->dev->info.name,
                 c->device.sm_count, c->n_gpcs, summary);
         gos_topo_print_floorplan(f, c, r.free_sms, r.n_free);
-        fprintf(f, "[a b] = TPC of SMs a and b; {a b} = free-floating TPC (never in clusters > 2)\n");
+        if (r.tpcs_known)
+            fprintf(f, "[a b] = TPC of SMs a and b; {a b} = free-floating TPC (never in clusters > 2)\n");
+        else
+            fprintf(f, "[a] = SM a; {a} = free-floating SM (never in clusters > 2)\n");
         const char *match = gos_topo_paper_match(summary);
         fprintf(f, "Imbalance: %s%s%s%s\n", summary, match ? " = " : "", match ? match : "",
                 match ? "" : " (not among the paper's H200 configurations)");
@@ -126,7 +129,7 @@ int probe_topology(gos_probe_ctx *ctx)
             else
                 snprintf(sms, sizeof sms, "SM %d", p->sms[0]);
             fprintf(f, "  %s -> GPC %d by %s: L2 gain %.2f of its lone %.0f GB/s there, >= %.2f elsewhere "
-                       "(margin %.2f +- %.2f)", sms, p->gpc, p->how, p->gain[p->gpc], p->lone_gbps,
+                       "(margin %.2f +- %.3f)", sms, p->gpc, p->how, p->gain[p->gpc], p->lone_gbps,
                     p->margin + p->gain[p->gpc], p->margin, p->noise);
             if (p->votes)
                 fprintf(f, "; %d clusters of 2, %.0f%% with GPC %d", p->votes, 100 * p->vote_share, p->vote_gpc);

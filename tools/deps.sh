@@ -1,0 +1,22 @@
+#!/bin/sh
+# tools/deps.sh: installs the Debian packages gpuos needs to build and test
+# (skipping those present). Needs root for apt-get; otherwise prints the command.
+#   build: gcc/make (build-essential), jansson, cmocka
+#   tests: scipy and sklearn for Debian's python3 (reference values), chromium
+#          (the HTML reports are rendered headless in a test)
+# nvcc (the CUDA toolkit) is optional: without it the binary has no kernels and
+# only the simulated device works.
+set -eu
+pkgs="build-essential libjansson-dev libcmocka-dev python3 python3-scipy python3-sklearn chromium"
+need=""
+for p in $pkgs; do
+    dpkg -s "$p" >/dev/null 2>&1 || need="$need $p"
+done
+[ -z "$need" ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+    echo "gpuos: missing packages:$need; run: sudo apt-get install$need" >&2
+    exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends $need >/dev/null
