@@ -15,7 +15,7 @@ Q := $(if $(V),,@)
 CUDA_HOME ?= $(firstword $(wildcard /usr/local/cuda))
 NVCC ?= $(firstword $(wildcard $(CUDA_HOME)/bin/nvcc) $(shell command -v nvcc 2>/dev/null))
 ifeq ($(NVCC),none)
-NVCC :=
+override NVCC :=
 endif
 CUDA_H := $(wildcard $(CUDA_HOME)/include/cuda.h)
 NVCC_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
