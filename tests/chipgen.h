@@ -2,8 +2,9 @@
  *
  * 6..8 GPCs of 8..20 SMs, SM ids a random permutation (numbering follows no
  * pattern), TPCs consecutive pairs of each GPC's list, 0..8 free-floating SMs:
- * whole TPCs or single SMs whose TPC partner stays cluster-eligible, each GPC
- * keeping at least 6 cluster-eligible SMs (so its crossbar port can saturate).
+ * whole TPCs or single SMs (either SM of a TPC), each GPC keeping at least
+ * chipgen_min_cluster cluster-eligible SMs (6 by default, so that its crossbar
+ * port can saturate).
  * Partitions: the GPCs split into two random halves. */
 #ifndef GOS_TEST_CHIPGEN_H
 #define GOS_TEST_CHIPGEN_H
@@ -26,6 +27,11 @@ static json_t *chipgen_ints(const int *v, int n)
         json_array_append_new(a, json_integer(v[i]));
     return a;
 }
+
+/* Each GPC keeps at least this many cluster-eligible SMs. */
+static int chipgen_min_cluster = 6;
+/* Probability that a free-floating pick takes a whole TPC (else one SM). */
+static double chipgen_whole_tpc = 0.7;
 
 /* Returns a new JSON chip document; fills *t with the truth if t != NULL. */
 static json_t *chipgen_random(uint64_t seed, chipgen_truth *t)
@@ -55,11 +61,16 @@ static json_t *chipgen_random(uint64_t seed, chipgen_truth *t)
             cluster += !T.free_[g][i];
         int tpc = (int)gos_rng_below(&r, (uint32_t)(T.size[g] + 1) / 2);
         int a = 2 * tpc, b = 2 * tpc + 1 < T.size[g] ? 2 * tpc + 1 : -1;
+        if (b >= 0 && gos_rng_uniform(&r) < 0.5) { /* either SM of the TPC */
+            int x = a;
+            a = b;
+            b = x;
+        }
         if (T.free_[g][a] || (b >= 0 && T.free_[g][b]))
             continue;
-        int whole = b >= 0 && gos_rng_uniform(&r) < 0.7 && n_free + 2 <= want_free;
+        int whole = b >= 0 && gos_rng_uniform(&r) < chipgen_whole_tpc && n_free + 2 <= want_free;
         int take = whole ? 2 : 1;
-        if (cluster - take < 6)
+        if (cluster - take < chipgen_min_cluster)
             continue;
         T.free_[g][a] = 1;
         if (whole)

@@ -86,6 +86,44 @@ static void test_random_chips(void **state)
     }
 }
 
+/* Harsher chips: free-floating SMs picked one by one, GPCs left with as few as 3
+ * cluster-eligible SMs (their port far from saturated). Placements must still
+ * be right whenever they are claimed, and claimed for nearly all chips. */
+static void test_harsh_chips(void **state)
+{
+    (void)state;
+    chipgen_min_cluster = 3;
+    chipgen_whole_tpc = 0.0;
+    int ambiguous = 0, n = 200;
+    for (uint64_t seed = 5000; seed < 5000 + (uint64_t)n; seed++) {
+        json_t *doc = chipgen_random(seed, NULL);
+        gos_device *d;
+        assert_int_equal(open_json(doc, &d), 0);
+        gos_topo_opts o;
+        gos_topo_default_opts(&o);
+        gos_topo_result r;
+        int rc = gos_topo_probe(d, &o, &r);
+        if (rc == GOS_OK) {
+            ambiguous += r.ambiguous;
+            if (!r.ambiguous) {
+                char why[256];
+                if (!gos_chip_same_topology(d->chip, r.chip, why, sizeof why))
+                    fail_msg("seed %llu: claimed but wrong: %s", (unsigned long long)seed, why);
+            }
+            gos_topo_result_free(&r);
+        } else {
+            assert_int_equal(rc, GOS_EAMBIGUOUS);
+            ambiguous++;
+        }
+        gos_device_close(d);
+        json_decref(doc);
+    }
+    chipgen_min_cluster = 6;
+    chipgen_whole_tpc = 0.7;
+    printf("harsh chips: %d of %d ambiguous\n", ambiguous, n);
+    assert_true(ambiguous * 20 <= n); /* at most 5 % */
+}
+
 /* The probe output is itself a valid chip that reproduces the input. */
 static void test_output_reloads(void **state)
 {
@@ -234,6 +272,7 @@ int main(void)
         cmocka_unit_test(test_output_reloads),   cmocka_unit_test(test_no_signal_is_ambiguous),
         cmocka_unit_test(test_summary_and_paper), cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_tpcs_by_contention), cmocka_unit_test(test_tpcs_unobservable),
+        cmocka_unit_test(test_harsh_chips),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

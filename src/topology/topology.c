@@ -16,7 +16,7 @@ void gos_topo_default_opts(gos_topo_opts *o)
     o->min_cluster = 2;
     o->max_cluster = 16;
     o->repeats = 7;
-    o->threshold = 0.75;
+    o->threshold = 0.9;
     o->check_merge = 1;
     o->tpc_by_contention = 1;
 }
@@ -142,13 +142,13 @@ static int place_unit(gos_device *d, const group_t *groups, int ng, gos_topo_res
 /* NULL when p's placement is clear, else why not. Elsewhere a unit adds its
  * whole lone bandwidth (gain 1.0); in its own GPC clearly less. Clear means:
  * the lowest gain under the threshold, and the runner-up above it by at least
- * 0.2 and by three times the measured noise of the two. */
+ * 0.15 and by three times the measured noise of the two. */
 static const char *judge(const gos_topo_placement *p, int ng, double threshold)
 {
     double lo = p->gain[p->gpc];
     if (lo >= threshold)
         return "no GPC contends with it";
-    if (ng > 1 && (p->margin < 0.2 || p->margin < 3 * p->noise))
+    if (ng > 1 && (p->margin < 0.15 || p->margin < 3 * p->noise))
         return "two GPCs contend with it (margin too small)";
     return NULL;
 }
@@ -165,7 +165,7 @@ static int decide_unit(gos_device *d, const gos_topo_opts *o, const group_t *gro
         if (rc)
             return rc;
         why = judge(p, ng, o->threshold);
-        if (!why || reps * 2 > 64 || p->margin >= 0.2 + 3 * p->noise)
+        if (!why || reps * 2 > 64 || p->margin >= 0.15 + 3 * p->noise)
             break;
     }
     int vote_clear = p->votes >= 3 && p->vote_share >= 0.95;

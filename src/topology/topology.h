@@ -25,7 +25,7 @@ typedef struct {
     int min_cluster;   /* 2 */
     int max_cluster;   /* 16 */
     int repeats;       /* bandwidth measurements per comparison (default 5) */
-    double threshold;  /* gain below threshold x lone-TPC bandwidth = same GPC (0.75) */
+    double threshold;  /* gain below threshold x lone-TPC bandwidth = same GPC (0.9) */
     int check_merge;   /* phase 1b on (default 1) */
     int tpc_by_contention; /* phase 3 on (default 1): TPCs by pair contention */
 } gos_topo_opts;
