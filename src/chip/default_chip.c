@@ -102,17 +102,81 @@ static void default_numa(json_t *root)
     json_object_set_new(root, "numa", numa);
 }
 
+/* sim.dvfs: the switching-latency model of the simulated device (read by
+ * src/device/sim_dvfs.c, which documents every parameter and gives each a
+ * default, so chip files without them work). Shaped after paper 000's GH200
+ * findings: the target frequency dominates (per-target distributions), most
+ * pairs form one cluster, some several, a few percent of outliers, and now and
+ * then a thermal throttling event. */
 static void default_sim_dvfs(json_t *sim)
 {
-    static const int freqs[] = {1980, 1605, 1260};
+    static const int freqs[] = {1980, 1755, 1605, 1410, 1260};
     json_t *dvfs = json_object();
-    json_object_set_new(dvfs, "freqs_mhz", int_list(freqs, 3));
+    json_object_set_new(dvfs, "freqs_mhz", int_list(freqs, 5));
     json_t *sw = json_object();
     json_object_set_new(sw, "mean", json_real(20.0));
     json_object_set_new(sw, "sd", json_real(4.0));
     json_object_set_new(dvfs, "switch_ms", sw);
+    json_t *targets = json_object(), *t;
+    t = json_object();
+    json_object_set_new(t, "mean", json_real(8.0));
+    json_object_set_new(t, "sd", json_real(1.0));
+    json_object_set_new(targets, "1980", t);
+    t = json_object();
+    json_object_set_new(t, "mean", json_real(35.0));
+    json_object_set_new(t, "sd", json_real(6.0));
+    json_object_set_new(targets, "1260", t);
+    json_object_set_new(dvfs, "targets", targets);
+    /* a two-cluster pair (paper 000 figure 5) */
+    json_t *pairs = json_object(), *p = json_object(), *cl = json_array(), *c;
+    c = json_object();
+    json_object_set_new(c, "mean", json_real(12.0));
+    json_object_set_new(c, "sd", json_real(1.0));
+    json_object_set_new(c, "weight", json_real(0.6));
+    json_array_append_new(cl, c);
+    c = json_object();
+    json_object_set_new(c, "mean", json_real(30.0));
+    json_object_set_new(c, "sd", json_real(1.5));
+    json_object_set_new(c, "weight", json_real(0.4));
+    json_array_append_new(cl, c);
+    json_object_set_new(p, "clusters", cl);
+    json_object_set_new(pairs, "1755-1410", p);
+    json_object_set_new(dvfs, "pairs", pairs);
     json_object_set_new(dvfs, "outlier_rate", json_real(0.03));
+    json_t *om = json_array();
+    json_array_append_new(om, json_real(60));
+    json_array_append_new(om, json_real(150));
+    json_object_set_new(dvfs, "outlier_ms", om);
+    /* the timing workload as measured on the lent H200 (results/GPU-341ba1d8-.../dvfs:
+     * 4.875 cycles per dependent FMA + 55 per iteration, spread at the 32 ns
+     * timer resolution, timer exchange round trip ~1.5 us) */
+    json_object_set_new(dvfs, "cycles_per_work", json_real(4.875));
+    json_object_set_new(dvfs, "overhead_cycles", json_real(55));
+    json_object_set_new(dvfs, "iter_jitter", json_real(0.00005));
+    json_object_set_new(dvfs, "timer_step_ns", json_integer(32));
+    json_object_set_new(dvfs, "sync_rtt_ns", json_real(1500));
+    json_object_set_new(dvfs, "glitch_rate", json_real(1e-6));
+    json_object_set_new(dvfs, "wakeup_ms", json_real(30));
+    json_object_set_new(dvfs, "thermal_rate", json_real(0.003));
+    json_object_set_new(dvfs, "thermal_ms", json_real(4000));
     json_object_set_new(sim, "dvfs", dvfs);
+}
+
+/* Pillar 1b: the memory model of sim_mem.c, set to what our H200 measured
+ * (results/GPU-ed40b8f5-aa50-0df5-7128-71d1a0dfa41e) where the paper is silent,
+ * and to the paper's 65.8 % effective L2 when every SM reads every page. */
+static void default_sim_mem(json_t *sim)
+{
+    json_t *m = json_object();
+    json_object_set_new(m, "hbm_gbps_per_partition", json_real(2245));
+    json_object_set_new(m, "fabric_gbps", json_real(1274));
+    json_object_set_new(m, "sm_hbm_gbps", json_real(40));
+    json_object_set_new(m, "l2_gbps", json_real(8000));
+    json_object_set_new(m, "l2_effective_fraction_shared", json_real(0.658));
+    json_object_set_new(m, "l2_effective_fraction_private", json_real(1.0));
+    json_object_set_new(m, "replicate", json_true());
+    json_object_set_new(m, "outlier_rate", json_real(0.05));
+    json_object_set_new(sim, "mem", m);
 }
 
 static void default_sim(json_t *root)
@@ -123,6 +187,7 @@ static void default_sim(json_t *root)
     json_object_set_new(sim, "l2_gbps_per_sm", json_real(180));
     json_object_set_new(sim, "l2_gbps_per_gpc", json_real(1300));
     default_sim_dvfs(sim);
+    default_sim_mem(sim);
     json_object_set_new(root, "sim", sim);
 }
 

@@ -1,0 +1,150 @@
+/* svg.c: histogram and line-chart pictures as inline SVG (see svg.h): axes with
+ * "nice" ticks, overlaid series with a legend, optional dashed markers. */
+#include "report/svg.h"
+
+#include <math.h>
+
+#define ML 64 /* margins */
+#define MR 16
+#define MT 30
+#define MB 44
+
+void gos_html_escape(FILE *f, const char *s)
+{
+    for (; s && *s; s++) {
+        switch (*s) {
+        case '&': fputs("&amp;", f); break;
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '"': fputs("&quot;", f); break;
+        default: fputc(*s, f);
+        }
+    }
+}
+
+static double nice_step(double span, int want)
+{
+    double raw = span / want, p = pow(10, floor(log10(raw))), m = raw / p;
+    return (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p;
+}
+
+typedef struct {
+    double x0, x1, y0, y1;
+    int w, h;
+} frame_t;
+
+static double X(const frame_t *t, double x) { return ML + (x - t->x0) / (t->x1 - t->x0) * (t->w - ML - MR); }
+static double Y(const frame_t *t, double y) { return t->h - MB - (y - t->y0) / (t->y1 - t->y0) * (t->h - MT - MB); }
+
+static void axes(FILE *f, const gos_svg_frame *fr, const frame_t *t)
+{
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+               "font-family=\"sans-serif\" font-size=\"11\">\n", t->w, t->h, t->w, t->h);
+    fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n", t->w, t->h);
+    fprintf(f, "<text x=\"%d\" y=\"18\" font-size=\"13\" font-weight=\"bold\">", ML);
+    gos_html_escape(f, fr->title);
+    fprintf(f, "</text>\n");
+    double sx = nice_step(t->x1 - t->x0, 6), sy = nice_step(t->y1 - t->y0, 5);
+    for (double v = ceil(t->x0 / sx) * sx; v <= t->x1 + 1e-9; v += sx)
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#ddd\"/>"
+                   "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n",
+                X(t, v), MT, X(t, v), t->h - MB, X(t, v), t->h - MB + 14, v);
+    for (double v = ceil(t->y0 / sy) * sy; v <= t->y1 + 1e-9; v += sy)
+        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+                   "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
+                ML, Y(t, v), t->w - MR, Y(t, v), ML - 4, Y(t, v) + 4, v);
+    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#444\"/>\n", ML, MT,
+            t->w - ML - MR, t->h - MT - MB);
+    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">", (t->w + ML - MR) / 2, t->h - 8);
+    gos_html_escape(f, fr->xlabel);
+    fprintf(f, "</text>\n<text x=\"14\" y=\"%d\" text-anchor=\"middle\" transform=\"rotate(-90 14 %d)\">",
+            (t->h + MT - MB) / 2, (t->h + MT - MB) / 2);
+    gos_html_escape(f, fr->ylabel);
+    fprintf(f, "</text>\n");
+}
+
+static void marker(FILE *f, const frame_t *t, double x, const char *label, int row)
+{
+    if (x <= 0 || x < t->x0 || x > t->x1)
+        return;
+    fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#c00\" stroke-dasharray=\"5,4\"/>"
+               "<text x=\"%.1f\" y=\"%d\" fill=\"#c00\">",
+            X(t, x), MT, X(t, x), t->h - MB, X(t, x) + 4, MT + 12 + 13 * row);
+    gos_html_escape(f, label);
+    fprintf(f, "</text>\n");
+}
+
+static void legend(FILE *f, const frame_t *t, const gos_svg_series *s, int ns)
+{
+    for (int i = 0; i < ns; i++) {
+        int y = MT + 8 + 16 * i;
+        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"10\" fill=\"%s\"/><text x=\"%d\" y=\"%d\">",
+                t->w - MR - 250, y, s[i].color, t->w - MR - 234, y + 9);
+        gos_html_escape(f, s[i].label);
+        fprintf(f, "</text>\n");
+    }
+}
+
+static void bounds(const gos_svg_series *s, int ns, double xpad, frame_t *t)
+{
+    t->x0 = 1e300, t->x1 = -1e300, t->y0 = 0, t->y1 = -1e300;
+    for (int i = 0; i < ns; i++)
+        for (int k = 0; k < s[i].n; k++) {
+            t->x0 = fmin(t->x0, s[i].x[k]);
+            t->x1 = fmax(t->x1, s[i].x[k] + xpad);
+            t->y1 = fmax(t->y1, s[i].y[k]);
+        }
+    if (t->x0 > t->x1)
+        t->x0 = 0, t->x1 = 1;
+    if (t->x1 == t->x0)
+        t->x1 = t->x0 + 1;
+    if (t->y1 <= 0)
+        t->y1 = 1;
+    t->y1 *= 1.08;
+}
+
+void gos_svg_histogram(FILE *f, const gos_svg_frame *fr, const gos_svg_series *s, int ns, double bin)
+{
+    frame_t t = {.w = fr->width, .h = fr->height};
+    bounds(s, ns, bin, &t);
+    double pad = 0.04 * (t.x1 - t.x0);
+    t.x0 -= pad, t.x1 += pad;
+    if (fr->marker_x > 0)
+        t.x0 = fmin(t.x0, fr->marker_x - pad), t.x1 = fmax(t.x1, fr->marker_x + pad);
+    axes(f, fr, &t);
+    for (int i = 0; i < ns; i++)
+        for (int k = 0; k < s[i].n; k++) {
+            if (s[i].y[k] <= 0)
+                continue;
+            double x0 = X(&t, s[i].x[k]), x1 = X(&t, s[i].x[k] + bin);
+            fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" fill-opacity=\"0.75\"/>\n",
+                    x0, Y(&t, s[i].y[k]), fmax(x1 - x0, 0.8), Y(&t, 0) - Y(&t, s[i].y[k]), s[i].color);
+        }
+    marker(f, &t, fr->marker_x, fr->marker_label, 0);
+    marker(f, &t, fr->marker2_x, fr->marker2_label, 1);
+    legend(f, &t, s, ns);
+    fprintf(f, "</svg>\n");
+}
+
+void gos_svg_lines(FILE *f, const gos_svg_frame *fr, const gos_svg_series *s, int ns)
+{
+    frame_t t = {.w = fr->width, .h = fr->height};
+    bounds(s, ns, 0, &t);
+    t.x0 = 0;
+    if (fr->marker2_x > t.x1)
+        t.x1 = fr->marker2_x * 1.05;
+    axes(f, fr, &t);
+    for (int i = 0; i < ns; i++) {
+        fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", s[i].color);
+        for (int k = 0; k < s[i].n; k++)
+            fprintf(f, "%.1f,%.1f ", X(&t, s[i].x[k]), Y(&t, s[i].y[k]));
+        fprintf(f, "\"/>\n");
+        for (int k = 0; k < s[i].n; k++)
+            fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"/>\n", X(&t, s[i].x[k]),
+                    Y(&t, s[i].y[k]), s[i].color);
+    }
+    marker(f, &t, fr->marker_x, fr->marker_label, 0);
+    marker(f, &t, fr->marker2_x, fr->marker2_label, 1);
+    legend(f, &t, s, ns);
+    fprintf(f, "</svg>\n");
+}

@@ -1,0 +1,33 @@
+/* svg.h: the few inline-SVG pictures of the report, written to a stream. No
+ * scripts, no external resources: the page must render the same offline. */
+#ifndef GOS_SVG_H
+#define GOS_SVG_H
+
+#include <stdio.h>
+
+#define GOS_SVG_MAX_SERIES 4
+
+typedef struct {
+    const char *label;
+    const char *color;
+    const double *x, *y; /* line charts: points; histograms: x = bin start */
+    int n;
+} gos_svg_series;
+
+typedef struct {
+    const char *title, *xlabel, *ylabel;
+    int width, height;
+    double marker_x;          /* vertical dashed line (threshold, knee); <= 0: none */
+    const char *marker_label;
+    double marker2_x;         /* a second one (e.g. the physical L2); <= 0: none */
+    const char *marker2_label;
+} gos_svg_frame;
+
+/* Histograms as bars (series of equal bin width `bin`), overlaid, with legend. */
+void gos_svg_histogram(FILE *f, const gos_svg_frame *fr, const gos_svg_series *s, int ns, double bin);
+/* Line chart with point markers. */
+void gos_svg_lines(FILE *f, const gos_svg_frame *fr, const gos_svg_series *s, int ns);
+/* Writes s with &, <, >, " escaped. */
+void gos_html_escape(FILE *f, const char *s);
+
+#endif
