@@ -1,0 +1,396 @@
+/* cmd_dvfs.c: `gpuos dvfs run | analyze | report | probe` (pillar 1c, paper 000).
+ *
+ *   run      a switching-latency campaign (changes SM clocks: on a real GPU only
+ *            with --allow-clock-changes; clocks are restored on every exit path)
+ *   analyze  phases 1 and 3 + outlier filtering from a saved trace directory
+ *   report   an HTML page from an analysis directory
+ *   probe    everything except the switch, at the current clock (never changes
+ *            a clock): timing workload, timer synchronisation, throttle reasons */
+#include "cli/cli.h"
+#include "common/jsonio.h"
+#include "common/status.h"
+#include "dvfs/dvfs.h"
+
+#include <malloc.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *usage_text =
+    "usage: gpuos dvfs run --freqs MHZ,MHZ[,...] [--device N | --sim CHIP] [--rse PCT]\n"
+    "                      [--min N] [--max N] [--out RUN] [--sms N|all] [--max-iters N]\n"
+    "                      [--rse-raw] [--json SUMMARY] [--allow-clock-changes] [--quiet]\n"
+    "       gpuos dvfs analyze RUN --out DIR [--quiet]\n"
+    "       gpuos dvfs report DIR --html OUT.html\n"
+    "       gpuos dvfs probe [--device N | --sim CHIP] [--freqs MHZ,...] [--json OUT]\n"
+    "\n"
+    "SM frequency switching latency (paper 000): a per-SM timing workload with %globaltimer\n"
+    "stamps, CPU-GPU timer synchronisation, phase 1 calibration, phase 2/3 switching runs\n"
+    "until the relative standard error of the latencies falls under --rse (default 5 %,\n"
+    "checked every 25 measurements, --min 25, --max 500 per pair), throttle checks every 5.\n"
+    "The RSE is that of the latencies the outlier filter keeps; --rse-raw uses all of them\n"
+    "(as the paper does: one outlier can then keep a pair running for hundreds of passes).\n"
+    "\n"
+    "run: changing clocks is system-wide; on a real GPU it needs --allow-clock-changes and\n"
+    "     root; without it the command refuses and changes nothing. --sim runs the whole\n"
+    "     campaign on a simulated device (virtual time). --out saves raw traces:\n"
+    "     RUN/run.json, RUN/calib/<mhz>.csv, RUN/pairs/<init>-<target>/<k>.csv|.json.\n"
+    "     --sms: SMs whose iterations are recorded (default 16 spread over the chip; every\n"
+    "     SM runs the workload).\n"
+    "analyze: writes DIR/<init>_<target>_<host>_<gpu>.csv per pair and DIR/summary.json.\n"
+    "report: heatmaps of best/worst latency, increasing vs decreasing switches, table II.\n"
+    "probe: the timing workload's iteration time at the current clock, how many iterations\n"
+    "     separate 15 MHz steps, the timer synchronisation uncertainty, throttle reasons.\n";
+
+static int help(void)
+{
+    fputs(usage_text, stdout);
+    return 0;
+}
+
+static int parse_freqs(const char *s, gos_dvfs_config *cfg)
+{
+    cfg->n_freqs = 0;
+    const char *p = s;
+    while (*p) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 1 || v > 100000 || (*end && *end != ','))
+            return -1;
+        if (cfg->n_freqs == GOS_DVFS_MAX_FREQS)
+            return -1;
+        cfg->freqs[cfg->n_freqs++] = (int)v;
+        p = *end ? end + 1 : end;
+        if (*end == ',' && !*p)
+            return -1;
+    }
+    return cfg->n_freqs > 0 ? 0 : -1;
+}
+
+static void join_args(char *buf, size_t len, int argc, char **argv)
+{
+    size_t k = (size_t)snprintf(buf, len, "gpuos");
+    for (int i = 0; i < argc && k < len; i++)
+        k += (size_t)snprintf(buf + k, len - k, " %s", argv[i]);
+}
+
+/* Common option parsing; returns 0, or the exit status when it should stop. */
+typedef struct {
+    const char *sim, *out, *json, *html, *pos;
+    long device;
+    int allow, quiet, have_freqs;
+} opts;
+
+static int parse(const char *sub, int argc, char **argv, gos_dvfs_config *cfg, opts *o, int *stop)
+{
+    *stop = 0;
+    memset(o, 0, sizeof *o);
+    o->device = -1;
+    char cmd[16];
+    snprintf(cmd, sizeof cmd, "dvfs %s", sub);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        long x;
+#define NEED()                                                                                   \
+    do {                                                                                         \
+        if (!v) {                                                                                \
+            *stop = 1;                                                                           \
+            return cli_usage(cmd, "%s needs a value", a);                                        \
+        }                                                                                        \
+        i++;                                                                                     \
+    } while (0)
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            *stop = 1;
+            return help();
+        } else if (!strcmp(a, "--freqs")) {
+            NEED();
+            if (parse_freqs(v, cfg)) {
+                *stop = 1;
+                return cli_usage(cmd, "--freqs wants MHz values separated by commas, got \"%s\"", v);
+            }
+            o->have_freqs = 1;
+        } else if (!strcmp(a, "--device")) {
+            NEED();
+            if (cli_parse_int(v, 0, 1024, &o->device)) {
+                *stop = 1;
+                return cli_usage(cmd, "bad --device \"%s\"", v);
+            }
+        } else if (!strcmp(a, "--sim")) {
+            NEED();
+            o->sim = v;
+        } else if (!strcmp(a, "--out")) {
+            NEED();
+            o->out = v;
+        } else if (!strcmp(a, "--json")) {
+            NEED();
+            o->json = v;
+        } else if (!strcmp(a, "--html")) {
+            NEED();
+            o->html = v;
+        } else if (!strcmp(a, "--rse")) {
+            NEED();
+            char *end;
+            double r = strtod(v, &end);
+            if (end == v || *end || !(r > 0 && r < 100)) {
+                *stop = 1;
+                return cli_usage(cmd, "--rse wants a percentage in (0, 100), got \"%s\"", v);
+            }
+            cfg->rse = r / 100;
+        } else if (!strcmp(a, "--min") || !strcmp(a, "--max") || !strcmp(a, "--max-iters")) {
+            NEED();
+            if (cli_parse_int(v, 2, 100000000, &x)) {
+                *stop = 1;
+                return cli_usage(cmd, "bad %s \"%s\"", a, v);
+            }
+            if (!strcmp(a, "--min"))
+                cfg->min_n = (int)x;
+            else if (!strcmp(a, "--max"))
+                cfg->max_n = (int)x;
+            else
+                cfg->max_iters = (int)x;
+        } else if (!strcmp(a, "--sms")) {
+            NEED();
+            if (!strcmp(v, "all"))
+                cfg->n_record = 0;
+            else if (cli_parse_int(v, 1, 100000, &x)) {
+                *stop = 1;
+                return cli_usage(cmd, "--sms wants a count or \"all\", got \"%s\"", v);
+            } else
+                cfg->n_record = (int)x;
+        } else if (!strcmp(a, "--rse-raw")) {
+            cfg->rse_raw = 1;
+        } else if (!strcmp(a, "--allow-clock-changes")) {
+            o->allow = 1;
+        } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
+            o->quiet = 1;
+        } else if (a[0] == '-' && a[1]) {
+            *stop = 1;
+            return cli_usage(cmd, "unknown option %s", a);
+        } else if (!o->pos) {
+            o->pos = a;
+        } else {
+            *stop = 1;
+            return cli_usage(cmd, "unexpected argument \"%s\"", a);
+        }
+#undef NEED
+    }
+    if (o->sim && o->device >= 0) {
+        *stop = 1;
+        return cli_usage(cmd, "--sim and --device exclude each other");
+    }
+    return 0;
+}
+
+static json_t *num_or_null(double x) { return isfinite(x) ? json_real(x) : json_null(); }
+
+/* The campaign's outcome as JSON (--json): totals and the online per-pair summaries. */
+static int save_campaign(const gos_device *d, const gos_dvfs_config *cfg, const gos_dvfs_campaign *r,
+                         const char *path)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "schema", json_string("gpuos.dvfs-campaign/1"));
+    json_object_set_new(o, "device", json_string(d->info.name));
+    json_object_set_new(o, "simulated", json_boolean(d->info.simulated));
+    json_object_set_new(o, "rse", json_real(cfg->rse));
+    json_object_set_new(o, "min", json_integer(cfg->min_n));
+    json_object_set_new(o, "max", json_integer(cfg->max_n));
+    json_object_set_new(o, "total_s", json_real(r->total_s));
+    json_object_set_new(o, "measurements", json_integer((json_int_t)r->n_measurements));
+    json_object_set_new(o, "attempts", json_integer((json_int_t)r->n_attempts));
+    json_object_set_new(o, "work_fma", json_integer(r->work));
+    json_object_set_new(o, "window_ms", json_real(r->window_ms));
+    json_object_set_new(o, "upper_bound_ms", json_real(r->upper_bound_ms));
+    json_object_set_new(o, "thermal_events", json_integer(r->thermal_events));
+    json_object_set_new(o, "power_events", json_integer(r->power_events));
+    json_object_set_new(o, "sync_uncertainty_ns", json_real(r->sync.uncertainty_ns));
+    json_t *ps = json_array();
+    for (int p = 0; p < r->n_pairs; p++) {
+        const gos_dvfs_pair_result *pr = &r->pairs[p];
+        const gos_dvfs_pair_summary *s = &pr->sum;
+        json_t *j = json_object();
+        json_object_set_new(j, "init_mhz", json_integer(pr->init_mhz));
+        json_object_set_new(j, "target_mhz", json_integer(pr->target_mhz));
+        json_object_set_new(j, "valid", json_boolean(pr->valid));
+        json_object_set_new(j, "attempts", json_integer(pr->n_attempts));
+        json_object_set_new(j, "n_measurements", json_integer((json_int_t)pr->n));
+        if (pr->n) {
+            json_object_set_new(j, "n", json_integer((json_int_t)s->n));
+            json_object_set_new(j, "n_outliers", json_integer((json_int_t)s->n_outliers));
+            json_object_set_new(j, "min_ms", num_or_null(s->min_ms));
+            json_object_set_new(j, "mean_ms", num_or_null(s->mean_ms));
+            json_object_set_new(j, "max_ms", num_or_null(s->max_ms));
+            json_object_set_new(j, "sd_ms", num_or_null(s->sd_ms));
+            json_t *ci = json_array();
+            json_array_append_new(ci, num_or_null(s->ci_lo_ms));
+            json_array_append_new(ci, num_or_null(s->ci_hi_ms));
+            json_object_set_new(j, "ci95_ms", ci);
+            json_object_set_new(j, "rse_kept", num_or_null(s->rse_kept));
+            json_object_set_new(j, "clusters", json_integer(s->n_clusters));
+        }
+        if (pr->skipped[0])
+            json_object_set_new(j, "skipped", json_string(pr->skipped));
+        json_array_append_new(ps, j);
+    }
+    json_object_set_new(o, "pairs", ps);
+    int rc = gos_json_save_atomic(o, path);
+    json_decref(o);
+    return rc;
+}
+
+static int dvfs_run(int argc, char **argv)
+{
+    gos_dvfs_config cfg;
+    gos_dvfs_config_default(&cfg);
+    opts o;
+    int stop, rc = parse("run", argc, argv, &cfg, &o, &stop);
+    if (stop)
+        return rc;
+    if (o.pos)
+        return cli_usage("dvfs run", "unexpected argument \"%s\"", o.pos);
+    if (cfg.min_n > cfg.max_n)
+        return cli_usage("dvfs run", "--min %d is larger than --max %d", cfg.min_n, cfg.max_n);
+    /* safety first: nothing is opened, nothing is changed */
+    if (!o.sim && !o.allow) {
+        fprintf(stderr, "gpuos: dvfs run changes the GPU's SM clocks system-wide; refusing without "
+                        "--allow-clock-changes (nothing was changed; --sim CHIP runs a simulated campaign)\n");
+        return 1;
+    }
+    gos_device *d;
+    if ((rc = cli_open_device(o.sim, (int)o.device, &d)))
+        return cli_fail();
+    if (!d->info.simulated && !o.allow) { /* fell back? never on a real GPU without the flag */
+        gos_device_close(d);
+        return 1;
+    }
+    if (!o.have_freqs) {
+        if (!d->info.simulated || d->info.n_supported_sm_clocks < 2 || d->info.n_supported_sm_clocks > 16) {
+            gos_device_close(d);
+            return cli_usage("dvfs run", "--freqs is required");
+        }
+        cfg.n_freqs = d->info.n_supported_sm_clocks;
+        memcpy(cfg.freqs, d->info.supported_sm_clocks_mhz, cfg.n_freqs * sizeof(int));
+    }
+    char command[1024];
+    join_args(command, sizeof command, argc, argv);
+    cfg.command = command;
+    cfg.allow_clock_changes = o.allow;
+    cfg.out = o.out;
+    cfg.log = o.quiet ? NULL : stdout;
+    /* traces of MBs are allocated and freed per measurement: keep them in the
+     * heap instead of fresh mmap()s (page faults dominated simulated runs) */
+    mallopt(M_MMAP_THRESHOLD, 1 << 30);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    gos_dvfs_campaign res;
+    rc = gos_dvfs_campaign_run(d, &cfg, &res);
+    if (!rc && o.json)
+        rc = save_campaign(d, &cfg, &res, o.json);
+    if (rc) {
+        gos_dvfs_campaign_free(&res);
+        gos_device_close(d);
+        return cli_fail();
+    }
+    if (!o.quiet) {
+        printf("\n%-7s %-7s %5s %5s %9s %9s %9s %7s %4s\n", "init", "target", "n", "out", "min ms",
+               "mean ms", "max ms", "RSE %", "clus");
+        for (int p = 0; p < res.n_pairs; p++) {
+            const gos_dvfs_pair_result *pr = &res.pairs[p];
+            if (!pr->valid || pr->n == 0) {
+                printf("%-7d %-7d %s\n", pr->init_mhz, pr->target_mhz, pr->skipped[0] ? pr->skipped : "no data");
+                continue;
+            }
+            const gos_dvfs_pair_summary *s = &pr->sum;
+            printf("%-7d %-7d %5zu %5zu %9.3f %9.3f %9.3f %7.2f %4d%s%s\n", pr->init_mhz, pr->target_mhz,
+                   s->n, s->n_outliers, s->min_ms, s->mean_ms, s->max_ms, 100 * s->rse_kept, s->n_clusters,
+                   pr->skipped[0] ? "  " : "", pr->skipped);
+        }
+        printf("\n%s campaign: %zu measurements (%zu attempts) in %.1f s of %s time, %d thermal / %d "
+               "power throttling events, timer sync +-%.0f ns (worst %.0f ns)\n",
+               d->info.simulated ? "simulated" : "GPU", res.n_measurements, res.n_attempts, res.total_s,
+               d->info.simulated ? "virtual" : "wall", res.thermal_events, res.power_events,
+               res.sync.uncertainty_ns, res.sync_unc_max_ns);
+        if (o.out)
+            printf("traces in %s (gpuos dvfs analyze %s --out DIR)\n", o.out, o.out);
+    }
+    gos_dvfs_campaign_free(&res);
+    gos_device_close(d);
+    return 0;
+}
+
+static int dvfs_analyze(int argc, char **argv)
+{
+    gos_dvfs_config cfg;
+    gos_dvfs_config_default(&cfg);
+    opts o;
+    int stop, rc = parse("analyze", argc, argv, &cfg, &o, &stop);
+    if (stop)
+        return rc;
+    if (!o.pos)
+        return cli_usage("dvfs analyze", "which trace directory? (gpuos dvfs analyze RUN --out DIR)");
+    if (!o.out)
+        return cli_usage("dvfs analyze", "--out DIR is required");
+    if (gos_dvfs_analyze(o.pos, o.out, o.quiet ? NULL : stdout))
+        return cli_fail();
+    return 0;
+}
+
+static int dvfs_report(int argc, char **argv)
+{
+    gos_dvfs_config cfg;
+    gos_dvfs_config_default(&cfg);
+    opts o;
+    int stop, rc = parse("report", argc, argv, &cfg, &o, &stop);
+    if (stop)
+        return rc;
+    if (!o.pos)
+        return cli_usage("dvfs report", "which analysis directory? (gpuos dvfs report DIR --html OUT)");
+    if (!o.html)
+        return cli_usage("dvfs report", "--html OUT is required");
+    if (gos_dvfs_report(o.pos, o.html))
+        return cli_fail();
+    if (!o.quiet)
+        printf("wrote %s\n", o.html);
+    return 0;
+}
+
+static int dvfs_probe(int argc, char **argv)
+{
+    gos_dvfs_config cfg;
+    gos_dvfs_config_default(&cfg);
+    opts o;
+    int stop, rc = parse("probe", argc, argv, &cfg, &o, &stop);
+    if (stop)
+        return rc;
+    if (o.pos)
+        return cli_usage("dvfs probe", "unexpected argument \"%s\"", o.pos);
+    if (o.allow)
+        return cli_usage("dvfs probe", "probe never changes clocks; --allow-clock-changes does not apply");
+    gos_device *d;
+    if (cli_open_device(o.sim, (int)o.device, &d))
+        return cli_fail();
+    char command[1024];
+    join_args(command, sizeof command, argc, argv);
+    cfg.command = command;
+    rc = gos_dvfs_probe(d, &cfg, o.json, o.quiet ? NULL : stdout);
+    gos_device_close(d);
+    return rc ? cli_fail() : 0;
+}
+
+int cmd_dvfs(int argc, char **argv)
+{
+    if (argc < 2)
+        return cli_usage("dvfs", "which subcommand? run | analyze | report | probe");
+    const char *sub = argv[1];
+    if (!strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help"))
+        return help();
+    if (!strcmp(sub, "run"))
+        return dvfs_run(argc - 1, argv + 1);
+    if (!strcmp(sub, "analyze"))
+        return dvfs_analyze(argc - 1, argv + 1);
+    if (!strcmp(sub, "report"))
+        return dvfs_report(argc - 1, argv + 1);
+    if (!strcmp(sub, "probe"))
+        return dvfs_probe(argc - 1, argv + 1);
+    return cli_usage("dvfs", "unknown subcommand \"%s\" (run | analyze | report | probe)", sub);
+}

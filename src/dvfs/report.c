@@ -1,0 +1,320 @@
+/* report.c: `gpuos dvfs report DIR --html OUT`: one self-contained HTML page
+ * (inline SVG, no scripts) from an analysis directory (summary.json and the
+ * per-pair CSV files), laid out as paper 000 section VII presents results:
+ *   - heatmaps of the best-case (min) and worst-case (max) latency per pair,
+ *     initial frequency in rows, target in columns, green (low) to red (high);
+ *   - the distribution of latencies for increasing against decreasing switches
+ *     (mirrored density "violins", figure 4);
+ *   - table II: min/mean/max of the per-pair worst-case and best-case latencies
+ *     with the transitions where the extremes occur. */
+#include "dvfs/dvfs.h"
+
+#include "stats/stats.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int init, target;
+    double min, mean, max;
+    size_t n;
+    double *lat; /* kept latencies */
+    size_t n_lat;
+} rpair;
+
+static void esc(FILE *f, const char *s)
+{
+    for (; *s; s++)
+        switch (*s) {
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '&': fputs("&amp;", f); break;
+        case '"': fputs("&quot;", f); break;
+        default: fputc(*s, f);
+        }
+}
+
+/* green (t = 0) -> yellow -> red (t = 1) */
+static void color(double t, char *buf, size_t len)
+{
+    if (!isfinite(t))
+        t = 0;
+    t = t < 0 ? 0 : t > 1 ? 1 : t;
+    int r = t < 0.5 ? (int)(2 * t * 230) : 230, g = t < 0.5 ? 190 : (int)(190 * (1 - 2 * (t - 0.5)));
+    snprintf(buf, len, "rgb(%d,%d,70)", r, g + 20);
+}
+
+static int read_latencies(const char *path, rpair *p)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return gos_fail(GOS_EIO, "cannot read %s", path);
+    char line[256];
+    size_t cap = 64;
+    p->lat = malloc(cap * sizeof *p->lat);
+    p->n_lat = 0;
+    if (!p->lat || !fgets(line, sizeof line, f) || strncmp(line, "measurement,latency_ms,outlier,cluster", 38)) {
+        fclose(f);
+        return gos_fail(GOS_EINVAL, "%s: not a per-pair latency file (header)", path);
+    }
+    int lineno = 1;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        int k, out, cl;
+        double ms;
+        if (sscanf(line, "%d,%lf,%d,%d", &k, &ms, &out, &cl) != 4) {
+            fclose(f);
+            return gos_fail(GOS_EINVAL, "%s:%d: expected measurement,latency_ms,outlier,cluster", path, lineno);
+        }
+        if (out)
+            continue;
+        if (p->n_lat == cap) {
+            double *nl = realloc(p->lat, (cap *= 2) * sizeof *nl);
+            if (!nl) {
+                fclose(f);
+                return gos_fail(GOS_ENOMEM, "out of memory");
+            }
+            p->lat = nl;
+        }
+        p->lat[p->n_lat++] = ms;
+    }
+    fclose(f);
+    return GOS_OK;
+}
+
+static void heatmap(FILE *f, const char *title, const rpair *ps, int np, const int *fr, int nf, int worst)
+{
+    double lo = INFINITY, hi = -INFINITY;
+    for (int i = 0; i < np; i++) {
+        double v = worst ? ps[i].max : ps[i].min;
+        lo = fmin(lo, v);
+        hi = fmax(hi, v);
+    }
+    fprintf(f, "<h2>%s</h2>\n<table class=hm><tr><th>init \\ target [MHz]</th>", title);
+    for (int j = 0; j < nf; j++)
+        fprintf(f, "<th>%d</th>", fr[j]);
+    fprintf(f, "</tr>\n");
+    for (int i = 0; i < nf; i++) {
+        fprintf(f, "<tr><th>%d</th>", fr[i]);
+        for (int j = 0; j < nf; j++) {
+            const rpair *p = NULL;
+            for (int k = 0; k < np; k++)
+                if (ps[k].init == fr[i] && ps[k].target == fr[j])
+                    p = &ps[k];
+            if (!p) {
+                fprintf(f, "<td class=na>%s</td>", i == j ? "" : "&ndash;");
+                continue;
+            }
+            double v = worst ? p->max : p->min;
+            char c[32];
+            color(hi > lo ? (v - lo) / (hi - lo) : 0, c, sizeof c);
+            fprintf(f, "<td style=\"background:%s\" title=\"n=%zu\">%.2f</td>", c, p->n, v);
+        }
+        fprintf(f, "</tr>\n");
+    }
+    fprintf(f, "</table>\n");
+}
+
+/* Mirrored Gaussian-kernel density of v[0..n) drawn around x = cx. */
+static void violin(FILE *f, const double *v, size_t n, double cx, double half_w, double y0, double y1,
+                   double lo, double hi, const char *fill)
+{
+    if (n == 0)
+        return;
+    double sd = n >= 2 ? gos_sd(v, n, 1) : 1, h = 1.06 * (sd > 0 ? sd : 1) * pow((double)n, -0.2);
+    const int steps = 80;
+    double dens[81], mx = 0;
+    for (int s = 0; s <= steps; s++) {
+        double x = lo + (hi - lo) * s / steps, acc = 0;
+        for (size_t i = 0; i < n; i++) {
+            double z = (x - v[i]) / h;
+            acc += exp(-0.5 * z * z);
+        }
+        dens[s] = acc;
+        mx = fmax(mx, acc);
+    }
+    fprintf(f, "<path fill=\"%s\" stroke=\"#333\" d=\"", fill);
+    for (int s = 0; s <= steps; s++) {
+        double y = y1 - (y1 - y0) * s / steps, w = half_w * dens[s] / (mx > 0 ? mx : 1);
+        fprintf(f, "%s%.1f %.1f ", s ? "L" : "M", cx - w, y);
+    }
+    for (int s = steps; s >= 0; s--) {
+        double y = y1 - (y1 - y0) * s / steps, w = half_w * dens[s] / (mx > 0 ? mx : 1);
+        fprintf(f, "L%.1f %.1f ", cx + w, y);
+    }
+    fprintf(f, "Z\"/>\n");
+    double m = gos_mean(v, n), ym = y1 - (y1 - y0) * (m - lo) / (hi - lo);
+    fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#000\" stroke-width=\"2\"/>\n",
+            cx - half_w / 3, cx + half_w / 3, ym, ym);
+}
+
+static void distributions(FILE *f, const rpair *ps, int np)
+{
+    size_t ni = 0, nd = 0;
+    for (int i = 0; i < np; i++)
+        *(ps[i].init < ps[i].target ? &ni : &nd) += ps[i].n_lat;
+    double *inc = malloc((ni + 1) * sizeof *inc), *dec = malloc((nd + 1) * sizeof *dec);
+    double *winc = malloc((np + 1) * sizeof *winc), *wdec = malloc((np + 1) * sizeof *wdec);
+    if (!inc || !dec || !winc || !wdec)
+        goto out;
+    size_t a = 0, b = 0, wa = 0, wb = 0;
+    double lo = INFINITY, hi = -INFINITY;
+    for (int i = 0; i < np; i++) {
+        for (size_t k = 0; k < ps[i].n_lat; k++) {
+            double v = ps[i].lat[k];
+            if (ps[i].init < ps[i].target)
+                inc[a++] = v;
+            else
+                dec[b++] = v;
+            lo = fmin(lo, v);
+            hi = fmax(hi, v);
+        }
+        if (ps[i].init < ps[i].target)
+            winc[wa++] = ps[i].max;
+        else
+            wdec[wb++] = ps[i].max;
+    }
+    fprintf(f, "<h2>Increasing vs decreasing switches</h2>\n<p>Every kept measurement (outliers "
+               "removed); bar: mean. Increasing: %zu measurements over %zu pairs; decreasing: %zu over "
+               "%zu pairs.",
+            a, wa, b, wb);
+    if (wa)
+        fprintf(f, " Mean worst case per pair: increasing %.2f ms", gos_mean(winc, wa));
+    if (wb)
+        fprintf(f, ", decreasing %.2f ms", gos_mean(wdec, wb));
+    fprintf(f, ".</p>\n");
+    if (!(hi > lo)) {
+        hi = lo + 1;
+        lo -= 1;
+    }
+    double pad = 0.05 * (hi - lo);
+    lo -= pad;
+    hi += pad;
+    const double W = 460, H = 320, y0 = 20, y1 = 290;
+    fprintf(f, "<svg width=\"%.0f\" height=\"%.0f\" font-size=\"12\">\n", W, H);
+    for (int t = 0; t <= 5; t++) {
+        double v = lo + (hi - lo) * t / 5, y = y1 - (y1 - y0) * t / 5;
+        fprintf(f, "<line x1=\"60\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+                   "<text x=\"55\" y=\"%.1f\" text-anchor=\"end\">%.1f</text>\n",
+                W - 10, y, y, y + 4, v);
+    }
+    fprintf(f, "<text x=\"12\" y=\"160\" transform=\"rotate(-90 12 160)\">latency [ms]</text>\n");
+    violin(f, inc, a, 170, 90, y0, y1, lo, hi, "#7fb3d5");
+    violin(f, dec, b, 360, 90, y0, y1, lo, hi, "#f5b041");
+    fprintf(f, "<text x=\"170\" y=\"308\" text-anchor=\"middle\">increasing (init &lt; target)</text>"
+               "<text x=\"360\" y=\"308\" text-anchor=\"middle\">decreasing (init &gt; target)</text>\n</svg>\n");
+out:
+    free(inc);
+    free(dec);
+    free(winc);
+    free(wdec);
+}
+
+static void table2(FILE *f, const rpair *ps, int np)
+{
+    fprintf(f, "<h2>Summary (paper 000, table II layout)</h2>\n<table class=t2>\n");
+    for (int worst = 1; worst >= 0; worst--) {
+        int imin = 0, imax = 0;
+        double sum = 0;
+        for (int i = 0; i < np; i++) {
+            double v = worst ? ps[i].max : ps[i].min;
+            sum += v;
+            if (v < (worst ? ps[imin].max : ps[imin].min))
+                imin = i;
+            if (v > (worst ? ps[imax].max : ps[imax].min))
+                imax = i;
+        }
+        const rpair *a = &ps[imin], *b = &ps[imax];
+        fprintf(f, "<tr><th colspan=2>The %s-case latencies</th></tr>\n", worst ? "worst" : "best");
+        fprintf(f, "<tr><td>Min [ms]</td><td>%.3f</td></tr><tr><td>transition [MHz]</td><td>(%d&rarr;%d)</td></tr>\n",
+                worst ? a->max : a->min, a->init, a->target);
+        fprintf(f, "<tr><td>Mean [ms]</td><td>%.3f</td></tr>\n", sum / np);
+        fprintf(f, "<tr><td>Max [ms]</td><td>%.3f</td></tr><tr><td>transition [MHz]</td><td>(%d&rarr;%d)</td></tr>\n",
+                worst ? b->max : b->min, b->init, b->target);
+    }
+    fprintf(f, "</table>\n");
+}
+
+static int cmp_desc(const void *a, const void *b) { return *(const int *)b - *(const int *)a; }
+
+int gos_dvfs_report(const char *dir, const char *html)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    json_error_t err;
+    json_t *s = json_load_file(path, 0, &err);
+    if (!s)
+        return gos_fail(GOS_EINVAL, "%s: %s", path, err.text);
+    int rc = GOS_OK, np = 0, nf = 0, fr[GOS_DVFS_MAX_FREQS];
+    json_t *pairs = json_object_get(s, "pairs"), *jf = json_object_get(s, "freqs_mhz");
+    if (!json_is_array(pairs) || !json_is_array(jf) ||
+        strcmp(json_string_value(json_object_get(s, "schema")) ? json_string_value(json_object_get(s, "schema")) : "",
+               "gpuos.dvfs-summary/1")) {
+        json_decref(s);
+        return gos_fail(GOS_EINVAL, "%s: not a gpuos.dvfs-summary/1 file (run gpuos dvfs analyze)", path);
+    }
+    for (size_t i = 0; i < json_array_size(jf) && nf < GOS_DVFS_MAX_FREQS; i++)
+        fr[nf++] = (int)json_integer_value(json_array_get(jf, i));
+    qsort(fr, nf, sizeof *fr, cmp_desc);
+    rpair *ps = calloc(json_array_size(pairs) + 1, sizeof *ps);
+    if (!ps) {
+        json_decref(s);
+        return gos_fail(GOS_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < json_array_size(pairs) && !rc; i++) {
+        json_t *p = json_array_get(pairs, i);
+        json_t *file = json_object_get(p, "file");
+        if (!json_is_string(file) || !json_is_number(json_object_get(p, "min_ms")))
+            continue;
+        rpair *r = &ps[np];
+        r->init = (int)json_integer_value(json_object_get(p, "init_mhz"));
+        r->target = (int)json_integer_value(json_object_get(p, "target_mhz"));
+        r->min = json_number_value(json_object_get(p, "min_ms"));
+        r->mean = json_number_value(json_object_get(p, "mean_ms"));
+        r->max = json_number_value(json_object_get(p, "max_ms"));
+        r->n = (size_t)json_integer_value(json_object_get(p, "n"));
+        char fp[4400];
+        snprintf(fp, sizeof fp, "%s/%s", dir, json_string_value(file));
+        rc = read_latencies(fp, r);
+        np++;
+    }
+    FILE *f = NULL;
+    if (!rc && np == 0)
+        rc = gos_fail(GOS_EINVAL, "%s: no pair has measurements to report", path);
+    if (!rc && !(f = fopen(html, "w")))
+        rc = gos_fail(GOS_EIO, "cannot write %s", html);
+    if (!rc) {
+        json_t *dev = json_object_get(s, "device");
+        const char *name = json_string_value(json_object_get(dev, "name"));
+        fprintf(f, "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>gpuos dvfs report</title>\n"
+                   "<style>body{font-family:sans-serif;margin:2em;max-width:1100px}"
+                   "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;padding:4px 8px;"
+                   "text-align:right}td.na{background:#eee}.t2 td:first-child{text-align:left}</style>"
+                   "</head><body>\n<h1>SM frequency switching latency</h1>\n<p>");
+        esc(f, name ? name : "unknown device");
+        if (json_is_true(json_object_get(dev, "simulated")))
+            fprintf(f, " (<b>simulated</b>)");
+        fprintf(f, ", host ");
+        esc(f, json_string_value(json_object_get(s, "host")) ? json_string_value(json_object_get(s, "host")) : "?");
+        fprintf(f, ", run ");
+        esc(f, json_string_value(json_object_get(s, "run")) ? json_string_value(json_object_get(s, "run")) : "?");
+        fprintf(f, ". Latencies after DBSCAN outlier filtering (paper 000, algorithm 3); %d pairs with "
+                   "measurements, %zu excluded in calibration.</p>\n",
+                np, json_array_size(json_object_get(s, "excluded_pairs")));
+        heatmap(f, "Best-case (minimum) switching latency [ms]", ps, np, fr, nf, 0);
+        heatmap(f, "Worst-case (maximum) switching latency [ms]", ps, np, fr, nf, 1);
+        distributions(f, ps, np);
+        table2(f, ps, np);
+        fprintf(f, "</body></html>\n");
+        if (fclose(f))
+            rc = gos_fail(GOS_EIO, "cannot write %s", html);
+    }
+    for (int i = 0; i < np; i++)
+        free(ps[i].lat);
+    free(ps);
+    json_decref(s);
+    return rc;
+}
