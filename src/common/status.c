@@ -2,15 +2,20 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 static _Thread_local char last_msg[512];
 
 int gos_fail(int code, const char *fmt, ...)
 {
+    /* Format into a local buffer first: callers may pass gos_last_error() as
+     * an argument to prefix it ("kernel X: %s"). */
+    char buf[sizeof last_msg];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_msg, sizeof last_msg, fmt, ap);
+    vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
+    memcpy(last_msg, buf, sizeof buf);
     /* A message is one line, whatever the callee handed us. */
     for (char *p = last_msg; *p; p++)
         if (*p == '\n' || *p == '\r')

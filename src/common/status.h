@@ -22,7 +22,8 @@ enum {
 };
 
 /* Records a printf-style message for the calling thread and returns `code`, so
- * callers can write `return gos_fail(GOS_EINVAL, "bad %s", x);`. */
+ * callers can write `return gos_fail(GOS_EINVAL, "bad %s", x);`. The arguments
+ * may include gos_last_error() itself, to prefix the previous message. */
 int gos_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The last message recorded by gos_fail() in this thread ("" if none). */

@@ -1,0 +1,865 @@
+/* vgpu_bench.c: pillar 3 benchmark, native device vs the same work through
+ * `gpuos serve` + libgpuos (issue 4). One command (bench/vgpu.sh) runs it on the
+ * real GPU and writes results/<gpu-uuid>/vgpu-bench.json; with --sim it runs on
+ * the simulated device (CI smoke test and fairness tests).
+ *
+ *   usage: vgpu_bench --gpuos BUILD/gpuos [--sim CHIP] [--quick] [--only SECTIONS]
+ *                     [--seconds S] (--out FILE.json | --results DIR)
+ *   --results DIR writes DIR/<gpu-uuid>/vgpu-bench.json; provenance (date, commit
+ *   from $GPUOS_COMMIT, command, driver, host) is recorded in the file.
+ *   SECTIONS (comma-separated): sweep,small,copy,launch,standalone,fairness,queues
+ *
+ * Sections (numbers are medians of repetitions after a warm-up):
+ *   sweep      copy chunk size x pipeline depth through the daemon (pageable),
+ *              the best pair becomes the library's defaults (paper 002, fig. 3);
+ *   small      small-copy path vs pipelined path per size: the crossover (fig. 4);
+ *   copy       {dir, bytes, host_mem, native_gbps, gpuos_gbps} for 4 KB..1 GB;
+ *   launch     microseconds per launch, native vs gpuos (async stream of empty
+ *              kernels, and launch+synchronise round trips);
+ *   standalone Gdev's LOOP, MADD, MMUL, CPY, PINCPY (table 1), seconds;
+ *   fairness   FIFO, Credit, BAND with 2, 4, 8 vGPUs of equal shares whose
+ *              kernels differ 10x in length, bursty (launch, synchronise, repeat):
+ *              achieved share of GPU time, from the daemon's own accounting, over
+ *              a window where every client runs;
+ *   queues     MRQ vs SDQ with two compute and two copy clients: throughput.
+ * The daemon is started by this program for each configuration it needs. */
+#include "common/status.h"
+#include "device/device.h"
+#include "device/exec_ops.h"
+#include "gpuos/gpuos.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *gpuos_bin, *sim_chip;
+static int quick;
+static double fair_seconds = 4.0;
+static long band_wait_us = -1; /* -1: the daemon's default (500 us, Gdev) */
+static int band_charge_hold = -1; /* -1: the daemon's default */
+static const char *fair_policies = "fifo,credit,band", *fair_counts = "2,4,8";
+static char tmpdir[256], sockpath[300];
+static gos_device *dev;
+static const struct gos_exec_ops *X;
+static void *stream;
+static int simulated;
+
+static void daemon_stop(void);
+static pid_t main_pid;
+#define DIE(...)                                                                                 \
+    do {                                                                                         \
+        fprintf(stderr, "vgpu_bench: " __VA_ARGS__);                                             \
+        fprintf(stderr, " [%s]\n", gos_last_error());                                            \
+        if (getpid() == main_pid)                                                                \
+            daemon_stop();                                                                       \
+        exit(1);                                                                                 \
+    } while (0)
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* ---- the daemon ---------------------------------------------------------- */
+
+static pid_t daemon_pid;
+
+static void daemon_start(const char *policy, const char *queue, int n_vgpus, const char *mem)
+{
+    char cfg[400];
+    snprintf(cfg, sizeof cfg, "%s/serve.conf", tmpdir);
+    FILE *f = fopen(cfg, "w");
+    if (!f)
+        DIE("cannot write %s", cfg);
+    fprintf(f, "socket = %s\nsocket_mode = 0600\n[device 0]\npolicy = %s\nqueue = %s\n", sockpath, policy, queue);
+    if (sim_chip)
+        fprintf(f, "sim = %s\n", sim_chip);
+    if (band_wait_us >= 0)
+        fprintf(f, "band_wait_us = %ld\n", band_wait_us);
+    if (band_charge_hold >= 0)
+        fprintf(f, "band_charge_hold = %d\n", band_charge_hold);
+    for (int i = 0; i < n_vgpus; i++)
+        fprintf(f, "[vgpu v%d]\ncompute = %d\ncopy = %d\nmemory = %s\n", i, 100 / n_vgpus, 100 / n_vgpus, mem);
+    fclose(f);
+    unlink(sockpath);
+    daemon_pid = fork();
+    if (daemon_pid == 0) {
+        char log[400];
+        snprintf(log, sizeof log, "%s/serve.log", tmpdir);
+        if (!freopen(log, "a", stderr) || !freopen("/dev/null", "w", stdout))
+            _exit(126);
+        execl(gpuos_bin, gpuos_bin, "serve", "--config", cfg, (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 400; i++) {
+        struct stat st;
+        if (!stat(sockpath, &st))
+            return;
+        int status;
+        if (waitpid(daemon_pid, &status, WNOHANG) == daemon_pid)
+            DIE("gpuos serve exited at start (see %s/serve.log)", tmpdir);
+        usleep(50000);
+    }
+    DIE("gpuos serve did not come up within 20 s");
+}
+
+static void daemon_stop(void)
+{
+    if (daemon_pid <= 0)
+        return;
+    kill(daemon_pid, SIGTERM);
+    for (int i = 0; i < 300; i++) {
+        if (waitpid(daemon_pid, NULL, WNOHANG) == daemon_pid) {
+            daemon_pid = 0;
+            return;
+        }
+        usleep(50000);
+    }
+    kill(daemon_pid, SIGKILL);
+    waitpid(daemon_pid, NULL, 0);
+    daemon_pid = 0;
+}
+
+static int open_gen; /* handles opened so far (gfn's cache key) */
+static gpuos_vgpu *vopen(const char *name)
+{
+    gpuos_vgpu *g;
+    open_gen++;
+    if (gpuos_open(sockpath, name, &g))
+        DIE("gpuos_open %s", name);
+    return g;
+}
+
+static const char *builtin(void) { return simulated ? "sim:builtin" : "exec"; }
+
+/* ---- copies -------------------------------------------------------------- */
+
+static int reps_for(size_t n)
+{
+    size_t r = (quick ? (32u << 20) : (512u << 20)) / n;
+    return r < 3 ? 3 : r > (quick ? 10 : 40) ? (quick ? 10 : 40) : (int)r;
+}
+
+/* Native: pinned through an async copy + stream sync; pageable through the
+ * driver's synchronous copy (the vendor path). */
+static double native_copy(int htod, int pinned, void *host, uint64_t d, size_t n)
+{
+    int r = reps_for(n);
+    double t[64];
+    for (int i = -1; i < r; i++) {
+        double t0 = now();
+        int rc;
+        if (pinned) {
+            rc = htod ? X->copy_htod(dev, d, host, n, stream) : X->copy_dtoh(dev, host, d, n, stream);
+            if (!rc)
+                rc = X->stream_sync(dev, stream);
+        } else {
+            rc = htod ? X->copy_htod_sync(dev, d, host, n) : X->copy_dtoh_sync(dev, host, d, n);
+        }
+        if (rc)
+            DIE("native copy of %zu", n);
+        if (i >= 0)
+            t[i] = now() - t0;
+    }
+    return (double)n / median(t, r) / 1e9;
+}
+
+static double gpuos_copy(gpuos_vgpu *g, int htod, void *host, gpuos_dptr d, size_t n, int reps)
+{
+    int r = reps ? reps : reps_for(n);
+    double t[64];
+    for (int i = -1; i < r; i++) {
+        double t0 = now();
+        int rc = htod ? gpuos_memcpy_htod(g, d, host, n) : gpuos_memcpy_dtoh(g, host, d, n);
+        if (rc)
+            DIE("gpuos copy of %zu", n);
+        if (i >= 0)
+            t[i] = now() - t0;
+    }
+    return (double)n / median(t, r) / 1e9;
+}
+
+static size_t best_chunk = 0;
+static int best_depth = 0;
+static size_t best_small[2] = {0, 0};
+
+static json_t *sweep(void)
+{
+    size_t n = quick ? (16u << 20) : (256u << 20);
+    static const size_t chunks[] = {256u << 10, 1u << 20, 2u << 20, 4u << 20, 8u << 20, 16u << 20, 32u << 20};
+    static const int depths[] = {2, 3, 4};
+    daemon_start("band", "mrq", 1, "60%");
+    gpuos_vgpu *g = vopen("v0");
+    gpuos_dptr d;
+    void *h = malloc(n), *pin;
+    memset(h, 1, n);
+    if (gpuos_mem_alloc(g, n, &d) || gpuos_host_alloc(g, n, &pin))
+        DIE("alloc");
+    memset(pin, 1, n);
+    json_t *list = json_array();
+    double best = 0;
+    for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; c++)
+        for (size_t k = 0; k < sizeof depths / sizeof depths[0]; k++) {
+            if (chunks[c] > n)
+                continue;
+            if (gpuos_set_copy_params(g, chunks[c], depths[k]))
+                DIE("set copy params");
+            double up = gpuos_copy(g, 1, h, d, n, 3), down = gpuos_copy(g, 0, h, d, n, 3);
+            double pup = gpuos_copy(g, 1, pin, d, n, 3), pdown = gpuos_copy(g, 0, pin, d, n, 3);
+            json_array_append_new(list, json_pack("{s:I, s:i, s:f, s:f, s:f, s:f}", "chunk", (json_int_t)chunks[c],
+                                                  "depth", depths[k], "htod_gbps", up, "dtoh_gbps", down,
+                                                  "htod_pinned_gbps", pup, "dtoh_pinned_gbps", pdown));
+            fprintf(stderr, "sweep chunk %zu depth %d: pageable htod %.2f dtoh %.2f, pinned htod %.2f dtoh %.2f GB/s\n",
+                    chunks[c], depths[k], up, down, pup, pdown);
+            if (up + down > best) {
+                best = up + down;
+                best_chunk = chunks[c];
+                best_depth = depths[k];
+            }
+        }
+    gpuos_close(g);
+    free(h);
+    daemon_stop();
+    return json_pack("{s:I, s:o, s:I, s:i}", "bytes", (json_int_t)n, "points", list, "best_chunk",
+                     (json_int_t)best_chunk, "best_depth", best_depth);
+}
+
+static json_t *small_path(void)
+{
+    daemon_start("band", "mrq", 1, "60%");
+    gpuos_vgpu *g = vopen("v0");
+    if (best_chunk)
+        gpuos_set_copy_params(g, best_chunk, best_depth);
+    size_t maxn = 1u << 20;
+    gpuos_dptr d;
+    void *h = malloc(maxn);
+    memset(h, 2, maxn);
+    if (gpuos_mem_alloc(g, maxn, &d))
+        DIE("alloc");
+    json_t *list = json_array();
+    for (int dir = 0; dir < 2; dir++) {
+        size_t cross = 0;
+        for (size_t n = 1024; n <= maxn; n *= 2) {
+            double t[2];
+            for (int path = 0; path < 2; path++) {
+                gpuos_set_copy_small(g, path ? (size_t)-1 : 0);
+                t[path] = (double)n / 1e3 / gpuos_copy(g, dir == 0, h, d, n, quick ? 9 : 41); /* us */
+            }
+            if (t[1] < t[0])
+                cross = n;
+            json_array_append_new(list, json_pack("{s:s, s:I, s:f, s:f}", "dir", dir == 0 ? "htod" : "dtoh", "bytes",
+                                                  (json_int_t)n, "pipelined_us", t[0], "small_path_us", t[1]));
+        }
+        best_small[dir] = cross;
+    }
+    gpuos_close(g);
+    free(h);
+    daemon_stop();
+    return json_pack("{s:o, s:I, s:I}", "points", list, "crossover_htod", (json_int_t)best_small[0],
+                     "crossover_dtoh", (json_int_t)best_small[1]);
+}
+
+static void tune(gpuos_vgpu *g)
+{
+    if (best_chunk)
+        gpuos_set_copy_params(g, best_chunk, best_depth);
+    if (best_small[0] || best_small[1])
+        gpuos_set_copy_small(g, best_small[0] < best_small[1] ? best_small[0] : best_small[1]);
+}
+
+static json_t *copies(void)
+{
+    size_t maxn = quick ? (16u << 20) : (1u << 30);
+    daemon_start("band", "mrq", 1, "60%");
+    gpuos_vgpu *g = vopen("v0");
+    tune(g);
+    uint64_t nd;
+    gpuos_dptr gd;
+    void *npin, *gpin, *page = malloc(maxn);
+    memset(page, 3, maxn);
+    if (X->mem_alloc(dev, maxn, &nd) || X->host_alloc(dev, maxn, &npin))
+        DIE("native buffers");
+    if (gpuos_mem_alloc(g, maxn, &gd) || gpuos_host_alloc(g, maxn, &gpin))
+        DIE("gpuos buffers");
+    memset(npin, 4, maxn);
+    memset(gpin, 5, maxn);
+    json_t *list = json_array();
+    for (size_t n = 4096; n <= maxn; n *= 4)
+        for (int dir = 0; dir < 2; dir++)
+            for (int pinned = 1; pinned >= 0; pinned--) {
+                double nat = native_copy(dir == 0, pinned, pinned ? npin : page, nd, n);
+                double gos = gpuos_copy(g, dir == 0, pinned ? gpin : page, gd, n, 0);
+                fprintf(stderr, "copy %s %10zu %-8s native %7.2f gpuos %7.2f GB/s (%.0f%%)\n", dir ? "dtoh" : "htod", n,
+                        pinned ? "pinned" : "pageable", nat, gos, 100 * gos / nat);
+                json_array_append_new(list, json_pack("{s:s, s:I, s:s, s:f, s:f, s:f}", "dir", dir ? "dtoh" : "htod",
+                                                      "bytes", (json_int_t)n, "host_mem",
+                                                      pinned ? "pinned" : "pageable", "native_gbps", nat,
+                                                      "gpuos_gbps", gos, "ratio", gos / nat));
+            }
+    X->mem_free(dev, nd);
+    X->host_free(dev, npin);
+    free(page);
+    gpuos_close(g);
+    daemon_stop();
+    return list;
+}
+
+/* ---- launches ------------------------------------------------------------ */
+
+static void *native_fn(const char *name)
+{
+    static void *mod;
+    void *fn;
+    if (!mod && X->module_load(dev, NULL, 0, builtin(), &mod))
+        DIE("native module");
+    if (X->function(dev, mod, name, &fn))
+        DIE("native kernel %s", name);
+    return fn;
+}
+
+/* Kernels of the built-in module, loaded once per handle. */
+static gpuos_function gfn(gpuos_vgpu *g, const char *name)
+{
+    static int mgen = -1;
+    static gpuos_module m;
+    static struct {
+        char name[16];
+        gpuos_function f;
+    } cache[8];
+    static int n;
+    if (mgen != open_gen) {
+        if (gpuos_module_load_builtin(g, builtin(), &m))
+            DIE("gpuos module %s", builtin());
+        mgen = open_gen;
+        n = 0;
+    }
+    for (int i = 0; i < n; i++)
+        if (!strcmp(cache[i].name, name))
+            return cache[i].f;
+    gpuos_function f;
+    if (gpuos_module_function(g, m, name, &f))
+        DIE("gpuos kernel %s", name);
+    if (n < 8) {
+        snprintf(cache[n].name, sizeof cache[n].name, "%s", name);
+        cache[n++].f = f;
+    }
+    return f;
+}
+
+static json_t *launches(void)
+{
+    int n = quick ? 200 : 5000, m = quick ? 50 : 1000;
+    struct gos_launch_cfg c = {{1, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, NULL, 0};
+    void *fn = native_fn("empty");
+    double nat_async, nat_sync, gos_async, gos_sync;
+    for (int w = 0; w < 2; w++) {
+        double t0 = now();
+        for (int i = 0; i < n; i++)
+            if (X->launch(dev, fn, &c, stream))
+                DIE("native launch");
+        X->stream_sync(dev, stream);
+        nat_async = (now() - t0) / n * 1e6;
+    }
+    double t0 = now();
+    for (int i = 0; i < m; i++) {
+        X->launch(dev, fn, &c, stream);
+        X->stream_sync(dev, stream);
+    }
+    nat_sync = (now() - t0) / m * 1e6;
+
+    daemon_start("band", "mrq", 1, "10%");
+    gpuos_vgpu *g = vopen("v0");
+    gpuos_function f = gfn(g, "empty");
+    gpuos_launch_config gc = {{1, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, 0};
+    for (int w = 0; w < 2; w++) {
+        t0 = now();
+        for (int i = 0; i < n; i++)
+            if (gpuos_launch(g, f, &gc, NULL, 0))
+                DIE("gpuos launch");
+        if (gpuos_synchronize(g))
+            DIE("sync");
+        gos_async = (now() - t0) / n * 1e6;
+    }
+    t0 = now();
+    for (int i = 0; i < m; i++) {
+        gpuos_launch(g, f, &gc, NULL, 0);
+        gpuos_synchronize(g);
+    }
+    gos_sync = (now() - t0) / m * 1e6;
+    gpuos_close(g);
+    daemon_stop();
+    fprintf(stderr, "launch us: native %.2f gpuos %.2f; launch+sync native %.2f gpuos %.2f\n", nat_async, gos_async,
+            nat_sync, gos_sync);
+    return json_pack("{s:f, s:f, s:f, s:{s:f, s:f, s:f}, s:s}", "native", nat_async, "gpuos", gos_async, "added",
+                     gos_async - nat_async, "launch_sync_us", "native", nat_sync, "gpuos", gos_sync, "added",
+                     gos_sync - nat_sync, "method",
+                     "empty kernel, 1 block; per launch = time of N back-to-back launches + one synchronise / N");
+}
+
+/* ---- Gdev's standalone benchmarks --------------------------------------- */
+
+struct prog {
+    const char *name;
+    int kind; /* 0 LOOP, 1 MADD, 2 MMUL, 3 CPY, 4 PINCPY */
+};
+
+/* One run of a program on the native device. */
+static double run_native(int kind, void *hp, void *hpin)
+{
+    unsigned n = 1024;
+    size_t mat = (size_t)n * n * 4, big = quick ? (16u << 20) : (256u << 20);
+    double t0 = now();
+    if (kind == 0) {
+        uint64_t it = simulated ? 100000000ull : 20000000ull;
+        struct gos_launch_cfg c = {{(unsigned)dev->info.sm_count * 4, 1, 1}, {256, 1, 1}, {0, 0, 0}, 0, &it, 8};
+        X->launch(dev, native_fn("loop"), &c, stream);
+        X->stream_sync(dev, stream);
+    } else if (kind <= 2) {
+        uint64_t a, b, cc;
+        X->mem_alloc(dev, mat, &a);
+        X->mem_alloc(dev, mat, &b);
+        X->mem_alloc(dev, mat, &cc);
+        X->copy_htod_sync(dev, a, hp, mat);
+        X->copy_htod_sync(dev, b, hp, mat);
+        struct {
+            uint64_t a, b, c;
+            uint32_t n, pad;
+        } p = {a, b, cc, n, 0};
+        uint64_t ns = kind == 1 ? 1000000 : 5000000;
+        struct gos_launch_cfg c = {{kind == 1 ? 1024u : n / 16, kind == 1 ? 1u : n / 16, 1}, {kind == 1 ? 256u : 16u, kind == 1 ? 1u : 16u, 1}, {0, 0, 0}, 0, simulated ? (void *)&ns : (void *)&p, simulated ? 8 : 28};
+        if (X->launch(dev, native_fn(kind == 1 ? "madd" : "mmul"), &c, stream))
+            DIE("native %s", kind == 1 ? "madd" : "mmul");
+        X->stream_sync(dev, stream);
+        X->copy_dtoh_sync(dev, hp, cc, mat);
+        X->mem_free(dev, a);
+        X->mem_free(dev, b);
+        X->mem_free(dev, cc);
+    } else {
+        uint64_t d;
+        X->mem_alloc(dev, big, &d);
+        if (kind == 3) {
+            X->copy_htod_sync(dev, d, hp, big);
+            X->copy_dtoh_sync(dev, hp, d, big);
+        } else {
+            X->copy_htod(dev, d, hpin, big, stream);
+            X->copy_dtoh(dev, hpin, d, big, stream);
+            X->stream_sync(dev, stream);
+        }
+        X->mem_free(dev, d);
+    }
+    return now() - t0;
+}
+
+static double run_gpuos(gpuos_vgpu *g, int kind, void *hp, void *hpin)
+{
+    unsigned n = 1024;
+    size_t mat = (size_t)n * n * 4, big = quick ? (16u << 20) : (256u << 20);
+    double t0 = now();
+    if (kind == 0) {
+        uint64_t it = simulated ? 100000000ull : 20000000ull;
+        gpuos_launch_config c = {{(unsigned)dev->info.sm_count * 4, 1, 1}, {256, 1, 1}, {0, 0, 0}, 0, 0};
+        gpuos_launch(g, gfn(g, "loop"), &c, &it, 8);
+        if (gpuos_synchronize(g))
+            DIE("loop");
+    } else if (kind <= 2) {
+        gpuos_dptr a, b, cc;
+        gpuos_mem_alloc(g, mat, &a);
+        gpuos_mem_alloc(g, mat, &b);
+        gpuos_mem_alloc(g, mat, &cc);
+        gpuos_memcpy_htod(g, a, hp, mat);
+        gpuos_memcpy_htod(g, b, hp, mat);
+        struct {
+            uint64_t a, b, c;
+            uint32_t n, pad;
+        } p = {a, b, cc, n, 0};
+        uint64_t ns = kind == 1 ? 1000000 : 5000000;
+        gpuos_launch_config c = {{kind == 1 ? 1024u : n / 16, kind == 1 ? 1u : n / 16, 1}, {kind == 1 ? 256u : 16u, kind == 1 ? 1u : 16u, 1}, {0, 0, 0}, 0, 0};
+        gpuos_launch(g, gfn(g, kind == 1 ? "madd" : "mmul"), &c, simulated ? (void *)&ns : (void *)&p, simulated ? 8 : 28);
+        if (gpuos_synchronize(g))
+            DIE("%s", kind == 1 ? "madd" : "mmul");
+        gpuos_memcpy_dtoh(g, hp, cc, mat);
+        gpuos_mem_free(g, a);
+        gpuos_mem_free(g, b);
+        gpuos_mem_free(g, cc);
+    } else {
+        gpuos_dptr d;
+        gpuos_mem_alloc(g, big, &d);
+        if (kind == 3) {
+            gpuos_memcpy_htod(g, d, hp, big);
+            gpuos_memcpy_dtoh(g, hp, d, big);
+        } else {
+            gpuos_memcpy_htod(g, d, hpin, big);
+            gpuos_memcpy_dtoh(g, hpin, d, big);
+        }
+        gpuos_mem_free(g, d);
+    }
+    return now() - t0;
+}
+
+static json_t *standalone(void)
+{
+    static const struct prog progs[] = {{"LOOP", 0}, {"MADD", 1}, {"MMUL", 2}, {"CPY", 3}, {"PINCPY", 4}};
+    size_t big = quick ? (16u << 20) : (256u << 20);
+    void *hp = malloc(big), *npin, *gpin;
+    memset(hp, 0, big);
+    if (X->host_alloc(dev, big, &npin))
+        DIE("pinned");
+    daemon_start("band", "mrq", 1, "60%");
+    gpuos_vgpu *g = vopen("v0");
+    tune(g);
+    if (gpuos_host_alloc(g, big, &gpin))
+        DIE("gpuos pinned");
+    json_t *list = json_array();
+    int reps = quick ? 2 : 5;
+    for (size_t i = 0; i < sizeof progs / sizeof progs[0]; i++) {
+        double tn[8], tg[8];
+        run_native(progs[i].kind, hp, npin);
+        run_gpuos(g, progs[i].kind, hp, gpin);
+        for (int r = 0; r < reps; r++) {
+            tn[r] = run_native(progs[i].kind, hp, npin);
+            tg[r] = run_gpuos(g, progs[i].kind, hp, gpin);
+        }
+        double a = median(tn, reps), b = median(tg, reps);
+        fprintf(stderr, "standalone %-6s native %.4f s gpuos %.4f s (%.2fx)\n", progs[i].name, a, b, b / a);
+        json_array_append_new(list, json_pack("{s:s, s:f, s:f, s:f}", "name", progs[i].name, "native_s", a,
+                                              "gpuos_s", b, "relative_speed", a / b));
+    }
+    gpuos_close(g);
+    daemon_stop();
+    X->host_free(dev, npin);
+    free(hp);
+    return list;
+}
+
+/* ---- fairness and queues (child processes) ------------------------------ */
+
+/* Child: bursty compute (launch one kernel of ns, synchronise, repeat) until
+ * `until`; writes its launch count to fd. */
+static void child_compute(const char *vgpu, uint64_t ns, double start, double until, int fd)
+{
+    gpuos_vgpu *g = vopen(vgpu);
+    gpuos_function f = gfn(g, "sleep_ns");
+    while (now() < start)
+        usleep(1000);
+    unsigned grid = simulated ? 1 : (unsigned)dev->info.sm_count;
+    gpuos_launch_config c = {{grid, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, 0};
+    long k = 0;
+    while (now() < until) {
+        if (gpuos_launch(g, f, &c, &ns, 8) || gpuos_synchronize(g))
+            _exit(2);
+        k++;
+    }
+    gpuos_close(g);
+    dprintf(fd, "%ld\n", k);
+    _exit(0);
+}
+
+static void child_copy(const char *vgpu, size_t n, double start, double until, int fd)
+{
+    gpuos_vgpu *g = vopen(vgpu);
+    gpuos_dptr d;
+    void *h;
+    if (gpuos_mem_alloc(g, n, &d) || gpuos_host_alloc(g, n, &h))
+        _exit(2);
+    tune(g);
+    while (now() < start)
+        usleep(1000);
+    long k = 0;
+    while (now() < until) {
+        if (gpuos_memcpy_htod(g, d, h, n))
+            _exit(2);
+        k++;
+    }
+    gpuos_close(g);
+    dprintf(fd, "%ld\n", k);
+    _exit(0);
+}
+
+static void snapshot(uint64_t *ns, uint64_t *held, int n, int copy)
+{
+    gpuos_vgpu_facts v[64];
+    int m = 0;
+    if (gpuos_admin_list(sockpath, v, 64, &m))
+        DIE("admin list");
+    for (int i = 0; i < n && i < m; i++) {
+        ns[i] = copy ? v[i].copy_ns : v[i].compute_ns;
+        held[i] = copy ? v[i].copy_held_ns : v[i].compute_held_ns;
+    }
+}
+
+static json_t *fairness_one(const char *policy, int n, uint64_t short_ns, double secs, double *maxerr)
+{
+    daemon_start(policy, "mrq", 8, "10%");
+    double start = now() + 0.3, until = start + secs;
+    pid_t kids[8];
+    int pfd[2];
+    if (pipe(pfd))
+        DIE("pipe");
+    for (int i = 0; i < n; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "v%d", i);
+        if ((kids[i] = fork()) == 0)
+            child_compute(name, i % 2 ? 10 * short_ns : short_ns, start, until, pfd[1]);
+    }
+    close(pfd[1]);
+    uint64_t a[8] = {0}, b[8] = {0}, ha[8] = {0}, hb[8] = {0};
+    double warm = secs * 0.25;
+    while (now() < start + warm)
+        usleep(10000);
+    snapshot(a, ha, n, 0);
+    double t_a = now();
+    while (now() < until - warm * 0.5)
+        usleep(10000);
+    snapshot(b, hb, n, 0);
+    double t_b = now();
+    for (int i = 0; i < n; i++)
+        waitpid(kids[i], NULL, 0);
+    close(pfd[0]);
+    daemon_stop();
+    double tot = 0, tot_e = 0;
+    for (int i = 0; i < n; i++) {
+        tot += (double)(b[i] - a[i]);
+        tot_e += (double)(b[i] - a[i]) + (double)(hb[i] - ha[i]);
+    }
+    json_t *shares = json_array(), *ach = json_array(), *kern = json_array(), *ach_e = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(ach_e, json_real(tot_e > 0 ? ((double)(b[i] - a[i]) + (double)(hb[i] - ha[i])) / tot_e : 0));
+    *maxerr = 0;
+    double maxrel = 0;
+    for (int i = 0; i < n; i++) {
+        double s = 1.0 / n, x = tot > 0 ? (double)(b[i] - a[i]) / tot : 0;
+        json_array_append_new(shares, json_real(s));
+        json_array_append_new(ach, json_real(x));
+        json_array_append_new(kern, json_integer((json_int_t)(i % 2 ? 10 * short_ns : short_ns)));
+        /* Gdev's utilisation error: achieved minus assigned, in percentage points
+         * of the GPU; also relative to the share. */
+        double e = 100 * (x > s ? x - s : s - x);
+        if (e > *maxerr)
+            *maxerr = e;
+        if (e / s > maxrel)
+            maxrel = e / s;
+    }
+    fprintf(stderr, "fairness %-6s %d vGPUs%s: max error %.2f points (%.1f%% of a share; GPU busy %.1f%%)\n",
+            policy, n, !strcmp(policy, "band") ? (band_charge_hold == 0 ? " (holds not charged)" : " (holds charged)") : "",
+            *maxerr, maxrel, 100 * tot / 1e9 / (t_b - t_a));
+    return json_pack("{s:s, s:i, s:o, s:o, s:o, s:o, s:i, s:f, s:f, s:f, s:f, s:s}", "policy", policy, "vgpus", n,
+                     "shares", shares, "achieved", ach, "achieved_engine_time", ach_e, "kernel_ns", kern,
+                     "band_charge_hold", band_charge_hold, "max_error_pct", *maxerr, "max_rel_error_pct",
+                     maxrel, "window_s", t_b - t_a, "gpu_busy", tot / 1e9 / (t_b - t_a), "error_metric",
+                     "max_error_pct: max over vGPUs of |achieved - share| x 100 (percentage points of GPU "
+                     "time); max_rel_error_pct: the same divided by the share");
+}
+
+static int want(const char *only, const char *s);
+
+static json_t *fairness(void)
+{
+    static const char *pol[] = {"fifo", "credit", "band"};
+    static const int ns[] = {2, 4, 8};
+    json_t *list = json_array();
+    uint64_t short_ns = 1000000;
+    for (int p = 0; p < 3; p++)
+        for (int k = 0; k < 3; k++) {
+            char nb[4];
+            snprintf(nb, sizeof nb, "%d", ns[k]);
+            if (!want(fair_policies, pol[p]) || !want(fair_counts, nb))
+                continue;
+            double e;
+            if (p == 2 && band_charge_hold < 0) {
+                /* BAND both ways: holds charged (engine-time shares, the daemon's
+                 * default) and not (GPU-time shares, Gdev's utilisation). */
+                for (int h = 1; h >= 0; h--) {
+                    band_charge_hold = h;
+                    json_array_append_new(list, fairness_one(pol[p], ns[k], short_ns, fair_seconds, &e));
+                }
+                band_charge_hold = -1;
+            } else {
+                json_array_append_new(list, fairness_one(pol[p], ns[k], short_ns, fair_seconds, &e));
+            }
+        }
+    return list;
+}
+
+static long read_counts(int fd, int n)
+{
+    FILE *f = fdopen(fd, "r");
+    long tot = 0, x;
+    for (int i = 0; i < n && fscanf(f, "%ld", &x) == 1; i++)
+        tot += x;
+    fclose(f);
+    return tot;
+}
+
+static json_t *queues(void)
+{
+    static const char *modes[] = {"mrq", "sdq"};
+    json_t *list = json_array();
+    double secs = quick ? 1.5 : 4.0;
+    size_t cbytes = quick ? (4u << 20) : (64u << 20);
+    uint64_t kns = 2000000;
+    for (int m = 0; m < 2; m++) {
+        daemon_start("band", modes[m], 4, "10%");
+        double start = now() + 0.3, until = start + secs;
+        int pc[2], px[2];
+        if (pipe(pc) || pipe(px))
+            DIE("pipe");
+        pid_t kids[4];
+        for (int i = 0; i < 4; i++) {
+            char name[8];
+            snprintf(name, sizeof name, "v%d", i);
+            if ((kids[i] = fork()) == 0) {
+                if (i < 2)
+                    child_compute(name, kns, start, until, pc[1]);
+                else
+                    child_copy(name, cbytes, start, until, px[1]);
+            }
+        }
+        close(pc[1]);
+        close(px[1]);
+        for (int i = 0; i < 4; i++)
+            waitpid(kids[i], NULL, 0);
+        long kernels = read_counts(pc[0], 2), ncopies = read_counts(px[0], 2);
+        daemon_stop();
+        double kps = kernels / secs, gbps = (double)ncopies * (double)cbytes / secs / 1e9;
+        /* normalised: each resource's throughput relative to running it alone */
+        double compute_busy = kps * kns / 1e9;
+        fprintf(stderr, "queues %s: %.1f kernels/s (compute busy %.2f), copies %.2f GB/s\n", modes[m], kps,
+                compute_busy, gbps);
+        json_array_append_new(list, json_pack("{s:s, s:f, s:f, s:f, s:I, s:I}", "queue", modes[m], "kernels_per_s",
+                                              kps, "compute_busy", compute_busy, "copy_gbps", gbps, "kernel_ns",
+                                              (json_int_t)kns, "copy_bytes", (json_int_t)cbytes));
+    }
+    return list;
+}
+
+static int want(const char *only, const char *s)
+{
+    if (!only)
+        return 1;
+    const char *p = strstr(only, s);
+    return p && (p == only || p[-1] == ',') && (p[strlen(s)] == 0 || p[strlen(s)] == ',');
+}
+
+int main(int argc, char **argv)
+{
+    const char *out = NULL, *only = NULL, *results = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--gpuos") && i + 1 < argc)
+            gpuos_bin = argv[++i];
+        else if (!strcmp(argv[i], "--sim") && i + 1 < argc)
+            sim_chip = argv[++i];
+        else if (!strcmp(argv[i], "--out") && i + 1 < argc)
+            out = argv[++i];
+        else if (!strcmp(argv[i], "--results") && i + 1 < argc)
+            results = argv[++i];
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+            only = argv[++i];
+        else if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
+            fair_seconds = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--band-wait-us") && i + 1 < argc)
+            band_wait_us = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--band-charge-hold") && i + 1 < argc)
+            band_charge_hold = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--policies") && i + 1 < argc)
+            fair_policies = argv[++i];
+        else if (!strcmp(argv[i], "--vgpus") && i + 1 < argc)
+            fair_counts = argv[++i];
+        else if (!strcmp(argv[i], "--quick"))
+            quick = 1;
+        else {
+            fprintf(stderr, "usage: vgpu_bench --gpuos BIN [--sim CHIP] [--quick] [--only LIST] [--seconds S] --out FILE\n");
+            return 2;
+        }
+    }
+    if (!gpuos_bin || (!out && !results)) {
+        fprintf(stderr, "vgpu_bench: --gpuos and --out or --results are required\n");
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    main_pid = getpid();
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/gpuos-bench.XXXXXX");
+    if (!mkdtemp(tmpdir))
+        DIE("mkdtemp");
+    snprintf(sockpath, sizeof sockpath, "%s/s", tmpdir);
+    gos_device_spec spec = {.sim = sim_chip, .ordinal = 0};
+    if (gos_device_open(&spec, &dev))
+        DIE("open device");
+    simulated = dev->info.simulated;
+    X = gos_exec(dev);
+    if (!X || X->init(dev) || X->stream_create(dev, &stream))
+        DIE("device execution");
+    json_t *root = json_object();
+    json_object_set_new(root, "schema", json_string("gpuos.vgpu-bench/1"));
+    {
+        char cmd[2048] = "", host[256] = "", date[64];
+        for (int i = 0; i < argc; i++)
+            snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), "%s%s", i ? " " : "", argv[i]);
+        gethostname(host, sizeof host - 1);
+        time_t tt = time(NULL);
+        strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&tt));
+        const char *commit = getenv("GPUOS_COMMIT");
+        json_object_set_new(root, "provenance",
+                            json_pack("{s:s, s:s, s:s, s:s, s:s}", "date", date, "commit", commit ? commit : "unknown",
+                                      "command", cmd, "driver", dev->info.driver_version, "host", host));
+    }
+    json_object_set_new(root, "device", json_pack("{s:s, s:s, s:b, s:s}", "name", dev->info.name, "uuid",
+                                                  dev->info.uuid, "simulated", simulated, "driver",
+                                                  dev->info.driver_version));
+    char path[1024];
+    if (!out) {
+        snprintf(path, sizeof path, "%s/%s", results, dev->info.uuid);
+        mkdir(results, 0755);
+        mkdir(path, 0755);
+        snprintf(path, sizeof path, "%s/%s/vgpu-bench.json", results, dev->info.uuid);
+        out = path;
+    }
+    /* The file is rewritten after every section: a run cut short keeps what it measured. */
+#define SECTION(name, key, fn)                                                                   \
+    if (want(only, name)) {                                                                      \
+        json_object_set_new(root, key, fn());                                                    \
+        json_object_set_new(root, "defaults",                                                    \
+                            json_pack("{s:I, s:i, s:I, s:I}", "chunk", (json_int_t)best_chunk,   \
+                                      "depth", best_depth, "small_htod", (json_int_t)best_small[0], \
+                                      "small_dtoh", (json_int_t)best_small[1]));                 \
+        if (json_dump_file(root, out, JSON_INDENT(2)))                                           \
+            DIE("cannot write %s", out);                                                         \
+    }
+    SECTION("sweep", "chunk_sweep", sweep)
+    SECTION("small", "small_copy", small_path)
+    SECTION("copy", "copy", copies)
+    SECTION("launch", "launch_us", launches)
+    SECTION("fairness", "fairness", fairness)
+    SECTION("queues", "queues", queues)
+    SECTION("standalone", "standalone", standalone)
+    fprintf(stderr, "vgpu_bench: wrote %s\n", out);
+    json_decref(root);
+    X->stream_destroy(dev, stream);
+    gos_device_close(dev);
+    char log[400];
+    snprintf(log, sizeof log, "%s/serve.log", tmpdir);
+    unlink(log);
+    snprintf(log, sizeof log, "%s/serve.conf", tmpdir);
+    unlink(log);
+    rmdir(tmpdir);
+    return 0;
+}

@@ -1,0 +1,161 @@
+/* gpuos.h: the client library of gpuos virtual GPUs (libgpuos; pillar 3).
+ *
+ * Gdev's API (paper 002, section 3) in today's terms: a program opens a virtual
+ * GPU by name on a running `gpuos serve`, allocates device memory within the
+ * vGPU's memory share, copies data, loads modules, launches kernels and
+ * synchronises. Everything goes through the daemon, which schedules every copy
+ * and launch against the vGPU's compute and copy shares; nothing reaches the GPU
+ * directly. Bulk data travels through shared memory, never through the socket.
+ *
+ * Copies (paper 002, section 4.1): from ordinary (pageable) memory data is split
+ * into chunks that go through shared bounce buffers, pinned by the daemon, in a
+ * pipeline: while the daemon's DMA moves chunk i, this library fills chunk i+1.
+ * Memory from gpuos_host_alloc() *is* shared with the daemon and pinned: copies
+ * from it need no bounce (zero-copy path) and may be asynchronous.
+ *
+ * Errors: every function returns GPUOS_OK (0) or a negative GPUOS_E* code and
+ * leaves a one-line message for gpuos_error() (per thread). Nothing aborts.
+ * A handle may be used by one thread at a time (the library locks it).
+ * No CUDA types here: handles are integers, streams do not exist (one ordered
+ * queue per handle: work runs in the order it was issued). */
+#ifndef GPUOS_H
+#define GPUOS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum {
+    GPUOS_OK = 0,
+    GPUOS_EINVAL = -1,
+    GPUOS_ENODEV = -2,
+    GPUOS_EUNSUPPORTED = -3,
+    GPUOS_ENOMEM = -4,
+    GPUOS_EIO = -5,      /* daemon unreachable or gone */
+    GPUOS_EPERM = -6,
+    GPUOS_EDEVICE = -7,  /* the GPU reported an error */
+    GPUOS_EPROTO = -9,   /* protocol violation or version mismatch */
+    GPUOS_EBUSY = -10,   /* over the vGPU's memory share, or limits */
+    GPUOS_ETIMEDOUT = -11,
+};
+
+typedef struct gpuos_vgpu gpuos_vgpu;
+typedef uint64_t gpuos_dptr;     /* device address */
+typedef uint64_t gpuos_module;   /* module handle */
+typedef uint64_t gpuos_function; /* kernel handle */
+
+/* The one-line message of the last failure in this thread. */
+const char *gpuos_error(void);
+
+/* Connects to the daemon at `socket_path` (NULL: $GPUOS_SOCKET, else
+ * /tmp/gpuos.sock) and opens virtual GPU `vgpu`. */
+int gpuos_open(const char *socket_path, const char *vgpu, gpuos_vgpu **out);
+/* Waits for outstanding work, then releases everything this handle holds. */
+void gpuos_close(gpuos_vgpu *g);
+
+/* Device memory, charged to the vGPU's memory share: an allocation past the
+ * share fails with GPUOS_EBUSY and a message naming the share. */
+int gpuos_mem_alloc(gpuos_vgpu *g, size_t bytes, gpuos_dptr *out);
+int gpuos_mem_free(gpuos_vgpu *g, gpuos_dptr p);
+
+/* Host memory shared with the daemon and pinned by it (zero-copy path). */
+int gpuos_host_alloc(gpuos_vgpu *g, size_t bytes, void **out);
+int gpuos_host_free(gpuos_vgpu *g, void *p);
+
+/* Synchronous copies: return when the data has arrived. `src`/`dst` may be any
+ * host memory; memory from gpuos_host_alloc() takes the zero-copy path. */
+int gpuos_memcpy_htod(gpuos_vgpu *g, gpuos_dptr dst, const void *src, size_t n);
+int gpuos_memcpy_dtoh(gpuos_vgpu *g, void *dst, gpuos_dptr src, size_t n);
+int gpuos_memcpy_dtod(gpuos_vgpu *g, gpuos_dptr dst, gpuos_dptr src, size_t n);
+/* Asynchronous copies: queued behind earlier work; complete by
+ * gpuos_synchronize(). Truly asynchronous for memory from gpuos_host_alloc()
+ * (which must then stay untouched until the synchronise) and device-to-device;
+ * from pageable memory they return once the host buffer may be reused (htod)
+ * or holds the data (dtoh), as CUDA does for pageable memory. Errors of queued
+ * work are reported by the next gpuos_synchronize(). */
+int gpuos_memcpy_htod_async(gpuos_vgpu *g, gpuos_dptr dst, const void *src, size_t n);
+int gpuos_memcpy_dtoh_async(gpuos_vgpu *g, void *dst, gpuos_dptr src, size_t n);
+int gpuos_memcpy_dtod_async(gpuos_vgpu *g, gpuos_dptr dst, gpuos_dptr src, size_t n);
+
+/* Modules: image bytes (fatbin, cubin or PTX text), or a daemon built-in by
+ * name ("exec": gpuos's benchmark kernels on a GPU; "sim:builtin": the simulated
+ * device's kernels sleep_ns, loop, madd, mmul, fill, empty). */
+int gpuos_module_load(gpuos_vgpu *g, const void *image, size_t bytes, gpuos_module *out);
+int gpuos_module_load_builtin(gpuos_vgpu *g, const char *name, gpuos_module *out);
+int gpuos_module_unload(gpuos_vgpu *g, gpuos_module m);
+int gpuos_module_function(gpuos_vgpu *g, gpuos_module m, const char *name, gpuos_function *out);
+
+/* Kernel parameters packed as CUDA lays them out: each value aligned to its own
+ * size (up to 8). gpuos_params_add() returns GPUOS_EINVAL once it overflows. */
+typedef struct {
+    unsigned char buf[4096];
+    size_t len;
+} gpuos_params;
+void gpuos_params_init(gpuos_params *p);
+int gpuos_params_add(gpuos_params *p, const void *value, size_t size);
+
+typedef struct {
+    unsigned grid[3];    /* zero entries count as 1 */
+    unsigned block[3];
+    unsigned cluster[3]; /* all 0: no thread-block clusters */
+    unsigned shared_mem; /* dynamic shared memory, bytes */
+    int priority;        /* inside the vGPU: higher runs first */
+} gpuos_launch_config;
+
+/* Queues a launch (asynchronous, like cuLaunchKernel); argument errors the
+ * daemon finds later are reported by gpuos_synchronize(). */
+int gpuos_launch(gpuos_vgpu *g, gpuos_function f, const gpuos_launch_config *cfg, const void *params,
+                 size_t param_bytes);
+/* Waits until all work issued on this handle has completed; returns the first
+ * error of asynchronous work since the last synchronise. */
+int gpuos_synchronize(gpuos_vgpu *g);
+
+typedef struct {
+    char name[128];
+    char uuid[96];
+    char backend[8]; /* "cuda" or "sim" */
+    int cc_major, cc_minor, sm_count, simulated;
+    uint64_t mem_bytes;
+} gpuos_device_facts;
+
+typedef struct {
+    char name[64];
+    int id, device;
+    int compute_share, copy_share, mem_share; /* percent */
+    int clients;
+    uint64_t mem_quota, mem_used; /* bytes */
+    double compute_util, copy_util; /* fraction of the last period */
+    uint64_t compute_ns, copy_ns, tasks; /* cumulative */
+    char policy[16], queue[8];
+    double compute_held, copy_held;   /* BAND: engine held idle for it, fraction of the last period */
+    uint64_t compute_held_ns, copy_held_ns; /* cumulative */
+} gpuos_vgpu_facts;
+
+int gpuos_device_info(gpuos_vgpu *g, gpuos_device_facts *out);
+int gpuos_vgpu_info(gpuos_vgpu *g, gpuos_vgpu_facts *out);
+/* Memory of this vGPU: used and quota (its share), and the device total. */
+int gpuos_mem_info(gpuos_vgpu *g, uint64_t *used, uint64_t *quota, uint64_t *total);
+
+/* Copy tuning (paper 002, section 7.1): chunk size of the bounce pipeline and
+ * its depth (chunks in flight). 0 keeps the current value. The defaults are the
+ * values measured best on an H200 (bench/vgpu.sh), overridable with
+ * $GPUOS_CHUNK and $GPUOS_DEPTH. */
+int gpuos_set_copy_params(gpuos_vgpu *g, size_t chunk, int depth);
+void gpuos_get_copy_params(gpuos_vgpu *g, size_t *chunk, int *depth);
+/* Copies of at most `bytes` take the small-copy path (Gdev's direct I/O: one
+ * synchronous driver copy, no pipeline, no events); 0 disables it. Default: the
+ * crossover measured on an H200, overridable with $GPUOS_SMALL. */
+int gpuos_set_copy_small(gpuos_vgpu *g, size_t bytes);
+size_t gpuos_get_copy_small(gpuos_vgpu *g);
+
+/* Administration without opening a vGPU (what `gpuos vgpu` uses). */
+int gpuos_admin_list(const char *socket_path, gpuos_vgpu_facts *out, int max, int *n);
+int gpuos_admin_set(const char *socket_path, const char *vgpu, const char *key, const char *value);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

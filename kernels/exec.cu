@@ -1,0 +1,70 @@
+// exec.cu: kernels of pillar 3 (paper 002): the built-in module "exec" that the
+// daemon offers its clients (gpuos_module_load_builtin(g, "exec", ...)) and the
+// benchmark uses for Gdev's table-1 workloads. Pointer parameters are passed as
+// 64-bit integers so that the packed-parameter layout is the same on every
+// backend (the simulated device's "sim:builtin" has the same signatures).
+#include "gos_ptx.cuh"
+
+// Does nothing: the launch overhead alone.
+extern "C" __global__ void empty() {}
+
+// Every block spins for ns nanoseconds of %globaltimer: a kernel of a given
+// duration (fairness experiments, Gdev's bursty non-preemptive work).
+extern "C" __global__ void sleep_ns(unsigned long long ns)
+{
+    unsigned long long t0 = gos_globaltimer();
+    while (gos_globaltimer() - t0 < ns) {
+    }
+}
+
+// Gdev's LOOP: long-loop compute without data. The result is stored only if it
+// hits an impossible value, so the loop cannot be optimised away.
+extern "C" __global__ void loop(unsigned long long iters)
+{
+    float x = threadIdx.x * 1e-3f, y = 1.0f;
+    for (unsigned long long i = 0; i < iters; i++) {
+        y = fmaf(y, 0.999999f, x);
+        x = fmaf(x, 1.000001f, -1e-7f);
+    }
+    if (y == -12345.0f)
+        *(volatile float *)0 = y;
+}
+
+// Gdev's MADD: c = a + b for n x n floats.
+extern "C" __global__ void madd(unsigned long long a, unsigned long long b, unsigned long long c, unsigned n)
+{
+    const float *A = (const float *)a, *B = (const float *)b;
+    float *C = (float *)c;
+    size_t total = (size_t)n * n;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x)
+        C[i] = A[i] + B[i];
+}
+
+// Gdev's MMUL: c = a x b for n x n floats (16x16 shared-memory tiles; n a
+// multiple of 16; launch grid (n/16, n/16), block (16, 16)).
+extern "C" __global__ void mmul(unsigned long long a, unsigned long long b, unsigned long long c, unsigned n)
+{
+    __shared__ float ta[16][16], tb[16][16];
+    const float *A = (const float *)a, *B = (const float *)b;
+    float *C = (float *)c;
+    unsigned row = blockIdx.y * 16 + threadIdx.y, col = blockIdx.x * 16 + threadIdx.x;
+    float acc = 0;
+    for (unsigned k = 0; k < n; k += 16) {
+        ta[threadIdx.y][threadIdx.x] = A[(size_t)row * n + k + threadIdx.x];
+        tb[threadIdx.y][threadIdx.x] = B[(size_t)(k + threadIdx.y) * n + col];
+        __syncthreads();
+        for (int j = 0; j < 16; j++)
+            acc += ta[threadIdx.y][j] * tb[j][threadIdx.x];
+        __syncthreads();
+    }
+    C[(size_t)row * n + col] = acc;
+}
+
+// Writes count 32-bit words of value at p (the simulated "fill").
+extern "C" __global__ void fill(unsigned long long p, unsigned value, unsigned pad, unsigned long long count)
+{
+    unsigned *P = (unsigned *)p;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < count;
+         i += (unsigned long long)gridDim.x * blockDim.x)
+        P[i] = value;
+}

@@ -1,0 +1,10 @@
+# mk/serve.mk: pillar 3 helper programs.
+#   build/tests/serve_client  multi-purpose test client of `gpuos serve` (tests/t_serve*.sh)
+#   build/bench/vgpu_bench    native-vs-gpuos benchmark (bench/vgpu.sh)
+# Linked with $(CORE_LINK): the device backends' pillar ops are weak references.
+EXTRA_BINS += $(BUILD)/tests/serve_client $(BUILD)/bench/vgpu_bench
+$(BUILD)/tests/serve_client: $(BUILD)/tests/serve_client.o $(BUILD)/libgpuos_core.a
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(CORE_LINK) $(LDLIBS)
+$(BUILD)/bench/vgpu_bench: $(BUILD)/bench/vgpu_bench.o $(BUILD)/libgpuos_core.a
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(CORE_LINK) $(LDLIBS)
+-include $(BUILD)/tests/serve_client.d $(BUILD)/bench/vgpu_bench.d

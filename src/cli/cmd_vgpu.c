@@ -1,0 +1,111 @@
+/* cmd_vgpu.c: `gpuos vgpu list | set NAME key=value`, the runtime view that Gdev
+ * kept in /proc (paper 002, section 6): shares, utilisation of the last period,
+ * memory, clients; shares changeable while clients run. */
+#include "cli/cli.h"
+#include "common/status.h"
+#include "gpuos/gpuos.h"
+#include "proto/proto.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+static void help(FILE *f)
+{
+    fprintf(f, "usage: gpuos vgpu list [--socket PATH] [--json]\n"
+               "       gpuos vgpu set NAME key=value... [--socket PATH]\n"
+               "\n"
+               "list: every virtual GPU of the daemon: shares (compute, copy, memory), measured\n"
+               "      compute and copy utilisation over the last scheduling period, engine time\n"
+               "      BAND held idle waiting for it (HELD), memory used, clients; --json adds\n"
+               "      the cumulative GPU time.\n"
+               "set:  change a share at run time; keys: compute=PCT, copy=PCT, memory=PCT%%|SIZE.\n"
+               "      Only the daemon's owner or root may.\n"
+               "The socket defaults to $GPUOS_SOCKET, else /tmp/gpuos.sock.\n");
+}
+
+static int list(const char *sock, int json)
+{
+    gpuos_vgpu_facts v[GOS_MAX_VGPUS];
+    int n = 0;
+    if (gpuos_admin_list(sock, v, GOS_MAX_VGPUS, &n))
+        return cli_fail();
+    if (json) {
+        json_t *arr = json_array();
+        for (int i = 0; i < n; i++)
+            json_array_append_new(
+                arr, json_pack("{s:s, s:i, s:i, s:i, s:i, s:i, s:I, s:I, s:f, s:f, s:I, s:I, s:I, s:i, s:s, s:s,"
+                               " s:f, s:f, s:I, s:I}",
+                               "name", v[i].name, "id", v[i].id, "device", v[i].device, "compute_share",
+                               v[i].compute_share, "copy_share", v[i].copy_share, "mem_share", v[i].mem_share,
+                               "mem_quota", (json_int_t)v[i].mem_quota, "mem_used", (json_int_t)v[i].mem_used,
+                               "compute_util", v[i].compute_util, "copy_util", v[i].copy_util, "compute_ns",
+                               (json_int_t)v[i].compute_ns, "copy_ns", (json_int_t)v[i].copy_ns, "tasks",
+                               (json_int_t)v[i].tasks, "clients", v[i].clients, "policy", v[i].policy, "queue",
+                               v[i].queue, "compute_held", v[i].compute_held, "copy_held", v[i].copy_held,
+                               "compute_held_ns", (json_int_t)v[i].compute_held_ns, "copy_held_ns",
+                               (json_int_t)v[i].copy_held_ns));
+        json_t *root = json_pack("{s:s, s:o}", "schema", "gpuos.vgpu-list/1", "vgpus", arr);
+        char *s = json_dumps(root, JSON_INDENT(2));
+        puts(s);
+        free(s);
+        json_decref(root);
+        return 0;
+    }
+    printf("%-12s %3s %-6s %-4s %7s %7s %7s %8s %8s %8s %12s %12s %7s\n", "VGPU", "DEV", "POLICY", "Q", "COMPUTE",
+           "COPY", "MEM", "UTIL-C", "UTIL-X", "HELD", "MEM-USED", "MEM-QUOTA", "CLIENTS");
+    for (int i = 0; i < n; i++)
+        printf("%-12s %3d %-6s %-4s %6d%% %6d%% %6d%% %7.1f%% %7.1f%% %7.1f%% %12llu %12llu %7d\n", v[i].name,
+               v[i].device, v[i].policy, v[i].queue, v[i].compute_share, v[i].copy_share, v[i].mem_share,
+               100 * v[i].compute_util, 100 * v[i].copy_util, 100 * (v[i].compute_held + v[i].copy_held),
+               (unsigned long long)v[i].mem_used, (unsigned long long)v[i].mem_quota, v[i].clients);
+    return 0;
+}
+
+int cmd_vgpu(int argc, char **argv)
+{
+    const char *sock = NULL, *sub = NULL, *name = NULL;
+    const char *kv[16];
+    int nkv = 0, json = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            help(stdout);
+            return 0;
+        } else if (!strcmp(a, "--socket") && i + 1 < argc) {
+            sock = argv[++i];
+        } else if (!strcmp(a, "--json")) {
+            json = 1;
+        } else if (a[0] == '-') {
+            return cli_usage("vgpu", "unknown option \"%s\"", a);
+        } else if (!sub) {
+            sub = a;
+        } else if (!name && !strchr(a, '=')) {
+            name = a;
+        } else if (strchr(a, '=') && nkv < 16) {
+            kv[nkv++] = a;
+        } else {
+            return cli_usage("vgpu", "unexpected argument \"%s\"", a);
+        }
+    }
+    if (!sub || !strcmp(sub, "list") || !strcmp(sub, "ls")) {
+        if (name || nkv)
+            return cli_usage("vgpu", "list takes no arguments");
+        return list(sock, json);
+    }
+    if (strcmp(sub, "set"))
+        return cli_usage("vgpu", "unknown subcommand \"%s\" (list, set)", sub);
+    if (!name || !nkv)
+        return cli_usage("vgpu", "set needs NAME key=value");
+    for (int i = 0; i < nkv; i++) {
+        char key[64];
+        const char *eq = strchr(kv[i], '=');
+        if ((size_t)(eq - kv[i]) >= sizeof key || eq == kv[i] || !eq[1])
+            return cli_usage("vgpu", "bad key=value \"%s\"", kv[i]);
+        memcpy(key, kv[i], (size_t)(eq - kv[i]));
+        key[eq - kv[i]] = 0;
+        if (gpuos_admin_set(sock, name, key, eq + 1))
+            return cli_fail();
+    }
+    return 0;
+}

@@ -1,0 +1,344 @@
+/* cuda_exec.c: pillar 3 execution on a real GPU (exec_ops.h), for the daemon.
+ *
+ * Everything runs in the device's primary context (made current on every call,
+ * since the daemon calls from several threads). Streams are non-blocking; events
+ * keep timing enabled (GPU time accounting, paper 002 section 5.1); event_sync
+ * polls cuEventQuery with sched_yield so that a completed task is noticed within
+ * microseconds (a blocking wait costs tens of microseconds per dispatch).
+ * Kernel parameters arrive packed and go to the driver as one buffer
+ * (CU_LAUNCH_PARAM_BUFFER_POINTER), so the daemon needs no knowledge of a
+ * kernel's signature. The built-in module "exec" is kernels/exec.cu. */
+#include "device/cuda_internal.h"
+#include "device/exec_ops.h"
+
+#include "common/status.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct cx_mod {
+    int builtin; /* functions come from the embedded image "exec" */
+    CUmodule mod;
+};
+
+/* The hot path (every dispatched task) calls the driver through pointers resolved
+ * once, and makes the context current only when the thread's is another one:
+ * a by-name lookup and a context switch per call cost microseconds per launch. */
+static struct {
+    __typeof__(&cuCtxSetCurrent) setcur;
+    __typeof__(&cuEventRecord) record;
+    __typeof__(&cuEventQuery) query;
+    __typeof__(&cuEventElapsedTime) elapsed;
+    __typeof__(&cuMemcpyHtoDAsync) htod;
+    __typeof__(&cuMemcpyDtoHAsync) dtoh;
+    __typeof__(&cuLaunchKernelEx) launch;
+} P;
+static _Thread_local gos_device *cur_dev;
+
+static int fast_enter(gos_device *d)
+{
+    if (cur_dev == d)
+        return GOS_OK;
+    int rc = gos_cuda_enter(d);
+    if (!rc)
+        cur_dev = d;
+    return rc;
+}
+
+static int ex_init(gos_device *d)
+{
+    P.setcur = GOS_CU(cuCtxSetCurrent);
+    P.record = GOS_CU(cuEventRecord);
+    P.query = GOS_CU(cuEventQuery);
+    P.elapsed = GOS_CU(cuEventElapsedTime);
+    P.htod = GOS_CU(cuMemcpyHtoDAsync);
+    P.dtoh = GOS_CU(cuMemcpyDtoHAsync);
+    P.launch = GOS_CU(cuLaunchKernelEx);
+    if (!P.setcur || !P.record || !P.query || !P.elapsed || !P.htod || !P.dtoh || !P.launch)
+        return gos_fail(GOS_EUNSUPPORTED, "the CUDA driver lacks an entry point the daemon needs "
+                                          "(cuEventRecord, cuLaunchKernelEx, ...)");
+    return fast_enter(d);
+}
+
+static int ex_mem_alloc(gos_device *d, uint64_t bytes, uint64_t *dptr)
+{
+    CUdeviceptr p = 0;
+    int rc = gos_cuda_enter(d);
+    if (!rc)
+        rc = CU_CALL(cuMemAlloc, &p, (size_t)bytes);
+    if (!rc)
+        *dptr = (uint64_t)p;
+    return rc;
+}
+
+static int ex_mem_free(gos_device *d, uint64_t dptr)
+{
+    int rc = gos_cuda_enter(d);
+    return rc ? rc : CU_CALL(cuMemFree, (CUdeviceptr)dptr);
+}
+
+static int ex_mem_info(gos_device *d, uint64_t *free_b, uint64_t *total_b)
+{
+    size_t f = 0, t = 0;
+    int rc = gos_cuda_enter(d);
+    if (!rc)
+        rc = CU_CALL(cuMemGetInfo, &f, &t);
+    *free_b = f;
+    *total_b = t;
+    return rc;
+}
+
+static int ex_host_register(gos_device *d, void *p, size_t bytes)
+{
+    int rc = gos_cuda_enter(d);
+    return rc ? rc : CU_CALL(cuMemHostRegister, p, bytes, CU_MEMHOSTREGISTER_PORTABLE);
+}
+
+static int ex_host_unregister(gos_device *d, void *p)
+{
+    int rc = gos_cuda_enter(d);
+    return rc ? rc : CU_CALL(cuMemHostUnregister, p);
+}
+
+static int ex_host_alloc(gos_device *d, size_t bytes, void **p)
+{
+    int rc = gos_cuda_enter(d);
+    return rc ? rc : CU_CALL(cuMemHostAlloc, p, bytes, CU_MEMHOSTALLOC_PORTABLE);
+}
+
+static int ex_host_free(gos_device *d, void *p)
+{
+    int rc = gos_cuda_enter(d);
+    return rc ? rc : CU_CALL(cuMemFreeHost, p);
+}
+
+static int ex_stream_create(gos_device *d, void **s)
+{
+    CUstream st = NULL;
+    int rc = gos_cuda_enter(d);
+    if (!rc)
+        rc = CU_CALL(cuStreamCreate, &st, CU_STREAM_NON_BLOCKING);
+    *s = st;
+    return rc;
+}
+
+static int ex_stream_destroy(gos_device *d, void *s)
+{
+    int rc = gos_cuda_enter(d);
+    return rc ? rc : CU_CALL(cuStreamDestroy, (CUstream)s);
+}
+
+static int ex_stream_sync(gos_device *d, void *s)
+{
+    int rc = gos_cuda_enter(d);
+    return rc ? rc : CU_CALL(cuStreamSynchronize, (CUstream)s);
+}
+
+static int ex_htod(gos_device *d, uint64_t dst, const void *src, size_t n, void *s)
+{
+    int rc = fast_enter(d);
+    return rc ? rc : gos_cu_check(P.htod((CUdeviceptr)dst, src, n, (CUstream)s), "cuMemcpyHtoDAsync");
+}
+
+static int ex_dtoh(gos_device *d, void *dst, uint64_t src, size_t n, void *s)
+{
+    int rc = fast_enter(d);
+    return rc ? rc : gos_cu_check(P.dtoh(dst, (CUdeviceptr)src, n, (CUstream)s), "cuMemcpyDtoHAsync");
+}
+
+static int ex_dtod(gos_device *d, uint64_t dst, uint64_t src, size_t n, void *s)
+{
+    int rc = gos_cuda_enter(d);
+    return rc ? rc : CU_CALL(cuMemcpyDtoDAsync, (CUdeviceptr)dst, (CUdeviceptr)src, n, (CUstream)s);
+}
+
+static int ex_htod_sync(gos_device *d, uint64_t dst, const void *src, size_t n)
+{
+    int rc = gos_cuda_enter(d);
+    return rc ? rc : CU_CALL(cuMemcpyHtoD, (CUdeviceptr)dst, src, n);
+}
+
+static int ex_dtoh_sync(gos_device *d, void *dst, uint64_t src, size_t n)
+{
+    int rc = gos_cuda_enter(d);
+    return rc ? rc : CU_CALL(cuMemcpyDtoH, dst, (CUdeviceptr)src, n);
+}
+
+static int ex_module_load(gos_device *d, const void *image, size_t bytes, const char *name, void **out)
+{
+    int rc = gos_cuda_enter(d);
+    if (rc)
+        return rc;
+    struct cx_mod *m = calloc(1, sizeof *m);
+    if (!m)
+        return gos_fail(GOS_ENOMEM, "out of memory");
+    if (!image) {
+        if (!name || strcmp(name, "exec")) {
+            free(m);
+            return gos_fail(GOS_EINVAL, "the GPU has no built-in module \"%s\" (try exec)", name ? name : "");
+        }
+        m->builtin = 1;
+        *out = m;
+        return GOS_OK;
+    }
+    /* PTX must be NUL-terminated; fatbins and cubins do not mind the extra byte. */
+    char *copy = malloc(bytes + 1);
+    if (!copy) {
+        free(m);
+        return gos_fail(GOS_ENOMEM, "out of memory");
+    }
+    memcpy(copy, image, bytes);
+    copy[bytes] = 0;
+    rc = CU_CALL(cuModuleLoadData, &m->mod, copy);
+    free(copy);
+    if (rc) {
+        free(m);
+        return rc;
+    }
+    *out = m;
+    return GOS_OK;
+}
+
+static int ex_module_unload(gos_device *d, void *mod)
+{
+    struct cx_mod *m = mod;
+    int rc = GOS_OK;
+    if (!m->builtin && !(rc = gos_cuda_enter(d)))
+        rc = CU_CALL(cuModuleUnload, m->mod);
+    free(m);
+    return rc;
+}
+
+static int ex_function(gos_device *d, void *mod, const char *name, void **fn)
+{
+    struct cx_mod *m = mod;
+    CUfunction f = NULL;
+    int rc = gos_cuda_enter(d);
+    if (rc)
+        return rc;
+    if (m->builtin)
+        rc = gos_cuda_function(d, "exec", name, &f);
+    else if ((rc = CU_CALL(cuModuleGetFunction, &f, m->mod, name))) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", gos_last_error());
+        rc = gos_fail(rc, "kernel %s: %s", name, why);
+    }
+    *fn = f;
+    return rc;
+}
+
+static int ex_launch(gos_device *d, void *fn, const struct gos_launch_cfg *c, void *stream)
+{
+    CUfunction f = fn;
+    int rc = fast_enter(d);
+    if (rc)
+        return rc;
+    if (c->smem > 48 * 1024 &&
+        (rc = CU_CALL(cuFuncSetAttribute, f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)c->smem)))
+        return rc;
+    unsigned cl = c->cluster[0] * c->cluster[1] * c->cluster[2];
+    if (cl > 8 && (rc = CU_CALL(cuFuncSetAttribute, f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1)))
+        return rc;
+    CUlaunchAttribute attr[1];
+    CUlaunchConfig cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDimX = c->grid[0];
+    cfg.gridDimY = c->grid[1];
+    cfg.gridDimZ = c->grid[2];
+    cfg.blockDimX = c->block[0];
+    cfg.blockDimY = c->block[1];
+    cfg.blockDimZ = c->block[2];
+    cfg.sharedMemBytes = c->smem;
+    cfg.hStream = stream;
+    if (cl > 1) {
+        memset(attr, 0, sizeof attr);
+        attr[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        attr[0].value.clusterDim.x = c->cluster[0];
+        attr[0].value.clusterDim.y = c->cluster[1];
+        attr[0].value.clusterDim.z = c->cluster[2];
+        cfg.attrs = attr;
+        cfg.numAttrs = 1;
+    }
+    size_t size = c->param_bytes;
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, (void *)c->params, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
+                     CU_LAUNCH_PARAM_END};
+    return gos_cu_check(P.launch(&cfg, f, NULL, size ? extra : NULL), "cuLaunchKernelEx");
+}
+
+static int ex_event_create(gos_device *d, void **ev)
+{
+    CUevent e = NULL;
+    int rc = gos_cuda_enter(d);
+    if (!rc)
+        rc = CU_CALL(cuEventCreate, &e, CU_EVENT_DEFAULT);
+    *ev = e;
+    return rc;
+}
+
+static int ex_event_destroy(gos_device *d, void *ev)
+{
+    int rc = gos_cuda_enter(d);
+    return rc ? rc : CU_CALL(cuEventDestroy, (CUevent)ev);
+}
+
+static int ex_event_record(gos_device *d, void *ev, void *s)
+{
+    int rc = fast_enter(d);
+    return rc ? rc : gos_cu_check(P.record((CUevent)ev, (CUstream)s), "cuEventRecord");
+}
+
+static int ex_event_sync(gos_device *d, void *ev)
+{
+    int rc = fast_enter(d);
+    if (rc)
+        return rc;
+    for (;;) {
+        CUresult r = P.query((CUevent)ev);
+        if (r == CUDA_SUCCESS)
+            return GOS_OK;
+        if (r != CUDA_ERROR_NOT_READY)
+            return gos_cu_check(r, "cuEventQuery");
+        sched_yield();
+    }
+}
+
+static int ex_event_elapsed(gos_device *d, void *a, void *b, uint64_t *ns)
+{
+    float ms = 0;
+    int rc = fast_enter(d);
+    if (!rc)
+        rc = gos_cu_check(P.elapsed(&ms, (CUevent)a, (CUevent)b), "cuEventElapsedTime");
+    *ns = ms > 0 ? (uint64_t)((double)ms * 1e6) : 0;
+    return rc;
+}
+
+const struct gos_exec_ops gos_cuda_exec_ops = {
+    .close = NULL,
+    .init = ex_init,
+    .mem_alloc = ex_mem_alloc,
+    .mem_free = ex_mem_free,
+    .mem_info = ex_mem_info,
+    .host_register = ex_host_register,
+    .host_unregister = ex_host_unregister,
+    .host_alloc = ex_host_alloc,
+    .host_free = ex_host_free,
+    .stream_create = ex_stream_create,
+    .stream_destroy = ex_stream_destroy,
+    .stream_sync = ex_stream_sync,
+    .copy_htod = ex_htod,
+    .copy_dtoh = ex_dtoh,
+    .copy_dtod = ex_dtod,
+    .copy_htod_sync = ex_htod_sync,
+    .copy_dtoh_sync = ex_dtoh_sync,
+    .module_load = ex_module_load,
+    .module_unload = ex_module_unload,
+    .function = ex_function,
+    .launch = ex_launch,
+    .event_create = ex_event_create,
+    .event_destroy = ex_event_destroy,
+    .event_record = ex_event_record,
+    .event_sync = ex_event_sync,
+    .event_elapsed_ns = ex_event_elapsed,
+};

@@ -1,0 +1,86 @@
+/* exec_ops.h: pillar 3 execution primitives (the daemon's view of a device).
+ *
+ * What `gpuos serve` needs to run its clients' work on a device and to measure
+ * the GPU time each piece took (Gdev section 5: every launch and copy is charged
+ * to its virtual GPU). All handles are opaque `void *` / uint64_t so that nothing
+ * above the device layer sees CUDA types. Backends:
+ *   cuda_exec.c: the real GPU (primary context, streams, events, cuLaunchKernelEx);
+ *   sim_exec.c : device memory in host RAM, built-in kernels of given durations,
+ *                copies with modelled bandwidth and latency, in real elapsed time.
+ *
+ * Threads: every call may come from any thread; the backend makes its context
+ * current itself. Streams execute in order; different streams may overlap.
+ * Device pointers are plain uint64_t values (the daemon checks every range a
+ * client names against its own allocation table before calling here). */
+#ifndef GOS_EXEC_OPS_H
+#define GOS_EXEC_OPS_H
+
+#include "device/device.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Packed kernel parameters follow CUDA's layout rules (each parameter aligned to
+ * its size within the buffer), passed to the driver as one buffer. */
+struct gos_launch_cfg {
+    unsigned grid[3], block[3], cluster[3]; /* cluster {0,0,0}: none */
+    unsigned smem;
+    const void *params;
+    size_t param_bytes;
+};
+
+struct gos_exec_ops {
+    gos_pillar_close_fn close;
+
+    /* Prepares the device for execution (context, state in d->exec_priv). */
+    int (*init)(gos_device *d);
+
+    int (*mem_alloc)(gos_device *d, uint64_t bytes, uint64_t *dptr);
+    int (*mem_free)(gos_device *d, uint64_t dptr);
+    /* Free and total device memory in bytes. */
+    int (*mem_info)(gos_device *d, uint64_t *free_b, uint64_t *total_b);
+
+    /* Page-locks existing host memory (a client's shared region) for DMA. */
+    int (*host_register)(gos_device *d, void *p, size_t bytes);
+    int (*host_unregister)(gos_device *d, void *p);
+    /* Pinned host memory owned by the backend (bounce buffers, benchmarks). */
+    int (*host_alloc)(gos_device *d, size_t bytes, void **p);
+    int (*host_free)(gos_device *d, void *p);
+
+    int (*stream_create)(gos_device *d, void **stream);
+    int (*stream_destroy)(gos_device *d, void *stream);
+    int (*stream_sync)(gos_device *d, void *stream);
+
+    /* Asynchronous copies on a stream. */
+    int (*copy_htod)(gos_device *d, uint64_t dst, const void *src, size_t n, void *stream);
+    int (*copy_dtoh)(gos_device *d, void *dst, uint64_t src, size_t n, void *stream);
+    int (*copy_dtod)(gos_device *d, uint64_t dst, uint64_t src, size_t n, void *stream);
+    /* Synchronous copies from/to ordinary (pageable) memory, the vendor path
+     * (native baselines of the benchmark). */
+    int (*copy_htod_sync)(gos_device *d, uint64_t dst, const void *src, size_t n);
+    int (*copy_dtoh_sync)(gos_device *d, void *dst, uint64_t src, size_t n);
+
+    /* Loads a module from image bytes (fatbin, cubin or PTX), or a backend's
+     * built-in module by name when image is NULL ("exec": the embedded benchmark
+     * kernels on cuda; "sim:builtin" on sim). */
+    int (*module_load)(gos_device *d, const void *image, size_t bytes, const char *name, void **mod);
+    int (*module_unload)(gos_device *d, void *mod);
+    int (*function)(gos_device *d, void *mod, const char *name, void **fn);
+    int (*launch)(gos_device *d, void *fn, const struct gos_launch_cfg *cfg, void *stream);
+
+    /* Events for GPU time: elapsed_ns between two recorded, completed events. */
+    int (*event_create)(gos_device *d, void **ev);
+    int (*event_destroy)(gos_device *d, void *ev);
+    int (*event_record)(gos_device *d, void *ev, void *stream);
+    /* Waits for an event (spinning politely: dispatch latency matters). */
+    int (*event_sync)(gos_device *d, void *ev);
+    int (*event_elapsed_ns)(gos_device *d, void *start, void *end, uint64_t *ns);
+};
+
+/* Checked access: the device's exec ops, or GOS_EUNSUPPORTED with a message. */
+static inline const struct gos_exec_ops *gos_exec(const gos_device *d)
+{
+    return d && d->ops ? d->ops->exec : NULL;
+}
+
+#endif

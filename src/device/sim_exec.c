@@ -1,0 +1,468 @@
+/* sim_exec.c: pillar 3 execution on the simulated device (exec_ops.h).
+ *
+ * Device memory is host RAM (anonymous mappings, lazily backed, so a simulated
+ * 141 GB device costs nothing until touched); a device pointer is the mapping's
+ * address. Work runs in *real* elapsed time, so that schedulers and fairness are
+ * measured exactly as on a GPU: every operation gets start = max(now, its
+ * stream's tail, its engine's free time) and end = start + modelled duration;
+ * events record a stream's tail, event_sync sleeps until that instant. Data moves
+ * at enqueue time (stream order is preserved by the callers' own ordering).
+ *
+ * Built-in module "sim:builtin" (kernels whose first parameter is a duration or a
+ * destination, Gdev table 1's LOOP and MADD by name):
+ *   sleep_ns / loop / madd / mmul (uint64 ns)  busy for ns nanoseconds
+ *   fill (uint64 dptr, uint32 value, uint32 pad, uint64 count)  writes count u32
+ *   empty ()                                      the launch overhead only
+ * A module image "SIMMOD\n" followed by lines "alias=builtin" loads too, so the
+ * byte-image path is exercised. Model parameters come from the chip's
+ * sim.exec object: htod_gbps, dtoh_gbps, dtod_gbps, copy_latency_us, launch_us. */
+#include "device/exec_ops.h"
+#include "device/sim_internal.h"
+
+#include "common/status.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+enum { ENG_COMPUTE, ENG_HTOD, ENG_DTOH, ENG_DTOD, N_ENG };
+
+struct sim_alloc {
+    uint64_t ptr, bytes;
+};
+
+struct sim_stream {
+    uint64_t tail;
+};
+
+struct sim_event {
+    uint64_t t;
+    int recorded;
+};
+
+enum { K_SLEEP, K_FILL, K_EMPTY };
+struct sim_fn {
+    char name[64];
+    int kind;
+};
+struct sim_mod {
+    int n;
+    struct sim_fn fns[16];
+};
+
+struct sim_exec {
+    pthread_mutex_t lock;
+    uint64_t eng_free[N_ENG];
+    double gbps[N_ENG];
+    double copy_lat_ns, launch_ns;
+    uint64_t mem_total, mem_used;
+    struct sim_alloc *allocs;
+    int n_allocs, cap_allocs;
+};
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_until(uint64_t t)
+{
+    struct timespec ts = {.tv_sec = (time_t)(t / 1000000000ull), .tv_nsec = (long)(t % 1000000000ull)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+}
+
+static struct sim_exec *S(gos_device *d) { return d->exec_priv; }
+
+static double jnum(json_t *o, const char *k, double dflt)
+{
+    json_t *v = o ? json_object_get(o, k) : NULL;
+    return json_is_number(v) ? json_number_value(v) : dflt;
+}
+
+static void se_close(gos_device *d)
+{
+    struct sim_exec *s = S(d);
+    if (!s)
+        return;
+    for (int i = 0; i < s->n_allocs; i++)
+        munmap((void *)(uintptr_t)s->allocs[i].ptr, s->allocs[i].bytes);
+    free(s->allocs);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+    d->exec_priv = NULL;
+}
+
+static int se_init(gos_device *d)
+{
+    if (d->exec_priv)
+        return GOS_OK;
+    struct sim_exec *s = calloc(1, sizeof *s);
+    if (!s)
+        return gos_fail(GOS_ENOMEM, "out of host memory");
+    pthread_mutex_init(&s->lock, NULL);
+    json_t *x = NULL;
+    if (d->chip && d->chip->json)
+        x = json_object_get(json_object_get(d->chip->json, "sim"), "exec");
+    s->gbps[ENG_COMPUTE] = 1;
+    s->gbps[ENG_HTOD] = jnum(x, "htod_gbps", 50.0);
+    s->gbps[ENG_DTOH] = jnum(x, "dtoh_gbps", 50.0);
+    s->gbps[ENG_DTOD] = jnum(x, "dtod_gbps", 2000.0);
+    s->copy_lat_ns = jnum(x, "copy_latency_us", 4.0) * 1e3;
+    s->launch_ns = jnum(x, "launch_us", 3.0) * 1e3;
+    s->mem_total = d->info.mem_bytes ? d->info.mem_bytes : (16ull << 30);
+    d->exec_priv = s;
+    return GOS_OK;
+}
+
+static int se_mem_alloc(gos_device *d, uint64_t bytes, uint64_t *dptr)
+{
+    struct sim_exec *s = S(d);
+    int rc = GOS_OK;
+    pthread_mutex_lock(&s->lock);
+    if (bytes == 0 || bytes > s->mem_total - s->mem_used) {
+        rc = gos_fail(GOS_ENOMEM, "simulated device out of memory (%llu bytes asked, %llu free)",
+                      (unsigned long long)bytes, (unsigned long long)(s->mem_total - s->mem_used));
+        goto out;
+    }
+    if (s->n_allocs == s->cap_allocs) {
+        int cap = s->cap_allocs ? 2 * s->cap_allocs : 64;
+        struct sim_alloc *a = realloc(s->allocs, sizeof *a * (size_t)cap);
+        if (!a) {
+            rc = gos_fail(GOS_ENOMEM, "out of host memory");
+            goto out;
+        }
+        s->allocs = a;
+        s->cap_allocs = cap;
+    }
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+        rc = gos_fail(GOS_ENOMEM, "simulated device memory of %llu bytes: %s", (unsigned long long)bytes,
+                      strerror(errno));
+        goto out;
+    }
+    s->allocs[s->n_allocs++] = (struct sim_alloc){(uint64_t)(uintptr_t)p, bytes};
+    s->mem_used += bytes;
+    *dptr = (uint64_t)(uintptr_t)p;
+out:
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
+static int se_mem_free(gos_device *d, uint64_t dptr)
+{
+    struct sim_exec *s = S(d);
+    int rc = gos_fail(GOS_EINVAL, "0x%llx is not a simulated allocation", (unsigned long long)dptr);
+    pthread_mutex_lock(&s->lock);
+    for (int i = 0; i < s->n_allocs; i++)
+        if (s->allocs[i].ptr == dptr) {
+            munmap((void *)(uintptr_t)dptr, s->allocs[i].bytes);
+            s->mem_used -= s->allocs[i].bytes;
+            s->allocs[i] = s->allocs[--s->n_allocs];
+            rc = GOS_OK;
+            break;
+        }
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
+static int se_mem_info(gos_device *d, uint64_t *free_b, uint64_t *total_b)
+{
+    struct sim_exec *s = S(d);
+    pthread_mutex_lock(&s->lock);
+    *free_b = s->mem_total - s->mem_used;
+    *total_b = s->mem_total;
+    pthread_mutex_unlock(&s->lock);
+    return GOS_OK;
+}
+
+static int se_host_register(gos_device *d, void *p, size_t bytes) { return GOS_OK; }
+static int se_host_unregister(gos_device *d, void *p) { return GOS_OK; }
+static int se_host_alloc(gos_device *d, size_t bytes, void **p)
+{
+    *p = malloc(bytes ? bytes : 1);
+    return *p ? GOS_OK : gos_fail(GOS_ENOMEM, "out of host memory");
+}
+static int se_host_free(gos_device *d, void *p)
+{
+    free(p);
+    return GOS_OK;
+}
+
+static int se_stream_create(gos_device *d, void **stream)
+{
+    *stream = calloc(1, sizeof(struct sim_stream));
+    return *stream ? GOS_OK : gos_fail(GOS_ENOMEM, "out of host memory");
+}
+static int se_stream_destroy(gos_device *d, void *stream)
+{
+    free(stream);
+    return GOS_OK;
+}
+
+/* Schedules `dur` ns of work on engine e behind the stream; returns its end. */
+static uint64_t enqueue(struct sim_exec *s, struct sim_stream *st, int e, double dur)
+{
+    uint64_t t = now_ns();
+    if (st && st->tail > t)
+        t = st->tail;
+    if (s->eng_free[e] > t)
+        t = s->eng_free[e];
+    uint64_t end = t + (uint64_t)(dur > 0 ? dur : 0);
+    s->eng_free[e] = end;
+    if (st)
+        st->tail = end;
+    return end;
+}
+
+static int se_stream_sync(gos_device *d, void *stream)
+{
+    struct sim_exec *s = S(d);
+    pthread_mutex_lock(&s->lock);
+    uint64_t t = stream ? ((struct sim_stream *)stream)->tail : 0;
+    if (!stream)
+        for (int e = 0; e < N_ENG; e++)
+            t = s->eng_free[e] > t ? s->eng_free[e] : t;
+    pthread_mutex_unlock(&s->lock);
+    sleep_until(t);
+    return GOS_OK;
+}
+
+static int copy(gos_device *d, void *dst, const void *src, size_t n, int e, void *stream, int sync)
+{
+    struct sim_exec *s = S(d);
+    memcpy(dst, src, n);
+    pthread_mutex_lock(&s->lock);
+    uint64_t end = enqueue(s, stream, e, s->copy_lat_ns + (double)n / s->gbps[e]);
+    pthread_mutex_unlock(&s->lock);
+    if (sync)
+        sleep_until(end);
+    return GOS_OK;
+}
+
+static int se_htod(gos_device *d, uint64_t dst, const void *src, size_t n, void *st)
+{
+    return copy(d, (void *)(uintptr_t)dst, src, n, ENG_HTOD, st, 0);
+}
+static int se_dtoh(gos_device *d, void *dst, uint64_t src, size_t n, void *st)
+{
+    return copy(d, dst, (const void *)(uintptr_t)src, n, ENG_DTOH, st, 0);
+}
+static int se_dtod(gos_device *d, uint64_t dst, uint64_t src, size_t n, void *st)
+{
+    memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+    struct sim_exec *s = S(d);
+    pthread_mutex_lock(&s->lock);
+    enqueue(s, st, ENG_DTOD, s->copy_lat_ns + (double)n / s->gbps[ENG_DTOD]);
+    pthread_mutex_unlock(&s->lock);
+    return GOS_OK;
+}
+static int se_htod_sync(gos_device *d, uint64_t dst, const void *src, size_t n)
+{
+    return copy(d, (void *)(uintptr_t)dst, src, n, ENG_HTOD, NULL, 1);
+}
+static int se_dtoh_sync(gos_device *d, void *dst, uint64_t src, size_t n)
+{
+    return copy(d, dst, (const void *)(uintptr_t)src, n, ENG_DTOH, NULL, 1);
+}
+
+static const struct {
+    const char *name;
+    int kind;
+} builtins[] = {{"sleep_ns", K_SLEEP}, {"loop", K_SLEEP}, {"madd", K_SLEEP},
+                {"mmul", K_SLEEP},     {"fill", K_FILL},  {"empty", K_EMPTY}};
+#define N_BUILTINS (int)(sizeof builtins / sizeof builtins[0])
+
+static int builtin_kind(const char *name)
+{
+    for (int i = 0; i < N_BUILTINS; i++)
+        if (!strcmp(builtins[i].name, name))
+            return builtins[i].kind;
+    return -1;
+}
+
+static int se_module_load(gos_device *d, const void *image, size_t bytes, const char *name, void **mod)
+{
+    struct sim_mod *m = calloc(1, sizeof *m);
+    if (!m)
+        return gos_fail(GOS_ENOMEM, "out of host memory");
+    if (!image) {
+        if (!name || strcmp(name, "sim:builtin")) {
+            free(m);
+            return gos_fail(GOS_EINVAL, "the simulated device has no built-in module \"%s\" (try sim:builtin)",
+                            name ? name : "");
+        }
+        for (int i = 0; i < N_BUILTINS; i++) {
+            snprintf(m->fns[i].name, sizeof m->fns[i].name, "%s", builtins[i].name);
+            m->fns[i].kind = builtins[i].kind;
+        }
+        m->n = N_BUILTINS;
+        *mod = m;
+        return GOS_OK;
+    }
+    const char *p = image, *end = p + bytes;
+    if (bytes < 7 || memcmp(p, "SIMMOD\n", 7)) {
+        free(m);
+        return gos_fail(GOS_EUNSUPPORTED, "the simulated device runs only sim:builtin kernels or "
+                                          "SIMMOD images, not a %zu-byte GPU image", bytes);
+    }
+    p += 7;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        const char *eq = memchr(p, '=', len);
+        if (len > 0) {
+            char alias[64] = "", target[64] = "";
+            if (!eq || eq == p || (size_t)(eq - p) >= sizeof alias || len - (size_t)(eq - p) - 1 >= sizeof target ||
+                m->n == 16) {
+                free(m);
+                return gos_fail(GOS_EINVAL, "SIMMOD image: bad line \"%.*s\"", (int)(len > 60 ? 60 : len), p);
+            }
+            memcpy(alias, p, (size_t)(eq - p));
+            memcpy(target, eq + 1, len - (size_t)(eq - p) - 1);
+            int k = builtin_kind(target);
+            if (k < 0) {
+                free(m);
+                return gos_fail(GOS_EINVAL, "SIMMOD image: no built-in kernel \"%s\"", target);
+            }
+            snprintf(m->fns[m->n].name, sizeof m->fns[m->n].name, "%s", alias);
+            m->fns[m->n++].kind = k;
+        }
+        p += len + (nl ? 1 : 0);
+    }
+    *mod = m;
+    return GOS_OK;
+}
+
+static int se_module_unload(gos_device *d, void *mod)
+{
+    free(mod);
+    return GOS_OK;
+}
+
+static int se_function(gos_device *d, void *mod, const char *name, void **fn)
+{
+    struct sim_mod *m = mod;
+    for (int i = 0; i < m->n; i++)
+        if (!strcmp(m->fns[i].name, name)) {
+            *fn = &m->fns[i];
+            return GOS_OK;
+        }
+    return gos_fail(GOS_EINVAL, "no kernel \"%s\" in the module", name);
+}
+
+static int se_launch(gos_device *d, void *fn, const struct gos_launch_cfg *c, void *stream)
+{
+    struct sim_exec *s = S(d);
+    const struct sim_fn *f = fn;
+    double dur = s->launch_ns;
+    if (f->kind == K_SLEEP) {
+        uint64_t ns;
+        if (c->param_bytes < 8)
+            return gos_fail(GOS_EINVAL, "%s takes a uint64 duration in ns", f->name);
+        memcpy(&ns, c->params, 8);
+        if (ns > 60ull * 1000000000ull)
+            return gos_fail(GOS_EINVAL, "%s: duration of %llu ns is over a minute", f->name,
+                            (unsigned long long)ns);
+        dur += (double)ns;
+    } else if (f->kind == K_FILL) {
+        uint64_t dptr, count;
+        uint32_t v;
+        if (c->param_bytes < 24)
+            return gos_fail(GOS_EINVAL, "fill takes (uint64 dptr, uint32 value, uint32 pad, uint64 count)");
+        memcpy(&dptr, c->params, 8);
+        memcpy(&v, (const char *)c->params + 8, 4);
+        memcpy(&count, (const char *)c->params + 16, 8);
+        /* The daemon cannot know kernel pointers; the simulated kernel checks its
+         * target against the allocations, as a GPU's MMU would fault. */
+        int ok = 0;
+        pthread_mutex_lock(&s->lock);
+        for (int i = 0; i < s->n_allocs && !ok; i++)
+            ok = dptr >= s->allocs[i].ptr && count <= (s->allocs[i].ptr + s->allocs[i].bytes - dptr) / 4;
+        pthread_mutex_unlock(&s->lock);
+        if (!ok)
+            return gos_fail(GOS_EINVAL, "fill: illegal address 0x%llx (+%llu words)", (unsigned long long)dptr,
+                            (unsigned long long)count);
+        uint32_t *p = (uint32_t *)(uintptr_t)dptr;
+        for (uint64_t i = 0; i < count; i++)
+            p[i] = v;
+        dur += (double)count * 4 / 2000.0;
+    }
+    pthread_mutex_lock(&s->lock);
+    enqueue(s, stream, ENG_COMPUTE, dur);
+    pthread_mutex_unlock(&s->lock);
+    return GOS_OK;
+}
+
+static int se_event_create(gos_device *d, void **ev)
+{
+    *ev = calloc(1, sizeof(struct sim_event));
+    return *ev ? GOS_OK : gos_fail(GOS_ENOMEM, "out of host memory");
+}
+static int se_event_destroy(gos_device *d, void *ev)
+{
+    free(ev);
+    return GOS_OK;
+}
+static int se_event_record(gos_device *d, void *ev, void *stream)
+{
+    struct sim_exec *s = S(d);
+    struct sim_event *e = ev;
+    uint64_t t = now_ns();
+    pthread_mutex_lock(&s->lock);
+    if (stream && ((struct sim_stream *)stream)->tail > t)
+        t = ((struct sim_stream *)stream)->tail;
+    pthread_mutex_unlock(&s->lock);
+    e->t = t;
+    e->recorded = 1;
+    return GOS_OK;
+}
+static int se_event_sync(gos_device *d, void *ev)
+{
+    sleep_until(((struct sim_event *)ev)->t);
+    return GOS_OK;
+}
+static int se_event_elapsed(gos_device *d, void *a, void *b, uint64_t *ns)
+{
+    const struct sim_event *x = a, *y = b;
+    if (!x->recorded || !y->recorded)
+        return gos_fail(GOS_EINVAL, "event not recorded");
+    *ns = y->t > x->t ? y->t - x->t : 0;
+    return GOS_OK;
+}
+
+const struct gos_exec_ops gos_sim_exec_ops = {
+    .close = se_close,
+    .init = se_init,
+    .mem_alloc = se_mem_alloc,
+    .mem_free = se_mem_free,
+    .mem_info = se_mem_info,
+    .host_register = se_host_register,
+    .host_unregister = se_host_unregister,
+    .host_alloc = se_host_alloc,
+    .host_free = se_host_free,
+    .stream_create = se_stream_create,
+    .stream_destroy = se_stream_destroy,
+    .stream_sync = se_stream_sync,
+    .copy_htod = se_htod,
+    .copy_dtoh = se_dtoh,
+    .copy_dtod = se_dtod,
+    .copy_htod_sync = se_htod_sync,
+    .copy_dtoh_sync = se_dtoh_sync,
+    .module_load = se_module_load,
+    .module_unload = se_module_unload,
+    .function = se_function,
+    .launch = se_launch,
+    .event_create = se_event_create,
+    .event_destroy = se_event_destroy,
+    .event_record = se_event_record,
+    .event_sync = se_event_sync,
+    .event_elapsed_ns = se_event_elapsed,
+};

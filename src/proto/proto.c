@@ -1,0 +1,248 @@
+/* proto.c: validation of protocol messages (proto.h). Pure functions, no I/O, so
+ * that the parser is unit-tested and fuzzed in process (tests/test_proto*.c). */
+#include "proto/proto.h"
+
+#include "common/status.h"
+
+#include <string.h>
+
+_Static_assert(sizeof(struct gos_msg_hdr) == 16, "header layout");
+_Static_assert(sizeof(struct gos_msg_hello) == 72, "hello layout");
+_Static_assert(sizeof(struct gos_msg_copy) == 48, "copy layout");
+_Static_assert(sizeof(struct gos_msg_launch) == 64, "launch layout");
+_Static_assert(sizeof(struct gos_msg_module_load) == 88, "module layout");
+_Static_assert(sizeof(struct gos_vgpu_rec) == 200, "vgpu record layout");
+_Static_assert(sizeof(struct gos_rep_device_info) == 256, "device info layout");
+_Static_assert(sizeof(struct gos_rep_hdr) == 8, "reply header layout");
+_Static_assert(sizeof(struct gos_rep_admin_list) + GOS_MAX_VGPUS * sizeof(struct gos_vgpu_rec) +
+                       sizeof(struct gos_rep_hdr) + GOS_MSG_TEXT_MAX <= GOS_PROTO_MAX_PAYLOAD,
+               "admin list fits one message");
+
+static const struct {
+    uint16_t type;
+    const char *name;
+    long fixed;      /* request payload (-1: not a request) */
+    long reply_body; /* reply body on success (-1: variable) */
+} table[] = {
+    {GOS_MSG_HELLO, "HELLO", sizeof(struct gos_msg_hello), sizeof(struct gos_rep_hello)},
+    {GOS_MSG_BYE, "BYE", 0, 0},
+    {GOS_MSG_MEM_ALLOC, "MEM_ALLOC", sizeof(struct gos_msg_mem_alloc), sizeof(struct gos_rep_mem_alloc)},
+    {GOS_MSG_MEM_FREE, "MEM_FREE", sizeof(struct gos_msg_mem_free), 0},
+    {GOS_MSG_REGION_ADD, "REGION_ADD", sizeof(struct gos_msg_region_add), sizeof(struct gos_rep_region_add)},
+    {GOS_MSG_REGION_DEL, "REGION_DEL", sizeof(struct gos_msg_region_del), 0},
+    {GOS_MSG_COPY, "COPY", sizeof(struct gos_msg_copy), 0},
+    {GOS_MSG_MODULE_LOAD, "MODULE_LOAD", sizeof(struct gos_msg_module_load), sizeof(struct gos_rep_handle)},
+    {GOS_MSG_MODULE_UNLOAD, "MODULE_UNLOAD", sizeof(struct gos_msg_module_unload), 0},
+    {GOS_MSG_FUNC_GET, "FUNC_GET", sizeof(struct gos_msg_func_get), sizeof(struct gos_rep_handle)},
+    {GOS_MSG_LAUNCH, "LAUNCH", sizeof(struct gos_msg_launch), 0},
+    {GOS_MSG_SYNC, "SYNC", 0, 0},
+    {GOS_MSG_DEVICE_INFO, "DEVICE_INFO", 0, sizeof(struct gos_rep_device_info)},
+    {GOS_MSG_VGPU_INFO, "VGPU_INFO", 0, sizeof(struct gos_vgpu_rec)},
+    {GOS_MSG_ADMIN_LIST, "ADMIN_LIST", 0, -1},
+    {GOS_MSG_ADMIN_SET, "ADMIN_SET", sizeof(struct gos_msg_admin_set), 0},
+    {GOS_MSG_REPLY, "REPLY", -1, -1},
+};
+#define N_TYPES (int)(sizeof table / sizeof table[0])
+
+static int find(uint16_t type)
+{
+    for (int i = 0; i < N_TYPES; i++)
+        if (table[i].type == type)
+            return i;
+    return -1;
+}
+
+const char *gos_proto_name(uint16_t type)
+{
+    int i = find(type);
+    return i < 0 ? "?" : table[i].name;
+}
+
+long gos_proto_fixed_size(uint16_t type)
+{
+    int i = find(type);
+    return i < 0 ? -1 : table[i].fixed;
+}
+
+long gos_proto_reply_body(uint16_t req_type)
+{
+    int i = find(req_type);
+    return i < 0 ? -1 : table[i].reply_body;
+}
+
+void gos_proto_hdr(struct gos_msg_hdr *h, uint16_t type, uint32_t seq, uint32_t len)
+{
+    h->magic = GOS_PROTO_MAGIC;
+    h->version = GOS_PROTOCOL_VERSION;
+    h->type = type;
+    h->seq = seq;
+    h->len = len;
+}
+
+int gos_proto_str_ok(const char *s, size_t cap, int allow_empty)
+{
+    const char *z = memchr(s, 0, cap);
+    if (!z)
+        return 0;
+    return allow_empty || z != s;
+}
+
+int gos_proto_check_hdr(const struct gos_msg_hdr *h)
+{
+    if (h->magic != GOS_PROTO_MAGIC)
+        return gos_fail(GOS_EPROTO, "not a gpuos message (magic 0x%08x)", h->magic);
+    if (h->version != GOS_PROTOCOL_VERSION)
+        return gos_fail(GOS_EPROTO, "protocol version %u, this side speaks version %u",
+                        (unsigned)h->version, GOS_PROTOCOL_VERSION);
+    if (find(h->type) < 0)
+        return gos_fail(GOS_EPROTO, "unknown message type %u", (unsigned)h->type);
+    if (h->len > GOS_PROTO_MAX_PAYLOAD)
+        return gos_fail(GOS_EPROTO, "%s payload of %u bytes exceeds %u", gos_proto_name(h->type),
+                        (unsigned)h->len, GOS_PROTO_MAX_PAYLOAD);
+    long fixed = gos_proto_fixed_size(h->type);
+    if (h->type != GOS_MSG_REPLY && h->type != GOS_MSG_LAUNCH && (long)h->len != fixed)
+        return gos_fail(GOS_EPROTO, "%s payload is %u bytes, expected %ld", gos_proto_name(h->type),
+                        (unsigned)h->len, fixed);
+    if (h->type == GOS_MSG_LAUNCH && (h->len < (uint32_t)fixed || h->len > fixed + GOS_PARAM_MAX))
+        return gos_fail(GOS_EPROTO, "LAUNCH payload of %u bytes outside %ld..%ld", (unsigned)h->len,
+                        fixed, fixed + GOS_PARAM_MAX);
+    if (h->type == GOS_MSG_REPLY && h->len < sizeof(struct gos_rep_hdr))
+        return gos_fail(GOS_EPROTO, "REPLY of %u bytes is shorter than its header", (unsigned)h->len);
+    return GOS_OK;
+}
+
+static int check_dims(const uint32_t v[3], const char *what, int allow_zero)
+{
+    if (allow_zero && !v[0] && !v[1] && !v[2])
+        return GOS_OK;
+    for (int i = 0; i < 3; i++)
+        if (v[i] == 0)
+            return gos_fail(GOS_EPROTO, "LAUNCH %s dimension %d is 0", what, i);
+    return GOS_OK;
+}
+
+static int check_reply(const struct gos_msg_hdr *h, const void *payload)
+{
+    struct gos_rep_hdr r;
+    memcpy(&r, payload, sizeof r);
+    size_t rest = h->len - sizeof r;
+    if (find(r.req_type) < 0 || r.req_type == GOS_MSG_REPLY)
+        return gos_fail(GOS_EPROTO, "REPLY to unknown request type %u", (unsigned)r.req_type);
+    if (r.status > 0 || r.status < -64)
+        return gos_fail(GOS_EPROTO, "REPLY status %d out of range", (int)r.status);
+    if (r.status != GOS_OK) {
+        if (r.text_len == 0 || r.text_len > GOS_MSG_TEXT_MAX || r.text_len != rest)
+            return gos_fail(GOS_EPROTO, "error REPLY text of %u bytes in %zu", (unsigned)r.text_len, rest);
+        const char *t = (const char *)payload + sizeof r;
+        if (t[r.text_len - 1] != 0 || memchr(t, 0, r.text_len) != t + r.text_len - 1)
+            return gos_fail(GOS_EPROTO, "error REPLY text not terminated");
+        return GOS_OK;
+    }
+    if (r.text_len != 0)
+        return gos_fail(GOS_EPROTO, "successful REPLY carries error text");
+    long body = gos_proto_reply_body(r.req_type);
+    if (body >= 0 && (long)rest != body)
+        return gos_fail(GOS_EPROTO, "REPLY to %s has %zu body bytes, expected %ld",
+                        gos_proto_name(r.req_type), rest, body);
+    if (r.req_type == GOS_MSG_ADMIN_LIST) {
+        struct gos_rep_admin_list l;
+        if (rest < sizeof l)
+            return gos_fail(GOS_EPROTO, "ADMIN_LIST reply too short");
+        memcpy(&l, (const char *)payload + sizeof r, sizeof l);
+        if (l.n > GOS_MAX_VGPUS || rest != sizeof l + l.n * sizeof(struct gos_vgpu_rec))
+            return gos_fail(GOS_EPROTO, "ADMIN_LIST reply of %u records in %zu bytes", (unsigned)l.n, rest);
+    }
+    return GOS_OK;
+}
+
+int gos_proto_check(const struct gos_msg_hdr *h, const void *payload)
+{
+    int rc = gos_proto_check_hdr(h);
+    if (rc)
+        return rc;
+    switch (h->type) {
+    case GOS_MSG_HELLO: {
+        const struct gos_msg_hello *m = payload;
+        if (m->version != GOS_PROTOCOL_VERSION)
+            return gos_fail(GOS_EPROTO, "client speaks protocol version %u, daemon version %u",
+                            (unsigned)m->version, GOS_PROTOCOL_VERSION);
+        if (!gos_proto_str_ok(m->vgpu, sizeof m->vgpu, 0))
+            return gos_fail(GOS_EPROTO, "HELLO vGPU name empty or not terminated");
+        return GOS_OK;
+    }
+    case GOS_MSG_MEM_ALLOC: {
+        const struct gos_msg_mem_alloc *m = payload;
+        if (m->bytes == 0 || m->bytes > (1ull << 50))
+            return gos_fail(GOS_EPROTO, "MEM_ALLOC of %llu bytes", (unsigned long long)m->bytes);
+        return GOS_OK;
+    }
+    case GOS_MSG_REGION_ADD: {
+        const struct gos_msg_region_add *m = payload;
+        if (m->bytes == 0 || m->bytes > (1ull << 40))
+            return gos_fail(GOS_EPROTO, "REGION_ADD of %llu bytes", (unsigned long long)m->bytes);
+        return GOS_OK;
+    }
+    case GOS_MSG_REGION_DEL: {
+        const struct gos_msg_region_del *m = payload;
+        if (m->region >= GOS_MAX_REGIONS)
+            return gos_fail(GOS_EPROTO, "REGION_DEL region %u out of range", (unsigned)m->region);
+        return GOS_OK;
+    }
+    case GOS_MSG_COPY: {
+        const struct gos_msg_copy *m = payload;
+        if (m->dir > GOS_COPY_DTOD)
+            return gos_fail(GOS_EPROTO, "COPY direction %u unknown", (unsigned)m->dir);
+        if (m->flags & ~(GOS_F_ASYNC | GOS_F_DIRECT))
+            return gos_fail(GOS_EPROTO, "COPY flags 0x%x unknown", (unsigned)m->flags);
+        if (m->bytes == 0 || m->bytes > (1ull << 40))
+            return gos_fail(GOS_EPROTO, "COPY of %llu bytes", (unsigned long long)m->bytes);
+        if (m->dir != GOS_COPY_DTOD && m->region >= GOS_MAX_REGIONS)
+            return gos_fail(GOS_EPROTO, "COPY region %u out of range", (unsigned)m->region);
+        if (m->dir != GOS_COPY_DTOD && m->offset + m->bytes < m->offset)
+            return gos_fail(GOS_EPROTO, "COPY region range overflows");
+        return GOS_OK;
+    }
+    case GOS_MSG_MODULE_LOAD: {
+        const struct gos_msg_module_load *m = payload;
+        if (!gos_proto_str_ok(m->name, sizeof m->name, 1))
+            return gos_fail(GOS_EPROTO, "MODULE_LOAD name not terminated");
+        if (!m->name[0] && (m->bytes == 0 || m->region >= GOS_MAX_REGIONS || m->offset + m->bytes < m->offset))
+            return gos_fail(GOS_EPROTO, "MODULE_LOAD without a name needs image bytes in a region");
+        return GOS_OK;
+    }
+    case GOS_MSG_FUNC_GET: {
+        const struct gos_msg_func_get *m = payload;
+        if (!gos_proto_str_ok(m->name, sizeof m->name, 0))
+            return gos_fail(GOS_EPROTO, "FUNC_GET name empty or not terminated");
+        return GOS_OK;
+    }
+    case GOS_MSG_LAUNCH: {
+        const struct gos_msg_launch *m = payload;
+        if (m->param_bytes != h->len - sizeof *m)
+            return gos_fail(GOS_EPROTO, "LAUNCH says %u parameter bytes, carries %zu",
+                            (unsigned)m->param_bytes, (size_t)(h->len - sizeof *m));
+        if (m->flags & ~GOS_F_ASYNC)
+            return gos_fail(GOS_EPROTO, "LAUNCH flags 0x%x unknown", (unsigned)m->flags);
+        if ((rc = check_dims(m->grid, "grid", 0)) || (rc = check_dims(m->block, "block", 0)) ||
+            (rc = check_dims(m->cluster, "cluster", 1)))
+            return rc;
+        if ((uint64_t)m->block[0] * m->block[1] * m->block[2] > 1024)
+            return gos_fail(GOS_EPROTO, "LAUNCH block of more than 1024 threads");
+        if (m->cluster[0] && (m->grid[0] % m->cluster[0] || m->grid[1] % m->cluster[1] ||
+                              m->grid[2] % m->cluster[2]))
+            return gos_fail(GOS_EPROTO, "LAUNCH grid is not a multiple of the cluster");
+        return GOS_OK;
+    }
+    case GOS_MSG_ADMIN_SET: {
+        const struct gos_msg_admin_set *m = payload;
+        if (!gos_proto_str_ok(m->vgpu, sizeof m->vgpu, 0) || !gos_proto_str_ok(m->key, sizeof m->key, 0) ||
+            !gos_proto_str_ok(m->value, sizeof m->value, 0))
+            return gos_fail(GOS_EPROTO, "ADMIN_SET field empty or not terminated");
+        return GOS_OK;
+    }
+    case GOS_MSG_REPLY:
+        return check_reply(h, payload);
+    default:
+        return GOS_OK;
+    }
+}

@@ -1,0 +1,230 @@
+/* proto.h: the wire protocol between gpuos clients (libgpuos) and `gpuos serve`.
+ *
+ * One Unix stream socket per client. Every message is a fixed 16-byte header
+ * followed by `len` payload bytes; payloads are fixed C structs (explicit widths,
+ * no implicit padding, host byte order: both ends are on one host) optionally
+ * followed by a variable tail whose length is carried in the struct and checked.
+ * Bulk data never travels here: it lives in shared-memory regions (memfd, sealed
+ * against shrinking) whose descriptors ride along with REGION_ADD as SCM_RIGHTS.
+ *
+ * Every request carries a sequence number; the daemon answers with GOS_MSG_REPLY
+ * (same seq, the request's type, a status and an optional message) except for
+ * asynchronous requests (flag GOS_F_ASYNC), whose errors are kept and reported
+ * by the next SYNC, as CUDA reports sticky stream errors.
+ *
+ * gos_proto_check() validates a header and payload completely (magic, version,
+ * type, every length, every enum, every string terminated) so that the daemon
+ * acts only on well-formed messages; anything else is rejected with a reason. */
+#ifndef GOS_PROTO_H
+#define GOS_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Bump this if any of the messages, structs or constants below change. */
+#define GOS_PROTOCOL_VERSION 1
+
+#define GOS_PROTO_MAGIC 0x50534f47u /* "GOSP" little-endian */
+#define GOS_PROTO_MAX_PAYLOAD 65536u
+#define GOS_NAME_MAX 64        /* vGPU, module names incl. NUL */
+#define GOS_FUNC_NAME_MAX 128  /* kernel names incl. NUL */
+#define GOS_MSG_TEXT_MAX 256   /* error message in a reply incl. NUL */
+#define GOS_PARAM_MAX 4096     /* packed kernel parameters */
+#define GOS_MAX_VGPUS 64
+#define GOS_MAX_REGIONS 64     /* shared host regions per client */
+
+/* Message types, grouped by hundreds. */
+enum gos_msg_type {
+    /* session */
+    GOS_MSG_HELLO = 100,
+    GOS_MSG_BYE = 101,
+    /* memory */
+    GOS_MSG_MEM_ALLOC = 200,
+    GOS_MSG_MEM_FREE = 201,
+    GOS_MSG_REGION_ADD = 210, /* + one fd (SCM_RIGHTS) */
+    GOS_MSG_REGION_DEL = 211,
+    /* copies */
+    GOS_MSG_COPY = 300,
+    /* code */
+    GOS_MSG_MODULE_LOAD = 400,
+    GOS_MSG_MODULE_UNLOAD = 401,
+    GOS_MSG_FUNC_GET = 402,
+    /* execution */
+    GOS_MSG_LAUNCH = 500,
+    GOS_MSG_SYNC = 501,
+    /* queries */
+    GOS_MSG_DEVICE_INFO = 600,
+    GOS_MSG_VGPU_INFO = 601,
+    /* administration (gpuos vgpu) */
+    GOS_MSG_ADMIN_LIST = 700,
+    GOS_MSG_ADMIN_SET = 701,
+    /* daemon -> client */
+    GOS_MSG_REPLY = 900,
+};
+
+enum {
+    GOS_F_ASYNC = 1u,  /* request flag: no reply on success */
+    GOS_F_DIRECT = 2u, /* COPY: small-copy path (synchronous copy, CPU-timed; Gdev's direct I/O) */
+};
+enum { GOS_COPY_HTOD = 0, GOS_COPY_DTOH = 1, GOS_COPY_DTOD = 2 };
+
+struct gos_msg_hdr {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t type;
+    uint32_t seq;
+    uint32_t len; /* payload bytes that follow */
+};
+
+struct gos_msg_hello {
+    uint32_t version; /* repeated in the payload: a future header layout still meets it */
+    uint32_t pid;
+    char vgpu[GOS_NAME_MAX];
+};
+struct gos_rep_hello {
+    uint32_t vgpu_id;
+    uint32_t device;
+    uint32_t server_version;
+    uint32_t client_id;
+};
+
+struct gos_msg_mem_alloc {
+    uint64_t bytes;
+};
+struct gos_rep_mem_alloc {
+    uint64_t dptr;
+};
+struct gos_msg_mem_free {
+    uint64_t dptr;
+};
+
+struct gos_msg_region_add {
+    uint64_t bytes; /* the fd's size must be at least this, and sealed against shrinking */
+};
+struct gos_rep_region_add {
+    uint32_t region;
+    uint32_t pad;
+};
+struct gos_msg_region_del {
+    uint32_t region;
+    uint32_t pad;
+};
+
+struct gos_msg_copy {
+    uint32_t dir;      /* GOS_COPY_* */
+    uint32_t region;   /* host side (HTOD, DTOH) */
+    uint64_t offset;   /* into the region */
+    uint64_t dptr;     /* device destination (HTOD, DTOD) or source (DTOH) */
+    uint64_t dptr_src; /* DTOD source */
+    uint64_t bytes;
+    uint32_t flags;    /* GOS_F_ASYNC | GOS_F_DIRECT */
+    int32_t priority;  /* inside the vGPU: higher runs first */
+};
+
+struct gos_msg_module_load {
+    uint32_t region; /* image bytes in a region; ignored for built-in names */
+    uint32_t pad;
+    uint64_t offset;
+    uint64_t bytes;
+    char name[GOS_NAME_MAX]; /* "" or a built-in module name ("sim:builtin") */
+};
+struct gos_rep_handle {
+    uint64_t handle;
+};
+struct gos_msg_module_unload {
+    uint64_t module;
+};
+struct gos_msg_func_get {
+    uint64_t module;
+    char name[GOS_FUNC_NAME_MAX];
+};
+
+struct gos_msg_launch {
+    uint64_t func;
+    uint32_t grid[3], block[3], cluster[3]; /* cluster {0,0,0} or {1,1,1}: none */
+    uint32_t smem;
+    uint32_t flags;
+    int32_t priority;
+    uint32_t param_bytes; /* packed parameters follow */
+    uint32_t pad;
+};
+
+struct gos_rep_device_info {
+    char name[128];
+    char uuid[96];
+    char backend[8];
+    uint32_t cc_major, cc_minor;
+    uint32_t sm_count;
+    uint32_t simulated;
+    uint64_t mem_bytes;
+};
+
+/* One vGPU's runtime view (VGPU_INFO answers the caller's; ADMIN_LIST all). */
+struct gos_vgpu_rec {
+    char name[GOS_NAME_MAX];
+    uint32_t id;
+    uint32_t device;
+    uint32_t compute_share; /* percent */
+    uint32_t copy_share;    /* percent */
+    uint32_t mem_share;     /* percent of the device's memory */
+    uint32_t clients;
+    uint64_t mem_quota;     /* bytes */
+    uint64_t mem_used;      /* bytes */
+    double compute_util;    /* fraction of the device's compute time, last period */
+    double copy_util;       /* fraction of copy time, last period */
+    uint64_t compute_ns;    /* cumulative GPU time */
+    uint64_t copy_ns;
+    uint64_t tasks;         /* cumulative completed requests */
+    char policy[16];
+    char queue[8];
+    double compute_held;    /* BAND: engine held idle for this vGPU, fraction of the last period */
+    double copy_held;
+    uint64_t compute_held_ns, copy_held_ns; /* cumulative */
+};
+struct gos_rep_admin_list {
+    uint32_t n;
+    uint32_t pad;
+    /* n x struct gos_vgpu_rec follow */
+};
+
+struct gos_msg_admin_set {
+    char vgpu[GOS_NAME_MAX];
+    char key[32];
+    char value[64];
+};
+
+/* The reply: status (GOS_OK or GOS_E*), the request type, the length of the
+ * error text (only when status != 0), then the text, then the type's body. */
+struct gos_rep_hdr {
+    int32_t status;
+    uint16_t req_type;
+    uint16_t text_len;
+};
+
+/* Checks a header alone: magic, version, known type, length within limits.
+ * GOS_OK, or GOS_EPROTO with a one-line reason (a version mismatch names both
+ * versions). */
+int gos_proto_check_hdr(const struct gos_msg_hdr *h);
+
+/* Checks a complete message (header already passed gos_proto_check_hdr):
+ * payload size exactly right for the type, strings NUL-terminated within their
+ * field, enums in range, variable tails consistent. For REPLY the request type
+ * it answers and the body size are checked too. */
+int gos_proto_check(const struct gos_msg_hdr *h, const void *payload);
+
+/* Fills a header. */
+void gos_proto_hdr(struct gos_msg_hdr *h, uint16_t type, uint32_t seq, uint32_t len);
+
+/* Payload size the request type needs (fixed part); 0 for none, -1 unknown. */
+long gos_proto_fixed_size(uint16_t type);
+
+/* The name of a type ("COPY") for messages; "?" when unknown. */
+const char *gos_proto_name(uint16_t type);
+
+/* Reply body size expected for a request type (REPLY validation), -1 variable. */
+long gos_proto_reply_body(uint16_t req_type);
+
+/* Whether a string field is NUL-terminated within `cap` bytes and non-empty. */
+int gos_proto_str_ok(const char *s, size_t cap, int allow_empty);
+
+#endif

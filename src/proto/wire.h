@@ -1,0 +1,31 @@
+/* wire.h: moving protocol messages (proto.h) over a Unix stream socket, with an
+ * optional file descriptor passed as SCM_RIGHTS. Used by both the daemon and the
+ * client library. Every received message is validated with gos_proto_check()
+ * before the caller sees it. */
+#ifndef GOS_WIRE_H
+#define GOS_WIRE_H
+
+#include "proto/proto.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Sends header + a[0..alen) + b[0..blen) as one message; pass_fd >= 0 rides along.
+ * Safe against SIGPIPE. GOS_EIO with a reason when the peer is gone. */
+int gos_wire_send(int fd, uint16_t type, uint32_t seq, const void *a, size_t alen, const void *b,
+                  size_t blen, int pass_fd);
+
+/* Sends a REPLY to request (req_type, seq): status, the error text when status
+ * != 0 (taken from `text`), else body[0..blen). nowait: never block (the daemon
+ * uses it: a peer that leaves its replies unread gets GOS_EBUSY, then dropped). */
+int gos_wire_reply(int fd, int nowait, uint32_t seq, uint16_t req_type, int status, const char *text,
+                   const void *body, size_t blen);
+
+/* Receives one complete, validated message into *h and payload (capacity
+ * GOS_PROTO_MAX_PAYLOAD). A passed descriptor lands in *fd_out (or is closed when
+ * fd_out is NULL; *fd_out = -1 when none). timeout_ms < 0 waits forever.
+ * GOS_EIO: peer closed or read failed (message "connection closed" at a message
+ * boundary); GOS_ETIMEDOUT; GOS_EPROTO: malformed (the stream is then unusable). */
+int gos_wire_recv(int fd, struct gos_msg_hdr *h, void *payload, int *fd_out, int timeout_ms);
+
+#endif

@@ -1,0 +1,565 @@
+/* client.c: one connection of `gpuos serve`: reads messages, checks every
+ * argument against the client's own tables (allocations, regions, modules,
+ * functions: a client can name only what it created), enforces the vGPU's memory
+ * share (issue 4.6) and turns copies and launches into scheduler tasks.
+ *
+ * A malformed message gets an error REPLY naming the problem and the connection
+ * is closed; the daemon and the other clients carry on. When the connection ends
+ * for any reason (BYE, EOF, crash of the client, protocol violation) everything
+ * the client queued is taken back and, once its in-flight work has finished, its
+ * device memory, regions and modules are released. */
+#include "serve/serve.h"
+
+#include "common/status.h"
+#include "proto/wire.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static struct srv_dev *dev_of(struct srv_client *c)
+{
+    return &c->srv->devs[c->srv->vgpus[c->vgpu].cfg.device];
+}
+
+static int reply(struct srv_client *c, uint32_t seq, uint16_t type, int rc, const void *body, size_t n)
+{
+    pthread_mutex_lock(&c->wlock);
+    /* Never block while holding the daemon's lock: a client that leaves its
+     * replies unread is dropped instead. */
+    int r = gos_wire_reply(c->fd, 1, seq, type, rc, rc ? gos_last_error() : NULL, body, n);
+    pthread_mutex_unlock(&c->wlock);
+    return r;
+}
+
+/* Waits (lock held) until nothing of c is queued or running, or the daemon
+ * stops (queued work is then dropped, never run). */
+static int drain(struct srv_client *c)
+{
+    struct srv *s = c->srv;
+    while (c->outstanding > 0) {
+        if (s->stop)
+            return gos_fail(GOS_EBUSY, "the daemon is shutting down");
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_nsec += 100000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&s->idle, &s->lock, &ts);
+    }
+    return GOS_OK;
+}
+
+static struct srv_alloc *find_alloc(struct srv_client *c, uint64_t p, uint64_t n)
+{
+    for (int i = 0; i < c->n_allocs; i++) {
+        struct srv_alloc *a = &c->allocs[i];
+        if (p >= a->dptr && p - a->dptr <= a->bytes && n <= a->bytes - (p - a->dptr))
+            return a;
+    }
+    return NULL;
+}
+
+static int do_hello(struct srv_client *c, const struct gos_msg_hello *m, struct gos_rep_hello *r)
+{
+    struct srv *s = c->srv;
+    if (c->vgpu >= 0)
+        return gos_fail(GOS_EPROTO, "HELLO sent twice");
+    for (int v = 0; v < s->n_vgpus; v++)
+        if (!strcmp(s->vgpus[v].cfg.name, m->vgpu)) {
+            c->vgpu = v;
+            c->pid = (pid_t)m->pid;
+            s->vgpus[v].clients++;
+            r->vgpu_id = (uint32_t)v;
+            r->device = (uint32_t)s->vgpus[v].cfg.device;
+            r->server_version = GOS_PROTOCOL_VERSION;
+            r->client_id = c->id;
+            return GOS_OK;
+        }
+    char names[160] = "";
+    for (int v = 0; v < s->n_vgpus && strlen(names) < 120; v++)
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", v ? ", " : "", s->vgpus[v].cfg.name);
+    return gos_fail(GOS_EINVAL, "no vGPU named \"%s\" (this daemon has: %s)", m->vgpu, names);
+}
+
+static int do_alloc(struct srv_client *c, uint64_t bytes, uint64_t *dptr)
+{
+    struct srv *s = c->srv;
+    struct srv_vgpu *v = &s->vgpus[c->vgpu];
+    struct srv_dev *d = dev_of(c);
+    if (bytes > v->mem_quota - v->mem_used)
+        return gos_fail(GOS_EBUSY, "vGPU %s: allocating %llu bytes would exceed its memory share "
+                                   "(%llu of %llu bytes used)", v->cfg.name, (unsigned long long)bytes,
+                        (unsigned long long)v->mem_used, (unsigned long long)v->mem_quota);
+    if (c->n_allocs == c->cap_allocs) {
+        int cap = c->cap_allocs ? 2 * c->cap_allocs : 16;
+        struct srv_alloc *a = realloc(c->allocs, sizeof *a * (size_t)cap);
+        if (!a)
+            return gos_fail(GOS_ENOMEM, "daemon out of host memory");
+        c->allocs = a;
+        c->cap_allocs = cap;
+    }
+    v->mem_used += bytes; /* reserved while the lock is dropped */
+    pthread_mutex_unlock(&s->lock);
+    int rc = d->x->mem_alloc(d->dev, bytes, dptr);
+    pthread_mutex_lock(&s->lock);
+    if (rc) {
+        v->mem_used -= bytes;
+        return rc;
+    }
+    c->allocs[c->n_allocs++] = (struct srv_alloc){*dptr, bytes};
+    return GOS_OK;
+}
+
+static int do_free(struct srv_client *c, uint64_t dptr)
+{
+    struct srv *s = c->srv;
+    struct srv_dev *d = dev_of(c);
+    for (int i = 0; i < c->n_allocs; i++)
+        if (c->allocs[i].dptr == dptr) {
+            int rc = drain(c); /* the device may still be using it */
+            if (rc)
+                return rc;
+            uint64_t bytes = c->allocs[i].bytes;
+            rc = d->x->mem_free(d->dev, dptr);
+            s->vgpus[c->vgpu].mem_used -= bytes;
+            c->allocs[i] = c->allocs[--c->n_allocs];
+            return rc;
+        }
+    return gos_fail(GOS_EINVAL, "0x%llx is not an allocation of this client", (unsigned long long)dptr);
+}
+
+static int do_region_add(struct srv_client *c, uint64_t bytes, int fd, uint32_t *id)
+{
+    struct srv_dev *d = dev_of(c);
+    struct stat st;
+    if (fd < 0)
+        return gos_fail(GOS_EPROTO, "REGION_ADD without a file descriptor");
+    if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < bytes)
+        return gos_fail(GOS_EINVAL, "region descriptor is not a file of at least %llu bytes",
+                        (unsigned long long)bytes);
+    /* A client shrinking the file under our mapping would make the daemon fault
+     * (SIGBUS): insist on a memfd sealed against shrinking. */
+    int seals = fcntl(fd, F_GET_SEALS);
+    if (seals < 0 || !(seals & F_SEAL_SHRINK))
+        return gos_fail(GOS_EPERM, "region must be a memfd sealed with F_SEAL_SHRINK");
+    int r = -1;
+    for (int i = 0; i < GOS_MAX_REGIONS; i++)
+        if (!c->regions[i].used) {
+            r = i;
+            break;
+        }
+    if (r < 0)
+        return gos_fail(GOS_EBUSY, "more than %d shared regions", GOS_MAX_REGIONS);
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED)
+        return gos_fail(GOS_ENOMEM, "mapping a region of %llu bytes: %s", (unsigned long long)bytes, strerror(errno));
+    struct srv_region *g = &c->regions[r];
+    memset(g, 0, sizeof *g);
+    g->used = 1;
+    g->fd = fd;
+    g->ptr = p;
+    g->bytes = bytes;
+    /* Pinned pages make the region the bounce buffer itself (zero-copy path). */
+    g->pinned = d->x->host_register(d->dev, p, bytes) == GOS_OK;
+    *id = (uint32_t)r;
+    return GOS_OK;
+}
+
+static struct srv_region *region(struct srv_client *c, uint32_t r, uint64_t off, uint64_t n)
+{
+    if (r >= GOS_MAX_REGIONS || !c->regions[r].used || c->regions[r].deleted) {
+        gos_fail(GOS_EINVAL, "region %u is not a region of this client", (unsigned)r);
+        return NULL;
+    }
+    struct srv_region *g = &c->regions[r];
+    if (off > g->bytes || n > g->bytes - off) {
+        gos_fail(GOS_EINVAL, "range %llu+%llu outside region %u of %llu bytes", (unsigned long long)off,
+                 (unsigned long long)n, (unsigned)r, (unsigned long long)g->bytes);
+        return NULL;
+    }
+    return g;
+}
+
+static void region_drop(struct srv_client *c, int r)
+{
+    struct srv_region *g = &c->regions[r];
+    g->deleted = 1;
+    if (g->refs == 0) {
+        struct srv_dev *d = dev_of(c);
+        if (g->pinned)
+            d->x->host_unregister(d->dev, g->ptr);
+        munmap(g->ptr, g->bytes);
+        close(g->fd);
+        memset(g, 0, sizeof *g);
+    }
+}
+
+static int do_copy(struct srv_client *c, uint32_t seq, const struct gos_msg_copy *m)
+{
+    struct srv_op o;
+    memset(&o, 0, sizeof o);
+    o.seq = seq;
+    o.req_type = GOS_MSG_COPY;
+    o.async = !!(m->flags & GOS_F_ASYNC);
+    o.direct = !!(m->flags & GOS_F_DIRECT);
+    o.region = -1;
+    o.bytes = m->bytes;
+    o.dptr = m->dptr;
+    if (!find_alloc(c, m->dptr, m->bytes))
+        return gos_fail(GOS_EINVAL, "device range 0x%llx+%llu is not inside an allocation of this client",
+                        (unsigned long long)m->dptr, (unsigned long long)m->bytes);
+    if (m->dir == GOS_COPY_DTOD) {
+        if (!find_alloc(c, m->dptr_src, m->bytes))
+            return gos_fail(GOS_EINVAL, "source range 0x%llx+%llu is not inside an allocation of this client",
+                            (unsigned long long)m->dptr_src, (unsigned long long)m->bytes);
+        o.op = OP_DTOD;
+        o.dptr2 = m->dptr_src;
+    } else {
+        struct srv_region *g = region(c, m->region, m->offset, m->bytes);
+        if (!g)
+            return GOS_EINVAL;
+        o.op = m->dir == GOS_COPY_HTOD ? OP_HTOD : OP_DTOH;
+        o.host = (char *)g->ptr + m->offset;
+        o.region = (int)m->region;
+    }
+    return srv_op_submit(c, GOS_SCHED_COPY, m->priority, &o);
+}
+
+static int do_module_load(struct srv_client *c, const struct gos_msg_module_load *m, uint64_t *h)
+{
+    struct srv *s = c->srv;
+    struct srv_dev *d = dev_of(c);
+    int slot = -1;
+    for (int i = 0; i < 16; i++)
+        if (!c->modules[i]) {
+            slot = i;
+            break;
+        }
+    if (slot < 0)
+        return gos_fail(GOS_EBUSY, "more than 16 modules loaded");
+    const void *img = NULL;
+    if (!m->name[0]) {
+        struct srv_region *g = region(c, m->region, m->offset, m->bytes);
+        if (!g)
+            return GOS_EINVAL;
+        img = (char *)g->ptr + m->offset;
+    }
+    void *mod = NULL;
+    c->modules[slot] = (void *)1; /* reserved */
+    pthread_mutex_unlock(&s->lock);
+    int rc = d->x->module_load(d->dev, img, m->bytes, m->name[0] ? m->name : NULL, &mod);
+    pthread_mutex_lock(&s->lock);
+    c->modules[slot] = rc ? NULL : mod;
+    if (!rc)
+        *h = (uint64_t)slot + 1;
+    return rc;
+}
+
+static int module_of(struct srv_client *c, uint64_t h)
+{
+    if (h < 1 || h > 16 || !c->modules[h - 1] || c->modules[h - 1] == (void *)1) {
+        gos_fail(GOS_EINVAL, "module handle %llu is not a module of this client", (unsigned long long)h);
+        return -1;
+    }
+    return (int)h - 1;
+}
+
+static int do_func_get(struct srv_client *c, const struct gos_msg_func_get *m, uint64_t *h)
+{
+    struct srv_dev *d = dev_of(c);
+    int mi = module_of(c, m->module);
+    if (mi < 0)
+        return GOS_EINVAL;
+    if (c->n_funcs == 256)
+        return gos_fail(GOS_EBUSY, "more than 256 functions looked up");
+    void *fn;
+    int rc = d->x->function(d->dev, c->modules[mi], m->name, &fn);
+    if (rc)
+        return rc;
+    c->funcs[c->n_funcs++] = fn;
+    *h = (uint64_t)c->n_funcs;
+    return GOS_OK;
+}
+
+static int do_launch(struct srv_client *c, uint32_t seq, const struct gos_msg_launch *m)
+{
+    if (m->func < 1 || m->func > (uint64_t)c->n_funcs || !c->funcs[m->func - 1])
+        return gos_fail(GOS_EINVAL, "function handle %llu is not a function of this client",
+                        (unsigned long long)m->func);
+    struct srv_op o;
+    memset(&o, 0, sizeof o);
+    o.seq = seq;
+    o.req_type = GOS_MSG_LAUNCH;
+    o.async = !!(m->flags & GOS_F_ASYNC);
+    o.region = -1;
+    o.op = OP_LAUNCH;
+    o.fn = c->funcs[m->func - 1];
+    memcpy(o.cfg.grid, m->grid, sizeof m->grid);
+    memcpy(o.cfg.block, m->block, sizeof m->block);
+    memcpy(o.cfg.cluster, m->cluster, sizeof m->cluster);
+    o.cfg.smem = m->smem;
+    if (m->param_bytes) {
+        if (!(o.params = malloc(m->param_bytes)))
+            return gos_fail(GOS_ENOMEM, "daemon out of host memory");
+        memcpy(o.params, m + 1, m->param_bytes);
+    }
+    o.cfg.params = o.params;
+    o.cfg.param_bytes = m->param_bytes;
+    int rc = srv_op_submit(c, GOS_SCHED_COMPUTE, m->priority, &o);
+    if (rc)
+        free(o.params);
+    return rc;
+}
+
+static void device_info(struct srv_client *c, struct gos_rep_device_info *r)
+{
+    const gos_device_info *i = &dev_of(c)->dev->info;
+    memset(r, 0, sizeof *r);
+    snprintf(r->name, sizeof r->name, "%s", i->name);
+    snprintf(r->uuid, sizeof r->uuid, "%s", i->uuid);
+    snprintf(r->backend, sizeof r->backend, "%s", i->backend);
+    r->cc_major = (uint32_t)i->cc_major;
+    r->cc_minor = (uint32_t)i->cc_minor;
+    r->sm_count = (uint32_t)i->sm_count;
+    r->simulated = (uint32_t)i->simulated;
+    r->mem_bytes = dev_of(c)->mem_total;
+}
+
+/* Handles one valid message (lock held). Returns <0 to end the connection. */
+static int handle(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct srv *s = c->srv;
+    int rc = GOS_OK;
+    if (c->vgpu < 0 && h->type != GOS_MSG_HELLO && h->type != GOS_MSG_ADMIN_LIST &&
+        h->type != GOS_MSG_ADMIN_SET && h->type != GOS_MSG_BYE) {
+        gos_fail(GOS_EPROTO, "%s before HELLO", gos_proto_name(h->type));
+        reply(c, h->seq, h->type == GOS_MSG_REPLY ? GOS_MSG_HELLO : h->type, GOS_EPROTO, NULL, 0);
+        return -1;
+    }
+    switch (h->type) {
+    case GOS_MSG_HELLO: {
+        struct gos_rep_hello r = {0};
+        rc = do_hello(c, p, &r);
+        reply(c, h->seq, h->type, rc, &r, sizeof r);
+        return rc ? -1 : 0;
+    }
+    case GOS_MSG_BYE:
+        return -1;
+    case GOS_MSG_MEM_ALLOC: {
+        struct gos_rep_mem_alloc r = {0};
+        rc = do_alloc(c, ((struct gos_msg_mem_alloc *)p)->bytes, &r.dptr);
+        return reply(c, h->seq, h->type, rc, &r, sizeof r);
+    }
+    case GOS_MSG_MEM_FREE:
+        rc = do_free(c, ((struct gos_msg_mem_free *)p)->dptr);
+        return reply(c, h->seq, h->type, rc, NULL, 0);
+    case GOS_MSG_REGION_ADD: {
+        struct gos_rep_region_add r = {0};
+        rc = do_region_add(c, ((struct gos_msg_region_add *)p)->bytes, fd, &r.region);
+        if (rc && fd >= 0)
+            close(fd);
+        return reply(c, h->seq, h->type, rc, &r, sizeof r);
+    }
+    case GOS_MSG_REGION_DEL: {
+        uint32_t r = ((struct gos_msg_region_del *)p)->region;
+        if (!c->regions[r].used || c->regions[r].deleted)
+            rc = gos_fail(GOS_EINVAL, "region %u is not a region of this client", (unsigned)r);
+        else
+            region_drop(c, (int)r);
+        return reply(c, h->seq, h->type, rc, NULL, 0);
+    }
+    case GOS_MSG_COPY: {
+        const struct gos_msg_copy *m = p;
+        rc = do_copy(c, h->seq, m);
+        if (rc && (m->flags & GOS_F_ASYNC)) {
+            if (!c->sticky_rc) {
+                c->sticky_rc = rc;
+                snprintf(c->sticky_msg, sizeof c->sticky_msg, "%s", gos_last_error());
+            }
+            return 0;
+        }
+        return rc ? reply(c, h->seq, h->type, rc, NULL, 0) : 0;
+    }
+    case GOS_MSG_MODULE_LOAD: {
+        struct gos_rep_handle r = {0};
+        rc = do_module_load(c, p, &r.handle);
+        return reply(c, h->seq, h->type, rc, &r, sizeof r);
+    }
+    case GOS_MSG_MODULE_UNLOAD: {
+        int mi = module_of(c, ((struct gos_msg_module_unload *)p)->module);
+        if (mi < 0) {
+            rc = GOS_EINVAL;
+        } else {
+            struct srv_dev *d = dev_of(c);
+            if (!(rc = drain(c))) {
+                rc = d->x->module_unload(d->dev, c->modules[mi]);
+                c->modules[mi] = NULL;
+                for (int i = 0; i < c->n_funcs; i++)
+                    c->funcs[i] = NULL; /* handles die with any unload: look them up again */
+            }
+        }
+        return reply(c, h->seq, h->type, rc, NULL, 0);
+    }
+    case GOS_MSG_FUNC_GET: {
+        struct gos_rep_handle r = {0};
+        rc = do_func_get(c, p, &r.handle);
+        return reply(c, h->seq, h->type, rc, &r, sizeof r);
+    }
+    case GOS_MSG_LAUNCH: {
+        const struct gos_msg_launch *m = p;
+        rc = do_launch(c, h->seq, m);
+        if (rc && (m->flags & GOS_F_ASYNC)) {
+            if (!c->sticky_rc) {
+                c->sticky_rc = rc;
+                snprintf(c->sticky_msg, sizeof c->sticky_msg, "%s", gos_last_error());
+            }
+            return 0;
+        }
+        return rc ? reply(c, h->seq, h->type, rc, NULL, 0) : 0;
+    }
+    case GOS_MSG_SYNC:
+        if (c->n_sync == 8) {
+            gos_fail(GOS_EBUSY, "more than 8 SYNC outstanding");
+            return reply(c, h->seq, h->type, GOS_EBUSY, NULL, 0);
+        }
+        c->sync_seq[c->n_sync++] = h->seq;
+        if (c->outstanding == 0) {
+            int bad = 0;
+            for (int i = 0; i < c->n_sync; i++)
+                bad |= gos_wire_reply(c->fd, 1, c->sync_seq[i], GOS_MSG_SYNC, c->sticky_rc, c->sticky_msg, NULL, 0);
+            c->n_sync = 0;
+            c->sticky_rc = 0;
+            c->sticky_msg[0] = 0;
+            return bad ? -1 : 0;
+        }
+        return 0;
+    case GOS_MSG_DEVICE_INFO: {
+        struct gos_rep_device_info r;
+        device_info(c, &r);
+        return reply(c, h->seq, h->type, 0, &r, sizeof r);
+    }
+    case GOS_MSG_VGPU_INFO: {
+        struct gos_vgpu_rec r;
+        srv_vgpu_record(s, c->vgpu, &r);
+        return reply(c, h->seq, h->type, 0, &r, sizeof r);
+    }
+    case GOS_MSG_ADMIN_LIST: {
+        static _Thread_local unsigned char buf[sizeof(struct gos_rep_admin_list) +
+                                              GOS_MAX_VGPUS * sizeof(struct gos_vgpu_rec)];
+        struct gos_rep_admin_list l = {.n = (uint32_t)s->n_vgpus};
+        memcpy(buf, &l, sizeof l);
+        for (int v = 0; v < s->n_vgpus; v++) {
+            struct gos_vgpu_rec r;
+            srv_vgpu_record(s, v, &r);
+            memcpy(buf + sizeof l + (size_t)v * sizeof r, &r, sizeof r);
+        }
+        return reply(c, h->seq, h->type, 0, buf, sizeof l + (size_t)s->n_vgpus * sizeof(struct gos_vgpu_rec));
+    }
+    case GOS_MSG_ADMIN_SET: {
+        const struct gos_msg_admin_set *m = p;
+        if (c->uid != 0 && c->uid != s->uid)
+            rc = gos_fail(GOS_EPERM, "only the daemon's owner (uid %u) or root may change shares",
+                          (unsigned)s->uid);
+        else
+            rc = srv_vgpu_set(s, m->vgpu, m->key, m->value);
+        return reply(c, h->seq, h->type, rc, NULL, 0);
+    }
+    default:
+        gos_fail(GOS_EPROTO, "%s is not a request", gos_proto_name(h->type));
+        reply(c, h->seq, h->type == GOS_MSG_REPLY ? GOS_MSG_HELLO : h->type, GOS_EPROTO, NULL, 0);
+        return -1;
+    }
+}
+
+static void client_free(struct srv_client *c)
+{
+    struct srv *s = c->srv;
+    if (c->vgpu >= 0) {
+        struct srv_dev *d = dev_of(c);
+        struct srv_vgpu *v = &s->vgpus[c->vgpu];
+        for (int i = 0; i < c->n_allocs; i++) {
+            d->x->mem_free(d->dev, c->allocs[i].dptr);
+            v->mem_used -= c->allocs[i].bytes;
+        }
+        for (int i = 0; i < GOS_MAX_REGIONS; i++)
+            if (c->regions[i].used)
+                region_drop(c, i);
+        for (int i = 0; i < 16; i++)
+            if (c->modules[i] && c->modules[i] != (void *)1)
+                d->x->module_unload(d->dev, c->modules[i]);
+        v->clients--;
+    }
+    for (struct srv_client **pp = &s->clients; *pp; pp = &(*pp)->next)
+        if (*pp == c) {
+            *pp = c->next;
+            break;
+        }
+    s->n_clients--;
+    if (s->verbose)
+        fprintf(stderr, "gpuos serve: client %u (pid %d) released\n", c->id, (int)c->pid);
+    close(c->fd);
+    pthread_mutex_destroy(&c->wlock);
+    free(c->allocs);
+    free(c);
+    pthread_cond_broadcast(&s->idle);
+}
+
+void srv_client_unref(struct srv_client *c)
+{
+    if (--c->refs == 0)
+        client_free(c);
+}
+
+void *srv_client_main(void *arg)
+{
+    struct srv_client *c = arg;
+    struct srv *s = c->srv;
+    void *payload = malloc(GOS_PROTO_MAX_PAYLOAD);
+    struct gos_msg_hdr h;
+    memset(&h, 0, sizeof h);
+    for (;;) {
+        int fd = -1;
+        int rc = payload ? gos_wire_recv(c->fd, &h, payload, &fd, -1) : GOS_ENOMEM;
+        if (rc) {
+            if (rc == GOS_EPROTO) {
+                /* Tell the peer why (in our protocol version) before hanging up. */
+                uint16_t t = gos_proto_name(h.type)[0] != '?' && h.type != GOS_MSG_REPLY ? h.type : GOS_MSG_HELLO;
+                char why[GOS_MSG_TEXT_MAX];
+                snprintf(why, sizeof why, "%s", gos_last_error());
+                pthread_mutex_lock(&s->lock);
+                gos_wire_reply(c->fd, 1, h.seq, t, GOS_EPROTO, why, NULL, 0);
+                pthread_mutex_unlock(&s->lock);
+                fprintf(stderr, "gpuos serve: client %u (pid %d) rejected: %s\n", c->id, (int)c->pid, why);
+            } else if (s->verbose && strcmp(gos_last_error(), "connection closed")) {
+                fprintf(stderr, "gpuos serve: client %u: %s\n", c->id, gos_last_error());
+            }
+            break;
+        }
+        pthread_mutex_lock(&s->lock);
+        int r = s->stop ? -1 : handle(c, &h, payload, fd);
+        pthread_mutex_unlock(&s->lock);
+        if (h.type != GOS_MSG_REGION_ADD && fd >= 0)
+            close(fd); /* a descriptor nobody asked for */
+        if (r < 0)
+            break;
+    }
+    free(payload);
+    pthread_mutex_lock(&s->lock);
+    c->dead = 1;
+    shutdown(c->fd, SHUT_RDWR);
+    if (c->vgpu >= 0)
+        srv_client_cancel(c);
+    srv_client_unref(c);
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}

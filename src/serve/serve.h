@@ -1,0 +1,188 @@
+/* serve.h: the daemon's internal state (pillar 3; paper 002, sections 5 and 6).
+ *
+ * Threads:
+ *   main         accepts connections, waits for SIGTERM/SIGINT;
+ *   one per client reads and answers its messages (client.c);
+ *   one per engine and device runs the scheduled tasks (dispatch.c).
+ * One lock (srv->lock) guards everything shared: the vGPU table, every client's
+ * bookkeeping and every device's scheduler (sched.h is not thread-safe). Device
+ * calls (copies, launches, waits) run outside it. Replies from dispatch threads
+ * are sent without blocking (a client that does not read them is dropped).
+ *
+ * Ownership: a client is freed when its reader thread has ended AND no task of it
+ * is queued or in flight (refs), so that a client dying mid-copy releases its
+ * memory only after the device stopped touching it. */
+#ifndef GOS_SERVE_H
+#define GOS_SERVE_H
+
+#include "device/device.h"
+#include "device/exec_ops.h"
+#include "proto/proto.h"
+#include "sched/sched.h"
+#include "serve/config.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct srv;
+struct srv_client;
+
+enum srv_op_kind { OP_HTOD, OP_DTOH, OP_DTOD, OP_LAUNCH };
+
+struct srv_region {
+    int used;
+    int fd;
+    void *ptr;
+    uint64_t bytes;
+    int refs;     /* tasks using it */
+    int deleted;  /* unmapped when refs reaches 0 */
+    int pinned;
+};
+
+/* One request of a client: a copy or a launch. */
+struct srv_op {
+    int op; /* OP_* */
+    uint32_t seq;
+    uint16_t req_type;
+    int async;
+    int direct; /* small-copy path */
+    uint64_t dptr, dptr2, bytes;
+    void *host;
+    int region; /* -1: none */
+    void *fn;
+    struct gos_launch_cfg cfg;
+    unsigned char *params; /* owned */
+    int rc;
+    char *msg; /* owned, when rc != 0 */
+};
+
+/* A scheduler task: one op, or a batch of consecutive ops of one client of the
+ * same kind and priority that arrived while the previous one was still queued.
+ * Gdev (section 5.1) lets one context launch several instances at once and
+ * charges the makespan from the first to the last: a batch runs back to back
+ * between two events, which keeps the engine busy instead of paying a dispatch
+ * round trip per op. */
+#define SRV_BATCH_MAX_OPS 64
+#define SRV_BATCH_MAX_BYTES (64ull << 20)
+/* A batch grows only while its expected GPU time (the client's recent time per
+ * op of that kind times the ops) stays under this: batching must not turn short
+ * requests into long non-preemptive ones (priorities, fairness granularity). */
+#define SRV_BATCH_MAX_NS 1000000ull
+struct srv_task {
+    gos_sched_task st; /* st.user == this */
+    struct srv_client *c;
+    struct srv_task *next; /* client's pending list */
+    int released;          /* handed to the scheduler */
+    int dispatched;        /* taken by a dispatcher: the batch is closed */
+    int n_ops, cap_ops;
+    uint64_t bytes;        /* copy bytes in the batch */
+    struct srv_op *ops;
+};
+
+struct srv_alloc {
+    uint64_t dptr, bytes;
+};
+
+struct srv_client {
+    struct srv *srv;
+    int fd;
+    uint32_t id;
+    pid_t pid;
+    uid_t uid;
+    int vgpu; /* index, -1 before HELLO */
+    int dead; /* reader ended or protocol violated */
+    int refs; /* reader thread + tasks queued or in flight */
+    pthread_t thread;
+    pthread_mutex_t wlock; /* one writer at a time on fd */
+    struct srv_client *next;
+
+    /* Ordering: tasks wait in `pending` until every released task of the other
+     * kind has completed (a client's work runs in submission order). */
+    struct srv_task *pending_head, *pending_tail;
+    struct srv_task *last_task; /* the newest task, while it may still grow */
+    uint64_t op_ns[2];          /* recent GPU ns per op, per kind (0: not known yet) */
+    int released_n, released_kind;
+    int outstanding;   /* pending + released */
+    int sticky_rc;     /* first error of an asynchronous request */
+    char sticky_msg[GOS_MSG_TEXT_MAX];
+    uint32_t sync_seq[8];
+    int n_sync;
+
+    struct srv_alloc *allocs;
+    int n_allocs, cap_allocs;
+    struct srv_region regions[GOS_MAX_REGIONS];
+    void *modules[16];
+    void *funcs[256];
+    int n_funcs;
+};
+
+struct srv_vgpu {
+    struct gos_serve_vgpucfg cfg;
+    uint32_t id;
+    uint64_t mem_quota, mem_used;
+    int clients;
+    uint64_t tasks;
+};
+
+struct srv_dev {
+    struct srv *srv;
+    int index;
+    gos_device *dev;
+    const struct gos_exec_ops *x;
+    gos_sched *sched;
+    int n_engines;
+    pthread_t threads[GOS_SCHED_MAX_ENGINES];
+    pthread_cond_t cond;
+    void *streams[GOS_SCHED_MAX_ENGINES];
+    void *ev[GOS_SCHED_MAX_ENGINES][2];
+    uint64_t mem_total;
+};
+
+struct srv {
+    struct gos_serve_config cfg;
+    pthread_mutex_t lock;
+    pthread_cond_t idle; /* signalled when a client is freed */
+    int stop;
+    int listen_fd;
+    uid_t uid;
+    int n_devs;
+    struct srv_dev devs[GOS_SERVE_MAX_DEVICES];
+    int n_vgpus;
+    struct srv_vgpu vgpus[GOS_MAX_VGPUS];
+    struct srv_client *clients;
+    int n_clients;
+    uint32_t next_client_id;
+    int verbose;
+};
+
+uint64_t srv_now_ns(void);
+
+/* server.c */
+int srv_run(struct srv *s, const char *force_sim);
+
+/* client.c: the reader thread of one connection. */
+void *srv_client_main(void *arg);
+/* Drops a reference (lock held); frees the client at zero. */
+void srv_client_unref(struct srv_client *c);
+
+/* dispatch.c */
+void *srv_dispatch_main(void *arg); /* arg: struct srv_engine_arg */
+struct srv_engine_arg {
+    struct srv_dev *d;
+    int engine;
+};
+/* Queues op (copied; its params and region reference move into the daemon) of
+ * client c (lock held): appended to the client's last task when that one may
+ * still grow, else in a new task, pending, then released in order. */
+int srv_op_submit(struct srv_client *c, int kind, int priority, const struct srv_op *op);
+/* Releases pending tasks of c that may run now (lock held). */
+void srv_client_release(struct srv_client *c);
+/* Takes back every queued task of c (lock held), after it died. */
+void srv_client_cancel(struct srv_client *c);
+
+/* vgpu.c */
+void srv_vgpu_record(struct srv *s, int v, struct gos_vgpu_rec *r);
+int srv_vgpu_set(struct srv *s, const char *name, const char *key, const char *value);
+
+#endif

@@ -1,0 +1,283 @@
+/* server.c: the life of `gpuos serve`: opens the devices, builds a scheduler per
+ * device and the vGPU table from the configuration, listens on a Unix socket
+ * (its file permissions decide who may use the GPU), starts one thread per
+ * connection and one per engine, and on SIGTERM/SIGINT drains and exits cleanly:
+ * no new work is accepted, queued work is dropped, running work completes,
+ * every client's memory is released, the socket file is removed. */
+#include "serve/serve.h"
+
+#include "common/status.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+static int open_devices(struct srv *s, const char *force_sim)
+{
+    for (int i = 0; i < s->cfg.n_devs; i++) {
+        struct gos_serve_devcfg *c = &s->cfg.devs[i];
+        struct srv_dev *d = &s->devs[i];
+        d->srv = s;
+        d->index = i;
+        gos_device_spec spec = {.sim = force_sim ? force_sim : (c->sim[0] ? c->sim : NULL),
+                                .ordinal = c->ordinal < 0 ? 0 : c->ordinal};
+        int rc = gos_device_open(&spec, &d->dev);
+        if (rc)
+            {
+            char why[256];
+            snprintf(why, sizeof why, "%s", gos_last_error());
+            return gos_fail(rc, "device %s: %s", c->label, why);
+        }
+        s->n_devs = i + 1;
+        d->x = gos_exec(d->dev);
+        if (!d->x)
+            return gos_fail(GOS_EUNSUPPORTED, "device %s (%s) has no execution support in this build",
+                            c->label, d->dev->ops->name);
+        if ((rc = d->x->init(d->dev)))
+            return rc;
+        uint64_t fr;
+        if ((rc = d->x->mem_info(d->dev, &fr, &d->mem_total)))
+            return rc;
+        int mode;
+        if ((rc = gos_sched_parse_mode(c->queue, &mode)) ||
+            (rc = gos_sched_new(c->policy, mode, c->period_ns, &d->sched)))
+            return rc;
+        if (!strcmp(c->policy, "band")) {
+            if ((rc = gos_sched_set_band_wait(d->sched, c->band_wait_ns)))
+                return rc;
+            gos_sched_set_band_charge_hold(d->sched, c->band_charge_hold != 0);
+        }
+        d->n_engines = gos_sched_engine_count(d->sched);
+        for (int e = 0; e < d->n_engines; e++)
+            if ((rc = d->x->stream_create(d->dev, &d->streams[e])) ||
+                (rc = d->x->event_create(d->dev, &d->ev[e][0])) || (rc = d->x->event_create(d->dev, &d->ev[e][1])))
+                return rc;
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&d->cond, &ca);
+        pthread_condattr_destroy(&ca);
+    }
+    for (int v = 0; v < s->cfg.n_vgpus; v++) {
+        struct srv_vgpu *g = &s->vgpus[v];
+        g->cfg = s->cfg.vgpus[v];
+        g->id = (uint32_t)v;
+        struct srv_dev *d = &s->devs[g->cfg.device];
+        g->mem_quota = g->cfg.mem_pct > 0 ? (uint64_t)(g->cfg.mem_pct / 100.0 * (double)d->mem_total)
+                                          : g->cfg.mem_bytes;
+        int rc = gos_sched_vgpu_add(d->sched, g->id, g->cfg.compute, g->cfg.copy);
+        if (rc)
+            {
+            char why[256];
+            snprintf(why, sizeof why, "%s", gos_last_error());
+            return gos_fail(rc, "vGPU %s: %s", g->cfg.name, why);
+        }
+        s->n_vgpus = v + 1;
+    }
+    return GOS_OK;
+}
+
+static void close_devices(struct srv *s)
+{
+    for (int i = 0; i < s->n_devs; i++) {
+        struct srv_dev *d = &s->devs[i];
+        if (d->x)
+            for (int e = 0; e < d->n_engines; e++) {
+                if (d->ev[e][0])
+                    d->x->event_destroy(d->dev, d->ev[e][0]);
+                if (d->ev[e][1])
+                    d->x->event_destroy(d->dev, d->ev[e][1]);
+                if (d->streams[e])
+                    d->x->stream_destroy(d->dev, d->streams[e]);
+            }
+        gos_sched_free(d->sched);
+        gos_device_close(d->dev);
+    }
+}
+
+/* Binds under a temporary name and renames into place once listening, so that
+ * the socket file appears only when it accepts connections. */
+static int listen_on(struct srv *s, const char *path)
+{
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    char tmp[sizeof a.sun_path];
+    if (strlen(path) + 8 >= sizeof a.sun_path)
+        return gos_fail(GOS_EINVAL, "socket path %s is too long", path);
+    /* A live daemon on the path wins; a stale file is replaced. */
+    int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+    if (probe >= 0 && connect(probe, (struct sockaddr *)&a, sizeof a) == 0) {
+        close(probe);
+        return gos_fail(GOS_EBUSY, "another daemon already serves %s", path);
+    }
+    if (probe >= 0)
+        close(probe);
+    snprintf(tmp, sizeof tmp, "%s.%d", path, (int)getpid() % 100000);
+    unlink(tmp);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return gos_fail(GOS_EIO, "socket: %s", strerror(errno));
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", tmp);
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) || chmod(tmp, s->cfg.socket_mode) || listen(fd, 256) ||
+        rename(tmp, path)) {
+        int e = errno;
+        close(fd);
+        unlink(tmp);
+        return gos_fail(e == EACCES ? GOS_EPERM : GOS_EIO, "listening on %s: %s", path, strerror(e));
+    }
+    s->listen_fd = fd;
+    return GOS_OK;
+}
+
+static void accept_one(struct srv *s)
+{
+    int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd < 0)
+        return;
+    struct ucred cr;
+    socklen_t cl = sizeof cr;
+    struct srv_client *c = calloc(1, sizeof *c);
+    if (!c || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl)) {
+        free(c);
+        close(fd);
+        return;
+    }
+    int sz = 1 << 20;
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof sz);
+    c->srv = s;
+    c->fd = fd;
+    c->pid = cr.pid;
+    c->uid = cr.uid;
+    c->vgpu = -1;
+    c->refs = 1;
+    pthread_mutex_init(&c->wlock, NULL);
+    pthread_mutex_lock(&s->lock);
+    c->id = ++s->next_client_id;
+    c->next = s->clients;
+    s->clients = c;
+    s->n_clients++;
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&at, 256 << 10);
+    if (pthread_create(&c->thread, &at, srv_client_main, c)) {
+        s->clients = c->next;
+        s->n_clients--;
+        close(fd);
+        free(c);
+    }
+    pthread_attr_destroy(&at);
+    pthread_mutex_unlock(&s->lock);
+}
+
+int srv_run(struct srv *s, const char *force_sim)
+{
+    int rc, sfd = -1, started = 0;
+    pthread_t disp[GOS_SERVE_MAX_DEVICES][GOS_SCHED_MAX_ENGINES];
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->idle, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_init(&s->lock, NULL);
+    s->uid = getuid();
+    s->listen_fd = -1;
+
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &set, NULL); /* every thread inherits the mask */
+    sfd = signalfd(-1, &set, SFD_CLOEXEC);
+    if (sfd < 0) {
+        rc = gos_fail(GOS_EIO, "signalfd: %s", strerror(errno));
+        goto fail;
+    }
+    if ((rc = open_devices(s, force_sim)))
+        goto fail;
+    if ((rc = listen_on(s, s->cfg.socket)))
+        goto fail;
+    for (int i = 0; i < s->n_devs; i++)
+        for (int e = 0; e < s->devs[i].n_engines; e++) {
+            struct srv_engine_arg *a = malloc(sizeof *a);
+            if (!a) {
+                rc = gos_fail(GOS_ENOMEM, "out of memory");
+                goto fail;
+            }
+            a->d = &s->devs[i];
+            a->engine = e;
+            pthread_create(&disp[i][e], NULL, srv_dispatch_main, a);
+            started++;
+        }
+    fprintf(stderr, "gpuos serve: listening on %s (%d device%s, %d vGPU%s, protocol %d)\n", s->cfg.socket,
+            s->n_devs, s->n_devs == 1 ? "" : "s", s->n_vgpus, s->n_vgpus == 1 ? "" : "s", GOS_PROTOCOL_VERSION);
+    for (int i = 0; i < s->n_devs; i++)
+        fprintf(stderr, "gpuos serve: device %s: %s%s, policy %s, queue %s\n", s->cfg.devs[i].label,
+                gos_dev_label(s->devs[i].dev), s->devs[i].dev->info.name,
+                gos_sched_policy_name(s->devs[i].sched), gos_sched_mode_name(s->devs[i].sched));
+    for (;;) {
+        struct pollfd pf[2] = {{.fd = s->listen_fd, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+        if (poll(pf, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        if (pf[1].revents) {
+            struct signalfd_siginfo si;
+            if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si && si.ssi_signo == SIGPIPE)
+                continue;
+            fprintf(stderr, "gpuos serve: %s: shutting down\n", strsignal((int)si.ssi_signo));
+            break;
+        }
+        if (pf[0].revents)
+            accept_one(s);
+    }
+    rc = GOS_OK;
+fail:
+    pthread_mutex_lock(&s->lock);
+    s->stop = 1;
+    for (struct srv_client *c = s->clients; c; c = c->next)
+        shutdown(c->fd, SHUT_RDWR);
+    for (int i = 0; i < s->n_devs; i++)
+        if (s->devs[i].sched)
+            pthread_cond_broadcast(&s->devs[i].cond);
+    /* Clients end once their in-flight work has completed (bounded wait). */
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += 10;
+    while (s->n_clients > 0) {
+        if (pthread_cond_timedwait(&s->idle, &s->lock, &until) == ETIMEDOUT) {
+            fprintf(stderr, "gpuos serve: %d client(s) still busy after 10 s; exiting anyway\n", s->n_clients);
+            break;
+        }
+    }
+    int leftover = s->n_clients;
+    pthread_mutex_unlock(&s->lock);
+    if (started)
+        for (int i = 0; i < s->n_devs; i++)
+            for (int e = 0; e < s->devs[i].n_engines; e++)
+                pthread_join(disp[i][e], NULL);
+    if (s->listen_fd >= 0) {
+        close(s->listen_fd);
+        unlink(s->cfg.socket);
+    }
+    if (!leftover) {
+        char keep[512];
+        snprintf(keep, sizeof keep, "%s", gos_last_error());
+        close_devices(s);
+        gos_fail(rc, "%s", keep);
+    }
+    if (sfd >= 0)
+        close(sfd);
+    return rc;
+}

@@ -1,0 +1,526 @@
+/* serve_client.c: a test client of `gpuos serve` for tests/t_serve*.sh. Each
+ * subcommand exercises one feature through the public library (or raw bytes for
+ * the hostile cases) and exits 0 only when the property it checks holds.
+ *
+ *   copy VGPU BYTES         pageable + shared-buffer + async + dtod round trips, verified
+ *   quota VGPU BYTES        allocate BYTES-sized blocks until refused; prints the count
+ *                           and checks the refusal is GPUOS_EBUSY naming the share
+ *   burst VGPU NS SECONDS   bursty launches of sleep_ns(NS) (launch, sync, repeat)
+ *   burst VGPU NS SECONDS K K launches per synchronise (K > 1 keeps a queue full)
+ *   copyload VGPU BYTES SECONDS  repeated pageable htod copies
+ *   die VGPU BYTES MS       starts a large copy and _exit()s after MS ms, mid-copy
+ *   hold VGPU BYTES SECONDS allocates and sits (concurrency tests)
+ *   hostile                 malformed / truncated / hostile byte streams; each must be
+ *                           answered with an error or a close, never a crash
+ *   version                 a client of protocol version 99: must get a clear error
+ *   info VGPU               device and vGPU facts
+ *   module VGPU             a module from bytes (SIMMOD image), kernel with parameters
+ *   fill VGPU MODULE        built-in "fill" with cluster dims (exec on a GPU), verified
+ *   prio VGPU PRIO NS COUNT COUNT kernels of NS at priority PRIO; prints elapsed ms
+ *   ptx VGPU                a module from PTX text bytes, launched and verified (GPU only)
+ * The socket comes from $GPUOS_SOCKET. */
+#include "gpuos/gpuos.h"
+#include "proto/proto.h"
+#include "proto/wire.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHECK(cond, ...)                                                                         \
+    do {                                                                                         \
+        if (!(cond)) {                                                                           \
+            fprintf(stderr, "serve_client: line %d: ", __LINE__);                                \
+            fprintf(stderr, __VA_ARGS__);                                                        \
+            fprintf(stderr, " [%s]\n", gpuos_error());                                           \
+            exit(1);                                                                             \
+        }                                                                                        \
+    } while (0)
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static gpuos_vgpu *open_or_die(const char *name)
+{
+    gpuos_vgpu *g = NULL;
+    int rc = gpuos_open(NULL, name, &g);
+    CHECK(rc == GPUOS_OK, "open %s: rc %d", name, rc);
+    return g;
+}
+
+static void fill_pattern(unsigned char *p, size_t n, unsigned seed)
+{
+    uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        p[i] = (unsigned char)x;
+    }
+}
+
+static int cmd_copy(const char *name, size_t n)
+{
+    gpuos_vgpu *g = open_or_die(name);
+    unsigned char *a = malloc(n), *b = malloc(n);
+    CHECK(a && b, "malloc");
+    fill_pattern(a, n, 1);
+    gpuos_dptr d, d2;
+    CHECK(!gpuos_mem_alloc(g, n, &d) && !gpuos_mem_alloc(g, n, &d2), "alloc");
+    /* small chunks so that even a small test crosses many pipeline slots */
+    size_t ck = getenv("SC_CHUNK") ? strtoull(getenv("SC_CHUNK"), NULL, 0) : 64 << 10;
+    CHECK(!gpuos_set_copy_params(g, ck, 3), "set copy params");
+    CHECK(!gpuos_memcpy_htod(g, d, a, n), "htod pageable");
+    memset(b, 0, n);
+    CHECK(!gpuos_memcpy_dtoh(g, b, d, n), "dtoh pageable");
+    CHECK(!memcmp(a, b, n), "pageable round trip differs");
+    CHECK(!gpuos_memcpy_dtod(g, d2, d, n), "dtod");
+    void *h;
+    CHECK(!gpuos_host_alloc(g, n, &h), "host alloc");
+    memset(h, 0, n);
+    CHECK(!gpuos_memcpy_dtoh(g, h, d2, n), "dtoh shared");
+    CHECK(!memcmp(a, h, n), "dtod/shared round trip differs");
+    fill_pattern(h, n, 2);
+    CHECK(!gpuos_memcpy_htod_async(g, d, h, n), "htod async shared");
+    CHECK(!gpuos_memcpy_dtod_async(g, d2, d, n), "dtod async");
+    CHECK(!gpuos_synchronize(g), "sync");
+    CHECK(!gpuos_memcpy_dtoh(g, b, d2, n), "dtoh");
+    CHECK(!memcmp(h, b, n), "async round trip differs");
+    /* unaligned offsets inside both buffers */
+    if (n > 1000) {
+        CHECK(!gpuos_memcpy_htod(g, d + 3, a + 5, n - 999), "htod offset");
+        CHECK(!gpuos_memcpy_dtoh(g, b, d + 3, n - 999), "dtoh offset");
+        CHECK(!memcmp(a + 5, b, n - 999), "offset round trip differs");
+    }
+    uint64_t used, quota, total;
+    CHECK(!gpuos_mem_info(g, &used, &quota, &total), "mem info");
+    CHECK(used >= 2 * n, "mem used %llu < %zu", (unsigned long long)used, 2 * n);
+    CHECK(!gpuos_host_free(g, h), "host free");
+    CHECK(!gpuos_mem_free(g, d) && !gpuos_mem_free(g, d2), "free");
+    CHECK(gpuos_mem_free(g, d) == GPUOS_EINVAL, "double free must fail");
+    gpuos_close(g);
+    printf("copy ok %zu\n", n);
+    return 0;
+}
+
+static int cmd_quota(const char *name, size_t n)
+{
+    gpuos_vgpu *g = open_or_die(name);
+    int count = 0, rc;
+    gpuos_dptr d;
+    while ((rc = gpuos_mem_alloc(g, n, &d)) == GPUOS_OK && count < 100000)
+        count++;
+    CHECK(rc == GPUOS_EBUSY, "refusal code %d, expected GPUOS_EBUSY", rc);
+    CHECK(strstr(gpuos_error(), "memory share") != NULL, "message does not name the share: %s", gpuos_error());
+    printf("quota %d %s\n", count, gpuos_error());
+    gpuos_close(g);
+    return 0;
+}
+
+static gpuos_function sleep_fn(gpuos_vgpu *g)
+{
+    gpuos_module m;
+    gpuos_function f;
+    const char *mod = getenv("GPUOS_BUILTIN") ? getenv("GPUOS_BUILTIN") : "sim:builtin";
+    CHECK(!gpuos_module_load_builtin(g, mod, &m), "builtin module %s", mod);
+    CHECK(!gpuos_module_function(g, m, "sleep_ns", &f), "sleep_ns");
+    return f;
+}
+
+static void launch_sleep(gpuos_vgpu *g, gpuos_function f, uint64_t ns)
+{
+    gpuos_launch_config c = {{1, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, 0};
+    CHECK(!gpuos_launch(g, f, &c, &ns, sizeof ns), "launch");
+}
+
+static int cmd_burst(const char *name, uint64_t ns, double secs, int batch)
+{
+    gpuos_vgpu *g = open_or_die(name);
+    gpuos_function f = sleep_fn(g);
+    double end = now_s() + secs;
+    long n = 0;
+    while (now_s() < end) {
+        for (int i = 0; i < batch; i++, n++)
+            launch_sleep(g, f, ns);
+        CHECK(!gpuos_synchronize(g), "sync");
+    }
+    printf("launches %ld\n", n);
+    gpuos_close(g);
+    return 0;
+}
+
+static int cmd_copyload(const char *name, size_t n, double secs)
+{
+    gpuos_vgpu *g = open_or_die(name);
+    void *h;
+    gpuos_dptr d;
+    CHECK(!gpuos_mem_alloc(g, n, &d), "alloc");
+    CHECK(!gpuos_host_alloc(g, n, &h), "host alloc");
+    double end = now_s() + secs;
+    long k = 0;
+    while (now_s() < end) {
+        CHECK(!gpuos_memcpy_htod(g, d, h, n), "htod");
+        k++;
+    }
+    printf("copies %ld\n", k);
+    gpuos_close(g);
+    return 0;
+}
+
+static int die_ms;
+static void *killer(void *arg)
+{
+    usleep((useconds_t)die_ms * 1000);
+    _exit(3);
+    return NULL;
+}
+
+static int cmd_die(const char *name, size_t n, int ms)
+{
+    gpuos_vgpu *g = open_or_die(name);
+    gpuos_dptr d;
+    CHECK(!gpuos_mem_alloc(g, n, &d), "alloc");
+    unsigned char *a = malloc(n);
+    CHECK(a, "malloc");
+    memset(a, 7, n);
+    CHECK(!gpuos_set_copy_params(g, 256 << 10, 4), "params");
+    gpuos_function f = sleep_fn(g);
+    for (int i = 0; i < 50; i++)
+        launch_sleep(g, f, 2000000); /* queued work that must be dropped */
+    die_ms = ms;
+    pthread_t t;
+    pthread_create(&t, NULL, killer, NULL);
+    for (;;)
+        gpuos_memcpy_htod(g, d, a, n);
+}
+
+static int cmd_hold(const char *name, size_t n, double secs)
+{
+    gpuos_vgpu *g = open_or_die(name);
+    gpuos_dptr d;
+    CHECK(!gpuos_mem_alloc(g, n, &d), "alloc");
+    unsigned char buf[4096], back[4096];
+    fill_pattern(buf, sizeof buf, (unsigned)getpid());
+    CHECK(!gpuos_memcpy_htod(g, d, buf, sizeof buf), "htod");
+    usleep((useconds_t)(secs * 1e6));
+    CHECK(!gpuos_memcpy_dtoh(g, back, d, sizeof back), "dtoh");
+    CHECK(!memcmp(buf, back, sizeof buf), "data of client %d changed while others ran", (int)getpid());
+    gpuos_close(g);
+    printf("hold ok\n");
+    return 0;
+}
+
+static int raw_connect(void)
+{
+    const char *path = getenv("GPUOS_SOCKET");
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", path ? path : "/tmp/gpuos.sock");
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    CHECK(fd >= 0 && !connect(fd, (struct sockaddr *)&a, sizeof a), "connect: %s", strerror(errno));
+    return fd;
+}
+
+/* Sends raw bytes; returns 1 if the daemon answered with an error REPLY or
+ * closed the connection within 5 s. */
+static int expect_rejected(const void *bytes, size_t n, int close_write, const char *what)
+{
+    int fd = raw_connect();
+    ssize_t w = send(fd, bytes, n, MSG_NOSIGNAL);
+    (void)w;
+    if (close_write)
+        shutdown(fd, SHUT_WR);
+    struct gos_msg_hdr h;
+    static unsigned char p[GOS_PROTO_MAX_PAYLOAD];
+    int rc = gos_wire_recv(fd, &h, p, NULL, 5000);
+    int ok;
+    if (rc == GPUOS_OK) {
+        struct gos_rep_hdr r;
+        memcpy(&r, p, sizeof r);
+        ok = h.type == GOS_MSG_REPLY && r.status != 0;
+        if (ok)
+            printf("%-28s rejected: %s\n", what, (const char *)p + sizeof r);
+        /* and then the connection must be closed (unless it was a mere error reply) */
+    } else {
+        ok = rc == GPUOS_EIO; /* closed */
+        if (ok)
+            printf("%-28s closed\n", what);
+    }
+    if (!ok)
+        fprintf(stderr, "%s: neither rejected nor closed (rc %d: %s)\n", what, rc, gpuos_error());
+    close(fd);
+    return ok;
+}
+
+static int cmd_hostile(void)
+{
+    int ok = 1;
+    unsigned char buf[256];
+    struct gos_msg_hdr h;
+    /* garbage */
+    memset(buf, 0xAB, sizeof buf);
+    ok &= expect_rejected(buf, sizeof buf, 0, "garbage");
+    /* truncated header then EOF */
+    gos_proto_hdr(&h, GOS_MSG_HELLO, 1, sizeof(struct gos_msg_hello));
+    ok &= expect_rejected(&h, 7, 1, "truncated header");
+    /* header promising a payload that never comes */
+    ok &= expect_rejected(&h, sizeof h, 1, "truncated payload");
+    /* oversized length */
+    gos_proto_hdr(&h, GOS_MSG_COPY, 1, 0x7fffffff);
+    ok &= expect_rejected(&h, sizeof h, 0, "huge length");
+    /* wrong length for the type */
+    gos_proto_hdr(&h, GOS_MSG_MEM_ALLOC, 1, 4);
+    memcpy(buf, &h, sizeof h);
+    memset(buf + sizeof h, 1, 4);
+    ok &= expect_rejected(buf, sizeof h + 4, 0, "wrong length");
+    /* unknown type */
+    gos_proto_hdr(&h, 4242, 1, 0);
+    ok &= expect_rejected(&h, sizeof h, 0, "unknown type");
+    /* request before HELLO */
+    gos_proto_hdr(&h, GOS_MSG_SYNC, 1, 0);
+    ok &= expect_rejected(&h, sizeof h, 0, "before hello");
+    /* unterminated vGPU name */
+    struct gos_msg_hello he;
+    memset(&he, 'x', sizeof he);
+    he.version = GOS_PROTOCOL_VERSION;
+    gos_proto_hdr(&h, GOS_MSG_HELLO, 1, sizeof he);
+    memcpy(buf, &h, sizeof h);
+    memcpy(buf + sizeof h, &he, sizeof he);
+    ok &= expect_rejected(buf, sizeof h + sizeof he, 0, "unterminated name");
+    /* a reply sent to the daemon */
+    struct gos_rep_hdr rh = {0, GOS_MSG_SYNC, 0};
+    gos_proto_hdr(&h, GOS_MSG_REPLY, 1, sizeof rh);
+    memcpy(buf, &h, sizeof h);
+    memcpy(buf + sizeof h, &rh, sizeof rh);
+    ok &= expect_rejected(buf, sizeof h + sizeof rh, 0, "reply as request");
+
+    /* After HELLO: hostile pointers, regions and handles over a real session. */
+    gpuos_vgpu *g = open_or_die(getenv("VGPU") ? getenv("VGPU") : "a");
+    gpuos_dptr d;
+    CHECK(!gpuos_mem_alloc(g, 4096, &d), "alloc");
+    unsigned char x[8192];
+    memset(x, 0, sizeof x);
+    int rc = gpuos_memcpy_htod(g, d + 4000, x, 200);
+    CHECK(rc == GPUOS_EINVAL, "copy past an allocation: rc %d", rc);
+    rc = gpuos_memcpy_htod(g, 0x1000, x, 16);
+    CHECK(rc == GPUOS_EINVAL, "copy to a wild pointer: rc %d", rc);
+    rc = gpuos_memcpy_dtod(g, d, d + (1ull << 40), 16);
+    CHECK(rc == GPUOS_EINVAL, "dtod from a wild pointer: rc %d", rc);
+    gpuos_launch_config c = {{1, 1, 1}, {1, 1, 1}, {0, 0, 0}, 0, 0};
+    CHECK(!gpuos_launch(g, 9999, &c, NULL, 0), "an async launch is queued");
+    rc = gpuos_synchronize(g);
+    CHECK(rc == GPUOS_EINVAL && strstr(gpuos_error(), "function handle"), "bad function handle: rc %d", rc);
+    CHECK(!gpuos_synchronize(g), "the error is reported once");
+    gpuos_module m;
+    rc = gpuos_module_load(g, "not a module", 12, &m);
+    CHECK(rc != GPUOS_OK, "garbage module image must fail");
+    CHECK(!gpuos_memcpy_htod(g, d, x, 4096), "session still usable after errors");
+    gpuos_close(g);
+    printf("hostile %s\n", ok ? "ok" : "FAILED");
+    return ok ? 0 : 1;
+}
+
+static int cmd_version(void)
+{
+    int fd = raw_connect();
+    struct {
+        struct gos_msg_hdr h;
+        struct gos_msg_hello m;
+    } msg;
+    memset(&msg, 0, sizeof msg);
+    gos_proto_hdr(&msg.h, GOS_MSG_HELLO, 1, sizeof msg.m);
+    msg.h.version = 99;
+    msg.m.version = 99;
+    strcpy(msg.m.vgpu, "a");
+    CHECK(send(fd, &msg, sizeof msg, MSG_NOSIGNAL) == (ssize_t)sizeof msg, "send");
+    struct gos_msg_hdr h;
+    static unsigned char p[GOS_PROTO_MAX_PAYLOAD];
+    int rc = gos_wire_recv(fd, &h, p, NULL, 5000);
+    CHECK(rc == GPUOS_OK && h.type == GOS_MSG_REPLY, "no reply to a foreign version (rc %d)", rc);
+    struct gos_rep_hdr r;
+    memcpy(&r, p, sizeof r);
+    const char *text = (const char *)p + sizeof r;
+    CHECK(r.status == GPUOS_EPROTO && strstr(text, "protocol version 99") && strstr(text, "version 1"),
+          "unclear version error: %s", text);
+    printf("version: %s\n", text);
+    close(fd);
+    return 0;
+}
+
+static int cmd_info(const char *name)
+{
+    gpuos_vgpu *g = open_or_die(name);
+    gpuos_device_facts d;
+    gpuos_vgpu_facts v;
+    CHECK(!gpuos_device_info(g, &d), "device info");
+    CHECK(!gpuos_vgpu_info(g, &v), "vgpu info");
+    printf("device %s %s %s sm=%d mem=%llu\n", d.backend, d.name, d.uuid, d.sm_count,
+           (unsigned long long)d.mem_bytes);
+    printf("vgpu %s compute=%d copy=%d mem=%d%% quota=%llu clients=%d policy=%s queue=%s\n", v.name,
+           v.compute_share, v.copy_share, v.mem_share, (unsigned long long)v.mem_quota, v.clients, v.policy,
+           v.queue);
+    gpuos_close(g);
+    return 0;
+}
+
+static int cmd_module(const char *name)
+{
+    gpuos_vgpu *g = open_or_die(name);
+    const char img[] = "SIMMOD\nmykernel=fill\nwait=sleep_ns\n";
+    gpuos_module m;
+    gpuos_function f;
+    CHECK(!gpuos_module_load(g, img, sizeof img - 1, &m), "module from bytes");
+    CHECK(!gpuos_module_function(g, m, "mykernel", &f), "lookup");
+    CHECK(gpuos_module_function(g, m, "nope", &f) == GPUOS_EINVAL, "missing kernel must fail");
+    gpuos_dptr d;
+    CHECK(!gpuos_mem_alloc(g, 4096, &d), "alloc");
+    gpuos_params p;
+    gpuos_params_init(&p);
+    uint64_t dp = d, count = 1024;
+    uint32_t val = 0xC0FFEE;
+    gpuos_params_add(&p, &dp, 8);
+    gpuos_params_add(&p, &val, 4);
+    uint32_t pad = 0;
+    gpuos_params_add(&p, &pad, 4);
+    gpuos_params_add(&p, &count, 8);
+    gpuos_launch_config c = {{4, 1, 1}, {256, 1, 1}, {2, 1, 1}, 0, 3};
+    CHECK(!gpuos_launch(g, f, &c, p.buf, p.len), "launch with cluster dims");
+    CHECK(!gpuos_synchronize(g), "sync");
+    uint32_t back[1024];
+    CHECK(!gpuos_memcpy_dtoh(g, back, d, sizeof back), "dtoh");
+    for (int i = 0; i < 1024; i++)
+        CHECK(back[i] == val, "kernel result wrong at %d", i);
+    CHECK(!gpuos_module_unload(g, m), "unload");
+    gpuos_close(g);
+    printf("module ok\n");
+    return 0;
+}
+
+/* COUNT kernels of NS at priority PRIO, then synchronise: prints the elapsed ms. */
+static int cmd_prio(const char *name, int prio, uint64_t ns, int count)
+{
+    gpuos_vgpu *g = open_or_die(name);
+    gpuos_function f = sleep_fn(g);
+    gpuos_launch_config c = {{1, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, prio};
+    double t0 = now_s();
+    for (int i = 0; i < count; i++)
+        CHECK(!gpuos_launch(g, f, &c, &ns, sizeof ns), "launch");
+    CHECK(!gpuos_synchronize(g), "sync");
+    printf("elapsed_ms %.1f\n", (now_s() - t0) * 1e3);
+    gpuos_close(g);
+    return 0;
+}
+
+/* A module from PTX text (real GPU only): setval(p, v) writes v + i at p[i]. */
+static const char setval_ptx[] =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".visible .entry setval(.param .u64 setval_param_0, .param .u32 setval_param_1)\n{\n"
+    ".reg .b32 %r<7>;\n.reg .b64 %rd<5>;\n"
+    "ld.param.u64 %rd1, [setval_param_0];\nld.param.u32 %r1, [setval_param_1];\n"
+    "mov.u32 %r2, %ctaid.x;\nmov.u32 %r3, %ntid.x;\nmov.u32 %r4, %tid.x;\n"
+    "mad.lo.s32 %r5, %r2, %r3, %r4;\nadd.s32 %r6, %r5, %r1;\ncvta.to.global.u64 %rd2, %rd1;\n"
+    "mul.wide.u32 %rd3, %r5, 4;\nadd.s64 %rd4, %rd2, %rd3;\nst.global.u32 [%rd4], %r6;\nret;\n}\n";
+
+static int cmd_ptx(const char *name)
+{
+    gpuos_vgpu *g = open_or_die(name);
+    gpuos_module m;
+    gpuos_function f;
+    CHECK(!gpuos_module_load(g, setval_ptx, sizeof setval_ptx - 1, &m), "PTX module");
+    CHECK(!gpuos_module_function(g, m, "setval", &f), "setval");
+    gpuos_dptr d;
+    CHECK(!gpuos_mem_alloc(g, 1024 * 4, &d), "alloc");
+    gpuos_params p;
+    gpuos_params_init(&p);
+    uint64_t dp = d;
+    uint32_t v = 1000;
+    gpuos_params_add(&p, &dp, 8);
+    gpuos_params_add(&p, &v, 4);
+    gpuos_launch_config c = {{4, 1, 1}, {256, 1, 1}, {0, 0, 0}, 0, 0};
+    CHECK(!gpuos_launch(g, f, &c, p.buf, p.len), "launch");
+    CHECK(!gpuos_synchronize(g), "sync");
+    uint32_t back[1024];
+    CHECK(!gpuos_memcpy_dtoh(g, back, d, sizeof back), "dtoh");
+    for (uint32_t i = 0; i < 1024; i++)
+        CHECK(back[i] == 1000 + i, "word %u is %u", i, back[i]);
+    CHECK(!gpuos_module_unload(g, m), "unload");
+    gpuos_close(g);
+    printf("ptx ok\n");
+    return 0;
+}
+
+/* The built-in fill kernel with cluster dimensions ("exec" on a GPU). */
+static int cmd_fill(const char *name, const char *mod)
+{
+    gpuos_vgpu *g = open_or_die(name);
+    gpuos_module m;
+    gpuos_function f;
+    CHECK(!gpuos_module_load_builtin(g, mod, &m), "module %s", mod);
+    CHECK(!gpuos_module_function(g, m, "fill", &f), "fill");
+    size_t count = 1 << 20;
+    gpuos_dptr d;
+    CHECK(!gpuos_mem_alloc(g, count * 4, &d), "alloc");
+    struct {
+        uint64_t p;
+        uint32_t v, pad;
+        uint64_t count;
+    } prm = {d, 0xABCD1234u, 0, count};
+    gpuos_launch_config c = {{8, 1, 1}, {256, 1, 1}, {2, 1, 1}, 0, 0};
+    CHECK(!gpuos_launch(g, f, &c, &prm, sizeof prm), "launch");
+    CHECK(!gpuos_synchronize(g), "sync");
+    uint32_t *back = malloc(count * 4);
+    CHECK(!gpuos_memcpy_dtoh(g, back, d, count * 4), "dtoh");
+    for (size_t i = 0; i < count; i++)
+        CHECK(back[i] == 0xABCD1234u, "word %zu is 0x%x", i, back[i]);
+    free(back);
+    gpuos_close(g);
+    printf("fill ok\n");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: serve_client CMD ARGS (see the source)\n");
+        return 2;
+    }
+    const char *c = argv[1];
+    if (!strcmp(c, "copy") && argc == 4)
+        return cmd_copy(argv[2], strtoull(argv[3], NULL, 0));
+    if (!strcmp(c, "quota") && argc == 4)
+        return cmd_quota(argv[2], strtoull(argv[3], NULL, 0));
+    if (!strcmp(c, "burst") && argc >= 5)
+        return cmd_burst(argv[2], strtoull(argv[3], NULL, 0), atof(argv[4]), argc > 5 ? atoi(argv[5]) : 1);
+    if (!strcmp(c, "copyload") && argc == 5)
+        return cmd_copyload(argv[2], strtoull(argv[3], NULL, 0), atof(argv[4]));
+    if (!strcmp(c, "die") && argc == 5)
+        return cmd_die(argv[2], strtoull(argv[3], NULL, 0), atoi(argv[4]));
+    if (!strcmp(c, "hold") && argc == 5)
+        return cmd_hold(argv[2], strtoull(argv[3], NULL, 0), atof(argv[4]));
+    if (!strcmp(c, "hostile"))
+        return cmd_hostile();
+    if (!strcmp(c, "version"))
+        return cmd_version();
+    if (!strcmp(c, "info") && argc == 3)
+        return cmd_info(argv[2]);
+    if (!strcmp(c, "ptx") && argc == 3)
+        return cmd_ptx(argv[2]);
+    if (!strcmp(c, "prio") && argc == 6)
+        return cmd_prio(argv[2], atoi(argv[3]), strtoull(argv[4], NULL, 0), atoi(argv[5]));
+    if (!strcmp(c, "fill") && argc == 4)
+        return cmd_fill(argv[2], argv[3]);
+    if (!strcmp(c, "module") && argc == 3)
+        return cmd_module(argv[2]);
+    fprintf(stderr, "serve_client: bad command\n");
+    return 2;
+}

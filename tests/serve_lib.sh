@@ -1,0 +1,61 @@
+# serve_lib.sh: shared by tests/t_serve*.sh (sourced). Starts `gpuos serve` on the
+# simulated device in a private temporary directory and cleans up whatever
+# happens; every wait is bounded.
+G=${GPUOS:-build/gpuos}
+B=${BUILD:-build}
+C="$B/tests/serve_client"
+PY=/usr/bin/python3
+T=$(mktemp -d)
+export GPUOS_SOCKET="$T/s" GPUOS_TIMEOUT_MS=20000
+DPID=
+cleanup() {
+    [ -n "$DPID" ] && kill -9 "$DPID" 2>/dev/null
+    jobs -p | xargs -r kill -9 2>/dev/null
+    rm -rf "$T"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; [ -f "$T/serve.log" ] && sed 's/^/    serve: /' "$T/serve.log" | tail -20; exit 1; }
+
+# start_daemon CONFIG_BODY: writes $T/conf (socket line added) and waits for the socket.
+start_daemon() {
+    { echo "socket = $T/s"; echo "$1"; } > "$T/conf"
+    "$G" serve --config "$T/conf" --verbose 2>>"$T/serve.log" &
+    DPID=$!
+    i=0
+    while [ ! -S "$T/s" ]; do
+        i=$((i + 1)); [ $i -gt 100 ] && fail "daemon did not come up"
+        kill -0 "$DPID" 2>/dev/null || fail "daemon exited at start"
+        sleep 0.1
+    done
+}
+
+# stop_daemon: SIGTERM, must exit 0 within 15 s and remove its socket.
+stop_daemon() {
+    kill -TERM "$DPID"
+    i=0
+    while kill -0 "$DPID" 2>/dev/null; do
+        i=$((i + 1)); [ $i -gt 150 ] && fail "daemon ignored SIGTERM for 15 s"
+        sleep 0.1
+    done
+    wait "$DPID"; rc=$?
+    DPID=
+    [ "$rc" -eq 0 ] || fail "daemon exit status $rc after SIGTERM"
+    [ ! -e "$T/s" ] || fail "socket file left behind"
+}
+
+# vgpu_field NAME FIELD: one field of `gpuos vgpu list --json`.
+vgpu_field() {
+    "$G" vgpu list --json | $PY -c "
+import json, sys
+for v in json.load(sys.stdin)['vgpus']:
+    if v['name'] == sys.argv[1]: print(v[sys.argv[2]])" "$1" "$2"
+}
+
+# wait_field NAME FIELD VALUE: polls up to 10 s.
+wait_field() {
+    i=0
+    while [ "$(vgpu_field "$1" "$2")" != "$3" ]; do
+        i=$((i + 1)); [ $i -gt 100 ] && fail "vGPU $1 $2 is $(vgpu_field "$1" "$2"), expected $3"
+        sleep 0.1
+    done
+}

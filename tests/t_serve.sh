@@ -1,0 +1,107 @@
+#!/bin/sh
+# t_serve.sh: `gpuos serve` + libgpuos on the simulated device, as real processes
+# over a real socket: device and vGPU facts, copies of every kind (pageable
+# pipeline, shared zero-copy, async, device-to-device, unaligned), modules from
+# bytes and built-in, launches with parameters and clusters, memory shares
+# enforced, hostile and truncated byte streams, a client of another protocol
+# version, `gpuos vgpu list/set` while clients run, configuration errors,
+# socket permissions, a second daemon on the same socket, clean SIGTERM.
+set -u
+. tests/serve_lib.sh
+
+# configuration errors: one line naming file and line
+printf '[device 0]\npolicy = lottery\n[vgpu a]\n' > "$T/bad.conf"
+out=$("$G" serve --config "$T/bad.conf" 2>&1) && fail "bad config accepted"
+echo "$out" | grep -q "bad.conf:2: policy must be" || fail "bad config message: $out"
+"$G" serve >/dev/null 2>&1; [ $? -eq 2 ] || fail "serve without --config must be a usage error"
+
+start_daemon "socket_mode = 0600
+[device 0]
+sim = default
+policy = band
+queue = mrq
+[vgpu a]
+compute = 60
+copy = 40
+memory = 64M
+[vgpu b]
+compute = 40
+copy = 60
+memory = 1%"
+
+[ "$(stat -c %a "$T/s")" = 600 ] || fail "socket mode $(stat -c %a "$T/s"), configured 0600"
+out=$("$G" serve --config "$T/conf" 2>&1) && fail "second daemon on the same socket started"
+echo "$out" | grep -q "already serves" || fail "second daemon message: $out"
+
+out=$(timeout 20 "$C" info a) || fail "info: $out"
+echo "$out" | grep -q "device sim NVIDIA H200" || fail "device facts: $out"
+echo "$out" | grep -q "vgpu a compute=60 copy=40" || fail "vgpu facts: $out"
+echo "$out" | grep -q "quota=67108864 clients=1 policy=band queue=mrq" || fail "vgpu facts: $out"
+
+for n in 1 4095 65536 1000000 5000000; do
+    timeout 30 "$C" copy a $n >"$T/out" 2>&1 || { cat "$T/out"; fail "copy round trips of $n bytes"; }
+done
+SC_CHUNK=2097152 GPUOS_COPY_THREADS=3 timeout 30 "$C" copy a 20000000 >"$T/out" 2>&1 || { cat "$T/out"; fail "copy with threaded bounce"; }
+timeout 20 "$C" module a >"$T/out" 2>&1 || { cat "$T/out"; fail "module/launch"; }
+timeout 20 "$C" fill a sim:builtin >"$T/out" 2>&1 || { cat "$T/out"; fail "builtin fill"; }
+
+# memory share: 64 MB -> exactly six 10 MB blocks, then GPUOS_EBUSY naming the share
+out=$(timeout 20 "$C" quota a 10000000) || fail "quota: $out"
+[ "$(echo "$out" | cut -d' ' -f2)" = 6 ] || fail "quota allowed: $out (expected 6 blocks)"
+echo "$out" | grep -q "vGPU a: allocating 10000000 bytes would exceed its memory share" || fail "quota message: $out"
+wait_field a mem_used 0
+
+# hostile bytes, then the daemon must still serve
+VGPU=a timeout 60 "$C" hostile >"$T/out" 2>&1 || { cat "$T/out"; fail "hostile"; }
+grep -q "garbage.*rejected: not a gpuos message" "$T/out" || fail "garbage not rejected"
+grep -q "truncated payload.*closed" "$T/out" || fail "truncated payload"
+timeout 20 "$C" version >"$T/out" 2>&1 || { cat "$T/out"; fail "version mismatch"; }
+grep -q "protocol version 99, this side speaks version 1" "$T/out" || fail "version message"
+kill -0 "$DPID" || fail "daemon died on hostile input"
+timeout 20 "$C" copy b 100000 >/dev/null || fail "daemon unusable after hostile clients"
+
+# unknown vGPU: clear error listing the available ones
+out=$(timeout 20 "$C" info nosuch 2>&1) && fail "unknown vGPU accepted"
+echo "$out" | grep -q 'no vGPU named "nosuch" (this daemon has: a, b)' || fail "unknown vGPU message: $out"
+
+# vgpu list / set, while a client runs
+timeout 20 "$C" burst a 2000000 3 >"$T/burst" 2>&1 &
+BP=$!
+sleep 1
+"$G" vgpu list >"$T/list" || fail "vgpu list"
+grep -q "^a  *0 band   mrq      60%     40%" "$T/list" || { cat "$T/list"; fail "vgpu list table"; }
+[ "$(vgpu_field a clients)" = 1 ] || fail "clients of a while bursting"
+u=$(vgpu_field a compute_util)
+$PY -c "import sys; sys.exit(0 if float('$u') > 0.5 else 1)" || fail "compute_util of a busy vGPU is $u"
+"$G" vgpu set a compute=30 copy=70 || fail "vgpu set"
+[ "$(vgpu_field a compute_share)" = 30 ] || fail "compute share not changed"
+[ "$(vgpu_field a copy_share)" = 70 ] || fail "copy share not changed"
+out=$("$G" vgpu set a bogus=1 2>&1) && fail "unknown key accepted"
+echo "$out" | grep -q 'unknown key "bogus"' || fail "unknown key message: $out"
+out=$("$G" vgpu set a compute=0 2>&1) && fail "share 0 accepted"
+"$G" vgpu set a memory=20M || fail "vgpu set memory"
+[ "$(vgpu_field a mem_quota)" = 20971520 ] || fail "memory quota not changed"
+wait $BP || { cat "$T/burst"; fail "burst client disturbed by vgpu set"; }
+t=$(vgpu_field a tasks); [ "$t" -gt 100 ] || fail "tasks of a: $t"
+out=$(timeout 20 "$C" quota a 10000000) || fail "quota after set: $out"
+[ "$(echo "$out" | cut -d' ' -f2)" = 2 ] || fail "quota after memory=20M: $out"
+
+# priority inside a vGPU: a high-priority kernel overtakes 60 queued 10 ms kernels
+# of another client of the same vGPU; at equal priority it waits behind them
+for p in 10 0; do
+    timeout 20 "$C" prio b 0 10000000 60 >"$T/low" 2>&1 &
+    LP=$!
+    sleep 0.3
+    ms=$(timeout 20 "$C" prio b $p 1000000 1 | sed -n 's/^elapsed_ms //p')
+    wait $LP || fail "low-priority client"
+    [ -n "$ms" ] || fail "priority client"
+    if [ $p -eq 10 ]; then
+        $PY -c "import sys; sys.exit(0 if $ms < 60 else 1)" || fail "priority 10 waited $ms ms behind 30 x 10 ms"
+    else
+        $PY -c "import sys; sys.exit(0 if $ms > 150 else 1)" || fail "equal priority overtook the queue ($ms ms)"
+    fi
+done
+
+stop_daemon
+grep -q "shutting down" "$T/serve.log" || fail "no shutdown message"
+echo "t_serve: ok"

@@ -1,0 +1,286 @@
+/* test_proto.c: the wire protocol (src/proto): exact header bytes, every
+ * validation rule rejecting with a reason, the socket transport with descriptor
+ * passing and timeouts, and the daemon's configuration parser. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "common/status.h"
+#include "proto/proto.h"
+#include "proto/wire.h"
+#include "serve/config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static void test_header_bytes(void **state)
+{
+    (void)state;
+    struct gos_msg_hdr h;
+    gos_proto_hdr(&h, GOS_MSG_COPY, 7, 48);
+    const unsigned char want[16] = {'G', 'O', 'S', 'P', 1, 0, 0x2c, 0x01, 7, 0, 0, 0, 48, 0, 0, 0};
+    assert_memory_equal(&h, want, 16);
+    assert_int_equal(gos_proto_check_hdr(&h), GOS_OK);
+    assert_string_equal(gos_proto_name(GOS_MSG_LAUNCH), "LAUNCH");
+    assert_string_equal(gos_proto_name(12345), "?");
+}
+
+static void reject(const struct gos_msg_hdr *h, const void *p, const char *needle)
+{
+    int rc = gos_proto_check(h, p);
+    if (rc != GOS_EPROTO)
+        fail_msg("accepted (rc %d), wanted \"%s\"", rc, needle);
+    if (!strstr(gos_last_error(), needle))
+        fail_msg("message \"%s\" lacks \"%s\"", gos_last_error(), needle);
+}
+
+static void test_header_rules(void **state)
+{
+    (void)state;
+    struct gos_msg_hdr h;
+    gos_proto_hdr(&h, GOS_MSG_SYNC, 1, 0);
+    h.magic = 0x12345678;
+    reject(&h, NULL, "not a gpuos message");
+    gos_proto_hdr(&h, GOS_MSG_SYNC, 1, 0);
+    h.version = 2;
+    reject(&h, NULL, "protocol version 2, this side speaks version 1");
+    gos_proto_hdr(&h, 777, 1, 0);
+    reject(&h, NULL, "unknown message type 777");
+    gos_proto_hdr(&h, GOS_MSG_COPY, 1, GOS_PROTO_MAX_PAYLOAD + 1);
+    reject(&h, NULL, "exceeds");
+    gos_proto_hdr(&h, GOS_MSG_COPY, 1, 47);
+    reject(&h, NULL, "expected 48");
+    gos_proto_hdr(&h, GOS_MSG_SYNC, 1, 1);
+    reject(&h, NULL, "expected 0");
+    gos_proto_hdr(&h, GOS_MSG_LAUNCH, 1, 63);
+    reject(&h, NULL, "outside");
+    gos_proto_hdr(&h, GOS_MSG_LAUNCH, 1, 64 + GOS_PARAM_MAX + 1);
+    reject(&h, NULL, "outside");
+    gos_proto_hdr(&h, GOS_MSG_REPLY, 1, 4);
+    reject(&h, NULL, "shorter than its header");
+}
+
+static void test_payload_rules(void **state)
+{
+    (void)state;
+    struct gos_msg_hdr h;
+    struct gos_msg_hello he = {.version = GOS_PROTOCOL_VERSION};
+    gos_proto_hdr(&h, GOS_MSG_HELLO, 1, sizeof he);
+    reject(&h, &he, "name empty");
+    memset(he.vgpu, 'a', sizeof he.vgpu);
+    reject(&h, &he, "not terminated");
+    strcpy(he.vgpu, "alice");
+    assert_int_equal(gos_proto_check(&h, &he), GOS_OK);
+    he.version = 3;
+    reject(&h, &he, "client speaks protocol version 3");
+
+    struct gos_msg_copy c = {.dir = GOS_COPY_HTOD, .bytes = 16};
+    gos_proto_hdr(&h, GOS_MSG_COPY, 1, sizeof c);
+    assert_int_equal(gos_proto_check(&h, &c), GOS_OK);
+    c.dir = 3;
+    reject(&h, &c, "direction");
+    c.dir = GOS_COPY_DTOH;
+    c.flags = GOS_F_ASYNC | GOS_F_DIRECT;
+    assert_int_equal(gos_proto_check(&h, &c), GOS_OK);
+    c.flags = 4;
+    reject(&h, &c, "flags");
+    c.flags = GOS_F_ASYNC;
+    c.bytes = 0;
+    reject(&h, &c, "COPY of 0 bytes");
+    c.bytes = 16;
+    c.region = GOS_MAX_REGIONS;
+    reject(&h, &c, "region");
+    c.region = 0;
+    c.offset = UINT64_MAX - 4;
+    reject(&h, &c, "overflows");
+
+    struct gos_msg_mem_alloc a = {0};
+    gos_proto_hdr(&h, GOS_MSG_MEM_ALLOC, 1, sizeof a);
+    reject(&h, &a, "MEM_ALLOC of 0 bytes");
+
+    unsigned char buf[sizeof(struct gos_msg_launch) + 16];
+    struct gos_msg_launch l = {.func = 1, .grid = {4, 1, 1}, .block = {128, 1, 1}, .param_bytes = 16};
+    memcpy(buf, &l, sizeof l);
+    gos_proto_hdr(&h, GOS_MSG_LAUNCH, 1, sizeof buf);
+    assert_int_equal(gos_proto_check(&h, buf), GOS_OK);
+    l.param_bytes = 8;
+    memcpy(buf, &l, sizeof l);
+    reject(&h, buf, "says 8 parameter bytes, carries 16");
+    l.param_bytes = 16;
+    l.grid[1] = 0;
+    memcpy(buf, &l, sizeof l);
+    reject(&h, buf, "grid dimension 1 is 0");
+    l.grid[1] = 1;
+    l.block[0] = 2048;
+    memcpy(buf, &l, sizeof l);
+    reject(&h, buf, "more than 1024 threads");
+    l.block[0] = 128;
+    l.cluster[0] = 3;
+    l.cluster[1] = l.cluster[2] = 1;
+    memcpy(buf, &l, sizeof l);
+    reject(&h, buf, "not a multiple of the cluster");
+    l.cluster[0] = 2;
+    memcpy(buf, &l, sizeof l);
+    assert_int_equal(gos_proto_check(&h, buf), GOS_OK);
+
+    struct gos_msg_admin_set s = {0};
+    strcpy(s.vgpu, "a");
+    strcpy(s.key, "compute");
+    gos_proto_hdr(&h, GOS_MSG_ADMIN_SET, 1, sizeof s);
+    reject(&h, &s, "ADMIN_SET field");
+    strcpy(s.value, "30");
+    assert_int_equal(gos_proto_check(&h, &s), GOS_OK);
+
+    struct gos_msg_module_load m = {0};
+    gos_proto_hdr(&h, GOS_MSG_MODULE_LOAD, 1, sizeof m);
+    reject(&h, &m, "needs image bytes");
+    strcpy(m.name, "sim:builtin");
+    assert_int_equal(gos_proto_check(&h, &m), GOS_OK);
+}
+
+static void test_reply_rules(void **state)
+{
+    (void)state;
+    unsigned char buf[512];
+    struct gos_msg_hdr h;
+    struct gos_rep_hdr r = {.status = GOS_OK, .req_type = GOS_MSG_MEM_ALLOC};
+    uint64_t dptr = 42;
+    memcpy(buf, &r, sizeof r);
+    memcpy(buf + sizeof r, &dptr, 8);
+    gos_proto_hdr(&h, GOS_MSG_REPLY, 1, sizeof r + 8);
+    assert_int_equal(gos_proto_check(&h, buf), GOS_OK);
+    gos_proto_hdr(&h, GOS_MSG_REPLY, 1, sizeof r + 4);
+    reject(&h, buf, "expected 8");
+    r.status = GOS_EBUSY;
+    r.text_len = 5;
+    memcpy(buf, &r, sizeof r);
+    memcpy(buf + sizeof r, "abcde", 5); /* not terminated */
+    gos_proto_hdr(&h, GOS_MSG_REPLY, 1, sizeof r + 5);
+    reject(&h, buf, "not terminated");
+    memcpy(buf + sizeof r, "abcd", 5);
+    assert_int_equal(gos_proto_check(&h, buf), GOS_OK);
+    r.status = 5;
+    memcpy(buf, &r, sizeof r);
+    reject(&h, buf, "status 5 out of range");
+    r.status = 0;
+    r.req_type = GOS_MSG_ADMIN_LIST;
+    r.text_len = 0;
+    struct gos_rep_admin_list l = {.n = 2};
+    memcpy(buf, &r, sizeof r);
+    memcpy(buf + sizeof r, &l, sizeof l);
+    gos_proto_hdr(&h, GOS_MSG_REPLY, 1, sizeof r + sizeof l + sizeof(struct gos_vgpu_rec));
+    unsigned char *big = calloc(1, 4096);
+    memcpy(big, buf, sizeof r + sizeof l);
+    reject(&h, big, "ADMIN_LIST reply of 2 records");
+    free(big);
+}
+
+static void test_wire_roundtrip_with_fd(void **state)
+{
+    (void)state;
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    int mfd = memfd_create("t", 0);
+    assert_true(mfd >= 0);
+    assert_int_equal(ftruncate(mfd, 8192), 0);
+    struct gos_msg_region_add m = {.bytes = 8192};
+    assert_int_equal(gos_wire_send(sv[0], GOS_MSG_REGION_ADD, 9, &m, sizeof m, NULL, 0, mfd), GOS_OK);
+    struct gos_msg_hdr h;
+    unsigned char *p = malloc(GOS_PROTO_MAX_PAYLOAD);
+    int fd = -1;
+    assert_int_equal(gos_wire_recv(sv[1], &h, p, &fd, 1000), GOS_OK);
+    assert_int_equal(h.type, GOS_MSG_REGION_ADD);
+    assert_int_equal(h.seq, 9);
+    assert_true(fd >= 0);
+    struct stat a, b;
+    fstat(mfd, &a);
+    fstat(fd, &b);
+    assert_int_equal(a.st_ino, b.st_ino);
+    close(fd);
+    close(mfd);
+    /* error reply carries its text */
+    gos_wire_reply(sv[1], 0, 9, GOS_MSG_REGION_ADD, GOS_EPERM, "nope", NULL, 0);
+    assert_int_equal(gos_wire_recv(sv[0], &h, p, NULL, 1000), GOS_OK);
+    struct gos_rep_hdr r;
+    memcpy(&r, p, sizeof r);
+    assert_int_equal(r.status, GOS_EPERM);
+    assert_string_equal((char *)p + sizeof r, "nope");
+    /* nothing to read: bounded wait */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_int_equal(gos_wire_recv(sv[0], &h, p, NULL, 100), GOS_ETIMEDOUT);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double dt = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    assert_true(dt >= 0.09 && dt < 2.0);
+    /* peer gone mid-message */
+    struct gos_msg_hdr hh;
+    gos_proto_hdr(&hh, GOS_MSG_MEM_ALLOC, 1, 8);
+    assert_int_equal(write(sv[1], &hh, sizeof hh), (ssize_t)sizeof hh);
+    close(sv[1]);
+    assert_int_equal(gos_wire_recv(sv[0], &h, p, NULL, 1000), GOS_EIO);
+    assert_non_null(strstr(gos_last_error(), "middle of a message"));
+    close(sv[0]);
+    free(p);
+}
+
+static void test_config(void **state)
+{
+    (void)state;
+    struct gos_serve_config c;
+    const char *ok = "socket = /tmp/x.sock\nsocket_mode = 0600\n\n# comment\n[device 0]\npolicy = credit\n"
+                     "queue = sdq\nperiod_ms = 10\nband_charge_hold = 0\n[vgpu a]\ncompute = 70\ncopy = 40\nmemory = 25%\n"
+                     "[vgpu b]\ncompute = 30\nmemory = 2G\n";
+    assert_int_equal(gos_serve_config_parse(ok, "t.conf", &c), GOS_OK);
+    assert_string_equal(c.socket, "/tmp/x.sock");
+    assert_int_equal(c.socket_mode, 0600);
+    assert_int_equal(c.n_devs, 1);
+    assert_string_equal(c.devs[0].policy, "credit");
+    assert_string_equal(c.devs[0].queue, "sdq");
+    assert_int_equal(c.devs[0].period_ns, 10000000ull);
+    assert_int_equal(c.devs[0].ordinal, 0);
+    assert_int_equal(c.devs[0].band_charge_hold, 0);
+    assert_int_equal(c.n_vgpus, 2);
+    assert_int_equal(c.vgpus[0].compute, 70);
+    assert_int_equal(c.vgpus[0].copy, 40);
+    assert_true(c.vgpus[0].mem_pct == 25.0);
+    assert_int_equal(c.vgpus[1].copy, 30); /* copy defaults to compute */
+    assert_int_equal(c.vgpus[1].mem_bytes, 2ull << 30);
+    static const struct {
+        const char *text, *needle;
+    } bad[] = {
+        {"[device 0]\npolicy = lottery\n[vgpu a]\n", "t.conf:2: policy must be"},
+        {"[device 0]\n[vgpu a]\ncompute = 0\n", "t.conf:3: compute share must be 1..100"},
+        {"[device 0]\n[vgpu a]\nmemory = 120%\n", "t.conf:3: memory share"},
+        {"[device 0]\n[vgpu a]\n[vgpu a]\n", "t.conf:3: vGPU a defined twice"},
+        {"[device 0]\n", "no [vgpu NAME] section"},
+        {"[vgpu a]\n", "has no device"},
+        {"[device 0]\n[vgpu a]\ndevice = 7\n", "t.conf:3: no [device 7]"},
+        {"bogus\n", "t.conf:1: expected key = value"},
+        {"[gpu 0]\n", "t.conf:1: unknown section"},
+        {"socket_mode = 999\n", "octal"},
+        {"[device 0]\nband_charge_hold = 2\n[vgpu a]\n", "t.conf:2: band_charge_hold must be 0 or 1"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        if (gos_serve_config_parse(bad[i].text, "t.conf", &c) == GOS_OK)
+            fail_msg("accepted: %s", bad[i].text);
+        if (!strstr(gos_last_error(), bad[i].needle))
+            fail_msg("message \"%s\" lacks \"%s\"", gos_last_error(), bad[i].needle);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_header_bytes),     cmocka_unit_test(test_header_rules),
+        cmocka_unit_test(test_payload_rules),    cmocka_unit_test(test_reply_rules),
+        cmocka_unit_test(test_wire_roundtrip_with_fd), cmocka_unit_test(test_config),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
