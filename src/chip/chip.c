@@ -1,6 +1,7 @@
 /* chip.c: reading, validating and writing gpuos.chip/1 (SPEC "Contracts"). */
 #include "chip/chip.h"
 
+#include "common/jsonio.h"
 #include "common/status.h"
 
 #include <errno.h>
@@ -444,29 +445,11 @@ int gos_chip_validate(const gos_chip *c, const char *what)
     return GOS_OK;
 }
 
-static json_t *int_array(const int *v, int n)
-{
-    json_t *a = json_array();
-    for (int i = 0; i < n; i++)
-        json_array_append_new(a, json_integer(v[i]));
-    return a;
-}
-
-static json_t *obj_child(json_t *parent, const char *key)
-{
-    json_t *o = json_object_get(parent, key);
-    if (!json_is_object(o)) {
-        o = json_object();
-        json_object_set_new(parent, key, o);
-    }
-    return o;
-}
-
 json_t *gos_chip_to_json(const gos_chip *c)
 {
     json_t *root = c->json ? json_deep_copy(c->json) : json_object();
     json_object_set_new(root, "schema", json_string(GOS_CHIP_SCHEMA));
-    json_t *dev = obj_child(root, "device");
+    json_t *dev = gos_json_child(root, "device");
     json_object_set_new(dev, "name", json_string(c->device.name));
     json_object_set_new(dev, "uuid", json_string(c->device.uuid));
     char cc[16];
@@ -481,17 +464,17 @@ json_t *gos_chip_to_json(const gos_chip *c)
     else
         json_object_del(dev, "simulated");
     if (c->n_gpcs) {
-        json_t *topo = obj_child(root, "topology");
+        json_t *topo = gos_json_child(root, "topology");
         json_t *gpcs = json_array();
         for (int g = 0; g < c->n_gpcs; g++) {
             const gos_gpc *G = &c->gpcs[g];
             json_t *o = json_object();
-            json_object_set_new(o, "sms", int_array(G->sms, G->n_sms));
-            json_object_set_new(o, "cluster_sms", int_array(G->cluster_sms, G->n_cluster));
+            json_object_set_new(o, "sms", gos_json_ints(G->sms, G->n_sms));
+            json_object_set_new(o, "cluster_sms", gos_json_ints(G->cluster_sms, G->n_cluster));
             json_t *t = json_array();
             for (int i = 0; i < G->n_tpcs; i++)
-                json_array_append_new(t, G->tpcs[i][1] >= 0 ? int_array(G->tpcs[i], 2)
-                                                            : int_array(G->tpcs[i], 1));
+                json_array_append_new(t, G->tpcs[i][1] >= 0 ? gos_json_ints(G->tpcs[i], 2)
+                                                            : gos_json_ints(G->tpcs[i], 1));
             json_object_set_new(o, "tpcs", t);
             if (G->max_cluster)
                 json_object_set_new(o, "max_cluster", json_integer(G->max_cluster));
@@ -500,25 +483,25 @@ json_t *gos_chip_to_json(const gos_chip *c)
         json_object_set_new(topo, "gpcs", gpcs);
     }
     if (c->n_parts || c->hash_granularity || c->n_in_page_bits || c->has_latency) {
-        json_t *numa = obj_child(root, "numa");
+        json_t *numa = gos_json_child(root, "numa");
         if (c->n_parts) {
             json_t *parts = json_array();
             for (int p = 0; p < c->n_parts; p++) {
                 json_t *o = json_object();
-                json_object_set_new(o, "sms", int_array(c->parts[p].sms, c->parts[p].n_sms));
+                json_object_set_new(o, "sms", gos_json_ints(c->parts[p].sms, c->parts[p].n_sms));
                 json_array_append_new(parts, o);
             }
             json_object_set_new(numa, "partitions", parts);
         }
         if (c->hash_granularity || c->n_in_page_bits || c->n_physical_bits) {
-            json_t *h = obj_child(numa, "hash");
+            json_t *h = gos_json_child(numa, "hash");
             json_object_set_new(h, "granularity_bytes", json_integer((json_int_t)c->hash_granularity));
-            json_object_set_new(h, "in_page_bits", int_array(c->in_page_bits, c->n_in_page_bits));
+            json_object_set_new(h, "in_page_bits", gos_json_ints(c->in_page_bits, c->n_in_page_bits));
             if (c->n_physical_bits)
-                json_object_set_new(h, "physical_bits", int_array(c->physical_bits, c->n_physical_bits));
+                json_object_set_new(h, "physical_bits", gos_json_ints(c->physical_bits, c->n_physical_bits));
         }
         if (c->has_latency) {
-            json_t *l = obj_child(numa, "latency_cycles");
+            json_t *l = gos_json_child(numa, "latency_cycles");
             json_object_set_new(l, "hbm_local", json_real(c->lat_hbm_local));
             json_object_set_new(l, "hbm_remote", json_real(c->lat_hbm_remote));
             json_object_set_new(l, "l2_local", json_real(c->lat_l2_local));
@@ -526,7 +509,7 @@ json_t *gos_chip_to_json(const gos_chip *c)
         }
     }
     if (c->has_sim) {
-        json_t *s = obj_child(root, "sim");
+        json_t *s = gos_json_child(root, "sim");
         json_object_set_new(s, "seed", json_integer((json_int_t)c->sim_seed));
         json_object_set_new(s, "jitter", json_real(c->sim_jitter));
         json_object_set_new(s, "l2_gbps_per_sm", json_real(c->sim_l2_gbps_per_sm));
@@ -535,7 +518,6 @@ json_t *gos_chip_to_json(const gos_chip *c)
     return root;
 }
 
-#include "common/jsonio.h"
 
 int gos_chip_save(const gos_chip *c, const char *path)
 {

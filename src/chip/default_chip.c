@@ -5,6 +5,7 @@
  * GPCs, GPCs split 4 + 4 over the two memory partitions.
  *
  * Each pillar's simulated parameters live in a function of their own below. */
+#include "common/jsonio.h"
 #include "chip/chip.h"
 
 #include <stdlib.h>
@@ -61,14 +62,6 @@ static void default_topology(json_t *root)
     json_object_set_new(root, "topology", topo);
 }
 
-static json_t *int_list(const int *v, int n)
-{
-    json_t *a = json_array();
-    for (int i = 0; i < n; i++)
-        json_array_append_new(a, json_integer(v[i]));
-    return a;
-}
-
 /* Partition 0 holds GPCs 0,2,4,6; partition 1 GPCs 1,3,5,7. */
 static void default_numa(json_t *root)
 {
@@ -88,8 +81,8 @@ static void default_numa(json_t *root)
     static const int physical[] = {12, 13, 15, 17, 19, 21, 22, 25, 27, 30, 33};
     json_t *hash = json_object();
     json_object_set_new(hash, "granularity_bytes", json_integer(4096));
-    json_object_set_new(hash, "in_page_bits", int_list(in_page, 5));
-    json_object_set_new(hash, "physical_bits", int_list(physical, 11));
+    json_object_set_new(hash, "in_page_bits", gos_json_ints(in_page, 5));
+    json_object_set_new(hash, "physical_bits", gos_json_ints(physical, 11));
     json_t *lat = json_object();
     json_object_set_new(lat, "hbm_local", json_real(490));
     json_object_set_new(lat, "hbm_remote", json_real(655));
@@ -112,7 +105,7 @@ static void default_sim_dvfs(json_t *sim)
 {
     static const int freqs[] = {1980, 1755, 1605, 1410, 1260};
     json_t *dvfs = json_object();
-    json_object_set_new(dvfs, "freqs_mhz", int_list(freqs, 5));
+    json_object_set_new(dvfs, "freqs_mhz", gos_json_ints(freqs, 5));
     json_t *sw = json_object();
     json_object_set_new(sw, "mean", json_real(20.0));
     json_object_set_new(sw, "sd", json_real(4.0));

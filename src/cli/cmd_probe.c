@@ -1,6 +1,7 @@
 /* cmd_probe.c: `gpuos probe [topology|numa|memory|all] [--device N] [--sim CHIP]
  * [--json OUT] [--verify SIZE|all] [--repeat N]`: charts the chip section by
  * section into one gos_chip and writes it as gpuos.chip/1. */
+#include "common/clock.h"
 #include "cli/cli.h"
 #include "cli/probe.h"
 #include "common/status.h"
@@ -26,13 +27,6 @@ static const char usage_text[] =
     "  --json OUT   also write the chart as gpuos.chip/1 ('-' = stdout, no text)\n"
     "  --verify S   numa: classify every 4 KB page of an S-byte allocation (or 'all')\n"
     "  --repeat N   sections that support it measure N times and report the spread\n";
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void fill_device(gos_chip *c, const gos_device *d)
 {
@@ -110,7 +104,7 @@ int cmd_probe(int argc, char **argv)
             return 1;
         }
 
-    double t0 = now_s();
+    double t0 = gos_now_s();
     gos_device *d = NULL;
     int rc = cli_open_device(sim, (int)ordinal, &d);
     if (rc)
@@ -142,7 +136,7 @@ int cmd_probe(int argc, char **argv)
         if (ctx.out)
             fflush(ctx.out);
     }
-    double secs = now_s() - t0;
+    double secs = gos_now_s() - t0;
     if (ctx.out)
         fprintf(ctx.out, "Chart of %s%s done in %.2f s\n", gos_dev_label(d), d->info.name, secs);
     if (json_out) {

@@ -5,21 +5,12 @@
  * put in the chart; run alone, it discovers them first (without charting them).
  * Figures go to a top-level "memory" object; the L2 latencies also refine the
  * chart's numa.latency_cycles when the numa section ran. */
+#include "common/jsonio.h"
 #include "cli/probe.h"
 #include "common/status.h"
 #include "memory/memory.h"
 
 #include <stdlib.h>
-
-static json_t *obj_child(json_t *parent, const char *key)
-{
-    json_t *o = json_object_get(parent, key);
-    if (!json_is_object(o)) {
-        o = json_object();
-        json_object_set_new(parent, key, o);
-    }
-    return o;
-}
 
 int probe_memory(gos_probe_ctx *ctx)
 {
@@ -46,7 +37,7 @@ int probe_memory(gos_probe_ctx *ctx)
     if (ctx->chip->has_latency) {
         ctx->chip->lat_l2_local = f.l2_local;
         ctx->chip->lat_l2_remote = f.l2_remote;
-        obj_child(json_object_get(ctx->chip->json, "numa"), "latency_cycles");
+        gos_json_child(json_object_get(ctx->chip->json, "numa"), "latency_cycles");
     }
     FILE *out = ctx->out;
     if (out) {

@@ -1,18 +1,11 @@
 /* probe_topology.c: the topology section of `gpuos probe` (pillar 1a). */
+#include "common/jsonio.h"
 #include "cli/probe.h"
 #include "common/status.h"
 #include "topology/topology.h"
 
 #include <stdio.h>
 #include <string.h>
-
-static json_t *int_list(const int *v, int n)
-{
-    json_t *a = json_array();
-    for (int i = 0; i < n; i++)
-        json_array_append_new(a, json_integer(v[i]));
-    return a;
-}
 
 /* Clusters of k blocks (one per SM) that fit at once: larger than 2 only on
  * cluster-eligible SMs, never across GPCs. */
@@ -31,7 +24,7 @@ static json_t *topology_extras(const gos_topo_result *r, const char *summary)
     json_object_set_new(t, "summary", json_string(summary));
     const char *match = gos_topo_paper_match(summary);
     json_object_set_new(t, "paper_match", match ? json_string(match) : json_null());
-    json_object_set_new(t, "free_floating_sms", int_list(r->free_sms, r->n_free));
+    json_object_set_new(t, "free_floating_sms", gos_json_ints(r->free_sms, r->n_free));
     json_object_set_new(t, "tpcs_from", json_string(r->tpcs_known == 1   ? "clusters-of-2"
                                                     : r->tpcs_known == 2 ? "l2-contention"
                                                                          : "unobservable"));
@@ -53,7 +46,7 @@ static json_t *topology_extras(const gos_topo_result *r, const char *summary)
     for (int i = 0; i < r->n_place; i++) {
         const gos_topo_placement *p = &r->place[i];
         json_t *o = json_object();
-        json_object_set_new(o, "sms", int_list(p->sms, p->n_sms));
+        json_object_set_new(o, "sms", gos_json_ints(p->sms, p->n_sms));
         json_object_set_new(o, "gpc", json_integer(p->gpc));
         json_object_set_new(o, "how", json_string(p->how));
         json_object_set_new(o, "margin", json_real(p->margin));

@@ -74,3 +74,21 @@ int gos_json_save_atomic(json_t *root, const char *path)
     free(t);
     return rc;
 }
+
+json_t *gos_json_ints(const int *v, int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(a, json_integer(v[i]));
+    return a;
+}
+
+json_t *gos_json_child(json_t *parent, const char *key)
+{
+    json_t *o = json_object_get(parent, key);
+    if (!json_is_object(o)) {
+        o = json_object();
+        json_object_set_new(parent, key, o);
+    }
+    return o;
+}

@@ -8,6 +8,13 @@
 /* Writes root, indented, to path atomically. "-" writes to stdout. */
 int gos_json_save_atomic(json_t *root, const char *path);
 
+/* A new JSON array of the n integers in v. */
+json_t *gos_json_ints(const int *v, int n);
+
+/* parent[key] as an object, created (replacing a non-object) if needed;
+ * a borrowed reference. */
+json_t *gos_json_child(json_t *parent, const char *key);
+
 /* Writes a whole buffer to path atomically (same rules). */
 int gos_file_save_atomic(const char *path, const void *data, size_t len);
 

@@ -16,6 +16,7 @@
  *     reader moving from pass to pass so every SM reads every page (the paper's
  *     benchmark): cross-partition replication can only cost capacity in the
  *     second. */
+#include "common/clock.h"
 #include "memory/memory.h"
 
 #include "common/rng.h"
@@ -27,13 +28,6 @@
 #include <time.h>
 
 #define L2_SAMPLES 1024 /* per direction and partition */
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + 1e-9 * t.tv_nsec;
-}
 
 void gos_memory_figures_free(gos_memory_figures *f)
 {
@@ -221,7 +215,7 @@ static int l2_curve(gos_device *d, const gos_mem_buf *b, int shared, gos_l2_curv
 int gos_memory_measure(gos_device *d, const gos_numa_model *m, gos_memory_figures *f)
 {
     memset(f, 0, sizeof *f);
-    double t0 = now_s();
+    double t0 = gos_now_s();
     if (first_sm(m, 0) < 0 || first_sm(m, 1) < 0)
         return gos_fail(GOS_EAMBIGUOUS, "memory figures need SMs in both partitions");
     uint64_t bytes = 4ull << 30;
@@ -244,7 +238,7 @@ int gos_memory_measure(gos_device *d, const gos_numa_model *m, gos_memory_figure
         goto out;
     if ((rc = l2_curve(d, b, 0, &f->curve[0])) || (rc = l2_curve(d, b, 1, &f->curve[1])))
         goto out;
-    f->t_total_s = now_s() - t0;
+    f->t_total_s = gos_now_s() - t0;
 out:
     gos_numa_map_free(map);
     gos_mem_free(d, b);

@@ -9,27 +9,12 @@
 #include "memory/memory.h"
 
 #include "common/status.h"
+#include "stats/stats.h"
 
 #include <stdlib.h>
 
-static int cmp_dbl(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(const double *v, int n)
-{
-    double *t = malloc(n * sizeof *t);
-    if (!t)
-        return 0;
-    for (int i = 0; i < n; i++)
-        t[i] = v[i];
-    qsort(t, n, sizeof *t, cmp_dbl);
-    double r = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-    free(t);
-    return r;
-}
+/* Median (numpy's linear interpolation, src/stats). */
+static double median(const double *v, int n) { return gos_quantile(v, (size_t)n, 0.5); }
 
 int gos_l2_knee(const double *ws, const double *gbps, int n, double *knee, double *plateau,
                 double *floor_gbps)

@@ -16,6 +16,8 @@
  *
  * Address choices are seeded with a constant: the same device gives the same
  * probe pattern on every run. */
+#include "common/jsonio.h"
+#include "common/clock.h"
 #include "numa/numa.h"
 
 #include "common/rng.h"
@@ -25,13 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + 1e-9 * t.tv_nsec;
-}
 
 void gos_numa_opts_default(gos_numa_opts *o)
 {
@@ -366,7 +361,7 @@ int gos_numa_discover(gos_device *d, const gos_numa_opts *o, gos_numa_model *m)
     memset(m, 0, sizeof *m);
     m->sm_count = d->info.sm_count;
     m->ref_sm = 0;
-    double t0 = now_s(), t;
+    double t0 = gos_now_s(), t;
     gos_mem_buf *b = NULL;
     uint64_t *a = NULL;
     uint8_t *par = NULL;
@@ -390,30 +385,30 @@ int gos_numa_discover(gos_device *d, const gos_numa_opts *o, gos_numa_model *m)
         goto fail;
     }
     /* 1. */
-    t = now_s();
+    t = gos_now_s();
     for (int i = 0; i < n; i++)
         a[i] = b->base + rand_line(&r, b->bytes);
     if ((rc = gos_mem_latency(d, GOS_LAT_HBM, m->ref_sm, m->ref_sm, a, n, m->hist_samples)))
         goto fail;
     m->n_hist = n;
     if ((rc = gos_tiers_find(m->hist_samples, n, &m->tiers))) {
-        m->t_hist_s = now_s() - t;
+        m->t_hist_s = gos_now_s() - t;
         goto fail;
     }
     m->hbm_local = m->tiers.low;
     m->hbm_remote = m->tiers.high;
     m->have_tiers = 1;
-    m->t_hist_s = now_s() - t;
+    m->t_hist_s = gos_now_s() - t;
     /* 2. */
-    t = now_s();
+    t = gos_now_s();
     if ((rc = find_hash(d, b, &r, o->flip_bases, m->ref_sm, m->tiers.threshold, &m->in_page_mask,
                         m->flip_frac)))
         goto fail;
     m->granularity = m->in_page_mask ? 1ull << __builtin_ctz(m->in_page_mask) : GOS_PAGE_2M;
     m->have_hash = 1;
-    m->t_hash_s = now_s() - t;
+    m->t_hash_s = gos_now_s() - t;
     /* 3., 4. */
-    t = now_s();
+    t = gos_now_s();
     if (!(par = page_parity(b, a, m->hist_samples, n, m->tiers.threshold, m->in_page_mask))) {
         rc = gos_fail(GOS_ENOMEM, "out of memory");
         goto fail;
@@ -423,36 +418,26 @@ int gos_numa_discover(gos_device *d, const gos_numa_opts *o, gos_numa_model *m)
     m->have_affinity = 1;
     if ((rc = concurrent_check(d, b, par, o->affinity_per_sm, m)))
         goto fail;
-    m->t_affinity_s = now_s() - t;
+    m->t_affinity_s = gos_now_s() - t;
     /* 5. */
-    t = now_s();
+    t = gos_now_s();
     if ((rc = find_l2(d, b, par, &r, o->l2_samples, m)))
         goto fail;
-    m->t_l2_s = now_s() - t;
+    m->t_l2_s = gos_now_s() - t;
     free(a);
     free(par);
     gos_mem_free(d, b);
-    m->t_total_s = now_s() - t0;
+    m->t_total_s = gos_now_s() - t0;
     return GOS_OK;
 fail:
     free(a);
     free(par);
     gos_mem_free(d, b);
-    m->t_total_s = now_s() - t0;
+    m->t_total_s = gos_now_s() - t0;
     return rc;
 }
 
 /* ---- the model in the chart ------------------------------------------------- */
-
-static json_t *obj_child(json_t *parent, const char *key)
-{
-    json_t *o = json_object_get(parent, key);
-    if (!json_is_object(o)) {
-        o = json_object();
-        json_object_set_new(parent, key, o);
-    }
-    return o;
-}
 
 int gos_numa_model_to_chip(const gos_numa_model *m, gos_chip *c)
 {
@@ -476,8 +461,8 @@ int gos_numa_model_to_chip(const gos_numa_model *m, gos_chip *c)
     c->lat_l2_remote = m->l2_remote;
     if (!c->json)
         c->json = json_object();
-    json_t *numa = obj_child(c->json, "numa");
-    json_object_del(obj_child(numa, "hash"), "physical_bits"); /* never measurable */
+    json_t *numa = gos_json_child(c->json, "numa");
+    json_object_del(gos_json_child(numa, "hash"), "physical_bits"); /* never measurable */
     json_object_set_new(numa, "reference_sm", json_integer(m->ref_sm));
     json_object_set_new(numa, "threshold_cycles", json_real(m->tiers.threshold));
     json_t *ti = json_object();

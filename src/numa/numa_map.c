@@ -7,6 +7,7 @@
  * That parity is measured once when the map is built: four line probes per 2 MB
  * page (a majority, ties broken by the clearest sample), all pages in one sweep
  * over every SM. Afterwards a query is O(1): page parity XOR in-page parity. */
+#include "common/clock.h"
 #include "numa/numa.h"
 
 #include "common/status.h"
@@ -16,13 +17,6 @@
 #include <time.h>
 
 #define PROBES_PER_PAGE 4
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + 1e-9 * t.tv_nsec;
-}
 
 /* Threshold of the SM that measured a sample: midpoint of its own tiers when
  * known, else the reference threshold. */
@@ -84,7 +78,7 @@ int gos_numa_probers(const gos_numa_model *m, int sms[GOS_MAX_SMS])
 int gos_numa_map_build(gos_device *d, const gos_numa_model *m, const gos_mem_buf *b,
                        gos_numa_map **out)
 {
-    double t0 = now_s();
+    double t0 = gos_now_s();
     gos_numa_map *map = calloc(1, sizeof *map);
     uint64_t np = b->bytes / GOS_PAGE_2M, n = np * PROBES_PER_PAGE;
     uint32_t *s = malloc(n * sizeof *s);
@@ -126,7 +120,7 @@ int gos_numa_map_build(gos_device *d, const gos_numa_model *m, const gos_mem_buf
         map->n_unknown += map->parity[p] == 0xff;
     }
     free(s);
-    map->t_probe_s = now_s() - t0;
+    map->t_probe_s = gos_now_s() - t0;
     *out = map;
     return GOS_OK;
 }

@@ -9,6 +9,7 @@
  * disagreed are probed again, more often, from one SM: a unit whose careful
  * probe matches was a noisy sample, one that still disagrees a wrong prediction
  * (or a page that keeps answering slowly). */
+#include "common/clock.h"
 #include "numa/numa.h"
 
 #include "common/status.h"
@@ -20,13 +21,6 @@
 #define BATCH (1ull << 22) /* units per sweep call: 16 MB of results */
 #define MAX_REPROBE (1u << 20)
 #define REPROBE_REPS 7
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + 1e-9 * t.tv_nsec;
-}
 
 static int cmp_u32(const void *a, const void *b)
 {
@@ -72,7 +66,7 @@ static int reprobe(gos_device *d, const gos_numa_model *m, const gos_numa_map *m
 int gos_numa_verify_run(gos_device *d, const gos_numa_model *m, uint64_t bytes, int samples,
                         gos_numa_verify *v)
 {
-    double t0 = now_s();
+    double t0 = gos_now_s();
     gos_mem_buf *b = NULL;
     gos_numa_map *map = NULL;
     uint32_t *s = NULL;
@@ -81,7 +75,7 @@ int gos_numa_verify_run(gos_device *d, const gos_numa_model *m, uint64_t bytes, 
     int rc = gos_mem_alloc(d, bytes, &b);
     if (rc)
         return rc;
-    v->t_alloc_s = now_s() - t0;
+    v->t_alloc_s = gos_now_s() - t0;
     v->bytes = b->bytes;
     v->unit_bytes = UNIT;
     v->units = b->bytes / UNIT;
@@ -101,7 +95,7 @@ int gos_numa_verify_run(gos_device *d, const gos_numa_model *m, uint64_t bytes, 
         rc = gos_fail(GOS_ENOMEM, "out of memory");
         goto out;
     }
-    double t1 = now_s();
+    double t1 = gos_now_s();
     for (uint64_t first = 0; first < v->units; first += BATCH) {
         uint64_t n = v->units - first < BATCH ? v->units - first : BATCH;
         /* Unit first + i of the whole buffer is unit i of a sweep based at first * UNIT. */
@@ -121,14 +115,14 @@ int gos_numa_verify_run(gos_device *d, const gos_numa_model *m, uint64_t bytes, 
                 redo[n_redo++] = off;
         }
     }
-    v->t_sweep_s = now_s() - t1;
+    v->t_sweep_s = gos_now_s() - t1;
     v->agreement = v->classified ? (double)v->agree / v->classified : 0;
-    t1 = now_s();
+    t1 = gos_now_s();
     if (n_redo && (rc = reprobe(d, m, map, b->base, redo, n_redo, v)))
         goto out;
-    v->t_reprobe_s = now_s() - t1;
+    v->t_reprobe_s = gos_now_s() - t1;
     v->agreement_after = v->units ? (double)(v->agree + v->resolved) / v->units : 0;
-    v->t_total_s = now_s() - t0;
+    v->t_total_s = gos_now_s() - t0;
 out:
     free(redo);
     free(s);

@@ -1,7 +1,9 @@
 /* topology.c: the two-phase SM-to-GPC inference (see topology.h). */
+#include "common/clock.h"
 #include "topology/topology.h"
 
 #include "common/status.h"
+#include "stats/stats.h"
 #include "topology/unionfind.h"
 
 #include <stdio.h>
@@ -21,24 +23,8 @@ void gos_topo_default_opts(gos_topo_opts *o)
     o->tpc_by_contention = 1;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+/* Median (numpy's linear interpolation, src/stats). */
+static double median(const double *v, int n) { return gos_quantile(v, (size_t)n, 0.5); }
 
 static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
 
@@ -253,7 +239,7 @@ static int tpcs_by_contention(gos_device *d, const int *gpc_of, int nsm, int ng,
 
 int gos_topo_probe(gos_device *d, const gos_topo_opts *o, gos_topo_result *r)
 {
-    double t0 = now_s();
+    double t0 = gos_now_s();
     memset(r, 0, sizeof *r);
     int nsm = d->info.sm_count, rc = GOS_OK;
     if (nsm < 1 || nsm > GOS_MAX_SMS)
@@ -559,7 +545,7 @@ int gos_topo_probe(gos_device *d, const gos_topo_opts *o, gos_topo_result *r)
         }
     c->json = json_object();
     r->chip = c;
-    r->seconds = now_s() - t0;
+    r->seconds = gos_now_s() - t0;
     rc = gos_chip_validate(c, "probed topology");
 out_groups:
     free(groups);

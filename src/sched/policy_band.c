@@ -1,0 +1,162 @@
+/* policy_band.c: Gdev's BAND scheduler (bandwidth-aware non-preemptive device
+ * scheduling; paper 002, section 5.2, figure 2).
+ *
+ * Credit's accounting (policy_credit.c: credit redistributed each period in
+ * proportion to share, debited with measured GPU time, not banked by idle vGPUs)
+ * with two changes:
+ *  1. Priority. A vGPU is demoted only if its credit is exhausted AND its
+ *     utilisation over the last period exceeds its share (Credit demotes on credit
+ *     alone). Inside a class the vGPU most behind its share goes first: the highest
+ *     credit per share point, which is exact because it counts measured GPU time,
+ *     where Credit's round-robin lets a 10x longer kernel take 10x the time.
+ *  2. Time buffering. When a task of vGPU X completes and X has no queued request
+ *     while it is under its share (credit left, by measured time), the
+ *     engine is held for a short wait (band_wait) if X is owed more than the vGPU
+ *     that would run instead: a closed-loop client is between two requests exactly
+ *     when the scheduler picks, and without the wait whoever is queued (typically
+ *     the vGPU with long kernels) takes the engine every time. If X submits within
+ *     the wait it runs at once; if the wait expires, the normal choice runs (no
+ *     burst: no emergency). The hold is gos_sched_next() returning NULL with the
+ *     wait's end as wake time; nothing blocks. In MRQ the hold ends as soon as the
+ *     client whose task ended has work on the other engine (its pipeline moved on;
+ *     holding would only break the copy/compute overlap). By default the held time
+ *     is charged to X as if it were GPU time (a reservation): the vGPU that makes
+ *     the engine wait pays for the wait, so holds cannot push the other vGPUs below
+ *     their shares (sched.h, gos_sched_set_band_charge_hold, for the other choice). */
+#include "sched/policy.h"
+
+/* Utilisation over the last period / target share (> 1: over its share), for an
+ * active vGPU, with the active share sum precomputed (band_pick runs on every
+ * dispatch; this keeps it linear in the vGPUs). */
+static double ratio_active(gos_sched *s, gos_vgpu *v, int res, uint64_t now, int sum)
+{
+    return gos_sched_util(s, v, res, now) * sum / v->res[res].share;
+}
+
+/* Credit per share point: how far a vGPU is behind its share. */
+static double owed(const gos_vgpu *v, int res)
+{
+    return (double)v->res[res].credit / v->res[res].share;
+}
+
+/* Under its share by measured time: credit left once the current period's GPU time
+ * so far is redistributed as the next replenishment will (credit + used x share /
+ * sum of active shares > 0; the raw credit only falls during a period, which with a
+ * long period would stop every hold halfway through it). Not the one-period
+ * utilisation: with kernels of a third of the period the window says "over" right
+ * after each long kernel of the others and the holds stop too early (5.8 points
+ * instead of 0.06 on 1 ms vs 10 ms kernels with a 30 ms period). */
+static bool under_share(const gos_sched *s, const gos_vgpu *v, int res)
+{
+    uint64_t used = 0;
+    for (int i = 0; i < GOS_SCHED_MAX_VGPUS; i++)
+        if (s->vgpus[i].used)
+            used += s->vgpus[i].res[res].used_period;
+    int sum = gos_sched_active_share_sum(s, res);
+    return sum > 0 && owed(v, res) > -(double)used / sum;
+}
+
+/* In MRQ, the next request of the client whose task ended may go to the other
+ * engine first (a copy, then the kernel that uses it). Once that client has work
+ * queued or running on another engine, it is not between two requests but busy
+ * elsewhere, and holding this engine would only break the copy/compute overlap. */
+static bool moved_on(const gos_sched *s, const gos_vgpu *x, uint32_t client, int res)
+{
+    for (int r = 0; r < s->nres; r++) {
+        if (r == res)
+            continue;
+        const gos_sched_task *run = s->running[r];
+        if (run && run->vgpu == x->id && run->client == client)
+            return true;
+        for (const gos_sched_task *t = x->res[r].head; t; t = t->next)
+            if (t->client == client)
+                return true;
+    }
+    return false;
+}
+
+/* The vGPU BAND serves next among the eligible ones, except `skip` (may be NULL). */
+static gos_vgpu *band_pick(gos_sched *s, int res, uint64_t now, gos_vgpu *skip)
+{
+    gos_vgpu *best = NULL;
+    double br = 0, bc = 0;
+    bool bd = false;
+    int sum = gos_sched_active_share_sum(s, res);
+    for (int i = 0; i < GOS_SCHED_MAX_VGPUS; i++) {
+        gos_vgpu *v = &s->vgpus[i];
+        if (v == skip || !gos_sched_eligible(s, v, res))
+            continue;
+        double r = ratio_active(s, v, res, now, sum), c = owed(v, res);
+        bool d = v->res[res].credit < 0 && r > 1.0; /* demoted */
+        bool better;
+        if (!best)
+            better = true;
+        else if (d != bd)
+            better = !d;
+        else if (c != bc)
+            better = c > bc;
+        else
+            better = r < br;
+        if (better) {
+            best = v;
+            br = r;
+            bc = c;
+            bd = d;
+        }
+    }
+    return best;
+}
+
+static gos_vgpu *band_select_next(gos_sched *s, int res, uint64_t now, uint64_t *wake)
+{
+    gos_sched_hold *h = &s->hold[res];
+    if (h->active) {
+        gos_vgpu *x = gos_sched_find(s, h->vgpu);
+        if (!x || now >= h->until || gos_sched_capped(s, x, res) ||
+            moved_on(s, x, h->client, res)) {
+            gos_sched_hold_end(s, res, now);
+        } else {
+            gos_vgpu *n = band_pick(s, res, now, x);
+            /* Figure 2: keep the engine for X only while X is under its share and
+             * owed more than the vGPU that would run instead. */
+            if (!n || (under_share(s, x, res) && owed(x, res) > owed(n, res))) {
+                if (gos_sched_eligible(s, x, res)) {
+                    gos_sched_hold_end(s, res, now); /* X's request came in time */
+                    return x;
+                }
+                if (n)
+                    gos_sched_hold_blocks(s, res, now); /* n waits for X from now */
+                *wake = h->until;
+                return NULL;
+            }
+            gos_sched_hold_end(s, res, now);
+        }
+    }
+    return band_pick(s, res, now, NULL);
+}
+
+static void band_complete(gos_sched *s, gos_vgpu *v, int res, const gos_sched_task *t,
+                          uint64_t gpu_ns, uint64_t now)
+{
+    gos_sched_credit_complete(s, v, res, t, gpu_ns, now);
+    gos_sched_hold_end(s, res, now);
+    if (!v || s->band_wait == 0 || v->res[res].queued > 0 || moved_on(s, v, t->client, res))
+        return;
+    if (under_share(s, v, res))
+        gos_sched_hold_begin(s, res, v, t->client, now, now + s->band_wait);
+}
+
+static void band_forget(gos_sched *s, gos_vgpu *v)
+{
+    for (int e = 0; e < GOS_SCHED_MAX_ENGINES; e++)
+        if (s->hold[e].active && s->hold[e].vgpu == v->id)
+            s->hold[e].active = false;
+}
+
+const gos_sched_policy gos_sched_policy_band = {
+    .name = "band",
+    .select_next = band_select_next,
+    .replenish = gos_sched_credit_replenish,
+    .complete = band_complete,
+    .forget = band_forget,
+};

@@ -1,0 +1,680 @@
+/* test_sched.c: the scheduler API (src/sched/sched.h) driven by hand with a virtual
+ * clock: priority order inside a vGPU, FIFO order across vGPUs, one task per engine,
+ * MRQ vs SDQ engines, accounting of measured GPU time, Credit's demotion, BAND's
+ * hold and its wake time, caps, removal returning queued tasks, and the errors. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "common/status.h"
+#include "sched/sched.h"
+
+#include "common/rng.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#define US 1000ull
+#define MS 1000000ull
+
+static gos_sched *mk(const char *policy, int mode)
+{
+    gos_sched *s = NULL;
+    assert_int_equal(gos_sched_new(policy, mode, 0, &s), GOS_OK);
+    assert_non_null(s);
+    return s;
+}
+
+static void task_init(gos_sched_task *t, uint32_t vgpu, uint32_t client, int kind, int prio)
+{
+    memset(t, 0, sizeof *t);
+    t->vgpu = vgpu;
+    t->client = client;
+    t->kind = kind;
+    t->priority = prio;
+}
+
+static void test_new_errors(void **state)
+{
+    (void)state;
+    gos_sched *s = NULL;
+    assert_int_equal(gos_sched_new("lottery", GOS_SCHED_MRQ, 0, &s), GOS_EINVAL);
+    assert_non_null(strstr(gos_last_error(), "lottery"));
+    assert_int_equal(gos_sched_new("band", 7, 0, &s), GOS_EINVAL);
+    assert_int_equal(gos_sched_new("band", GOS_SCHED_MRQ, 10, &s), GOS_EINVAL);
+    assert_int_equal(gos_sched_new("band", GOS_SCHED_MRQ, 20000000000ull, &s), GOS_EINVAL);
+    assert_null(s);
+    int mode = -1;
+    assert_int_equal(gos_sched_parse_mode("SDQ", &mode), GOS_OK);
+    assert_int_equal(mode, GOS_SCHED_SDQ);
+    assert_int_equal(gos_sched_parse_mode("xyz", &mode), GOS_EINVAL);
+
+    s = mk("Credit", GOS_SCHED_MRQ); /* names are case-insensitive */
+    assert_string_equal(gos_sched_policy_name(s), "credit");
+    assert_int_equal(gos_sched_period_ns(s), GOS_SCHED_DEFAULT_PERIOD_NS);
+    assert_int_equal(gos_sched_band_wait_ns(s), GOS_SCHED_DEFAULT_BAND_WAIT_NS);
+    assert_int_equal(gos_sched_set_band_wait(s, 2 * GOS_SCHED_DEFAULT_PERIOD_NS), GOS_EINVAL);
+    assert_int_equal(gos_sched_vgpu_add(s, 1, 0, 50), GOS_EINVAL);
+    assert_int_equal(gos_sched_vgpu_add(s, 1, 50, 101), GOS_EINVAL);
+    assert_int_equal(gos_sched_vgpu_add(s, 1, 50, 50), GOS_OK);
+    assert_int_equal(gos_sched_vgpu_add(s, 1, 50, 50), GOS_EINVAL); /* duplicate */
+    assert_int_equal(gos_sched_vgpu_set_shares(s, 9, 50, 50), GOS_EINVAL);
+    assert_int_equal(gos_sched_vgpu_set_caps(s, 1, 101, 0), GOS_EINVAL);
+    for (uint32_t id = 2; id < 1 + GOS_SCHED_MAX_VGPUS; id++)
+        assert_int_equal(gos_sched_vgpu_add(s, id, 10, 10), GOS_OK);
+    assert_int_equal(gos_sched_vgpu_add(s, 999, 10, 10), GOS_EBUSY);
+    assert_int_equal(gos_sched_vgpu_count(s), GOS_SCHED_MAX_VGPUS);
+
+    gos_sched_task t;
+    task_init(&t, 12345, 0, GOS_SCHED_COMPUTE, 0);
+    assert_int_equal(gos_sched_submit(s, &t, 0), GOS_EINVAL); /* unknown vGPU */
+    task_init(&t, 1, 0, 5, 0);
+    assert_int_equal(gos_sched_submit(s, &t, 0), GOS_EINVAL); /* bad kind */
+    task_init(&t, 1, 0, GOS_SCHED_COMPUTE, 0);
+    assert_int_equal(gos_sched_submit(s, &t, 0), GOS_OK);
+    assert_int_equal(gos_sched_submit(s, &t, 0), GOS_EINVAL); /* already queued */
+    assert_int_equal(gos_sched_done(s, &t, 1, 0), GOS_EINVAL); /* not in flight */
+    uint64_t wake = 0;
+    assert_null(gos_sched_next(s, 2, 0, &wake)); /* no engine 2 */
+    assert_ptr_equal(gos_sched_next(s, GOS_SCHED_ENGINE_COMPUTE, 0, &wake), &t);
+    assert_int_equal(gos_sched_cancel(s, &t), GOS_EBUSY);
+    assert_int_equal(gos_sched_done(s, &t, 5 * US, 5 * US), GOS_OK);
+    assert_int_equal(gos_sched_done(s, &t, 5 * US, 5 * US), GOS_EINVAL); /* twice */
+    gos_sched_free(s);
+}
+
+/* Inside a vGPU: higher priority first, FIFO among equals. */
+static void test_priority_order(void **state)
+{
+    (void)state;
+    const char *policies[] = {"fifo", "credit", "band"};
+    for (int p = 0; p < 3; p++) {
+        gos_sched *s = mk(policies[p], GOS_SCHED_MRQ);
+        assert_int_equal(gos_sched_vgpu_add(s, 7, 100, 100), GOS_OK);
+        gos_sched_task t[6];
+        int prio[6] = {0, 5, 0, 9, 5, -1};
+        for (int i = 0; i < 6; i++) {
+            task_init(&t[i], 7, 0, GOS_SCHED_COMPUTE, prio[i]);
+            assert_int_equal(gos_sched_submit(s, &t[i], i * US), GOS_OK);
+        }
+        int expect[6] = {3, 1, 4, 0, 2, 5};
+        uint64_t now = 10 * US;
+        for (int i = 0; i < 6; i++) {
+            uint64_t wake;
+            gos_sched_task *got = gos_sched_next(s, 0, now, &wake);
+            assert_ptr_equal(got, &t[expect[i]]);
+            /* one task per engine: a second next() on a busy engine gives nothing */
+            assert_null(gos_sched_next(s, 0, now, &wake));
+            now += 10 * US;
+            assert_int_equal(gos_sched_done(s, got, 10 * US, now), GOS_OK);
+        }
+        assert_int_equal(gos_sched_queued(s), 0);
+        gos_sched_free(s);
+    }
+}
+
+/* FIFO serves vGPUs in arrival order of their queue heads, ignoring shares. */
+static void test_fifo_across_vgpus(void **state)
+{
+    (void)state;
+    gos_sched *s = mk("fifo", GOS_SCHED_MRQ);
+    assert_int_equal(gos_sched_vgpu_add(s, 1, 90, 90), GOS_OK);
+    assert_int_equal(gos_sched_vgpu_add(s, 2, 10, 10), GOS_OK);
+    gos_sched_task a, b, c;
+    task_init(&a, 2, 0, GOS_SCHED_COMPUTE, 0);
+    task_init(&b, 1, 0, GOS_SCHED_COMPUTE, 0);
+    task_init(&c, 2, 0, GOS_SCHED_COMPUTE, 0);
+    gos_sched_submit(s, &a, 0);
+    gos_sched_submit(s, &b, 1);
+    gos_sched_submit(s, &c, 2);
+    gos_sched_task *order[3];
+    for (int i = 0; i < 3; i++) {
+        order[i] = gos_sched_next(s, 0, 10, NULL);
+        gos_sched_done(s, order[i], 1000, 10 + 1000 * (uint64_t)(i + 1));
+    }
+    assert_ptr_equal(order[0], &a);
+    assert_ptr_equal(order[1], &b);
+    assert_ptr_equal(order[2], &c);
+    gos_sched_free(s);
+}
+
+/* MRQ: a copy and a kernel run at once on two engines; SDQ: one engine, one task. */
+static void test_mrq_sdq_engines(void **state)
+{
+    (void)state;
+    gos_sched *m = mk("credit", GOS_SCHED_MRQ), *d = mk("credit", GOS_SCHED_SDQ);
+    assert_int_equal(gos_sched_engine_count(m), 2);
+    assert_int_equal(gos_sched_engine_count(d), 1);
+    assert_int_equal(gos_sched_engine_for(m, GOS_SCHED_COPY), GOS_SCHED_ENGINE_COPY);
+    assert_int_equal(gos_sched_engine_for(d, GOS_SCHED_COPY), 0);
+    gos_sched *ss[2] = {m, d};
+    for (int k = 0; k < 2; k++) {
+        gos_sched *s = ss[k];
+        gos_sched_vgpu_add(s, 1, 50, 50);
+        gos_sched_task kern, copy;
+        task_init(&kern, 1, 0, GOS_SCHED_COMPUTE, 0);
+        task_init(&copy, 1, 0, GOS_SCHED_COPY, 0);
+        gos_sched_submit(s, &kern, 0);
+        gos_sched_submit(s, &copy, 0);
+        gos_sched_task *t0 = gos_sched_next(s, 0, 0, NULL);
+        gos_sched_task *t1 = gos_sched_next(s, gos_sched_engine_count(s) - 1, 0, NULL);
+        if (s == m) {
+            assert_ptr_equal(t0, &kern);
+            assert_ptr_equal(t1, &copy); /* concurrently */
+            assert_ptr_equal(gos_sched_running(s, 1), &copy);
+        } else {
+            assert_ptr_equal(t0, &kern); /* submitted first */
+            assert_null(t1);             /* the single engine is busy */
+        }
+        gos_sched_done(s, t0, 100 * US, 100 * US);
+        if (s == d) {
+            t1 = gos_sched_next(s, 0, 100 * US, NULL);
+            assert_ptr_equal(t1, &copy);
+        }
+        gos_sched_done(s, t1, 30 * US, 130 * US);
+        gos_sched_vgpu_stats st;
+        assert_int_equal(gos_sched_vgpu_stats_get(s, 1, 130 * US, &st), GOS_OK);
+        assert_int_equal(st.compute_ns, 100 * US);
+        assert_int_equal(st.copy_ns, 30 * US);
+        assert_int_equal(st.compute_done, 1);
+        assert_int_equal(st.copy_done, 1);
+        /* Utilisation over the last (30 ms) period, in percent. */
+        assert_true(st.compute_util_pct > 0.33 && st.compute_util_pct < 0.34);
+        assert_true(st.copy_util_pct > 0.09 && st.copy_util_pct < 0.11);
+        /* Credit debits measured time; SDQ charges the copy to the compute share. */
+        if (s == m) {
+            assert_int_equal(st.compute_credit_ns, -(int64_t)(100 * US));
+            assert_int_equal(st.copy_credit_ns, -(int64_t)(30 * US));
+        } else {
+            assert_int_equal(st.compute_credit_ns, -(int64_t)(130 * US));
+        }
+        /* Two periods later the window has forgotten it. */
+        gos_sched_vgpu_stats_get(s, 1, 130 * US + 2 * GOS_SCHED_DEFAULT_PERIOD_NS, &st);
+        assert_true(st.compute_util_pct == 0 && st.copy_util_pct == 0);
+        gos_sched_free(s);
+    }
+}
+
+/* gpu_ns == 0 means "use the wall time since dispatch". */
+static void test_done_without_measure(void **state)
+{
+    (void)state;
+    gos_sched *s = mk("band", GOS_SCHED_MRQ);
+    gos_sched_vgpu_add(s, 1, 50, 50);
+    gos_sched_task t;
+    task_init(&t, 1, 0, GOS_SCHED_COMPUTE, 0);
+    gos_sched_submit(s, &t, 1 * MS);
+    assert_ptr_equal(gos_sched_next(s, 0, 2 * MS, NULL), &t);
+    assert_int_equal(t.start_ns, 2 * MS);
+    gos_sched_done(s, &t, 0, 5 * MS);
+    gos_sched_vgpu_stats st;
+    gos_sched_vgpu_stats_get(s, 1, 5 * MS, &st);
+    assert_int_equal(st.compute_ns, 3 * MS);
+    gos_sched_free(s);
+}
+
+/* Credit: a vGPU that overdrew its credit waits while one with credit has work,
+ * but runs when nobody else has work (work-conserving). */
+static void test_credit_demotes_overdrawn(void **state)
+{
+    (void)state;
+    gos_sched *s = mk("credit", GOS_SCHED_MRQ);
+    gos_sched_vgpu_add(s, 1, 50, 50);
+    gos_sched_vgpu_add(s, 2, 50, 50);
+    gos_sched_task a1, a2, b1;
+    task_init(&a1, 1, 0, GOS_SCHED_COMPUTE, 0);
+    task_init(&a2, 1, 0, GOS_SCHED_COMPUTE, 0);
+    task_init(&b1, 2, 0, GOS_SCHED_COMPUTE, 0);
+    gos_sched_submit(s, &a1, 0);
+    assert_ptr_equal(gos_sched_next(s, 0, 0, NULL), &a1);
+    gos_sched_done(s, &a1, 5 * MS, 5 * MS); /* vGPU 1 now has -5 ms of credit */
+    gos_sched_submit(s, &a2, 5 * MS);
+    gos_sched_submit(s, &b1, 6 * MS);       /* later, but vGPU 2 has credit */
+    assert_ptr_equal(gos_sched_next(s, 0, 6 * MS, NULL), &b1);
+    gos_sched_done(s, &b1, 1 * MS, 7 * MS);
+    assert_ptr_equal(gos_sched_next(s, 0, 7 * MS, NULL), &a2); /* nobody else: runs */
+    gos_sched_done(s, &a2, 1 * MS, 8 * MS);
+    gos_sched_free(s);
+}
+
+/* Brings two BAND vGPUs (1: short tasks, 2: long) on `engine` to a known state at
+ * 10 ms with a 10 ms period: vGPU 2 used 9 ms, vGPU 1 100 us; the period's 9.1 ms
+ * are redistributed 50/50, so vGPU 1 has 4.45 ms of credit and vGPU 2 -4.45 ms. */
+static gos_sched *band_two(int engine, int kind, gos_sched_task *a, gos_sched_task *b)
+{
+    gos_sched *s;
+    assert_int_equal(gos_sched_new("band", GOS_SCHED_MRQ, 10 * MS, &s), GOS_OK);
+    assert_int_equal(gos_sched_set_band_wait(s, 500 * US), GOS_OK);
+    gos_sched_vgpu_add(s, 1, 50, 50);
+    gos_sched_vgpu_add(s, 2, 50, 50);
+    task_init(a, 1, 10, kind, 0);
+    task_init(b, 2, 20, kind, 0);
+    gos_sched_submit(s, b, 0);
+    assert_ptr_equal(gos_sched_next(s, engine, 0, NULL), b);
+    gos_sched_submit(s, a, 500 * US);
+    assert_null(gos_sched_next(s, engine, 500 * US, NULL)); /* engine busy */
+    gos_sched_done(s, b, 9 * MS, 9 * MS);
+    assert_ptr_equal(gos_sched_next(s, engine, 9 * MS, NULL), a); /* 1 is owed more */
+    gos_sched_done(s, a, 100 * US, 9 * MS + 100 * US);
+    gos_sched_vgpu_stats st;
+    gos_sched_vgpu_stats_get(s, 1, 10 * MS, &st); /* the period turns */
+    int64_t credit1 = engine == GOS_SCHED_ENGINE_COPY ? st.copy_credit_ns : st.compute_credit_ns;
+    assert_int_equal(credit1, 4450 * (int64_t)US);
+    gos_sched_vgpu_stats_get(s, 2, 10 * MS, &st);
+    int64_t credit2 = engine == GOS_SCHED_ENGINE_COPY ? st.copy_credit_ns : st.compute_credit_ns;
+    assert_int_equal(credit2, -4450 * (int64_t)US);
+    return s;
+}
+
+/* BAND holds the engine after a completion of an under-share vGPU, returns the end of
+ * the wait as wake time, dispatches that vGPU at once if it submits within the wait,
+ * gives the engine to the other vGPU when the wait expires, and charges the held time
+ * to the vGPU it waited for. */
+static void test_band_hold(void **state)
+{
+    (void)state;
+    gos_sched_task a, b, a2;
+    gos_sched *s = band_two(0, GOS_SCHED_COMPUTE, &a, &b);
+    task_init(&a2, 1, 10, GOS_SCHED_COMPUTE, 0);
+    gos_sched_submit(s, &a, 10 * MS);
+    gos_sched_submit(s, &b, 10 * MS);
+    assert_ptr_equal(gos_sched_next(s, 0, 10 * MS, NULL), &a);
+    gos_sched_done(s, &a, 100 * US, 10 * MS + 100 * US);
+    /* vGPU 1 is under its share and has no request: hold. */
+    uint64_t wake = 0;
+    assert_null(gos_sched_next(s, 0, 10 * MS + 100 * US, &wake));
+    assert_int_equal(wake, 10 * MS + 600 * US);
+    /* It submits 50 us later and runs at once, ahead of vGPU 2's queued task. */
+    gos_sched_submit(s, &a2, 10 * MS + 150 * US);
+    assert_ptr_equal(gos_sched_next(s, 0, 10 * MS + 150 * US, &wake), &a2);
+    assert_int_equal(wake, GOS_SCHED_NEVER);
+    gos_sched_done(s, &a2, 100 * US, 10 * MS + 250 * US);
+    /* Held again; this time nothing comes: at the wake time vGPU 2 runs. */
+    assert_null(gos_sched_next(s, 0, 10 * MS + 250 * US, &wake));
+    assert_int_equal(wake, 10 * MS + 750 * US);
+    assert_null(gos_sched_next(s, 0, 10 * MS + 700 * US, &wake)); /* still waiting */
+    assert_ptr_equal(gos_sched_next(s, 0, wake, &wake), &b);
+    gos_sched_vgpu_stats st;
+    gos_sched_vgpu_stats_get(s, 1, 10 * MS + 750 * US, &st);
+    assert_int_equal(st.compute_held_ns, 50 * US + 500 * US);
+    assert_int_equal(st.compute_ns, 300 * US);
+    /* held time is debited like GPU time: 4.45 ms - 200 us GPU - 550 us held */
+    assert_int_equal(st.compute_credit_ns, (int64_t)(4450 * US - 200 * US - 550 * US));
+    assert_true(st.compute_held_pct > 5.4 && st.compute_held_pct < 5.6); /* of 10 ms */
+    gos_sched_done(s, &b, 1 * MS, 11 * MS + 750 * US);
+
+    /* With the wait disabled BAND never holds. */
+    assert_int_equal(gos_sched_set_band_wait(s, 0), GOS_OK);
+    gos_sched_submit(s, &a, 12 * MS);
+    assert_ptr_equal(gos_sched_next(s, 0, 12 * MS, NULL), &a);
+    gos_sched_done(s, &a, 10 * US, 12 * MS + 10 * US);
+    gos_sched_submit(s, &b, 12 * MS + 10 * US);
+    assert_ptr_equal(gos_sched_next(s, 0, 12 * MS + 10 * US, NULL), &b);
+    gos_sched_done(s, &b, 10 * US, 12 * MS + 20 * US);
+    gos_sched_free(s);
+
+    /* A hold while nobody else has work costs nothing. */
+    s = band_two(0, GOS_SCHED_COMPUTE, &a, &b);
+    gos_sched_submit(s, &a, 10 * MS);
+    assert_ptr_equal(gos_sched_next(s, 0, 10 * MS, NULL), &a);
+    gos_sched_done(s, &a, 100 * US, 10 * MS + 100 * US);
+    assert_null(gos_sched_next(s, 0, 10 * MS + 100 * US, &wake));
+    gos_sched_submit(s, &a, 10 * MS + 300 * US);
+    assert_ptr_equal(gos_sched_next(s, 0, 10 * MS + 300 * US, &wake), &a);
+    gos_sched_vgpu_stats_get(s, 1, 10 * MS + 300 * US, &st);
+    assert_int_equal(st.compute_held_ns, 0);
+    assert_int_equal(st.compute_credit_ns, (int64_t)(4450 * US - 100 * US));
+    /* Others' work arriving during a hold is charged from its arrival. */
+    gos_sched_done(s, &a, 100 * US, 10 * MS + 400 * US);
+    assert_null(gos_sched_next(s, 0, 10 * MS + 400 * US, &wake));
+    gos_sched_submit(s, &b, 10 * MS + 500 * US);
+    assert_null(gos_sched_next(s, 0, 10 * MS + 500 * US, &wake));
+    gos_sched_submit(s, &a, 10 * MS + 600 * US);
+    assert_ptr_equal(gos_sched_next(s, 0, 10 * MS + 600 * US, &wake), &a);
+    gos_sched_vgpu_stats_get(s, 1, 10 * MS + 600 * US, &st);
+    assert_int_equal(st.compute_held_ns, 100 * US);
+    assert_int_equal(st.compute_credit_ns, (int64_t)(4450 * US - 300 * US));
+    gos_sched_done(s, &a, 100 * US, 10 * MS + 700 * US);
+    gos_sched_free(s);
+
+    /* Without the charge, the hold is reported but not debited. */
+    s = band_two(0, GOS_SCHED_COMPUTE, &a, &b);
+    gos_sched_set_band_charge_hold(s, false);
+    assert_false(gos_sched_band_charge_hold(s));
+    gos_sched_submit(s, &a, 10 * MS);
+    gos_sched_submit(s, &b, 10 * MS);
+    assert_ptr_equal(gos_sched_next(s, 0, 10 * MS, NULL), &a);
+    gos_sched_done(s, &a, 100 * US, 10 * MS + 100 * US);
+    assert_null(gos_sched_next(s, 0, 10 * MS + 100 * US, &wake));
+    gos_sched_submit(s, &a, 10 * MS + 300 * US);
+    assert_ptr_equal(gos_sched_next(s, 0, 10 * MS + 300 * US, &wake), &a);
+    gos_sched_vgpu_stats_get(s, 1, 10 * MS + 300 * US, &st);
+    assert_int_equal(st.compute_held_ns, 200 * US);
+    assert_int_equal(st.compute_credit_ns, (int64_t)(4450 * US - 100 * US));
+    gos_sched_done(s, &a, 100 * US, 10 * MS + 400 * US);
+    gos_sched_free(s);
+}
+
+/* MRQ: a hold on the copy engine ends when the client whose copy ended submits its
+ * kernel (its pipeline moved to the other engine), not when another client of the
+ * same vGPU does. */
+static void test_band_hold_mrq_pipeline(void **state)
+{
+    (void)state;
+    gos_sched_task b, c1, k1, k2;
+    gos_sched *s = band_two(GOS_SCHED_ENGINE_COPY, GOS_SCHED_COPY, &c1, &b);
+    task_init(&k1, 1, 10, GOS_SCHED_COMPUTE, 0);
+    task_init(&k2, 1, 11, GOS_SCHED_COMPUTE, 0);
+    gos_sched_submit(s, &c1, 10 * MS);
+    gos_sched_submit(s, &b, 10 * MS);
+    assert_ptr_equal(gos_sched_next(s, 1, 10 * MS, NULL), &c1);
+    gos_sched_done(s, &c1, 100 * US, 10 * MS + 100 * US);
+    uint64_t wake;
+    assert_null(gos_sched_next(s, 1, 10 * MS + 100 * US, &wake)); /* held for vGPU 1 */
+    /* another client of vGPU 1 launches a kernel: still held */
+    gos_sched_submit(s, &k2, 10 * MS + 110 * US);
+    assert_ptr_equal(gos_sched_next(s, 0, 10 * MS + 110 * US, NULL), &k2);
+    assert_null(gos_sched_next(s, 1, 10 * MS + 110 * US, &wake));
+    /* the client of the copy launches its kernel: the copy engine is released */
+    gos_sched_submit(s, &k1, 10 * MS + 120 * US);
+    assert_ptr_equal(gos_sched_next(s, 1, 10 * MS + 120 * US, &wake), &b);
+    gos_sched_vgpu_stats st;
+    gos_sched_vgpu_stats_get(s, 1, 10 * MS + 120 * US, &st);
+    assert_int_equal(st.copy_held_ns, 20 * US);
+    assert_int_equal(st.compute_held_ns, 0);
+    gos_sched_free(s);
+}
+
+/* A capped vGPU waits for the next period even on an idle GPU, and says when. */
+static void test_caps(void **state)
+{
+    (void)state;
+    gos_sched *s;
+    assert_int_equal(gos_sched_new("credit", GOS_SCHED_MRQ, 10 * MS, &s), GOS_OK);
+    gos_sched_vgpu_add(s, 1, 100, 100);
+    assert_int_equal(gos_sched_vgpu_set_caps(s, 1, 20, 0), GOS_OK);
+    gos_sched_task t, u;
+    task_init(&t, 1, 0, GOS_SCHED_COMPUTE, 0);
+    task_init(&u, 1, 0, GOS_SCHED_COMPUTE, 0);
+    gos_sched_submit(s, &t, 0);
+    assert_ptr_equal(gos_sched_next(s, 0, 0, NULL), &t);
+    gos_sched_done(s, &t, 2 * MS, 2 * MS); /* 20 % of the 10 ms period used */
+    gos_sched_submit(s, &u, 2 * MS);
+    uint64_t wake;
+    assert_null(gos_sched_next(s, 0, 3 * MS, &wake));
+    assert_int_equal(wake, 10 * MS);
+    assert_ptr_equal(gos_sched_next(s, 0, wake, &wake), &u);
+    gos_sched_done(s, &u, 1 * MS, 11 * MS);
+    gos_sched_free(s);
+}
+
+/* Removing a vGPU or a client hands back exactly its queued tasks, in submission
+ * order; an in-flight task of a removed vGPU can still be completed. */
+static void test_remove_returns_tasks(void **state)
+{
+    (void)state;
+    gos_sched *s = mk("band", GOS_SCHED_MRQ);
+    gos_sched_vgpu_add(s, 1, 50, 50);
+    gos_sched_vgpu_add(s, 2, 50, 50);
+    gos_sched_task t[8];
+    for (int i = 0; i < 8; i++) {
+        task_init(&t[i], 1 + (i % 2), (uint32_t)(i % 3), i % 4 < 2 ? GOS_SCHED_COMPUTE
+                                                                   : GOS_SCHED_COPY, i);
+        assert_int_equal(gos_sched_submit(s, &t[i], (uint64_t)i), GOS_OK);
+    }
+    /* vGPU 1 holds t0 t2 t4 t6; t6 (prio 6, copy) goes in flight on the copy engine
+     * only if chosen; make one compute task of vGPU 1 run: t4 (prio 4). */
+    gos_sched_task *run = gos_sched_next(s, GOS_SCHED_ENGINE_COMPUTE, 10, NULL);
+    assert_non_null(run);
+    assert_int_equal(gos_sched_queued(s), 7);
+    /* client 2 = t2 t5 (t8 none): remove across vGPUs */
+    gos_sched_task *back = NULL;
+    assert_int_equal(gos_sched_remove_client(s, 2, &back), GOS_OK);
+    int n = 0;
+    for (gos_sched_task *q = back; q; q = q->next, n++)
+        assert_int_equal(q->client, 2);
+    assert_int_equal(n, run->client == 2 ? 1 : 2);
+    uint32_t before = gos_sched_queued(s);
+    /* Remove vGPU 1: every queued task of it comes back, sorted by submission. */
+    uint32_t expect = 0;
+    for (int i = 0; i < 8; i++)
+        if (t[i].vgpu == 1 && t[i].client != 2 && &t[i] != run)
+            expect++;
+    assert_int_equal(gos_sched_vgpu_remove(s, 1, &back), GOS_OK);
+    n = 0;
+    uint64_t last_seq = 0;
+    for (gos_sched_task *q = back; q; q = q->next, n++) {
+        assert_int_equal(q->vgpu, 1);
+        assert_true(n == 0 || q->seq > last_seq);
+        last_seq = q->seq;
+    }
+    assert_int_equal(n, expect);
+    assert_int_equal(gos_sched_queued(s), before - expect);
+    assert_int_equal(gos_sched_vgpu_count(s), 1);
+    /* Tasks of vGPU 2 are untouched and the running one can be completed. */
+    assert_int_equal(gos_sched_done(s, run, 100, 200), GOS_OK);
+    gos_sched_task *next = gos_sched_next(s, GOS_SCHED_ENGINE_COMPUTE, 200, NULL);
+    assert_non_null(next);
+    assert_int_equal(next->vgpu, 2);
+    gos_sched_done(s, next, 100, 300);
+    /* Submitting to the removed vGPU fails; a task can be cancelled once. */
+    gos_sched_task x;
+    task_init(&x, 1, 0, GOS_SCHED_COMPUTE, 0);
+    assert_int_equal(gos_sched_submit(s, &x, 300), GOS_EINVAL);
+    task_init(&x, 2, 0, GOS_SCHED_COMPUTE, 0);
+    gos_sched_submit(s, &x, 300);
+    assert_int_equal(gos_sched_cancel(s, &x), GOS_OK);
+    assert_int_equal(gos_sched_cancel(s, &x), GOS_EINVAL);
+    /* Without a list, removing a vGPU with queued work is refused. */
+    assert_true(gos_sched_queued(s) > 0);
+    assert_int_equal(gos_sched_vgpu_remove(s, 2, NULL), GOS_EINVAL);
+    assert_int_equal(gos_sched_vgpu_count(s), 1);
+    assert_int_equal(gos_sched_vgpu_remove(s, 2, &back), GOS_OK);
+    assert_int_equal(gos_sched_queued(s), 0);
+    gos_sched_free(s);
+}
+
+/* Time never runs backwards: an older now_ns is taken as the newest seen. */
+static void test_monotonic_time(void **state)
+{
+    (void)state;
+    gos_sched *s = mk("credit", GOS_SCHED_MRQ);
+    gos_sched_vgpu_add(s, 1, 50, 50);
+    gos_sched_task t;
+    task_init(&t, 1, 0, GOS_SCHED_COMPUTE, 0);
+    gos_sched_submit(s, &t, 5 * MS);
+    assert_ptr_equal(gos_sched_next(s, 0, 1 * MS, NULL), &t);
+    assert_int_equal(t.start_ns, 5 * MS);
+    gos_sched_done(s, &t, 0, 2 * MS);
+    gos_sched_vgpu_stats st;
+    gos_sched_vgpu_stats_get(s, 1, 0, &st);
+    assert_int_equal(st.compute_ns, 0); /* 0 ms elapsed, not a huge unsigned wrap */
+    assert_int_equal(st.compute_done, 1);
+    uint32_t ids[4];
+    gos_sched_vgpu_add(s, 9, 10, 10);
+    gos_sched_vgpu_add(s, 3, 10, 10);
+    assert_int_equal(gos_sched_vgpu_ids(s, ids, 4), 3);
+    assert_int_equal(ids[0], 1);
+    assert_int_equal(ids[1], 9);
+    assert_int_equal(ids[2], 3);
+    gos_sched_free(s);
+}
+
+/* Random sequences of every call against a model of who owns each task: no task is
+ * lost or duplicated, queue counts agree, FIFO and (uncapped) Credit are
+ * work-conserving (NULL from an idle engine only when nothing is queued for it),
+ * BAND and capped Credit never leave queued work without a wake time in the future,
+ * and removals return exactly the queued tasks of the vGPU or client. */
+enum { OWNED, QUEUED, RUNNING };
+static void test_random_invariants(void **state)
+{
+    (void)state;
+    const char *policies[] = {"fifo", "credit", "band"};
+    for (int p = 0; p < 3; p++) {
+        for (int mode = GOS_SCHED_MRQ; mode <= GOS_SCHED_SDQ; mode++) {
+            gos_sched *s;
+            assert_int_equal(gos_sched_new(policies[p], mode, 2 * MS, &s), GOS_OK);
+            assert_int_equal(gos_sched_set_band_wait(s, 200 * US), GOS_OK);
+            gos_rng rng;
+            gos_rng_seed(&rng, (uint64_t)(17 + p * 2 + mode));
+            enum { NT = 48, NV = 4 };
+            gos_sched_task t[NT];
+            int st[NT];
+            bool present[NV] = {false};
+            for (int i = 0; i < NT; i++)
+                st[i] = OWNED;
+            for (int v = 0; v < NV; v++) {
+                assert_int_equal(gos_sched_vgpu_add(s, 10 + v, 10 + 20 * v, 80 - 20 * v), GOS_OK);
+                present[v] = true;
+            }
+            uint64_t now = 0;
+            int ne = gos_sched_engine_count(s), dispatched = 0, removed = 0;
+            bool capped = false;
+            for (int step = 0; step < 20000; step++) {
+                now += gos_rng_below(&rng, 50 * US);
+                int op = (int)gos_rng_below(&rng, 100);
+                int i = (int)gos_rng_below(&rng, NT);
+                if (op < 35) { /* submit */
+                    if (st[i] != OWNED)
+                        continue;
+                    int v = (int)gos_rng_below(&rng, NV);
+                    task_init(&t[i], 10 + (uint32_t)v, gos_rng_below(&rng, 5),
+                              (int)gos_rng_below(&rng, 2), (int)gos_rng_below(&rng, 3));
+                    int rc = gos_sched_submit(s, &t[i], now);
+                    assert_int_equal(rc, present[v] ? GOS_OK : GOS_EINVAL);
+                    if (!rc)
+                        st[i] = QUEUED;
+                } else if (op < 65) { /* next */
+                    int e = (int)gos_rng_below(&rng, (uint32_t)ne);
+                    bool busy = gos_sched_running(s, e) != NULL;
+                    uint64_t wake;
+                    gos_sched_task *got = gos_sched_next(s, e, now, &wake);
+                    if (got) {
+                        assert_false(busy);
+                        int k = (int)(got - t);
+                        assert_true(k >= 0 && k < NT);
+                        assert_int_equal(st[k], QUEUED);
+                        assert_int_equal(gos_sched_engine_for(s, got->kind), e);
+                        st[k] = RUNNING;
+                        dispatched++;
+                        assert_ptr_equal(gos_sched_running(s, e), got);
+                    } else if (!busy) {
+                        int waiting = 0;
+                        for (int k = 0; k < NT; k++)
+                            waiting += st[k] == QUEUED && gos_sched_engine_for(s, t[k].kind) == e;
+                        if (p == 0 || (p == 1 && !capped))
+                            assert_int_equal(waiting, 0);
+                        else if (waiting)
+                            assert_true(wake != GOS_SCHED_NEVER && wake > now);
+                    }
+                } else if (op < 85) { /* done, on a random engine */
+                    int e = (int)gos_rng_below(&rng, (uint32_t)ne);
+                    gos_sched_task *r = gos_sched_running(s, e);
+                    if (!r)
+                        continue;
+                    assert_int_equal(st[r - t], RUNNING);
+                    assert_int_equal(gos_sched_done(s, r, gos_rng_below(&rng, 300 * US), now),
+                                     GOS_OK);
+                    st[r - t] = OWNED;
+                } else if (op < 90) { /* cancel */
+                    int rc = gos_sched_cancel(s, &t[i]);
+                    assert_int_equal(rc, st[i] == QUEUED ? GOS_OK
+                                         : st[i] == RUNNING ? GOS_EBUSY : GOS_EINVAL);
+                    if (!rc)
+                        st[i] = OWNED;
+                } else if (op < 94) { /* remove a client */
+                    uint32_t c = gos_rng_below(&rng, 5);
+                    gos_sched_task *back;
+                    assert_int_equal(gos_sched_remove_client(s, c, &back), GOS_OK);
+                    int expect = 0, got = 0;
+                    for (int k = 0; k < NT; k++)
+                        expect += st[k] == QUEUED && t[k].client == c;
+                    for (; back; back = back->next, got++) {
+                        int k = (int)(back - t);
+                        assert_int_equal(st[k], QUEUED);
+                        assert_int_equal(back->client, c);
+                        st[k] = OWNED;
+                    }
+                    assert_int_equal(got, expect);
+                } else if (op < 97) { /* remove or re-add a vGPU */
+                    int v = (int)gos_rng_below(&rng, NV);
+                    if (!present[v]) {
+                        assert_int_equal(gos_sched_vgpu_add(s, 10 + v, 30, 30), GOS_OK);
+                        present[v] = true;
+                        continue;
+                    }
+                    gos_sched_task *back;
+                    assert_int_equal(gos_sched_vgpu_remove(s, 10 + v, &back), GOS_OK);
+                    present[v] = false;
+                    int expect = 0, got = 0;
+                    for (int k = 0; k < NT; k++)
+                        expect += st[k] == QUEUED && t[k].vgpu == 10u + (uint32_t)v;
+                    for (; back; back = back->next, got++) {
+                        int k = (int)(back - t);
+                        assert_int_equal(st[k], QUEUED);
+                        st[k] = OWNED;
+                    }
+                    assert_int_equal(got, expect);
+                    removed += got;
+                } else { /* shares and caps */
+                    int v = (int)gos_rng_below(&rng, NV);
+                    if (step > 10000 && present[v] && gos_rng_below(&rng, 4) == 0) {
+                        assert_int_equal(gos_sched_vgpu_set_caps(s, 10 + v, 20, 20), GOS_OK);
+                        capped = true; /* caps: the second half of the run */
+                    }
+                    int rc = gos_sched_vgpu_set_shares(s, 10 + v, 1 + (int)gos_rng_below(&rng, 100),
+                                                       1 + (int)gos_rng_below(&rng, 100));
+                    assert_int_equal(rc, present[v] ? GOS_OK : GOS_EINVAL);
+                }
+                uint32_t queued = 0;
+                for (int k = 0; k < NT; k++)
+                    queued += st[k] == QUEUED;
+                assert_int_equal(gos_sched_queued(s), queued);
+            }
+            printf("    %s %s: %d dispatched, %d returned by removals\n", policies[p],
+                   gos_sched_mode_name(s), dispatched, removed);
+            assert_true(dispatched > 1000); /* the sequence really exercised dispatch */
+            assert_true(removed > 0);
+            /* Drain: every task comes back to the caller. */
+            for (int e = 0; e < ne; e++) {
+                gos_sched_task *r = gos_sched_running(s, e);
+                if (r) {
+                    assert_int_equal(gos_sched_done(s, r, 0, now), GOS_OK);
+                    st[r - t] = OWNED;
+                }
+            }
+            for (int v = 0; v < NV; v++) {
+                gos_sched_task *back = NULL;
+                if (present[v])
+                    assert_int_equal(gos_sched_vgpu_remove(s, 10 + v, &back), GOS_OK);
+                for (; back; back = back->next)
+                    st[back - t] = OWNED;
+            }
+            for (int k = 0; k < NT; k++)
+                assert_int_equal(st[k], OWNED);
+            assert_int_equal(gos_sched_queued(s), 0);
+            gos_sched_free(s);
+        }
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_new_errors),
+        cmocka_unit_test(test_priority_order),
+        cmocka_unit_test(test_fifo_across_vgpus),
+        cmocka_unit_test(test_mrq_sdq_engines),
+        cmocka_unit_test(test_done_without_measure),
+        cmocka_unit_test(test_credit_demotes_overdrawn),
+        cmocka_unit_test(test_band_hold),
+        cmocka_unit_test(test_band_hold_mrq_pipeline),
+        cmocka_unit_test(test_caps),
+        cmocka_unit_test(test_remove_returns_tasks),
+        cmocka_unit_test(test_monotonic_time),
+        cmocka_unit_test(test_random_invariants),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
