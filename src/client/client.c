@@ -72,6 +72,7 @@ struct gpuos_vgpu {
     uint32_t seq;
     pthread_mutex_t lock;
     int timeout_ms;
+    unsigned spin_us; /* polling for a reply before sleeping */
     void *rx;
     /* staging */
     void *stage;
@@ -117,6 +118,23 @@ static int timeout_ms(void)
     const char *t = getenv("GPUOS_TIMEOUT_MS");
     long v = t ? strtol(t, NULL, 10) : 0;
     return v > 0 ? (int)v : 120000;
+}
+
+/* How long a caller waiting for a reply polls its socket before sleeping
+ * ($GPUOS_SPIN_US). A synchronous request through the daemon takes a few tens of
+ * microseconds; sleeping adds the wake-up of this thread to each of them (as a
+ * blocking cuStreamSynchronize would; the CUDA driver itself spins by default).
+ * Off on machines of fewer than 4 CPUs, where the poller would take the CPU the
+ * daemon needs to answer. */
+#define DEFAULT_SPIN_US 100
+static unsigned spin_us(void)
+{
+    const char *t = getenv("GPUOS_SPIN_US");
+    if (t && *t) {
+        long v = strtol(t, NULL, 10);
+        return v > 0 ? (unsigned)(v < 1000000 ? v : 1000000) : 0;
+    }
+    return sysconf(_SC_NPROCESSORS_ONLN) >= 4 ? DEFAULT_SPIN_US : 0;
 }
 
 /* Turns a received REPLY into (rc, message, body). */
@@ -245,7 +263,7 @@ static int wait_reply(gpuos_vgpu *g, uint32_t seq, uint16_t type, const void **b
         return gos_fail(GOS_EIO, "the connection to gpuos serve is broken");
     for (;;) {
         struct gos_msg_hdr h;
-        int rc = gos_wire_recv(g->fd, &h, g->rx, NULL, g->timeout_ms);
+        int rc = gos_wire_recv_spin(g->fd, &h, g->rx, NULL, g->timeout_ms, g->spin_us);
         if (rc) {
             if (rc == GOS_EPROTO && strstr(gos_last_error(), "protocol version")) {
                 char why[256];
@@ -400,6 +418,7 @@ int gpuos_open(const char *socket_path, const char *vgpu, gpuos_vgpu **out)
     if (g->copy_threads > MAX_COPY_THREADS)
         g->copy_threads = MAX_COPY_THREADS;
     g->timeout_ms = timeout_ms();
+    g->spin_us = spin_us();
     int rc = connect_to(socket_path, &g->fd);
     if (rc) {
         pool_stop(g);

@@ -5,7 +5,8 @@
  * address. Work runs in *real* elapsed time, so that schedulers and fairness are
  * measured exactly as on a GPU: every operation gets start = max(now, its
  * stream's tail, its engine's free time) and end = start + modelled duration;
- * events record a stream's tail, event_sync sleeps until that instant. Data moves
+ * events record a stream's tail, event_sync waits until that instant (sleeping,
+ * then polling the last 200 us, see sleep_until). Data moves
  * at enqueue time (stream order is preserved by the callers' own ordering).
  *
  * Built-in module "sim:builtin" (kernels whose first parameter is a duration or a
@@ -24,6 +25,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,11 +74,22 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Waits until t like a GPU's completion is noticed: a sleep would overshoot by the
+ * kernel's timer and wake-up latency (50 us and more in a VM, far longer than the
+ * modelled launch or small copy), so the last SPIN_NS are polled, yielding the CPU
+ * to anything else runnable. */
+#define SPIN_NS 200000ull
 static void sleep_until(uint64_t t)
 {
-    struct timespec ts = {.tv_sec = (time_t)(t / 1000000000ull), .tv_nsec = (long)(t % 1000000000ull)};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-        ;
+    uint64_t n = now_ns();
+    if (t > n + SPIN_NS) {
+        uint64_t w = t - SPIN_NS;
+        struct timespec ts = {.tv_sec = (time_t)(w / 1000000000ull), .tv_nsec = (long)(w % 1000000000ull)};
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+            ;
+    }
+    while (now_ns() < t)
+        sched_yield();
 }
 
 static struct sim_exec *S(gos_device *d) { return d->exec_priv; }

@@ -28,4 +28,14 @@ int gos_wire_reply(int fd, int nowait, uint32_t seq, uint16_t req_type, int stat
  * boundary); GOS_ETIMEDOUT; GOS_EPROTO: malformed (the stream is then unusable). */
 int gos_wire_recv(int fd, struct gos_msg_hdr *h, void *payload, int *fd_out, int timeout_ms);
 
+/* The same, polling the socket for up to spin_us (yielding the CPU between
+ * polls) before sleeping until a message arrives: a reader that expects an answer
+ * within microseconds then avoids the wake-up latency of a sleeping thread. */
+int gos_wire_recv_spin(int fd, struct gos_msg_hdr *h, void *payload, int *fd_out, int timeout_ms,
+                       unsigned spin_us);
+
+/* The same without waiting for a message to begin: 1 (and nothing read) when no
+ * byte of one is there yet; once one has begun, its rest is awaited as above. */
+int gos_wire_try_recv(int fd, struct gos_msg_hdr *h, void *payload, int *fd_out, int timeout_ms);
+
 #endif

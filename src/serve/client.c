@@ -15,10 +15,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -44,6 +46,10 @@ static int reply(struct srv_client *c, uint32_t seq, uint16_t type, int rc, cons
 static int drain(struct srv_client *c)
 {
     struct srv *s = c->srv;
+    if (c->outstanding > 0) {
+        c->kick = 0;
+        srv_dev_kick(dev_of(c), -1); /* this reader waits: the dispatchers run it */
+    }
     while (c->outstanding > 0) {
         if (s->stop)
             return gos_fail(GOS_EBUSY, "the daemon is shutting down");
@@ -231,6 +237,7 @@ static int do_copy(struct srv_client *c, uint32_t seq, const struct gos_msg_copy
         o.op = m->dir == GOS_COPY_HTOD ? OP_HTOD : OP_DTOH;
         o.host = (char *)g->ptr + m->offset;
         o.region = (int)m->region;
+        o.sync_copy = o.direct && !g->pinned;
     }
     return srv_op_submit(c, GOS_SCHED_COPY, m->priority, &o);
 }
@@ -520,6 +527,27 @@ void srv_client_unref(struct srv_client *c)
         client_free(c);
 }
 
+/* Whether a message (or the end of the stream) is waiting on fd. */
+static int readable(int fd)
+{
+    char b;
+    return recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) >= 0;
+}
+
+/* Polls fd for up to us microseconds for the next message, if fewer than
+ * max_spinners readers are polling (the rest sleep in recvmsg at once). */
+static void spin_for_input(struct srv *s, int fd)
+{
+    if (!s->spin_us)
+        return;
+    if (__atomic_add_fetch(&s->spinners, 1, __ATOMIC_RELAXED) <= s->max_spinners) {
+        uint64_t end = srv_now_ns() + (uint64_t)s->spin_us * 1000;
+        while (!readable(fd) && srv_now_ns() < end)
+            sched_yield();
+    }
+    __atomic_sub_fetch(&s->spinners, 1, __ATOMIC_RELAXED);
+}
+
 void *srv_client_main(void *arg)
 {
     struct srv_client *c = arg;
@@ -527,9 +555,26 @@ void *srv_client_main(void *arg)
     void *payload = malloc(GOS_PROTO_MAX_PAYLOAD);
     struct gos_msg_hdr h;
     memset(&h, 0, sizeof h);
+    /* This thread may wait for short tasks it runs (dispatch.c): no timer slack. */
+    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     for (;;) {
         int fd = -1;
-        int rc = payload ? gos_wire_recv(c->fd, &h, payload, &fd, -1) : GOS_ENOMEM;
+        /* A request that is already there is read at once (it may join the batch
+         * of the one before). When none is, work queued by the requests read so
+         * far is offered to the engines first (run here, see dispatch.c), then the
+         * reader polls briefly, then sleeps until the next request. */
+        int rc = payload ? gos_wire_try_recv(c->fd, &h, payload, &fd, -1) : GOS_ENOMEM;
+        if (rc == 1 && c->kick) { /* unlocked glance; checked again under the lock */
+            pthread_mutex_lock(&s->lock);
+            if (c->kick && !s->stop)
+                srv_client_dispatch(c);
+            pthread_mutex_unlock(&s->lock);
+            rc = gos_wire_try_recv(c->fd, &h, payload, &fd, -1);
+        }
+        if (rc == 1) {
+            spin_for_input(s, c->fd);
+            rc = gos_wire_recv(c->fd, &h, payload, &fd, -1);
+        }
         if (rc) {
             if (rc == GOS_EPROTO) {
                 /* Tell the peer why (in our protocol version) before hanging up. */
@@ -547,6 +592,10 @@ void *srv_client_main(void *arg)
         }
         pthread_mutex_lock(&s->lock);
         int r = s->stop ? -1 : handle(c, &h, payload, fd);
+        /* Work was queued: offer it to the engines now, unless the next request
+         * may still join the same batch (then at the latest once none is waiting). */
+        if (r >= 0 && c->kick && !s->stop && !srv_client_batch_open(c))
+            srv_client_dispatch(c);
         pthread_mutex_unlock(&s->lock);
         if (h.type != GOS_MSG_REGION_ADD && fd >= 0)
             close(fd); /* a descriptor nobody asked for */

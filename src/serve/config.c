@@ -82,6 +82,7 @@ int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_
     c.socket_mode = 0660;
     c.chunk = 0; /* 0: the client library's measured default */
     c.depth = 0;
+    c.spin_us = -1; /* by the number of CPUs (server.c) */
     int line = 0, sect = 0, idx = -1; /* sect: 0 global, 1 device, 2 vgpu */
     char *copy = strdup(text), *save = NULL;
     if (!copy)
@@ -199,6 +200,12 @@ int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_
                     goto out;
                 }
                 c.depth = (int)x;
+            } else if (!strcmp(k, "spin_us")) {
+                if (parse_int(v, 0, 100000, &x)) {
+                    rc = BAD("spin_us must be 0..100000");
+                    goto out;
+                }
+                c.spin_us = (int)x;
             } else {
                 rc = BAD("unknown key \"%s\"", k);
                 goto out;

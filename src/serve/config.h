@@ -5,6 +5,9 @@
  *   socket_mode = 0660           # who may connect: the socket file's permissions
  *   chunk = 4M                   # copy chunk size advertised to clients
  *   depth = 3                    # copy pipeline depth advertised to clients
+ *   spin_us = 50                 # a connection's reader polls this long for the next
+ *                                # request before sleeping (0: never; default 50 on
+ *                                # hosts of 8 CPUs or more, else 0)
  *
  *   [device 0]                   # CUDA ordinal, or any label with `sim = CHIP`
  *   sim = default                # optional: a simulated chip ("default" or a file)
@@ -55,6 +58,7 @@ struct gos_serve_config {
     unsigned socket_mode;
     uint64_t chunk;
     int depth;
+    int spin_us; /* -1: by the number of CPUs */
     int n_devs;
     struct gos_serve_devcfg devs[GOS_SERVE_MAX_DEVICES];
     int n_vgpus;

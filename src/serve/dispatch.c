@@ -1,7 +1,17 @@
-/* dispatch.c: the daemon's engines (paper 002, section 5.1). One thread per
- * scheduler engine and device (MRQ: compute and copy; SDQ: one) asks the policy
- * for the next task, runs it on the device between two events, charges the
- * measured GPU time to the task's vGPU (gos_sched_done) and answers the client.
+/* dispatch.c: the daemon's engines (paper 002, section 5.1). Whoever finds an
+ * engine idle asks the policy for its next task, runs it on the device between two
+ * events, charges the measured GPU time to the task's vGPU (gos_sched_done) and
+ * answers the client:
+ *   - the reader of the client that has just queued work (srv_client_dispatch),
+ *     so that a synchronous request is issued to the device by the thread that
+ *     received it, waited for there when it is expected to be short, and answered
+ *     by the same thread: no hand-off between threads on its path (each costs a
+ *     wake-up, several microseconds on bare metal and tens in a VM);
+ *   - one dispatcher thread per scheduler engine (MRQ: compute and copy; SDQ: one)
+ *     for everything else: the next task after a completion, work released by a
+ *     completion, the wait for long tasks, BAND's timed holds.
+ * The policy alone decides which task runs next whoever asks, and at most one task
+ * is in flight per engine, so scheduling and accounting are the same either way.
  *
  * A client's tasks run in submission order: a task is handed to the scheduler
  * only when no task of the other kind of that client is still queued or running
@@ -58,8 +68,18 @@ void srv_client_release(struct srv_client *c)
             task_finish(t, GOS_EDEVICE, why, 0);
             return;
         }
-        pthread_cond_broadcast(&d->cond);
+        c->kick = 1;
     }
+}
+
+int srv_client_batch_open(struct srv_client *c)
+{
+    struct srv_task *t = c->last_task;
+    if (!t || t->dispatched || t->n_ops == 0 || t->ops[0].direct || t->n_ops >= SRV_BATCH_MAX_OPS)
+        return 0;
+    uint64_t per = c->op_ns[t->st.kind];
+    return per > 0 && (uint64_t)(t->n_ops + 1) * per <= SRV_BATCH_MAX_NS &&
+           (t->st.kind != GOS_SCHED_COPY || t->bytes < SRV_BATCH_MAX_BYTES);
 }
 
 static struct srv_task *task_new(struct srv_client *c, int kind, int priority)
@@ -219,20 +239,24 @@ static int run_op(struct srv_dev *d, struct srv_op *o, void *st)
     }
 }
 
-/* Runs a task's ops back to back between two events; each op keeps its own
- * result. Returns a failure of the measurement itself (then *gpu_ns = 0). */
-static int execute(struct srv_dev *d, int engine, struct srv_task *t, uint64_t *gpu_ns)
+/* Issues a task's ops on the engine's stream back to back between two events
+ * (lock not held). *waiting = 1: the completion remains to be awaited (await);
+ * else the task is over and *gpu_ns is its time. Each op keeps its own result;
+ * the return value is a failure of the measurement itself (then *gpu_ns = 0). */
+static int issue(struct srv_dev *d, int engine, struct srv_task *t, uint64_t *gpu_ns, int *waiting)
 {
     const struct gos_exec_ops *x = d->x;
-    if (t->n_ops == 0) {
-        *gpu_ns = 0;
+    *waiting = 0;
+    *gpu_ns = 0;
+    if (t->n_ops == 0)
         return GOS_OK;
-    }
     struct srv_op *o0 = &t->ops[0];
-    if (t->n_ops == 1 && o0->direct && o0->op != OP_DTOD) {
-        /* Small copies (paper 002, section 4.1, "direct I/O"): one synchronous
-         * driver copy, which for small sizes the driver pushes inline, timed on
-         * the CPU; no events, no stream round trip. */
+    if (t->n_ops == 1 && o0->sync_copy) {
+        /* A small copy from host memory the driver could not pin (paper 002,
+         * section 4.1, "direct I/O"): the driver's synchronous copy, timed on the
+         * CPU. Pinned memory (every region normally) takes the path below: the
+         * asynchronous copy straight from the client's shared pages, then the
+         * same polling wait as any task. */
         uint64_t t0 = srv_now_ns();
         o0->rc = o0->op == OP_HTOD ? x->copy_htod_sync(d->dev, o0->dptr, o0->host, o0->bytes)
                                    : x->copy_dtoh_sync(d->dev, o0->host, o0->dptr, o0->bytes);
@@ -241,8 +265,8 @@ static int execute(struct srv_dev *d, int engine, struct srv_task *t, uint64_t *
         *gpu_ns = srv_now_ns() - t0;
         return GOS_OK;
     }
-    void *st = d->streams[engine], *e0 = d->ev[engine][0], *e1 = d->ev[engine][1];
-    int rc = x->event_record(d->dev, e0, st);
+    void *st = d->streams[engine];
+    int rc = x->event_record(d->dev, d->ev[engine][0], st);
     if (rc)
         return rc;
     for (int i = 0; i < t->n_ops; i++) {
@@ -250,10 +274,158 @@ static int execute(struct srv_dev *d, int engine, struct srv_task *t, uint64_t *
         if ((o->rc = run_op(d, o, st)))
             o->msg = strdup(gos_last_error());
     }
-    if ((rc = x->event_record(d->dev, e1, st)) || (rc = x->event_sync(d->dev, e1)) ||
-        (rc = x->event_elapsed_ns(d->dev, e0, e1, gpu_ns)))
+    if ((rc = x->event_record(d->dev, d->ev[engine][1], st)))
+        return rc;
+    *waiting = 1;
+    return GOS_OK;
+}
+
+/* Waits for the task issued on the engine and measures it (lock not held). */
+static int await(struct srv_dev *d, int engine, uint64_t *gpu_ns)
+{
+    const struct gos_exec_ops *x = d->x;
+    int rc;
+    if ((rc = x->event_sync(d->dev, d->ev[engine][1])) ||
+        (rc = x->event_elapsed_ns(d->dev, d->ev[engine][0], d->ev[engine][1], gpu_ns)))
         *gpu_ns = 0;
     return rc;
+}
+
+/* Whether a task is expected to end soon enough for its issuer to wait for it
+ * rather than go back to reading its client's socket: copies by size, kernels by
+ * the client's recent GPU time per launch (unknown: not short). */
+static int expect_short(const struct srv_task *t)
+{
+    if (t->st.kind == GOS_SCHED_COPY)
+        return t->bytes <= SRV_INLINE_WAIT_BYTES;
+    uint64_t per = t->c->op_ns[t->st.kind];
+    return per > 0 && per * (uint64_t)t->n_ops <= SRV_INLINE_WAIT_NS;
+}
+
+/* The next task of an idle engine from the policy, now in flight (lock held). */
+static struct srv_task *take(struct srv_dev *d, int engine, uint64_t *wake)
+{
+    *wake = GOS_SCHED_NEVER;
+    if (d->srv->stop || gos_sched_running(d->sched, engine))
+        return NULL;
+    gos_sched_task *st = gos_sched_next(d->sched, engine, srv_now_ns(), wake);
+    if (!st)
+        return NULL;
+    struct srv_task *t = st->user;
+    t->dispatched = 1; /* the batch is closed from here on */
+    return t;
+}
+
+/* Gives a task in flight to the engine's dispatcher (lock held). */
+static void hand(struct srv_dev *d, int engine, struct srv_task *t, int issued)
+{
+    d->handed[engine] = t;
+    d->handed_issued[engine] = issued;
+    pthread_cond_signal(&d->cond[engine]);
+}
+
+/* A task's end (lock held): accounts it and answers its client. */
+static void complete(struct srv_dev *d, struct srv_task *t, int rc, const char *msg, uint64_t gpu_ns)
+{
+    gos_sched_done(d->sched, &t->st, gpu_ns, srv_now_ns());
+    task_finish(t, rc, msg, gpu_ns);
+}
+
+void srv_dev_kick(struct srv_dev *d, int skip)
+{
+    for (int e = 0; e < d->n_engines; e++) {
+        if (e == skip)
+            continue;
+        uint64_t wake;
+        struct srv_task *t = take(d, e, &wake);
+        if (t)
+            hand(d, e, t, 0);
+        else if (wake != GOS_SCHED_NEVER && d->sleep_until[e] && wake < d->sleep_until[e])
+            pthread_cond_signal(&d->cond[e]);
+    }
+}
+
+/* The type of the next message waiting in fd (peeked), 0 when something else
+ * (a partial header, the end of the stream) is there, -1 when nothing is. */
+static int next_type(int fd)
+{
+    struct gos_msg_hdr h;
+    ssize_t n = recv(fd, &h, sizeof h, MSG_PEEK | MSG_DONTWAIT);
+    if (n < 0)
+        return -1;
+    return n == (ssize_t)sizeof h && h.magic == GOS_PROTO_MAGIC ? h.type : 0;
+}
+
+/* Whether the client waits for a reply from this task: one of its ops is
+ * synchronous, or a SYNC waits for it. */
+static int awaited(const struct srv_task *t)
+{
+    if (t->c->n_sync > 0)
+        return 1;
+    for (int i = 0; i < t->n_ops; i++)
+        if (!t->ops[i].async)
+            return 1;
+    return 0;
+}
+
+/* Runs task t of engine e on the reader of client r (lock held, dropped
+ * meanwhile). Its ops are issued here. The reader then waits for the task itself
+ * when nothing else needs it: its client waits for this very task (nothing more
+ * to read, or only the SYNC that waits for it), or the task is short and nothing
+ * more has come; otherwise (more requests to read, or a long task nobody waits
+ * for yet) the engine's dispatcher waits for it, and the reader reads on, so that
+ * a stream of asynchronous requests is still read and batched while the device
+ * runs the previous batch. */
+static void run_here(struct srv_client *r, struct srv_dev *d, int e, struct srv_task *t)
+{
+    struct srv *s = d->srv;
+    int sh = expect_short(t), mine = t->c == r, aw = awaited(t);
+    if (!sh && t->n_ops == 1 && t->ops[0].sync_copy) {
+        hand(d, e, t, 0); /* a long blocking copy: the dispatcher's */
+        return;
+    }
+    pthread_mutex_unlock(&s->lock);
+    uint64_t gpu_ns = 0;
+    int waiting = 0;
+    int rc = issue(d, e, t, &gpu_ns, &waiting);
+    if (!rc && waiting) {
+        int nx = next_type(r->fd), here;
+        if (nx == GOS_MSG_SYNC)
+            here = mine || sh;
+        else if (nx >= 0)
+            here = 0;
+        else
+            here = sh || (mine && aw);
+        if (!here) {
+            pthread_mutex_lock(&s->lock);
+            if (!s->stop) { /* the dispatcher waits for it; at shutdown it may be gone */
+                hand(d, e, t, 1);
+                return;
+            }
+            pthread_mutex_unlock(&s->lock);
+        }
+        rc = await(d, e, &gpu_ns);
+    }
+    char msg[GOS_MSG_TEXT_MAX] = "";
+    if (rc)
+        snprintf(msg, sizeof msg, "%s", gos_last_error());
+    pthread_mutex_lock(&s->lock);
+    complete(d, t, rc, msg, gpu_ns);
+}
+
+void srv_client_dispatch(struct srv_client *c)
+{
+    struct srv_dev *d = dev_of(c);
+    c->kick = 0;
+    for (int e = 0; e < d->n_engines; e++) {
+        uint64_t wake;
+        struct srv_task *t = take(d, e, &wake);
+        if (t)
+            run_here(c, d, e, t);
+        else if (wake != GOS_SCHED_NEVER && d->sleep_until[e] && wake < d->sleep_until[e])
+            pthread_cond_signal(&d->cond[e]);
+    }
+    srv_dev_kick(d, -1); /* what completions released, and the engines they freed */
 }
 
 void *srv_dispatch_main(void *arg)
@@ -263,35 +435,46 @@ void *srv_dispatch_main(void *arg)
     struct srv *s = d->srv;
     int engine = a->engine;
     free(a);
-    /* Completion is noticed by sleeping until the work's end: the default 50 us
-     * timer slack would add to every dispatch (and skew short-kernel accounting). */
+    /* Timed waits (BAND's hold, the simulated device's completions) must end on
+     * time: the default 50 us timer slack would add to them. */
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     pthread_mutex_lock(&s->lock);
-    while (!s->stop) {
-        uint64_t now = srv_now_ns(), wake = GOS_SCHED_NEVER;
-        gos_sched_task *st = gos_sched_next(d->sched, engine, now, &wake);
-        if (!st) {
-            uint64_t until = now + 50000000ull;
-            if (wake != GOS_SCHED_NEVER && wake < until)
+    for (;;) {
+        struct srv_task *t = d->handed[engine];
+        int issued = 0;
+        uint64_t wake = GOS_SCHED_NEVER;
+        if (t) {
+            issued = d->handed_issued[engine];
+            d->handed[engine] = NULL; /* in flight: completed even while stopping */
+        } else if (s->stop)
+            break;
+        else
+            t = take(d, engine, &wake);
+        if (!t) {
+            uint64_t until = srv_now_ns() + 50000000ull;
+            if (wake < until)
                 until = wake;
-            /* The condition variable runs on CLOCK_MONOTONIC (server.c). */
+            /* The condition variables run on CLOCK_MONOTONIC (server.c). */
             struct timespec ts = {.tv_sec = (time_t)(until / 1000000000ull),
                                   .tv_nsec = (long)(until % 1000000000ull)};
-            pthread_cond_timedwait(&d->cond, &s->lock, &ts);
+            d->sleep_until[engine] = until;
+            pthread_cond_timedwait(&d->cond[engine], &s->lock, &ts);
+            d->sleep_until[engine] = 0;
             continue;
         }
-        struct srv_task *t = st->user;
-        t->dispatched = 1; /* the batch is closed from here on */
         pthread_mutex_unlock(&s->lock);
         uint64_t gpu_ns = 0;
-        int rc = execute(d, engine, t, &gpu_ns);
+        int waiting = issued, rc = GOS_OK;
+        if (!issued)
+            rc = issue(d, engine, t, &gpu_ns, &waiting);
+        if (!rc && waiting)
+            rc = await(d, engine, &gpu_ns);
         char msg[GOS_MSG_TEXT_MAX] = "";
         if (rc)
             snprintf(msg, sizeof msg, "%s", gos_last_error());
         pthread_mutex_lock(&s->lock);
-        gos_sched_done(d->sched, st, gpu_ns, srv_now_ns());
-        task_finish(t, rc, msg, gpu_ns);
-        pthread_cond_broadcast(&d->cond);
+        complete(d, t, rc, msg, gpu_ns);
+        srv_dev_kick(d, engine); /* this engine: the loop asks for its next task */
     }
     pthread_mutex_unlock(&s->lock);
     return NULL;

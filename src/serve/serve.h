@@ -4,6 +4,10 @@
  *   main         accepts connections, waits for SIGTERM/SIGINT;
  *   one per client reads and answers its messages (client.c);
  *   one per engine and device runs the scheduled tasks (dispatch.c).
+ * Whoever finds an engine idle asks the policy for its next task: a client's
+ * reader that has just queued work runs what the policy picks itself (no hand-off
+ * to another thread on the path of a synchronous request) and waits for it when
+ * it is expected to be short; everything else goes to the engine's dispatcher.
  * One lock (srv->lock) guards everything shared: the vGPU table, every client's
  * bookkeeping and every device's scheduler (sched.h is not thread-safe). Device
  * calls (copies, launches, waits) run outside it. Replies from dispatch threads
@@ -46,7 +50,8 @@ struct srv_op {
     uint32_t seq;
     uint16_t req_type;
     int async;
-    int direct; /* small-copy path */
+    int direct; /* small-copy path: never batched */
+    int sync_copy; /* direct from host memory that is not pinned: the driver's synchronous copy */
     uint64_t dptr, dptr2, bytes;
     void *host;
     int region; /* -1: none */
@@ -103,6 +108,7 @@ struct srv_client {
     struct srv_task *last_task; /* the newest task, while it may still grow */
     uint64_t op_ns[2];          /* recent GPU ns per op, per kind (0: not known yet) */
     int released_n, released_kind;
+    int kick; /* work released that the engines have not been offered yet (reader) */
     int outstanding;   /* pending + released */
     int sticky_rc;     /* first error of an asynchronous request */
     char sticky_msg[GOS_MSG_TEXT_MAX];
@@ -133,7 +139,13 @@ struct srv_dev {
     gos_sched *sched;
     int n_engines;
     pthread_t threads[GOS_SCHED_MAX_ENGINES];
-    pthread_cond_t cond;
+    /* Per engine: the dispatcher's wake-up, the instant it sleeps until (0: awake),
+     * and a task handed to it by another thread, already taken from the policy
+     * (in flight), whose ops are already issued when handed_issued is set. */
+    pthread_cond_t cond[GOS_SCHED_MAX_ENGINES];
+    uint64_t sleep_until[GOS_SCHED_MAX_ENGINES];
+    struct srv_task *handed[GOS_SCHED_MAX_ENGINES];
+    int handed_issued[GOS_SCHED_MAX_ENGINES];
     void *streams[GOS_SCHED_MAX_ENGINES];
     void *ev[GOS_SCHED_MAX_ENGINES][2];
     uint64_t mem_total;
@@ -154,6 +166,9 @@ struct srv {
     int n_clients;
     uint32_t next_client_id;
     int verbose;
+    unsigned spin_us;  /* readers poll this long for the next request */
+    int max_spinners;  /* readers polling at once, at most */
+    int spinners;      /* atomic */
 };
 
 uint64_t srv_now_ns(void);
@@ -176,8 +191,24 @@ struct srv_engine_arg {
  * client c (lock held): appended to the client's last task when that one may
  * still grow, else in a new task, pending, then released in order. */
 int srv_op_submit(struct srv_client *c, int kind, int priority, const struct srv_op *op);
-/* Releases pending tasks of c that may run now (lock held). */
+/* Releases pending tasks of c that may run now (lock held); the caller then
+ * offers them to the engines (srv_client_dispatch or srv_dev_kick). */
 void srv_client_release(struct srv_client *c);
+/* Offers every idle engine of d its next task (lock held): handed to the engine's
+ * dispatcher, which is woken; a dispatcher sleeping past a BAND hold or a cap that
+ * now ends earlier is woken too. Engine `skip` (or -1) is left alone. */
+void srv_dev_kick(struct srv_dev *d, int skip);
+/* The reader of c, after queueing work (lock held, dropped meanwhile): runs on
+ * this thread the task the policy picks for an idle engine (its ops issued here;
+ * waited for here when the client waits for it and sends nothing else, or when it
+ * is expected within SRV_INLINE_WAIT_NS, else by the engine's dispatcher), then
+ * offers the engines their next tasks. */
+void srv_client_dispatch(struct srv_client *c);
+/* Whether c's newest task may still take the next request (a reader with more
+ * requests already in its socket reads them before dispatching). */
+int srv_client_batch_open(struct srv_client *c);
+#define SRV_INLINE_WAIT_NS 200000ull
+#define SRV_INLINE_WAIT_BYTES (4ull << 20)
 /* Takes back every queued task of c (lock held), after it died. */
 void srv_client_cancel(struct srv_client *c);
 

@@ -64,7 +64,8 @@ static int open_devices(struct srv *s, const char *force_sim)
         pthread_condattr_t ca;
         pthread_condattr_init(&ca);
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        pthread_cond_init(&d->cond, &ca);
+        for (int e = 0; e < GOS_SCHED_MAX_ENGINES; e++)
+            pthread_cond_init(&d->cond[e], &ca);
         pthread_condattr_destroy(&ca);
     }
     for (int v = 0; v < s->cfg.n_vgpus; v++) {
@@ -191,6 +192,11 @@ int srv_run(struct srv *s, const char *force_sim)
     pthread_mutex_init(&s->lock, NULL);
     s->uid = getuid();
     s->listen_fd = -1;
+    /* Readers poll for the next request only where CPUs are plentiful: a poller
+     * takes a CPU for up to spin_us after each request. */
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    s->spin_us = s->cfg.spin_us >= 0 ? (unsigned)s->cfg.spin_us : ncpu >= 8 ? 50u : 0u;
+    s->max_spinners = ncpu >= 8 ? (int)(ncpu / 4) : 1;
 
     sigset_t set;
     sigemptyset(&set);
@@ -250,7 +256,8 @@ fail:
         shutdown(c->fd, SHUT_RDWR);
     for (int i = 0; i < s->n_devs; i++)
         if (s->devs[i].sched)
-            pthread_cond_broadcast(&s->devs[i].cond);
+            for (int e = 0; e < s->devs[i].n_engines; e++)
+                pthread_cond_broadcast(&s->devs[i].cond[e]);
     /* Clients end once their in-flight work has completed (bounded wait). */
     struct timespec until;
     clock_gettime(CLOCK_MONOTONIC, &until);
