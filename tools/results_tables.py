@@ -22,12 +22,14 @@ def topology():
     rows = ["| GPU (UUID) | date | GPCs (SMs each) | free-floating SMs -> GPC | min margin | paper match | 3 runs identical | probe time |",
             "|---|---|---|---|---|---|---|---|"]
     for d in sorted(glob.glob(os.path.join(ROOT, "GPU-*"))):
-        tp = os.path.join(d, "topology.json")
-        if not os.path.exists(tp):
+        # A topology probe (topology*.json) or a whole chart (chip*.json).
+        stem = "topology" if os.path.exists(os.path.join(d, "topology.json")) else "chip"
+        tp = os.path.join(d, stem + ".json")
+        if not os.path.exists(tp) or "gpcs" not in load(tp).get("topology", {}):
             continue
         chip, prov = load(tp), load(os.path.join(d, "provenance.json"))
         t = chip["topology"]
-        runs = [chip] + [load(p) for p in sorted(glob.glob(os.path.join(d, "topology-run*.json")))]
+        runs = [chip] + [load(p) for p in sorted(glob.glob(os.path.join(d, stem + "-run*.json")))]
         key = lambda c: sorted(sorted(g["sms"]) for g in c["topology"]["gpcs"])
         same = all(key(r) == key(chip) for r in runs)
         gpc_of = {}
@@ -42,13 +44,41 @@ def topology():
         margins = [p["margin"] for p in t["placements"]]
         match = t.get("paper_match") or "not in the paper"
         times = ", ".join(f"{r['topology']['seconds']:.2f}" for r in runs)
-        rows.append(f"| {prov['gpu']} ({os.path.basename(d)[:12]}...) | {prov['date'][:10]} | {t['summary']} | "
+        rows.append(f"| {prov.get('gpu', chip['device']['name'])} ({os.path.basename(d)[:12]}...) | {prov.get('date', chip.get('probe', {}).get('date', '?'))[:10]} | {t['summary']} | "
                     f"{free_txt} | {min(margins) if margins else float('nan'):.2f} | {match} | "
                     f"{'yes' if same else 'NO'} ({len(runs)}) | {times} s |")
     return "\n".join(rows)
 
 
-TABLES = {"topology": topology}
+def numa():
+    rows = ["| GPU (UUID) | partitions (SMs) | in-page hash bits | HBM local / remote (cycles) | L2 hit local / remote (cycles) | HBM GB/s local / remote | effective L2, one reader per page | probe all | verify all memory |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    for d in sorted(glob.glob(os.path.join(ROOT, "GPU-*"))):
+        cp = os.path.join(d, "chip.json")
+        if not os.path.exists(cp):
+            continue
+        c = load(cp)
+        n, m = c.get("numa", {}), c.get("memory", {})
+        if "partitions" not in n or "latency_cycles" not in n:
+            continue
+        lat, bw = n["latency_cycles"], m.get("hbm_bandwidth_gbps", {})
+        ver = ""
+        for vp in glob.glob(os.path.join(d, "**", "verify-all.json"), recursive=True):
+            v = load(vp)["numa"]["verification"]
+            after = v.get("agreement_after_reprobe")
+            ver = (f"{v['bytes'] / 1e9:.1f} GB in {v['time_s']['total']:.1f} s: {100 * v['agreement']:.2f} %"
+                   + (f" ({100 * after:.3f} % after re-probing)" if after else ""))
+        l2 = m.get("l2_effective_fraction")
+        rows.append(f"| {c['device']['name']} ({os.path.basename(d)[:12]}...) | "
+                    f"{' / '.join(str(len(p['sms'])) for p in n['partitions'])} | "
+                    f"{' '.join(map(str, n['hash']['in_page_bits']))} ({n['hash']['granularity_bytes']} B) | "
+                    f"{lat['hbm_local']:.0f} / {lat['hbm_remote']:.0f} | {lat['l2_local']:.0f} / {lat['l2_remote']:.0f} | "
+                    f"{bw.get('local', 0):.0f} / {bw.get('remote', 0):.0f} | "
+                    f"{'%.1f %%' % (100 * l2) if l2 else '-'} | {c['probe']['seconds']:.2f} s | {ver or '-'} |")
+    return "\n".join(rows)
+
+
+TABLES = {"topology": topology, "numa": numa}
 
 if __name__ == "__main__":
     names = sys.argv[1:] or list(TABLES)
