@@ -80,7 +80,8 @@ int cmd_probe(int argc, char **argv)
                 return cli_usage("probe", "--json needs an output path");
             json_out = argv[++i];
         } else if (!strcmp(a, "--verify")) {
-            if (i + 1 >= argc)
+            unsigned long long bytes;
+            if (i + 1 >= argc || (strcmp(argv[i + 1], "all") && (cli_parse_size(argv[i + 1], &bytes) || !bytes)))
                 return cli_usage("probe", "--verify needs a size (e.g. 16G) or 'all'");
             verify = argv[++i];
         } else if (!strcmp(a, "--repeat")) {
