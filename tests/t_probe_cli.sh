@@ -91,3 +91,25 @@ assert b["schema"] == "gpuos.chip/1"
 PYEOF
 done
 echo "probe CLI: ok"
+
+# Sharing above the GPC: with a per-partition L2 path in the simulated chip, the
+# GPC groups found by pair contention must be exactly the memory partitions the
+# numa probe finds by latency (two independent measurements of one floor plan).
+"$G" probe --sim default --json "$T/base.json" >/dev/null || fail "probe default"
+$PY - "$T/base.json" "$T/xbar.json" <<'PYEOF'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["sim"] = {"seed": 5, "jitter": 0.03, "l2_gbps_per_sm": 180, "l2_gbps_per_gpc": 1300,
+            "l2_gbps_per_partition": 2000}
+c["numa"]["hash"]["physical_bits"] = c["numa"]["hash"]["in_page_bits"] + [22, 26]
+json.dump(c, open(sys.argv[2], "w"))
+PYEOF
+"$G" probe --sim "$T/xbar.json" --json "$T/xbar-out.json" >"$T/xbar.out" || fail "probe xbar chip"
+$PY - "$T/xbar-out.json" <<'PYEOF' || fail "crossbar groups are not the partitions"
+import json, sys
+t = json.load(open(sys.argv[1]))["topology"]
+assert len(t["crossbar_groups"]) == 2, t["crossbar_groups"]
+assert t["crossbar_groups_are_partitions"] is True
+PYEOF
+grep -q "are exactly the memory partitions" "$T/xbar.out" || fail "cross-check line missing"
+echo "probe CLI (crossbar groups): ok"

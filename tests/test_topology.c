@@ -233,6 +233,54 @@ static void test_tpcs_unobservable(void **state)
     }
 }
 
+/* GPCs behind a common path per memory partition (as the H200 shows) are
+ * grouped by pair contention, and the groups are exactly the partitions;
+ * without such a path no group is claimed. Placements stay right. */
+static void test_crossbar_groups(void **state)
+{
+    (void)state;
+    for (int with = 0; with < 2; with++) {
+        json_t *doc = json_loads(gos_chip_default_json(), 0, NULL);
+        if (with)
+            json_object_set_new(json_object_get(doc, "sim"), "l2_gbps_per_partition", json_real(2000));
+        gos_device *d;
+        assert_int_equal(open_json(doc, &d), 0);
+        gos_topo_opts o;
+        gos_topo_default_opts(&o);
+        gos_topo_result r;
+        assert_int_equal(gos_topo_probe(d, &o, &r), 0);
+        assert_false(r.ambiguous);
+        char why[256];
+        assert_true(gos_chip_same_topology(d->chip, r.chip, why, sizeof why));
+        if (!with) {
+            assert_int_equal(r.n_xbar_groups, 0);
+        } else {
+            assert_int_equal(r.n_xbar_groups, 2);
+            /* Every group's GPCs lie in one partition of the truth, and the
+             * two groups in different ones. */
+            int part_of_group[2];
+            for (int k = 0; k < 2; k++) {
+                part_of_group[k] = -1;
+                for (int i = 0; i < r.xbar_size[k]; i++) {
+                    int sm = r.chip->gpcs[r.xbar_group[k][i]].sms[0], p = -1;
+                    for (int q = 0; q < d->chip->n_parts; q++)
+                        for (int j = 0; j < d->chip->parts[q].n_sms; j++)
+                            if (d->chip->parts[q].sms[j] == sm)
+                                p = q;
+                    if (part_of_group[k] < 0)
+                        part_of_group[k] = p;
+                    assert_int_equal(p, part_of_group[k]);
+                }
+                assert_int_equal(r.xbar_size[k], 4);
+            }
+            assert_int_not_equal(part_of_group[0], part_of_group[1]);
+        }
+        gos_topo_result_free(&r);
+        gos_device_close(d);
+        json_decref(doc);
+    }
+}
+
 static void test_summary_and_paper(void **state)
 {
     (void)state;
@@ -272,7 +320,7 @@ int main(void)
         cmocka_unit_test(test_output_reloads),   cmocka_unit_test(test_no_signal_is_ambiguous),
         cmocka_unit_test(test_summary_and_paper), cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_tpcs_by_contention), cmocka_unit_test(test_tpcs_unobservable),
-        cmocka_unit_test(test_harsh_chips),
+        cmocka_unit_test(test_harsh_chips),       cmocka_unit_test(test_crossbar_groups),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

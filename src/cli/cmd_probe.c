@@ -57,6 +57,40 @@ static json_t *provenance(const gos_device *d, int argc, char **argv, double sec
                      "driver", d->info.driver_version, "backend", d->info.backend, "seconds", seconds);
 }
 
+/* When both are known, do the GPC groups that share bandwidth above the GPC
+ * (topology) coincide with the memory partitions (numa, from latencies)? Two
+ * independent measurements of one floor plan; the answer is recorded. */
+static void crosscheck_partitions(gos_chip *c, FILE *out)
+{
+    json_t *topo = json_object_get(c->json, "topology");
+    json_t *groups = json_object_get(topo, "crossbar_groups");
+    if (!c->n_parts || !c->n_gpcs || !json_array_size(groups))
+        return;
+    int agree = (int)json_array_size(groups) == c->n_parts, used[GOS_MAX_PARTS] = {0};
+    for (size_t k = 0; agree && k < json_array_size(groups); k++) {
+        int part = -1;
+        json_t *g = json_array_get(groups, k);
+        for (size_t i = 0; agree && i < json_array_size(g); i++) {
+            const gos_gpc *G = &c->gpcs[json_integer_value(json_array_get(g, i))];
+            for (int s = 0; agree && s < G->n_sms; s++) {
+                int p = -1;
+                for (int q = 0; q < c->n_parts; q++)
+                    for (int j = 0; j < c->parts[q].n_sms; j++)
+                        if (c->parts[q].sms[j] == G->sms[s])
+                            p = q;
+                if (part < 0)
+                    part = p;
+                agree = p >= 0 && p == part;
+            }
+        }
+        agree = agree && part >= 0 && !used[part]++;
+    }
+    json_object_set_new(topo, "crossbar_groups_are_partitions", json_boolean(agree));
+    if (out)
+        fprintf(out, "Cross-check: the GPC groups that share L2 bandwidth %s the memory partitions found by latency\n",
+                agree ? "are exactly" : "are NOT");
+}
+
 int cmd_probe(int argc, char **argv)
 {
     const char *section = "all", *sim = NULL, *json_out = NULL, *verify = NULL;
@@ -137,6 +171,7 @@ int cmd_probe(int argc, char **argv)
         if (ctx.out)
             fflush(ctx.out);
     }
+    crosscheck_partitions(chip, ctx.out);
     double secs = gos_now_s() - t0;
     if (ctx.out)
         fprintf(ctx.out, "Chart of %s%s done in %.2f s\n", gos_dev_label(d), d->info.name, secs);

@@ -72,6 +72,18 @@ static json_t *topology_extras(const gos_topo_result *r, const char *summary)
         json_array_append_new(gb, json_real(r->gpc_gbps[g]));
     json_object_set_new(t, "gpc_l2_gbps", gb);
     json_object_set_new(t, "lone_tpc_l2_gbps", json_real(r->lone_tpc_gbps));
+    json_t *pr = json_array();
+    for (int a = 0; a < r->chip->n_gpcs; a++) {
+        json_t *row = json_array();
+        for (int b = 0; b < r->chip->n_gpcs; b++)
+            json_array_append_new(row, a == b ? json_null() : json_real(r->pair_ratio[a][b]));
+        json_array_append_new(pr, row);
+    }
+    json_object_set_new(t, "gpc_pair_bw_ratio", pr);
+    json_t *xg = json_array();
+    for (int k = 0; k < r->n_xbar_groups; k++)
+        json_array_append_new(xg, gos_json_ints(r->xbar_group[k], r->xbar_size[k]));
+    json_object_set_new(t, "crossbar_groups", xg);
     json_object_set_new(t, "confidence", json_string(r->ambiguous ? "ambiguous" : "unambiguous"));
     if (r->ambiguous)
         json_object_set_new(t, "ambiguity", json_string(r->ambiguity));
@@ -131,6 +143,34 @@ int probe_topology(gos_probe_ctx *ctx)
         fprintf(f, "Clusters at once: %d of 4, %d of 8, %d of 16 (largest cluster %d)\n",
                 concurrent_clusters(c, 4), concurrent_clusters(c, 8), concurrent_clusters(c, 16),
                 r.max_cluster_chip);
+        if (r.n_xbar_groups) {
+            fprintf(f, "Sharing above the GPC: GPC groups");
+            for (int k = 0; k < r.n_xbar_groups; k++) {
+                fprintf(f, " {");
+                for (int i = 0; i < r.xbar_size[k]; i++)
+                    fprintf(f, "%s%d", i ? "," : "", r.xbar_group[k][i]);
+                fprintf(f, "}");
+            }
+            double in_lo = 9, in_hi = 0, out_lo = 9, out_hi = 0;
+            for (int a = 0; a < c->n_gpcs; a++)
+                for (int b = a + 1; b < c->n_gpcs; b++) {
+                    int same = 0;
+                    for (int k = 0; k < r.n_xbar_groups; k++) {
+                        int ia = 0, ib = 0;
+                        for (int i = 0; i < r.xbar_size[k]; i++)
+                            ia |= r.xbar_group[k][i] == a, ib |= r.xbar_group[k][i] == b;
+                        same |= ia && ib;
+                    }
+                    double q = r.pair_ratio[a][b];
+                    if (same)
+                        in_lo = q < in_lo ? q : in_lo, in_hi = q > in_hi ? q : in_hi;
+                    else
+                        out_lo = q < out_lo ? q : out_lo, out_hi = q > out_hi ? q : out_hi;
+                }
+            fprintf(f, ": two GPCs of a group read together reach %.2f-%.2f of their summed\n"
+                       "      bandwidth, of different groups %.2f-%.2f\n", in_lo, in_hi, out_lo, out_hi);
+        } else
+            fprintf(f, "Sharing above the GPC: none visible (GPC pairs add up; largest gap %.2f)\n", r.xbar_gap);
         if (r.n_merged)
             fprintf(f, "Note: %d cluster groups were merged because their L2 bandwidth saturates like one GPC\n", r.n_merged);
         if (r.tpcs_known == 2)

@@ -7,8 +7,9 @@
  * only among one GPC's cluster-eligible SMs, tiled by the hardware in an order
  * that varies from launch to launch. L2 bandwidth of an SM set: each SM reads at
  * sim.l2_gbps_per_sm until its TPC saturates at sim.l2_gbps_per_tpc (optional)
- * and its GPC's crossbar port at sim.l2_gbps_per_gpc (soft knees), times noise
- * 1 + jitter N(0,1). */
+ * and its GPC's crossbar port at sim.l2_gbps_per_gpc, and, optionally, the GPCs
+ * of one memory partition together at sim.l2_gbps_per_partition (soft knees),
+ * times noise 1 + jitter N(0,1). */
 #include "device/sim_internal.h"
 
 #include "common/status.h"
@@ -30,6 +31,8 @@ struct gos_sim {
     int tpc_of[GOS_MAX_SMS]; /* index of the SM's TPC, chip-wide */
     int cluster2_gpc;        /* sim.cluster2 == "gpc" */
     double per_tpc;          /* sim.l2_gbps_per_tpc, 0 = no TPC limit */
+    double per_part;         /* sim.l2_gbps_per_partition, 0 = no partition limit */
+    int part_of_gpc[GOS_MAX_GPCS]; /* majority memory partition of each GPC, or 0 */
 };
 
 /* Soft saturation of demand x at capacity c (knee sharpness 6). */
@@ -165,9 +168,19 @@ static int sim_l2_bandwidth(gos_device *d, const int *sms, int n, double *gbps)
             double x = per_tpc[t] * c->sim_l2_gbps_per_sm;
             demand[g] += s->per_tpc > 0 ? soft_cap(x, s->per_tpc) : x;
         }
+    /* GPC outputs, capped per memory partition when the chip says so. */
+    double part[GOS_MAX_PARTS] = {0};
     for (int g = 0; g < c->n_gpcs; g++)
-        if (demand[g] > 0)
-            total += soft_cap(demand[g], c->sim_l2_gbps_per_gpc);
+        if (demand[g] > 0) {
+            double x = soft_cap(demand[g], c->sim_l2_gbps_per_gpc);
+            if (s->per_part > 0)
+                part[s->part_of_gpc[g]] += x;
+            else
+                total += x;
+        }
+    for (int p = 0; s->per_part > 0 && p < GOS_MAX_PARTS; p++)
+        if (part[p] > 0)
+            total += soft_cap(part[p], s->per_part);
     *gbps = total * gos_sim_noise(d, &s->l2_rng);
     return GOS_OK;
 }
@@ -233,6 +246,25 @@ int gos_sim_open(const char *chip_path, gos_device **out)
         free(d);
         free(s);
         return gos_fail(GOS_EINVAL, "%s: sim.l2_gbps_per_tpc must be a non-negative number", chip_path);
+    }
+    json_t *pp = json_object_get(simj, "l2_gbps_per_partition");
+    if (pp && (!json_is_number(pp) || json_number_value(pp) < 0)) {
+        gos_chip_free(chip);
+        free(d);
+        free(s);
+        return gos_fail(GOS_EINVAL, "%s: sim.l2_gbps_per_partition must be a non-negative number", chip_path);
+    }
+    s->per_part = pp ? json_number_value(pp) : 0;
+    for (int g = 0; g < chip->n_gpcs; g++) {
+        int count[GOS_MAX_PARTS] = {0}, best = 0;
+        for (int i = 0; i < chip->gpcs[g].n_sms; i++)
+            for (int p = 0; p < chip->n_parts; p++)
+                for (int k = 0; k < chip->parts[p].n_sms; k++)
+                    count[p] += chip->parts[p].sms[k] == chip->gpcs[g].sms[i];
+        for (int p = 1; p < chip->n_parts; p++)
+            if (count[p] > count[best])
+                best = p;
+        s->part_of_gpc[g] = best;
     }
     s->cluster2_gpc = c2 && !strcmp(json_string_value(c2), "gpc");
     s->per_tpc = pt ? json_number_value(pt) : 0;

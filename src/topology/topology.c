@@ -21,6 +21,7 @@ void gos_topo_default_opts(gos_topo_opts *o)
     o->threshold = 0.9;
     o->check_merge = 1;
     o->tpc_by_contention = 1;
+    o->crossbar_groups = 1;
 }
 
 /* Median (numpy's linear interpolation, src/stats). */
@@ -237,6 +238,74 @@ static int tpcs_by_contention(gos_device *d, const int *gpc_of, int nsm, int ng,
     return GOS_OK;
 }
 
+/* Sharing above the GPC: two saturated GPCs read together reach the sum of
+ * their bandwidths when nothing else is shared, less when they sit behind one
+ * common path. On the H200 the GPCs of one L2 partition share one (a GPC's
+ * SM adds ~0.6 of its bandwidth to a saturated GPC of its own partition, 1.0
+ * to one of the other). r->pair_ratio[a][b] = bw(a+b) / (bw(a) + bw(b)); GPCs
+ * joined by ratios clearly below the rest form r->xbar_group; no group is
+ * claimed unless the ratios split with a clear gap. */
+static int crossbar_groups(gos_device *d, const group_t *groups, int ng, const double *gbw,
+                           int repeats, gos_topo_result *r)
+{
+    double lo = 1e300, hi = 0, v[GOS_MAX_GPCS * GOS_MAX_GPCS];
+    int nv = 0;
+    for (int a = 0; a < ng; a++)
+        for (int b = a + 1; b < ng; b++) {
+            int set[GOS_MAX_SMS];
+            memcpy(set, groups[a].sms, sizeof(int) * groups[a].n);
+            memcpy(set + groups[a].n, groups[b].sms, sizeof(int) * groups[b].n);
+            double both;
+            int rc = bw_median(d, set, groups[a].n + groups[b].n, repeats, &both, &r->bw_measurements);
+            if (rc)
+                return rc;
+            double q = both / (gbw[a] + gbw[b]);
+            r->pair_ratio[a][b] = r->pair_ratio[b][a] = q;
+            v[nv++] = q;
+            lo = q < lo ? q : lo;
+            hi = q > hi ? q : hi;
+        }
+    r->n_xbar_groups = 0;
+    if (nv < 2)
+        return GOS_OK;
+    /* The largest gap between sorted ratios splits "shared" from "not shared". */
+    gos_sort_doubles(v, (size_t)nv);
+    double gap = 0, cut = 0;
+    for (int i = 1; i < nv; i++)
+        if (v[i] - v[i - 1] > gap)
+            gap = v[i] - v[i - 1], cut = 0.5 * (v[i] + v[i - 1]);
+    r->xbar_gap = gap;
+    if (gap < 0.1 || hi < 0.9) /* no clear split, or everything shared */
+        return GOS_OK;
+    gos_uf uf;
+    gos_uf_init(&uf);
+    for (int a = 0; a < ng; a++)
+        for (int b = a + 1; b < ng; b++)
+            if (r->pair_ratio[a][b] < cut)
+                gos_uf_union(&uf, a, b);
+    for (int a = 0; a < ng; a++) {
+        int k = 0;
+        while (k < r->n_xbar_groups && gos_uf_find(&uf, r->xbar_group[k][0]) != gos_uf_find(&uf, a))
+            k++;
+        if (k == r->n_xbar_groups)
+            r->xbar_size[r->n_xbar_groups++] = 0;
+        r->xbar_group[k][r->xbar_size[k]++] = a;
+    }
+    /* Consistent only if every pair inside a group is below the cut and every
+     * pair across groups above it (a transitive chain alone is not enough). */
+    for (int a = 0; a < ng; a++)
+        for (int b = a + 1; b < ng; b++) {
+            int same = gos_uf_find(&uf, a) == gos_uf_find(&uf, b);
+            if (same != (r->pair_ratio[a][b] < cut)) {
+                r->n_xbar_groups = 0;
+                return GOS_OK;
+            }
+        }
+    if (r->n_xbar_groups == ng) /* all singletons: nothing shared */
+        r->n_xbar_groups = 0;
+    return GOS_OK;
+}
+
 int gos_topo_probe(gos_device *d, const gos_topo_opts *o, gos_topo_result *r)
 {
     double t0 = gos_now_s();
@@ -406,6 +475,8 @@ int gos_topo_probe(gos_device *d, const gos_topo_opts *o, gos_topo_result *r)
         for (int i = 0; i < groups[g].n; i++)
             gid[groups[g].sms[i]] = g;
     }
+    if (o->crossbar_groups && (rc = crossbar_groups(d, groups, ng, gbw, o->repeats, r)))
+        goto out_groups;
 
     /* Free-floating units: a free SM and its free TPC partner form a unit of
      * two, otherwise a free SM is a unit of one. Two independent kinds of

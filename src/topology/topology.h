@@ -9,6 +9,8 @@
  * GPC's SMs; in its own GPC it adds far less than a lone TPC's bandwidth. Where
  * clusters of 2 paired a free SM with cluster-eligible SMs, that is independent
  * evidence of its GPC (a cluster never spans GPCs); both must agree.
+ * Sharing above the GPC: saturated GPCs read in pairs show which GPCs share a
+ * path beyond their own port (on the H200, the GPCs of one L2 partition).
  * Phase 3 (only where clusters of 2 are not bound to TPCs): TPC pairs by L2
  * contention between pairs of SMs of one GPC, claimed only if every SM has a
  * clear mutual partner.
@@ -28,6 +30,7 @@ typedef struct {
     double threshold;  /* gain below threshold x lone-TPC bandwidth = same GPC (0.9) */
     int check_merge;   /* phase 1b on (default 1) */
     int tpc_by_contention; /* phase 3 on (default 1): TPCs by pair contention */
+    int crossbar_groups;   /* GPC pairs read together: sharing above the GPC (1) */
 } gos_topo_opts;
 
 typedef struct {
@@ -55,6 +58,14 @@ typedef struct {
     int n_merged;              /* phase-1 groups merged by phase 1b */
     int tpcs_known;            /* TPC pairs known: 1 from clusters of 2, 2 from
                                   pair contention, 0 not observable */
+    /* Sharing above the GPC: pair_ratio[a][b] = bw(GPCs a+b) / (bw(a) + bw(b));
+     * GPCs behind one common path (on the H200: one L2 partition) form groups.
+     * n_xbar_groups = 0: none visible (or no clear split, xbar_gap small). */
+    double pair_ratio[GOS_MAX_GPCS][GOS_MAX_GPCS];
+    int n_xbar_groups;
+    int xbar_size[GOS_MAX_GPCS];
+    int xbar_group[GOS_MAX_GPCS][GOS_MAX_GPCS];
+    double xbar_gap;
     double tpc_contention_ratio; /* phase 3: worst (largest) ratio of an SM's
                                   lowest pair bandwidth to its median pair */
     double pair_top_share;     /* median over SMs of the share of its clusters of 2
