@@ -29,7 +29,7 @@ expect_error "cannot open" "$G" probe --sim "$T/missing.json"
 expect_error "unexpected argument" "$G" probe --frobnicate
 expect_error "--device needs" "$G" probe --device x
 expect_error "exclude each other" "$G" probe --device 0 --sim default
-expect_error "--verify needs" "$G" probe numa --verify 3Q --sim default
+expect_error "is not a size" "$G" probe numa --verify 3Q --sim default
 [ ! -s "$T/out" ] || fail "probe did work before rejecting a bad --verify"
 expect_error "unknown command" "$G" frobnicate
 # --device demands real hardware: on this machine (no GPU) it fails clearly.

@@ -115,8 +115,10 @@ int cmd_probe(int argc, char **argv)
             json_out = argv[++i];
         } else if (!strcmp(a, "--verify")) {
             unsigned long long bytes;
-            if (i + 1 >= argc || (strcmp(argv[i + 1], "all") && (cli_parse_size(argv[i + 1], &bytes) || !bytes)))
+            if (i + 1 >= argc)
                 return cli_usage("probe", "--verify needs a size (e.g. 16G) or 'all'");
+            if (strcmp(argv[i + 1], "all") && (cli_parse_size(argv[i + 1], &bytes) || !bytes))
+                return cli_usage("probe", "--verify: \"%s\" is not a size (e.g. 16G) or 'all'", argv[i + 1]);
             verify = argv[++i];
         } else if (!strcmp(a, "--repeat")) {
             if (i + 1 >= argc || cli_parse_int(argv[++i], 1, 100, &repeats))
