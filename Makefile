@@ -54,6 +54,8 @@ TEST_SRC := $(sort $(wildcard tests/test_*.c))
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
 .PHONY: all deps test test-gpu bench clean
+# Keep intermediate objects (tests/*.o): no "rm" after the test summary line.
+.SECONDARY:
 all: $(BUILD)/gpuos $(BUILD)/libgpuos.a $(TEST_BIN) $(BUILD)/extra.stamp
 
 deps:
