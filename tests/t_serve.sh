@@ -38,7 +38,7 @@ echo "$out" | grep -q "device sim NVIDIA H200" || fail "device facts: $out"
 echo "$out" | grep -q "vgpu a compute=60 copy=40" || fail "vgpu facts: $out"
 echo "$out" | grep -q "quota=67108864 clients=1 policy=band queue=mrq" || fail "vgpu facts: $out"
 
-for n in 1 4095 65536 1000000 5000000; do
+for n in 1 4095 65536 1000000 3000001 5000000; do
     timeout 30 "$C" copy a $n >"$T/out" 2>&1 || { cat "$T/out"; fail "copy round trips of $n bytes"; }
 done
 SC_CHUNK=2097152 GPUOS_COPY_THREADS=3 timeout 30 "$C" copy a 20000000 >"$T/out" 2>&1 || { cat "$T/out"; fail "copy with threaded bounce"; }

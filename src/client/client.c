@@ -608,15 +608,29 @@ static int copy_shared(gpuos_vgpu *g, uint32_t dir, struct hostbuf *b, const voi
     return first_rc ? gos_fail(first_rc, "%s", msg) : GOS_OK;
 }
 
+/* The piece a pageable copy of n bytes is cut into: the configured chunk, but
+ * small enough for four pieces (of at least 1 MB), so that the host-side copy
+ * of one piece overlaps the DMA of the previous one even when n is below a
+ * chunk (a 4 MB copy in one 16 MB-chunk piece ran at 65 % of native on the
+ * H200). Slots stay g->chunk apart in the staging area. */
+static size_t pipe_chunk(const gpuos_vgpu *g, size_t n)
+{
+    size_t c = (n / 4 + 4095) & ~(size_t)4095;
+    if (c < (1u << 20))
+        c = 1u << 20;
+    return c < g->chunk ? c : g->chunk;
+}
+
 /* Pageable host-to-device: fill slot i while the daemon moves slot i-1. */
 static int htod_pipeline(gpuos_vgpu *g, gpuos_dptr d, const void *src, size_t n)
 {
+    const size_t chunk = pipe_chunk(g, n);
     uint32_t busy[MAX_DEPTH] = {0};
     int first_rc = GOS_OK;
     char msg[GOS_MSG_TEXT_MAX] = "";
     size_t i = 0;
-    for (size_t done = 0; done < n; done += g->chunk, i++) {
-        size_t len = n - done < g->chunk ? n - done : g->chunk;
+    for (size_t done = 0; done < n; done += chunk, i++) {
+        size_t len = n - done < chunk ? n - done : chunk;
         int slot = (int)(i % (size_t)g->depth);
         if (busy[slot]) {
             int rc = wait_reply(g, busy[slot], GOS_MSG_COPY, NULL, NULL);
@@ -651,11 +665,12 @@ static int htod_pipeline(gpuos_vgpu *g, gpuos_dptr d, const void *src, size_t n)
 /* Pageable device-to-host: the daemon fills slots ahead; we drain in order. */
 static int dtoh_pipeline(gpuos_vgpu *g, void *dst, gpuos_dptr d, size_t n)
 {
-    size_t nchunks = (n + g->chunk - 1) / g->chunk, issued = 0;
+    const size_t chunk = pipe_chunk(g, n);
+    size_t nchunks = (n + chunk - 1) / chunk, issued = 0;
     uint32_t seqs[MAX_DEPTH] = {0};
     int rc;
     for (; issued < nchunks && issued < (size_t)g->depth; issued++) {
-        size_t off = issued * g->chunk, len = n - off < g->chunk ? n - off : g->chunk;
+        size_t off = issued * chunk, len = n - off < chunk ? n - off : chunk;
         if ((rc = send_copy(g, GOS_COPY_DTOH, g->stage_region, (uint64_t)(issued % (size_t)g->depth) * g->chunk,
                             d + off, 0, len, 0, &seqs[issued % (size_t)g->depth])))
             return rc;
@@ -664,7 +679,7 @@ static int dtoh_pipeline(gpuos_vgpu *g, void *dst, gpuos_dptr d, size_t n)
     char msg[GOS_MSG_TEXT_MAX] = "";
     for (size_t i = 0; i < nchunks; i++) {
         int slot = (int)(i % (size_t)g->depth);
-        size_t off = i * g->chunk, len = n - off < g->chunk ? n - off : g->chunk;
+        size_t off = i * chunk, len = n - off < chunk ? n - off : chunk;
         rc = wait_reply(g, seqs[slot], GOS_MSG_COPY, NULL, NULL);
         if (rc && g->broken)
             return rc;
@@ -674,7 +689,7 @@ static int dtoh_pipeline(gpuos_vgpu *g, void *dst, gpuos_dptr d, size_t n)
         }
         par_memcpy(g, (char *)dst + off, (char *)g->stage + (size_t)slot * g->chunk, len);
         if (issued < nchunks) {
-            size_t o2 = issued * g->chunk, l2 = n - o2 < g->chunk ? n - o2 : g->chunk;
+            size_t o2 = issued * chunk, l2 = n - o2 < chunk ? n - o2 : chunk;
             if ((rc = send_copy(g, GOS_COPY_DTOH, g->stage_region, (uint64_t)slot * g->chunk, d + o2, 0, l2, 0,
                                 &seqs[slot])))
                 return rc;
