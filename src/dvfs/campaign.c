@@ -167,10 +167,7 @@ static int write_run_json(camp *c, int final)
     const gos_device_info *I = &c->d->info;
     json_t *root = json_object();
     json_object_set_new(root, "schema", json_string(GOS_DVFS_RUN_SCHEMA));
-    json_t *fr = json_array();
-    for (int i = 0; i < c->cfg->n_freqs; i++)
-        json_array_append_new(fr, json_integer(c->cfg->freqs[i]));
-    json_object_set_new(root, "freqs_mhz", fr);
+    json_object_set_new(root, "freqs_mhz", gos_json_ints(c->cfg->freqs, c->cfg->n_freqs));
     json_t *dev = json_object();
     json_object_set_new(dev, "name", json_string(I->name));
     json_object_set_new(dev, "uuid", json_string(I->uuid));
