@@ -113,3 +113,26 @@ assert t["crossbar_groups_are_partitions"] is True
 PYEOF
 grep -q "are exactly the memory partitions" "$T/xbar.out" || fail "cross-check line missing"
 echo "probe CLI (crossbar groups): ok"
+
+# A valid chip with a topology only (no numa section, no memory sizes): the
+# default `probe` (all sections) still charts and writes the topology, and
+# records why the numa section found nothing; `probe numa` alone fails clearly.
+cat >"$T/topo_only.json" <<'JSON'
+{"schema": "gpuos.chip/1", "device": {"name": "t", "sm_count": 24},
+ "topology": {"gpcs": [
+   {"sms": [0,1,2,3,4,5,6,7], "cluster_sms": [0,1,2,3,4,5,6,7]},
+   {"sms": [8,9,10,11,12,13,14,15], "cluster_sms": [8,9,10,11,12,13]},
+   {"sms": [16,17,18,19,20,21,22,23], "cluster_sms": [16,17,18,19,20,21,22,23]}]}}
+JSON
+"$G" probe --sim "$T/topo_only.json" --json "$T/topo_only.out.json" >"$T/to.out" 2>"$T/to.err" ||
+    { cat "$T/to.err"; fail "probe all on a topology-only chip"; }
+grep -q "numa: .*continuing" "$T/to.err" || fail "no note about the numa section"
+$PY - "$T/topo_only.json" "$T/topo_only.out.json" <<'PYEOF' || fail "topology-only round trip"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+key = lambda c: sorted((sorted(g["sms"]), sorted(g["cluster_sms"])) for g in c["topology"]["gpcs"])
+assert key(a) == key(b)
+assert "partitions" not in b.get("numa", {}) and b["numa"]["unresolved"]
+PYEOF
+expect_error "one tier" "$G" probe numa --sim "$T/topo_only.json"
+echo "probe CLI (topology-only chip): ok"

@@ -4,6 +4,7 @@
 #include "common/clock.h"
 #include "cli/cli.h"
 #include "cli/probe.h"
+#include "common/jsonio.h"
 #include "common/status.h"
 
 #include <stdio.h>
@@ -168,8 +169,24 @@ int cmd_probe(int argc, char **argv)
                 fprintf(ctx.out, "(%s probe not built into this binary: skipped)\n", sections[s].name);
             continue;
         }
-        if ((rc = sections[s].fn(&ctx)))
-            goto fail;
+        if ((rc = sections[s].fn(&ctx))) {
+            /* In `all`, a section whose measurements give no answer (say, one
+             * latency tier: no NUMA split to find) does not discard the rest of
+             * the chart: the reason is printed and recorded, and the sections
+             * that need it are skipped. Any other failure stops the probe. */
+            if (!all || rc != GOS_EAMBIGUOUS || s == 0)
+                goto fail;
+            fprintf(stderr, "gpuos: %s: %s (recorded in the chart; continuing)\n", sections[s].name,
+                    gos_last_error());
+            json_object_set_new(gos_json_child(chip->json, sections[s].name), "unresolved",
+                                json_string(gos_last_error()));
+            if (s == 1) { /* memory figures need the partitions */
+                json_object_set_new(gos_json_child(chip->json, "memory"), "unresolved",
+                                    json_string("skipped: the numa section found no partitions"));
+                break;
+            }
+            continue;
+        }
         if (ctx.out)
             fflush(ctx.out);
     }

@@ -214,6 +214,12 @@ int gos_sim_open(const char *chip_path, gos_device **out)
         chip->sim_l2_gbps_per_gpc = 1300;
     }
     chip->device.simulated = 1;
+    /* A chip file may leave memory sizes out (only sm_count is required): the
+     * simulated device then has an H200's L2 and 16 GiB of memory. */
+    if (!chip->device.mem_bytes)
+        chip->device.mem_bytes = 16ull << 30;
+    if (!chip->device.l2_bytes)
+        chip->device.l2_bytes = 60ull << 20;
     gos_device *d = calloc(1, sizeof *d);
     struct gos_sim *s = calloc(1, sizeof *s);
     if (!d || !s) {
