@@ -58,27 +58,35 @@ int probe_memory(gos_probe_ctx *ctx)
                     f.bw_local[0], f.bw_local[1], f.bw_remote[0], f.bw_remote[1], f.bw_all);
         else
             fprintf(out, "  HBM local/remote bandwidth: not measured (granularity below 4 KB)\n");
-        fprintf(out, "  L2 curves, all SMs, GB/s by working set (private: each page one reader;\n"
-                     "  shared: every SM reads every page, as in the paper's benchmark):\n");
-        fprintf(out, "    %9s %9s %9s\n", "MB", "private", "shared");
-        const gos_l2_curve *cp = &f.curve[0], *cs = &f.curve[1];
-        for (int i = 0, j = 0; i < cp->n; i += 2) {
-            while (j < cs->n && cs->ws[j] < cp->ws[i])
-                j++;
+        fprintf(out, "  L2 curves, GB/s by working set (private: all SMs, each page one reader;\n"
+                     "  shared: every SM reads every page, as in the paper's benchmark;\n"
+                     "  one-part: only partition 0's SMs read, each page one reader):\n");
+        fprintf(out, "    %9s %9s %9s %9s\n", "MB", "private", "shared", "one-part");
+        const gos_l2_curve *cp = &f.curve[0];
+        int j[3] = {0, 0, 0};
+        for (int i = 0; i < cp->n; i += 2) {
             fprintf(out, "    %9.1f %9.0f", cp->ws[i] / (1 << 20), cp->gbps[i]);
-            if (j < cs->n && cs->ws[j] == cp->ws[i])
-                fprintf(out, " %9.0f", cs->gbps[j]);
+            for (int k = 1; k < 3; k++) {
+                const gos_l2_curve *c = &f.curve[k];
+                while (j[k] < c->n && c->ws[j[k]] < cp->ws[i])
+                    j[k]++;
+                if (j[k] < c->n && c->ws[j[k]] == cp->ws[i])
+                    fprintf(out, " %9.0f", c->gbps[j[k]]);
+                else
+                    fprintf(out, " %9s", "");
+            }
             fputc('\n', out);
         }
-        for (int k = 0; k < 2; k++) {
+        static const char *const names[3] = {"private", "shared", "one partition's SMs"};
+        for (int k = 0; k < 3; k++) {
             const gos_l2_curve *c = &f.curve[k];
             if (c->has_knee)
                 fprintf(out, "  effective L2 (%s): %.1f MB = %.1f %% of %.1f MB (plateau %.0f, floor %.0f GB/s)\n",
-                        k ? "shared" : "private", c->eff_bytes / (1 << 20),
+                        names[k], c->eff_bytes / (1 << 20),
                         l2 ? 100 * c->eff_bytes / l2 : 0, l2 / (double)(1 << 20), c->plateau,
                         c->floor_gbps);
             else
-                fprintf(out, "  effective L2 (%s): no clear knee in the curve\n", k ? "shared" : "private");
+                fprintf(out, "  effective L2 (%s): no clear knee in the curve\n", names[k]);
         }
         fprintf(out, "  time: %.3f s\n", f.t_total_s);
     }

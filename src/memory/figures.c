@@ -143,13 +143,13 @@ out:
     return rc;
 }
 
-/* One read of the first np pages by every SM; enough passes to read >= 2 GB so
- * launch costs vanish. */
-static int curve_point(gos_device *d, const int *sms, const gos_mem_buf *b, const uint32_t *pg,
+/* One read of the first np pages by the n SMs sms[]; enough passes to read
+ * >= 2 GB so launch costs vanish. */
+static int curve_point(gos_device *d, const int *sms, int n, const gos_mem_buf *b, const uint32_t *pg,
                        int np, int shared, double *g)
 {
     int passes = (int)((2ull << 30) / ((uint64_t)np * 4096)) + 1;
-    return gos_mem_read_bw(d, sms, d->info.sm_count, b, pg, np, passes, shared, g);
+    return gos_mem_read_bw(d, sms, n, b, pg, np, passes, shared, g);
 }
 
 static void curve_insert(gos_l2_curve *c, double ws, double g)
@@ -165,7 +165,9 @@ static void curve_insert(gos_l2_curve *c, double ws, double g)
     c->n++;
 }
 
-static int l2_curve(gos_device *d, const gos_mem_buf *b, int shared, gos_l2_curve *c)
+/* The curve read by the SMs of partition `part` only (-1: every SM). */
+static int l2_curve(gos_device *d, const gos_numa_model *m, int part, const gos_mem_buf *b,
+                    int shared, gos_l2_curve *c)
 {
     uint64_t l2 = d->info.l2_bytes ? d->info.l2_bytes : (60ull << 20);
     int *sms = malloc(d->info.sm_count * sizeof(int));
@@ -176,8 +178,10 @@ static int l2_curve(gos_device *d, const gos_mem_buf *b, int shared, gos_l2_curv
         free(pg);
         return gos_fail(GOS_ENOMEM, "out of memory");
     }
+    int n = 0;
     for (int s = 0; s < d->info.sm_count; s++)
-        sms[s] = s;
+        if (part < 0 || (s < m->sm_count && m->part_of[s] == part))
+            sms[n++] = s;
     for (uint64_t i = 0; i < maxpg; i++)
         pg[i] = (uint32_t)i;
     int rc = GOS_OK;
@@ -187,7 +191,7 @@ static int l2_curve(gos_device *d, const gos_mem_buf *b, int shared, gos_l2_curv
         double g;
         if ((uint64_t)np * 4096 > b->bytes || np < 1)
             break;
-        if (!(rc = curve_point(d, sms, b, pg, np, shared, &g)))
+        if (!(rc = curve_point(d, sms, n, b, pg, np, shared, &g)))
             curve_insert(c, (double)np * 4096, g);
     }
     /* Refine: eight more points around the knee, so it does not depend on the
@@ -200,7 +204,7 @@ static int l2_curve(gos_device *d, const gos_mem_buf *b, int shared, gos_l2_curv
             double g;
             if (np < 1 || (uint64_t)np * 4096 > b->bytes || (uint64_t)np > maxpg)
                 continue;
-            if (!(rc = curve_point(d, sms, b, pg, np, shared, &g)))
+            if (!(rc = curve_point(d, sms, n, b, pg, np, shared, &g)))
                 curve_insert(c, (double)np * 4096, g);
         }
     }
@@ -236,7 +240,8 @@ int gos_memory_measure(gos_device *d, const gos_numa_model *m, gos_memory_figure
     /* Local/remote pages need whole 4 KB pages in one partition. */
     if (m->granularity >= 4096 && (rc = hbm_bandwidth(d, m, map, b, f)))
         goto out;
-    if ((rc = l2_curve(d, b, 0, &f->curve[0])) || (rc = l2_curve(d, b, 1, &f->curve[1])))
+    if ((rc = l2_curve(d, m, -1, b, 0, &f->curve[0])) || (rc = l2_curve(d, m, -1, b, 1, &f->curve[1])) ||
+        (rc = l2_curve(d, m, 0, b, 0, &f->curve[2])))
         goto out;
     f->t_total_s = gos_now_s() - t0;
 out:
@@ -276,10 +281,12 @@ json_t *gos_memory_json(const gos_memory_figures *f, uint64_t l2_bytes)
         json_object_set_new(o, "hbm_bandwidth_gbps", bw);
     }
     /* Private (each page one reader) keeps the historical key names; shared (the
-     * paper's setting) gets a "_shared" suffix. */
-    for (int k = 0; k < 2; k++) {
+     * paper's setting) gets a "_shared" suffix, one partition's SMs "_one_partition". */
+    for (int k = 0; k < 3; k++) {
         const gos_l2_curve *c = &f->curve[k];
-        const char *sfx = k ? "_shared" : "";
+        static const char *const sfxs[3] = {"", "_shared", "_one_partition"};
+        static const char *const modes[3] = {"private", "shared", "one_partition"};
+        const char *sfx = sfxs[k];
         char key[64];
         json_t *ws = json_array(), *gb = json_array();
         for (int i = 0; i < c->n; i++) {
@@ -287,7 +294,7 @@ json_t *gos_memory_json(const gos_memory_figures *f, uint64_t l2_bytes)
             json_array_append_new(gb, json_real(c->gbps[i]));
         }
         json_t *cv = json_object();
-        json_object_set_new(cv, "mode", json_string(k ? "shared" : "private"));
+        json_object_set_new(cv, "mode", json_string(modes[k]));
         json_object_set_new(cv, "working_set_bytes", ws);
         json_object_set_new(cv, "gbps", gb);
         snprintf(key, sizeof key, "l2_curve%s", sfx);

@@ -20,7 +20,7 @@
 int gos_l2_knee(const double *ws, const double *gbps, int n, double *knee, double *plateau,
                 double *floor_gbps);
 
-/* Bandwidth against working-set size, every SM reading. */
+/* Bandwidth against working-set size. */
 typedef struct {
     int n;
     double ws[64], gbps[64];
@@ -38,8 +38,12 @@ typedef struct {
     double bw_local[2], bw_remote[2];   /* GB/s: SMs of partition p on local/remote pages */
     double bw_all;                      /* every SM on every page */
     uint64_t bw_ws_bytes;
-    gos_l2_curve curve[2];              /* [0] private: each page one reader;
-                                           [1] shared: every SM reads every page */
+    gos_l2_curve curve[3];              /* [0] private: each page one reader;
+                                           [1] shared: every SM reads every page;
+                                           [2] one partition: only partition 0's SMs
+                                               read (each page one reader), so half the
+                                               lines are remote to every reader and may
+                                               be replicated in the near L2 half */
     double t_total_s;
 } gos_memory_figures;
 
