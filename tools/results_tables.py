@@ -51,7 +51,7 @@ def topology():
 
 
 def numa():
-    rows = ["| GPU (UUID) | partitions (SMs) | in-page hash bits | HBM local / remote (cycles) | L2 hit local / remote (cycles) | HBM GB/s local / remote | effective L2, one reader per page | probe all | verify all memory |",
+    rows = ["| GPU (UUID) | partitions (SMs) | in-page hash bits | HBM local / remote (cycles) | L2 hit local / remote (cycles) | HBM GB/s local / remote | effective L2: one reader per page / one partition's SMs read | probe all | verify all memory |",
             "|---|---|---|---|---|---|---|---|---|"]
     for d in sorted(glob.glob(os.path.join(ROOT, "GPU-*"))):
         cp = os.path.join(d, "chip.json")
@@ -69,12 +69,14 @@ def numa():
             ver = (f"{v['bytes'] / 1e9:.1f} GB in {v['time_s']['total']:.1f} s: {100 * v['agreement']:.2f} %"
                    + (f" ({100 * after:.3f} % after re-probing)" if after else ""))
         l2 = m.get("l2_effective_fraction")
+        l2p = m.get("l2_effective_fraction_one_partition")
         rows.append(f"| {c['device']['name']} ({os.path.basename(d)[:12]}...) | "
                     f"{' / '.join(str(len(p['sms'])) for p in n['partitions'])} | "
                     f"{' '.join(map(str, n['hash']['in_page_bits']))} ({n['hash']['granularity_bytes']} B) | "
                     f"{lat['hbm_local']:.0f} / {lat['hbm_remote']:.0f} | {lat['l2_local']:.0f} / {lat['l2_remote']:.0f} | "
                     f"{bw.get('local', 0):.0f} / {bw.get('remote', 0):.0f} | "
-                    f"{'%.1f %%' % (100 * l2) if l2 else '-'} | {c['probe']['seconds']:.2f} s | {ver or '-'} |")
+                    f"{'%.1f %%' % (100 * l2) if l2 else '-'} / {'%.1f %%' % (100 * l2p) if l2p else 'not measured'} | "
+                    f"{c['probe']['seconds']:.2f} s | {ver or '-'} |")
     return "\n".join(rows)
 
 
