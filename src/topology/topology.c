@@ -80,11 +80,6 @@ typedef struct {
 
 static int group_key(const group_t *g) { return g->sms[0]; }
 
-static int cmp_group(const void *a, const void *b)
-{
-    return group_key((const group_t *)a) - group_key((const group_t *)b);
-}
-
 static void add_reason(gos_topo_result *r, int sm, const char *why)
 {
     size_t len = strlen(r->ambiguity);
@@ -238,36 +233,44 @@ static int tpcs_by_contention(gos_device *d, const int *gpc_of, int nsm, int ng,
     return GOS_OK;
 }
 
-/* Sharing above the GPC: two saturated GPCs read together reach the sum of
- * their bandwidths when nothing else is shared, less when they sit behind one
- * common path. On the H200 the GPCs of one L2 partition share one (a GPC's
- * SM adds ~0.6 of its bandwidth to a saturated GPC of its own partition, 1.0
- * to one of the other). r->pair_ratio[a][b] = bw(a+b) / (bw(a) + bw(b)); GPCs
- * joined by ratios clearly below the rest form r->xbar_group; no group is
- * claimed unless the ratios split with a clear gap. */
-static int crossbar_groups(gos_device *d, const group_t *groups, int ng, const double *gbw,
-                           int repeats, gos_topo_result *r)
+/* Every pair of groups read together: ratio[a][b] = bw(a+b) / (bw(a) + bw(b)).
+ * Near 1 for distinct GPCs, near max/sum for two halves of one GPC (phase 1b),
+ * in between for GPCs that share a path above their own ports. */
+static int measure_pairs(gos_device *d, const group_t *groups, int ng, const double *gbw,
+                         int repeats, double ratio[GOS_MAX_GPCS][GOS_MAX_GPCS], int *count)
 {
-    double lo = 1e300, hi = 0, v[GOS_MAX_GPCS * GOS_MAX_GPCS];
-    int nv = 0;
     for (int a = 0; a < ng; a++)
         for (int b = a + 1; b < ng; b++) {
             int set[GOS_MAX_SMS];
             memcpy(set, groups[a].sms, sizeof(int) * groups[a].n);
             memcpy(set + groups[a].n, groups[b].sms, sizeof(int) * groups[b].n);
             double both;
-            int rc = bw_median(d, set, groups[a].n + groups[b].n, repeats, &both, &r->bw_measurements);
+            int rc = bw_median(d, set, groups[a].n + groups[b].n, repeats, &both, count);
             if (rc)
                 return rc;
-            double q = both / (gbw[a] + gbw[b]);
-            r->pair_ratio[a][b] = r->pair_ratio[b][a] = q;
-            v[nv++] = q;
-            lo = q < lo ? q : lo;
-            hi = q > hi ? q : hi;
+            ratio[a][b] = ratio[b][a] = both / (gbw[a] + gbw[b]);
+        }
+    return GOS_OK;
+}
+
+/* Sharing above the GPC: two saturated GPCs read together reach the sum of
+ * their bandwidths when nothing else is shared, less when they sit behind one
+ * common path (on the H200 a free-floating SM adds ~0.6 of its bandwidth to a
+ * saturated GPC of its own L2 partition, 1.0 to one of the other). GPCs joined
+ * by pair ratios (r->pair_ratio) clearly below the rest form r->xbar_group; no
+ * group is claimed unless the ratios split with a clear gap. */
+static void crossbar_groups(int ng, gos_topo_result *r)
+{
+    double hi = 0, v[GOS_MAX_GPCS * GOS_MAX_GPCS];
+    int nv = 0;
+    for (int a = 0; a < ng; a++)
+        for (int b = a + 1; b < ng; b++) {
+            v[nv++] = r->pair_ratio[a][b];
+            hi = r->pair_ratio[a][b] > hi ? r->pair_ratio[a][b] : hi;
         }
     r->n_xbar_groups = 0;
     if (nv < 2)
-        return GOS_OK;
+        return;
     /* The largest gap between sorted ratios splits "shared" from "not shared". */
     gos_sort_doubles(v, (size_t)nv);
     double gap = 0, cut = 0;
@@ -276,7 +279,7 @@ static int crossbar_groups(gos_device *d, const group_t *groups, int ng, const d
             gap = v[i] - v[i - 1], cut = 0.5 * (v[i] + v[i - 1]);
     r->xbar_gap = gap;
     if (gap < 0.1 || hi < 0.9) /* no clear split, or everything shared */
-        return GOS_OK;
+        return;
     gos_uf uf;
     gos_uf_init(&uf);
     for (int a = 0; a < ng; a++)
@@ -298,12 +301,11 @@ static int crossbar_groups(gos_device *d, const group_t *groups, int ng, const d
             int same = gos_uf_find(&uf, a) == gos_uf_find(&uf, b);
             if (same != (r->pair_ratio[a][b] < cut)) {
                 r->n_xbar_groups = 0;
-                return GOS_OK;
+                return;
             }
         }
     if (r->n_xbar_groups == ng) /* all singletons: nothing shared */
         r->n_xbar_groups = 0;
-    return GOS_OK;
 }
 
 int gos_topo_probe(gos_device *d, const gos_topo_opts *o, gos_topo_result *r)
@@ -434,49 +436,75 @@ int gos_topo_probe(gos_device *d, const gos_topo_opts *o, gos_topo_result *r)
         goto out;
     }
 
-    /* Phase 1b: groups that contend like one GPC are one GPC. */
+    /* Phase 1b: groups that contend like one GPC are one GPC. Every pair of
+     * groups is read together once; the same ratios later show sharing above
+     * the GPC (crossbar_groups). After a merge the pairs are measured again. */
     double gbw[GOS_MAX_SMS];
+    static double ratio[GOS_MAX_GPCS][GOS_MAX_GPCS];
     for (int g = 0; g < ng; g++)
         if ((rc = bw_median(d, groups[g].sms, groups[g].n, o->repeats, &gbw[g], &r->bw_measurements)))
             goto out_groups;
-    for (int merged = 1; o->check_merge && merged && ng > 1;) {
-        merged = 0;
-        for (int a = 0; a < ng && !merged; a++)
-            for (int b = a + 1; b < ng && !merged; b++) {
-                int set[GOS_MAX_SMS];
-                memcpy(set, groups[a].sms, sizeof(int) * groups[a].n);
-                memcpy(set + groups[a].n, groups[b].sms, sizeof(int) * groups[b].n);
-                double both;
-                if ((rc = bw_median(d, set, groups[a].n + groups[b].n, o->repeats, &both, &r->bw_measurements)))
-                    goto out_groups;
-                /* Distinct GPCs add up; one GPC stays near the larger of the two. */
-                double lo = gbw[a] > gbw[b] ? gbw[a] : gbw[b], hi = gbw[a] + gbw[b];
-                if (both >= lo + 0.35 * (hi - lo))
-                    continue;
-                for (int i = 0; i < groups[b].n; i++)
-                    groups[a].sms[groups[a].n++] = groups[b].sms[i];
-                if (groups[b].max_cs > groups[a].max_cs)
-                    groups[a].max_cs = groups[b].max_cs;
-                qsort(groups[a].sms, groups[a].n, sizeof(int), cmp_int);
-                groups[b] = groups[ng - 1];
-                gbw[b] = gbw[ng - 1];
-                ng--;
-                r->n_merged++;
-                merged = 1;
-                if ((rc = bw_median(d, groups[a].sms, groups[a].n, o->repeats, &gbw[a], &r->bw_measurements)))
-                    goto out_groups;
-            }
-    }
-    qsort(groups, ng, sizeof *groups, cmp_group);
-    for (int g = 0; g < ng; g++) {
-        if ((rc = bw_median(d, groups[g].sms, groups[g].n, o->repeats, &gbw[g], &r->bw_measurements)))
+    int pairs_known = 0;
+    while (ng > 1 && (o->check_merge || o->crossbar_groups)) {
+        if ((rc = measure_pairs(d, groups, ng, gbw, o->repeats, ratio, &r->bw_measurements)))
             goto out_groups;
-        r->gpc_gbps[g] = gbw[g];
-        for (int i = 0; i < groups[g].n; i++)
-            gid[groups[g].sms[i]] = g;
+        pairs_known = 1;
+        int ma = -1, mb = -1;
+        for (int a = 0; o->check_merge && a < ng && ma < 0; a++)
+            for (int b = a + 1; b < ng && ma < 0; b++) {
+                /* Distinct GPCs add up; one GPC stays near the larger of the two. */
+                double both = ratio[a][b] * (gbw[a] + gbw[b]);
+                double lo = gbw[a] > gbw[b] ? gbw[a] : gbw[b], hi = gbw[a] + gbw[b];
+                if (both < lo + 0.35 * (hi - lo))
+                    ma = a, mb = b;
+            }
+        if (ma < 0)
+            break;
+        for (int i = 0; i < groups[mb].n; i++)
+            groups[ma].sms[groups[ma].n++] = groups[mb].sms[i];
+        if (groups[mb].max_cs > groups[ma].max_cs)
+            groups[ma].max_cs = groups[mb].max_cs;
+        qsort(groups[ma].sms, groups[ma].n, sizeof(int), cmp_int);
+        groups[mb] = groups[ng - 1];
+        gbw[mb] = gbw[ng - 1];
+        ng--;
+        r->n_merged++;
+        pairs_known = 0;
+        if ((rc = bw_median(d, groups[ma].sms, groups[ma].n, o->repeats, &gbw[ma], &r->bw_measurements)))
+            goto out_groups;
     }
-    if (o->crossbar_groups && (rc = crossbar_groups(d, groups, ng, gbw, o->repeats, r)))
-        goto out_groups;
+    /* Order the groups by their lowest SM, carrying bandwidths and ratios. */
+    {
+        int order[GOS_MAX_GPCS];
+        for (int g = 0; g < ng; g++)
+            order[g] = g;
+        for (int i = 1; i < ng; i++)
+            for (int k = i; k > 0 && group_key(&groups[order[k]]) < group_key(&groups[order[k - 1]]); k--) {
+                int t = order[k];
+                order[k] = order[k - 1];
+                order[k - 1] = t;
+            }
+        group_t *sorted = calloc((size_t)ng, sizeof *sorted);
+        if (!sorted) {
+            rc = gos_fail(GOS_ENOMEM, "out of memory");
+            goto out_groups;
+        }
+        for (int g = 0; g < ng; g++) {
+            sorted[g] = groups[order[g]];
+            r->gpc_gbps[g] = gbw[order[g]];
+            for (int h = 0; h < ng; h++)
+                r->pair_ratio[g][h] = pairs_known && g != h ? ratio[order[g]][order[h]] : 0;
+        }
+        memcpy(groups, sorted, (size_t)ng * sizeof *sorted);
+        free(sorted);
+        for (int g = 0; g < ng; g++) {
+            gbw[g] = r->gpc_gbps[g];
+            for (int i = 0; i < groups[g].n; i++)
+                gid[groups[g].sms[i]] = g;
+        }
+    }
+    if (o->crossbar_groups && pairs_known)
+        crossbar_groups(ng, r);
 
     /* Free-floating units: a free SM and its free TPC partner form a unit of
      * two, otherwise a free SM is a unit of one. Two independent kinds of
