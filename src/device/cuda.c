@@ -187,23 +187,12 @@ int gos_cuda_launch(CUfunction f, unsigned grid, unsigned block, unsigned cluste
     return CU_CALL(cuLaunchKernelEx, &cfg, f, params, NULL);
 }
 
-static void cuda_close_pillar(gos_device *d, const void *ops)
-{
-    if (ops) {
-        gos_pillar_close_fn f = *(const gos_pillar_close_fn *)ops;
-        if (f)
-            f(d);
-    }
-}
-
 static void cuda_close(gos_device *d)
 {
     struct gos_cuda *c = d->priv;
     if (c && c->ctx) {
         gos_cuda_enter(d);
-        cuda_close_pillar(d, d->ops->exec);
-        cuda_close_pillar(d, d->ops->dvfs);
-        cuda_close_pillar(d, d->ops->mem);
+        gos_device_close_pillars(d);
         gos_cuda_topology_close(d);
         for (int i = 0; i < c->n_modules; i++)
             CU_CALL(cuModuleUnload, c->modules[i].mod);

@@ -18,6 +18,22 @@ void gos_device_close(gos_device *d)
         d->ops->close(d);
 }
 
+static void close_pillar(gos_device *d, const void *ops)
+{
+    if (ops) {
+        gos_pillar_close_fn f = *(const gos_pillar_close_fn *)ops;
+        if (f)
+            f(d);
+    }
+}
+
+void gos_device_close_pillars(gos_device *d)
+{
+    close_pillar(d, d->ops->exec);
+    close_pillar(d, d->ops->dvfs);
+    close_pillar(d, d->ops->mem);
+}
+
 const char *gos_dev_label(const gos_device *d) { return d->info.simulated ? "simulated " : ""; }
 
 #define MISSING(d, op)                                                                           \

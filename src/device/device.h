@@ -114,6 +114,10 @@ int gos_cuda_device_count(void);
 int gos_sim_open(const char *chip_path, gos_device **out);
 int gos_cuda_open(int ordinal, gos_device **out);
 
+/* For backends' close: runs each pillar's close hook (exec, dvfs, mem), so the
+ * pillars release their state before the backend tears down. */
+void gos_device_close_pillars(gos_device *d);
+
 /* Wrappers that check for a missing operation. */
 int gos_dev_cluster_probe(gos_device *d, int cluster_size, int *sms_out, int max_blocks, int *n_blocks);
 int gos_dev_l2_bandwidth(gos_device *d, const int *sms, int n, double *gbps);

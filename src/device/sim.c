@@ -49,20 +49,9 @@ double gos_sim_noise(const gos_device *d, gos_rng *r)
     return x < 0.05 ? 0.05 : x;
 }
 
-static void sim_close_pillar(gos_device *d, const void *ops)
-{
-    if (ops) {
-        gos_pillar_close_fn f = *(const gos_pillar_close_fn *)ops;
-        if (f)
-            f(d);
-    }
-}
-
 static void sim_close(gos_device *d)
 {
-    sim_close_pillar(d, d->ops->exec);
-    sim_close_pillar(d, d->ops->dvfs);
-    sim_close_pillar(d, d->ops->mem);
+    gos_device_close_pillars(d);
     gos_chip_free(d->chip);
     free(d->priv);
     free(d);
