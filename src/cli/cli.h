@@ -1,7 +1,7 @@
 /* cli.h: what the command files of the CLI share. One file per command
  * (cmd_NAME.c) defining `int cmd_NAME(int argc, char **argv)`, where argv[0] is
- * the command's name; it returns the process exit status. main.c holds the table;
- * a command whose file is not linked answers "not built". */
+ * the command's name; it returns the process exit status. main.c holds the table
+ * of these externs: a command whose file is missing fails to link. */
 #ifndef GOS_CLI_H
 #define GOS_CLI_H
 

@@ -24,6 +24,20 @@ void gos_topo_default_opts(gos_topo_opts *o)
     o->crossbar_groups = 1;
 }
 
+void gos_topo_fill_device(gos_chip *c, const gos_device *d)
+{
+    const gos_device_info *I = &d->info;
+    snprintf(c->device.name, sizeof c->device.name, "%s", I->name);
+    snprintf(c->device.uuid, sizeof c->device.uuid, "%s", I->uuid);
+    c->device.cc_major = I->cc_major;
+    c->device.cc_minor = I->cc_minor;
+    c->device.sm_count = I->sm_count;
+    c->device.l2_bytes = I->l2_bytes;
+    c->device.mem_bytes = I->mem_bytes;
+    c->device.sm_clock_mhz = I->has_clocks ? I->sm_clock_mhz : 0;
+    c->device.simulated = I->simulated;
+}
+
 /* Median (numpy's linear interpolation, src/stats). */
 static double median(const double *v, int n) { return gos_quantile(v, (size_t)n, 0.5); }
 
@@ -594,15 +608,7 @@ int gos_topo_probe(gos_device *d, const gos_topo_opts *o, gos_topo_result *r)
         rc = gos_fail(GOS_ENOMEM, "out of memory");
         goto out_groups;
     }
-    snprintf(c->device.name, sizeof c->device.name, "%s", d->info.name);
-    snprintf(c->device.uuid, sizeof c->device.uuid, "%s", d->info.uuid);
-    c->device.cc_major = d->info.cc_major;
-    c->device.cc_minor = d->info.cc_minor;
-    c->device.sm_count = nsm;
-    c->device.l2_bytes = d->info.l2_bytes;
-    c->device.mem_bytes = d->info.mem_bytes;
-    c->device.sm_clock_mhz = d->info.has_clocks ? d->info.sm_clock_mhz : 0;
-    c->device.simulated = d->info.simulated;
+    gos_topo_fill_device(c, d);
     c->n_gpcs = ng;
     for (int g = 0; g < ng; g++) {
         gos_gpc *G = &c->gpcs[g];

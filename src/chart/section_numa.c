@@ -1,11 +1,10 @@
-/* probe_numa.c: the numa section of `gpuos probe` (SPEC pillar 1b): HBM latency
+/* section_numa.c: the numa section of the chart (pillar 1b): HBM latency
  * histogram, the threshold found from it, SM-to-partition affinity, the in-page
  * hash bits and interleave granularity, local/remote latencies; with --verify
  * SIZE|all, every 4 KB page of an allocation classified and compared with the
  * prediction of the in-page hash plus one parity per 2 MB page; with --repeat
  * N, N discoveries that must agree. */
-#include "cli/cli.h"
-#include "cli/probe.h"
+#include "chart/chart.h"
 #include "common/status.h"
 #include "numa/numa.h"
 
@@ -95,16 +94,10 @@ static void print_partial(FILE *f, const gos_numa_model *m)
     }
 }
 
-static int run_verify(gos_probe_ctx *ctx, const gos_numa_model *m)
+static int run_verify(gos_chart_ctx *ctx, const gos_numa_model *m)
 {
-    unsigned long long bytes;
-    if (!strcmp(ctx->verify, "all"))
-        bytes = GOS_MEM_ALL;
-    else if (cli_parse_size(ctx->verify, &bytes) || bytes == 0)
-        return gos_fail(GOS_EINVAL, "--verify: \"%s\" is not a size (e.g. 16G) or 'all'",
-                        ctx->verify);
     gos_numa_verify v;
-    int rc = gos_numa_verify_run(ctx->dev, m, bytes, 2, &v);
+    int rc = gos_numa_verify_run(ctx->dev, m, ctx->verify_bytes, 2, &v);
     if (rc)
         return rc;
     json_object_set_new(json_object_get(ctx->chip->json, "numa"), "verification",
@@ -125,7 +118,7 @@ static int run_verify(gos_probe_ctx *ctx, const gos_numa_model *m)
     return GOS_OK;
 }
 
-int probe_numa(gos_probe_ctx *ctx)
+int gos_chart_numa(gos_chart_ctx *ctx)
 {
     gos_numa_opts o;
     gos_numa_opts_default(&o);
@@ -180,7 +173,7 @@ int probe_numa(gos_probe_ctx *ctx)
             fprintf(ctx->out, "  %d runs: partitions and hash %s\n", reps,
                     agree ? "identical" : "DIFFER between runs");
     }
-    if (ctx->verify)
+    if (ctx->verify_bytes)
         rc = run_verify(ctx, &m);
     gos_numa_model_free(&m);
     if (!rc && !agree)

@@ -17,7 +17,7 @@
  *     benchmark): cross-partition replication can only cost capacity in the
  *     second. */
 #include "common/clock.h"
-#include "memory/memory.h"
+#include "numa/figures.h"
 
 #include "common/rng.h"
 #include "common/status.h"

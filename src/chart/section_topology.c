@@ -1,6 +1,6 @@
-/* probe_topology.c: the topology section of `gpuos probe` (pillar 1a). */
+/* section_topology.c: the topology section of the chart (pillar 1a). */
 #include "common/jsonio.h"
-#include "cli/probe.h"
+#include "chart/chart.h"
 #include "common/status.h"
 #include "topology/topology.h"
 
@@ -93,7 +93,7 @@ static json_t *topology_extras(const gos_topo_result *r, const char *summary)
     return t;
 }
 
-int probe_topology(gos_probe_ctx *ctx)
+int gos_chart_topology(gos_chart_ctx *ctx)
 {
     gos_topo_opts o;
     gos_topo_default_opts(&o);
