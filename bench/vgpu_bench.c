@@ -23,6 +23,7 @@
  *              a window where every client runs;
  *   queues     MRQ vs SDQ with two compute and two copy clients: throughput.
  * The daemon is started by this program for each configuration it needs. */
+#include "common/provenance.h"
 #include "common/status.h"
 #include "device/device.h"
 #include "device/exec_ops.h"
@@ -811,16 +812,9 @@ int main(int argc, char **argv)
     json_t *root = json_object();
     json_object_set_new(root, "schema", json_string("gpuos.vgpu-bench/1"));
     {
-        char cmd[2048] = "", host[256] = "", date[64];
-        for (int i = 0; i < argc; i++)
-            snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), "%s%s", i ? " " : "", argv[i]);
-        gethostname(host, sizeof host - 1);
-        time_t tt = time(NULL);
-        strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&tt));
-        const char *commit = getenv("GPUOS_COMMIT");
-        json_object_set_new(root, "provenance",
-                            json_pack("{s:s, s:s, s:s, s:s, s:s}", "date", date, "commit", commit ? commit : "unknown",
-                                      "command", cmd, "driver", dev->info.driver_version, "host", host));
+        char cmd[2048];
+        gos_command_line(cmd, sizeof cmd, NULL, argc, argv);
+        json_object_set_new(root, "provenance", gos_provenance(cmd, dev->info.driver_version));
     }
     json_object_set_new(root, "device", json_pack("{s:s, s:s, s:b, s:s}", "name", dev->info.name, "uuid",
                                                   dev->info.uuid, "simulated", simulated, "driver",

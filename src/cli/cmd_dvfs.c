@@ -7,6 +7,7 @@
  *   probe    everything except the switch, at the current clock (never changes
  *            a clock): timing workload, timer synchronisation, throttle reasons */
 #include "cli/cli.h"
+#include "common/provenance.h"
 #include "common/jsonio.h"
 #include "common/status.h"
 #include "dvfs/dvfs.h"
@@ -66,13 +67,6 @@ static int parse_freqs(const char *s, gos_dvfs_config *cfg)
             return -1;
     }
     return cfg->n_freqs > 0 ? 0 : -1;
-}
-
-static void join_args(char *buf, size_t len, int argc, char **argv)
-{
-    size_t k = (size_t)snprintf(buf, len, "gpuos");
-    for (int i = 0; i < argc && k < len; i++)
-        k += (size_t)snprintf(buf + k, len - k, " %s", argv[i]);
 }
 
 /* Common option parsing; returns 0, or the exit status when it should stop. */
@@ -273,7 +267,7 @@ static int dvfs_run(int argc, char **argv)
         memcpy(cfg.freqs, d->info.supported_sm_clocks_mhz, cfg.n_freqs * sizeof(int));
     }
     char command[1024];
-    join_args(command, sizeof command, argc, argv);
+    gos_command_line(command, sizeof command, "gpuos", argc, argv);
     cfg.command = command;
     cfg.allow_clock_changes = o.allow;
     cfg.out = o.out;
@@ -370,7 +364,7 @@ static int dvfs_probe(int argc, char **argv)
     if (cli_open_device(o.sim, (int)o.device, &d))
         return cli_fail();
     char command[1024];
-    join_args(command, sizeof command, argc, argv);
+    gos_command_line(command, sizeof command, "gpuos", argc, argv);
     cfg.command = command;
     rc = gos_dvfs_probe(d, &cfg, o.json, o.quiet ? NULL : stdout);
     gos_device_close(d);

@@ -25,6 +25,7 @@
 
 #include "chip/chip.h"
 #include "common/jsonio.h"
+#include "common/provenance.h"
 #include "stats/stats.h"
 
 #include <errno.h>
@@ -192,15 +193,7 @@ static int write_run_json(camp *c, int final)
     json_object_set_new(cf, "min", json_integer(c->cfg->min_n));
     json_object_set_new(cf, "max", json_integer(c->cfg->max_n));
     json_object_set_new(root, "config", cf);
-    char date[32];
-    time_t now = time(NULL);
-    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-    json_t *prov = json_object();
-    json_object_set_new(prov, "date", json_string(date));
-    json_object_set_new(prov, "command", json_string(c->cfg->command ? c->cfg->command : ""));
-    json_object_set_new(prov, "driver", json_string(I->driver_version));
-    json_object_set_new(prov, "host", json_string(c->host));
-    json_object_set_new(root, "provenance", prov);
+    json_object_set_new(root, "provenance", gos_provenance(c->cfg->command, I->driver_version));
     json_t *cal = json_array();
     for (int i = 0; i < c->res->n_freqs; i++) {
         const gos_dvfs_calib *k = &c->res->calib[i];

@@ -15,6 +15,7 @@
 
 #include "chip/chip.h"
 #include "common/jsonio.h"
+#include "common/provenance.h"
 #include "stats/stats.h"
 
 #include <math.h>
@@ -89,18 +90,8 @@ int gos_dvfs_probe(gos_device *d, const gos_dvfs_config *cfg, const char *json_p
     int sms[GOS_MAX_SMS];
     int n_sms = gos_dvfs_pick_sms(d->info.sm_count, 0, sms); /* every SM */
     json_t *root = json_object();
-    char host[128] = "unknown", date[32];
-    gethostname(host, sizeof host - 1);
-    time_t now = time(NULL);
-    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-    json_t *prov = json_object();
-    json_object_set_new(prov, "date", json_string(date));
-    json_object_set_new(prov, "commit", json_string(getenv("GPUOS_COMMIT") ? getenv("GPUOS_COMMIT") : ""));
-    json_object_set_new(prov, "command", json_string(cfg->command ? cfg->command : ""));
-    json_object_set_new(prov, "driver", json_string(d->info.driver_version));
-    json_object_set_new(prov, "host", json_string(host));
     json_object_set_new(root, "schema", json_string("gpuos.dvfs-probe/1"));
-    json_object_set_new(root, "provenance", prov);
+    json_object_set_new(root, "provenance", gos_provenance(cfg->command, d->info.driver_version));
     json_t *dev = json_object();
     json_object_set_new(dev, "name", json_string(d->info.name));
     json_object_set_new(dev, "uuid", json_string(d->info.uuid));
