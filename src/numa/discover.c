@@ -317,43 +317,43 @@ out:
 }
 
 /* Step 5: lines of partition 0 warmed by the reference SM, timed by itself
- * (local hit) and by an SM of partition 1 (remote hit). */
+ * (local hit) and by an SM of partition 1 (remote hit). Lines are picked by
+ * the page parities and the in-page hash found so far. */
+typedef struct {
+    const gos_mem_buf *b;
+    const uint8_t *par;
+    gos_rng *r;
+    uint32_t in_page_mask;
+} l2_pick;
+
+static int pick_by_parity(void *ctx, int q, int n, uint64_t *out)
+{
+    const l2_pick *k = ctx;
+    for (int i = 0, tries = 0; i < n; tries++) {
+        if (tries > 1000 * n)
+            return gos_fail(GOS_EAMBIGUOUS, "no page parity known: cannot pick partition-%d lines", q);
+        uint64_t off = rand_line(k->r, k->b->bytes);
+        uint8_t p = k->par[off / GOS_PAGE_2M];
+        if (p != 0xff && (p ^ gos_hash_in_page(k->in_page_mask, off)) == q)
+            out[i++] = k->b->base + off;
+    }
+    return GOS_OK;
+}
+
 static int find_l2(gos_device *d, const gos_mem_buf *b, const uint8_t *par, gos_rng *r, int n,
                    gos_numa_model *m)
 {
-    int far_sm = -1;
-    for (int s = 0; s < m->sm_count && far_sm < 0; s++)
+    int sm[2] = {m->ref_sm, -1};
+    for (int s = 0; s < m->sm_count && sm[1] < 0; s++)
         if (m->part_of[s] == 1)
-            far_sm = s;
-    if (far_sm < 0)
+            sm[1] = s;
+    if (sm[1] < 0)
         return gos_fail(GOS_EAMBIGUOUS, "no SM is in the second partition");
-    uint64_t *a = malloc(2 * (size_t)n * sizeof *a);
-    m->l2_samples[0] = malloc(n * sizeof(uint32_t));
-    m->l2_samples[1] = malloc(n * sizeof(uint32_t));
-    if (!a || !m->l2_samples[0] || !m->l2_samples[1]) {
-        free(a);
-        return gos_fail(GOS_ENOMEM, "out of memory");
-    }
-    for (int k = 0, tries = 0; k < 2 * n; tries++) {
-        if (tries > 1000 * n) {
-            free(a);
-            return gos_fail(GOS_EAMBIGUOUS, "no page parity known: cannot pick partition-0 lines");
-        }
-        uint64_t off = rand_line(r, b->bytes);
-        uint8_t p = par[off / GOS_PAGE_2M];
-        if (p != 0xff && (p ^ gos_hash_in_page(m->in_page_mask, off)) == 0)
-            a[k++] = b->base + off;
-    }
-    int rc = gos_mem_latency(d, GOS_LAT_L2, m->ref_sm, m->ref_sm, a, n, m->l2_samples[0]);
+    l2_pick k = {.b = b, .par = par, .r = r, .in_page_mask = m->in_page_mask};
+    int rc = gos_l2_hits(d, sm, 1, n, pick_by_parity, &k, m->l2_samples, &m->l2_local, &m->l2_remote);
     if (!rc)
-        rc = gos_mem_latency(d, GOS_LAT_L2, far_sm, m->ref_sm, a + n, n, m->l2_samples[1]);
-    free(a);
-    if (rc)
-        return rc;
-    m->n_l2 = n;
-    m->l2_local = gos_lat_median(m->l2_samples[0], n);
-    m->l2_remote = gos_lat_median(m->l2_samples[1], n);
-    return GOS_OK;
+        m->n_l2 = n;
+    return rc;
 }
 
 int gos_numa_discover(gos_device *d, const gos_numa_opts *o, gos_numa_model *m)

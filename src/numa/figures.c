@@ -37,14 +37,20 @@ void gos_memory_figures_free(gos_memory_figures *f)
 }
 
 /* n random lines of buffer whose predicted partition is q. */
-static int pick_lines(const gos_numa_map *map, gos_rng *r, int q, int n, uint64_t *out)
+typedef struct {
+    const gos_numa_map *map;
+    gos_rng *r;
+} line_pick;
+
+static int pick_lines(void *ctx, int q, int n, uint64_t *out)
 {
-    for (int k = 0, tries = 0; k < n; tries++) {
+    const line_pick *k = ctx;
+    for (int i = 0, tries = 0; i < n; tries++) {
         if (tries > 1000 * n + 1000)
             return gos_fail(GOS_EAMBIGUOUS, "no lines of partition %d in the buffer", q);
-        uint64_t off = (gos_rng_u64(r) % (map->bytes / GOS_LINE)) * GOS_LINE;
-        if (gos_numa_partition_of(map, off) == q)
-            out[k++] = map->base + off;
+        uint64_t off = (gos_rng_u64(k->r) % (k->map->bytes / GOS_LINE)) * GOS_LINE;
+        if (gos_numa_partition_of(k->map, off) == q)
+            out[i++] = k->map->base + off;
     }
     return GOS_OK;
 }
@@ -57,37 +63,25 @@ static int first_sm(const gos_numa_model *m, int p)
     return -1;
 }
 
+/* L2 latency with lines of both partitions (l2_hits.c), then the replication
+ * test of section 6.2.2: SM of 0 loads lines of 1, SM of 1 discards, SM of 0 reloads. */
 static int l2_latency(gos_device *d, const gos_numa_model *m, const gos_numa_map *map, gos_rng *r,
                       gos_memory_figures *f)
 {
-    int n = L2_SAMPLES, sm[2] = {first_sm(m, 0), first_sm(m, 1)}, rc;
-    f->l2_samples[0] = malloc(2 * (size_t)n * sizeof(uint32_t));
-    f->l2_samples[1] = malloc(2 * (size_t)n * sizeof(uint32_t));
-    uint64_t *a = malloc((size_t)n * sizeof *a);
-    if (!f->l2_samples[0] || !f->l2_samples[1] || !a) {
-        free(a);
-        return gos_fail(GOS_ENOMEM, "out of memory");
-    }
-    for (int q = 0; q < 2; q++) {
-        /* local: q's SM warms and times; remote: q's SM warms, the other times. */
-        if ((rc = pick_lines(map, r, q, n, a)) ||
-            (rc = gos_mem_latency(d, GOS_LAT_L2, sm[q], sm[q], a, n, f->l2_samples[0] + q * n)) ||
-            (rc = pick_lines(map, r, q, n, a)) ||
-            (rc = gos_mem_latency(d, GOS_LAT_L2, sm[1 - q], sm[q], a, n, f->l2_samples[1] + q * n))) {
-            free(a);
-            return rc;
-        }
-    }
+    int n = L2_SAMPLES, sm[2] = {first_sm(m, 0), first_sm(m, 1)};
+    line_pick k = {.map = map, .r = r};
+    int rc = gos_l2_hits(d, sm, 2, n, pick_lines, &k, f->l2_samples, &f->l2_local, &f->l2_remote);
+    if (rc)
+        return rc;
     f->n_l2 = 2 * n;
-    f->l2_local = gos_lat_median(f->l2_samples[0], 2 * n);
-    f->l2_remote = gos_lat_median(f->l2_samples[1], 2 * n);
-    /* Section 6.2.2: SM of 0 loads lines of 1, SM of 1 discards, SM of 0 reloads. */
+    uint64_t *a = malloc((size_t)n * sizeof *a);
     uint32_t *c = malloc((size_t)n * sizeof *c);
-    if (!c) {
+    if (!a || !c) {
         free(a);
+        free(c);
         return gos_fail(GOS_ENOMEM, "out of memory");
     }
-    if (!(rc = pick_lines(map, r, 1, n, a)))
+    if (!(rc = pick_lines(&k, 1, n, a)))
         rc = gos_mem_latency(d, GOS_LAT_REPLICA, sm[0], sm[1], a, n, c);
     if (!rc) {
         f->reload = gos_lat_median(c, n);
