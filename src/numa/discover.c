@@ -469,50 +469,30 @@ int gos_numa_model_to_chip(const gos_numa_model *m, gos_chip *c)
         c->json = json_object();
     json_t *numa = gos_json_child(c->json, "numa");
     json_object_del(gos_json_child(numa, "hash"), "physical_bits"); /* never measurable */
-    json_object_set_new(numa, "reference_sm", json_integer(m->ref_sm));
-    json_object_set_new(numa, "threshold_cycles", json_real(m->tiers.threshold));
-    json_t *ti = json_object();
-    json_object_set_new(ti, "near_median", json_real(m->tiers.low));
-    json_object_set_new(ti, "far_median", json_real(m->tiers.high));
-    json_object_set_new(ti, "near_mad", json_real(m->tiers.low_spread));
-    json_object_set_new(ti, "far_mad", json_real(m->tiers.high_spread));
-    json_object_set_new(ti, "near_fraction", json_real(m->tiers.frac_low));
-    json_object_set_new(ti, "samples", json_integer(m->tiers.n));
-    json_object_set_new(ti, "outliers", json_integer(m->tiers.n_outliers));
-    json_object_set_new(numa, "hbm_tiers", ti);
+    const gos_tiers *T = &m->tiers;
+    GOS_JSON_PUT(numa, GOS_JI("reference_sm", m->ref_sm), GOS_JR("threshold_cycles", T->threshold),
+                 GOS_JO("hbm_tiers",
+                        GOS_JSON_OBJ(GOS_JR("near_median", T->low), GOS_JR("far_median", T->high),
+                                     GOS_JR("near_mad", T->low_spread), GOS_JR("far_mad", T->high_spread),
+                                     GOS_JR("near_fraction", T->frac_low), GOS_JI("samples", T->n),
+                                     GOS_JI("outliers", T->n_outliers))));
     if (m->hist_samples)
         json_object_set_new(numa, "hbm_histogram", gos_hist_json(m->hist_samples, m->n_hist, 4));
-    json_t *near = json_array(), *far = json_array();
-    for (int s = 0; s < m->sm_count; s++) {
-        json_array_append_new(near, json_real(m->sm_near[s]));
-        json_array_append_new(far, json_real(m->sm_far[s]));
-    }
-    json_t *st = json_object();
-    json_object_set_new(st, "near", near);
-    json_object_set_new(st, "far", far);
-    json_t *sep = json_array(), *amb = json_array();
-    for (int s = 0; s < m->sm_count; s++)
-        json_array_append_new(sep, json_real(m->sm_sep[s]));
-    for (int i = 0; i < m->n_ambiguous; i++)
-        json_array_append_new(amb, json_integer(m->ambiguous[i]));
-    json_object_set_new(st, "separation", sep);
-    json_object_set_new(numa, "sm_hbm_cycles", st);
-    json_object_set_new(numa, "ambiguous_sms", amb);
-    json_object_set_new(numa, "concurrent_probe_agreement", json_real(m->concurrent_agreement));
     json_t *ev = json_object();
     for (int b = GOS_HASH_LO; b <= GOS_HASH_HI; b++) {
         char k[8];
         snprintf(k, sizeof k, "%d", b);
         json_object_set_new(ev, k, json_real(m->flip_frac[b]));
     }
-    json_object_set_new(numa, "hash_flip_fraction", ev);
-    json_t *tm = json_object();
-    json_object_set_new(tm, "histogram", json_real(m->t_hist_s));
-    json_object_set_new(tm, "hash", json_real(m->t_hash_s));
-    json_object_set_new(tm, "affinity", json_real(m->t_affinity_s));
-    json_object_set_new(tm, "l2", json_real(m->t_l2_s));
-    json_object_set_new(tm, "total", json_real(m->t_total_s));
-    json_object_set_new(numa, "time_s", tm);
+    GOS_JSON_PUT(numa,
+                 GOS_JO("sm_hbm_cycles", GOS_JSON_OBJ(GOS_JO("near", gos_json_reals(m->sm_near, m->sm_count)),
+                                                      GOS_JO("far", gos_json_reals(m->sm_far, m->sm_count)),
+                                                      GOS_JO("separation", gos_json_reals(m->sm_sep, m->sm_count)))),
+                 GOS_JO("ambiguous_sms", gos_json_ints(m->ambiguous, m->n_ambiguous)),
+                 GOS_JR("concurrent_probe_agreement", m->concurrent_agreement), GOS_JO("hash_flip_fraction", ev),
+                 GOS_JO("time_s", GOS_JSON_OBJ(GOS_JR("histogram", m->t_hist_s), GOS_JR("hash", m->t_hash_s),
+                                               GOS_JR("affinity", m->t_affinity_s), GOS_JR("l2", m->t_l2_s),
+                                               GOS_JR("total", m->t_total_s))));
     return GOS_OK;
 }
 
