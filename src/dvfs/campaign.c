@@ -161,77 +161,56 @@ static int warm_kernel(camp *c, double ns, int mhz, double *wake)
     return rc ? rc : interrupted(c);
 }
 
+json_t *gos_dvfs_device_json(const gos_device_info *I)
+{
+    return GOS_JSON_OBJ(GOS_JS("name", I->name), GOS_JS("uuid", I->uuid), GOS_JI("ordinal", I->ordinal),
+                        GOS_JB("simulated", I->simulated), GOS_JI("sm_count", I->sm_count),
+                        GOS_JS("driver", I->driver_version));
+}
+
 static int write_run_json(camp *c, int final)
 {
     if (!c->cfg->out)
         return GOS_OK;
     const gos_device_info *I = &c->d->info;
-    json_t *root = json_object();
-    json_object_set_new(root, "schema", json_string(GOS_DVFS_RUN_SCHEMA));
-    json_object_set_new(root, "freqs_mhz", gos_json_ints(c->cfg->freqs, c->cfg->n_freqs));
-    json_t *dev = json_object();
-    json_object_set_new(dev, "name", json_string(I->name));
-    json_object_set_new(dev, "uuid", json_string(I->uuid));
-    json_object_set_new(dev, "ordinal", json_integer(I->ordinal));
-    json_object_set_new(dev, "simulated", json_boolean(I->simulated));
-    json_object_set_new(dev, "sm_count", json_integer(I->sm_count));
-    json_object_set_new(dev, "driver", json_string(I->driver_version));
-    json_object_set_new(root, "device", dev);
-    json_object_set_new(root, "host", json_string(c->host));
-    json_t *w = json_object();
-    json_object_set_new(w, "work_fma", json_integer(c->work));
-    json_object_set_new(w, "recorded_sms", json_integer(c->n_sms));
-    json_object_set_new(w, "delay_iters", json_integer(c->cfg->delay_iters));
-    json_object_set_new(w, "ident_iters", json_integer(c->cfg->ident_iters));
-    json_object_set_new(w, "upper_bound_ms", json_real(c->ub_ns / 1e6));
-    json_object_set_new(w, "window_ms", json_real(c->window_ns / 1e6));
-    json_object_set_new(w, "wakeup_ms", json_real(c->wakeup_ns / 1e6));
-    json_object_set_new(root, "workload", w);
-    json_t *cf = json_object();
-    json_object_set_new(cf, "rse", json_real(c->cfg->rse));
-    json_object_set_new(cf, "rse_of", json_string(c->cfg->rse_raw ? "all viable latencies" : "latencies kept by the filter"));
-    json_object_set_new(cf, "min", json_integer(c->cfg->min_n));
-    json_object_set_new(cf, "max", json_integer(c->cfg->max_n));
-    json_object_set_new(root, "config", cf);
-    json_object_set_new(root, "provenance", gos_provenance(c->cfg->command, I->driver_version));
+    const gos_dvfs_config *cfg = c->cfg;
     json_t *cal = json_array();
     for (int i = 0; i < c->res->n_freqs; i++) {
         const gos_dvfs_calib *k = &c->res->calib[i];
-        json_t *o = json_object();
-        json_object_set_new(o, "mhz", json_integer(k->mhz));
-        json_object_set_new(o, "mean_ns", json_real(k->mean_ns));
-        json_object_set_new(o, "sd_ns", json_real(k->sd_ns));
-        json_object_set_new(o, "n", json_integer((json_int_t)k->n));
-        json_object_set_new(o, "wakeup_ms", json_real(k->wakeup_ns / 1e6));
-        json_object_set_new(o, "nvml_mhz", json_integer(k->nvml_mhz));
-        json_object_set_new(o, "verified", json_boolean(k->verified));
+        json_t *o = GOS_JSON_OBJ(GOS_JI("mhz", k->mhz), GOS_JR("mean_ns", k->mean_ns), GOS_JR("sd_ns", k->sd_ns),
+                                 GOS_JI("n", k->n), GOS_JR("wakeup_ms", k->wakeup_ns / 1e6),
+                                 GOS_JI("nvml_mhz", k->nvml_mhz), GOS_JB("verified", k->verified));
         if (k->note[0])
             json_object_set_new(o, "note", json_string(k->note));
         json_array_append_new(cal, o);
     }
-    json_object_set_new(root, "calibration", cal);
+    json_t *root = GOS_JSON_OBJ(
+        GOS_JS("schema", GOS_DVFS_RUN_SCHEMA), GOS_JO("freqs_mhz", gos_json_ints(cfg->freqs, cfg->n_freqs)),
+        GOS_JO("device", gos_dvfs_device_json(I)), GOS_JS("host", c->host),
+        GOS_JO("workload", GOS_JSON_OBJ(GOS_JI("work_fma", c->work), GOS_JI("recorded_sms", c->n_sms),
+                                        GOS_JI("delay_iters", cfg->delay_iters), GOS_JI("ident_iters", cfg->ident_iters),
+                                        GOS_JR("upper_bound_ms", c->ub_ns / 1e6), GOS_JR("window_ms", c->window_ns / 1e6),
+                                        GOS_JR("wakeup_ms", c->wakeup_ns / 1e6))),
+        GOS_JO("config", GOS_JSON_OBJ(GOS_JR("rse", cfg->rse),
+                                      GOS_JS("rse_of", cfg->rse_raw ? "all viable latencies" : "latencies kept by the filter"),
+                                      GOS_JI("min", cfg->min_n), GOS_JI("max", cfg->max_n))),
+        GOS_JO("provenance", gos_provenance(cfg->command, I->driver_version)), GOS_JO("calibration", cal));
     if (final) {
         const gos_dvfs_campaign *r = c->res;
-        json_t *t = json_object();
-        json_object_set_new(t, "total_s", json_real(r->total_s));
-        json_object_set_new(t, "measurements", json_integer((json_int_t)r->n_measurements));
-        json_object_set_new(t, "attempts", json_integer((json_int_t)r->n_attempts));
-        json_object_set_new(t, "thermal_events", json_integer(r->thermal_events));
-        json_object_set_new(t, "power_events", json_integer(r->power_events));
-        json_object_set_new(t, "sync_uncertainty_ns_first", json_real(r->sync.uncertainty_ns));
-        json_object_set_new(t, "sync_uncertainty_ns_max", json_real(r->sync_unc_max_ns));
-        json_object_set_new(t, "interrupted", json_boolean(r->interrupted));
         json_t *sk = json_array();
         for (int p = 0; p < r->n_pairs; p++)
-            if (r->pairs[p].skipped[0]) {
-                json_t *o = json_object();
-                json_object_set_new(o, "init_mhz", json_integer(r->pairs[p].init_mhz));
-                json_object_set_new(o, "target_mhz", json_integer(r->pairs[p].target_mhz));
-                json_object_set_new(o, "reason", json_string(r->pairs[p].skipped));
-                json_array_append_new(sk, o);
-            }
-        json_object_set_new(t, "skipped_pairs", sk);
-        json_object_set_new(root, "campaign", t);
+            if (r->pairs[p].skipped[0])
+                json_array_append_new(sk, GOS_JSON_OBJ(GOS_JI("init_mhz", r->pairs[p].init_mhz),
+                                                       GOS_JI("target_mhz", r->pairs[p].target_mhz),
+                                                       GOS_JS("reason", r->pairs[p].skipped)));
+        json_object_set_new(
+            root, "campaign",
+            GOS_JSON_OBJ(GOS_JR("total_s", r->total_s), GOS_JI("measurements", r->n_measurements),
+                         GOS_JI("attempts", r->n_attempts), GOS_JI("thermal_events", r->thermal_events),
+                         GOS_JI("power_events", r->power_events),
+                         GOS_JR("sync_uncertainty_ns_first", r->sync.uncertainty_ns),
+                         GOS_JR("sync_uncertainty_ns_max", r->sync_unc_max_ns), GOS_JB("interrupted", r->interrupted),
+                         GOS_JO("skipped_pairs", sk)));
     }
     char path[4096];
     snprintf(path, sizeof path, "%s/run.json", c->cfg->out);

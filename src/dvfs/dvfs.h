@@ -22,6 +22,7 @@
 
 #include "device/dvfs_ops.h"
 
+#include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -225,6 +226,9 @@ typedef struct {
 } gos_dvfs_campaign;
 
 int gos_dvfs_campaign_run(gos_device *d, const gos_dvfs_config *cfg, gos_dvfs_campaign *res);
+
+/* The "device" object of run.json and of the dvfs probe's result. */
+json_t *gos_dvfs_device_json(const gos_device_info *I);
 void gos_dvfs_campaign_free(gos_dvfs_campaign *res);
 
 /* ---- analyze.c ---- */

@@ -92,12 +92,7 @@ int gos_dvfs_probe(gos_device *d, const gos_dvfs_config *cfg, const char *json_p
     json_t *root = json_object();
     json_object_set_new(root, "schema", json_string("gpuos.dvfs-probe/1"));
     json_object_set_new(root, "provenance", gos_provenance(cfg->command, d->info.driver_version));
-    json_t *dev = json_object();
-    json_object_set_new(dev, "name", json_string(d->info.name));
-    json_object_set_new(dev, "uuid", json_string(d->info.uuid));
-    json_object_set_new(dev, "simulated", json_boolean(d->info.simulated));
-    json_object_set_new(dev, "sm_count", json_integer(d->info.sm_count));
-    json_object_set_new(root, "device", dev);
+    json_object_set_new(root, "device", gos_dvfs_device_json(&d->info));
     json_object_set_new(root, "clocks_changed", json_false());
     if (log)
         fprintf(log, "%sdvfs probe on %s (%d SMs), no clock is changed\n", gos_dev_label(d), d->info.name,
