@@ -48,17 +48,9 @@
 
 void gos_dvfs_config_default(gos_dvfs_config *c)
 {
-    memset(c, 0, sizeof *c);
-    c->rse = 0.05;
-    c->min_n = 25;
-    c->max_n = 500;
-    c->check_every = 25;
-    c->throttle_every = 5;
-    c->n_record = 16;
-    c->max_iters = 10000;
-    c->ident_iters = 500;
-    c->delay_iters = 300;
-    c->calib_kernels = 3;
+    *c = (gos_dvfs_config){.rse = 0.05, .min_n = 25, .max_n = 500, .check_every = 25, .throttle_every = 5,
+                           .n_record = 16, .max_iters = 10000, .ident_iters = 500, .delay_iters = 300,
+                           .calib_kernels = 3};
 }
 
 typedef struct {

@@ -30,11 +30,8 @@
 
 void gos_numa_opts_default(gos_numa_opts *o)
 {
-    o->hist_samples = 16384;
-    o->flip_bases = 16;
-    o->affinity_per_sm = 64;
-    o->l2_samples = 512;
-    o->buf_bytes = 1ull << 30;
+    *o = (gos_numa_opts){.hist_samples = 16384, .flip_bases = 16, .affinity_per_sm = 64, .l2_samples = 512,
+                         .buf_bytes = 1ull << 30};
 }
 
 void gos_numa_model_free(gos_numa_model *m)

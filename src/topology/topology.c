@@ -14,14 +14,8 @@
 
 void gos_topo_default_opts(gos_topo_opts *o)
 {
-    o->launches = 20;
-    o->min_cluster = 2;
-    o->max_cluster = 16;
-    o->repeats = 7;
-    o->threshold = 0.9;
-    o->check_merge = 1;
-    o->tpc_by_contention = 1;
-    o->crossbar_groups = 1;
+    *o = (gos_topo_opts){.launches = 20, .min_cluster = 2, .max_cluster = 16, .repeats = 7, .threshold = 0.9,
+                         .check_merge = 1, .tpc_by_contention = 1, .crossbar_groups = 1};
 }
 
 void gos_topo_fill_device(gos_chip *c, const gos_device *d)
