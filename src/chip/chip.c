@@ -10,11 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-gos_chip *gos_chip_new(void)
-{
-    gos_chip *c = calloc(1, sizeof *c);
-    return c;
-}
+gos_chip *gos_chip_new(void) { return calloc(1, sizeof(gos_chip)); }
 
 void gos_chip_free(gos_chip *c)
 {

@@ -83,6 +83,14 @@ json_t *gos_json_ints(const int *v, int n)
     return a;
 }
 
+int gos_json_load(const char *path, json_t **out)
+{
+    json_error_t err;
+    if (!(*out = json_load_file(path, 0, &err)))
+        return gos_fail(GOS_EINVAL, "%s: %s", path, err.text);
+    return GOS_OK;
+}
+
 json_t *gos_json_reals(const double *v, int n)
 {
     json_t *a = json_array();

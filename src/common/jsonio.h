@@ -11,6 +11,10 @@ int gos_json_save_atomic(json_t *root, const char *path);
 /* A new JSON array of the n integers in v. */
 json_t *gos_json_ints(const int *v, int n);
 
+/* Reads the JSON document at path into *out; GOS_EINVAL ("path: why") when it
+ * cannot be read or parsed. */
+int gos_json_load(const char *path, json_t **out);
+
 /* A new JSON array of the n reals in v (a NaN or infinity becomes null). */
 json_t *gos_json_reals(const double *v, int n);
 

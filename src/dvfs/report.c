@@ -9,6 +9,7 @@
  *     with the transitions where the extremes occur. */
 #include "dvfs/dvfs.h"
 
+#include "common/jsonio.h"
 #include "report/svg.h"
 #include "stats/stats.h"
 
@@ -182,11 +183,10 @@ int gos_dvfs_report(const char *dir, const char *html)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/summary.json", dir);
-    json_error_t err;
-    json_t *s = json_load_file(path, 0, &err);
-    if (!s)
-        return gos_fail(GOS_EINVAL, "%s: %s", path, err.text);
-    int rc = GOS_OK, np = 0, nf = 0, fr[GOS_DVFS_MAX_FREQS];
+    json_t *s;
+    int rc = gos_json_load(path, &s), np = 0, nf = 0, fr[GOS_DVFS_MAX_FREQS];
+    if (rc)
+        return rc;
     json_t *pairs = json_object_get(s, "pairs"), *jf = json_object_get(s, "freqs_mhz");
     if (!json_is_array(pairs) || !json_is_array(jf) ||
         strcmp(json_string_value(json_object_get(s, "schema")) ? json_string_value(json_object_get(s, "schema")) : "",

@@ -200,22 +200,26 @@ int gos_ttest_student(double mean1, double var1, size_t n1, double mean2, double
     return ttest_fill(mean1 - mean2, se, df, level, out);
 }
 
-int gos_ttest_welch_x(const double *a, size_t na, const double *b, size_t nb, double level,
-                      gos_ttest *out)
+/* A t-test from summary statistics applied to two raw samples. */
+typedef int (*ttest_fn)(double, double, size_t, double, double, size_t, double, gos_ttest *);
+
+static int ttest_samples(ttest_fn test, const double *a, size_t na, const double *b, size_t nb, double level,
+                         gos_ttest *out)
 {
     if (na < 2 || nb < 2)
         return gos_fail(GOS_EINVAL, "t-test needs two samples of at least 2 values");
-    return gos_ttest_welch(gos_mean(a, na), gos_variance(a, na, 1), na, gos_mean(b, nb),
-                           gos_variance(b, nb, 1), nb, level, out);
+    return test(gos_mean(a, na), gos_variance(a, na, 1), na, gos_mean(b, nb), gos_variance(b, nb, 1), nb, level,
+                out);
 }
 
-int gos_ttest_student_x(const double *a, size_t na, const double *b, size_t nb, double level,
-                        gos_ttest *out)
+int gos_ttest_welch_x(const double *a, size_t na, const double *b, size_t nb, double level, gos_ttest *out)
 {
-    if (na < 2 || nb < 2)
-        return gos_fail(GOS_EINVAL, "t-test needs two samples of at least 2 values");
-    return gos_ttest_student(gos_mean(a, na), gos_variance(a, na, 1), na, gos_mean(b, nb),
-                             gos_variance(b, nb, 1), nb, level, out);
+    return ttest_samples(gos_ttest_welch, a, na, b, nb, level, out);
+}
+
+int gos_ttest_student_x(const double *a, size_t na, const double *b, size_t nb, double level, gos_ttest *out)
+{
+    return ttest_samples(gos_ttest_student, a, na, b, nb, level, out);
 }
 
 static int cmp_double(const void *pa, const void *pb)

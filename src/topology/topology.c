@@ -665,10 +665,7 @@ int gos_topo_probe(gos_device *d, const gos_topo_opts *o, gos_topo_result *r)
     topo_run *t = calloc(1, sizeof *t);
     if (!t)
         return gos_fail(GOS_ENOMEM, "out of memory");
-    t->d = d;
-    t->o = o;
-    t->r = r;
-    t->nsm = nsm;
+    t->d = d, t->o = o, t->r = r, t->nsm = nsm;
     t->max_blocks = 8 * nsm + 64;
     gos_uf_init(&t->uf);
     if (!(t->blocks = malloc(sizeof(int) * t->max_blocks))) {
