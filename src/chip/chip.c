@@ -237,6 +237,18 @@ static int parse_numa(gos_chip *c, json_t *numa, const char *what)
     return GOS_OK;
 }
 
+/* root[key], when present, must be an object; parse() reads it. */
+static int parse_optional(gos_chip *c, json_t *root, const char *key,
+                          int (*parse)(gos_chip *, json_t *, const char *), const char *what)
+{
+    json_t *v = json_object_get(root, key);
+    if (!v)
+        return GOS_OK;
+    if (!json_is_object(v))
+        return gos_fail(GOS_EINVAL, "%s: %s is not an object", what, key);
+    return parse(c, v, what);
+}
+
 static int parse_sim(gos_chip *c, json_t *sim, const char *what)
 {
     char where[300];
@@ -289,24 +301,9 @@ int gos_chip_parse(const char *text, const char *what, gos_chip **out)
     }
     if ((rc = parse_device(c, json_object_get(root, "device"), what)))
         goto fail;
-    json_t *t = json_object_get(root, "topology");
-    if (t) {
-        if (!json_is_object(t)) {
-            rc = gos_fail(GOS_EINVAL, "%s: topology is not an object", what);
-            goto fail;
-        }
-        if ((rc = parse_topology(c, t, what)))
-            goto fail;
-    }
-    json_t *n = json_object_get(root, "numa");
-    if (n) {
-        if (!json_is_object(n)) {
-            rc = gos_fail(GOS_EINVAL, "%s: numa is not an object", what);
-            goto fail;
-        }
-        if ((rc = parse_numa(c, n, what)))
-            goto fail;
-    }
+    if ((rc = parse_optional(c, root, "topology", parse_topology, what)) ||
+        (rc = parse_optional(c, root, "numa", parse_numa, what)))
+        goto fail;
     json_t *s = json_object_get(root, "sim");
     if (s && (rc = parse_sim(c, s, what)))
         goto fail;

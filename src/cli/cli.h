@@ -10,6 +10,9 @@
 /* Prints "gpuos: <gos_last_error()>" on stderr and returns 1 (or 2 for usage
  * errors: rc == GOS_EINVAL from argument parsing should use cli_usage). */
 int cli_fail(void);
+
+/* 1 when a is "--help" or "-h". */
+int cli_is_help(const char *a);
 /* Prints "gpuos CMD: <message>; see gpuos CMD --help" and returns 2. */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

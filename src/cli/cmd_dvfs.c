@@ -76,6 +76,18 @@ typedef struct {
     int allow, quiet, have_freqs;
 } opts;
 
+/* Where the value of option a goes when it is a plain string (--sim, --out,
+ * --json, --html), else NULL. */
+static const char **string_option(opts *o, const char *a)
+{
+    static const char *const names[] = {"--sim", "--out", "--json", "--html"};
+    const char **slots[] = {&o->sim, &o->out, &o->json, &o->html};
+    for (int k = 0; k < 4; k++)
+        if (!strcmp(a, names[k]))
+            return slots[k];
+    return NULL;
+}
+
 static int parse(const char *sub, int argc, char **argv, gos_dvfs_config *cfg, opts *o, int *stop)
 {
     *stop = 0;
@@ -111,18 +123,9 @@ static int parse(const char *sub, int argc, char **argv, gos_dvfs_config *cfg, o
                 *stop = 1;
                 return cli_usage(cmd, "bad --device \"%s\"", v);
             }
-        } else if (!strcmp(a, "--sim")) {
+        } else if (string_option(o, a)) {
             NEED();
-            o->sim = v;
-        } else if (!strcmp(a, "--out")) {
-            NEED();
-            o->out = v;
-        } else if (!strcmp(a, "--json")) {
-            NEED();
-            o->json = v;
-        } else if (!strcmp(a, "--html")) {
-            NEED();
-            o->html = v;
+            *string_option(o, a) = v;
         } else if (!strcmp(a, "--rse")) {
             NEED();
             char *end;
@@ -183,50 +186,30 @@ static json_t *num_or_null(double x) { return isfinite(x) ? json_real(x) : json_
 static int save_campaign(const gos_device *d, const gos_dvfs_config *cfg, const gos_dvfs_campaign *r,
                          const char *path)
 {
-    json_t *o = json_object();
-    json_object_set_new(o, "schema", json_string("gpuos.dvfs-campaign/1"));
-    json_object_set_new(o, "device", json_string(d->info.name));
-    json_object_set_new(o, "simulated", json_boolean(d->info.simulated));
-    json_object_set_new(o, "rse", json_real(cfg->rse));
-    json_object_set_new(o, "min", json_integer(cfg->min_n));
-    json_object_set_new(o, "max", json_integer(cfg->max_n));
-    json_object_set_new(o, "total_s", json_real(r->total_s));
-    json_object_set_new(o, "measurements", json_integer((json_int_t)r->n_measurements));
-    json_object_set_new(o, "attempts", json_integer((json_int_t)r->n_attempts));
-    json_object_set_new(o, "work_fma", json_integer(r->work));
-    json_object_set_new(o, "window_ms", json_real(r->window_ms));
-    json_object_set_new(o, "upper_bound_ms", json_real(r->upper_bound_ms));
-    json_object_set_new(o, "thermal_events", json_integer(r->thermal_events));
-    json_object_set_new(o, "power_events", json_integer(r->power_events));
-    json_object_set_new(o, "sync_uncertainty_ns", json_real(r->sync.uncertainty_ns));
     json_t *ps = json_array();
     for (int p = 0; p < r->n_pairs; p++) {
         const gos_dvfs_pair_result *pr = &r->pairs[p];
         const gos_dvfs_pair_summary *s = &pr->sum;
-        json_t *j = json_object();
-        json_object_set_new(j, "init_mhz", json_integer(pr->init_mhz));
-        json_object_set_new(j, "target_mhz", json_integer(pr->target_mhz));
-        json_object_set_new(j, "valid", json_boolean(pr->valid));
-        json_object_set_new(j, "attempts", json_integer(pr->n_attempts));
-        json_object_set_new(j, "n_measurements", json_integer((json_int_t)pr->n));
-        if (pr->n) {
-            json_object_set_new(j, "n", json_integer((json_int_t)s->n));
-            json_object_set_new(j, "n_outliers", json_integer((json_int_t)s->n_outliers));
-            json_object_set_new(j, "min_ms", num_or_null(s->min_ms));
-            json_object_set_new(j, "mean_ms", num_or_null(s->mean_ms));
-            json_object_set_new(j, "max_ms", num_or_null(s->max_ms));
-            json_object_set_new(j, "sd_ms", num_or_null(s->sd_ms));
-            json_t *ci = json_array();
-            json_array_append_new(ci, num_or_null(s->ci_lo_ms));
-            json_array_append_new(ci, num_or_null(s->ci_hi_ms));
-            json_object_set_new(j, "ci95_ms", ci);
-            json_object_set_new(j, "rse_kept", num_or_null(s->rse_kept));
-            json_object_set_new(j, "clusters", json_integer(s->n_clusters));
-        }
+        json_t *j = GOS_JSON_OBJ(GOS_JI("init_mhz", pr->init_mhz), GOS_JI("target_mhz", pr->target_mhz),
+                                 GOS_JB("valid", pr->valid), GOS_JI("attempts", pr->n_attempts),
+                                 GOS_JI("n_measurements", pr->n));
+        if (pr->n)
+            GOS_JSON_PUT(j, GOS_JI("n", s->n), GOS_JI("n_outliers", s->n_outliers), GOS_JO("min_ms", num_or_null(s->min_ms)),
+                         GOS_JO("mean_ms", num_or_null(s->mean_ms)), GOS_JO("max_ms", num_or_null(s->max_ms)),
+                         GOS_JO("sd_ms", num_or_null(s->sd_ms)),
+                         GOS_JO("ci95_ms", json_pack("[o,o]", num_or_null(s->ci_lo_ms), num_or_null(s->ci_hi_ms))),
+                         GOS_JO("rse_kept", num_or_null(s->rse_kept)), GOS_JI("clusters", s->n_clusters));
         if (pr->skipped[0])
             json_object_set_new(j, "skipped", json_string(pr->skipped));
         json_array_append_new(ps, j);
     }
+    json_t *o = GOS_JSON_OBJ(
+        GOS_JS("schema", "gpuos.dvfs-campaign/1"), GOS_JS("device", d->info.name), GOS_JB("simulated", d->info.simulated),
+        GOS_JR("rse", cfg->rse), GOS_JI("min", cfg->min_n), GOS_JI("max", cfg->max_n), GOS_JR("total_s", r->total_s),
+        GOS_JI("measurements", r->n_measurements), GOS_JI("attempts", r->n_attempts), GOS_JI("work_fma", r->work),
+        GOS_JR("window_ms", r->window_ms), GOS_JR("upper_bound_ms", r->upper_bound_ms),
+        GOS_JI("thermal_events", r->thermal_events), GOS_JI("power_events", r->power_events),
+        GOS_JR("sync_uncertainty_ns", r->sync.uncertainty_ns));
     json_object_set_new(o, "pairs", ps);
     int rc = gos_json_save_atomic(o, path);
     json_decref(o);
@@ -312,38 +295,26 @@ static int dvfs_run(int argc, char **argv)
     return 0;
 }
 
-static int dvfs_analyze(int argc, char **argv)
+/* `analyze RUN --out DIR` and `report DIR --html OUT`: a directory in, a path out. */
+static int dvfs_dir_step(int argc, char **argv, int report)
 {
+    const char *sub = report ? "report" : "analyze";
     gos_dvfs_config cfg;
     gos_dvfs_config_default(&cfg);
     opts o;
-    int stop, rc = parse("analyze", argc, argv, &cfg, &o, &stop);
+    int stop, rc = parse(sub, argc, argv, &cfg, &o, &stop);
     if (stop)
         return rc;
+    char cmd[16];
+    snprintf(cmd, sizeof cmd, "dvfs %s", sub);
     if (!o.pos)
-        return cli_usage("dvfs analyze", "which trace directory? (gpuos dvfs analyze RUN --out DIR)");
-    if (!o.out)
-        return cli_usage("dvfs analyze", "--out DIR is required");
-    if (gos_dvfs_analyze(o.pos, o.out, o.quiet ? NULL : stdout))
+        return cli_usage(cmd, report ? "which analysis directory? (gpuos dvfs report DIR --html OUT)"
+                                     : "which trace directory? (gpuos dvfs analyze RUN --out DIR)");
+    if (!(report ? o.html : o.out))
+        return cli_usage(cmd, "%s is required", report ? "--html OUT" : "--out DIR");
+    if (report ? gos_dvfs_report(o.pos, o.html) : gos_dvfs_analyze(o.pos, o.out, o.quiet ? NULL : stdout))
         return cli_fail();
-    return 0;
-}
-
-static int dvfs_report(int argc, char **argv)
-{
-    gos_dvfs_config cfg;
-    gos_dvfs_config_default(&cfg);
-    opts o;
-    int stop, rc = parse("report", argc, argv, &cfg, &o, &stop);
-    if (stop)
-        return rc;
-    if (!o.pos)
-        return cli_usage("dvfs report", "which analysis directory? (gpuos dvfs report DIR --html OUT)");
-    if (!o.html)
-        return cli_usage("dvfs report", "--html OUT is required");
-    if (gos_dvfs_report(o.pos, o.html))
-        return cli_fail();
-    if (!o.quiet)
+    if (report && !o.quiet)
         printf("wrote %s\n", o.html);
     return 0;
 }
@@ -381,9 +352,9 @@ int cmd_dvfs(int argc, char **argv)
     if (!strcmp(sub, "run"))
         return dvfs_run(argc - 1, argv + 1);
     if (!strcmp(sub, "analyze"))
-        return dvfs_analyze(argc - 1, argv + 1);
+        return dvfs_dir_step(argc - 1, argv + 1, 0);
     if (!strcmp(sub, "report"))
-        return dvfs_report(argc - 1, argv + 1);
+        return dvfs_dir_step(argc - 1, argv + 1, 1);
     if (!strcmp(sub, "probe"))
         return dvfs_probe(argc - 1, argv + 1);
     return cli_usage("dvfs", "unknown subcommand \"%s\" (run | analyze | report | probe)", sub);
