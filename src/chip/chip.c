@@ -65,6 +65,19 @@ static int get_number(json_t *obj, const char *key, const char *where, double *o
     return GOS_OK;
 }
 
+/* Optional non-negative byte count dev[key] (0 when absent). */
+static int get_bytes(json_t *dev, const char *key, const char *where, uint64_t *out)
+{
+    double x = 0;
+    int rc = get_number(dev, key, where, &x, 0);
+    if (rc)
+        return rc;
+    if (x < 0)
+        return gos_fail(GOS_EINVAL, "%s.%s: negative", where, key);
+    *out = (uint64_t)x;
+    return GOS_OK;
+}
+
 static int parse_device(gos_chip *c, json_t *dev, const char *what)
 {
     char where[300];
@@ -96,18 +109,9 @@ static int parse_device(gos_chip *c, json_t *dev, const char *what)
     if (x < 1 || x > GOS_MAX_SMS || x != (int)x)
         return gos_fail(GOS_EINVAL, "%s.sm_count: %g is not an integer in 1..%d", where, x, GOS_MAX_SMS);
     c->device.sm_count = (int)x;
-    x = 0;
-    if ((rc = get_number(dev, "l2_bytes", where, &x, 0)))
+    if ((rc = get_bytes(dev, "l2_bytes", where, &c->device.l2_bytes)) ||
+        (rc = get_bytes(dev, "mem_bytes", where, &c->device.mem_bytes)))
         return rc;
-    if (x < 0)
-        return gos_fail(GOS_EINVAL, "%s.l2_bytes: negative", where);
-    c->device.l2_bytes = (uint64_t)x;
-    x = 0;
-    if ((rc = get_number(dev, "mem_bytes", where, &x, 0)))
-        return rc;
-    if (x < 0)
-        return gos_fail(GOS_EINVAL, "%s.mem_bytes: negative", where);
-    c->device.mem_bytes = (uint64_t)x;
     x = 0;
     if ((rc = get_number(dev, "sm_clock_mhz", where, &x, 0)))
         return rc;

@@ -69,7 +69,8 @@ static int parse_freqs(const char *s, gos_dvfs_config *cfg)
     return cfg->n_freqs > 0 ? 0 : -1;
 }
 
-/* Common option parsing; returns 0, or the exit status when it should stop. */
+/* Common option parsing (cfg starts from the defaults; one positional argument
+ * when takes_pos); returns 0, or the exit status when it should stop. */
 typedef struct {
     const char *sim, *out, *json, *html, *pos;
     long device;
@@ -88,9 +89,10 @@ static const char **string_option(opts *o, const char *a)
     return NULL;
 }
 
-static int parse(const char *sub, int argc, char **argv, gos_dvfs_config *cfg, opts *o, int *stop)
+static int parse(const char *sub, int argc, char **argv, int takes_pos, gos_dvfs_config *cfg, opts *o, int *stop)
 {
     *stop = 0;
+    gos_dvfs_config_default(cfg);
     memset(o, 0, sizeof *o);
     o->device = -1;
     char cmd[16];
@@ -165,7 +167,7 @@ static int parse(const char *sub, int argc, char **argv, gos_dvfs_config *cfg, o
         } else if (a[0] == '-' && a[1]) {
             *stop = 1;
             return cli_usage(cmd, "unknown option %s", a);
-        } else if (!o->pos) {
+        } else if (!o->pos && takes_pos) {
             o->pos = a;
         } else {
             *stop = 1;
@@ -219,13 +221,10 @@ static int save_campaign(const gos_device *d, const gos_dvfs_config *cfg, const 
 static int dvfs_run(int argc, char **argv)
 {
     gos_dvfs_config cfg;
-    gos_dvfs_config_default(&cfg);
     opts o;
-    int stop, rc = parse("run", argc, argv, &cfg, &o, &stop);
+    int stop, rc = parse("run", argc, argv, 0, &cfg, &o, &stop);
     if (stop)
         return rc;
-    if (o.pos)
-        return cli_usage("dvfs run", "unexpected argument \"%s\"", o.pos);
     if (cfg.min_n > cfg.max_n)
         return cli_usage("dvfs run", "--min %d is larger than --max %d", cfg.min_n, cfg.max_n);
     /* safety first: nothing is opened, nothing is changed */
@@ -300,9 +299,8 @@ static int dvfs_dir_step(int argc, char **argv, int report)
 {
     const char *sub = report ? "report" : "analyze";
     gos_dvfs_config cfg;
-    gos_dvfs_config_default(&cfg);
     opts o;
-    int stop, rc = parse(sub, argc, argv, &cfg, &o, &stop);
+    int stop, rc = parse(sub, argc, argv, 1, &cfg, &o, &stop);
     if (stop)
         return rc;
     char cmd[16];
@@ -322,13 +320,10 @@ static int dvfs_dir_step(int argc, char **argv, int report)
 static int dvfs_probe(int argc, char **argv)
 {
     gos_dvfs_config cfg;
-    gos_dvfs_config_default(&cfg);
     opts o;
-    int stop, rc = parse("probe", argc, argv, &cfg, &o, &stop);
+    int stop, rc = parse("probe", argc, argv, 0, &cfg, &o, &stop);
     if (stop)
         return rc;
-    if (o.pos)
-        return cli_usage("dvfs probe", "unexpected argument \"%s\"", o.pos);
     if (o.allow)
         return cli_usage("dvfs probe", "probe never changes clocks; --allow-clock-changes does not apply");
     gos_device *d;
