@@ -179,6 +179,17 @@ static int parse_topology(gos_chip *c, json_t *topo, const char *what)
     return GOS_OK;
 }
 
+/* *out = numa[key] (NULL when absent), which must be an object; where[300]
+ * names it for messages ("WHAT: numa.KEY"). */
+static int numa_member(json_t *numa, const char *key, const char *what, char *where, json_t **out)
+{
+    snprintf(where, 300, "%s: numa.%s", what, key);
+    *out = json_object_get(numa, key);
+    if (*out && !json_is_object(*out))
+        return gos_fail(GOS_EINVAL, "%s: expected an object", where);
+    return GOS_OK;
+}
+
 static int parse_numa(gos_chip *c, json_t *numa, const char *what)
 {
     int hi = c->device.sm_count - 1, rc;
@@ -199,12 +210,11 @@ static int parse_numa(gos_chip *c, json_t *numa, const char *what)
         }
         c->n_parts = (int)json_array_size(parts);
     }
-    json_t *hash = json_object_get(numa, "hash");
+    char where[300];
+    json_t *hash;
+    if ((rc = numa_member(numa, "hash", what, where, &hash)))
+        return rc;
     if (hash) {
-        char where[300];
-        snprintf(where, sizeof where, "%s: numa.hash", what);
-        if (!json_is_object(hash))
-            return gos_fail(GOS_EINVAL, "%s: expected an object", where);
         double g = 0;
         if ((rc = get_number(hash, "granularity_bytes", where, &g, 0)))
             return rc;
@@ -222,12 +232,10 @@ static int parse_numa(gos_chip *c, json_t *numa, const char *what)
         if (c->n_physical_bits < 0)
             c->n_physical_bits = 0;
     }
-    json_t *lat = json_object_get(numa, "latency_cycles");
+    json_t *lat;
+    if ((rc = numa_member(numa, "latency_cycles", what, where, &lat)))
+        return rc;
     if (lat) {
-        char where[300];
-        snprintf(where, sizeof where, "%s: numa.latency_cycles", what);
-        if (!json_is_object(lat))
-            return gos_fail(GOS_EINVAL, "%s: expected an object", where);
         if ((rc = get_number(lat, "hbm_local", where, &c->lat_hbm_local, 1)) ||
             (rc = get_number(lat, "hbm_remote", where, &c->lat_hbm_remote, 1)) ||
             (rc = get_number(lat, "l2_local", where, &c->lat_l2_local, 1)) ||

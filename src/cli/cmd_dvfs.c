@@ -218,13 +218,10 @@ static int save_campaign(const gos_device *d, const gos_dvfs_config *cfg, const 
     return rc;
 }
 
-static int dvfs_run(int argc, char **argv)
+/* The subcommands get the parsed configuration and options by value. */
+static int dvfs_run(int argc, char **argv, gos_dvfs_config cfg, opts o)
 {
-    gos_dvfs_config cfg;
-    opts o;
-    int stop, rc = parse("run", argc, argv, 0, &cfg, &o, &stop);
-    if (stop)
-        return rc;
+    int rc;
     if (cfg.min_n > cfg.max_n)
         return cli_usage("dvfs run", "--min %d is larger than --max %d", cfg.min_n, cfg.max_n);
     /* safety first: nothing is opened, nothing is changed */
@@ -295,16 +292,11 @@ static int dvfs_run(int argc, char **argv)
 }
 
 /* `analyze RUN --out DIR` and `report DIR --html OUT`: a directory in, a path out. */
-static int dvfs_dir_step(int argc, char **argv, int report)
+static int dvfs_dir_step(int argc, char **argv, gos_dvfs_config cfg, opts o)
 {
-    const char *sub = report ? "report" : "analyze";
-    gos_dvfs_config cfg;
-    opts o;
-    int stop, rc = parse(sub, argc, argv, 1, &cfg, &o, &stop);
-    if (stop)
-        return rc;
+    int report = !strcmp(argv[0], "report");
     char cmd[16];
-    snprintf(cmd, sizeof cmd, "dvfs %s", sub);
+    snprintf(cmd, sizeof cmd, "dvfs %s", argv[0]);
     if (!o.pos)
         return cli_usage(cmd, report ? "which analysis directory? (gpuos dvfs report DIR --html OUT)"
                                      : "which trace directory? (gpuos dvfs analyze RUN --out DIR)");
@@ -317,13 +309,9 @@ static int dvfs_dir_step(int argc, char **argv, int report)
     return 0;
 }
 
-static int dvfs_probe(int argc, char **argv)
+static int dvfs_probe(int argc, char **argv, gos_dvfs_config cfg, opts o)
 {
-    gos_dvfs_config cfg;
-    opts o;
-    int stop, rc = parse("probe", argc, argv, 0, &cfg, &o, &stop);
-    if (stop)
-        return rc;
+    int rc;
     if (o.allow)
         return cli_usage("dvfs probe", "probe never changes clocks; --allow-clock-changes does not apply");
     gos_device *d;
@@ -344,13 +332,18 @@ int cmd_dvfs(int argc, char **argv)
     const char *sub = argv[1];
     if (!strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help"))
         return help();
-    if (!strcmp(sub, "run"))
-        return dvfs_run(argc - 1, argv + 1);
-    if (!strcmp(sub, "analyze"))
-        return dvfs_dir_step(argc - 1, argv + 1, 0);
-    if (!strcmp(sub, "report"))
-        return dvfs_dir_step(argc - 1, argv + 1, 1);
-    if (!strcmp(sub, "probe"))
-        return dvfs_probe(argc - 1, argv + 1);
+    static const struct {
+        const char *name;
+        int takes_pos; /* one positional argument (a directory) */
+        int (*fn)(int, char **, gos_dvfs_config, opts);
+    } subs[] = {{"run", 0, dvfs_run}, {"analyze", 1, dvfs_dir_step}, {"report", 1, dvfs_dir_step},
+                {"probe", 0, dvfs_probe}};
+    for (size_t k = 0; k < sizeof subs / sizeof subs[0]; k++)
+        if (!strcmp(sub, subs[k].name)) {
+            gos_dvfs_config cfg;
+            opts o;
+            int stop, rc = parse(sub, argc - 1, argv + 1, subs[k].takes_pos, &cfg, &o, &stop);
+            return stop ? rc : subs[k].fn(argc - 1, argv + 1, cfg, o);
+        }
     return cli_usage("dvfs", "unknown subcommand \"%s\" (run | analyze | report | probe)", sub);
 }
