@@ -699,34 +699,32 @@ static int dtoh_pipeline(gpuos_vgpu *g, void *dst, gpuos_dptr d, size_t n)
     return first_rc ? gos_fail(first_rc, "%s", msg) : GOS_OK;
 }
 
-static int htod(gpuos_vgpu *g, gpuos_dptr d, const void *src, size_t n, int async)
+/* A copy between device memory d and host memory (src for HTOD, dst for DTOH):
+ * through a registered host buffer when host lies in one, else staged. */
+static int host_copy(gpuos_vgpu *g, uint32_t dir, gpuos_dptr d, void *dst, const void *src, size_t n, int async)
 {
+    const void *host = dir == GOS_COPY_HTOD ? src : dst;
     if (!n)
         return GOS_OK;
-    if (!src)
+    if (!host)
         return gos_fail(GOS_EINVAL, "NULL host pointer");
-    struct hostbuf *b = hostbuf_of(g, src, n);
+    struct hostbuf *b = hostbuf_of(g, host, n);
     g->small_n = n <= g->small;
-    int rc = b ? copy_shared(g, GOS_COPY_HTOD, b, src, d, n, async) : stage_ready(g);
+    int rc = b ? copy_shared(g, dir, b, host, d, n, async) : stage_ready(g);
     if (!b && !rc)
-        rc = htod_pipeline(g, d, src, n);
+        rc = dir == GOS_COPY_HTOD ? htod_pipeline(g, d, src, n) : dtoh_pipeline(g, dst, d, n);
     g->small_n = 0;
     return rc;
 }
 
+static int htod(gpuos_vgpu *g, gpuos_dptr d, const void *src, size_t n, int async)
+{
+    return host_copy(g, GOS_COPY_HTOD, d, NULL, src, n, async);
+}
+
 static int dtoh(gpuos_vgpu *g, void *dst, gpuos_dptr d, size_t n, int async)
 {
-    if (!n)
-        return GOS_OK;
-    if (!dst)
-        return gos_fail(GOS_EINVAL, "NULL host pointer");
-    struct hostbuf *b = hostbuf_of(g, dst, n);
-    g->small_n = n <= g->small;
-    int rc = b ? copy_shared(g, GOS_COPY_DTOH, b, dst, d, n, async) : stage_ready(g);
-    if (!b && !rc)
-        rc = dtoh_pipeline(g, dst, d, n);
-    g->small_n = 0;
-    return rc;
+    return host_copy(g, GOS_COPY_DTOH, d, dst, NULL, n, async);
 }
 
 static int dtod(gpuos_vgpu *g, gpuos_dptr dst, gpuos_dptr src, size_t n, int async)

@@ -31,6 +31,17 @@ static struct srv_dev *dev_of(struct srv_client *c)
     return &c->srv->devs[c->srv->vgpus[c->vgpu].cfg.device];
 }
 
+/* An asynchronous request failed: its error waits for the next SYNC (the first
+ * one wins); nothing is answered now. */
+static int sticky(struct srv_client *c, int rc)
+{
+    if (!c->sticky_rc) {
+        c->sticky_rc = rc;
+        snprintf(c->sticky_msg, sizeof c->sticky_msg, "%s", gos_last_error());
+    }
+    return 0;
+}
+
 static int reply(struct srv_client *c, uint32_t seq, uint16_t type, int rc, const void *body, size_t n)
 {
     pthread_mutex_lock(&c->wlock);
@@ -388,13 +399,8 @@ static int handle(struct srv_client *c, const struct gos_msg_hdr *h, void *p, in
     case GOS_MSG_COPY: {
         const struct gos_msg_copy *m = p;
         rc = do_copy(c, h->seq, m);
-        if (rc && (m->flags & GOS_F_ASYNC)) {
-            if (!c->sticky_rc) {
-                c->sticky_rc = rc;
-                snprintf(c->sticky_msg, sizeof c->sticky_msg, "%s", gos_last_error());
-            }
-            return 0;
-        }
+        if (rc && (m->flags & GOS_F_ASYNC))
+            return sticky(c, rc);
         return rc ? reply(c, h->seq, h->type, rc, NULL, 0) : 0;
     }
     case GOS_MSG_MODULE_LOAD: {
@@ -425,13 +431,8 @@ static int handle(struct srv_client *c, const struct gos_msg_hdr *h, void *p, in
     case GOS_MSG_LAUNCH: {
         const struct gos_msg_launch *m = p;
         rc = do_launch(c, h->seq, m);
-        if (rc && (m->flags & GOS_F_ASYNC)) {
-            if (!c->sticky_rc) {
-                c->sticky_rc = rc;
-                snprintf(c->sticky_msg, sizeof c->sticky_msg, "%s", gos_last_error());
-            }
-            return 0;
-        }
+        if (rc && (m->flags & GOS_F_ASYNC))
+            return sticky(c, rc);
         return rc ? reply(c, h->seq, h->type, rc, NULL, 0) : 0;
     }
     case GOS_MSG_SYNC:

@@ -331,6 +331,16 @@ static void complete(struct srv_dev *d, struct srv_task *t, int rc, const char *
     task_finish(t, rc, msg, gpu_ns);
 }
 
+/* complete() with this thread's last error as the message when rc says one
+ * (copied first: accounting may fail and overwrite it). */
+static void complete_rc(struct srv_dev *d, struct srv_task *t, int rc, uint64_t gpu_ns)
+{
+    char msg[GOS_MSG_TEXT_MAX] = "";
+    if (rc)
+        snprintf(msg, sizeof msg, "%s", gos_last_error());
+    complete(d, t, rc, msg, gpu_ns);
+}
+
 void srv_dev_kick(struct srv_dev *d, int skip)
 {
     for (int e = 0; e < d->n_engines; e++) {
@@ -406,11 +416,8 @@ static void run_here(struct srv_client *r, struct srv_dev *d, int e, struct srv_
         }
         rc = await(d, e, &gpu_ns);
     }
-    char msg[GOS_MSG_TEXT_MAX] = "";
-    if (rc)
-        snprintf(msg, sizeof msg, "%s", gos_last_error());
     pthread_mutex_lock(&s->lock);
-    complete(d, t, rc, msg, gpu_ns);
+    complete_rc(d, t, rc, gpu_ns);
 }
 
 void srv_client_dispatch(struct srv_client *c)
@@ -469,11 +476,8 @@ void *srv_dispatch_main(void *arg)
             rc = issue(d, engine, t, &gpu_ns, &waiting);
         if (!rc && waiting)
             rc = await(d, engine, &gpu_ns);
-        char msg[GOS_MSG_TEXT_MAX] = "";
-        if (rc)
-            snprintf(msg, sizeof msg, "%s", gos_last_error());
         pthread_mutex_lock(&s->lock);
-        complete(d, t, rc, msg, gpu_ns);
+        complete_rc(d, t, rc, gpu_ns);
         srv_dev_kick(d, engine); /* this engine: the loop asks for its next task */
     }
     pthread_mutex_unlock(&s->lock);
