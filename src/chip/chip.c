@@ -1,4 +1,4 @@
-/* chip.c: reading, validating and writing gpuos.chip/1 (SPEC "Contracts"). */
+/* chip.c: reading, validating and writing gpuos.chip/1 (docs/contracts.md). */
 #include "chip/chip.h"
 
 #include "common/jsonio.h"

@@ -1,4 +1,4 @@
-/* analyze.c: `gpuos dvfs analyze RUN --out DIR` (SPEC "Frequency-switching
+/* analyze.c: `gpuos dvfs analyze RUN --out DIR` (docs/contracts.md "Frequency-switching
  * traces"): phases 1 and 3 of paper 000 recomputed from the saved traces alone,
  * then outlier filtering (filter.c). Needs only the contract's files:
  *   RUN/run.json (schema, freqs_mhz; host and device used for file names),

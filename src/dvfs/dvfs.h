@@ -12,7 +12,7 @@
  *   clockguard.c clocks restored on every exit path (normal, error, signals)
  *   campaign.c   phase 2: the switching runs, upper-bound estimate, RSE stop,
  *                throttle checks
- *   trace.c      the trace directory contract (SPEC "Frequency-switching traces")
+ *   trace.c      the trace directory contract (docs/contracts.md)
  *   analyze.c    offline phases 1 and 3 from a trace directory
  *   report.c     the HTML report (heatmaps, distributions, table II)
  *   probe.c      everything except the switch, at the current clock

@@ -1,6 +1,6 @@
 /* probe.c: `gpuos dvfs probe`, every step of paper 000's methodology that does
  * not change a clock, at whatever clock the GPU runs (on lent machines clocks
- * must never be changed, SPEC pillar 1c):
+ * must never be changed, docs/contracts.md "Clocks on lent machines"):
  *   - the timing workload on every SM at several work sizes: per-SM iteration
  *     time (mean, sd, spread over SMs) and how many iterations a t-test needs
  *     to separate two clocks one 15 MHz step apart;

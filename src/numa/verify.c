@@ -1,4 +1,4 @@
-/* verify.c: `gpuos probe numa --verify SIZE|all` (SPEC pillar 1b, paper 001
+/* verify.c: `gpuos probe numa --verify SIZE|all` (pillar 1b, paper 001
  * section 6.1.2: "verifying 80 GB takes about 15 min").
  *
  * Allocate, build the parity map (one parity per 2 MB page), then classify every
