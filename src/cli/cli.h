@@ -29,7 +29,7 @@ int cli_parse_size(const char *s, unsigned long long *out);
  * Returns GOS_OK or an error code (message in gos_last_error()). */
 int cli_open_device(const char *sim, int ordinal, gos_device **out);
 
-/* Command entry points (weak in main.c: a missing one answers "not built"). */
+/* Command entry points, the table of main.c (plain externs). */
 int cmd_info(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 int cmd_report(int argc, char **argv);
