@@ -354,6 +354,15 @@ static void device_info(struct srv_client *c, struct gos_rep_device_info *r)
 }
 
 /* Handles one valid message (lock held). Returns <0 to end the connection. */
+/* The answer to a queued request (COPY, LAUNCH) that could not be queued (rc):
+ * an asynchronous one's error waits for SYNC; a queued one answers later. */
+static int answer_queued(struct srv_client *c, const struct gos_msg_hdr *h, int rc, uint32_t flags)
+{
+    if (rc && (flags & GOS_F_ASYNC))
+        return sticky(c, rc);
+    return rc ? reply(c, h->seq, h->type, rc, NULL, 0) : 0;
+}
+
 static int handle(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
 {
     struct srv *s = c->srv;
@@ -399,9 +408,7 @@ static int handle(struct srv_client *c, const struct gos_msg_hdr *h, void *p, in
     case GOS_MSG_COPY: {
         const struct gos_msg_copy *m = p;
         rc = do_copy(c, h->seq, m);
-        if (rc && (m->flags & GOS_F_ASYNC))
-            return sticky(c, rc);
-        return rc ? reply(c, h->seq, h->type, rc, NULL, 0) : 0;
+        return answer_queued(c, h, rc, m->flags);
     }
     case GOS_MSG_MODULE_LOAD: {
         struct gos_rep_handle r = {0};
@@ -431,9 +438,7 @@ static int handle(struct srv_client *c, const struct gos_msg_hdr *h, void *p, in
     case GOS_MSG_LAUNCH: {
         const struct gos_msg_launch *m = p;
         rc = do_launch(c, h->seq, m);
-        if (rc && (m->flags & GOS_F_ASYNC))
-            return sticky(c, rc);
-        return rc ? reply(c, h->seq, h->type, rc, NULL, 0) : 0;
+        return answer_queued(c, h, rc, m->flags);
     }
     case GOS_MSG_SYNC:
         if (c->n_sync == 8) {
