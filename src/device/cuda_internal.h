@@ -1,6 +1,7 @@
 /* cuda_internal.h: what the cuda backend's files share (never included above the
  * device layer). libcuda is opened with dlopen and every entry point is fetched
- * with cuGetProcAddress at the toolkit's CUDA_VERSION, so the function types that
+ * with dlsym by the exact symbol that cuda.h's macros give its name (cuMemAlloc
+ * is cuMemAlloc_v2 at the toolkit's CUDA_VERSION), so the function types that
  * cuda.h declares are exactly the ABI we call:
  *
  *     int rc = CU_CALL(cuMemAlloc, &ptr, bytes);   // GOS_OK or GOS_EDEVICE + message
@@ -39,7 +40,6 @@ struct gos_cuda {
         CUmodule mod;
     } modules[GOS_CUDA_MAX_MODULES];
     int n_modules;
-    void *topo; /* state of the topology primitives (cuda.c) */
 };
 
 /* Makes the device's primary context current in the calling thread. */

@@ -3,6 +3,7 @@
 #include "topology/topology.h"
 
 #include "common/status.h"
+#include "device/topo_ops.h"
 #include "stats/stats.h"
 #include "topology/unionfind.h"
 
@@ -36,7 +37,7 @@ static int bw_median(gos_device *d, const int *sms, int n, int repeats, double *
     if (repeats > 64)
         repeats = 64;
     for (int r = 0; r < repeats; r++) {
-        int rc = gos_dev_l2_bandwidth(d, sms, n, &v[r]);
+        int rc = gos_topo_l2_bandwidth(d, sms, n, &v[r]);
         if (rc)
             return rc;
         (*count)++;
@@ -59,7 +60,7 @@ static int bw_gain(gos_device *d, const int *base, int nb, const int *u, int nu,
     for (int r = 0; r < repeats; r++) {
         double a, b;
         int rc;
-        if ((rc = gos_dev_l2_bandwidth(d, base, nb, &a)) || (rc = gos_dev_l2_bandwidth(d, set, nb + nu, &b)))
+        if ((rc = gos_topo_l2_bandwidth(d, base, nb, &a)) || (rc = gos_topo_l2_bandwidth(d, set, nb + nu, &b)))
             return rc;
         *count += 2;
         diff[r] = b - a;
@@ -333,7 +334,7 @@ int gos_topo_probe(gos_device *d, const gos_topo_opts *o, gos_topo_result *r)
         int ok = 0;
         for (int l = 0; l < o->launches; l++) {
             int nb = 0;
-            rc = gos_dev_cluster_probe(d, cs, blocks, max_blocks, &nb);
+            rc = gos_topo_cluster_probe(d, cs, blocks, max_blocks, &nb);
             if (rc == GOS_EUNSUPPORTED)
                 break;
             if (rc)
