@@ -117,10 +117,9 @@ static int cuda_workload_start(gos_device *d, const gos_dvfs_workload *w)
         return rc;
     if (s->running)
         return gos_fail(GOS_EBUSY, "a timing workload is already running");
-    if (w->iters < 1 || w->work < 1 || w->n_record < 1 || w->n_record > d->info.sm_count ||
-        w->n_record > 256)
-        return gos_fail(GOS_EINVAL, "bad workload (iters %d, work %d, %d SMs recorded)", w->iters,
-                        w->work, w->n_record);
+    /* iters, work and the SM range were checked by gos_dvfs_workload_start */
+    if (w->n_record > 256)
+        return gos_fail(GOS_EINVAL, "at most 256 recorded SMs (%d)", w->n_record);
     int slot_of_sm[256];
     for (int i = 0; i < 256; i++)
         slot_of_sm[i] = -1;
