@@ -127,6 +127,24 @@ int gos_cuda_enter(gos_device *d)
     return CU_CALL(cuCtxSetCurrent, c->ctx);
 }
 
+int gos_cuda_pillar_state(gos_device *d, void **priv, size_t size, int *fresh)
+{
+    int rc = gos_cuda_enter(d);
+    if (rc)
+        return rc;
+    *fresh = !*priv;
+    if (*fresh && !(*priv = calloc(1, size)))
+        return gos_fail(GOS_ENOMEM, "out of memory");
+    return GOS_OK;
+}
+
+void gos_cuda_free_ptrs(const CUdeviceptr *ptrs, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ptrs[i])
+            CU_CALL(cuMemFree, ptrs[i]);
+}
+
 int gos_cuda_function(gos_device *d, const char *image, const char *fn, CUfunction *out)
 {
     struct gos_cuda *c = d->priv;

@@ -45,6 +45,15 @@ struct gos_cuda {
 /* Makes the device's primary context current in the calling thread. */
 int gos_cuda_enter(gos_device *d);
 
+/* A pillar's lazily created state *priv (&d->mem_priv, ...), with the device's
+ * context made current: *fresh = 0 when it exists; otherwise *priv becomes a
+ * zeroed block of `size` bytes and *fresh = 1, for the caller to set up (and to
+ * release with its pillar's close if that fails). */
+int gos_cuda_pillar_state(gos_device *d, void **priv, size_t size, int *fresh);
+
+/* cuMemFree of every non-zero pointer of ptrs[0..n) (the pillars' close). */
+void gos_cuda_free_ptrs(const CUdeviceptr *ptrs, size_t n);
+
 /* Looks up kernel `fn` in the embedded image `image` (kernels/IMAGE.cu), loading
  * the module on first use. GOS_EUNSUPPORTED when built without kernels. */
 int gos_cuda_function(gos_device *d, const char *image, const char *fn, CUfunction *out);

@@ -36,29 +36,20 @@ static void topo_close(gos_device *d)
     struct cuda_topo *t = d->topo_priv;
     if (!t)
         return;
-    if (t->smids)
-        CU_CALL(cuMemFree, t->smids);
-    if (t->buf)
-        CU_CALL(cuMemFree, t->buf);
-    if (t->bytes)
-        CU_CALL(cuMemFree, t->bytes);
-    if (t->sink)
-        CU_CALL(cuMemFree, t->sink);
+    CUdeviceptr ptrs[] = {t->smids, t->buf, t->bytes, t->sink};
+    gos_cuda_free_ptrs(ptrs, sizeof ptrs / sizeof ptrs[0]);
     free(t);
     d->topo_priv = NULL;
 }
 
 static int topo_state(gos_device *d, struct cuda_topo **out)
 {
-    if (d->topo_priv) {
-        *out = d->topo_priv;
-        return gos_cuda_enter(d);
+    int fresh, rc = gos_cuda_pillar_state(d, &d->topo_priv, sizeof(struct cuda_topo), &fresh);
+    struct cuda_topo *t = d->topo_priv;
+    if (rc || !fresh) {
+        *out = t;
+        return rc;
     }
-    struct cuda_topo *t = calloc(1, sizeof *t);
-    if (!t)
-        return gos_fail(GOS_ENOMEM, "out of memory");
-    d->topo_priv = t;
-    int rc;
     t->max_blocks = 4 * d->info.sm_count + 64;
     if ((rc = gos_cuda_function(d, "topology", "gos_cluster_probe", &t->probe)) ||
         (rc = gos_cuda_function(d, "topology", "gos_l2_bandwidth", &t->bw)) ||

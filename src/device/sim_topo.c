@@ -81,6 +81,14 @@ int gos_sim_topo_open(gos_device *d, const char *chip_path)
     return GOS_OK;
 }
 
+/* order[0..n) = 0..n-1 in a launch-dependent order. */
+static void random_order(struct sim_topo *s, int *order, int n)
+{
+    for (int i = 0; i < n; i++)
+        order[i] = i;
+    gos_rng_shuffle(&s->cluster_rng, order, n);
+}
+
 static int sim_cluster_probe(gos_device *d, int cs, int *sms_out, int max_blocks, int *n_blocks)
 {
     struct sim_topo *s = d->topo_priv;
@@ -88,17 +96,13 @@ static int sim_cluster_probe(gos_device *d, int cs, int *sms_out, int max_blocks
     int n = 0;
     if (cs == 1) {
         int all[GOS_MAX_SMS];
-        for (int i = 0; i < c->device.sm_count; i++)
-            all[i] = i;
-        gos_rng_shuffle(&s->cluster_rng, all, c->device.sm_count);
+        random_order(s, all, c->device.sm_count);
         for (int i = 0; i < c->device.sm_count && n < max_blocks; i++)
             sms_out[n++] = all[i];
     } else if (cs == 2 && s->cluster2_gpc) {
         /* Any two SMs of a GPC: eligible ones among themselves, free ones too. */
         int gorder[GOS_MAX_GPCS];
-        for (int g = 0; g < c->n_gpcs; g++)
-            gorder[g] = g;
-        gos_rng_shuffle(&s->cluster_rng, gorder, c->n_gpcs);
+        random_order(s, gorder, c->n_gpcs);
         for (int k = 0; k < c->n_gpcs; k++) {
             const gos_gpc *G = &c->gpcs[gorder[k]];
             for (int pass = 0; pass < 2; pass++) {
@@ -129,9 +133,7 @@ static int sim_cluster_probe(gos_device *d, int cs, int *sms_out, int max_blocks
                     np++;
                 }
         int order[GOS_MAX_SMS];
-        for (int i = 0; i < np; i++)
-            order[i] = i;
-        gos_rng_shuffle(&s->cluster_rng, order, np);
+        random_order(s, order, np);
         for (int i = 0; i < np && n + 2 <= max_blocks; i++) {
             sms_out[n++] = pairs[order[i]][0];
             sms_out[n++] = pairs[order[i]][1];
@@ -140,9 +142,7 @@ static int sim_cluster_probe(gos_device *d, int cs, int *sms_out, int max_blocks
         /* Per GPC: its cluster-eligible SMs in a launch-dependent order, tiled
          * into clusters of cs; the remainder stays idle this launch. */
         int gorder[GOS_MAX_GPCS];
-        for (int g = 0; g < c->n_gpcs; g++)
-            gorder[g] = g;
-        gos_rng_shuffle(&s->cluster_rng, gorder, c->n_gpcs);
+        random_order(s, gorder, c->n_gpcs);
         for (int k = 0; k < c->n_gpcs; k++) {
             const gos_gpc *G = &c->gpcs[gorder[k]];
             int v[GOS_MAX_SMS];
