@@ -84,8 +84,9 @@ $(BUILD)/kernels/table.o: $(BUILD)/kernels/table.c
 $(BUILD)/libgpuos_core.a: $(CORE_OBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-# --whole-archive: the command table, the probe sections and the pillar ops are
-# weak references, which would not pull their objects out of an archive.
+# --whole-archive: the command table and the probe sections (src/cli) are weak
+# references, which would not pull their objects out of an archive. (The device
+# layer's pillar ops are plain externs and need no such help.)
 CORE_LINK := -Wl,--whole-archive $(BUILD)/libgpuos_core.a -Wl,--no-whole-archive
 
 $(BUILD)/gpuos: $(BUILD)/src/cli/main.o $(BUILD)/libgpuos_core.a

@@ -5,8 +5,9 @@
  * to its virtual GPU). All handles are opaque `void *` / uint64_t so that nothing
  * above the device layer sees CUDA types. Backends:
  *   cuda_exec.c: the real GPU (primary context, streams, events, cuLaunchKernelEx);
- *   sim_exec.c : device memory in host RAM, built-in kernels of given durations,
- *                copies with modelled bandwidth and latency, in real elapsed time.
+ *   sim_exec.c : device memory in host RAM, the built-in kernels' work as
+ *                modelled durations, copies with modelled bandwidth and latency,
+ *                in real elapsed time.
  *
  * Threads: every call may come from any thread; the backend makes its context
  * current itself. Streams execute in order; different streams may overlap.

@@ -11,7 +11,7 @@
  *   outlier_rate 0.03, outlier_ms [60, 150]: rare long switches (driver, CPU noise)
  *   iter_jitter 0.0005   relative per-iteration noise of the workload
  *   cycles_per_work 4, overhead_cycles 40: iteration = (work*4 + 40) cycles / clock
- *   timer_step_ns 32     %globaltimer resolution (H200-NOTES)
+ *   timer_step_ns 32     %globaltimer resolution (32 ns steps on the lent H200)
  *   glitch_rate 2e-5, glitch_us [1, 20]: iterations stretched by an interruption
  *   wakeup_ms 30, idle_gap_ms 100: after an idle gap the clock ramps up for wakeup_ms
  *   thermal_rate 0.003 (per kernel), thermal_ms 4000, thermal_slowdown 0.08:
