@@ -32,7 +32,7 @@ typedef struct gos_device gos_device;
 typedef struct {
     char backend[8]; /* "cuda" or "sim" */
     int ordinal;     /* CUDA ordinal; -1 for a simulated device */
-    int simulated;
+    int simulated;   /* a fact for labels and records (gos_dev_label), never a branch: see caps */
     char name[128];
     char uuid[96]; /* "GPU-..." for real devices, "SIM-..." for simulated */
     char pci_bus_id[32];
