@@ -148,7 +148,6 @@ static gpuos_vgpu *vopen(const char *name)
     return g;
 }
 
-static const char *builtin(void) { return GOS_EXEC_BUILTIN; }
 
 /* ---- copies -------------------------------------------------------------- */
 
@@ -328,7 +327,7 @@ static void *native_fn(const char *name)
 {
     static void *mod;
     void *fn;
-    if (!mod && gos_exec_module_load(dev, NULL, 0, builtin(), &mod))
+    if (!mod && gos_exec_module_load(dev, NULL, 0, GOS_EXEC_BUILTIN, &mod))
         DIE("native module");
     if (gos_exec_function(dev, mod, name, &fn))
         DIE("native kernel %s", name);
@@ -346,8 +345,8 @@ static gpuos_function gfn(gpuos_vgpu *g, const char *name)
     } cache[8];
     static int n;
     if (mgen != open_gen) {
-        if (gpuos_module_load_builtin(g, builtin(), &m))
-            DIE("gpuos module %s", builtin());
+        if (gpuos_module_load_builtin(g, GOS_EXEC_BUILTIN, &m))
+            DIE("gpuos module %s", GOS_EXEC_BUILTIN);
         mgen = open_gen;
         n = 0;
     }
