@@ -148,7 +148,6 @@ static gpuos_vgpu *vopen(const char *name)
     return g;
 }
 
-
 /* ---- copies -------------------------------------------------------------- */
 
 static int reps_for(size_t n)
