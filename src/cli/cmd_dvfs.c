@@ -261,8 +261,9 @@ static int dvfs_run(int argc, char **argv)
     if ((rc = cli_open_device(o.sim, (int)o.device, &d)))
         return cli_fail();
     if (gos_dvfs_clock_permission(d, o.allow)) { /* fell back? never on a real GPU without the flag */
+        rc = cli_fail(); /* before close: it prints the permission message */
         gos_device_close(d);
-        return cli_fail();
+        return rc;
     }
     if (!o.have_freqs) { /* a model's few clocks may be the default; a real GPU's never */
         if ((d->info.caps & GOS_CAP_SYSTEM_CLOCKS) || d->info.n_supported_sm_clocks < 2 ||
