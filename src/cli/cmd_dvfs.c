@@ -233,12 +233,14 @@ static int dvfs_run(int argc, char **argv, gos_dvfs_config cfg, opts o)
     gos_device *d;
     if ((rc = cli_open_device(o.sim, (int)o.device, &d)))
         return cli_fail();
-    if (!d->info.simulated && !o.allow) { /* fell back? never on a real GPU without the flag */
+    if (gos_dvfs_clock_permission(d, o.allow)) { /* fell back? never on a real GPU without the flag */
+        rc = cli_fail(); /* before close: it prints the permission message */
         gos_device_close(d);
-        return 1;
+        return rc;
     }
-    if (!o.have_freqs) {
-        if (!d->info.simulated || d->info.n_supported_sm_clocks < 2 || d->info.n_supported_sm_clocks > 16) {
+    if (!o.have_freqs) { /* a model's few clocks may be the default; a real GPU's never */
+        if ((d->info.caps & GOS_CAP_SYSTEM_CLOCKS) || d->info.n_supported_sm_clocks < 2 ||
+            d->info.n_supported_sm_clocks > 16) {
             gos_device_close(d);
             return cli_usage("dvfs run", "--freqs is required");
         }
@@ -278,10 +280,10 @@ static int dvfs_run(int argc, char **argv, gos_dvfs_config cfg, opts o)
                    s->n, s->n_outliers, s->min_ms, s->mean_ms, s->max_ms, 100 * s->rse_kept, s->n_clusters,
                    pr->skipped[0] ? "  " : "", pr->skipped);
         }
-        printf("\n%s campaign: %zu measurements (%zu attempts) in %.1f s of %s time, %d thermal / %d "
+        printf("\n%sGPU campaign: %zu measurements (%zu attempts) in %.1f s of %s time, %d thermal / %d "
                "power throttling events, timer sync +-%.0f ns (worst %.0f ns)\n",
-               d->info.simulated ? "simulated" : "GPU", res.n_measurements, res.n_attempts, res.total_s,
-               d->info.simulated ? "virtual" : "wall", res.thermal_events, res.power_events,
+               gos_dev_label(d), res.n_measurements, res.n_attempts, res.total_s,
+               d->info.caps & GOS_CAP_VIRTUAL_TIME ? "virtual" : "wall", res.thermal_events, res.power_events,
                res.sync.uncertainty_ns, res.sync_unc_max_ns);
         if (o.out)
             printf("traces in %s (gpuos dvfs analyze %s --out DIR)\n", o.out, o.out);

@@ -55,7 +55,6 @@ void gos_dvfs_config_default(gos_dvfs_config *c)
 
 typedef struct {
     gos_device *d;
-    const struct gos_dvfs_ops *o;
     const gos_dvfs_config *cfg;
     gos_dvfs_campaign *res;
     int sms[GOS_MAX_SMS];
@@ -89,10 +88,8 @@ static int interrupted(camp *c)
 
 static int set_clock(camp *c, int mhz)
 {
-    if (!c->o->set_clock)
-        return gos_fail(GOS_EUNSUPPORTED, "the %s device cannot set SM clocks", c->d->ops->name);
     gos_dvfs_guard_touched(); /* before the call: a failing call may still have acted */
-    int rc = c->o->set_clock(c->d, mhz);
+    int rc = gos_dvfs_set_clock(c->d, mhz);
     if (rc == GOS_EPERM)
         return gos_fail(GOS_EPERM, "no permission to lock the SM clock at %d MHz (%s); run as root "
                                    "or use --sim", mhz, gos_last_error());
@@ -227,7 +224,7 @@ static int calibrate(camp *c)
             if ((rc = set_clock(c, f)))
                 return rc;
             /* let the switch complete (its latency is not known yet) */
-            c->o->host_sleep(c->d, c->ub_ns > 0 ? (int64_t)(2 * c->ub_ns) : 1000000000LL);
+            gos_dvfs_host_sleep(c->d, c->ub_ns > 0 ? (int64_t)(2 * c->ub_ns) : 1000000000LL);
             if ((rc = interrupted(c)))
                 return rc;
             /* kernel 1: warm-up and wake-up (at least 0.2 s, 3x the longest wake-up seen) */
@@ -241,12 +238,12 @@ static int calibrate(camp *c)
             }
             /* a calibration under thermal throttling is worthless: cool down, redo */
             gos_dvfs_status st;
-            if (attempt < 3 && c->o->status(c->d, &st) == GOS_OK && st.has_reasons &&
+            if (attempt < 3 && gos_dvfs_read_status(c->d, &st) == GOS_OK && st.has_reasons &&
                 (st.reasons & GOS_THR_THERMAL)) {
                 c->res->thermal_events++;
                 logf_(c, "  calibration %4d MHz: thermal throttling (reasons 0x%llx), waiting 10 s\n", f,
                       (unsigned long long)st.reasons);
-                c->o->host_sleep(c->d, THERMAL_WAIT_NS);
+                gos_dvfs_host_sleep(c->d, THERMAL_WAIT_NS);
                 continue;
             }
             break;
@@ -259,7 +256,7 @@ static int calibrate(camp *c)
         gos_dvfs_trace_free(&c->last[i]);
         c->last[i] = tr;
         gos_dvfs_status st;
-        if (c->o->status(c->d, &st) == GOS_OK && st.has_clock)
+        if (gos_dvfs_read_status(c->d, &st) == GOS_OK && st.has_clock)
             cal->nvml_mhz = st.sm_clock_mhz;
         logf_(c, "  calibration %4d MHz: iteration %.1f +- %.1f ns over %zu, NVML %d MHz, wake-up %.1f ms\n",
               f, cal->mean_ns, cal->sd_ns, cal->n, cal->nvml_mhz, cal->wakeup_ns / 1e6);
@@ -332,7 +329,7 @@ static int measure_once(camp *c, int ii, int ti, double window_ns, const char *s
      * measured iterations before t_s are checked against init as well) */
     for (int w = 0; w < 40; w++) {
         gos_dvfs_status st;
-        if (c->o->status(c->d, &st) || !st.has_clock || abs(st.sm_clock_mhz - init) <= NVML_TOL_MHZ)
+        if (gos_dvfs_read_status(c->d, &st) || !st.has_clock || abs(st.sm_clock_mhz - init) <= NVML_TOL_MHZ)
             break;
         if ((rc = warm_kernel(c, fmax(c->ub_ns, 1e7), init, NULL)))
             return rc;
@@ -340,19 +337,19 @@ static int measure_once(camp *c, int ii, int ti, double window_ns, const char *s
     double t_init = iter_ns(c, init), t_tgt = iter_ns(c, target);
     int iters = cfg->delay_iters + iters_for(c, window_ns, t_init < t_tgt ? init : target) + cfg->ident_iters;
     gos_dvfs_workload w = {.iters = iters, .work = c->work, .n_record = c->n_sms, .record_sms = c->sms};
-    if ((rc = c->o->workload_start(c->d, &w)))
+    if ((rc = gos_dvfs_workload_start(c->d, &w)))
         return rc;
-    c->o->host_sleep(c->d, (int64_t)(cfg->delay_iters * t_init) + 100000);
-    m->host_request = c->o->host_now(c->d);
+    gos_dvfs_host_sleep(c->d, (int64_t)(cfg->delay_iters * t_init) + 100000);
+    m->host_request = gos_dvfs_host_now(c->d);
     m->t_s = m->host_request + sync.offset_ns;
     int rc_set = set_clock(c, target);
-    rc = c->o->workload_wait(c->d, &tr);
+    rc = gos_dvfs_workload_wait(c->d, &tr);
     if (rc_set || rc) {
         gos_dvfs_trace_free(&tr);
         return rc_set ? rc_set : rc;
     }
     gos_dvfs_status st;
-    if (c->o->status(c->d, &st) == GOS_OK && st.has_clock)
+    if (gos_dvfs_read_status(c->d, &st) == GOS_OK && st.has_clock)
         m->nvml_mhz = st.sm_clock_mhz;
     gos_dvfs_ref ri, rt;
     gos_dvfs_ref_of(c->res->calib, cfg->n_freqs, ii, &ri);
@@ -511,7 +508,7 @@ static int measure_pair(camp *c, int ii, int ti, gos_dvfs_pair_result *pr)
         }
         if (pr->n_attempts % cfg->throttle_every == 0) {
             gos_dvfs_status st;
-            if (c->o->status(c->d, &st) == GOS_OK && st.has_reasons) {
+            if (gos_dvfs_read_status(c->d, &st) == GOS_OK && st.has_reasons) {
                 if (st.reasons & GOS_THR_POWER) {
                     c->res->power_events++;
                     snprintf(pr->skipped, sizeof pr->skipped, "power throttling (reasons 0x%llx)",
@@ -547,7 +544,7 @@ static int measure_pair(camp *c, int ii, int ti, gos_dvfs_pair_result *pr)
                     n_recent = 0;
                     logf_(c, "  %d -> %d MHz: thermal throttling (reasons 0x%llx): dropped %d, waiting 10 s\n",
                           pr->init_mhz, pr->target_mhz, (unsigned long long)st.reasons, dropped);
-                    c->o->host_sleep(c->d, THERMAL_WAIT_NS);
+                    gos_dvfs_host_sleep(c->d, THERMAL_WAIT_NS);
                     if ((rc = interrupted(c)))
                         return rc;
                 }
@@ -578,14 +575,14 @@ static int campaign(camp *c)
     gos_dvfs_campaign *res = c->res;
     gos_device *d = c->d;
     int rc;
-    int64_t t0 = c->o->host_now(d);
+    int64_t t0 = gos_dvfs_host_now(d);
     /* the clock under load (an idle GPU reports its idle clock) */
     c->work = 1024;
     if ((rc = warm_kernel(c, 0, -1, NULL)))
         return rc;
     gos_dvfs_status st;
     int cur = d->info.sm_clock_mhz;
-    if (c->o->status(d, &st) == GOS_OK && st.has_clock)
+    if (gos_dvfs_read_status(d, &st) == GOS_OK && st.has_clock)
         cur = st.sm_clock_mhz;
     if ((rc = gos_dvfs_timesync(d, SYNC_EXCHANGES, &res->sync)))
         return rc;
@@ -680,19 +677,16 @@ static int campaign(camp *c)
         }
 out:
     free(valid);
-    res->total_s = (double)(c->o->host_now(d) - t0) / 1e9;
+    res->total_s = (double)(gos_dvfs_host_now(d) - t0) / 1e9;
     return rc;
 }
 
 int gos_dvfs_campaign_run(gos_device *d, const gos_dvfs_config *cfg, gos_dvfs_campaign *res)
 {
     memset(res, 0, sizeof *res);
-    if (!d->info.simulated && !cfg->allow_clock_changes)
-        return gos_fail(GOS_EPERM, "refusing to change the SM clocks of %s without --allow-clock-changes "
-                                   "(a system-wide setting)", d->info.name);
-    const struct gos_dvfs_ops *o = gos_dvfs_ops_of(d);
-    if (!o)
-        return GOS_EUNSUPPORTED;
+    int rc0 = gos_dvfs_clock_permission(d, cfg->allow_clock_changes);
+    if (rc0 || (rc0 = gos_dvfs_check(d)))
+        return rc0;
     if (cfg->n_freqs < 2 || cfg->n_freqs > GOS_DVFS_MAX_FREQS)
         return gos_fail(GOS_EINVAL, "a campaign needs 2..%d frequencies", GOS_DVFS_MAX_FREQS);
     for (int i = 0; i < cfg->n_freqs; i++) {
@@ -718,7 +712,6 @@ int gos_dvfs_campaign_run(gos_device *d, const gos_dvfs_config *cfg, gos_dvfs_ca
     if (!c)
         return gos_fail(GOS_ENOMEM, "out of memory");
     c->d = d;
-    c->o = o;
     c->cfg = cfg;
     c->res = res;
     c->n_sms = gos_dvfs_pick_sms(d->info.sm_count, cfg->n_record, c->sms);

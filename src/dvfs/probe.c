@@ -83,10 +83,9 @@ static void per_sm(const gos_dvfs_trace *tr, double *mn, double *mx, double *sd_
 
 int gos_dvfs_probe(gos_device *d, const gos_dvfs_config *cfg, const char *json_path, FILE *log)
 {
-    const struct gos_dvfs_ops *o = gos_dvfs_ops_of(d);
-    if (!o)
-        return GOS_EUNSUPPORTED;
-    int rc;
+    int rc = gos_dvfs_check(d);
+    if (rc)
+        return rc;
     int sms[GOS_MAX_SMS];
     int n_sms = gos_dvfs_pick_sms(d->info.sm_count, 0, sms); /* every SM */
     json_t *root = json_object();
@@ -99,7 +98,7 @@ int gos_dvfs_probe(gos_device *d, const gos_dvfs_config *cfg, const char *json_p
                 d->info.sm_count);
 
     gos_dvfs_status st0, st1;
-    if ((rc = o->status(d, &st0)))
+    if ((rc = gos_dvfs_read_status(d, &st0)))
         goto done;
     log_status(log, "before:", &st0);
     json_object_set_new(root, "status_before", status_json(&st0));
@@ -118,7 +117,7 @@ int gos_dvfs_probe(gos_device *d, const gos_dvfs_config *cfg, const char *json_p
      * second apart of workload time give the drift */
     gos_dvfs_sync sy[5];
     double unc[5];
-    int64_t h0 = o->host_now(d);
+    int64_t h0 = gos_dvfs_host_now(d);
     for (int r = 0; r < 5; r++) {
         if ((rc = gos_dvfs_timesync(d, 64, &sy[r])))
             goto done;
@@ -219,7 +218,7 @@ int gos_dvfs_probe(gos_device *d, const gos_dvfs_config *cfg, const char *json_p
     cal.wakeup_ns = gos_dvfs_wakeup_ns(&first, cal.mean_ns, cal.sd_ns);
     gos_dvfs_trace_free(&first);
     gos_dvfs_trace_free(&last);
-    if ((rc = o->status(d, &st1)))
+    if ((rc = gos_dvfs_read_status(d, &st1)))
         goto done;
     json_t *cj = json_object();
     json_object_set_new(cj, "mhz", json_integer(cur));
@@ -239,7 +238,7 @@ int gos_dvfs_probe(gos_device *d, const gos_dvfs_config *cfg, const char *json_p
     gos_dvfs_sync end;
     if ((rc = gos_dvfs_timesync(d, 64, &end)))
         goto done;
-    int64_t h1 = o->host_now(d);
+    int64_t h1 = gos_dvfs_host_now(d);
     double drift = h1 > h0 ? (double)(end.offset_ns - sy[0].offset_ns) / ((double)(h1 - h0) / 1e9) : 0;
     json_t *ts = json_object();
     json_t *ua = json_array();

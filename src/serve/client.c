@@ -127,7 +127,7 @@ static int do_alloc(struct srv_client *c, uint64_t bytes, uint64_t *dptr)
     }
     v->mem_used += bytes; /* reserved while the lock is dropped */
     pthread_mutex_unlock(&s->lock);
-    int rc = d->x->mem_alloc(d->dev, bytes, dptr);
+    int rc = gos_exec_mem_alloc(d->dev, bytes, dptr);
     pthread_mutex_lock(&s->lock);
     if (rc) {
         v->mem_used -= bytes;
@@ -147,7 +147,7 @@ static int do_free(struct srv_client *c, uint64_t dptr)
             if (rc)
                 return rc;
             uint64_t bytes = c->allocs[i].bytes;
-            rc = d->x->mem_free(d->dev, dptr);
+            rc = gos_exec_mem_free(d->dev, dptr);
             s->vgpus[c->vgpu].mem_used -= bytes;
             c->allocs[i] = c->allocs[--c->n_allocs];
             return rc;
@@ -187,7 +187,7 @@ static int do_region_add(struct srv_client *c, uint64_t bytes, int fd, uint32_t 
     g->ptr = p;
     g->bytes = bytes;
     /* Pinned pages make the region the bounce buffer itself (zero-copy path). */
-    g->pinned = d->x->host_register(d->dev, p, bytes) == GOS_OK;
+    g->pinned = gos_exec_host_register(d->dev, p, bytes) == GOS_OK;
     *id = (uint32_t)r;
     return GOS_OK;
 }
@@ -214,7 +214,7 @@ static void region_drop(struct srv_client *c, int r)
     if (g->refs == 0) {
         struct srv_dev *d = dev_of(c);
         if (g->pinned)
-            d->x->host_unregister(d->dev, g->ptr);
+            gos_exec_host_unregister(d->dev, g->ptr);
         munmap(g->ptr, g->bytes);
         close(g->fd);
         memset(g, 0, sizeof *g);
@@ -275,7 +275,7 @@ static int do_module_load(struct srv_client *c, const struct gos_msg_module_load
     void *mod = NULL;
     c->modules[slot] = (void *)1; /* reserved */
     pthread_mutex_unlock(&s->lock);
-    int rc = d->x->module_load(d->dev, img, m->bytes, m->name[0] ? m->name : NULL, &mod);
+    int rc = gos_exec_module_load(d->dev, img, m->bytes, m->name[0] ? m->name : NULL, &mod);
     pthread_mutex_lock(&s->lock);
     c->modules[slot] = rc ? NULL : mod;
     if (!rc)
@@ -301,7 +301,7 @@ static int do_func_get(struct srv_client *c, const struct gos_msg_func_get *m, u
     if (c->n_funcs == 256)
         return gos_fail(GOS_EBUSY, "more than 256 functions looked up");
     void *fn;
-    int rc = d->x->function(d->dev, c->modules[mi], m->name, &fn);
+    int rc = gos_exec_function(d->dev, c->modules[mi], m->name, &fn);
     if (rc)
         return rc;
     c->funcs[c->n_funcs++] = fn;
@@ -422,7 +422,7 @@ static int handle(struct srv_client *c, const struct gos_msg_hdr *h, void *p, in
         } else {
             struct srv_dev *d = dev_of(c);
             if (!(rc = drain(c))) {
-                rc = d->x->module_unload(d->dev, c->modules[mi]);
+                rc = gos_exec_module_unload(d->dev, c->modules[mi]);
                 c->modules[mi] = NULL;
                 for (int i = 0; i < c->n_funcs; i++)
                     c->funcs[i] = NULL; /* handles die with any unload: look them up again */
@@ -501,7 +501,7 @@ static void client_free(struct srv_client *c)
         struct srv_dev *d = dev_of(c);
         struct srv_vgpu *v = &s->vgpus[c->vgpu];
         for (int i = 0; i < c->n_allocs; i++) {
-            d->x->mem_free(d->dev, c->allocs[i].dptr);
+            gos_exec_mem_free(d->dev, c->allocs[i].dptr);
             v->mem_used -= c->allocs[i].bytes;
         }
         for (int i = 0; i < GOS_MAX_REGIONS; i++)
@@ -509,7 +509,7 @@ static void client_free(struct srv_client *c)
                 region_drop(c, i);
         for (int i = 0; i < 16; i++)
             if (c->modules[i] && c->modules[i] != (void *)1)
-                d->x->module_unload(d->dev, c->modules[i]);
+                gos_exec_module_unload(d->dev, c->modules[i]);
         v->clients--;
     }
     for (struct srv_client **pp = &s->clients; *pp; pp = &(*pp)->next)

@@ -3,6 +3,7 @@
 #include "topology/topology.h"
 
 #include "common/status.h"
+#include "device/topo_ops.h"
 #include "stats/stats.h"
 #include "topology/unionfind.h"
 
@@ -44,7 +45,7 @@ static int bw_median(gos_device *d, const int *sms, int n, int repeats, double *
     if (repeats > 64)
         repeats = 64;
     for (int r = 0; r < repeats; r++) {
-        int rc = gos_dev_l2_bandwidth(d, sms, n, &v[r]);
+        int rc = gos_topo_l2_bandwidth(d, sms, n, &v[r]);
         if (rc)
             return rc;
         (*count)++;
@@ -67,7 +68,7 @@ static int bw_gain(gos_device *d, const int *base, int nb, const int *u, int nu,
     for (int r = 0; r < repeats; r++) {
         double a, b;
         int rc;
-        if ((rc = gos_dev_l2_bandwidth(d, base, nb, &a)) || (rc = gos_dev_l2_bandwidth(d, set, nb + nu, &b)))
+        if ((rc = gos_topo_l2_bandwidth(d, base, nb, &a)) || (rc = gos_topo_l2_bandwidth(d, set, nb + nu, &b)))
             return rc;
         *count += 2;
         diff[r] = b - a;
@@ -349,7 +350,7 @@ static int phase_clusters(topo_run *t)
         int ok = 0;
         for (int l = 0; l < o->launches; l++) {
             int nb = 0;
-            int rc = gos_dev_cluster_probe(t->d, cs, t->blocks, t->max_blocks, &nb);
+            int rc = gos_topo_cluster_probe(t->d, cs, t->blocks, t->max_blocks, &nb);
             if (rc == GOS_EUNSUPPORTED)
                 break;
             if (rc)
