@@ -9,7 +9,7 @@
  * SM: the block that becomes free first (ties: lowest SM) takes the next ticket
  * of its partition's queue, as the GPU's atomic counter would hand them out.
  * Costs come from the simulated chip's truth (sim_mem.c: physical frames and
- * hash): every 4 KB unit a task reads costs 4096 B / sm_hbm_gbps when its home
+ * hash): every 4 KB (or granularity) unit a task reads costs 4096 B / sm_hbm_gbps when its home
  * partition is the block's, and that times hbm_part_gbps / fabric_gbps when it
  * is remote; the job takes at least as long as each partition's HBM and each
  * fabric direction need for their bytes. Caches are not modelled (every read
@@ -170,15 +170,16 @@ static int read_cost(struct ctx *c, int part, int p, uint64_t off, uint64_t byte
 {
     const gos_sim_mem_truth *T = &c->truth;
     double local = 4096.0 / (T->sm_hbm_gbps * 1e9), remote = local * T->hbm_part_gbps / T->fabric_gbps;
+    uint64_t step = c->v[p].part == GOS_PMEM_LINEAR || c->v[p].shift >= 12 ? 4096 : 1ull << c->v[p].shift;
     *sec = 0;
-    for (uint64_t u = 0; u < bytes; u += 4096) {
+    for (uint64_t u = 0; u < bytes; u += step) {
         uint64_t va = gos_pmem_addr(&c->v[p], off + u);
         int h = gos_sim_mem_home(c->d, va);
         if (h < 0)
             return gos_fail(GOS_EINVAL, "job reads 0x%llx outside every allocation", (unsigned long long)va);
         if (T->n_parts < 2)
             h = part;
-        uint64_t k = bytes - u < 4096 ? bytes - u : 4096;
+        uint64_t k = bytes - u < step ? bytes - u : step;
         c->hbm_bytes[h] += (double)k;
         if (h != part)
             c->fabric_bytes[part] += (double)k;
