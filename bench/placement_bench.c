@@ -230,7 +230,7 @@ int main(int argc, char **argv)
         gos_chip_free(chart);
         return 1;
     }
-    uint64_t big = QUICK ? 48 * MB : 2048 * MB, V = big + 64 * MB;
+    uint64_t big = QUICK ? 48 * MB : 2048 * MB, V = big + big / 4 + 64 * MB;
     if ((rc = gos_pmem_create(D, chart, V, &PM))) {
         fprintf(stderr, "placement_bench: %s\n", gos_last_error());
         return 1;

@@ -56,9 +56,16 @@ __device__ void read_job(const gos_prt_table &t, const gos_pmem_view &v0, const 
 #pragma unroll 1
             for (unsigned long long u = w * 4096ull; u < task_bytes; u += warps * 4096ull) {
                 uint4 x[8];
+                if (LIN || v.shift >= 12) { // the 4 KB unit is contiguous: remap once
+                    const uint4 *q = (const uint4 *)addr_of<LIN>(v, first + u) + lane;
 #pragma unroll
-                for (int j = 0; j < 8; j++)
-                    x[j] = gos_ld_cg_v4((const uint4 *)addr_of<LIN>(v, first + u + j * 512 + lane * 16));
+                    for (int j = 0; j < 8; j++)
+                        x[j] = gos_ld_cg_v4(q + j * 32);
+                } else {
+#pragma unroll
+                    for (int j = 0; j < 8; j++)
+                        x[j] = gos_ld_cg_v4((const uint4 *)addr_of<LIN>(v, first + u + j * 512 + lane * 16));
+                }
 #pragma unroll
                 for (int j = 0; j < 8; j++) {
                     acc.x ^= x[j].x;
@@ -114,14 +121,30 @@ __device__ void gemv_job(const gos_prt_table &t, const gos_pmem_view &v0, const 
             for (int b = 0; b < GOS_PJOB_BATCH_MAX; b++)
                 acc[b] = 0.f;
             unsigned long long ro = (lrow0 + r) * row_bytes;
-#pragma unroll 4
-            for (int k = lane; k < c4; k += 32) {
-                float4 wv = *(const float4 *)addr_of<LIN>(v, ro + 16ull * k);
+            // 4 KB chunks of the row (cols is a multiple of 128 floats = 512 B;
+            // a chunk is contiguous in the view when the granularity is >= 4 KB):
+            // one remap per chunk, 8 independent float4 loads per lane.
+#pragma unroll 1
+            for (int c0 = 0; c0 < c4; c0 += 256) {
+                int nk = c4 - c0 < 256 ? (c4 - c0) / 32 : 8;
+                const float4 *q = (const float4 *)addr_of<LIN>(v, ro + 16ull * c0);
+                bool whole = LIN || v.shift >= 12;
+                float4 wv[8];
 #pragma unroll
-                for (int b = 0; b < GOS_PJOB_BATCH_MAX; b++)
-                    if (b < batch) {
-                        float4 xv = xs[b * c4 + k];
-                        acc[b] += wv.x * xv.x + wv.y * xv.y + wv.z * xv.z + wv.w * xv.w;
+                for (int i = 0; i < 8; i++)
+                    if (i < nk)
+                        wv[i] = whole ? q[i * 32 + lane]
+                                      : *(const float4 *)addr_of<LIN>(v, ro + 16ull * (c0 + i * 32 + lane));
+#pragma unroll
+                for (int i = 0; i < 8; i++)
+                    if (i < nk) {
+                        int k = c0 + i * 32 + lane;
+#pragma unroll
+                        for (int b = 0; b < GOS_PJOB_BATCH_MAX; b++)
+                            if (b < batch) {
+                                float4 xv = xs[b * c4 + k];
+                                acc[b] += wv[i].x * xv.x + wv[i].y * xv.y + wv[i].z * xv.z + wv[i].w * xv.w;
+                            }
                     }
             }
 #pragma unroll
@@ -191,13 +214,15 @@ __device__ __forceinline__ unsigned long long ld_cg_u64(unsigned long long a)
 
 template <bool LIN>
 __device__ void chase_job(const gos_prt_table &t, const gos_pmem_view &v0, const gos_pmem_view &v1,
-                          unsigned long long n, unsigned long long steps, unsigned long long *sink)
+                          unsigned long long n, unsigned long long steps, unsigned long long seed,
+                          unsigned long long *sink)
 {
     int p = gos_prt_block_part(t);
     if (p < 0 || threadIdx.x != 0)
         return;
     const gos_pmem_view &v = p ? v1 : v0;
-    unsigned long long i = ((unsigned long long)gos_prt_smid() * 0x9E3779B97F4A7C15ull) & (n - 1);
+    // a different start every launch: a launch walks lines the previous ones did not
+    unsigned long long i = ((gos_prt_smid() + 1ull) * 0x9E3779B97F4A7C15ull + seed * 0x632BE59BD9B4E019ull) & (n - 1);
 #pragma unroll 1
     for (unsigned long long k = 0; k < steps; k++)
         i = ld_cg_u64(addr_of<LIN>(v, 128 * i));
@@ -205,9 +230,9 @@ __device__ void chase_job(const gos_prt_table &t, const gos_pmem_view &v0, const
 }
 #define CHASE_ARGS                                                                                 \
     gos_prt_table t, gos_pmem_view v0, gos_pmem_view v1, unsigned long long n, unsigned long long steps, \
-        unsigned long long *sink
-extern "C" __global__ void gos_place_chase_map(CHASE_ARGS) { chase_job<false>(t, v0, v1, n, steps, sink); }
-extern "C" __global__ void gos_place_chase_lin(CHASE_ARGS) { chase_job<true>(t, v0, v1, n, steps, sink); }
+        unsigned long long seed, unsigned long long *sink
+extern "C" __global__ void gos_place_chase_map(CHASE_ARGS) { chase_job<false>(t, v0, v1, n, steps, seed, sink); }
+extern "C" __global__ void gos_place_chase_lin(CHASE_ARGS) { chase_job<true>(t, v0, v1, n, steps, seed, sink); }
 
 // Scattered copies: unit i of the contiguous staging buffer <-> address addr[i].
 extern "C" __global__ void gos_place_scatter(const unsigned long long *addr, unsigned long long n,

@@ -57,7 +57,12 @@ GOS_HD uint32_t gos_pmem_parity32(uint32_t x)
 GOS_HD uint32_t gos_pmem_home(const gos_pmem_view *v, uint64_t off)
 {
     const uint8_t *par = (const uint8_t *)(uintptr_t)v->parity;
-    return par[off >> 21] ^ gos_pmem_parity32((uint32_t)off & v->mask & 0x1fffffu);
+#if defined(__CUDA_ARCH__)
+    uint32_t page = (uint32_t)__ldg(par + (off >> 21)); /* read-only path: stays in L1 */
+#else
+    uint32_t page = par[off >> 21];
+#endif
+    return page ^ gos_pmem_parity32((uint32_t)off & v->mask & 0x1fffffu);
 }
 
 /* Device address of logical byte `off` of the view. O(1). */

@@ -176,7 +176,8 @@ static int cuda_run(gos_device *d, struct gos_place_job *j)
     void *a_tasks[] = {&j->rt, &s->ctr, &s->owner, &s->runs};
     void *a_read[] = {&j->rt, &j->view[0], &j->view[1], &tb, &passes, &s->ctr, &s->owner, &s->runs, &s->sink};
     void *a_gemv[] = {&j->rt, &j->view[0], &j->view[1], &cols, &batch, &rpt, &s->x, &s->y, &s->ctr, &s->owner, &s->runs};
-    void *a_chase[] = {&j->rt, &j->view[0], &j->view[1], &nn, &steps, &s->sink};
+    unsigned long long seed = 0;
+    void *a_chase[] = {&j->rt, &j->view[0], &j->view[1], &nn, &steps, &seed, &s->sink};
     void **args;
     uint64_t ybytes = 0;
     switch (j->kind) {
@@ -213,6 +214,7 @@ static int cuda_run(gos_device *d, struct gos_place_job *j)
     if ((rc = gos_cuda_function(d, "place", name, &f)) || (rc = fill(d, j, lin)))
         return rc;
     for (int r = -1; r < (int)j->repeats && !rc; r++) {
+        seed = (unsigned long long)(r + 2) * 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)j;
         if ((rc = CU_CALL(cuMemsetD32, s->ctr, 0, 2 * GOS_PJOB_MAX_PASSES)) ||
             (rc = CU_CALL(cuMemsetD32, s->runs, 0, nt)) ||
             (rc = CU_CALL(cuMemsetD32, s->owner, 0xffffffffu, nt)) ||
