@@ -344,6 +344,20 @@ static int send_req(gpuos_vgpu *g, uint16_t type, const void *a, size_t alen, co
     if (g->broken)
         return gos_fail(GOS_EIO, "the connection to gpuos serve is broken");
     int rc = gos_wire_send(g->fd, type, *seq, a, alen, b, blen, fd);
+    if (rc == GOS_EIO) {
+        /* The daemon may have refused the connection (a limit) and closed it
+         * before this request went out: its reason is waiting to be read. */
+        struct gos_msg_hdr h;
+        struct gos_rep_hdr r;
+        char why[GOS_MSG_TEXT_MAX];
+        snprintf(why, sizeof why, "%s", gos_last_error());
+        if (!gos_wire_recv(g->fd, &h, g->rx, NULL, 100) && h.type == GOS_MSG_REPLY && h.seq == 0) {
+            memcpy(&r, g->rx, sizeof r);
+            if (r.status != GOS_OK)
+                return broken(g, gos_fail(r.status, "%s", (const char *)g->rx + sizeof r));
+        }
+        gos_fail(rc, "%s", why);
+    }
     return rc ? broken(g, rc) : GOS_OK;
 }
 
