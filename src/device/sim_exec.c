@@ -17,6 +17,7 @@
  * A module image "SIMMOD\n" followed by lines "alias=builtin" loads too, so the
  * byte-image path is exercised. Model parameters come from the chip's
  * sim.exec object: htod_gbps, dtoh_gbps, dtod_gbps, copy_latency_us, launch_us. */
+#include "device/exec_builtin.h"
 #include "device/exec_ops.h"
 #include "device/sim_internal.h"
 
@@ -486,18 +487,7 @@ static int se_launch_ranges(gos_device *d, void *fn, const struct gos_launch_cfg
         if (ns > 60ull * 1000000000ull)
             return gos_fail(GOS_EINVAL, "%s: duration of %llu ns is over a minute", f->name, (unsigned long long)ns);
     } else if (f->kind == K_FILL) {
-        uint64_t dptr, count;
-        if (c->param_bytes < 24)
-            return gos_fail(GOS_EINVAL, "fill takes (uint64 dptr, uint32 value, uint32 pad, uint64 count)");
-        memcpy(&dptr, c->params, 8);
-        memcpy(&count, (const char *)c->params + 16, 8);
-        if (count > UINT64_MAX / 4)
-            return gos_fail(GOS_EINVAL, "fill: %llu words overflow the address space", (unsigned long long)count);
-        if (dptr % 4)
-            return gos_fail(GOS_EINVAL, "fill: address 0x%llx is not aligned to its 4-byte words",
-                            (unsigned long long)dptr);
-        r[0] = (struct gos_dev_range){dptr, count * 4};
-        *n = 1;
+        return gos_exec_builtin_ranges("fill", c, r, n); /* the GPU kernel's signature */
     }
     return GOS_OK;
 }
