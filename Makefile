@@ -23,6 +23,8 @@ NVCC_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=c
 CFLAGS ?= -O2 -g
 CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wshadow -Iinclude -Isrc -I$(BUILD) -MMD -MP -pthread
 LDLIBS := -Wl,-Bstatic -ljansson -Wl,-Bdynamic -ldl -lm -lpthread -lrt
+# The daemon: sd_notify (libsystemd), the metrics endpoint (libmicrohttpd).
+LDLIBS += -lsystemd -lmicrohttpd
 
 # Every .c under src/ belongs to the core library, except the CLI entry point and
 # the CUDA backend files, which are chosen below.

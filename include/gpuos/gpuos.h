@@ -51,7 +51,7 @@ typedef uint64_t gpuos_function; /* kernel handle */
 const char *gpuos_error(void);
 
 /* Connects to the daemon at `socket_path` (NULL: $GPUOS_SOCKET, else
- * /tmp/gpuos.sock) and opens virtual GPU `vgpu`. */
+ * /run/gpuos/gpuos.sock) and opens virtual GPU `vgpu`. */
 int gpuos_open(const char *socket_path, const char *vgpu, gpuos_vgpu **out);
 /* Waits for outstanding work, then releases everything this handle holds. */
 void gpuos_close(gpuos_vgpu *g);

@@ -21,7 +21,7 @@ static void help(FILE *f)
                "      the cumulative GPU time.\n"
                "set:  change a share at run time; keys: compute=PCT, copy=PCT, memory=PCT%%|SIZE.\n"
                "      Only the daemon's owner or root may.\n"
-               "The socket defaults to $GPUOS_SOCKET, else /tmp/gpuos.sock.\n");
+               "The socket defaults to $GPUOS_SOCKET, else " GOS_DEFAULT_SOCKET ".\n");
 }
 
 static int list(const char *sock, int json)

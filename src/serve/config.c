@@ -173,6 +173,14 @@ int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_
         char *k = trim(s), *v = trim(eq + 1);
         long x;
         uint64_t u;
+        char ewhy[256];
+        int ext = gos_serve_config_ext_key(&c, sect, idx, k, v, ewhy, sizeof ewhy);
+        if (ext < 0) {
+            rc = BAD("%s", ewhy);
+            goto out;
+        }
+        if (ext > 0)
+            continue;
         if (sect == 0) {
             if (!strcmp(k, "socket")) {
                 if (strlen(v) >= sizeof c.socket) {
