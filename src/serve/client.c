@@ -83,8 +83,10 @@ static int do_hello(struct srv_client *c, const struct gos_msg_hello *m, struct 
     for (int v = 0; v < s->n_vgpus; v++)
         if (!strcmp(s->vgpus[v].cfg.name, m->vgpu) && !s->vgpus[v].removed) {
             int rc = srv_vgpu_access(s, v, c->fd, c->uid, c->gid);
-            if (rc)
+            if (rc) {
+                srv_log(LOG_NOTICE, "client %u (pid %d) refused: %s", c->id, (int)c->pid, gos_last_error());
                 return rc;
+            }
             c->vgpu = v;
             c->pid = (pid_t)m->pid;
             s->vgpus[v].clients++;
