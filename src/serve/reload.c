@@ -168,9 +168,12 @@ int srv_reload(struct srv *s)
         if (!seen[i] && !s->vgpus[i].removed) {
             s->vgpus[i].removed = 1;
             removed++;
-            srv_log(LOG_INFO, "reload: vGPU %s removed: refused to new clients; its %d client%s keep%s it until "
-                              "they disconnect", s->vgpus[i].cfg.name, s->vgpus[i].clients,
-                    s->vgpus[i].clients == 1 ? "" : "s", s->vgpus[i].clients == 1 ? "s" : "");
+            if (s->vgpus[i].clients)
+                srv_log(LOG_INFO, "reload: vGPU %s removed: refused to new clients; its %d connected client%s "
+                                  "keep%s it until disconnecting", s->vgpus[i].cfg.name, s->vgpus[i].clients,
+                        s->vgpus[i].clients == 1 ? "" : "s", s->vgpus[i].clients == 1 ? "s" : "");
+            else
+                srv_log(LOG_INFO, "reload: vGPU %s removed", s->vgpus[i].cfg.name);
         }
     /* Global keys that apply to the next client. */
     s->cfg.chunk = nc->chunk;
