@@ -112,7 +112,7 @@ static void warn_oversubscribed(const char *sock, const char *name)
     if (comp > 100 || copy > 100)
         fprintf(stderr,
                 "gpuos: warning: the vGPUs of device %d now have compute %d %%, copy %d %% in all: over 100 %%, "
-                "not every vGPU can get its share when all are busy\n",
+                "each vGPU gets its share in proportion, less than written\n",
                 dev, comp, copy);
 }
 

@@ -8,9 +8,10 @@
  *     clients keep working under its last shares and memory share until they
  *     disconnect (it stays listed while they remain); naming it again in a later
  *     reload brings it back with its clients;
- *   - chunk, depth and spin_us take effect for the next client;
- *   - socket, socket_mode, state, metrics_listen and the [device] sections take
- *     effect only at a restart (a warning names what was ignored).
+ *   - chunk, depth, spin_us and the limits of issue 15 except max_clients take
+ *     effect for what comes next;
+ *   - socket, socket_mode, max_clients, state, metrics_listen and the [device]
+ *     sections take effect only at a restart (a warning names what was ignored).
  * A file that does not parse, or that would move a vGPU to another device or put
  * one on a device that is not open, is rejected as a whole: the error names the
  * file, line and reason, and the running configuration stays in force. */
@@ -56,6 +57,16 @@ static int check(struct srv *s, const struct gos_serve_config *nc, int *map)
             return gos_fail(GOS_EINVAL, "%s: vGPU %s moves from device %s to device %s (only at a restart)", what,
                             g->name, s->cfg.devs[s->vgpus[old].cfg.device].label, nc->devs[g->device].label);
     }
+    /* Memory shares against the devices' sizes, as at start. */
+    uint64_t totals[GOS_SERVE_MAX_DEVICES];
+    for (int i = 0; i < nc->n_devs; i++)
+        totals[i] = map[i] >= 0 ? s->devs[map[i]].mem_total : 0;
+    char warn[256];
+    int rc = gos_serve_config_check_memory(nc, totals, warn, sizeof warn);
+    if (rc)
+        return rc;
+    if (warn[0])
+        srv_log(LOG_WARNING, "reload: %s", warn);
     if (s->n_vgpus + added > GOS_MAX_VGPUS)
         return gos_fail(GOS_EINVAL, "%s: %d new vGPUs would pass %d, counting removed ones (restart to reclaim them)",
                         what, added, GOS_MAX_VGPUS);
@@ -180,6 +191,15 @@ int srv_reload(struct srv *s)
     s->cfg.depth = nc->depth;
     if (nc->spin_us >= 0)
         s->spin_us = (unsigned)nc->spin_us;
+    /* Limits (issue 15) apply to what comes next; max_clients, fitted to the
+     * descriptor limit at start, only at a restart. */
+    s->cfg.max_clients_per_vgpu = nc->max_clients_per_vgpu;
+    s->cfg.max_queued_requests = nc->max_queued_requests;
+    s->cfg.max_queued_bytes = nc->max_queued_bytes;
+    s->cfg.max_allocations = nc->max_allocations;
+    s->cfg.hello_timeout_ms = nc->hello_timeout_ms;
+    s->cfg.shutdown_grace_ms = nc->shutdown_grace_ms;
+    s->cfg.memory_oversubscribe = nc->memory_oversubscribe;
     int dropped = srv_state_reconcile(s);
     if (dropped && s->state_path[0] && srv_state_save(s))
         srv_log(LOG_ERR, "reload: %s", gos_last_error());

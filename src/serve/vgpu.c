@@ -78,14 +78,43 @@ int srv_vgpu_set(struct srv *s, const char *name, const char *key, const char *v
             return rc;
         g->cfg.compute = comp;
         g->cfg.copy = copy;
-        return GOS_OK;
+        return GOS_OK; /* oversubscription: srv_vgpu_set_persist warns */
     }
     if (!strcmp(key, "memory")) {
         double pct;
         uint64_t bytes;
         if ((rc = gos_serve_parse_mem(value, &pct, &bytes)))
             return rc;
-        uint64_t q = pct > 0 ? (uint64_t)(pct / 100.0 * (double)d->mem_total) : bytes;
+        uint64_t q = gos_serve_mem_quota(pct, bytes, d->mem_total);
+        if (q > d->mem_total)
+            return gos_fail(GOS_EINVAL, "memory of %llu bytes is larger than the device (%llu bytes)",
+                            (unsigned long long)q, (unsigned long long)d->mem_total);
+        /* The shares of the device's vGPUs, this one changed, must fit (issue
+         * 15.6), as at start. */
+        static struct gos_serve_config trial; /* under the lock */
+        trial = s->cfg;
+        uint64_t totals[GOS_SERVE_MAX_DEVICES];
+        for (int i = 0; i < s->n_devs; i++)
+            totals[i] = s->devs[i].mem_total;
+        trial.n_vgpus = 0; /* the vGPUs in force (reloads add and remove) */
+        for (int i = 0; i < s->n_vgpus; i++)
+            if (!s->vgpus[i].removed) {
+                trial.vgpus[trial.n_vgpus] = s->vgpus[i].cfg;
+                if (i == v) {
+                    trial.vgpus[trial.n_vgpus].mem_pct = pct;
+                    trial.vgpus[trial.n_vgpus].mem_bytes = bytes;
+                }
+                trial.n_vgpus++;
+            }
+        char warn[256];
+        if ((rc = gos_serve_config_check_memory(&trial, totals, warn, sizeof warn))) {
+            char why[GOS_MSG_TEXT_MAX];
+            const char *e = gos_last_error(), *r = strstr(e, ": memory");
+            snprintf(why, sizeof why, "%s", r ? r + 2 : e); /* without the file's line */
+            return gos_fail(rc, "%s", why);
+        }
+        if (warn[0])
+            srv_log(LOG_WARNING, "%s", warn);
         /* Shrinking below what is in use is allowed: new allocations fail until
          * enough is freed (nothing already allocated is revoked). */
         g->mem_quota = q;
@@ -159,27 +188,20 @@ int srv_check_oversubscription(struct srv *s, const char *when)
     int warnings = 0;
     for (int i = 0; i < s->n_devs; i++) {
         int comp = 0, copy = 0;
-        double mem = 0;
         for (int v = 0; v < s->n_vgpus; v++) {
             struct srv_vgpu *g = &s->vgpus[v];
             if (g->removed || g->cfg.device != i)
                 continue;
             comp += g->cfg.compute;
             copy += g->cfg.copy;
-            mem += s->devs[i].mem_total ? 100.0 * (double)g->mem_quota / (double)s->devs[i].mem_total : 0;
         }
+        /* (memory shares past 100 % are an error unless memory_oversubscribe:
+         * gos_serve_config_check_memory) */
         if (comp > 100 || copy > 100) {
             srv_log(LOG_WARNING,
                     "device %s: vGPU shares oversubscribe it %s: compute %d %%, copy %d %% in all (over 100 %%: "
-                    "not every vGPU can get its share when all are busy)",
+                    "each vGPU gets its share in proportion, less than written)",
                     s->cfg.devs[i].label, when, comp, copy);
-            warnings++;
-        }
-        if (mem > 100.5) {
-            srv_log(LOG_WARNING,
-                    "device %s: vGPU memory shares add up to %.0f %% of its memory %s: allocations may fail "
-                    "below a vGPU's share",
-                    s->cfg.devs[i].label, mem, when);
             warnings++;
         }
     }
