@@ -117,6 +117,11 @@ grep -q "^<4>device 0: vGPU shares oversubscribe it at start: compute 110 %" "$T
     fail "warning without <4>: $(cat "$T/j.log")"
 grep -q "^<6>device 0: simulated" "$T/j.log" || fail "info without <6>: $(cat "$T/j.log")"
 grep -v -q "^<[0-7]>" "$T/j.log" && fail "a journal line without a priority: $(cat "$T/j.log")"
+# a start that fails says why at priority err
+: > "$T/e.log"
+JOURNAL_STREAM="$(stat -c %d:%i "$T/e.log")" "$G" serve --config "$T/bad-journal.conf" 2>>"$T/e.log" &&
+    fail "daemon started without its configuration file"
+grep -q "^<3>$T/bad-journal.conf: No such file" "$T/e.log" || fail "start failure in the journal: $(cat "$T/e.log")"
 # JOURNAL_STREAM naming another stream (inherited, stderr redirected): plain lines
 : > "$T/p.log"
 JOURNAL_STREAM="$(stat -c %d:%i "$T/j.log")" "$G" serve --config "$T/over.conf" --log-level warning 2>>"$T/p.log" &

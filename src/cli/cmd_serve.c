@@ -104,5 +104,9 @@ int cmd_serve(int argc, char **argv)
         rc = srv_run(s, sim);
     if (!s->leaked) /* else threads that were abandoned may still look at it until the exit */
         free(s);
+    if (rc && srv_log_journal()) { /* the reason, with its priority, in the journal */
+        srv_log(LOG_ERR, "%s", gos_last_error()[0] ? gos_last_error() : "failed");
+        return 1;
+    }
     return rc ? cli_fail() : 0;
 }

@@ -52,6 +52,11 @@ int srv_log_parse_level(const char *name, int *level)
     return gos_fail(GOS_EINVAL, "log level \"%s\" must be err, warning, notice, info or debug (or 0..7)", name);
 }
 
+int srv_log_journal(void)
+{
+    return journal;
+}
+
 int srv_log_enabled(int prio)
 {
     return prio <= threshold;

@@ -16,6 +16,8 @@ void srv_log_init(int level);
 /* "err"/"error", "warning", "notice", "info", "debug" or 0..7 -> priority. */
 int srv_log_parse_level(const char *name, int *level);
 int srv_log_enabled(int prio);
+/* Whether lines go to the journal ("<N>" prefixes). */
+int srv_log_journal(void);
 void srv_log(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif
