@@ -31,8 +31,9 @@ contended() { # PSI0 T0: prints the pressure (or load per CPU) and succeeds when
 }
 # Up to 2 runs: a run on an uncontended host decides with every threshold; a
 # failure under contention is run again; if both runs were contended, only the
-# comparisons that hold whatever the CPU time (BAND far fairer than FIFO, MRQ
-# above SDQ, shares summing to 1) are asserted.
+# comparisons that survive starved clients are asserted, with smaller margins:
+# shares summing to 1, FIFO's long kernels dominating, BAND's error under 3/4 of
+# FIFO's, MRQ above SDQ (1.2x compute, 1.1x copies).
 cat > "$T/check.py" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -59,15 +60,19 @@ for n in (2, 4, 8):
     x = f[("band1", n)]
     e = 100 * max(abs(a - 1.0 / n) for a in x["achieved_engine_time"])
     check(e <= 2.0, "band, holds charged, %d vGPUs: engine-time error %.2f points <= 2" % (n, e), True)
-    check(x["max_error_pct"] < f[("fifo", n)]["max_error_pct"] / 3,
-          "band, holds charged, %d vGPUs: GPU-time error %.1f far under fifo's %.1f" %
-          (n, x["max_error_pct"], f[("fifo", n)]["max_error_pct"]))
+    # far under FIFO's; under contention still clearly under it
+    k = 3 if strict else 4 / 3
+    check(x["max_error_pct"] < f[("fifo", n)]["max_error_pct"] / k,
+          "band, holds charged, %d vGPUs: GPU-time error %.1f under fifo's %.1f / %.2f" %
+          (n, x["max_error_pct"], f[("fifo", n)]["max_error_pct"], k))
 q = {x["queue"]: x for x in d["queues"]}
 m, s = q["mrq"], q["sdq"]
 check(m["compute_busy"] > 0.8, "mrq: compute stays busy next to copies (%.2f)" % m["compute_busy"], True)
-check(m["compute_busy"] > 1.5 * s["compute_busy"],
-      "mrq compute %.2f > 1.5 x sdq %.2f" % (m["compute_busy"], s["compute_busy"]))
-check(m["copy_gbps"] > 1.3 * s["copy_gbps"], "mrq copies %.2f GB/s > 1.3 x sdq %.2f" % (m["copy_gbps"], s["copy_gbps"]))
+kc, kx = (1.5, 1.3) if strict else (1.2, 1.1)
+check(m["compute_busy"] > kc * s["compute_busy"],
+      "mrq compute %.2f > %.1f x sdq %.2f" % (m["compute_busy"], kc, s["compute_busy"]))
+check(m["copy_gbps"] > kx * s["copy_gbps"],
+      "mrq copies %.2f GB/s > %.1f x sdq %.2f" % (m["copy_gbps"], kx, s["copy_gbps"]))
 sys.exit(0 if ok else 1)
 PY
 attempt=1

@@ -125,7 +125,7 @@ PY
 # memory and clients: a client holding 10,000,000 bytes
 timeout 30 "$C" hold a 10000000 3 >"$T/hold" 2>&1 &
 HP=$!
-wait_field a clients 1
+wait_field a mem_used 10000000
 scrape
 [ "$(m "gpuos_vgpu_memory_used_bytes{$A}")" = 10000000.0 ] || fail "memory used: $(m "gpuos_vgpu_memory_used_bytes{$A}")"
 [ "$(m "gpuos_vgpu_clients{$A}")" = 1.0 ] || fail "clients of a: $(m "gpuos_vgpu_clients{$A}")"
@@ -153,6 +153,7 @@ sys.exit(0 if ok else 'compute seconds +%.4f for %d launches of 2 ms in %.3f s w
 ge "$(m "gpuos_vgpu_busy_seconds_total{$A,engine=\"compute\"}")" 0 || fail "a's compute seconds"
 x0=$(m "gpuos_vgpu_busy_seconds_total{$A,engine=\"copy\"}")
 timeout 30 "$C" copy a 5000000 >/dev/null || fail "copy"
+wait_field a mem_used 0 # the client's memory is freed once the daemon has seen it go
 scrape
 x1=$(m "gpuos_vgpu_busy_seconds_total{$A,engine=\"copy\"}")
 $PY -c "import sys; sys.exit(0 if $x1 > $x0 else 1)" || fail "copy seconds did not grow ($x0 -> $x1)"
