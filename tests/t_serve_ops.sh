@@ -113,7 +113,7 @@ DPID=$!
 wait_grep "listening on" "$T/j.log"
 kill -TERM $DPID; wait $DPID; DPID=
 grep -q "^<5>listening on $T/s" "$T/j.log" || fail "notice without <5>: $(cat "$T/j.log")"
-grep -q "^<4>device 0: vGPU shares oversubscribe it at start: compute 110 %" "$T/j.log" ||
+grep -q "^<4>device 0: compute shares sum to 110 %, copy shares to 110 % at start: oversubscribed" "$T/j.log" ||
     fail "warning without <4>: $(cat "$T/j.log")"
 grep -q "^<6>device 0: simulated" "$T/j.log" || fail "info without <6>: $(cat "$T/j.log")"
 grep -v -q "^<[0-7]>" "$T/j.log" && fail "a journal line without a priority: $(cat "$T/j.log")"
@@ -126,10 +126,10 @@ grep -q "^<3>$T/bad-journal.conf: No such file" "$T/e.log" || fail "start failur
 : > "$T/p.log"
 JOURNAL_STREAM="$(stat -c %d:%i "$T/j.log")" "$G" serve --config "$T/over.conf" --log-level warning 2>>"$T/p.log" &
 DPID=$!
-wait_grep "oversubscribe" "$T/p.log"
+wait_grep "oversubscribed" "$T/p.log"
 GPUOS_SOCKET="$T/s" "$G" vgpu list >/dev/null || fail "daemon at --log-level warning"
 kill -TERM $DPID; wait $DPID; DPID=
-grep -q "^gpuos serve: warning: device 0: vGPU shares oversubscribe" "$T/p.log" || fail "plain warning: $(cat "$T/p.log")"
+grep -q "^gpuos serve: warning: device 0: compute shares sum to 110 %" "$T/p.log" || fail "plain warning: $(cat "$T/p.log")"
 grep -q "<[0-7]>" "$T/p.log" && fail "priority prefix outside the journal: $(cat "$T/p.log")"
 grep -q "listening on" "$T/p.log" && fail "--log-level warning let a notice through: $(cat "$T/p.log")"
 "$G" serve --config "$T/over.conf" --log-level loud >/dev/null 2>&1; [ $? -eq 2 ] || fail "--log-level loud not a usage error"

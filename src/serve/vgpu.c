@@ -199,9 +199,9 @@ int srv_check_oversubscription(struct srv *s, const char *when)
          * gos_serve_config_check_memory) */
         if (comp > 100 || copy > 100) {
             srv_log(LOG_WARNING,
-                    "device %s: vGPU shares oversubscribe it %s: compute %d %%, copy %d %% in all (over 100 %%: "
-                    "each vGPU gets its share in proportion, less than written)",
-                    s->cfg.devs[i].label, when, comp, copy);
+                    "device %s: compute shares sum to %d %%, copy shares to %d %% %s: oversubscribed, each vGPU "
+                    "gets its share in proportion (less than written)",
+                    s->cfg.devs[i].label, comp, copy, when);
             warnings++;
         }
     }
