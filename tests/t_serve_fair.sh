@@ -33,7 +33,7 @@ contended() { # PSI0 T0: prints the pressure (or load per CPU) and succeeds when
 # failure under contention is run again; if both runs were contended, only the
 # comparisons that survive starved clients are asserted, with smaller margins:
 # shares summing to 1, FIFO's long kernels dominating, BAND's error under 3/4 of
-# FIFO's, MRQ above SDQ (1.2x compute, 1.1x copies).
+# FIFO's, MRQ's compute busy above 1.2x SDQ's (copy throughput is CPU-bound then).
 cat > "$T/check.py" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -68,11 +68,12 @@ for n in (2, 4, 8):
 q = {x["queue"]: x for x in d["queues"]}
 m, s = q["mrq"], q["sdq"]
 check(m["compute_busy"] > 0.8, "mrq: compute stays busy next to copies (%.2f)" % m["compute_busy"], True)
-kc, kx = (1.5, 1.3) if strict else (1.2, 1.1)
+kc = 1.5 if strict else 1.2
 check(m["compute_busy"] > kc * s["compute_busy"],
       "mrq compute %.2f > %.1f x sdq %.2f" % (m["compute_busy"], kc, s["compute_busy"]))
-check(m["copy_gbps"] > kx * s["copy_gbps"],
-      "mrq copies %.2f GB/s > %.1f x sdq %.2f" % (m["copy_gbps"], kx, s["copy_gbps"]))
+# pageable copies need the host's CPU (bounce buffers): CPU-bound when starved
+check(m["copy_gbps"] > 1.3 * s["copy_gbps"], "mrq copies %.2f GB/s > 1.3 x sdq %.2f" % (m["copy_gbps"], s["copy_gbps"]),
+      True)
 sys.exit(0 if ok else 1)
 PY
 attempt=1
