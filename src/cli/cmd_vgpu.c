@@ -111,8 +111,8 @@ static void warn_oversubscribed(const char *sock, const char *name)
         }
     if (comp > 100 || copy > 100)
         fprintf(stderr,
-                "gpuos: warning: the vGPUs of device %d now have compute %d %%, copy %d %% in all: over 100 %%, "
-                "each vGPU gets its share in proportion, less than written\n",
+                "gpuos: warning: device %d: compute shares sum to %d %%, copy shares to %d %%: oversubscribed, "
+                "each vGPU gets its share in proportion (less than written)\n",
                 dev, comp, copy);
 }
 

@@ -96,8 +96,7 @@ static void restart_only(struct srv *s, const struct gos_serve_config *nc, const
 
 static uint64_t quota_of(struct srv *s, const struct gos_serve_vgpucfg *g)
 {
-    struct srv_dev *d = &s->devs[g->device];
-    return g->mem_pct > 0 ? (uint64_t)(g->mem_pct / 100.0 * (double)d->mem_total) : g->mem_bytes;
+    return gos_serve_mem_quota(g->mem_pct, g->mem_bytes, s->devs[g->device].mem_total);
 }
 
 int srv_reload(struct srv *s)

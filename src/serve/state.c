@@ -66,8 +66,7 @@ int srv_state_reconcile(struct srv *s)
                 struct srv_dev *d = &s->devs[g->cfg.device];
                 g->cfg.mem_pct = g->file.mem_pct;
                 g->cfg.mem_bytes = g->file.mem_bytes;
-                g->mem_quota = g->cfg.mem_pct > 0 ? (uint64_t)(g->cfg.mem_pct / 100.0 * (double)d->mem_total)
-                                                  : g->cfg.mem_bytes;
+                g->mem_quota = gos_serve_mem_quota(g->cfg.mem_pct, g->cfg.mem_bytes, d->mem_total);
             }
             if (k != SRV_OV_MEMORY)
                 gos_sched_vgpu_set_shares(s->devs[g->cfg.device].sched, g->id, g->cfg.compute, g->cfg.copy);
