@@ -27,8 +27,8 @@ static const char usage_text[] =
     "  --repeat N   sections that support it measure N times and report the spread\n";
 
 /* Whether the chart can be written to path: the temporary file gos_chip_save
- * writes first is created and removed (so that a probe of minutes does not end
- * in "cannot write"). */
+ * writes first is created and removed, so that a probe of minutes does not end
+ * in "cannot write" (issue 15.7). */
 static int writable(const char *path)
 {
     struct stat st;
@@ -86,7 +86,7 @@ int cmd_probe(int argc, char **argv)
     if (verify && strcmp(section, "numa") && strcmp(section, "all"))
         return cli_usage("probe", "--verify belongs to the numa section");
     if (json_out && strcmp(json_out, "-") && writable(json_out))
-        return cli_fail(); /* before the probe, not after it (issue 15.7) */
+        return cli_fail(); /* before the probe, not after it */
     double t0 = gos_now_s();
     gos_device *d = NULL;
     int rc = cli_open_device(sim, (int)ordinal, &d);
