@@ -33,5 +33,7 @@ int cmd_report(int argc, char **argv);
 int cmd_dvfs(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_vgpu(int argc, char **argv);
+int cmd_labels(int argc, char **argv);
+int cmd_node(int argc, char **argv);
 
 #endif

@@ -2,6 +2,7 @@
  * ("gpuos pro" = "gpuos probe"), as iproute2 does. */
 #include "cli/cli.h"
 #include "common/status.h"
+#include "common/version.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -12,6 +13,8 @@
 #pragma weak cmd_dvfs
 #pragma weak cmd_serve
 #pragma weak cmd_vgpu
+#pragma weak cmd_labels
+#pragma weak cmd_node
 
 struct cmd_entry {
     const char *name;
@@ -26,6 +29,8 @@ static const struct cmd_entry commands[] = {
     {"dvfs", cmd_dvfs, "SM frequency-switching latency: run | analyze | report"},
     {"serve", cmd_serve, "the daemon that owns the GPU and hosts virtual GPUs"},
     {"vgpu", cmd_vgpu, "list virtual GPUs or change their shares at run time"},
+    {"labels", cmd_labels, "node-feature-discovery labels from a chip file"},
+    {"node", cmd_node, "every GPU of this node and the links between them"},
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof commands[0])
 
@@ -35,6 +40,7 @@ static void usage(FILE *f)
     for (int i = 0; i < N_COMMANDS; i++)
         fprintf(f, "  %-8s %s%s\n", commands[i].name, commands[i].summary,
                 commands[i].fn ? "" : " (not built)");
+    fprintf(f, "  %-8s %s\n", "version", "print the version (also --version)");
 }
 
 int main(int argc, char **argv)
@@ -45,6 +51,10 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+        printf("gpuos %s\n", GOS_VERSION);
         return 0;
     }
     const struct cmd_entry *hit = NULL;
