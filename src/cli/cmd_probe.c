@@ -6,9 +6,12 @@
 #include "cli/probe.h"
 #include "common/jsonio.h"
 #include "common/status.h"
+#include "common/version.h"
+#include "topology/labels.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/utsname.h>
 #include <time.h>
 
@@ -17,15 +20,19 @@
 #pragma weak probe_memory
 
 static const char usage_text[] =
-    "usage: gpuos probe [topology|numa|memory|all] [--device N] [--sim CHIP.json|default]\n"
-    "                   [--json OUT.json|-] [--verify SIZE|all] [--repeat N]\n"
+    "usage: gpuos probe [topology|numa|memory|all] [--device SEL] [--sim CHIP.json|default[,...]]\n"
+    "                   [--json OUT.json|DIR|-] [--nfd FILE] [--verify SIZE|all] [--repeat N]\n"
     "Charts this GPU die: GPCs and free-floating SMs (topology), memory partitions,\n"
     "address hash and latency tiers (numa), L2/HBM costs (memory); all of them by\n"
     "default. Without --device or --sim it uses GPU 0, or, when there is no GPU, the\n"
     "built-in simulated H200 (labelled as simulated).\n"
-    "  --device N   real GPU N only (fails without one)\n"
-    "  --sim CHIP   the simulated chip of a gpuos.chip/1 file, or 'default'\n"
-    "  --json OUT   also write the chart as gpuos.chip/1 ('-' = stdout, no text)\n"
+    "  --device SEL real GPU N only (fails without one); 'all', a UUID, a PCI bus id,\n"
+    "               or a comma-separated list of them (as nvidia-smi -i)\n"
+    "  --sim CHIP   the simulated chip of a gpuos.chip/1 file, or 'default'; A,B,...\n"
+    "               simulates one GPU per chip\n"
+    "  --json OUT   also write the chart as gpuos.chip/1 ('-' = stdout, no text); with\n"
+    "               several GPUs OUT is a directory and each chart is OUT/<uuid>.json\n"
+    "  --nfd FILE   also write node-feature-discovery labels (see gpuos labels --help)\n"
     "  --verify S   numa: classify every 4 KB page of an S-byte allocation (or 'all')\n"
     "  --repeat N   sections that support it measure N times and report the spread\n";
 
@@ -54,8 +61,9 @@ static json_t *provenance(const gos_device *d, int argc, char **argv, double sec
     }
     struct utsname u;
     uname(&u);
-    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:f}", "date", date, "command", cmd, "host", u.nodename,
-                     "driver", d->info.driver_version, "backend", d->info.backend, "seconds", seconds);
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:f, s:s}", "date", date, "command", cmd, "host", u.nodename,
+                     "driver", d->info.driver_version, "backend", d->info.backend, "seconds", seconds,
+                     "version", GOS_VERSION);
 }
 
 /* When both are known, do the GPC groups that share bandwidth above the GPC
@@ -92,9 +100,12 @@ static void crosscheck_partitions(gos_chip *c, FILE *out)
                 agree ? "are exactly" : "are NOT");
 }
 
+static int probe_one(const cli_devices *sel, int index, const char *section, const char *json_out,
+                     const char *verify, long repeats, int argc, char **argv, gos_chip **kept);
+
 int cmd_probe(int argc, char **argv)
 {
-    const char *section = "all", *sim = NULL, *json_out = NULL, *verify = NULL;
+    const char *section = "all", *sim = NULL, *json_out = NULL, *verify = NULL, *device = NULL, *nfd = NULL;
     long ordinal = -1, repeats = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -104,8 +115,14 @@ int cmd_probe(int argc, char **argv)
         } else if (!strcmp(a, "topology") || !strcmp(a, "numa") || !strcmp(a, "memory") || !strcmp(a, "all"))
             section = a;
         else if (!strcmp(a, "--device")) {
-            if (i + 1 >= argc || cli_parse_int(argv[++i], 0, 63, &ordinal))
-                return cli_usage("probe", "--device needs a GPU number 0..63");
+            if (i + 1 >= argc)
+                return cli_usage("probe", "--device needs a GPU number 0..63, 'all', a UUID or a PCI bus id");
+            device = argv[++i];
+            if (!cli_parse_int(device, 0, 63, &ordinal))
+                ;
+            else if (strcmp(device, "all") && strncasecmp(device, "GPU-", 4) && strncasecmp(device, "MIG-", 4) &&
+                     strncasecmp(device, "SIM-", 4) && !strchr(device, ':') && !strchr(device, ','))
+                return cli_usage("probe", "--device needs a GPU number 0..63, 'all', a UUID or a PCI bus id");
         } else if (!strcmp(a, "--sim")) {
             if (i + 1 >= argc)
                 return cli_usage("probe", "--sim needs a chip file or 'default'");
@@ -114,6 +131,10 @@ int cmd_probe(int argc, char **argv)
             if (i + 1 >= argc)
                 return cli_usage("probe", "--json needs an output path");
             json_out = argv[++i];
+        } else if (!strcmp(a, "--nfd")) {
+            if (i + 1 >= argc)
+                return cli_usage("probe", "--nfd needs an output file");
+            nfd = argv[++i];
         } else if (!strcmp(a, "--verify")) {
             unsigned long long bytes;
             if (i + 1 >= argc)
@@ -131,7 +152,6 @@ int cmd_probe(int argc, char **argv)
         return cli_usage("probe", "--sim and --device exclude each other");
     if (verify && strcmp(section, "numa") && strcmp(section, "all"))
         return cli_usage("probe", "--verify belongs to the numa section");
-    int all = !strcmp(section, "all");
     struct {
         const char *name;
         int (*fn)(gos_probe_ctx *);
@@ -142,9 +162,38 @@ int cmd_probe(int argc, char **argv)
             return 1;
         }
 
+    cli_devices sel;
+    if (cli_select_devices(device, sim, &sel))
+        return cli_fail();
+    if (sel.n > 1 && json_out && !strcmp(json_out, "-"))
+        return cli_usage("probe", "--json - writes one chart: with several GPUs give a directory");
+    gos_chip *kept[CLI_MAX_DEVICES] = {0};
+    int rc = GOS_OK;
+    for (int i = 0; i < sel.n && !rc; i++) {
+        if (sel.n > 1 && !(json_out && !strcmp(json_out, "-")))
+            printf("%s== GPU %d of %d ==\n", i ? "\n" : "", i, sel.n);
+        rc = probe_one(&sel, i, section, json_out, verify, repeats, argc, argv, nfd ? &kept[i] : NULL);
+    }
+    if (!rc && nfd)
+        rc = gos_labels_save((const gos_chip *const *)kept, sel.n, nfd) ? cli_fail() : 0;
+    for (int i = 0; i < sel.n; i++)
+        gos_chip_free(kept[i]);
+    return rc;
+}
+
+/* Charts selected device `index`; with `kept`, hands the chart over (for labels). */
+static int probe_one(const cli_devices *sel, int index, const char *section, const char *json_out,
+                     const char *verify, long repeats, int argc, char **argv, gos_chip **kept)
+{
+    int all = !strcmp(section, "all");
+    struct {
+        const char *name;
+        int (*fn)(gos_probe_ctx *);
+    } sections[] = {{"topology", probe_topology}, {"numa", probe_numa}, {"memory", probe_memory}};
+    const char *sim = sel->sim[index];
     double t0 = gos_now_s();
     gos_device *d = NULL;
-    int rc = cli_open_device(sim, (int)ordinal, &d);
+    int rc = cli_open_selected(sel, index, &d);
     if (rc)
         return cli_fail();
     gos_chip *chip = gos_chip_new();
@@ -195,10 +244,17 @@ int cmd_probe(int argc, char **argv)
     if (ctx.out)
         fprintf(ctx.out, "Chart of %s%s done in %.2f s\n", gos_dev_label(d), d->info.name, secs);
     if (json_out) {
+        char path[4096];
+        if (sel->n > 1)
+            snprintf(path, sizeof path, "%s/%s.json", json_out, d->info.uuid);
+        else
+            snprintf(path, sizeof path, "%s", json_out);
         json_object_set_new(chip->json, "probe", provenance(d, argc, argv, secs));
-        if ((rc = gos_chip_validate(chip, "probe result")) || (rc = gos_chip_save(chip, json_out)))
+        if ((rc = gos_chip_validate(chip, "probe result")) || (rc = gos_chip_save(chip, path)))
             goto fail;
     }
+    if (kept)
+        *kept = chip, chip = NULL;
     gos_chip_free(chip);
     gos_device_close(d);
     return 0;

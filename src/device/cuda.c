@@ -18,6 +18,7 @@
 extern const struct gos_mem_ops gos_cuda_mem_ops __attribute__((weak));
 extern const struct gos_dvfs_ops gos_cuda_dvfs_ops __attribute__((weak));
 extern const struct gos_exec_ops gos_cuda_exec_ops __attribute__((weak));
+extern const struct gos_p2p_ops gos_cuda_p2p_ops;
 
 int gos_cuda_cluster_probe(gos_device *d, int cs, int *sms_out, int max_blocks, int *n_blocks);
 int gos_cuda_l2_bandwidth(gos_device *d, const int *sms, int n, double *gbps);
@@ -217,6 +218,7 @@ static const struct gos_device_ops cuda_ops = {
     .mem = &gos_cuda_mem_ops,
     .dvfs = &gos_cuda_dvfs_ops,
     .exec = &gos_cuda_exec_ops,
+    .p2p = &gos_cuda_p2p_ops,
 };
 
 static int attr(CUdevice dev, CUdevice_attribute a, int *v) { return CU_CALL(cuDeviceGetAttribute, v, a, dev); }
