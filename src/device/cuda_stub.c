@@ -3,6 +3,7 @@
  * simulated device fully usable. */
 #include "common/status.h"
 #include "device/device.h"
+#include "device/p2p_ops.h"
 
 int gos_cuda_device_count(void)
 {
@@ -16,5 +17,4 @@ int gos_cuda_open(int ordinal, gos_device **out)
 }
 
 /* The pillars' instances a cuda backend would have (nothing references them here). */
-#include "device/p2p_ops.h"
 const struct gos_p2p_ops gos_cuda_p2p_ops = {0};
