@@ -92,6 +92,12 @@ grep -qx 'ExecStart=/usr/bin/gpuos serve --config /etc/gpuos/gpuos.conf' "$U" ||
 grep -qx 'Type=notify' "$U" && grep -qx 'RuntimeDirectory=gpuos' "$U" &&
     grep -qx 'ExecReload=/bin/kill -HUP $MAINPID' "$U" || fail "unit keys"
 grep -q '^PrivateDevices=yes' "$U" && fail "PrivateDevices would hide /dev/nvidia*"
+if command -v systemd-analyze >/dev/null 2>&1; then # every line of the unit parses (paths into the tree)
+    mkdir "$T/unit"
+    sed "s|/usr/bin/gpuos|$R/usr/bin/gpuos|" "$U" > "$T/unit/gpuos.service"
+    systemd-analyze verify --man=no "$T/unit/gpuos.service" > "$T/verify" 2>&1
+    [ -s "$T/verify" ] && fail "systemd-analyze verify: $(head -3 "$T/verify")"
+fi
 
 # default PREFIX=/usr/local; uninstall leaves nothing behind
 make -s --no-print-directory install BUILD="$B" DESTDIR="$T/r2" >"$T/make.log" 2>&1 || { cat "$T/make.log"; fail "make install (default PREFIX)"; }
