@@ -107,7 +107,16 @@ if "$G" report "$T/f1.json" "$T/f2.json" --markdown - >/dev/null 2>"$T/err"; the
 "$G" report --sim default,default --html "$T/dev.html" >/dev/null || fail "report --sim A,B"
 grep -q "<h1>Fleet: 2 GPUs</h1>" "$T/dev.html" || fail "report --sim A,B is not a fleet of two"
 "$G" report "$T/f1.json" --sim default --html "$T/x.html" 2>/dev/null && fail "chart files and --sim accepted together"
-for p in full topo fleet; do
+# a committed H200 chart (real data: markers close together, three curves) and the
+# fleet of every committed chart are laid out and checked too
+pages="full topo fleet"
+R=results/GPU-8e066ad9-2c08-1123-df7e-f621fe88e7ea/chip.json
+if [ -f "$R" ]; then
+    "$G" report "$R" --html "$T/h200.html" >/dev/null || fail "report of $R"
+    "$G" report results/*/chip.json --html "$T/results.html" >/dev/null || fail "fleet of results/*/chip.json"
+    pages="$pages h200 results"
+fi
+for p in $pages; do
     grep -qiE '<script|src="http|href="http|@import|url\(' "$T/$p.html" && fail "$p page not self-contained"
 done
 
@@ -145,7 +154,7 @@ window.addEventListener('load', function () {
 });
 </script>
 EOF2
-for p in full topo fleet; do
+for p in $pages; do
     sed "s#</body>#$(tr -d '\n' < "$T/check.js" | sed 's/[&#]/\\&/g')</body>#" "$T/$p.html" > "$T/$p-check.html"
     timeout 90 chromium --headless --no-sandbox --disable-gpu --user-data-dir="$T/prof" --window-size=1250,1000 \
         --virtual-time-budget=5000 --dump-dom "file://$T/$p-check.html" > "$T/$p.dom" 2>"$T/log" ||
