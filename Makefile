@@ -98,9 +98,13 @@ $(BUILD)/gpuos: $(BUILD)/src/cli/main.o $(BUILD)/libgpuos_core.a
 	$(Q)$(CC) $(CFLAGS) -o $@ $< $(CORE_LINK) $(LDLIBS)
 
 # The client library (pillar 3): only the objects libgpuos's own code needs
-# (CLIENT_SRC, mk/install.mk), not the whole core.
+# (CLIENT_SRC), linked into one object whose only global symbols are the public
+# API (gpuos_*), as the shared library's version script does: a program's own
+# gos_* names cannot clash with the library's internals.
 $(BUILD)/libgpuos.a: $(CLIENT_SRC:%.c=$(BUILD)/%.o)
-	$(Q)rm -f $@ && ar rcs $@ $^
+	$(Q)$(CC) -r -nostdlib -o $(BUILD)/libgpuos.o $^ && \
+		objcopy --wildcard --keep-global-symbol='gpuos_*' $(BUILD)/libgpuos.o && \
+		rm -f $@ && ar rcs $@ $(BUILD)/libgpuos.o
 
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/libgpuos_core.a
 	$(Q)$(CC) $(CFLAGS) -o $@ $< $(CORE_LINK) -lcmocka $(LDLIBS)

@@ -5,7 +5,7 @@
 # --sim` daemon started from the installed binary and the installed sample
 # configuration. Also: the shared library exports exactly the gpuos_* functions of
 # the header (nm -D), SONAME libgpuos.so.1, the static library holds only the
-# client's objects, the man pages render with the right NAME lines and no groff
+# client's objects and the same global symbols, the man pages render with the right NAME lines and no groff
 # warnings, the unit's paths follow PREFIX, --version matches src/common/version.h,
 # and `make uninstall` removes every file it installed.
 set -u
@@ -40,10 +40,14 @@ sed -n 's/^[a-z_ ]*[ *]\(gpuos_[a-z_]*\)(.*/\1/p' include/gpuos/gpuos.h | sort -
 if ! cmp -s "$T/exported" "$T/declared"; then
     diff "$T/declared" "$T/exported" | head; fail "exported symbols differ from gpuos.h's functions"
 fi
-# the static library: the client's own objects only
-ar t "$R/usr/lib/libgpuos.a" | sort > "$T/members"
-printf 'client.o\nproto.o\nstatus.o\nwire.o\n' | cmp -s - "$T/members" ||
-    fail "libgpuos.a members: $(tr '\n' ' ' < "$T/members")"
+# the static library: the client's own objects only (its protocol and status code,
+# none of the core's), the same public symbols as the shared library, nothing else global
+nm -A "$R/usr/lib/libgpuos.a" > "$T/static-syms" 2>/dev/null || fail "nm libgpuos.a"
+grep -q ' [tT] gos_wire_send$' "$T/static-syms" || fail "libgpuos.a lacks the client's own protocol code"
+grep -q -e ' gos_chip_load$' -e ' gos_topo_probe$' -e ' gos_serve_config_parse$' "$T/static-syms" &&
+    fail "libgpuos.a holds the core"
+nm -g --defined-only "$R/usr/lib/libgpuos.a" 2>/dev/null | awk 'NF == 3 {print $3}' | sort > "$T/static-exported"
+cmp -s "$T/static-exported" "$T/declared" || { diff "$T/declared" "$T/static-exported" | head; fail "libgpuos.a global symbols differ from gpuos.h"; }
 
 # pkg-config against the installed tree only
 export PKG_CONFIG_PATH="$R/usr/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$R" PKG_CONFIG_LIBDIR="$R/usr/lib/pkgconfig"
