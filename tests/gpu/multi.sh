@@ -55,14 +55,24 @@ for i, (idx, uuid, pci) in enumerate(smi):
           f"{labels[f'gpuos.io/gpu-{i}.clusters-16']}")
 PYEOF
 
+nvidia-smi topo -p2p r > "$OUT/p2p-read.txt" 2>&1 || echo "(nvidia-smi topo -p2p r failed)" >> "$OUT/p2p-read.txt"
 "$G" node --json "$OUT/node.json" | tee -a "$LOG" || fail "node"
-$PY - "$OUT/node.json" "$n" <<'PYEOF' | tee -a "$LOG" || fail "node view"
-import json, sys
+$PY - "$OUT/node.json" "$n" "$OUT/p2p-read.txt" <<'PYEOF' | tee -a "$LOG" || fail "node view"
+import json, re, sys
 v = json.load(open(sys.argv[1])); n = int(sys.argv[2])
+# nvidia-smi's P2P read matrix, when it printed one: OK where peer access works
+smi = {}
+for line in open(sys.argv[3]):
+    m = re.match(r"\s*GPU(\d+)\s+(.*)", line)
+    if m and "GPU" not in m.group(2):
+        for b, cell in enumerate(m.group(2).split()):
+            smi[(int(m.group(1)), b)] = cell
 assert len(v["gpus"]) == n and not any(g["simulated"] for g in v["gpus"])
 pairs = {(l["src"], l["dst"]): l for l in v["links"]}
 assert sorted(pairs) == [(a, b) for a in range(n) for b in range(n) if a != b]
 for (a, b), l in sorted(pairs.items()):
+    if (a, b) in smi:
+        assert l["peer_access"] == (smi[(a, b)] == "OK"), ("peer access differs from nvidia-smi", a, b, smi[(a, b)])
     lo, hi = (20, 2000) if l["peer_access"] else (1, 2000)
     assert lo < l["gbps"] < hi, (a, b, l)
     assert 0.5 < l["latency_us"] < 200, (a, b, l)
