@@ -80,9 +80,10 @@ int gpuos_memcpy_htod_async(gpuos_vgpu *g, gpuos_dptr dst, const void *src, size
 int gpuos_memcpy_dtoh_async(gpuos_vgpu *g, void *dst, gpuos_dptr src, size_t n);
 int gpuos_memcpy_dtod_async(gpuos_vgpu *g, gpuos_dptr dst, gpuos_dptr src, size_t n);
 
-/* Modules: image bytes (fatbin, cubin or PTX text), or a daemon built-in by
- * name ("exec": gpuos's benchmark kernels on a GPU; "sim:builtin": the simulated
- * device's kernels sleep_ns, loop, madd, mmul, fill, empty). */
+/* Modules: image bytes (fatbin, cubin or PTX text), or the daemon's built-in
+ * module by name: "builtin" (kernels loop, madd, mmul, fill, empty with the same
+ * parameters on every device; the simulated device models their work as time and
+ * adds sleep_ns). The older names "exec" (GPU) and "sim:builtin" still work. */
 int gpuos_module_load(gpuos_vgpu *g, const void *image, size_t bytes, gpuos_module *out);
 int gpuos_module_load_builtin(gpuos_vgpu *g, const char *name, gpuos_module *out);
 int gpuos_module_unload(gpuos_vgpu *g, gpuos_module m);

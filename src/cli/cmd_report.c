@@ -4,7 +4,6 @@
 #include "common/status.h"
 #include "report/report.h"
 
-#pragma weak cmd_probe
 
 #include <stdio.h>
 #include <dirent.h>
@@ -43,8 +42,6 @@ static int probe_selected(const char *device, const char *sim, const char *dir, 
     if (sim)
         args[k++] = "--sim", args[k++] = (char *)sim;
     args[k] = NULL;
-    if (!cmd_probe)
-        return gos_fail(GOS_EUNSUPPORTED, "the probe is not built into this binary");
     if (cmd_probe(k, args))
         return gos_fail(GOS_EIO, "charting the GPUs failed (above)");
     *n = 0;

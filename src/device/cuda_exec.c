@@ -7,7 +7,8 @@
  * microseconds (a blocking wait costs tens of microseconds per dispatch).
  * Kernel parameters arrive packed and go to the driver as one buffer
  * (CU_LAUNCH_PARAM_BUFFER_POINTER), so the daemon needs no knowledge of a
- * kernel's signature. The built-in module "exec" is kernels/exec.cu. */
+ * kernel's signature. The built-in module GOS_EXEC_BUILTIN ("builtin"; its
+ * image name "exec" is accepted too) is kernels/exec.cu. */
 #include "device/cuda_internal.h"
 #include "device/exec_ops.h"
 
@@ -175,9 +176,10 @@ static int ex_module_load(gos_device *d, const void *image, size_t bytes, const 
     if (!m)
         return gos_fail(GOS_ENOMEM, "out of memory");
     if (!image) {
-        if (!name || strcmp(name, "exec")) {
+        if (!name || (strcmp(name, GOS_EXEC_BUILTIN) && strcmp(name, "exec"))) {
             free(m);
-            return gos_fail(GOS_EINVAL, "the GPU has no built-in module \"%s\" (try exec)", name ? name : "");
+            return gos_fail(GOS_EINVAL, "the GPU has no built-in module \"%s\" (try %s)", name ? name : "",
+                            GOS_EXEC_BUILTIN);
         }
         m->builtin = 1;
         *out = m;

@@ -43,6 +43,10 @@ typedef struct {
 } gos_svg_heat;
 void gos_svg_heatmap(FILE *f, const gos_svg_heat *h);
 
+/* Distributions side by side, one mirrored Gaussian-kernel density ("violin")
+ * per series of the values s[i].y[0..n) (x unused), each with a bar at its mean
+ * and its label below; the y axis spans all values (fr->ylabel). */
+void gos_svg_violins(FILE *f, const gos_svg_frame *fr, const gos_svg_series *s, int ns);
 /* Writes s with &, <, >, " escaped. */
 void gos_html_escape(FILE *f, const char *s);
 
