@@ -22,7 +22,7 @@ int cmd_labels(int argc, char **argv)
     const char *paths[64];
     int n = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+        if (cli_is_help(argv[i])) {
             fputs(usage_text, stdout);
             return 0;
         } else if (!strcmp(argv[i], "--nfd")) {

@@ -4,14 +4,12 @@
 #include "cli/cli.h"
 #include "common/jsonio.h"
 #include "common/status.h"
-#include "common/version.h"
+#include "common/provenance.h"
 #include "device/p2p_ops.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/utsname.h>
-#include <time.h>
 
 static const char usage_text[] =
     "usage: gpuos node [--device SEL] [--sim CHIP,CHIP,...] [--bytes SIZE] [--trials N] [--json OUT|-]\n"
@@ -35,7 +33,7 @@ int cmd_node(int argc, char **argv)
     long trials = 5;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+        if (cli_is_help(a)) {
             fputs(usage_text, stdout);
             return 0;
         } else if (!strcmp(a, "--device") && i + 1 < argc)
@@ -117,15 +115,8 @@ int cmd_node(int argc, char **argv)
         }
     }
     if (json_out) {
-        char date[64], cmd[1024] = "gpuos";
-        time_t now = time(NULL);
-        strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-        for (int i = 0; i < argc; i++) {
-            size_t len = strlen(cmd);
-            snprintf(cmd + len, sizeof cmd - len, " %s", argv[i]);
-        }
-        struct utsname u;
-        uname(&u);
+        char cmd[1024];
+        gos_command_line(cmd, sizeof cmd, "gpuos", argc, argv);
         json_t *gpus = json_array(), *links = json_array();
         for (int i = 0; i < n; i++)
             json_array_append_new(gpus, json_pack("{s:i, s:s, s:s, s:s, s:b}", "index", i, "name",
@@ -137,10 +128,9 @@ int cmd_node(int argc, char **argv)
                     json_array_append_new(links, json_pack("{s:i, s:i, s:b, s:f, s:f}", "src", a, "dst", b,
                                                            "peer_access", L[a * n + b].can, "gbps",
                                                            L[a * n + b].gbps, "latency_us", L[a * n + b].us));
-        doc = json_pack("{s:s, s:o, s:o, s:{s:I, s:i}, s:{s:s, s:s, s:s, s:s, s:s}}", "schema", "gpuos.node/1",
-                        "gpus", gpus, "links", links, "method", "bytes", (json_int_t)bytes, "trials", (int)trials,
-                        "provenance", "date", date, "command", cmd, "host", u.nodename, "driver",
-                        n ? dev[0]->info.driver_version : "", "version", GOS_VERSION);
+        doc = json_pack("{s:s, s:o, s:o, s:{s:I, s:i}, s:o}", "schema", "gpuos.node/1", "gpus", gpus, "links",
+                        links, "method", "bytes", (json_int_t)bytes, "trials", (int)trials, "provenance",
+                        gos_provenance(cmd, n ? dev[0]->info.driver_version : NULL));
         rc = doc ? gos_json_save_atomic(doc, json_out) : gos_fail(GOS_ENOMEM, "out of memory");
     }
 done:

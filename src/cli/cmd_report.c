@@ -62,7 +62,7 @@ int cmd_report(int argc, char **argv)
     const char *in[CLI_MAX_DEVICES];
     int n_in = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+        if (cli_is_help(argv[i])) {
             fputs(usage_text, stdout);
             return 0;
         } else if (!strcmp(argv[i], "--html")) {
