@@ -10,6 +10,8 @@
 #   - `gpuos report` renders the fleet page of the charts.
 # Logs and JSON go to $OUT (default out/). Changes no GPU setting.
 set -u
+# CUDA's ordinals in nvidia-smi's (PCI bus) order, so that GPU N is the same GPU to both
+export CUDA_DEVICE_ORDER=PCI_BUS_ID
 G=${GPUOS:-build/gpuos}
 OUT=${OUT:-out}
 PY=/usr/bin/python3
