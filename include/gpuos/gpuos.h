@@ -40,6 +40,8 @@ enum {
     GPUOS_EPROTO = -9,   /* protocol violation or version mismatch */
     GPUOS_EBUSY = -10,   /* over the vGPU's memory share, or limits */
     GPUOS_ETIMEDOUT = -11,
+    GPUOS_ELIMIT = -12,  /* a limit of the daemon was reached: clients, queued work
+                            (docs/readme-vgpu.md, "Limits"); the daemon is fine */
 };
 
 typedef struct gpuos_vgpu gpuos_vgpu;
@@ -51,7 +53,7 @@ typedef uint64_t gpuos_function; /* kernel handle */
 const char *gpuos_error(void);
 
 /* Connects to the daemon at `socket_path` (NULL: $GPUOS_SOCKET, else
- * /tmp/gpuos.sock) and opens virtual GPU `vgpu`. */
+ * /run/gpuos/gpuos.sock) and opens virtual GPU `vgpu`. */
 int gpuos_open(const char *socket_path, const char *vgpu, gpuos_vgpu **out);
 /* Waits for outstanding work, then releases everything this handle holds. */
 void gpuos_close(gpuos_vgpu *g);

@@ -8,9 +8,13 @@
 #include "common/status.h"
 #include "topology/labels.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static const char usage_text[] =
     "usage: gpuos probe [topology|numa|memory|all] [--device SEL] [--sim CHIP.json|default[,...]]\n"
@@ -28,6 +32,35 @@ static const char usage_text[] =
     "  --nfd FILE   also write node-feature-discovery labels (see gpuos labels --help)\n"
     "  --verify S   numa: classify every 4 KB page of an S-byte allocation (or 'all')\n"
     "  --repeat N   sections that support it measure N times and report the spread\n";
+
+/* Whether the chart can be written to path: the temporary file gos_chip_save
+ * writes first is created and removed (so that a probe of minutes does not end
+ * in "cannot write"). */
+static int writable(const char *path)
+{
+    struct stat st;
+    if (!stat(path, &st) && S_ISDIR(st.st_mode))
+        return gos_fail(GOS_EIO, "--json %s: is a directory", path);
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0)
+        return gos_fail(GOS_EIO, "--json %s: cannot write there: %s", path, strerror(errno));
+    close(fd);
+    unlink(tmp);
+    return GOS_OK;
+}
+
+/* With several GPUs --json names a directory the charts go into. */
+static int writable_dir(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) || !S_ISDIR(st.st_mode))
+        return gos_fail(GOS_EIO, "--json %s: with several GPUs --json names an existing directory", path);
+    if (access(path, W_OK))
+        return gos_fail(GOS_EIO, "--json %s: cannot write there: %s", path, strerror(errno));
+    return GOS_OK;
+}
 
 /* Charts selected device `index`; with `kept`, hands the chart over (for labels). */
 static int probe_one(const cli_devices *sel, int index, const char *section, const char *json_out,
@@ -133,6 +166,8 @@ int cmd_probe(int argc, char **argv)
         return cli_fail();
     if (sel.n > 1 && json_out && !strcmp(json_out, "-"))
         return cli_usage("probe", "--json - writes one chart: with several GPUs give a directory");
+    if (json_out && strcmp(json_out, "-") && (sel.n > 1 ? writable_dir(json_out) : writable(json_out)))
+        return cli_fail(); /* before the probe, not after it (issue 15.7) */
     gos_chip *kept[CLI_MAX_DEVICES] = {0};
     int rc = GOS_OK;
     for (int i = 0; i < sel.n && !rc; i++) {

@@ -3,13 +3,23 @@
  * (its file permissions decide who may use the GPU), starts one thread per
  * connection and one per engine, and on SIGTERM/SIGINT drains and exits cleanly:
  * no new work is accepted, queued work is dropped, running work completes,
- * every client's memory is released, the socket file is removed. */
+ * every client's memory is released, the socket file is removed.
+ *
+ * As a systemd service (Type=notify): READY=1 once the socket listens,
+ * RELOADING=1 / READY=1 around a SIGHUP reload (reload.c), STOPPING=1 at
+ * shutdown; sd_notify does nothing when $NOTIFY_SOCKET is unset. */
 #include "serve/serve.h"
 
+#include "chip/chip.h"
 #include "common/status.h"
 
+#include "proto/wire.h"
+
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <stdarg.h>
+#include <sys/resource.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +28,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <systemd/sd-daemon.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,7 +46,15 @@ static int open_devices(struct srv *s, const char *force_sim)
             {
             char why[256];
             snprintf(why, sizeof why, "%s", gos_last_error());
+            if (rc == GOS_ENODEV && !spec.sim)
+                return gos_fail(rc, "device %s: %s (to serve the simulated chip instead, pass --sim default "
+                                    "or write sim = default in its [device] section)", c->label, why);
             return gos_fail(rc, "device %s: %s", c->label, why);
+        }
+        if (c->chip[0] && (rc = gos_chip_load(c->chip, &s->chips[i]))) {
+            char why[256];
+            snprintf(why, sizeof why, "%s", gos_last_error());
+            return gos_fail(rc, "device %s: chip = %s", c->label, why);
         }
         s->n_devs = i + 1;
         if ((rc = gos_exec_init(d->dev)))
@@ -64,13 +83,23 @@ static int open_devices(struct srv *s, const char *force_sim)
             pthread_cond_init(&d->cond[e], &ca);
         pthread_condattr_destroy(&ca);
     }
+    /* Memory shares against the devices' real sizes (issue 15.6). */
+    uint64_t totals[GOS_SERVE_MAX_DEVICES];
+    for (int i = 0; i < s->n_devs; i++)
+        totals[i] = s->devs[i].mem_total;
+    char warn[256];
+    int rc0 = gos_serve_config_check_memory(&s->cfg, totals, warn, sizeof warn);
+    if (rc0)
+        return rc0;
+    if (warn[0])
+        srv_log(LOG_WARNING, "%s", warn);
     for (int v = 0; v < s->cfg.n_vgpus; v++) {
         struct srv_vgpu *g = &s->vgpus[v];
         g->cfg = s->cfg.vgpus[v];
+        g->file = g->cfg;
         g->id = (uint32_t)v;
         struct srv_dev *d = &s->devs[g->cfg.device];
-        g->mem_quota = g->cfg.mem_pct > 0 ? (uint64_t)(g->cfg.mem_pct / 100.0 * (double)d->mem_total)
-                                          : g->cfg.mem_bytes;
+        g->mem_quota = gos_serve_mem_quota(g->cfg.mem_pct, g->cfg.mem_bytes, d->mem_total);
         int rc = gos_sched_vgpu_add(d->sched, g->id, g->cfg.compute, g->cfg.copy);
         if (rc)
             {
@@ -97,7 +126,49 @@ static void close_devices(struct srv *s)
         }
         gos_sched_free(d->sched);
         gos_device_close(d->dev);
+        gos_chip_free(s->chips[i]);
+        s->chips[i] = NULL;
     }
+}
+
+/* The socket's directory: created (mode 0755: clients must reach the socket,
+ * whose own mode decides who may connect) when absent, refused when others may
+ * write to it without the sticky bit (anyone could replace the socket). */
+static int socket_dir(const char *path)
+{
+    char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return GOS_OK; /* the working directory */
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    if (n >= sizeof dir)
+        return gos_fail(GOS_EINVAL, "socket path %s is too long", path);
+    memcpy(dir, path, n);
+    dir[n] = 0;
+    struct stat st;
+    if (stat(dir, &st) && errno == ENOENT) {
+        if (mkdir(dir, 0755) && errno != EEXIST) {
+            int e = errno;
+            return gos_fail(e == EACCES || e == EROFS ? GOS_EPERM : GOS_EIO,
+                            "cannot create the socket's directory %s: %s (run as root, under the systemd unit "
+                            "(RuntimeDirectory=gpuos), or choose another socket with --socket or socket =)",
+                            dir, strerror(e));
+        }
+        chmod(dir, 0755); /* whatever the umask */
+        srv_log(LOG_INFO, "created %s (mode 0755)", dir);
+        if (stat(dir, &st))
+            return gos_fail(GOS_EIO, "%s: %s", dir, strerror(errno));
+    }
+    if (!S_ISDIR(st.st_mode))
+        return gos_fail(GOS_EINVAL, "the socket's directory %s is not a directory", dir);
+    if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX))
+        return gos_fail(GOS_EPERM, "the socket's directory %s is writable by anyone without the sticky bit: "
+                                   "anyone could replace the socket; choose another directory", dir);
+    if (access(dir, W_OK | X_OK))
+        return gos_fail(GOS_EPERM, "cannot create the socket in %s: %s (run as root, under the systemd unit "
+                                   "(RuntimeDirectory=gpuos), or choose another socket with --socket or socket =)",
+                        dir, strerror(errno));
+    return GOS_OK;
 }
 
 /* Binds under a temporary name and renames into place once listening, so that
@@ -108,6 +179,9 @@ static int listen_on(struct srv *s, const char *path)
     char tmp[sizeof a.sun_path];
     if (strlen(path) + 8 >= sizeof a.sun_path)
         return gos_fail(GOS_EINVAL, "socket path %s is too long", path);
+    int rc = socket_dir(path);
+    if (rc)
+        return rc;
     /* A live daemon on the path wins; a stale file is replaced. */
     int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
@@ -134,18 +208,61 @@ static int listen_on(struct srv *s, const char *path)
     return GOS_OK;
 }
 
-static void accept_one(struct srv *s)
+/* Refuses a connection at once with a connection-level error (a REPLY of
+ * sequence 0, which the client library reports as the failure of gpuos_open) and
+ * closes it. Never blocks: the reply fits an empty socket buffer. */
+static void refuse(int fd, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void refuse(int fd, int code, const char *fmt, ...)
+{
+    char why[GOS_MSG_TEXT_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    gos_wire_reply(fd, 1, 0, GOS_MSG_HELLO, code, why, NULL, 0);
+    close(fd);
+}
+
+/* Accepts one connection. Returns 0, or -1 when the daemon is out of descriptors
+ * or memory (the caller backs off instead of polling a listener it cannot
+ * serve: accept would fail at once, forever). At the descriptor limit the
+ * reserve descriptor is given up for a moment so that the connection waiting is
+ * told why instead of hanging in the backlog. */
+static int accept_one(struct srv *s)
 {
     int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-    if (fd < 0)
-        return;
+    if (fd < 0) {
+        int e = errno;
+        if (e != EMFILE && e != ENFILE && e != ENOBUFS && e != ENOMEM)
+            return 0; /* EAGAIN, ECONNABORTED, EINTR...: nothing to back off from */
+        if ((e == EMFILE || e == ENFILE) && s->reserve_fd >= 0) {
+            close(s->reserve_fd);
+            s->reserve_fd = -1;
+            int x = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+            if (x >= 0)
+                refuse(x, GOS_ELIMIT, "gpuos serve is out of file descriptors (%d clients connected); try again later",
+                       s->n_clients);
+            s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        }
+        s->n_refused++;
+        return -1;
+    }
+    pthread_mutex_lock(&s->lock);
+    int over = s->n_clients >= s->cfg.max_clients;
+    int n = s->n_clients;
+    pthread_mutex_unlock(&s->lock);
+    if (over) {
+        s->n_refused++;
+        refuse(fd, GOS_ELIMIT, "gpuos serve has its maximum of %d clients connected (max_clients); try again later", n);
+        return 0;
+    }
     struct ucred cr;
     socklen_t cl = sizeof cr;
     struct srv_client *c = calloc(1, sizeof *c);
     if (!c || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl)) {
         free(c);
         close(fd);
-        return;
+        return c ? 0 : -1;
     }
     int sz = 1 << 20;
     setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof sz);
@@ -153,8 +270,10 @@ static void accept_one(struct srv *s)
     c->fd = fd;
     c->pid = cr.pid;
     c->uid = cr.uid;
+    c->gid = cr.gid;
     c->vgpu = -1;
     c->refs = 1;
+    c->born_ns = srv_now_ns();
     pthread_mutex_init(&c->wlock, NULL);
     pthread_mutex_lock(&s->lock);
     c->id = ++s->next_client_id;
@@ -165,13 +284,74 @@ static void accept_one(struct srv *s)
     pthread_attr_init(&at);
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&at, 256 << 10);
-    if (pthread_create(&c->thread, &at, srv_client_main, c)) {
+    int bad = pthread_create(&c->thread, &at, srv_client_main, c);
+    if (bad) {
         s->clients = c->next;
         s->n_clients--;
-        close(fd);
-        free(c);
     }
     pthread_attr_destroy(&at);
+    pthread_mutex_unlock(&s->lock);
+    if (bad) {
+        pthread_mutex_destroy(&c->wlock);
+        free(c);
+        refuse(fd, GOS_ELIMIT, "gpuos serve cannot start a thread for this connection: %s", strerror(bad));
+        return -1;
+    }
+    return 0;
+}
+
+/* Fits max_clients to the descriptor limit: raises the soft limit to the hard
+ * one, and lowers max_clients (with a warning) when even that cannot hold one
+ * descriptor per client plus the daemon's own. */
+#define SRV_FD_RESERVE 64
+static void fit_fd_limit(struct srv *s)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl))
+        return;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && (rlim_t)s->cfg.max_clients + SRV_FD_RESERVE > rl.rlim_cur) {
+        int fit = rl.rlim_cur > 2 * SRV_FD_RESERVE ? (int)(rl.rlim_cur - SRV_FD_RESERVE) : (int)(rl.rlim_cur / 2);
+        if (fit < 1)
+            fit = 1;
+        srv_log(LOG_WARNING, "max_clients %d does not fit the descriptor limit %llu: %d", s->cfg.max_clients,
+                (unsigned long long)rl.rlim_cur, fit);
+        s->cfg.max_clients = fit;
+    }
+}
+
+/* Waits (lock held) up to ms for every client to be released; the number left. */
+static int srv_wait_clients(struct srv *s, int ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    while (s->n_clients > 0)
+        if (pthread_cond_timedwait(&s->idle, &s->lock, &until) == ETIMEDOUT)
+            break;
+    return s->n_clients;
+}
+
+/* Drops connections that sent no HELLO within hello_timeout_ms (a connection
+ * flood must not hold client slots forever). Called from the accept loop. */
+void srv_reap_idle(struct srv *s)
+{
+    uint64_t now = srv_now_ns(), limit = (uint64_t)s->cfg.hello_timeout_ms * 1000000ull;
+    pthread_mutex_lock(&s->lock);
+    for (struct srv_client *c = s->clients; c; c = c->next)
+        if (c->vgpu < 0 && !c->dead && !c->reaped && now - c->born_ns > limit) {
+            c->reaped = 1;
+            shutdown(c->fd, SHUT_RDWR);
+        }
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -187,6 +367,10 @@ int srv_run(struct srv *s, const char *force_sim)
     pthread_mutex_init(&s->lock, NULL);
     s->uid = getuid();
     s->listen_fd = -1;
+    s->reserve_fd = -1;
+    fit_fd_limit(s);
+    for (int i = 0; i < s->cfg.n_warn; i++)
+        srv_log(LOG_WARNING, "%s", s->cfg.warn[i]);
     /* Readers poll for the next request only where CPUs are plentiful: a poller
      * takes a CPU for up to spin_us after each request. */
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -198,16 +382,20 @@ int srv_run(struct srv *s, const char *force_sim)
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGPIPE);
+    sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL); /* every thread inherits the mask */
     sfd = signalfd(-1, &set, SFD_CLOEXEC);
     if (sfd < 0) {
         rc = gos_fail(GOS_EIO, "signalfd: %s", strerror(errno));
         goto fail;
     }
-    if ((rc = open_devices(s, force_sim)))
+    if ((rc = open_devices(s, force_sim)) || (rc = srv_state_load(s)))
         goto fail;
+    s->last_reload_ok = 1;
+    s->last_reload_s = (double)time(NULL);
     if ((rc = listen_on(s, s->cfg.socket)))
         goto fail;
+    s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     for (int i = 0; i < s->n_devs; i++)
         for (int e = 0; e < s->devs[i].n_engines; e++) {
             struct srv_engine_arg *a = malloc(sizeof *a);
@@ -220,31 +408,50 @@ int srv_run(struct srv *s, const char *force_sim)
             pthread_create(&disp[i][e], NULL, srv_dispatch_main, a);
             started++;
         }
-    fprintf(stderr, "gpuos serve: listening on %s (%d device%s, %d vGPU%s, protocol %d)\n", s->cfg.socket,
-            s->n_devs, s->n_devs == 1 ? "" : "s", s->n_vgpus, s->n_vgpus == 1 ? "" : "s", GOS_PROTOCOL_VERSION);
+    if ((rc = srv_metrics_start(s)))
+        goto fail;
+    srv_log(LOG_NOTICE, "listening on %s (%d device%s, %d vGPU%s, protocol %d)", s->cfg.socket, s->n_devs,
+            s->n_devs == 1 ? "" : "s", s->n_vgpus, s->n_vgpus == 1 ? "" : "s", GOS_PROTOCOL_VERSION);
     for (int i = 0; i < s->n_devs; i++)
-        fprintf(stderr, "gpuos serve: device %s: %s%s, policy %s, queue %s\n", s->cfg.devs[i].label,
+        srv_log(LOG_INFO, "device %s: %s%s, policy %s, queue %s", s->cfg.devs[i].label,
                 gos_dev_label(s->devs[i].dev), s->devs[i].dev->info.name,
                 gos_sched_policy_name(s->devs[i].sched), gos_sched_mode_name(s->devs[i].sched));
+    srv_check_oversubscription(s, "at start");
+    sd_notifyf(0, "READY=1\nSTATUS=listening on %s, %d vGPU%s\nMAINPID=%lu", s->cfg.socket, s->n_vgpus,
+               s->n_vgpus == 1 ? "" : "s", (unsigned long)getpid());
+    uint64_t backoff_until = 0;
     for (;;) {
-        struct pollfd pf[2] = {{.fd = s->listen_fd, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
-        if (poll(pf, 2, -1) < 0) {
+        /* While out of descriptors, the listener is left alone for a while: it
+         * stays readable and accept would fail at once, a loop at 100 % CPU. */
+        uint64_t now = srv_now_ns();
+        int listen = now >= backoff_until;
+        struct pollfd pf[2] = {{.fd = sfd, .events = POLLIN}, {.fd = s->listen_fd, .events = POLLIN}};
+        int wait_ms = listen ? 1000 : (int)((backoff_until - now) / 1000000 + 1);
+        int pr = poll(pf, listen ? 2 : 1, wait_ms);
+        if (pr < 0) {
             if (errno == EINTR)
                 continue;
             break;
         }
-        if (pf[1].revents) {
+        if (pf[0].revents) {
             struct signalfd_siginfo si;
-            if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si && si.ssi_signo == SIGPIPE)
+            if (read(sfd, &si, sizeof si) != (ssize_t)sizeof si || si.ssi_signo == SIGPIPE)
                 continue;
-            fprintf(stderr, "gpuos serve: %s: shutting down\n", strsignal((int)si.ssi_signo));
+            if (si.ssi_signo == SIGHUP) {
+                srv_reload(s);
+                continue;
+            }
+            srv_log(LOG_NOTICE, "%s: shutting down", strsignal((int)si.ssi_signo));
             break;
         }
-        if (pf[0].revents)
-            accept_one(s);
+        if (listen && pf[1].revents && accept_one(s) < 0)
+            backoff_until = srv_now_ns() + 100000000ull;
+        srv_reap_idle(s);
     }
     rc = GOS_OK;
 fail:
+    sd_notify(0, "STOPPING=1");
+    srv_metrics_stop(s);
     pthread_mutex_lock(&s->lock);
     s->stop = 1;
     for (struct srv_client *c = s->clients; c; c = c->next)
@@ -253,22 +460,34 @@ fail:
         if (s->devs[i].sched)
             for (int e = 0; e < s->devs[i].n_engines; e++)
                 pthread_cond_broadcast(&s->devs[i].cond[e]);
-    /* Clients end once their in-flight work has completed (bounded wait). */
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += 10;
-    while (s->n_clients > 0) {
-        if (pthread_cond_timedwait(&s->idle, &s->lock, &until) == ETIMEDOUT) {
-            fprintf(stderr, "gpuos serve: %d client(s) still busy after 10 s; exiting anyway\n", s->n_clients);
-            break;
-        }
+    /* Clients end once their in-flight work has completed, within the grace
+     * period; then running work is abandoned (issue 15.5): every wait on the
+     * device returns at once, and whatever still runs on a GPU ends with the
+     * context when the process exits. */
+    int leftover = srv_wait_clients(s, s->cfg.shutdown_grace_ms);
+    int abandoned = 0;
+    if (leftover) {
+        srv_log(LOG_WARNING, "%d client(s) still busy after the grace period of %d ms: abandoning their work",
+                leftover, s->cfg.shutdown_grace_ms);
+        for (int i = 0; i < s->n_devs; i++)
+            gos_exec_abandon(s->devs[i].dev);
+        abandoned = 1;
+        leftover = srv_wait_clients(s, 2000);
     }
-    int leftover = s->n_clients;
     pthread_mutex_unlock(&s->lock);
+    int stuck = 0;
     if (started)
         for (int i = 0; i < s->n_devs; i++)
-            for (int e = 0; e < s->devs[i].n_engines; e++)
-                pthread_join(disp[i][e], NULL);
+            for (int e = 0; e < s->devs[i].n_engines; e++) {
+                struct timespec until;
+                clock_gettime(CLOCK_REALTIME, &until);
+                until.tv_sec += 2;
+                if (pthread_timedjoin_np(disp[i][e], NULL, &until))
+                    stuck = 1; /* in a driver call that does not return: the exit ends it */
+            }
+    if (stuck || abandoned)
+        leftover = leftover ? leftover : 1; /* devices in an unknown state: left to the exit */
+    s->leaked = leftover != 0;
     if (s->listen_fd >= 0) {
         close(s->listen_fd);
         unlink(s->cfg.socket);
@@ -281,5 +500,7 @@ fail:
     }
     if (sfd >= 0)
         close(sfd);
+    if (s->reserve_fd >= 0)
+        close(s->reserve_fd);
     return rc;
 }
