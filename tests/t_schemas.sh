@@ -3,7 +3,7 @@
 # Debian's python3-jsonschema:
 #   - every schema is a valid JSON Schema 2020-12 document;
 #   - one file of each kind this test can make quickly (chip, info, node, vgpu-list,
-#     dvfs-probe, sched-sim) validates, and so does every committed results/ file
+#     the daemon's vgpu-state file, dvfs-probe, sched-sim) validates, and so does every committed results/ file
 #     that claims a gpuos schema;
 #   - mutated copies fail: a required member removed, a member of the wrong type,
 #     a wrong schema name, for each kind;
@@ -26,7 +26,7 @@ mkdir "$T/ok" "$T/bad"
 "$G" node --sim default,default --json "$T/ok/node.json" >/dev/null || fail "node"
 "$G" dvfs probe --sim default --json "$T/ok/dvfs-probe.json" >/dev/null 2>&1 || fail "dvfs probe"
 "$B/bench/sched_sim" --json "$T/ok/sched-sim.json" >/dev/null 2>&1 || fail "sched_sim"
-printf 'socket = %s/s\n[device 0]\nsim = default\n[vgpu a]\ncompute = 50\ncopy = 50\nmemory = 1G\n' "$T" > "$T/conf"
+printf 'socket = %s/s\nstate = %s/state.json\n[device 0]\nsim = default\n[vgpu a]\ncompute = 50\ncopy = 50\nmemory = 1G\n' "$T" "$T" > "$T/conf"
 "$G" serve --config "$T/conf" 2>"$T/serve.log" &
 DPID=$!
 i=0
@@ -35,10 +35,12 @@ while [ ! -S "$T/s" ]; do
     sleep 0.1
 done
 "$G" vgpu list --socket "$T/s" --json > "$T/ok/vgpu-list.json" || fail "vgpu list"
+"$G" vgpu set a compute=40 --socket "$T/s" >/dev/null 2>&1 || fail "vgpu set"
+cp "$T/state.json" "$T/ok/vgpu-state.json" || fail "no state file after vgpu set"
 kill -TERM "$DPID"; wait "$DPID"; DPID=
 
 $PY tests/schema_check.py --known-only "$T/ok" > "$T/ok.log" || { cat "$T/ok.log"; fail "fresh files do not validate"; }
-for k in chip info node vgpu-list dvfs-probe sched-sim; do
+for k in chip info node vgpu-list vgpu-state dvfs-probe sched-sim; do
     grep -q "gpuos.$k/1 1" "$T/ok.log" || fail "no $k document checked: $(tail -1 "$T/ok.log")"
 done
 $PY tests/schema_check.py results > "$T/res.log" || { cat "$T/res.log"; fail "committed results do not validate"; }
@@ -81,6 +83,10 @@ mut("sched-sim-vgpus-string", docs["sched-sim"], ["fairness", 0, "vgpus"], "set"
 mut("dvfs-measurement-status-number", {"t_request_ns": 1, "host_request_ns": 2, "sync_uncertainty_ns": 0.5,
     "nvml_mhz": 1980, "status": "ok", "latency_ms": 1.0}, ["status"], "set", 3)
 mut("unknown-schema", c, ["schema"], "set", "gpuos.nosuch/1")
+st = json.load(open(os.path.join(ok, "vgpu-state.json")))
+assert st["overrides"], st
+mut("vgpu-state-bad-key", st, ["overrides", 0, "key"], "set", "priority")
+mut("vgpu-state-no-config", st, ["overrides", 0, "config"], "del")
 PYEOF
 $PY tests/schema_check.py --expect-invalid "$T/bad" > "$T/bad.log" || { cat "$T/bad.log"; fail "a mutated file validated"; }
 [ "$(grep -c 'rejected as expected' "$T/bad.log")" -eq "$(ls "$T/bad" | wc -l)" ] ||
