@@ -31,9 +31,14 @@ run() {
     fi
 }
 for t in test_proto test_proto_fuzz test_client; do run "$ABUILD/tests/$t"; done
-for t in tests/t_serve.sh tests/t_serve_fair.sh tests/t_serve_robust.sh tests/t_hostile.sh tests/t_hostile_config.sh; do
+for t in tests/t_serve.sh tests/t_serve_robust.sh tests/t_hostile.sh tests/t_hostile_config.sh; do
     run sh "$t"
 done
+# The fairness test asserts measured shares within a few points: a sanitized
+# daemon on a busy 2-CPU runner may miss one by timing alone, so it gets a second
+# try; memory and UB errors fail the step whatever (reports are checked below).
+sh tests/t_serve_fair.sh >"$logs/fair1" 2>&1 && echo "PASS (sanitized) sh tests/t_serve_fair.sh" ||
+    { echo "retry (sanitized) t_serve_fair.sh: $(grep FAIL "$logs/fair1" | head -1)"; run sh tests/t_serve_fair.sh; }
 # the fuzzers
 run sh tests/fuzz/serve_proto.sh "$SECS"
 run "$ABUILD/tests/fuzz_serve" config "$SECS" "$(date +%s)"

@@ -65,18 +65,15 @@ static int get_number(json_t *obj, const char *key, const char *where, double *o
     return GOS_OK;
 }
 
-/* Optional byte count dev[key] in 0..max (0 when absent); past max every figure
- * derived from it is nonsense (issue 15.6). */
-static int get_bytes(json_t *dev, const char *key, const char *where, double max, uint64_t *out)
+/* Optional non-negative byte count dev[key] (0 when absent). */
+static int get_bytes(json_t *dev, const char *key, const char *where, uint64_t *out)
 {
     double x = 0;
     int rc = get_number(dev, key, where, &x, 0);
     if (rc)
         return rc;
-    if (x < 0)
-        return gos_fail(GOS_EINVAL, "%s.%s: negative", where, key);
-    if (!(x <= max))
-        return gos_fail(GOS_EINVAL, "%s.%s: %g is outside 0..%g", where, key, x, max);
+    if (!(x >= 0 && x <= 0x1p50)) /* NaN, negatives and what no chip has (1e300 would not convert) */
+        return gos_fail(GOS_EINVAL, "%s.%s: %g is outside 0..2^50", where, key, x);
     *out = (uint64_t)x;
     return GOS_OK;
 }
@@ -112,8 +109,8 @@ static int parse_device(gos_chip *c, json_t *dev, const char *what)
     if (x < 1 || x > GOS_MAX_SMS || x != (int)x)
         return gos_fail(GOS_EINVAL, "%s.sm_count: %g is not an integer in 1..%d", where, x, GOS_MAX_SMS);
     c->device.sm_count = (int)x;
-    if ((rc = get_bytes(dev, "l2_bytes", where, 0x1p40, &c->device.l2_bytes)) ||
-        (rc = get_bytes(dev, "mem_bytes", where, 0x1p50, &c->device.mem_bytes)))
+    if ((rc = get_bytes(dev, "l2_bytes", where, &c->device.l2_bytes)) ||
+        (rc = get_bytes(dev, "mem_bytes", where, &c->device.mem_bytes)))
         return rc;
     x = 0;
     if ((rc = get_number(dev, "sm_clock_mhz", where, &x, 0)))

@@ -34,8 +34,8 @@ static const char usage_text[] =
     "  --repeat N   sections that support it measure N times and report the spread\n";
 
 /* Whether the chart can be written to path: the temporary file gos_chip_save
- * writes first is created and removed (so that a probe of minutes does not end
- * in "cannot write"). */
+ * writes first is created and removed, so that a probe of minutes does not end
+ * in "cannot write" (issue 15.7). */
 static int writable(const char *path)
 {
     struct stat st;
@@ -167,7 +167,7 @@ int cmd_probe(int argc, char **argv)
     if (sel.n > 1 && json_out && !strcmp(json_out, "-"))
         return cli_usage("probe", "--json - writes one chart: with several GPUs give a directory");
     if (json_out && strcmp(json_out, "-") && (sel.n > 1 ? writable_dir(json_out) : writable(json_out)))
-        return cli_fail(); /* before the probe, not after it (issue 15.7) */
+        return cli_fail(); /* before the probe, not after it */
     gos_chip *kept[CLI_MAX_DEVICES] = {0};
     int rc = GOS_OK;
     for (int i = 0; i < sel.n && !rc; i++) {

@@ -156,25 +156,6 @@ int gos_exec_launch(gos_device *d, void *fn, const struct gos_launch_cfg *cfg, v
     return EXEC(d)->launch(d, fn, cfg, stream);
 }
 
-int gos_exec_launch_ranges(gos_device *d, void *fn, const struct gos_launch_cfg *cfg, struct gos_dev_range *r,
-                           int *n)
-{
-    NONNULL(n, "range count");
-    *n = -1;
-    if (!HAS(d, launch_ranges))
-        return GOS_OK;
-    NONNULL(fn, "function");
-    NONNULL(cfg, "launch configuration");
-    NONNULL(r, "range array");
-    return EXEC(d)->launch_ranges(d, fn, cfg, r, n);
-}
-
-void gos_exec_abandon(gos_device *d)
-{
-    if (d && HAS(d, abandon))
-        EXEC(d)->abandon(d);
-}
-
 int gos_exec_event_create(gos_device *d, void **ev)
 {
     NEED(d, event_create, "events");
@@ -207,4 +188,20 @@ int gos_exec_event_elapsed_ns(gos_device *d, void *start, void *end, uint64_t *n
     NEED(d, event_elapsed_ns, "events");
     NONNULL(start && end && ns, "event or result pointer");
     return EXEC(d)->event_elapsed_ns(d, start, end, ns);
+}
+
+int gos_exec_launch_ranges(gos_device *d, void *fn, const struct gos_launch_cfg *cfg, struct gos_dev_range *r,
+                           int *n)
+{
+    NONNULL(n && r && cfg, "result pointer or configuration");
+    *n = -1;
+    if (!HAS(d, launch_ranges))
+        return GOS_OK; /* nothing known: the daemon cannot check pointers it does not know */
+    return EXEC(d)->launch_ranges(d, fn, cfg, r, n);
+}
+
+void gos_exec_abandon(gos_device *d)
+{
+    if (d && d->ops && HAS(d, abandon))
+        EXEC(d)->abandon(d);
 }

@@ -35,6 +35,7 @@ struct gos_dev_range {
     uint64_t ptr, bytes;
 };
 #define GOS_LAUNCH_RANGES_MAX 4
+
 /* The built-in module's name, the same on every backend. */
 #define GOS_EXEC_BUILTIN "builtin"
 
@@ -124,15 +125,15 @@ int gos_exec_module_load(gos_device *d, const void *image, size_t bytes, const c
 int gos_exec_module_unload(gos_device *d, void *mod);
 int gos_exec_function(gos_device *d, void *mod, const char *name, void **fn);
 int gos_exec_launch(gos_device *d, void *fn, const struct gos_launch_cfg *cfg, void *stream);
-/* Without the backend's launch_ranges: GOS_OK with *n = -1 (ranges unknown). */
-int gos_exec_launch_ranges(gos_device *d, void *fn, const struct gos_launch_cfg *cfg, struct gos_dev_range *r,
-                           int *n);
-/* Nothing to do when the backend has no abandon. */
-void gos_exec_abandon(gos_device *d);
 int gos_exec_event_create(gos_device *d, void **ev);
 int gos_exec_event_destroy(gos_device *d, void *ev);
 int gos_exec_event_record(gos_device *d, void *ev, void *stream);
 int gos_exec_event_sync(gos_device *d, void *ev);
 int gos_exec_event_elapsed_ns(gos_device *d, void *start, void *end, uint64_t *ns);
+/* Optional ops: launch_ranges gives *n = -1 (nothing known) and abandon does
+ * nothing when the backend lacks them. */
+int gos_exec_launch_ranges(gos_device *d, void *fn, const struct gos_launch_cfg *cfg, struct gos_dev_range *r,
+                           int *n);
+void gos_exec_abandon(gos_device *d);
 
 #endif

@@ -424,20 +424,18 @@ static int validate(struct srv_client *c, const struct gos_msg_hdr *h, const voi
             return gos_fail(GOS_EINVAL, "function handle %llu is not a function of this client",
                             (unsigned long long)m->func);
         struct srv_dev *d = dev_of(c);
-        {
-            struct gos_launch_cfg cfg = {.params = m + 1, .param_bytes = m->param_bytes};
-            memcpy(cfg.grid, m->grid, sizeof m->grid);
-            memcpy(cfg.block, m->block, sizeof m->block);
-            memcpy(cfg.cluster, m->cluster, sizeof m->cluster);
-            struct gos_dev_range r[GOS_LAUNCH_RANGES_MAX];
-            int n = 0;
-            if ((rc = gos_exec_launch_ranges(d->dev, c->funcs[m->func - 1], &cfg, r, &n)))
-                return rc;
-            for (int i = 0; i < n; i++)
-                if (r[i].bytes && !find_alloc(c, r[i].ptr, r[i].bytes))
-                    return gos_fail(GOS_EINVAL, "kernel argument range 0x%llx+%llu is not inside an allocation of "
-                                    "this client", (unsigned long long)r[i].ptr, (unsigned long long)r[i].bytes);
-        }
+        struct gos_launch_cfg cfg = {.params = m + 1, .param_bytes = m->param_bytes};
+        memcpy(cfg.grid, m->grid, sizeof m->grid);
+        memcpy(cfg.block, m->block, sizeof m->block);
+        memcpy(cfg.cluster, m->cluster, sizeof m->cluster);
+        struct gos_dev_range r[GOS_LAUNCH_RANGES_MAX];
+        int n = 0;
+        if ((rc = gos_exec_launch_ranges(d->dev, c->funcs[m->func - 1], &cfg, r, &n)))
+            return rc;
+        for (int i = 0; i < n; i++)
+            if (r[i].bytes && !find_alloc(c, r[i].ptr, r[i].bytes))
+                return gos_fail(GOS_EINVAL, "kernel argument range 0x%llx+%llu is not inside an allocation of "
+                                "this client", (unsigned long long)r[i].ptr, (unsigned long long)r[i].bytes);
         cost += m->param_bytes;
     }
     if (c->queued_ops >= s->cfg.max_queued_requests)
@@ -448,22 +446,6 @@ static int validate(struct srv_client *c, const struct gos_msg_hdr *h, const voi
                         "%llu (max_queued_bytes); synchronize", (unsigned long long)c->queued_bytes,
                         (unsigned long long)s->cfg.max_queued_bytes);
     return GOS_OK;
-}
-
-/* An error of one request: answered, or kept for the next SYNC when the request
- * is asynchronous (as CUDA reports sticky errors). */
-static int request_error(struct srv_client *c, const struct gos_msg_hdr *h, const void *p, int rc)
-{
-    int async = (h->type == GOS_MSG_COPY && (((const struct gos_msg_copy *)p)->flags & GOS_F_ASYNC)) ||
-                (h->type == GOS_MSG_LAUNCH && (((const struct gos_msg_launch *)p)->flags & GOS_F_ASYNC));
-    if (async) {
-        if (!c->sticky_rc) {
-            c->sticky_rc = rc;
-            snprintf(c->sticky_msg, sizeof c->sticky_msg, "%s", gos_last_error());
-        }
-        return 0;
-    }
-    return reply(c, h->seq, h->type, rc, NULL, 0);
 }
 
 /* Handles one valid message (lock held). Returns <0 to end the connection. */
@@ -493,7 +475,10 @@ static int handle(struct srv_client *c, const struct gos_msg_hdr *h, void *p, in
         }
         if (fd >= 0 && h->type == GOS_MSG_REGION_ADD)
             close(fd);
-        return request_error(c, h, p, rc);
+        uint32_t flags = h->type == GOS_MSG_COPY     ? ((const struct gos_msg_copy *)p)->flags
+                         : h->type == GOS_MSG_LAUNCH ? ((const struct gos_msg_launch *)p)->flags
+                                                     : 0;
+        return answer_queued(c, h, rc, flags);
     }
     switch (h->type) {
     case GOS_MSG_HELLO: {

@@ -470,7 +470,8 @@ fail:
         srv_log(LOG_WARNING, "%d client(s) still busy after the grace period of %d ms: abandoning their work",
                 leftover, s->cfg.shutdown_grace_ms);
         for (int i = 0; i < s->n_devs; i++)
-            gos_exec_abandon(s->devs[i].dev);
+            if (s->devs[i].dev)
+                gos_exec_abandon(s->devs[i].dev);
         abandoned = 1;
         leftover = srv_wait_clients(s, 2000);
     }
