@@ -4,6 +4,11 @@
 #include "common/status.h"
 #include "device/device.h"
 #include "device/p2p_ops.h"
+#include "device/place_ops.h"
+
+/* No GPU without the toolkit: the placement and GPU-to-GPU pillars have no operations. */
+const struct gos_place_ops gos_cuda_place_ops = {0};
+const struct gos_p2p_ops gos_cuda_p2p_ops = {0};
 
 int gos_cuda_device_count(void)
 {
@@ -15,6 +20,3 @@ int gos_cuda_open(int ordinal, gos_device **out)
 {
     return gos_fail(GOS_ENODEV, "this gpuos was built without the CUDA toolkit: only --sim works");
 }
-
-/* The pillars' instances a cuda backend would have (nothing references them here). */
-const struct gos_p2p_ops gos_cuda_p2p_ops = {0};
