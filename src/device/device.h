@@ -85,6 +85,7 @@ struct gos_mem_ops;  /* mem_ops.h: pillar 1b primitives */
 struct gos_dvfs_ops; /* dvfs_ops.h: pillar 1c primitives */
 struct gos_exec_ops; /* exec_ops.h: pillar 3 execution (daemon) primitives */
 struct gos_place_ops; /* place_ops.h: pillar 2 placement primitives */
+struct gos_p2p_ops;  /* p2p_ops.h: GPU-to-GPU links of a node */
 
 struct gos_device_ops {
     const char *name;
@@ -97,6 +98,7 @@ struct gos_device_ops {
     const struct gos_dvfs_ops *dvfs;
     const struct gos_exec_ops *exec;
     const struct gos_place_ops *place;
+    const struct gos_p2p_ops *p2p;
 };
 
 struct gos_device {

@@ -1,0 +1,97 @@
+#!/bin/sh
+# t_schemas.sh: the JSON schemas of schemas/ (issue 14 item 6), checked with
+# Debian's python3-jsonschema:
+#   - every schema is a valid JSON Schema 2020-12 document;
+#   - one file of each kind this test can make quickly (chip, info, node, vgpu-list,
+#     the daemon's vgpu-state file, dvfs-probe, sched-sim) validates, and so does every committed results/ file
+#     that claims a gpuos schema;
+#   - mutated copies fail: a required member removed, a member of the wrong type,
+#     a wrong schema name, for each kind;
+# tests/run.sh validates every JSON document the whole suite makes gpuos write
+# (GPUOS_JSON_TRACE) after the other tests.
+set -u
+G=${GPUOS:-build/gpuos}
+B=${BUILD:-build}
+PY=/usr/bin/python3
+T=$(mktemp -d)
+DPID=
+trap '[ -n "$DPID" ] && kill -9 "$DPID" 2>/dev/null; rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+unset GPUOS_JSON_TRACE
+$PY -c "import jsonschema" 2>/dev/null || fail "python3-jsonschema is not installed (make deps)"
+
+mkdir "$T/ok" "$T/bad"
+"$G" probe all --sim default --json "$T/ok/chip.json" >/dev/null || fail "probe"
+"$G" info --sim default,default --json "$T/ok/info.json" >/dev/null || fail "info"
+"$G" node --sim default,default --json "$T/ok/node.json" >/dev/null || fail "node"
+"$G" dvfs probe --sim default --json "$T/ok/dvfs-probe.json" >/dev/null 2>&1 || fail "dvfs probe"
+"$B/bench/sched_sim" --json "$T/ok/sched-sim.json" >/dev/null 2>&1 || fail "sched_sim"
+printf 'socket = %s/s\nstate = %s/state.json\n[device 0]\nsim = default\n[vgpu a]\ncompute = 50\ncopy = 50\nmemory = 1G\n' "$T" "$T" > "$T/conf"
+"$G" serve --config "$T/conf" 2>"$T/serve.log" &
+DPID=$!
+i=0
+while [ ! -S "$T/s" ]; do
+    i=$((i + 1)); [ $i -gt 100 ] && fail "daemon did not come up"
+    sleep 0.1
+done
+"$G" vgpu list --socket "$T/s" --json > "$T/ok/vgpu-list.json" || fail "vgpu list"
+"$G" vgpu set a compute=40 --socket "$T/s" >/dev/null 2>&1 || fail "vgpu set"
+cp "$T/state.json" "$T/ok/vgpu-state.json" || fail "no state file after vgpu set"
+kill -TERM "$DPID"; wait "$DPID"; DPID=
+
+$PY tests/schema_check.py --known-only "$T/ok" > "$T/ok.log" || { cat "$T/ok.log"; fail "fresh files do not validate"; }
+for k in chip info node vgpu-list vgpu-state dvfs-probe sched-sim; do
+    grep -q "gpuos.$k/1 1" "$T/ok.log" || fail "no $k document checked: $(tail -1 "$T/ok.log")"
+done
+$PY tests/schema_check.py results > "$T/res.log" || { cat "$T/res.log"; fail "committed results do not validate"; }
+tail -1 "$T/res.log"
+
+# mutations: each must be rejected
+$PY - "$T/ok" "$T/bad" <<'PYEOF' || fail "making mutations"
+import json, os, sys
+ok, bad = sys.argv[1:3]
+def mut(name, doc, path, how, value=None):
+    d = json.loads(json.dumps(doc))
+    o = d
+    for p in path[:-1]:
+        o = o[p]
+    if how == "del":
+        del o[path[-1]]
+    else:
+        o[path[-1]] = value
+    json.dump(d, open(os.path.join(bad, name + ".json"), "w"))
+docs = {k: json.load(open(os.path.join(ok, k + ".json"))) for k in
+        ("chip", "info", "node", "vgpu-list", "dvfs-probe", "sched-sim")}
+c = docs["chip"]
+mut("chip-no-sm-count", c, ["device", "sm_count"], "del")
+mut("chip-sm-count-string", c, ["device", "sm_count"], "set", "132")
+mut("chip-gpc-no-sms", c, ["topology", "gpcs", 0, "sms"], "del")
+mut("chip-sms-not-ints", c, ["topology", "gpcs", 0, "sms"], "set", ["a", "b"])
+mut("chip-partition-sms-string", c, ["numa", "partitions", 1, "sms"], "set", "0-65")
+mut("chip-curve-gbps-string", c, ["memory", "l2_curve", "gbps", 0], "set", "fast")
+mut("chip-probe-no-date", c, ["probe", "date"], "del")
+mut("chip-wrong-schema", c, ["schema"], "set", "gpuos.chip/2")
+mut("info-no-uuid", docs["info"], ["devices", 0, "uuid"], "del")
+mut("info-sm-count-float", docs["info"], ["devices", 0, "sm_count"], "set", 13.5)
+mut("node-link-gbps-string", docs["node"], ["links", 0, "gbps"], "set", "350")
+mut("node-no-links", docs["node"], ["links"], "del")
+mut("vgpu-list-share-string", docs["vgpu-list"], ["vgpus", 0, "compute_share"], "set", "50%")
+mut("vgpu-list-no-name", docs["vgpu-list"], ["vgpus", 0, "name"], "del")
+mut("vgpu-list-share-over-100", docs["vgpu-list"], ["vgpus", 0, "compute_share"], "set", 150)
+mut("dvfs-probe-no-device", docs["dvfs-probe"], ["device"], "del")
+mut("sched-sim-vgpus-string", docs["sched-sim"], ["fairness", 0, "vgpus"], "set", "two")
+mut("dvfs-measurement-status-number", {"t_request_ns": 1, "host_request_ns": 2, "sync_uncertainty_ns": 0.5,
+    "nvml_mhz": 1980, "status": "ok", "latency_ms": 1.0}, ["status"], "set", 3)
+mut("unknown-schema", c, ["schema"], "set", "gpuos.nosuch/1")
+st = json.load(open(os.path.join(ok, "vgpu-state.json")))
+assert st["overrides"], st
+mut("vgpu-state-bad-key", st, ["overrides", 0, "key"], "set", "priority")
+mut("vgpu-state-no-config", st, ["overrides", 0, "config"], "del")
+PYEOF
+$PY tests/schema_check.py --expect-invalid "$T/bad" > "$T/bad.log" || { cat "$T/bad.log"; fail "a mutated file validated"; }
+[ "$(grep -c 'rejected as expected' "$T/bad.log")" -eq "$(ls "$T/bad" | wc -l)" ] ||
+    { cat "$T/bad.log"; fail "not every mutation was rejected"; }
+# the schemaless form of a fresh file is no gpuos document
+$PY -c "import json; json.dump({'hello': 1}, open('$T/plain.json', 'w'))"
+$PY tests/schema_check.py --known-only "$T/plain.json" >/dev/null && fail "--known-only accepted a document of no schema"
+echo "t_schemas: ok ($(ls "$T/bad" | wc -l) mutations rejected)"
