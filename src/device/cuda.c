@@ -18,6 +18,7 @@
 extern const struct gos_mem_ops gos_cuda_mem_ops __attribute__((weak));
 extern const struct gos_dvfs_ops gos_cuda_dvfs_ops __attribute__((weak));
 extern const struct gos_exec_ops gos_cuda_exec_ops __attribute__((weak));
+extern const struct gos_green_ops gos_cuda_green_ops;
 
 int gos_cuda_cluster_probe(gos_device *d, int cs, int *sms_out, int max_blocks, int *n_blocks);
 int gos_cuda_l2_bandwidth(gos_device *d, const int *sms, int n, double *gbps);
@@ -217,6 +218,7 @@ static const struct gos_device_ops cuda_ops = {
     .mem = &gos_cuda_mem_ops,
     .dvfs = &gos_cuda_dvfs_ops,
     .exec = &gos_cuda_exec_ops,
+    .green = &gos_cuda_green_ops,
 };
 
 static int attr(CUdevice dev, CUdevice_attribute a, int *v) { return CU_CALL(cuDeviceGetAttribute, v, a, dev); }

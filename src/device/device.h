@@ -64,6 +64,7 @@ typedef void (*gos_pillar_close_fn)(gos_device *d);
 struct gos_mem_ops;  /* mem_ops.h: pillar 1b primitives */
 struct gos_dvfs_ops; /* dvfs_ops.h: pillar 1c primitives */
 struct gos_exec_ops; /* exec_ops.h: pillar 3 execution (daemon) primitives */
+struct gos_green_ops; /* green_ops.h: green contexts, SM partitions (issue 13) */
 
 struct gos_device_ops {
     const char *name;
@@ -85,6 +86,7 @@ struct gos_device_ops {
     const struct gos_mem_ops *mem;
     const struct gos_dvfs_ops *dvfs;
     const struct gos_exec_ops *exec;
+    const struct gos_green_ops *green;
 };
 
 struct gos_device {
@@ -93,6 +95,7 @@ struct gos_device {
     struct gos_chip *chip; /* sim: the chip's truth (owned); cuda: NULL */
     void *priv;            /* backend state */
     void *mem_priv, *dvfs_priv, *exec_priv; /* per-pillar backend state */
+    void *green_priv;
 };
 
 /* Which device to open. */

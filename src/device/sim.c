@@ -22,6 +22,7 @@
 extern const struct gos_mem_ops gos_sim_mem_ops __attribute__((weak));
 extern const struct gos_dvfs_ops gos_sim_dvfs_ops __attribute__((weak));
 extern const struct gos_exec_ops gos_sim_exec_ops __attribute__((weak));
+extern const struct gos_green_ops gos_sim_green_ops;
 
 enum { STREAM_CLUSTER = 1, STREAM_L2BW = 2 };
 
@@ -183,6 +184,7 @@ static const struct gos_device_ops sim_ops = {
     .mem = &gos_sim_mem_ops,
     .dvfs = &gos_sim_dvfs_ops,
     .exec = &gos_sim_exec_ops,
+    .green = &gos_sim_green_ops,
 };
 
 int gos_sim_open(const char *chip_path, gos_device **out)
