@@ -12,6 +12,7 @@
 #pragma weak cmd_dvfs
 #pragma weak cmd_serve
 #pragma weak cmd_vgpu
+#pragma weak cmd_place
 
 struct cmd_entry {
     const char *name;
@@ -26,6 +27,7 @@ static const struct cmd_entry commands[] = {
     {"dvfs", cmd_dvfs, "SM frequency-switching latency: run | analyze | report"},
     {"serve", cmd_serve, "the daemon that owns the GPU and hosts virtual GPUs"},
     {"vgpu", cmd_vgpu, "list virtual GPUs or change their shares at run time"},
+    {"place", cmd_place, "SM sets that fit the tenant (green contexts, cluster sizes)"},
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof commands[0])
 
