@@ -87,9 +87,24 @@ int gos_smset_pool_groups(const gos_smset_pool *p);
 /* Group g's SMs (count returned, at most max written) and its owner set (0: free). */
 int gos_smset_pool_group(const gos_smset_pool *p, int g, int *sms, int max, int *owner);
 
-/* A green context of set s on d (whose pool came from gos_smset_pool_open), and
- * its destruction (streams: gos_green_stream_create in the device layer). */
+/* A green context of set s on d (whose pool came from gos_smset_pool_open);
+ * streams, launches and destruction through the device layer (green_ops.h). */
 int gos_smset_green(struct gos_device *d, const gos_smset_pool *p, const gos_smset *s, void **gctx);
+
+/* What a set's green context runs, measured (kernels/green.cu, one block per SM):
+ * one block per SM of the set, all at once, and the promised clusters of the
+ * request's size all at once (C = clusters[K]), then one cluster more. */
+typedef struct {
+    int sms_seen;        /* distinct SMs the n_sms blocks ran on */
+    int outside;         /* blocks that ran on an SM outside the set (any launch) */
+    int all_at_once;     /* the n_sms blocks were co-resident */
+    int cluster;         /* K */
+    int promised;        /* C */
+    int promised_fit;    /* the C clusters were co-resident */
+    int one_more_fits;   /* C + 1 clusters were co-resident (the chart under-promised) */
+} gos_smset_check;
+
+int gos_smset_verify(struct gos_device *d, const gos_smset_pool *p, const gos_smset *s, gos_smset_check *out);
 
 #ifdef __cplusplus
 }

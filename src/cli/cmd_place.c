@@ -32,6 +32,9 @@ static const char *usage_text =
     "  --align        whole GPCs only: no other set shares a GPC with this one\n"
     "  --chart FILE   the chip's chart (gpuos probe --json); default: chart the\n"
     "                 topology now\n"
+    "  --verify       run each set's green context: one block per SM on exactly its\n"
+    "                 SMs, the promised clusters at once (and whether one more fits);\n"
+    "                 exit 1 if a set does not deliver\n"
     "  --json         the sets and the groups as JSON on stdout\n";
 
 static void print_list(const int *v, int n)
@@ -96,7 +99,7 @@ int cmd_place(int argc, char **argv)
 {
     const char *sim = NULL, *chart_path = NULL;
     long ordinal = -1;
-    int as_json = 0, n_req = 0;
+    int as_json = 0, n_req = 0, verify = 0, bad = 0;
     gos_smset_req req[MAX_REQ];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -106,6 +109,8 @@ int cmd_place(int argc, char **argv)
             return 0;
         } else if (!strcmp(a, "--json"))
             as_json = 1;
+        else if (!strcmp(a, "--verify"))
+            verify = 1;
         else if (!strcmp(a, "--align")) {
             if (!n_req)
                 return cli_usage("place", "--align before any --sms");
@@ -185,10 +190,32 @@ int cmd_place(int argc, char **argv)
             refused++;
             continue;
         }
-        if (as_json)
-            json_array_append_new(sets, set_json(&s));
-        else
+        json_t *sj = set_json(&s);
+        if (!as_json)
             print_set(&s);
+        if (verify) {
+            gos_smset_check ck;
+            if ((rc = gos_smset_verify(d, pool, &s, &ck))) {
+                json_decref(sj);
+                goto fail;
+            }
+            int ok = ck.sms_seen == s.n_sms && !ck.outside && ck.all_at_once && ck.promised_fit;
+            bad += !ok;
+            json_object_set_new(sj, "verified",
+                                json_pack("{s:b, s:i, s:i, s:b, s:i, s:i, s:b, s:b}", "ok", ok, "sms_seen", ck.sms_seen,
+                                          "blocks_outside_set", ck.outside, "one_block_per_sm_at_once",
+                                          ck.all_at_once, "cluster", ck.cluster, "promised_clusters", ck.promised,
+                                          "promised_fit", ck.promised_fit, "one_more_fits", ck.one_more_fits));
+            if (!as_json)
+                printf("  verified: %s: %d blocks on %d distinct SMs of the set%s, %d outside; %d clusters of "
+                       "%d at once: %s; one more: %s\n", ok ? "OK" : "FAILED", s.n_sms, ck.sms_seen,
+                       ck.all_at_once ? " at once" : "", ck.outside, ck.promised, ck.cluster,
+                       ck.promised_fit ? "yes" : "NO", ck.one_more_fits ? "fits too (chart under-promises)" : "does not fit");
+        }
+        if (as_json)
+            json_array_append_new(sets, sj);
+        else
+            json_decref(sj);
     }
     if (as_json) {
         json_t *groups = json_array();
@@ -212,7 +239,7 @@ int cmd_place(int argc, char **argv)
     gos_smset_pool_free(pool);
     gos_chip_free(chart);
     gos_device_close(d);
-    return refused ? 1 : 0;
+    return refused || bad ? 1 : 0;
 fail:
     json_decref(sets);
     gos_smset_pool_free(pool);

@@ -425,3 +425,55 @@ int gos_smset_green(struct gos_device *d, const gos_smset_pool *p, const gos_sms
         return gos_fail(GOS_EINVAL, "an empty SM set has no green context");
     return gos_green_create(d, p->min_count, s->groups, s->n_groups, gctx);
 }
+
+int gos_smset_verify(struct gos_device *d, const gos_smset_pool *p, const gos_smset *s, gos_smset_check *out)
+{
+    void *g = NULL, *st = NULL;
+    static int sms[8 * GOS_MAX_SMS], co[8 * GOS_MAX_SMS];
+    unsigned char in[GOS_MAX_SMS] = {0}, hit[GOS_MAX_SMS] = {0};
+    const unsigned timeout_us = 200000;
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < s->n_sms; i++)
+        in[s->sms[i]] = 1;
+    int rc = gos_smset_green(d, p, s, &g);
+    if (rc)
+        return rc;
+    if ((rc = gos_green_stream_create(d, g, &st)))
+        goto fail_green;
+    if ((rc = gos_green_probe(d, st, 1, s->n_sms, timeout_us, sms, co)))
+        goto fail_stream;
+    out->all_at_once = 1;
+    for (int i = 0; i < s->n_sms; i++) {
+        out->outside += !in[sms[i]];
+        out->sms_seen += !hit[sms[i]];
+        hit[sms[i]] = 1;
+        out->all_at_once &= co[i];
+    }
+    int K = s->req.cluster, C = s->clusters[K];
+    out->cluster = K;
+    out->promised = C;
+    if (K > 1 && C > 0) {
+        if ((rc = gos_green_probe(d, st, K, C * K, timeout_us, sms, co)))
+            goto fail_stream;
+        out->promised_fit = 1;
+        for (int i = 0; i < C * K; i++) {
+            out->outside += !in[sms[i]];
+            out->promised_fit &= co[i];
+        }
+        if ((C + 1) * K <= 8 * GOS_MAX_SMS) {
+            if ((rc = gos_green_probe(d, st, K, (C + 1) * K, timeout_us, sms, co)))
+                goto fail_stream;
+            out->one_more_fits = 1;
+            for (int i = 0; i < (C + 1) * K; i++) {
+                out->outside += !in[sms[i]];
+                out->one_more_fits &= co[i];
+            }
+        }
+    } else
+        out->promised_fit = 1;
+fail_stream:
+    gos_green_stream_destroy(d, st);
+fail_green:
+    gos_green_destroy(d, g);
+    return rc;
+}
