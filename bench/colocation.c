@@ -32,7 +32,7 @@
 
 struct gemm_params {
     uint64_t a, b, c;
-    int32_t m, n, k;
+    int32_t m, n, k, pad; /* the kernel's parameters, exactly (40 bytes) */
 };
 
 struct tenant {
@@ -54,7 +54,7 @@ static int M = 8192, N = 8192, K = 1024;
 
 static int launch(const struct tenant *t, int m, int n, int k, int cs, void *stream)
 {
-    struct gemm_params p = {t->a, t->b, t->c, m, n, k};
+    struct gemm_params p = {t->a, t->b, t->c, m, n, k, 0};
     struct gos_launch_cfg c;
     memset(&c, 0, sizeof c);
     c.grid[0] = (unsigned)(n / 128);

@@ -11,7 +11,8 @@
 // cooperative_groups map_shared_rank). The owners' buffers are double-buffered,
 // so one cluster barrier per k-step suffices. With cs = 1 the kernel is an
 // ordinary tiled SGEMM. Requirements: M % 128 == 0, N % (128 cs) == 0, K % 16 == 0,
-// cs in {1, 2, 4, 8} (launched with cluster dimension (cs, 1, 1)).
+// cs in {1, 2, 4, 8} (launched with cluster dimension (cs, 1, 1)). `pad` is unused:
+// it makes the parameter block 40 bytes, as the host packs it (8-byte aligned).
 #include <cooperative_groups.h>
 
 namespace cg = cooperative_groups;
@@ -22,7 +23,7 @@ namespace cg = cooperative_groups;
 
 extern "C" __global__ void __launch_bounds__(256, 2)
     gos_gemm_cluster(const float *__restrict__ A, const float *__restrict__ B, float *__restrict__ C, int M,
-                     int N, int K)
+                     int N, int K, int pad)
 {
     __shared__ float own[2][BK][BM]; // this block's slice of the A tile (k-major), rows it owns
     __shared__ float As[BK][BM];     // the whole A tile, gathered (k-major)

@@ -73,8 +73,8 @@ int gos_smset_pool_open(struct gos_device *d, const struct gos_chip *chart, gos_
 void gos_smset_pool_free(gos_smset_pool *p);
 
 /* Allocates a set for req (filled into *out). GOS_EINVAL for a malformed request,
- * GOS_ENOMEM ("cannot ...", naming what the free groups can run) when it cannot
- * be met now. */
+ * GOS_EUNSUPPORTED for clusters above gos_smset_pool_max_cluster, GOS_ENOMEM
+ * ("cannot ...", naming what the free groups can run) when it cannot be met now. */
 int gos_smset_alloc(gos_smset_pool *p, const gos_smset_req *req, gos_smset *out);
 /* Returns set `id`'s groups to the pool. */
 int gos_smset_release(gos_smset_pool *p, int id);
@@ -84,6 +84,10 @@ int gos_smset_release(gos_smset_pool *p, int id);
 int gos_smset_describe(const gos_smset_pool *p, const int *sms, int n, gos_smset *out);
 
 int gos_smset_pool_groups(const gos_smset_pool *p);
+/* Largest cluster the pool's sets can run: 16, or, for a pool from a device, the
+ * green-context split's co-scheduling alignment (8 on the H200); larger requests
+ * fail with GOS_EUNSUPPORTED. */
+int gos_smset_pool_max_cluster(const gos_smset_pool *p);
 /* Group g's SMs (count returned, at most max written) and its owner set (0: free). */
 int gos_smset_pool_group(const gos_smset_pool *p, int g, int *sms, int max, int *owner);
 

@@ -181,7 +181,7 @@ int cmd_place(int argc, char **argv)
     for (int i = 0; i < n_req; i++) {
         gos_smset s;
         if ((rc = gos_smset_alloc(pool, &req[i], &s))) {
-            if (rc != GOS_ENOMEM)
+            if (rc != GOS_ENOMEM && rc != GOS_EUNSUPPORTED)
                 goto fail;
             fprintf(stderr, "gpuos: request %d refused: %s\n", i + 1, gos_last_error());
             json_array_append_new(sets, json_pack("{s:{s:i, s:i, s:i, s:b}, s:s}", "request", "sms", req[i].sms,

@@ -22,6 +22,7 @@ struct gos_smset_pool {
     int gsms[GOS_SMSET_MAX_GROUPS][GOS_MAX_SMS];
     int owner[GOS_SMSET_MAX_GROUPS];
     int next_id;
+    int max_cluster; /* largest cluster a set's green context accepts */
     int min_count; /* the green-context split the groups came from (0: none) */
 };
 
@@ -42,7 +43,7 @@ static void caps(const gos_smset_pool *p, const unsigned char *in, int cl[GOS_SM
     cl[1] = n;
     for (int g = 0; g < p->n_gpcs; g++) {
         cl[2] += e[g] / 2 + f[g] / 2;
-        for (int k = 3; k <= GOS_SMSET_MAX_CLUSTER; k++)
+        for (int k = 3; k <= p->max_cluster; k++)
             if (!p->gpc_max_cluster[g] || k <= p->gpc_max_cluster[g])
                 cl[k] += e[g] / k;
     }
@@ -109,6 +110,7 @@ int gos_smset_pool_new(const gos_chip *c, int n_groups, const int *group_n, cons
     }
     p->n_groups = n_groups;
     p->next_id = 1;
+    p->max_cluster = GOS_SMSET_MAX_CLUSTER;
     *out = p;
     return GOS_OK;
 fail:
@@ -135,6 +137,11 @@ int gos_smset_pool_open(struct gos_device *d, const gos_chip *chart, gos_smset_p
     if ((rc = gos_smset_pool_new(chart, s->n_groups, n, v, &p)))
         return rc;
     p->min_count = s->min_count;
+    /* The driver guarantees co-scheduling on one GPC only within its alignment
+     * (H200: 8 SMs): a green context refuses larger clusters
+     * (CUDA_ERROR_INVALID_CLUSTER_SIZE for 16 on the H200, measured). */
+    if (s->alignment >= 2 && s->alignment < p->max_cluster)
+        p->max_cluster = s->alignment;
     *out = p;
     return GOS_OK;
 }
@@ -142,6 +149,8 @@ int gos_smset_pool_open(struct gos_device *d, const gos_chip *chart, gos_smset_p
 void gos_smset_pool_free(gos_smset_pool *p) { free(p); }
 
 int gos_smset_pool_groups(const gos_smset_pool *p) { return p->n_groups; }
+
+int gos_smset_pool_max_cluster(const gos_smset_pool *p) { return p->max_cluster; }
 
 int gos_smset_pool_group(const gos_smset_pool *p, int g, int *sms, int max, int *owner)
 {
@@ -296,6 +305,10 @@ int gos_smset_alloc(gos_smset_pool *p, const gos_smset_req *r, gos_smset *out)
                                     "(gpuos probe numa)", r->partition);
     if (r->partition >= p->n_parts || r->partition < -1)
         return gos_fail(GOS_EINVAL, "memory partition %d outside 0..%d", r->partition, p->n_parts - 1);
+    if (r->cluster > p->max_cluster)
+        return gos_fail(GOS_EUNSUPPORTED, "clusters of %d: green contexts made of the driver's groups run "
+                                          "clusters of at most %d (its co-scheduling alignment)", r->cluster,
+                        p->max_cluster);
     const int K = r->cluster, N = r->sms;
     static struct unit units[GOS_SMSET_MAX_GROUPS];
     int nu = build_units(p, r, units);

@@ -15,8 +15,8 @@ rc=0
     >"$OUT/smset-a-first.json" 2>>"$OUT/smset.log" || rc=1
 "$G" place --device 0 --chart "$OUT/smset-chart.json" --verify --json --sms 64 --cluster 2 --sms 64 --cluster 8 \
     >"$OUT/smset-b-first.json" 2>>"$OUT/smset.log" || rc=1
-"$G" place --device 0 --chart "$OUT/smset-chart.json" --verify --json --sms 32 --cluster 16 --sms 24 --cluster 4 \
-    --sms 40 --cluster 2 --sms 16 --cluster 1 >"$OUT/smset-mixed.json" 2>>"$OUT/smset.log" || rc=1
+"$G" place --device 0 --chart "$OUT/smset-chart.json" --verify --json --sms 32 --cluster 8 --sms 24 --cluster 4 --sms 16 --cluster 16 \
+    --sms 40 --cluster 2 --sms 16 --cluster 1 >"$OUT/smset-mixed.json" 2>>"$OUT/smset.log" || true
 "$G" place --device 0 --chart "$OUT/smset-chart.json" --verify --json --sms 16 --cluster 1 --align --sms 48 --cluster 8 \
     --align >"$OUT/smset-align.json" 2>>"$OUT/smset.log" || rc=1
 # A measurement, not a check: do green contexts work inside an MPS client?
@@ -47,7 +47,9 @@ for name in ("a-first", "b-first", "mixed", "align"):
     doc = json.load(open(f"{out}/smset-{name}.json"))
     for s in doc["sets"]:
         if "refused" in s:
-            print(f"{name}: request {s['request']} refused: {s['refused']}"); ok = False; continue
+            expected = s["request"]["cluster"] > 8 and "at most 8" in s["refused"]
+            print(f"{name}: request {s['request']} refused{' (expected)' if expected else ''}: {s['refused']}")
+            ok &= expected; continue
         v = s["verified"]
         exact = s["request"]["cluster"] <= 2 or not v["one_more_fits"]
         print(f"{name}: set {s['id']}: {s['n_sms']} SMs, cluster {v['cluster']}: {v['promised_clusters']} promised, "
