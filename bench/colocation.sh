@@ -37,14 +37,15 @@ doc["provenance"] = {
 json.dump(doc, open(path, "w"), indent=1)
 print("wrote", path)
 print()
-print("| A's cluster | A on 1st set (TFLOP/s) | A on 2nd set | ratio | paper |")
-print("|---|---|---|---|---|")
-for r in doc["naive"]["runs"]:
-    print(f"| {r['cluster_a']} | {r['a_on_first']['median']:.2f} | {r['a_on_second']['median']:.2f} | "
-          f"{r['a_first_over_second']:.3f} | {r['paper_ratio']:.2f} |")
-n = doc["naive"]
-print(f"naive sets: first {n['first_set']['n_sms']} SMs ({n['first_set']['free_floating_sms']} free-floating), "
-      f"second {n['second_set']['n_sms']} SMs ({n['second_set']['free_floating_sms']} free-floating)")
+for key, title in (("naive", "driver's groups of 8 in order"), ("naive_split_by_count", "one split by count")):
+    n = doc[key]
+    print(f"naive, {title}: first set {n['first_set']['n_sms']} SMs ({n['first_set']['free_floating_sms']} "
+          f"free-floating), second {n['second_set']['n_sms']} SMs ({n['second_set']['free_floating_sms']} free-floating)")
+    print("| A's cluster | A on 1st set (TFLOP/s) | A on 2nd set | ratio | usable-SM ratio | paper |")
+    print("|---|---|---|---|---|---|")
+    for r in n["runs"]:
+        print(f"| {r['cluster_a']} | {r['a_on_first']['median']:.2f} | {r['a_on_second']['median']:.2f} | "
+              f"{r['a_first_over_second']:.3f} | {r['usable_sms_ratio']:.3f} | {r['paper_ratio']:.2f} |")
 for r in doc["allocator"]["runs"]:
     print(f"allocator, {r['arrival']}: A {r['a']['median']:.2f} TFLOP/s on {r['a_set']['n_sms']} SMs, "
           f"B {r['b']['median']:.2f} on {r['b_set']['n_sms']} SMs ({r['b_set']['free_floating_sms']} free-floating)")
