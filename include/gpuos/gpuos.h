@@ -40,6 +40,8 @@ enum {
     GPUOS_EPROTO = -9,   /* protocol violation or version mismatch */
     GPUOS_EBUSY = -10,   /* over the vGPU's memory share, or limits */
     GPUOS_ETIMEDOUT = -11,
+    GPUOS_ELIMIT = -12,  /* a limit of the daemon was reached: clients, queued work
+                            (docs/readme-vgpu.md, "Limits"); the daemon is fine */
 };
 
 typedef struct gpuos_vgpu gpuos_vgpu;

@@ -103,18 +103,20 @@ static int parse_device(gos_chip *c, json_t *dev, const char *what)
     x = 0;
     if ((rc = get_number(dev, "l2_bytes", where, &x, 0)))
         return rc;
-    if (x < 0)
-        return gos_fail(GOS_EINVAL, "%s.l2_bytes: negative", where);
+    if (!(x >= 0 && x <= 0x1p40))
+        return gos_fail(GOS_EINVAL, "%s.l2_bytes: %g is outside 0..2^40", where, x);
     c->device.l2_bytes = (uint64_t)x;
     x = 0;
     if ((rc = get_number(dev, "mem_bytes", where, &x, 0)))
         return rc;
-    if (x < 0)
-        return gos_fail(GOS_EINVAL, "%s.mem_bytes: negative", where);
+    if (!(x >= 0 && x <= 0x1p50))
+        return gos_fail(GOS_EINVAL, "%s.mem_bytes: %g is outside 0..2^50", where, x);
     c->device.mem_bytes = (uint64_t)x;
     x = 0;
     if ((rc = get_number(dev, "sm_clock_mhz", where, &x, 0)))
         return rc;
+    if (!(x >= 0 && x <= 100000) || x != (int)x)
+        return gos_fail(GOS_EINVAL, "%s.sm_clock_mhz: %g is not an integer in 0..100000", where, x);
     c->device.sm_clock_mhz = (int)x;
     c->device.simulated = json_is_true(json_object_get(dev, "simulated"));
     return GOS_OK;

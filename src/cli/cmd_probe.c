@@ -7,10 +7,14 @@
 #include "common/jsonio.h"
 #include "common/status.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
+#include <unistd.h>
 
 #pragma weak probe_topology
 #pragma weak probe_numa
@@ -41,6 +45,24 @@ static void fill_device(gos_chip *c, const gos_device *d)
     c->device.mem_bytes = I->mem_bytes;
     c->device.sm_clock_mhz = I->has_clocks ? I->sm_clock_mhz : 0;
     c->device.simulated = I->simulated;
+}
+
+/* Whether the chart can be written to path: the temporary file gos_chip_save
+ * writes first is created and removed (so that a probe of minutes does not end
+ * in "cannot write"). */
+static int writable(const char *path)
+{
+    struct stat st;
+    if (!stat(path, &st) && S_ISDIR(st.st_mode))
+        return gos_fail(GOS_EIO, "--json %s: is a directory", path);
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0)
+        return gos_fail(GOS_EIO, "--json %s: cannot write there: %s", path, strerror(errno));
+    close(fd);
+    unlink(tmp);
+    return GOS_OK;
 }
 
 static json_t *provenance(const gos_device *d, int argc, char **argv, double seconds)
@@ -142,6 +164,8 @@ int cmd_probe(int argc, char **argv)
             return 1;
         }
 
+    if (json_out && strcmp(json_out, "-") && writable(json_out))
+        return cli_fail(); /* before the probe, not after it (issue 15.7) */
     double t0 = gos_now_s();
     gos_device *d = NULL;
     int rc = cli_open_device(sim, (int)ordinal, &d);

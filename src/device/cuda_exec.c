@@ -11,8 +11,10 @@
 #include "device/cuda_internal.h"
 #include "device/exec_ops.h"
 
+#include "common/range.h"
 #include "common/status.h"
 
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +38,31 @@ static struct {
     __typeof__(&cuLaunchKernelEx) launch;
 } P;
 static _Thread_local gos_device *cur_dev;
+static int abandoned; /* atomic: shutdown gave up on running work (ex_abandon) */
+
+/* The functions of the built-in module "exec" handed out so far, by kind, so that
+ * launch_ranges knows their signatures (kernels/exec.cu). The embedded module
+ * lives as long as the context: its CUfunctions never change. */
+enum { BK_NONE, BK_SCALAR, BK_MATRIX, BK_MMUL, BK_FILL };
+static struct {
+    CUfunction f;
+    int kind;
+} builtin_fns[16];
+static int n_builtin_fns;
+static pthread_mutex_t builtin_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int builtin_kind_of(const char *name)
+{
+    if (!strcmp(name, "empty") || !strcmp(name, "sleep_ns") || !strcmp(name, "loop"))
+        return BK_SCALAR;
+    if (!strcmp(name, "madd"))
+        return BK_MATRIX;
+    if (!strcmp(name, "mmul"))
+        return BK_MMUL;
+    if (!strcmp(name, "fill"))
+        return BK_FILL;
+    return BK_NONE;
+}
 
 static int fast_enter(gos_device *d)
 {
@@ -218,8 +245,24 @@ static int ex_function(gos_device *d, void *mod, const char *name, void **fn)
     int rc = gos_cuda_enter(d);
     if (rc)
         return rc;
-    if (m->builtin)
+    if (m->builtin) {
         rc = gos_cuda_function(d, "exec", name, &f);
+        int k = builtin_kind_of(name);
+        if (!rc && k == BK_NONE)
+            rc = gos_fail(GOS_EINVAL, "kernel %s of the built-in module has no known signature", name);
+        if (!rc) {
+            pthread_mutex_lock(&builtin_lock);
+            int i = 0;
+            while (i < n_builtin_fns && builtin_fns[i].f != f)
+                i++;
+            if (i == n_builtin_fns && i < 16) {
+                builtin_fns[i].f = f;
+                builtin_fns[i].kind = k;
+                n_builtin_fns++;
+            }
+            pthread_mutex_unlock(&builtin_lock);
+        }
+    }
     else if ((rc = CU_CALL(cuModuleGetFunction, &f, m->mod, name))) {
         char why[256];
         snprintf(why, sizeof why, "%s", gos_last_error());
@@ -267,6 +310,56 @@ static int ex_launch(gos_device *d, void *fn, const struct gos_launch_cfg *c, vo
     return gos_cu_check(P.launch(&cfg, f, NULL, size ? extra : NULL), "cuLaunchKernelEx");
 }
 
+/* The device ranges of a built-in kernel's launch (exec_ops.h; kernels/exec.cu):
+ * madd/mmul read a and b and write c, n x n floats each; mmul's geometry must be
+ * exactly (n/16, n/16) blocks of (16, 16) or it reads past its matrices; fill
+ * writes count words at p. Every size is computed without overflow. */
+static int ex_launch_ranges(gos_device *d, void *fn, const struct gos_launch_cfg *c, struct gos_dev_range *r, int *n)
+{
+    int kind = BK_NONE;
+    pthread_mutex_lock(&builtin_lock);
+    for (int i = 0; i < n_builtin_fns; i++)
+        if (builtin_fns[i].f == fn)
+            kind = builtin_fns[i].kind;
+    pthread_mutex_unlock(&builtin_lock);
+    *n = kind == BK_NONE ? -1 : 0;
+    if (kind == BK_MATRIX || kind == BK_MMUL) {
+        uint64_t p[3], bytes;
+        uint32_t dim;
+        if (c->param_bytes < 28)
+            return gos_fail(GOS_EINVAL, "madd/mmul take (uint64 a, uint64 b, uint64 c, uint32 n)");
+        memcpy(p, c->params, 24);
+        memcpy(&dim, (const char *)c->params + 24, 4);
+        if (gos_mul_overflows((uint64_t)dim * dim, 4, &bytes))
+            return gos_fail(GOS_EINVAL, "matrix of %u x %u floats is too large", (unsigned)dim, (unsigned)dim);
+        if (kind == BK_MMUL && (dim % 16 || c->block[0] != 16 || c->block[1] != 16 || c->block[2] != 1 ||
+                                c->grid[0] != dim / 16 || c->grid[1] != dim / 16 || c->grid[2] != 1))
+            return gos_fail(GOS_EINVAL, "mmul of n = %u needs n a multiple of 16, grid (n/16, n/16, 1) and block "
+                                        "(16, 16, 1)", (unsigned)dim);
+        for (int i = 0; i < 3; i++)
+            r[i] = (struct gos_dev_range){p[i], bytes};
+        *n = 3;
+    } else if (kind == BK_FILL) {
+        uint64_t p, count;
+        if (c->param_bytes < 24)
+            return gos_fail(GOS_EINVAL, "fill takes (uint64 dptr, uint32 value, uint32 pad, uint64 count)");
+        memcpy(&p, c->params, 8);
+        memcpy(&count, (const char *)c->params + 16, 8);
+        if (count > UINT64_MAX / 4)
+            return gos_fail(GOS_EINVAL, "fill: %llu words overflow the address space", (unsigned long long)count);
+        r[0] = (struct gos_dev_range){p, count * 4};
+        *n = 1;
+    } else if (kind == BK_SCALAR && c->param_bytes % 8) {
+        return gos_fail(GOS_EINVAL, "built-in kernel parameters of %zu bytes", c->param_bytes);
+    }
+    return GOS_OK;
+}
+
+static void ex_abandon(gos_device *d)
+{
+    __atomic_store_n(&abandoned, 1, __ATOMIC_RELAXED);
+}
+
 static int ex_event_create(gos_device *d, void **ev)
 {
     CUevent e = NULL;
@@ -300,6 +393,8 @@ static int ex_event_sync(gos_device *d, void *ev)
             return GOS_OK;
         if (r != CUDA_ERROR_NOT_READY)
             return gos_cu_check(r, "cuEventQuery");
+        if (__atomic_load_n(&abandoned, __ATOMIC_RELAXED))
+            return gos_fail(GOS_EIO, "GPU work abandoned: the daemon is shutting down (the context ends with it)");
         sched_yield();
     }
 }
@@ -336,6 +431,8 @@ const struct gos_exec_ops gos_cuda_exec_ops = {
     .module_unload = ex_module_unload,
     .function = ex_function,
     .launch = ex_launch,
+    .launch_ranges = ex_launch_ranges,
+    .abandon = ex_abandon,
     .event_create = ex_event_create,
     .event_destroy = ex_event_destroy,
     .event_record = ex_event_record,

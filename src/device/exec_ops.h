@@ -29,6 +29,12 @@ struct gos_launch_cfg {
     size_t param_bytes;
 };
 
+/* A device range a built-in kernel will read or write (launch_ranges). */
+struct gos_dev_range {
+    uint64_t ptr, bytes;
+};
+#define GOS_LAUNCH_RANGES_MAX 4
+
 struct gos_exec_ops {
     gos_pillar_close_fn close;
 
@@ -67,6 +73,20 @@ struct gos_exec_ops {
     int (*module_unload)(gos_device *d, void *mod);
     int (*function)(gos_device *d, void *mod, const char *name, void **fn);
     int (*launch)(gos_device *d, void *fn, const struct gos_launch_cfg *cfg, void *stream);
+    /* For a function of the backend's built-in module: checks the launch's
+     * parameters (sizes, counts, geometry, without overflow) and lists the device
+     * ranges it will touch (at most GOS_LAUNCH_RANGES_MAX) in r[0..*n), so that
+     * the daemon checks them against the launching client's own allocations
+     * (issue 15.1). *n = -1: not a built-in kernel, its pointers are unknown.
+     * GOS_EINVAL with a reason for parameters the kernel cannot run with.
+     * Optional (NULL: nothing is known). */
+    int (*launch_ranges)(gos_device *d, void *fn, const struct gos_launch_cfg *cfg, struct gos_dev_range *r,
+                         int *n);
+    /* Shutdown (issue 15.5): every wait in progress or to come (event_sync,
+     * stream_sync) returns GOS_EIO at once, so that work that never ends cannot
+     * hold the daemon; the device is then only fit for closing (on a GPU the
+     * process exit destroys the context, which ends the kernels). Optional. */
+    void (*abandon)(gos_device *d);
 
     /* Events for GPU time: elapsed_ns between two recorded, completed events. */
     int (*event_create)(gos_device *d, void **ev);
