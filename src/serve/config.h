@@ -30,12 +30,17 @@
  *   band_wait_us = 500
  *   band_charge_hold = 1         # 1: shares of engine time (GPU + BAND's holds),
  *                                # 0: shares of GPU time alone (Gdev's utilisation)
+ *   chart = chip.json            # optional: the chip's chart for spatial vGPUs
+ *                                # (default: the topology is charted at start)
  *
  *   [vgpu alice]
  *   device = 0                   # the [device] section's label
  *   compute = 50                 # compute bandwidth share, percent
  *   copy = 50                    # copy bandwidth share, percent
  *   memory = 25%                 # memory share: percent of the device, or bytes (4G)
+ *   sms = 64                     # optional, spatial vGPU (issue 13, serve/spatial.c):
+ *   cluster = 8                  # an SM set on which 64 SMs run clusters of 8;
+ *   smset = x                    # vGPUs naming the same smset share one set (BAND)
  *
  * Errors name the file, the line and the problem. */
 #ifndef GOS_SERVE_CONFIG_H
@@ -56,6 +61,8 @@ struct gos_serve_devcfg {
     uint64_t period_ns;
     uint64_t band_wait_ns;
     int band_charge_hold; /* 1: BAND charges held engine time to the vGPU it waits for */
+    char chart[256];      /* "" : chart the topology at start (spatial vGPUs only) */
+    int spatial_of;       /* -1; for an SM set's scheduler (serve/spatial.c): its device */
 };
 
 struct gos_serve_vgpucfg {
@@ -65,6 +72,8 @@ struct gos_serve_vgpucfg {
     int compute, copy;
     double mem_pct;     /* > 0: percent of device memory */
     uint64_t mem_bytes; /* else bytes */
+    int sms, cluster;   /* spatial vGPU: an SM set (0: none) */
+    char smset[32];     /* vGPUs naming the same set share it; "" : a set of its own */
 };
 
 struct gos_serve_config {
