@@ -4,3 +4,8 @@ EXTRA_BINS += $(BUILD)/bench/colocation
 $(BUILD)/bench/colocation: $(BUILD)/bench/colocation.o $(BUILD)/libgpuos_core.a
 	$(Q)$(CC) $(CFLAGS) -o $@ $< $(CORE_LINK) $(LDLIBS)
 -include $(BUILD)/bench/colocation.d
+#   build/bench/spatial_client  one tenant of bench/spatial.sh (libgpuos client)
+EXTRA_BINS += $(BUILD)/bench/spatial_client
+$(BUILD)/bench/spatial_client: $(BUILD)/bench/spatial_client.o $(BUILD)/libgpuos_core.a
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(CORE_LINK) $(LDLIBS)
+-include $(BUILD)/bench/spatial_client.d
