@@ -303,7 +303,7 @@ static int sg_probe(gos_device *d, void *stream, int cluster, int blocks, unsign
         return gos_fail(GOS_EINVAL, "not a green-context stream");
     }
     /* Slots: one cluster each, SM lists from the truth, in a random order. */
-    static int slot_sms[GOS_MAX_SMS][16];
+    static int slot_sms[GOS_MAX_SMS][16]; /* under s->lock */
     int n_slots = 0;
     int gorder[GOS_MAX_GPCS];
     for (int k = 0; k < c->n_gpcs; k++)
@@ -332,11 +332,12 @@ static int sg_probe(gos_device *d, void *stream, int cluster, int blocks, unsign
                     slot_sms[n_slots][j] = v[i + j];
         }
     }
-    pthread_mutex_unlock(&s->lock);
     int clusters = blocks / cluster;
-    if (n_slots == 0)
+    if (n_slots == 0) {
+        pthread_mutex_unlock(&s->lock);
         return gos_fail(GOS_EUNSUPPORTED, "cluster size %d: no cluster fits on the green context's "
                                           "%d SMs", cluster, g->n_sms);
+    }
     int fits = clusters <= n_slots;
     for (int b = 0; b < clusters; b++)
         for (int j = 0; j < cluster; j++) {
@@ -344,6 +345,7 @@ static int sg_probe(gos_device *d, void *stream, int cluster, int blocks, unsign
             if (cores_out)
                 cores_out[b * cluster + j] = fits || b == clusters - 1;
         }
+    pthread_mutex_unlock(&s->lock);
     return GOS_OK;
 }
 

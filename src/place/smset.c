@@ -310,7 +310,9 @@ int gos_smset_alloc(gos_smset_pool *p, const gos_smset_req *r, gos_smset *out)
                                           "clusters of at most %d (its co-scheduling alignment)", r->cluster,
                         p->max_cluster);
     const int K = r->cluster, N = r->sms;
-    static struct unit units[GOS_SMSET_MAX_GROUPS];
+    struct unit *units = calloc(GOS_SMSET_MAX_GROUPS, sizeof *units);
+    if (!units)
+        return gos_fail(GOS_ENOMEM, "out of memory");
     int nu = build_units(p, r, units);
     unsigned char in[GOS_MAX_SMS] = {0}, pool[GOS_MAX_SMS] = {0}, all[GOS_MAX_SMS] = {0};
     int taken[GOS_SMSET_MAX_GROUPS] = {0};
@@ -325,6 +327,7 @@ int gos_smset_alloc(gos_smset_pool *p, const gos_smset_req *r, gos_smset *out)
         char where[64] = "";
         if (r->partition >= 0)
             snprintf(where, sizeof where, " in memory partition %d", r->partition);
+        free(units);
         return gos_fail(GOS_ENOMEM, "cannot give %d SMs that run clusters of %d%s%s: the free "
                                     "green-context groups%s can run at most %d SMs (%d clusters of %d)",
                         N, K, where, r->gpc_align ? " on whole GPCs" : "", r->gpc_align ? " of free whole GPCs" : "",
@@ -416,6 +419,7 @@ int gos_smset_alloc(gos_smset_pool *p, const gos_smset_req *r, gos_smset *out)
         if (p->owner[g] == out->id)
             out->groups[out->n_groups++] = g;
     describe_in(p, in, out);
+    free(units);
     return GOS_OK;
 }
 
@@ -442,15 +446,15 @@ int gos_smset_green(struct gos_device *d, const gos_smset_pool *p, const gos_sms
 int gos_smset_verify(struct gos_device *d, const gos_smset_pool *p, const gos_smset *s, gos_smset_check *out)
 {
     void *g = NULL, *st = NULL;
-    static int sms[8 * GOS_MAX_SMS], co[8 * GOS_MAX_SMS];
+    int *sms = calloc(8 * GOS_MAX_SMS, sizeof(int)), *co = calloc(8 * GOS_MAX_SMS, sizeof(int));
     unsigned char in[GOS_MAX_SMS] = {0}, hit[GOS_MAX_SMS] = {0};
     const unsigned timeout_us = 200000;
     memset(out, 0, sizeof *out);
     for (int i = 0; i < s->n_sms; i++)
         in[s->sms[i]] = 1;
-    int rc = gos_smset_green(d, p, s, &g);
+    int rc = !sms || !co ? gos_fail(GOS_ENOMEM, "out of memory") : gos_smset_green(d, p, s, &g);
     if (rc)
-        return rc;
+        goto fail_mem;
     if ((rc = gos_green_stream_create(d, g, &st)))
         goto fail_green;
     if ((rc = gos_green_probe(d, st, 1, s->n_sms, timeout_us, sms, co)))
@@ -488,5 +492,8 @@ fail_stream:
     gos_green_stream_destroy(d, st);
 fail_green:
     gos_green_destroy(d, g);
+fail_mem:
+    free(sms);
+    free(co);
     return rc;
 }
