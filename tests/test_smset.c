@@ -325,6 +325,44 @@ static void run_sequence(gos_device *d, const gos_chip *chart, const struct trut
                     fail_msg("cluster-%d set of %d SMs holds cluster-eligible group %d although free-floating "
                              "groups could replace it", q.cluster, q.sms, s.groups[i]);
             }
+            /* Stronger: no group of the set whose return would give the pool
+             * clusters of 8 can be swapped for unused groups that cost the pool
+             * none, with the request still served. */
+            unsigned char rest[256] = {0}, zero[256] = {0};
+            for (int g = 0; g < gos_smset_pool_groups(p); g++) {
+                int sms[256], owner;
+                int n = gos_smset_pool_group(p, g, sms, 256, &owner);
+                if (!owner)
+                    for (int i = 0; i < n; i++)
+                        rest[sms[i]] = 1;
+            }
+            int rest8 = t_clusters(t, rest, 8);
+            for (int g = 0; g < gos_smset_pool_groups(p); g++) {
+                int sms[256], owner, ok = 1;
+                int n = gos_smset_pool_group(p, g, sms, 256, &owner);
+                unsigned char without[256];
+                memcpy(without, rest, 256);
+                for (int i = 0; i < n; i++) {
+                    ok &= cand[sms[i]];
+                    without[sms[i]] = 0;
+                }
+                if (!owner && ok && t_clusters(t, without, 8) == rest8)
+                    for (int i = 0; i < n; i++)
+                        zero[sms[i]] = 1;
+            }
+            for (int i = 0; i < s.n_groups; i++) {
+                unsigned char grp[256] = {0}, pool2[256], alt[256];
+                group_sms(p, s.groups[i], grp, 1);
+                for (int sm = 0; sm < 256; sm++) {
+                    pool2[sm] = (rest[sm] && !zero[sm]) || grp[sm];
+                    alt[sm] = (in[sm] && !grp[sm]) || zero[sm];
+                }
+                n_waste_checks++;
+                if (t_clusters(t, pool2, 8) > rest8 && q.cluster * t_clusters(t, alt, q.cluster) >= q.sms)
+                    fail_msg("cluster-%d set of %d SMs holds group %d: returning it and taking unused groups of no "
+                             "cluster-8 value instead leaves the pool %d clusters of 8 instead of %d",
+                             q.cluster, q.sms, s.groups[i], t_clusters(t, pool2, 8), rest8);
+            }
         }
         if (n_alloc % 3 == 0) {
             check_green(d, p, &s);
