@@ -131,6 +131,9 @@ static int cmd_fill(const char *va, const char *vb)
     /* a count whose size in bytes wraps 2^64 */
     rc = launch_fill(a, f, da + 8, (1ull << 62) + 1);
     CHECK(rc == GPUOS_EINVAL, "fill with a wrapping count: rc %d", rc);
+    /* a misaligned word pointer (UB on the host, a fault on a GPU) */
+    rc = launch_fill(a, f, da + 2, 4);
+    CHECK(rc == GPUOS_EINVAL, "fill at a misaligned address: rc %d", rc);
     /* B's bytes intact, A usable */
     CHECK(!gpuos_memcpy_dtoh(b, back, db, NB), "b dtoh");
     CHECK(!memcmp(pat, back, NB), "vGPU %s's buffer was overwritten", vb);

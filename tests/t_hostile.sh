@@ -38,7 +38,7 @@ mkfifo "$T/hold"
 timeout 30 "$H" alloc a 100000000 <"$T/hold" >"$T/alloc.out" 2>&1 &
 AP=$!
 exec 3>"$T/hold"
-i=0; until grep -q allocated "$T/alloc.out"; do i=$((i + 1)); [ $i -gt 100 ] && fail "2 alloc did not happen"; sleep 0.1; done
+i=0; until grep -q allocated "$T/alloc.out" 2>/dev/null; do i=$((i + 1)); [ $i -gt 100 ] && fail "2 alloc did not happen"; sleep 0.1; done
 "$G" vgpu set a memory=32M || fail "2 vgpu set memory=32M refused"
 out=$(timeout 30 "$H" overquota a 2>&1) || fail "2 quota bypass: $out"
 [ "$(vgpu_field a mem_used)" = 100000000 ] || fail "2 usage changed: $(vgpu_field a mem_used)"
@@ -53,11 +53,11 @@ out=$(timeout 30 "$H" args a 2>&1) || fail "4 args: $out"
 #     and the named limit; the clients already there are served
 timeout 30 "$H" open a 8 3 >"$T/open_a" 2>&1 &
 O1=$!
-i=0; until grep -q opened "$T/open_a"; do i=$((i + 1)); [ $i -gt 100 ] && fail "3a open a"; sleep 0.1; done
+i=0; until grep -q opened "$T/open_a" 2>/dev/null; do i=$((i + 1)); [ $i -gt 100 ] && fail "3a open a"; sleep 0.1; done
 grep -q "opened 6 refused -12 .*max_clients_per_vgpu" "$T/open_a" || fail "3a per-vGPU limit: $(cat "$T/open_a")"
 timeout 30 "$H" open b 8 3 >"$T/open_b" 2>&1 &
 O2=$!
-i=0; until grep -q opened "$T/open_b"; do i=$((i + 1)); [ $i -gt 100 ] && fail "3a open b"; sleep 0.1; done
+i=0; until grep -q opened "$T/open_b" 2>/dev/null; do i=$((i + 1)); [ $i -gt 100 ] && fail "3a open b"; sleep 0.1; done
 grep -q "opened 6 refused -12 .*max_clients)" "$T/open_b" || fail "3a daemon limit: $(cat "$T/open_b")"
 wait $O1 || fail "3a clients of a not served after the refusals: $(cat "$T/open_a")"
 wait $O2 || fail "3a clients of b not served after the refusals: $(cat "$T/open_b")"
@@ -84,7 +84,7 @@ out=$(timeout 10 "$H" list-null 2>&1) || fail "7 admin_list NULL: $out"
 # 5. SIGTERM with a kernel of 50 s running: exit 0 within the grace (1 s) + 4 s
 timeout 60 "$H" sleep a 50000000000 >"$T/sleep.out" 2>&1 &
 S=$!
-i=0; until grep -q launching "$T/sleep.out"; do i=$((i + 1)); [ $i -gt 100 ] && fail "5 sleep client"; sleep 0.1; done
+i=0; until grep -q launching "$T/sleep.out" 2>/dev/null; do i=$((i + 1)); [ $i -gt 100 ] && fail "5 sleep client"; sleep 0.1; done
 sleep 0.5
 start=$(date +%s)
 kill -TERM "$DPID"
@@ -141,7 +141,7 @@ s.bind(sys.argv[1]); s.listen(1)
 print('ready', flush=True)
 time.sleep(30)" "$T/stuck" >"$T/stuck.out" 2>&1 &
 P=$!
-i=0; until grep -q ready "$T/stuck.out"; do i=$((i + 1)); [ $i -gt 100 ] && fail "3e listener"; sleep 0.1; done
+i=0; until grep -q ready "$T/stuck.out" 2>/dev/null; do i=$((i + 1)); [ $i -gt 100 ] && fail "3e listener"; sleep 0.1; done
 out=$(timeout 10 "$H" connect-timeout "$T/stuck" 2>&1) || fail "3e $out"
 kill $P
 echo "t_hostile: ok"

@@ -341,6 +341,8 @@ static int send_req(gpuos_vgpu *g, uint16_t type, const void *a, size_t alen, co
                     int fd, uint32_t *seq)
 {
     *seq = ++g->seq;
+    if (!*seq) /* sequence 0 is the daemon's connection-level errors */
+        *seq = ++g->seq;
     if (g->broken)
         return gos_fail(GOS_EIO, "the connection to gpuos serve is broken");
     int rc = gos_wire_send(g->fd, type, *seq, a, alen, b, blen, fd);

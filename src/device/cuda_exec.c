@@ -336,8 +336,11 @@ static int ex_launch_ranges(gos_device *d, void *fn, const struct gos_launch_cfg
                                 c->grid[0] != dim / 16 || c->grid[1] != dim / 16 || c->grid[2] != 1))
             return gos_fail(GOS_EINVAL, "mmul of n = %u needs n a multiple of 16, grid (n/16, n/16, 1) and block "
                                         "(16, 16, 1)", (unsigned)dim);
-        for (int i = 0; i < 3; i++)
+        for (int i = 0; i < 3; i++) {
+            if (p[i] % 4)
+                return gos_fail(GOS_EINVAL, "matrix at 0x%llx is not aligned to its floats", (unsigned long long)p[i]);
             r[i] = (struct gos_dev_range){p[i], bytes};
+        }
         *n = 3;
     } else if (kind == BK_FILL) {
         uint64_t p, count;
@@ -347,6 +350,9 @@ static int ex_launch_ranges(gos_device *d, void *fn, const struct gos_launch_cfg
         memcpy(&count, (const char *)c->params + 16, 8);
         if (count > UINT64_MAX / 4)
             return gos_fail(GOS_EINVAL, "fill: %llu words overflow the address space", (unsigned long long)count);
+        if (p % 4)
+            return gos_fail(GOS_EINVAL, "fill: address 0x%llx is not aligned to its 4-byte words",
+                            (unsigned long long)p);
         r[0] = (struct gos_dev_range){p, count * 4};
         *n = 1;
     } else if (kind == BK_SCALAR && c->param_bytes % 8) {

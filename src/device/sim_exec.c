@@ -457,7 +457,7 @@ static int se_launch(gos_device *d, void *fn, const struct gos_launch_cfg *c, vo
          * (launch_ranges); the simulated kernel checks it again against every
          * allocation, as a GPU's MMU would fault, without overflow (issue 15.1). */
         pthread_mutex_lock(&s->lock);
-        int ok = count <= UINT64_MAX / 4 && inside(s, dptr, count * 4);
+        int ok = count <= UINT64_MAX / 4 && dptr % 4 == 0 && inside(s, dptr, count * 4);
         pthread_mutex_unlock(&s->lock);
         if (!ok)
             return gos_fail(GOS_EINVAL, "fill: illegal address 0x%llx (+%llu words)", (unsigned long long)dptr,
@@ -493,6 +493,9 @@ static int se_launch_ranges(gos_device *d, void *fn, const struct gos_launch_cfg
         memcpy(&count, (const char *)c->params + 16, 8);
         if (count > UINT64_MAX / 4)
             return gos_fail(GOS_EINVAL, "fill: %llu words overflow the address space", (unsigned long long)count);
+        if (dptr % 4)
+            return gos_fail(GOS_EINVAL, "fill: address 0x%llx is not aligned to its 4-byte words",
+                            (unsigned long long)dptr);
         r[0] = (struct gos_dev_range){dptr, count * 4};
         *n = 1;
     }
