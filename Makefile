@@ -89,9 +89,9 @@ $(BUILD)/kernels/table.o: $(BUILD)/kernels/table.c
 $(BUILD)/libgpuos_core.a: $(CORE_OBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-# --whole-archive: the command table, the probe sections and the pillar ops are
-# weak references, which would not pull their objects out of an archive.
-CORE_LINK := -Wl,--whole-archive $(BUILD)/libgpuos_core.a -Wl,--no-whole-archive
+# Programs link the core archive like any library: every table (commands, probe
+# sections, device pillars) names its entries as plain externs.
+CORE_LINK := $(BUILD)/libgpuos_core.a
 
 $(BUILD)/gpuos: $(BUILD)/src/cli/main.o $(BUILD)/libgpuos_core.a
 	@$(if $(Q),echo "  LINK  $@")

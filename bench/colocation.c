@@ -40,7 +40,6 @@ struct tenant {
 };
 
 static gos_device *dev;
-static const struct gos_exec_ops *X;
 static void *fn;
 static int M = 8192, N = 8192, K = 1024;
 static unsigned dyn_smem; /* unused dynamic shared memory: one block per SM */
@@ -68,7 +67,7 @@ static int launch(const struct tenant *t, int m, int n, int k, int cs, void *str
     c.smem = dyn_smem;
     c.params = &p;
     c.param_bytes = sizeof p;
-    return X->launch(dev, fn, &c, stream);
+    return gos_exec_launch(dev, fn, &c, stream);
 }
 
 static void fill(float *v, size_t n, unsigned seed)
@@ -87,17 +86,17 @@ static json_t *verify(void *stream)
     fill(a, (size_t)m * k, 1);
     fill(b, (size_t)k * n, 2);
     struct tenant t;
-    CHECK(X->mem_alloc(dev, sizeof(float) * m * k, &t.a));
-    CHECK(X->mem_alloc(dev, sizeof(float) * k * n, &t.b));
-    CHECK(X->mem_alloc(dev, sizeof(float) * m * n, &t.c));
-    CHECK(X->copy_htod_sync(dev, t.a, a, sizeof(float) * m * k));
-    CHECK(X->copy_htod_sync(dev, t.b, b, sizeof(float) * k * n));
+    CHECK(gos_exec_mem_alloc(dev, sizeof(float) * m * k, &t.a));
+    CHECK(gos_exec_mem_alloc(dev, sizeof(float) * k * n, &t.b));
+    CHECK(gos_exec_mem_alloc(dev, sizeof(float) * m * n, &t.c));
+    CHECK(gos_exec_copy_htod_sync(dev, t.a, a, sizeof(float) * m * k));
+    CHECK(gos_exec_copy_htod_sync(dev, t.b, b, sizeof(float) * k * n));
     json_t *out = json_object();
     int all_ok = 1;
     for (int cs = 1; cs <= 8; cs *= 2) {
         CHECK(launch(&t, m, n, k, cs, stream));
-        CHECK(X->stream_sync(dev, stream));
-        CHECK(X->copy_dtoh_sync(dev, c, t.c, sizeof(float) * m * n));
+        CHECK(gos_exec_stream_sync(dev, stream));
+        CHECK(gos_exec_copy_dtoh_sync(dev, c, t.c, sizeof(float) * m * n));
         double worst = 0;
         for (int i = 0; i < m; i++)
             for (int j = 0; j < n; j++) {
@@ -116,9 +115,9 @@ static json_t *verify(void *stream)
         printf("gemm check, clusters of %d: max relative error %.2e\n", cs, worst);
     }
     json_object_set_new(out, "ok", json_boolean(all_ok));
-    X->mem_free(dev, t.a);
-    X->mem_free(dev, t.b);
-    X->mem_free(dev, t.c);
+    gos_exec_mem_free(dev, t.a);
+    gos_exec_mem_free(dev, t.b);
+    gos_exec_mem_free(dev, t.c);
     free(a);
     free(b);
     free(c);
@@ -134,13 +133,13 @@ static struct tenant make_tenant(unsigned seed)
     struct tenant t;
     size_t na = (size_t)M * K, nb = (size_t)K * N;
     float *h = malloc(sizeof(float) * (na > nb ? na : nb));
-    CHECK(X->mem_alloc(dev, sizeof(float) * na, &t.a));
-    CHECK(X->mem_alloc(dev, sizeof(float) * nb, &t.b));
-    CHECK(X->mem_alloc(dev, sizeof(float) * (size_t)M * N, &t.c));
+    CHECK(gos_exec_mem_alloc(dev, sizeof(float) * na, &t.a));
+    CHECK(gos_exec_mem_alloc(dev, sizeof(float) * nb, &t.b));
+    CHECK(gos_exec_mem_alloc(dev, sizeof(float) * (size_t)M * N, &t.c));
     fill(h, na, seed);
-    CHECK(X->copy_htod_sync(dev, t.a, h, sizeof(float) * na));
+    CHECK(gos_exec_copy_htod_sync(dev, t.a, h, sizeof(float) * na));
     fill(h, nb, seed + 1);
-    CHECK(X->copy_htod_sync(dev, t.b, h, sizeof(float) * nb));
+    CHECK(gos_exec_copy_htod_sync(dev, t.b, h, sizeof(float) * nb));
     free(h);
     return t;
 }
@@ -151,25 +150,25 @@ static void run_pair(const struct tenant *ta, int csa, void *sa, const struct te
 {
     void *e[4];
     for (int i = 0; i < 4; i++)
-        CHECK(X->event_create(dev, &e[i]));
-    CHECK(X->event_record(dev, e[0], sa));
-    CHECK(X->event_record(dev, e[2], sb));
+        CHECK(gos_exec_event_create(dev, &e[i]));
+    CHECK(gos_exec_event_record(dev, e[0], sa));
+    CHECK(gos_exec_event_record(dev, e[2], sb));
     for (int i = 0; i < iters; i++) {
         CHECK(launch(ta, M, N, K, csa, sa));
         CHECK(launch(tb, M, N, K, csb, sb));
     }
-    CHECK(X->event_record(dev, e[1], sa));
-    CHECK(X->event_record(dev, e[3], sb));
-    CHECK(X->event_sync(dev, e[1]));
-    CHECK(X->event_sync(dev, e[3]));
+    CHECK(gos_exec_event_record(dev, e[1], sa));
+    CHECK(gos_exec_event_record(dev, e[3], sb));
+    CHECK(gos_exec_event_sync(dev, e[1]));
+    CHECK(gos_exec_event_sync(dev, e[3]));
     uint64_t na, nb;
-    CHECK(X->event_elapsed_ns(dev, e[0], e[1], &na));
-    CHECK(X->event_elapsed_ns(dev, e[2], e[3], &nb));
+    CHECK(gos_exec_event_elapsed_ns(dev, e[0], e[1], &na));
+    CHECK(gos_exec_event_elapsed_ns(dev, e[2], e[3], &nb));
     double flops = 2.0 * M * N * (double)K * iters;
     *tfa = flops / (double)na / 1e3;
     *tfb = flops / (double)nb / 1e3;
     for (int i = 0; i < 4; i++)
-        X->event_destroy(dev, e[i]);
+        gos_exec_event_destroy(dev, e[i]);
 }
 
 static int cmp_d(const void *a, const void *b)
@@ -341,12 +340,7 @@ int main(int argc, char **argv)
     CHECK(gos_chip_load(chart_path, &chart));
     gos_device_spec spec = {.sim = NULL, .ordinal = ordinal};
     CHECK(gos_device_open(&spec, &dev));
-    X = gos_exec(dev);
-    if (!X || !X->launch) {
-        fprintf(stderr, "colocation: the device cannot launch kernels\n");
-        return 1;
-    }
-    CHECK(X->init(dev));
+    CHECK(gos_exec_init(dev));
     FILE *f = fopen(fatbin, "rb");
     if (!f) {
         fprintf(stderr, "colocation: cannot open %s (built with nvcc?)\n", fatbin);
@@ -362,9 +356,9 @@ int main(int argc, char **argv)
     }
     fclose(f);
     void *mod;
-    CHECK(X->module_load(dev, img, (size_t)sz, "gemm_cluster", &mod));
+    CHECK(gos_exec_module_load(dev, img, (size_t)sz, "gemm_cluster", &mod));
     free(img);
-    CHECK(X->function(dev, mod, "gos_gemm_cluster", &fn));
+    CHECK(gos_exec_function(dev, mod, "gos_gemm_cluster", &fn));
     /* One block per SM, as CUTLASS's Hopper GEMMs (about 200 KB of shared memory
      * each): the clusters at once are then the chart's clusters of SMs. */
     if (one_per_sm)
@@ -387,7 +381,7 @@ int main(int argc, char **argv)
     gos_smset_pool *pool;
     CHECK(gos_smset_pool_open(dev, chart, &pool));
     void *plain;
-    CHECK(X->stream_create(dev, &plain));
+    CHECK(gos_exec_stream_create(dev, &plain));
     json_object_set_new(doc, "gemm_check", verify(plain));
 
     struct tenant TA = make_tenant(11), TB = make_tenant(23);
@@ -400,10 +394,10 @@ int main(int argc, char **argv)
         CHECK(gos_green_create(dev, 0, &g0, 1, &gc));
         st = stream_on(gc);
         CHECK(launch(&TA, M, N, K, 2, st));
-        CHECK(X->stream_sync(dev, st));
+        CHECK(gos_exec_stream_sync(dev, st));
         double t0 = gos_now_s();
         CHECK(launch(&TA, M, N, K, 2, st));
-        CHECK(X->stream_sync(dev, st));
+        CHECK(gos_exec_stream_sync(dev, st));
         /* one group of 8 SMs here; a set of >= 64 runs >= 8 times faster */
         double per = (gos_now_s() - t0) / 8.0;
         iters = (int)(seconds / per + 0.5);
@@ -468,7 +462,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "colocation: %s\n", gos_last_error());
         return 1;
     }
-    X->stream_destroy(dev, plain);
+    gos_exec_stream_destroy(dev, plain);
     gos_smset_pool_free(pool);
     gos_chip_free(chart);
     gos_device_close(dev);

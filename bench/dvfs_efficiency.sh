@@ -1,6 +1,6 @@
 #!/bin/sh
 # bench/dvfs_efficiency.sh: the switching-latency campaign's efficiency on the
-# simulated device (SPEC "numbers to beat": LATEST takes hundreds of
+# simulated device (the goal: LATEST takes hundreds of
 # measurements per pair; ours should reach the same precision with fewer).
 # Runs the same campaign twice on the built-in simulated H200:
 #   adaptive: stop when the relative standard error of the kept latencies is

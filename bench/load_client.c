@@ -72,7 +72,7 @@ static void *work(void *arg)
     gpuos_dptr d;
     gpuos_module m;
     gpuos_function f;
-    if (gpuos_mem_alloc(g, MAXB, &d) || gpuos_module_load_builtin(g, "sim:builtin", &m) ||
+    if (gpuos_mem_alloc(g, MAXB, &d) || gpuos_module_load_builtin(g, "builtin", &m) ||
         gpuos_module_function(g, m, "fill", &f)) {
         snprintf(w->err, sizeof w->err, "setup: %s", gpuos_error());
         w->errors++;
@@ -244,7 +244,7 @@ static int queueflood(const char *vgpu, double secs)
     }
     gpuos_module m;
     gpuos_function f;
-    if (gpuos_module_load_builtin(g, "sim:builtin", &m) || gpuos_module_function(g, m, "sleep_ns", &f))
+    if (gpuos_module_load_builtin(g, "builtin", &m) || gpuos_module_function(g, m, "sleep_ns", &f))
         return 1;
     long sent = 0, refusals = 0;
     uint64_t ns = 200000;

@@ -23,6 +23,7 @@
  *              a window where every client runs;
  *   queues     MRQ vs SDQ with two compute and two copy clients: throughput.
  * The daemon is started by this program for each configuration it needs. */
+#include "common/provenance.h"
 #include "common/status.h"
 #include "device/device.h"
 #include "device/exec_ops.h"
@@ -47,9 +48,7 @@ static int band_charge_hold = -1; /* -1: the daemon's default */
 static const char *fair_policies = "fifo,credit,band", *fair_counts = "2,4,8";
 static char tmpdir[256], sockpath[300];
 static gos_device *dev;
-static const struct gos_exec_ops *X;
 static void *stream;
-static int simulated;
 
 static void daemon_stop(void);
 static pid_t main_pid;
@@ -150,8 +149,6 @@ static gpuos_vgpu *vopen(const char *name)
     return g;
 }
 
-static const char *builtin(void) { return simulated ? "sim:builtin" : "exec"; }
-
 /* ---- copies -------------------------------------------------------------- */
 
 static int reps_for(size_t n)
@@ -170,11 +167,11 @@ static double native_copy(int htod, int pinned, void *host, uint64_t d, size_t n
         double t0 = now();
         int rc;
         if (pinned) {
-            rc = htod ? X->copy_htod(dev, d, host, n, stream) : X->copy_dtoh(dev, host, d, n, stream);
+            rc = htod ? gos_exec_copy_htod(dev, d, host, n, stream) : gos_exec_copy_dtoh(dev, host, d, n, stream);
             if (!rc)
-                rc = X->stream_sync(dev, stream);
+                rc = gos_exec_stream_sync(dev, stream);
         } else {
-            rc = htod ? X->copy_htod_sync(dev, d, host, n) : X->copy_dtoh_sync(dev, host, d, n);
+            rc = htod ? gos_exec_copy_htod_sync(dev, d, host, n) : gos_exec_copy_dtoh_sync(dev, host, d, n);
         }
         if (rc)
             DIE("native copy of %zu", n);
@@ -297,7 +294,7 @@ static json_t *copies(void)
     gpuos_dptr gd;
     void *npin, *gpin, *page = malloc(maxn);
     memset(page, 3, maxn);
-    if (X->mem_alloc(dev, maxn, &nd) || X->host_alloc(dev, maxn, &npin))
+    if (gos_exec_mem_alloc(dev, maxn, &nd) || gos_exec_host_alloc(dev, maxn, &npin))
         DIE("native buffers");
     if (gpuos_mem_alloc(g, maxn, &gd) || gpuos_host_alloc(g, maxn, &gpin))
         DIE("gpuos buffers");
@@ -316,8 +313,8 @@ static json_t *copies(void)
                                                       pinned ? "pinned" : "pageable", "native_gbps", nat,
                                                       "gpuos_gbps", gos, "ratio", gos / nat));
             }
-    X->mem_free(dev, nd);
-    X->host_free(dev, npin);
+    gos_exec_mem_free(dev, nd);
+    gos_exec_host_free(dev, npin);
     free(page);
     gpuos_close(g);
     daemon_stop();
@@ -330,9 +327,9 @@ static void *native_fn(const char *name)
 {
     static void *mod;
     void *fn;
-    if (!mod && X->module_load(dev, NULL, 0, builtin(), &mod))
+    if (!mod && gos_exec_module_load(dev, NULL, 0, GOS_EXEC_BUILTIN, &mod))
         DIE("native module");
-    if (X->function(dev, mod, name, &fn))
+    if (gos_exec_function(dev, mod, name, &fn))
         DIE("native kernel %s", name);
     return fn;
 }
@@ -348,8 +345,8 @@ static gpuos_function gfn(gpuos_vgpu *g, const char *name)
     } cache[8];
     static int n;
     if (mgen != open_gen) {
-        if (gpuos_module_load_builtin(g, builtin(), &m))
-            DIE("gpuos module %s", builtin());
+        if (gpuos_module_load_builtin(g, GOS_EXEC_BUILTIN, &m))
+            DIE("gpuos module %s", GOS_EXEC_BUILTIN);
         mgen = open_gen;
         n = 0;
     }
@@ -375,15 +372,15 @@ static json_t *launches(void)
     for (int w = 0; w < 2; w++) {
         double t0 = now();
         for (int i = 0; i < n; i++)
-            if (X->launch(dev, fn, &c, stream))
+            if (gos_exec_launch(dev, fn, &c, stream))
                 DIE("native launch");
-        X->stream_sync(dev, stream);
+        gos_exec_stream_sync(dev, stream);
         nat_async = (now() - t0) / n * 1e6;
     }
     double t0 = now();
     for (int i = 0; i < m; i++) {
-        X->launch(dev, fn, &c, stream);
-        X->stream_sync(dev, stream);
+        gos_exec_launch(dev, fn, &c, stream);
+        gos_exec_stream_sync(dev, stream);
     }
     nat_sync = (now() - t0) / m * 1e6;
 
@@ -430,42 +427,41 @@ static double run_native(int kind, void *hp, void *hpin)
     size_t mat = (size_t)n * n * 4, big = quick ? (16u << 20) : (256u << 20);
     double t0 = now();
     if (kind == 0) {
-        uint64_t it = simulated ? 100000000ull : 20000000ull;
+        uint64_t it = 20000000ull;
         struct gos_launch_cfg c = {{(unsigned)dev->info.sm_count * 4, 1, 1}, {256, 1, 1}, {0, 0, 0}, 0, &it, 8};
-        X->launch(dev, native_fn("loop"), &c, stream);
-        X->stream_sync(dev, stream);
+        gos_exec_launch(dev, native_fn("loop"), &c, stream);
+        gos_exec_stream_sync(dev, stream);
     } else if (kind <= 2) {
         uint64_t a, b, cc;
-        X->mem_alloc(dev, mat, &a);
-        X->mem_alloc(dev, mat, &b);
-        X->mem_alloc(dev, mat, &cc);
-        X->copy_htod_sync(dev, a, hp, mat);
-        X->copy_htod_sync(dev, b, hp, mat);
+        gos_exec_mem_alloc(dev, mat, &a);
+        gos_exec_mem_alloc(dev, mat, &b);
+        gos_exec_mem_alloc(dev, mat, &cc);
+        gos_exec_copy_htod_sync(dev, a, hp, mat);
+        gos_exec_copy_htod_sync(dev, b, hp, mat);
         struct {
             uint64_t a, b, c;
             uint32_t n, pad;
         } p = {a, b, cc, n, 0};
-        uint64_t ns = kind == 1 ? 1000000 : 5000000;
-        struct gos_launch_cfg c = {{kind == 1 ? 1024u : n / 16, kind == 1 ? 1u : n / 16, 1}, {kind == 1 ? 256u : 16u, kind == 1 ? 1u : 16u, 1}, {0, 0, 0}, 0, simulated ? (void *)&ns : (void *)&p, simulated ? 8 : 28};
-        if (X->launch(dev, native_fn(kind == 1 ? "madd" : "mmul"), &c, stream))
+        struct gos_launch_cfg c = {{kind == 1 ? 1024u : n / 16, kind == 1 ? 1u : n / 16, 1}, {kind == 1 ? 256u : 16u, kind == 1 ? 1u : 16u, 1}, {0, 0, 0}, 0, &p, 28};
+        if (gos_exec_launch(dev, native_fn(kind == 1 ? "madd" : "mmul"), &c, stream))
             DIE("native %s", kind == 1 ? "madd" : "mmul");
-        X->stream_sync(dev, stream);
-        X->copy_dtoh_sync(dev, hp, cc, mat);
-        X->mem_free(dev, a);
-        X->mem_free(dev, b);
-        X->mem_free(dev, cc);
+        gos_exec_stream_sync(dev, stream);
+        gos_exec_copy_dtoh_sync(dev, hp, cc, mat);
+        gos_exec_mem_free(dev, a);
+        gos_exec_mem_free(dev, b);
+        gos_exec_mem_free(dev, cc);
     } else {
         uint64_t d;
-        X->mem_alloc(dev, big, &d);
+        gos_exec_mem_alloc(dev, big, &d);
         if (kind == 3) {
-            X->copy_htod_sync(dev, d, hp, big);
-            X->copy_dtoh_sync(dev, hp, d, big);
+            gos_exec_copy_htod_sync(dev, d, hp, big);
+            gos_exec_copy_dtoh_sync(dev, hp, d, big);
         } else {
-            X->copy_htod(dev, d, hpin, big, stream);
-            X->copy_dtoh(dev, hpin, d, big, stream);
-            X->stream_sync(dev, stream);
+            gos_exec_copy_htod(dev, d, hpin, big, stream);
+            gos_exec_copy_dtoh(dev, hpin, d, big, stream);
+            gos_exec_stream_sync(dev, stream);
         }
-        X->mem_free(dev, d);
+        gos_exec_mem_free(dev, d);
     }
     return now() - t0;
 }
@@ -476,7 +472,7 @@ static double run_gpuos(gpuos_vgpu *g, int kind, void *hp, void *hpin)
     size_t mat = (size_t)n * n * 4, big = quick ? (16u << 20) : (256u << 20);
     double t0 = now();
     if (kind == 0) {
-        uint64_t it = simulated ? 100000000ull : 20000000ull;
+        uint64_t it = 20000000ull;
         gpuos_launch_config c = {{(unsigned)dev->info.sm_count * 4, 1, 1}, {256, 1, 1}, {0, 0, 0}, 0, 0};
         gpuos_launch(g, gfn(g, "loop"), &c, &it, 8);
         if (gpuos_synchronize(g))
@@ -492,9 +488,8 @@ static double run_gpuos(gpuos_vgpu *g, int kind, void *hp, void *hpin)
             uint64_t a, b, c;
             uint32_t n, pad;
         } p = {a, b, cc, n, 0};
-        uint64_t ns = kind == 1 ? 1000000 : 5000000;
         gpuos_launch_config c = {{kind == 1 ? 1024u : n / 16, kind == 1 ? 1u : n / 16, 1}, {kind == 1 ? 256u : 16u, kind == 1 ? 1u : 16u, 1}, {0, 0, 0}, 0, 0};
-        gpuos_launch(g, gfn(g, kind == 1 ? "madd" : "mmul"), &c, simulated ? (void *)&ns : (void *)&p, simulated ? 8 : 28);
+        gpuos_launch(g, gfn(g, kind == 1 ? "madd" : "mmul"), &c, &p, 28);
         if (gpuos_synchronize(g))
             DIE("%s", kind == 1 ? "madd" : "mmul");
         gpuos_memcpy_dtoh(g, hp, cc, mat);
@@ -522,7 +517,7 @@ static json_t *standalone(void)
     size_t big = quick ? (16u << 20) : (256u << 20);
     void *hp = malloc(big), *npin, *gpin;
     memset(hp, 0, big);
-    if (X->host_alloc(dev, big, &npin))
+    if (gos_exec_host_alloc(dev, big, &npin))
         DIE("pinned");
     daemon_start("band", "mrq", 1, "60%");
     gpuos_vgpu *g = vopen("v0");
@@ -546,7 +541,7 @@ static json_t *standalone(void)
     }
     gpuos_close(g);
     daemon_stop();
-    X->host_free(dev, npin);
+    gos_exec_host_free(dev, npin);
     free(hp);
     return list;
 }
@@ -561,8 +556,7 @@ static void child_compute(const char *vgpu, uint64_t ns, double start, double un
     gpuos_function f = gfn(g, "sleep_ns");
     while (now() < start)
         usleep(1000);
-    unsigned grid = simulated ? 1 : (unsigned)dev->info.sm_count;
-    gpuos_launch_config c = {{grid, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, 0};
+    gpuos_launch_config c = {{(unsigned)dev->info.sm_count, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, 0};
     long k = 0;
     while (now() < until) {
         if (gpuos_launch(g, f, &c, &ns, 8) || gpuos_synchronize(g))
@@ -804,26 +798,17 @@ int main(int argc, char **argv)
     gos_device_spec spec = {.sim = sim_chip, .ordinal = 0};
     if (gos_device_open(&spec, &dev))
         DIE("open device");
-    simulated = dev->info.simulated;
-    X = gos_exec(dev);
-    if (!X || X->init(dev) || X->stream_create(dev, &stream))
+    if (gos_exec_init(dev) || gos_exec_stream_create(dev, &stream))
         DIE("device execution");
     json_t *root = json_object();
     json_object_set_new(root, "schema", json_string("gpuos.vgpu-bench/1"));
     {
-        char cmd[2048] = "", host[256] = "", date[64];
-        for (int i = 0; i < argc; i++)
-            snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), "%s%s", i ? " " : "", argv[i]);
-        gethostname(host, sizeof host - 1);
-        time_t tt = time(NULL);
-        strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&tt));
-        const char *commit = getenv("GPUOS_COMMIT");
-        json_object_set_new(root, "provenance",
-                            json_pack("{s:s, s:s, s:s, s:s, s:s}", "date", date, "commit", commit ? commit : "unknown",
-                                      "command", cmd, "driver", dev->info.driver_version, "host", host));
+        char cmd[2048];
+        gos_command_line(cmd, sizeof cmd, NULL, argc, argv);
+        json_object_set_new(root, "provenance", gos_provenance(cmd, dev->info.driver_version));
     }
     json_object_set_new(root, "device", json_pack("{s:s, s:s, s:b, s:s}", "name", dev->info.name, "uuid",
-                                                  dev->info.uuid, "simulated", simulated, "driver",
+                                                  dev->info.uuid, "simulated", dev->info.simulated, "driver",
                                                   dev->info.driver_version));
     char path[1024];
     if (!out) {
@@ -853,7 +838,7 @@ int main(int argc, char **argv)
     SECTION("standalone", "standalone", standalone)
     fprintf(stderr, "vgpu_bench: wrote %s\n", out);
     json_decref(root);
-    X->stream_destroy(dev, stream);
+    gos_exec_stream_destroy(dev, stream);
     gos_device_close(dev);
     char log[400];
     snprintf(log, sizeof log, "%s/serve.log", tmpdir);

@@ -1,8 +1,9 @@
-// exec.cu: kernels of pillar 3 (paper 002): the built-in module "exec" that the
-// daemon offers its clients (gpuos_module_load_builtin(g, "exec", ...)) and the
+// exec.cu: kernels of pillar 3 (paper 002): the built-in module "builtin" that the
+// daemon offers its clients (gpuos_module_load_builtin(g, "builtin", ...)) and the
 // benchmark uses for Gdev's table-1 workloads. Pointer parameters are passed as
 // 64-bit integers so that the packed-parameter layout is the same on every
-// backend (the simulated device's "sim:builtin" has the same signatures).
+// backend (the simulated device's built-in module has the same names and
+// signatures and models each kernel's work as a duration).
 #include "gos_ptx.cuh"
 
 // Does nothing: the launch overhead alone.

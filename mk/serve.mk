@@ -1,7 +1,7 @@
 # mk/serve.mk: pillar 3 helper programs.
 #   build/tests/serve_client  multi-purpose test client of `gpuos serve` (tests/t_serve*.sh)
 #   build/bench/vgpu_bench    native-vs-gpuos benchmark (bench/vgpu.sh)
-# Linked with $(CORE_LINK): the device backends' pillar ops are weak references.
+# Linked with $(CORE_LINK), as every program of the Makefile.
 EXTRA_BINS += $(BUILD)/tests/serve_client $(BUILD)/bench/vgpu_bench
 $(BUILD)/tests/serve_client: $(BUILD)/tests/serve_client.o $(BUILD)/libgpuos_core.a
 	$(Q)$(CC) $(CFLAGS) -o $@ $< $(CORE_LINK) $(LDLIBS)

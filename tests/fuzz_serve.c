@@ -216,7 +216,7 @@ static uint16_t valid(const struct sess *s, unsigned char *p, uint32_t *len)
     case 6: {
         struct gos_msg_module_load m = {.region = s->region, .offset = 0, .bytes = 64};
         if (rnd() % 2)
-            strcpy(m.name, "sim:builtin");
+            strcpy(m.name, "builtin");
         memcpy(p, &m, sizeof m);
         *len = sizeof m;
         return GOS_MSG_MODULE_LOAD;
@@ -255,7 +255,7 @@ static int fuzz_proto(double secs)
         int mfd = memfd_create("fuzz", MFD_CLOEXEC | MFD_ALLOW_SEALING);
         struct gos_msg_region_add ra = {.bytes = 65536};
         struct gos_msg_module_load ml = {0};
-        strcpy(ml.name, "sim:builtin");
+        strcpy(ml.name, "builtin");
         struct gos_msg_func_get fg = {.module = 1};
         int ok = mfd >= 0 && !ftruncate(mfd, 65536) && !fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK) &&
                  !call(fd, GOS_MSG_HELLO, seq++, &he, sizeof he, -1, &st) && !st &&

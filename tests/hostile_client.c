@@ -101,6 +101,7 @@ static int cmd_fill(const char *va, const char *vb)
     gpuos_vgpu *a = open_or_die(va), *b = open_or_die(vb);
     gpuos_module m;
     gpuos_function f;
+    /* "sim:builtin": the simulated module's name before and after it became "builtin" */
     CHECK(!gpuos_module_load_builtin(a, "sim:builtin", &m), "module");
     CHECK(!gpuos_module_function(a, m, "fill", &f), "fill");
     enum { NB = 1 << 20 };

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """ref_dvfs_trace.py: a trace directory written by another tool (this script) in
-the SPEC contract format, with known truth, analysed by `gpuos dvfs analyze`.
+the contract format of docs/contracts.md, with known truth, analysed by `gpuos dvfs analyze`.
 
 Truth: each measurement's switch happens at t_s + L (L drawn per measurement,
 two of them long outliers); before it every SM runs iterations of the initial

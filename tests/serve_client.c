@@ -132,7 +132,7 @@ static gpuos_function sleep_fn(gpuos_vgpu *g)
 {
     gpuos_module m;
     gpuos_function f;
-    const char *mod = getenv("GPUOS_BUILTIN") ? getenv("GPUOS_BUILTIN") : "sim:builtin";
+    const char *mod = getenv("GPUOS_BUILTIN") ? getenv("GPUOS_BUILTIN") : "builtin";
     CHECK(!gpuos_module_load_builtin(g, mod, &m), "builtin module %s", mod);
     CHECK(!gpuos_module_function(g, m, "sleep_ns", &f), "sleep_ns");
     return f;
@@ -459,7 +459,7 @@ static int cmd_ptx(const char *name)
     return 0;
 }
 
-/* The built-in fill kernel with cluster dimensions ("exec" on a GPU). */
+/* The built-in fill kernel with cluster dimensions. */
 static int cmd_fill(const char *name, const char *mod)
 {
     gpuos_vgpu *g = open_or_die(name);

@@ -43,7 +43,7 @@ for n in 1 4095 65536 1000000 3000001 5000000; do
 done
 SC_CHUNK=2097152 GPUOS_COPY_THREADS=3 timeout 30 "$C" copy a 20000000 >"$T/out" 2>&1 || { cat "$T/out"; fail "copy with threaded bounce"; }
 timeout 20 "$C" module a >"$T/out" 2>&1 || { cat "$T/out"; fail "module/launch"; }
-timeout 20 "$C" fill a sim:builtin >"$T/out" 2>&1 || { cat "$T/out"; fail "builtin fill"; }
+timeout 20 "$C" fill a builtin >"$T/out" 2>&1 || { cat "$T/out"; fail "builtin fill"; }
 
 # memory share: 64 MB -> exactly six 10 MB blocks, then GPUOS_EBUSY naming the share
 out=$(timeout 20 "$C" quota a 10000000) || fail "quota: $out"

@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 #include "common/status.h"
-#include "memory/memory.h"
+#include "numa/figures.h"
 #include "test_numa_gen.h"
 
 #include <math.h>

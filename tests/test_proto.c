@@ -161,7 +161,7 @@ static void test_payload_rules(void **state)
     struct gos_msg_module_load m = {0};
     gos_proto_hdr(&h, GOS_MSG_MODULE_LOAD, 1, sizeof m);
     reject_arg(&h, &m, "needs image bytes");
-    strcpy(m.name, "sim:builtin");
+    strcpy(m.name, "builtin");
     assert_int_equal(gos_proto_check(&h, &m), GOS_OK);
 }
 

@@ -8,7 +8,10 @@
 
 #include "common/range.h"
 #include "common/status.h"
+#include "device/exec_builtin.h"
 #include "serve/config.h"
+
+#include <string.h>
 
 #include <stdint.h>
 
@@ -79,12 +82,60 @@ static void test_sizes(void **state)
     assert_int_equal(gos_serve_parse_size("4K", 8192, UINT64_MAX, &u), GOS_EINVAL);
 }
 
+/* The built-in kernels' ranges (exec_builtin.c), on the GPU kernels' layouts. */
+static void test_builtin(void **state)
+{
+    (void)state;
+    struct gos_dev_range r[GOS_LAUNCH_RANGES_MAX];
+    int n;
+    unsigned char p[32];
+    struct gos_launch_cfg c;
+    memset(&c, 0, sizeof c);
+    c.params = p;
+    uint64_t a = 0x10000, b = 0x20000, d = 0x30000, count;
+    uint32_t dim = 64, v = 7, pad = 0;
+    memcpy(p, &a, 8), memcpy(p + 8, &v, 4), memcpy(p + 12, &pad, 4);
+    count = 1000;
+    memcpy(p + 16, &count, 8);
+    c.param_bytes = 24;
+    assert_int_equal(gos_exec_builtin_ranges("fill", &c, r, &n), GOS_OK);
+    assert_int_equal(n, 1);
+    assert_true(r[0].ptr == a && r[0].bytes == 4000);
+    count = (1ull << 62) + 1; /* count * 4 would wrap */
+    memcpy(p + 16, &count, 8);
+    assert_int_equal(gos_exec_builtin_ranges("fill", &c, r, &n), GOS_EINVAL);
+    count = 1, a = 0x10002; /* misaligned */
+    memcpy(p + 16, &count, 8), memcpy(p, &a, 8);
+    assert_int_equal(gos_exec_builtin_ranges("fill", &c, r, &n), GOS_EINVAL);
+    c.param_bytes = 16;
+    assert_int_equal(gos_exec_builtin_ranges("fill", &c, r, &n), GOS_EINVAL);
+    /* madd / mmul: three n x n float matrices; mmul's geometry */
+    a = 0x10000;
+    memcpy(p, &a, 8), memcpy(p + 8, &b, 8), memcpy(p + 16, &d, 8), memcpy(p + 24, &dim, 4);
+    c.param_bytes = 28;
+    assert_int_equal(gos_exec_builtin_ranges("madd", &c, r, &n), GOS_OK);
+    assert_int_equal(n, 3);
+    assert_true(r[0].ptr == a && r[1].ptr == b && r[2].ptr == d && r[2].bytes == 64 * 64 * 4);
+    assert_int_equal(gos_exec_builtin_ranges("mmul", &c, r, &n), GOS_EINVAL); /* no geometry */
+    c.grid[0] = c.grid[1] = 4, c.grid[2] = 1, c.block[0] = c.block[1] = 16, c.block[2] = 1;
+    assert_int_equal(gos_exec_builtin_ranges("mmul", &c, r, &n), GOS_OK);
+    c.grid[0] = 5; /* one column of blocks past the matrices */
+    assert_int_equal(gos_exec_builtin_ranges("mmul", &c, r, &n), GOS_EINVAL);
+    dim = UINT32_MAX; /* n^2 * 4 is over 2^64 */
+    memcpy(p + 24, &dim, 4);
+    assert_int_equal(gos_exec_builtin_ranges("madd", &c, r, &n), GOS_EINVAL);
+    assert_int_equal(gos_exec_builtin_ranges("my_kernel", &c, r, &n), GOS_OK);
+    assert_int_equal(n, -1);
+    assert_true(gos_exec_builtin_known("fill") && !gos_exec_builtin_known("my_kernel"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_edges),
         cmocka_unit_test(test_random),
         cmocka_unit_test(test_sizes),
+        cmocka_unit_test(test_builtin),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

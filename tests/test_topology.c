@@ -9,7 +9,7 @@
 
 #include "chip/chip.h"
 #include "common/status.h"
-#include "device/device.h"
+#include "device/topo_ops.h"
 #include "topology/topology.h"
 #include "chipgen.h"
 
@@ -304,7 +304,7 @@ static void test_deterministic(void **state)
         assert_int_equal(gos_sim_open("default", &d), 0);
         int sms[4] = {124, 125, 0, 1};
         double bw;
-        assert_int_equal(gos_dev_l2_bandwidth(d, sms, 4, &bw), 0);
+        assert_int_equal(gos_topo_l2_bandwidth(d, sms, 4, &bw), 0);
         if (k == 0)
             first = bw;
         else

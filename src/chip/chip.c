@@ -1,4 +1,4 @@
-/* chip.c: reading, validating and writing gpuos.chip/1 (SPEC "Contracts"). */
+/* chip.c: reading, validating and writing gpuos.chip/1 (docs/contracts.md). */
 #include "chip/chip.h"
 
 #include "common/jsonio.h"
@@ -10,11 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-gos_chip *gos_chip_new(void)
-{
-    gos_chip *c = calloc(1, sizeof *c);
-    return c;
-}
+gos_chip *gos_chip_new(void) { return calloc(1, sizeof(gos_chip)); }
 
 void gos_chip_free(gos_chip *c)
 {
@@ -69,6 +65,19 @@ static int get_number(json_t *obj, const char *key, const char *where, double *o
     return GOS_OK;
 }
 
+/* Optional non-negative byte count dev[key] (0 when absent). */
+static int get_bytes(json_t *dev, const char *key, const char *where, uint64_t *out)
+{
+    double x = 0;
+    int rc = get_number(dev, key, where, &x, 0);
+    if (rc)
+        return rc;
+    if (!(x >= 0 && x <= 0x1p50)) /* NaN, negatives and what no chip has (1e300 would not convert) */
+        return gos_fail(GOS_EINVAL, "%s.%s: %g is outside 0..2^50", where, key, x);
+    *out = (uint64_t)x;
+    return GOS_OK;
+}
+
 static int parse_device(gos_chip *c, json_t *dev, const char *what)
 {
     char where[300];
@@ -100,18 +109,9 @@ static int parse_device(gos_chip *c, json_t *dev, const char *what)
     if (x < 1 || x > GOS_MAX_SMS || x != (int)x)
         return gos_fail(GOS_EINVAL, "%s.sm_count: %g is not an integer in 1..%d", where, x, GOS_MAX_SMS);
     c->device.sm_count = (int)x;
-    x = 0;
-    if ((rc = get_number(dev, "l2_bytes", where, &x, 0)))
+    if ((rc = get_bytes(dev, "l2_bytes", where, &c->device.l2_bytes)) ||
+        (rc = get_bytes(dev, "mem_bytes", where, &c->device.mem_bytes)))
         return rc;
-    if (!(x >= 0 && x <= 0x1p40))
-        return gos_fail(GOS_EINVAL, "%s.l2_bytes: %g is outside 0..2^40", where, x);
-    c->device.l2_bytes = (uint64_t)x;
-    x = 0;
-    if ((rc = get_number(dev, "mem_bytes", where, &x, 0)))
-        return rc;
-    if (!(x >= 0 && x <= 0x1p50))
-        return gos_fail(GOS_EINVAL, "%s.mem_bytes: %g is outside 0..2^50", where, x);
-    c->device.mem_bytes = (uint64_t)x;
     x = 0;
     if ((rc = get_number(dev, "sm_clock_mhz", where, &x, 0)))
         return rc;
@@ -181,6 +181,17 @@ static int parse_topology(gos_chip *c, json_t *topo, const char *what)
     return GOS_OK;
 }
 
+/* *out = numa[key] (NULL when absent), which must be an object; where[300]
+ * names it for messages ("WHAT: numa.KEY"). */
+static int numa_member(json_t *numa, const char *key, const char *what, char *where, json_t **out)
+{
+    snprintf(where, 300, "%s: numa.%s", what, key);
+    *out = json_object_get(numa, key);
+    if (*out && !json_is_object(*out))
+        return gos_fail(GOS_EINVAL, "%s: expected an object", where);
+    return GOS_OK;
+}
+
 static int parse_numa(gos_chip *c, json_t *numa, const char *what)
 {
     int hi = c->device.sm_count - 1, rc;
@@ -201,12 +212,11 @@ static int parse_numa(gos_chip *c, json_t *numa, const char *what)
         }
         c->n_parts = (int)json_array_size(parts);
     }
-    json_t *hash = json_object_get(numa, "hash");
+    char where[300];
+    json_t *hash;
+    if ((rc = numa_member(numa, "hash", what, where, &hash)))
+        return rc;
     if (hash) {
-        char where[300];
-        snprintf(where, sizeof where, "%s: numa.hash", what);
-        if (!json_is_object(hash))
-            return gos_fail(GOS_EINVAL, "%s: expected an object", where);
         double g = 0;
         if ((rc = get_number(hash, "granularity_bytes", where, &g, 0)))
             return rc;
@@ -224,12 +234,10 @@ static int parse_numa(gos_chip *c, json_t *numa, const char *what)
         if (c->n_physical_bits < 0)
             c->n_physical_bits = 0;
     }
-    json_t *lat = json_object_get(numa, "latency_cycles");
+    json_t *lat;
+    if ((rc = numa_member(numa, "latency_cycles", what, where, &lat)))
+        return rc;
     if (lat) {
-        char where[300];
-        snprintf(where, sizeof where, "%s: numa.latency_cycles", what);
-        if (!json_is_object(lat))
-            return gos_fail(GOS_EINVAL, "%s: expected an object", where);
         if ((rc = get_number(lat, "hbm_local", where, &c->lat_hbm_local, 1)) ||
             (rc = get_number(lat, "hbm_remote", where, &c->lat_hbm_remote, 1)) ||
             (rc = get_number(lat, "l2_local", where, &c->lat_l2_local, 1)) ||
@@ -241,6 +249,18 @@ static int parse_numa(gos_chip *c, json_t *numa, const char *what)
         c->has_latency = 1;
     }
     return GOS_OK;
+}
+
+/* root[key], when present, must be an object; parse() reads it. */
+static int parse_optional(gos_chip *c, json_t *root, const char *key,
+                          int (*parse)(gos_chip *, json_t *, const char *), const char *what)
+{
+    json_t *v = json_object_get(root, key);
+    if (!v)
+        return GOS_OK;
+    if (!json_is_object(v))
+        return gos_fail(GOS_EINVAL, "%s: %s is not an object", what, key);
+    return parse(c, v, what);
 }
 
 static int parse_sim(gos_chip *c, json_t *sim, const char *what)
@@ -295,24 +315,9 @@ int gos_chip_parse(const char *text, const char *what, gos_chip **out)
     }
     if ((rc = parse_device(c, json_object_get(root, "device"), what)))
         goto fail;
-    json_t *t = json_object_get(root, "topology");
-    if (t) {
-        if (!json_is_object(t)) {
-            rc = gos_fail(GOS_EINVAL, "%s: topology is not an object", what);
-            goto fail;
-        }
-        if ((rc = parse_topology(c, t, what)))
-            goto fail;
-    }
-    json_t *n = json_object_get(root, "numa");
-    if (n) {
-        if (!json_is_object(n)) {
-            rc = gos_fail(GOS_EINVAL, "%s: numa is not an object", what);
-            goto fail;
-        }
-        if ((rc = parse_numa(c, n, what)))
-            goto fail;
-    }
+    if ((rc = parse_optional(c, root, "topology", parse_topology, what)) ||
+        (rc = parse_optional(c, root, "numa", parse_numa, what)))
+        goto fail;
     json_t *s = json_object_get(root, "sim");
     if (s && (rc = parse_sim(c, s, what)))
         goto fail;

@@ -1,4 +1,4 @@
-/* chip.h: the gpuos.chip/1 description of one GPU die (see SPEC "Contracts").
+/* chip.h: the gpuos.chip/1 description of one GPU die (docs/contracts.md).
  *
  * One format is both what `gpuos probe` writes and what the simulated device
  * reads. gos_chip holds the fields every pillar shares in plain C; the parsed
@@ -91,10 +91,11 @@ int gos_chip_save(const gos_chip *c, const char *path);
 gos_chip *gos_chip_new(void);
 void gos_chip_free(gos_chip *c);
 
-/* The built-in chip shaped like a typical H200 (SPEC; paper 001 figure 3). */
+/* The built-in chip shaped like a typical H200 (paper 001 figure 3; default_chip.c). */
 const char *gos_chip_default_json(void);
 
-/* Helpers over the topology. gpc_of[sm] = GPC index or -1; returns count. */
+/* Helpers over the topology. Fills gpc_of[sm] with the GPC index of each SM
+ * (-1 for an SM in no GPC); returns nothing. */
 void gos_chip_gpc_of(const gos_chip *c, int gpc_of[GOS_MAX_SMS]);
 /* TPC partner of `sm` (-1 if lone or unknown). */
 int gos_chip_tpc_partner(const gos_chip *c, int sm);

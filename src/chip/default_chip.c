@@ -12,16 +12,11 @@
 
 static void default_device(json_t *root)
 {
-    json_t *d = json_object();
-    json_object_set_new(d, "name", json_string("NVIDIA H200"));
-    json_object_set_new(d, "uuid", json_string("SIM-00000000-0000-0000-0000-000000000200"));
-    json_object_set_new(d, "cc", json_string("9.0"));
-    json_object_set_new(d, "sm_count", json_integer(132));
-    json_object_set_new(d, "l2_bytes", json_integer(62914560));
-    json_object_set_new(d, "mem_bytes", json_integer(150754820096LL));
-    json_object_set_new(d, "sm_clock_mhz", json_integer(1980));
-    json_object_set_new(d, "simulated", json_true());
-    json_object_set_new(root, "device", d);
+    json_object_set_new(root, "device",
+                        json_pack("{s:s, s:s, s:s, s:i, s:I, s:I, s:i, s:b}", "name", "NVIDIA H200", "uuid",
+                                  "SIM-00000000-0000-0000-0000-000000000200", "cc", "9.0", "sm_count", 132,
+                                  "l2_bytes", (json_int_t)62914560, "mem_bytes", (json_int_t)150754820096LL,
+                                  "sm_clock_mhz", 1980, "simulated", 1));
 }
 
 /* GPC g of the 8 gets normal TPCs t with t % 8 == g (t < 62): six GPCs with 8
@@ -51,15 +46,9 @@ static void default_topology(json_t *root)
             }
             json_array_append_new(tpcs, pair);
         }
-        json_t *o = json_object();
-        json_object_set_new(o, "sms", sms);
-        json_object_set_new(o, "cluster_sms", cl);
-        json_object_set_new(o, "tpcs", tpcs);
-        json_array_append_new(gpcs, o);
+        json_array_append_new(gpcs, json_pack("{s:o, s:o, s:o}", "sms", sms, "cluster_sms", cl, "tpcs", tpcs));
     }
-    json_t *topo = json_object();
-    json_object_set_new(topo, "gpcs", gpcs);
-    json_object_set_new(root, "topology", topo);
+    json_object_set_new(root, "topology", json_pack("{s:o}", "gpcs", gpcs));
 }
 
 /* Partition 0 holds GPCs 0,2,4,6; partition 1 GPCs 1,3,5,7. */
@@ -73,26 +62,15 @@ static void default_numa(json_t *root)
                 json_array_append_new(sms, json_integer(2 * t));
                 json_array_append_new(sms, json_integer(2 * t + 1));
             }
-        json_t *o = json_object();
-        json_object_set_new(o, "sms", sms);
-        json_array_append_new(parts, o);
+        json_array_append_new(parts, json_pack("{s:o}", "sms", sms));
     }
     static const int in_page[] = {12, 13, 15, 17, 19};
     static const int physical[] = {12, 13, 15, 17, 19, 21, 22, 25, 27, 30, 33};
-    json_t *hash = json_object();
-    json_object_set_new(hash, "granularity_bytes", json_integer(4096));
-    json_object_set_new(hash, "in_page_bits", gos_json_ints(in_page, 5));
-    json_object_set_new(hash, "physical_bits", gos_json_ints(physical, 11));
-    json_t *lat = json_object();
-    json_object_set_new(lat, "hbm_local", json_real(490));
-    json_object_set_new(lat, "hbm_remote", json_real(655));
-    json_object_set_new(lat, "l2_local", json_real(309));
-    json_object_set_new(lat, "l2_remote", json_real(466));
-    json_t *numa = json_object();
-    json_object_set_new(numa, "partitions", parts);
-    json_object_set_new(numa, "hash", hash);
-    json_object_set_new(numa, "latency_cycles", lat);
-    json_object_set_new(root, "numa", numa);
+    json_object_set_new(root, "numa",
+                        json_pack("{s:o, s:{s:i, s:o, s:o}, s:{s:f, s:f, s:f, s:f}}", "partitions", parts, "hash",
+                                  "granularity_bytes", 4096, "in_page_bits", gos_json_ints(in_page, 5),
+                                  "physical_bits", gos_json_ints(physical, 11), "latency_cycles", "hbm_local", 490.0,
+                                  "hbm_remote", 655.0, "l2_local", 309.0, "l2_remote", 466.0));
 }
 
 /* sim.dvfs: the switching-latency model of the simulated device (read by
@@ -103,56 +81,21 @@ static void default_numa(json_t *root)
  * then a thermal throttling event. */
 static void default_sim_dvfs(json_t *sim)
 {
-    static const int freqs[] = {1980, 1755, 1605, 1410, 1260};
-    json_t *dvfs = json_object();
-    json_object_set_new(dvfs, "freqs_mhz", gos_json_ints(freqs, 5));
-    json_t *sw = json_object();
-    json_object_set_new(sw, "mean", json_real(20.0));
-    json_object_set_new(sw, "sd", json_real(4.0));
-    json_object_set_new(dvfs, "switch_ms", sw);
-    json_t *targets = json_object(), *t;
-    t = json_object();
-    json_object_set_new(t, "mean", json_real(8.0));
-    json_object_set_new(t, "sd", json_real(1.0));
-    json_object_set_new(targets, "1980", t);
-    t = json_object();
-    json_object_set_new(t, "mean", json_real(35.0));
-    json_object_set_new(t, "sd", json_real(6.0));
-    json_object_set_new(targets, "1260", t);
-    json_object_set_new(dvfs, "targets", targets);
-    /* a two-cluster pair (paper 000 figure 5) */
-    json_t *pairs = json_object(), *p = json_object(), *cl = json_array(), *c;
-    c = json_object();
-    json_object_set_new(c, "mean", json_real(12.0));
-    json_object_set_new(c, "sd", json_real(1.0));
-    json_object_set_new(c, "weight", json_real(0.6));
-    json_array_append_new(cl, c);
-    c = json_object();
-    json_object_set_new(c, "mean", json_real(30.0));
-    json_object_set_new(c, "sd", json_real(1.5));
-    json_object_set_new(c, "weight", json_real(0.4));
-    json_array_append_new(cl, c);
-    json_object_set_new(p, "clusters", cl);
-    json_object_set_new(pairs, "1755-1410", p);
-    json_object_set_new(dvfs, "pairs", pairs);
-    json_object_set_new(dvfs, "outlier_rate", json_real(0.03));
-    json_t *om = json_array();
-    json_array_append_new(om, json_real(60));
-    json_array_append_new(om, json_real(150));
-    json_object_set_new(dvfs, "outlier_ms", om);
-    /* the timing workload as measured on the lent H200 (results/GPU-341ba1d8-.../dvfs:
-     * 4.875 cycles per dependent FMA + 55 per iteration, spread at the 32 ns
-     * timer resolution, timer exchange round trip ~1.5 us) */
-    json_object_set_new(dvfs, "cycles_per_work", json_real(4.875));
-    json_object_set_new(dvfs, "overhead_cycles", json_real(55));
-    json_object_set_new(dvfs, "iter_jitter", json_real(0.00005));
-    json_object_set_new(dvfs, "timer_step_ns", json_integer(32));
-    json_object_set_new(dvfs, "sync_rtt_ns", json_real(1500));
-    json_object_set_new(dvfs, "glitch_rate", json_real(1e-6));
-    json_object_set_new(dvfs, "wakeup_ms", json_real(30));
-    json_object_set_new(dvfs, "thermal_rate", json_real(0.003));
-    json_object_set_new(dvfs, "thermal_ms", json_real(4000));
-    json_object_set_new(sim, "dvfs", dvfs);
+    /* the timing workload (cycles_per_work .. sync_rtt_ns) as measured on the lent
+     * H200 (results/GPU-341ba1d8-.../dvfs: 4.875 cycles per dependent FMA + 55 per
+     * iteration, spread at the 32 ns timer resolution, timer exchange round trip
+     * ~1.5 us); "1755-1410" is a two-cluster pair (paper 000 figure 5) */
+    json_object_set_new(
+        sim, "dvfs",
+        json_pack("{s:[i,i,i,i,i], s:{s:f, s:f}, s:{s:{s:f, s:f}, s:{s:f, s:f}},"
+                  " s:{s:{s:[{s:f, s:f, s:f}, {s:f, s:f, s:f}]}}, s:f, s:[f,f],"
+                  " s:f, s:f, s:f, s:i, s:f, s:f, s:f, s:f, s:f}",
+                  "freqs_mhz", 1980, 1755, 1605, 1410, 1260, "switch_ms", "mean", 20.0, "sd", 4.0, "targets",
+                  "1980", "mean", 8.0, "sd", 1.0, "1260", "mean", 35.0, "sd", 6.0, "pairs", "1755-1410", "clusters",
+                  "mean", 12.0, "sd", 1.0, "weight", 0.6, "mean", 30.0, "sd", 1.5, "weight", 0.4, "outlier_rate",
+                  0.03, "outlier_ms", 60.0, 150.0, "cycles_per_work", 4.875, "overhead_cycles", 55.0, "iter_jitter",
+                  0.00005, "timer_step_ns", 32, "sync_rtt_ns", 1500.0, "glitch_rate", 1e-6, "wakeup_ms", 30.0,
+                  "thermal_rate", 0.003, "thermal_ms", 4000.0));
 }
 
 /* Pillar 1b: the memory model of sim_mem.c, set to what our H200 measured
@@ -160,25 +103,17 @@ static void default_sim_dvfs(json_t *sim)
  * and to the paper's 65.8 % effective L2 when every SM reads every page. */
 static void default_sim_mem(json_t *sim)
 {
-    json_t *m = json_object();
-    json_object_set_new(m, "hbm_gbps_per_partition", json_real(2245));
-    json_object_set_new(m, "fabric_gbps", json_real(1274));
-    json_object_set_new(m, "sm_hbm_gbps", json_real(40));
-    json_object_set_new(m, "l2_gbps", json_real(8000));
-    json_object_set_new(m, "l2_effective_fraction_shared", json_real(0.658));
-    json_object_set_new(m, "l2_effective_fraction_private", json_real(1.0));
-    json_object_set_new(m, "replicate", json_true());
-    json_object_set_new(m, "outlier_rate", json_real(0.05));
-    json_object_set_new(sim, "mem", m);
+    json_object_set_new(sim, "mem",
+                        json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:b, s:f}", "hbm_gbps_per_partition", 2245.0,
+                                  "fabric_gbps", 1274.0, "sm_hbm_gbps", 40.0, "l2_gbps", 8000.0,
+                                  "l2_effective_fraction_shared", 0.658, "l2_effective_fraction_private", 1.0,
+                                  "replicate", 1, "outlier_rate", 0.05));
 }
 
 static void default_sim(json_t *root)
 {
-    json_t *sim = json_object();
-    json_object_set_new(sim, "seed", json_integer(1));
-    json_object_set_new(sim, "jitter", json_real(0.03));
-    json_object_set_new(sim, "l2_gbps_per_sm", json_real(180));
-    json_object_set_new(sim, "l2_gbps_per_gpc", json_real(1300));
+    json_t *sim = json_pack("{s:i, s:f, s:f, s:f}", "seed", 1, "jitter", 0.03, "l2_gbps_per_sm", 180.0,
+                            "l2_gbps_per_gpc", 1300.0);
     default_sim_dvfs(sim);
     default_sim_mem(sim);
     json_object_set_new(root, "sim", sim);

@@ -79,3 +79,5 @@ int cli_open_device(const char *sim, int ordinal, gos_device **out)
     spec.sim = "default";
     return gos_device_open(&spec, out);
 }
+
+int cli_is_help(const char *a) { return !strcmp(a, "--help") || !strcmp(a, "-h"); }

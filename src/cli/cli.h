@@ -1,7 +1,7 @@
 /* cli.h: what the command files of the CLI share. One file per command
  * (cmd_NAME.c) defining `int cmd_NAME(int argc, char **argv)`, where argv[0] is
- * the command's name; it returns the process exit status. main.c holds the table;
- * a command whose file is not linked answers "not built". */
+ * the command's name; it returns the process exit status. main.c holds the table
+ * of these externs: a command whose file is missing fails to link. */
 #ifndef GOS_CLI_H
 #define GOS_CLI_H
 
@@ -10,6 +10,9 @@
 /* Prints "gpuos: <gos_last_error()>" on stderr and returns 1 (or 2 for usage
  * errors: rc == GOS_EINVAL from argument parsing should use cli_usage). */
 int cli_fail(void);
+
+/* 1 when a is "--help" or "-h". */
+int cli_is_help(const char *a);
 /* Prints "gpuos CMD: <message>; see gpuos CMD --help" and returns 2. */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -26,7 +29,7 @@ int cli_parse_size(const char *s, unsigned long long *out);
  * Returns GOS_OK or an error code (message in gos_last_error()). */
 int cli_open_device(const char *sim, int ordinal, gos_device **out);
 
-/* Command entry points (weak in main.c: a missing one answers "not built"). */
+/* Command entry points, the table of main.c (plain externs). */
 int cmd_info(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 int cmd_report(int argc, char **argv);

@@ -7,6 +7,7 @@
  *   probe    everything except the switch, at the current clock (never changes
  *            a clock): timing workload, timer synchronisation, throttle reasons */
 #include "cli/cli.h"
+#include "common/provenance.h"
 #include "common/jsonio.h"
 #include "common/status.h"
 #include "dvfs/dvfs.h"
@@ -68,23 +69,30 @@ static int parse_freqs(const char *s, gos_dvfs_config *cfg)
     return cfg->n_freqs > 0 ? 0 : -1;
 }
 
-static void join_args(char *buf, size_t len, int argc, char **argv)
-{
-    size_t k = (size_t)snprintf(buf, len, "gpuos");
-    for (int i = 0; i < argc && k < len; i++)
-        k += (size_t)snprintf(buf + k, len - k, " %s", argv[i]);
-}
-
-/* Common option parsing; returns 0, or the exit status when it should stop. */
+/* Common option parsing (cfg starts from the defaults; one positional argument
+ * when takes_pos); returns 0, or the exit status when it should stop. */
 typedef struct {
     const char *sim, *out, *json, *html, *pos;
     long device;
     int allow, quiet, have_freqs;
 } opts;
 
-static int parse(const char *sub, int argc, char **argv, gos_dvfs_config *cfg, opts *o, int *stop)
+/* Where the value of option a goes when it is a plain string (--sim, --out,
+ * --json, --html), else NULL. */
+static const char **string_option(opts *o, const char *a)
+{
+    static const char *const names[] = {"--sim", "--out", "--json", "--html"};
+    const char **slots[] = {&o->sim, &o->out, &o->json, &o->html};
+    for (int k = 0; k < 4; k++)
+        if (!strcmp(a, names[k]))
+            return slots[k];
+    return NULL;
+}
+
+static int parse(const char *sub, int argc, char **argv, int takes_pos, gos_dvfs_config *cfg, opts *o, int *stop)
 {
     *stop = 0;
+    gos_dvfs_config_default(cfg);
     memset(o, 0, sizeof *o);
     o->device = -1;
     char cmd[16];
@@ -117,18 +125,9 @@ static int parse(const char *sub, int argc, char **argv, gos_dvfs_config *cfg, o
                 *stop = 1;
                 return cli_usage(cmd, "bad --device \"%s\"", v);
             }
-        } else if (!strcmp(a, "--sim")) {
+        } else if (string_option(o, a)) {
             NEED();
-            o->sim = v;
-        } else if (!strcmp(a, "--out")) {
-            NEED();
-            o->out = v;
-        } else if (!strcmp(a, "--json")) {
-            NEED();
-            o->json = v;
-        } else if (!strcmp(a, "--html")) {
-            NEED();
-            o->html = v;
+            *string_option(o, a) = v;
         } else if (!strcmp(a, "--rse")) {
             NEED();
             char *end;
@@ -168,7 +167,7 @@ static int parse(const char *sub, int argc, char **argv, gos_dvfs_config *cfg, o
         } else if (a[0] == '-' && a[1]) {
             *stop = 1;
             return cli_usage(cmd, "unknown option %s", a);
-        } else if (!o->pos) {
+        } else if (!o->pos && takes_pos) {
             o->pos = a;
         } else {
             *stop = 1;
@@ -189,66 +188,40 @@ static json_t *num_or_null(double x) { return isfinite(x) ? json_real(x) : json_
 static int save_campaign(const gos_device *d, const gos_dvfs_config *cfg, const gos_dvfs_campaign *r,
                          const char *path)
 {
-    json_t *o = json_object();
-    json_object_set_new(o, "schema", json_string("gpuos.dvfs-campaign/1"));
-    json_object_set_new(o, "device", json_string(d->info.name));
-    json_object_set_new(o, "simulated", json_boolean(d->info.simulated));
-    json_object_set_new(o, "rse", json_real(cfg->rse));
-    json_object_set_new(o, "min", json_integer(cfg->min_n));
-    json_object_set_new(o, "max", json_integer(cfg->max_n));
-    json_object_set_new(o, "total_s", json_real(r->total_s));
-    json_object_set_new(o, "measurements", json_integer((json_int_t)r->n_measurements));
-    json_object_set_new(o, "attempts", json_integer((json_int_t)r->n_attempts));
-    json_object_set_new(o, "work_fma", json_integer(r->work));
-    json_object_set_new(o, "window_ms", json_real(r->window_ms));
-    json_object_set_new(o, "upper_bound_ms", json_real(r->upper_bound_ms));
-    json_object_set_new(o, "thermal_events", json_integer(r->thermal_events));
-    json_object_set_new(o, "power_events", json_integer(r->power_events));
-    json_object_set_new(o, "sync_uncertainty_ns", json_real(r->sync.uncertainty_ns));
     json_t *ps = json_array();
     for (int p = 0; p < r->n_pairs; p++) {
         const gos_dvfs_pair_result *pr = &r->pairs[p];
         const gos_dvfs_pair_summary *s = &pr->sum;
-        json_t *j = json_object();
-        json_object_set_new(j, "init_mhz", json_integer(pr->init_mhz));
-        json_object_set_new(j, "target_mhz", json_integer(pr->target_mhz));
-        json_object_set_new(j, "valid", json_boolean(pr->valid));
-        json_object_set_new(j, "attempts", json_integer(pr->n_attempts));
-        json_object_set_new(j, "n_measurements", json_integer((json_int_t)pr->n));
-        if (pr->n) {
-            json_object_set_new(j, "n", json_integer((json_int_t)s->n));
-            json_object_set_new(j, "n_outliers", json_integer((json_int_t)s->n_outliers));
-            json_object_set_new(j, "min_ms", num_or_null(s->min_ms));
-            json_object_set_new(j, "mean_ms", num_or_null(s->mean_ms));
-            json_object_set_new(j, "max_ms", num_or_null(s->max_ms));
-            json_object_set_new(j, "sd_ms", num_or_null(s->sd_ms));
-            json_t *ci = json_array();
-            json_array_append_new(ci, num_or_null(s->ci_lo_ms));
-            json_array_append_new(ci, num_or_null(s->ci_hi_ms));
-            json_object_set_new(j, "ci95_ms", ci);
-            json_object_set_new(j, "rse_kept", num_or_null(s->rse_kept));
-            json_object_set_new(j, "clusters", json_integer(s->n_clusters));
-        }
+        json_t *j = GOS_JSON_OBJ(GOS_JI("init_mhz", pr->init_mhz), GOS_JI("target_mhz", pr->target_mhz),
+                                 GOS_JB("valid", pr->valid), GOS_JI("attempts", pr->n_attempts),
+                                 GOS_JI("n_measurements", pr->n));
+        if (pr->n)
+            GOS_JSON_PUT(j, GOS_JI("n", s->n), GOS_JI("n_outliers", s->n_outliers), GOS_JO("min_ms", num_or_null(s->min_ms)),
+                         GOS_JO("mean_ms", num_or_null(s->mean_ms)), GOS_JO("max_ms", num_or_null(s->max_ms)),
+                         GOS_JO("sd_ms", num_or_null(s->sd_ms)),
+                         GOS_JO("ci95_ms", json_pack("[o,o]", num_or_null(s->ci_lo_ms), num_or_null(s->ci_hi_ms))),
+                         GOS_JO("rse_kept", num_or_null(s->rse_kept)), GOS_JI("clusters", s->n_clusters));
         if (pr->skipped[0])
             json_object_set_new(j, "skipped", json_string(pr->skipped));
         json_array_append_new(ps, j);
     }
+    json_t *o = GOS_JSON_OBJ(
+        GOS_JS("schema", "gpuos.dvfs-campaign/1"), GOS_JS("device", d->info.name), GOS_JB("simulated", d->info.simulated),
+        GOS_JR("rse", cfg->rse), GOS_JI("min", cfg->min_n), GOS_JI("max", cfg->max_n), GOS_JR("total_s", r->total_s),
+        GOS_JI("measurements", r->n_measurements), GOS_JI("attempts", r->n_attempts), GOS_JI("work_fma", r->work),
+        GOS_JR("window_ms", r->window_ms), GOS_JR("upper_bound_ms", r->upper_bound_ms),
+        GOS_JI("thermal_events", r->thermal_events), GOS_JI("power_events", r->power_events),
+        GOS_JR("sync_uncertainty_ns", r->sync.uncertainty_ns));
     json_object_set_new(o, "pairs", ps);
     int rc = gos_json_save_atomic(o, path);
     json_decref(o);
     return rc;
 }
 
-static int dvfs_run(int argc, char **argv)
+/* The subcommands get the parsed configuration and options by value. */
+static int dvfs_run(int argc, char **argv, gos_dvfs_config cfg, opts o)
 {
-    gos_dvfs_config cfg;
-    gos_dvfs_config_default(&cfg);
-    opts o;
-    int stop, rc = parse("run", argc, argv, &cfg, &o, &stop);
-    if (stop)
-        return rc;
-    if (o.pos)
-        return cli_usage("dvfs run", "unexpected argument \"%s\"", o.pos);
+    int rc;
     if (cfg.min_n > cfg.max_n)
         return cli_usage("dvfs run", "--min %d is larger than --max %d", cfg.min_n, cfg.max_n);
     /* safety first: nothing is opened, nothing is changed */
@@ -260,12 +233,14 @@ static int dvfs_run(int argc, char **argv)
     gos_device *d;
     if ((rc = cli_open_device(o.sim, (int)o.device, &d)))
         return cli_fail();
-    if (!d->info.simulated && !o.allow) { /* fell back? never on a real GPU without the flag */
+    if (gos_dvfs_clock_permission(d, o.allow)) { /* fell back? never on a real GPU without the flag */
+        rc = cli_fail(); /* before close: it prints the permission message */
         gos_device_close(d);
-        return 1;
+        return rc;
     }
-    if (!o.have_freqs) {
-        if (!d->info.simulated || d->info.n_supported_sm_clocks < 2 || d->info.n_supported_sm_clocks > 16) {
+    if (!o.have_freqs) { /* a model's few clocks may be the default; a real GPU's never */
+        if ((d->info.caps & GOS_CAP_SYSTEM_CLOCKS) || d->info.n_supported_sm_clocks < 2 ||
+            d->info.n_supported_sm_clocks > 16) {
             gos_device_close(d);
             return cli_usage("dvfs run", "--freqs is required");
         }
@@ -273,7 +248,7 @@ static int dvfs_run(int argc, char **argv)
         memcpy(cfg.freqs, d->info.supported_sm_clocks_mhz, cfg.n_freqs * sizeof(int));
     }
     char command[1024];
-    join_args(command, sizeof command, argc, argv);
+    gos_command_line(command, sizeof command, "gpuos", argc, argv);
     cfg.command = command;
     cfg.allow_clock_changes = o.allow;
     cfg.out = o.out;
@@ -305,10 +280,10 @@ static int dvfs_run(int argc, char **argv)
                    s->n, s->n_outliers, s->min_ms, s->mean_ms, s->max_ms, 100 * s->rse_kept, s->n_clusters,
                    pr->skipped[0] ? "  " : "", pr->skipped);
         }
-        printf("\n%s campaign: %zu measurements (%zu attempts) in %.1f s of %s time, %d thermal / %d "
+        printf("\n%sGPU campaign: %zu measurements (%zu attempts) in %.1f s of %s time, %d thermal / %d "
                "power throttling events, timer sync +-%.0f ns (worst %.0f ns)\n",
-               d->info.simulated ? "simulated" : "GPU", res.n_measurements, res.n_attempts, res.total_s,
-               d->info.simulated ? "virtual" : "wall", res.thermal_events, res.power_events,
+               gos_dev_label(d), res.n_measurements, res.n_attempts, res.total_s,
+               d->info.caps & GOS_CAP_VIRTUAL_TIME ? "virtual" : "wall", res.thermal_events, res.power_events,
                res.sync.uncertainty_ns, res.sync_unc_max_ns);
         if (o.out)
             printf("traces in %s (gpuos dvfs analyze %s --out DIR)\n", o.out, o.out);
@@ -318,59 +293,34 @@ static int dvfs_run(int argc, char **argv)
     return 0;
 }
 
-static int dvfs_analyze(int argc, char **argv)
+/* `analyze RUN --out DIR` and `report DIR --html OUT`: a directory in, a path out. */
+static int dvfs_dir_step(int argc, char **argv, gos_dvfs_config cfg, opts o)
 {
-    gos_dvfs_config cfg;
-    gos_dvfs_config_default(&cfg);
-    opts o;
-    int stop, rc = parse("analyze", argc, argv, &cfg, &o, &stop);
-    if (stop)
-        return rc;
+    int report = !strcmp(argv[0], "report");
+    char cmd[16];
+    snprintf(cmd, sizeof cmd, "dvfs %s", argv[0]);
     if (!o.pos)
-        return cli_usage("dvfs analyze", "which trace directory? (gpuos dvfs analyze RUN --out DIR)");
-    if (!o.out)
-        return cli_usage("dvfs analyze", "--out DIR is required");
-    if (gos_dvfs_analyze(o.pos, o.out, o.quiet ? NULL : stdout))
+        return cli_usage(cmd, report ? "which analysis directory? (gpuos dvfs report DIR --html OUT)"
+                                     : "which trace directory? (gpuos dvfs analyze RUN --out DIR)");
+    if (!(report ? o.html : o.out))
+        return cli_usage(cmd, "%s is required", report ? "--html OUT" : "--out DIR");
+    if (report ? gos_dvfs_report(o.pos, o.html) : gos_dvfs_analyze(o.pos, o.out, o.quiet ? NULL : stdout))
         return cli_fail();
-    return 0;
-}
-
-static int dvfs_report(int argc, char **argv)
-{
-    gos_dvfs_config cfg;
-    gos_dvfs_config_default(&cfg);
-    opts o;
-    int stop, rc = parse("report", argc, argv, &cfg, &o, &stop);
-    if (stop)
-        return rc;
-    if (!o.pos)
-        return cli_usage("dvfs report", "which analysis directory? (gpuos dvfs report DIR --html OUT)");
-    if (!o.html)
-        return cli_usage("dvfs report", "--html OUT is required");
-    if (gos_dvfs_report(o.pos, o.html))
-        return cli_fail();
-    if (!o.quiet)
+    if (report && !o.quiet)
         printf("wrote %s\n", o.html);
     return 0;
 }
 
-static int dvfs_probe(int argc, char **argv)
+static int dvfs_probe(int argc, char **argv, gos_dvfs_config cfg, opts o)
 {
-    gos_dvfs_config cfg;
-    gos_dvfs_config_default(&cfg);
-    opts o;
-    int stop, rc = parse("probe", argc, argv, &cfg, &o, &stop);
-    if (stop)
-        return rc;
-    if (o.pos)
-        return cli_usage("dvfs probe", "unexpected argument \"%s\"", o.pos);
+    int rc;
     if (o.allow)
         return cli_usage("dvfs probe", "probe never changes clocks; --allow-clock-changes does not apply");
     gos_device *d;
     if (cli_open_device(o.sim, (int)o.device, &d))
         return cli_fail();
     char command[1024];
-    join_args(command, sizeof command, argc, argv);
+    gos_command_line(command, sizeof command, "gpuos", argc, argv);
     cfg.command = command;
     rc = gos_dvfs_probe(d, &cfg, o.json, o.quiet ? NULL : stdout);
     gos_device_close(d);
@@ -384,13 +334,18 @@ int cmd_dvfs(int argc, char **argv)
     const char *sub = argv[1];
     if (!strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help"))
         return help();
-    if (!strcmp(sub, "run"))
-        return dvfs_run(argc - 1, argv + 1);
-    if (!strcmp(sub, "analyze"))
-        return dvfs_analyze(argc - 1, argv + 1);
-    if (!strcmp(sub, "report"))
-        return dvfs_report(argc - 1, argv + 1);
-    if (!strcmp(sub, "probe"))
-        return dvfs_probe(argc - 1, argv + 1);
+    static const struct {
+        const char *name;
+        int takes_pos; /* one positional argument (a directory) */
+        int (*fn)(int, char **, gos_dvfs_config, opts);
+    } subs[] = {{"run", 0, dvfs_run}, {"analyze", 1, dvfs_dir_step}, {"report", 1, dvfs_dir_step},
+                {"probe", 0, dvfs_probe}};
+    for (size_t k = 0; k < sizeof subs / sizeof subs[0]; k++)
+        if (!strcmp(sub, subs[k].name)) {
+            gos_dvfs_config cfg;
+            opts o;
+            int stop, rc = parse(sub, argc - 1, argv + 1, subs[k].takes_pos, &cfg, &o, &stop);
+            return stop ? rc : subs[k].fn(argc - 1, argv + 1, cfg, o);
+        }
     return cli_usage("dvfs", "unknown subcommand \"%s\" (run | analyze | report | probe)", sub);
 }

@@ -47,10 +47,9 @@ int cmd_serve(int argc, char **argv)
     int verbose = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            help(stdout);
-            return 0;
-        } else if (!strcmp(a, "--config") && i + 1 < argc) {
+        if (cli_is_help(a))
+            return help(stdout), 0;
+        else if (!strcmp(a, "--config") && i + 1 < argc) {
             config = argv[++i];
         } else if (!strcmp(a, "--socket") && i + 1 < argc) {
             sock = argv[++i];

@@ -69,10 +69,9 @@ int cmd_vgpu(int argc, char **argv)
     int nkv = 0, json = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            help(stdout);
-            return 0;
-        } else if (!strcmp(a, "--socket") && i + 1 < argc) {
+        if (cli_is_help(a))
+            return help(stdout), 0;
+        else if (!strcmp(a, "--socket") && i + 1 < argc) {
             sock = argv[++i];
         } else if (!strcmp(a, "--json")) {
             json = 1;

@@ -1,18 +1,11 @@
 /* main.c: the gpuos command table. Unambiguous prefixes are accepted
- * ("gpuos pro" = "gpuos probe"), as iproute2 does. */
+ * ("gpuos pro" = "gpuos probe"), as iproute2 does. Every command is a plain
+ * extern (cli.h): a missing cmd_NAME.c is a link error, not a run-time gap. */
 #include "cli/cli.h"
 #include "common/status.h"
 
 #include <stdio.h>
 #include <string.h>
-
-#pragma weak cmd_info
-#pragma weak cmd_probe
-#pragma weak cmd_report
-#pragma weak cmd_dvfs
-#pragma weak cmd_serve
-#pragma weak cmd_vgpu
-#pragma weak cmd_place
 
 struct cmd_entry {
     const char *name;
@@ -35,8 +28,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: gpuos COMMAND [ARGS] (gpuos COMMAND --help for details)\n\ncommands:\n");
     for (int i = 0; i < N_COMMANDS; i++)
-        fprintf(f, "  %-8s %s%s\n", commands[i].name, commands[i].summary,
-                commands[i].fn ? "" : " (not built)");
+        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
 }
 
 int main(int argc, char **argv)
@@ -68,10 +60,6 @@ int main(int argc, char **argv)
     if (!hit) {
         fprintf(stderr, "gpuos: unknown command \"%s\"; see gpuos --help\n", argv[1]);
         return 2;
-    }
-    if (!hit->fn) {
-        fprintf(stderr, "gpuos: command \"%s\" is not built into this binary\n", hit->name);
-        return 1;
     }
     argv[1] = (char *)hit->name;
     return hit->fn(argc - 1, argv + 1);

@@ -629,6 +629,21 @@ static int send_copy(gpuos_vgpu *g, uint32_t dir, uint32_t region, uint64_t off,
  * sent back to back. At most WINDOW synchronous requests are unanswered at a
  * time: the daemon drops a client whose unread replies fill its socket. */
 #define WINDOW 32
+/* Waits for the reply to copy request seq. A failed copy is remembered (the
+ * first one, its code in *first_rc and message in msg[GOS_MSG_TEXT_MAX]) and the
+ * rest still waited for; returns non-zero only when the connection broke. */
+static int wait_copy(gpuos_vgpu *g, uint32_t seq, int *first_rc, char *msg)
+{
+    int rc = wait_reply(g, seq, GOS_MSG_COPY, NULL, NULL);
+    if (rc && g->broken)
+        return rc;
+    if (rc && !*first_rc) {
+        *first_rc = rc;
+        snprintf(msg, GOS_MSG_TEXT_MAX, "%s", gos_last_error());
+    }
+    return GOS_OK;
+}
+
 static int copy_shared(gpuos_vgpu *g, uint32_t dir, struct hostbuf *b, const void *host, gpuos_dptr d, size_t n,
                        int async)
 {
@@ -641,14 +656,10 @@ static int copy_shared(gpuos_vgpu *g, uint32_t dir, struct hostbuf *b, const voi
         size_t len = n - done < g->chunk ? n - done : g->chunk;
         if (!async && nreq >= WINDOW) {
             /* requests are numbered consecutively: the oldest unanswered one */
-            rc = wait_reply(g, first + waited, GOS_MSG_COPY, NULL, NULL);
+            rc = wait_copy(g, first + waited, &first_rc, msg);
             waited++;
-            if (rc && g->broken)
+            if (rc)
                 return rc;
-            if (rc && !first_rc) {
-                first_rc = rc;
-                snprintf(msg, sizeof msg, "%s", gos_last_error());
-            }
         }
         if ((rc = send_copy(g, dir, b->region, off + done, d + done, 0, len, async, &seq)))
             return rc;
@@ -658,15 +669,9 @@ static int copy_shared(gpuos_vgpu *g, uint32_t dir, struct hostbuf *b, const voi
     }
     if (async)
         return GOS_OK;
-    for (uint32_t s = first + waited; s - first <= last - first; s++) {
-        rc = wait_reply(g, s, GOS_MSG_COPY, NULL, NULL);
-        if (rc && g->broken)
+    for (uint32_t s = first + waited; s - first <= last - first; s++)
+        if ((rc = wait_copy(g, s, &first_rc, msg)))
             return rc;
-        if (rc && !first_rc) {
-            first_rc = rc;
-            snprintf(msg, sizeof msg, "%s", gos_last_error());
-        }
-    }
     return first_rc ? gos_fail(first_rc, "%s", msg) : GOS_OK;
 }
 
@@ -695,14 +700,10 @@ static int htod_pipeline(gpuos_vgpu *g, gpuos_dptr d, const void *src, size_t n)
         size_t len = n - done < chunk ? n - done : chunk;
         int slot = (int)(i % (size_t)g->depth);
         if (busy[slot]) {
-            int rc = wait_reply(g, busy[slot], GOS_MSG_COPY, NULL, NULL);
+            int rc = wait_copy(g, busy[slot], &first_rc, msg);
             busy[slot] = 0;
-            if (rc && g->broken)
+            if (rc)
                 return rc;
-            if (rc && !first_rc) {
-                first_rc = rc;
-                snprintf(msg, sizeof msg, "%s", gos_last_error());
-            }
         }
         par_memcpy(g, (char *)g->stage + (size_t)slot * g->chunk, (const char *)src + done, len);
         int rc = send_copy(g, GOS_COPY_HTOD, g->stage_region, (uint64_t)slot * g->chunk, d + done, 0, len, 0,
@@ -713,13 +714,9 @@ static int htod_pipeline(gpuos_vgpu *g, gpuos_dptr d, const void *src, size_t n)
     for (int s = 0; s < g->depth; s++)
         if (busy[s]) {
             /* oldest first is not needed: replies are kept until claimed */
-            int rc = wait_reply(g, busy[s], GOS_MSG_COPY, NULL, NULL);
-            if (rc && g->broken)
+            int rc = wait_copy(g, busy[s], &first_rc, msg);
+            if (rc)
                 return rc;
-            if (rc && !first_rc) {
-                first_rc = rc;
-                snprintf(msg, sizeof msg, "%s", gos_last_error());
-            }
         }
     return first_rc ? gos_fail(first_rc, "%s", msg) : GOS_OK;
 }
@@ -742,13 +739,8 @@ static int dtoh_pipeline(gpuos_vgpu *g, void *dst, gpuos_dptr d, size_t n)
     for (size_t i = 0; i < nchunks; i++) {
         int slot = (int)(i % (size_t)g->depth);
         size_t off = i * chunk, len = n - off < chunk ? n - off : chunk;
-        rc = wait_reply(g, seqs[slot], GOS_MSG_COPY, NULL, NULL);
-        if (rc && g->broken)
+        if ((rc = wait_copy(g, seqs[slot], &first_rc, msg)))
             return rc;
-        if (rc && !first_rc) {
-            first_rc = rc;
-            snprintf(msg, sizeof msg, "%s", gos_last_error());
-        }
         par_memcpy(g, (char *)dst + off, (char *)g->stage + (size_t)slot * g->chunk, len);
         if (issued < nchunks) {
             size_t o2 = issued * chunk, l2 = n - o2 < chunk ? n - o2 : chunk;
@@ -761,34 +753,32 @@ static int dtoh_pipeline(gpuos_vgpu *g, void *dst, gpuos_dptr d, size_t n)
     return first_rc ? gos_fail(first_rc, "%s", msg) : GOS_OK;
 }
 
-static int htod(gpuos_vgpu *g, gpuos_dptr d, const void *src, size_t n, int async)
+/* A copy between device memory d and host memory (src for HTOD, dst for DTOH):
+ * through a registered host buffer when host lies in one, else staged. */
+static int host_copy(gpuos_vgpu *g, uint32_t dir, gpuos_dptr d, void *dst, const void *src, size_t n, int async)
 {
+    const void *host = dir == GOS_COPY_HTOD ? src : dst;
     if (!n)
         return GOS_OK;
-    if (!src)
+    if (!host)
         return gos_fail(GOS_EINVAL, "NULL host pointer");
-    struct hostbuf *b = hostbuf_of(g, src, n);
+    struct hostbuf *b = hostbuf_of(g, host, n);
     g->small_n = n <= g->small;
-    int rc = b ? copy_shared(g, GOS_COPY_HTOD, b, src, d, n, async) : stage_ready(g);
+    int rc = b ? copy_shared(g, dir, b, host, d, n, async) : stage_ready(g);
     if (!b && !rc)
-        rc = htod_pipeline(g, d, src, n);
+        rc = dir == GOS_COPY_HTOD ? htod_pipeline(g, d, src, n) : dtoh_pipeline(g, dst, d, n);
     g->small_n = 0;
     return rc;
 }
 
+static int htod(gpuos_vgpu *g, gpuos_dptr d, const void *src, size_t n, int async)
+{
+    return host_copy(g, GOS_COPY_HTOD, d, NULL, src, n, async);
+}
+
 static int dtoh(gpuos_vgpu *g, void *dst, gpuos_dptr d, size_t n, int async)
 {
-    if (!n)
-        return GOS_OK;
-    if (!dst)
-        return gos_fail(GOS_EINVAL, "NULL host pointer");
-    struct hostbuf *b = hostbuf_of(g, dst, n);
-    g->small_n = n <= g->small;
-    int rc = b ? copy_shared(g, GOS_COPY_DTOH, b, dst, d, n, async) : stage_ready(g);
-    if (!b && !rc)
-        rc = dtoh_pipeline(g, dst, d, n);
-    g->small_n = 0;
-    return rc;
+    return host_copy(g, GOS_COPY_DTOH, d, dst, NULL, n, async);
 }
 
 static int dtod(gpuos_vgpu *g, gpuos_dptr dst, gpuos_dptr src, size_t n, int async)

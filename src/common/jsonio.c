@@ -83,6 +83,40 @@ json_t *gos_json_ints(const int *v, int n)
     return a;
 }
 
+int gos_json_load(const char *path, json_t **out)
+{
+    json_error_t err;
+    if (!(*out = json_load_file(path, 0, &err)))
+        return gos_fail(GOS_EINVAL, "%s: %s", path, err.text);
+    return GOS_OK;
+}
+
+json_t *gos_json_reals(const double *v, int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++) {
+        json_t *x = json_real(v[i]);
+        json_array_append_new(a, x ? x : json_null());
+    }
+    return a;
+}
+
+json_t *gos_json_put(json_t *o, const gos_json_field *f, size_t n)
+{
+    for (size_t k = 0; k < n; k++) {
+        json_t *v = NULL;
+        switch (f[k].type) {
+        case 'i': v = json_integer(f[k].i); break;
+        case 'r': v = json_real(f[k].r); break;
+        case 'b': v = json_boolean(f[k].i); break;
+        case 's': v = f[k].s ? json_string(f[k].s) : NULL; break;
+        case 'o': v = f[k].o; break;
+        }
+        json_object_set_new(o, f[k].key, v);
+    }
+    return o;
+}
+
 json_t *gos_json_child(json_t *parent, const char *key)
 {
     json_t *o = json_object_get(parent, key);

@@ -1,8 +1,12 @@
 /* cuda.c: the real-GPU backend's core: loading libcuda with dlopen, entry points
  * by exact symbol (cuda_internal.h), device discovery and facts, the primary context, the
- * embedded kernel modules and the launch helper. The pillar-1a primitives are in
- * cuda_topology.c, the other pillars' in cuda_mem.c, cuda_dvfs.c, cuda_exec.c. */
+ * embedded kernel modules and the launch helper. The pillars' primitives are in
+ * cuda_topo.c, cuda_mem.c, cuda_dvfs.c, cuda_exec.c. */
 #include "device/cuda_internal.h"
+#include "device/dvfs_ops.h"
+#include "device/exec_ops.h"
+#include "device/mem_ops.h"
+#include "device/topo_ops.h"
 
 #include "chip/chip.h"
 #include "common/status.h"
@@ -15,14 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-extern const struct gos_mem_ops gos_cuda_mem_ops __attribute__((weak));
-extern const struct gos_dvfs_ops gos_cuda_dvfs_ops __attribute__((weak));
-extern const struct gos_exec_ops gos_cuda_exec_ops __attribute__((weak));
+extern const struct gos_topo_ops gos_cuda_topo_ops;
+extern const struct gos_mem_ops gos_cuda_mem_ops;
+extern const struct gos_dvfs_ops gos_cuda_dvfs_ops;
+extern const struct gos_exec_ops gos_cuda_exec_ops;
 extern const struct gos_green_ops gos_cuda_green_ops;
-
-int gos_cuda_cluster_probe(gos_device *d, int cs, int *sms_out, int max_blocks, int *n_blocks);
-int gos_cuda_l2_bandwidth(gos_device *d, const int *sms, int n, double *gbps);
-void gos_cuda_topology_close(gos_device *d);
 
 static pthread_mutex_t cu_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *cu_lib;
@@ -127,6 +128,24 @@ int gos_cuda_enter(gos_device *d)
     return CU_CALL(cuCtxSetCurrent, c->ctx);
 }
 
+int gos_cuda_pillar_state(gos_device *d, void **priv, size_t size, int *fresh)
+{
+    int rc = gos_cuda_enter(d);
+    if (rc)
+        return rc;
+    *fresh = !*priv;
+    if (*fresh && !(*priv = calloc(1, size)))
+        return gos_fail(GOS_ENOMEM, "out of memory");
+    return GOS_OK;
+}
+
+void gos_cuda_free_ptrs(const CUdeviceptr *ptrs, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ptrs[i])
+            CU_CALL(cuMemFree, ptrs[i]);
+}
+
 int gos_cuda_function(gos_device *d, const char *image, const char *fn, CUfunction *out)
 {
     struct gos_cuda *c = d->priv;
@@ -194,7 +213,6 @@ static void cuda_close(gos_device *d)
     if (c && c->ctx) {
         gos_cuda_enter(d);
         gos_device_close_pillars(d);
-        gos_cuda_topology_close(d);
         for (int i = 0; i < c->n_modules; i++)
             CU_CALL(cuModuleUnload, c->modules[i].mod);
         CU_CALL(cuDevicePrimaryCtxRelease, c->dev);
@@ -213,8 +231,7 @@ static const struct gos_device_ops cuda_ops = {
     .name = "cuda",
     .close = cuda_close,
     .refresh = cuda_refresh,
-    .cluster_probe = gos_cuda_cluster_probe,
-    .l2_bandwidth = gos_cuda_l2_bandwidth,
+    .topo = &gos_cuda_topo_ops,
     .mem = &gos_cuda_mem_ops,
     .dvfs = &gos_cuda_dvfs_ops,
     .exec = &gos_cuda_exec_ops,
@@ -247,6 +264,7 @@ int gos_cuda_open(int ordinal, gos_device **out)
     gos_device_info *I = &d->info;
     snprintf(I->backend, sizeof I->backend, "cuda");
     I->ordinal = ordinal;
+    I->caps = GOS_CAP_SYSTEM_CLOCKS;
     if ((rc = CU_CALL(cuDeviceGet, &c->dev, ordinal)) ||
         (rc = CU_CALL(cuDeviceGetName, I->name, (int)sizeof I->name, c->dev)))
         goto fail;

@@ -59,9 +59,7 @@ static void dvfs_close(gos_device *d)
     if (s->running && s->stream)
         CU_CALL(cuStreamSynchronize, s->stream);
     CUdeviceptr ptrs[] = {s->d_start, s->d_end, s->d_slot, s->d_claimed, s->d_sink};
-    for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
-        if (ptrs[i])
-            CU_CALL(cuMemFree, ptrs[i]);
+    gos_cuda_free_ptrs(ptrs, sizeof ptrs / sizeof ptrs[0]);
     if (s->h_map)
         CU_CALL(cuMemFreeHost, s->h_map);
     if (s->stream)
@@ -72,15 +70,12 @@ static void dvfs_close(gos_device *d)
 
 static int state(gos_device *d, struct cuda_dvfs **out)
 {
-    if (d->dvfs_priv) {
-        *out = d->dvfs_priv;
-        return gos_cuda_enter(d);
+    int fresh, rc = gos_cuda_pillar_state(d, &d->dvfs_priv, sizeof(struct cuda_dvfs), &fresh);
+    struct cuda_dvfs *s = d->dvfs_priv;
+    if (rc || !fresh) {
+        *out = s;
+        return rc;
     }
-    struct cuda_dvfs *s = calloc(1, sizeof *s);
-    if (!s)
-        return gos_fail(GOS_ENOMEM, "out of memory");
-    d->dvfs_priv = s;
-    int rc;
     if ((rc = gos_cuda_function(d, "dvfs", "gos_dvfs_workload", &s->fn_work)) ||
         (rc = gos_cuda_function(d, "dvfs", "gos_dvfs_timesync", &s->fn_sync)) ||
         (rc = CU_CALL(cuStreamCreate, &s->stream, CU_STREAM_NON_BLOCKING)) ||
@@ -117,10 +112,9 @@ static int cuda_workload_start(gos_device *d, const gos_dvfs_workload *w)
         return rc;
     if (s->running)
         return gos_fail(GOS_EBUSY, "a timing workload is already running");
-    if (w->iters < 1 || w->work < 1 || w->n_record < 1 || w->n_record > d->info.sm_count ||
-        w->n_record > 256)
-        return gos_fail(GOS_EINVAL, "bad workload (iters %d, work %d, %d SMs recorded)", w->iters,
-                        w->work, w->n_record);
+    /* iters, work and the SM range were checked by gos_dvfs_workload_start */
+    if (w->n_record > 256)
+        return gos_fail(GOS_EINVAL, "at most 256 recorded SMs (%d)", w->n_record);
     int slot_of_sm[256];
     for (int i = 0; i < 256; i++)
         slot_of_sm[i] = -1;
@@ -228,33 +222,27 @@ static int cuda_timer_exchange(gos_device *d, int n, int64_t *hb, int64_t *gpu, 
     return rc ? rc : rc2;
 }
 
-static int cuda_set_clock(gos_device *d, int mhz)
+/* Locks the SM clock at mhz (min = max), or resets the locked clocks (mhz 0). */
+static int nvml_locked_clocks(gos_device *d, int mhz)
 {
+    const char *sym = mhz ? "nvmlDeviceSetGpuLockedClocks" : "nvmlDeviceResetGpuLockedClocks";
     struct cuda_dvfs *s;
     int rc = state(d, &s);
     if (rc)
         return rc;
     if (!s->have_nvml)
-        return gos_fail(GOS_EUNSUPPORTED, "NVML is not available: cannot lock SM clocks");
-    nvml_set_locked_fn f = (nvml_set_locked_fn)gos_nvml_sym("nvmlDeviceSetGpuLockedClocks");
+        return gos_fail(GOS_EUNSUPPORTED, "NVML is not available: cannot %s SM clocks", mhz ? "lock" : "reset");
+    void *f = gos_nvml_sym(sym);
     if (!f)
-        return gos_fail(GOS_EUNSUPPORTED, "NVML lacks nvmlDeviceSetGpuLockedClocks");
-    return gos_nvml_check(f(s->nvml, (unsigned)mhz, (unsigned)mhz), "nvmlDeviceSetGpuLockedClocks");
+        return gos_fail(GOS_EUNSUPPORTED, "NVML lacks %s", sym);
+    nvmlReturn_t r = mhz ? ((nvml_set_locked_fn)f)(s->nvml, (unsigned)mhz, (unsigned)mhz)
+                         : ((nvml_reset_locked_fn)f)(s->nvml);
+    return gos_nvml_check(r, sym);
 }
 
-static int cuda_reset_clock(gos_device *d)
-{
-    struct cuda_dvfs *s;
-    int rc = state(d, &s);
-    if (rc)
-        return rc;
-    if (!s->have_nvml)
-        return gos_fail(GOS_EUNSUPPORTED, "NVML is not available: cannot reset SM clocks");
-    nvml_reset_locked_fn f = (nvml_reset_locked_fn)gos_nvml_sym("nvmlDeviceResetGpuLockedClocks");
-    if (!f)
-        return gos_fail(GOS_EUNSUPPORTED, "NVML lacks nvmlDeviceResetGpuLockedClocks");
-    return gos_nvml_check(f(s->nvml), "nvmlDeviceResetGpuLockedClocks");
-}
+static int cuda_set_clock(gos_device *d, int mhz) { return nvml_locked_clocks(d, mhz); }
+
+static int cuda_reset_clock(gos_device *d) { return nvml_locked_clocks(d, 0); }
 
 static int cuda_status(gos_device *d, gos_dvfs_status *st)
 {

@@ -7,11 +7,12 @@
  * microseconds (a blocking wait costs tens of microseconds per dispatch).
  * Kernel parameters arrive packed and go to the driver as one buffer
  * (CU_LAUNCH_PARAM_BUFFER_POINTER), so the daemon needs no knowledge of a
- * kernel's signature. The built-in module "exec" is kernels/exec.cu. */
+ * kernel's signature. The built-in module GOS_EXEC_BUILTIN ("builtin"; its
+ * image name "exec" is accepted too) is kernels/exec.cu. */
 #include "device/cuda_internal.h"
+#include "device/exec_builtin.h"
 #include "device/exec_ops.h"
 
-#include "common/range.h"
 #include "common/status.h"
 
 #include <pthread.h>
@@ -40,29 +41,15 @@ static struct {
 static _Thread_local gos_device *cur_dev;
 static int abandoned; /* atomic: shutdown gave up on running work (ex_abandon) */
 
-/* The functions of the built-in module "exec" handed out so far, by kind, so that
- * launch_ranges knows their signatures (kernels/exec.cu). The embedded module
- * lives as long as the context: its CUfunctions never change. */
-enum { BK_NONE, BK_SCALAR, BK_MATRIX, BK_MMUL, BK_FILL };
+/* The functions of the built-in module handed out so far, by kernel name, so
+ * that launch_ranges knows their signatures (exec_builtin.c). The embedded
+ * module lives as long as the context: its CUfunctions never change. */
 static struct {
     CUfunction f;
-    int kind;
+    char name[16];
 } builtin_fns[16];
 static int n_builtin_fns;
 static pthread_mutex_t builtin_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static int builtin_kind_of(const char *name)
-{
-    if (!strcmp(name, "empty") || !strcmp(name, "sleep_ns") || !strcmp(name, "loop"))
-        return BK_SCALAR;
-    if (!strcmp(name, "madd"))
-        return BK_MATRIX;
-    if (!strcmp(name, "mmul"))
-        return BK_MMUL;
-    if (!strcmp(name, "fill"))
-        return BK_FILL;
-    return BK_NONE;
-}
 
 static int fast_enter(gos_device *d)
 {
@@ -202,9 +189,10 @@ static int ex_module_load(gos_device *d, const void *image, size_t bytes, const 
     if (!m)
         return gos_fail(GOS_ENOMEM, "out of memory");
     if (!image) {
-        if (!name || strcmp(name, "exec")) {
+        if (!name || (strcmp(name, GOS_EXEC_BUILTIN) && strcmp(name, "exec"))) {
             free(m);
-            return gos_fail(GOS_EINVAL, "the GPU has no built-in module \"%s\" (try exec)", name ? name : "");
+            return gos_fail(GOS_EINVAL, "the GPU has no built-in module \"%s\" (try %s)", name ? name : "",
+                            GOS_EXEC_BUILTIN);
         }
         m->builtin = 1;
         *out = m;
@@ -247,8 +235,7 @@ static int ex_function(gos_device *d, void *mod, const char *name, void **fn)
         return rc;
     if (m->builtin) {
         rc = gos_cuda_function(d, "exec", name, &f);
-        int k = builtin_kind_of(name);
-        if (!rc && k == BK_NONE)
+        if (!rc && (!gos_exec_builtin_known(name) || strlen(name) >= sizeof builtin_fns[0].name))
             rc = gos_fail(GOS_EINVAL, "kernel %s of the built-in module has no known signature", name);
         if (!rc) {
             pthread_mutex_lock(&builtin_lock);
@@ -257,7 +244,7 @@ static int ex_function(gos_device *d, void *mod, const char *name, void **fn)
                 i++;
             if (i == n_builtin_fns && i < 16) {
                 builtin_fns[i].f = f;
-                builtin_fns[i].kind = k;
+                snprintf(builtin_fns[i].name, sizeof builtin_fns[i].name, "%s", name);
                 n_builtin_fns++;
             }
             pthread_mutex_unlock(&builtin_lock);
@@ -310,55 +297,18 @@ static int ex_launch(gos_device *d, void *fn, const struct gos_launch_cfg *c, vo
     return gos_cu_check(P.launch(&cfg, f, NULL, size ? extra : NULL), "cuLaunchKernelEx");
 }
 
-/* The device ranges of a built-in kernel's launch (exec_ops.h; kernels/exec.cu):
- * madd/mmul read a and b and write c, n x n floats each; mmul's geometry must be
- * exactly (n/16, n/16) blocks of (16, 16) or it reads past its matrices; fill
- * writes count words at p. Every size is computed without overflow. */
+/* The device ranges of a built-in kernel's launch (exec_builtin.c); a function
+ * of a client's own module: unknown (-1). */
 static int ex_launch_ranges(gos_device *d, void *fn, const struct gos_launch_cfg *c, struct gos_dev_range *r, int *n)
 {
-    int kind = BK_NONE;
+    char name[16] = "";
     pthread_mutex_lock(&builtin_lock);
     for (int i = 0; i < n_builtin_fns; i++)
         if (builtin_fns[i].f == fn)
-            kind = builtin_fns[i].kind;
+            memcpy(name, builtin_fns[i].name, sizeof name);
     pthread_mutex_unlock(&builtin_lock);
-    *n = kind == BK_NONE ? -1 : 0;
-    if (kind == BK_MATRIX || kind == BK_MMUL) {
-        uint64_t p[3], bytes;
-        uint32_t dim;
-        if (c->param_bytes < 28)
-            return gos_fail(GOS_EINVAL, "madd/mmul take (uint64 a, uint64 b, uint64 c, uint32 n)");
-        memcpy(p, c->params, 24);
-        memcpy(&dim, (const char *)c->params + 24, 4);
-        if (gos_mul_overflows((uint64_t)dim * dim, 4, &bytes))
-            return gos_fail(GOS_EINVAL, "matrix of %u x %u floats is too large", (unsigned)dim, (unsigned)dim);
-        if (kind == BK_MMUL && (dim % 16 || c->block[0] != 16 || c->block[1] != 16 || c->block[2] != 1 ||
-                                c->grid[0] != dim / 16 || c->grid[1] != dim / 16 || c->grid[2] != 1))
-            return gos_fail(GOS_EINVAL, "mmul of n = %u needs n a multiple of 16, grid (n/16, n/16, 1) and block "
-                                        "(16, 16, 1)", (unsigned)dim);
-        for (int i = 0; i < 3; i++) {
-            if (p[i] % 4)
-                return gos_fail(GOS_EINVAL, "matrix at 0x%llx is not aligned to its floats", (unsigned long long)p[i]);
-            r[i] = (struct gos_dev_range){p[i], bytes};
-        }
-        *n = 3;
-    } else if (kind == BK_FILL) {
-        uint64_t p, count;
-        if (c->param_bytes < 24)
-            return gos_fail(GOS_EINVAL, "fill takes (uint64 dptr, uint32 value, uint32 pad, uint64 count)");
-        memcpy(&p, c->params, 8);
-        memcpy(&count, (const char *)c->params + 16, 8);
-        if (count > UINT64_MAX / 4)
-            return gos_fail(GOS_EINVAL, "fill: %llu words overflow the address space", (unsigned long long)count);
-        if (p % 4)
-            return gos_fail(GOS_EINVAL, "fill: address 0x%llx is not aligned to its 4-byte words",
-                            (unsigned long long)p);
-        r[0] = (struct gos_dev_range){p, count * 4};
-        *n = 1;
-    } else if (kind == BK_SCALAR && c->param_bytes % 8) {
-        return gos_fail(GOS_EINVAL, "built-in kernel parameters of %zu bytes", c->param_bytes);
-    }
-    return GOS_OK;
+    *n = -1;
+    return name[0] ? gos_exec_builtin_ranges(name, c, r, n) : GOS_OK;
 }
 
 static void ex_abandon(gos_device *d)

@@ -1,6 +1,7 @@
 /* cuda_internal.h: what the cuda backend's files share (never included above the
  * device layer). libcuda is opened with dlopen and every entry point is fetched
- * with cuGetProcAddress at the toolkit's CUDA_VERSION, so the function types that
+ * with dlsym by the exact symbol that cuda.h's macros give its name (cuMemAlloc
+ * is cuMemAlloc_v2 at the toolkit's CUDA_VERSION), so the function types that
  * cuda.h declares are exactly the ABI we call:
  *
  *     int rc = CU_CALL(cuMemAlloc, &ptr, bytes);   // GOS_OK or GOS_EDEVICE + message
@@ -39,11 +40,19 @@ struct gos_cuda {
         CUmodule mod;
     } modules[GOS_CUDA_MAX_MODULES];
     int n_modules;
-    void *topo; /* state of the topology primitives (cuda.c) */
 };
 
 /* Makes the device's primary context current in the calling thread. */
 int gos_cuda_enter(gos_device *d);
+
+/* A pillar's lazily created state *priv (&d->mem_priv, ...), with the device's
+ * context made current: *fresh = 0 when it exists; otherwise *priv becomes a
+ * zeroed block of `size` bytes and *fresh = 1, for the caller to set up (and to
+ * release with its pillar's close if that fails). */
+int gos_cuda_pillar_state(gos_device *d, void **priv, size_t size, int *fresh);
+
+/* cuMemFree of every non-zero pointer of ptrs[0..n) (the pillars' close). */
+void gos_cuda_free_ptrs(const CUdeviceptr *ptrs, size_t n);
 
 /* Looks up kernel `fn` in the embedded image `image` (kernels/IMAGE.cu), loading
  * the module on first use. GOS_EUNSUPPORTED when built without kernels. */

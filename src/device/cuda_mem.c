@@ -47,10 +47,8 @@ static void mem_close(gos_device *d)
     struct cuda_mem *m = d->mem_priv;
     if (!m)
         return;
-    CUdeviceptr *p[] = {&m->addrs, &m->out, &m->slots, &m->done, &m->ctr, &m->sink, &m->pages};
-    for (size_t i = 0; i < sizeof p / sizeof p[0]; i++)
-        if (*p[i])
-            CU_CALL(cuMemFree, *p[i]);
+    CUdeviceptr ptrs[] = {m->addrs, m->out, m->slots, m->done, m->ctr, m->sink, m->pages};
+    gos_cuda_free_ptrs(ptrs, sizeof ptrs / sizeof ptrs[0]);
     if (m->e0)
         CU_CALL(cuEventDestroy, m->e0);
     if (m->e1)
@@ -61,17 +59,12 @@ static void mem_close(gos_device *d)
 
 static int mem_state(gos_device *d, struct cuda_mem **out)
 {
-    int rc = gos_cuda_enter(d);
-    if (rc)
+    int fresh, rc = gos_cuda_pillar_state(d, &d->mem_priv, sizeof(struct cuda_mem), &fresh);
+    struct cuda_mem *m = d->mem_priv;
+    if (rc || !fresh) {
+        *out = m;
         return rc;
-    if (d->mem_priv) {
-        *out = d->mem_priv;
-        return GOS_OK;
     }
-    struct cuda_mem *m = calloc(1, sizeof *m);
-    if (!m)
-        return gos_fail(GOS_ENOMEM, "out of memory");
-    d->mem_priv = m;
     if ((rc = gos_cuda_function(d, "numa", "gos_numa_probe", &m->probe)) ||
         (rc = gos_cuda_function(d, "numa", "gos_numa_sweep", &m->sweep)) ||
         (rc = gos_cuda_function(d, "numa", "gos_numa_read_bw", &m->bw)) ||

@@ -1,4 +1,4 @@
-/* device.h: the device layer, one interface over two backends (SPEC architecture).
+/* device.h: the device layer, one interface over two backends (docs/CONTRIBUTING.md, "Layout").
  *
  *   cuda: a real GPU through dlopen(libcuda.so.1) and dlopen(libnvidia-ml.so.1),
  *         running the kernels embedded in the binary;
@@ -6,13 +6,16 @@
  *         measurement primitives from the chip's known truth plus seeded noise.
  *
  * Everything above this layer (probes, schedulers, the daemon) calls only what is
- * declared here and never knows which backend runs. An operation a backend lacks
- * is a NULL pointer: callers use the gos_dev_* wrappers, which turn that into
- * GOS_EUNSUPPORTED with a message instead of a crash.
+ * declared here and in the pillar headers, and never knows which backend runs:
+ * where behaviour must differ it asks a capability (info.caps), never
+ * info.simulated (a fact for labels: gos_dev_label). An operation a backend
+ * lacks is a NULL pointer: callers use the checked wrappers, which turn that
+ * into GOS_EUNSUPPORTED with a message instead of a crash.
  *
  * The operations are grouped per pillar; each group has its own header
- * (mem_ops.h, dvfs_ops.h, exec_ops.h) and its own implementation files per
- * backend (cuda_mem.c / sim_mem.c, ...), so that pillars do not collide. */
+ * (topo_ops.h, mem_ops.h, dvfs_ops.h, exec_ops.h), its wrappers (topo.c, ...)
+ * and its own implementation files per backend (cuda_topo.c / sim_topo.c, ...),
+ * so that pillars do not collide. */
 #ifndef GOS_DEVICE_H
 #define GOS_DEVICE_H
 
@@ -29,7 +32,7 @@ typedef struct gos_device gos_device;
 typedef struct {
     char backend[8]; /* "cuda" or "sim" */
     int ordinal;     /* CUDA ordinal; -1 for a simulated device */
-    int simulated;
+    int simulated;   /* a fact for labels and records (gos_dev_label), never a branch: see caps */
     char name[128];
     char uuid[96]; /* "GPU-..." for real devices, "SIM-..." for simulated */
     char pci_bus_id[32];
@@ -54,13 +57,30 @@ typedef struct {
     int temp_c;
     int has_power;
     double power_w;
+
+    unsigned caps; /* GOS_CAP_* bits */
 } gos_device_info;
 
-/* Every pillar ops struct (mem_ops.h, dvfs_ops.h, exec_ops.h) starts with a
- * member of this type (may be NULL): the backend's close calls it first, so a
- * pillar can release its state (d->mem_priv, ...) without the backend knowing it. */
+/* Backend capabilities (gos_device_info.caps): what callers above the device
+ * layer ask instead of which backend runs. */
+/* set_clock changes a real, system-wide setting of the machine: a campaign needs
+ * the user's permission (--allow-clock-changes), see gos_dvfs_clock_permission. */
+#define GOS_CAP_SYSTEM_CLOCKS 0x1u
+/* The dvfs host clock is virtual (a campaign's seconds are not wall seconds). */
+#define GOS_CAP_VIRTUAL_TIME 0x2u
+
+/* Every pillar ops struct (topo_ops.h, mem_ops.h, dvfs_ops.h, exec_ops.h) starts
+ * with a member of this type (may be NULL): the backend's close calls it first
+ * (gos_device_close_pillars), so a pillar can release its state (d->mem_priv,
+ * ...) without the backend knowing it. */
 typedef void (*gos_pillar_close_fn)(gos_device *d);
 
+/* One convention for every pillar <p>: src/device/<p>_ops.h declares struct
+ * gos_<p>_ops and the checked wrappers gos_<p>_*() (src/device/<p>.c), which
+ * answer GOS_EUNSUPPORTED when the backend lacks an operation and GOS_EINVAL for
+ * bad arguments; the backends' instances are gos_cuda_<p>_ops (cuda_<p>.c) and
+ * gos_sim_<p>_ops (sim_<p>.c). Callers above the layer use only the wrappers. */
+struct gos_topo_ops; /* topo_ops.h: pillar 1a primitives */
 struct gos_mem_ops;  /* mem_ops.h: pillar 1b primitives */
 struct gos_dvfs_ops; /* dvfs_ops.h: pillar 1c primitives */
 struct gos_exec_ops; /* exec_ops.h: pillar 3 execution (daemon) primitives */
@@ -72,17 +92,7 @@ struct gos_device_ops {
     /* Refreshes the dynamic part of d->info (clocks, throttle, temperature). */
     int (*refresh)(gos_device *d);
 
-    /* Pillar 1a (paper 001 section 5.1). One launch with thread-block clusters of
-     * `cluster_size` blocks, one block per SM; block i ran on SM sms_out[i] and
-     * belongs to cluster i / cluster_size. *n_blocks receives the block count
-     * (a multiple of cluster_size, at most max_blocks). */
-    int (*cluster_probe)(gos_device *d, int cluster_size, int *sms_out, int max_blocks,
-                         int *n_blocks);
-
-    /* Summed L2-hit read bandwidth (GB/s) of the SMs in sms[0..n) reading
-     * concurrently (a working set larger than L1, smaller than L2). */
-    int (*l2_bandwidth)(gos_device *d, const int *sms, int n, double *gbps);
-
+    const struct gos_topo_ops *topo;
     const struct gos_mem_ops *mem;
     const struct gos_dvfs_ops *dvfs;
     const struct gos_exec_ops *exec;
@@ -94,7 +104,7 @@ struct gos_device {
     gos_device_info info;
     struct gos_chip *chip; /* sim: the chip's truth (owned); cuda: NULL */
     void *priv;            /* backend state */
-    void *mem_priv, *dvfs_priv, *exec_priv; /* per-pillar backend state */
+    void *topo_priv, *mem_priv, *dvfs_priv, *exec_priv; /* per-pillar backend state */
     void *green_priv;
 };
 
@@ -117,13 +127,13 @@ int gos_cuda_device_count(void);
 int gos_sim_open(const char *chip_path, gos_device **out);
 int gos_cuda_open(int ordinal, gos_device **out);
 
-/* For backends' close: runs each pillar's close hook (exec, dvfs, mem), so the
- * pillars release their state before the backend tears down. */
+/* For backends' close: runs each pillar's close hook (exec, dvfs, mem, topo), so
+ * the pillars release their state before the backend tears down. */
 void gos_device_close_pillars(gos_device *d);
 
-/* Wrappers that check for a missing operation. */
-int gos_dev_cluster_probe(gos_device *d, int cluster_size, int *sms_out, int max_blocks, int *n_blocks);
-int gos_dev_l2_bandwidth(gos_device *d, const int *sms, int n, double *gbps);
+/* For the checked wrappers (src/device/<p>.c): GOS_EUNSUPPORTED with "the
+ * <backend> device does not support <what>". */
+int gos_dev_missing(const gos_device *d, const char *what);
 
 /* "simulated " or "" for labelling everything printed or written. */
 const char *gos_dev_label(const gos_device *d);

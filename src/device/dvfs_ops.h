@@ -102,18 +102,24 @@ struct gos_dvfs_ops {
     int (*status)(gos_device *d, gos_dvfs_status *st);
 };
 
-/* Checked access for callers above the device layer. */
-static inline const struct gos_dvfs_ops *gos_dvfs_ops_of(gos_device *d)
-{
-    const struct gos_dvfs_ops *o = d->ops->dvfs;
-    if (!o || !o->host_now || !o->host_sleep || !o->workload_start || !o->workload_wait ||
-        !o->timer_exchange || !o->status) {
-        gos_fail(GOS_EUNSUPPORTED, "the %s device has no frequency-switching primitives%s",
-                 d->ops->name, d->info.simulated ? "" : " (built without cuda_dvfs.c or kernels)");
-        return NULL;
-    }
-    return o;
-}
+/* Checked wrappers for callers above the device layer (dvfs.c): a missing
+ * operation answers GOS_EUNSUPPORTED with one line, bad arguments GOS_EINVAL.
+ * gos_dvfs_host_now answers 0 (and sets the error) when missing; callers check
+ * gos_dvfs_check first, which succeeds when the device has every primitive a
+ * campaign needs (all but set_clock / reset_clock). */
+int gos_dvfs_check(gos_device *d);
+/* GOS_OK when SM clocks may be changed: always on a device whose clocks are not
+ * a system-wide setting (no GOS_CAP_SYSTEM_CLOCKS), otherwise only when the user
+ * allowed it (--allow-clock-changes); GOS_EPERM with one line else. */
+int gos_dvfs_clock_permission(const gos_device *d, int allowed);
+int64_t gos_dvfs_host_now(gos_device *d);
+int gos_dvfs_host_sleep(gos_device *d, int64_t ns);
+int gos_dvfs_workload_start(gos_device *d, const gos_dvfs_workload *w);
+int gos_dvfs_workload_wait(gos_device *d, gos_dvfs_trace *tr);
+int gos_dvfs_timer_exchange(gos_device *d, int n, int64_t *host_before, int64_t *gpu, int64_t *host_after);
+int gos_dvfs_set_clock(gos_device *d, int mhz);
+int gos_dvfs_reset_clock(gos_device *d);
+int gos_dvfs_read_status(gos_device *d, gos_dvfs_status *st);
 
 static inline void gos_dvfs_trace_free(gos_dvfs_trace *tr)
 {

@@ -5,8 +5,9 @@
  * to its virtual GPU). All handles are opaque `void *` / uint64_t so that nothing
  * above the device layer sees CUDA types. Backends:
  *   cuda_exec.c: the real GPU (primary context, streams, events, cuLaunchKernelEx);
- *   sim_exec.c : device memory in host RAM, built-in kernels of given durations,
- *                copies with modelled bandwidth and latency, in real elapsed time.
+ *   sim_exec.c : device memory in host RAM, the built-in kernels' work as
+ *                modelled durations, copies with modelled bandwidth and latency,
+ *                in real elapsed time.
  *
  * Threads: every call may come from any thread; the backend makes its context
  * current itself. Streams execute in order; different streams may overlap.
@@ -34,6 +35,9 @@ struct gos_dev_range {
     uint64_t ptr, bytes;
 };
 #define GOS_LAUNCH_RANGES_MAX 4
+
+/* The built-in module's name, the same on every backend. */
+#define GOS_EXEC_BUILTIN "builtin"
 
 struct gos_exec_ops {
     gos_pillar_close_fn close;
@@ -66,9 +70,10 @@ struct gos_exec_ops {
     int (*copy_htod_sync)(gos_device *d, uint64_t dst, const void *src, size_t n);
     int (*copy_dtoh_sync)(gos_device *d, void *dst, uint64_t src, size_t n);
 
-    /* Loads a module from image bytes (fatbin, cubin or PTX), or a backend's
-     * built-in module by name when image is NULL ("exec": the embedded benchmark
-     * kernels on cuda; "sim:builtin" on sim). */
+    /* Loads a module from image bytes (fatbin, cubin or PTX), or the backend's
+     * built-in module when image is NULL and name is GOS_EXEC_BUILTIN: the same
+     * kernel names and parameter layouts on every backend (kernels/exec.cu on
+     * cuda; modelled durations on sim, see sim_exec.c). */
     int (*module_load)(gos_device *d, const void *image, size_t bytes, const char *name, void **mod);
     int (*module_unload)(gos_device *d, void *mod);
     int (*function)(gos_device *d, void *mod, const char *name, void **fn);
@@ -97,10 +102,38 @@ struct gos_exec_ops {
     int (*event_elapsed_ns)(gos_device *d, void *start, void *end, uint64_t *ns);
 };
 
-/* Checked access: the device's exec ops, or GOS_EUNSUPPORTED with a message. */
-static inline const struct gos_exec_ops *gos_exec(const gos_device *d)
-{
-    return d && d->ops ? d->ops->exec : NULL;
-}
+/* Checked wrappers for callers above the device layer (exec.c): one per
+ * operation, same arguments; GOS_EUNSUPPORTED with one line when the backend
+ * lacks the operation, GOS_EINVAL for a missing result pointer or argument. */
+int gos_exec_init(gos_device *d);
+int gos_exec_mem_alloc(gos_device *d, uint64_t bytes, uint64_t *dptr);
+int gos_exec_mem_free(gos_device *d, uint64_t dptr);
+int gos_exec_mem_info(gos_device *d, uint64_t *free_b, uint64_t *total_b);
+int gos_exec_host_register(gos_device *d, void *p, size_t bytes);
+int gos_exec_host_unregister(gos_device *d, void *p);
+int gos_exec_host_alloc(gos_device *d, size_t bytes, void **p);
+int gos_exec_host_free(gos_device *d, void *p);
+int gos_exec_stream_create(gos_device *d, void **stream);
+int gos_exec_stream_destroy(gos_device *d, void *stream);
+int gos_exec_stream_sync(gos_device *d, void *stream);
+int gos_exec_copy_htod(gos_device *d, uint64_t dst, const void *src, size_t n, void *stream);
+int gos_exec_copy_dtoh(gos_device *d, void *dst, uint64_t src, size_t n, void *stream);
+int gos_exec_copy_dtod(gos_device *d, uint64_t dst, uint64_t src, size_t n, void *stream);
+int gos_exec_copy_htod_sync(gos_device *d, uint64_t dst, const void *src, size_t n);
+int gos_exec_copy_dtoh_sync(gos_device *d, void *dst, uint64_t src, size_t n);
+int gos_exec_module_load(gos_device *d, const void *image, size_t bytes, const char *name, void **mod);
+int gos_exec_module_unload(gos_device *d, void *mod);
+int gos_exec_function(gos_device *d, void *mod, const char *name, void **fn);
+int gos_exec_launch(gos_device *d, void *fn, const struct gos_launch_cfg *cfg, void *stream);
+int gos_exec_event_create(gos_device *d, void **ev);
+int gos_exec_event_destroy(gos_device *d, void *ev);
+int gos_exec_event_record(gos_device *d, void *ev, void *stream);
+int gos_exec_event_sync(gos_device *d, void *ev);
+int gos_exec_event_elapsed_ns(gos_device *d, void *start, void *end, uint64_t *ns);
+/* Optional ops: launch_ranges gives *n = -1 (nothing known) and abandon does
+ * nothing when the backend lacks them. */
+int gos_exec_launch_ranges(gos_device *d, void *fn, const struct gos_launch_cfg *cfg, struct gos_dev_range *r,
+                           int *n);
+void gos_exec_abandon(gos_device *d);
 
 #endif

@@ -4,12 +4,11 @@
 #include "common/status.h"
 #include "device/exec_ops.h"
 
-#define MISSING(d, op)                                                                           \
-    gos_fail(GOS_EUNSUPPORTED, "the %s device does not support green contexts (%s)", (d)->ops->name, op)
+#define MISSING(d, op) gos_dev_missing(d, "green contexts (" op ")")
 
 static const struct gos_green_ops *ops(gos_device *d)
 {
-    return d ? gos_green(d) : NULL;
+    return d && d->ops ? d->ops->green : NULL;
 }
 
 int gos_green_split(gos_device *d, int min_count, const struct gos_green_split **split)
@@ -65,10 +64,7 @@ int gos_green_stream_create(gos_device *d, void *gctx, void **stream)
 
 int gos_green_stream_destroy(gos_device *d, void *stream)
 {
-    const struct gos_exec_ops *x = gos_exec(d);
-    if (!x || !x->stream_destroy)
-        return gos_fail(GOS_EUNSUPPORTED, "the %s device has no streams", d->ops->name);
-    return x->stream_destroy(d, stream);
+    return gos_exec_stream_destroy(d, stream);
 }
 
 int gos_green_probe(gos_device *d, void *stream, int cluster, int blocks, unsigned timeout_us,

@@ -65,11 +65,6 @@ struct gos_green_ops {
                  int *sms_out, int *coresident_out);
 };
 
-static inline const struct gos_green_ops *gos_green(const gos_device *d)
-{
-    return d && d->ops ? d->ops->green : NULL;
-}
-
 /* Checked wrappers (green.c): GOS_EUNSUPPORTED with a message when the backend
  * lacks green contexts, GOS_EINVAL for bad arguments. */
 int gos_green_split(gos_device *d, int min_count, const struct gos_green_split **split);

@@ -11,7 +11,7 @@
  *   outlier_rate 0.03, outlier_ms [60, 150]: rare long switches (driver, CPU noise)
  *   iter_jitter 0.0005   relative per-iteration noise of the workload
  *   cycles_per_work 4, overhead_cycles 40: iteration = (work*4 + 40) cycles / clock
- *   timer_step_ns 32     %globaltimer resolution (H200-NOTES)
+ *   timer_step_ns 32     %globaltimer resolution (32 ns steps on the lent H200)
  *   glitch_rate 2e-5, glitch_us [1, 20]: iterations stretched by an interruption
  *   wakeup_ms 30, idle_gap_ms 100: after an idle gap the clock ramps up for wakeup_ms
  *   thermal_rate 0.003 (per kernel), thermal_ms 4000, thermal_slowdown 0.08:
@@ -319,17 +319,12 @@ static int sim_workload_start(gos_device *d, const gos_dvfs_workload *w)
         return gos_fail(GOS_ENOMEM, "out of memory");
     if (s->running)
         return gos_fail(GOS_EBUSY, "a timing workload is already running");
-    if (w->iters < 1 || w->work < 1 || w->n_record < 1 || w->n_record > d->info.sm_count)
-        return gos_fail(GOS_EINVAL, "bad workload (iters %d, work %d, %d SMs recorded)", w->iters,
-                        w->work, w->n_record);
+    /* iters, work and the recorded SMs were checked by gos_dvfs_workload_start */
     int *rec = realloc(s->rec, (size_t)w->n_record * sizeof *rec);
     if (!rec)
         return gos_fail(GOS_ENOMEM, "out of memory");
-    for (int i = 0; i < w->n_record; i++) {
-        if (w->record_sms[i] < 0 || w->record_sms[i] >= d->info.sm_count)
-            return gos_fail(GOS_EINVAL, "SM %d out of range 0..%d", w->record_sms[i], d->info.sm_count - 1);
+    for (int i = 0; i < w->n_record; i++)
         rec[i] = w->record_sms[i];
-    }
     s->rec = rec;
     s->w = *w;
     s->w.record_sms = rec;

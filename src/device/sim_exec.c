@@ -9,14 +9,21 @@
  * then polling the last 200 us, see sleep_until). Data moves
  * at enqueue time (stream order is preserved by the callers' own ordering).
  *
- * Built-in module "sim:builtin" (kernels whose first parameter is a duration or a
- * destination, Gdev table 1's LOOP and MADD by name):
- *   sleep_ns / loop / madd / mmul (uint64 ns)  busy for ns nanoseconds
+ * Built-in module GOS_EXEC_BUILTIN ("builtin"; "sim:builtin" is accepted too):
+ * the kernels of kernels/exec.cu by name and parameter layout, their work
+ * modelled as a duration:
+ *   sleep_ns (uint64 ns)                          busy for ns nanoseconds
+ *   loop (uint64 iters)                           iters * loop_ns_per_iter
+ *   madd / mmul (uint64 a, b, c, uint32 n)        n^2 * madd_ns_per_element,
+ *                                                 n^3 * mmul_ns_per_mac (no data)
  *   fill (uint64 dptr, uint32 value, uint32 pad, uint64 count)  writes count u32
  *   empty ()                                      the launch overhead only
  * A module image "SIMMOD\n" followed by lines "alias=builtin" loads too, so the
  * byte-image path is exercised. Model parameters come from the chip's
- * sim.exec object: htod_gbps, dtoh_gbps, dtod_gbps, copy_latency_us, launch_us. */
+ * sim.exec object: htod_gbps, dtoh_gbps, dtod_gbps, copy_latency_us, launch_us,
+ * loop_ns_per_iter, madd_ns_per_element, mmul_ns_per_mac, each checked to lie in
+ * its range. */
+#include "device/exec_builtin.h"
 #include "device/exec_ops.h"
 #include "device/sim_internal.h"
 
@@ -49,7 +56,7 @@ struct sim_event {
     int recorded;
 };
 
-enum { K_SLEEP, K_FILL, K_EMPTY };
+enum { K_SLEEP, K_LOOP, K_MADD, K_MMUL, K_FILL, K_EMPTY };
 struct sim_fn {
     char name[64];
     int kind;
@@ -64,6 +71,7 @@ struct sim_exec {
     uint64_t eng_free[N_ENG];
     double gbps[N_ENG];
     double copy_lat_ns, launch_ns;
+    double loop_ns, madd_ns, mmul_ns; /* per iteration, per element, per multiply-add */
     uint64_t mem_total, mem_used;
     struct sim_alloc *allocs;
     int n_allocs, cap_allocs;
@@ -150,14 +158,18 @@ static int se_init(gos_device *d)
         x = json_object_get(json_object_get(d->chip->json, "sim"), "exec");
     s->gbps[ENG_COMPUTE] = 1;
     /* Out-of-range parameters would make every modelled duration infinite, NaN
-     * or negative (issue 15.6): rejected with the key. */
+     * or negative (issue 15.6): rejected with the key. Defaults: loop of 20M
+     * iterations 100 ms, 1024x1024 madd 1 ms, mmul 5 ms. */
     double lat_us, launch_us;
     int rc;
     if ((rc = jnum(x, "htod_gbps", 50.0, 0, 1, 1e5, &s->gbps[ENG_HTOD])) ||
         (rc = jnum(x, "dtoh_gbps", 50.0, 0, 1, 1e5, &s->gbps[ENG_DTOH])) ||
         (rc = jnum(x, "dtod_gbps", 2000.0, 0, 1, 1e6, &s->gbps[ENG_DTOD])) ||
         (rc = jnum(x, "copy_latency_us", 4.0, 0, 0, 1e6, &lat_us)) ||
-        (rc = jnum(x, "launch_us", 3.0, 0, 0, 1e6, &launch_us))) {
+        (rc = jnum(x, "launch_us", 3.0, 0, 0, 1e6, &launch_us)) ||
+        (rc = jnum(x, "loop_ns_per_iter", 5.0, 0, 0, 1e6, &s->loop_ns)) ||
+        (rc = jnum(x, "madd_ns_per_element", 1e6 / (1024.0 * 1024.0), 0, 0, 1e6, &s->madd_ns)) ||
+        (rc = jnum(x, "mmul_ns_per_mac", 5e6 / (1024.0 * 1024.0 * 1024.0), 0, 0, 1e6, &s->mmul_ns))) {
         pthread_mutex_destroy(&s->lock);
         free(s);
         return rc;
@@ -349,8 +361,8 @@ static int se_dtoh_sync(gos_device *d, void *dst, uint64_t src, size_t n)
 static const struct {
     const char *name;
     int kind;
-} builtins[] = {{"sleep_ns", K_SLEEP}, {"loop", K_SLEEP}, {"madd", K_SLEEP},
-                {"mmul", K_SLEEP},     {"fill", K_FILL},  {"empty", K_EMPTY}};
+} builtins[] = {{"sleep_ns", K_SLEEP}, {"loop", K_LOOP}, {"madd", K_MADD},
+                {"mmul", K_MMUL},      {"fill", K_FILL}, {"empty", K_EMPTY}};
 #define N_BUILTINS (int)(sizeof builtins / sizeof builtins[0])
 
 static int builtin_kind(const char *name)
@@ -367,10 +379,10 @@ static int se_module_load(gos_device *d, const void *image, size_t bytes, const 
     if (!m)
         return gos_fail(GOS_ENOMEM, "out of host memory");
     if (!image) {
-        if (!name || strcmp(name, "sim:builtin")) {
+        if (!name || (strcmp(name, GOS_EXEC_BUILTIN) && strcmp(name, "sim:builtin"))) {
             free(m);
-            return gos_fail(GOS_EINVAL, "the simulated device has no built-in module \"%s\" (try sim:builtin)",
-                            name ? name : "");
+            return gos_fail(GOS_EINVAL, "the simulated device has no built-in module \"%s\" (try %s)",
+                            name ? name : "", GOS_EXEC_BUILTIN);
         }
         for (int i = 0; i < N_BUILTINS; i++) {
             snprintf(m->fns[i].name, sizeof m->fns[i].name, "%s", builtins[i].name);
@@ -383,7 +395,7 @@ static int se_module_load(gos_device *d, const void *image, size_t bytes, const 
     const char *p = image, *end = p + bytes;
     if (bytes < 7 || memcmp(p, "SIMMOD\n", 7)) {
         free(m);
-        return gos_fail(GOS_EUNSUPPORTED, "the simulated device runs only sim:builtin kernels or "
+        return gos_fail(GOS_EUNSUPPORTED, "the simulated device runs only " GOS_EXEC_BUILTIN " kernels or "
                                           "SIMMOD images, not a %zu-byte GPU image", bytes);
     }
     p += 7;
@@ -436,15 +448,27 @@ static int se_launch(gos_device *d, void *fn, const struct gos_launch_cfg *c, vo
     struct sim_exec *s = S(d);
     const struct sim_fn *f = fn;
     double dur = s->launch_ns;
-    if (f->kind == K_SLEEP) {
-        uint64_t ns;
-        if (c->param_bytes < 8)
-            return gos_fail(GOS_EINVAL, "%s takes a uint64 duration in ns", f->name);
-        memcpy(&ns, c->params, 8);
-        if (ns > 60ull * 1000000000ull)
-            return gos_fail(GOS_EINVAL, "%s: duration of %llu ns is over a minute", f->name,
-                            (unsigned long long)ns);
-        dur += (double)ns;
+    if (f->kind == K_SLEEP || f->kind == K_LOOP || f->kind == K_MADD || f->kind == K_MMUL) {
+        /* The GPU kernels' parameters (kernels/exec.cu); the work they describe
+         * becomes a modelled duration. */
+        double work;
+        if (f->kind == K_MADD || f->kind == K_MMUL) {
+            uint32_t n;
+            if (c->param_bytes < 28)
+                return gos_fail(GOS_EINVAL, "%s takes (uint64 a, uint64 b, uint64 c, uint32 n)", f->name);
+            memcpy(&n, (const char *)c->params + 24, 4);
+            work = f->kind == K_MADD ? (double)n * n * s->madd_ns : (double)n * n * n * s->mmul_ns;
+        } else {
+            uint64_t v;
+            if (c->param_bytes < 8)
+                return gos_fail(GOS_EINVAL, "%s takes a uint64 %s", f->name,
+                                f->kind == K_SLEEP ? "duration in ns" : "iteration count");
+            memcpy(&v, c->params, 8);
+            work = f->kind == K_SLEEP ? (double)v : (double)v * s->loop_ns;
+        }
+        if (work > 60e9)
+            return gos_fail(GOS_EINVAL, "%s: a modelled duration of %.0f ns is over a minute", f->name, work);
+        dur += work;
     } else if (f->kind == K_FILL) {
         uint64_t dptr, count;
         uint32_t v;
@@ -473,32 +497,16 @@ static int se_launch(gos_device *d, void *fn, const struct gos_launch_cfg *c, vo
     return GOS_OK;
 }
 
+/* The GPU kernels' signatures (exec_builtin.c) by the built-in's own name (a
+ * SIMMOD alias runs a built-in under another name). */
 static int se_launch_ranges(gos_device *d, void *fn, const struct gos_launch_cfg *c, struct gos_dev_range *r,
                             int *n)
 {
     const struct sim_fn *f = fn;
-    *n = 0;
-    if (f->kind == K_SLEEP) {
-        uint64_t ns;
-        if (c->param_bytes < 8)
-            return gos_fail(GOS_EINVAL, "%s takes a uint64 duration in ns", f->name);
-        memcpy(&ns, c->params, 8);
-        if (ns > 60ull * 1000000000ull)
-            return gos_fail(GOS_EINVAL, "%s: duration of %llu ns is over a minute", f->name, (unsigned long long)ns);
-    } else if (f->kind == K_FILL) {
-        uint64_t dptr, count;
-        if (c->param_bytes < 24)
-            return gos_fail(GOS_EINVAL, "fill takes (uint64 dptr, uint32 value, uint32 pad, uint64 count)");
-        memcpy(&dptr, c->params, 8);
-        memcpy(&count, (const char *)c->params + 16, 8);
-        if (count > UINT64_MAX / 4)
-            return gos_fail(GOS_EINVAL, "fill: %llu words overflow the address space", (unsigned long long)count);
-        if (dptr % 4)
-            return gos_fail(GOS_EINVAL, "fill: address 0x%llx is not aligned to its 4-byte words",
-                            (unsigned long long)dptr);
-        r[0] = (struct gos_dev_range){dptr, count * 4};
-        *n = 1;
-    }
+    for (int i = 0; i < N_BUILTINS; i++)
+        if (builtins[i].kind == f->kind)
+            return gos_exec_builtin_ranges(builtins[i].name, c, r, n);
+    *n = -1;
     return GOS_OK;
 }
 

@@ -252,13 +252,10 @@ static int sg_destroy(gos_device *d, void *gctx)
 static int sg_stream_create(gos_device *d, void *gctx, void **stream)
 {
     struct sim_green *s = state(d);
-    const struct gos_exec_ops *x = gos_exec(d);
     if (!s)
         return GOS_ENOMEM;
-    if (!x || !x->stream_create)
-        return gos_fail(GOS_EUNSUPPORTED, "the simulated device has no streams");
-    int rc = x->init ? x->init(d) : GOS_OK;
-    if (rc || (rc = x->stream_create(d, stream)))
+    int rc = gos_exec_init(d);
+    if (rc || (rc = gos_exec_stream_create(d, stream)))
         return rc;
     pthread_mutex_lock(&s->lock);
     int slot = -1;
@@ -273,7 +270,7 @@ static int sg_stream_create(gos_device *d, void *gctx, void **stream)
     }
     pthread_mutex_unlock(&s->lock);
     if (slot < 0) {
-        x->stream_destroy(d, *stream);
+        gos_exec_stream_destroy(d, *stream);
         return gos_fail(GOS_ENOMEM, "more than %d green-context streams", MAX_STREAMS);
     }
     return GOS_OK;

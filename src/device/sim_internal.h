@@ -15,4 +15,9 @@ void gos_sim_rng(const gos_device *d, gos_rng *r, uint64_t stream);
 /* Multiplicative noise 1 + jitter * N(0,1), clamped to stay positive. */
 double gos_sim_noise(const gos_device *d, gos_rng *r);
 
+/* Reads and checks the chip's sim.cluster2 / sim.l2_gbps_per_* parameters and
+ * sets up the topology primitives' state (d->topo_priv); called by gos_sim_open
+ * so that a bad chip file fails at open. */
+int gos_sim_topo_open(gos_device *d, const char *chip_path);
+
 #endif

@@ -1,5 +1,7 @@
-/* sim_mem.c: the pillar-1b primitives on the simulated device (SPEC "Contracts":
- * physical_bits, random physical 2 MB frames).
+/* sim_mem.c: the pillar-1b primitives on the simulated device (mem_ops.h). The
+ * chip's numa.hash.physical_bits are known only to a simulated chip; each 2 MB
+ * virtual page maps to a random (seeded) physical 2 MB frame, so the hash bits
+ * above bit 20 behave as on real hardware (docs/readme-numa.md).
  *
  * Truth comes from the chip (d->chip): numa.partitions (SM -> partition; SMs in
  * none count as partition 0), the hash bits numa.hash.physical_bits plus
@@ -112,7 +114,7 @@ static int sim_mem_get(gos_device *d, sim_mem **out)
         for (int i = 0; i < c->parts[p].n_sms; i++)
             m->part_of[c->parts[p].sms[i]] = p;
     /* The hash: physical_bits together with in_page_bits (a chip may list the
-     * in-page bits in both, as SPEC's example does, or only the bits above the
+     * in-page bits in both, as the built-in chip does, or only the bits above the
      * page in physical_bits). */
     for (int i = 0; i < c->n_physical_bits; i++)
         m->phys_mask |= 1ull << c->physical_bits[i];

@@ -1,4 +1,4 @@
-/* analyze.c: `gpuos dvfs analyze RUN --out DIR` (SPEC "Frequency-switching
+/* analyze.c: `gpuos dvfs analyze RUN --out DIR` (docs/contracts.md "Frequency-switching
  * traces"): phases 1 and 3 of paper 000 recomputed from the saved traces alone,
  * then outlier filtering (filter.c). Needs only the contract's files:
  *   RUN/run.json (schema, freqs_mhz; host and device used for file names),
@@ -70,10 +70,10 @@ static int list_measurements(const char *dir, int **ks, int *n)
 
 static int read_request(const char *path, int64_t *t_s, int *nvml)
 {
-    json_error_t err;
-    json_t *o = json_load_file(path, 0, &err);
-    if (!o)
-        return gos_fail(GOS_EINVAL, "%s: %s", path, err.text);
+    json_t *o;
+    int rc = gos_json_load(path, &o);
+    if (rc)
+        return rc;
     json_t *t = json_object_get(o, "t_request_ns");
     if (!json_is_integer(t) || json_integer_value(t) < 0) {
         json_decref(o);
@@ -90,11 +90,10 @@ int gos_dvfs_analyze(const char *run, const char *out, FILE *log)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/run.json", run);
-    json_error_t err;
-    json_t *rj = json_load_file(path, 0, &err);
-    if (!rj)
-        return gos_fail(GOS_EINVAL, "%s: %s", path, err.text);
-    int rc = GOS_OK, n = 0;
+    json_t *rj;
+    int rc = gos_json_load(path, &rj), n = 0;
+    if (rc)
+        return rc;
     int freqs[GOS_DVFS_MAX_FREQS];
     gos_dvfs_calib *cal = NULL;
     char *valid = NULL;

@@ -25,6 +25,7 @@
 
 #include "chip/chip.h"
 #include "common/jsonio.h"
+#include "common/provenance.h"
 #include "stats/stats.h"
 
 #include <errno.h>
@@ -47,22 +48,13 @@
 
 void gos_dvfs_config_default(gos_dvfs_config *c)
 {
-    memset(c, 0, sizeof *c);
-    c->rse = 0.05;
-    c->min_n = 25;
-    c->max_n = 500;
-    c->check_every = 25;
-    c->throttle_every = 5;
-    c->n_record = 16;
-    c->max_iters = 10000;
-    c->ident_iters = 500;
-    c->delay_iters = 300;
-    c->calib_kernels = 3;
+    *c = (gos_dvfs_config){.rse = 0.05, .min_n = 25, .max_n = 500, .check_every = 25, .throttle_every = 5,
+                           .n_record = 16, .max_iters = 10000, .ident_iters = 500, .delay_iters = 300,
+                           .calib_kernels = 3};
 }
 
 typedef struct {
     gos_device *d;
-    const struct gos_dvfs_ops *o;
     const gos_dvfs_config *cfg;
     gos_dvfs_campaign *res;
     int sms[GOS_MAX_SMS];
@@ -96,10 +88,8 @@ static int interrupted(camp *c)
 
 static int set_clock(camp *c, int mhz)
 {
-    if (!c->o->set_clock)
-        return gos_fail(GOS_EUNSUPPORTED, "the %s device cannot set SM clocks", c->d->ops->name);
     gos_dvfs_guard_touched(); /* before the call: a failing call may still have acted */
-    int rc = c->o->set_clock(c->d, mhz);
+    int rc = gos_dvfs_set_clock(c->d, mhz);
     if (rc == GOS_EPERM)
         return gos_fail(GOS_EPERM, "no permission to lock the SM clock at %d MHz (%s); run as root "
                                    "or use --sim", mhz, gos_last_error());
@@ -160,85 +150,56 @@ static int warm_kernel(camp *c, double ns, int mhz, double *wake)
     return rc ? rc : interrupted(c);
 }
 
+json_t *gos_dvfs_device_json(const gos_device_info *I)
+{
+    return GOS_JSON_OBJ(GOS_JS("name", I->name), GOS_JS("uuid", I->uuid), GOS_JI("ordinal", I->ordinal),
+                        GOS_JB("simulated", I->simulated), GOS_JI("sm_count", I->sm_count),
+                        GOS_JS("driver", I->driver_version));
+}
+
 static int write_run_json(camp *c, int final)
 {
     if (!c->cfg->out)
         return GOS_OK;
     const gos_device_info *I = &c->d->info;
-    json_t *root = json_object();
-    json_object_set_new(root, "schema", json_string(GOS_DVFS_RUN_SCHEMA));
-    json_object_set_new(root, "freqs_mhz", gos_json_ints(c->cfg->freqs, c->cfg->n_freqs));
-    json_t *dev = json_object();
-    json_object_set_new(dev, "name", json_string(I->name));
-    json_object_set_new(dev, "uuid", json_string(I->uuid));
-    json_object_set_new(dev, "ordinal", json_integer(I->ordinal));
-    json_object_set_new(dev, "simulated", json_boolean(I->simulated));
-    json_object_set_new(dev, "sm_count", json_integer(I->sm_count));
-    json_object_set_new(dev, "driver", json_string(I->driver_version));
-    json_object_set_new(root, "device", dev);
-    json_object_set_new(root, "host", json_string(c->host));
-    json_t *w = json_object();
-    json_object_set_new(w, "work_fma", json_integer(c->work));
-    json_object_set_new(w, "recorded_sms", json_integer(c->n_sms));
-    json_object_set_new(w, "delay_iters", json_integer(c->cfg->delay_iters));
-    json_object_set_new(w, "ident_iters", json_integer(c->cfg->ident_iters));
-    json_object_set_new(w, "upper_bound_ms", json_real(c->ub_ns / 1e6));
-    json_object_set_new(w, "window_ms", json_real(c->window_ns / 1e6));
-    json_object_set_new(w, "wakeup_ms", json_real(c->wakeup_ns / 1e6));
-    json_object_set_new(root, "workload", w);
-    json_t *cf = json_object();
-    json_object_set_new(cf, "rse", json_real(c->cfg->rse));
-    json_object_set_new(cf, "rse_of", json_string(c->cfg->rse_raw ? "all viable latencies" : "latencies kept by the filter"));
-    json_object_set_new(cf, "min", json_integer(c->cfg->min_n));
-    json_object_set_new(cf, "max", json_integer(c->cfg->max_n));
-    json_object_set_new(root, "config", cf);
-    char date[32];
-    time_t now = time(NULL);
-    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-    json_t *prov = json_object();
-    json_object_set_new(prov, "date", json_string(date));
-    json_object_set_new(prov, "command", json_string(c->cfg->command ? c->cfg->command : ""));
-    json_object_set_new(prov, "driver", json_string(I->driver_version));
-    json_object_set_new(prov, "host", json_string(c->host));
-    json_object_set_new(root, "provenance", prov);
+    const gos_dvfs_config *cfg = c->cfg;
     json_t *cal = json_array();
     for (int i = 0; i < c->res->n_freqs; i++) {
         const gos_dvfs_calib *k = &c->res->calib[i];
-        json_t *o = json_object();
-        json_object_set_new(o, "mhz", json_integer(k->mhz));
-        json_object_set_new(o, "mean_ns", json_real(k->mean_ns));
-        json_object_set_new(o, "sd_ns", json_real(k->sd_ns));
-        json_object_set_new(o, "n", json_integer((json_int_t)k->n));
-        json_object_set_new(o, "wakeup_ms", json_real(k->wakeup_ns / 1e6));
-        json_object_set_new(o, "nvml_mhz", json_integer(k->nvml_mhz));
-        json_object_set_new(o, "verified", json_boolean(k->verified));
+        json_t *o = GOS_JSON_OBJ(GOS_JI("mhz", k->mhz), GOS_JR("mean_ns", k->mean_ns), GOS_JR("sd_ns", k->sd_ns),
+                                 GOS_JI("n", k->n), GOS_JR("wakeup_ms", k->wakeup_ns / 1e6),
+                                 GOS_JI("nvml_mhz", k->nvml_mhz), GOS_JB("verified", k->verified));
         if (k->note[0])
             json_object_set_new(o, "note", json_string(k->note));
         json_array_append_new(cal, o);
     }
-    json_object_set_new(root, "calibration", cal);
+    json_t *root = GOS_JSON_OBJ(
+        GOS_JS("schema", GOS_DVFS_RUN_SCHEMA), GOS_JO("freqs_mhz", gos_json_ints(cfg->freqs, cfg->n_freqs)),
+        GOS_JO("device", gos_dvfs_device_json(I)), GOS_JS("host", c->host),
+        GOS_JO("workload", GOS_JSON_OBJ(GOS_JI("work_fma", c->work), GOS_JI("recorded_sms", c->n_sms),
+                                        GOS_JI("delay_iters", cfg->delay_iters), GOS_JI("ident_iters", cfg->ident_iters),
+                                        GOS_JR("upper_bound_ms", c->ub_ns / 1e6), GOS_JR("window_ms", c->window_ns / 1e6),
+                                        GOS_JR("wakeup_ms", c->wakeup_ns / 1e6))),
+        GOS_JO("config", GOS_JSON_OBJ(GOS_JR("rse", cfg->rse),
+                                      GOS_JS("rse_of", cfg->rse_raw ? "all viable latencies" : "latencies kept by the filter"),
+                                      GOS_JI("min", cfg->min_n), GOS_JI("max", cfg->max_n))),
+        GOS_JO("provenance", gos_provenance(cfg->command, I->driver_version)), GOS_JO("calibration", cal));
     if (final) {
         const gos_dvfs_campaign *r = c->res;
-        json_t *t = json_object();
-        json_object_set_new(t, "total_s", json_real(r->total_s));
-        json_object_set_new(t, "measurements", json_integer((json_int_t)r->n_measurements));
-        json_object_set_new(t, "attempts", json_integer((json_int_t)r->n_attempts));
-        json_object_set_new(t, "thermal_events", json_integer(r->thermal_events));
-        json_object_set_new(t, "power_events", json_integer(r->power_events));
-        json_object_set_new(t, "sync_uncertainty_ns_first", json_real(r->sync.uncertainty_ns));
-        json_object_set_new(t, "sync_uncertainty_ns_max", json_real(r->sync_unc_max_ns));
-        json_object_set_new(t, "interrupted", json_boolean(r->interrupted));
         json_t *sk = json_array();
         for (int p = 0; p < r->n_pairs; p++)
-            if (r->pairs[p].skipped[0]) {
-                json_t *o = json_object();
-                json_object_set_new(o, "init_mhz", json_integer(r->pairs[p].init_mhz));
-                json_object_set_new(o, "target_mhz", json_integer(r->pairs[p].target_mhz));
-                json_object_set_new(o, "reason", json_string(r->pairs[p].skipped));
-                json_array_append_new(sk, o);
-            }
-        json_object_set_new(t, "skipped_pairs", sk);
-        json_object_set_new(root, "campaign", t);
+            if (r->pairs[p].skipped[0])
+                json_array_append_new(sk, GOS_JSON_OBJ(GOS_JI("init_mhz", r->pairs[p].init_mhz),
+                                                       GOS_JI("target_mhz", r->pairs[p].target_mhz),
+                                                       GOS_JS("reason", r->pairs[p].skipped)));
+        json_object_set_new(
+            root, "campaign",
+            GOS_JSON_OBJ(GOS_JR("total_s", r->total_s), GOS_JI("measurements", r->n_measurements),
+                         GOS_JI("attempts", r->n_attempts), GOS_JI("thermal_events", r->thermal_events),
+                         GOS_JI("power_events", r->power_events),
+                         GOS_JR("sync_uncertainty_ns_first", r->sync.uncertainty_ns),
+                         GOS_JR("sync_uncertainty_ns_max", r->sync_unc_max_ns), GOS_JB("interrupted", r->interrupted),
+                         GOS_JO("skipped_pairs", sk)));
     }
     char path[4096];
     snprintf(path, sizeof path, "%s/run.json", c->cfg->out);
@@ -263,7 +224,7 @@ static int calibrate(camp *c)
             if ((rc = set_clock(c, f)))
                 return rc;
             /* let the switch complete (its latency is not known yet) */
-            c->o->host_sleep(c->d, c->ub_ns > 0 ? (int64_t)(2 * c->ub_ns) : 1000000000LL);
+            gos_dvfs_host_sleep(c->d, c->ub_ns > 0 ? (int64_t)(2 * c->ub_ns) : 1000000000LL);
             if ((rc = interrupted(c)))
                 return rc;
             /* kernel 1: warm-up and wake-up (at least 0.2 s, 3x the longest wake-up seen) */
@@ -277,12 +238,12 @@ static int calibrate(camp *c)
             }
             /* a calibration under thermal throttling is worthless: cool down, redo */
             gos_dvfs_status st;
-            if (attempt < 3 && c->o->status(c->d, &st) == GOS_OK && st.has_reasons &&
+            if (attempt < 3 && gos_dvfs_read_status(c->d, &st) == GOS_OK && st.has_reasons &&
                 (st.reasons & GOS_THR_THERMAL)) {
                 c->res->thermal_events++;
                 logf_(c, "  calibration %4d MHz: thermal throttling (reasons 0x%llx), waiting 10 s\n", f,
                       (unsigned long long)st.reasons);
-                c->o->host_sleep(c->d, THERMAL_WAIT_NS);
+                gos_dvfs_host_sleep(c->d, THERMAL_WAIT_NS);
                 continue;
             }
             break;
@@ -295,7 +256,7 @@ static int calibrate(camp *c)
         gos_dvfs_trace_free(&c->last[i]);
         c->last[i] = tr;
         gos_dvfs_status st;
-        if (c->o->status(c->d, &st) == GOS_OK && st.has_clock)
+        if (gos_dvfs_read_status(c->d, &st) == GOS_OK && st.has_clock)
             cal->nvml_mhz = st.sm_clock_mhz;
         logf_(c, "  calibration %4d MHz: iteration %.1f +- %.1f ns over %zu, NVML %d MHz, wake-up %.1f ms\n",
               f, cal->mean_ns, cal->sd_ns, cal->n, cal->nvml_mhz, cal->wakeup_ns / 1e6);
@@ -368,7 +329,7 @@ static int measure_once(camp *c, int ii, int ti, double window_ns, const char *s
      * measured iterations before t_s are checked against init as well) */
     for (int w = 0; w < 40; w++) {
         gos_dvfs_status st;
-        if (c->o->status(c->d, &st) || !st.has_clock || abs(st.sm_clock_mhz - init) <= NVML_TOL_MHZ)
+        if (gos_dvfs_read_status(c->d, &st) || !st.has_clock || abs(st.sm_clock_mhz - init) <= NVML_TOL_MHZ)
             break;
         if ((rc = warm_kernel(c, fmax(c->ub_ns, 1e7), init, NULL)))
             return rc;
@@ -376,19 +337,19 @@ static int measure_once(camp *c, int ii, int ti, double window_ns, const char *s
     double t_init = iter_ns(c, init), t_tgt = iter_ns(c, target);
     int iters = cfg->delay_iters + iters_for(c, window_ns, t_init < t_tgt ? init : target) + cfg->ident_iters;
     gos_dvfs_workload w = {.iters = iters, .work = c->work, .n_record = c->n_sms, .record_sms = c->sms};
-    if ((rc = c->o->workload_start(c->d, &w)))
+    if ((rc = gos_dvfs_workload_start(c->d, &w)))
         return rc;
-    c->o->host_sleep(c->d, (int64_t)(cfg->delay_iters * t_init) + 100000);
-    m->host_request = c->o->host_now(c->d);
+    gos_dvfs_host_sleep(c->d, (int64_t)(cfg->delay_iters * t_init) + 100000);
+    m->host_request = gos_dvfs_host_now(c->d);
     m->t_s = m->host_request + sync.offset_ns;
     int rc_set = set_clock(c, target);
-    rc = c->o->workload_wait(c->d, &tr);
+    rc = gos_dvfs_workload_wait(c->d, &tr);
     if (rc_set || rc) {
         gos_dvfs_trace_free(&tr);
         return rc_set ? rc_set : rc;
     }
     gos_dvfs_status st;
-    if (c->o->status(c->d, &st) == GOS_OK && st.has_clock)
+    if (gos_dvfs_read_status(c->d, &st) == GOS_OK && st.has_clock)
         m->nvml_mhz = st.sm_clock_mhz;
     gos_dvfs_ref ri, rt;
     gos_dvfs_ref_of(c->res->calib, cfg->n_freqs, ii, &ri);
@@ -547,7 +508,7 @@ static int measure_pair(camp *c, int ii, int ti, gos_dvfs_pair_result *pr)
         }
         if (pr->n_attempts % cfg->throttle_every == 0) {
             gos_dvfs_status st;
-            if (c->o->status(c->d, &st) == GOS_OK && st.has_reasons) {
+            if (gos_dvfs_read_status(c->d, &st) == GOS_OK && st.has_reasons) {
                 if (st.reasons & GOS_THR_POWER) {
                     c->res->power_events++;
                     snprintf(pr->skipped, sizeof pr->skipped, "power throttling (reasons 0x%llx)",
@@ -583,7 +544,7 @@ static int measure_pair(camp *c, int ii, int ti, gos_dvfs_pair_result *pr)
                     n_recent = 0;
                     logf_(c, "  %d -> %d MHz: thermal throttling (reasons 0x%llx): dropped %d, waiting 10 s\n",
                           pr->init_mhz, pr->target_mhz, (unsigned long long)st.reasons, dropped);
-                    c->o->host_sleep(c->d, THERMAL_WAIT_NS);
+                    gos_dvfs_host_sleep(c->d, THERMAL_WAIT_NS);
                     if ((rc = interrupted(c)))
                         return rc;
                 }
@@ -614,14 +575,14 @@ static int campaign(camp *c)
     gos_dvfs_campaign *res = c->res;
     gos_device *d = c->d;
     int rc;
-    int64_t t0 = c->o->host_now(d);
+    int64_t t0 = gos_dvfs_host_now(d);
     /* the clock under load (an idle GPU reports its idle clock) */
     c->work = 1024;
     if ((rc = warm_kernel(c, 0, -1, NULL)))
         return rc;
     gos_dvfs_status st;
     int cur = d->info.sm_clock_mhz;
-    if (c->o->status(d, &st) == GOS_OK && st.has_clock)
+    if (gos_dvfs_read_status(d, &st) == GOS_OK && st.has_clock)
         cur = st.sm_clock_mhz;
     if ((rc = gos_dvfs_timesync(d, SYNC_EXCHANGES, &res->sync)))
         return rc;
@@ -716,19 +677,16 @@ static int campaign(camp *c)
         }
 out:
     free(valid);
-    res->total_s = (double)(c->o->host_now(d) - t0) / 1e9;
+    res->total_s = (double)(gos_dvfs_host_now(d) - t0) / 1e9;
     return rc;
 }
 
 int gos_dvfs_campaign_run(gos_device *d, const gos_dvfs_config *cfg, gos_dvfs_campaign *res)
 {
     memset(res, 0, sizeof *res);
-    if (!d->info.simulated && !cfg->allow_clock_changes)
-        return gos_fail(GOS_EPERM, "refusing to change the SM clocks of %s without --allow-clock-changes "
-                                   "(a system-wide setting)", d->info.name);
-    const struct gos_dvfs_ops *o = gos_dvfs_ops_of(d);
-    if (!o)
-        return GOS_EUNSUPPORTED;
+    int rc0 = gos_dvfs_clock_permission(d, cfg->allow_clock_changes);
+    if (rc0 || (rc0 = gos_dvfs_check(d)))
+        return rc0;
     if (cfg->n_freqs < 2 || cfg->n_freqs > GOS_DVFS_MAX_FREQS)
         return gos_fail(GOS_EINVAL, "a campaign needs 2..%d frequencies", GOS_DVFS_MAX_FREQS);
     for (int i = 0; i < cfg->n_freqs; i++) {
@@ -754,7 +712,6 @@ int gos_dvfs_campaign_run(gos_device *d, const gos_dvfs_config *cfg, gos_dvfs_ca
     if (!c)
         return gos_fail(GOS_ENOMEM, "out of memory");
     c->d = d;
-    c->o = o;
     c->cfg = cfg;
     c->res = res;
     c->n_sms = gos_dvfs_pick_sms(d->info.sm_count, cfg->n_record, c->sms);

@@ -25,9 +25,7 @@ static void reset_now(void)
 {
     gos_device *d = armed;
     if (d && touched) {
-        const struct gos_dvfs_ops *o = d->ops->dvfs;
-        if (o && o->reset_clock)
-            o->reset_clock(d);
+        gos_dvfs_reset_clock(d); /* nothing to report to in a signal handler */
         touched = 0;
     }
 }
@@ -73,9 +71,7 @@ int gos_dvfs_guard_end(gos_device *d)
 {
     int rc = GOS_OK;
     if (armed && touched) {
-        const struct gos_dvfs_ops *o = d->ops->dvfs;
-        rc = o && o->reset_clock ? o->reset_clock(d)
-                                 : gos_fail(GOS_EUNSUPPORTED, "cannot reset the SM clock");
+        rc = gos_dvfs_reset_clock(d);
         touched = 0;
     }
     armed = NULL;

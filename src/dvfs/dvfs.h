@@ -12,7 +12,7 @@
  *   clockguard.c clocks restored on every exit path (normal, error, signals)
  *   campaign.c   phase 2: the switching runs, upper-bound estimate, RSE stop,
  *                throttle checks
- *   trace.c      the trace directory contract (SPEC "Frequency-switching traces")
+ *   trace.c      the trace directory contract (docs/contracts.md)
  *   analyze.c    offline phases 1 and 3 from a trace directory
  *   report.c     the HTML report (heatmaps, distributions, table II)
  *   probe.c      everything except the switch, at the current clock
@@ -22,6 +22,7 @@
 
 #include "device/dvfs_ops.h"
 
+#include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -225,6 +226,9 @@ typedef struct {
 } gos_dvfs_campaign;
 
 int gos_dvfs_campaign_run(gos_device *d, const gos_dvfs_config *cfg, gos_dvfs_campaign *res);
+
+/* The "device" object of run.json and of the dvfs probe's result. */
+json_t *gos_dvfs_device_json(const gos_device_info *I);
 void gos_dvfs_campaign_free(gos_dvfs_campaign *res);
 
 /* ---- analyze.c ---- */

@@ -1,6 +1,6 @@
 /* probe.c: `gpuos dvfs probe`, every step of paper 000's methodology that does
  * not change a clock, at whatever clock the GPU runs (on lent machines clocks
- * must never be changed, SPEC pillar 1c):
+ * must never be changed, docs/contracts.md "Clocks on lent machines"):
  *   - the timing workload on every SM at several work sizes: per-SM iteration
  *     time (mean, sd, spread over SMs) and how many iterations a t-test needs
  *     to separate two clocks one 15 MHz step apart;
@@ -15,6 +15,7 @@
 
 #include "chip/chip.h"
 #include "common/jsonio.h"
+#include "common/provenance.h"
 #include "stats/stats.h"
 
 #include <math.h>
@@ -82,38 +83,22 @@ static void per_sm(const gos_dvfs_trace *tr, double *mn, double *mx, double *sd_
 
 int gos_dvfs_probe(gos_device *d, const gos_dvfs_config *cfg, const char *json_path, FILE *log)
 {
-    const struct gos_dvfs_ops *o = gos_dvfs_ops_of(d);
-    if (!o)
-        return GOS_EUNSUPPORTED;
-    int rc;
+    int rc = gos_dvfs_check(d);
+    if (rc)
+        return rc;
     int sms[GOS_MAX_SMS];
     int n_sms = gos_dvfs_pick_sms(d->info.sm_count, 0, sms); /* every SM */
     json_t *root = json_object();
-    char host[128] = "unknown", date[32];
-    gethostname(host, sizeof host - 1);
-    time_t now = time(NULL);
-    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-    json_t *prov = json_object();
-    json_object_set_new(prov, "date", json_string(date));
-    json_object_set_new(prov, "commit", json_string(getenv("GPUOS_COMMIT") ? getenv("GPUOS_COMMIT") : ""));
-    json_object_set_new(prov, "command", json_string(cfg->command ? cfg->command : ""));
-    json_object_set_new(prov, "driver", json_string(d->info.driver_version));
-    json_object_set_new(prov, "host", json_string(host));
     json_object_set_new(root, "schema", json_string("gpuos.dvfs-probe/1"));
-    json_object_set_new(root, "provenance", prov);
-    json_t *dev = json_object();
-    json_object_set_new(dev, "name", json_string(d->info.name));
-    json_object_set_new(dev, "uuid", json_string(d->info.uuid));
-    json_object_set_new(dev, "simulated", json_boolean(d->info.simulated));
-    json_object_set_new(dev, "sm_count", json_integer(d->info.sm_count));
-    json_object_set_new(root, "device", dev);
+    json_object_set_new(root, "provenance", gos_provenance(cfg->command, d->info.driver_version));
+    json_object_set_new(root, "device", gos_dvfs_device_json(&d->info));
     json_object_set_new(root, "clocks_changed", json_false());
     if (log)
         fprintf(log, "%sdvfs probe on %s (%d SMs), no clock is changed\n", gos_dev_label(d), d->info.name,
                 d->info.sm_count);
 
     gos_dvfs_status st0, st1;
-    if ((rc = o->status(d, &st0)))
+    if ((rc = gos_dvfs_read_status(d, &st0)))
         goto done;
     log_status(log, "before:", &st0);
     json_object_set_new(root, "status_before", status_json(&st0));
@@ -132,7 +117,7 @@ int gos_dvfs_probe(gos_device *d, const gos_dvfs_config *cfg, const char *json_p
      * second apart of workload time give the drift */
     gos_dvfs_sync sy[5];
     double unc[5];
-    int64_t h0 = o->host_now(d);
+    int64_t h0 = gos_dvfs_host_now(d);
     for (int r = 0; r < 5; r++) {
         if ((rc = gos_dvfs_timesync(d, 64, &sy[r])))
             goto done;
@@ -233,7 +218,7 @@ int gos_dvfs_probe(gos_device *d, const gos_dvfs_config *cfg, const char *json_p
     cal.wakeup_ns = gos_dvfs_wakeup_ns(&first, cal.mean_ns, cal.sd_ns);
     gos_dvfs_trace_free(&first);
     gos_dvfs_trace_free(&last);
-    if ((rc = o->status(d, &st1)))
+    if ((rc = gos_dvfs_read_status(d, &st1)))
         goto done;
     json_t *cj = json_object();
     json_object_set_new(cj, "mhz", json_integer(cur));
@@ -253,7 +238,7 @@ int gos_dvfs_probe(gos_device *d, const gos_dvfs_config *cfg, const char *json_p
     gos_dvfs_sync end;
     if ((rc = gos_dvfs_timesync(d, 64, &end)))
         goto done;
-    int64_t h1 = o->host_now(d);
+    int64_t h1 = gos_dvfs_host_now(d);
     double drift = h1 > h0 ? (double)(end.offset_ns - sy[0].offset_ns) / ((double)(h1 - h0) / 1e9) : 0;
     json_t *ts = json_object();
     json_t *ua = json_array();

@@ -9,6 +9,8 @@
  *     with the transitions where the extremes occur. */
 #include "dvfs/dvfs.h"
 
+#include "common/jsonio.h"
+#include "report/svg.h"
 #include "stats/stats.h"
 
 #include <jansson.h>
@@ -24,18 +26,6 @@ typedef struct {
     double *lat; /* kept latencies */
     size_t n_lat;
 } rpair;
-
-static void esc(FILE *f, const char *s)
-{
-    for (; *s; s++)
-        switch (*s) {
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '&': fputs("&amp;", f); break;
-        case '"': fputs("&quot;", f); break;
-        default: fputc(*s, f);
-        }
-}
 
 /* green (t = 0) -> yellow -> red (t = 1) */
 static void color(double t, char *buf, size_t len)
@@ -118,39 +108,6 @@ static void heatmap(FILE *f, const char *title, const rpair *ps, int np, const i
     fprintf(f, "</table>\n");
 }
 
-/* Mirrored Gaussian-kernel density of v[0..n) drawn around x = cx. */
-static void violin(FILE *f, const double *v, size_t n, double cx, double half_w, double y0, double y1,
-                   double lo, double hi, const char *fill)
-{
-    if (n == 0)
-        return;
-    double sd = n >= 2 ? gos_sd(v, n, 1) : 1, h = 1.06 * (sd > 0 ? sd : 1) * pow((double)n, -0.2);
-    const int steps = 80;
-    double dens[81], mx = 0;
-    for (int s = 0; s <= steps; s++) {
-        double x = lo + (hi - lo) * s / steps, acc = 0;
-        for (size_t i = 0; i < n; i++) {
-            double z = (x - v[i]) / h;
-            acc += exp(-0.5 * z * z);
-        }
-        dens[s] = acc;
-        mx = fmax(mx, acc);
-    }
-    fprintf(f, "<path fill=\"%s\" stroke=\"#333\" d=\"", fill);
-    for (int s = 0; s <= steps; s++) {
-        double y = y1 - (y1 - y0) * s / steps, w = half_w * dens[s] / (mx > 0 ? mx : 1);
-        fprintf(f, "%s%.1f %.1f ", s ? "L" : "M", cx - w, y);
-    }
-    for (int s = steps; s >= 0; s--) {
-        double y = y1 - (y1 - y0) * s / steps, w = half_w * dens[s] / (mx > 0 ? mx : 1);
-        fprintf(f, "L%.1f %.1f ", cx + w, y);
-    }
-    fprintf(f, "Z\"/>\n");
-    double m = gos_mean(v, n), ym = y1 - (y1 - y0) * (m - lo) / (hi - lo);
-    fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#000\" stroke-width=\"2\"/>\n",
-            cx - half_w / 3, cx + half_w / 3, ym, ym);
-}
-
 static void distributions(FILE *f, const rpair *ps, int np)
 {
     size_t ni = 0, nd = 0;
@@ -161,7 +118,6 @@ static void distributions(FILE *f, const rpair *ps, int np)
     if (!inc || !dec || !winc || !wdec)
         goto out;
     size_t a = 0, b = 0, wa = 0, wb = 0;
-    double lo = INFINITY, hi = -INFINITY;
     for (int i = 0; i < np; i++) {
         for (size_t k = 0; k < ps[i].n_lat; k++) {
             double v = ps[i].lat[k];
@@ -169,8 +125,6 @@ static void distributions(FILE *f, const rpair *ps, int np)
                 inc[a++] = v;
             else
                 dec[b++] = v;
-            lo = fmin(lo, v);
-            hi = fmax(hi, v);
         }
         if (ps[i].init < ps[i].target)
             winc[wa++] = ps[i].max;
@@ -186,26 +140,11 @@ static void distributions(FILE *f, const rpair *ps, int np)
     if (wb)
         fprintf(f, ", decreasing %.2f ms", gos_mean(wdec, wb));
     fprintf(f, ".</p>\n");
-    if (!(hi > lo)) {
-        hi = lo + 1;
-        lo -= 1;
-    }
-    double pad = 0.05 * (hi - lo);
-    lo -= pad;
-    hi += pad;
-    const double W = 460, H = 320, y0 = 20, y1 = 290;
-    fprintf(f, "<svg width=\"%.0f\" height=\"%.0f\" font-size=\"12\">\n", W, H);
-    for (int t = 0; t <= 5; t++) {
-        double v = lo + (hi - lo) * t / 5, y = y1 - (y1 - y0) * t / 5;
-        fprintf(f, "<line x1=\"60\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
-                   "<text x=\"55\" y=\"%.1f\" text-anchor=\"end\">%.1f</text>\n",
-                W - 10, y, y, y + 4, v);
-    }
-    fprintf(f, "<text x=\"12\" y=\"160\" transform=\"rotate(-90 12 160)\">latency [ms]</text>\n");
-    violin(f, inc, a, 170, 90, y0, y1, lo, hi, "#7fb3d5");
-    violin(f, dec, b, 360, 90, y0, y1, lo, hi, "#f5b041");
-    fprintf(f, "<text x=\"170\" y=\"308\" text-anchor=\"middle\">increasing (init &lt; target)</text>"
-               "<text x=\"360\" y=\"308\" text-anchor=\"middle\">decreasing (init &gt; target)</text>\n</svg>\n");
+    gos_svg_series vs[2] = {{.label = "increasing (init < target)", .color = "#7fb3d5", .y = inc, .n = (int)a},
+                            {.label = "decreasing (init > target)", .color = "#f5b041", .y = dec, .n = (int)b}};
+    gos_svg_frame fr = {.title = "Switching latency by direction", .ylabel = "latency [ms]", .width = 460,
+                        .height = 340};
+    gos_svg_violins(f, &fr, vs, 2);
 out:
     free(inc);
     free(dec);
@@ -244,11 +183,10 @@ int gos_dvfs_report(const char *dir, const char *html)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/summary.json", dir);
-    json_error_t err;
-    json_t *s = json_load_file(path, 0, &err);
-    if (!s)
-        return gos_fail(GOS_EINVAL, "%s: %s", path, err.text);
-    int rc = GOS_OK, np = 0, nf = 0, fr[GOS_DVFS_MAX_FREQS];
+    json_t *s;
+    int rc = gos_json_load(path, &s), np = 0, nf = 0, fr[GOS_DVFS_MAX_FREQS];
+    if (rc)
+        return rc;
     json_t *pairs = json_object_get(s, "pairs"), *jf = json_object_get(s, "freqs_mhz");
     if (!json_is_array(pairs) || !json_is_array(jf) ||
         strcmp(json_string_value(json_object_get(s, "schema")) ? json_string_value(json_object_get(s, "schema")) : "",
@@ -294,13 +232,13 @@ int gos_dvfs_report(const char *dir, const char *html)
                    "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;padding:4px 8px;"
                    "text-align:right}td.na{background:#eee}.t2 td:first-child{text-align:left}</style>"
                    "</head><body>\n<h1>SM frequency switching latency</h1>\n<p>");
-        esc(f, name ? name : "unknown device");
+        gos_html_escape(f, name ? name : "unknown device");
         if (json_is_true(json_object_get(dev, "simulated")))
             fprintf(f, " (<b>simulated</b>)");
         fprintf(f, ", host ");
-        esc(f, json_string_value(json_object_get(s, "host")) ? json_string_value(json_object_get(s, "host")) : "?");
+        gos_html_escape(f, json_string_value(json_object_get(s, "host")) ? json_string_value(json_object_get(s, "host")) : "?");
         fprintf(f, ", run ");
-        esc(f, json_string_value(json_object_get(s, "run")) ? json_string_value(json_object_get(s, "run")) : "?");
+        gos_html_escape(f, json_string_value(json_object_get(s, "run")) ? json_string_value(json_object_get(s, "run")) : "?");
         fprintf(f, ". Latencies after DBSCAN outlier filtering (paper 000, algorithm 3); %d pairs with "
                    "measurements, %zu excluded in calibration.</p>\n",
                 np, json_array_size(json_object_get(s, "excluded_pairs")));

@@ -16,19 +16,18 @@
 
 int gos_dvfs_timesync(gos_device *d, int n, gos_dvfs_sync *out)
 {
-    const struct gos_dvfs_ops *o = gos_dvfs_ops_of(d);
-    if (!o)
-        return GOS_EUNSUPPORTED;
+    int rc = gos_dvfs_check(d);
+    if (rc)
+        return rc;
     if (n < 2 || n > 4096)
         return gos_fail(GOS_EINVAL, "timer synchronisation needs 2..4096 exchanges");
     int64_t *hb = malloc(n * sizeof *hb), *g = malloc(n * sizeof *g), *ha = malloc(n * sizeof *ha);
     double *rtt = malloc(n * sizeof *rtt), *off = malloc(n * sizeof *off);
-    int rc = GOS_OK;
     if (!hb || !g || !ha || !rtt || !off) {
         rc = gos_fail(GOS_ENOMEM, "out of memory");
         goto done;
     }
-    if ((rc = o->timer_exchange(d, n, hb, g, ha)))
+    if ((rc = gos_dvfs_timer_exchange(d, n, hb, g, ha)))
         goto done;
     int best = -1;
     for (int i = 0; i < n; i++) {

@@ -1,5 +1,5 @@
 /* trace.c: the per-kernel trace files of the frequency-switching directory
- * contract (SPEC "Frequency-switching traces"): CSV "sm,iter,start_ns,end_ns",
+ * contract (docs/contracts.md, "Frequency-switching traces"): CSV "sm,iter,start_ns,end_ns",
  * one row per SM and iteration, timestamps in GPU-timebase ns. Writing is
  * atomic (temporary file + rename); reading is strict, because a trace from
  * another tool that is silently misread would give wrong latencies. */

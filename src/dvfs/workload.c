@@ -43,13 +43,10 @@ void gos_dvfs_iterstats_of(const gos_dvfs_trace *tr, gos_dvfs_iterstats *out)
 
 int gos_dvfs_run_workload(gos_device *d, const gos_dvfs_workload *w, gos_dvfs_trace *tr)
 {
-    const struct gos_dvfs_ops *o = gos_dvfs_ops_of(d);
-    if (!o)
-        return GOS_EUNSUPPORTED;
-    int rc = o->workload_start(d, w);
-    if (rc)
+    int rc = gos_dvfs_check(d);
+    if (rc || (rc = gos_dvfs_workload_start(d, w)))
         return rc;
-    return o->workload_wait(d, tr);
+    return gos_dvfs_workload_wait(d, tr);
 }
 
 int gos_dvfs_pick_sms(int sm_count, int n, int *sms)

@@ -30,11 +30,8 @@
 
 void gos_numa_opts_default(gos_numa_opts *o)
 {
-    o->hist_samples = 16384;
-    o->flip_bases = 16;
-    o->affinity_per_sm = 64;
-    o->l2_samples = 512;
-    o->buf_bytes = 1ull << 30;
+    *o = (gos_numa_opts){.hist_samples = 16384, .flip_bases = 16, .affinity_per_sm = 64, .l2_samples = 512,
+                         .buf_bytes = 1ull << 30};
 }
 
 void gos_numa_model_free(gos_numa_model *m)
@@ -317,43 +314,43 @@ out:
 }
 
 /* Step 5: lines of partition 0 warmed by the reference SM, timed by itself
- * (local hit) and by an SM of partition 1 (remote hit). */
+ * (local hit) and by an SM of partition 1 (remote hit). Lines are picked by
+ * the page parities and the in-page hash found so far. */
+typedef struct {
+    const gos_mem_buf *b;
+    const uint8_t *par;
+    gos_rng *r;
+    uint32_t in_page_mask;
+} l2_pick;
+
+static int pick_by_parity(void *ctx, int q, int n, uint64_t *out)
+{
+    const l2_pick *k = ctx;
+    for (int i = 0, tries = 0; i < n; tries++) {
+        if (tries > 1000 * n)
+            return gos_fail(GOS_EAMBIGUOUS, "no page parity known: cannot pick partition-%d lines", q);
+        uint64_t off = rand_line(k->r, k->b->bytes);
+        uint8_t p = k->par[off / GOS_PAGE_2M];
+        if (p != 0xff && (p ^ gos_hash_in_page(k->in_page_mask, off)) == q)
+            out[i++] = k->b->base + off;
+    }
+    return GOS_OK;
+}
+
 static int find_l2(gos_device *d, const gos_mem_buf *b, const uint8_t *par, gos_rng *r, int n,
                    gos_numa_model *m)
 {
-    int far_sm = -1;
-    for (int s = 0; s < m->sm_count && far_sm < 0; s++)
+    int sm[2] = {m->ref_sm, -1};
+    for (int s = 0; s < m->sm_count && sm[1] < 0; s++)
         if (m->part_of[s] == 1)
-            far_sm = s;
-    if (far_sm < 0)
+            sm[1] = s;
+    if (sm[1] < 0)
         return gos_fail(GOS_EAMBIGUOUS, "no SM is in the second partition");
-    uint64_t *a = malloc(2 * (size_t)n * sizeof *a);
-    m->l2_samples[0] = malloc(n * sizeof(uint32_t));
-    m->l2_samples[1] = malloc(n * sizeof(uint32_t));
-    if (!a || !m->l2_samples[0] || !m->l2_samples[1]) {
-        free(a);
-        return gos_fail(GOS_ENOMEM, "out of memory");
-    }
-    for (int k = 0, tries = 0; k < 2 * n; tries++) {
-        if (tries > 1000 * n) {
-            free(a);
-            return gos_fail(GOS_EAMBIGUOUS, "no page parity known: cannot pick partition-0 lines");
-        }
-        uint64_t off = rand_line(r, b->bytes);
-        uint8_t p = par[off / GOS_PAGE_2M];
-        if (p != 0xff && (p ^ gos_hash_in_page(m->in_page_mask, off)) == 0)
-            a[k++] = b->base + off;
-    }
-    int rc = gos_mem_latency(d, GOS_LAT_L2, m->ref_sm, m->ref_sm, a, n, m->l2_samples[0]);
+    l2_pick k = {.b = b, .par = par, .r = r, .in_page_mask = m->in_page_mask};
+    int rc = gos_l2_hits(d, sm, 1, n, pick_by_parity, &k, m->l2_samples, &m->l2_local, &m->l2_remote);
     if (!rc)
-        rc = gos_mem_latency(d, GOS_LAT_L2, far_sm, m->ref_sm, a + n, n, m->l2_samples[1]);
-    free(a);
-    if (rc)
-        return rc;
-    m->n_l2 = n;
-    m->l2_local = gos_lat_median(m->l2_samples[0], n);
-    m->l2_remote = gos_lat_median(m->l2_samples[1], n);
-    return GOS_OK;
+        m->n_l2 = n;
+    return rc;
 }
 
 int gos_numa_discover(gos_device *d, const gos_numa_opts *o, gos_numa_model *m)
@@ -469,50 +466,30 @@ int gos_numa_model_to_chip(const gos_numa_model *m, gos_chip *c)
         c->json = json_object();
     json_t *numa = gos_json_child(c->json, "numa");
     json_object_del(gos_json_child(numa, "hash"), "physical_bits"); /* never measurable */
-    json_object_set_new(numa, "reference_sm", json_integer(m->ref_sm));
-    json_object_set_new(numa, "threshold_cycles", json_real(m->tiers.threshold));
-    json_t *ti = json_object();
-    json_object_set_new(ti, "near_median", json_real(m->tiers.low));
-    json_object_set_new(ti, "far_median", json_real(m->tiers.high));
-    json_object_set_new(ti, "near_mad", json_real(m->tiers.low_spread));
-    json_object_set_new(ti, "far_mad", json_real(m->tiers.high_spread));
-    json_object_set_new(ti, "near_fraction", json_real(m->tiers.frac_low));
-    json_object_set_new(ti, "samples", json_integer(m->tiers.n));
-    json_object_set_new(ti, "outliers", json_integer(m->tiers.n_outliers));
-    json_object_set_new(numa, "hbm_tiers", ti);
+    const gos_tiers *T = &m->tiers;
+    GOS_JSON_PUT(numa, GOS_JI("reference_sm", m->ref_sm), GOS_JR("threshold_cycles", T->threshold),
+                 GOS_JO("hbm_tiers",
+                        GOS_JSON_OBJ(GOS_JR("near_median", T->low), GOS_JR("far_median", T->high),
+                                     GOS_JR("near_mad", T->low_spread), GOS_JR("far_mad", T->high_spread),
+                                     GOS_JR("near_fraction", T->frac_low), GOS_JI("samples", T->n),
+                                     GOS_JI("outliers", T->n_outliers))));
     if (m->hist_samples)
         json_object_set_new(numa, "hbm_histogram", gos_hist_json(m->hist_samples, m->n_hist, 4));
-    json_t *near = json_array(), *far = json_array();
-    for (int s = 0; s < m->sm_count; s++) {
-        json_array_append_new(near, json_real(m->sm_near[s]));
-        json_array_append_new(far, json_real(m->sm_far[s]));
-    }
-    json_t *st = json_object();
-    json_object_set_new(st, "near", near);
-    json_object_set_new(st, "far", far);
-    json_t *sep = json_array(), *amb = json_array();
-    for (int s = 0; s < m->sm_count; s++)
-        json_array_append_new(sep, json_real(m->sm_sep[s]));
-    for (int i = 0; i < m->n_ambiguous; i++)
-        json_array_append_new(amb, json_integer(m->ambiguous[i]));
-    json_object_set_new(st, "separation", sep);
-    json_object_set_new(numa, "sm_hbm_cycles", st);
-    json_object_set_new(numa, "ambiguous_sms", amb);
-    json_object_set_new(numa, "concurrent_probe_agreement", json_real(m->concurrent_agreement));
     json_t *ev = json_object();
     for (int b = GOS_HASH_LO; b <= GOS_HASH_HI; b++) {
         char k[8];
         snprintf(k, sizeof k, "%d", b);
         json_object_set_new(ev, k, json_real(m->flip_frac[b]));
     }
-    json_object_set_new(numa, "hash_flip_fraction", ev);
-    json_t *tm = json_object();
-    json_object_set_new(tm, "histogram", json_real(m->t_hist_s));
-    json_object_set_new(tm, "hash", json_real(m->t_hash_s));
-    json_object_set_new(tm, "affinity", json_real(m->t_affinity_s));
-    json_object_set_new(tm, "l2", json_real(m->t_l2_s));
-    json_object_set_new(tm, "total", json_real(m->t_total_s));
-    json_object_set_new(numa, "time_s", tm);
+    GOS_JSON_PUT(numa,
+                 GOS_JO("sm_hbm_cycles", GOS_JSON_OBJ(GOS_JO("near", gos_json_reals(m->sm_near, m->sm_count)),
+                                                      GOS_JO("far", gos_json_reals(m->sm_far, m->sm_count)),
+                                                      GOS_JO("separation", gos_json_reals(m->sm_sep, m->sm_count)))),
+                 GOS_JO("ambiguous_sms", gos_json_ints(m->ambiguous, m->n_ambiguous)),
+                 GOS_JR("concurrent_probe_agreement", m->concurrent_agreement), GOS_JO("hash_flip_fraction", ev),
+                 GOS_JO("time_s", GOS_JSON_OBJ(GOS_JR("histogram", m->t_hist_s), GOS_JR("hash", m->t_hash_s),
+                                               GOS_JR("affinity", m->t_affinity_s), GOS_JR("l2", m->t_l2_s),
+                                               GOS_JR("total", m->t_total_s))));
     return GOS_OK;
 }
 

@@ -4,6 +4,8 @@
  *   hash.c      the in-page XOR-hash bits from bit-flip pairs
  *   discover.c  the whole discovery on a device: histogram, threshold, hash,
  *               SM-to-partition affinity, L2 latencies -> gos_numa_model
+ *   l2_hits.c   L2-hit latency, local and remote (discovery and figures)
+ *   figures.c, knee.c  the memory costs given a model (figures.h)
  *   numa_map.c  the placement API: partition of any 4 KB page of an allocation,
  *               from the in-page hash plus one parity probe per 2 MB page
  *   verify.c    classify every 4 KB page of an allocation and compare
@@ -42,6 +44,19 @@ int gos_tiers_find(const uint32_t *v, int n, gos_tiers *out);
 
 /* Median of v[0..n) (GOS_LAT_NONE ignored); 0 when empty. */
 double gos_lat_median(const uint32_t *v, int n);
+
+/* ---- l2_hits.c ------------------------------------------------------------- */
+
+/* Fills out[0..n) with device addresses of n lines of partition q, or fails. */
+typedef int (*gos_line_picker)(void *ctx, int q, int n, uint64_t *out);
+
+/* L2-hit latency, local and remote: for each partition q < nq (1 or 2), n lines
+ * of q are warmed and timed by sm[q] (local hit), then n more warmed by sm[q] and
+ * timed by sm[1 - q] (remote hit). samples[0] (local) and samples[1] (remote)
+ * are allocated here with nq * n values each; the caller frees them (also on
+ * failure). *local, *remote: their medians. */
+int gos_l2_hits(gos_device *d, const int sm[2], int nq, int n, gos_line_picker pick, void *ctx,
+                uint32_t *samples[2], double *local, double *remote);
 
 /* ---- hash.c ---------------------------------------------------------------- */
 

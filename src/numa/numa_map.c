@@ -127,9 +127,8 @@ int gos_numa_map_build(gos_device *d, const gos_numa_model *m, const gos_mem_buf
 
 void gos_numa_map_free(gos_numa_map *map)
 {
-    if (!map)
-        return;
-    free(map->parity);
+    if (map)
+        free(map->parity);
     free(map);
 }
 

@@ -1,4 +1,4 @@
-/* verify.c: `gpuos probe numa --verify SIZE|all` (SPEC pillar 1b, paper 001
+/* verify.c: `gpuos probe numa --verify SIZE|all` (pillar 1b, paper 001
  * section 6.1.2: "verifying 80 GB takes about 15 min").
  *
  * Allocate, build the parity map (one parity per 2 MB page), then classify every
@@ -10,6 +10,7 @@
  * probe matches was a noisy sample, one that still disagrees a wrong prediction
  * (or a page that keeps answering slowly). */
 #include "common/clock.h"
+#include "common/jsonio.h"
 #include "numa/numa.h"
 
 #include "common/status.h"
@@ -133,25 +134,13 @@ out:
 
 json_t *gos_numa_verify_json(const gos_numa_verify *v)
 {
-    json_t *o = json_object();
-    json_object_set_new(o, "bytes", json_integer((json_int_t)v->bytes));
-    json_object_set_new(o, "unit_bytes", json_integer((json_int_t)v->unit_bytes));
-    json_object_set_new(o, "units", json_integer((json_int_t)v->units));
-    json_object_set_new(o, "classified", json_integer((json_int_t)v->classified));
-    json_object_set_new(o, "agree", json_integer((json_int_t)v->agree));
-    json_object_set_new(o, "unknown", json_integer((json_int_t)v->unknown));
-    json_object_set_new(o, "agreement", json_real(v->agreement));
-    json_object_set_new(o, "reprobed", json_integer((json_int_t)v->reprobed));
-    json_object_set_new(o, "resolved_by_reprobe", json_integer((json_int_t)v->resolved));
-    json_object_set_new(o, "agreement_after_reprobe", json_real(v->agreement_after));
-    json_object_set_new(o, "probing_sms", json_integer(v->probers));
-    json_object_set_new(o, "parity_unknown_pages", json_integer(v->parity_unknown));
-    json_t *t = json_object();
-    json_object_set_new(t, "alloc", json_real(v->t_alloc_s));
-    json_object_set_new(t, "parity_probe", json_real(v->t_parity_s));
-    json_object_set_new(t, "sweep", json_real(v->t_sweep_s));
-    json_object_set_new(t, "reprobe", json_real(v->t_reprobe_s));
-    json_object_set_new(t, "total", json_real(v->t_total_s));
-    json_object_set_new(o, "time_s", t);
-    return o;
+    return GOS_JSON_OBJ(
+        GOS_JI("bytes", v->bytes), GOS_JI("unit_bytes", v->unit_bytes), GOS_JI("units", v->units),
+        GOS_JI("classified", v->classified), GOS_JI("agree", v->agree), GOS_JI("unknown", v->unknown),
+        GOS_JR("agreement", v->agreement), GOS_JI("reprobed", v->reprobed), GOS_JI("resolved_by_reprobe", v->resolved),
+        GOS_JR("agreement_after_reprobe", v->agreement_after), GOS_JI("probing_sms", v->probers),
+        GOS_JI("parity_unknown_pages", v->parity_unknown),
+        GOS_JO("time_s", GOS_JSON_OBJ(GOS_JR("alloc", v->t_alloc_s), GOS_JR("parity_probe", v->t_parity_s),
+                                      GOS_JR("sweep", v->t_sweep_s), GOS_JR("reprobe", v->t_reprobe_s),
+                                      GOS_JR("total", v->t_total_s))));
 }

@@ -128,7 +128,7 @@ struct gos_msg_module_load {
     uint32_t pad;
     uint64_t offset;
     uint64_t bytes;
-    char name[GOS_NAME_MAX]; /* "" or a built-in module name ("sim:builtin") */
+    char name[GOS_NAME_MAX]; /* "" or a built-in module name ("builtin") */
 };
 struct gos_rep_handle {
     uint64_t handle;

@@ -288,27 +288,27 @@ static void paper_table(FILE *f, int md, const gos_chip *c, json_t *root)
         fprintf(f, "</table>\n");
 }
 
-int gos_report_markdown(const gos_chip *c, const char *out_path)
+/* Writes the page that write() prints to a memory stream, then atomically to out_path. */
+static int save_page(const gos_chip *c, const char *out_path, void (*write)(FILE *, const gos_chip *))
 {
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     if (!f)
         return gos_fail(GOS_ENOMEM, "out of memory");
-    paper_table(f, 1, c, c->json);
+    write(f, c);
     fclose(f);
     int rc = gos_file_save_atomic(out_path, buf, len);
     free(buf);
     return rc;
 }
 
-int gos_report_html(const gos_chip *c, const char *out_path)
+static void write_markdown(FILE *f, const gos_chip *c) { paper_table(f, 1, c, c->json); }
+
+int gos_report_markdown(const gos_chip *c, const char *out_path) { return save_page(c, out_path, write_markdown); }
+
+static void write_html(FILE *f, const gos_chip *c)
 {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f)
-        return gos_fail(GOS_ENOMEM, "out of memory");
     json_t *root = c->json, *numa = json_object_get(root, "numa"), *mem = json_object_get(root, "memory");
     fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>gpuos chart: ");
     gos_html_escape(f, c->device.name);
@@ -350,11 +350,9 @@ int gos_report_html(const gos_chip *c, const char *out_path)
     fprintf(f, "<h2>Bandwidth</h2>\n");
     l2_curve(f, mem, (double)c->device.l2_bytes);
     fprintf(f, "</body></html>\n");
-    fclose(f);
-    int rc = gos_file_save_atomic(out_path, buf, len);
-    free(buf);
-    return rc;
 }
+
+int gos_report_html(const gos_chip *c, const char *out_path) { return save_page(c, out_path, write_html); }
 
 int gos_report_merge(gos_chip *c, const gos_chip *more, const char *what)
 {
@@ -364,11 +362,7 @@ int gos_report_merge(gos_chip *c, const gos_chip *more, const char *what)
     json_t *from = json_object_get(more->json, "numa");
     if (!c->json)
         c->json = json_object();
-    json_t *to = json_object_get(c->json, "numa");
-    if (!json_is_object(to)) {
-        to = json_object();
-        json_object_set_new(c->json, "numa", to);
-    }
+    json_t *to = gos_json_child(c->json, "numa");
     static const char *keys[] = {"verification", "repeats"};
     for (int i = 0; i < 2; i++)
         if (!json_object_get(to, keys[i]) && json_object_get(from, keys[i]))

@@ -2,6 +2,8 @@
  * "nice" ticks, overlaid series with a legend, optional dashed markers. */
 #include "report/svg.h"
 
+#include "stats/stats.h"
+
 #include <math.h>
 
 #define ML 64 /* margins */
@@ -146,5 +148,70 @@ void gos_svg_lines(FILE *f, const gos_svg_frame *fr, const gos_svg_series *s, in
     marker(f, &t, fr->marker_x, fr->marker_label, 0);
     marker(f, &t, fr->marker2_x, fr->marker2_label, 1);
     legend(f, &t, s, ns);
+    fprintf(f, "</svg>\n");
+}
+
+/* Mirrored Gaussian-kernel density of v[0..n) (Silverman's bandwidth) around
+ * x = cx, half width half_w at the densest point, in frame t. */
+static void violin(FILE *f, const frame_t *t, const double *v, int n, double cx, double half_w, const char *fill)
+{
+    if (n <= 0)
+        return;
+    double sd = n >= 2 ? gos_sd(v, (size_t)n, 1) : 1, h = 1.06 * (sd > 0 ? sd : 1) * pow((double)n, -0.2);
+    enum { STEPS = 80 };
+    double dens[STEPS + 1], mx = 0;
+    for (int s = 0; s <= STEPS; s++) {
+        double x = t->y0 + (t->y1 - t->y0) * s / STEPS, acc = 0;
+        for (int i = 0; i < n; i++) {
+            double z = (x - v[i]) / h;
+            acc += exp(-0.5 * z * z);
+        }
+        dens[s] = acc;
+        mx = fmax(mx, acc);
+    }
+    fprintf(f, "<path fill=\"%s\" stroke=\"#333\" d=\"", fill);
+    for (int s = 0; s <= 2 * STEPS + 1; s++) { /* up the left side, down the right */
+        int k = s <= STEPS ? s : 2 * STEPS + 1 - s;
+        double y = Y(t, t->y0 + (t->y1 - t->y0) * k / STEPS), w = half_w * dens[k] / (mx > 0 ? mx : 1);
+        fprintf(f, "%s%.1f %.1f ", s ? "L" : "M", s <= STEPS ? cx - w : cx + w, y);
+    }
+    fprintf(f, "Z\"/>\n");
+    double ym = Y(t, gos_mean(v, (size_t)n));
+    fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#000\" stroke-width=\"2\"/>\n",
+            cx - half_w / 3, cx + half_w / 3, ym, ym);
+}
+
+void gos_svg_violins(FILE *f, const gos_svg_frame *fr, const gos_svg_series *s, int ns)
+{
+    frame_t t = {.x0 = 0, .x1 = ns > 0 ? ns : 1, .y0 = INFINITY, .y1 = -INFINITY, .w = fr->width, .h = fr->height};
+    for (int i = 0; i < ns; i++)
+        for (int k = 0; k < s[i].n; k++)
+            t.y0 = fmin(t.y0, s[i].y[k]), t.y1 = fmax(t.y1, s[i].y[k]);
+    if (!(t.y1 > t.y0))
+        t.y0 = (isfinite(t.y0) ? t.y0 : 0) - 1, t.y1 = t.y0 + 2;
+    double pad = 0.05 * (t.y1 - t.y0);
+    t.y0 -= pad, t.y1 += pad;
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+               "font-family=\"sans-serif\" font-size=\"11\">\n", t.w, t.h, t.w, t.h);
+    fprintf(f, "<text x=\"%d\" y=\"18\" font-size=\"13\" font-weight=\"bold\">", ML);
+    gos_html_escape(f, fr->title);
+    fprintf(f, "</text>\n");
+    double sy = nice_step(t.y1 - t.y0, 5);
+    for (double v = ceil(t.y0 / sy) * sy; v <= t.y1 + 1e-9; v += sy)
+        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+                   "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
+                ML, Y(&t, v), t.w - MR, Y(&t, v), ML - 4, Y(&t, v) + 4, fabs(v) < 1e-9 * sy ? 0 : v);
+    fprintf(f, "<text x=\"14\" y=\"%d\" text-anchor=\"middle\" transform=\"rotate(-90 14 %d)\">",
+            (t.h + MT - MB) / 2, (t.h + MT - MB) / 2);
+    gos_html_escape(f, fr->ylabel);
+    fprintf(f, "</text>\n");
+    double half_w = 0.4 * (X(&t, 1) - X(&t, 0));
+    for (int i = 0; i < ns; i++) {
+        double cx = X(&t, i + 0.5);
+        violin(f, &t, s[i].y, s[i].n, cx, half_w, s[i].color);
+        fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">", cx, t.h - MB + 16);
+        gos_html_escape(f, s[i].label);
+        fprintf(f, "</text>\n");
+    }
     fprintf(f, "</svg>\n");
 }

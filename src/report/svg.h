@@ -27,6 +27,10 @@ typedef struct {
 void gos_svg_histogram(FILE *f, const gos_svg_frame *fr, const gos_svg_series *s, int ns, double bin);
 /* Line chart with point markers. */
 void gos_svg_lines(FILE *f, const gos_svg_frame *fr, const gos_svg_series *s, int ns);
+/* Distributions side by side, one mirrored Gaussian-kernel density ("violin")
+ * per series of the values s[i].y[0..n) (x unused), each with a bar at its mean
+ * and its label below; the y axis spans all values (fr->ylabel). */
+void gos_svg_violins(FILE *f, const gos_svg_frame *fr, const gos_svg_series *s, int ns);
 /* Writes s with &, <, >, " escaped. */
 void gos_html_escape(FILE *f, const char *s);
 

@@ -32,6 +32,17 @@ static struct srv_dev *dev_of(struct srv_client *c)
     return &c->srv->devs[c->srv->vgpus[c->vgpu].cfg.device];
 }
 
+/* An asynchronous request failed: its error waits for the next SYNC (the first
+ * one wins); nothing is answered now. */
+static int sticky(struct srv_client *c, int rc)
+{
+    if (!c->sticky_rc) {
+        c->sticky_rc = rc;
+        snprintf(c->sticky_msg, sizeof c->sticky_msg, "%s", gos_last_error());
+    }
+    return 0;
+}
+
 static int reply(struct srv_client *c, uint32_t seq, uint16_t type, int rc, const void *body, size_t n)
 {
     pthread_mutex_lock(&c->wlock);
@@ -122,7 +133,7 @@ static int do_alloc(struct srv_client *c, uint64_t bytes, uint64_t *dptr)
     }
     v->mem_used += bytes; /* reserved while the lock is dropped */
     pthread_mutex_unlock(&s->lock);
-    int rc = d->x->mem_alloc(d->dev, bytes, dptr);
+    int rc = gos_exec_mem_alloc(d->dev, bytes, dptr);
     pthread_mutex_lock(&s->lock);
     if (rc) {
         v->mem_used -= bytes;
@@ -142,7 +153,7 @@ static int do_free(struct srv_client *c, uint64_t dptr)
             if (rc)
                 return rc;
             uint64_t bytes = c->allocs[i].bytes;
-            rc = d->x->mem_free(d->dev, dptr);
+            rc = gos_exec_mem_free(d->dev, dptr);
             s->vgpus[c->vgpu].mem_used -= bytes;
             c->allocs[i] = c->allocs[--c->n_allocs];
             return rc;
@@ -185,7 +196,7 @@ static int do_region_add(struct srv_client *c, uint64_t bytes, int fd, uint32_t 
     g->ptr = p;
     g->bytes = bytes;
     /* Pinned pages make the region the bounce buffer itself (zero-copy path). */
-    g->pinned = d->x->host_register(d->dev, p, bytes) == GOS_OK;
+    g->pinned = gos_exec_host_register(d->dev, p, bytes) == GOS_OK;
     *id = (uint32_t)r;
     return GOS_OK;
 }
@@ -212,7 +223,7 @@ static void region_drop(struct srv_client *c, int r)
     if (g->refs == 0) {
         struct srv_dev *d = dev_of(c);
         if (g->pinned)
-            d->x->host_unregister(d->dev, g->ptr);
+            gos_exec_host_unregister(d->dev, g->ptr);
         munmap(g->ptr, g->bytes);
         if (g->fd >= 0)
             close(g->fd);
@@ -274,7 +285,7 @@ static int do_module_load(struct srv_client *c, const struct gos_msg_module_load
     void *mod = NULL;
     c->modules[slot] = (void *)1; /* reserved */
     pthread_mutex_unlock(&s->lock);
-    int rc = d->x->module_load(d->dev, img, m->bytes, m->name[0] ? m->name : NULL, &mod);
+    int rc = gos_exec_module_load(d->dev, img, m->bytes, m->name[0] ? m->name : NULL, &mod);
     pthread_mutex_lock(&s->lock);
     c->modules[slot] = rc ? NULL : mod;
     if (!rc)
@@ -300,7 +311,7 @@ static int do_func_get(struct srv_client *c, const struct gos_msg_func_get *m, u
     if (c->n_funcs == 256)
         return gos_fail(GOS_EBUSY, "more than 256 functions looked up");
     void *fn;
-    int rc = d->x->function(d->dev, c->modules[mi], m->name, &fn);
+    int rc = gos_exec_function(d->dev, c->modules[mi], m->name, &fn);
     if (rc)
         return rc;
     c->funcs[c->n_funcs++] = fn;
@@ -404,20 +415,18 @@ static int validate(struct srv_client *c, const struct gos_msg_hdr *h, const voi
             return gos_fail(GOS_EINVAL, "function handle %llu is not a function of this client",
                             (unsigned long long)m->func);
         struct srv_dev *d = dev_of(c);
-        if (d->x->launch_ranges) {
-            struct gos_launch_cfg cfg = {.params = m + 1, .param_bytes = m->param_bytes};
-            memcpy(cfg.grid, m->grid, sizeof m->grid);
-            memcpy(cfg.block, m->block, sizeof m->block);
-            memcpy(cfg.cluster, m->cluster, sizeof m->cluster);
-            struct gos_dev_range r[GOS_LAUNCH_RANGES_MAX];
-            int n = 0;
-            if ((rc = d->x->launch_ranges(d->dev, c->funcs[m->func - 1], &cfg, r, &n)))
-                return rc;
-            for (int i = 0; i < n; i++)
-                if (r[i].bytes && !find_alloc(c, r[i].ptr, r[i].bytes))
-                    return gos_fail(GOS_EINVAL, "kernel argument range 0x%llx+%llu is not inside an allocation of "
-                                    "this client", (unsigned long long)r[i].ptr, (unsigned long long)r[i].bytes);
-        }
+        struct gos_launch_cfg cfg = {.params = m + 1, .param_bytes = m->param_bytes};
+        memcpy(cfg.grid, m->grid, sizeof m->grid);
+        memcpy(cfg.block, m->block, sizeof m->block);
+        memcpy(cfg.cluster, m->cluster, sizeof m->cluster);
+        struct gos_dev_range r[GOS_LAUNCH_RANGES_MAX];
+        int n = 0;
+        if ((rc = gos_exec_launch_ranges(d->dev, c->funcs[m->func - 1], &cfg, r, &n)))
+            return rc;
+        for (int i = 0; i < n; i++)
+            if (r[i].bytes && !find_alloc(c, r[i].ptr, r[i].bytes))
+                return gos_fail(GOS_EINVAL, "kernel argument range 0x%llx+%llu is not inside an allocation of "
+                                "this client", (unsigned long long)r[i].ptr, (unsigned long long)r[i].bytes);
         cost += m->param_bytes;
     }
     if (c->queued_ops >= s->cfg.max_queued_requests)
@@ -430,23 +439,16 @@ static int validate(struct srv_client *c, const struct gos_msg_hdr *h, const voi
     return GOS_OK;
 }
 
-/* An error of one request: answered, or kept for the next SYNC when the request
- * is asynchronous (as CUDA reports sticky errors). */
-static int request_error(struct srv_client *c, const struct gos_msg_hdr *h, const void *p, int rc)
+/* Handles one valid message (lock held). Returns <0 to end the connection. */
+/* The answer to a queued request (COPY, LAUNCH) that could not be queued (rc):
+ * an asynchronous one's error waits for SYNC; a queued one answers later. */
+static int answer_queued(struct srv_client *c, const struct gos_msg_hdr *h, int rc, uint32_t flags)
 {
-    int async = (h->type == GOS_MSG_COPY && (((const struct gos_msg_copy *)p)->flags & GOS_F_ASYNC)) ||
-                (h->type == GOS_MSG_LAUNCH && (((const struct gos_msg_launch *)p)->flags & GOS_F_ASYNC));
-    if (async) {
-        if (!c->sticky_rc) {
-            c->sticky_rc = rc;
-            snprintf(c->sticky_msg, sizeof c->sticky_msg, "%s", gos_last_error());
-        }
-        return 0;
-    }
-    return reply(c, h->seq, h->type, rc, NULL, 0);
+    if (rc && (flags & GOS_F_ASYNC))
+        return sticky(c, rc);
+    return rc ? reply(c, h->seq, h->type, rc, NULL, 0) : 0;
 }
 
-/* Handles one valid message (lock held). Returns <0 to end the connection. */
 static int handle(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
 {
     struct srv *s = c->srv;
@@ -464,7 +466,10 @@ static int handle(struct srv_client *c, const struct gos_msg_hdr *h, void *p, in
         }
         if (fd >= 0 && h->type == GOS_MSG_REGION_ADD)
             close(fd);
-        return request_error(c, h, p, rc);
+        uint32_t flags = h->type == GOS_MSG_COPY     ? ((const struct gos_msg_copy *)p)->flags
+                         : h->type == GOS_MSG_LAUNCH ? ((const struct gos_msg_launch *)p)->flags
+                                                     : 0;
+        return answer_queued(c, h, rc, flags);
     }
     switch (h->type) {
     case GOS_MSG_HELLO: {
@@ -496,7 +501,7 @@ static int handle(struct srv_client *c, const struct gos_msg_hdr *h, void *p, in
     case GOS_MSG_COPY: {
         const struct gos_msg_copy *m = p;
         rc = do_copy(c, h->seq, m);
-        return rc ? request_error(c, h, p, rc) : 0;
+        return answer_queued(c, h, rc, m->flags);
     }
     case GOS_MSG_MODULE_LOAD: {
         struct gos_rep_handle r = {0};
@@ -510,7 +515,7 @@ static int handle(struct srv_client *c, const struct gos_msg_hdr *h, void *p, in
         } else {
             struct srv_dev *d = dev_of(c);
             if (!(rc = drain(c))) {
-                rc = d->x->module_unload(d->dev, c->modules[mi]);
+                rc = gos_exec_module_unload(d->dev, c->modules[mi]);
                 c->modules[mi] = NULL;
                 for (int i = 0; i < c->n_funcs; i++)
                     c->funcs[i] = NULL; /* handles die with any unload: look them up again */
@@ -526,7 +531,7 @@ static int handle(struct srv_client *c, const struct gos_msg_hdr *h, void *p, in
     case GOS_MSG_LAUNCH: {
         const struct gos_msg_launch *m = p;
         rc = do_launch(c, h->seq, m);
-        return rc ? request_error(c, h, p, rc) : 0;
+        return answer_queued(c, h, rc, m->flags);
     }
     case GOS_MSG_SYNC:
         if (c->n_sync == 8) {
@@ -589,7 +594,7 @@ static void client_free(struct srv_client *c)
         struct srv_dev *d = dev_of(c);
         struct srv_vgpu *v = &s->vgpus[c->vgpu];
         for (int i = 0; i < c->n_allocs; i++) {
-            d->x->mem_free(d->dev, c->allocs[i].dptr);
+            gos_exec_mem_free(d->dev, c->allocs[i].dptr);
             v->mem_used -= c->allocs[i].bytes;
         }
         for (int i = 0; i < GOS_MAX_REGIONS; i++)
@@ -597,7 +602,7 @@ static void client_free(struct srv_client *c)
                 region_drop(c, i);
         for (int i = 0; i < 16; i++)
             if (c->modules[i] && c->modules[i] != (void *)1)
-                d->x->module_unload(d->dev, c->modules[i]);
+                gos_exec_module_unload(d->dev, c->modules[i]);
         v->clients--;
     }
     for (struct srv_client **pp = &s->clients; *pp; pp = &(*pp)->next)

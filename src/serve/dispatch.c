@@ -144,7 +144,7 @@ static void region_unref(struct srv_client *c, int r)
     if (--g->refs == 0 && g->deleted) {
         struct srv_dev *d = dev_of(c);
         if (g->pinned)
-            d->x->host_unregister(d->dev, g->ptr);
+            gos_exec_host_unregister(d->dev, g->ptr);
         munmap(g->ptr, g->bytes);
         if (g->fd >= 0)
             close(g->fd);
@@ -235,12 +235,11 @@ void srv_client_cancel(struct srv_client *c)
 
 static int run_op(struct srv_dev *d, struct srv_op *o, void *st)
 {
-    const struct gos_exec_ops *x = d->x;
     switch (o->op) {
-    case OP_HTOD: return x->copy_htod(d->dev, o->dptr, o->host, o->bytes, st);
-    case OP_DTOH: return x->copy_dtoh(d->dev, o->host, o->dptr, o->bytes, st);
-    case OP_DTOD: return x->copy_dtod(d->dev, o->dptr, o->dptr2, o->bytes, st);
-    default: return x->launch(d->dev, o->fn, &o->cfg, st);
+    case OP_HTOD: return gos_exec_copy_htod(d->dev, o->dptr, o->host, o->bytes, st);
+    case OP_DTOH: return gos_exec_copy_dtoh(d->dev, o->host, o->dptr, o->bytes, st);
+    case OP_DTOD: return gos_exec_copy_dtod(d->dev, o->dptr, o->dptr2, o->bytes, st);
+    default: return gos_exec_launch(d->dev, o->fn, &o->cfg, st);
     }
 }
 
@@ -250,7 +249,6 @@ static int run_op(struct srv_dev *d, struct srv_op *o, void *st)
  * the return value is a failure of the measurement itself (then *gpu_ns = 0). */
 static int issue(struct srv_dev *d, int engine, struct srv_task *t, uint64_t *gpu_ns, int *waiting)
 {
-    const struct gos_exec_ops *x = d->x;
     *waiting = 0;
     *gpu_ns = 0;
     if (t->n_ops == 0)
@@ -263,15 +261,15 @@ static int issue(struct srv_dev *d, int engine, struct srv_task *t, uint64_t *gp
          * asynchronous copy straight from the client's shared pages, then the
          * same polling wait as any task. */
         uint64_t t0 = srv_now_ns();
-        o0->rc = o0->op == OP_HTOD ? x->copy_htod_sync(d->dev, o0->dptr, o0->host, o0->bytes)
-                                   : x->copy_dtoh_sync(d->dev, o0->host, o0->dptr, o0->bytes);
+        o0->rc = o0->op == OP_HTOD ? gos_exec_copy_htod_sync(d->dev, o0->dptr, o0->host, o0->bytes)
+                                   : gos_exec_copy_dtoh_sync(d->dev, o0->host, o0->dptr, o0->bytes);
         if (o0->rc)
             o0->msg = strdup(gos_last_error());
         *gpu_ns = srv_now_ns() - t0;
         return GOS_OK;
     }
     void *st = d->streams[engine];
-    int rc = x->event_record(d->dev, d->ev[engine][0], st);
+    int rc = gos_exec_event_record(d->dev, d->ev[engine][0], st);
     if (rc)
         return rc;
     for (int i = 0; i < t->n_ops; i++) {
@@ -279,7 +277,7 @@ static int issue(struct srv_dev *d, int engine, struct srv_task *t, uint64_t *gp
         if ((o->rc = run_op(d, o, st)))
             o->msg = strdup(gos_last_error());
     }
-    if ((rc = x->event_record(d->dev, d->ev[engine][1], st)))
+    if ((rc = gos_exec_event_record(d->dev, d->ev[engine][1], st)))
         return rc;
     *waiting = 1;
     return GOS_OK;
@@ -288,10 +286,9 @@ static int issue(struct srv_dev *d, int engine, struct srv_task *t, uint64_t *gp
 /* Waits for the task issued on the engine and measures it (lock not held). */
 static int await(struct srv_dev *d, int engine, uint64_t *gpu_ns)
 {
-    const struct gos_exec_ops *x = d->x;
     int rc;
-    if ((rc = x->event_sync(d->dev, d->ev[engine][1])) ||
-        (rc = x->event_elapsed_ns(d->dev, d->ev[engine][0], d->ev[engine][1], gpu_ns)))
+    if ((rc = gos_exec_event_sync(d->dev, d->ev[engine][1])) ||
+        (rc = gos_exec_event_elapsed_ns(d->dev, d->ev[engine][0], d->ev[engine][1], gpu_ns)))
         *gpu_ns = 0;
     return rc;
 }
@@ -334,6 +331,16 @@ static void complete(struct srv_dev *d, struct srv_task *t, int rc, const char *
 {
     gos_sched_done(d->sched, &t->st, gpu_ns, srv_now_ns());
     task_finish(t, rc, msg, gpu_ns);
+}
+
+/* complete() with this thread's last error as the message when rc says one
+ * (copied first: accounting may fail and overwrite it). */
+static void complete_rc(struct srv_dev *d, struct srv_task *t, int rc, uint64_t gpu_ns)
+{
+    char msg[GOS_MSG_TEXT_MAX] = "";
+    if (rc)
+        snprintf(msg, sizeof msg, "%s", gos_last_error());
+    complete(d, t, rc, msg, gpu_ns);
 }
 
 void srv_dev_kick(struct srv_dev *d, int skip)
@@ -411,11 +418,8 @@ static void run_here(struct srv_client *r, struct srv_dev *d, int e, struct srv_
         }
         rc = await(d, e, &gpu_ns);
     }
-    char msg[GOS_MSG_TEXT_MAX] = "";
-    if (rc)
-        snprintf(msg, sizeof msg, "%s", gos_last_error());
     pthread_mutex_lock(&s->lock);
-    complete(d, t, rc, msg, gpu_ns);
+    complete_rc(d, t, rc, gpu_ns);
 }
 
 void srv_client_dispatch(struct srv_client *c)
@@ -474,11 +478,8 @@ void *srv_dispatch_main(void *arg)
             rc = issue(d, engine, t, &gpu_ns, &waiting);
         if (!rc && waiting)
             rc = await(d, engine, &gpu_ns);
-        char msg[GOS_MSG_TEXT_MAX] = "";
-        if (rc)
-            snprintf(msg, sizeof msg, "%s", gos_last_error());
         pthread_mutex_lock(&s->lock);
-        complete(d, t, rc, msg, gpu_ns);
+        complete_rc(d, t, rc, gpu_ns);
         srv_dev_kick(d, engine); /* this engine: the loop asks for its next task */
     }
     pthread_mutex_unlock(&s->lock);

@@ -139,7 +139,6 @@ struct srv_dev {
     struct srv *srv;
     int index;
     gos_device *dev;
-    const struct gos_exec_ops *x;
     gos_sched *sched;
     int n_engines;
     pthread_t threads[GOS_SCHED_MAX_ENGINES];

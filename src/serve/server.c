@@ -43,14 +43,10 @@ static int open_devices(struct srv *s, const char *force_sim)
             return gos_fail(rc, "device %s: %s", c->label, why);
         }
         s->n_devs = i + 1;
-        d->x = gos_exec(d->dev);
-        if (!d->x)
-            return gos_fail(GOS_EUNSUPPORTED, "device %s (%s) has no execution support in this build",
-                            c->label, d->dev->ops->name);
-        if ((rc = d->x->init(d->dev)))
+        if ((rc = gos_exec_init(d->dev)))
             return rc;
         uint64_t fr;
-        if ((rc = d->x->mem_info(d->dev, &fr, &d->mem_total)))
+        if ((rc = gos_exec_mem_info(d->dev, &fr, &d->mem_total)))
             return rc;
         int mode;
         if ((rc = gos_sched_parse_mode(c->queue, &mode)) ||
@@ -63,8 +59,8 @@ static int open_devices(struct srv *s, const char *force_sim)
         }
         d->n_engines = gos_sched_engine_count(d->sched);
         for (int e = 0; e < d->n_engines; e++)
-            if ((rc = d->x->stream_create(d->dev, &d->streams[e])) ||
-                (rc = d->x->event_create(d->dev, &d->ev[e][0])) || (rc = d->x->event_create(d->dev, &d->ev[e][1])))
+            if ((rc = gos_exec_stream_create(d->dev, &d->streams[e])) ||
+                (rc = gos_exec_event_create(d->dev, &d->ev[e][0])) || (rc = gos_exec_event_create(d->dev, &d->ev[e][1])))
                 return rc;
         pthread_condattr_t ca;
         pthread_condattr_init(&ca);
@@ -107,15 +103,14 @@ static void close_devices(struct srv *s)
 {
     for (int i = s->n_devs - 1; i >= 0; i--) { /* SM sets (spatial.c) before their device */
         struct srv_dev *d = &s->devs[i];
-        if (d->x)
-            for (int e = 0; e < d->n_engines; e++) {
-                if (d->ev[e][0])
-                    d->x->event_destroy(d->dev, d->ev[e][0]);
-                if (d->ev[e][1])
-                    d->x->event_destroy(d->dev, d->ev[e][1]);
-                if (d->streams[e])
-                    d->x->stream_destroy(d->dev, d->streams[e]);
-            }
+        for (int e = 0; e < d->n_engines; e++) { /* what was created is non-NULL */
+            if (d->ev[e][0])
+                gos_exec_event_destroy(d->dev, d->ev[e][0]);
+            if (d->ev[e][1])
+                gos_exec_event_destroy(d->dev, d->ev[e][1]);
+            if (d->streams[e])
+                gos_exec_stream_destroy(d->dev, d->streams[e]);
+        }
         gos_sched_free(d->sched);
         if (d->shared_dev)
             srv_spatial_close(d);
@@ -405,8 +400,8 @@ fail:
         fprintf(stderr, "gpuos serve: %d client(s) still busy after the grace period of %d ms: abandoning their "
                 "work\n", leftover, s->cfg.shutdown_grace_ms);
         for (int i = 0; i < s->n_devs; i++)
-            if (s->devs[i].x && s->devs[i].x->abandon)
-                s->devs[i].x->abandon(s->devs[i].dev);
+            if (s->devs[i].dev)
+                gos_exec_abandon(s->devs[i].dev);
         abandoned = 1;
         leftover = srv_wait_clients(s, 2000);
     }

@@ -66,7 +66,6 @@ static int open_set(struct srv *s, int parent, int n, gos_smset_pool *pool, cons
     d->srv = s;
     d->index = n;
     d->dev = p->dev;
-    d->x = p->x;
     d->mem_total = p->mem_total;
     d->shared_dev = 1;
     s->n_devs = n + 1;
@@ -85,9 +84,9 @@ static int open_set(struct srv *s, int parent, int n, gos_smset_pool *pool, cons
     int compute = gos_sched_engine_for(d->sched, GOS_SCHED_COMPUTE);
     for (int e = 0; e < d->n_engines; e++) {
         rc = e == compute ? gos_green_stream_create(d->dev, d->gctx, &d->streams[e])
-                          : d->x->stream_create(d->dev, &d->streams[e]);
-        if (rc || (rc = d->x->event_create(d->dev, &d->ev[e][0])) ||
-            (rc = d->x->event_create(d->dev, &d->ev[e][1])))
+                          : gos_exec_stream_create(d->dev, &d->streams[e]);
+        if (rc || (rc = gos_exec_event_create(d->dev, &d->ev[e][0])) ||
+            (rc = gos_exec_event_create(d->dev, &d->ev[e][1])))
             return rc;
     }
     pthread_condattr_t ca;

@@ -59,35 +59,35 @@ double gos_rse(const double *x, size_t n) { return gos_sem(x, n) / fabs(gos_mean
 
 /* Continued fraction of the incomplete beta function (Numerical Recipes
  * betacf, modified Lentz); converges for x < (a+1)/(a+b+2). */
+#define CF_TINY 1e-300
+
+/* One modified-Lentz step with coefficient aa: updates c and d, returns the
+ * factor d * c that multiplies the running value. */
+static double lentz_step(double aa, double *c, double *d)
+{
+    *d = 1 + aa * *d;
+    if (fabs(*d) < CF_TINY)
+        *d = CF_TINY;
+    *c = 1 + aa / *c;
+    if (fabs(*c) < CF_TINY)
+        *c = CF_TINY;
+    *d = 1 / *d;
+    return *d * *c;
+}
+
 static double betacf(double a, double b, double x)
 {
-    const double tiny = 1e-300, eps = 1e-16;
+    const double eps = 1e-16;
     double qab = a + b, qap = a + 1, qam = a - 1;
     double c = 1, d = 1 - qab * x / qap;
-    if (fabs(d) < tiny)
-        d = tiny;
+    if (fabs(d) < CF_TINY)
+        d = CF_TINY;
     d = 1 / d;
     double h = d;
     for (int m = 1; m < 100000; m++) {
         int m2 = 2 * m;
-        double aa = m * (b - m) * x / ((qam + m2) * (a + m2));
-        d = 1 + aa * d;
-        if (fabs(d) < tiny)
-            d = tiny;
-        c = 1 + aa / c;
-        if (fabs(c) < tiny)
-            c = tiny;
-        d = 1 / d;
-        h *= d * c;
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
-        d = 1 + aa * d;
-        if (fabs(d) < tiny)
-            d = tiny;
-        c = 1 + aa / c;
-        if (fabs(c) < tiny)
-            c = tiny;
-        d = 1 / d;
-        double del = d * c;
+        h *= lentz_step(m * (b - m) * x / ((qam + m2) * (a + m2)), &c, &d); /* even step */
+        double del = lentz_step(-(a + m) * (qab + m) * x / ((a + m2) * (qap + m2)), &c, &d); /* odd */
         h *= del;
         if (fabs(del - 1) < eps)
             break;
@@ -200,22 +200,26 @@ int gos_ttest_student(double mean1, double var1, size_t n1, double mean2, double
     return ttest_fill(mean1 - mean2, se, df, level, out);
 }
 
-int gos_ttest_welch_x(const double *a, size_t na, const double *b, size_t nb, double level,
-                      gos_ttest *out)
+/* A t-test from summary statistics applied to two raw samples. */
+typedef int (*ttest_fn)(double, double, size_t, double, double, size_t, double, gos_ttest *);
+
+static int ttest_samples(ttest_fn test, const double *a, size_t na, const double *b, size_t nb, double level,
+                         gos_ttest *out)
 {
     if (na < 2 || nb < 2)
         return gos_fail(GOS_EINVAL, "t-test needs two samples of at least 2 values");
-    return gos_ttest_welch(gos_mean(a, na), gos_variance(a, na, 1), na, gos_mean(b, nb),
-                           gos_variance(b, nb, 1), nb, level, out);
+    return test(gos_mean(a, na), gos_variance(a, na, 1), na, gos_mean(b, nb), gos_variance(b, nb, 1), nb, level,
+                out);
 }
 
-int gos_ttest_student_x(const double *a, size_t na, const double *b, size_t nb, double level,
-                        gos_ttest *out)
+int gos_ttest_welch_x(const double *a, size_t na, const double *b, size_t nb, double level, gos_ttest *out)
 {
-    if (na < 2 || nb < 2)
-        return gos_fail(GOS_EINVAL, "t-test needs two samples of at least 2 values");
-    return gos_ttest_student(gos_mean(a, na), gos_variance(a, na, 1), na, gos_mean(b, nb),
-                             gos_variance(b, nb, 1), nb, level, out);
+    return ttest_samples(gos_ttest_welch, a, na, b, nb, level, out);
+}
+
+int gos_ttest_student_x(const double *a, size_t na, const double *b, size_t nb, double level, gos_ttest *out)
+{
+    return ttest_samples(gos_ttest_student, a, na, b, nb, level, out);
 }
 
 static int cmp_double(const void *pa, const void *pb)

@@ -3,6 +3,7 @@
 #include "topology/topology.h"
 
 #include "common/status.h"
+#include "device/topo_ops.h"
 #include "stats/stats.h"
 #include "topology/unionfind.h"
 
@@ -14,14 +15,22 @@
 
 void gos_topo_default_opts(gos_topo_opts *o)
 {
-    o->launches = 20;
-    o->min_cluster = 2;
-    o->max_cluster = 16;
-    o->repeats = 7;
-    o->threshold = 0.9;
-    o->check_merge = 1;
-    o->tpc_by_contention = 1;
-    o->crossbar_groups = 1;
+    *o = (gos_topo_opts){.launches = 20, .min_cluster = 2, .max_cluster = 16, .repeats = 7, .threshold = 0.9,
+                         .check_merge = 1, .tpc_by_contention = 1, .crossbar_groups = 1};
+}
+
+void gos_topo_fill_device(gos_chip *c, const gos_device *d)
+{
+    const gos_device_info *I = &d->info;
+    snprintf(c->device.name, sizeof c->device.name, "%s", I->name);
+    snprintf(c->device.uuid, sizeof c->device.uuid, "%s", I->uuid);
+    c->device.cc_major = I->cc_major;
+    c->device.cc_minor = I->cc_minor;
+    c->device.sm_count = I->sm_count;
+    c->device.l2_bytes = I->l2_bytes;
+    c->device.mem_bytes = I->mem_bytes;
+    c->device.sm_clock_mhz = I->has_clocks ? I->sm_clock_mhz : 0;
+    c->device.simulated = I->simulated;
 }
 
 /* Median (numpy's linear interpolation, src/stats). */
@@ -36,7 +45,7 @@ static int bw_median(gos_device *d, const int *sms, int n, int repeats, double *
     if (repeats > 64)
         repeats = 64;
     for (int r = 0; r < repeats; r++) {
-        int rc = gos_dev_l2_bandwidth(d, sms, n, &v[r]);
+        int rc = gos_topo_l2_bandwidth(d, sms, n, &v[r]);
         if (rc)
             return rc;
         (*count)++;
@@ -59,7 +68,7 @@ static int bw_gain(gos_device *d, const int *base, int nb, const int *u, int nu,
     for (int r = 0; r < repeats; r++) {
         double a, b;
         int rc;
-        if ((rc = gos_dev_l2_bandwidth(d, base, nb, &a)) || (rc = gos_dev_l2_bandwidth(d, set, nb + nu, &b)))
+        if ((rc = gos_topo_l2_bandwidth(d, base, nb, &a)) || (rc = gos_topo_l2_bandwidth(d, set, nb + nu, &b)))
             return rc;
         *count += 2;
         diff[r] = b - a;
@@ -176,9 +185,8 @@ static int decide_unit(gos_device *d, const gos_topo_opts *o, const group_t *gro
  * its median pair), mutually. All-or-nothing: unless every SM has a clear mutual
  * partner (but one lone SM in a GPC of odd size), no TPC is claimed. */
 static int tpcs_by_contention(gos_device *d, const int *gpc_of, int nsm, int ng, int *partner,
-                              gos_topo_result *r)
+                              double (*bw)[GOS_MAX_SMS], gos_topo_result *r)
 {
-    static double bw[GOS_MAX_SMS][GOS_MAX_SMS];
     int cand[GOS_MAX_SMS];
     for (int s = 0; s < nsm; s++)
         cand[s] = -1;
@@ -308,152 +316,156 @@ static void crossbar_groups(int ng, gos_topo_result *r)
         r->n_xbar_groups = 0;
 }
 
-int gos_topo_probe(gos_device *d, const gos_topo_opts *o, gos_topo_result *r)
-{
-    double t0 = gos_now_s();
-    memset(r, 0, sizeof *r);
-    int nsm = d->info.sm_count, rc = GOS_OK;
-    if (nsm < 1 || nsm > GOS_MAX_SMS)
-        return gos_fail(GOS_EINVAL, "device reports %d SMs", nsm);
-    int max_blocks = 8 * nsm + 64;
-    int *blocks = malloc(sizeof(int) * max_blocks);
-    static unsigned short pair[GOS_MAX_SMS][GOS_MAX_SMS];
-    int pair_total[GOS_MAX_SMS] = {0};
-    memset(pair, 0, sizeof pair);
-    if (!blocks)
-        return gos_fail(GOS_ENOMEM, "out of memory");
-    gos_uf uf;
-    gos_uf_init(&uf);
-    unsigned char eligible[GOS_MAX_SMS] = {0};
-    int max_cs_of[GOS_MAX_SMS] = {0}; /* largest cluster each SM was seen in */
+/* The state of one probe, from phase to phase (heap-allocated: the pair and
+ * bandwidth matrices are large; nothing is static, so probes are reentrant). */
+typedef struct {
+    gos_device *d;
+    const gos_topo_opts *o;
+    gos_topo_result *r;
+    int nsm;
+    int *blocks, max_blocks;                         /* one cluster launch */
+    unsigned short pair[GOS_MAX_SMS][GOS_MAX_SMS];  /* clusters of 2 shared */
+    int pair_total[GOS_MAX_SMS];
+    gos_uf uf;                                       /* clusters of >= 3 */
+    unsigned char eligible[GOS_MAX_SMS];             /* seen in a cluster of >= 3 */
+    int max_cs_of[GOS_MAX_SMS];                      /* largest cluster each SM was seen in */
+    int partner[GOS_MAX_SMS];                        /* TPC partner or -1 */
+    group_t groups[GOS_MAX_SMS];                     /* cluster-eligible groups (GPCs) */
+    int ng, gid[GOS_MAX_SMS];                        /* group of each eligible SM, -1 */
+    double gbw[GOS_MAX_SMS];                         /* saturated bandwidth of each group */
+    double ratio[GOS_MAX_GPCS][GOS_MAX_GPCS];        /* pair ratios (measure_pairs) */
+    int pairs_known;                                 /* ratio matches the current groups */
+    int ffgpc[GOS_MAX_SMS];                          /* GPC of each free SM, -1 */
+    double sm_pair_bw[GOS_MAX_SMS][GOS_MAX_SMS];     /* phase 3 work matrix */
+} topo_run;
 
-    /* Phase 1: cluster probing. */
+/* Phase 1: cluster probing, every size from min_cluster up to the largest the
+ * device accepts. Clusters of 2 count pairs; larger ones join their SMs. */
+static int phase_clusters(topo_run *t)
+{
+    const gos_topo_opts *o = t->o;
+    gos_topo_result *r = t->r;
     r->max_cluster_chip = 0;
     for (int cs = o->min_cluster; cs <= o->max_cluster; cs++) {
         int ok = 0;
         for (int l = 0; l < o->launches; l++) {
             int nb = 0;
-            rc = gos_dev_cluster_probe(d, cs, blocks, max_blocks, &nb);
+            int rc = gos_topo_cluster_probe(t->d, cs, t->blocks, t->max_blocks, &nb);
             if (rc == GOS_EUNSUPPORTED)
                 break;
             if (rc)
-                goto out;
+                return rc;
             ok = 1;
             r->cluster_launches++;
             for (int i = 0; i + cs <= nb; i += cs) {
-                const int *cl = blocks + i;
+                const int *cl = t->blocks + i;
                 if (cs == 2) {
                     if (cl[0] != cl[1]) {
-                        pair[cl[0]][cl[1]]++;
-                        pair[cl[1]][cl[0]]++;
-                        pair_total[cl[0]]++;
-                        pair_total[cl[1]]++;
+                        t->pair[cl[0]][cl[1]]++;
+                        t->pair[cl[1]][cl[0]]++;
+                        t->pair_total[cl[0]]++;
+                        t->pair_total[cl[1]]++;
                     }
                     continue;
                 }
                 for (int j = 0; j < cs; j++) {
-                    eligible[cl[j]] = 1;
-                    if (cs > max_cs_of[cl[j]])
-                        max_cs_of[cl[j]] = cs;
-                    gos_uf_union(&uf, cl[0], cl[j]);
+                    t->eligible[cl[j]] = 1;
+                    if (cs > t->max_cs_of[cl[j]])
+                        t->max_cs_of[cl[j]] = cs;
+                    gos_uf_union(&t->uf, cl[0], cl[j]);
                 }
             }
         }
-        if (!ok) {
-            rc = GOS_OK;
+        if (!ok)
             break;
-        }
         r->max_cluster_chip = cs;
     }
+    return GOS_OK;
+}
 
-    /* TPC pairs: each SM's most frequent cluster-of-2 partner, if mutual and
-     * dominant (>= 90 % of its pairings). */
-    int partner[GOS_MAX_SMS];
-    int tpcs_ok = 1, any_pairs = 0;
+/* TPC pairs: each SM's most frequent cluster-of-2 partner, if mutual and
+ * dominant (>= 90 % of its pairings). */
+static void phase_tpc_pairs(topo_run *t)
+{
+    gos_topo_result *r = t->r;
+    int nsm = t->nsm, tpcs_ok = 1, any_pairs = 0, ns = 0;
+    double share[GOS_MAX_SMS];
     for (int s = 0; s < nsm; s++) {
-        partner[s] = -1;
+        t->partner[s] = -1;
         int best = -1, bc = 0;
-        for (int t = 0; t < nsm; t++)
-            if (pair[s][t] > bc)
-                bc = pair[s][t], best = t;
-        if (best >= 0 && bc * 10 >= pair_total[s] * 9)
-            partner[s] = best;
-        else if (pair_total[s])
+        for (int u = 0; u < nsm; u++)
+            if (t->pair[s][u] > bc)
+                bc = t->pair[s][u], best = u;
+        if (best >= 0 && bc * 10 >= t->pair_total[s] * 9)
+            t->partner[s] = best;
+        else if (t->pair_total[s])
             tpcs_ok = 0;
-        any_pairs |= pair_total[s] > 0;
+        any_pairs |= t->pair_total[s] > 0;
+        if (t->pair_total[s])
+            share[ns++] = (double)bc / t->pair_total[s];
     }
     for (int s = 0; s < nsm; s++)
-        if (partner[s] >= 0 && partner[partner[s]] != s)
+        if (t->partner[s] >= 0 && t->partner[t->partner[s]] != s)
             tpcs_ok = 0;
     r->tpcs_known = tpcs_ok && any_pairs;
-    {
-        double share[GOS_MAX_SMS];
-        int ns = 0;
-        for (int s = 0; s < nsm; s++) {
-            int bc = 0;
-            for (int t = 0; t < nsm; t++)
-                if (pair[s][t] > bc)
-                    bc = pair[s][t];
-            if (pair_total[s])
-                share[ns++] = (double)bc / pair_total[s];
-        }
-        r->pair_top_share = ns ? median(share, ns) : 0;
-    }
+    r->pair_top_share = ns ? median(share, ns) : 0;
     if (!r->tpcs_known)
         for (int s = 0; s < nsm; s++)
-            partner[s] = -1;
+            t->partner[s] = -1;
+}
 
-    /* Groups of cluster-eligible SMs. */
-    group_t *groups = calloc(GOS_MAX_SMS, sizeof *groups);
-    if (!groups) {
-        rc = gos_fail(GOS_ENOMEM, "out of memory");
-        goto out;
-    }
-    int ng = 0, gid[GOS_MAX_SMS];
-    for (int s = 0; s < nsm; s++)
-        gid[s] = -1;
-    for (int s = 0; s < nsm; s++) {
-        if (!eligible[s])
+/* Groups of cluster-eligible SMs (one union-find set each). */
+static int phase_groups(topo_run *t)
+{
+    t->ng = 0;
+    for (int s = 0; s < t->nsm; s++)
+        t->gid[s] = -1;
+    for (int s = 0; s < t->nsm; s++) {
+        if (!t->eligible[s])
             continue;
-        int root = gos_uf_find(&uf, s), g = -1;
-        for (int k = 0; k < ng; k++)
-            if (gos_uf_find(&uf, groups[k].sms[0]) == root)
+        int root = gos_uf_find(&t->uf, s), g = -1;
+        for (int k = 0; k < t->ng; k++)
+            if (gos_uf_find(&t->uf, t->groups[k].sms[0]) == root)
                 g = k;
         if (g < 0)
-            g = ng++;
-        groups[g].sms[groups[g].n++] = s;
-        if (max_cs_of[s] > groups[g].max_cs)
-            groups[g].max_cs = max_cs_of[s];
+            g = t->ng++;
+        group_t *G = &t->groups[g];
+        G->sms[G->n++] = s;
+        if (t->max_cs_of[s] > G->max_cs)
+            G->max_cs = t->max_cs_of[s];
     }
-    if (ng == 0) {
-        rc = gos_fail(GOS_EUNSUPPORTED, "no cluster of 3 or more blocks ever ran: cannot chart GPCs");
-        free(groups);
-        goto out;
-    }
-    if (ng > GOS_MAX_GPCS) {
-        rc = gos_fail(GOS_EAMBIGUOUS, "cluster probing found %d groups, more than %d GPCs", ng, GOS_MAX_GPCS);
-        free(groups);
-        goto out;
-    }
+    if (t->ng == 0)
+        return gos_fail(GOS_EUNSUPPORTED, "no cluster of 3 or more blocks ever ran: cannot chart GPCs");
+    if (t->ng > GOS_MAX_GPCS)
+        return gos_fail(GOS_EAMBIGUOUS, "cluster probing found %d groups, more than %d GPCs", t->ng,
+                        GOS_MAX_GPCS);
+    return GOS_OK;
+}
 
-    /* Phase 1b: groups that contend like one GPC are one GPC. Every pair of
-     * groups is read together once; the same ratios later show sharing above
-     * the GPC (crossbar_groups). After a merge the pairs are measured again. */
-    double gbw[GOS_MAX_SMS];
-    static double ratio[GOS_MAX_GPCS][GOS_MAX_GPCS];
-    for (int g = 0; g < ng; g++)
-        if ((rc = bw_median(d, groups[g].sms, groups[g].n, o->repeats, &gbw[g], &r->bw_measurements)))
-            goto out_groups;
-    int pairs_known = 0;
-    while (ng > 1 && (o->check_merge || o->crossbar_groups)) {
-        if ((rc = measure_pairs(d, groups, ng, gbw, o->repeats, ratio, &r->bw_measurements)))
-            goto out_groups;
-        pairs_known = 1;
+/* Phase 1b: groups that contend like one GPC are one GPC. Every pair of
+ * groups is read together once; the same ratios later show sharing above
+ * the GPC (crossbar_groups). After a merge the pairs are measured again. */
+static int phase_merge(topo_run *t)
+{
+    const gos_topo_opts *o = t->o;
+    gos_topo_result *r = t->r;
+    group_t *groups = t->groups;
+    double *gbw = t->gbw;
+    int rc;
+    for (int g = 0; g < t->ng; g++)
+        if ((rc = bw_median(t->d, groups[g].sms, groups[g].n, o->repeats, &gbw[g], &r->bw_measurements)))
+            return rc;
+    t->pairs_known = 0;
+    while (t->ng > 1 && (o->check_merge || o->crossbar_groups)) {
+        int ng = t->ng;
+        if ((rc = measure_pairs(t->d, groups, ng, gbw, o->repeats, t->ratio, &r->bw_measurements)))
+            return rc;
+        t->pairs_known = 1;
         int ma = -1, mb = -1;
         for (int a = 0; o->check_merge && a < ng && ma < 0; a++)
             for (int b = a + 1; b < ng && ma < 0; b++) {
                 /* Distinct GPCs add up; one GPC stays near the larger of the two. */
-                double both = ratio[a][b] * (gbw[a] + gbw[b]);
+                double both = t->ratio[a][b] * (gbw[a] + gbw[b]);
                 double lo = gbw[a] > gbw[b] ? gbw[a] : gbw[b], hi = gbw[a] + gbw[b];
                 if (both < lo + 0.35 * (hi - lo))
                     ma = a, mb = b;
@@ -467,58 +479,62 @@ int gos_topo_probe(gos_device *d, const gos_topo_opts *o, gos_topo_result *r)
         qsort(groups[ma].sms, groups[ma].n, sizeof(int), cmp_int);
         groups[mb] = groups[ng - 1];
         gbw[mb] = gbw[ng - 1];
-        ng--;
+        t->ng--;
         r->n_merged++;
-        pairs_known = 0;
-        if ((rc = bw_median(d, groups[ma].sms, groups[ma].n, o->repeats, &gbw[ma], &r->bw_measurements)))
-            goto out_groups;
+        t->pairs_known = 0;
+        if ((rc = bw_median(t->d, groups[ma].sms, groups[ma].n, o->repeats, &gbw[ma], &r->bw_measurements)))
+            return rc;
     }
-    /* Order the groups by their lowest SM, carrying bandwidths and ratios. */
-    {
-        int order[GOS_MAX_GPCS];
-        for (int g = 0; g < ng; g++)
-            order[g] = g;
-        for (int i = 1; i < ng; i++)
-            for (int k = i; k > 0 && group_key(&groups[order[k]]) < group_key(&groups[order[k - 1]]); k--) {
-                int t = order[k];
-                order[k] = order[k - 1];
-                order[k - 1] = t;
-            }
-        group_t *sorted = calloc((size_t)ng, sizeof *sorted);
-        if (!sorted) {
-            rc = gos_fail(GOS_ENOMEM, "out of memory");
-            goto out_groups;
-        }
-        for (int g = 0; g < ng; g++) {
-            sorted[g] = groups[order[g]];
-            r->gpc_gbps[g] = gbw[order[g]];
-            for (int h = 0; h < ng; h++)
-                r->pair_ratio[g][h] = pairs_known && g != h ? ratio[order[g]][order[h]] : 0;
-        }
-        memcpy(groups, sorted, (size_t)ng * sizeof *sorted);
-        free(sorted);
-        for (int g = 0; g < ng; g++) {
-            gbw[g] = r->gpc_gbps[g];
-            for (int i = 0; i < groups[g].n; i++)
-                gid[groups[g].sms[i]] = g;
-        }
-    }
-    if (o->crossbar_groups && pairs_known)
-        crossbar_groups(ng, r);
+    return GOS_OK;
+}
 
-    /* Free-floating units: a free SM and its free TPC partner form a unit of
-     * two, otherwise a free SM is a unit of one. Two independent kinds of
-     * evidence place a unit: clusters of 2 it shared with cluster-eligible SMs
-     * (a cluster never spans GPCs), and L2-bandwidth contention. */
+/* Orders the groups by their lowest SM, carrying bandwidths and ratios into
+ * the result, then finds the sharing above the GPC. */
+static void phase_order(topo_run *t)
+{
+    gos_topo_result *r = t->r;
+    int ng = t->ng, order[GOS_MAX_GPCS];
+    for (int g = 0; g < ng; g++)
+        order[g] = g;
+    for (int i = 1; i < ng; i++)
+        for (int k = i; k > 0 && group_key(&t->groups[order[k]]) < group_key(&t->groups[order[k - 1]]); k--) {
+            int x = order[k];
+            order[k] = order[k - 1];
+            order[k - 1] = x;
+        }
+    group_t sorted[GOS_MAX_GPCS];
+    for (int g = 0; g < ng; g++) {
+        sorted[g] = t->groups[order[g]];
+        r->gpc_gbps[g] = t->gbw[order[g]];
+        for (int h = 0; h < ng; h++)
+            r->pair_ratio[g][h] = t->pairs_known && g != h ? t->ratio[order[g]][order[h]] : 0;
+    }
+    memcpy(t->groups, sorted, (size_t)ng * sizeof *sorted);
+    for (int g = 0; g < ng; g++) {
+        t->gbw[g] = r->gpc_gbps[g];
+        for (int i = 0; i < t->groups[g].n; i++)
+            t->gid[t->groups[g].sms[i]] = g;
+    }
+    if (t->o->crossbar_groups && t->pairs_known)
+        crossbar_groups(ng, r);
+}
+
+/* Free-floating units: a free SM and its free TPC partner form a unit of
+ * two, otherwise a free SM is a unit of one. Two independent kinds of
+ * evidence place a unit: clusters of 2 it shared with cluster-eligible SMs
+ * (a cluster never spans GPCs), and L2-bandwidth contention. */
+static int phase_free_units(topo_run *t)
+{
+    const gos_topo_opts *o = t->o;
+    gos_topo_result *r = t->r;
+    int nsm = t->nsm, ng = t->ng, rc, n_lone = 0;
     unsigned char done[GOS_MAX_SMS] = {0};
-    int ffgpc[GOS_MAX_SMS];
+    double lone_all[GOS_MAX_SMS];
     for (int s = 0; s < nsm; s++) {
-        ffgpc[s] = -1;
-        if (!eligible[s])
+        t->ffgpc[s] = -1;
+        if (!t->eligible[s])
             r->free_sms[r->n_free++] = s;
     }
-    double lone_all[GOS_MAX_SMS];
-    int n_lone = 0;
     for (int i = 0; i < r->n_free; i++) {
         int s = r->free_sms[i];
         if (done[s])
@@ -529,8 +545,8 @@ int gos_topo_probe(gos_device *d, const gos_topo_opts *o, gos_topo_result *r)
         p->n_sms = 1;
         p->vote_gpc = -1;
         done[s] = 1;
-        int q = partner[s];
-        if (q >= 0 && !eligible[q]) {
+        int q = t->partner[s];
+        if (q >= 0 && !t->eligible[q]) {
             p->sms[1] = q;
             p->n_sms = 2;
             done[q] = 1;
@@ -538,21 +554,21 @@ int gos_topo_probe(gos_device *d, const gos_topo_opts *o, gos_topo_result *r)
         /* Evidence 1: clusters of 2 shared with cluster-eligible SMs. */
         int votes[GOS_MAX_SMS] = {0};
         for (int k = 0; k < p->n_sms; k++)
-            for (int t = 0; t < nsm; t++)
-                if (eligible[t] && pair[p->sms[k]][t]) {
-                    votes[gid[t]] += pair[p->sms[k]][t];
-                    p->votes += pair[p->sms[k]][t];
+            for (int u = 0; u < nsm; u++)
+                if (t->eligible[u] && t->pair[p->sms[k]][u]) {
+                    votes[t->gid[u]] += t->pair[p->sms[k]][u];
+                    p->votes += t->pair[p->sms[k]][u];
                 }
         for (int g = 0; g < ng; g++)
             if (p->vote_gpc < 0 || votes[g] > votes[p->vote_gpc])
                 p->vote_gpc = g;
         p->vote_share = p->votes ? (double)votes[p->vote_gpc] / p->votes : 0;
         /* Evidence 2: L2 contention (decide_unit combines both). */
-        if ((rc = bw_median(d, p->sms, p->n_sms, o->repeats, &p->lone_gbps, &r->bw_measurements)))
-            goto out_groups;
+        if ((rc = bw_median(t->d, p->sms, p->n_sms, o->repeats, &p->lone_gbps, &r->bw_measurements)))
+            return rc;
         lone_all[n_lone++] = p->lone_gbps;
-        if ((rc = decide_unit(d, o, groups, ng, r, p)))
-            goto out_groups;
+        if ((rc = decide_unit(t->d, o, t->groups, ng, r, p)))
+            return rc;
     }
     /* A unit of a small GPC may not saturate its port on the first pass; once
      * its GPC's other free units are placed the base is larger: retry. */
@@ -563,8 +579,8 @@ int gos_topo_probe(gos_device *d, const gos_topo_opts *o, gos_topo_result *r)
             if (!p->ambiguous)
                 continue;
             p->ambiguous = 0;
-            if ((rc = decide_unit(d, o, groups, ng, r, p)))
-                goto out_groups;
+            if ((rc = decide_unit(t->d, o, t->groups, ng, r, p)))
+                return rc;
             progress |= !p->ambiguous;
         }
     }
@@ -576,51 +592,51 @@ int gos_topo_probe(gos_device *d, const gos_topo_opts *o, gos_topo_result *r)
     r->lone_tpc_gbps = n_lone ? median(lone_all, n_lone) : 0;
     for (int i = 0; i < r->n_place; i++)
         for (int k = 0; k < r->place[i].n_sms; k++)
-            ffgpc[r->place[i].sms[k]] = r->place[i].gpc;
+            t->ffgpc[r->place[i].sms[k]] = r->place[i].gpc;
+    return GOS_OK;
+}
 
-    /* Phase 3: where clusters of 2 did not reveal TPCs, try L2 contention
-     * between the two SMs of a pair (a TPC may share its crossbar attach). */
-    if (!r->tpcs_known && o->tpc_by_contention) {
-        int tpc_gpc_of[GOS_MAX_SMS];
-        for (int s = 0; s < nsm; s++)
-            tpc_gpc_of[s] = eligible[s] ? gid[s] : ffgpc[s];
-        if ((rc = tpcs_by_contention(d, tpc_gpc_of, nsm, ng, partner, r)))
-            goto out_groups;
-    }
+/* Phase 3: where clusters of 2 did not reveal TPCs, try L2 contention
+ * between the two SMs of a pair (a TPC may share its crossbar attach). */
+static int phase_tpc_contention(topo_run *t)
+{
+    if (t->r->tpcs_known || !t->o->tpc_by_contention)
+        return GOS_OK;
+    int tpc_gpc_of[GOS_MAX_SMS];
+    for (int s = 0; s < t->nsm; s++)
+        tpc_gpc_of[s] = t->eligible[s] ? t->gid[s] : t->ffgpc[s];
+    return tpcs_by_contention(t->d, tpc_gpc_of, t->nsm, t->ng, t->partner, t->sm_pair_bw, t->r);
+}
 
-    /* Assemble the chip. */
+/* GPC g holds SM s: one of its cluster SMs or a free SM placed there. */
+static int in_gpc(const topo_run *t, int s, int g)
+{
+    return t->gid[s] == g || (!t->eligible[s] && t->ffgpc[s] == g);
+}
+
+/* The chip of the result: device facts, and each GPC's SMs in TPC order. */
+static int assemble_chip(topo_run *t)
+{
+    gos_topo_result *r = t->r;
+    /* An unplaced free SM (no GPC at all) makes the chart invalid: say so. */
+    for (int i = 0; i < r->n_free; i++)
+        if (t->ffgpc[r->free_sms[i]] < 0)
+            return gos_fail(GOS_EAMBIGUOUS, "free-floating SM %d could not be placed in any GPC", r->free_sms[i]);
     gos_chip *c = gos_chip_new();
-    if (!c) {
-        rc = gos_fail(GOS_ENOMEM, "out of memory");
-        goto out_groups;
-    }
-    snprintf(c->device.name, sizeof c->device.name, "%s", d->info.name);
-    snprintf(c->device.uuid, sizeof c->device.uuid, "%s", d->info.uuid);
-    c->device.cc_major = d->info.cc_major;
-    c->device.cc_minor = d->info.cc_minor;
-    c->device.sm_count = nsm;
-    c->device.l2_bytes = d->info.l2_bytes;
-    c->device.mem_bytes = d->info.mem_bytes;
-    c->device.sm_clock_mhz = d->info.has_clocks ? d->info.sm_clock_mhz : 0;
-    c->device.simulated = d->info.simulated;
-    c->n_gpcs = ng;
-    for (int g = 0; g < ng; g++) {
+    if (!c)
+        return gos_fail(GOS_ENOMEM, "out of memory");
+    gos_topo_fill_device(c, t->d);
+    c->n_gpcs = t->ng;
+    for (int g = 0; g < t->ng; g++) {
         gos_gpc *G = &c->gpcs[g];
-        G->max_cluster = groups[g].max_cs;
-        /* SMs: cluster SMs then free-floating placed here; TPC order. */
-        int members[GOS_MAX_SMS], nm = 0;
-        for (int s = 0; s < nsm; s++)
-            if (gid[s] == g || (!eligible[s] && ffgpc[s] == g))
-                members[nm++] = s;
+        G->max_cluster = t->groups[g].max_cs;
         unsigned char used[GOS_MAX_SMS] = {0};
-        for (int i = 0; i < nm; i++) {
-            int s = members[i];
-            if (used[s])
+        for (int s = 0; s < t->nsm; s++) {
+            if (!in_gpc(t, s, g) || used[s])
                 continue;
             used[s] = 1;
-            int q = partner[s];
-            int tp[2] = {s, -1};
-            if (q >= 0 && (gid[q] == g || (!eligible[q] && ffgpc[q] == g)) && !used[q]) {
+            int q = t->partner[s], tp[2] = {s, -1};
+            if (q >= 0 && in_gpc(t, q, g) && !used[q]) {
                 tp[1] = q;
                 used[q] = 1;
             }
@@ -630,26 +646,46 @@ int gos_topo_probe(gos_device *d, const gos_topo_opts *o, gos_topo_result *r)
             for (int k = 0; k < 2; k++)
                 if (tp[k] >= 0) {
                     G->sms[G->n_sms++] = tp[k];
-                    if (eligible[tp[k]])
+                    if (t->eligible[tp[k]])
                         G->cluster_sms[G->n_cluster++] = tp[k];
                 }
         }
     }
-    /* An unplaced free SM (no GPC at all) makes the chart invalid: say so. */
-    for (int i = 0; i < r->n_free; i++)
-        if (ffgpc[r->free_sms[i]] < 0) {
-            rc = gos_fail(GOS_EAMBIGUOUS, "free-floating SM %d could not be placed in any GPC", r->free_sms[i]);
-            gos_chip_free(c);
-            goto out_groups;
-        }
     c->json = json_object();
     r->chip = c;
+    return GOS_OK;
+}
+
+int gos_topo_probe(gos_device *d, const gos_topo_opts *o, gos_topo_result *r)
+{
+    double t0 = gos_now_s();
+    memset(r, 0, sizeof *r);
+    int nsm = d->info.sm_count, rc;
+    if (nsm < 1 || nsm > GOS_MAX_SMS)
+        return gos_fail(GOS_EINVAL, "device reports %d SMs", nsm);
+    topo_run *t = calloc(1, sizeof *t);
+    if (!t)
+        return gos_fail(GOS_ENOMEM, "out of memory");
+    t->d = d, t->o = o, t->r = r, t->nsm = nsm;
+    t->max_blocks = 8 * nsm + 64;
+    gos_uf_init(&t->uf);
+    if (!(t->blocks = malloc(sizeof(int) * t->max_blocks))) {
+        rc = gos_fail(GOS_ENOMEM, "out of memory");
+        goto out;
+    }
+    if ((rc = phase_clusters(t)))
+        goto out;
+    phase_tpc_pairs(t);
+    if ((rc = phase_groups(t)) || (rc = phase_merge(t)))
+        goto out;
+    phase_order(t);
+    if ((rc = phase_free_units(t)) || (rc = phase_tpc_contention(t)) || (rc = assemble_chip(t)))
+        goto out;
     r->seconds = gos_now_s() - t0;
-    rc = gos_chip_validate(c, "probed topology");
-out_groups:
-    free(groups);
+    rc = gos_chip_validate(r->chip, "probed topology");
 out:
-    free(blocks);
+    free(t->blocks);
+    free(t);
     if (rc && r->chip) {
         gos_chip_free(r->chip);
         r->chip = NULL;

@@ -26,7 +26,7 @@ typedef struct {
     int launches;      /* per cluster size (default 20) */
     int min_cluster;   /* 2 */
     int max_cluster;   /* 16 */
-    int repeats;       /* bandwidth measurements per comparison (default 5) */
+    int repeats;       /* bandwidth measurements per comparison (default 7) */
     double threshold;  /* gain below threshold x lone-TPC bandwidth = same GPC (0.9) */
     int check_merge;   /* phase 1b on (default 1) */
     int tpc_by_contention; /* phase 3 on (default 1): TPCs by pair contention */
@@ -80,6 +80,10 @@ typedef struct {
 } gos_topo_result;
 
 void gos_topo_default_opts(gos_topo_opts *o);
+
+/* The chip's device section from d's facts (the one place they are copied:
+ * gos_topo_probe's chip and the chart of src/chart both use it). */
+void gos_topo_fill_device(gos_chip *c, const gos_device *d);
 
 /* Runs both phases on d. The result's chip has the device section (from d->info)
  * and the topology section; extra figures are added to chip->json "topology". */

@@ -1,6 +1,6 @@
 #!/bin/sh
-# tests/gpu/dvfs.sh: pillar 1c on the real GPU, changing no clock (SPEC: on lent
-# machines everything except the switch runs for real):
+# tests/gpu/dvfs.sh: pillar 1c on the real GPU, changing no clock (docs/contracts.md:
+# on lent machines everything except the switch runs for real):
 #   1. `gpuos dvfs run` without --allow-clock-changes must refuse in one line,
 #      exit 1, and leave the clocks as they were (nvidia-smi read before/after);
 #   2. `gpuos dvfs probe`: the timing workload on every SM at the current clock

@@ -1,7 +1,7 @@
 #!/bin/sh
 # tests/gpu/vgpu.sh: pillar 3 on the real GPU (device machine, repository root,
 # build/ carried): `gpuos serve` on GPU 0 with two vGPUs; copies of every kind
-# verified byte for byte, the built-in "exec" fill kernel with clusters, memory
+# verified byte for byte, the built-in fill kernel with clusters, memory
 # shares, hostile clients, version mismatch, a dead client mid-copy, bursty
 # launches of the GPU's sleep_ns kernel, clean SIGTERM. The benchmark itself is
 # bench/vgpu.sh. Exit status non-zero if a check fails.
@@ -9,7 +9,7 @@ set -u
 G=${GPUOS:-build/gpuos}
 C=${BUILD:-build}/tests/serve_client
 T=$(mktemp -d)
-export GPUOS_SOCKET="$T/s" GPUOS_TIMEOUT_MS=60000 GPUOS_BUILTIN=exec
+export GPUOS_SOCKET="$T/s" GPUOS_TIMEOUT_MS=60000 GPUOS_BUILTIN=builtin
 fail=0
 check() { # name, command...
     n=$1; shift

@@ -6,7 +6,7 @@
  * the largest working set that still fits (a cliff that slopes, as with
  * non-LRU replacement, would push a midpoint beyond the capacity); taking the
  * last crossing ignores a noisy plateau point that dips and recovers. */
-#include "memory/memory.h"
+#include "numa/figures.h"
 
 #include "common/status.h"
 #include "stats/stats.h"

@@ -1,4 +1,4 @@
-/* mem_wrap.c: the checked wrappers of device/mem_ops.h. A backend without the
+/* mem.c: the checked wrappers of device/mem_ops.h. A backend without the
  * pillar-1b primitives (d->ops->mem NULL, or one operation NULL) answers
  * GOS_EUNSUPPORTED with a message; arguments are range-checked here once so the
  * backends can trust them. */
@@ -7,8 +7,7 @@
 #include "common/status.h"
 
 #define MEM(d) ((d)->ops->mem)
-#define MISSING(d, what)                                                                         \
-    gos_fail(GOS_EUNSUPPORTED, "the %s device does not support %s", (d)->ops->name, what)
+#define MISSING(d, what) gos_dev_missing(d, what)
 
 static int check_sm(const gos_device *d, int sm)
 {

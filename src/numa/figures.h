@@ -1,12 +1,12 @@
-/* memory.h: pillar 1b costs (paper 001 section 6.2, appendix C.2): local and
+/* figures.h: pillar 1b costs (paper 001 section 6.2, appendix C.2): local and
  * remote L2-hit latency, local and remote HBM bandwidth (reading only local or
  * only remote 4 KB pages), effective L2 capacity (bandwidth against working-set
  * size, the knee), and the cross-partition replication test (section 6.2.2).
  *
  *   knee.c     the effective capacity from a bandwidth curve (pure)
  *   figures.c  the measurements on a device, given a NUMA model */
-#ifndef GOS_MEMORY_H
-#define GOS_MEMORY_H
+#ifndef GOS_NUMA_FIGURES_H
+#define GOS_NUMA_FIGURES_H
 
 #include "numa/numa.h"
 

@@ -1,6 +1,6 @@
-/* probe_topology.c: the topology section of `gpuos probe` (pillar 1a). */
+/* section_topology.c: the topology section of the chart (pillar 1a). */
 #include "common/jsonio.h"
-#include "cli/probe.h"
+#include "chart/chart.h"
 #include "common/status.h"
 #include "topology/topology.h"
 
@@ -20,18 +20,17 @@ static int concurrent_clusters(const gos_chip *c, int k)
 /* Extra figures of the probe, beside the contract's gpcs list. */
 static json_t *topology_extras(const gos_topo_result *r, const char *summary)
 {
-    json_t *t = json_object();
-    json_object_set_new(t, "summary", json_string(summary));
     const char *match = gos_topo_paper_match(summary);
-    json_object_set_new(t, "paper_match", match ? json_string(match) : json_null());
-    json_object_set_new(t, "free_floating_sms", gos_json_ints(r->free_sms, r->n_free));
-    json_object_set_new(t, "tpcs_from", json_string(r->tpcs_known == 1   ? "clusters-of-2"
-                                                    : r->tpcs_known == 2 ? "l2-contention"
-                                                                         : "unobservable"));
+    json_t *t = GOS_JSON_OBJ(GOS_JS("summary", summary),
+                             GOS_JO("paper_match", match ? json_string(match) : json_null()),
+                             GOS_JO("free_floating_sms", gos_json_ints(r->free_sms, r->n_free)),
+                             GOS_JS("tpcs_from", r->tpcs_known == 1   ? "clusters-of-2"
+                                                 : r->tpcs_known == 2 ? "l2-contention"
+                                                                      : "unobservable"));
     if (!r->tpcs_known && r->tpc_contention_ratio > 0)
         json_object_set_new(t, "tpc_contention_worst_ratio", json_real(r->tpc_contention_ratio));
-    json_object_set_new(t, "cluster2_top_partner_share", json_real(r->pair_top_share));
-    json_object_set_new(t, "max_cluster_size", json_integer(r->max_cluster_chip));
+    GOS_JSON_PUT(t, GOS_JR("cluster2_top_partner_share", r->pair_top_share),
+                 GOS_JI("max_cluster_size", r->max_cluster_chip));
     /* Clusters of k the chip can run at once: whole clusters per GPC (paper
      * 001 section 5.2.2: 15 clusters of 8 on its H200, as CUTLASS assumes). */
     json_t *conc = json_object();
@@ -45,33 +44,18 @@ static json_t *topology_extras(const gos_topo_result *r, const char *summary)
     json_t *pl = json_array();
     for (int i = 0; i < r->n_place; i++) {
         const gos_topo_placement *p = &r->place[i];
-        json_t *o = json_object();
-        json_object_set_new(o, "sms", gos_json_ints(p->sms, p->n_sms));
-        json_object_set_new(o, "gpc", json_integer(p->gpc));
-        json_object_set_new(o, "how", json_string(p->how));
-        json_object_set_new(o, "margin", json_real(p->margin));
-        json_object_set_new(o, "noise", json_real(p->noise));
-        json_object_set_new(o, "ambiguous", json_boolean(p->ambiguous));
-        json_object_set_new(o, "cluster2_votes", json_integer(p->votes));
-        if (p->votes) {
-            json_object_set_new(o, "cluster2_gpc", json_integer(p->vote_gpc));
-            json_object_set_new(o, "cluster2_share", json_real(p->vote_share));
-        }
-        {
-            json_object_set_new(o, "lone_gbps", json_real(p->lone_gbps));
-            json_t *g = json_array();
-            for (int k = 0; k < r->chip->n_gpcs; k++)
-                json_array_append_new(g, json_real(p->gain[k]));
-            json_object_set_new(o, "gain_vs_lone_per_gpc", g);
-        }
+        json_t *o = GOS_JSON_OBJ(GOS_JO("sms", gos_json_ints(p->sms, p->n_sms)), GOS_JI("gpc", p->gpc),
+                                 GOS_JS("how", p->how), GOS_JR("margin", p->margin), GOS_JR("noise", p->noise),
+                                 GOS_JB("ambiguous", p->ambiguous), GOS_JI("cluster2_votes", p->votes));
+        if (p->votes)
+            GOS_JSON_PUT(o, GOS_JI("cluster2_gpc", p->vote_gpc), GOS_JR("cluster2_share", p->vote_share));
+        GOS_JSON_PUT(o, GOS_JR("lone_gbps", p->lone_gbps),
+                     GOS_JO("gain_vs_lone_per_gpc", gos_json_reals(p->gain, r->chip->n_gpcs)));
         json_array_append_new(pl, o);
     }
     json_object_set_new(t, "placements", pl);
-    json_t *gb = json_array();
-    for (int g = 0; g < r->chip->n_gpcs; g++)
-        json_array_append_new(gb, json_real(r->gpc_gbps[g]));
-    json_object_set_new(t, "gpc_l2_gbps", gb);
-    json_object_set_new(t, "lone_tpc_l2_gbps", json_real(r->lone_tpc_gbps));
+    GOS_JSON_PUT(t, GOS_JO("gpc_l2_gbps", gos_json_reals(r->gpc_gbps, r->chip->n_gpcs)),
+                 GOS_JR("lone_tpc_l2_gbps", r->lone_tpc_gbps));
     json_t *pr = json_array();
     for (int a = 0; a < r->chip->n_gpcs; a++) {
         json_t *row = json_array();
@@ -83,17 +67,14 @@ static json_t *topology_extras(const gos_topo_result *r, const char *summary)
     json_t *xg = json_array();
     for (int k = 0; k < r->n_xbar_groups; k++)
         json_array_append_new(xg, gos_json_ints(r->xbar_group[k], r->xbar_size[k]));
-    json_object_set_new(t, "crossbar_groups", xg);
-    json_object_set_new(t, "confidence", json_string(r->ambiguous ? "ambiguous" : "unambiguous"));
+    GOS_JSON_PUT(t, GOS_JO("crossbar_groups", xg), GOS_JS("confidence", r->ambiguous ? "ambiguous" : "unambiguous"));
     if (r->ambiguous)
         json_object_set_new(t, "ambiguity", json_string(r->ambiguity));
-    json_object_set_new(t, "cluster_launches", json_integer(r->cluster_launches));
-    json_object_set_new(t, "bandwidth_measurements", json_integer(r->bw_measurements));
-    json_object_set_new(t, "seconds", json_real(r->seconds));
-    return t;
+    return GOS_JSON_PUT(t, GOS_JI("cluster_launches", r->cluster_launches),
+                        GOS_JI("bandwidth_measurements", r->bw_measurements), GOS_JR("seconds", r->seconds));
 }
 
-int probe_topology(gos_probe_ctx *ctx)
+int gos_chart_topology(gos_chart_ctx *ctx)
 {
     gos_topo_opts o;
     gos_topo_default_opts(&o);

@@ -1,4 +1,4 @@
-/* probe_memory.c: the memory section of `gpuos probe` (SPEC pillar 1b "Costs"):
+/* section_memory.c: the memory section of the chart (pillar 1b costs):
  * local and remote L2-hit latency, local and remote HBM bandwidth, the effective
  * L2 capacity from the bandwidth-versus-working-set curve, and the replication
  * test of paper 001 section 6.2.2. Uses the partitions and hash the numa section
@@ -6,13 +6,13 @@
  * Figures go to a top-level "memory" object; the L2 latencies also refine the
  * chart's numa.latency_cycles when the numa section ran. */
 #include "common/jsonio.h"
-#include "cli/probe.h"
+#include "chart/chart.h"
 #include "common/status.h"
-#include "memory/memory.h"
+#include "numa/figures.h"
 
 #include <stdlib.h>
 
-int probe_memory(gos_probe_ctx *ctx)
+int gos_chart_memory(gos_chart_ctx *ctx)
 {
     gos_numa_model m;
     int rc;

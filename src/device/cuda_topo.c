@@ -1,4 +1,4 @@
-/* cuda_topology.c: the pillar-1a primitives on a real GPU (kernels/topology.cu).
+/* cuda_topo.c: the pillar-1a primitives on a real GPU (topo_ops.h, kernels/topology.cu).
  *
  * cluster_probe: one launch of gos_cluster_probe with the requested cluster size
  * and as many co-resident clusters as the occupancy API allows, twice over (the
@@ -9,6 +9,7 @@
  * first start to last end: the slowest SM then sets the window and SMs that could
  * go faster appear to add nothing.) */
 #include "device/cuda_internal.h"
+#include "device/topo_ops.h"
 
 #include "common/status.h"
 
@@ -30,36 +31,25 @@ struct cuda_topo {
     unsigned launches;
 };
 
-void gos_cuda_topology_close(gos_device *d)
+static void topo_close(gos_device *d)
 {
-    struct gos_cuda *c = d->priv;
-    struct cuda_topo *t = c->topo;
+    struct cuda_topo *t = d->topo_priv;
     if (!t)
         return;
-    if (t->smids)
-        CU_CALL(cuMemFree, t->smids);
-    if (t->buf)
-        CU_CALL(cuMemFree, t->buf);
-    if (t->bytes)
-        CU_CALL(cuMemFree, t->bytes);
-    if (t->sink)
-        CU_CALL(cuMemFree, t->sink);
+    CUdeviceptr ptrs[] = {t->smids, t->buf, t->bytes, t->sink};
+    gos_cuda_free_ptrs(ptrs, sizeof ptrs / sizeof ptrs[0]);
     free(t);
-    c->topo = NULL;
+    d->topo_priv = NULL;
 }
 
 static int topo_state(gos_device *d, struct cuda_topo **out)
 {
-    struct gos_cuda *c = d->priv;
-    if (c->topo) {
-        *out = c->topo;
-        return gos_cuda_enter(d);
+    int fresh, rc = gos_cuda_pillar_state(d, &d->topo_priv, sizeof(struct cuda_topo), &fresh);
+    struct cuda_topo *t = d->topo_priv;
+    if (rc || !fresh) {
+        *out = t;
+        return rc;
     }
-    struct cuda_topo *t = calloc(1, sizeof *t);
-    if (!t)
-        return gos_fail(GOS_ENOMEM, "out of memory");
-    c->topo = t;
-    int rc;
     t->max_blocks = 4 * d->info.sm_count + 64;
     if ((rc = gos_cuda_function(d, "topology", "gos_cluster_probe", &t->probe)) ||
         (rc = gos_cuda_function(d, "topology", "gos_l2_bandwidth", &t->bw)) ||
@@ -68,7 +58,7 @@ static int topo_state(gos_device *d, struct cuda_topo **out)
         (rc = CU_CALL(cuMemAlloc, &t->bytes, sizeof(unsigned long long) * 257)) ||
         (rc = CU_CALL(cuMemAlloc, &t->sink, 64)) ||
         (rc = CU_CALL(cuMemsetD32, t->buf, 0x5a5a5a5a, L2BW_BYTES / 4))) {
-        gos_cuda_topology_close(d);
+        topo_close(d);
         return rc;
     }
     *out = t;
@@ -82,7 +72,7 @@ static unsigned one_block_smem(gos_device *d)
     return (unsigned)(optin > 0 ? optin - 1024 : 200 * 1024);
 }
 
-int gos_cuda_cluster_probe(gos_device *d, int cs, int *sms_out, int max_blocks, int *n_blocks)
+static int cuda_cluster_probe(gos_device *d, int cs, int *sms_out, int max_blocks, int *n_blocks)
 {
     struct cuda_topo *t;
     int rc = topo_state(d, &t);
@@ -138,7 +128,7 @@ int gos_cuda_cluster_probe(gos_device *d, int cs, int *sms_out, int max_blocks, 
     return GOS_OK;
 }
 
-int gos_cuda_l2_bandwidth(gos_device *d, const int *sms, int n, double *gbps)
+static int cuda_l2_bandwidth(gos_device *d, const int *sms, int n, double *gbps)
 {
     struct cuda_topo *t;
     int rc = topo_state(d, &t);
@@ -170,3 +160,9 @@ int gos_cuda_l2_bandwidth(gos_device *d, const int *sms, int n, double *gbps)
     *gbps = total / (double)L2BW_WINDOW_NS;
     return GOS_OK;
 }
+
+const struct gos_topo_ops gos_cuda_topo_ops = {
+    .close = topo_close,
+    .cluster_probe = cuda_cluster_probe,
+    .l2_bandwidth = cuda_l2_bandwidth,
+};

@@ -17,7 +17,8 @@
  *     benchmark): cross-partition replication can only cost capacity in the
  *     second. */
 #include "common/clock.h"
-#include "memory/memory.h"
+#include "common/jsonio.h"
+#include "numa/figures.h"
 
 #include "common/rng.h"
 #include "common/status.h"
@@ -37,14 +38,20 @@ void gos_memory_figures_free(gos_memory_figures *f)
 }
 
 /* n random lines of buffer whose predicted partition is q. */
-static int pick_lines(const gos_numa_map *map, gos_rng *r, int q, int n, uint64_t *out)
+typedef struct {
+    const gos_numa_map *map;
+    gos_rng *r;
+} line_pick;
+
+static int pick_lines(void *ctx, int q, int n, uint64_t *out)
 {
-    for (int k = 0, tries = 0; k < n; tries++) {
+    const line_pick *k = ctx;
+    for (int i = 0, tries = 0; i < n; tries++) {
         if (tries > 1000 * n + 1000)
             return gos_fail(GOS_EAMBIGUOUS, "no lines of partition %d in the buffer", q);
-        uint64_t off = (gos_rng_u64(r) % (map->bytes / GOS_LINE)) * GOS_LINE;
-        if (gos_numa_partition_of(map, off) == q)
-            out[k++] = map->base + off;
+        uint64_t off = (gos_rng_u64(k->r) % (k->map->bytes / GOS_LINE)) * GOS_LINE;
+        if (gos_numa_partition_of(k->map, off) == q)
+            out[i++] = k->map->base + off;
     }
     return GOS_OK;
 }
@@ -57,37 +64,25 @@ static int first_sm(const gos_numa_model *m, int p)
     return -1;
 }
 
+/* L2 latency with lines of both partitions (l2_hits.c), then the replication
+ * test of section 6.2.2: SM of 0 loads lines of 1, SM of 1 discards, SM of 0 reloads. */
 static int l2_latency(gos_device *d, const gos_numa_model *m, const gos_numa_map *map, gos_rng *r,
                       gos_memory_figures *f)
 {
-    int n = L2_SAMPLES, sm[2] = {first_sm(m, 0), first_sm(m, 1)}, rc;
-    f->l2_samples[0] = malloc(2 * (size_t)n * sizeof(uint32_t));
-    f->l2_samples[1] = malloc(2 * (size_t)n * sizeof(uint32_t));
-    uint64_t *a = malloc((size_t)n * sizeof *a);
-    if (!f->l2_samples[0] || !f->l2_samples[1] || !a) {
-        free(a);
-        return gos_fail(GOS_ENOMEM, "out of memory");
-    }
-    for (int q = 0; q < 2; q++) {
-        /* local: q's SM warms and times; remote: q's SM warms, the other times. */
-        if ((rc = pick_lines(map, r, q, n, a)) ||
-            (rc = gos_mem_latency(d, GOS_LAT_L2, sm[q], sm[q], a, n, f->l2_samples[0] + q * n)) ||
-            (rc = pick_lines(map, r, q, n, a)) ||
-            (rc = gos_mem_latency(d, GOS_LAT_L2, sm[1 - q], sm[q], a, n, f->l2_samples[1] + q * n))) {
-            free(a);
-            return rc;
-        }
-    }
+    int n = L2_SAMPLES, sm[2] = {first_sm(m, 0), first_sm(m, 1)};
+    line_pick k = {.map = map, .r = r};
+    int rc = gos_l2_hits(d, sm, 2, n, pick_lines, &k, f->l2_samples, &f->l2_local, &f->l2_remote);
+    if (rc)
+        return rc;
     f->n_l2 = 2 * n;
-    f->l2_local = gos_lat_median(f->l2_samples[0], 2 * n);
-    f->l2_remote = gos_lat_median(f->l2_samples[1], 2 * n);
-    /* Section 6.2.2: SM of 0 loads lines of 1, SM of 1 discards, SM of 0 reloads. */
+    uint64_t *a = malloc((size_t)n * sizeof *a);
     uint32_t *c = malloc((size_t)n * sizeof *c);
-    if (!c) {
+    if (!a || !c) {
         free(a);
+        free(c);
         return gos_fail(GOS_ENOMEM, "out of memory");
     }
-    if (!(rc = pick_lines(map, r, 1, n, a)))
+    if (!(rc = pick_lines(&k, 1, n, a)))
         rc = gos_mem_latency(d, GOS_LAT_REPLICA, sm[0], sm[1], a, n, c);
     if (!rc) {
         f->reload = gos_lat_median(c, n);
@@ -254,32 +249,22 @@ out:
 
 json_t *gos_memory_json(const gos_memory_figures *f, uint64_t l2_bytes)
 {
-    json_t *o = json_object();
-    json_t *l2 = json_object();
-    json_object_set_new(l2, "local", json_real(f->l2_local));
-    json_object_set_new(l2, "remote", json_real(f->l2_remote));
-    json_object_set_new(l2, "samples", json_integer(f->n_l2));
-    json_object_set_new(l2, "local_histogram", gos_hist_json(f->l2_samples[0], f->n_l2, 4));
-    json_object_set_new(l2, "remote_histogram", gos_hist_json(f->l2_samples[1], f->n_l2, 4));
-    json_object_set_new(o, "l2_latency_cycles", l2);
-    json_t *rep = json_object();
-    json_object_set_new(rep, "reload_cycles", json_real(f->reload));
-    json_object_set_new(rep, "l2_local_cycles", json_real(f->l2_local));
-    json_object_set_new(rep, "hbm_remote_cycles", json_real(f->hbm_remote_ref));
-    json_object_set_new(rep, "replicated", json_boolean(f->replicated));
-    json_object_set_new(o, "replication", rep);
-    if (f->has_bw) {
-        json_t *bw = json_object();
-        json_object_set_new(bw, "local", json_real(0.5 * (f->bw_local[0] + f->bw_local[1])));
-        json_object_set_new(bw, "remote", json_real(0.5 * (f->bw_remote[0] + f->bw_remote[1])));
-        json_object_set_new(bw, "partition0_local", json_real(f->bw_local[0]));
-        json_object_set_new(bw, "partition0_remote", json_real(f->bw_remote[0]));
-        json_object_set_new(bw, "partition1_local", json_real(f->bw_local[1]));
-        json_object_set_new(bw, "partition1_remote", json_real(f->bw_remote[1]));
-        json_object_set_new(bw, "all_sms_all_pages", json_real(f->bw_all));
-        json_object_set_new(bw, "working_set_bytes", json_integer((json_int_t)f->bw_ws_bytes));
-        json_object_set_new(o, "hbm_bandwidth_gbps", bw);
-    }
+    json_t *o = GOS_JSON_OBJ(
+        GOS_JO("l2_latency_cycles",
+               GOS_JSON_OBJ(GOS_JR("local", f->l2_local), GOS_JR("remote", f->l2_remote), GOS_JI("samples", f->n_l2),
+                            GOS_JO("local_histogram", gos_hist_json(f->l2_samples[0], f->n_l2, 4)),
+                            GOS_JO("remote_histogram", gos_hist_json(f->l2_samples[1], f->n_l2, 4)))),
+        GOS_JO("replication", GOS_JSON_OBJ(GOS_JR("reload_cycles", f->reload), GOS_JR("l2_local_cycles", f->l2_local),
+                                           GOS_JR("hbm_remote_cycles", f->hbm_remote_ref),
+                                           GOS_JB("replicated", f->replicated))));
+    if (f->has_bw)
+        json_object_set_new(
+            o, "hbm_bandwidth_gbps",
+            GOS_JSON_OBJ(GOS_JR("local", 0.5 * (f->bw_local[0] + f->bw_local[1])),
+                         GOS_JR("remote", 0.5 * (f->bw_remote[0] + f->bw_remote[1])),
+                         GOS_JR("partition0_local", f->bw_local[0]), GOS_JR("partition0_remote", f->bw_remote[0]),
+                         GOS_JR("partition1_local", f->bw_local[1]), GOS_JR("partition1_remote", f->bw_remote[1]),
+                         GOS_JR("all_sms_all_pages", f->bw_all), GOS_JI("working_set_bytes", f->bw_ws_bytes)));
     /* Private (each page one reader) keeps the historical key names; shared (the
      * paper's setting) gets a "_shared" suffix, one partition's SMs "_one_partition". */
     for (int k = 0; k < 3; k++) {
@@ -288,17 +273,12 @@ json_t *gos_memory_json(const gos_memory_figures *f, uint64_t l2_bytes)
         static const char *const modes[3] = {"private", "shared", "one_partition"};
         const char *sfx = sfxs[k];
         char key[64];
-        json_t *ws = json_array(), *gb = json_array();
-        for (int i = 0; i < c->n; i++) {
+        json_t *ws = json_array();
+        for (int i = 0; i < c->n; i++)
             json_array_append_new(ws, json_integer((json_int_t)c->ws[i]));
-            json_array_append_new(gb, json_real(c->gbps[i]));
-        }
-        json_t *cv = json_object();
-        json_object_set_new(cv, "mode", json_string(modes[k]));
-        json_object_set_new(cv, "working_set_bytes", ws);
-        json_object_set_new(cv, "gbps", gb);
         snprintf(key, sizeof key, "l2_curve%s", sfx);
-        json_object_set_new(o, key, cv);
+        json_object_set_new(o, key, GOS_JSON_OBJ(GOS_JS("mode", modes[k]), GOS_JO("working_set_bytes", ws),
+                                                 GOS_JO("gbps", gos_json_reals(c->gbps, c->n))));
         if (!c->has_knee)
             continue;
         snprintf(key, sizeof key, "l2_effective_bytes%s", sfx);

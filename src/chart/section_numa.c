@@ -1,11 +1,11 @@
-/* probe_numa.c: the numa section of `gpuos probe` (SPEC pillar 1b): HBM latency
+/* section_numa.c: the numa section of the chart (pillar 1b): HBM latency
  * histogram, the threshold found from it, SM-to-partition affinity, the in-page
  * hash bits and interleave granularity, local/remote latencies; with --verify
  * SIZE|all, every 4 KB page of an allocation classified and compared with the
  * prediction of the in-page hash plus one parity per 2 MB page; with --repeat
  * N, N discoveries that must agree. */
-#include "cli/cli.h"
-#include "cli/probe.h"
+#include "chart/chart.h"
+#include "common/jsonio.h"
 #include "common/status.h"
 #include "numa/numa.h"
 
@@ -95,16 +95,10 @@ static void print_partial(FILE *f, const gos_numa_model *m)
     }
 }
 
-static int run_verify(gos_probe_ctx *ctx, const gos_numa_model *m)
+static int run_verify(gos_chart_ctx *ctx, const gos_numa_model *m)
 {
-    unsigned long long bytes;
-    if (!strcmp(ctx->verify, "all"))
-        bytes = GOS_MEM_ALL;
-    else if (cli_parse_size(ctx->verify, &bytes) || bytes == 0)
-        return gos_fail(GOS_EINVAL, "--verify: \"%s\" is not a size (e.g. 16G) or 'all'",
-                        ctx->verify);
     gos_numa_verify v;
-    int rc = gos_numa_verify_run(ctx->dev, m, bytes, 2, &v);
+    int rc = gos_numa_verify_run(ctx->dev, m, ctx->verify_bytes, 2, &v);
     if (rc)
         return rc;
     json_object_set_new(json_object_get(ctx->chip->json, "numa"), "verification",
@@ -125,8 +119,10 @@ static int run_verify(gos_probe_ctx *ctx, const gos_numa_model *m)
     return GOS_OK;
 }
 
-int probe_numa(gos_probe_ctx *ctx)
+int gos_chart_numa(gos_chart_ctx *ctx)
 {
+    if (ctx->repeats > 100)
+        return gos_fail(GOS_EINVAL, "numa: at most 100 repeated discoveries (asked for %d)", ctx->repeats);
     gos_numa_opts o;
     gos_numa_opts_default(&o);
     gos_numa_model m;
@@ -140,36 +136,26 @@ int probe_numa(gos_probe_ctx *ctx)
     int reps = ctx->repeats > 1 ? ctx->repeats : 1, agree = 1;
     json_t *rj = NULL;
     if (reps > 1) {
-        rj = json_object();
-        json_t *hl = json_array(), *hr = json_array(), *ll = json_array(), *lr = json_array(),
-               *tt = json_array();
+        double v[5][100]; /* per run: hbm_local, hbm_remote, l2_local, l2_remote, time */
         for (int k = 0; k < reps; k++) {
             gos_numa_model mk;
             if (k == 0)
                 mk = m;
             else if ((rc = gos_numa_discover(ctx->dev, &o, &mk))) {
                 gos_numa_model_free(&mk);
-                json_decref(rj);
-                json_decref(hl), json_decref(hr), json_decref(ll), json_decref(lr), json_decref(tt);
                 gos_numa_model_free(&m);
                 return rc;
             }
             agree &= same_model(&m, &mk);
-            json_array_append_new(hl, json_real(mk.hbm_local));
-            json_array_append_new(hr, json_real(mk.hbm_remote));
-            json_array_append_new(ll, json_real(mk.l2_local));
-            json_array_append_new(lr, json_real(mk.l2_remote));
-            json_array_append_new(tt, json_real(mk.t_total_s));
+            v[0][k] = mk.hbm_local, v[1][k] = mk.hbm_remote, v[2][k] = mk.l2_local, v[3][k] = mk.l2_remote;
+            v[4][k] = mk.t_total_s;
             if (k)
                 gos_numa_model_free(&mk);
         }
-        json_object_set_new(rj, "runs", json_integer(reps));
-        json_object_set_new(rj, "identical", json_boolean(agree));
-        json_object_set_new(rj, "hbm_local", hl);
-        json_object_set_new(rj, "hbm_remote", hr);
-        json_object_set_new(rj, "l2_local", ll);
-        json_object_set_new(rj, "l2_remote", lr);
-        json_object_set_new(rj, "time_s", tt);
+        rj = GOS_JSON_OBJ(GOS_JI("runs", reps), GOS_JB("identical", agree),
+                          GOS_JO("hbm_local", gos_json_reals(v[0], reps)), GOS_JO("hbm_remote", gos_json_reals(v[1], reps)),
+                          GOS_JO("l2_local", gos_json_reals(v[2], reps)), GOS_JO("l2_remote", gos_json_reals(v[3], reps)),
+                          GOS_JO("time_s", gos_json_reals(v[4], reps)));
     }
     gos_numa_model_to_chip(&m, ctx->chip);
     if (rj)
@@ -180,7 +166,7 @@ int probe_numa(gos_probe_ctx *ctx)
             fprintf(ctx->out, "  %d runs: partitions and hash %s\n", reps,
                     agree ? "identical" : "DIFFER between runs");
     }
-    if (ctx->verify)
+    if (ctx->verify_bytes)
         rc = run_verify(ctx, &m);
     gos_numa_model_free(&m);
     if (!rc && !agree)
