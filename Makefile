@@ -71,10 +71,10 @@ $(BUILD)/%.o: %.c
 	@$(if $(Q),echo "  CC    $<")
 	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
-$(BUILD)/kernels/%.fatbin: kernels/%.cu kernels/*.cuh
+$(BUILD)/kernels/%.fatbin: kernels/%.cu kernels/*.cuh $(wildcard include/gpuos/*.cuh include/gpuos/pmem_core.h)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  NVCC  $<")
-	$(Q)$(NVCC) -fatbin $(NVCC_ARCH) -O3 -Ikernels -o $@ $<
+	$(Q)$(NVCC) -fatbin $(NVCC_ARCH) -O3 -Ikernels -Iinclude -o $@ $<
 
 # The fatbins are embedded with .incbin; table.c names them.
 $(BUILD)/kernels/images.S: $(FATBINS) tools/gen_kernel_table.sh

@@ -17,6 +17,7 @@ if [ -x "$BUILD/bench/sched_sim" ]; then
 fi
 if "$GPUOS" info --json - 2>/dev/null | grep -q '"simulated": false'; then
     step sh bench/vgpu.sh
+    step sh bench/placement.sh
 else
     echo "== no GPU: bench/vgpu.sh skipped (it measures native vs gpuos on a real GPU)"
 fi

@@ -1,11 +1,6 @@
-# mk/place.mk: issue 13 programs.
-#   build/bench/colocation  the co-location experiment on a real GPU (bench/colocation.sh)
-EXTRA_BINS += $(BUILD)/bench/colocation
-$(BUILD)/bench/colocation: $(BUILD)/bench/colocation.o $(BUILD)/libgpuos_core.a
+# mk/place.mk: pillar 2 helper programs.
+#   build/bench/placement_bench  partition-local memory on the GPU (bench/placement.sh)
+EXTRA_BINS += $(BUILD)/bench/placement_bench
+$(BUILD)/bench/placement_bench: $(BUILD)/bench/placement_bench.o $(BUILD)/libgpuos_core.a
 	$(Q)$(CC) $(CFLAGS) -o $@ $< $(CORE_LINK) $(LDLIBS)
--include $(BUILD)/bench/colocation.d
-#   build/bench/spatial_client  one tenant of bench/spatial.sh (libgpuos client)
-EXTRA_BINS += $(BUILD)/bench/spatial_client
-$(BUILD)/bench/spatial_client: $(BUILD)/bench/spatial_client.o $(BUILD)/libgpuos_core.a
-	$(Q)$(CC) $(CFLAGS) -o $@ $< $(CORE_LINK) $(LDLIBS)
--include $(BUILD)/bench/spatial_client.d
+-include $(BUILD)/bench/placement_bench.d

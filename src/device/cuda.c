@@ -23,6 +23,7 @@ extern const struct gos_topo_ops gos_cuda_topo_ops;
 extern const struct gos_mem_ops gos_cuda_mem_ops;
 extern const struct gos_dvfs_ops gos_cuda_dvfs_ops;
 extern const struct gos_exec_ops gos_cuda_exec_ops;
+extern const struct gos_place_ops gos_cuda_place_ops;
 extern const struct gos_green_ops gos_cuda_green_ops;
 
 static pthread_mutex_t cu_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -235,6 +236,7 @@ static const struct gos_device_ops cuda_ops = {
     .mem = &gos_cuda_mem_ops,
     .dvfs = &gos_cuda_dvfs_ops,
     .exec = &gos_cuda_exec_ops,
+    .place = &gos_cuda_place_ops,
     .green = &gos_cuda_green_ops,
 };
 

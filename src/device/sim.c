@@ -18,6 +18,7 @@ extern const struct gos_topo_ops gos_sim_topo_ops;
 extern const struct gos_mem_ops gos_sim_mem_ops;
 extern const struct gos_dvfs_ops gos_sim_dvfs_ops;
 extern const struct gos_exec_ops gos_sim_exec_ops;
+extern const struct gos_place_ops gos_sim_place_ops;
 extern const struct gos_green_ops gos_sim_green_ops;
 
 void gos_sim_rng(const gos_device *d, gos_rng *r, uint64_t stream)
@@ -48,6 +49,7 @@ static const struct gos_device_ops sim_ops = {
     .mem = &gos_sim_mem_ops,
     .dvfs = &gos_sim_dvfs_ops,
     .exec = &gos_sim_exec_ops,
+    .place = &gos_sim_place_ops,
     .green = &gos_sim_green_ops,
 };
 

@@ -20,4 +20,16 @@ double gos_sim_noise(const gos_device *d, gos_rng *r);
  * so that a bad chip file fails at open. */
 int gos_sim_topo_open(gos_device *d, const char *chip_path);
 
+/* The simulated memory's truth, for the placement pillar (sim_mem.c): the home
+ * partition of a device address (-1 outside every allocation), and the model's
+ * costs. */
+typedef struct {
+    double hbm_local, hbm_remote;          /* cycles */
+    double hbm_part_gbps, fabric_gbps, sm_hbm_gbps, l2_gbps;
+    int n_parts;
+    int part_of[GOS_MAX_SMS];
+} gos_sim_mem_truth;
+int gos_sim_mem_home(gos_device *d, uint64_t va);
+int gos_sim_mem_truth_get(gos_device *d, gos_sim_mem_truth *t);
+
 #endif

@@ -373,6 +373,31 @@ static int sim_read_bw(gos_device *d, const int *sms, int n_sms, const gos_mem_b
     return GOS_OK;
 }
 
+int gos_sim_mem_home(gos_device *d, uint64_t va)
+{
+    sim_mem *m;
+    if (sim_mem_get(d, &m))
+        return -1;
+    return home_of(m, va);
+}
+
+int gos_sim_mem_truth_get(gos_device *d, gos_sim_mem_truth *t)
+{
+    sim_mem *m;
+    int rc = sim_mem_get(d, &m);
+    if (rc)
+        return rc;
+    t->hbm_local = m->hbm_local;
+    t->hbm_remote = m->hbm_remote;
+    t->hbm_part_gbps = m->hbm_part_gbps;
+    t->fabric_gbps = m->fabric_gbps;
+    t->sm_hbm_gbps = m->sm_hbm_gbps;
+    t->l2_gbps = m->l2_gbps;
+    t->n_parts = m->n_parts;
+    memcpy(t->part_of, m->part_of, sizeof t->part_of);
+    return GOS_OK;
+}
+
 const struct gos_mem_ops gos_sim_mem_ops = {
     .close = sim_mem_close,
     .alloc = sim_alloc,
