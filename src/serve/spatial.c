@@ -13,9 +13,9 @@
  * where green contexts work: they share the context's address space, so spatial
  * vGPUs are kept apart by the daemon's checks of every pointer, not by the
  * hardware. Per-process isolation (clients in their own processes or MPS clients,
- * issue 9, not built) cannot host them as they are: measured on an H200, a green
- * context created inside an MPS client did not confine its kernels to its SMs
- * (results/GPU-90edc595-.../smset/smset-mps.txt). */
+ * issue 9, not built) cannot host them as they are: measured on three H200s,
+ * inside an MPS client the kernels of every green-context group reported SM 0, so
+ * no group can be identified (results/GPU-* /smset/smset-mps.txt). */
 #include "serve/serve.h"
 
 #include "chip/chip.h"
