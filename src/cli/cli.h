@@ -52,5 +52,6 @@ int cmd_serve(int argc, char **argv);
 int cmd_vgpu(int argc, char **argv);
 int cmd_labels(int argc, char **argv);
 int cmd_node(int argc, char **argv);
+int cmd_place(int argc, char **argv);
 
 #endif

@@ -23,6 +23,7 @@ static const struct cmd_entry commands[] = {
     {"vgpu", cmd_vgpu, "list virtual GPUs or change their shares at run time"},
     {"labels", cmd_labels, "node-feature-discovery labels from a chip file"},
     {"node", cmd_node, "every GPU of this node and the links between them"},
+    {"place", cmd_place, "SM sets that fit the tenant (green contexts, cluster sizes)"},
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof commands[0])
 

@@ -168,6 +168,10 @@ struct srv_dev {
     void *streams[GOS_SCHED_MAX_ENGINES];
     void *ev[GOS_SCHED_MAX_ENGINES][2];
     uint64_t mem_total;
+    /* An SM set's scheduler (serve/spatial.c): shares `dev` with the device it
+     * came from (not closed here), its compute engine's stream is on gctx. */
+    int shared_dev;
+    void *gctx;
 };
 
 struct srv {
@@ -244,6 +248,14 @@ int srv_client_batch_open(struct srv_client *c);
 #define SRV_INLINE_WAIT_BYTES (4ull << 20)
 /* Takes back every queued task of c (lock held), after it died. */
 void srv_client_cancel(struct srv_client *c);
+
+/* spatial.c: spatial vGPUs (issue 13). After the devices are open: gives every
+ * vGPU with `sms` an SM set (vGPUs naming one smset share it) and a scheduler of
+ * its own on it (an extra srv_dev sharing the device, its compute stream on the
+ * set's green context); the vGPU's device index then names that scheduler. */
+int srv_spatial_open(struct srv *s);
+/* Releases an SM set's green context (its streams destroyed first). */
+void srv_spatial_close(struct srv_dev *d);
 
 /* vgpu.c */
 void srv_vgpu_record(struct srv *s, int v, struct gos_vgpu_rec *r);

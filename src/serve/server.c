@@ -93,6 +93,8 @@ static int open_devices(struct srv *s, const char *force_sim)
         return rc0;
     if (warn[0])
         srv_log(LOG_WARNING, "%s", warn);
+    if ((rc0 = srv_spatial_open(s)))
+        return rc0;
     for (int v = 0; v < s->cfg.n_vgpus; v++) {
         struct srv_vgpu *g = &s->vgpus[v];
         g->cfg = s->cfg.vgpus[v];
@@ -114,7 +116,7 @@ static int open_devices(struct srv *s, const char *force_sim)
 
 static void close_devices(struct srv *s)
 {
-    for (int i = 0; i < s->n_devs; i++) {
+    for (int i = s->n_devs - 1; i >= 0; i--) { /* SM sets (spatial.c) before their device */
         struct srv_dev *d = &s->devs[i];
         for (int e = 0; e < d->n_engines; e++) { /* what was created is non-NULL */
             if (d->ev[e][0])
@@ -125,7 +127,10 @@ static void close_devices(struct srv *s)
                 gos_exec_stream_destroy(d->dev, d->streams[e]);
         }
         gos_sched_free(d->sched);
-        gos_device_close(d->dev);
+        if (d->shared_dev)
+            srv_spatial_close(d);
+        else
+            gos_device_close(d->dev);
         gos_chip_free(s->chips[i]);
         s->chips[i] = NULL;
     }
