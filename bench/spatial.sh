@@ -28,7 +28,7 @@ for mode in spatial temporal; do
     {
         echo "socket = $W/s"
         echo "[device 0]"
-        echo "chart = $dir/spatial-chart.json"
+        echo "chip = $dir/spatial-chart.json"
         echo "policy = band"
         for v in A B; do
             echo "[vgpu $v]"

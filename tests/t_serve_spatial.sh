@@ -83,6 +83,15 @@ grep -q "SM set 0/low: 56 SMs" "$T/serve.log" || fail "low's set"
 [ "$(vgpu_field big device)" = 1 ] || fail "big on scheduler $(vgpu_field big device)"
 [ "$(vgpu_field low1 device)" = 2 ] && [ "$(vgpu_field low2 device)" = 2 ] || fail "low1/low2 do not share a set"
 [ "$(vgpu_field whole device)" = 0 ] || fail "whole left the device"
+# A reload (SIGHUP) of the same file keeps every vGPU on its set; changing a set is
+# refused (only at a restart) and the daemon keeps running.
+kill -HUP "$DPID"; sleep 1
+grep -q "reload rejected\|vGPU big: sms" "$T/serve.log" && fail "reload of the same file: $(tail -3 "$T/serve.log")"
+[ "$(vgpu_field big device)" = 1 ] || fail "big left its set on reload"
+sed -i 's/^sms = 64$/sms = 48/' "$T/conf"
+kill -HUP "$DPID"; sleep 1
+grep -q "vGPU big: sms, cluster and smset change only at a restart" "$T/serve.log" || fail "set change on reload: $(tail -3 "$T/serve.log")"
+kill -0 "$DPID" || fail "daemon died on reload"
 for v in big low1 low2 whole; do
     out=$(timeout 30 "$C" copy "$v" 3000000 2>&1) || fail "copy on $v: $out"
     out=$(timeout 30 "$C" module "$v" 2>&1) || fail "module on $v: $out"

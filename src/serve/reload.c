@@ -51,6 +51,16 @@ static int check(struct srv *s, const struct gos_serve_config *nc, int *map)
             return gos_fail(GOS_EINVAL, "%s: vGPU %s is on device %s, which this daemon has not opened (devices "
                                         "change only at a restart)", what, g->name, nc->devs[g->device].label);
         int old = srv_vgpu_find(s, g->name);
+        const struct gos_serve_vgpucfg *oc = old >= 0 ? &s->vgpus[old].cfg : NULL;
+        /* Spatial vGPUs (spatial.c) run on their SM set's scheduler, a device of
+         * its own whose spatial_of is the configured device; sets are made only
+         * at a restart. */
+        if ((!oc && g->sms) ||
+            (oc && (oc->sms != g->sms || oc->cluster != g->cluster || strcmp(oc->smset, g->smset))))
+            return gos_fail(GOS_EINVAL, "%s: vGPU %s: sms, cluster and smset change only at a restart", what,
+                            g->name);
+        if (oc && s->cfg.devs[oc->device].spatial_of == d)
+            continue;
         if (old < 0)
             added++;
         else if (s->vgpus[old].cfg.device != d)
@@ -127,6 +137,8 @@ int srv_reload(struct srv *s)
         struct gos_serve_vgpucfg g = nc->vgpus[v];
         g.device = map[g.device];
         int i = srv_vgpu_find(s, g.name);
+        if (i >= 0 && s->cfg.devs[s->vgpus[i].cfg.device].spatial_of == g.device)
+            g.device = s->vgpus[i].cfg.device; /* stays on its SM set (spatial.c) */
         struct srv_dev *d = &s->devs[g.device];
         if (i < 0) {
             i = s->n_vgpus;

@@ -29,19 +29,17 @@
 #include <string.h>
 #include <time.h>
 
-static int load_chart(struct srv *s, int dev, gos_chip **out)
+/* The device's chart: its `chip =` file (loaded by server.c), else the topology
+ * charted now (*probed, freed by the caller). */
+static int device_chart(struct srv *s, int dev, const gos_chip **chart, gos_chip **probed)
 {
     const struct gos_serve_devcfg *c = &s->cfg.devs[dev];
-    if (c->chip[0]) {
-        int rc = gos_chip_load(c->chip, out);
-        if (rc)
-            return rc;
-        if ((*out)->device.sm_count != s->devs[dev].dev->info.sm_count) {
-            int n = (*out)->device.sm_count;
-            gos_chip_free(*out);
+    *probed = NULL;
+    if (s->chips[dev]) {
+        if (s->chips[dev]->device.sm_count != s->devs[dev].dev->info.sm_count)
             return gos_fail(GOS_EINVAL, "device %s: chip %s describes %d SMs, the device has %d", c->label, c->chip,
-                            n, s->devs[dev].dev->info.sm_count);
-        }
+                            s->chips[dev]->device.sm_count, s->devs[dev].dev->info.sm_count);
+        *chart = s->chips[dev];
         return GOS_OK;
     }
     gos_topo_opts o;
@@ -50,7 +48,7 @@ static int load_chart(struct srv *s, int dev, gos_chip **out)
     int rc = gos_topo_probe(s->devs[dev].dev, &o, &r);
     if (rc)
         return gos_fail(rc, "device %s: charting the topology for spatial vGPUs: %s", c->label, gos_last_error());
-    *out = r.chip;
+    *chart = *probed = r.chip;
     return GOS_OK;
 }
 
@@ -107,13 +105,14 @@ int srv_spatial_open(struct srv *s)
             any |= s->cfg.vgpus[v].sms && s->cfg.vgpus[v].device == dev;
         if (!any)
             continue;
-        gos_chip *chart = NULL;
+        const gos_chip *chart = NULL;
+        gos_chip *probed = NULL;
         gos_smset_pool *pool = NULL;
-        if ((rc = load_chart(s, dev, &chart)))
+        if ((rc = device_chart(s, dev, &chart, &probed)))
             return rc;
         if ((rc = gos_smset_pool_open(s->devs[dev].dev, chart, &pool))) {
             rc = gos_fail(rc, "device %s: SM sets: %s", s->cfg.devs[dev].label, gos_last_error());
-            gos_chip_free(chart);
+            gos_chip_free(probed);
             return rc;
         }
         for (int v = 0; v < s->cfg.n_vgpus && !rc; v++) {
@@ -152,7 +151,7 @@ int srv_spatial_open(struct srv *s)
                     g->cluster);
         }
         gos_smset_pool_free(pool);
-        gos_chip_free(chart);
+        gos_chip_free(probed);
         if (rc)
             return rc;
     }
