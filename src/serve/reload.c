@@ -16,13 +16,13 @@
  * one on a device that is not open, is rejected as a whole: the error names the
  * file, line and reason, and the running configuration stays in force. */
 #include "serve/serve.h"
+#include "serve/syslibs.h"
 
 #include "common/status.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <systemd/sd-daemon.h>
 #include <time.h>
 
 static int dev_changed(const struct gos_serve_devcfg *a, const struct gos_serve_devcfg *b)
@@ -113,7 +113,7 @@ int srv_reload(struct srv *s)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    sd_notifyf(0, "RELOADING=1\nSTATUS=reloading %s\nMONOTONIC_USEC=%llu", s->config_path,
+    srv_sd_notifyf("RELOADING=1\nSTATUS=reloading %s\nMONOTONIC_USEC=%llu", s->config_path,
                (unsigned long long)ts.tv_sec * 1000000ull + (unsigned long long)ts.tv_nsec / 1000);
     struct gos_serve_config *nc = calloc(1, sizeof *nc);
     int map[GOS_SERVE_MAX_DEVICES];
@@ -127,7 +127,7 @@ int srv_reload(struct srv *s)
         srv_log(LOG_ERR, "reload rejected: %s; the running configuration stays in force", gos_last_error());
         pthread_mutex_unlock(&s->lock);
         free(nc);
-        sd_notifyf(0, "READY=1\nSTATUS=reload rejected; listening on %s", s->cfg.socket);
+        srv_sd_notifyf("READY=1\nSTATUS=reload rejected; listening on %s", s->cfg.socket);
         return rc;
     }
     restart_only(s, nc, map);
@@ -225,6 +225,6 @@ int srv_reload(struct srv *s)
     srv_check_oversubscription(s, "after reload");
     pthread_mutex_unlock(&s->lock);
     free(nc);
-    sd_notifyf(0, "READY=1\nSTATUS=listening on %s, %d vGPU%s", s->cfg.socket, active, active == 1 ? "" : "s");
+    srv_sd_notifyf("READY=1\nSTATUS=listening on %s, %d vGPU%s", s->cfg.socket, active, active == 1 ? "" : "s");
     return GOS_OK;
 }

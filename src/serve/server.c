@@ -9,6 +9,7 @@
  * RELOADING=1 / READY=1 around a SIGHUP reload (reload.c), STOPPING=1 at
  * shutdown; sd_notify does nothing when $NOTIFY_SOCKET is unset. */
 #include "serve/serve.h"
+#include "serve/syslibs.h"
 
 #include "chip/chip.h"
 #include "common/status.h"
@@ -28,7 +29,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <systemd/sd-daemon.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -422,7 +422,7 @@ int srv_run(struct srv *s, const char *force_sim)
                 gos_dev_label(s->devs[i].dev), s->devs[i].dev->info.name,
                 gos_sched_policy_name(s->devs[i].sched), gos_sched_mode_name(s->devs[i].sched));
     srv_check_oversubscription(s, "at start");
-    sd_notifyf(0, "READY=1\nSTATUS=listening on %s, %d vGPU%s\nMAINPID=%lu", s->cfg.socket, s->n_vgpus,
+    srv_sd_notifyf("READY=1\nSTATUS=listening on %s, %d vGPU%s\nMAINPID=%lu", s->cfg.socket, s->n_vgpus,
                s->n_vgpus == 1 ? "" : "s", (unsigned long)getpid());
     uint64_t backoff_until = 0;
     for (;;) {
@@ -455,7 +455,7 @@ int srv_run(struct srv *s, const char *force_sim)
     }
     rc = GOS_OK;
 fail:
-    sd_notify(0, "STOPPING=1");
+    srv_sd_notifyf("STOPPING=1");
     srv_metrics_stop(s);
     pthread_mutex_lock(&s->lock);
     s->stop = 1;
