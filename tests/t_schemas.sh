@@ -3,7 +3,8 @@
 # Debian's python3-jsonschema:
 #   - every schema is a valid JSON Schema 2020-12 document;
 #   - one file of each kind this test can make quickly (chip, info, node, vgpu-list,
-#     the daemon's vgpu-state file, dvfs-probe, sched-sim) validates, and so does every committed results/ file
+#     the daemon's vgpu-state file, dvfs-probe, sched-sim, place) validates, as do the
+#     committed colocation and spatial-vgpu files (real GPU only), and so does every committed results/ file
 #     that claims a gpuos schema;
 #   - mutated copies fail: a required member removed, a member of the wrong type,
 #     a wrong schema name, for each kind;
@@ -26,6 +27,16 @@ mkdir "$T/ok" "$T/bad"
 "$G" node --sim default,default --json "$T/ok/node.json" >/dev/null || fail "node"
 "$G" dvfs probe --sim default --json "$T/ok/dvfs-probe.json" >/dev/null 2>&1 || fail "dvfs probe"
 "$B/bench/sched_sim" --json "$T/ok/sched-sim.json" >/dev/null 2>&1 || fail "sched_sim"
+"$G" place --sim default --sms 16 --cluster 4 --verify --sms 8 --cluster 2 --json > "$T/ok/place.json" 2>/dev/null || fail "place"
+# a refused request (exit 1) is a document of its own shape
+"$G" place --sim default --sms 16 --cluster 4 --sms 200 --json > "$T/ok/place-refused.json" 2>/dev/null
+[ $? -eq 1 ] || fail "place: an impossible request was not refused"
+# the kinds only a real GPU makes (bench/colocation.sh, bench/spatial.sh): the committed ones
+for k in colocation spatial-vgpu; do
+    f=$(grep -l "\"gpuos.$k/1\"" $(find results -name '*.json') | head -1)
+    [ -n "$f" ] || fail "no committed $k file"
+    cp "$f" "$T/ok/$k.json"
+done
 printf 'socket = %s/s\nstate = %s/state.json\n[device 0]\nsim = default\n[vgpu a]\ncompute = 50\ncopy = 50\nmemory = 1G\n' "$T" "$T" > "$T/conf"
 "$G" serve --config "$T/conf" 2>"$T/serve.log" &
 DPID=$!
@@ -40,8 +51,8 @@ cp "$T/state.json" "$T/ok/vgpu-state.json" || fail "no state file after vgpu set
 kill -TERM "$DPID"; wait "$DPID"; DPID=
 
 $PY tests/schema_check.py --known-only "$T/ok" > "$T/ok.log" || { cat "$T/ok.log"; fail "fresh files do not validate"; }
-for k in chip info node vgpu-list vgpu-state dvfs-probe sched-sim; do
-    grep -q "gpuos.$k/1 1" "$T/ok.log" || fail "no $k document checked: $(tail -1 "$T/ok.log")"
+for k in chip info node vgpu-list vgpu-state dvfs-probe sched-sim place colocation spatial-vgpu; do
+    grep -q "gpuos.$k/1 [1-9]" "$T/ok.log" || fail "no $k document checked: $(tail -1 "$T/ok.log")"
 done
 $PY tests/schema_check.py results > "$T/res.log" || { cat "$T/res.log"; fail "committed results do not validate"; }
 tail -1 "$T/res.log"
@@ -87,6 +98,26 @@ st = json.load(open(os.path.join(ok, "vgpu-state.json")))
 assert st["overrides"], st
 mut("vgpu-state-bad-key", st, ["overrides", 0, "key"], "set", "priority")
 mut("vgpu-state-no-config", st, ["overrides", 0, "config"], "del")
+pl = json.load(open(os.path.join(ok, "place.json")))
+assert "verified" in pl["sets"][0], pl
+mut("place-no-sms", pl, ["sets", 0, "sms"], "del")
+mut("place-n-sms-string", pl, ["sets", 0, "n_sms"], "set", "16")
+mut("place-verified-ok-int", pl, ["sets", 0, "verified", "ok"], "set", 1)
+mut("place-group-no-set", pl, ["groups", 0, "set"], "del")
+mut("place-wrong-schema", pl, ["schema"], "set", "gpuos.place/2")
+pr = json.load(open(os.path.join(ok, "place-refused.json")))
+assert "refused" in pr["sets"][1], pr
+mut("place-refused-number", pr, ["sets", 1, "refused"], "set", 3)
+mut("place-refused-no-request", pr, ["sets", 1, "request"], "del")
+co = json.load(open(os.path.join(ok, "colocation.json")))
+mut("colocation-no-allocator", co, ["allocator"], "del")
+mut("colocation-median-string", co, ["naive", "runs", 0, "a_on_first", "median"], "set", "1.0")
+mut("colocation-bad-arrival", co, ["allocator", "runs", 0, "arrival"], "set", "together")
+mut("colocation-wrong-schema", co, ["schema"], "set", "gpuos.colocation/2")
+sv = json.load(open(os.path.join(ok, "spatial-vgpu.json")))
+mut("spatial-vgpu-no-temporal", sv, ["runs", "temporal"], "del")
+mut("spatial-vgpu-tflops-string", sv, ["runs", "spatial", "A", "tflops"], "set", "12")
+mut("spatial-vgpu-wrong-schema", sv, ["schema"], "set", "gpuos.spatial/1")
 PYEOF
 $PY tests/schema_check.py --expect-invalid "$T/bad" > "$T/bad.log" || { cat "$T/bad.log"; fail "a mutated file validated"; }
 [ "$(grep -c 'rejected as expected' "$T/bad.log")" -eq "$(ls "$T/bad" | wc -l)" ] ||
