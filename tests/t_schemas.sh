@@ -6,6 +6,8 @@
 #     the daemon's vgpu-state file, dvfs-probe, sched-sim, place) validates, as do the
 #     committed colocation and spatial-vgpu files (real GPU only), and so does every committed results/ file
 #     that claims a gpuos schema;
+#   - vgpu-bench with per-isolation-mode sections; where their producers exist (branches
+#     shmswap, cudashim) shm-list, shm-bench and cudashim-gpu files too;
 #   - mutated copies fail: a required member removed, a member of the wrong type,
 #     a wrong schema name, for each kind;
 # tests/run.sh validates every JSON document the whole suite makes gpuos write
@@ -48,19 +50,49 @@ done
 "$G" vgpu list --socket "$T/s" --json > "$T/ok/vgpu-list.json" || fail "vgpu list"
 "$G" vgpu set a compute=40 --socket "$T/s" >/dev/null 2>&1 || fail "vgpu set"
 cp "$T/state.json" "$T/ok/vgpu-state.json" || fail "no state file after vgpu set"
+# gpuos shm (branch shmswap): the listing of the daemon's segments, where the command exists
+HAVE_SHM=
+if "$G" shm --help >/dev/null 2>&1; then
+    "$G" shm list --socket "$T/s" --json > "$T/ok/shm-list.json" || fail "shm list --json"
+    HAVE_SHM=1
+fi
 kill -TERM "$DPID"; wait "$DPID"; DPID=
+HAVE_SHM_BENCH=
+if [ -x "$B/bench/shm_bench" ]; then
+    "$B/bench/shm_bench" --sim default --chain-n 512 --rounds 1 --turn-mb 64 --buf-mb 4 --pool-mb 96 --rate-mb 2 \
+        --out "$T/ok/shm-bench.json" >/dev/null 2>&1 || fail "shm_bench"
+    HAVE_SHM_BENCH=1
+fi
+# the cudashim GPU results (branch cudashim, real GPU only): the committed ones
+HAVE_CUDASHIM=
+f=$(grep -l '"gpuos.cudashim-gpu/1"' $(find results -name 'cudashim*.json') /dev/null 2>/dev/null | head -1)
+[ -n "$f" ] && { cp "$f" "$T/ok/cudashim-gpu.json"; HAVE_CUDASHIM=1; }
+# vgpu-bench: a committed file, and the same with its sections under an isolation mode
+f=$(grep -l '"gpuos.vgpu-bench/1"' $(find results -name 'vgpu-bench.json') | head -1)
+[ -n "$f" ] || fail "no committed vgpu-bench file"
+$PY - "$f" "$T/ok/vgpu-bench.json" <<'PYEOF' || fail "making the vgpu-bench document"
+import json, sys
+d = json.load(open(sys.argv[1]))
+secs = [k for k in ("chunk_sweep", "small_copy", "copy", "launch_us", "fairness", "queues", "standalone", "switch") if k in d]
+assert secs, d.keys()
+d["isolation_modes"] = {"process": {k: d[k] for k in secs}, "none": {k: d[k] for k in secs}}
+d["switch"] = {"kernel_ns": 1000000, "seconds": 1.5, "one_client": 1400, "two_clients": 1296, "ideal": 1500.0,
+               "lost_fraction": 0.074}
+json.dump(d, open(sys.argv[2], "w"))
+PYEOF
 
 $PY tests/schema_check.py --known-only "$T/ok" > "$T/ok.log" || { cat "$T/ok.log"; fail "fresh files do not validate"; }
-for k in chip info node vgpu-list vgpu-state dvfs-probe sched-sim place colocation spatial-vgpu; do
+for k in chip info node vgpu-list vgpu-state dvfs-probe sched-sim place colocation spatial-vgpu vgpu-bench \
+    ${HAVE_SHM:+shm-list} ${HAVE_SHM_BENCH:+shm-bench} ${HAVE_CUDASHIM:+cudashim-gpu}; do
     grep -q "gpuos.$k/1 [1-9]" "$T/ok.log" || fail "no $k document checked: $(tail -1 "$T/ok.log")"
 done
 $PY tests/schema_check.py results > "$T/res.log" || { cat "$T/res.log"; fail "committed results do not validate"; }
 tail -1 "$T/res.log"
 
 # mutations: each must be rejected
-$PY - "$T/ok" "$T/bad" <<'PYEOF' || fail "making mutations"
+$PY - "$T/ok" "$T/bad" "$HAVE_SHM" "$HAVE_SHM_BENCH" "$HAVE_CUDASHIM" <<'PYEOF' || fail "making mutations"
 import json, os, sys
-ok, bad = sys.argv[1:3]
+ok, bad, have_shm, have_shm_bench, have_cudashim = sys.argv[1:6]
 def mut(name, doc, path, how, value=None):
     d = json.loads(json.dumps(doc))
     o = d
@@ -118,7 +150,47 @@ sv = json.load(open(os.path.join(ok, "spatial-vgpu.json")))
 mut("spatial-vgpu-no-temporal", sv, ["runs", "temporal"], "del")
 mut("spatial-vgpu-tflops-string", sv, ["runs", "spatial", "A", "tflops"], "set", "12")
 mut("spatial-vgpu-wrong-schema", sv, ["schema"], "set", "gpuos.spatial/1")
+vb = json.load(open(os.path.join(ok, "vgpu-bench.json")))
+mut("vgpu-bench-unknown-mode", vb, ["isolation_modes", "thread"], "set", vb["isolation_modes"]["process"])
+sec = sorted(vb["isolation_modes"]["process"])[0]
+mut("vgpu-bench-mode-section-string", vb, ["isolation_modes", "process", sec], "set", "n/a")
+mut("vgpu-bench-mode-unknown-section", vb, ["isolation_modes", "none", "warp"], "set", {})
+mut("vgpu-bench-switch-no-lost", vb, ["switch", "lost_fraction"], "del")
+mut("vgpu-bench-unknown-member", vb, ["extra"], "set", 1)
+mut("vgpu-bench-no-device", vb, ["device"], "del")
+mut("vgpu-bench-wrong-schema", vb, ["schema"], "set", "gpuos.vgpu-bench/2")
+if have_shm:
+    sl = json.load(open(os.path.join(ok, "shm-list.json")))
+    # the listing of an empty daemon holds no segment: one of the shape
+    # src/vmem/shm.c gos_shm_json writes, to validate and to mutate
+    seg = {"key": 81, "id": 0, "uid": 0, "gid": 0, "cuid": 0, "cgid": 0, "mode": "0600", "bytes": 4194304,
+           "nattch": 1, "removed": False, "vgpu": "a", "cpid": 100, "lpid": 100}
+    sl["segments"].append(seg)
+    json.dump(sl, open(os.path.join(ok, "shm-list-one.json"), "w"))
+    i = len(sl["segments"]) - 1
+    mut("shm-list-no-bytes", sl, ["segments", i, "bytes"], "del")
+    mut("shm-list-mode-int", sl, ["segments", i, "mode"], "set", 384)
+    mut("shm-list-removed-string", sl, ["segments", i, "removed"], "set", "dest")
+    mut("shm-list-no-segments", sl, ["segments"], "del")
+    mut("shm-list-wrong-schema", sl, ["schema"], "set", "gpuos.shm/1")
+if have_shm_bench:
+    sb = json.load(open(os.path.join(ok, "shm-bench.json")))
+    mut("shm-bench-exact-string", sb, ["byte_exact"], "set", "yes")
+    mut("shm-bench-phase-bad-vgpu", sb, ["turns", "phases", 0, "vgpu"], "set", "C")
+    mut("shm-bench-rate-no-bytes", sb, ["rate", 0, "bytes"], "del")
+    mut("shm-bench-chain-speedup-string", sb, ["chain", 0, "speedup"], "set", "2x")
+    mut("shm-bench-turns-no-device", sb, ["device"], "del")
+    mut("shm-bench-wrong-schema", sb, ["schema"], "set", "gpuos.shm-bench/2")
+if have_cudashim:
+    cs = json.load(open(os.path.join(ok, "cudashim-gpu.json")))
+    mut("cudashim-no-results", cs, ["results"], "del")
+    mut("cudashim-rc-int", cs, ["results", "vadd.gpuos_rc"], "set", 0)
+    mut("cudashim-identical-yes", cs, ["results", "vadd.identical"], "set", "yes")
+    mut("cudashim-no-uuid", cs, ["provenance", "gpu_uuid"], "del")
+    mut("cudashim-wrong-schema", cs, ["schema"], "set", "gpuos.cudashim/1")
 PYEOF
+# documents made in the mutation step (shm-list with a segment) validate too
+$PY tests/schema_check.py --known-only "$T/ok" > "$T/ok2.log" || { cat "$T/ok2.log"; fail "fresh files do not validate"; }
 $PY tests/schema_check.py --expect-invalid "$T/bad" > "$T/bad.log" || { cat "$T/bad.log"; fail "a mutated file validated"; }
 [ "$(grep -c 'rejected as expected' "$T/bad.log")" -eq "$(ls "$T/bad" | wc -l)" ] ||
     { cat "$T/bad.log"; fail "not every mutation was rejected"; }
