@@ -3,7 +3,7 @@
 # Debian's python3-jsonschema:
 #   - every schema is a valid JSON Schema 2020-12 document;
 #   - one file of each kind this test can make quickly (chip, info, node, vgpu-list,
-#     the daemon's vgpu-state file, dvfs-probe, sched-sim, place) validates, as do the
+#     the daemon's vgpu-state file, dvfs-probe, sched-sim, place, bench/load.sh's load) validates, as do the
 #     committed colocation and spatial-vgpu files (real GPU only), and so does every committed results/ file
 #     that claims a gpuos schema;
 #   - vgpu-bench with per-isolation-mode sections; where their producers exist (branches
@@ -29,6 +29,7 @@ mkdir "$T/ok" "$T/bad"
 "$G" node --sim default,default --json "$T/ok/node.json" >/dev/null || fail "node"
 "$G" dvfs probe --sim default --json "$T/ok/dvfs-probe.json" >/dev/null 2>&1 || fail "dvfs probe"
 "$B/bench/sched_sim" --json "$T/ok/sched-sim.json" >/dev/null 2>&1 || fail "sched_sim"
+BUILD="$B" sh bench/load.sh 2 8 "$T/ok/load.json" >/dev/null 2>&1 || fail "bench/load.sh"
 "$G" place --sim default --sms 16 --cluster 4 --verify --sms 8 --cluster 2 --json > "$T/ok/place.json" 2>/dev/null || fail "place"
 # a refused request (exit 1) is a document of its own shape
 "$G" place --sim default --sms 16 --cluster 4 --sms 200 --json > "$T/ok/place-refused.json" 2>/dev/null
@@ -82,7 +83,7 @@ json.dump(d, open(sys.argv[2], "w"))
 PYEOF
 
 $PY tests/schema_check.py --known-only "$T/ok" > "$T/ok.log" || { cat "$T/ok.log"; fail "fresh files do not validate"; }
-for k in chip info node vgpu-list vgpu-state dvfs-probe sched-sim place colocation spatial-vgpu vgpu-bench \
+for k in chip info node vgpu-list vgpu-state dvfs-probe sched-sim place load colocation spatial-vgpu vgpu-bench \
     ${HAVE_SHM:+shm-list} ${HAVE_SHM_BENCH:+shm-bench} ${HAVE_CUDASHIM:+cudashim-gpu}; do
     grep -q "gpuos.$k/1 [1-9]" "$T/ok.log" || fail "no $k document checked: $(tail -1 "$T/ok.log")"
 done
@@ -150,6 +151,11 @@ sv = json.load(open(os.path.join(ok, "spatial-vgpu.json")))
 mut("spatial-vgpu-no-temporal", sv, ["runs", "temporal"], "del")
 mut("spatial-vgpu-tflops-string", sv, ["runs", "spatial", "A", "tflops"], "set", "12")
 mut("spatial-vgpu-wrong-schema", sv, ["schema"], "set", "gpuos.spatial/1")
+ld = json.load(open(os.path.join(ok, "load.json")))
+mut("load-no-workers", ld, ["workers"], "del")
+mut("load-errors-string", ld, ["workers", "errors"], "set", "0")
+mut("load-rss-negative", ld, ["daemon_rss_kib", "max"], "set", -1)
+mut("load-wrong-schema", ld, ["schema"], "set", "gpuos.load/2")
 vb = json.load(open(os.path.join(ok, "vgpu-bench.json")))
 mut("vgpu-bench-unknown-mode", vb, ["isolation_modes", "thread"], "set", vb["isolation_modes"]["process"])
 sec = sorted(vb["isolation_modes"]["process"])[0]
