@@ -3,7 +3,7 @@
 # Debian's python3-jsonschema:
 #   - every schema is a valid JSON Schema 2020-12 document;
 #   - one file of each kind this test can make quickly (chip, info, node, vgpu-list,
-#     the daemon's vgpu-state file, dvfs-probe, sched-sim, place, bench/load.sh's load) validates, as do the
+#     the daemon's vgpu-state file, dvfs-probe, sched-sim, place, bench/load.sh's load, placement_bench's four files) validates, as do the
 #     committed colocation and spatial-vgpu files (real GPU only), and so does every committed results/ file
 #     that claims a gpuos schema;
 #   - vgpu-bench with per-isolation-mode sections; where their producers exist (branches
@@ -29,6 +29,8 @@ mkdir "$T/ok" "$T/bad"
 "$G" node --sim default,default --json "$T/ok/node.json" >/dev/null || fail "node"
 "$G" dvfs probe --sim default --json "$T/ok/dvfs-probe.json" >/dev/null 2>&1 || fail "dvfs probe"
 "$B/bench/sched_sim" --json "$T/ok/sched-sim.json" >/dev/null 2>&1 || fail "sched_sim"
+"$G" probe numa --sim default --json "$T/numa.json" >/dev/null || fail "probe numa"
+"$B/bench/placement_bench" --sim default --chart "$T/numa.json" --out "$T/ok" --quick >/dev/null || fail "placement_bench"
 BUILD="$B" sh bench/load.sh 2 8 "$T/ok/load.json" >/dev/null 2>&1 || fail "bench/load.sh"
 "$G" place --sim default --sms 16 --cluster 4 --verify --sms 8 --cluster 2 --json > "$T/ok/place.json" 2>/dev/null || fail "place"
 # a refused request (exit 1) is a document of its own shape
@@ -83,7 +85,7 @@ json.dump(d, open(sys.argv[2], "w"))
 PYEOF
 
 $PY tests/schema_check.py --known-only "$T/ok" > "$T/ok.log" || { cat "$T/ok.log"; fail "fresh files do not validate"; }
-for k in chip info node vgpu-list vgpu-state dvfs-probe sched-sim place load colocation spatial-vgpu vgpu-bench \
+for k in chip info node vgpu-list vgpu-state dvfs-probe sched-sim place load placement-check placement-locality placement-gemv placement-unequal colocation spatial-vgpu vgpu-bench \
     ${HAVE_SHM:+shm-list} ${HAVE_SHM_BENCH:+shm-bench} ${HAVE_CUDASHIM:+cudashim-gpu}; do
     grep -q "gpuos.$k/1 [1-9]" "$T/ok.log" || fail "no $k document checked: $(tail -1 "$T/ok.log")"
 done
@@ -151,6 +153,19 @@ sv = json.load(open(os.path.join(ok, "spatial-vgpu.json")))
 mut("spatial-vgpu-no-temporal", sv, ["runs", "temporal"], "del")
 mut("spatial-vgpu-tflops-string", sv, ["runs", "spatial", "A", "tflops"], "set", "12")
 mut("spatial-vgpu-wrong-schema", sv, ["schema"], "set", "gpuos.spatial/1")
+pc = json.load(open(os.path.join(ok, "placement-check.json")))
+mut("placement-check-fraction-over-1", pc, ["views", 0, "fraction"], "set", 1.5)
+mut("placement-check-no-pass", pc, ["pass_99_7"], "del")
+mut("placement-check-no-provenance", pc, ["provenance"], "del")
+mut("placement-check-wrong-schema", pc, ["schema"], "set", "gpuos.placement/1")
+plo = json.load(open(os.path.join(ok, "placement-locality.json")))
+mut("placement-locality-bad-variant", plo, ["rows", 0, "variants", "nearby"], "set", plo["rows"][0]["variants"]["local"])
+mut("placement-locality-median-string", plo, ["rows", 0, "variants", "local", "ms_median"], "set", "1")
+pg = json.load(open(os.path.join(ok, "placement-gemv.json")))
+mut("placement-gemv-no-rows", pg, ["rows"], "del")
+pu = json.load(open(os.path.join(ok, "placement-unequal.json")))
+mut("placement-unequal-three-sms", pu, ["rows", 0, "working_sms"], "set", [1, 2, 3])
+mut("placement-unequal-no-split", pu, ["rows", 0, "split_equal"], "del")
 ld = json.load(open(os.path.join(ok, "load.json")))
 mut("load-no-workers", ld, ["workers"], "del")
 mut("load-errors-string", ld, ["workers", "errors"], "set", "0")
