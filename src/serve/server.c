@@ -35,6 +35,9 @@ static int open_devices(struct srv *s, const char *force_sim)
         d->index = i;
         gos_device_spec spec = {.sim = force_sim ? force_sim : (c->sim[0] ? c->sim : NULL),
                                 .ordinal = c->ordinal < 0 ? 0 : c->ordinal};
+        d->isolation = c->isolation;
+        d->ordinal = spec.ordinal;
+        snprintf(d->sim, sizeof d->sim, "%s", spec.sim ? spec.sim : "");
         int rc = gos_device_open(&spec, &d->dev);
         if (rc)
             {
