@@ -14,6 +14,8 @@
 #include "device/exec_ops.h"
 #include "proto/proto.h"
 
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -273,12 +275,26 @@ static int payload_ok(const struct x_hdr *h)
     }
 }
 
+static void *watchdog(void *arg)
+{
+    struct pollfd p = {.fd = *(int *)arg, .events = POLLRDHUP};
+    for (;;) {
+        int n = poll(&p, 1, -1);
+        if (n > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)))
+            _exit(0);
+    }
+    return NULL;
+}
+
 int srv_executor_main(int sock, const char *sim, int ordinal)
 {
-    /* Dies with the daemon: nothing else may reach this context. */
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() == 1)
-        return gos_fail(GOS_EIO, "executor: the daemon is gone");
+    /* Dies with the daemon (or when the daemon drops this client), even in the
+     * middle of a long kernel: nothing else may reach this context. (Not
+     * PR_SET_PDEATHSIG: it fires when the daemon *thread* that forked us ends.) */
+    pthread_t w;
+    if (pthread_create(&w, NULL, watchdog, &sock))
+        return gos_fail(GOS_EIO, "executor: watchdog thread");
+    pthread_detach(w);
     struct xe *x = calloc(1, sizeof *x);
     if (!x)
         return gos_fail(GOS_ENOMEM, "out of memory");

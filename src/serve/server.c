@@ -400,6 +400,10 @@ fail:
         for (int i = 0; i < s->n_devs; i++)
             if (s->devs[i].dev)
                 gos_exec_abandon(s->devs[i].dev);
+        /* Executors' work ends with their processes: each exchange in flight
+         * fails at once and its client hears of it. */
+        for (struct srv_client *c = s->clients; c; c = c->next)
+            srv_exec_kill(c->x);
         abandoned = 1;
         leftover = srv_wait_clients(s, 2000);
     }
