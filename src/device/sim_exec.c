@@ -18,6 +18,10 @@
  *                                                 n^3 * mmul_ns_per_mac (no data)
  *   fill (uint64 dptr, uint32 value, uint32 pad, uint64 count)  writes count u32
  *   empty ()                                      the launch overhead only
+ *   xcopy (uint64 dst, uint64 src, uint64 count)  count words src -> dst, no range
+ *                                                 check by the daemon (a tenant's own
+ *                                                 raw kernel); outside this device's
+ *                                                 allocations it faults like fault
  *   fault ()                                      an illegal address (the GPU kernel
  *                                                 reads 0x10): like CUDA's sticky error,
  *                                                 every later call of this device fails
@@ -59,7 +63,7 @@ struct sim_event {
     int recorded;
 };
 
-enum { K_SLEEP, K_LOOP, K_MADD, K_MMUL, K_FILL, K_EMPTY, K_FAULT };
+enum { K_SLEEP, K_LOOP, K_MADD, K_MMUL, K_FILL, K_EMPTY, K_FAULT, K_XCOPY };
 struct sim_fn {
     char name[64];
     int kind;
@@ -379,7 +383,7 @@ static const struct {
     int kind;
 } builtins[] = {{"sleep_ns", K_SLEEP}, {"loop", K_LOOP}, {"madd", K_MADD},
                 {"mmul", K_MMUL},      {"fill", K_FILL}, {"empty", K_EMPTY},
-                {"fault", K_FAULT}};
+                {"fault", K_FAULT}, {"xcopy", K_XCOPY}};
 #define N_BUILTINS (int)(sizeof builtins / sizeof builtins[0])
 
 static int builtin_kind(const char *name)
@@ -469,6 +473,24 @@ static int se_launch(gos_device *d, void *fn, const struct gos_launch_cfg *c, vo
     if (f->kind == K_FAULT) { /* asynchronous, as on the GPU: the next sync reports it */
         __atomic_store_n(&s->faulted, 1, __ATOMIC_RELEASE);
         return GOS_OK;
+    }
+    if (f->kind == K_XCOPY) {
+        uint64_t dst, src, count;
+        if (c->param_bytes < 24)
+            return gos_fail(GOS_EINVAL, "xcopy takes (uint64 dst, uint64 src, uint64 count)");
+        memcpy(&dst, c->params, 8);
+        memcpy(&src, (const char *)c->params + 8, 8);
+        memcpy(&count, (const char *)c->params + 16, 8);
+        /* This device's MMU: anything outside its own allocations faults. */
+        pthread_mutex_lock(&s->lock);
+        int ok = count <= UINT64_MAX / 4 && inside(s, dst, count * 4) && inside(s, src, count * 4);
+        pthread_mutex_unlock(&s->lock);
+        if (!ok) {
+            __atomic_store_n(&s->faulted, 1, __ATOMIC_RELEASE);
+            return GOS_OK;
+        }
+        memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, count * 4);
+        dur += (double)count * 8 / 2000.0;
     }
     if (f->kind == K_SLEEP || f->kind == K_LOOP || f->kind == K_MADD || f->kind == K_MMUL) {
         /* The GPU kernels' parameters (kernels/exec.cu); the work they describe
