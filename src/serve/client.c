@@ -317,7 +317,8 @@ static int do_module_load(struct srv_client *c, const struct gos_msg_module_load
         snprintf(xm.name, sizeof xm.name, "%s", m->name);
         rc = srv_exec_call(c->x, X_MODULE_LOAD, &xm, sizeof xm, -1, NULL, 0);
         mod = (void *)(uintptr_t)(slot + 2); /* never NULL nor the reservation */
-        c->module_builtin[slot] = m->name[0] && (!strcmp(m->name, GOS_EXEC_BUILTIN) || !strcmp(m->name, "sim:builtin"));
+        c->module_builtin[slot] = m->name[0] && (!strcmp(m->name, GOS_EXEC_BUILTIN) || !strcmp(m->name, "sim:builtin") ||
+                                                  !strcmp(m->name, "exec"));
     } else {
         rc = gos_exec_module_load(d->dev, img, m->bytes, m->name[0] ? m->name : NULL, &mod);
     }
