@@ -112,13 +112,27 @@ int srv_exec_run(struct srv_exec *x, int engine, const void *ops, uint32_t bytes
     return rc;
 }
 
+/* The daemon's own binary, opened once: executors run the very version of the
+ * daemon (same executor protocol) even after the file was replaced on disk. */
+static int exe_fd = -1;
+static pthread_once_t exe_once = PTHREAD_ONCE_INIT;
+static void exe_open(void)
+{
+    exe_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+}
+
+int srv_exec_prepare(void)
+{
+    pthread_once(&exe_once, exe_open);
+    return exe_fd >= 0 ? GOS_OK : gos_fail(GOS_EIO, "executor: cannot open the gpuos binary: %s", strerror(errno));
+}
+
 int srv_exec_spawn(const char *sim, int ordinal, struct srv_exec **out)
 {
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0)
-        return gos_fail(GOS_EIO, "executor: cannot find the gpuos binary: %s", strerror(errno));
-    exe[n] = 0;
+    int rc0 = srv_exec_prepare();
+    if (rc0)
+        return rc0;
+    char exe[] = "gpuos";
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
         return gos_fail(GOS_EIO, "executor: socketpair: %s", strerror(errno));
@@ -133,13 +147,20 @@ int srv_exec_spawn(const char *sim, int ordinal, struct srv_exec **out)
     }
     if (pid == 0) {
         /* async-signal-safe calls only until exec */
-        if (dup2(sv[1], 3) < 0)
+        /* channel to 3, binary to 4, without one clobbering the other */
+        int k = sv[1], e = exe_fd;
+        if (k <= 4)
+            k = fcntl(k, F_DUPFD, 5);
+        if (e <= 4)
+            e = fcntl(e, F_DUPFD, 5);
+        if (k < 0 || e < 0 || dup2(k, 3) < 0 || dup2(e, 4) < 0 || fcntl(4, F_SETFD, FD_CLOEXEC) < 0)
             _exit(127);
-        close_range(4, ~0u, 0);
+        close_range(5, ~0u, 0);
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
-        execv(exe, argv);
+        extern char **environ;
+        fexecve(4, argv, environ);
         _exit(127);
     }
     close(sv[1]);

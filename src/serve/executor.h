@@ -23,6 +23,9 @@ struct srv_exec {
     uint64_t mem_total;
 };
 
+/* Opens the daemon's own binary for later spawns (at start: a binary replaced
+ * on disk while the daemon runs is not the one its executors run). */
+int srv_exec_prepare(void);
 /* Spawns `gpuos executor` on the device (sim: a chip, or NULL for the GPU of that
  * ordinal) and waits for it to open the device. */
 int srv_exec_spawn(const char *sim, int ordinal, struct srv_exec **out);

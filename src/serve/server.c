@@ -308,6 +308,7 @@ int srv_run(struct srv *s, const char *force_sim)
     pthread_condattr_destroy(&ca);
     pthread_mutex_init(&s->lock, NULL);
     s->uid = getuid();
+    srv_exec_prepare(); /* failing here is reported by the first spawn */
     s->listen_fd = -1;
     s->reserve_fd = -1;
     fit_fd_limit(s);
