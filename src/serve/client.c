@@ -513,7 +513,6 @@ static int validate(struct srv_client *c, const struct gos_msg_hdr *h, const voi
     return GOS_OK;
 }
 
-/* Handles one valid message (lock held). Returns <0 to end the connection. */
 /* The answer to a queued request (COPY, LAUNCH) that could not be queued (rc):
  * an asynchronous one's error waits for SYNC; a queued one answers later. */
 static int answer_queued(struct srv_client *c, const struct gos_msg_hdr *h, int rc, uint32_t flags)
@@ -523,17 +522,204 @@ static int answer_queued(struct srv_client *c, const struct gos_msg_hdr *h, int 
     return rc ? reply(c, h->seq, h->type, rc, NULL, 0) : 0;
 }
 
-static int handle(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+/* ---- one function per message type (the table below; lock held) ----------
+ * Each answers its request (or queues it) and returns < 0 to end the
+ * connection. validate() has already accepted the request. */
+
+static int msg_hello(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_rep_hello r = {0};
+    int rc = do_hello(c, p, &r);
+    reply(c, h->seq, h->type, rc, &r, sizeof r);
+    return rc ? -1 : 0;
+}
+
+static int msg_bye(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    return -1;
+}
+
+static int msg_mem_alloc(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_rep_mem_alloc r = {0};
+    int rc = do_alloc(c, ((struct gos_msg_mem_alloc *)p)->bytes, &r.dptr);
+    return reply(c, h->seq, h->type, rc, &r, sizeof r);
+}
+
+static int msg_mem_free(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    int rc = do_free(c, ((struct gos_msg_mem_free *)p)->dptr);
+    return reply(c, h->seq, h->type, rc, NULL, 0);
+}
+
+static int msg_region_add(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_rep_region_add r = {0};
+    int rc = do_region_add(c, ((struct gos_msg_region_add *)p)->bytes, fd, &r.region);
+    if (rc && fd >= 0)
+        close(fd);
+    return reply(c, h->seq, h->type, rc, &r, sizeof r);
+}
+
+static int msg_region_del(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    region_drop(c, (int)((struct gos_msg_region_del *)p)->region);
+    return reply(c, h->seq, h->type, GOS_OK, NULL, 0);
+}
+
+static int msg_copy(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    const struct gos_msg_copy *m = p;
+    return answer_queued(c, h, do_copy(c, h->seq, m), m->flags);
+}
+
+static int msg_module_load(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_rep_handle r = {0};
+    int rc = do_module_load(c, p, &r.handle);
+    return reply(c, h->seq, h->type, rc, &r, sizeof r);
+}
+
+static int msg_module_unload(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    int rc, mi = module_of(c, ((struct gos_msg_module_unload *)p)->module);
+    if (mi < 0) {
+        rc = GOS_EINVAL;
+    } else {
+        struct srv_dev *d = dev_of(c);
+        if (!(rc = drain(c))) {
+            if (c->x) {
+                uint32_t slot = (uint32_t)mi;
+                rc = srv_exec_call(c->x, X_MODULE_UNLOAD, &slot, 4, -1, NULL, 0);
+            } else {
+                rc = gos_exec_module_unload(d->dev, c->modules[mi]);
+            }
+            c->modules[mi] = NULL;
+            for (int i = 0; i < c->n_funcs; i++)
+                c->funcs[i] = NULL; /* handles die with any unload: look them up again */
+        }
+    }
+    return reply(c, h->seq, h->type, rc, NULL, 0);
+}
+
+static int msg_func_get(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_rep_handle r = {0};
+    int rc = do_func_get(c, p, &r.handle);
+    return reply(c, h->seq, h->type, rc, &r, sizeof r);
+}
+
+static int msg_launch(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    const struct gos_msg_launch *m = p;
+    return answer_queued(c, h, do_launch(c, h->seq, m), m->flags);
+}
+
+static int msg_sync(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    if (c->n_sync == 8) {
+        gos_fail(GOS_EBUSY, "more than 8 SYNC outstanding");
+        return reply(c, h->seq, h->type, GOS_EBUSY, NULL, 0);
+    }
+    c->sync_seq[c->n_sync++] = h->seq;
+    if (c->outstanding == 0) {
+        int bad = 0;
+        for (int i = 0; i < c->n_sync; i++)
+            bad |= gos_wire_reply(c->fd, 1, c->sync_seq[i], GOS_MSG_SYNC, c->sticky_rc, c->sticky_msg, NULL, 0);
+        c->n_sync = 0;
+        c->sticky_rc = 0;
+        c->sticky_msg[0] = 0;
+        return bad ? -1 : 0;
+    }
+    return 0;
+}
+
+static int msg_device_info(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_rep_device_info r;
+    device_info(c, &r);
+    return reply(c, h->seq, h->type, 0, &r, sizeof r);
+}
+
+static int msg_vgpu_info(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_vgpu_rec r;
+    srv_vgpu_record(c->srv, c->vgpu, &r);
+    return reply(c, h->seq, h->type, 0, &r, sizeof r);
+}
+
+static int msg_admin_list(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
 {
     struct srv *s = c->srv;
-    int rc = GOS_OK;
-    if (c->vgpu < 0 && h->type != GOS_MSG_HELLO && h->type != GOS_MSG_ADMIN_LIST &&
-        h->type != GOS_MSG_ADMIN_SET && h->type != GOS_MSG_BYE) {
+    static _Thread_local unsigned char buf[sizeof(struct gos_rep_admin_list) +
+                                          GOS_MAX_VGPUS * sizeof(struct gos_vgpu_rec)];
+    struct gos_rep_admin_list l = {.n = (uint32_t)s->n_vgpus};
+    memcpy(buf, &l, sizeof l);
+    for (int v = 0; v < s->n_vgpus; v++) {
+        struct gos_vgpu_rec r;
+        srv_vgpu_record(s, v, &r);
+        memcpy(buf + sizeof l + (size_t)v * sizeof r, &r, sizeof r);
+    }
+    return reply(c, h->seq, h->type, 0, buf, sizeof l + (size_t)s->n_vgpus * sizeof(struct gos_vgpu_rec));
+}
+
+static int msg_admin_set(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct srv *s = c->srv;
+    const struct gos_msg_admin_set *m = p;
+    int rc;
+    if (c->uid != 0 && c->uid != s->uid)
+        rc = gos_fail(GOS_EPERM, "only the daemon's owner (uid %u) or root may change shares", (unsigned)s->uid);
+    else
+        rc = srv_vgpu_set(s, m->vgpu, m->key, m->value);
+    return reply(c, h->seq, h->type, rc, NULL, 0);
+}
+
+/* The requests a client may send, as tmux's command entries: type, handler,
+ * and whether it is allowed before HELLO. */
+static const struct msg_entry {
+    uint16_t type;
+    int before_hello;
+    int (*fn)(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd);
+} msg_table[] = {
+    {GOS_MSG_HELLO, 1, msg_hello},
+    {GOS_MSG_BYE, 1, msg_bye},
+    {GOS_MSG_MEM_ALLOC, 0, msg_mem_alloc},
+    {GOS_MSG_MEM_FREE, 0, msg_mem_free},
+    {GOS_MSG_REGION_ADD, 0, msg_region_add},
+    {GOS_MSG_REGION_DEL, 0, msg_region_del},
+    {GOS_MSG_COPY, 0, msg_copy},
+    {GOS_MSG_MODULE_LOAD, 0, msg_module_load},
+    {GOS_MSG_MODULE_UNLOAD, 0, msg_module_unload},
+    {GOS_MSG_FUNC_GET, 0, msg_func_get},
+    {GOS_MSG_LAUNCH, 0, msg_launch},
+    {GOS_MSG_SYNC, 0, msg_sync},
+    {GOS_MSG_DEVICE_INFO, 0, msg_device_info},
+    {GOS_MSG_VGPU_INFO, 0, msg_vgpu_info},
+    {GOS_MSG_ADMIN_LIST, 1, msg_admin_list},
+    {GOS_MSG_ADMIN_SET, 1, msg_admin_set},
+};
+
+/* Handles one message (lock held): finds its entry, validates, runs it.
+ * Returns < 0 to end the connection. */
+static int handle(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    const struct msg_entry *e = NULL;
+    for (size_t i = 0; i < sizeof msg_table / sizeof msg_table[0]; i++)
+        if (msg_table[i].type == h->type)
+            e = &msg_table[i];
+    if (c->vgpu < 0 && !(e && e->before_hello)) {
         gos_fail(GOS_EPROTO, "%s before HELLO", gos_proto_name(h->type));
         reply(c, h->seq, h->type == GOS_MSG_REPLY ? GOS_MSG_HELLO : h->type, GOS_EPROTO, NULL, 0);
         return -1;
     }
-    if ((rc = validate(c, h, p))) {
+    if (!e) {
+        gos_fail(GOS_EPROTO, "%s is not a request", gos_proto_name(h->type));
+        reply(c, h->seq, h->type == GOS_MSG_REPLY ? GOS_MSG_HELLO : h->type, GOS_EPROTO, NULL, 0);
+        return -1;
+    }
+    int rc = validate(c, h, p);
+    if (rc) {
         if (h->type == GOS_MSG_HELLO) {
             reply(c, h->seq, h->type, rc, NULL, 0);
             return -1;
@@ -545,125 +731,7 @@ static int handle(struct srv_client *c, const struct gos_msg_hdr *h, void *p, in
                                                      : 0;
         return answer_queued(c, h, rc, flags);
     }
-    switch (h->type) {
-    case GOS_MSG_HELLO: {
-        struct gos_rep_hello r = {0};
-        rc = do_hello(c, p, &r);
-        reply(c, h->seq, h->type, rc, &r, sizeof r);
-        return rc ? -1 : 0;
-    }
-    case GOS_MSG_BYE:
-        return -1;
-    case GOS_MSG_MEM_ALLOC: {
-        struct gos_rep_mem_alloc r = {0};
-        rc = do_alloc(c, ((struct gos_msg_mem_alloc *)p)->bytes, &r.dptr);
-        return reply(c, h->seq, h->type, rc, &r, sizeof r);
-    }
-    case GOS_MSG_MEM_FREE:
-        rc = do_free(c, ((struct gos_msg_mem_free *)p)->dptr);
-        return reply(c, h->seq, h->type, rc, NULL, 0);
-    case GOS_MSG_REGION_ADD: {
-        struct gos_rep_region_add r = {0};
-        rc = do_region_add(c, ((struct gos_msg_region_add *)p)->bytes, fd, &r.region);
-        if (rc && fd >= 0)
-            close(fd);
-        return reply(c, h->seq, h->type, rc, &r, sizeof r);
-    }
-    case GOS_MSG_REGION_DEL:
-        region_drop(c, (int)((struct gos_msg_region_del *)p)->region);
-        return reply(c, h->seq, h->type, GOS_OK, NULL, 0);
-    case GOS_MSG_COPY: {
-        const struct gos_msg_copy *m = p;
-        rc = do_copy(c, h->seq, m);
-        return answer_queued(c, h, rc, m->flags);
-    }
-    case GOS_MSG_MODULE_LOAD: {
-        struct gos_rep_handle r = {0};
-        rc = do_module_load(c, p, &r.handle);
-        return reply(c, h->seq, h->type, rc, &r, sizeof r);
-    }
-    case GOS_MSG_MODULE_UNLOAD: {
-        int mi = module_of(c, ((struct gos_msg_module_unload *)p)->module);
-        if (mi < 0) {
-            rc = GOS_EINVAL;
-        } else {
-            struct srv_dev *d = dev_of(c);
-            if (!(rc = drain(c))) {
-                if (c->x) {
-                    uint32_t slot = (uint32_t)mi;
-                    rc = srv_exec_call(c->x, X_MODULE_UNLOAD, &slot, 4, -1, NULL, 0);
-                } else {
-                    rc = gos_exec_module_unload(d->dev, c->modules[mi]);
-                }
-                c->modules[mi] = NULL;
-                for (int i = 0; i < c->n_funcs; i++)
-                    c->funcs[i] = NULL; /* handles die with any unload: look them up again */
-            }
-        }
-        return reply(c, h->seq, h->type, rc, NULL, 0);
-    }
-    case GOS_MSG_FUNC_GET: {
-        struct gos_rep_handle r = {0};
-        rc = do_func_get(c, p, &r.handle);
-        return reply(c, h->seq, h->type, rc, &r, sizeof r);
-    }
-    case GOS_MSG_LAUNCH: {
-        const struct gos_msg_launch *m = p;
-        rc = do_launch(c, h->seq, m);
-        return answer_queued(c, h, rc, m->flags);
-    }
-    case GOS_MSG_SYNC:
-        if (c->n_sync == 8) {
-            gos_fail(GOS_EBUSY, "more than 8 SYNC outstanding");
-            return reply(c, h->seq, h->type, GOS_EBUSY, NULL, 0);
-        }
-        c->sync_seq[c->n_sync++] = h->seq;
-        if (c->outstanding == 0) {
-            int bad = 0;
-            for (int i = 0; i < c->n_sync; i++)
-                bad |= gos_wire_reply(c->fd, 1, c->sync_seq[i], GOS_MSG_SYNC, c->sticky_rc, c->sticky_msg, NULL, 0);
-            c->n_sync = 0;
-            c->sticky_rc = 0;
-            c->sticky_msg[0] = 0;
-            return bad ? -1 : 0;
-        }
-        return 0;
-    case GOS_MSG_DEVICE_INFO: {
-        struct gos_rep_device_info r;
-        device_info(c, &r);
-        return reply(c, h->seq, h->type, 0, &r, sizeof r);
-    }
-    case GOS_MSG_VGPU_INFO: {
-        struct gos_vgpu_rec r;
-        srv_vgpu_record(s, c->vgpu, &r);
-        return reply(c, h->seq, h->type, 0, &r, sizeof r);
-    }
-    case GOS_MSG_ADMIN_LIST: {
-        static _Thread_local unsigned char buf[sizeof(struct gos_rep_admin_list) +
-                                              GOS_MAX_VGPUS * sizeof(struct gos_vgpu_rec)];
-        struct gos_rep_admin_list l = {.n = (uint32_t)s->n_vgpus};
-        memcpy(buf, &l, sizeof l);
-        for (int v = 0; v < s->n_vgpus; v++) {
-            struct gos_vgpu_rec r;
-            srv_vgpu_record(s, v, &r);
-            memcpy(buf + sizeof l + (size_t)v * sizeof r, &r, sizeof r);
-        }
-        return reply(c, h->seq, h->type, 0, buf, sizeof l + (size_t)s->n_vgpus * sizeof(struct gos_vgpu_rec));
-    }
-    case GOS_MSG_ADMIN_SET: {
-        const struct gos_msg_admin_set *m = p;
-        if (c->uid != 0 && c->uid != s->uid)
-            rc = gos_fail(GOS_EPERM, "only the daemon's owner (uid %u) or root may change shares",
-                          (unsigned)s->uid);
-        else
-            rc = srv_vgpu_set(s, m->vgpu, m->key, m->value);
-        return reply(c, h->seq, h->type, rc, NULL, 0);
-    }
-    default:
-        gos_fail(GOS_EPROTO, "%s is not a request", gos_proto_name(h->type));
-        reply(c, h->seq, h->type == GOS_MSG_REPLY ? GOS_MSG_HELLO : h->type, GOS_EPROTO, NULL, 0);
-        return -1;
-    }
+    return e->fn(c, h, p, fd);
 }
 
 static void client_free(struct srv_client *c)

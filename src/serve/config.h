@@ -34,6 +34,10 @@
  *                                # process of its own (own address space, faults
  *                                # contained); none: one context in the daemon for
  *                                # trusted tenants (docs/readme-vgpu.md, issue 9)
+ *   grant_us = 4000              # a batch of one client's queued work (one grant
+ *                                # to its executor) lasts this long at most, by the
+ *                                # client's recent GPU time per op (default 4000
+ *                                # with isolation = process, 1000 with none)
  *
  *   [vgpu alice]
  *   device = 0                   # the [device] section's label
@@ -61,6 +65,7 @@ struct gos_serve_devcfg {
     uint64_t band_wait_ns;
     int band_charge_hold; /* 1: BAND charges held engine time to the vGPU it waits for */
     int isolation; /* GOS_ISOLATION_* */
+    uint64_t grant_us; /* 0: by isolation */
 };
 
 enum { GOS_ISOLATION_PROCESS, GOS_ISOLATION_NONE };

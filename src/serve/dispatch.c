@@ -78,7 +78,7 @@ int srv_client_batch_open(struct srv_client *c)
     if (!t || t->dispatched || t->n_ops == 0 || t->ops[0].direct || t->n_ops >= SRV_BATCH_MAX_OPS)
         return 0;
     uint64_t per = c->op_ns[t->st.kind];
-    return per > 0 && (uint64_t)(t->n_ops + 1) * per <= SRV_BATCH_MAX_NS &&
+    return per > 0 && (uint64_t)(t->n_ops + 1) * per <= dev_of(c)->grant_ns &&
            (t->st.kind != GOS_SCHED_COPY || t->bytes < SRV_BATCH_MAX_BYTES);
 }
 
@@ -108,7 +108,7 @@ int srv_op_submit(struct srv_client *c, int kind, int priority, const struct srv
     struct srv_task *t = c->last_task;
     int grow = t && !t->dispatched && t->n_ops > 0 && t->st.kind == kind && t->st.priority == priority &&
                !op->direct && !t->ops[0].direct && t->n_ops < SRV_BATCH_MAX_OPS && c->op_ns[kind] > 0 &&
-               (uint64_t)(t->n_ops + 1) * c->op_ns[kind] <= SRV_BATCH_MAX_NS &&
+               (uint64_t)(t->n_ops + 1) * c->op_ns[kind] <= dev_of(c)->grant_ns &&
                (kind != GOS_SCHED_COPY || t->bytes + op->bytes <= SRV_BATCH_MAX_BYTES);
     if (!grow) {
         t = task_new(c, kind, priority);

@@ -76,6 +76,10 @@ struct srv_op {
  * op of that kind times the ops) stays under this: batching must not turn short
  * requests into long non-preemptive ones (priorities, fairness granularity). */
 #define SRV_BATCH_MAX_NS 1000000ull
+/* isolation = process: a batch is one grant to one executor, and the GPU pays
+ * ~140 us to switch between two processes' contexts (H200-NOTES), so grants are
+ * longer by default (grant_us; issue 9). */
+#define SRV_GRANT_PROCESS_NS 4000000ull
 struct srv_task {
     gos_sched_task st; /* st.user == this */
     struct srv_client *c;
@@ -164,6 +168,7 @@ struct srv_dev {
     void *ev[GOS_SCHED_MAX_ENGINES][2];
     uint64_t mem_total;
     int isolation;  /* GOS_ISOLATION_* */
+    uint64_t grant_ns; /* a batch's expected GPU time at most (grant_us) */
     char sim[256];  /* the executors' device: a chip, or "" for the GPU of ordinal */
     int ordinal;
 };

@@ -36,6 +36,8 @@ static int open_devices(struct srv *s, const char *force_sim)
         gos_device_spec spec = {.sim = force_sim ? force_sim : (c->sim[0] ? c->sim : NULL),
                                 .ordinal = c->ordinal < 0 ? 0 : c->ordinal};
         d->isolation = c->isolation;
+        d->grant_ns = c->grant_us ? c->grant_us * 1000ull
+                                  : c->isolation == GOS_ISOLATION_PROCESS ? SRV_GRANT_PROCESS_NS : SRV_BATCH_MAX_NS;
         d->ordinal = spec.ordinal;
         snprintf(d->sim, sizeof d->sim, "%s", spec.sim ? spec.sim : "");
         int rc = gos_device_open(&spec, &d->dev);
