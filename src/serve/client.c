@@ -177,85 +177,6 @@ static int do_free(struct srv_client *c, uint64_t dptr)
     return gos_fail(GOS_EINVAL, "0x%llx is not an allocation of this client", (unsigned long long)dptr);
 }
 
-static int do_region_add(struct srv_client *c, uint64_t bytes, int fd, uint32_t *id)
-{
-    struct srv_dev *d = dev_of(c);
-    struct stat st;
-    if (fd < 0)
-        return gos_fail(GOS_EPROTO, "REGION_ADD without a file descriptor");
-    if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < bytes)
-        return gos_fail(GOS_EINVAL, "region descriptor is not a file of at least %llu bytes",
-                        (unsigned long long)bytes);
-    /* A client shrinking the file under our mapping would make the daemon fault
-     * (SIGBUS): insist on a memfd sealed against shrinking. */
-    int seals = fcntl(fd, F_GET_SEALS);
-    if (seals < 0 || !(seals & F_SEAL_SHRINK))
-        return gos_fail(GOS_EPERM, "region must be a memfd sealed with F_SEAL_SHRINK");
-    int r = -1;
-    for (int i = 0; i < GOS_MAX_REGIONS; i++)
-        if (!c->regions[i].used) {
-            r = i;
-            break;
-        }
-    if (r < 0)
-        return gos_fail(GOS_EBUSY, "more than %d shared regions", GOS_MAX_REGIONS);
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED)
-        return gos_fail(GOS_ENOMEM, "mapping a region of %llu bytes: %s", (unsigned long long)bytes, strerror(errno));
-    if (c->x) { /* the executor maps (and pins) the same pages in its own process */
-        struct x_region xr = {.slot = (uint32_t)r, .bytes = bytes};
-        int rc = srv_exec_call(c->x, X_REGION_ADD, &xr, sizeof xr, fd, NULL, 0);
-        if (rc) {
-            munmap(p, bytes);
-            return rc;
-        }
-    }
-    /* The mapping keeps the memory: the descriptor is not needed any more, and
-     * a client must not hold 64 of the daemon's descriptors (max_clients). */
-    close(fd);
-    struct srv_region *g = &c->regions[r];
-    memset(g, 0, sizeof *g);
-    g->used = 1;
-    g->fd = -1;
-    g->ptr = p;
-    g->bytes = bytes;
-    /* Pinned pages make the region the bounce buffer itself (zero-copy path);
-     * with an executor, its own registration is the one that counts. */
-    g->pinned = c->x ? 1 : gos_exec_host_register(d->dev, p, bytes) == GOS_OK;
-    *id = (uint32_t)r;
-    return GOS_OK;
-}
-
-static struct srv_region *region(struct srv_client *c, uint32_t r, uint64_t off, uint64_t n)
-{
-    if (r >= GOS_MAX_REGIONS || !c->regions[r].used || c->regions[r].deleted) {
-        gos_fail(GOS_EINVAL, "region %u is not a region of this client", (unsigned)r);
-        return NULL;
-    }
-    struct srv_region *g = &c->regions[r];
-    if (!gos_range_within(0, g->bytes, off, n)) {
-        gos_fail(GOS_EINVAL, "range %llu+%llu outside region %u of %llu bytes", (unsigned long long)off,
-                 (unsigned long long)n, (unsigned)r, (unsigned long long)g->bytes);
-        return NULL;
-    }
-    return g;
-}
-
-static void region_drop(struct srv_client *c, int r)
-{
-    struct srv_region *g = &c->regions[r];
-    g->deleted = 1;
-    if (g->refs == 0) {
-        struct srv_dev *d = dev_of(c);
-        if (g->pinned && !c->x)
-            gos_exec_host_unregister(d->dev, g->ptr);
-        munmap(g->ptr, g->bytes);
-        if (g->fd >= 0)
-            close(g->fd);
-        memset(g, 0, sizeof *g);
-    }
-}
-
 static int do_copy(struct srv_client *c, uint32_t seq, const struct gos_msg_copy *m)
 {
     struct srv_op o;
@@ -277,7 +198,7 @@ static int do_copy(struct srv_client *c, uint32_t seq, const struct gos_msg_copy
         o.op = OP_DTOD;
         o.dptr2 = m->dptr_src;
     } else {
-        struct srv_region *g = region(c, m->region, m->offset, m->bytes);
+        struct srv_region *g = srv_region_find(c, m->region, m->offset, m->bytes);
         if (!g)
             return GOS_EINVAL;
         o.op = m->dir == GOS_COPY_HTOD ? OP_HTOD : OP_DTOH;
@@ -303,7 +224,7 @@ static int do_module_load(struct srv_client *c, const struct gos_msg_module_load
         return gos_fail(GOS_EBUSY, "more than 16 modules loaded");
     const void *img = NULL;
     if (!m->name[0]) {
-        struct srv_region *g = region(c, m->region, m->offset, m->bytes);
+        struct srv_region *g = srv_region_find(c, m->region, m->offset, m->bytes);
         if (!g)
             return GOS_EINVAL;
         img = (char *)g->ptr + m->offset;
@@ -456,7 +377,7 @@ static int validate(struct srv_client *c, const struct gos_msg_hdr *h, const voi
     }
     case GOS_MSG_MODULE_LOAD: {
         const struct gos_msg_module_load *m = p;
-        return m->name[0] || region(c, m->region, m->offset, m->bytes) ? GOS_OK : GOS_EINVAL;
+        return m->name[0] || srv_region_find(c, m->region, m->offset, m->bytes) ? GOS_OK : GOS_EINVAL;
     }
     case GOS_MSG_COPY:
     case GOS_MSG_LAUNCH:
@@ -473,7 +394,7 @@ static int validate(struct srv_client *c, const struct gos_msg_hdr *h, const voi
         if (m->dir == GOS_COPY_DTOD && !find_alloc(c, m->dptr_src, m->bytes))
             return gos_fail(GOS_EINVAL, "source range 0x%llx+%llu is not inside an allocation of this client",
                             (unsigned long long)m->dptr_src, (unsigned long long)m->bytes);
-        if (m->dir != GOS_COPY_DTOD && !region(c, m->region, m->offset, m->bytes))
+        if (m->dir != GOS_COPY_DTOD && !srv_region_find(c, m->region, m->offset, m->bytes))
             return GOS_EINVAL;
     } else {
         const struct gos_msg_launch *m = p;
@@ -555,7 +476,7 @@ static int msg_mem_free(struct srv_client *c, const struct gos_msg_hdr *h, void 
 static int msg_region_add(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
 {
     struct gos_rep_region_add r = {0};
-    int rc = do_region_add(c, ((struct gos_msg_region_add *)p)->bytes, fd, &r.region);
+    int rc = srv_region_add(c, ((struct gos_msg_region_add *)p)->bytes, fd, &r.region);
     if (rc && fd >= 0)
         close(fd);
     return reply(c, h->seq, h->type, rc, &r, sizeof r);
@@ -563,7 +484,7 @@ static int msg_region_add(struct srv_client *c, const struct gos_msg_hdr *h, voi
 
 static int msg_region_del(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
 {
-    region_drop(c, (int)((struct gos_msg_region_del *)p)->region);
+    srv_region_drop(c, (int)((struct gos_msg_region_del *)p)->region);
     return reply(c, h->seq, h->type, GOS_OK, NULL, 0);
 }
 
@@ -732,66 +653,6 @@ static int handle(struct srv_client *c, const struct gos_msg_hdr *h, void *p, in
         return answer_queued(c, h, rc, flags);
     }
     return e->fn(c, h, p, fd);
-}
-
-static void client_free(struct srv_client *c)
-{
-    struct srv *s = c->srv;
-    if (c->vgpu >= 0) {
-        struct srv_dev *d = dev_of(c);
-        struct srv_vgpu *v = &s->vgpus[c->vgpu];
-        for (int i = 0; i < c->n_allocs; i++) {
-            if (!c->x)
-                gos_exec_mem_free(d->dev, c->allocs[i].dptr);
-            v->mem_used -= c->allocs[i].bytes;
-        }
-        for (int i = 0; i < GOS_MAX_REGIONS; i++)
-            if (c->regions[i].used)
-                region_drop(c, i);
-        for (int i = 0; i < 16; i++)
-            if (!c->x && c->modules[i] && c->modules[i] != (void *)1)
-                gos_exec_module_unload(d->dev, c->modules[i]);
-        /* The executor's exit releases its context, memory and modules at once. */
-        srv_exec_close(c->x);
-        c->x = NULL;
-        v->clients--;
-    }
-    for (struct srv_client **pp = &s->clients; *pp; pp = &(*pp)->next)
-        if (*pp == c) {
-            *pp = c->next;
-            break;
-        }
-    s->n_clients--;
-    if (s->verbose)
-        fprintf(stderr, "gpuos serve: client %u (pid %d) released\n", c->id, (int)c->pid);
-    close(c->fd);
-    pthread_mutex_destroy(&c->wlock);
-    free(c->allocs);
-    free(c);
-    pthread_cond_broadcast(&s->idle);
-}
-
-void srv_client_exec_check(struct srv_client *c)
-{
-    if (!c->x || !c->x->dead || c->exec_lost || c->vgpu < 0)
-        return;
-    struct srv *s = c->srv;
-    struct srv_vgpu *v = &s->vgpus[c->vgpu];
-    c->exec_lost = 1;
-    v->faults++;
-    fprintf(stderr, "gpuos serve: vGPU %s: client %u (pid %d): executor pid %d lost: %s\n", v->cfg.name, c->id,
-            (int)c->pid, (int)c->x->pid, c->x->why);
-    /* Its memory went with its process: back to the vGPU's share now. */
-    for (int i = 0; i < c->n_allocs; i++)
-        v->mem_used -= c->allocs[i].bytes;
-    c->n_allocs = 0;
-    srv_exec_kill(c->x);
-}
-
-void srv_client_unref(struct srv_client *c)
-{
-    if (--c->refs == 0)
-        client_free(c);
 }
 
 /* Whether a message (or the end of the stream) is waiting on fd. */

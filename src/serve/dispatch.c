@@ -138,20 +138,6 @@ int srv_op_submit(struct srv_client *c, int kind, int priority, const struct srv
     return GOS_OK;
 }
 
-static void region_unref(struct srv_client *c, int r)
-{
-    struct srv_region *g = &c->regions[r];
-    if (--g->refs == 0 && g->deleted) {
-        struct srv_dev *d = dev_of(c);
-        if (g->pinned && !c->x)
-            gos_exec_host_unregister(d->dev, g->ptr);
-        munmap(g->ptr, g->bytes);
-        if (g->fd >= 0)
-            close(g->fd);
-        memset(g, 0, sizeof *g);
-    }
-}
-
 static void answer_syncs(struct srv_client *c)
 {
     if (c->outstanding || !c->n_sync)
@@ -186,7 +172,7 @@ static void task_finish(struct srv_task *t, int rc, const char *msg, uint64_t gp
         int orc = rc ? rc : o->rc;
         const char *omsg = rc ? msg : (o->msg ? o->msg : "");
         if (o->region >= 0)
-            region_unref(c, o->region);
+            srv_region_unref(c, o->region);
         if (!orc)
             s->vgpus[c->vgpu].tasks++;
         if (!c->dead) {

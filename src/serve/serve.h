@@ -13,6 +13,13 @@
  * calls (copies, launches, waits) run outside it. Replies from dispatch threads
  * are sent without blocking (a client that does not read them is dropped).
  *
+ * Rooms (issue 9; calls go down this list, never up): server.c (socket,
+ * threads, shutdown) -> client.c (a connection's reader: validate() and one
+ * function per message type in msg_table) -> dispatch.c (engines, tasks, grants)
+ * -> session.c (a client's executor loss and its end) -> region.c (shared
+ * regions) -> executor.c + xwire.c (executor processes; their own side is
+ * exec_main.c, `gpuos executor`); vgpu.c and config.c stand alone.
+ *
  * Ownership: a client is freed when its reader thread has ended AND no task of it
  * is queued or in flight (refs), so that a client dying mid-copy releases its
  * memory only after the device stopped touching it. */
@@ -202,9 +209,9 @@ uint64_t srv_now_ns(void);
 int srv_run(struct srv *s, const char *force_sim);
 void srv_reap_idle(struct srv *s);
 
-/* client.c: the reader thread of one connection. */
+/* client.c: the reader thread of one connection; one function per message type. */
 void *srv_client_main(void *arg);
-/* Drops a reference (lock held); frees the client at zero. */
+/* session.c: drops a reference (lock held); frees the client at zero. */
 void srv_client_unref(struct srv_client *c);
 
 /* dispatch.c */
@@ -238,7 +245,15 @@ int srv_client_batch_open(struct srv_client *c);
 /* Takes back every queued task of c (lock held), after it died. */
 void srv_client_cancel(struct srv_client *c);
 
-/* The client's executor died (fault, kill; lock held): counted once per vGPU,
+/* region.c (lock held): a region from the client's memfd (REGION_ADD); the
+ * region holding [off, off + n) of region r, or NULL with an error; dropping
+ * one (unmapped once no task uses it); a task's reference released. */
+int srv_region_add(struct srv_client *c, uint64_t bytes, int fd, uint32_t *id);
+struct srv_region *srv_region_find(struct srv_client *c, uint32_t r, uint64_t off, uint64_t n);
+void srv_region_drop(struct srv_client *c, int r);
+void srv_region_unref(struct srv_client *c, int r);
+
+/* session.c. The client's executor died (fault, kill; lock held): counted once per vGPU,
  * logged, its memory returned to the vGPU's share; later requests fail with
  * GOS_EDEVICE naming the reason. */
 void srv_client_exec_check(struct srv_client *c);
