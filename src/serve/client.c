@@ -99,12 +99,13 @@ static int do_hello(struct srv_client *c, const struct gos_msg_hello *m, struct 
                 return gos_fail(GOS_ELIMIT, "vGPU %s has its maximum of %d clients (max_clients_per_vgpu)",
                                 m->vgpu, s->cfg.max_clients_per_vgpu);
             struct srv_dev *d = &s->devs[s->vgpus[v].cfg.device];
-            if (d->isolation == GOS_ISOLATION_PROCESS) {
+            if (d->isolation != GOS_ISOLATION_NONE) {
                 /* The client's own executor process (issue 9); the daemon's lock is
                  * not held while it starts (it opens the device). */
                 s->vgpus[v].clients++; /* reserved */
                 pthread_mutex_unlock(&s->lock);
-                int rc = srv_exec_spawn(d->sim[0] ? d->sim : NULL, d->ordinal, &c->x);
+                int rc = srv_exec_spawn(d->sim[0] ? d->sim : NULL, d->ordinal, d->mps_dir[0] ? d->mps_dir : NULL,
+                                        &c->x);
                 pthread_mutex_lock(&s->lock);
                 s->vgpus[v].clients--;
                 if (rc)

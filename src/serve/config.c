@@ -358,8 +358,10 @@ int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_
                     d->isolation = GOS_ISOLATION_PROCESS;
                 else if (!strcmp(v, "none"))
                     d->isolation = GOS_ISOLATION_NONE;
+                else if (!strcmp(v, "mps"))
+                    d->isolation = GOS_ISOLATION_MPS;
                 else {
-                    rc = BAD("isolation must be process or none");
+                    rc = BAD("isolation must be process, mps or none");
                     goto out;
                 }
             } else if (!strcmp(k, "queue")) {

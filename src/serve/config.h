@@ -33,7 +33,9 @@
  *   isolation = process          # process: each client's device work in an executor
  *                                # process of its own (own address space, faults
  *                                # contained); none: one context in the daemon for
- *                                # trusted tenants (docs/readme-vgpu.md, issue 9)
+ *                                # trusted tenants (docs/readme-vgpu.md, issue 9);
+ *                                # mps: executors are clients of an MPS server the
+ *                                # daemon starts (a fault reaches all of them)
  *   grant_us = 4000              # a batch of one client's queued work (one grant
  *                                # to its executor) lasts this long at most, by the
  *                                # client's recent GPU time per op (default 4000
@@ -68,7 +70,7 @@ struct gos_serve_devcfg {
     uint64_t grant_us; /* 0: by isolation */
 };
 
-enum { GOS_ISOLATION_PROCESS, GOS_ISOLATION_NONE };
+enum { GOS_ISOLATION_PROCESS, GOS_ISOLATION_NONE, GOS_ISOLATION_MPS };
 
 struct gos_serve_vgpucfg {
     int line, mem_line; /* of the section and of its memory key (0: none), for messages */

@@ -175,6 +175,8 @@ struct srv_dev {
     void *ev[GOS_SCHED_MAX_ENGINES][2];
     uint64_t mem_total;
     int isolation;  /* GOS_ISOLATION_* */
+    char mps_dir[64]; /* isolation = mps on a GPU: the MPS server's pipe/log directory ("" none) */
+    uint64_t mps_restarted_ns; /* clients born before belong to the previous server */
     uint64_t grant_ns; /* a batch's expected GPU time at most (grant_us) */
     char sim[256];  /* the executors' device: a chip, or "" for the GPU of ordinal */
     int ordinal;
@@ -257,6 +259,11 @@ void srv_region_unref(struct srv_client *c, int r);
  * logged, its memory returned to the vGPU's share; later requests fail with
  * GOS_EDEVICE naming the reason. */
 void srv_client_exec_check(struct srv_client *c);
+
+/* mps.c: an MPS server of the daemon's own (pipe and log directories under a
+ * private temporary directory, written to dir); stopping it (echo quit). */
+int srv_mps_start(char *dir, size_t cap);
+void srv_mps_stop(char *dir);
 
 /* vgpu.c */
 void srv_vgpu_record(struct srv *s, int v, struct gos_vgpu_rec *r);

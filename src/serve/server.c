@@ -37,12 +37,28 @@ static int open_devices(struct srv *s, const char *force_sim)
                                 .ordinal = c->ordinal < 0 ? 0 : c->ordinal};
         d->isolation = c->isolation;
         d->grant_ns = c->grant_us ? c->grant_us * 1000ull
-                                  : c->isolation == GOS_ISOLATION_PROCESS ? SRV_GRANT_PROCESS_NS : SRV_BATCH_MAX_NS;
+                                  : c->isolation != GOS_ISOLATION_NONE ? SRV_GRANT_PROCESS_NS : SRV_BATCH_MAX_NS;
         d->ordinal = spec.ordinal;
         snprintf(d->sim, sizeof d->sim, "%s", spec.sim ? spec.sim : "");
-        int rc = gos_device_open(&spec, &d->dev);
+        int rc;
+        if (d->isolation == GOS_ISOLATION_MPS && !d->sim[0] &&
+            (rc = srv_mps_start(d->mps_dir, sizeof d->mps_dir))) /* a GPU: the daemon's own MPS server */
+            return rc;
+        if (d->mps_dir[0]) {
+            /* The daemon's own context (device facts only, no tenant work) is an
+             * MPS client too: one kind of context on the GPU. Set before the
+             * first cuInit, while the daemon has no other thread; one MPS server
+             * per daemon (the first mps device's). */
+            char v[128];
+            snprintf(v, sizeof v, "%s/pipe", d->mps_dir);
+            setenv("CUDA_MPS_PIPE_DIRECTORY", v, 0);
+            snprintf(v, sizeof v, "%s/log", d->mps_dir);
+            setenv("CUDA_MPS_LOG_DIRECTORY", v, 0);
+        }
+        rc = gos_device_open(&spec, &d->dev);
         if (rc)
             {
+            srv_mps_stop(d->mps_dir);
             char why[256];
             snprintf(why, sizeof why, "%s", gos_last_error());
             return gos_fail(rc, "device %s: %s", c->label, why);
@@ -438,5 +454,7 @@ fail:
         close(sfd);
     if (s->reserve_fd >= 0)
         close(s->reserve_fd);
+    for (int i = 0; i < s->n_devs; i++) /* after the executors: the MPS server's own quit */
+        srv_mps_stop(s->devs[i].mps_dir);
     return rc;
 }

@@ -58,8 +58,11 @@ void srv_client_exec_check(struct srv_client *c)
         return;
     struct srv *s = c->srv;
     struct srv_vgpu *v = &s->vgpus[c->vgpu];
+    struct srv_dev *d = dev_of(c);
     c->exec_lost = 1;
-    v->faults++;
+    int fated = c->x->fated;
+    if (!fated)
+        v->faults++; /* its own loss (fault, kill), not another MPS client's */
     fprintf(stderr, "gpuos serve: vGPU %s: client %u (pid %d): executor pid %d lost: %s\n", v->cfg.name, c->id,
             (int)c->pid, (int)c->x->pid, c->x->why);
     /* Its memory went with its process: back to the vGPU's share now. */
@@ -67,6 +70,29 @@ void srv_client_exec_check(struct srv_client *c)
         v->mem_used -= c->allocs[i].bytes;
     c->n_allocs = 0;
     srv_exec_kill(c->x);
+    /* isolation = mps: one server, one fate. A fault of an executor of the
+     * current server ends every other client of that GPU with a clear error
+     * naming the vGPU that faulted; then the server is restarted and clients
+     * reconnect. */
+    if (d->isolation != GOS_ISOLATION_MPS || !c->x->faulted || fated || c->born_ns < d->mps_restarted_ns)
+        return;
+    char why[300];
+    snprintf(why, sizeof why, "vGPU %s faulted on this GPU's MPS server (isolation = mps: a fault reaches every "
+             "client): %.200s", v->cfg.name, c->x->why);
+    int n = 0;
+    for (struct srv_client *o = s->clients; o; o = o->next)
+        if (o != c && o->x && o->vgpu >= 0 && dev_of(o) == d && !o->x->dead) {
+            srv_exec_fail(o->x, why);
+            n++;
+        }
+    fprintf(stderr, "gpuos serve: device %d: MPS fault of vGPU %s: %d other client(s) told; restarting the MPS "
+            "server\n", d->index, v->cfg.name, n);
+    d->mps_restarted_ns = srv_now_ns();
+    if (d->mps_dir[0]) {
+        srv_mps_stop(d->mps_dir);
+        if (srv_mps_start(d->mps_dir, sizeof d->mps_dir))
+            fprintf(stderr, "gpuos serve: device %d: %s\n", d->index, gos_last_error());
+    }
 }
 
 void srv_client_unref(struct srv_client *c)
