@@ -322,7 +322,7 @@ static int do_launch(struct srv_client *c, uint32_t seq, const struct gos_msg_la
 
 static void device_info(struct srv_client *c, struct gos_rep_device_info *r)
 {
-    const gos_device_info *i = &dev_of(c)->dev->info;
+    const gos_device_info *i = &dev_of(c)->info;
     memset(r, 0, sizeof *r);
     snprintf(r->name, sizeof r->name, "%s", i->name);
     snprintf(r->uuid, sizeof r->uuid, "%s", i->uuid);

@@ -224,6 +224,7 @@ int srv_exec_spawn(const char *sim, int ordinal, const char *mps_dir, struct srv
     struct x_hello_rep r;
     memcpy(&r, x->buf, sizeof r);
     x->mem_total = r.mem_total;
+    x->info = r.info;
     *out = x;
     return GOS_OK;
 }

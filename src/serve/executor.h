@@ -23,6 +23,7 @@ struct srv_exec {
     void *buf;
     size_t cap;
     uint64_t mem_total;
+    gos_device_info info; /* the device's facts, as the executor opened it */
 };
 
 /* Opens the daemon's own binary for later spawns (at start: a binary replaced

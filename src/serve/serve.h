@@ -174,6 +174,8 @@ struct srv_dev {
     void *streams[GOS_SCHED_MAX_ENGINES];
     void *ev[GOS_SCHED_MAX_ENGINES][2];
     uint64_t mem_total;
+    gos_device_info info; /* the device's facts (from a probe executor under process / mps:
+                           * the daemon then holds no device context at all, dev == NULL) */
     int isolation;  /* GOS_ISOLATION_* */
     char mps_dir[64]; /* isolation = mps on a GPU: the MPS server's pipe/log directory ("" none) */
     uint64_t mps_restarted_ns; /* clients born before belong to the previous server */

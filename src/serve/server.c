@@ -44,16 +44,23 @@ static int open_devices(struct srv *s, const char *force_sim)
         if (d->isolation == GOS_ISOLATION_MPS && !d->sim[0] &&
             (rc = srv_mps_start(d->mps_dir, sizeof d->mps_dir))) /* a GPU: the daemon's own MPS server */
             return rc;
-        if (d->mps_dir[0]) {
-            /* The daemon's own context (device facts only, no tenant work) is an
-             * MPS client too: one kind of context on the GPU. Set before the
-             * first cuInit, while the daemon has no other thread; one MPS server
-             * per daemon (the first mps device's). */
-            char v[128];
-            snprintf(v, sizeof v, "%s/pipe", d->mps_dir);
-            setenv("CUDA_MPS_PIPE_DIRECTORY", v, 0);
-            snprintf(v, sizeof v, "%s/log", d->mps_dir);
-            setenv("CUDA_MPS_LOG_DIRECTORY", v, 0);
+        if (d->isolation != GOS_ISOLATION_NONE) {
+            /* process / mps: the daemon never opens the device (nothing a tenant
+             * does can fault it, and an MPS server never waits for the daemon);
+             * its facts come from a probe executor. */
+            struct srv_exec *x = NULL;
+            rc = srv_exec_spawn(d->sim[0] ? d->sim : NULL, d->ordinal, d->mps_dir[0] ? d->mps_dir : NULL, &x);
+            if (rc) {
+                char why[256];
+                snprintf(why, sizeof why, "%s", gos_last_error());
+                srv_mps_stop(d->mps_dir);
+                return gos_fail(rc, "device %s: %s", c->label, why);
+            }
+            d->info = x->info;
+            d->mem_total = x->mem_total;
+            srv_exec_close(x);
+            s->n_devs = i + 1;
+            goto sched;
         }
         rc = gos_device_open(&spec, &d->dev);
         if (rc)
@@ -64,11 +71,13 @@ static int open_devices(struct srv *s, const char *force_sim)
             return gos_fail(rc, "device %s: %s", c->label, why);
         }
         s->n_devs = i + 1;
+        d->info = d->dev->info;
         if ((rc = gos_exec_init(d->dev)))
             return rc;
         uint64_t fr;
         if ((rc = gos_exec_mem_info(d->dev, &fr, &d->mem_total)))
             return rc;
+    sched:;
         int mode;
         if ((rc = gos_sched_parse_mode(c->queue, &mode)) ||
             (rc = gos_sched_new(c->policy, mode, c->period_ns, &d->sched)))
@@ -79,7 +88,7 @@ static int open_devices(struct srv *s, const char *force_sim)
             gos_sched_set_band_charge_hold(d->sched, c->band_charge_hold != 0);
         }
         d->n_engines = gos_sched_engine_count(d->sched);
-        for (int e = 0; e < d->n_engines; e++)
+        for (int e = 0; d->dev && e < d->n_engines; e++)
             if ((rc = gos_exec_stream_create(d->dev, &d->streams[e])) ||
                 (rc = gos_exec_event_create(d->dev, &d->ev[e][0])) || (rc = gos_exec_event_create(d->dev, &d->ev[e][1])))
                 return rc;
@@ -123,6 +132,8 @@ static void close_devices(struct srv *s)
     for (int i = 0; i < s->n_devs; i++) {
         struct srv_dev *d = &s->devs[i];
         for (int e = 0; e < d->n_engines; e++) { /* what was created is non-NULL */
+            if (!d->dev)
+                break;
             if (d->ev[e][0])
                 gos_exec_event_destroy(d->dev, d->ev[e][0]);
             if (d->ev[e][1])
@@ -370,7 +381,7 @@ int srv_run(struct srv *s, const char *force_sim)
             s->n_devs, s->n_devs == 1 ? "" : "s", s->n_vgpus, s->n_vgpus == 1 ? "" : "s", GOS_PROTOCOL_VERSION);
     for (int i = 0; i < s->n_devs; i++)
         fprintf(stderr, "gpuos serve: device %s: %s%s, policy %s, queue %s\n", s->cfg.devs[i].label,
-                gos_dev_label(s->devs[i].dev), s->devs[i].dev->info.name,
+                s->devs[i].info.simulated ? "simulated " : "", s->devs[i].info.name,
                 gos_sched_policy_name(s->devs[i].sched), gos_sched_mode_name(s->devs[i].sched));
     uint64_t backoff_until = 0;
     for (;;) {
