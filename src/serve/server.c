@@ -285,8 +285,14 @@ static void fit_fd_limit(struct srv *s)
         setrlimit(RLIMIT_NOFILE, &rl);
         getrlimit(RLIMIT_NOFILE, &rl);
     }
-    if (rl.rlim_cur != RLIM_INFINITY && (rlim_t)s->cfg.max_clients + SRV_FD_RESERVE > rl.rlim_cur) {
-        int fit = rl.rlim_cur > 2 * SRV_FD_RESERVE ? (int)(rl.rlim_cur - SRV_FD_RESERVE) : (int)(rl.rlim_cur / 2);
+    /* A client holds its socket, and under process / mps its executor's channel. */
+    rlim_t per = 1;
+    for (int i = 0; i < s->cfg.n_devs; i++)
+        if (s->cfg.devs[i].isolation != GOS_ISOLATION_NONE)
+            per = 2;
+    if (rl.rlim_cur != RLIM_INFINITY && (rlim_t)s->cfg.max_clients * per + SRV_FD_RESERVE > rl.rlim_cur) {
+        int fit = rl.rlim_cur > 2 * SRV_FD_RESERVE ? (int)((rl.rlim_cur - SRV_FD_RESERVE) / per)
+                                                   : (int)(rl.rlim_cur / (2 * per));
         if (fit < 1)
             fit = 1;
         fprintf(stderr, "gpuos serve: warning: max_clients %d does not fit the descriptor limit %llu: %d\n",
