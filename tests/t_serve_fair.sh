@@ -14,7 +14,7 @@ PY=/usr/bin/python3
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
-timeout 120 "$B/bench/vgpu_bench" --gpuos "$G" --sim default --quick --seconds 3 --only fairness,queues \
+timeout 120 "$B/bench/vgpu_bench" --gpuos "$G" --sim default --quick --seconds 3 --only fairness,queues --isolation process \
     --policies fifo,band --vgpus 2,4,8 --out "$T/f.json" 2>"$T/log" || { cat "$T/log"; fail "bench"; }
 cat "$T/log"
 $PY - "$T/f.json" <<'PY' || fail "fairness properties"
