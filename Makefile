@@ -28,6 +28,8 @@ ifneq ($(SANITIZE),)
 CFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 endif
 LDLIBS := -Wl,-Bstatic -ljansson -Wl,-Bdynamic -ldl -lm -lpthread -lrt
+# The daemon: sd_notify (libsystemd), the metrics endpoint (libmicrohttpd).
+LDLIBS += -lsystemd -lmicrohttpd
 
 # Every .c under src/ belongs to the core library, except the CLI entry point and
 # the CUDA backend files, which are chosen below.

@@ -287,6 +287,14 @@ int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_
         char *k = trim(s), *v = trim(eq + 1);
         long x;
         uint64_t u;
+        char ewhy[256];
+        int ext = gos_serve_config_ext_key(&c, sect, idx, k, v, ewhy, sizeof ewhy);
+        if (ext < 0) {
+            rc = BAD("%s", ewhy);
+            goto out;
+        }
+        if (ext > 0)
+            continue;
         if (sect == 0) {
             const struct int_key *ik = NULL;
             for (size_t i = 0; i < sizeof int_keys / sizeof int_keys[0]; i++)
@@ -445,19 +453,8 @@ int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_
             g->mem_pct = 100.0 / c.n_vgpus;
     }
     /* Oversubscribed compute or copy shares are honoured in proportion: a
-     * warning, not an error (docs/readme-vgpu.md). */
-    for (int d = 0; d < c.n_devs; d++) {
-        int comp = 0, cp = 0;
-        for (int i = 0; i < c.n_vgpus; i++)
-            if (c.vgpus[i].device == d) {
-                comp += c.vgpus[i].compute;
-                cp += c.vgpus[i].copy;
-            }
-        if ((comp > 100 || cp > 100) && c.n_warn < 4)
-            snprintf(c.warn[c.n_warn++], sizeof c.warn[0], "%s: device %s: compute shares sum to %d %%, copy shares "
-                     "to %d %%: oversubscribed, each vGPU gets its share in proportion", what, c.devs[d].label, comp,
-                     cp);
-    }
+     * warning, not an error, logged by the daemon at start, reload and `vgpu set`
+     * (srv_check_oversubscription, docs/readme-vgpu.md). */
     *out = c;
 out:
     free(copy);

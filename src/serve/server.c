@@ -3,9 +3,14 @@
  * (its file permissions decide who may use the GPU), starts one thread per
  * connection and one per engine, and on SIGTERM/SIGINT drains and exits cleanly:
  * no new work is accepted, queued work is dropped, running work completes,
- * every client's memory is released, the socket file is removed. */
+ * every client's memory is released, the socket file is removed.
+ *
+ * As a systemd service (Type=notify): READY=1 once the socket listens,
+ * RELOADING=1 / READY=1 around a SIGHUP reload (reload.c), STOPPING=1 at
+ * shutdown; sd_notify does nothing when $NOTIFY_SOCKET is unset. */
 #include "serve/serve.h"
 
+#include "chip/chip.h"
 #include "common/status.h"
 
 #include "proto/wire.h"
@@ -23,6 +28,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <systemd/sd-daemon.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -45,39 +51,52 @@ static int open_devices(struct srv *s, const char *force_sim)
             (rc = srv_mps_start(d->mps_dir, sizeof d->mps_dir))) /* a GPU: the daemon's own MPS server */
             return rc;
         if (d->isolation != GOS_ISOLATION_NONE) {
-            /* process / mps: the daemon never opens the device (nothing a tenant
-             * does can fault it, and an MPS server never waits for the daemon);
-             * its facts come from a probe executor. */
+            /* process / mps: the daemon never opens a GPU (nothing a tenant does
+             * can fault it, and an MPS server never waits for the daemon); the
+             * device's facts come from a probe executor. */
             struct srv_exec *x = NULL;
             rc = srv_exec_spawn(d->sim[0] ? d->sim : NULL, d->ordinal, d->mps_dir[0] ? d->mps_dir : NULL, &x);
             if (rc) {
                 char why[256];
                 snprintf(why, sizeof why, "%s", gos_last_error());
                 srv_mps_stop(d->mps_dir);
+                if (rc == GOS_ENODEV && !spec.sim)
+                    return gos_fail(rc, "device %s: %s (to serve the simulated chip instead, pass --sim default "
+                                        "or write sim = default in its [device] section)", c->label, why);
                 return gos_fail(rc, "device %s: %s", c->label, why);
             }
             d->info = x->info;
             d->mem_total = x->mem_total;
             srv_exec_close(x);
-            s->n_devs = i + 1;
-            goto sched;
         }
-        rc = gos_device_open(&spec, &d->dev);
-        if (rc)
-            {
-            srv_mps_stop(d->mps_dir);
+        /* A simulated device is opened by the daemon in every mode: no context to
+         * fault, and its chip's truth is what the metrics report. */
+        if (d->isolation == GOS_ISOLATION_NONE || spec.sim) {
+            rc = gos_device_open(&spec, &d->dev);
+            if (rc) {
+                srv_mps_stop(d->mps_dir);
+                char why[256];
+                snprintf(why, sizeof why, "%s", gos_last_error());
+                if (rc == GOS_ENODEV && !spec.sim)
+                    return gos_fail(rc, "device %s: %s (to serve the simulated chip instead, pass --sim default "
+                                        "or write sim = default in its [device] section)", c->label, why);
+                return gos_fail(rc, "device %s: %s", c->label, why);
+            }
+        }
+        if (c->chip[0] && (rc = gos_chip_load(c->chip, &s->chips[i]))) {
             char why[256];
             snprintf(why, sizeof why, "%s", gos_last_error());
-            return gos_fail(rc, "device %s: %s", c->label, why);
+            return gos_fail(rc, "device %s: chip = %s", c->label, why);
         }
         s->n_devs = i + 1;
-        d->info = d->dev->info;
-        if ((rc = gos_exec_init(d->dev)))
-            return rc;
-        uint64_t fr;
-        if ((rc = gos_exec_mem_info(d->dev, &fr, &d->mem_total)))
-            return rc;
-    sched:;
+        if (d->dev && d->isolation == GOS_ISOLATION_NONE) {
+            d->info = d->dev->info;
+            if ((rc = gos_exec_init(d->dev)))
+                return rc;
+            uint64_t fr;
+            if ((rc = gos_exec_mem_info(d->dev, &fr, &d->mem_total)))
+                return rc;
+        }
         int mode;
         if ((rc = gos_sched_parse_mode(c->queue, &mode)) ||
             (rc = gos_sched_new(c->policy, mode, c->period_ns, &d->sched)))
@@ -88,7 +107,7 @@ static int open_devices(struct srv *s, const char *force_sim)
             gos_sched_set_band_charge_hold(d->sched, c->band_charge_hold != 0);
         }
         d->n_engines = gos_sched_engine_count(d->sched);
-        for (int e = 0; d->dev && e < d->n_engines; e++)
+        for (int e = 0; d->isolation == GOS_ISOLATION_NONE && e < d->n_engines; e++)
             if ((rc = gos_exec_stream_create(d->dev, &d->streams[e])) ||
                 (rc = gos_exec_event_create(d->dev, &d->ev[e][0])) || (rc = gos_exec_event_create(d->dev, &d->ev[e][1])))
                 return rc;
@@ -108,10 +127,11 @@ static int open_devices(struct srv *s, const char *force_sim)
     if (rc0)
         return rc0;
     if (warn[0])
-        fprintf(stderr, "gpuos serve: warning: %s\n", warn);
+        srv_log(LOG_WARNING, "%s", warn);
     for (int v = 0; v < s->cfg.n_vgpus; v++) {
         struct srv_vgpu *g = &s->vgpus[v];
         g->cfg = s->cfg.vgpus[v];
+        g->file = g->cfg;
         g->id = (uint32_t)v;
         struct srv_dev *d = &s->devs[g->cfg.device];
         g->mem_quota = gos_serve_mem_quota(g->cfg.mem_pct, g->cfg.mem_bytes, d->mem_total);
@@ -143,7 +163,49 @@ static void close_devices(struct srv *s)
         }
         gos_sched_free(d->sched);
         gos_device_close(d->dev);
+        gos_chip_free(s->chips[i]);
+        s->chips[i] = NULL;
     }
+}
+
+/* The socket's directory: created (mode 0755: clients must reach the socket,
+ * whose own mode decides who may connect) when absent, refused when others may
+ * write to it without the sticky bit (anyone could replace the socket). */
+static int socket_dir(const char *path)
+{
+    char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return GOS_OK; /* the working directory */
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    if (n >= sizeof dir)
+        return gos_fail(GOS_EINVAL, "socket path %s is too long", path);
+    memcpy(dir, path, n);
+    dir[n] = 0;
+    struct stat st;
+    if (stat(dir, &st) && errno == ENOENT) {
+        if (mkdir(dir, 0755) && errno != EEXIST) {
+            int e = errno;
+            return gos_fail(e == EACCES || e == EROFS ? GOS_EPERM : GOS_EIO,
+                            "cannot create the socket's directory %s: %s (run as root, under the systemd unit "
+                            "(RuntimeDirectory=gpuos), or choose another socket with --socket or socket =)",
+                            dir, strerror(e));
+        }
+        chmod(dir, 0755); /* whatever the umask */
+        srv_log(LOG_INFO, "created %s (mode 0755)", dir);
+        if (stat(dir, &st))
+            return gos_fail(GOS_EIO, "%s: %s", dir, strerror(errno));
+    }
+    if (!S_ISDIR(st.st_mode))
+        return gos_fail(GOS_EINVAL, "the socket's directory %s is not a directory", dir);
+    if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX))
+        return gos_fail(GOS_EPERM, "the socket's directory %s is writable by anyone without the sticky bit: "
+                                   "anyone could replace the socket; choose another directory", dir);
+    if (access(dir, W_OK | X_OK))
+        return gos_fail(GOS_EPERM, "cannot create the socket in %s: %s (run as root, under the systemd unit "
+                                   "(RuntimeDirectory=gpuos), or choose another socket with --socket or socket =)",
+                        dir, strerror(errno));
+    return GOS_OK;
 }
 
 /* Binds under a temporary name and renames into place once listening, so that
@@ -154,6 +216,9 @@ static int listen_on(struct srv *s, const char *path)
     char tmp[sizeof a.sun_path];
     if (strlen(path) + 8 >= sizeof a.sun_path)
         return gos_fail(GOS_EINVAL, "socket path %s is too long", path);
+    int rc = socket_dir(path);
+    if (rc)
+        return rc;
     /* A live daemon on the path wins; a stale file is replaced. */
     int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
@@ -242,6 +307,7 @@ static int accept_one(struct srv *s)
     c->fd = fd;
     c->pid = cr.pid;
     c->uid = cr.uid;
+    c->gid = cr.gid;
     c->vgpu = -1;
     c->refs = 1;
     c->born_ns = srv_now_ns();
@@ -295,8 +361,8 @@ static void fit_fd_limit(struct srv *s)
                                                    : (int)(rl.rlim_cur / (2 * per));
         if (fit < 1)
             fit = 1;
-        fprintf(stderr, "gpuos serve: warning: max_clients %d does not fit the descriptor limit %llu: %d\n",
-                s->cfg.max_clients, (unsigned long long)rl.rlim_cur, fit);
+        srv_log(LOG_WARNING, "max_clients %d does not fit the descriptor limit %llu: %d", s->cfg.max_clients,
+                (unsigned long long)rl.rlim_cur, fit);
         s->cfg.max_clients = fit;
     }
 }
@@ -348,7 +414,7 @@ int srv_run(struct srv *s, const char *force_sim)
     s->reserve_fd = -1;
     fit_fd_limit(s);
     for (int i = 0; i < s->cfg.n_warn; i++)
-        fprintf(stderr, "gpuos serve: warning: %s\n", s->cfg.warn[i]);
+        srv_log(LOG_WARNING, "%s", s->cfg.warn[i]);
     /* Readers poll for the next request only where CPUs are plentiful: a poller
      * takes a CPU for up to spin_us after each request. */
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -360,14 +426,17 @@ int srv_run(struct srv *s, const char *force_sim)
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGPIPE);
+    sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL); /* every thread inherits the mask */
     sfd = signalfd(-1, &set, SFD_CLOEXEC);
     if (sfd < 0) {
         rc = gos_fail(GOS_EIO, "signalfd: %s", strerror(errno));
         goto fail;
     }
-    if ((rc = open_devices(s, force_sim)))
+    if ((rc = open_devices(s, force_sim)) || (rc = srv_state_load(s)))
         goto fail;
+    s->last_reload_ok = 1;
+    s->last_reload_s = (double)time(NULL);
     if ((rc = listen_on(s, s->cfg.socket)))
         goto fail;
     s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -383,12 +452,20 @@ int srv_run(struct srv *s, const char *force_sim)
             pthread_create(&disp[i][e], NULL, srv_dispatch_main, a);
             started++;
         }
-    fprintf(stderr, "gpuos serve: listening on %s (%d device%s, %d vGPU%s, protocol %d)\n", s->cfg.socket,
-            s->n_devs, s->n_devs == 1 ? "" : "s", s->n_vgpus, s->n_vgpus == 1 ? "" : "s", GOS_PROTOCOL_VERSION);
+    if ((rc = srv_metrics_start(s)))
+        goto fail;
+    srv_log(LOG_NOTICE, "listening on %s (%d device%s, %d vGPU%s, protocol %d)", s->cfg.socket, s->n_devs,
+            s->n_devs == 1 ? "" : "s", s->n_vgpus, s->n_vgpus == 1 ? "" : "s", GOS_PROTOCOL_VERSION);
     for (int i = 0; i < s->n_devs; i++)
-        fprintf(stderr, "gpuos serve: device %s: %s%s, policy %s, queue %s\n", s->cfg.devs[i].label,
+        srv_log(LOG_INFO, "device %s: %s%s, policy %s, queue %s, isolation %s", s->cfg.devs[i].label,
                 s->devs[i].info.simulated ? "simulated " : "", s->devs[i].info.name,
-                gos_sched_policy_name(s->devs[i].sched), gos_sched_mode_name(s->devs[i].sched));
+                gos_sched_policy_name(s->devs[i].sched), gos_sched_mode_name(s->devs[i].sched),
+                s->devs[i].isolation == GOS_ISOLATION_NONE  ? "none"
+                : s->devs[i].isolation == GOS_ISOLATION_MPS ? "mps"
+                                                            : "process");
+    srv_check_oversubscription(s, "at start");
+    sd_notifyf(0, "READY=1\nSTATUS=listening on %s, %d vGPU%s\nMAINPID=%lu", s->cfg.socket, s->n_vgpus,
+               s->n_vgpus == 1 ? "" : "s", (unsigned long)getpid());
     uint64_t backoff_until = 0;
     for (;;) {
         /* While out of descriptors, the listener is left alone for a while: it
@@ -405,9 +482,13 @@ int srv_run(struct srv *s, const char *force_sim)
         }
         if (pf[0].revents) {
             struct signalfd_siginfo si;
-            if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si && si.ssi_signo == SIGPIPE)
+            if (read(sfd, &si, sizeof si) != (ssize_t)sizeof si || si.ssi_signo == SIGPIPE)
                 continue;
-            fprintf(stderr, "gpuos serve: %s: shutting down\n", strsignal((int)si.ssi_signo));
+            if (si.ssi_signo == SIGHUP) {
+                srv_reload(s);
+                continue;
+            }
+            srv_log(LOG_NOTICE, "%s: shutting down", strsignal((int)si.ssi_signo));
             break;
         }
         if (listen && pf[1].revents && accept_one(s) < 0)
@@ -416,6 +497,8 @@ int srv_run(struct srv *s, const char *force_sim)
     }
     rc = GOS_OK;
 fail:
+    sd_notify(0, "STOPPING=1");
+    srv_metrics_stop(s);
     pthread_mutex_lock(&s->lock);
     s->stop = 1;
     for (struct srv_client *c = s->clients; c; c = c->next)
@@ -431,10 +514,10 @@ fail:
     int leftover = srv_wait_clients(s, s->cfg.shutdown_grace_ms);
     int abandoned = 0;
     if (leftover) {
-        fprintf(stderr, "gpuos serve: %d client(s) still busy after the grace period of %d ms: abandoning their "
-                "work\n", leftover, s->cfg.shutdown_grace_ms);
+        srv_log(LOG_WARNING, "%d client(s) still busy after the grace period of %d ms: abandoning their work",
+                leftover, s->cfg.shutdown_grace_ms);
         for (int i = 0; i < s->n_devs; i++)
-            if (s->devs[i].dev)
+            if (s->devs[i].dev && s->devs[i].isolation == GOS_ISOLATION_NONE)
                 gos_exec_abandon(s->devs[i].dev);
         /* Executors' work ends with their processes: each exchange in flight
          * fails at once and its client hears of it. */
