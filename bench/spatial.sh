@@ -29,6 +29,7 @@ for mode in spatial temporal; do
         echo "socket = $W/s"
         echo "[device 0]"
         echo "chip = $dir/spatial-chart.json"
+        echo "isolation = none"   # spatial vGPUs need the daemon's own context
         echo "policy = band"
         for v in A B; do
             echo "[vgpu $v]"

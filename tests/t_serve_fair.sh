@@ -79,7 +79,7 @@ PY
 attempt=1
 while :; do
     p0=$(psi); t0=$(now_us)
-    timeout 120 "$B/bench/vgpu_bench" --gpuos "$G" --sim default --quick --seconds 3 --only fairness,queues \
+    timeout 120 "$B/bench/vgpu_bench" --gpuos "$G" --sim default --quick --seconds 3 --only fairness,queues --isolation process \
         --policies fifo,band --vgpus 2,4,8 --out "$T/f.json" 2>"$T/log" || { cat "$T/log"; fail "bench"; }
     cat "$T/log"
     if note=$(contended "$p0" "$t0"); then hot=1; else hot=0; fi

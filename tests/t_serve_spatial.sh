@@ -15,19 +15,23 @@ bad() { # CONFIG_BODY EXPECTED_MESSAGE
 }
 bad "[device 0]
 sim = default
+isolation = none
 [vgpu a]
 cluster = 8" "vGPU a: cluster and smset describe a spatial vGPU: give sms = N too"
 bad "[device 0]
 sim = default
+isolation = none
 [vgpu a]
-sms = 300" "bad.conf:5: sms must be 1..256"
+sms = 300" "bad.conf:6: sms must be 1..256"
 bad "[device 0]
 sim = default
+isolation = none
 [vgpu a]
 sms = 8
-cluster = 0" "bad.conf:6: cluster must be 1..16"
+cluster = 0" "bad.conf:7: cluster must be 1..16"
 bad "[device 0]
 sim = default
+isolation = none
 [vgpu a]
 sms = 16
 smset = x
@@ -36,11 +40,13 @@ sms = 24
 smset = x" "vGPUs a and b share smset x but ask for different"
 bad "[device 0]
 sim = default
+isolation = none
 [vgpu a]
 sms = 120
 cluster = 8" "vGPU a: sms = 120, cluster = 8 on device 0: cannot give 120 SMs that run clusters of 8"
 bad "[device 0]
 sim = default
+isolation = none
 [vgpu a]
 sms = 64
 cluster = 8
@@ -49,19 +55,32 @@ sms = 64
 cluster = 8" "vGPU b: sms = 64, cluster = 8 on device 0: cannot give 64 SMs"
 bad "[device 0]
 sim = default
+isolation = none
 [vgpu a]
 sms = 16
 cluster = 16" "clusters of 16: green contexts made of the driver's groups run clusters of at most 8"
 bad "[device 0]
 sim = default
+isolation = none
 chip = $T/missing.json
 [vgpu a]
 sms = 16" "missing.json"
+
+bad "[device 0]
+sim = default
+[vgpu a]
+sms = 16" "spatial vGPUs (sms =) need isolation = none"
+bad "[device 0]
+sim = default
+isolation = mps
+[vgpu a]
+sms = 16" "spatial vGPUs (sms =) need isolation = none"
 
 # A chart of the device, and the daemon on it.
 "$G" probe topology --sim default --json "$T/chart.json" >/dev/null || fail "probe topology"
 start_daemon "[device 0]
 sim = default
+isolation = none
 chip = $T/chart.json
 [vgpu big]
 sms = 64

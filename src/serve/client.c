@@ -11,6 +11,7 @@
 #include "serve/serve.h"
 
 #include "common/range.h"
+#include "device/exec_builtin.h"
 #include "common/status.h"
 #include "proto/wire.h"
 
@@ -102,6 +103,21 @@ static int do_hello(struct srv_client *c, const struct gos_msg_hello *m, struct 
             if (s->vgpus[v].clients >= s->cfg.max_clients_per_vgpu)
                 return gos_fail(GOS_ELIMIT, "vGPU %s has its maximum of %d clients (max_clients_per_vgpu)",
                                 m->vgpu, s->cfg.max_clients_per_vgpu);
+            struct srv_dev *d = &s->devs[s->vgpus[v].cfg.device];
+            if (d->isolation != GOS_ISOLATION_NONE) {
+                /* The client's own executor process (issue 9); the daemon's lock is
+                 * not held while it starts (it opens the device). */
+                s->vgpus[v].clients++; /* reserved */
+                pthread_mutex_unlock(&s->lock);
+                rc = srv_exec_spawn(d->sim[0] ? d->sim : NULL, d->ordinal, d->mps_dir[0] ? d->mps_dir : NULL,
+                                        &c->x);
+                pthread_mutex_lock(&s->lock);
+                s->vgpus[v].clients--;
+                if (rc)
+                    return rc;
+                srv_log(LOG_DEBUG, "client %u (pid %d) of vGPU %s: executor pid %d", c->id, (int)m->pid, m->vgpu,
+                        (int)c->x->pid);
+            }
             c->vgpu = v;
             c->pid = (pid_t)m->pid;
             s->vgpus[v].clients++;
@@ -142,7 +158,7 @@ static int do_alloc(struct srv_client *c, uint64_t bytes, uint64_t *dptr)
     }
     v->mem_used += bytes; /* reserved while the lock is dropped */
     pthread_mutex_unlock(&s->lock);
-    int rc = gos_exec_mem_alloc(d->dev, bytes, dptr);
+    int rc = c->x ? srv_exec_call(c->x, X_ALLOC, &bytes, 8, -1, dptr, 8) : gos_exec_mem_alloc(d->dev, bytes, dptr);
     pthread_mutex_lock(&s->lock);
     if (rc) {
         v->mem_used -= bytes;
@@ -162,82 +178,12 @@ static int do_free(struct srv_client *c, uint64_t dptr)
             if (rc)
                 return rc;
             uint64_t bytes = c->allocs[i].bytes;
-            rc = gos_exec_mem_free(d->dev, dptr);
+            rc = c->x ? srv_exec_call(c->x, X_FREE, &dptr, 8, -1, NULL, 0) : gos_exec_mem_free(d->dev, dptr);
             s->vgpus[c->vgpu].mem_used -= bytes;
             c->allocs[i] = c->allocs[--c->n_allocs];
             return rc;
         }
     return gos_fail(GOS_EINVAL, "0x%llx is not an allocation of this client", (unsigned long long)dptr);
-}
-
-static int do_region_add(struct srv_client *c, uint64_t bytes, int fd, uint32_t *id)
-{
-    struct srv_dev *d = dev_of(c);
-    struct stat st;
-    if (fd < 0)
-        return gos_fail(GOS_EPROTO, "REGION_ADD without a file descriptor");
-    if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < bytes)
-        return gos_fail(GOS_EINVAL, "region descriptor is not a file of at least %llu bytes",
-                        (unsigned long long)bytes);
-    /* A client shrinking the file under our mapping would make the daemon fault
-     * (SIGBUS): insist on a memfd sealed against shrinking. */
-    int seals = fcntl(fd, F_GET_SEALS);
-    if (seals < 0 || !(seals & F_SEAL_SHRINK))
-        return gos_fail(GOS_EPERM, "region must be a memfd sealed with F_SEAL_SHRINK");
-    int r = -1;
-    for (int i = 0; i < GOS_MAX_REGIONS; i++)
-        if (!c->regions[i].used) {
-            r = i;
-            break;
-        }
-    if (r < 0)
-        return gos_fail(GOS_EBUSY, "more than %d shared regions", GOS_MAX_REGIONS);
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED)
-        return gos_fail(GOS_ENOMEM, "mapping a region of %llu bytes: %s", (unsigned long long)bytes, strerror(errno));
-    /* The mapping keeps the memory: the descriptor is not needed any more, and
-     * a client must not hold 64 of the daemon's descriptors (max_clients). */
-    close(fd);
-    struct srv_region *g = &c->regions[r];
-    memset(g, 0, sizeof *g);
-    g->used = 1;
-    g->fd = -1;
-    g->ptr = p;
-    g->bytes = bytes;
-    /* Pinned pages make the region the bounce buffer itself (zero-copy path). */
-    g->pinned = gos_exec_host_register(d->dev, p, bytes) == GOS_OK;
-    *id = (uint32_t)r;
-    return GOS_OK;
-}
-
-static struct srv_region *region(struct srv_client *c, uint32_t r, uint64_t off, uint64_t n)
-{
-    if (r >= GOS_MAX_REGIONS || !c->regions[r].used || c->regions[r].deleted) {
-        gos_fail(GOS_EINVAL, "region %u is not a region of this client", (unsigned)r);
-        return NULL;
-    }
-    struct srv_region *g = &c->regions[r];
-    if (!gos_range_within(0, g->bytes, off, n)) {
-        gos_fail(GOS_EINVAL, "range %llu+%llu outside region %u of %llu bytes", (unsigned long long)off,
-                 (unsigned long long)n, (unsigned)r, (unsigned long long)g->bytes);
-        return NULL;
-    }
-    return g;
-}
-
-static void region_drop(struct srv_client *c, int r)
-{
-    struct srv_region *g = &c->regions[r];
-    g->deleted = 1;
-    if (g->refs == 0) {
-        struct srv_dev *d = dev_of(c);
-        if (g->pinned)
-            gos_exec_host_unregister(d->dev, g->ptr);
-        munmap(g->ptr, g->bytes);
-        if (g->fd >= 0)
-            close(g->fd);
-        memset(g, 0, sizeof *g);
-    }
 }
 
 static int do_copy(struct srv_client *c, uint32_t seq, const struct gos_msg_copy *m)
@@ -261,11 +207,12 @@ static int do_copy(struct srv_client *c, uint32_t seq, const struct gos_msg_copy
         o.op = OP_DTOD;
         o.dptr2 = m->dptr_src;
     } else {
-        struct srv_region *g = region(c, m->region, m->offset, m->bytes);
+        struct srv_region *g = srv_region_find(c, m->region, m->offset, m->bytes);
         if (!g)
             return GOS_EINVAL;
         o.op = m->dir == GOS_COPY_HTOD ? OP_HTOD : OP_DTOH;
         o.host = (char *)g->ptr + m->offset;
+        o.host_off = m->offset;
         o.region = (int)m->region;
         o.sync_copy = o.direct && !g->pinned;
     }
@@ -286,7 +233,7 @@ static int do_module_load(struct srv_client *c, const struct gos_msg_module_load
         return gos_fail(GOS_EBUSY, "more than 16 modules loaded");
     const void *img = NULL;
     if (!m->name[0]) {
-        struct srv_region *g = region(c, m->region, m->offset, m->bytes);
+        struct srv_region *g = srv_region_find(c, m->region, m->offset, m->bytes);
         if (!g)
             return GOS_EINVAL;
         img = (char *)g->ptr + m->offset;
@@ -294,7 +241,17 @@ static int do_module_load(struct srv_client *c, const struct gos_msg_module_load
     void *mod = NULL;
     c->modules[slot] = (void *)1; /* reserved */
     pthread_mutex_unlock(&s->lock);
-    int rc = gos_exec_module_load(d->dev, img, m->bytes, m->name[0] ? m->name : NULL, &mod);
+    int rc;
+    if (c->x) {
+        struct x_module xm = {.slot = (uint32_t)slot, .region = m->region, .offset = m->offset, .bytes = m->bytes};
+        snprintf(xm.name, sizeof xm.name, "%s", m->name);
+        rc = srv_exec_call(c->x, X_MODULE_LOAD, &xm, sizeof xm, -1, NULL, 0);
+        mod = (void *)(uintptr_t)(slot + 2); /* never NULL nor the reservation */
+        c->module_builtin[slot] = m->name[0] && (!strcmp(m->name, GOS_EXEC_BUILTIN) || !strcmp(m->name, "sim:builtin") ||
+                                                  !strcmp(m->name, "exec"));
+    } else {
+        rc = gos_exec_module_load(d->dev, img, m->bytes, m->name[0] ? m->name : NULL, &mod);
+    }
     pthread_mutex_lock(&s->lock);
     c->modules[slot] = rc ? NULL : mod;
     if (!rc)
@@ -320,9 +277,22 @@ static int do_func_get(struct srv_client *c, const struct gos_msg_func_get *m, u
     if (c->n_funcs == 256)
         return gos_fail(GOS_EBUSY, "more than 256 functions looked up");
     void *fn;
-    int rc = gos_exec_function(d->dev, c->modules[mi], m->name, &fn);
-    if (rc)
-        return rc;
+    c->fn_builtin[c->n_funcs][0] = 0;
+    if (c->x) {
+        struct x_function xf = {.module = (uint32_t)mi};
+        snprintf(xf.name, sizeof xf.name, "%s", m->name);
+        uint32_t idx = 0;
+        int rc = srv_exec_call(c->x, X_FUNCTION, &xf, sizeof xf, -1, &idx, 4);
+        if (rc)
+            return rc;
+        fn = (void *)(uintptr_t)idx;
+        if (c->module_builtin[mi] && strlen(m->name) < sizeof c->fn_builtin[0])
+            snprintf(c->fn_builtin[c->n_funcs], sizeof c->fn_builtin[0], "%s", m->name);
+    } else {
+        int rc = gos_exec_function(d->dev, c->modules[mi], m->name, &fn);
+        if (rc)
+            return rc;
+    }
     c->funcs[c->n_funcs++] = fn;
     *h = (uint64_t)c->n_funcs;
     return GOS_OK;
@@ -360,7 +330,7 @@ static int do_launch(struct srv_client *c, uint32_t seq, const struct gos_msg_la
 
 static void device_info(struct srv_client *c, struct gos_rep_device_info *r)
 {
-    const gos_device_info *i = &dev_of(c)->dev->info;
+    const gos_device_info *i = &dev_of(c)->info;
     memset(r, 0, sizeof *r);
     snprintf(r->name, sizeof r->name, "%s", i->name);
     snprintf(r->uuid, sizeof r->uuid, "%s", i->uuid);
@@ -386,6 +356,23 @@ static int validate(struct srv_client *c, const struct gos_msg_hdr *h, const voi
     int rc = gos_proto_check_args(h, p);
     if (rc || c->vgpu < 0)
         return rc;
+    if (c->x && c->x->dead) {
+        srv_client_exec_check(c);
+        switch (h->type) {
+        case GOS_MSG_MEM_ALLOC:
+        case GOS_MSG_MEM_FREE:
+        case GOS_MSG_REGION_ADD:
+        case GOS_MSG_COPY:
+        case GOS_MSG_MODULE_LOAD:
+        case GOS_MSG_MODULE_UNLOAD:
+        case GOS_MSG_FUNC_GET:
+        case GOS_MSG_LAUNCH:
+            return gos_fail(GOS_EDEVICE, "vGPU %s: this client's executor is gone (%s); reconnect",
+                            s->vgpus[c->vgpu].cfg.name, c->x->why);
+        default:
+            break;
+        }
+    }
     switch (h->type) {
     case GOS_MSG_MEM_ALLOC:
         if (c->n_allocs >= s->cfg.max_allocations)
@@ -399,7 +386,7 @@ static int validate(struct srv_client *c, const struct gos_msg_hdr *h, const voi
     }
     case GOS_MSG_MODULE_LOAD: {
         const struct gos_msg_module_load *m = p;
-        return m->name[0] || region(c, m->region, m->offset, m->bytes) ? GOS_OK : GOS_EINVAL;
+        return m->name[0] || srv_region_find(c, m->region, m->offset, m->bytes) ? GOS_OK : GOS_EINVAL;
     }
     case GOS_MSG_COPY:
     case GOS_MSG_LAUNCH:
@@ -416,7 +403,7 @@ static int validate(struct srv_client *c, const struct gos_msg_hdr *h, const voi
         if (m->dir == GOS_COPY_DTOD && !find_alloc(c, m->dptr_src, m->bytes))
             return gos_fail(GOS_EINVAL, "source range 0x%llx+%llu is not inside an allocation of this client",
                             (unsigned long long)m->dptr_src, (unsigned long long)m->bytes);
-        if (m->dir != GOS_COPY_DTOD && !region(c, m->region, m->offset, m->bytes))
+        if (m->dir != GOS_COPY_DTOD && !srv_region_find(c, m->region, m->offset, m->bytes))
             return GOS_EINVAL;
     } else {
         const struct gos_msg_launch *m = p;
@@ -430,7 +417,15 @@ static int validate(struct srv_client *c, const struct gos_msg_hdr *h, const voi
         memcpy(cfg.cluster, m->cluster, sizeof m->cluster);
         struct gos_dev_range r[GOS_LAUNCH_RANGES_MAX];
         int n = 0;
-        if ((rc = gos_exec_launch_ranges(d->dev, c->funcs[m->func - 1], &cfg, r, &n)))
+        if (c->x) {
+            /* Built-ins by name; a client's own kernels reach only its own
+             * executor's address space (n = -1: not checked). */
+            const char *bn = c->fn_builtin[m->func - 1];
+            if (!bn[0])
+                n = -1;
+            else if ((rc = gos_exec_builtin_ranges(bn, &cfg, r, &n)))
+                return rc;
+        } else if ((rc = gos_exec_launch_ranges(d->dev, c->funcs[m->func - 1], &cfg, r, &n)))
             return rc;
         for (int i = 0; i < n; i++)
             if (r[i].bytes && !find_alloc(c, r[i].ptr, r[i].bytes))
@@ -448,7 +443,6 @@ static int validate(struct srv_client *c, const struct gos_msg_hdr *h, const voi
     return GOS_OK;
 }
 
-/* Handles one valid message (lock held). Returns <0 to end the connection. */
 /* The answer to a queued request (COPY, LAUNCH) that could not be queued (rc):
  * an asynchronous one's error waits for SYNC; a queued one answers later. */
 static int answer_queued(struct srv_client *c, const struct gos_msg_hdr *h, int rc, uint32_t flags)
@@ -458,17 +452,206 @@ static int answer_queued(struct srv_client *c, const struct gos_msg_hdr *h, int 
     return rc ? reply(c, h->seq, h->type, rc, NULL, 0) : 0;
 }
 
-static int handle(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+/* ---- one function per message type (the table below; lock held) ----------
+ * Each answers its request (or queues it) and returns < 0 to end the
+ * connection. validate() has already accepted the request. */
+
+static int msg_hello(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_rep_hello r = {0};
+    int rc = do_hello(c, p, &r);
+    reply(c, h->seq, h->type, rc, &r, sizeof r);
+    return rc ? -1 : 0;
+}
+
+static int msg_bye(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    return -1;
+}
+
+static int msg_mem_alloc(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_rep_mem_alloc r = {0};
+    int rc = do_alloc(c, ((struct gos_msg_mem_alloc *)p)->bytes, &r.dptr);
+    return reply(c, h->seq, h->type, rc, &r, sizeof r);
+}
+
+static int msg_mem_free(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    int rc = do_free(c, ((struct gos_msg_mem_free *)p)->dptr);
+    return reply(c, h->seq, h->type, rc, NULL, 0);
+}
+
+static int msg_region_add(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_rep_region_add r = {0};
+    int rc = srv_region_add(c, ((struct gos_msg_region_add *)p)->bytes, fd, &r.region);
+    if (rc && fd >= 0)
+        close(fd);
+    return reply(c, h->seq, h->type, rc, &r, sizeof r);
+}
+
+static int msg_region_del(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    srv_region_drop(c, (int)((struct gos_msg_region_del *)p)->region);
+    return reply(c, h->seq, h->type, GOS_OK, NULL, 0);
+}
+
+static int msg_copy(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    const struct gos_msg_copy *m = p;
+    return answer_queued(c, h, do_copy(c, h->seq, m), m->flags);
+}
+
+static int msg_module_load(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_rep_handle r = {0};
+    int rc = do_module_load(c, p, &r.handle);
+    return reply(c, h->seq, h->type, rc, &r, sizeof r);
+}
+
+static int msg_module_unload(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    int rc, mi = module_of(c, ((struct gos_msg_module_unload *)p)->module);
+    if (mi < 0) {
+        rc = GOS_EINVAL;
+    } else {
+        struct srv_dev *d = dev_of(c);
+        if (!(rc = drain(c))) {
+            if (c->x) {
+                uint32_t slot = (uint32_t)mi;
+                rc = srv_exec_call(c->x, X_MODULE_UNLOAD, &slot, 4, -1, NULL, 0);
+            } else {
+                rc = gos_exec_module_unload(d->dev, c->modules[mi]);
+            }
+            c->modules[mi] = NULL;
+            for (int i = 0; i < c->n_funcs; i++)
+                c->funcs[i] = NULL; /* handles die with any unload: look them up again */
+        }
+    }
+    return reply(c, h->seq, h->type, rc, NULL, 0);
+}
+
+static int msg_func_get(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_rep_handle r = {0};
+    int rc = do_func_get(c, p, &r.handle);
+    return reply(c, h->seq, h->type, rc, &r, sizeof r);
+}
+
+static int msg_launch(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    const struct gos_msg_launch *m = p;
+    return answer_queued(c, h, do_launch(c, h->seq, m), m->flags);
+}
+
+static int msg_sync(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    if (c->n_sync == 8) {
+        gos_fail(GOS_EBUSY, "more than 8 SYNC outstanding");
+        return reply(c, h->seq, h->type, GOS_EBUSY, NULL, 0);
+    }
+    c->sync_seq[c->n_sync++] = h->seq;
+    if (c->outstanding == 0) {
+        int bad = 0;
+        for (int i = 0; i < c->n_sync; i++)
+            bad |= gos_wire_reply(c->fd, 1, c->sync_seq[i], GOS_MSG_SYNC, c->sticky_rc, c->sticky_msg, NULL, 0);
+        c->n_sync = 0;
+        c->sticky_rc = 0;
+        c->sticky_msg[0] = 0;
+        return bad ? -1 : 0;
+    }
+    return 0;
+}
+
+static int msg_device_info(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_rep_device_info r;
+    device_info(c, &r);
+    return reply(c, h->seq, h->type, 0, &r, sizeof r);
+}
+
+static int msg_vgpu_info(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_vgpu_rec r;
+    srv_vgpu_record(c->srv, c->vgpu, &r);
+    return reply(c, h->seq, h->type, 0, &r, sizeof r);
+}
+
+static int msg_admin_list(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
 {
     struct srv *s = c->srv;
-    int rc = GOS_OK;
-    if (c->vgpu < 0 && h->type != GOS_MSG_HELLO && h->type != GOS_MSG_ADMIN_LIST &&
-        h->type != GOS_MSG_ADMIN_SET && h->type != GOS_MSG_BYE) {
+    static _Thread_local unsigned char buf[sizeof(struct gos_rep_admin_list) +
+                                          GOS_MAX_VGPUS * sizeof(struct gos_vgpu_rec)];
+    struct gos_rep_admin_list l = {.n = 0};
+    for (int v = 0; v < s->n_vgpus; v++) {
+        struct gos_vgpu_rec r;
+        if (s->vgpus[v].removed && !s->vgpus[v].clients)
+            continue; /* removed at a reload: listed while clients remain */
+        srv_vgpu_record(s, v, &r);
+        memcpy(buf + sizeof l + (size_t)l.n++ * sizeof r, &r, sizeof r);
+    }
+    memcpy(buf, &l, sizeof l);
+    return reply(c, h->seq, h->type, 0, buf, sizeof l + (size_t)l.n * sizeof(struct gos_vgpu_rec));
+}
+
+static int msg_admin_set(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct srv *s = c->srv;
+    const struct gos_msg_admin_set *m = p;
+    int rc;
+    if (c->uid != 0 && c->uid != s->uid)
+        rc = gos_fail(GOS_EPERM, "only the daemon's owner (uid %u) or root may change shares", (unsigned)s->uid);
+    else
+        rc = srv_vgpu_set_persist(s, m->vgpu, m->key, m->value);
+    return reply(c, h->seq, h->type, rc, NULL, 0);
+}
+
+/* The requests a client may send, as tmux's command entries: type, handler,
+ * and whether it is allowed before HELLO. */
+static const struct msg_entry {
+    uint16_t type;
+    int before_hello;
+    int (*fn)(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd);
+} msg_table[] = {
+    {GOS_MSG_HELLO, 1, msg_hello},
+    {GOS_MSG_BYE, 1, msg_bye},
+    {GOS_MSG_MEM_ALLOC, 0, msg_mem_alloc},
+    {GOS_MSG_MEM_FREE, 0, msg_mem_free},
+    {GOS_MSG_REGION_ADD, 0, msg_region_add},
+    {GOS_MSG_REGION_DEL, 0, msg_region_del},
+    {GOS_MSG_COPY, 0, msg_copy},
+    {GOS_MSG_MODULE_LOAD, 0, msg_module_load},
+    {GOS_MSG_MODULE_UNLOAD, 0, msg_module_unload},
+    {GOS_MSG_FUNC_GET, 0, msg_func_get},
+    {GOS_MSG_LAUNCH, 0, msg_launch},
+    {GOS_MSG_SYNC, 0, msg_sync},
+    {GOS_MSG_DEVICE_INFO, 0, msg_device_info},
+    {GOS_MSG_VGPU_INFO, 0, msg_vgpu_info},
+    {GOS_MSG_ADMIN_LIST, 1, msg_admin_list},
+    {GOS_MSG_ADMIN_SET, 1, msg_admin_set},
+};
+
+/* Handles one message (lock held): finds its entry, validates, runs it.
+ * Returns < 0 to end the connection. */
+static int handle(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    const struct msg_entry *e = NULL;
+    for (size_t i = 0; i < sizeof msg_table / sizeof msg_table[0]; i++)
+        if (msg_table[i].type == h->type)
+            e = &msg_table[i];
+    if (c->vgpu < 0 && !(e && e->before_hello)) {
         gos_fail(GOS_EPROTO, "%s before HELLO", gos_proto_name(h->type));
         reply(c, h->seq, h->type == GOS_MSG_REPLY ? GOS_MSG_HELLO : h->type, GOS_EPROTO, NULL, 0);
         return -1;
     }
-    if ((rc = validate(c, h, p))) {
+    if (!e) {
+        gos_fail(GOS_EPROTO, "%s is not a request", gos_proto_name(h->type));
+        reply(c, h->seq, h->type == GOS_MSG_REPLY ? GOS_MSG_HELLO : h->type, GOS_EPROTO, NULL, 0);
+        return -1;
+    }
+    int rc = validate(c, h, p);
+    if (rc) {
         if (h->type == GOS_MSG_HELLO) {
             reply(c, h->seq, h->type, rc, NULL, 0);
             return -1;
@@ -480,160 +663,7 @@ static int handle(struct srv_client *c, const struct gos_msg_hdr *h, void *p, in
                                                      : 0;
         return answer_queued(c, h, rc, flags);
     }
-    switch (h->type) {
-    case GOS_MSG_HELLO: {
-        struct gos_rep_hello r = {0};
-        rc = do_hello(c, p, &r);
-        reply(c, h->seq, h->type, rc, &r, sizeof r);
-        return rc ? -1 : 0;
-    }
-    case GOS_MSG_BYE:
-        return -1;
-    case GOS_MSG_MEM_ALLOC: {
-        struct gos_rep_mem_alloc r = {0};
-        rc = do_alloc(c, ((struct gos_msg_mem_alloc *)p)->bytes, &r.dptr);
-        return reply(c, h->seq, h->type, rc, &r, sizeof r);
-    }
-    case GOS_MSG_MEM_FREE:
-        rc = do_free(c, ((struct gos_msg_mem_free *)p)->dptr);
-        return reply(c, h->seq, h->type, rc, NULL, 0);
-    case GOS_MSG_REGION_ADD: {
-        struct gos_rep_region_add r = {0};
-        rc = do_region_add(c, ((struct gos_msg_region_add *)p)->bytes, fd, &r.region);
-        if (rc && fd >= 0)
-            close(fd);
-        return reply(c, h->seq, h->type, rc, &r, sizeof r);
-    }
-    case GOS_MSG_REGION_DEL:
-        region_drop(c, (int)((struct gos_msg_region_del *)p)->region);
-        return reply(c, h->seq, h->type, GOS_OK, NULL, 0);
-    case GOS_MSG_COPY: {
-        const struct gos_msg_copy *m = p;
-        rc = do_copy(c, h->seq, m);
-        return answer_queued(c, h, rc, m->flags);
-    }
-    case GOS_MSG_MODULE_LOAD: {
-        struct gos_rep_handle r = {0};
-        rc = do_module_load(c, p, &r.handle);
-        return reply(c, h->seq, h->type, rc, &r, sizeof r);
-    }
-    case GOS_MSG_MODULE_UNLOAD: {
-        int mi = module_of(c, ((struct gos_msg_module_unload *)p)->module);
-        if (mi < 0) {
-            rc = GOS_EINVAL;
-        } else {
-            struct srv_dev *d = dev_of(c);
-            if (!(rc = drain(c))) {
-                rc = gos_exec_module_unload(d->dev, c->modules[mi]);
-                c->modules[mi] = NULL;
-                for (int i = 0; i < c->n_funcs; i++)
-                    c->funcs[i] = NULL; /* handles die with any unload: look them up again */
-            }
-        }
-        return reply(c, h->seq, h->type, rc, NULL, 0);
-    }
-    case GOS_MSG_FUNC_GET: {
-        struct gos_rep_handle r = {0};
-        rc = do_func_get(c, p, &r.handle);
-        return reply(c, h->seq, h->type, rc, &r, sizeof r);
-    }
-    case GOS_MSG_LAUNCH: {
-        const struct gos_msg_launch *m = p;
-        rc = do_launch(c, h->seq, m);
-        return answer_queued(c, h, rc, m->flags);
-    }
-    case GOS_MSG_SYNC:
-        if (c->n_sync == 8) {
-            gos_fail(GOS_EBUSY, "more than 8 SYNC outstanding");
-            return reply(c, h->seq, h->type, GOS_EBUSY, NULL, 0);
-        }
-        c->sync_seq[c->n_sync++] = h->seq;
-        if (c->outstanding == 0) {
-            int bad = 0;
-            for (int i = 0; i < c->n_sync; i++)
-                bad |= gos_wire_reply(c->fd, 1, c->sync_seq[i], GOS_MSG_SYNC, c->sticky_rc, c->sticky_msg, NULL, 0);
-            c->n_sync = 0;
-            c->sticky_rc = 0;
-            c->sticky_msg[0] = 0;
-            return bad ? -1 : 0;
-        }
-        return 0;
-    case GOS_MSG_DEVICE_INFO: {
-        struct gos_rep_device_info r;
-        device_info(c, &r);
-        return reply(c, h->seq, h->type, 0, &r, sizeof r);
-    }
-    case GOS_MSG_VGPU_INFO: {
-        struct gos_vgpu_rec r;
-        srv_vgpu_record(s, c->vgpu, &r);
-        return reply(c, h->seq, h->type, 0, &r, sizeof r);
-    }
-    case GOS_MSG_ADMIN_LIST: {
-        static _Thread_local unsigned char buf[sizeof(struct gos_rep_admin_list) +
-                                              GOS_MAX_VGPUS * sizeof(struct gos_vgpu_rec)];
-        struct gos_rep_admin_list l = {.n = 0};
-        for (int v = 0; v < s->n_vgpus; v++) {
-            struct gos_vgpu_rec r;
-            if (s->vgpus[v].removed && !s->vgpus[v].clients)
-                continue; /* removed at a reload: listed while clients remain */
-            srv_vgpu_record(s, v, &r);
-            memcpy(buf + sizeof l + (size_t)l.n++ * sizeof r, &r, sizeof r);
-        }
-        memcpy(buf, &l, sizeof l);
-        return reply(c, h->seq, h->type, 0, buf, sizeof l + (size_t)l.n * sizeof(struct gos_vgpu_rec));
-    }
-    case GOS_MSG_ADMIN_SET: {
-        const struct gos_msg_admin_set *m = p;
-        if (c->uid != 0 && c->uid != s->uid)
-            rc = gos_fail(GOS_EPERM, "only the daemon's owner (uid %u) or root may change shares",
-                          (unsigned)s->uid);
-        else
-            rc = srv_vgpu_set_persist(s, m->vgpu, m->key, m->value);
-        return reply(c, h->seq, h->type, rc, NULL, 0);
-    }
-    default:
-        gos_fail(GOS_EPROTO, "%s is not a request", gos_proto_name(h->type));
-        reply(c, h->seq, h->type == GOS_MSG_REPLY ? GOS_MSG_HELLO : h->type, GOS_EPROTO, NULL, 0);
-        return -1;
-    }
-}
-
-static void client_free(struct srv_client *c)
-{
-    struct srv *s = c->srv;
-    if (c->vgpu >= 0) {
-        struct srv_dev *d = dev_of(c);
-        struct srv_vgpu *v = &s->vgpus[c->vgpu];
-        for (int i = 0; i < c->n_allocs; i++) {
-            gos_exec_mem_free(d->dev, c->allocs[i].dptr);
-            v->mem_used -= c->allocs[i].bytes;
-        }
-        for (int i = 0; i < GOS_MAX_REGIONS; i++)
-            if (c->regions[i].used)
-                region_drop(c, i);
-        for (int i = 0; i < 16; i++)
-            if (c->modules[i] && c->modules[i] != (void *)1)
-                gos_exec_module_unload(d->dev, c->modules[i]);
-        v->clients--;
-    }
-    for (struct srv_client **pp = &s->clients; *pp; pp = &(*pp)->next)
-        if (*pp == c) {
-            *pp = c->next;
-            break;
-        }
-    s->n_clients--;
-    srv_log(LOG_DEBUG, "client %u (pid %d) released", c->id, (int)c->pid);
-    close(c->fd);
-    pthread_mutex_destroy(&c->wlock);
-    free(c->allocs);
-    free(c);
-    pthread_cond_broadcast(&s->idle);
-}
-
-void srv_client_unref(struct srv_client *c)
-{
-    if (--c->refs == 0)
-        client_free(c);
+    return e->fn(c, h, p, fd);
 }
 
 /* Whether a message (or the end of the stream) is waiting on fd. */

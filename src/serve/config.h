@@ -32,6 +32,16 @@
  *                                # 0: shares of GPU time alone (Gdev's utilisation)
  *   chip = chip.json             # optional: the chip's chart (metrics, spatial vGPUs)
  *                                # (default: the topology is charted at start)
+ *   isolation = process          # process: each client's device work in an executor
+ *                                # process of its own (own address space, faults
+ *                                # contained); none: one context in the daemon for
+ *                                # trusted tenants (docs/readme-vgpu.md, issue 9);
+ *                                # mps: executors are clients of an MPS server the
+ *                                # daemon starts (a fault reaches all of them)
+ *   grant_us = 4000              # a batch of one client's queued work (one grant
+ *                                # to its executor) lasts this long at most, by the
+ *                                # client's recent GPU time per op (default 4000
+ *                                # with isolation = process, 1000 with none)
  *
  *   [vgpu alice]
  *   device = 0                   # the [device] section's label
@@ -68,9 +78,13 @@ struct gos_serve_devcfg {
     uint64_t period_ns;
     uint64_t band_wait_ns;
     int band_charge_hold; /* 1: BAND charges held engine time to the vGPU it waits for */
+    int isolation; /* GOS_ISOLATION_* */
+    uint64_t grant_us; /* 0: by isolation */
     char chip[256];       /* gpuos.chip/1 file describing the device ("" none) */
     int spatial_of;       /* -1; for an SM set's scheduler (serve/spatial.c): its device */
 };
+
+enum { GOS_ISOLATION_PROCESS, GOS_ISOLATION_NONE, GOS_ISOLATION_MPS };
 
 struct gos_serve_vgpucfg {
     int line, mem_line; /* of the section and of its memory key (0: none), for messages */

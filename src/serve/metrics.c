@@ -95,7 +95,7 @@ static void family(struct buf *b, const char *name, const char *type, const char
 
 static const gos_chip *chip_of(struct srv *s, int i)
 {
-    return s->chips[i] ? s->chips[i] : s->devs[i].dev->chip;
+    return s->chips[i] ? s->chips[i] : s->devs[i].dev ? s->devs[i].dev->chip : NULL;
 }
 
 /* Per-vGPU families: one sample (or one per engine) per listed vGPU. */
@@ -113,7 +113,7 @@ static const struct {
     {"gpuos_vgpu_memory_quota_bytes", "gauge", "The vGPU's memory share.", 0},
     {"gpuos_vgpu_clients", "gauge", "Clients connected to the vGPU.", 0},
     {"gpuos_vgpu_tasks_total", "counter", "Copies and launches scheduled for the vGPU.", 0},
-    {"gpuos_vgpu_faults_total", "counter", "Kernels of the vGPU that faulted.", 0},
+    {"gpuos_vgpu_faults_total", "counter", "Executors of the vGPU lost to a device fault or a kill.", 0},
 };
 
 static void vgpu_sample(struct buf *b, int f, const struct gos_vgpu_rec *r, uint64_t faults, const char *lab)
@@ -239,7 +239,7 @@ char *srv_metrics_text(struct srv *s, size_t *len)
     }
     family(&b, "gpuos_device_info", "gauge", "A device of the daemon.");
     for (int i = 0; i < s->n_devs; i++) {
-        const gos_device_info *d = &s->devs[i].dev->info;
+        const gos_device_info *d = &s->devs[i].info;
         put(&b, "gpuos_device_info{device=\"%s\",name=\"%s\",uuid=\"%s\",backend=\"%s\"} 1\n",
             esc(s->cfg.devs[i].label, l1, sizeof l1), esc(d->name, l2, sizeof l2), esc(d->uuid, l3, sizeof l3),
             esc(d->backend, l4, sizeof l4));

@@ -13,6 +13,13 @@
  * calls (copies, launches, waits) run outside it. Replies from dispatch threads
  * are sent without blocking (a client that does not read them is dropped).
  *
+ * Rooms (issue 9; calls go down this list, never up): server.c (socket,
+ * threads, shutdown) -> client.c (a connection's reader: validate() and one
+ * function per message type in msg_table) -> dispatch.c (engines, tasks, grants)
+ * -> session.c (a client's executor loss and its end) -> region.c (shared
+ * regions) -> executor.c + xwire.c (executor processes; their own side is
+ * exec_main.c, `gpuos executor`); vgpu.c and config.c stand alone.
+ *
  * Ownership: a client is freed when its reader thread has ended AND no task of it
  * is queued or in flight (refs), so that a client dying mid-copy releases its
  * memory only after the device stopped touching it. */
@@ -24,6 +31,7 @@
 #include "proto/proto.h"
 #include "sched/sched.h"
 #include "serve/config.h"
+#include "serve/executor.h"
 #include "serve/log.h"
 
 #include <pthread.h>
@@ -55,6 +63,7 @@ struct srv_op {
     int sync_copy; /* direct from host memory that is not pinned: the driver's synchronous copy */
     uint64_t dptr, dptr2, bytes;
     void *host;
+    uint64_t host_off; /* host - the region's start (executors map regions themselves) */
     int region; /* -1: none */
     void *fn;
     struct gos_launch_cfg cfg;
@@ -75,6 +84,10 @@ struct srv_op {
  * op of that kind times the ops) stays under this: batching must not turn short
  * requests into long non-preemptive ones (priorities, fairness granularity). */
 #define SRV_BATCH_MAX_NS 1000000ull
+/* isolation = process: a batch is one grant to one executor, and the GPU pays
+ * ~140 us to switch between two processes' contexts (H200-NOTES), so grants are
+ * longer by default (grant_us; issue 9). */
+#define SRV_GRANT_PROCESS_NS 4000000ull
 struct srv_task {
     gos_sched_task st; /* st.user == this */
     struct srv_client *c;
@@ -127,6 +140,14 @@ struct srv_client {
     void *modules[16];
     void *funcs[256];
     int n_funcs;
+
+    /* isolation = process: the executor that owns this client's context (issue 9).
+     * modules[] and funcs[] then hold the executor's slot + 1; built-in functions
+     * keep their names for the range checks of validate(). */
+    struct srv_exec *x;
+    int exec_lost; /* its loss was handled (counted, memory returned) */
+    unsigned char module_builtin[16];
+    char fn_builtin[256][16];
 };
 
 /* A runtime override of one key of a vGPU (`gpuos vgpu set`), persisted in the
@@ -148,7 +169,7 @@ struct srv_vgpu {
     int clients;
     int removed; /* gone from the configuration at a reload: no new clients */
     uint64_t tasks;
-    uint64_t faults; /* kernels of this vGPU that faulted (none counted yet) */
+    uint64_t faults; /* executors of its clients lost to a device fault or a kill */
 };
 
 struct srv_dev {
@@ -172,6 +193,14 @@ struct srv_dev {
      * came from (not closed here), its compute engine's stream is on gctx. */
     int shared_dev;
     void *gctx;
+    gos_device_info info; /* the device's facts (from a probe executor under process / mps:
+                           * the daemon then holds no device context at all, dev == NULL) */
+    int isolation;  /* GOS_ISOLATION_* */
+    char mps_dir[64]; /* isolation = mps on a GPU: the MPS server's pipe/log directory ("" none) */
+    uint64_t mps_restarted_ns; /* clients born before belong to the previous server */
+    uint64_t grant_ns; /* a batch's expected GPU time at most (grant_us) */
+    char sim[256];  /* the executors' device: a chip, or "" for the GPU of ordinal */
+    int ordinal;
 };
 
 struct srv {
@@ -213,9 +242,9 @@ uint64_t srv_now_ns(void);
 int srv_run(struct srv *s, const char *force_sim);
 void srv_reap_idle(struct srv *s);
 
-/* client.c: the reader thread of one connection. */
+/* client.c: the reader thread of one connection; one function per message type. */
 void *srv_client_main(void *arg);
-/* Drops a reference (lock held); frees the client at zero. */
+/* session.c: drops a reference (lock held); frees the client at zero. */
 void srv_client_unref(struct srv_client *c);
 
 /* dispatch.c */
@@ -256,6 +285,23 @@ void srv_client_cancel(struct srv_client *c);
 int srv_spatial_open(struct srv *s);
 /* Releases an SM set's green context (its streams destroyed first). */
 void srv_spatial_close(struct srv_dev *d);
+/* region.c (lock held): a region from the client's memfd (REGION_ADD); the
+ * region holding [off, off + n) of region r, or NULL with an error; dropping
+ * one (unmapped once no task uses it); a task's reference released. */
+int srv_region_add(struct srv_client *c, uint64_t bytes, int fd, uint32_t *id);
+struct srv_region *srv_region_find(struct srv_client *c, uint32_t r, uint64_t off, uint64_t n);
+void srv_region_drop(struct srv_client *c, int r);
+void srv_region_unref(struct srv_client *c, int r);
+
+/* session.c. The client's executor died (fault, kill; lock held): counted once per vGPU,
+ * logged, its memory returned to the vGPU's share; later requests fail with
+ * GOS_EDEVICE naming the reason. */
+void srv_client_exec_check(struct srv_client *c);
+
+/* mps.c: an MPS server of the daemon's own (pipe and log directories under a
+ * private temporary directory, written to dir); stopping it (echo quit). */
+int srv_mps_start(char *dir, size_t cap);
+void srv_mps_stop(char *dir);
 
 /* vgpu.c */
 void srv_vgpu_record(struct srv *s, int v, struct gos_vgpu_rec *r);

@@ -41,15 +41,47 @@ static int open_devices(struct srv *s, const char *force_sim)
         d->index = i;
         gos_device_spec spec = {.sim = force_sim ? force_sim : (c->sim[0] ? c->sim : NULL),
                                 .ordinal = c->ordinal < 0 ? 0 : c->ordinal};
-        int rc = gos_device_open(&spec, &d->dev);
-        if (rc)
-            {
-            char why[256];
-            snprintf(why, sizeof why, "%s", gos_last_error());
-            if (rc == GOS_ENODEV && !spec.sim)
-                return gos_fail(rc, "device %s: %s (to serve the simulated chip instead, pass --sim default "
-                                    "or write sim = default in its [device] section)", c->label, why);
-            return gos_fail(rc, "device %s: %s", c->label, why);
+        d->isolation = c->isolation;
+        d->grant_ns = c->grant_us ? c->grant_us * 1000ull
+                                  : c->isolation != GOS_ISOLATION_NONE ? SRV_GRANT_PROCESS_NS : SRV_BATCH_MAX_NS;
+        d->ordinal = spec.ordinal;
+        snprintf(d->sim, sizeof d->sim, "%s", spec.sim ? spec.sim : "");
+        int rc;
+        if (d->isolation == GOS_ISOLATION_MPS && !d->sim[0] &&
+            (rc = srv_mps_start(d->mps_dir, sizeof d->mps_dir))) /* a GPU: the daemon's own MPS server */
+            return rc;
+        if (d->isolation != GOS_ISOLATION_NONE) {
+            /* process / mps: the daemon never opens a GPU (nothing a tenant does
+             * can fault it, and an MPS server never waits for the daemon); the
+             * device's facts come from a probe executor. */
+            struct srv_exec *x = NULL;
+            rc = srv_exec_spawn(d->sim[0] ? d->sim : NULL, d->ordinal, d->mps_dir[0] ? d->mps_dir : NULL, &x);
+            if (rc) {
+                char why[256];
+                snprintf(why, sizeof why, "%s", gos_last_error());
+                srv_mps_stop(d->mps_dir);
+                if (rc == GOS_ENODEV && !spec.sim)
+                    return gos_fail(rc, "device %s: %s (to serve the simulated chip instead, pass --sim default "
+                                        "or write sim = default in its [device] section)", c->label, why);
+                return gos_fail(rc, "device %s: %s", c->label, why);
+            }
+            d->info = x->info;
+            d->mem_total = x->mem_total;
+            srv_exec_close(x);
+        }
+        /* A simulated device is opened by the daemon in every mode: no context to
+         * fault, and its chip's truth is what the metrics report. */
+        if (d->isolation == GOS_ISOLATION_NONE || spec.sim) {
+            rc = gos_device_open(&spec, &d->dev);
+            if (rc) {
+                srv_mps_stop(d->mps_dir);
+                char why[256];
+                snprintf(why, sizeof why, "%s", gos_last_error());
+                if (rc == GOS_ENODEV && !spec.sim)
+                    return gos_fail(rc, "device %s: %s (to serve the simulated chip instead, pass --sim default "
+                                        "or write sim = default in its [device] section)", c->label, why);
+                return gos_fail(rc, "device %s: %s", c->label, why);
+            }
         }
         if (c->chip[0] && (rc = gos_chip_load(c->chip, &s->chips[i]))) {
             char why[256];
@@ -57,11 +89,14 @@ static int open_devices(struct srv *s, const char *force_sim)
             return gos_fail(rc, "device %s: chip = %s", c->label, why);
         }
         s->n_devs = i + 1;
-        if ((rc = gos_exec_init(d->dev)))
-            return rc;
-        uint64_t fr;
-        if ((rc = gos_exec_mem_info(d->dev, &fr, &d->mem_total)))
-            return rc;
+        if (d->dev && d->isolation == GOS_ISOLATION_NONE) {
+            d->info = d->dev->info;
+            if ((rc = gos_exec_init(d->dev)))
+                return rc;
+            uint64_t fr;
+            if ((rc = gos_exec_mem_info(d->dev, &fr, &d->mem_total)))
+                return rc;
+        }
         int mode;
         if ((rc = gos_sched_parse_mode(c->queue, &mode)) ||
             (rc = gos_sched_new(c->policy, mode, c->period_ns, &d->sched)))
@@ -72,7 +107,7 @@ static int open_devices(struct srv *s, const char *force_sim)
             gos_sched_set_band_charge_hold(d->sched, c->band_charge_hold != 0);
         }
         d->n_engines = gos_sched_engine_count(d->sched);
-        for (int e = 0; e < d->n_engines; e++)
+        for (int e = 0; d->isolation == GOS_ISOLATION_NONE && e < d->n_engines; e++)
             if ((rc = gos_exec_stream_create(d->dev, &d->streams[e])) ||
                 (rc = gos_exec_event_create(d->dev, &d->ev[e][0])) || (rc = gos_exec_event_create(d->dev, &d->ev[e][1])))
                 return rc;
@@ -119,6 +154,8 @@ static void close_devices(struct srv *s)
     for (int i = s->n_devs - 1; i >= 0; i--) { /* SM sets (spatial.c) before their device */
         struct srv_dev *d = &s->devs[i];
         for (int e = 0; e < d->n_engines; e++) { /* what was created is non-NULL */
+            if (!d->dev)
+                break;
             if (d->ev[e][0])
                 gos_exec_event_destroy(d->dev, d->ev[e][0]);
             if (d->ev[e][1])
@@ -319,8 +356,14 @@ static void fit_fd_limit(struct srv *s)
         setrlimit(RLIMIT_NOFILE, &rl);
         getrlimit(RLIMIT_NOFILE, &rl);
     }
-    if (rl.rlim_cur != RLIM_INFINITY && (rlim_t)s->cfg.max_clients + SRV_FD_RESERVE > rl.rlim_cur) {
-        int fit = rl.rlim_cur > 2 * SRV_FD_RESERVE ? (int)(rl.rlim_cur - SRV_FD_RESERVE) : (int)(rl.rlim_cur / 2);
+    /* A client holds its socket, and under process / mps its executor's channel. */
+    rlim_t per = 1;
+    for (int i = 0; i < s->cfg.n_devs; i++)
+        if (s->cfg.devs[i].isolation != GOS_ISOLATION_NONE)
+            per = 2;
+    if (rl.rlim_cur != RLIM_INFINITY && (rlim_t)s->cfg.max_clients * per + SRV_FD_RESERVE > rl.rlim_cur) {
+        int fit = rl.rlim_cur > 2 * SRV_FD_RESERVE ? (int)((rl.rlim_cur - SRV_FD_RESERVE) / per)
+                                                   : (int)(rl.rlim_cur / (2 * per));
         if (fit < 1)
             fit = 1;
         srv_log(LOG_WARNING, "max_clients %d does not fit the descriptor limit %llu: %d", s->cfg.max_clients,
@@ -371,6 +414,7 @@ int srv_run(struct srv *s, const char *force_sim)
     pthread_condattr_destroy(&ca);
     pthread_mutex_init(&s->lock, NULL);
     s->uid = getuid();
+    srv_exec_prepare(); /* failing here is reported by the first spawn */
     s->listen_fd = -1;
     s->reserve_fd = -1;
     fit_fd_limit(s);
@@ -418,9 +462,12 @@ int srv_run(struct srv *s, const char *force_sim)
     srv_log(LOG_NOTICE, "listening on %s (%d device%s, %d vGPU%s, protocol %d)", s->cfg.socket, s->n_devs,
             s->n_devs == 1 ? "" : "s", s->n_vgpus, s->n_vgpus == 1 ? "" : "s", GOS_PROTOCOL_VERSION);
     for (int i = 0; i < s->n_devs; i++)
-        srv_log(LOG_INFO, "device %s: %s%s, policy %s, queue %s", s->cfg.devs[i].label,
-                gos_dev_label(s->devs[i].dev), s->devs[i].dev->info.name,
-                gos_sched_policy_name(s->devs[i].sched), gos_sched_mode_name(s->devs[i].sched));
+        srv_log(LOG_INFO, "device %s: %s%s, policy %s, queue %s, isolation %s", s->cfg.devs[i].label,
+                s->devs[i].info.simulated ? "simulated " : "", s->devs[i].info.name,
+                gos_sched_policy_name(s->devs[i].sched), gos_sched_mode_name(s->devs[i].sched),
+                s->devs[i].isolation == GOS_ISOLATION_NONE  ? "none"
+                : s->devs[i].isolation == GOS_ISOLATION_MPS ? "mps"
+                                                            : "process");
     srv_check_oversubscription(s, "at start");
     srv_sd_notifyf("READY=1\nSTATUS=listening on %s, %d vGPU%s\nMAINPID=%lu", s->cfg.socket, s->n_vgpus,
                s->n_vgpus == 1 ? "" : "s", (unsigned long)getpid());
@@ -475,8 +522,12 @@ fail:
         srv_log(LOG_WARNING, "%d client(s) still busy after the grace period of %d ms: abandoning their work",
                 leftover, s->cfg.shutdown_grace_ms);
         for (int i = 0; i < s->n_devs; i++)
-            if (s->devs[i].dev)
+            if (s->devs[i].dev && s->devs[i].isolation == GOS_ISOLATION_NONE)
                 gos_exec_abandon(s->devs[i].dev);
+        /* Executors' work ends with their processes: each exchange in flight
+         * fails at once and its client hears of it. */
+        for (struct srv_client *c = s->clients; c; c = c->next)
+            srv_exec_kill(c->x);
         abandoned = 1;
         leftover = srv_wait_clients(s, 2000);
     }
@@ -508,5 +559,7 @@ fail:
         close(sfd);
     if (s->reserve_fd >= 0)
         close(s->reserve_fd);
+    for (int i = 0; i < s->n_devs; i++) /* after the executors: the MPS server's own quit */
+        srv_mps_stop(s->devs[i].mps_dir);
     return rc;
 }

@@ -66,6 +66,12 @@ static int open_set(struct srv *s, int parent, int n, gos_smset_pool *pool, cons
     d->dev = p->dev;
     d->mem_total = p->mem_total;
     d->shared_dev = 1;
+    /* The set runs in its parent's context (isolation none): the same facts and mode. */
+    d->info = p->info;
+    d->isolation = p->isolation;
+    d->grant_ns = p->grant_ns;
+    d->ordinal = p->ordinal;
+    memcpy(d->sim, p->sim, sizeof d->sim);
     s->n_devs = n + 1;
     s->cfg.n_devs = n + 1;
     int rc, mode;
@@ -105,6 +111,16 @@ int srv_spatial_open(struct srv *s)
             any |= s->cfg.vgpus[v].sms && s->cfg.vgpus[v].device == dev;
         if (!any)
             continue;
+        /* Green contexts are carved out of one CUDA context, so an SM set serves
+         * only vGPUs that share the daemon's context: isolation = none. Under
+         * process the daemon holds no context; under mps the groups cannot even
+         * be identified (every group's probe reports SM 0, measured). */
+        if (s->cfg.devs[dev].isolation != GOS_ISOLATION_NONE)
+            return gos_fail(GOS_EINVAL,
+                            "device %s: spatial vGPUs (sms =) need isolation = none: an SM set is a green "
+                            "context of the daemon's own context, which %s isolation does not have",
+                            s->cfg.devs[dev].label,
+                            s->cfg.devs[dev].isolation == GOS_ISOLATION_MPS ? "mps" : "process");
         const gos_chip *chart = NULL;
         gos_chip *probed = NULL;
         gos_smset_pool *pool = NULL;
