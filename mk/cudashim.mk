@@ -54,3 +54,8 @@ endif
 $(BUILD)/tests/cudashim_nvml: tests/cudashim_nvml.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $< -ldl
+# The image reader alone (no cuda.h needed): tests/t_cudashim.sh.
+EXTRA_BINS += $(BUILD)/tests/cudashim_image
+$(BUILD)/tests/cudashim_image: tests/cudashim_image.c src/cudashim/image.c src/cudashim/shim.h
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(filter-out -MMD -MP,$(CFLAGS)) -o $@ tests/cudashim_image.c src/cudashim/image.c

@@ -13,9 +13,13 @@ h="$inc/cuda.h"
 [ -f "$h" ] || { echo "gen_cudashim_names: no $h" >&2; exit 1; }
 mkdir -p "$out"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-grep -ohE 'CUDAAPI[[:space:]]+cu[A-Za-z0-9_]+[[:space:]]*\(' "$h" | sed -E 's/CUDAAPI[[:space:]]+//; s/[[:space:]]*\(//' |
-    sort -u > "$tmp/base"
-{ echo '#include <cuda.h>'; awk '{ printf "@@ %d %s\n", NR, $1 }' "$tmp/base"; } > "$tmp/x.c"
+# cuda.h and cudaProfiler.h (cuProfilerStart/Stop); declarations may span lines.
+hs="$h"
+[ -f "$inc/cudaProfiler.h" ] && hs="$hs $inc/cudaProfiler.h"
+cat $hs | tr '\n' ' ' | grep -oE 'CUDAAPI[[:space:]]+cu[A-Za-z0-9_]+[[:space:]]*\(' |
+    sed -E 's/CUDAAPI[[:space:]]+//; s/[[:space:]]*\(//' | sort -u > "$tmp/base"
+{ echo '#include <cuda.h>'; [ -f "$inc/cudaProfiler.h" ] && echo '#include <cudaProfiler.h>'
+  awk '{ printf "@@ %d %s\n", NR, $1 }' "$tmp/base"; } > "$tmp/x.c"
 ${CC:-cc} -E -P -I"$inc" "$tmp/x.c" | grep '^@@' > "$tmp/plain"
 ${CC:-cc} -E -P -DCUDA_API_PER_THREAD_DEFAULT_STREAM -I"$inc" "$tmp/x.c" | grep '^@@' > "$tmp/ptds"
 awk 'NR == FNR { base[NR] = $1; next } { print $2, $3 }' "$tmp/base" "$tmp/plain" > "$tmp/p"
