@@ -11,7 +11,8 @@
 #  - allocation past the vGPU's memory share: CUDA_ERROR_OUT_OF_MEMORY exactly at
 #    the share; cuMemGetInfo / cuDeviceTotalMem / NVML report the share;
 #  - `gpuos run` errors: no daemon, unknown vGPU, no library, ambiguous vGPU;
-#  - the kernel parameter layouts read from a cubin (when nvcc is here);
+#  - the kernel parameter layouts read from a cubin and from PTX (when nvcc is
+#    here);
 #  - a CUDA runtime program built by plain nvcc fails cleanly naming what it
 #    lacks (when nvcc is here; docs/readme-cudashim.md, "The CUDA runtime").
 set -u
@@ -85,6 +86,9 @@ CU
         -o "$T/k.fatbin" "$T/k.cu" || fail "nvcc"
     out=$("$B/tests/cudashim_image" "$T/k.fatbin" mixed 90)
     [ "${out%% regs*}" = "params 6 0:8 8:1 16:8 24:20 44:2 48:8 bytes 56" ] || fail "layout of mixed(): $out"
+    "$NVCC" -ptx -arch=sm_90 -o "$T/k.ptx" "$T/k.cu" || fail "nvcc -ptx"
+    out=$("$B/tests/cudashim_image" "$T/k.ptx" mixed 90)
+    [ "${out%% regs*}" = "params 6 0:8 8:1 16:8 24:20 44:2 48:8 bytes 56" ] || fail "PTX layout of mixed(): $out"
     out=$("$B/tests/cudashim_image" "$T/k.fatbin" nosuch 90)
     [ "$out" = "none: no kernel nosuch in the cubin" ] || fail "unknown kernel: $out"
     # a runtime-API program (static cudart) stops at the runtime's private table

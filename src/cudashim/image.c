@@ -17,11 +17,13 @@
  *   FRAME_SIZE 0x11   (global .nv.info) u32 symbol, u32 bytes of local memory
  * The layout was checked against nvcc 13.0's cubins (tests/t_cudashim.sh builds
  * a kernel of mixed parameter types when nvcc is present). Compressed fatbin
- * entries are not read (the kernel then has no layout: the launch says so). */
+ * entries are not read (the kernel then has no layout: the launch says so).
+ * A PTX image's layout comes from its .entry declaration (ptx_kernel). */
 #include "cudashim/shim.h"
 
 #include <elf.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define FATBIN_MAGIC 0xBA55ED50u
@@ -280,6 +282,94 @@ static const unsigned char *fatbin_cubin(const unsigned char *p, int cc, size_t 
     return best;
 }
 
+/* PTX text: ".entry NAME(" then ".param [.ptr ...] [.align N] .TYPE name[[N]]"
+ * separated by commas up to ")". Each parameter sits at the next multiple of
+ * its alignment (the type's size, or .align N for byte arrays). */
+static int ptx_type_size(const char *t)
+{
+    if (t[0] == 'b' || t[0] == 'u' || t[0] == 's' || t[0] == 'f') {
+        int bits = atoi(t + 1);
+        if (bits == 8 || bits == 16 || bits == 32 || bits == 64)
+            return bits / 8;
+    }
+    return 0;
+}
+
+static void ptx_kernel(const char *p, size_t n, const char *name, struct shim_kinfo *k, char *why, size_t why_len)
+{
+    size_t nl = strlen(name);
+    const char *end = p + strnlen(p, n), *q = p, *open = NULL;
+    while ((q = strstr(q, ".entry")) && q < end) {
+        q += 6;
+        while (*q == ' ' || *q == '\t')
+            q++;
+        if (!strncmp(q, name, nl) && (q[nl] == '(' || q[nl] == ' ' || q[nl] == '\t' || q[nl] == '\n')) {
+            open = strchr(q + nl, '(');
+            break;
+        }
+    }
+    if (!open) {
+        snprintf(why, why_len, "no .entry %s in the PTX", name);
+        return;
+    }
+    const char *close = strchr(open, ')');
+    if (!close) {
+        snprintf(why, why_len, "malformed .entry %s", name);
+        return;
+    }
+    int off = 0;
+    for (const char *c = open + 1; c < close && k->nparams < SHIM_MAX_PARAMS;) {
+        const char *prm = strstr(c, ".param");
+        if (!prm || prm >= close)
+            break;
+        const char *stop = memchr(prm, ',', (size_t)(close - prm));
+        if (!stop)
+            stop = close;
+        int align = 0, size = 0, count = 1;
+        char tok[64];
+        for (const char *t = prm + 6; t < stop;) {
+            while (t < stop && (*t == ' ' || *t == '\t' || *t == '\n' || *t == '\r'))
+                t++;
+            size_t l = 0;
+            while (t + l < stop && !strchr(" \t\n\r", t[l]))
+                l++;
+            if (!l)
+                break;
+            snprintf(tok, sizeof tok, "%.*s", (int)(l < sizeof tok ? l : sizeof tok - 1), t);
+            t += l;
+            if (!strcmp(tok, ".align")) {
+                while (t < stop && (*t == ' ' || *t == '\t'))
+                    t++;
+                align = atoi(t);
+                while (t < stop && *t >= '0' && *t <= '9')
+                    t++;
+            } else if (tok[0] == '.' && ptx_type_size(tok + 1)) {
+                size = ptx_type_size(tok + 1);
+            } else if (tok[0] != '.') {
+                const char *br = strchr(tok, '[');
+                if (br)
+                    count = atoi(br + 1);
+            }
+        }
+        if (!size || count <= 0) {
+            snprintf(why, why_len, "unreadable parameter %d of .entry %s", k->nparams, name);
+            k->nparams = 0;
+            return;
+        }
+        if (!align)
+            align = size;
+        off = (off + align - 1) / align * align;
+        k->off[k->nparams] = (uint16_t)off;
+        k->size[k->nparams] = (uint16_t)(size * count);
+        off += size * count;
+        k->nparams++;
+        c = stop + 1;
+    }
+    k->param_bytes = off;
+    k->max_threads = 1024;
+    k->found = 1;
+}
+
 void shim_image_kernel(const void *image, size_t bytes, int cc, const char *name, struct shim_kinfo *info, char *why,
                        size_t why_len)
 {
@@ -303,7 +393,7 @@ void shim_image_kernel(const void *image, size_t bytes, int cc, const char *name
     } else if (!memcmp(p, ELFMAG, SELFMAG)) {
         cubin_kernel(p, bytes, name, info, why, why_len);
     } else {
-        snprintf(why, why_len, "PTX image (parameter layouts are read from cubins)");
+        ptx_kernel((const char *)p, bytes, name, info, why, why_len);
     }
 }
 

@@ -1105,6 +1105,24 @@ E CUresult cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned int n, CU
 }
 E CUresult cuModuleLoadFatBinary(CUmodule *m, const void *image) { return mod_load((struct CUmod_st **)m, image); }
 
+E CUresult cuModuleLoad(CUmodule *m, const char *path)
+{
+    if (!m || !path)
+        return CUDA_ERROR_INVALID_VALUE;
+    NEED_CTX();
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return CUDA_ERROR_FILE_NOT_FOUND;
+    CUresult r = CUDA_ERROR_INVALID_IMAGE;
+    char *img = NULL;
+    long n = fseek(f, 0, SEEK_END) ? -1 : ftell(f);
+    if (n > 0 && !fseek(f, 0, SEEK_SET) && (img = calloc(1, (size_t)n + 1)) && fread(img, 1, (size_t)n, f) == (size_t)n)
+        r = mod_load((struct CUmod_st **)m, img); /* text images end in the NUL calloc left */
+    fclose(f);
+    free(img);
+    return r;
+}
+
 static int mod_ok(const struct CUmod_st *m) { return m && m->magic == MAGIC_MOD; }
 
 E CUresult cuModuleUnload(CUmodule m)
