@@ -22,6 +22,11 @@ NVCC_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=c
 
 CFLAGS ?= -O2 -g
 CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wshadow -Iinclude -Isrc -I$(BUILD) -MMD -MP -pthread
+# SANITIZE=1: address + undefined-behaviour sanitizers, e.g. make BUILD=build-asan
+# SANITIZE=1 (tests/ci_hostile.sh runs the daemon's tests on such a build).
+ifneq ($(SANITIZE),)
+CFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+endif
 LDLIBS := -Wl,-Bstatic -ljansson -Wl,-Bdynamic -ldl -lm -lpthread -lrt
 
 # Every .c under src/ belongs to the core library, except the CLI entry point and

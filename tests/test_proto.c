@@ -41,6 +41,19 @@ static void reject(const struct gos_msg_hdr *h, const void *p, const char *needl
         fail_msg("message \"%s\" lacks \"%s\"", gos_last_error(), needle);
 }
 
+/* An argument error (issue 15.4): structurally fine (gos_proto_check accepts
+ * it), refused by gos_proto_check_args with GOS_EINVAL: an error of the request,
+ * not of the session. */
+static void reject_arg(const struct gos_msg_hdr *h, const void *p, const char *needle)
+{
+    assert_int_equal(gos_proto_check(h, p), GOS_OK);
+    int rc = gos_proto_check_args(h, p);
+    if (rc != GOS_EINVAL)
+        fail_msg("arguments accepted (rc %d), wanted \"%s\"", rc, needle);
+    if (!strstr(gos_last_error(), needle))
+        fail_msg("message \"%s\" lacks \"%s\"", gos_last_error(), needle);
+}
+
 static void test_header_rules(void **state)
 {
     (void)state;
@@ -93,17 +106,23 @@ static void test_payload_rules(void **state)
     reject(&h, &c, "flags");
     c.flags = GOS_F_ASYNC;
     c.bytes = 0;
-    reject(&h, &c, "COPY of 0 bytes");
+    reject_arg(&h, &c, "copy of 0 bytes");
+    c.bytes = (1ull << 40) + 1;
+    reject_arg(&h, &c, "(1..2^40)");
     c.bytes = 16;
     c.region = GOS_MAX_REGIONS;
-    reject(&h, &c, "region");
+    reject_arg(&h, &c, "region");
     c.region = 0;
     c.offset = UINT64_MAX - 4;
-    reject(&h, &c, "overflows");
+    reject_arg(&h, &c, "overflows");
 
     struct gos_msg_mem_alloc a = {0};
     gos_proto_hdr(&h, GOS_MSG_MEM_ALLOC, 1, sizeof a);
-    reject(&h, &a, "MEM_ALLOC of 0 bytes");
+    reject_arg(&h, &a, "allocation of 0 bytes");
+    a.bytes = (1ull << 50) + 1;
+    reject_arg(&h, &a, "(1..2^50)");
+    a.bytes = 1ull << 50;
+    assert_int_equal(gos_proto_check_args(&h, &a), GOS_OK);
 
     unsigned char buf[sizeof(struct gos_msg_launch) + 16];
     struct gos_msg_launch l = {.func = 1, .grid = {4, 1, 1}, .block = {128, 1, 1}, .param_bytes = 16};
@@ -116,19 +135,20 @@ static void test_payload_rules(void **state)
     l.param_bytes = 16;
     l.grid[1] = 0;
     memcpy(buf, &l, sizeof l);
-    reject(&h, buf, "grid dimension 1 is 0");
+    reject_arg(&h, buf, "grid dimension 1 is 0");
     l.grid[1] = 1;
     l.block[0] = 2048;
     memcpy(buf, &l, sizeof l);
-    reject(&h, buf, "more than 1024 threads");
+    reject_arg(&h, buf, "block of 2048 threads");
     l.block[0] = 128;
     l.cluster[0] = 3;
     l.cluster[1] = l.cluster[2] = 1;
     memcpy(buf, &l, sizeof l);
-    reject(&h, buf, "not a multiple of the cluster");
+    reject_arg(&h, buf, "not a multiple of the cluster");
     l.cluster[0] = 2;
     memcpy(buf, &l, sizeof l);
     assert_int_equal(gos_proto_check(&h, buf), GOS_OK);
+    assert_int_equal(gos_proto_check_args(&h, buf), GOS_OK);
 
     struct gos_msg_admin_set s = {0};
     strcpy(s.vgpu, "a");
@@ -140,7 +160,7 @@ static void test_payload_rules(void **state)
 
     struct gos_msg_module_load m = {0};
     gos_proto_hdr(&h, GOS_MSG_MODULE_LOAD, 1, sizeof m);
-    reject(&h, &m, "needs image bytes");
+    reject_arg(&h, &m, "needs image bytes");
     strcpy(m.name, "builtin");
     assert_int_equal(gos_proto_check(&h, &m), GOS_OK);
 }

@@ -40,6 +40,8 @@ enum {
     GPUOS_EPROTO = -9,   /* protocol violation or version mismatch */
     GPUOS_EBUSY = -10,   /* over the vGPU's memory share, or limits */
     GPUOS_ETIMEDOUT = -11,
+    GPUOS_ELIMIT = -12,  /* a limit of the daemon was reached: clients, queued work
+                            (docs/readme-vgpu.md, "Limits"); the daemon is fine */
 };
 
 typedef struct gpuos_vgpu gpuos_vgpu;
@@ -51,13 +53,17 @@ typedef uint64_t gpuos_function; /* kernel handle */
 const char *gpuos_error(void);
 
 /* Connects to the daemon at `socket_path` (NULL: $GPUOS_SOCKET, else
- * /tmp/gpuos.sock) and opens virtual GPU `vgpu`. */
+ * /tmp/gpuos.sock) and opens virtual GPU `vgpu`. Every phase (connect,
+ * handshake, replies) gives up after $GPUOS_TIMEOUT_MS (default 120 s) with
+ * GPUOS_ETIMEDOUT; a daemon at its client limits refuses with GPUOS_ELIMIT. */
 int gpuos_open(const char *socket_path, const char *vgpu, gpuos_vgpu **out);
 /* Waits for outstanding work, then releases everything this handle holds. */
 void gpuos_close(gpuos_vgpu *g);
 
 /* Device memory, charged to the vGPU's memory share: an allocation past the
- * share fails with GPUOS_EBUSY and a message naming the share. */
+ * share fails with GPUOS_EBUSY and a message naming the share. Argument errors
+ * (0 bytes or more than 2^50, a copy of more than 2^40, a range outside this
+ * handle's allocations) are GPUOS_EINVAL of that call; the handle goes on. */
 int gpuos_mem_alloc(gpuos_vgpu *g, size_t bytes, gpuos_dptr *out);
 int gpuos_mem_free(gpuos_vgpu *g, gpuos_dptr p);
 
@@ -107,7 +113,10 @@ typedef struct {
 } gpuos_launch_config;
 
 /* Queues a launch (asynchronous, like cuLaunchKernel); argument errors the
- * daemon finds later are reported by gpuos_synchronize(). */
+ * daemon finds later (a block of more than 1024 threads, a grid that is not a
+ * multiple of the cluster, a built-in kernel's pointer outside this handle's
+ * allocations, more queued work than the daemon's limits: GPUOS_ELIMIT) are
+ * reported by gpuos_synchronize(); the handle goes on. */
 int gpuos_launch(gpuos_vgpu *g, gpuos_function f, const gpuos_launch_config *cfg, const void *params,
                  size_t param_bytes);
 /* Waits until all work issued on this handle has completed; returns the first

@@ -72,8 +72,8 @@ static int get_bytes(json_t *dev, const char *key, const char *where, uint64_t *
     int rc = get_number(dev, key, where, &x, 0);
     if (rc)
         return rc;
-    if (x < 0)
-        return gos_fail(GOS_EINVAL, "%s.%s: negative", where, key);
+    if (!(x >= 0 && x <= 0x1p50)) /* NaN, negatives and what no chip has (1e300 would not convert) */
+        return gos_fail(GOS_EINVAL, "%s.%s: %g is outside 0..2^50", where, key, x);
     *out = (uint64_t)x;
     return GOS_OK;
 }
@@ -115,6 +115,8 @@ static int parse_device(gos_chip *c, json_t *dev, const char *what)
     x = 0;
     if ((rc = get_number(dev, "sm_clock_mhz", where, &x, 0)))
         return rc;
+    if (!(x >= 0 && x <= 100000) || x != (int)x)
+        return gos_fail(GOS_EINVAL, "%s.sm_clock_mhz: %g is not an integer in 0..100000", where, x);
     c->device.sm_clock_mhz = (int)x;
     c->device.simulated = json_is_true(json_object_get(dev, "simulated"));
     return GOS_OK;

@@ -6,8 +6,12 @@
 #include "common/clock.h"
 #include "common/status.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static const char usage_text[] =
     "usage: gpuos probe [topology|numa|memory|all] [--device N] [--sim CHIP.json|default]\n"
@@ -21,6 +25,24 @@ static const char usage_text[] =
     "  --json OUT   also write the chart as gpuos.chip/1 ('-' = stdout, no text)\n"
     "  --verify S   numa: classify every 4 KB page of an S-byte allocation (or 'all')\n"
     "  --repeat N   sections that support it measure N times and report the spread\n";
+
+/* Whether the chart can be written to path: the temporary file gos_chip_save
+ * writes first is created and removed, so that a probe of minutes does not end
+ * in "cannot write" (issue 15.7). */
+static int writable(const char *path)
+{
+    struct stat st;
+    if (!stat(path, &st) && S_ISDIR(st.st_mode))
+        return gos_fail(GOS_EIO, "--json %s: is a directory", path);
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0)
+        return gos_fail(GOS_EIO, "--json %s: cannot write there: %s", path, strerror(errno));
+    close(fd);
+    unlink(tmp);
+    return GOS_OK;
+}
 
 int cmd_probe(int argc, char **argv)
 {
@@ -63,6 +85,8 @@ int cmd_probe(int argc, char **argv)
         return cli_usage("probe", "--sim and --device exclude each other");
     if (verify && strcmp(section, "numa") && strcmp(section, "all"))
         return cli_usage("probe", "--verify belongs to the numa section");
+    if (json_out && strcmp(json_out, "-") && writable(json_out))
+        return cli_fail(); /* before the probe, not after it */
     double t0 = gos_now_s();
     gos_device *d = NULL;
     int rc = cli_open_device(sim, (int)ordinal, &d);

@@ -80,6 +80,7 @@ int cmd_serve(int argc, char **argv)
     s->verbose = verbose;
     if (!rc)
         rc = srv_run(s, sim);
-    free(s);
+    if (!s->leaked) /* else threads that were abandoned may still look at it until the exit */
+        free(s);
     return rc ? cli_fail() : 0;
 }

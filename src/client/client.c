@@ -13,13 +13,16 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Measured on the H200 (bench/vgpu.sh; results/GPU-73bc0027-.../vgpu-bench.json):
@@ -90,7 +93,19 @@ struct gpuos_vgpu {
 
 const char *gpuos_error(void) { return gos_last_error(); }
 
-static int connect_to(const char *path, int *out)
+static int timeout_ms(void)
+{
+    const char *t = getenv("GPUOS_TIMEOUT_MS");
+    long v = t ? strtol(t, NULL, 10) : 0;
+    return v > 0 ? (int)(v < 86400000 ? v : 86400000) : 120000;
+}
+
+/* Connects within timeout_ms (issue 15.3): a daemon that does not accept (its
+ * backlog full: a flood, or a daemon stuck) makes a blocking connect() wait
+ * forever, so the socket is non-blocking while connecting; a Unix socket
+ * answers EAGAIN when the backlog is full, tried again until the deadline.
+ * Sends then block at most timeout_ms (SO_SNDTIMEO) like the replies. */
+static int connect_to(const char *path, int tmo_ms, int *out)
 {
     if (!path)
         path = getenv("GPUOS_SOCKET");
@@ -100,24 +115,49 @@ static int connect_to(const char *path, int *out)
     if (strlen(path) >= sizeof a.sun_path)
         return gos_fail(GOS_EINVAL, "socket path %s is too long", path);
     strcpy(a.sun_path, path);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0)
         return gos_fail(GOS_EIO, "socket: %s", strerror(errno));
-    if (connect(fd, (struct sockaddr *)&a, sizeof a)) {
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (unsigned us = 1000;; us = us < 50000 ? 2 * us : 50000) {
+        if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0)
+            break;
+        int e = errno;
+        if (e == EINTR)
+            continue;
+        if (e == EINPROGRESS) { /* not on Unix sockets today; handled anyway */
+            struct pollfd pf = {.fd = fd, .events = POLLOUT};
+            int err = 0;
+            socklen_t el = sizeof err;
+            if (poll(&pf, 1, tmo_ms) == 1 && !getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) && !err)
+                break;
+            close(fd);
+            return gos_fail(err ? GOS_EIO : GOS_ETIMEDOUT, "cannot reach gpuos serve at %s: %s", path,
+                            err ? strerror(err) : "no connection within the timeout");
+        }
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        long ms = (long)(t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+        if (e != EAGAIN || ms >= tmo_ms) {
+            close(fd);
+            if (e == EAGAIN)
+                return gos_fail(GOS_ETIMEDOUT, "gpuos serve at %s accepted no connection within %d ms "
+                                "($GPUOS_TIMEOUT_MS): it is overloaded or stuck", path, tmo_ms);
+            return gos_fail(e == EACCES ? GOS_EPERM : GOS_EIO, "cannot reach gpuos serve at %s: %s%s", path,
+                            strerror(e), e == EACCES ? " (the socket's permissions exclude you)" : "");
+        }
+        usleep(us);
+    }
+    int fl = fcntl(fd, F_GETFL);
+    struct timeval tv = {.tv_sec = tmo_ms / 1000, .tv_usec = (tmo_ms % 1000) * 1000};
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) || setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv)) {
         int e = errno;
         close(fd);
-        return gos_fail(e == EACCES ? GOS_EPERM : GOS_EIO, "cannot reach gpuos serve at %s: %s%s", path,
-                        strerror(e), e == EACCES ? " (the socket's permissions exclude you)" : "");
+        return gos_fail(GOS_EIO, "socket setup: %s", strerror(e));
     }
     *out = fd;
     return GOS_OK;
-}
-
-static int timeout_ms(void)
-{
-    const char *t = getenv("GPUOS_TIMEOUT_MS");
-    long v = t ? strtol(t, NULL, 10) : 0;
-    return v > 0 ? (int)v : 120000;
 }
 
 /* How long a caller waiting for a reply polls its socket before sleeping
@@ -276,6 +316,12 @@ static int wait_reply(gpuos_vgpu *g, uint32_t seq, uint16_t type, const void **b
             return broken(g, gos_fail(GOS_EPROTO, "daemon sent %s, expected a reply", gos_proto_name(h.type)));
         struct gos_rep_hdr r;
         memcpy(&r, g->rx, sizeof r);
+        if (h.seq == 0 && r.status != GOS_OK) {
+            /* A connection-level error (the daemon refused the connection: a
+             * limit): the connection is over. */
+            gos_fail(r.status, "%s", (const char *)g->rx + sizeof r);
+            return broken(g, r.status);
+        }
         if (h.seq == seq) {
             if (r.req_type != type)
                 return broken(g, gos_fail(GOS_EPROTO, "reply to %s for a %s request",
@@ -295,9 +341,25 @@ static int send_req(gpuos_vgpu *g, uint16_t type, const void *a, size_t alen, co
                     int fd, uint32_t *seq)
 {
     *seq = ++g->seq;
+    if (!*seq) /* sequence 0 is the daemon's connection-level errors */
+        *seq = ++g->seq;
     if (g->broken)
         return gos_fail(GOS_EIO, "the connection to gpuos serve is broken");
     int rc = gos_wire_send(g->fd, type, *seq, a, alen, b, blen, fd);
+    if (rc == GOS_EIO) {
+        /* The daemon may have refused the connection (a limit) and closed it
+         * before this request went out: its reason is waiting to be read. */
+        struct gos_msg_hdr h;
+        struct gos_rep_hdr r;
+        char why[GOS_MSG_TEXT_MAX];
+        snprintf(why, sizeof why, "%s", gos_last_error());
+        if (!gos_wire_recv(g->fd, &h, g->rx, NULL, 100) && h.type == GOS_MSG_REPLY && h.seq == 0) {
+            memcpy(&r, g->rx, sizeof r);
+            if (r.status != GOS_OK)
+                return broken(g, gos_fail(r.status, "%s", (const char *)g->rx + sizeof r));
+        }
+        gos_fail(rc, "%s", why);
+    }
     return rc ? broken(g, rc) : GOS_OK;
 }
 
@@ -419,7 +481,7 @@ int gpuos_open(const char *socket_path, const char *vgpu, gpuos_vgpu **out)
         g->copy_threads = MAX_COPY_THREADS;
     g->timeout_ms = timeout_ms();
     g->spin_us = spin_us();
-    int rc = connect_to(socket_path, &g->fd);
+    int rc = connect_to(socket_path, g->timeout_ms, &g->fd);
     if (rc) {
         pool_stop(g);
         free(g->rx);
@@ -964,7 +1026,7 @@ static int admin_open(const char *path, gpuos_vgpu *g)
     g->timeout_ms = timeout_ms();
     if (!(g->rx = malloc(GOS_PROTO_MAX_PAYLOAD)))
         return gos_fail(GOS_ENOMEM, "out of memory");
-    int rc = connect_to(path, &g->fd);
+    int rc = connect_to(path, g->timeout_ms, &g->fd);
     if (rc)
         free(g->rx);
     return rc;
@@ -972,6 +1034,8 @@ static int admin_open(const char *path, gpuos_vgpu *g)
 
 int gpuos_admin_list(const char *socket_path, gpuos_vgpu_facts *out, int max, int *n)
 {
+    if (!n || max < 0 || (max > 0 && !out))
+        return gos_fail(GOS_EINVAL, "gpuos_admin_list needs an output array of max entries and a count");
     gpuos_vgpu g;
     int rc = admin_open(socket_path, &g);
     if (rc)

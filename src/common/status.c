@@ -40,6 +40,7 @@ const char *gos_strerror(int code)
     case GOS_EPROTO: return "protocol error";
     case GOS_EBUSY: return "busy or over quota";
     case GOS_ETIMEDOUT: return "timed out";
+    case GOS_ELIMIT: return "limit reached";
     default: return "unknown error";
     }
 }

@@ -19,6 +19,7 @@ enum {
     GOS_EPROTO = -9,       /* protocol violation / version mismatch */
     GOS_EBUSY = -10,       /* resource busy, quota exceeded */
     GOS_ETIMEDOUT = -11,
+    GOS_ELIMIT = -12,      /* a limit the operator set was reached (clients, queue) */
 };
 
 /* Records a printf-style message for the calling thread and returns `code`, so

@@ -10,10 +10,12 @@
  * kernel's signature. The built-in module GOS_EXEC_BUILTIN ("builtin"; its
  * image name "exec" is accepted too) is kernels/exec.cu. */
 #include "device/cuda_internal.h"
+#include "device/exec_builtin.h"
 #include "device/exec_ops.h"
 
 #include "common/status.h"
 
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +39,17 @@ static struct {
     __typeof__(&cuLaunchKernelEx) launch;
 } P;
 static _Thread_local gos_device *cur_dev;
+static int abandoned; /* atomic: shutdown gave up on running work (ex_abandon) */
+
+/* The functions of the built-in module handed out so far, by kernel name, so
+ * that launch_ranges knows their signatures (exec_builtin.c). The embedded
+ * module lives as long as the context: its CUfunctions never change. */
+static struct {
+    CUfunction f;
+    char name[16];
+} builtin_fns[16];
+static int n_builtin_fns;
+static pthread_mutex_t builtin_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int fast_enter(gos_device *d)
 {
@@ -220,8 +233,23 @@ static int ex_function(gos_device *d, void *mod, const char *name, void **fn)
     int rc = gos_cuda_enter(d);
     if (rc)
         return rc;
-    if (m->builtin)
+    if (m->builtin) {
         rc = gos_cuda_function(d, "exec", name, &f);
+        if (!rc && (!gos_exec_builtin_known(name) || strlen(name) >= sizeof builtin_fns[0].name))
+            rc = gos_fail(GOS_EINVAL, "kernel %s of the built-in module has no known signature", name);
+        if (!rc) {
+            pthread_mutex_lock(&builtin_lock);
+            int i = 0;
+            while (i < n_builtin_fns && builtin_fns[i].f != f)
+                i++;
+            if (i == n_builtin_fns && i < 16) {
+                builtin_fns[i].f = f;
+                snprintf(builtin_fns[i].name, sizeof builtin_fns[i].name, "%s", name);
+                n_builtin_fns++;
+            }
+            pthread_mutex_unlock(&builtin_lock);
+        }
+    }
     else if ((rc = CU_CALL(cuModuleGetFunction, &f, m->mod, name))) {
         char why[256];
         snprintf(why, sizeof why, "%s", gos_last_error());
@@ -269,6 +297,25 @@ static int ex_launch(gos_device *d, void *fn, const struct gos_launch_cfg *c, vo
     return gos_cu_check(P.launch(&cfg, f, NULL, size ? extra : NULL), "cuLaunchKernelEx");
 }
 
+/* The device ranges of a built-in kernel's launch (exec_builtin.c); a function
+ * of a client's own module: unknown (-1). */
+static int ex_launch_ranges(gos_device *d, void *fn, const struct gos_launch_cfg *c, struct gos_dev_range *r, int *n)
+{
+    char name[16] = "";
+    pthread_mutex_lock(&builtin_lock);
+    for (int i = 0; i < n_builtin_fns; i++)
+        if (builtin_fns[i].f == fn)
+            memcpy(name, builtin_fns[i].name, sizeof name);
+    pthread_mutex_unlock(&builtin_lock);
+    *n = -1;
+    return name[0] ? gos_exec_builtin_ranges(name, c, r, n) : GOS_OK;
+}
+
+static void ex_abandon(gos_device *d)
+{
+    __atomic_store_n(&abandoned, 1, __ATOMIC_RELAXED);
+}
+
 static int ex_event_create(gos_device *d, void **ev)
 {
     CUevent e = NULL;
@@ -302,6 +349,8 @@ static int ex_event_sync(gos_device *d, void *ev)
             return GOS_OK;
         if (r != CUDA_ERROR_NOT_READY)
             return gos_cu_check(r, "cuEventQuery");
+        if (__atomic_load_n(&abandoned, __ATOMIC_RELAXED))
+            return gos_fail(GOS_EIO, "GPU work abandoned: the daemon is shutting down (the context ends with it)");
         sched_yield();
     }
 }
@@ -338,6 +387,8 @@ const struct gos_exec_ops gos_cuda_exec_ops = {
     .module_unload = ex_module_unload,
     .function = ex_function,
     .launch = ex_launch,
+    .launch_ranges = ex_launch_ranges,
+    .abandon = ex_abandon,
     .event_create = ex_event_create,
     .event_destroy = ex_event_destroy,
     .event_record = ex_event_record,

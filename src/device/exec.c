@@ -189,3 +189,19 @@ int gos_exec_event_elapsed_ns(gos_device *d, void *start, void *end, uint64_t *n
     NONNULL(start && end && ns, "event or result pointer");
     return EXEC(d)->event_elapsed_ns(d, start, end, ns);
 }
+
+int gos_exec_launch_ranges(gos_device *d, void *fn, const struct gos_launch_cfg *cfg, struct gos_dev_range *r,
+                           int *n)
+{
+    NONNULL(n && r && cfg, "result pointer or configuration");
+    *n = -1;
+    if (!HAS(d, launch_ranges))
+        return GOS_OK; /* nothing known: the daemon cannot check pointers it does not know */
+    return EXEC(d)->launch_ranges(d, fn, cfg, r, n);
+}
+
+void gos_exec_abandon(gos_device *d)
+{
+    if (d && d->ops && HAS(d, abandon))
+        EXEC(d)->abandon(d);
+}

@@ -30,6 +30,12 @@ struct gos_launch_cfg {
     size_t param_bytes;
 };
 
+/* A device range a built-in kernel will read or write (launch_ranges). */
+struct gos_dev_range {
+    uint64_t ptr, bytes;
+};
+#define GOS_LAUNCH_RANGES_MAX 4
+
 /* The built-in module's name, the same on every backend. */
 #define GOS_EXEC_BUILTIN "builtin"
 
@@ -72,6 +78,20 @@ struct gos_exec_ops {
     int (*module_unload)(gos_device *d, void *mod);
     int (*function)(gos_device *d, void *mod, const char *name, void **fn);
     int (*launch)(gos_device *d, void *fn, const struct gos_launch_cfg *cfg, void *stream);
+    /* For a function of the backend's built-in module: checks the launch's
+     * parameters (sizes, counts, geometry, without overflow) and lists the device
+     * ranges it will touch (at most GOS_LAUNCH_RANGES_MAX) in r[0..*n), so that
+     * the daemon checks them against the launching client's own allocations
+     * (issue 15.1). *n = -1: not a built-in kernel, its pointers are unknown.
+     * GOS_EINVAL with a reason for parameters the kernel cannot run with.
+     * Optional (NULL: nothing is known). */
+    int (*launch_ranges)(gos_device *d, void *fn, const struct gos_launch_cfg *cfg, struct gos_dev_range *r,
+                         int *n);
+    /* Shutdown (issue 15.5): every wait in progress or to come (event_sync,
+     * stream_sync) returns GOS_EIO at once, so that work that never ends cannot
+     * hold the daemon; the device is then only fit for closing (on a GPU the
+     * process exit destroys the context, which ends the kernels). Optional. */
+    void (*abandon)(gos_device *d);
 
     /* Events for GPU time: elapsed_ns between two recorded, completed events. */
     int (*event_create)(gos_device *d, void **ev);
@@ -110,5 +130,10 @@ int gos_exec_event_destroy(gos_device *d, void *ev);
 int gos_exec_event_record(gos_device *d, void *ev, void *stream);
 int gos_exec_event_sync(gos_device *d, void *ev);
 int gos_exec_event_elapsed_ns(gos_device *d, void *start, void *end, uint64_t *ns);
+/* Optional ops: launch_ranges gives *n = -1 (nothing known) and abandon does
+ * nothing when the backend lacks them. */
+int gos_exec_launch_ranges(gos_device *d, void *fn, const struct gos_launch_cfg *cfg, struct gos_dev_range *r,
+                           int *n);
+void gos_exec_abandon(gos_device *d);
 
 #endif

@@ -21,14 +21,18 @@
  * A module image "SIMMOD\n" followed by lines "alias=builtin" loads too, so the
  * byte-image path is exercised. Model parameters come from the chip's
  * sim.exec object: htod_gbps, dtoh_gbps, dtod_gbps, copy_latency_us, launch_us,
- * loop_ns_per_iter, madd_ns_per_element, mmul_ns_per_mac. */
+ * loop_ns_per_iter, madd_ns_per_element, mmul_ns_per_mac, each checked to lie in
+ * its range. */
+#include "device/exec_builtin.h"
 #include "device/exec_ops.h"
 #include "device/sim_internal.h"
 
+#include "common/range.h"
 #include "common/status.h"
 
 #include <errno.h>
 #include <jansson.h>
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -71,6 +75,7 @@ struct sim_exec {
     uint64_t mem_total, mem_used;
     struct sim_alloc *allocs;
     int n_allocs, cap_allocs;
+    int abandoned; /* atomic: shutdown gave up on running work (se_abandon) */
 };
 
 static uint64_t now_ns(void)
@@ -85,25 +90,46 @@ static uint64_t now_ns(void)
  * modelled launch or small copy), so the last SPIN_NS are polled, yielding the CPU
  * to anything else runnable. */
 #define SPIN_NS 200000ull
-static void sleep_until(uint64_t t)
+/* Sleeps in slices of at most this, so that an abandoned wait ends promptly. */
+#define SLICE_NS 20000000ull
+/* GOS_OK at t, or GOS_EIO as soon as the device is abandoned (shutdown). */
+static int sleep_until(const int *abandoned, uint64_t t)
 {
-    uint64_t n = now_ns();
-    if (t > n + SPIN_NS) {
+    for (;;) {
+        if (__atomic_load_n(abandoned, __ATOMIC_RELAXED))
+            return gos_fail(GOS_EIO, "simulated work abandoned: the daemon is shutting down");
+        uint64_t n = now_ns();
+        if (t <= n + SPIN_NS)
+            break;
         uint64_t w = t - SPIN_NS;
+        if (w > n + SLICE_NS)
+            w = n + SLICE_NS;
         struct timespec ts = {.tv_sec = (time_t)(w / 1000000000ull), .tv_nsec = (long)(w % 1000000000ull)};
         while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
             ;
     }
     while (now_ns() < t)
         sched_yield();
+    return GOS_OK;
 }
 
 static struct sim_exec *S(gos_device *d) { return d->exec_priv; }
 
-static double jnum(json_t *o, const char *k, double dflt)
+/* A model parameter of sim.exec: absent gives dflt; present, it must be a finite
+ * number in [lo, hi] (lo excluded when lo_open), else the chip is rejected. */
+static int jnum(json_t *o, const char *k, double dflt, double lo, int lo_open, double hi, double *out)
 {
     json_t *v = o ? json_object_get(o, k) : NULL;
-    return json_is_number(v) ? json_number_value(v) : dflt;
+    if (!v) {
+        *out = dflt;
+        return GOS_OK;
+    }
+    double x = json_is_number(v) ? json_number_value(v) : NAN;
+    if (!isfinite(x) || x < lo || (lo_open && x == lo) || x > hi)
+        return gos_fail(GOS_EINVAL, "chip sim.exec.%s must be a number in %s%g, %g]", k, lo_open ? "(" : "[", lo,
+                        hi);
+    *out = x;
+    return GOS_OK;
 }
 
 static void se_close(gos_device *d)
@@ -131,15 +157,25 @@ static int se_init(gos_device *d)
     if (d->chip && d->chip->json)
         x = json_object_get(json_object_get(d->chip->json, "sim"), "exec");
     s->gbps[ENG_COMPUTE] = 1;
-    s->gbps[ENG_HTOD] = jnum(x, "htod_gbps", 50.0);
-    s->gbps[ENG_DTOH] = jnum(x, "dtoh_gbps", 50.0);
-    s->gbps[ENG_DTOD] = jnum(x, "dtod_gbps", 2000.0);
-    s->copy_lat_ns = jnum(x, "copy_latency_us", 4.0) * 1e3;
-    s->launch_ns = jnum(x, "launch_us", 3.0) * 1e3;
-    /* Defaults: loop of 20M iterations 100 ms, 1024x1024 madd 1 ms, mmul 5 ms. */
-    s->loop_ns = jnum(x, "loop_ns_per_iter", 5.0);
-    s->madd_ns = jnum(x, "madd_ns_per_element", 1e6 / (1024.0 * 1024.0));
-    s->mmul_ns = jnum(x, "mmul_ns_per_mac", 5e6 / (1024.0 * 1024.0 * 1024.0));
+    /* Out-of-range parameters would make every modelled duration infinite, NaN
+     * or negative (issue 15.6): rejected with the key. Defaults: loop of 20M
+     * iterations 100 ms, 1024x1024 madd 1 ms, mmul 5 ms. */
+    double lat_us, launch_us;
+    int rc;
+    if ((rc = jnum(x, "htod_gbps", 50.0, 0, 1, 1e5, &s->gbps[ENG_HTOD])) ||
+        (rc = jnum(x, "dtoh_gbps", 50.0, 0, 1, 1e5, &s->gbps[ENG_DTOH])) ||
+        (rc = jnum(x, "dtod_gbps", 2000.0, 0, 1, 1e6, &s->gbps[ENG_DTOD])) ||
+        (rc = jnum(x, "copy_latency_us", 4.0, 0, 0, 1e6, &lat_us)) ||
+        (rc = jnum(x, "launch_us", 3.0, 0, 0, 1e6, &launch_us)) ||
+        (rc = jnum(x, "loop_ns_per_iter", 5.0, 0, 0, 1e6, &s->loop_ns)) ||
+        (rc = jnum(x, "madd_ns_per_element", 1e6 / (1024.0 * 1024.0), 0, 0, 1e6, &s->madd_ns)) ||
+        (rc = jnum(x, "mmul_ns_per_mac", 5e6 / (1024.0 * 1024.0 * 1024.0), 0, 0, 1e6, &s->mmul_ns))) {
+        pthread_mutex_destroy(&s->lock);
+        free(s);
+        return rc;
+    }
+    s->copy_lat_ns = lat_us * 1e3;
+    s->launch_ns = launch_us * 1e3;
     s->mem_total = d->info.mem_bytes ? d->info.mem_bytes : (16ull << 30);
     d->exec_priv = s;
     return GOS_OK;
@@ -254,20 +290,43 @@ static int se_stream_sync(gos_device *d, void *stream)
         for (int e = 0; e < N_ENG; e++)
             t = s->eng_free[e] > t ? s->eng_free[e] : t;
     pthread_mutex_unlock(&s->lock);
-    sleep_until(t);
-    return GOS_OK;
+    return sleep_until(&s->abandoned, t);
+}
+
+/* Whether [p, p + n) lies inside one allocation (lock held): what a GPU's MMU
+ * would let through. The daemon checks ranges against the client's own
+ * allocations before; this keeps a backend bug or a direct caller from turning a
+ * wrong range into a write past an anonymous mapping. */
+static int inside(const struct sim_exec *s, uint64_t p, uint64_t n)
+{
+    for (int i = 0; i < s->n_allocs; i++)
+        if (gos_range_within(s->allocs[i].ptr, s->allocs[i].bytes, p, n))
+            return 1;
+    return 0;
+}
+
+static int check_dev(struct sim_exec *s, uint64_t p, uint64_t n, const char *what)
+{
+    pthread_mutex_lock(&s->lock);
+    int ok = inside(s, p, n);
+    pthread_mutex_unlock(&s->lock);
+    return ok ? GOS_OK
+              : gos_fail(GOS_EINVAL, "%s: illegal address range 0x%llx+%llu", what, (unsigned long long)p,
+                         (unsigned long long)n);
 }
 
 static int copy(gos_device *d, void *dst, const void *src, size_t n, int e, void *stream, int sync)
 {
     struct sim_exec *s = S(d);
+    int rc = e == ENG_HTOD ? check_dev(s, (uint64_t)(uintptr_t)dst, n, "copy to the device")
+                           : check_dev(s, (uint64_t)(uintptr_t)src, n, "copy from the device");
+    if (rc)
+        return rc;
     memcpy(dst, src, n);
     pthread_mutex_lock(&s->lock);
     uint64_t end = enqueue(s, stream, e, s->copy_lat_ns + (double)n / s->gbps[e]);
     pthread_mutex_unlock(&s->lock);
-    if (sync)
-        sleep_until(end);
-    return GOS_OK;
+    return sync ? sleep_until(&s->abandoned, end) : GOS_OK;
 }
 
 static int se_htod(gos_device *d, uint64_t dst, const void *src, size_t n, void *st)
@@ -280,8 +339,11 @@ static int se_dtoh(gos_device *d, void *dst, uint64_t src, size_t n, void *st)
 }
 static int se_dtod(gos_device *d, uint64_t dst, uint64_t src, size_t n, void *st)
 {
-    memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
     struct sim_exec *s = S(d);
+    int rc;
+    if ((rc = check_dev(s, dst, n, "device copy destination")) || (rc = check_dev(s, src, n, "device copy source")))
+        return rc;
+    memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
     pthread_mutex_lock(&s->lock);
     enqueue(s, st, ENG_DTOD, s->copy_lat_ns + (double)n / s->gbps[ENG_DTOD]);
     pthread_mutex_unlock(&s->lock);
@@ -415,12 +477,11 @@ static int se_launch(gos_device *d, void *fn, const struct gos_launch_cfg *c, vo
         memcpy(&dptr, c->params, 8);
         memcpy(&v, (const char *)c->params + 8, 4);
         memcpy(&count, (const char *)c->params + 16, 8);
-        /* The daemon cannot know kernel pointers; the simulated kernel checks its
-         * target against the allocations, as a GPU's MMU would fault. */
-        int ok = 0;
+        /* The daemon checks the range against the client's allocations
+         * (launch_ranges); the simulated kernel checks it again against every
+         * allocation, as a GPU's MMU would fault, without overflow (issue 15.1). */
         pthread_mutex_lock(&s->lock);
-        for (int i = 0; i < s->n_allocs && !ok; i++)
-            ok = dptr >= s->allocs[i].ptr && count <= (s->allocs[i].ptr + s->allocs[i].bytes - dptr) / 4;
+        int ok = count <= UINT64_MAX / 4 && dptr % 4 == 0 && inside(s, dptr, count * 4);
         pthread_mutex_unlock(&s->lock);
         if (!ok)
             return gos_fail(GOS_EINVAL, "fill: illegal address 0x%llx (+%llu words)", (unsigned long long)dptr,
@@ -434,6 +495,26 @@ static int se_launch(gos_device *d, void *fn, const struct gos_launch_cfg *c, vo
     enqueue(s, stream, ENG_COMPUTE, dur);
     pthread_mutex_unlock(&s->lock);
     return GOS_OK;
+}
+
+/* The GPU kernels' signatures (exec_builtin.c) by the built-in's own name (a
+ * SIMMOD alias runs a built-in under another name). */
+static int se_launch_ranges(gos_device *d, void *fn, const struct gos_launch_cfg *c, struct gos_dev_range *r,
+                            int *n)
+{
+    const struct sim_fn *f = fn;
+    for (int i = 0; i < N_BUILTINS; i++)
+        if (builtins[i].kind == f->kind)
+            return gos_exec_builtin_ranges(builtins[i].name, c, r, n);
+    *n = -1;
+    return GOS_OK;
+}
+
+static void se_abandon(gos_device *d)
+{
+    struct sim_exec *s = S(d);
+    if (s)
+        __atomic_store_n(&s->abandoned, 1, __ATOMIC_RELAXED);
 }
 
 static int se_event_create(gos_device *d, void **ev)
@@ -461,8 +542,7 @@ static int se_event_record(gos_device *d, void *ev, void *stream)
 }
 static int se_event_sync(gos_device *d, void *ev)
 {
-    sleep_until(((struct sim_event *)ev)->t);
-    return GOS_OK;
+    return sleep_until(&S(d)->abandoned, ((struct sim_event *)ev)->t);
 }
 static int se_event_elapsed(gos_device *d, void *a, void *b, uint64_t *ns)
 {
@@ -495,6 +575,8 @@ const struct gos_exec_ops gos_sim_exec_ops = {
     .module_unload = se_module_unload,
     .function = se_function,
     .launch = se_launch,
+    .launch_ranges = se_launch_ranges,
+    .abandon = se_abandon,
     .event_create = se_event_create,
     .event_destroy = se_event_destroy,
     .event_record = se_event_record,

@@ -111,16 +111,6 @@ int gos_proto_check_hdr(const struct gos_msg_hdr *h)
     return GOS_OK;
 }
 
-static int check_dims(const uint32_t v[3], const char *what, int allow_zero)
-{
-    if (allow_zero && !v[0] && !v[1] && !v[2])
-        return GOS_OK;
-    for (int i = 0; i < 3; i++)
-        if (v[i] == 0)
-            return gos_fail(GOS_EPROTO, "LAUNCH %s dimension %d is 0", what, i);
-    return GOS_OK;
-}
-
 static int check_reply(const struct gos_msg_hdr *h, const void *payload)
 {
     struct gos_rep_hdr r;
@@ -170,44 +160,18 @@ int gos_proto_check(const struct gos_msg_hdr *h, const void *payload)
             return gos_fail(GOS_EPROTO, "HELLO vGPU name empty or not terminated");
         return GOS_OK;
     }
-    case GOS_MSG_MEM_ALLOC: {
-        const struct gos_msg_mem_alloc *m = payload;
-        if (m->bytes == 0 || m->bytes > (1ull << 50))
-            return gos_fail(GOS_EPROTO, "MEM_ALLOC of %llu bytes", (unsigned long long)m->bytes);
-        return GOS_OK;
-    }
-    case GOS_MSG_REGION_ADD: {
-        const struct gos_msg_region_add *m = payload;
-        if (m->bytes == 0 || m->bytes > (1ull << 40))
-            return gos_fail(GOS_EPROTO, "REGION_ADD of %llu bytes", (unsigned long long)m->bytes);
-        return GOS_OK;
-    }
-    case GOS_MSG_REGION_DEL: {
-        const struct gos_msg_region_del *m = payload;
-        if (m->region >= GOS_MAX_REGIONS)
-            return gos_fail(GOS_EPROTO, "REGION_DEL region %u out of range", (unsigned)m->region);
-        return GOS_OK;
-    }
     case GOS_MSG_COPY: {
         const struct gos_msg_copy *m = payload;
         if (m->dir > GOS_COPY_DTOD)
             return gos_fail(GOS_EPROTO, "COPY direction %u unknown", (unsigned)m->dir);
         if (m->flags & ~(GOS_F_ASYNC | GOS_F_DIRECT))
             return gos_fail(GOS_EPROTO, "COPY flags 0x%x unknown", (unsigned)m->flags);
-        if (m->bytes == 0 || m->bytes > (1ull << 40))
-            return gos_fail(GOS_EPROTO, "COPY of %llu bytes", (unsigned long long)m->bytes);
-        if (m->dir != GOS_COPY_DTOD && m->region >= GOS_MAX_REGIONS)
-            return gos_fail(GOS_EPROTO, "COPY region %u out of range", (unsigned)m->region);
-        if (m->dir != GOS_COPY_DTOD && m->offset + m->bytes < m->offset)
-            return gos_fail(GOS_EPROTO, "COPY region range overflows");
         return GOS_OK;
     }
     case GOS_MSG_MODULE_LOAD: {
         const struct gos_msg_module_load *m = payload;
         if (!gos_proto_str_ok(m->name, sizeof m->name, 1))
             return gos_fail(GOS_EPROTO, "MODULE_LOAD name not terminated");
-        if (!m->name[0] && (m->bytes == 0 || m->region >= GOS_MAX_REGIONS || m->offset + m->bytes < m->offset))
-            return gos_fail(GOS_EPROTO, "MODULE_LOAD without a name needs image bytes in a region");
         return GOS_OK;
     }
     case GOS_MSG_FUNC_GET: {
@@ -223,14 +187,6 @@ int gos_proto_check(const struct gos_msg_hdr *h, const void *payload)
                             (unsigned)m->param_bytes, (size_t)(h->len - sizeof *m));
         if (m->flags & ~GOS_F_ASYNC)
             return gos_fail(GOS_EPROTO, "LAUNCH flags 0x%x unknown", (unsigned)m->flags);
-        if ((rc = check_dims(m->grid, "grid", 0)) || (rc = check_dims(m->block, "block", 0)) ||
-            (rc = check_dims(m->cluster, "cluster", 1)))
-            return rc;
-        if ((uint64_t)m->block[0] * m->block[1] * m->block[2] > 1024)
-            return gos_fail(GOS_EPROTO, "LAUNCH block of more than 1024 threads");
-        if (m->cluster[0] && (m->grid[0] % m->cluster[0] || m->grid[1] % m->cluster[1] ||
-                              m->grid[2] % m->cluster[2]))
-            return gos_fail(GOS_EPROTO, "LAUNCH grid is not a multiple of the cluster");
         return GOS_OK;
     }
     case GOS_MSG_ADMIN_SET: {
@@ -242,6 +198,76 @@ int gos_proto_check(const struct gos_msg_hdr *h, const void *payload)
     }
     case GOS_MSG_REPLY:
         return check_reply(h, payload);
+    default:
+        return GOS_OK;
+    }
+}
+
+static int check_dims(const uint32_t v[3], const char *what, int allow_zero)
+{
+    if (allow_zero && !v[0] && !v[1] && !v[2])
+        return GOS_OK;
+    for (int i = 0; i < 3; i++)
+        if (v[i] == 0)
+            return gos_fail(GOS_EINVAL, "launch %s dimension %d is 0", what, i);
+    return GOS_OK;
+}
+
+int gos_proto_check_args(const struct gos_msg_hdr *h, const void *payload)
+{
+    int rc;
+    switch (h->type) {
+    case GOS_MSG_MEM_ALLOC: {
+        const struct gos_msg_mem_alloc *m = payload;
+        if (m->bytes == 0 || m->bytes > GOS_ALLOC_MAX)
+            return gos_fail(GOS_EINVAL, "allocation of %llu bytes (1..2^50)", (unsigned long long)m->bytes);
+        return GOS_OK;
+    }
+    case GOS_MSG_REGION_ADD: {
+        const struct gos_msg_region_add *m = payload;
+        if (m->bytes == 0 || m->bytes > GOS_COPY_MAX)
+            return gos_fail(GOS_EINVAL, "shared region of %llu bytes (1..2^40)", (unsigned long long)m->bytes);
+        return GOS_OK;
+    }
+    case GOS_MSG_REGION_DEL: {
+        const struct gos_msg_region_del *m = payload;
+        if (m->region >= GOS_MAX_REGIONS)
+            return gos_fail(GOS_EINVAL, "region %u out of range", (unsigned)m->region);
+        return GOS_OK;
+    }
+    case GOS_MSG_COPY: {
+        const struct gos_msg_copy *m = payload;
+        if (m->bytes == 0 || m->bytes > GOS_COPY_MAX)
+            return gos_fail(GOS_EINVAL, "copy of %llu bytes (1..2^40)", (unsigned long long)m->bytes);
+        if (m->dir != GOS_COPY_DTOD && m->region >= GOS_MAX_REGIONS)
+            return gos_fail(GOS_EINVAL, "copy through region %u, out of range", (unsigned)m->region);
+        if (m->dir != GOS_COPY_DTOD && m->offset + m->bytes < m->offset)
+            return gos_fail(GOS_EINVAL, "copy region range overflows");
+        return GOS_OK;
+    }
+    case GOS_MSG_MODULE_LOAD: {
+        const struct gos_msg_module_load *m = payload;
+        if (!m->name[0] && (m->bytes == 0 || m->bytes > GOS_COPY_MAX || m->region >= GOS_MAX_REGIONS ||
+                            m->offset + m->bytes < m->offset))
+            return gos_fail(GOS_EINVAL, "module load without a name needs image bytes in a region");
+        return GOS_OK;
+    }
+    case GOS_MSG_LAUNCH: {
+        const struct gos_msg_launch *m = payload;
+        if ((rc = check_dims(m->grid, "grid", 0)) || (rc = check_dims(m->block, "block", 0)) ||
+            (rc = check_dims(m->cluster, "cluster", 1)))
+            return rc;
+        if ((uint64_t)m->block[0] * m->block[1] * m->block[2] > 1024)
+            return gos_fail(GOS_EINVAL, "launch block of %llu threads (at most 1024)",
+                            (unsigned long long)m->block[0] * m->block[1] * m->block[2]);
+        if (m->cluster[0] && (m->grid[0] % m->cluster[0] || m->grid[1] % m->cluster[1] ||
+                              m->grid[2] % m->cluster[2]))
+            return gos_fail(GOS_EINVAL, "launch grid (%u, %u, %u) is not a multiple of the cluster (%u, %u, %u)",
+                            m->grid[0], m->grid[1], m->grid[2], m->cluster[0], m->cluster[1], m->cluster[2]);
+        if ((uint64_t)m->cluster[0] * m->cluster[1] * m->cluster[2] > 16)
+            return gos_fail(GOS_EINVAL, "launch cluster of more than 16 blocks");
+        return GOS_OK;
+    }
     default:
         return GOS_OK;
     }

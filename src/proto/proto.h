@@ -12,9 +12,11 @@
  * asynchronous requests (flag GOS_F_ASYNC), whose errors are kept and reported
  * by the next SYNC, as CUDA reports sticky stream errors.
  *
- * gos_proto_check() validates a header and payload completely (magic, version,
- * type, every length, every enum, every string terminated) so that the daemon
- * acts only on well-formed messages; anything else is rejected with a reason. */
+ * gos_proto_check() validates a header and payload's structure (magic, version,
+ * type, every length, every enum and flag, every string terminated): anything
+ * else is a protocol violation that ends the connection. gos_proto_check_args()
+ * then checks the arguments (sizes, geometry): a bad argument is an error of
+ * that request only. */
 #ifndef GOS_PROTO_H
 #define GOS_PROTO_H
 
@@ -211,6 +213,17 @@ int gos_proto_check_hdr(const struct gos_msg_hdr *h);
  * field, enums in range, variable tails consistent. For REPLY the request type
  * it answers and the body size are checked too. */
 int gos_proto_check(const struct gos_msg_hdr *h, const void *payload);
+
+/* Checks a request's arguments (after gos_proto_check): sizes (allocations
+ * 1..2^50 bytes, copies and regions 1..2^40), region indices, ranges that would
+ * wrap, launch geometry (no zero dimension, blocks of at most 1024 threads, a
+ * grid that is a multiple of the cluster, clusters of at most 16). GOS_EINVAL
+ * with a reason: an error of that request alone, never of the session (issue
+ * 15.4); the daemon answers it (or keeps it for the next SYNC when the request
+ * is asynchronous) and carries on. */
+int gos_proto_check_args(const struct gos_msg_hdr *h, const void *payload);
+#define GOS_ALLOC_MAX (1ull << 50)
+#define GOS_COPY_MAX (1ull << 40)
 
 /* Fills a header. */
 void gos_proto_hdr(struct gos_msg_hdr *h, uint16_t type, uint32_t seq, uint32_t len);

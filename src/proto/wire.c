@@ -46,7 +46,8 @@ static int wire_send(int fd, int nowait, uint16_t type, uint32_t seq, const void
             if (errno == EINTR)
                 continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK)
-                return gos_fail(GOS_EBUSY, "send %s: the peer does not read its messages", gos_proto_name(type));
+                return gos_fail(nowait ? GOS_EBUSY : GOS_ETIMEDOUT, "send %s: the peer does not read its messages%s",
+                                gos_proto_name(type), nowait ? "" : " within the timeout");
             return gos_fail(GOS_EIO, "send %s: %s", gos_proto_name(type), strerror(errno));
         }
         first = 0;

@@ -10,6 +10,7 @@
  * device memory, regions and modules are released. */
 #include "serve/serve.h"
 
+#include "common/range.h"
 #include "common/status.h"
 #include "proto/wire.h"
 
@@ -80,7 +81,7 @@ static struct srv_alloc *find_alloc(struct srv_client *c, uint64_t p, uint64_t n
 {
     for (int i = 0; i < c->n_allocs; i++) {
         struct srv_alloc *a = &c->allocs[i];
-        if (p >= a->dptr && p - a->dptr <= a->bytes && n <= a->bytes - (p - a->dptr))
+        if (gos_range_within(a->dptr, a->bytes, p, n))
             return a;
     }
     return NULL;
@@ -93,6 +94,9 @@ static int do_hello(struct srv_client *c, const struct gos_msg_hello *m, struct 
         return gos_fail(GOS_EPROTO, "HELLO sent twice");
     for (int v = 0; v < s->n_vgpus; v++)
         if (!strcmp(s->vgpus[v].cfg.name, m->vgpu)) {
+            if (s->vgpus[v].clients >= s->cfg.max_clients_per_vgpu)
+                return gos_fail(GOS_ELIMIT, "vGPU %s has its maximum of %d clients (max_clients_per_vgpu)",
+                                m->vgpu, s->cfg.max_clients_per_vgpu);
             c->vgpu = v;
             c->pid = (pid_t)m->pid;
             s->vgpus[v].clients++;
@@ -113,7 +117,9 @@ static int do_alloc(struct srv_client *c, uint64_t bytes, uint64_t *dptr)
     struct srv *s = c->srv;
     struct srv_vgpu *v = &s->vgpus[c->vgpu];
     struct srv_dev *d = dev_of(c);
-    if (bytes > v->mem_quota - v->mem_used)
+    /* Usage may exceed the quota (`vgpu set` shrank it): the difference would
+     * wrap (issue 15.2). */
+    if (v->mem_used >= v->mem_quota || bytes > v->mem_quota - v->mem_used)
         return gos_fail(GOS_EBUSY, "vGPU %s: allocating %llu bytes would exceed its memory share "
                                    "(%llu of %llu bytes used)", v->cfg.name, (unsigned long long)bytes,
                         (unsigned long long)v->mem_used, (unsigned long long)v->mem_quota);
@@ -180,10 +186,13 @@ static int do_region_add(struct srv_client *c, uint64_t bytes, int fd, uint32_t 
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED)
         return gos_fail(GOS_ENOMEM, "mapping a region of %llu bytes: %s", (unsigned long long)bytes, strerror(errno));
+    /* The mapping keeps the memory: the descriptor is not needed any more, and
+     * a client must not hold 64 of the daemon's descriptors (max_clients). */
+    close(fd);
     struct srv_region *g = &c->regions[r];
     memset(g, 0, sizeof *g);
     g->used = 1;
-    g->fd = fd;
+    g->fd = -1;
     g->ptr = p;
     g->bytes = bytes;
     /* Pinned pages make the region the bounce buffer itself (zero-copy path). */
@@ -199,7 +208,7 @@ static struct srv_region *region(struct srv_client *c, uint32_t r, uint64_t off,
         return NULL;
     }
     struct srv_region *g = &c->regions[r];
-    if (off > g->bytes || n > g->bytes - off) {
+    if (!gos_range_within(0, g->bytes, off, n)) {
         gos_fail(GOS_EINVAL, "range %llu+%llu outside region %u of %llu bytes", (unsigned long long)off,
                  (unsigned long long)n, (unsigned)r, (unsigned long long)g->bytes);
         return NULL;
@@ -216,7 +225,8 @@ static void region_drop(struct srv_client *c, int r)
         if (g->pinned)
             gos_exec_host_unregister(d->dev, g->ptr);
         munmap(g->ptr, g->bytes);
-        close(g->fd);
+        if (g->fd >= 0)
+            close(g->fd);
         memset(g, 0, sizeof *g);
     }
 }
@@ -353,6 +363,82 @@ static void device_info(struct srv_client *c, struct gos_rep_device_info *r)
     r->mem_bytes = dev_of(c)->mem_total;
 }
 
+/* The one place that validates a request before it can touch the session
+ * (issue 15.4; lock held): its arguments (gos_proto_check_args), everything it
+ * names (allocations, regions, modules, functions: only the client's own; the
+ * device ranges a built-in kernel will touch, checked against the client's
+ * allocations: issue 15.1) and the operator's limits on queued work and
+ * allocations. GOS_OK, or an error of this request alone: the caller answers it
+ * (or keeps it for the next SYNC when the request is asynchronous) and the
+ * session carries on. */
+static int validate(struct srv_client *c, const struct gos_msg_hdr *h, const void *p)
+{
+    struct srv *s = c->srv;
+    int rc = gos_proto_check_args(h, p);
+    if (rc || c->vgpu < 0)
+        return rc;
+    switch (h->type) {
+    case GOS_MSG_MEM_ALLOC:
+        if (c->n_allocs >= s->cfg.max_allocations)
+            return gos_fail(GOS_ELIMIT, "client has %d allocations, the maximum (max_allocations)", c->n_allocs);
+        return GOS_OK;
+    case GOS_MSG_REGION_DEL: {
+        uint32_t r = ((const struct gos_msg_region_del *)p)->region;
+        if (!c->regions[r].used || c->regions[r].deleted)
+            return gos_fail(GOS_EINVAL, "region %u is not a region of this client", (unsigned)r);
+        return GOS_OK;
+    }
+    case GOS_MSG_MODULE_LOAD: {
+        const struct gos_msg_module_load *m = p;
+        return m->name[0] || region(c, m->region, m->offset, m->bytes) ? GOS_OK : GOS_EINVAL;
+    }
+    case GOS_MSG_COPY:
+    case GOS_MSG_LAUNCH:
+        break;
+    default:
+        return GOS_OK;
+    }
+    uint64_t cost = sizeof(struct srv_op);
+    if (h->type == GOS_MSG_COPY) {
+        const struct gos_msg_copy *m = p;
+        if (!find_alloc(c, m->dptr, m->bytes))
+            return gos_fail(GOS_EINVAL, "device range 0x%llx+%llu is not inside an allocation of this client",
+                            (unsigned long long)m->dptr, (unsigned long long)m->bytes);
+        if (m->dir == GOS_COPY_DTOD && !find_alloc(c, m->dptr_src, m->bytes))
+            return gos_fail(GOS_EINVAL, "source range 0x%llx+%llu is not inside an allocation of this client",
+                            (unsigned long long)m->dptr_src, (unsigned long long)m->bytes);
+        if (m->dir != GOS_COPY_DTOD && !region(c, m->region, m->offset, m->bytes))
+            return GOS_EINVAL;
+    } else {
+        const struct gos_msg_launch *m = p;
+        if (m->func < 1 || m->func > (uint64_t)c->n_funcs || !c->funcs[m->func - 1])
+            return gos_fail(GOS_EINVAL, "function handle %llu is not a function of this client",
+                            (unsigned long long)m->func);
+        struct srv_dev *d = dev_of(c);
+        struct gos_launch_cfg cfg = {.params = m + 1, .param_bytes = m->param_bytes};
+        memcpy(cfg.grid, m->grid, sizeof m->grid);
+        memcpy(cfg.block, m->block, sizeof m->block);
+        memcpy(cfg.cluster, m->cluster, sizeof m->cluster);
+        struct gos_dev_range r[GOS_LAUNCH_RANGES_MAX];
+        int n = 0;
+        if ((rc = gos_exec_launch_ranges(d->dev, c->funcs[m->func - 1], &cfg, r, &n)))
+            return rc;
+        for (int i = 0; i < n; i++)
+            if (r[i].bytes && !find_alloc(c, r[i].ptr, r[i].bytes))
+                return gos_fail(GOS_EINVAL, "kernel argument range 0x%llx+%llu is not inside an allocation of "
+                                "this client", (unsigned long long)r[i].ptr, (unsigned long long)r[i].bytes);
+        cost += m->param_bytes;
+    }
+    if (c->queued_ops >= s->cfg.max_queued_requests)
+        return gos_fail(GOS_ELIMIT, "client has %d requests queued, the maximum (max_queued_requests); synchronize",
+                        c->queued_ops);
+    if (c->queued_bytes + cost > s->cfg.max_queued_bytes)
+        return gos_fail(GOS_ELIMIT, "client's queued requests hold %llu bytes of the daemon's memory, the maximum is "
+                        "%llu (max_queued_bytes); synchronize", (unsigned long long)c->queued_bytes,
+                        (unsigned long long)s->cfg.max_queued_bytes);
+    return GOS_OK;
+}
+
 /* Handles one valid message (lock held). Returns <0 to end the connection. */
 /* The answer to a queued request (COPY, LAUNCH) that could not be queued (rc):
  * an asynchronous one's error waits for SYNC; a queued one answers later. */
@@ -372,6 +458,18 @@ static int handle(struct srv_client *c, const struct gos_msg_hdr *h, void *p, in
         gos_fail(GOS_EPROTO, "%s before HELLO", gos_proto_name(h->type));
         reply(c, h->seq, h->type == GOS_MSG_REPLY ? GOS_MSG_HELLO : h->type, GOS_EPROTO, NULL, 0);
         return -1;
+    }
+    if ((rc = validate(c, h, p))) {
+        if (h->type == GOS_MSG_HELLO) {
+            reply(c, h->seq, h->type, rc, NULL, 0);
+            return -1;
+        }
+        if (fd >= 0 && h->type == GOS_MSG_REGION_ADD)
+            close(fd);
+        uint32_t flags = h->type == GOS_MSG_COPY     ? ((const struct gos_msg_copy *)p)->flags
+                         : h->type == GOS_MSG_LAUNCH ? ((const struct gos_msg_launch *)p)->flags
+                                                     : 0;
+        return answer_queued(c, h, rc, flags);
     }
     switch (h->type) {
     case GOS_MSG_HELLO: {
@@ -397,14 +495,9 @@ static int handle(struct srv_client *c, const struct gos_msg_hdr *h, void *p, in
             close(fd);
         return reply(c, h->seq, h->type, rc, &r, sizeof r);
     }
-    case GOS_MSG_REGION_DEL: {
-        uint32_t r = ((struct gos_msg_region_del *)p)->region;
-        if (!c->regions[r].used || c->regions[r].deleted)
-            rc = gos_fail(GOS_EINVAL, "region %u is not a region of this client", (unsigned)r);
-        else
-            region_drop(c, (int)r);
-        return reply(c, h->seq, h->type, rc, NULL, 0);
-    }
+    case GOS_MSG_REGION_DEL:
+        region_drop(c, (int)((struct gos_msg_region_del *)p)->region);
+        return reply(c, h->seq, h->type, GOS_OK, NULL, 0);
     case GOS_MSG_COPY: {
         const struct gos_msg_copy *m = p;
         rc = do_copy(c, h->seq, m);

@@ -5,6 +5,9 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,37 +22,78 @@ static char *trim(char *s)
     return s;
 }
 
-static int parse_u64(const char *v, uint64_t *out)
+/* Validation, one function per kind of value (issue 15.6): each takes the text
+ * and the allowed range and accepts only what it can honour exactly. */
+
+/* Sizes: digits with an optional fraction, an optional K/M/G/T and B. No sign,
+ * no exponent, no "nan"/"inf", nothing that overflows 64 bits. */
+int gos_serve_parse_size(const char *v, uint64_t lo, uint64_t hi, uint64_t *out)
 {
+    const char *p = v;
+    if (!isdigit((unsigned char)*p) && !(*p == '.' && isdigit((unsigned char)p[1])))
+        return gos_fail(GOS_EINVAL, "\"%s\" is not a size (digits with K, M, G or T)", v);
+    while (isdigit((unsigned char)*p) || *p == '.')
+        p++;
     char *end;
     errno = 0;
     double x = strtod(v, &end);
-    if (end == v || errno || x < 0)
-        return -1;
-    uint64_t m = 1;
+    if (end != p || errno == ERANGE || !isfinite(x) || x < 0)
+        return gos_fail(GOS_EINVAL, "\"%s\" is not a size", v);
+    double m = 1;
     switch (toupper((unsigned char)*end)) {
-    case 'K': m = 1ull << 10; end++; break;
-    case 'M': m = 1ull << 20; end++; break;
-    case 'G': m = 1ull << 30; end++; break;
-    case 'T': m = 1ull << 40; end++; break;
+    case 'K': m = 0x1p10; end++; break;
+    case 'M': m = 0x1p20; end++; break;
+    case 'G': m = 0x1p30; end++; break;
+    case 'T': m = 0x1p40; end++; break;
     default: break;
     }
     if (toupper((unsigned char)*end) == 'B')
         end++;
-    if (*end || x * (double)m > 1.8e19)
-        return -1;
-    *out = (uint64_t)(x * (double)m);
-    return 0;
+    if (*end)
+        return gos_fail(GOS_EINVAL, "\"%s\" is not a size (unknown suffix \"%s\")", v, end);
+    double b = x * m;
+    if (!(b < 0x1p64) || (uint64_t)b < lo || (uint64_t)b > hi)
+        return gos_fail(GOS_EINVAL, "size %s is outside %llu..%llu bytes", v, (unsigned long long)lo,
+                        (unsigned long long)hi);
+    *out = (uint64_t)b;
+    return GOS_OK;
 }
 
+/* Integers: decimal, within [lo, hi]. */
 static int parse_int(const char *v, long lo, long hi, long *out)
 {
     char *end;
     errno = 0;
-    long x = strtol(v, &end, 0);
+    long x = strtol(v, &end, 10);
     if (end == v || *end || errno || x < lo || x > hi)
         return -1;
     *out = x;
+    return 0;
+}
+
+/* Percentages of a share: a finite number in (0, 100]. */
+static int parse_pct(const char *v, double *out)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (end == v || end[strspn(end, "%")] || strlen(end) > 1 || errno || !isfinite(x) || !(x > 0 && x <= 100))
+        return -1;
+    *out = x;
+    return 0;
+}
+
+/* Octal permission bits, non-empty. */
+static int parse_mode(const char *v, unsigned *out)
+{
+    char *end;
+    if (!*v || strspn(v, "01234567") != strlen(v))
+        return -1;
+    errno = 0;
+    unsigned long m = strtoul(v, &end, 8);
+    if (*end || errno || m > 0777)
+        return -1;
+    *out = (unsigned)m;
     return 0;
 }
 
@@ -59,17 +103,77 @@ int gos_serve_parse_mem(const char *v, double *pct, uint64_t *bytes)
     *pct = 0;
     *bytes = 0;
     if (n > 1 && v[n - 1] == '%') {
-        char *end;
-        double x = strtod(v, &end);
-        if (end != v + n - 1 || !(x > 0 && x <= 100))
+        if (parse_pct(v, pct))
             return gos_fail(GOS_EINVAL, "memory share \"%s\" is not a percentage in (0, 100]", v);
-        *pct = x;
         return GOS_OK;
     }
-    if (parse_u64(v, bytes) || *bytes == 0)
-        return gos_fail(GOS_EINVAL, "memory share \"%s\" is neither N%% nor a size", v);
+    if (gos_serve_parse_size(v, 1, UINT64_MAX, bytes))
+        return gos_fail(GOS_EINVAL, "memory share \"%s\" is neither N%% nor a size of at least 1 byte", v);
     return GOS_OK;
 }
+
+uint64_t gos_serve_mem_quota(double pct, uint64_t bytes, uint64_t mem_total)
+{
+    if (pct > 0) {
+        double q = pct / 100.0 * (double)mem_total;
+        return q >= (double)mem_total ? mem_total : (uint64_t)q;
+    }
+    return bytes;
+}
+
+int gos_serve_config_check_memory(const struct gos_serve_config *c, const uint64_t *mem_total, char *warn,
+                                  size_t warn_cap)
+{
+    if (warn && warn_cap)
+        warn[0] = 0;
+    for (int i = 0; i < c->n_vgpus; i++) {
+        const struct gos_serve_vgpucfg *g = &c->vgpus[i];
+        uint64_t total = mem_total[g->device];
+        if (g->mem_bytes > total)
+            return gos_fail(GOS_EINVAL, "%s:%d: vGPU %s: memory of %llu bytes is larger than device %s (%llu bytes)",
+                            c->path, g->mem_line, g->name, (unsigned long long)g->mem_bytes, c->devs[g->device].label,
+                            (unsigned long long)total);
+    }
+    for (int d = 0; d < c->n_devs; d++) {
+        double sum = 0;
+        int last = -1;
+        for (int i = 0; i < c->n_vgpus; i++)
+            if (c->vgpus[i].device == d) {
+                const struct gos_serve_vgpucfg *g = &c->vgpus[i];
+                sum += g->mem_pct > 0 ? g->mem_pct : 100.0 * (double)g->mem_bytes / (double)mem_total[d];
+                last = i;
+            }
+        if (sum > 100.0 + 1e-9 && last >= 0) {
+            if (!c->memory_oversubscribe)
+                return gos_fail(GOS_EINVAL, "%s:%d: memory shares of device %s sum to %.1f %% (over 100 %%; set "
+                                "memory_oversubscribe = 1 to allow it)", c->path, c->vgpus[last].mem_line
+                                ? c->vgpus[last].mem_line : c->vgpus[last].line, c->devs[d].label, sum);
+            if (warn && warn_cap)
+                snprintf(warn, warn_cap, "memory shares of device %s sum to %.1f %%: oversubscribed "
+                         "(memory_oversubscribe = 1); allocations fail when the device is full", c->devs[d].label, sum);
+        }
+    }
+    return GOS_OK;
+}
+
+/* The global integer keys: name, field, range, meaning (for the message). */
+struct int_key {
+    const char *name;
+    size_t off;
+    long lo, hi;
+};
+#define IK(n, lo, hi) {#n, offsetof(struct gos_serve_config, n), lo, hi}
+static const struct int_key int_keys[] = {
+    IK(depth, 1, 16),
+    IK(spin_us, 0, 100000),
+    IK(max_clients, 1, 1000000),
+    IK(max_clients_per_vgpu, 1, 1000000),
+    IK(max_queued_requests, 1, 10000000),
+    IK(max_allocations, 1, 100000000),
+    IK(hello_timeout_ms, 1, 3600000),
+    IK(shutdown_grace_ms, 0, 3600000),
+    IK(memory_oversubscribe, 0, 1),
+};
 
 #define BAD(...) (gos_fail(GOS_EINVAL, "%s:%d: " FIRST(__VA_ARGS__), what, line REST(__VA_ARGS__)))
 #define FIRST(a, ...) a
@@ -83,6 +187,14 @@ int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_
     c.chunk = 0; /* 0: the client library's measured default */
     c.depth = 0;
     c.spin_us = -1; /* by the number of CPUs (server.c) */
+    snprintf(c.path, sizeof c.path, "%s", what);
+    c.max_clients = 1024;
+    c.max_clients_per_vgpu = 256;
+    c.max_queued_requests = 4096;
+    c.max_queued_bytes = 64ull << 20;
+    c.max_allocations = 65536;
+    c.hello_timeout_ms = 10000;
+    c.shutdown_grace_ms = 10000;
     int line = 0, sect = 0, idx = -1; /* sect: 0 global, 1 device, 2 vgpu */
     char *copy = strdup(text), *save = NULL;
     if (!copy)
@@ -108,8 +220,9 @@ int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_
                 goto out;
             }
             *e = 0;
-            if (sscanf(s + 1, "%15s %64s", kind, label) != 2) {
-                rc = BAD("section must be [device LABEL] or [vgpu NAME]");
+            int used = 0;
+            if (sscanf(s + 1, "%15s %64s %n", kind, label, &used) != 2 || s[1 + used]) {
+                rc = BAD("section must be [device LABEL] or [vgpu NAME] (one word each)");
                 goto out;
             }
             if (!strcmp(kind, "device")) {
@@ -155,6 +268,7 @@ int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_
                 struct gos_serve_vgpucfg *v = &c.vgpus[idx];
                 memcpy(v->name, label, strlen(label) + 1);
                 v->device = c.n_devs ? c.n_devs - 1 : -1;
+                v->line = line;
                 v->compute = v->copy = 0;
                 v->mem_pct = 0;
                 sect = 2;
@@ -174,38 +288,43 @@ int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_
         long x;
         uint64_t u;
         if (sect == 0) {
-            if (!strcmp(k, "socket")) {
+            const struct int_key *ik = NULL;
+            for (size_t i = 0; i < sizeof int_keys / sizeof int_keys[0]; i++)
+                if (!strcmp(k, int_keys[i].name))
+                    ik = &int_keys[i];
+            if (ik) {
+                if (parse_int(v, ik->lo, ik->hi, &x)) {
+                    rc = BAD("%s must be an integer in %ld..%ld, not \"%s\"", k, ik->lo, ik->hi, v);
+                    goto out;
+                }
+                *(int *)((char *)&c + ik->off) = (int)x;
+            } else if (!strcmp(k, "socket")) {
+                if (!*v) {
+                    rc = BAD("socket path is empty");
+                    goto out;
+                }
                 if (strlen(v) >= sizeof c.socket) {
                     rc = BAD("socket path longer than %zu", sizeof c.socket - 1);
                     goto out;
                 }
                 strcpy(c.socket, v);
             } else if (!strcmp(k, "socket_mode")) {
-                char *end;
-                unsigned long m = strtoul(v, &end, 8);
-                if (*end || m > 0777) {
-                    rc = BAD("socket_mode must be octal like 0660");
+                if (parse_mode(v, &c.socket_mode)) {
+                    rc = BAD("socket_mode must be octal like 0660, not \"%s\"", v);
                     goto out;
                 }
-                c.socket_mode = (unsigned)m;
             } else if (!strcmp(k, "chunk")) {
-                if (parse_u64(v, &u) || u < 4096 || u > (1ull << 30)) {
+                if (gos_serve_parse_size(v, 4096, 1ull << 30, &u)) {
                     rc = BAD("chunk must be a size between 4K and 1G");
                     goto out;
                 }
                 c.chunk = u;
-            } else if (!strcmp(k, "depth")) {
-                if (parse_int(v, 1, 16, &x)) {
-                    rc = BAD("depth must be 1..16");
+            } else if (!strcmp(k, "max_queued_bytes")) {
+                if (gos_serve_parse_size(v, 4096, 1ull << 40, &u)) {
+                    rc = BAD("max_queued_bytes must be a size between 4K and 1T");
                     goto out;
                 }
-                c.depth = (int)x;
-            } else if (!strcmp(k, "spin_us")) {
-                if (parse_int(v, 0, 100000, &x)) {
-                    rc = BAD("spin_us must be 0..100000");
-                    goto out;
-                }
-                c.spin_us = (int)x;
+                c.max_queued_bytes = u;
             } else {
                 rc = BAD("unknown key \"%s\"", k);
                 goto out;
@@ -213,6 +332,10 @@ int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_
         } else if (sect == 1) {
             struct gos_serve_devcfg *d = &c.devs[idx];
             if (!strcmp(k, "sim")) {
+                if (!*v) {
+                    rc = BAD("sim needs a chip (\"default\" or a file)");
+                    goto out;
+                }
                 if (strlen(v) >= sizeof d->sim) {
                     rc = BAD("sim path too long");
                     goto out;
@@ -273,6 +396,7 @@ int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_
                 else
                     g->copy = (int)x;
             } else if (!strcmp(k, "memory")) {
+                g->mem_line = line;
                 if (gos_serve_parse_mem(v, &g->mem_pct, &g->mem_bytes)) {
                     char why[256];
                     snprintf(why, sizeof why, "%s", gos_last_error());
@@ -303,25 +427,62 @@ int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_
         if (!g->mem_pct && !g->mem_bytes)
             g->mem_pct = 100.0 / c.n_vgpus;
     }
+    /* Oversubscribed compute or copy shares are honoured in proportion: a
+     * warning, not an error (docs/readme-vgpu.md). */
+    for (int d = 0; d < c.n_devs; d++) {
+        int comp = 0, cp = 0;
+        for (int i = 0; i < c.n_vgpus; i++)
+            if (c.vgpus[i].device == d) {
+                comp += c.vgpus[i].compute;
+                cp += c.vgpus[i].copy;
+            }
+        if ((comp > 100 || cp > 100) && c.n_warn < 4)
+            snprintf(c.warn[c.n_warn++], sizeof c.warn[0], "%s: device %s: compute shares sum to %d %%, copy shares "
+                     "to %d %%: oversubscribed, each vGPU gets its share in proportion", what, c.devs[d].label, comp,
+                     cp);
+    }
     *out = c;
 out:
     free(copy);
     return rc;
 }
 
+#define CONFIG_MAX_BYTES (1 << 20)
+
 int gos_serve_config_load(const char *path, struct gos_serve_config *out)
 {
     FILE *f = fopen(path, "r");
     if (!f)
         return gos_fail(GOS_EIO, "%s: %s", path, strerror(errno));
-    char *text = malloc(1 << 20);
+    struct stat st;
+    if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {
+        int dir = S_ISDIR(st.st_mode);
+        fclose(f);
+        return gos_fail(GOS_EIO, "cannot read %s: %s", path, dir ? "it is a directory" : "not a regular file");
+    }
+    if (st.st_size >= CONFIG_MAX_BYTES) {
+        fclose(f);
+        return gos_fail(GOS_EINVAL, "%s: %lld bytes, larger than the limit of %d for a configuration", path,
+                        (long long)st.st_size, CONFIG_MAX_BYTES - 1);
+    }
+    char *text = malloc(CONFIG_MAX_BYTES + 1);
     if (!text) {
         fclose(f);
         return gos_fail(GOS_ENOMEM, "out of memory");
     }
-    size_t n = fread(text, 1, (1 << 20) - 1, f);
+    size_t n = fread(text, 1, CONFIG_MAX_BYTES, f);
+    int bad = ferror(f), e = errno;
     fclose(f);
+    if (bad || n >= CONFIG_MAX_BYTES) {
+        free(text);
+        return bad ? gos_fail(GOS_EIO, "cannot read %s: %s", path, strerror(e))
+                   : gos_fail(GOS_EINVAL, "%s is larger than the limit of %d bytes", path, CONFIG_MAX_BYTES - 1);
+    }
     text[n] = 0;
+    if (memchr(text, 0, n)) {
+        free(text);
+        return gos_fail(GOS_EINVAL, "%s contains a NUL byte: not a text file", path);
+    }
     int rc = gos_serve_config_parse(text, path, out);
     free(text);
     return rc;

@@ -9,6 +9,19 @@
  *                                # request before sleeping (0: never; default 50 on
  *                                # hosts of 8 CPUs or more, else 0)
  *
+ *   # limits (issue 15; docs/readme-vgpu.md "Limits"): defaults shown
+ *   max_clients = 1024           # connections at once (one thread each); more are
+ *                                # refused with GPUOS_ELIMIT; lowered to fit the
+ *                                # descriptor limit (RLIMIT_NOFILE)
+ *   max_clients_per_vgpu = 256   # clients of one vGPU at once
+ *   max_queued_requests = 4096   # copies and launches one client has queued
+ *   max_queued_bytes = 64M       # daemon memory one client's queued requests hold
+ *   max_allocations = 65536      # device allocations of one client
+ *   hello_timeout_ms = 10000     # a connection that sends no HELLO is dropped
+ *   shutdown_grace_ms = 10000    # SIGTERM: running work may finish this long, then
+ *                                # it is abandoned and the daemon exits
+ *   memory_oversubscribe = 0     # 1: memory shares may sum past 100 % (warning)
+ *
  *   [device 0]                   # CUDA ordinal, or any label with `sim = CHIP`
  *   sim = default                # optional: a simulated chip ("default" or a file)
  *   policy = band                # fifo | credit | band
@@ -46,6 +59,7 @@ struct gos_serve_devcfg {
 };
 
 struct gos_serve_vgpucfg {
+    int line, mem_line; /* of the section and of its memory key (0: none), for messages */
     char name[GOS_NAME_MAX];
     int device; /* index into devs */
     int compute, copy;
@@ -59,6 +73,16 @@ struct gos_serve_config {
     uint64_t chunk;
     int depth;
     int spin_us; /* -1: by the number of CPUs */
+    char path[256]; /* the file, for messages */
+    /* limits */
+    int max_clients, max_clients_per_vgpu, max_queued_requests, max_allocations;
+    uint64_t max_queued_bytes;
+    int hello_timeout_ms, shutdown_grace_ms;
+    int memory_oversubscribe;
+    /* warnings found while parsing (oversubscribed compute or copy shares): the
+     * daemon prints them */
+    int n_warn;
+    char warn[4][200];
     int n_devs;
     struct gos_serve_devcfg devs[GOS_SERVE_MAX_DEVICES];
     int n_vgpus;
@@ -69,7 +93,22 @@ struct gos_serve_config {
 int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_config *out);
 int gos_serve_config_load(const char *path, struct gos_serve_config *out);
 
-/* Parses a memory share value ("25%", "512M", "1073741824"). */
+/* Parses a memory share value ("25%", "512M", "1073741824"): no NaN, infinity,
+ * sign or overflow. */
 int gos_serve_parse_mem(const char *v, double *pct, uint64_t *bytes);
+
+/* Parses a size: a non-negative decimal number (fraction allowed) with an
+ * optional K/M/G/T suffix and B, within [lo, hi]; GOS_EINVAL otherwise. */
+int gos_serve_parse_size(const char *v, uint64_t lo, uint64_t hi, uint64_t *out);
+
+/* The memory quota a share gives on a device of mem_total bytes. */
+uint64_t gos_serve_mem_quota(double pct, uint64_t bytes, uint64_t mem_total);
+
+/* Checks the vGPUs' memory shares against the devices' sizes (mem_total[i] for
+ * devs[i]), once known: a share larger than its device, or shares of one device
+ * summing past 100 % (unless memory_oversubscribe; then a warning in *warn),
+ * are errors naming the file and line. */
+int gos_serve_config_check_memory(const struct gos_serve_config *c, const uint64_t *mem_total, char *warn,
+                                  size_t warn_cap);
 
 #endif

@@ -129,6 +129,8 @@ int srv_op_submit(struct srv_client *c, int kind, int priority, const struct srv
     }
     t->ops[t->n_ops++] = *op;
     t->bytes += op->bytes;
+    c->queued_ops++;
+    c->queued_bytes += sizeof *op + op->cfg.param_bytes;
     if (op->region >= 0)
         c->regions[op->region].refs++;
     if (!grow)
@@ -144,7 +146,8 @@ static void region_unref(struct srv_client *c, int r)
         if (g->pinned)
             gos_exec_host_unregister(d->dev, g->ptr);
         munmap(g->ptr, g->bytes);
-        close(g->fd);
+        if (g->fd >= 0)
+            close(g->fd);
         memset(g, 0, sizeof *g);
     }
 }
@@ -197,6 +200,8 @@ static void task_finish(struct srv_task *t, int rc, const char *msg, uint64_t gp
                 snprintf(c->sticky_msg, sizeof c->sticky_msg, "%s", omsg);
             }
         }
+        c->queued_ops--;
+        c->queued_bytes -= sizeof *o + o->cfg.param_bytes;
         free(o->params);
         free(o->msg);
     }

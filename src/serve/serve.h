@@ -97,6 +97,8 @@ struct srv_client {
     uid_t uid;
     int vgpu; /* index, -1 before HELLO */
     int dead; /* reader ended or protocol violated */
+    int reaped; /* dropped for sending no HELLO in time */
+    uint64_t born_ns;
     int refs; /* reader thread + tasks queued or in flight */
     pthread_t thread;
     pthread_mutex_t wlock; /* one writer at a time on fd */
@@ -110,6 +112,8 @@ struct srv_client {
     int released_n, released_kind;
     int kick; /* work released that the engines have not been offered yet (reader) */
     int outstanding;   /* pending + released */
+    int queued_ops;       /* requests queued or running (max_queued_requests) */
+    uint64_t queued_bytes; /* daemon memory they hold (max_queued_bytes) */
     int sticky_rc;     /* first error of an asynchronous request */
     char sticky_msg[GOS_MSG_TEXT_MAX];
     uint32_t sync_seq[8];
@@ -168,12 +172,16 @@ struct srv {
     unsigned spin_us;  /* readers poll this long for the next request */
     int max_spinners;  /* readers polling at once, at most */
     int spinners;      /* atomic */
+    int reserve_fd;    /* given up at the descriptor limit to refuse a connection */
+    unsigned long n_refused; /* connections refused (limits, descriptors) */
+    int leaked;        /* srv_run gave up on threads that still run: do not free */
 };
 
 uint64_t srv_now_ns(void);
 
 /* server.c */
 int srv_run(struct srv *s, const char *force_sim);
+void srv_reap_idle(struct srv *s);
 
 /* client.c: the reader thread of one connection. */
 void *srv_client_main(void *arg);

@@ -8,8 +8,13 @@
 
 #include "common/status.h"
 
+#include "proto/wire.h"
+
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <stdarg.h>
+#include <sys/resource.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,13 +69,22 @@ static int open_devices(struct srv *s, const char *force_sim)
             pthread_cond_init(&d->cond[e], &ca);
         pthread_condattr_destroy(&ca);
     }
+    /* Memory shares against the devices' real sizes (issue 15.6). */
+    uint64_t totals[GOS_SERVE_MAX_DEVICES];
+    for (int i = 0; i < s->n_devs; i++)
+        totals[i] = s->devs[i].mem_total;
+    char warn[256];
+    int rc0 = gos_serve_config_check_memory(&s->cfg, totals, warn, sizeof warn);
+    if (rc0)
+        return rc0;
+    if (warn[0])
+        fprintf(stderr, "gpuos serve: warning: %s\n", warn);
     for (int v = 0; v < s->cfg.n_vgpus; v++) {
         struct srv_vgpu *g = &s->vgpus[v];
         g->cfg = s->cfg.vgpus[v];
         g->id = (uint32_t)v;
         struct srv_dev *d = &s->devs[g->cfg.device];
-        g->mem_quota = g->cfg.mem_pct > 0 ? (uint64_t)(g->cfg.mem_pct / 100.0 * (double)d->mem_total)
-                                          : g->cfg.mem_bytes;
+        g->mem_quota = gos_serve_mem_quota(g->cfg.mem_pct, g->cfg.mem_bytes, d->mem_total);
         int rc = gos_sched_vgpu_add(d->sched, g->id, g->cfg.compute, g->cfg.copy);
         if (rc)
             {
@@ -134,18 +148,61 @@ static int listen_on(struct srv *s, const char *path)
     return GOS_OK;
 }
 
-static void accept_one(struct srv *s)
+/* Refuses a connection at once with a connection-level error (a REPLY of
+ * sequence 0, which the client library reports as the failure of gpuos_open) and
+ * closes it. Never blocks: the reply fits an empty socket buffer. */
+static void refuse(int fd, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void refuse(int fd, int code, const char *fmt, ...)
+{
+    char why[GOS_MSG_TEXT_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    gos_wire_reply(fd, 1, 0, GOS_MSG_HELLO, code, why, NULL, 0);
+    close(fd);
+}
+
+/* Accepts one connection. Returns 0, or -1 when the daemon is out of descriptors
+ * or memory (the caller backs off instead of polling a listener it cannot
+ * serve: accept would fail at once, forever). At the descriptor limit the
+ * reserve descriptor is given up for a moment so that the connection waiting is
+ * told why instead of hanging in the backlog. */
+static int accept_one(struct srv *s)
 {
     int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-    if (fd < 0)
-        return;
+    if (fd < 0) {
+        int e = errno;
+        if (e != EMFILE && e != ENFILE && e != ENOBUFS && e != ENOMEM)
+            return 0; /* EAGAIN, ECONNABORTED, EINTR...: nothing to back off from */
+        if ((e == EMFILE || e == ENFILE) && s->reserve_fd >= 0) {
+            close(s->reserve_fd);
+            s->reserve_fd = -1;
+            int x = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+            if (x >= 0)
+                refuse(x, GOS_ELIMIT, "gpuos serve is out of file descriptors (%d clients connected); try again later",
+                       s->n_clients);
+            s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        }
+        s->n_refused++;
+        return -1;
+    }
+    pthread_mutex_lock(&s->lock);
+    int over = s->n_clients >= s->cfg.max_clients;
+    int n = s->n_clients;
+    pthread_mutex_unlock(&s->lock);
+    if (over) {
+        s->n_refused++;
+        refuse(fd, GOS_ELIMIT, "gpuos serve has its maximum of %d clients connected (max_clients); try again later", n);
+        return 0;
+    }
     struct ucred cr;
     socklen_t cl = sizeof cr;
     struct srv_client *c = calloc(1, sizeof *c);
     if (!c || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl)) {
         free(c);
         close(fd);
-        return;
+        return c ? 0 : -1;
     }
     int sz = 1 << 20;
     setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof sz);
@@ -155,6 +212,7 @@ static void accept_one(struct srv *s)
     c->uid = cr.uid;
     c->vgpu = -1;
     c->refs = 1;
+    c->born_ns = srv_now_ns();
     pthread_mutex_init(&c->wlock, NULL);
     pthread_mutex_lock(&s->lock);
     c->id = ++s->next_client_id;
@@ -165,13 +223,74 @@ static void accept_one(struct srv *s)
     pthread_attr_init(&at);
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&at, 256 << 10);
-    if (pthread_create(&c->thread, &at, srv_client_main, c)) {
+    int bad = pthread_create(&c->thread, &at, srv_client_main, c);
+    if (bad) {
         s->clients = c->next;
         s->n_clients--;
-        close(fd);
-        free(c);
     }
     pthread_attr_destroy(&at);
+    pthread_mutex_unlock(&s->lock);
+    if (bad) {
+        pthread_mutex_destroy(&c->wlock);
+        free(c);
+        refuse(fd, GOS_ELIMIT, "gpuos serve cannot start a thread for this connection: %s", strerror(bad));
+        return -1;
+    }
+    return 0;
+}
+
+/* Fits max_clients to the descriptor limit: raises the soft limit to the hard
+ * one, and lowers max_clients (with a warning) when even that cannot hold one
+ * descriptor per client plus the daemon's own. */
+#define SRV_FD_RESERVE 64
+static void fit_fd_limit(struct srv *s)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl))
+        return;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && (rlim_t)s->cfg.max_clients + SRV_FD_RESERVE > rl.rlim_cur) {
+        int fit = rl.rlim_cur > 2 * SRV_FD_RESERVE ? (int)(rl.rlim_cur - SRV_FD_RESERVE) : (int)(rl.rlim_cur / 2);
+        if (fit < 1)
+            fit = 1;
+        fprintf(stderr, "gpuos serve: warning: max_clients %d does not fit the descriptor limit %llu: %d\n",
+                s->cfg.max_clients, (unsigned long long)rl.rlim_cur, fit);
+        s->cfg.max_clients = fit;
+    }
+}
+
+/* Waits (lock held) up to ms for every client to be released; the number left. */
+static int srv_wait_clients(struct srv *s, int ms)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    while (s->n_clients > 0)
+        if (pthread_cond_timedwait(&s->idle, &s->lock, &until) == ETIMEDOUT)
+            break;
+    return s->n_clients;
+}
+
+/* Drops connections that sent no HELLO within hello_timeout_ms (a connection
+ * flood must not hold client slots forever). Called from the accept loop. */
+void srv_reap_idle(struct srv *s)
+{
+    uint64_t now = srv_now_ns(), limit = (uint64_t)s->cfg.hello_timeout_ms * 1000000ull;
+    pthread_mutex_lock(&s->lock);
+    for (struct srv_client *c = s->clients; c; c = c->next)
+        if (c->vgpu < 0 && !c->dead && !c->reaped && now - c->born_ns > limit) {
+            c->reaped = 1;
+            shutdown(c->fd, SHUT_RDWR);
+        }
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -187,6 +306,10 @@ int srv_run(struct srv *s, const char *force_sim)
     pthread_mutex_init(&s->lock, NULL);
     s->uid = getuid();
     s->listen_fd = -1;
+    s->reserve_fd = -1;
+    fit_fd_limit(s);
+    for (int i = 0; i < s->cfg.n_warn; i++)
+        fprintf(stderr, "gpuos serve: warning: %s\n", s->cfg.warn[i]);
     /* Readers poll for the next request only where CPUs are plentiful: a poller
      * takes a CPU for up to spin_us after each request. */
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -208,6 +331,7 @@ int srv_run(struct srv *s, const char *force_sim)
         goto fail;
     if ((rc = listen_on(s, s->cfg.socket)))
         goto fail;
+    s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     for (int i = 0; i < s->n_devs; i++)
         for (int e = 0; e < s->devs[i].n_engines; e++) {
             struct srv_engine_arg *a = malloc(sizeof *a);
@@ -226,22 +350,30 @@ int srv_run(struct srv *s, const char *force_sim)
         fprintf(stderr, "gpuos serve: device %s: %s%s, policy %s, queue %s\n", s->cfg.devs[i].label,
                 gos_dev_label(s->devs[i].dev), s->devs[i].dev->info.name,
                 gos_sched_policy_name(s->devs[i].sched), gos_sched_mode_name(s->devs[i].sched));
+    uint64_t backoff_until = 0;
     for (;;) {
-        struct pollfd pf[2] = {{.fd = s->listen_fd, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
-        if (poll(pf, 2, -1) < 0) {
+        /* While out of descriptors, the listener is left alone for a while: it
+         * stays readable and accept would fail at once, a loop at 100 % CPU. */
+        uint64_t now = srv_now_ns();
+        int listen = now >= backoff_until;
+        struct pollfd pf[2] = {{.fd = sfd, .events = POLLIN}, {.fd = s->listen_fd, .events = POLLIN}};
+        int wait_ms = listen ? 1000 : (int)((backoff_until - now) / 1000000 + 1);
+        int pr = poll(pf, listen ? 2 : 1, wait_ms);
+        if (pr < 0) {
             if (errno == EINTR)
                 continue;
             break;
         }
-        if (pf[1].revents) {
+        if (pf[0].revents) {
             struct signalfd_siginfo si;
             if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si && si.ssi_signo == SIGPIPE)
                 continue;
             fprintf(stderr, "gpuos serve: %s: shutting down\n", strsignal((int)si.ssi_signo));
             break;
         }
-        if (pf[0].revents)
-            accept_one(s);
+        if (listen && pf[1].revents && accept_one(s) < 0)
+            backoff_until = srv_now_ns() + 100000000ull;
+        srv_reap_idle(s);
     }
     rc = GOS_OK;
 fail:
@@ -253,22 +385,35 @@ fail:
         if (s->devs[i].sched)
             for (int e = 0; e < s->devs[i].n_engines; e++)
                 pthread_cond_broadcast(&s->devs[i].cond[e]);
-    /* Clients end once their in-flight work has completed (bounded wait). */
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += 10;
-    while (s->n_clients > 0) {
-        if (pthread_cond_timedwait(&s->idle, &s->lock, &until) == ETIMEDOUT) {
-            fprintf(stderr, "gpuos serve: %d client(s) still busy after 10 s; exiting anyway\n", s->n_clients);
-            break;
-        }
+    /* Clients end once their in-flight work has completed, within the grace
+     * period; then running work is abandoned (issue 15.5): every wait on the
+     * device returns at once, and whatever still runs on a GPU ends with the
+     * context when the process exits. */
+    int leftover = srv_wait_clients(s, s->cfg.shutdown_grace_ms);
+    int abandoned = 0;
+    if (leftover) {
+        fprintf(stderr, "gpuos serve: %d client(s) still busy after the grace period of %d ms: abandoning their "
+                "work\n", leftover, s->cfg.shutdown_grace_ms);
+        for (int i = 0; i < s->n_devs; i++)
+            if (s->devs[i].dev)
+                gos_exec_abandon(s->devs[i].dev);
+        abandoned = 1;
+        leftover = srv_wait_clients(s, 2000);
     }
-    int leftover = s->n_clients;
     pthread_mutex_unlock(&s->lock);
+    int stuck = 0;
     if (started)
         for (int i = 0; i < s->n_devs; i++)
-            for (int e = 0; e < s->devs[i].n_engines; e++)
-                pthread_join(disp[i][e], NULL);
+            for (int e = 0; e < s->devs[i].n_engines; e++) {
+                struct timespec until;
+                clock_gettime(CLOCK_REALTIME, &until);
+                until.tv_sec += 2;
+                if (pthread_timedjoin_np(disp[i][e], NULL, &until))
+                    stuck = 1; /* in a driver call that does not return: the exit ends it */
+            }
+    if (stuck || abandoned)
+        leftover = leftover ? leftover : 1; /* devices in an unknown state: left to the exit */
+    s->leaked = leftover != 0;
     if (s->listen_fd >= 0) {
         close(s->listen_fd);
         unlink(s->cfg.socket);
@@ -281,5 +426,7 @@ fail:
     }
     if (sfd >= 0)
         close(sfd);
+    if (s->reserve_fd >= 0)
+        close(s->reserve_fd);
     return rc;
 }

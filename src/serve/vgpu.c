@@ -70,6 +70,16 @@ int srv_vgpu_set(struct srv *s, const char *name, const char *key, const char *v
             return rc;
         g->cfg.compute = comp;
         g->cfg.copy = copy;
+        int sc = 0, sx = 0;
+        for (int i = 0; i < s->n_vgpus; i++)
+            if (s->vgpus[i].cfg.device == g->cfg.device) {
+                sc += s->vgpus[i].cfg.compute;
+                sx += s->vgpus[i].cfg.copy;
+            }
+        if (sc > 100 || sx > 100)
+            fprintf(stderr, "gpuos serve: warning: device %s: compute shares sum to %d %%, copy shares to %d %%: "
+                    "oversubscribed, each vGPU gets its share in proportion\n", s->cfg.devs[g->cfg.device].label, sc,
+                    sx);
         return GOS_OK;
     }
     if (!strcmp(key, "memory")) {
@@ -77,7 +87,29 @@ int srv_vgpu_set(struct srv *s, const char *name, const char *key, const char *v
         uint64_t bytes;
         if ((rc = gos_serve_parse_mem(value, &pct, &bytes)))
             return rc;
-        uint64_t q = pct > 0 ? (uint64_t)(pct / 100.0 * (double)d->mem_total) : bytes;
+        uint64_t q = gos_serve_mem_quota(pct, bytes, d->mem_total);
+        if (q > d->mem_total)
+            return gos_fail(GOS_EINVAL, "memory of %llu bytes is larger than the device (%llu bytes)",
+                            (unsigned long long)q, (unsigned long long)d->mem_total);
+        /* The shares of the device's vGPUs, this one changed, must fit (issue
+         * 15.6), as at start. */
+        struct gos_serve_config trial = s->cfg;
+        uint64_t totals[GOS_SERVE_MAX_DEVICES];
+        for (int i = 0; i < s->n_devs; i++)
+            totals[i] = s->devs[i].mem_total;
+        for (int i = 0; i < s->n_vgpus; i++)
+            trial.vgpus[i] = s->vgpus[i].cfg;
+        trial.vgpus[v].mem_pct = pct;
+        trial.vgpus[v].mem_bytes = bytes;
+        char warn[256];
+        if ((rc = gos_serve_config_check_memory(&trial, totals, warn, sizeof warn))) {
+            char why[GOS_MSG_TEXT_MAX];
+            const char *e = gos_last_error(), *r = strstr(e, ": memory");
+            snprintf(why, sizeof why, "%s", r ? r + 2 : e); /* without the file's line */
+            return gos_fail(rc, "%s", why);
+        }
+        if (warn[0])
+            fprintf(stderr, "gpuos serve: warning: %s\n", warn);
         /* Shrinking below what is in use is allowed: new allocations fail until
          * enough is freed (nothing already allocated is revoked). */
         g->mem_quota = q;
