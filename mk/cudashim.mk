@@ -10,7 +10,8 @@
 #   build/tests/cudashim_drv       Driver-API test program (tests/t_cudashim.sh)
 ifneq ($(CUDA_H),)
 SHIM := $(BUILD)/shim
-SHIM_CFLAGS := $(CFLAGS) -fPIC -fvisibility=hidden -I$(SHIM)/gen
+# No sanitizers in a library that uninstrumented programs load.
+SHIM_CFLAGS := $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(CFLAGS)) -fPIC -fvisibility=hidden -I$(SHIM)/gen
 SHIM_CORE := src/client/client.c src/proto/proto.c src/proto/wire.c src/common/status.c
 SHIM_CUDA := libcuda image errors exports daemon_ext
 SHIM_OBJ := $(SHIM_CUDA:%=$(SHIM)/pic/src/cudashim/%.o)
