@@ -75,8 +75,8 @@ i=0; while [ ! -S "$T/s" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 # native vs gpuos: stdout compared, stderr kept in the log
 both() { # name vgpu program args...
     name=$1 vg=$2; shift 2
-    timeout 300 "$@" > "$T/$name.native" 2> "$T/$name.native.err"; rn=$?
-    GPUOS_CUDASHIM_TRACE=${TRACE:-0} timeout 300 "$G" run --vgpu "$vg" -- "$@" > "$T/$name.gpuos" 2> "$T/$name.gpuos.err"; rg=$?
+    timeout 120 "$@" > "$T/$name.native" 2> "$T/$name.native.err"; rn=$?
+    GPUOS_CUDASHIM_TRACE=${TRACE:-0} timeout 120 "$G" run --vgpu "$vg" -- "$@" > "$T/$name.gpuos" 2> "$T/$name.gpuos.err"; rg=$?
     for k in native gpuos; do
         { echo "--- $name $k"; cat "$T/$name.$k"; sed 's/^/  stderr: /' "$T/$name.$k.err" | head -40; } >> "$LOG"
     done
@@ -167,8 +167,8 @@ a = torch.ones(512, 512, device="cuda")
 m = (a @ a)[0, 0].item()
 print("elementwise sum", y, "matmul", m)
 PY
-timeout 300 python3 "$T/probe_torch.py" > "$T/torch.native" 2>&1; put torch.native_rc $?
-GPUOS_CUDASHIM_TRACE=1 timeout 300 "$G" run --vgpu solo -- python3 "$T/probe_torch.py" > "$T/torch.gpuos" 2> "$T/torch.gpuos.err"; put torch.gpuos_rc $?
+timeout 120 python3 "$T/probe_torch.py" > "$T/torch.native" 2>&1; put torch.native_rc $?
+GPUOS_CUDASHIM_TRACE=1 timeout 120 "$G" run --vgpu solo -- python3 "$T/probe_torch.py" > "$T/torch.gpuos" 2> "$T/torch.gpuos.err"; put torch.gpuos_rc $?
 { echo "--- torch native"; cat "$T/torch.native"; echo "--- torch gpuos"; cat "$T/torch.gpuos";
   grep -v 'cuGetProcAddress' "$T/torch.gpuos.err" | tail -30; } >> "$LOG"
 put torch.native "$(tail -3 "$T/torch.native" | tr '\n' ';')"
