@@ -184,6 +184,9 @@ static void test_memset(void)
     CHECK(cuMemsetD16Async(a + 2000, 0xbeef, 300, s));
     CHECK(cuMemsetD32Async(a + 4096, 0xcafef00du, (n - 4096) / 4, s));
     CHECK(cuStreamSynchronize(s));
+    /* large and unaligned: the device kernel for the middle, host copies at the ends */
+    CHECK(cuMemsetD8(a + 500001, 0x5c, 100001));
+    CHECK(cuMemsetD16(a + 700002, 0x1234, 70001));
     CHECK(cuMemcpyDtoH(h, a, n));
     unsigned char *want = malloc(n);
     memset(want, 0xab, n);
@@ -204,6 +207,11 @@ static void test_memset(void)
     for (size_t i = 0; i < (n - 4096) / 4; i++) {
         uint32_t v = 0xcafef00du;
         memcpy(want + 4096 + 4 * i, &v, 4);
+    }
+    memset(want + 500001, 0x5c, 100001);
+    for (int i = 0; i < 70001; i++) {
+        uint16_t v = 0x1234;
+        memcpy(want + 700002 + 2 * i, &v, 2);
     }
     TRUE(!memcmp(h, want, n));
     EXPECT(cuMemsetD32(a + 2, 1, 1), CUDA_ERROR_INVALID_VALUE); /* misaligned */

@@ -1009,8 +1009,48 @@ SYNC_COPIES(_ptds)
 ASYNC_COPIES()
 ASYNC_COPIES(_ptsz)
 
-/* Memset: the pattern is written into a host buffer and copied (on the
- * simulated device and the GPU alike; a daemon memset is daemon_ext.c's). */
+/* The daemon's built-in "fill" kernel (kernels/exec.cu: count 32-bit words of a
+ * value, grid-stride), loaded on first use; 0 when there is none. */
+static gpuos_function fill_fn(void)
+{
+    static pthread_mutex_t l = PTHREAD_MUTEX_INITIALIZER;
+    static int tried;
+    static gpuos_function f;
+    pthread_mutex_lock(&l);
+    if (!tried) {
+        gpuos_module m;
+        tried = 1;
+        if (gpuos_module_load_builtin(S.g, "builtin", &m) || gpuos_module_function(S.g, m, "fill", &f))
+            f = 0;
+        if (shim_trace())
+            shim_log("memset: %s", f ? "the built-in fill kernel" : "host copies only (no built-in fill kernel)");
+    }
+    pthread_mutex_unlock(&l);
+    return f;
+}
+
+#define FILL_MIN (64u << 10) /* below this a host copy is as quick as a launch */
+
+/* Memset: the 4-byte-aligned middle by the built-in fill kernel on the device
+ * (asynchronous, in queue order), the rest (and everything when there is no
+ * fill kernel) as a pattern written on the host and copied. */
+static int host_pattern(CUdeviceptr d, unsigned v, size_t elem, size_t bytes, int async)
+{
+    size_t chunk = bytes < (8u << 20) ? bytes : (8u << 20);
+    unsigned char *b = malloc(chunk);
+    if (!b)
+        return GPUOS_ENOMEM;
+    for (size_t i = 0; i < chunk; i += elem)
+        memcpy(b + i, &v, elem); /* little-endian: the low bytes of v */
+    int rc = 0;
+    for (size_t off = 0; off < bytes && !rc; off += chunk) {
+        size_t n = bytes - off < chunk ? bytes - off : chunk;
+        rc = async ? gpuos_memcpy_htod_async(S.g, d + off, b, n) : gpuos_memcpy_htod(S.g, d + off, b, n);
+    }
+    free(b);
+    return rc;
+}
+
 static CUresult memset_n(CUdeviceptr d, unsigned v, size_t elem, size_t count, int async)
 {
     NEED_CTX();
@@ -1021,18 +1061,27 @@ static CUresult memset_n(CUdeviceptr d, unsigned v, size_t elem, size_t count, i
     int rc = shim_ext_memset(S.g, d, v, (int)elem, count, async);
     if (rc != GPUOS_EUNSUPPORTED)
         return map_rc(rc, "cuMemset");
-    size_t bytes = elem * count, chunk = bytes < (8u << 20) ? bytes : (8u << 20);
-    unsigned char *b = malloc(chunk);
-    if (!b)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    for (size_t i = 0; i < chunk; i += elem)
-        memcpy(b + i, &v, elem); /* little-endian: the low bytes of v */
-    rc = 0;
-    for (size_t off = 0; off < bytes && !rc; off += chunk) {
-        size_t n = bytes - off < chunk ? bytes - off : chunk;
-        rc = async ? gpuos_memcpy_htod_async(S.g, d + off, b, n) : gpuos_memcpy_htod(S.g, d + off, b, n);
+    size_t bytes = elem * count;
+    uint64_t a = (d + 3) & ~(uint64_t)3, e = (d + bytes) & ~(uint64_t)3;
+    gpuos_function f = a < e && e - a >= FILL_MIN ? fill_fn() : 0;
+    if (!f)
+        return map_rc(host_pattern(d, v, elem, bytes, async), "cuMemset");
+    uint32_t word = elem == 1 ? (v & 0xffu) * 0x01010101u : elem == 2 ? (v & 0xffffu) * 0x00010001u : v;
+    rc = a > d ? host_pattern(d, v, elem, (size_t)(a - d), 1) : 0;
+    if (!rc) {
+        struct {
+            uint64_t p;
+            uint32_t value, pad;
+            uint64_t count;
+        } prm = {a, word, 0, (e - a) / 4};
+        uint64_t blocks = (prm.count + 255) / 256;
+        gpuos_launch_config c = {.grid = {(unsigned)(blocks < 1056 ? blocks : 1056), 1, 1}, .block = {256, 1, 1}};
+        rc = gpuos_launch(S.g, f, &c, &prm, sizeof prm);
     }
-    free(b);
+    if (!rc && d + bytes > e)
+        rc = host_pattern(e, v, elem, (size_t)(d + bytes - e), 1);
+    if (!rc && !async)
+        rc = gpuos_synchronize(S.g);
     return map_rc(rc, "cuMemset");
 }
 
