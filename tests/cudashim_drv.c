@@ -221,6 +221,14 @@ static void test_memset(void)
     free(want);
 }
 
+static unsigned host_fn_saw;
+static void host_fn(void *arg)
+{
+    unsigned v = 0;
+    cuMemcpyDtoH(&v, *(CUdeviceptr *)arg + 100, 4);
+    host_fn_saw = v;
+}
+
 /* The built-in module: fill through kernelParams and through the packed
  * buffer, a cluster launch with cuLaunchKernelEx, sleep timed by events. */
 static void test_launch(void)
@@ -292,6 +300,10 @@ static void test_launch(void)
     for (size_t i = 0; i < words; i++)
         good &= h[i] == 7;
     TRUE(good);
+    /* a host function runs after the work queued before it */
+    CHECK(cuMemsetD32Async(a, 9, words, s));
+    CHECK(cuLaunchHostFunc(s, host_fn, &a));
+    TRUE(host_fn_saw == 9);
     /* error paths on handles */
     CUevent e2;
     CHECK(cuEventCreate(&e2, 0));
@@ -354,6 +366,15 @@ static void test_entry_points(void)
     TRUE(cur == c);
     CHECK(cuCtxGetDevice(&d));
     TRUE(d == 0);
+    /* push/pop restore the context below */
+    CUcontext pri, popped;
+    CHECK(cuDevicePrimaryCtxRetain(&pri, 0));
+    CHECK(cuCtxPushCurrent(pri));
+    CHECK(cuCtxGetCurrent(&cur));
+    TRUE(cur == pri);
+    CHECK(cuCtxPopCurrent(&popped));
+    CHECK(cuCtxGetCurrent(&cur));
+    TRUE(popped == pri && cur == c);
     CHECK(cuCtxDestroy(c));
     EXPECT(cuCtxDestroy(c), CUDA_ERROR_INVALID_CONTEXT);
     CHECK(cuCtxGetCurrent(&cur));

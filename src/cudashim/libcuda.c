@@ -548,12 +548,20 @@ E CUresult cuCtxGetCurrent(CUcontext *c)
     return CUDA_SUCCESS;
 }
 
+/* The context stack of this thread below the current one. */
+#define CTX_STACK 16
+static __thread struct CUctx_st *ctx_stack[CTX_STACK];
+static __thread int ctx_depth;
+
 E CUresult cuCtxPushCurrent_v2(CUcontext c)
 {
     NEED_INIT();
     if (!ctx_ok(c))
         return CUDA_ERROR_INVALID_CONTEXT;
-    cur_ctx = c; /* one level is what programs use; the previous one is not kept */
+    if (ctx_depth == CTX_STACK)
+        return CUDA_ERROR_INVALID_VALUE;
+    ctx_stack[ctx_depth++] = cur_ctx;
+    cur_ctx = c;
     return CUDA_SUCCESS;
 }
 E CUresult cuCtxPushCurrent(CUcontext c) { return cuCtxPushCurrent_v2(c); }
@@ -565,7 +573,7 @@ E CUresult cuCtxPopCurrent_v2(CUcontext *c)
         return CUDA_ERROR_INVALID_CONTEXT;
     if (c)
         *c = cur_ctx;
-    cur_ctx = NULL;
+    cur_ctx = ctx_depth ? ctx_stack[--ctx_depth] : NULL;
     return CUDA_SUCCESS;
 }
 E CUresult cuCtxPopCurrent(CUcontext *c) { return cuCtxPopCurrent_v2(c); }
@@ -1685,6 +1693,43 @@ E CUresult cuStreamDestroy(CUstream s) { return cuStreamDestroy_v2(s); }
     }
 STREAMS()
 STREAMS(_ptsz)
+
+/* Host functions run once everything queued before them has completed: with
+ * one queue, after a synchronise, in the caller's thread. */
+static CUresult host_func(CUstream s, CUhostFn fn, void *data)
+{
+    NEED_INIT();
+    if (!fn)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!stream_ok(s))
+        return CUDA_ERROR_INVALID_HANDLE;
+    CUresult r = map_rc(gpuos_synchronize(S.g), "cuLaunchHostFunc");
+    if (!r)
+        fn(data);
+    return r;
+}
+E CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void *data) { return host_func(s, fn, data); }
+E CUresult cuLaunchHostFunc_ptsz(CUstream s, CUhostFn fn, void *data) { return host_func(s, fn, data); }
+
+static CUresult stream_callback(CUstream s, CUstreamCallback cb, void *data, unsigned flags)
+{
+    NEED_INIT();
+    if (!cb || flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!stream_ok(s))
+        return CUDA_ERROR_INVALID_HANDLE;
+    CUresult r = map_rc(gpuos_synchronize(S.g), "cuStreamAddCallback");
+    cb(s, r, data);
+    return CUDA_SUCCESS;
+}
+E CUresult cuStreamAddCallback(CUstream s, CUstreamCallback cb, void *data, unsigned int flags)
+{
+    return stream_callback(s, cb, data, flags);
+}
+E CUresult cuStreamAddCallback_ptsz(CUstream s, CUstreamCallback cb, void *data, unsigned int flags)
+{
+    return stream_callback(s, cb, data, flags);
+}
 
 E CUresult cuStreamGetId(CUstream s, unsigned long long *id)
 {
