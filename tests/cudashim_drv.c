@@ -151,6 +151,29 @@ static void test_copies(void)
     EXPECT(cuMemFreeHost(src), CUDA_ERROR_INVALID_VALUE); /* not from cuMemHostAlloc */
     CHECK(cuMemFreeHost(pin));
     CHECK(cuMemFreeHost(pin2));
+    /* 2D: a 100 x 37 window of a host matrix into pitched device memory and back */
+    {
+        size_t pitch = 0, w = 100, hgt = 37, hp = 1000;
+        CUdeviceptr p2;
+        CHECK(cuMemAllocPitch(&p2, &pitch, w, hgt, 4));
+        TRUE(pitch >= w && pitch % 256 == 0);
+        pattern(src, n, 5);
+        memset(dst, 0, n);
+        CUDA_MEMCPY2D c = {.srcXInBytes = 7, .srcY = 3, .srcMemoryType = CU_MEMORYTYPE_HOST, .srcHost = src,
+                           .srcPitch = hp, .dstMemoryType = CU_MEMORYTYPE_DEVICE, .dstDevice = p2,
+                           .dstPitch = pitch, .WidthInBytes = w, .Height = hgt};
+        CHECK(cuMemcpy2D(&c));
+        CUDA_MEMCPY2D back = {.srcMemoryType = CU_MEMORYTYPE_UNIFIED, .srcDevice = p2, .srcPitch = pitch,
+                              .dstMemoryType = CU_MEMORYTYPE_HOST, .dstHost = dst, .dstPitch = w,
+                              .WidthInBytes = w, .Height = hgt};
+        CHECK(cuMemcpy2DAsync(&back, s));
+        CHECK(cuStreamSynchronize(s));
+        int ok2 = 1;
+        for (size_t y = 0; y < hgt; y++)
+            ok2 &= !memcmp(dst + y * w, src + (3 + y) * hp + 7, w);
+        TRUE(ok2);
+        CHECK(cuMemFree(p2));
+    }
     /* pointer attributes and ranges */
     CUdeviceptr base = 0;
     size_t sz = 0;

@@ -1017,6 +1017,60 @@ SYNC_COPIES(_ptds)
 ASYNC_COPIES()
 ASYNC_COPIES(_ptsz)
 
+/* 2D copies: one copy when both sides are contiguous rows, else row by row (in
+ * queue order; arrays are not supported). Unified pointers are classified by the
+ * allocation table. */
+static CUresult copy2d(const CUDA_MEMCPY2D *c, int async)
+{
+    if (!c)
+        return CUDA_ERROR_INVALID_VALUE;
+    NEED_CTX();
+    CUmemorytype st = c->srcMemoryType, dt = c->dstMemoryType;
+    if (st == CU_MEMORYTYPE_ARRAY || dt == CU_MEMORYTYPE_ARRAY)
+        return shim_unsupported("cuMemcpy2D (CUDA arrays)");
+    uint64_t sp = st == CU_MEMORYTYPE_HOST ? (uint64_t)(uintptr_t)c->srcHost : c->srcDevice;
+    uint64_t dp = dt == CU_MEMORYTYPE_HOST ? (uint64_t)(uintptr_t)c->dstHost : c->dstDevice;
+    if (st == CU_MEMORYTYPE_UNIFIED)
+        st = ranges_find(sp, NULL) ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+    if (dt == CU_MEMORYTYPE_UNIFIED)
+        dt = ranges_find(dp, NULL) ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+    size_t spitch = c->srcPitch ? c->srcPitch : c->WidthInBytes, dpitch = c->dstPitch ? c->dstPitch : c->WidthInBytes;
+    if (spitch < c->WidthInBytes || dpitch < c->WidthInBytes || !sp || !dp)
+        return CUDA_ERROR_INVALID_VALUE;
+    sp += c->srcY * spitch + c->srcXInBytes;
+    dp += c->dstY * dpitch + c->dstXInBytes;
+    size_t rows = c->Height, w = c->WidthInBytes;
+    if (spitch == w && dpitch == w) {
+        w *= rows;
+        rows = 1;
+    }
+    CUresult r = CUDA_SUCCESS;
+    for (size_t y = 0; y < rows && !r; y++) {
+        uint64_t s1 = sp + y * spitch, d1 = dp + y * dpitch;
+        if (st == CU_MEMORYTYPE_DEVICE && dt == CU_MEMORYTYPE_DEVICE)
+            r = dtod(d1, s1, w, async);
+        else if (dt == CU_MEMORYTYPE_DEVICE)
+            r = htod(d1, (const void *)(uintptr_t)s1, w, async);
+        else if (st == CU_MEMORYTYPE_DEVICE)
+            r = dtoh((void *)(uintptr_t)d1, s1, w, async);
+        else
+            r = htoh((void *)(uintptr_t)d1, (const void *)(uintptr_t)s1, w);
+    }
+    return r;
+}
+E CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *c) { return copy2d(c, 0); }
+E CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *c) { return copy2d(c, 0); }
+E CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *c) { return copy2d(c, 0); }
+E CUresult cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *c) { return copy2d(c, 0); }
+E CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *c, CUstream s)
+{
+    return stream_ok(s) ? copy2d(c, 1) : CUDA_ERROR_INVALID_HANDLE;
+}
+E CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *c, CUstream s)
+{
+    return stream_ok(s) ? copy2d(c, 1) : CUDA_ERROR_INVALID_HANDLE;
+}
+
 /* The daemon's built-in "fill" kernel (kernels/exec.cu: count 32-bit words of a
  * value, grid-stride), loaded on first use; 0 when there is none. */
 static gpuos_function fill_fn(void)
