@@ -295,6 +295,10 @@ static void test_launch(void)
                           .blockDimZ = 1, .attrs = &at, .numAttrs = 1};
     CHECK(cuLaunchKernelEx(&cfg, empty, NULL, NULL));
     CHECK(cuCtxSynchronize());
+    /* more launches without a synchronise than the daemon queues for a client */
+    for (int i = 0; i < 5000; i++)
+        CHECK(cuLaunchKernel(empty, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+    CHECK(cuCtxSynchronize());
     /* events around a 20 ms sleep on a stream */
     CUstream s;
     CUevent e0, e1;

@@ -167,6 +167,7 @@ static CUresult map_rc(int rc, const char *what)
         return CUDA_ERROR_NOT_SUPPORTED;
     case GPUOS_ENOMEM:
     case GPUOS_EBUSY:
+    case GPUOS_ELIMIT: /* a daemon limit (allocations, queued work): resources exhausted */
         return CUDA_ERROR_OUT_OF_MEMORY;
     case GPUOS_EPERM:
         return CUDA_ERROR_NOT_PERMITTED;
@@ -177,6 +178,30 @@ static CUresult map_rc(int rc, const char *what)
     default:
         return CUDA_ERROR_UNKNOWN;
     }
+}
+
+/* Queued work since the last synchronise. The daemon refuses a client more than
+ * max_queued_requests (default 4096) outstanding requests, and an asynchronous
+ * request's refusal would surface only at the next synchronise; the CUDA driver
+ * instead blocks a submitter whose queue is full. So does this library: every
+ * QUEUE_MAX asynchronous requests it waits for the queue (errors of queued work
+ * are then reported by this call, as CUDA may report them at any later call). */
+#ifndef QUEUE_MAX
+#define QUEUE_MAX 1024
+#endif
+static int queued;
+
+static int shim_sync(void)
+{
+    __atomic_store_n(&queued, 0, __ATOMIC_RELAXED);
+    return gpuos_synchronize(S.g);
+}
+
+static int queued_one(int rc)
+{
+    if (!rc && __atomic_add_fetch(&queued, 1, __ATOMIC_RELAXED) >= QUEUE_MAX)
+        rc = shim_sync();
+    return rc;
 }
 
 /* Every call after cuInit: the client, or the error cuInit ended with. */
@@ -483,7 +508,7 @@ E CUresult cuDevicePrimaryCtxSetFlags(CUdevice d, unsigned int flags) { return c
 E CUresult cuDevicePrimaryCtxReset_v2(CUdevice d)
 {
     CHECK_DEV(d);
-    return map_rc(gpuos_synchronize(S.g), "cuDevicePrimaryCtxReset");
+    return map_rc(shim_sync(), "cuDevicePrimaryCtxReset");
 }
 E CUresult cuDevicePrimaryCtxReset(CUdevice d) { return cuDevicePrimaryCtxReset_v2(d); }
 
@@ -522,7 +547,7 @@ E CUresult cuCtxDestroy_v2(CUcontext c)
     NEED_INIT();
     if (!ctx_ok(c) || c == &S.primary)
         return CUDA_ERROR_INVALID_CONTEXT;
-    gpuos_synchronize(S.g);
+    shim_sync();
     if (cur_ctx == c)
         cur_ctx = NULL;
     c->magic = MAGIC_DEAD;
@@ -644,12 +669,12 @@ E CUresult cuCtxGetId(CUcontext c, unsigned long long *id)
 E CUresult cuCtxSynchronize(void)
 {
     NEED_CTX();
-    return map_rc(gpuos_synchronize(S.g), "cuCtxSynchronize");
+    return map_rc(shim_sync(), "cuCtxSynchronize");
 }
 E CUresult cuCtxSynchronize_v2(CUcontext c)
 {
     NEED_INIT();
-    return map_rc(gpuos_synchronize(S.g), "cuCtxSynchronize");
+    return map_rc(shim_sync(), "cuCtxSynchronize");
 }
 
 E CUresult cuCtxGetLimit(size_t *v, CUlimit l)
@@ -791,7 +816,7 @@ E CUresult cuMemAllocAsync(CUdeviceptr *p, size_t bytes, CUstream s) { return cu
 E CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s)
 {
     NEED_INIT();
-    gpuos_synchronize(S.g); /* the queued work that uses it first */
+    shim_sync(); /* the queued work that uses it first */
     return cuMemFree_v2(p);
 }
 
@@ -872,7 +897,7 @@ E CUresult cuMemFreeHost(void *p)
     pthread_mutex_unlock(&S.m);
     if (!found)
         return CUDA_ERROR_INVALID_VALUE;
-    gpuos_synchronize(S.g);
+    shim_sync();
     return map_rc(gpuos_host_free(S.g, p), "cuMemFreeHost");
 }
 
@@ -946,7 +971,7 @@ static CUresult htod(CUdeviceptr dst, const void *src, size_t n, int async)
         return CUDA_SUCCESS;
     if (!src || !dst)
         return CUDA_ERROR_INVALID_VALUE;
-    int rc = async ? gpuos_memcpy_htod_async(S.g, dst, src, n) : gpuos_memcpy_htod(S.g, dst, src, n);
+    int rc = async ? queued_one(gpuos_memcpy_htod_async(S.g, dst, src, n)) : gpuos_memcpy_htod(S.g, dst, src, n);
     return map_rc(rc, "cuMemcpyHtoD");
 }
 static CUresult dtoh(void *dst, CUdeviceptr src, size_t n, int async)
@@ -956,7 +981,7 @@ static CUresult dtoh(void *dst, CUdeviceptr src, size_t n, int async)
         return CUDA_SUCCESS;
     if (!src || !dst)
         return CUDA_ERROR_INVALID_VALUE;
-    int rc = async ? gpuos_memcpy_dtoh_async(S.g, dst, src, n) : gpuos_memcpy_dtoh(S.g, dst, src, n);
+    int rc = async ? queued_one(gpuos_memcpy_dtoh_async(S.g, dst, src, n)) : gpuos_memcpy_dtoh(S.g, dst, src, n);
     return map_rc(rc, "cuMemcpyDtoH");
 }
 static CUresult dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, int async)
@@ -966,13 +991,13 @@ static CUresult dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, int async)
         return CUDA_SUCCESS;
     if (!src || !dst)
         return CUDA_ERROR_INVALID_VALUE;
-    int rc = async ? gpuos_memcpy_dtod_async(S.g, dst, src, n) : gpuos_memcpy_dtod(S.g, dst, src, n);
+    int rc = async ? queued_one(gpuos_memcpy_dtod_async(S.g, dst, src, n)) : gpuos_memcpy_dtod(S.g, dst, src, n);
     return map_rc(rc, "cuMemcpyDtoD");
 }
 static CUresult htoh(void *dst, const void *src, size_t n)
 {
     NEED_CTX();
-    gpuos_synchronize(S.g); /* stream order: earlier copies into src first */
+    shim_sync(); /* stream order: earlier copies into src first */
     memmove(dst, src, n);
     return CUDA_SUCCESS;
 }
@@ -1107,7 +1132,7 @@ static int host_pattern(CUdeviceptr d, unsigned v, size_t elem, size_t bytes, in
     int rc = 0;
     for (size_t off = 0; off < bytes && !rc; off += chunk) {
         size_t n = bytes - off < chunk ? bytes - off : chunk;
-        rc = async ? gpuos_memcpy_htod_async(S.g, d + off, b, n) : gpuos_memcpy_htod(S.g, d + off, b, n);
+        rc = async ? queued_one(gpuos_memcpy_htod_async(S.g, d + off, b, n)) : gpuos_memcpy_htod(S.g, d + off, b, n);
     }
     free(b);
     return rc;
@@ -1138,12 +1163,12 @@ static CUresult memset_n(CUdeviceptr d, unsigned v, size_t elem, size_t count, i
         } prm = {a, word, 0, (e - a) / 4};
         uint64_t blocks = (prm.count + 255) / 256;
         gpuos_launch_config c = {.grid = {(unsigned)(blocks < 1056 ? blocks : 1056), 1, 1}, .block = {256, 1, 1}};
-        rc = gpuos_launch(S.g, f, &c, &prm, sizeof prm);
+        rc = queued_one(gpuos_launch(S.g, f, &c, &prm, sizeof prm));
     }
     if (!rc && d + bytes > e)
         rc = host_pattern(e, v, elem, (size_t)(d + bytes - e), 1);
     if (!rc && !async)
-        rc = gpuos_synchronize(S.g);
+        rc = shim_sync();
     return map_rc(rc, "cuMemset");
 }
 
@@ -1241,7 +1266,7 @@ E CUresult cuModuleUnload(CUmodule m)
     NEED_INIT();
     if (!mod_ok(m))
         return CUDA_ERROR_INVALID_HANDLE;
-    gpuos_synchronize(S.g);
+    shim_sync();
     CUresult r = map_rc(gpuos_module_unload(S.g, m->h), "cuModuleUnload");
     m->magic = MAGIC_DEAD;
     free(m->image);
@@ -1617,7 +1642,7 @@ static CUresult launch(CUfunction f, const unsigned grid[3], const unsigned bloc
     }
     if (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD)
         c.priority = -s->priority; /* CUDA: lower number = higher priority */
-    return map_rc(gpuos_launch(S.g, f->h, &c, buf, len), "cuLaunchKernel");
+    return map_rc(queued_one(gpuos_launch(S.g, f->h, &c, buf, len)), "cuLaunchKernel");
 }
 
 #define LAUNCHES(sfx)                                                                                                  \
@@ -1688,14 +1713,14 @@ E CUresult cuStreamDestroy(CUstream s) { return cuStreamDestroy_v2(s); }
         NEED_INIT();                                                                                                   \
         if (!stream_ok(s))                                                                                             \
             return CUDA_ERROR_INVALID_HANDLE;                                                                          \
-        return map_rc(gpuos_synchronize(S.g), "cuStreamSynchronize");                                                  \
+        return map_rc(shim_sync(), "cuStreamSynchronize");                                                  \
     }                                                                                                                  \
     E CUresult cuStreamQuery##sfx(CUstream s)                                                                          \
     {                                                                                                                  \
         NEED_INIT();                                                                                                   \
         if (!stream_ok(s))                                                                                             \
             return CUDA_ERROR_INVALID_HANDLE;                                                                          \
-        return map_rc(gpuos_synchronize(S.g), "cuStreamQuery");                                                        \
+        return map_rc(shim_sync(), "cuStreamQuery");                                                        \
     }                                                                                                                  \
     E CUresult cuStreamWaitEvent##sfx(CUstream s, CUevent e, unsigned int flags)                                       \
     {                                                                                                                  \
@@ -1736,7 +1761,7 @@ E CUresult cuStreamDestroy(CUstream s) { return cuStreamDestroy_v2(s); }
         NEED_INIT();                                                                                                   \
         if (!e || e->magic != MAGIC_EVENT || !stream_ok(s))                                                            \
             return CUDA_ERROR_INVALID_HANDLE;                                                                          \
-        int rc = gpuos_synchronize(S.g);                                                                               \
+        int rc = shim_sync();                                                                               \
         clock_gettime(CLOCK_MONOTONIC, &e->t);                                                                         \
         e->recorded = 1;                                                                                               \
         return map_rc(rc, "cuEventRecord");                                                                            \
@@ -1757,7 +1782,7 @@ static CUresult host_func(CUstream s, CUhostFn fn, void *data)
         return CUDA_ERROR_INVALID_VALUE;
     if (!stream_ok(s))
         return CUDA_ERROR_INVALID_HANDLE;
-    CUresult r = map_rc(gpuos_synchronize(S.g), "cuLaunchHostFunc");
+    CUresult r = map_rc(shim_sync(), "cuLaunchHostFunc");
     if (!r)
         fn(data);
     return r;
@@ -1772,7 +1797,7 @@ static CUresult stream_callback(CUstream s, CUstreamCallback cb, void *data, uns
         return CUDA_ERROR_INVALID_VALUE;
     if (!stream_ok(s))
         return CUDA_ERROR_INVALID_HANDLE;
-    CUresult r = map_rc(gpuos_synchronize(S.g), "cuStreamAddCallback");
+    CUresult r = map_rc(shim_sync(), "cuStreamAddCallback");
     cb(s, r, data);
     return CUDA_SUCCESS;
 }
