@@ -85,6 +85,16 @@ both() { # name vgpu program args...
     log "$name: native rc $rn, gpuos rc $rg, stdout identical: $same"
 }
 
+# the CI Driver API program (built-in kernels, every copy kind, memset, streams,
+# events, error paths) on the GPU
+quota=$(python3 -c "import json,sys; print([v['mem_quota'] for v in json.load(open(sys.argv[1]))['vgpus'] if v['name'] == 'solo'][0])" "$T/vgpus.json")
+timeout 120 "$G" run --vgpu solo -- "$B/tests/cudashim_drv" all "$quota" > "$T/ci.out" 2>&1; rc=$?
+{ echo "--- cudashim_drv all (CI program) on the GPU: rc $rc"; cat "$T/ci.out"; } >> "$LOG"
+put cudashim_drv_all.gpuos_rc "$rc"
+put cudashim_drv_all.output "$(tr '\n' ';' < "$T/ci.out")"
+[ $rc = 0 ] || fail=1
+log "cudashim_drv all on the GPU: rc $rc"
+
 both vadd solo "$P/drv_vadd"
 both matmul solo "$P/drv_matmul" 2048 5
 both streams solo "$P/drv_streams"
@@ -136,7 +146,8 @@ import json, sys
 b = {v['name']: v for v in json.load(open(sys.argv[1]))['vgpus']}
 a = {v['name']: v for v in json.load(open(sys.argv[2]))['vgpus']}
 d = {n: a[n]['compute_ns'] - b[n]['compute_ns'] for n in ('p70', 'p30')}
-l = {n: int(open(f).read().split()[1]) for n, f in (('p70', sys.argv[3]), ('p30', sys.argv[4]))}
+import re
+l = {n: int(re.search(r'launches (\d+)', open(f).read()).group(1)) for n, f in (('p70', sys.argv[3]), ('p30', sys.argv[4]))}
 print('shares.daemon_p70_fraction\t%.4f' % (d['p70'] / (d['p70'] + d['p30'])))
 print('shares.program_p70_fraction\t%.4f' % (l['p70'] / (l['p70'] + l['p30'])))
 print('shares.daemon_compute_ns\t%d %d' % (d['p70'], d['p30']))
