@@ -449,6 +449,22 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "oom"))
         return oom();
+    if (!strcmp(argv[1], "sleep") && argc == 3) {
+        /* busy for MS milliseconds in 10 ms kernels of the built-in module */
+        CUmodule m;
+        CUfunction f;
+        CHECK(cuModuleLoadData(&m, "gpuos-builtin"));
+        CHECK(cuModuleGetFunction(&f, m, "sleep_ns"));
+        unsigned long long ns = 10000000ull;
+        void *args[] = {&ns};
+        for (int i = 0, n = atoi(argv[2]) / 10; i < n; i++) {
+            CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL));
+            if (i % 4 == 3)
+                CHECK(cuCtxSynchronize());
+        }
+        CHECK(cuCtxSynchronize());
+        return 0;
+    }
     fprintf(stderr, "cudashim_drv: unknown mode %s\n", argv[1]);
     return 2;
 }

@@ -9,7 +9,8 @@
 #    handles are CUDA_ERROR_INVALID_HANDLE / _VALUE / _CONTEXT, a call before
 #    cuInit is CUDA_ERROR_NOT_INITIALIZED;
 #  - allocation past the vGPU's memory share: CUDA_ERROR_OUT_OF_MEMORY exactly at
-#    the share; cuMemGetInfo / cuDeviceTotalMem / NVML report the share;
+#    the share; cuMemGetInfo / cuDeviceTotalMem / NVML report the share; NVML's
+#    utilisation is the daemon's (busy vGPU >= 50 %, idle one <= 5 %);
 #  - `gpuos run` errors: no daemon, unknown vGPU, no library, ambiguous vGPU;
 #  - the kernel parameter layouts read from a cubin and from PTX (when nvcc is
 #    here);
@@ -51,6 +52,17 @@ echo "$out" | grep -qx "mem_used 0" || fail "nvml memory used: $out"
 echo "$out" | grep -qx "name NVIDIA H200" || fail "nvml name: $out"
 echo "$out" | grep -qx "temperature_rc 3" || fail "nvml unsupported query must be NOT_SUPPORTED (3): $out"
 grep -qx "gpuos libnvidia-ml: nvmlDeviceGetTemperature is not supported" "$T/err" || fail "nvml stderr: $(cat "$T/err")"
+
+# NVML utilisation is the daemon's measure of the vGPU: busy while a program
+# runs 10 ms kernels on it, the other vGPU idle
+"$G" run --vgpu b -- "$D" sleep 3000 > "$T/sleep.out" 2>&1 &
+sp=$!
+sleep 1.5
+ub=$("$G" run --vgpu b -- "$B/tests/cudashim_nvml" 2>/dev/null | sed -n 's/^util_gpu //p')
+ua=$("$G" run --vgpu a -- "$B/tests/cudashim_nvml" 2>/dev/null | sed -n 's/^util_gpu //p')
+wait $sp || fail "sleep program: $(cat "$T/sleep.out")"
+[ -n "$ub" ] && [ "$ub" -ge 50 ] || fail "NVML utilisation of the busy vGPU b: '$ub' (want >= 50)"
+[ -n "$ua" ] && [ "$ua" -le 5 ] || fail "NVML utilisation of the idle vGPU a: '$ua' (want <= 5)"
 
 # a call before cuInit; no daemon behind the library
 LD_LIBRARY_PATH="$B/shim" "$D" noinit || fail "cuMemAlloc before cuInit must be CUDA_ERROR_NOT_INITIALIZED"
