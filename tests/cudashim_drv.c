@@ -369,6 +369,11 @@ static void test_entry_points(void)
     TRUE(p && p == q && st == CU_GET_PROC_ADDRESS_SUCCESS);
     CHECK(cuGetProcAddress("cuMemcpyHtoD", &p, 13000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st));
     TRUE(p && p == dlsym(RTLD_DEFAULT, "cuMemcpyHtoD_v2_ptds"));
+    /* a caller built for CUDA 11.0 gets cuCtxCreate with the signature it knows */
+    CHECK(cuGetProcAddress("cuCtxCreate", &p, 11000, CU_GET_PROC_ADDRESS_DEFAULT, &st));
+    TRUE(p && p == dlsym(RTLD_DEFAULT, "cuCtxCreate_v2"));
+    CHECK(cuGetProcAddress("cuCtxCreate", &p, 13000, CU_GET_PROC_ADDRESS_DEFAULT, &st));
+    TRUE(p && p == dlsym(RTLD_DEFAULT, "cuCtxCreate_v4"));
     EXPECT(cuGetProcAddress("cuNoSuchEntryPoint", &p, 13000, CU_GET_PROC_ADDRESS_DEFAULT, &st),
            CUDA_ERROR_NOT_FOUND);
     TRUE(p == NULL && st == CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);

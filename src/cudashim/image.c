@@ -264,7 +264,7 @@ static const unsigned char *fatbin_cubin(const unsigned char *p, int cc, size_t 
         if (kind == 1)
             ptx = 1;
         if (kind == 2 && arch <= cc && arch / 10 == cc / 10 && arch > best_arch) {
-            if ((flags & 0x2000) || unc) {
+            if ((flags & 0xa000) || unc) { /* 0x2000 LZ4, 0x8000 zstd (nvcc --compress-mode) */
                 compressed = 1;
             } else {
                 best = e + ehdr;

@@ -1873,6 +1873,7 @@ E CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) { return cuEventE
 /* ------------------------------------------------------------------ */
 /* entry points and export tables */
 
+E CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags);
 E CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
                                CUdriverProcAddressQueryResult *status)
 {
@@ -1880,6 +1881,12 @@ E CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuui
         return CUDA_ERROR_INVALID_VALUE;
     int ptds = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
     void *p = shim_proc_lookup(symbol, ptds);
+    /* The table holds the newest version of each name; where an older one has
+     * another signature, a caller built for an older CUDA gets the older one. */
+    if (!strcmp(symbol, "cuCtxCreate") && version < 12050)
+        p = version < 11040 ? (void *)cuCtxCreate_v2 : (void *)cuCtxCreate_v3;
+    else if (!strcmp(symbol, "cuGetProcAddress") && version < 12000)
+        p = (void *)cuGetProcAddress;
     if (shim_trace())
         shim_log("cuGetProcAddress %s version %d flags %llu -> %s", symbol, version, (unsigned long long)flags,
                  p ? "found" : "not found");
