@@ -178,8 +178,8 @@ a = torch.ones(512, 512, device="cuda")
 m = (a @ a)[0, 0].item()
 print("elementwise sum", y, "matmul", m)
 PY
-timeout 120 python3 "$T/probe_torch.py" > "$T/torch.native" 2>&1; put torch.native_rc $?
-GPUOS_CUDASHIM_TRACE=1 timeout 120 "$G" run --vgpu solo -- python3 "$T/probe_torch.py" > "$T/torch.gpuos" 2> "$T/torch.gpuos.err"; put torch.gpuos_rc $?
+timeout 60 python3 "$T/probe_torch.py" > "$T/torch.native" 2>&1; put torch.native_rc $?
+GPUOS_CUDASHIM_TRACE=1 timeout 60 "$G" run --vgpu solo -- python3 "$T/probe_torch.py" > "$T/torch.gpuos" 2> "$T/torch.gpuos.err"; put torch.gpuos_rc $?
 { echo "--- torch native"; cat "$T/torch.native"; echo "--- torch gpuos"; cat "$T/torch.gpuos";
   grep -v 'cuGetProcAddress' "$T/torch.gpuos.err" | tail -30; } >> "$LOG"
 put torch.native "$(tail -3 "$T/torch.native" | tr '\n' ';')"
