@@ -1315,7 +1315,9 @@ static CUresult func_get(struct CUfunc_st **out, struct CUmod_st *m, const char 
         free(f);
         if (shim_trace())
             shim_log("%s: %s", name, gpuos_error());
-        return rc == GPUOS_EINVAL ? CUDA_ERROR_NOT_FOUND : map_rc(rc, "cuModuleGetFunction");
+        /* no such kernel: the simulated device says EINVAL, the GPU's driver
+         * CUDA_ERROR_NOT_FOUND (EDEVICE through the daemon) */
+        return rc == GPUOS_EINVAL || rc == GPUOS_EDEVICE ? CUDA_ERROR_NOT_FOUND : map_rc(rc, "cuModuleGetFunction");
     }
     f->magic = MAGIC_FN;
     f->mod = m;
