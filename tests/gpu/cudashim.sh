@@ -16,6 +16,8 @@
 #     and a PyTorch probe, natively and through gpuos run (first missing entry
 #     point named);
 # Writes $OUT/cudashim.json (+ cudashim.log: every output) and prints a table.
+# CUDASHIM_ONLY="ci attrs ..." runs only those parts (ci attrs progs timing shares
+# nvml runtime torch); results then go to cudashim-<parts>.json.
 # CUDASHIM_SIM=1 runs the script's logic on the simulated device (no kernels of
 # the programs run there: only a check of the script itself).
 # Exit status non-zero if a check that should hold fails.
@@ -33,6 +35,8 @@ mkdir -p "$OUT" "$P"
 LOG="$OUT/cudashim.log"
 : > "$LOG"
 fail=0
+ONLY=${CUDASHIM_ONLY:-}
+want() { [ -z "$ONLY" ] || case " $ONLY " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 put() { printf '%s\t%s\n' "$1" "$2" >> "$R"; }
 log() { echo "$*" | tee -a "$LOG"; }
 D=
@@ -47,7 +51,7 @@ for c in drv_vadd drv_matmul drv_streams drv_cluster drv_attrs drv_oom; do
     cc -O2 -std=c11 -D_GNU_SOURCE -I"$CUDA_INC" -o "$P/$c" "tests/gpu/progs/$c.c" -L"$B/shim" -lcuda >>"$LOG" 2>&1 ||
         { log "FAIL cc $c"; exit 1; }
 done
-"$NVCC" -O2 -o "$P/rt_vadd" tests/gpu/progs/rt_vadd.cu >>"$LOG" 2>&1 || { log "FAIL nvcc rt_vadd"; exit 1; }
+if want runtime; then "$NVCC" -O2 -o "$P/rt_vadd" tests/gpu/progs/rt_vadd.cu >>"$LOG" 2>&1 || { log "FAIL nvcc rt_vadd"; exit 1; }; fi
 
 cat > "$T/conf" <<CONF
 socket = $T/s
@@ -87,6 +91,7 @@ both() { # name vgpu program args...
 
 # the CI Driver API program (built-in kernels, every copy kind, memset, streams,
 # events, error paths) on the GPU
+if want ci; then
 quota=$(python3 -c "import json,sys; print([v['mem_quota'] for v in json.load(open(sys.argv[1]))['vgpus'] if v['name'] == 'solo'][0])" "$T/vgpus.json")
 timeout 120 "$G" run --vgpu solo -- "$B/tests/cudashim_drv" all "$quota" > "$T/ci.out" 2>&1; rc=$?
 { echo "--- cudashim_drv all (CI program) on the GPU: rc $rc"; cat "$T/ci.out"; } >> "$LOG"
@@ -95,21 +100,29 @@ put cudashim_drv_all.output "$(tr '\n' ';' < "$T/ci.out")"
 [ $rc = 0 ] || fail=1
 log "cudashim_drv all on the GPU: rc $rc"
 
+fi
+if want progs; then
 both vadd solo "$P/drv_vadd"
 both matmul solo "$P/drv_matmul" 2048 5
 both streams solo "$P/drv_streams"
 both cluster solo "$P/drv_cluster" 4
+fi
+if want attrs; then
 both attrs solo "$P/drv_attrs"
+diff "$T/attrs.native" "$T/attrs.gpuos" | grep '^[<>]' > "$T/attrs.diff"
+put attrs.lines_differing "$(grep -c '^<' "$T/attrs.diff")"
+put attrs.diff "$(tr '\n' ';' < "$T/attrs.diff")"
+fi
+if want progs; then
 both oom p30 "$P/drv_oom" 1024
 for n in vadd matmul streams cluster; do
     [ "$(grep "^$n.identical" "$R" | cut -f2)" = true ] && [ "$(grep "^$n.gpuos_rc" "$R" | cut -f2)" = 0 ] || fail=1
 done
 grep -q "then CUDA_ERROR_OUT_OF_MEMORY" "$T/oom.gpuos" || fail=1
 put oom.native "$(cat "$T/oom.native")"; put oom.gpuos "$(cat "$T/oom.gpuos")"
-diff "$T/attrs.native" "$T/attrs.gpuos" | grep '^[<>]' > "$T/attrs.diff"
-put attrs.lines_differing "$(grep -c '^<' "$T/attrs.diff")"
-put attrs.diff "$(tr '\n' ';' < "$T/attrs.diff")"
+fi
 
+if want timing; then
 # compute-bound timing: 20 launches of a 4096 matrix multiply, 3 runs each, best
 for mode in native gpuos; do
     best=
@@ -128,6 +141,8 @@ ratio=$(awk -F'\t' '$1 == "matmul4096.native.wall_s" { n = $2 } $1 == "matmul409
 put matmul4096.speed_vs_native "$ratio"
 log "matmul 4096 x20: speed through gpuos / native = $ratio (goal >= 0.9)"
 
+fi
+if want shares; then
 # shares: two unmodified programs at once on p70 and p30
 "$G" vgpu list --json > "$T/before.json"
 "$G" run --vgpu p70 -- "$P/drv_matmul" 2048 0 8 > "$T/s70" 2>&1 &
@@ -155,6 +170,8 @@ print('shares.program_launches\t%d %d' % (l['p70'], l['p30']))
 PY
 log "shares: $(grep '^shares\.' "$R" | tr '\t' ' ' | tr '\n' ';')"
 
+fi
+if want nvml; then
 # NVML
 "$B/tests/cudashim_nvml" > "$T/nvml.native" 2>&1
 "$G" run --vgpu p30 -- "$B/tests/cudashim_nvml" > "$T/nvml.gpuos" 2>&1
@@ -162,6 +179,8 @@ log "shares: $(grep '^shares\.' "$R" | tr '\t' ' ' | tr '\n' ';')"
 put nvml.native "$(tr '\n' ';' < "$T/nvml.native")"
 put nvml.gpuos_p30 "$(tr '\n' ';' < "$T/nvml.gpuos")"
 
+fi
+if want runtime; then
 # the CUDA runtime (static cudart) and PyTorch
 TRACE=1
 both rt_vadd solo "$P/rt_vadd"
@@ -169,6 +188,8 @@ TRACE=0
 put rt_vadd.gpuos_first_unsupported "$(grep -m1 'is not supported' "$T/rt_vadd.gpuos.err")"
 put rt_vadd.gpuos_export_tables "$(grep 'cuGetExportTable [0-9a-f]' "$T/rt_vadd.gpuos.err" | awk '{print $4}' | tr '\n' ' ')"
 put rt_vadd.gpuos_output "$(cat "$T/rt_vadd.gpuos"; grep -v 'cuGetProcAddress' "$T/rt_vadd.gpuos.err" | head -5 | tr '\n' ';')"
+fi
+if want torch; then
 cat > "$T/probe_torch.py" <<'PY'
 import torch
 print("cuda available", torch.cuda.is_available())
@@ -188,12 +209,15 @@ put torch.gpuos_first_unsupported "$(grep -m1 'is not supported' "$T/torch.gpuos
 put torch.gpuos_export_tables "$(grep 'cuGetExportTable [0-9a-f]' "$T/torch.gpuos.err" | awk '{print $4}' | sort -u | tr '\n' ' ')"
 put torch.gpuos_error "$(grep -v 'gpuos libcuda' "$T/torch.gpuos.err" | tail -2 | tr '\n' ';')"
 
+fi
 kill -TERM "$D"; wait "$D"; put daemon_exit $?; D=
 sed 's/^/serve: /' "$T/serve.log" | tail -20 >> "$LOG"
 
 uuid=$(nvidia-smi --query-gpu=uuid --format=csv,noheader | head -1)
 drv=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)
-python3 - "$R" "$OUT/cudashim.json" "$uuid" "$drv" "${COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}" <<'PY'
+JSON="$OUT/cudashim.json"
+[ -n "$ONLY" ] && JSON="$OUT/cudashim-$(echo $ONLY | tr ' ' '-').json"
+python3 - "$R" "$JSON" "$uuid" "$drv" "${COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}" <<'PY'
 import json, sys, socket, datetime
 res = {}
 for line in open(sys.argv[1]):
@@ -202,7 +226,7 @@ for line in open(sys.argv[1]):
 doc = {"schema": "gpuos.cudashim-gpu/1",
        "provenance": {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(), "host": socket.gethostname(),
                       "gpu_uuid": sys.argv[3], "driver": sys.argv[4], "commit": sys.argv[5],
-                      "command": "sh tests/gpu/cudashim.sh"},
+                      "command": "CUDASHIM_ONLY='%s' sh tests/gpu/cudashim.sh" % __import__('os').environ.get('CUDASHIM_ONLY', '')},
        "results": res}
 json.dump(doc, open(sys.argv[2], "w"), indent=2)
 PY
