@@ -8,7 +8,9 @@
  *                                  result byte-exact; prints "ok" at the end
  *   cudashim_drv oom               allocates 1 MB blocks until refused; prints
  *                                  the error name and the bytes it got
- *   cudashim_drv sleep MS          one built-in sleep kernel, timed by events
+ *   cudashim_drv sleep MS          busy for MS ms in 10 ms built-in sleep kernels
+ *   cudashim_drv attrs             a few device attributes, one line
+ *   cudashim_drv noinit            cuMemAlloc before cuInit
  * Exit 0 only when every check passed; each failure names itself. */
 #include <cuda.h>
 
@@ -454,6 +456,16 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "oom"))
         return oom();
+    if (!strcmp(argv[1], "attrs")) {
+        int sms = 0, l2 = 0, ccmaj = 0, ccmin = 0, clk = 0;
+        CHECK(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0));
+        CHECK(cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, 0));
+        CHECK(cuDeviceGetAttribute(&ccmaj, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 0));
+        CHECK(cuDeviceGetAttribute(&ccmin, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 0));
+        CHECK(cuDeviceGetAttribute(&clk, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, 0));
+        printf("sms %d l2 %d cc %d.%d clock_khz %d\n", sms, l2, ccmaj, ccmin, clk);
+        return 0;
+    }
     if (!strcmp(argv[1], "sleep") && argc == 3) {
         /* busy for MS milliseconds in 10 ms kernels of the built-in module */
         CUmodule m;
