@@ -11,6 +11,7 @@
 #  - allocation past the vGPU's memory share: CUDA_ERROR_OUT_OF_MEMORY exactly at
 #    the share; cuMemGetInfo / cuDeviceTotalMem / NVML report the share; NVML's
 #    utilisation is the daemon's (busy vGPU >= 50 %, idle one <= 5 %);
+#  - device attributes from the daemon's device (the chip's SMs, L2, CC);
 #  - `gpuos run` errors: no daemon, unknown vGPU, no library, ambiguous vGPU;
 #  - the kernel parameter layouts read from a cubin and from PTX (when nvcc is
 #    here);
@@ -63,6 +64,14 @@ ua=$("$G" run --vgpu a -- "$B/tests/cudashim_nvml" 2>/dev/null | sed -n 's/^util
 wait $sp || fail "sleep program: $(cat "$T/sleep.out")"
 [ -n "$ub" ] && [ "$ub" -ge 50 ] || fail "NVML utilisation of the busy vGPU b: '$ub' (want >= 50)"
 [ -n "$ua" ] && [ "$ua" -le 5 ] || fail "NVML utilisation of the idle vGPU a: '$ua' (want <= 5)"
+
+# device attributes are the daemon's device's (DEVICE_ATTRS): the simulated chip's
+# SMs and L2 (60 MiB; the library's own compute capability 9.x table says 50 MB)
+out=$("$G" run --vgpu a -- "$D" attrs 2>&1) || fail "attrs: $out"
+facts=$("$G" info --sim default | sed -n 's/.*capability \([0-9.]*\), \([0-9]*\) SMs, L2 \([0-9.]*\) MiB.*/\1 \2 \3/p')
+set -- $facts
+want="sms $2 l2 $(awk -v m="$3" 'BEGIN { printf "%d", m * 1048576 }') cc $1"
+[ "${out%% clock*}" = "$want" ] || fail "attributes: $out; the chip: $want"
 
 # a call before cuInit; no daemon behind the library
 LD_LIBRARY_PATH="$B/shim" "$D" noinit || fail "cuMemAlloc before cuInit must be CUDA_ERROR_NOT_INITIALIZED"

@@ -563,6 +563,12 @@ static int handle(struct srv_client *c, const struct gos_msg_hdr *h, void *p, in
         device_info(c, &r);
         return reply(c, h->seq, h->type, 0, &r, sizeof r);
     }
+    case GOS_MSG_DEVICE_ATTRS: {
+        struct gos_rep_device_attrs r;
+        memset(&r, 0, sizeof r);
+        int arc = gos_exec_device_attributes(dev_of(c)->dev, r.value, r.valid, GOS_DEVICE_ATTRS_MAX);
+        return reply(c, h->seq, h->type, arc, arc ? NULL : &r, arc ? 0 : sizeof r);
+    }
     case GOS_MSG_VGPU_INFO: {
         struct gos_vgpu_rec r;
         srv_vgpu_record(s, c->vgpu, &r);
