@@ -36,7 +36,8 @@ LDLIBS := -Wl,-Bstatic -ljansson -Wl,-Bdynamic -ldl -lm -lpthread -lrt
 # Every .c under src/ belongs to the core library, except the CLI entry point and
 # the CUDA backend files, which are chosen below.
 # SRC_EXCLUDE (patterns) leaves parts out, e.g. while one is being rewritten.
-ALL_SRC := $(filter-out $(SRC_EXCLUDE),$(sort $(wildcard src/*/*.c)))
+# src/cudashim/ is not core: it builds libcuda.so.1 (mk/cudashim.mk).
+ALL_SRC := $(filter-out $(SRC_EXCLUDE) src/cudashim/%,$(sort $(wildcard src/*/*.c)))
 CUDA_SRC := $(filter src/device/cuda%.c,$(ALL_SRC))
 CORE_SRC := $(filter-out src/cli/main.c $(CUDA_SRC),$(ALL_SRC))
 ifneq ($(CUDA_H),)

@@ -148,6 +148,11 @@ typedef struct {
 
 int gpuos_device_info(gpuos_vgpu *g, gpuos_device_facts *out);
 int gpuos_vgpu_info(gpuos_vgpu *g, gpuos_vgpu_facts *out);
+/* The real device's attributes by CUDA attribute number (value[a], valid[a] for
+ * 0 <= a < n): what gpuos's libcuda answers cuDeviceGetAttribute with.
+ * The simulated device answers those its chip knows (SMs, compute capability,
+ * clocks, L2, ...). */
+int gpuos_device_attributes(gpuos_vgpu *g, int32_t *value, unsigned char *valid, int n);
 /* Memory of this vGPU: used and quota (its share), and the device total. */
 int gpuos_mem_info(gpuos_vgpu *g, uint64_t *used, uint64_t *quota, uint64_t *total);
 

@@ -24,6 +24,7 @@ static const struct cmd_entry commands[] = {
     {"labels", cmd_labels, "node-feature-discovery labels from a chip file"},
     {"node", cmd_node, "every GPU of this node and the links between them"},
     {"place", cmd_place, "SM sets that fit the tenant (green contexts, cluster sizes)"},
+    {"run", cmd_run, "run an unmodified CUDA program on a virtual GPU"},
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof commands[0])
 

@@ -174,6 +174,25 @@ static int device_info(gpuos_vgpu *g, gpuos_device_facts *o)
 }
 int gpuos_device_info(gpuos_vgpu *g, gpuos_device_facts *out) { LOCKED(g, device_info(g, out)); }
 
+static int device_attributes(gpuos_vgpu *g, int32_t *value, unsigned char *valid, int n)
+{
+    if (!value || !valid || n < 1)
+        return gos_fail(GOS_EINVAL, "gpuos_device_attributes: missing argument");
+    struct gos_rep_device_attrs r;
+    int rc = gcl_call(g, GOS_MSG_DEVICE_ATTRS, NULL, 0, -1, &r, sizeof r);
+    if (rc)
+        return rc;
+    for (int a = 0; a < n; a++) {
+        value[a] = a < GOS_DEVICE_ATTRS_MAX ? r.value[a] : 0;
+        valid[a] = a < GOS_DEVICE_ATTRS_MAX ? r.valid[a] : 0;
+    }
+    return GOS_OK;
+}
+int gpuos_device_attributes(gpuos_vgpu *g, int32_t *value, unsigned char *valid, int n)
+{
+    LOCKED(g, device_attributes(g, value, valid, n));
+}
+
 static int vgpu_info(gpuos_vgpu *g, gpuos_vgpu_facts *o)
 {
     struct gos_vgpu_rec r;

@@ -365,6 +365,22 @@ static int ex_event_elapsed(gos_device *d, void *a, void *b, uint64_t *ns)
     return rc;
 }
 
+/* Every attribute the driver answers (those it does not know, or refuses, stay
+ * invalid: not an error). */
+static int ex_device_attributes(gos_device *d, int32_t *value, uint8_t *valid, int n)
+{
+    struct gos_cuda *c = d->priv;
+    CUresult (*get)(int *, CUdevice_attribute, CUdevice) = GOS_CU(cuDeviceGetAttribute);
+    if (!get)
+        return gos_fail(GOS_EUNSUPPORTED, "the CUDA driver lacks cuDeviceGetAttribute");
+    for (int a = 1; a < n; a++) {
+        int v = 0;
+        valid[a] = get(&v, (CUdevice_attribute)a, c->dev) == CUDA_SUCCESS;
+        value[a] = valid[a] ? v : 0;
+    }
+    return GOS_OK;
+}
+
 const struct gos_exec_ops gos_cuda_exec_ops = {
     .close = NULL,
     .init = ex_init,
@@ -394,4 +410,5 @@ const struct gos_exec_ops gos_cuda_exec_ops = {
     .event_record = ex_event_record,
     .event_sync = ex_event_sync,
     .event_elapsed_ns = ex_event_elapsed,
+    .device_attributes = ex_device_attributes,
 };

@@ -205,3 +205,12 @@ void gos_exec_abandon(gos_device *d)
     if (d && d->ops && HAS(d, abandon))
         EXEC(d)->abandon(d);
 }
+
+int gos_exec_device_attributes(gos_device *d, int32_t *value, uint8_t *valid, int n)
+{
+    if (!d || !value || !valid || n < 1)
+        return gos_fail(GOS_EINVAL, "device_attributes: missing argument");
+    if (!d->ops->exec || !d->ops->exec->device_attributes)
+        return gos_dev_missing(d, "device attributes");
+    return d->ops->exec->device_attributes(d, value, valid, n);
+}

@@ -100,6 +100,9 @@ struct gos_exec_ops {
     /* Waits for an event (spinning politely: dispatch latency matters). */
     int (*event_sync)(gos_device *d, void *ev);
     int (*event_elapsed_ns)(gos_device *d, void *start, void *end, uint64_t *ns);
+    /* Optional: every device attribute by number (1..n-1): value[a], valid[a] = 1
+     * when the device answers attribute a (gpuos's libcuda, issue 11). */
+    int (*device_attributes)(gos_device *d, int32_t *value, uint8_t *valid, int n);
 };
 
 /* Checked wrappers for callers above the device layer (exec.c): one per
@@ -135,5 +138,6 @@ int gos_exec_event_elapsed_ns(gos_device *d, void *start, void *end, uint64_t *n
 int gos_exec_launch_ranges(gos_device *d, void *fn, const struct gos_launch_cfg *cfg, struct gos_dev_range *r,
                            int *n);
 void gos_exec_abandon(gos_device *d);
+int gos_exec_device_attributes(gos_device *d, int32_t *value, uint8_t *valid, int n);
 
 #endif

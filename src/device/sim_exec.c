@@ -599,9 +599,38 @@ static int se_event_elapsed(gos_device *d, void *a, void *b, uint64_t *ns)
     return GOS_OK;
 }
 
+/* The device attributes the simulated chip knows (by CUDA attribute number:
+ * 13 clock, 16 SMs, 36 memory clock, 38 L2, 39 threads per SM, 75/76 compute
+ * capability, 97 opt-in shared memory per block); the rest are not answered. */
+static int se_device_attributes(gos_device *d, int32_t *value, uint8_t *valid, int n)
+{
+    const gos_device_info *i = &d->info;
+    struct {
+        int a;
+        long long v;
+        int ok;
+    } t[] = {{13, (long long)i->max_sm_clock_mhz * 1000, i->has_clocks && i->max_sm_clock_mhz > 0},
+             {16, i->sm_count, i->sm_count > 0},
+             {36, (long long)i->mem_clock_mhz * 1000, i->has_clocks && i->mem_clock_mhz > 0},
+             {38, (long long)i->l2_bytes, i->l2_bytes > 0 && i->l2_bytes < (1ull << 31)},
+             {39, i->max_threads_per_sm, i->max_threads_per_sm > 0},
+             {75, i->cc_major, 1},
+             {76, i->cc_minor, 1},
+             {97, i->max_smem_per_block_optin, i->max_smem_per_block_optin > 0}};
+    for (int a = 0; a < n; a++)
+        valid[a] = 0, value[a] = 0;
+    for (size_t k = 0; k < sizeof t / sizeof t[0]; k++)
+        if (t[k].a < n && t[k].ok) {
+            value[t[k].a] = (int32_t)t[k].v;
+            valid[t[k].a] = 1;
+        }
+    return GOS_OK;
+}
+
 const struct gos_exec_ops gos_sim_exec_ops = {
     .close = se_close,
     .init = se_init,
+    .device_attributes = se_device_attributes,
     .mem_alloc = se_mem_alloc,
     .mem_free = se_mem_free,
     .mem_info = se_mem_info,

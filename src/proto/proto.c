@@ -38,6 +38,7 @@ static const struct {
     {GOS_MSG_SYNC, "SYNC", 0, 0},
     {GOS_MSG_DEVICE_INFO, "DEVICE_INFO", 0, sizeof(struct gos_rep_device_info)},
     {GOS_MSG_VGPU_INFO, "VGPU_INFO", 0, sizeof(struct gos_vgpu_rec)},
+    {GOS_MSG_DEVICE_ATTRS, "DEVICE_ATTRS", 0, sizeof(struct gos_rep_device_attrs)},
     {GOS_MSG_ADMIN_LIST, "ADMIN_LIST", 0, -1},
     {GOS_MSG_ADMIN_SET, "ADMIN_SET", sizeof(struct gos_msg_admin_set), 0},
     {GOS_MSG_REPLY, "REPLY", -1, -1},

@@ -61,6 +61,7 @@ enum gos_msg_type {
     /* queries */
     GOS_MSG_DEVICE_INFO = 600,
     GOS_MSG_VGPU_INFO = 601,
+    GOS_MSG_DEVICE_ATTRS = 602, /* every cuDeviceGetAttribute value (gpuos's libcuda) */
     /* administration (gpuos vgpu) */
     GOS_MSG_ADMIN_LIST = 700,
     GOS_MSG_ADMIN_SET = 701,
@@ -163,6 +164,14 @@ struct gos_rep_device_info {
     uint32_t sm_count;
     uint32_t simulated;
     uint64_t mem_bytes;
+};
+
+/* DEVICE_ATTRS: value[a] for attribute number a (CUdevice_attribute), valid[a]
+ * whether the device answered it (the simulated device: what its chip knows). */
+#define GOS_DEVICE_ATTRS_MAX 256
+struct gos_rep_device_attrs {
+    int32_t value[GOS_DEVICE_ATTRS_MAX];
+    uint8_t valid[GOS_DEVICE_ATTRS_MAX];
 };
 
 /* One vGPU's runtime view (VGPU_INFO answers the caller's; ADMIN_LIST all). */

@@ -571,6 +571,15 @@ static int msg_device_info(struct srv_client *c, const struct gos_msg_hdr *h, vo
     return reply(c, h->seq, h->type, 0, &r, sizeof r);
 }
 
+static int msg_device_attrs(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    const struct srv_dev_attrs *a = &dev_of(c)->attrs; /* read once at start */
+    struct gos_rep_device_attrs r;
+    memcpy(r.value, a->value, sizeof r.value);
+    memcpy(r.valid, a->valid, sizeof r.valid);
+    return reply(c, h->seq, h->type, a->rc, a->rc ? NULL : &r, a->rc ? 0 : sizeof r);
+}
+
 static int msg_vgpu_info(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
 {
     struct gos_vgpu_rec r;
@@ -627,6 +636,7 @@ static const struct msg_entry {
     {GOS_MSG_LAUNCH, 0, msg_launch},
     {GOS_MSG_SYNC, 0, msg_sync},
     {GOS_MSG_DEVICE_INFO, 0, msg_device_info},
+    {GOS_MSG_DEVICE_ATTRS, 0, msg_device_attrs},
     {GOS_MSG_VGPU_INFO, 0, msg_vgpu_info},
     {GOS_MSG_ADMIN_LIST, 1, msg_admin_list},
     {GOS_MSG_ADMIN_SET, 1, msg_admin_set},

@@ -307,8 +307,11 @@ int srv_executor_main(int sock, const char *sim, int ordinal)
         rc = gos_exec_init(x->dev);
     if (!rc)
         rc = gos_exec_mem_info(x->dev, &fr, &hello.mem_total);
-    if (!rc)
+    if (!rc) {
         hello.info = x->dev->info;
+        hello.attr_rc = gos_exec_device_attributes(x->dev, hello.attr_value, hello.attr_valid,
+                                                   GOS_DEVICE_ATTRS_MAX);
+    }
     for (int e = 0; !rc && e < XE_ENGINES; e++)
         if ((rc = gos_exec_stream_create(x->dev, &x->streams[e])) ||
             (rc = gos_exec_event_create(x->dev, &x->ev[e][0])) || (rc = gos_exec_event_create(x->dev, &x->ev[e][1])))

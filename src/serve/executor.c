@@ -226,6 +226,9 @@ int srv_exec_spawn(const char *sim, int ordinal, const char *mps_dir, struct srv
     memcpy(&r, x->buf, sizeof r);
     x->mem_total = r.mem_total;
     x->info = r.info;
+    x->attrs.rc = r.attr_rc;
+    memcpy(x->attrs.value, r.attr_value, sizeof x->attrs.value);
+    memcpy(x->attrs.valid, r.attr_valid, sizeof x->attrs.valid);
     *out = x;
     return GOS_OK;
 }

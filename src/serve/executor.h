@@ -24,6 +24,7 @@ struct srv_exec {
     size_t cap;
     uint64_t mem_total;
     gos_device_info info; /* the device's facts, as the executor opened it */
+    struct srv_dev_attrs attrs; /* its attributes (DEVICE_ATTRS) */
 };
 
 /* Opens the daemon's own binary for later spawns (at start: a binary replaced

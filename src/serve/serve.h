@@ -193,6 +193,7 @@ struct srv_dev {
      * came from (not closed here), its compute engine's stream is on gctx. */
     int shared_dev;
     void *gctx;
+    struct srv_dev_attrs attrs; /* its attributes (DEVICE_ATTRS), read once at start */
     gos_device_info info; /* the device's facts (from a probe executor under process / mps:
                            * the daemon then holds no device context at all, dev == NULL) */
     int isolation;  /* GOS_ISOLATION_* */

@@ -66,6 +66,7 @@ static int open_devices(struct srv *s, const char *force_sim)
                 return gos_fail(rc, "device %s: %s", c->label, why);
             }
             d->info = x->info;
+            d->attrs = x->attrs;
             d->mem_total = x->mem_total;
             srv_exec_close(x);
         }
@@ -96,6 +97,8 @@ static int open_devices(struct srv *s, const char *force_sim)
             uint64_t fr;
             if ((rc = gos_exec_mem_info(d->dev, &fr, &d->mem_total)))
                 return rc;
+            d->attrs.rc = gos_exec_device_attributes(d->dev, d->attrs.value, d->attrs.valid,
+                                                     GOS_DEVICE_ATTRS_MAX);
         }
         int mode;
         if ((rc = gos_sched_parse_mode(c->queue, &mode)) ||

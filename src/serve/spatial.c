@@ -68,6 +68,7 @@ static int open_set(struct srv *s, int parent, int n, gos_smset_pool *pool, cons
     d->shared_dev = 1;
     /* The set runs in its parent's context (isolation none): the same facts and mode. */
     d->info = p->info;
+    d->attrs = p->attrs;
     d->isolation = p->isolation;
     d->grant_ns = p->grant_ns;
     d->ordinal = p->ordinal;

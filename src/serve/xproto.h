@@ -13,8 +13,18 @@
 
 #include "device/device.h"
 
+#include "proto/proto.h"
+
 #include <stddef.h>
 #include <stdint.h>
+
+/* A device's attributes as cuDeviceGetAttribute answers them (DEVICE_ATTRS):
+ * rc is the device layer's answer (GOS_EUNSUPPORTED where it has none). */
+struct srv_dev_attrs {
+    int32_t rc;
+    int32_t value[GOS_DEVICE_ATTRS_MAX];
+    uint8_t valid[GOS_DEVICE_ATTRS_MAX];
+};
 
 enum {
     X_HELLO = 1,   /* -> struct x_hello_rep */
@@ -43,6 +53,9 @@ struct x_hello_rep {
     uint32_t pad;
     uint64_t mem_total;
     gos_device_info info; /* same binary on both sides: the daemon's device facts */
+    int32_t attr_rc;      /* the device's attributes (cuDeviceGetAttribute), for DEVICE_ATTRS */
+    int32_t attr_value[GOS_DEVICE_ATTRS_MAX];
+    uint8_t attr_valid[GOS_DEVICE_ATTRS_MAX];
 };
 
 struct x_region {

@@ -1,0 +1,62 @@
+# mk/cudashim.mk: gpuos's own libcuda.so.1 and libnvidia-ml.so.1 (issue 11;
+# docs/readme-cudashim.md), loaded by unmodified CUDA programs through
+# `gpuos run`. Position-independent builds of the client library (client,
+# proto, status) and src/cudashim/; the Driver API names come from the cuda.h at
+# hand (tools/gen_cudashim_names.sh), every one not implemented becomes a stub
+# that names itself (tools/gen_cudashim_stubs.sh). Needs cuda.h (types only):
+# without it neither library is built and the tests that need them skip.
+#   build/shim/libcuda.so.1        the Driver API on a vGPU
+#   build/shim/libnvidia-ml.so.1   NVML for tenants
+#   build/tests/cudashim_drv       Driver-API test program (tests/t_cudashim.sh)
+ifneq ($(CUDA_H),)
+SHIM := $(BUILD)/shim
+# No sanitizers in a library that uninstrumented programs load.
+SHIM_CFLAGS := $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(CFLAGS)) -fPIC -fvisibility=hidden -I$(SHIM)/gen
+SHIM_CORE := $(CLIENT_SRC)
+SHIM_CUDA := libcuda image errors exports daemon_ext
+SHIM_OBJ := $(SHIM_CUDA:%=$(SHIM)/pic/src/cudashim/%.o)
+SHIM_PIC := $(SHIM_CORE:%.c=$(SHIM)/pic/%.o)
+EXTRA_BINS += $(SHIM)/libcuda.so.1 $(SHIM)/libnvidia-ml.so.1 $(BUILD)/tests/cudashim_drv
+
+$(SHIM)/gen/names.inc: tools/gen_cudashim_names.sh $(CUDA_H)
+	$(Q)CC=$(CC) sh tools/gen_cudashim_names.sh $(CUDA_HOME)/include $(SHIM)/gen
+$(SHIM)/gen/symbols.txt $(SHIM)/gen/symbols.inc $(SHIM)/gen/errors.inc: $(SHIM)/gen/names.inc
+
+$(SHIM)/pic/%.o: %.c $(SHIM)/gen/names.inc
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC    $< (PIC)")
+	$(Q)$(CC) $(SHIM_CFLAGS) -c -o $@ $<
+
+$(SHIM)/gen/stubs.c: $(SHIM)/gen/symbols.txt $(SHIM_OBJ) tools/gen_cudashim_stubs.sh
+	$(Q)sh tools/gen_cudashim_stubs.sh $(SHIM)/gen/symbols.txt $@ $(SHIM_OBJ)
+$(SHIM)/gen/stubs.o: $(SHIM)/gen/stubs.c
+	$(Q)$(CC) $(SHIM_CFLAGS) -Wno-missing-prototypes -c -o $@ $<
+
+$(SHIM)/libcuda.so.1: $(SHIM_OBJ) $(SHIM)/pic/src/cudashim/procaddr.o $(SHIM)/gen/stubs.o $(SHIM_PIC)
+	@$(if $(Q),echo "  LINK  $@")
+	$(Q)$(CC) -shared -Wl,-soname,libcuda.so.1 -Wl,-z,defs -o $@ $^ -lpthread -lrt
+	$(Q)ln -sf libcuda.so.1 $(SHIM)/libcuda.so
+
+$(SHIM)/libnvidia-ml.so.1: $(SHIM)/pic/src/cudashim/nvml.o $(SHIM_PIC)
+	@$(if $(Q),echo "  LINK  $@")
+	$(Q)$(CC) -shared -Wl,-soname,libnvidia-ml.so.1 -Wl,-z,defs -o $@ $^ -lpthread -lrt
+	$(Q)ln -sf libnvidia-ml.so.1 $(SHIM)/libnvidia-ml.so
+
+# The test program links against our libcuda like any Driver API program.
+$(BUILD)/tests/cudashim_drv: tests/cudashim_drv.c $(SHIM)/libcuda.so.1
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $< -L$(SHIM) -lcuda $(LDLIBS)
+
+-include $(SHIM_OBJ:.o=.d) $(SHIM_PIC:.o=.d) $(SHIM)/pic/src/cudashim/procaddr.d $(SHIM)/pic/src/cudashim/nvml.d
+endif
+ifneq ($(CUDA_H),)
+EXTRA_BINS += $(BUILD)/tests/cudashim_nvml
+endif
+$(BUILD)/tests/cudashim_nvml: tests/cudashim_nvml.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $< -ldl
+# The image reader alone (no cuda.h needed): tests/t_cudashim.sh.
+EXTRA_BINS += $(BUILD)/tests/cudashim_image
+$(BUILD)/tests/cudashim_image: tests/cudashim_image.c src/cudashim/image.c src/cudashim/shim.h
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(filter-out -MMD -MP,$(CFLAGS)) -o $@ tests/cudashim_image.c src/cudashim/image.c

@@ -1,0 +1,146 @@
+/* cmd_run.c: `gpuos run [--vgpu NAME] [--socket PATH] -- PROGRAM ARGS`: runs an
+ * unmodified CUDA program on a virtual GPU. The program finds gpuos's own
+ * libcuda.so.1 and libnvidia-ml.so.1 (mk/cudashim.mk) first on its library path
+ * and reaches the daemon through them ($GPUOS_SOCKET, $GPUOS_VGPU); nothing of the
+ * program changes (docs/readme-cudashim.md). */
+#include "cli/cli.h"
+#include "common/status.h"
+#include "gpuos/gpuos.h"
+#include "proto/proto.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void help(FILE *f)
+{
+    fprintf(f, "usage: gpuos run [--vgpu NAME] [--socket PATH] [--libdir DIR] -- PROGRAM [ARGS...]\n"
+               "\n"
+               "Runs PROGRAM on virtual GPU NAME of a running `gpuos serve`, unmodified: gpuos's\n"
+               "libcuda.so.1 and libnvidia-ml.so.1 come first on its LD_LIBRARY_PATH, so every\n"
+               "CUDA Driver API call (and the CUDA runtime's, which goes through it) is carried\n"
+               "out by the daemon within the vGPU's shares, and NVML reports the vGPU's share.\n"
+               "  --vgpu NAME    default $GPUOS_VGPU, else the daemon's only vGPU\n"
+               "  --socket PATH  default $GPUOS_SOCKET, else /tmp/gpuos.sock\n"
+               "  --libdir DIR   where libcuda.so.1 is (default $GPUOS_LIBDIR, else shim/ beside\n"
+               "                 the gpuos binary, else ../lib/gpuos)\n"
+               "Entry points gpuos does not implement return CUDA_ERROR_NOT_SUPPORTED and are\n"
+               "named once on stderr; $GPUOS_CUDASHIM_TRACE=1 logs every entry point and export\n"
+               "table the program asks for.\n");
+}
+
+/* The directory holding libcuda.so.1: --libdir, $GPUOS_LIBDIR, beside the binary. */
+static int find_libdir(const char *opt, char *out, size_t len)
+{
+    char exe[PATH_MAX], cand[PATH_MAX + 32];
+    const char *env = getenv("GPUOS_LIBDIR");
+    const char *given = opt ? opt : env && *env ? env : NULL;
+    if (given) {
+        snprintf(cand, sizeof cand, "%s/libcuda.so.1", given);
+        if (access(cand, R_OK))
+            return gos_fail(GOS_ENODEV, "no gpuos libcuda.so.1 in %s (build it with make; it needs cuda.h)", given);
+        if (!realpath(given, out))
+            return gos_fail(GOS_EINVAL, "%s: %s", given, strerror(errno));
+        return GOS_OK;
+    }
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return gos_fail(GOS_EIO, "cannot find the gpuos binary: %s", strerror(errno));
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash)
+        *slash = 0;
+    static const char *rel[] = {"shim", "../lib/gpuos"};
+    for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+        snprintf(cand, sizeof cand, "%s/%s/libcuda.so.1", exe, rel[i]);
+        if (!access(cand, R_OK)) {
+            snprintf(cand, sizeof cand, "%s/%s", exe, rel[i]);
+            if (realpath(cand, out) && strlen(out) < len)
+                return GOS_OK;
+        }
+    }
+    return gos_fail(GOS_ENODEV,
+                    "gpuos's libcuda.so.1 is not built (looked in %s/shim and %s/../lib/gpuos; it needs cuda.h "
+                    "at build time); give --libdir",
+                    exe, exe);
+}
+
+int cmd_run(int argc, char **argv)
+{
+    const char *vgpu = NULL, *sock = NULL, *libdir = NULL;
+    int i = 1;
+    for (; i < argc; i++) {
+        if (cli_is_help(argv[i])) {
+            help(stdout);
+            return 0;
+        }
+        if (!strcmp(argv[i], "--")) {
+            i++;
+            break;
+        }
+        if (i + 1 < argc && !strcmp(argv[i], "--vgpu"))
+            vgpu = argv[++i];
+        else if (i + 1 < argc && !strcmp(argv[i], "--socket"))
+            sock = argv[++i];
+        else if (i + 1 < argc && !strcmp(argv[i], "--libdir"))
+            libdir = argv[++i];
+        else if (argv[i][0] == '-')
+            return cli_usage("run", "unknown option %s", argv[i]);
+        else
+            break; /* the program, without "--" */
+    }
+    if (i >= argc)
+        return cli_usage("run", "no program to run");
+    char dir[PATH_MAX];
+    if (find_libdir(libdir, dir, sizeof dir))
+        return cli_fail();
+    if (!sock) {
+        const char *e = getenv("GPUOS_SOCKET");
+        sock = e && *e ? e : "/tmp/gpuos.sock";
+    }
+    /* The daemon must be there and serve the vGPU. */
+    static gpuos_vgpu_facts v[GOS_MAX_VGPUS];
+    int n = 0;
+    if (gpuos_admin_list(sock, v, GOS_MAX_VGPUS, &n))
+        return cli_fail();
+    if (!vgpu) {
+        const char *e = getenv("GPUOS_VGPU");
+        if (e && *e)
+            vgpu = e;
+        else if (n == 1)
+            vgpu = v[0].name;
+        else
+            return cli_usage("run", "the daemon at %s hosts %d vGPUs: name one with --vgpu", sock, n);
+    }
+    int found = 0;
+    for (int k = 0; k < n; k++)
+        found |= !strcmp(v[k].name, vgpu);
+    if (!found) {
+        gos_fail(GOS_EINVAL, "the daemon at %s has no vGPU \"%s\" (gpuos vgpu list)", sock, vgpu);
+        return cli_fail();
+    }
+    char abs_sock[PATH_MAX];
+    if (!realpath(sock, abs_sock))
+        snprintf(abs_sock, sizeof abs_sock, "%s", sock);
+    const char *old = getenv("LD_LIBRARY_PATH");
+    size_t need = strlen(dir) + (old ? strlen(old) + 1 : 0) + 1;
+    char *ld = malloc(need);
+    if (!ld) {
+        gos_fail(GOS_ENOMEM, "out of memory");
+        return cli_fail();
+    }
+    snprintf(ld, need, "%s%s%s", dir, old && *old ? ":" : "", old && *old ? old : "");
+    if (setenv("LD_LIBRARY_PATH", ld, 1) || setenv("GPUOS_SOCKET", abs_sock, 1) || setenv("GPUOS_VGPU", vgpu, 1)) {
+        free(ld);
+        gos_fail(GOS_EIO, "setenv: %s", strerror(errno));
+        return cli_fail();
+    }
+    free(ld);
+    execvp(argv[i], argv + i);
+    gos_fail(GOS_EIO, "cannot run %s: %s", argv[i], strerror(errno));
+    cli_fail();
+    return 127;
+}

@@ -1,0 +1,317 @@
+/* nvml.c: gpuos's libnvidia-ml.so.1 for tenants (docs/readme-cudashim.md).
+ *
+ * A program run with `gpuos run` that asks NVML about "its GPU" gets its vGPU:
+ * one device, named as the real one, whose memory total is the vGPU's memory
+ * share, memory used what the vGPU holds, and utilisation the vGPU's compute and
+ * copy utilisation as the daemon measured them over its last scheduling period
+ * (gpu = compute, memory = copy engine; NVML's own "memory" is the memory
+ * controller's busy time, which the daemon does not measure per vGPU). The NVML
+ * types are declared here from NVML's documented ABI (no nvml.h is needed). Other
+ * queries programs commonly make return NVML_ERROR_NOT_SUPPORTED and name
+ * themselves once on stderr. Nothing here loads NVIDIA's library. */
+#include "cudashim/shim.h"
+#include "gpuos/gpuos.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define E SHIM_EXPORT
+
+typedef int nvmlReturn_t;
+enum {
+    NVML_SUCCESS = 0,
+    NVML_ERROR_UNINITIALIZED = 1,
+    NVML_ERROR_INVALID_ARGUMENT = 2,
+    NVML_ERROR_NOT_SUPPORTED = 3,
+    NVML_ERROR_INSUFFICIENT_SIZE = 7,
+    NVML_ERROR_DRIVER_NOT_LOADED = 9,
+    NVML_ERROR_GPU_IS_LOST = 15,
+    NVML_ERROR_UNKNOWN = 999,
+};
+typedef struct nvmlDevice_st *nvmlDevice_t;
+typedef struct {
+    unsigned long long total, free, used;
+} nvmlMemory_t;
+typedef struct {
+    unsigned int version;
+    unsigned long long total, reserved, free, used;
+} nvmlMemory_v2_t;
+typedef struct {
+    unsigned int gpu, memory;
+} nvmlUtilization_t;
+
+struct nvmlDevice_st {
+    int index;
+};
+
+static struct {
+    pthread_mutex_t m;
+    int refs;
+    gpuos_vgpu *g;
+    gpuos_device_facts dev;
+    struct nvmlDevice_st d0;
+} N = {.m = PTHREAD_MUTEX_INITIALIZER};
+
+static int nvml_unsupported(const char *name)
+{
+    static pthread_mutex_t l = PTHREAD_MUTEX_INITIALIZER;
+    static char said[64][64];
+    static int n;
+    pthread_mutex_lock(&l);
+    int seen = 0;
+    for (int i = 0; i < n; i++)
+        seen |= !strcmp(said[i], name);
+    if (!seen) {
+        if (n < 64)
+            snprintf(said[n++], sizeof said[0], "%s", name);
+        fprintf(stderr, "gpuos libnvidia-ml: %s is not supported\n", name);
+    }
+    pthread_mutex_unlock(&l);
+    return NVML_ERROR_NOT_SUPPORTED;
+}
+
+E nvmlReturn_t nvmlInitWithFlags(unsigned int flags)
+{
+    pthread_mutex_lock(&N.m);
+    nvmlReturn_t r = NVML_SUCCESS;
+    if (!N.refs) {
+        const char *v = getenv("GPUOS_VGPU");
+        int rc = gpuos_open(NULL, v && *v ? v : "default", &N.g);
+        if (!rc)
+            rc = gpuos_device_info(N.g, &N.dev);
+        if (rc) {
+            fprintf(stderr, "gpuos libnvidia-ml: nvmlInit: %s\n", gpuos_error());
+            if (N.g)
+                gpuos_close(N.g);
+            N.g = NULL;
+            r = NVML_ERROR_DRIVER_NOT_LOADED;
+        }
+    }
+    if (!r)
+        N.refs++;
+    pthread_mutex_unlock(&N.m);
+    return r;
+}
+E nvmlReturn_t nvmlInit_v2(void) { return nvmlInitWithFlags(0); }
+E nvmlReturn_t nvmlInit(void) { return nvmlInitWithFlags(0); }
+
+E nvmlReturn_t nvmlShutdown(void)
+{
+    pthread_mutex_lock(&N.m);
+    nvmlReturn_t r = NVML_SUCCESS;
+    if (!N.refs)
+        r = NVML_ERROR_UNINITIALIZED;
+    else if (!--N.refs) {
+        gpuos_close(N.g);
+        N.g = NULL;
+    }
+    pthread_mutex_unlock(&N.m);
+    return r;
+}
+
+E const char *nvmlErrorString(nvmlReturn_t r)
+{
+    switch (r) {
+    case NVML_SUCCESS: return "Success";
+    case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
+    case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
+    case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
+    case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
+    case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
+    default: return "Unknown Error";
+    }
+}
+
+#define NEED()                                                                                                         \
+    do {                                                                                                               \
+        if (!N.refs)                                                                                                   \
+            return NVML_ERROR_UNINITIALIZED;                                                                           \
+    } while (0)
+#define NEED_DEV(d)                                                                                                    \
+    do {                                                                                                               \
+        NEED();                                                                                                        \
+        if ((d) != &N.d0)                                                                                              \
+            return NVML_ERROR_INVALID_ARGUMENT;                                                                        \
+    } while (0)
+
+static nvmlReturn_t copy_str(char *dst, unsigned int len, const char *s)
+{
+    if (!dst)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (strlen(s) + 1 > len)
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    memcpy(dst, s, strlen(s) + 1);
+    return NVML_SUCCESS;
+}
+
+E nvmlReturn_t nvmlSystemGetDriverVersion(char *v, unsigned int len)
+{
+    NEED();
+    return copy_str(v, len, "gpuos");
+}
+E nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *v)
+{
+    if (!v)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *v = 13000;
+    return NVML_SUCCESS;
+}
+E nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *v) { return nvmlSystemGetCudaDriverVersion(v); }
+
+E nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *n)
+{
+    NEED();
+    if (!n)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *n = 1;
+    return NVML_SUCCESS;
+}
+E nvmlReturn_t nvmlDeviceGetCount(unsigned int *n) { return nvmlDeviceGetCount_v2(n); }
+
+E nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int i, nvmlDevice_t *d)
+{
+    NEED();
+    if (!d || i != 0)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *d = &N.d0;
+    return NVML_SUCCESS;
+}
+E nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int i, nvmlDevice_t *d)
+{
+    return nvmlDeviceGetHandleByIndex_v2(i, d);
+}
+E nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *d)
+{
+    NEED();
+    if (!uuid || !d || strcmp(uuid, N.dev.uuid))
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *d = &N.d0;
+    return NVML_SUCCESS;
+}
+
+E nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t d, unsigned int *i)
+{
+    NEED_DEV(d);
+    if (!i)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *i = 0;
+    return NVML_SUCCESS;
+}
+
+E nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char *name, unsigned int len)
+{
+    NEED_DEV(d);
+    return copy_str(name, len, N.dev.name);
+}
+
+E nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char *uuid, unsigned int len)
+{
+    NEED_DEV(d);
+    return copy_str(uuid, len, N.dev.uuid);
+}
+
+E nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t d, int *major, int *minor)
+{
+    NEED_DEV(d);
+    if (!major || !minor)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *major = N.dev.cc_major;
+    *minor = N.dev.cc_minor;
+    return NVML_SUCCESS;
+}
+
+static nvmlReturn_t mem(unsigned long long *total, unsigned long long *used)
+{
+    uint64_t u = 0, q = 0;
+    if (gpuos_mem_info(N.g, &u, &q, NULL)) {
+        fprintf(stderr, "gpuos libnvidia-ml: %s\n", gpuos_error());
+        return NVML_ERROR_GPU_IS_LOST;
+    }
+    *total = q;
+    *used = u;
+    return NVML_SUCCESS;
+}
+
+E nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m)
+{
+    NEED_DEV(d);
+    if (!m)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    nvmlReturn_t r = mem(&m->total, &m->used);
+    if (!r)
+        m->free = m->total > m->used ? m->total - m->used : 0;
+    return r;
+}
+
+E nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d, nvmlMemory_v2_t *m)
+{
+    NEED_DEV(d);
+    if (!m)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    nvmlReturn_t r = mem(&m->total, &m->used);
+    if (!r) {
+        m->reserved = 0;
+        m->free = m->total > m->used ? m->total - m->used : 0;
+    }
+    return r;
+}
+
+E nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t *u)
+{
+    NEED_DEV(d);
+    if (!u)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    gpuos_vgpu_facts f;
+    if (gpuos_vgpu_info(N.g, &f)) {
+        fprintf(stderr, "gpuos libnvidia-ml: %s\n", gpuos_error());
+        return NVML_ERROR_GPU_IS_LOST;
+    }
+    double c = f.compute_util * 100 + 0.5, x = f.copy_util * 100 + 0.5;
+    u->gpu = c > 100 ? 100 : (unsigned)c;
+    u->memory = x > 100 ? 100 : (unsigned)x;
+    return NVML_SUCCESS;
+}
+
+/* Queries monitoring tools commonly make that a vGPU does not answer. */
+#define UNSUP(name)                                                                                                    \
+    E nvmlReturn_t name(void);                                                                                         \
+    nvmlReturn_t name(void) { return nvml_unsupported(#name); }
+UNSUP(nvmlDeviceGetTemperature)
+UNSUP(nvmlDeviceGetPowerUsage)
+UNSUP(nvmlDeviceGetClockInfo)
+UNSUP(nvmlDeviceGetMaxClockInfo)
+UNSUP(nvmlDeviceGetPciInfo_v3)
+UNSUP(nvmlDeviceGetPciInfo)
+UNSUP(nvmlDeviceGetComputeRunningProcesses_v3)
+UNSUP(nvmlDeviceGetGraphicsRunningProcesses_v3)
+UNSUP(nvmlDeviceGetFanSpeed)
+UNSUP(nvmlDeviceGetPerformanceState)
+UNSUP(nvmlDeviceGetPowerManagementLimit)
+UNSUP(nvmlDeviceGetEnforcedPowerLimit)
+UNSUP(nvmlDeviceGetMigMode)
+UNSUP(nvmlDeviceGetPersistenceMode)
+UNSUP(nvmlDeviceGetComputeMode)
+UNSUP(nvmlDeviceGetEccMode)
+UNSUP(nvmlDeviceGetBAR1MemoryInfo)
+UNSUP(nvmlDeviceGetSerial)
+UNSUP(nvmlDeviceGetMinorNumber)
+UNSUP(nvmlDeviceGetBrand)
+UNSUP(nvmlDeviceGetCurrentClocksEventReasons)
+UNSUP(nvmlDeviceGetCurrentClocksThrottleReasons)
+UNSUP(nvmlDeviceGetTotalEnergyConsumption)
+UNSUP(nvmlDeviceGetNvLinkState)
+UNSUP(nvmlDeviceGetTopologyCommonAncestor)
+UNSUP(nvmlDeviceGetAttributes_v2)
+UNSUP(nvmlDeviceGetArchitecture)
+UNSUP(nvmlDeviceGetCpuAffinity)
+UNSUP(nvmlDeviceGetMemoryAffinity)
+UNSUP(nvmlDeviceGetNumGpuCores)
+UNSUP(nvmlSystemGetNVMLVersion)
+UNSUP(nvmlSystemGetProcessName)
+UNSUP(nvmlDeviceGetProcessUtilization)
+UNSUP(nvmlDeviceGetSamples)
+UNSUP(nvmlDeviceGetFieldValues)
+UNSUP(nvmlEventSetCreate)
+UNSUP(nvmlDeviceGetSupportedEventTypes)

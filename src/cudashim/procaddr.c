@@ -1,0 +1,34 @@
+/* procaddr.c: the symbol table behind cuGetProcAddress (gpuos libcuda.so.1).
+ *
+ * The CUDA runtime linked statically into every nvcc-built program asks for the
+ * driver's entry points by base name ("cuMemAlloc") and gets the versioned
+ * symbol cuda.h maps that name to (cuMemAlloc_v2), or its per-thread default
+ * stream variant (cuMemcpyHtoD_v2_ptds). The table is generated from the cuda.h
+ * at hand (tools/gen_cudashim_names.sh); every symbol in it is either
+ * implemented in libcuda.c or a generated stub that names itself and returns
+ * CUDA_ERROR_NOT_SUPPORTED (tools/gen_cudashim_stubs.sh). No cuda.h here: the
+ * entries are plain addresses. */
+#include "cudashim/shim.h"
+
+#include <string.h>
+
+#define S(x) extern int x(void);
+#include "symbols.inc"
+#undef S
+
+static const struct entry {
+    const char *base;
+    void *plain, *ptds;
+} table[] = {
+#define N(b, p, q) {#b, (void *)p, (void *)q},
+#include "names.inc"
+#undef N
+};
+
+void *shim_proc_lookup(const char *symbol, int ptds)
+{
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (!strcmp(table[i].base, symbol))
+            return ptds ? table[i].ptds : table[i].plain;
+    return NULL;
+}

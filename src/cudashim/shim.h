@@ -1,0 +1,67 @@
+/* shim.h: internals of gpuos's libcuda.so.1 (src/cudashim/, docs/readme-cudashim.md).
+ *
+ * The library is loaded by unmodified CUDA programs instead of NVIDIA's libcuda
+ * and carries every Driver API call out through libgpuos (include/gpuos/gpuos.h)
+ * on a virtual GPU of a running `gpuos serve`. It never loads the real driver.
+ * This header has no CUDA types: image.c and procaddr.c are compiled without
+ * cuda.h (the generated stubs have no prototypes). */
+#ifndef GOS_CUDASHIM_H
+#define GOS_CUDASHIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SHIM_EXPORT __attribute__((visibility("default")))
+
+/* CUresult values used by the files without cuda.h (same numbers as cuda.h). */
+enum {
+    SHIM_SUCCESS = 0,
+    SHIM_ERROR_INVALID_VALUE = 1,
+    SHIM_ERROR_NOT_FOUND = 500,
+    SHIM_ERROR_NOT_SUPPORTED = 801,
+};
+
+/* Names an entry point that is not implemented, once per process, on stderr
+ * ("gpuos libcuda: cuXxx is not supported"), and returns
+ * CUDA_ERROR_NOT_SUPPORTED. */
+int shim_unsupported(const char *name);
+
+/* $GPUOS_CUDASHIM_TRACE set: every cuGetProcAddress / cuGetExportTable request
+ * and every failing call is logged on stderr. */
+int shim_trace(void);
+void shim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- images (image.c): fatbin containers, cubins (ELF), PTX ---- */
+#define SHIM_MAX_PARAMS 256
+struct shim_kinfo {
+    int found;                 /* the cubin describes this kernel */
+    int nparams;
+    uint16_t off[SHIM_MAX_PARAMS], size[SHIM_MAX_PARAMS];
+    int param_bytes;           /* total, from the parameter bank size */
+    int regs, shared_bytes, local_bytes, const_bytes, max_threads;
+};
+
+/* Size of an image given by pointer only (cuModuleLoadData): fatbin container
+ * (header + payload), ELF (end of the section header table or of the last
+ * section), or PTX text (NUL-terminated). 0 when not recognised. */
+size_t shim_image_size(const void *image);
+
+/* The kernel `name` in the image for compute capability major*10+minor: the
+ * cubin of that architecture (or the nearest lower one of the same major) in a
+ * fatbin, or the image itself when it is a cubin. info->found = 0 when the
+ * image holds no such cubin (PTX only, compressed entries, unknown kernel).
+ * `why` (may be NULL) receives a short reason when not found. */
+void shim_image_kernel(const void *image, size_t bytes, int cc, const char *name, struct shim_kinfo *info,
+                       char *why, size_t why_len);
+
+/* Size and offset of global `name` in the cubin's data, for cuModuleGetGlobal
+ * (the device address itself needs the daemon: see daemon_ext.c). */
+int shim_image_global(const void *image, size_t bytes, int cc, const char *name, uint64_t *size);
+
+/* ---- cuGetProcAddress (procaddr.c) ---- */
+/* The entry point for `symbol` (a base name such as "cuMemAlloc"): the versioned
+ * symbol cuda.h maps it to (per-thread-default-stream variant when `ptds`), an
+ * implementation or a stub naming itself. NULL when the name is unknown. */
+void *shim_proc_lookup(const char *symbol, int ptds);
+
+#endif

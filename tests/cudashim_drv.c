@@ -1,0 +1,487 @@
+/* cudashim_drv.c: a Driver API program, written as CUDA users write them,
+ * linked against libcuda.so.1 (gpuos's, through `gpuos run`), for
+ * tests/t_cudashim.sh on the simulated device. Kernels come from the daemon's
+ * built-in module through gpuos's escape image "gpuos-builtin" (the simulated
+ * device cannot run a fatbin).
+ *   cudashim_drv all QUOTA_BYTES   allocations, copies of every kind, memset,
+ *                                  streams, events, launches, error paths; every
+ *                                  result byte-exact; prints "ok" at the end
+ *   cudashim_drv oom               allocates 1 MB blocks until refused; prints
+ *                                  the error name and the bytes it got
+ *   cudashim_drv sleep MS          busy for MS ms in 10 ms built-in sleep kernels
+ *   cudashim_drv attrs             a few device attributes, one line
+ *   cudashim_drv noinit            cuMemAlloc before cuInit
+ * Exit 0 only when every check passed; each failure names itself. */
+#include <cuda.h>
+
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int fails;
+
+#define CHECK(call)                                                                                                    \
+    do {                                                                                                               \
+        CUresult r_ = (call);                                                                                          \
+        if (r_ != CUDA_SUCCESS) {                                                                                      \
+            const char *n_ = NULL;                                                                                     \
+            cuGetErrorName(r_, &n_);                                                                                   \
+            fprintf(stderr, "FAIL %s:%d: %s = %s\n", __FILE__, __LINE__, #call, n_ ? n_ : "?");                      \
+            exit(1);                                                                                                   \
+        }                                                                                                              \
+    } while (0)
+
+#define EXPECT(call, want)                                                                                             \
+    do {                                                                                                               \
+        CUresult r_ = (call);                                                                                          \
+        if (r_ != (want)) {                                                                                            \
+            const char *n_ = NULL, *w_ = NULL;                                                                         \
+            cuGetErrorName(r_, &n_);                                                                                   \
+            cuGetErrorName(want, &w_);                                                                                 \
+            fprintf(stderr, "FAIL %s:%d: %s = %s, expected %s\n", __FILE__, __LINE__, #call, n_ ? n_ : "?", w_);     \
+            fails++;                                                                                                   \
+        }                                                                                                              \
+    } while (0)
+
+#define TRUE(cond)                                                                                                     \
+    do {                                                                                                               \
+        if (!(cond)) {                                                                                                 \
+            fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                                            \
+            fails++;                                                                                                   \
+        }                                                                                                              \
+    } while (0)
+
+static CUcontext setup(void)
+{
+    CUdevice d;
+    CUcontext c;
+    CHECK(cuInit(0));
+    CHECK(cuDeviceGet(&d, 0));
+    CHECK(cuDevicePrimaryCtxRetain(&c, d));
+    CHECK(cuCtxSetCurrent(c));
+    return c;
+}
+
+static void pattern(unsigned char *p, size_t n, unsigned seed)
+{
+    uint32_t x = seed * 2654435761u + 1;
+    for (size_t i = 0; i < n; i++) {
+        x = x * 1664525u + 1013904223u;
+        p[i] = (unsigned char)(x >> 24);
+    }
+}
+
+static void test_devices(unsigned long long quota)
+{
+    int n = 0, v = 0, major = 0;
+    char name[256];
+    size_t total = 0;
+    CUdevice d;
+    CHECK(cuDeviceGetCount(&n));
+    TRUE(n == 1);
+    EXPECT(cuDeviceGet(&d, 1), CUDA_ERROR_INVALID_DEVICE);
+    CHECK(cuDeviceGet(&d, 0));
+    CHECK(cuDeviceGetName(name, sizeof name, d));
+    TRUE(strlen(name) > 0);
+    CHECK(cuDeviceTotalMem(&total, d));
+    TRUE(total == quota); /* the vGPU's share is the device total */
+    CHECK(cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d));
+    TRUE(major == 9);
+    CHECK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d));
+    TRUE(v > 0);
+    CHECK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_WARP_SIZE, d));
+    TRUE(v == 32);
+    EXPECT(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX, d), CUDA_ERROR_INVALID_VALUE);
+    CHECK(cuDriverGetVersion(&v));
+    TRUE(v >= 12000);
+    size_t fr = 0, tot = 0;
+    CHECK(cuMemGetInfo(&fr, &tot));
+    TRUE(tot == quota && fr <= tot);
+}
+
+/* Copies of every kind, byte-exact: pageable sync and async, shared-host
+ * (cuMemHostAlloc) async, device to device, unified cuMemcpy, unaligned. */
+static void test_copies(void)
+{
+    const size_t n = (3u << 20) + 77; /* several chunks, odd tail */
+    unsigned char *src = malloc(n), *dst = malloc(n), *pin = NULL, *pin2 = NULL;
+    CUdeviceptr a, b;
+    TRUE(src && dst);
+    pattern(src, n, 1);
+    CHECK(cuMemAlloc(&a, n));
+    CHECK(cuMemAlloc(&b, n));
+    CHECK(cuMemcpyHtoD(a, src, n));
+    CHECK(cuMemcpyDtoD(b, a, n));
+    memset(dst, 0, n);
+    CHECK(cuMemcpyDtoH(dst, b, n));
+    TRUE(!memcmp(src, dst, n));
+    /* unaligned pieces */
+    memset(dst, 0, n);
+    CHECK(cuMemcpyDtoH(dst + 3, a + 5, 1001));
+    TRUE(!memcmp(dst + 3, src + 5, 1001) && dst[2] == 0 && dst[1004] == 0);
+    /* unified: the library tells host from device */
+    memset(dst, 0, n);
+    CHECK(cuMemcpy((CUdeviceptr)(uintptr_t)dst, a, n));
+    TRUE(!memcmp(src, dst, n));
+    pattern(src, n, 2);
+    CHECK(cuMemcpy(a, (CUdeviceptr)(uintptr_t)src, n));
+    CHECK(cuMemcpy(b, a, n));
+    memset(dst, 0, n);
+    CHECK(cuMemcpyDtoH(dst, b, n));
+    TRUE(!memcmp(src, dst, n));
+    /* async on a stream, from pinned (shared) memory and from pageable */
+    CUstream s;
+    CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CHECK(cuMemHostAlloc((void **)&pin, n, 0));
+    CHECK(cuMemAllocHost((void **)&pin2, n));
+    pattern(pin, n, 3);
+    CHECK(cuMemcpyHtoDAsync(a, pin, n, s));
+    CHECK(cuMemcpyDtoDAsync(b, a, n, s));
+    CHECK(cuMemcpyDtoHAsync(pin2, b, n, s));
+    CHECK(cuStreamSynchronize(s));
+    TRUE(!memcmp(pin, pin2, n));
+    pattern(src, n, 4);
+    CHECK(cuMemcpyHtoDAsync(a, src, n, s));
+    memset(dst, 0, n);
+    CHECK(cuMemcpyAsync((CUdeviceptr)(uintptr_t)dst, a, n, s));
+    CHECK(cuStreamSynchronize(s));
+    TRUE(!memcmp(src, dst, n));
+    unsigned f = 1;
+    CHECK(cuMemHostGetFlags(&f, pin));
+    EXPECT(cuMemFreeHost(src), CUDA_ERROR_INVALID_VALUE); /* not from cuMemHostAlloc */
+    CHECK(cuMemFreeHost(pin));
+    CHECK(cuMemFreeHost(pin2));
+    /* 2D: a 100 x 37 window of a host matrix into pitched device memory and back */
+    {
+        size_t pitch = 0, w = 100, hgt = 37, hp = 1000;
+        CUdeviceptr p2;
+        CHECK(cuMemAllocPitch(&p2, &pitch, w, hgt, 4));
+        TRUE(pitch >= w && pitch % 256 == 0);
+        pattern(src, n, 5);
+        memset(dst, 0, n);
+        CUDA_MEMCPY2D c = {.srcXInBytes = 7, .srcY = 3, .srcMemoryType = CU_MEMORYTYPE_HOST, .srcHost = src,
+                           .srcPitch = hp, .dstMemoryType = CU_MEMORYTYPE_DEVICE, .dstDevice = p2,
+                           .dstPitch = pitch, .WidthInBytes = w, .Height = hgt};
+        CHECK(cuMemcpy2D(&c));
+        CUDA_MEMCPY2D back = {.srcMemoryType = CU_MEMORYTYPE_UNIFIED, .srcDevice = p2, .srcPitch = pitch,
+                              .dstMemoryType = CU_MEMORYTYPE_HOST, .dstHost = dst, .dstPitch = w,
+                              .WidthInBytes = w, .Height = hgt};
+        CHECK(cuMemcpy2DAsync(&back, s));
+        CHECK(cuStreamSynchronize(s));
+        int ok2 = 1;
+        for (size_t y = 0; y < hgt; y++)
+            ok2 &= !memcmp(dst + y * w, src + (3 + y) * hp + 7, w);
+        TRUE(ok2);
+        CHECK(cuMemFree(p2));
+    }
+    /* pointer attributes and ranges */
+    CUdeviceptr base = 0;
+    size_t sz = 0;
+    CHECK(cuMemGetAddressRange(&base, &sz, a + 100));
+    TRUE(base == a && sz == n);
+    unsigned mt = 0;
+    CHECK(cuPointerGetAttribute(&mt, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, a + 7));
+    TRUE(mt == CU_MEMORYTYPE_DEVICE);
+    CHECK(cuStreamDestroy(s));
+    CHECK(cuMemFree(a));
+    CHECK(cuMemFree(b));
+    EXPECT(cuMemFree(a), CUDA_ERROR_INVALID_VALUE); /* double free */
+    free(src);
+    free(dst);
+}
+
+/* memset D8/D16/D32, sync and async, with the bytes around left alone. */
+static void test_memset(void)
+{
+    const size_t n = 1 << 20;
+    unsigned char *h = malloc(n);
+    CUdeviceptr a;
+    CUstream s;
+    CHECK(cuStreamCreate(&s, 0));
+    CHECK(cuMemAlloc(&a, n));
+    CHECK(cuMemsetD8(a, 0xab, n));
+    CHECK(cuMemsetD8(a + 1, 0x11, 3));
+    CHECK(cuMemsetD16(a + 16, 0x2233, 5));
+    CHECK(cuMemsetD32(a + 64, 0x44556677u, 7));
+    CHECK(cuMemsetD8Async(a + 200, 0x99, 1000, s));
+    CHECK(cuMemsetD16Async(a + 2000, 0xbeef, 300, s));
+    CHECK(cuMemsetD32Async(a + 4096, 0xcafef00du, (n - 4096) / 4, s));
+    CHECK(cuStreamSynchronize(s));
+    /* large and unaligned: the device kernel for the middle, host copies at the ends */
+    CHECK(cuMemsetD8(a + 500001, 0x5c, 100001));
+    CHECK(cuMemsetD16(a + 700002, 0x1234, 70001));
+    CHECK(cuMemcpyDtoH(h, a, n));
+    unsigned char *want = malloc(n);
+    memset(want, 0xab, n);
+    memset(want + 1, 0x11, 3);
+    for (int i = 0; i < 5; i++) {
+        uint16_t v = 0x2233;
+        memcpy(want + 16 + 2 * i, &v, 2);
+    }
+    for (int i = 0; i < 7; i++) {
+        uint32_t v = 0x44556677u;
+        memcpy(want + 64 + 4 * i, &v, 4);
+    }
+    memset(want + 200, 0x99, 1000);
+    for (int i = 0; i < 300; i++) {
+        uint16_t v = 0xbeef;
+        memcpy(want + 2000 + 2 * i, &v, 2);
+    }
+    for (size_t i = 0; i < (n - 4096) / 4; i++) {
+        uint32_t v = 0xcafef00du;
+        memcpy(want + 4096 + 4 * i, &v, 4);
+    }
+    memset(want + 500001, 0x5c, 100001);
+    for (int i = 0; i < 70001; i++) {
+        uint16_t v = 0x1234;
+        memcpy(want + 700002 + 2 * i, &v, 2);
+    }
+    TRUE(!memcmp(h, want, n));
+    EXPECT(cuMemsetD32(a + 2, 1, 1), CUDA_ERROR_INVALID_VALUE); /* misaligned */
+    CHECK(cuMemFree(a));
+    CHECK(cuStreamDestroy(s));
+    free(h);
+    free(want);
+}
+
+static unsigned host_fn_saw;
+static void host_fn(void *arg)
+{
+    unsigned v = 0;
+    cuMemcpyDtoH(&v, *(CUdeviceptr *)arg + 100, 4);
+    host_fn_saw = v;
+}
+
+/* The built-in module: fill through kernelParams and through the packed
+ * buffer, a cluster launch with cuLaunchKernelEx, sleep timed by events. */
+static void test_launch(void)
+{
+    CUmodule m;
+    CUfunction fill, sleepk, empty;
+    CHECK(cuModuleLoadData(&m, "gpuos-builtin"));
+    CHECK(cuModuleGetFunction(&fill, m, "fill"));
+    CHECK(cuModuleGetFunction(&sleepk, m, "sleep_ns"));
+    CHECK(cuModuleGetFunction(&empty, m, "empty"));
+    EXPECT(cuModuleGetFunction(&empty, m, "no_such_kernel"), CUDA_ERROR_NOT_FOUND);
+    const size_t words = 4096;
+    CUdeviceptr a;
+    CHECK(cuMemAlloc(&a, words * 4));
+    CHECK(cuMemsetD32(a, 0, words));
+    unsigned v = 0x5eed1234u, pad = 0;
+    unsigned long long count = words / 2;
+    void *args[] = {&a, &v, &pad, &count};
+    CHECK(cuLaunchKernel(fill, 1, 1, 1, 128, 1, 1, 0, NULL, args, NULL));
+    /* second half through CU_LAUNCH_PARAM_BUFFER_POINTER */
+    struct {
+        unsigned long long p;
+        unsigned v, pad;
+        unsigned long long n;
+    } pk = {a + words * 2, 0x0badf00du, 0, words / 2};
+    size_t pks = sizeof pk;
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &pk, CU_LAUNCH_PARAM_BUFFER_SIZE, &pks, CU_LAUNCH_PARAM_END};
+    CHECK(cuLaunchKernel(fill, 1, 1, 1, 128, 1, 1, 0, NULL, NULL, extra));
+    uint32_t *h = malloc(words * 4);
+    CHECK(cuMemcpyDtoH(h, a, words * 4));
+    int good = 1;
+    for (size_t i = 0; i < words; i++)
+        good &= h[i] == (i < words / 2 ? 0x5eed1234u : 0x0badf00du);
+    TRUE(good);
+    /* cluster launch */
+    CUlaunchAttribute at = {.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION};
+    at.value.clusterDim.x = 2;
+    at.value.clusterDim.y = 1;
+    at.value.clusterDim.z = 1;
+    CUlaunchConfig cfg = {.gridDimX = 8, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 64, .blockDimY = 1,
+                          .blockDimZ = 1, .attrs = &at, .numAttrs = 1};
+    CHECK(cuLaunchKernelEx(&cfg, empty, NULL, NULL));
+    CHECK(cuCtxSynchronize());
+    /* more launches without a synchronise than the daemon queues for a client */
+    for (int i = 0; i < 5000; i++)
+        CHECK(cuLaunchKernel(empty, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+    CHECK(cuCtxSynchronize());
+    /* events around a 20 ms sleep on a stream */
+    CUstream s;
+    CUevent e0, e1;
+    CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CHECK(cuEventCreate(&e0, 0));
+    CHECK(cuEventCreate(&e1, 0));
+    unsigned long long ns = 20000000ull;
+    void *sargs[] = {&ns};
+    CHECK(cuEventRecord(e0, s));
+    CHECK(cuLaunchKernel(sleepk, 1, 1, 1, 1, 1, 1, 0, s, sargs, NULL));
+    CHECK(cuEventRecord(e1, s));
+    CHECK(cuEventSynchronize(e1));
+    CHECK(cuEventQuery(e1));
+    float ms = 0;
+    CHECK(cuEventElapsedTime(&ms, e0, e1));
+    TRUE(ms >= 19.5f && ms < 2000.0f);
+    /* order across streams: work on s2 after an event of s */
+    CUstream s2;
+    CHECK(cuStreamCreate(&s2, 0));
+    CHECK(cuMemsetD32Async(a, 7, words, s));
+    CHECK(cuEventRecord(e0, s));
+    CHECK(cuStreamWaitEvent(s2, e0, 0));
+    CHECK(cuMemcpyDtoHAsync(h, a, words * 4, s2));
+    CHECK(cuStreamSynchronize(s2));
+    good = 1;
+    for (size_t i = 0; i < words; i++)
+        good &= h[i] == 7;
+    TRUE(good);
+    /* a host function runs after the work queued before it */
+    CHECK(cuMemsetD32Async(a, 9, words, s));
+    CHECK(cuLaunchHostFunc(s, host_fn, &a));
+    TRUE(host_fn_saw == 9);
+    /* error paths on handles */
+    CUevent e2;
+    CHECK(cuEventCreate(&e2, 0));
+    EXPECT(cuEventElapsedTime(&ms, e0, e2), CUDA_ERROR_INVALID_HANDLE); /* e2 never recorded */
+    CHECK(cuEventDestroy(e2));
+    EXPECT(cuEventRecord(e2, s), CUDA_ERROR_INVALID_HANDLE);          /* destroyed */
+    CHECK(cuStreamDestroy(s2));
+    EXPECT(cuStreamSynchronize(s2), CUDA_ERROR_INVALID_HANDLE);       /* destroyed */
+    EXPECT(cuModuleGetFunction(&empty, NULL, "fill"), CUDA_ERROR_INVALID_HANDLE);
+    EXPECT(cuLaunchKernel(NULL, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL), CUDA_ERROR_INVALID_HANDLE);
+    EXPECT(cuLaunchKernel(fill, 1, 1, 1, 2048, 1, 1, 0, NULL, args, NULL), CUDA_ERROR_INVALID_VALUE);
+    int regs = -1;
+    CHECK(cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, fill));
+    TRUE(regs == 1024);
+    int occ = 0;
+    CHECK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&occ, fill, 256, 0));
+    TRUE(occ >= 1 && occ <= 32);
+    CHECK(cuEventDestroy(e0));
+    CHECK(cuEventDestroy(e1));
+    CHECK(cuStreamDestroy(s));
+    CHECK(cuMemFree(a));
+    CHECK(cuModuleUnload(m));
+    EXPECT(cuModuleUnload(m), CUDA_ERROR_INVALID_HANDLE);
+    /* malformed image (the simulated device's text format, naming no kernel) */
+    EXPECT(cuModuleLoadData(&m, "SIMMOD\nk=no_such_builtin\n"), CUDA_ERROR_INVALID_IMAGE);
+    free(h);
+}
+
+/* Entry points: the table, an unimplemented one, an unknown name, errors. */
+static void test_entry_points(void)
+{
+    void *p = NULL, *q = NULL;
+    CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    CHECK(cuGetProcAddress("cuMemAlloc", &p, 13000, CU_GET_PROC_ADDRESS_DEFAULT, &st));
+    q = dlsym(RTLD_DEFAULT, "cuMemAlloc_v2");
+    TRUE(p && p == q && st == CU_GET_PROC_ADDRESS_SUCCESS);
+    CHECK(cuGetProcAddress("cuMemcpyHtoD", &p, 13000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st));
+    TRUE(p && p == dlsym(RTLD_DEFAULT, "cuMemcpyHtoD_v2_ptds"));
+    /* a caller built for CUDA 11.0 gets cuCtxCreate with the signature it knows */
+    CHECK(cuGetProcAddress("cuCtxCreate", &p, 11000, CU_GET_PROC_ADDRESS_DEFAULT, &st));
+    TRUE(p && p == dlsym(RTLD_DEFAULT, "cuCtxCreate_v2"));
+    CHECK(cuGetProcAddress("cuCtxCreate", &p, 13000, CU_GET_PROC_ADDRESS_DEFAULT, &st));
+    TRUE(p && p == dlsym(RTLD_DEFAULT, "cuCtxCreate_v4"));
+    EXPECT(cuGetProcAddress("cuNoSuchEntryPoint", &p, 13000, CU_GET_PROC_ADDRESS_DEFAULT, &st),
+           CUDA_ERROR_NOT_FOUND);
+    TRUE(p == NULL && st == CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+    /* an entry point gpuos does not implement: NOT_SUPPORTED, named on stderr once */
+    CUgraph g;
+    EXPECT(cuGraphCreate(&g, 0), CUDA_ERROR_NOT_SUPPORTED);
+    EXPECT(cuGraphCreate(&g, 0), CUDA_ERROR_NOT_SUPPORTED);
+    CUresult (*gc)(CUgraph *, unsigned) = NULL;
+    CHECK(cuGetProcAddress("cuGraphCreate", (void **)&gc, 13000, 0, &st));
+    TRUE(gc && gc(&g, 0) == CUDA_ERROR_NOT_SUPPORTED);
+    const char *s = NULL;
+    CHECK(cuGetErrorName(CUDA_ERROR_OUT_OF_MEMORY, &s));
+    TRUE(s && !strcmp(s, "CUDA_ERROR_OUT_OF_MEMORY"));
+    CHECK(cuGetErrorString(CUDA_ERROR_INVALID_VALUE, &s));
+    TRUE(s && !strcmp(s, "invalid argument"));
+    EXPECT(cuGetErrorName((CUresult)123456, &s), CUDA_ERROR_INVALID_VALUE);
+    /* contexts: an ordinary one, then back to the primary */
+    CUcontext c, cur;
+    CUdevice d;
+    CHECK(cuCtxCreate(&c, NULL, 0, 0));
+    CHECK(cuCtxGetCurrent(&cur));
+    TRUE(cur == c);
+    CHECK(cuCtxGetDevice(&d));
+    TRUE(d == 0);
+    /* push/pop restore the context below */
+    CUcontext pri, popped;
+    CHECK(cuDevicePrimaryCtxRetain(&pri, 0));
+    CHECK(cuCtxPushCurrent(pri));
+    CHECK(cuCtxGetCurrent(&cur));
+    TRUE(cur == pri);
+    CHECK(cuCtxPopCurrent(&popped));
+    CHECK(cuCtxGetCurrent(&cur));
+    TRUE(popped == pri && cur == c);
+    CHECK(cuCtxDestroy(c));
+    EXPECT(cuCtxDestroy(c), CUDA_ERROR_INVALID_CONTEXT);
+    CHECK(cuCtxGetCurrent(&cur));
+    TRUE(cur == NULL);
+    EXPECT(cuMemGetInfo(NULL, NULL), CUDA_ERROR_INVALID_CONTEXT);
+}
+
+static int oom(void)
+{
+    CUdeviceptr p;
+    CUresult r;
+    unsigned long long got = 0;
+    while ((r = cuMemAlloc(&p, 1 << 20)) == CUDA_SUCCESS)
+        got += 1 << 20;
+    const char *n = NULL;
+    cuGetErrorName(r, &n);
+    printf("%s %llu\n", n ? n : "?", got);
+    return r == CUDA_ERROR_OUT_OF_MEMORY ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: cudashim_drv all QUOTA | oom | sleep MS\n");
+        return 2;
+    }
+    if (!strcmp(argv[1], "noinit")) {
+        CUdeviceptr p;
+        return cuMemAlloc(&p, 16) == CUDA_ERROR_NOT_INITIALIZED ? 0 : 1;
+    }
+    CUcontext c = setup();
+    if (!strcmp(argv[1], "all") && argc == 3) {
+        test_devices(strtoull(argv[2], NULL, 0));
+        test_copies();
+        test_memset();
+        test_launch();
+        test_entry_points();
+        CHECK(cuCtxSetCurrent(c));
+        if (fails) {
+            fprintf(stderr, "%d checks failed\n", fails);
+            return 1;
+        }
+        printf("ok\n");
+        return 0;
+    }
+    if (!strcmp(argv[1], "oom"))
+        return oom();
+    if (!strcmp(argv[1], "attrs")) {
+        int sms = 0, l2 = 0, ccmaj = 0, ccmin = 0, clk = 0;
+        CHECK(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0));
+        CHECK(cuDeviceGetAttribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, 0));
+        CHECK(cuDeviceGetAttribute(&ccmaj, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 0));
+        CHECK(cuDeviceGetAttribute(&ccmin, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 0));
+        CHECK(cuDeviceGetAttribute(&clk, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, 0));
+        printf("sms %d l2 %d cc %d.%d clock_khz %d\n", sms, l2, ccmaj, ccmin, clk);
+        return 0;
+    }
+    if (!strcmp(argv[1], "sleep") && argc == 3) {
+        /* busy for MS milliseconds in 10 ms kernels of the built-in module */
+        CUmodule m;
+        CUfunction f;
+        CHECK(cuModuleLoadData(&m, "gpuos-builtin"));
+        CHECK(cuModuleGetFunction(&f, m, "sleep_ns"));
+        unsigned long long ns = 10000000ull;
+        void *args[] = {&ns};
+        for (int i = 0, n = atoi(argv[2]) / 10; i < n; i++) {
+            CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL));
+            if (i % 4 == 3)
+                CHECK(cuCtxSynchronize());
+        }
+        CHECK(cuCtxSynchronize());
+        return 0;
+    }
+    fprintf(stderr, "cudashim_drv: unknown mode %s\n", argv[1]);
+    return 2;
+}

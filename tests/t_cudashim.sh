@@ -1,0 +1,126 @@
+#!/bin/sh
+# t_cudashim.sh: gpuos's libcuda.so.1 and libnvidia-ml.so.1 (issue 11) on the
+# simulated device, through `gpuos run`, as real processes:
+#  - a Driver API program (tests/cudashim_drv.c): allocations, copies of every
+#    kind, memset D8/D16/D32 sync and async, streams, events, launches of the
+#    built-in kernels (kernelParams, packed buffer, cluster), byte-exact; error
+#    paths: an unimplemented entry point is CUDA_ERROR_NOT_SUPPORTED and named
+#    once on stderr, an unknown name is CUDA_ERROR_NOT_FOUND, destroyed or bogus
+#    handles are CUDA_ERROR_INVALID_HANDLE / _VALUE / _CONTEXT, a call before
+#    cuInit is CUDA_ERROR_NOT_INITIALIZED;
+#  - allocation past the vGPU's memory share: CUDA_ERROR_OUT_OF_MEMORY exactly at
+#    the share; cuMemGetInfo / cuDeviceTotalMem / NVML report the share; NVML's
+#    utilisation is the daemon's (busy vGPU >= 50 %, idle one <= 5 %);
+#  - device attributes from the daemon's device (the chip's SMs, L2, CC);
+#  - `gpuos run` errors: no daemon, unknown vGPU, no library, ambiguous vGPU;
+#  - the kernel parameter layouts read from a cubin and from PTX (when nvcc is
+#    here);
+#  - a CUDA runtime program built by plain nvcc fails cleanly naming what it
+#    lacks (when nvcc is here; docs/readme-cudashim.md, "The CUDA runtime").
+set -u
+. tests/serve_lib.sh
+D="$B/tests/cudashim_drv"
+if [ ! -f "$B/shim/libcuda.so.1" ]; then
+    echo "SKIP: $B/shim/libcuda.so.1 not built (no cuda.h at build time)"
+    exit 0
+fi
+
+start_daemon "[device 0]
+sim = default
+[vgpu a]
+compute = 50
+memory = 64M
+[vgpu b]
+compute = 50
+memory = 32M"
+
+# the Driver API program, byte-exact, with its error paths
+out=$(timeout 60 "$G" run --vgpu a -- "$D" all 67108864 2>"$T/err") || { cat "$T/err"; fail "cudashim_drv all: $out"; }
+[ "$out" = ok ] || fail "cudashim_drv all printed: $out"
+n=$(grep -c "gpuos libcuda: cuGraphCreate is not supported" "$T/err")
+[ "$n" = 1 ] || fail "unimplemented cuGraphCreate named $n times on stderr (want once): $(cat "$T/err")"
+grep -v "cuGraphCreate is not supported" "$T/err" | grep . && fail "unexpected stderr"
+
+# out of memory exactly at the share (32 MB in 1 MB blocks)
+out=$(timeout 60 "$G" run --vgpu b -- "$D" oom 2>&1) || fail "oom: $out"
+[ "$out" = "CUDA_ERROR_OUT_OF_MEMORY 33554432" ] || fail "oom on a 32M vGPU: $out"
+
+# NVML: the vGPU's share, the daemon's utilisation; unsupported queries named
+out=$(timeout 30 "$G" run --vgpu b -- "$B/tests/cudashim_nvml" 2>"$T/err") || fail "nvml: $out $(cat "$T/err")"
+echo "$out" | grep -qx "count 1" || fail "nvml count: $out"
+echo "$out" | grep -qx "mem_total 33554432" || fail "nvml memory total is not the share: $out"
+echo "$out" | grep -qx "mem_used 0" || fail "nvml memory used: $out"
+echo "$out" | grep -qx "name NVIDIA H200" || fail "nvml name: $out"
+echo "$out" | grep -qx "temperature_rc 3" || fail "nvml unsupported query must be NOT_SUPPORTED (3): $out"
+grep -qx "gpuos libnvidia-ml: nvmlDeviceGetTemperature is not supported" "$T/err" || fail "nvml stderr: $(cat "$T/err")"
+
+# NVML utilisation is the daemon's measure of the vGPU: busy while a program
+# runs 10 ms kernels on it, the other vGPU idle
+"$G" run --vgpu b -- "$D" sleep 3000 > "$T/sleep.out" 2>&1 &
+sp=$!
+sleep 1.5
+ub=$("$G" run --vgpu b -- "$B/tests/cudashim_nvml" 2>/dev/null | sed -n 's/^util_gpu //p')
+ua=$("$G" run --vgpu a -- "$B/tests/cudashim_nvml" 2>/dev/null | sed -n 's/^util_gpu //p')
+wait $sp || fail "sleep program: $(cat "$T/sleep.out")"
+[ -n "$ub" ] && [ "$ub" -ge 50 ] || fail "NVML utilisation of the busy vGPU b: '$ub' (want >= 50)"
+[ -n "$ua" ] && [ "$ua" -le 5 ] || fail "NVML utilisation of the idle vGPU a: '$ua' (want <= 5)"
+
+# device attributes are the daemon's device's (DEVICE_ATTRS): the simulated chip's
+# SMs and L2 (60 MiB; the library's own compute capability 9.x table says 50 MB)
+out=$("$G" run --vgpu a -- "$D" attrs 2>&1) || fail "attrs: $out"
+facts=$("$G" info --sim default | sed -n 's/.*capability \([0-9.]*\), \([0-9]*\) SMs, L2 \([0-9.]*\) MiB.*/\1 \2 \3/p')
+set -- $facts
+want="sms $2 l2 $(awk -v m="$3" 'BEGIN { printf "%d", m * 1048576 }') cc $1"
+[ "${out%% clock*}" = "$want" ] || fail "attributes: $out; the chip: $want"
+
+# a call before cuInit; no daemon behind the library
+LD_LIBRARY_PATH="$B/shim" "$D" noinit || fail "cuMemAlloc before cuInit must be CUDA_ERROR_NOT_INITIALIZED"
+out=$(GPUOS_SOCKET="$T/none" GPUOS_VGPU=a LD_LIBRARY_PATH="$B/shim" timeout 20 "$D" all 1 2>&1) && fail "ran without a daemon"
+echo "$out" | grep -q "cuInit: cannot reach gpuos serve" || fail "no-daemon message: $out"
+echo "$out" | grep -q "cuInit(0) = CUDA_ERROR_NO_DEVICE" || fail "no-daemon error code: $out"
+
+# gpuos run: clear errors
+out=$("$G" run --socket "$T/none" --vgpu a -- true 2>&1); rc=$?
+[ $rc = 1 ] && echo "$out" | grep -q "cannot reach gpuos serve" || fail "run without daemon ($rc): $out"
+out=$("$G" run --vgpu nosuch -- true 2>&1); rc=$?
+[ $rc = 1 ] && echo "$out" | grep -q 'no vGPU "nosuch"' || fail "run on unknown vGPU ($rc): $out"
+out=$("$G" run --libdir "$T" --vgpu a -- true 2>&1); rc=$?
+[ $rc = 1 ] && echo "$out" | grep -q "no gpuos libcuda.so.1 in" || fail "run without library ($rc): $out"
+out=$("$G" run -- true 2>&1); rc=$?
+[ $rc = 2 ] && echo "$out" | grep -q "hosts 2 vGPUs: name one with --vgpu" || fail "ambiguous vGPU ($rc): $out"
+"$G" run --vgpu a >/dev/null 2>&1; [ $? = 2 ] || fail "run without a program must be a usage error"
+out=$("$G" run --vgpu a -- /nonexistent/prog 2>&1); rc=$?
+[ $rc = 127 ] && echo "$out" | grep -q "cannot run /nonexistent/prog" || fail "missing program ($rc): $out"
+# the environment the program gets
+out=$("$G" run --vgpu b -- sh -c 'echo "$GPUOS_VGPU ${LD_LIBRARY_PATH%%:*}"')
+[ "$out" = "b $(cd "$B/shim" && pwd -P)" ] || fail "environment: $out"
+
+NVCC=${NVCC:-$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null)}
+if [ -n "$NVCC" ] && [ -x "$NVCC" ]; then
+    # parameter layouts from nvcc's cubin: mixed sizes, a struct by value
+    cat > "$T/k.cu" <<'CU'
+struct S { int a[5]; };
+extern "C" __global__ void mixed(const float *a, char c, double d, S s, short t, float *o)
+{ o[0] = a[0] + c + d + s.a[3] + t; }
+CU
+    "$NVCC" -fatbin -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
+        -o "$T/k.fatbin" "$T/k.cu" || fail "nvcc"
+    out=$("$B/tests/cudashim_image" "$T/k.fatbin" mixed 90)
+    [ "${out%% regs*}" = "params 6 0:8 8:1 16:8 24:20 44:2 48:8 bytes 56" ] || fail "layout of mixed(): $out"
+    "$NVCC" -ptx -arch=sm_90 -o "$T/k.ptx" "$T/k.cu" || fail "nvcc -ptx"
+    out=$("$B/tests/cudashim_image" "$T/k.ptx" mixed 90)
+    [ "${out%% regs*}" = "params 6 0:8 8:1 16:8 24:20 44:2 48:8 bytes 56" ] || fail "PTX layout of mixed(): $out"
+    out=$("$B/tests/cudashim_image" "$T/k.fatbin" nosuch 90)
+    [ "$out" = "none: no kernel nosuch in the cubin" ] || fail "unknown kernel: $out"
+    # a runtime-API program (static cudart) stops at the runtime's private table
+    printf '#include <cstdio>\nint main(){ void *p; cudaError_t e = cudaMalloc(&p, 16); printf("%%s\\n", cudaGetErrorName(e)); return e != 0; }\n' > "$T/rt.cu"
+    "$NVCC" -o "$T/rt" "$T/rt.cu" || fail "nvcc rt"
+    out=$(timeout 30 "$G" run --vgpu a -- "$T/rt" 2>&1) && fail "runtime program succeeded: update the docs and this test"
+    echo "$out" | grep -q "cudaErrorNotSupported" || fail "runtime program error: $out"
+    echo "$out" | grep -q "cuGetExportTable {6bd5fb6c-5bf4-e74a-8987-d93912fd9df9} is not supported" ||
+        fail "runtime program must name the table it lacks: $out"
+else
+    echo "no nvcc: cubin layouts and the runtime program not checked"
+fi
+stop_daemon
+echo "t_cudashim: ok"
