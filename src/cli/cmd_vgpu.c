@@ -2,6 +2,7 @@
  * kept in /proc (paper 002, section 6): shares, utilisation of the last period,
  * memory, clients; shares changeable while clients run. */
 #include "cli/cli.h"
+#include "common/jsonio.h"
 #include "common/status.h"
 #include "gpuos/gpuos.h"
 #include "proto/proto.h"
@@ -69,6 +70,7 @@ static int list(const char *sock, int json, int bytes)
                                (json_int_t)v[i].copy_held_ns, "faults", (json_int_t)v[i].faults, "isolation",
                                v[i].isolation));
         json_t *root = json_pack("{s:s, s:o}", "schema", "gpuos.vgpu-list/1", "vgpus", arr);
+        gos_json_trace(root);
         char *s = json_dumps(root, JSON_INDENT(2));
         puts(s);
         free(s);

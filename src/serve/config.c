@@ -249,6 +249,7 @@ int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_
                 d->period_ns = 30000000ull;
                 d->band_wait_ns = 500000ull;
                 d->band_charge_hold = 1;
+                d->spatial_of = -1;
                 sect = 1;
             } else if (!strcmp(kind, "vgpu")) {
                 if (c.n_vgpus == GOS_MAX_VGPUS) {
@@ -428,6 +429,22 @@ int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_
                     rc = BAD("%s", why);
                     goto out;
                 }
+            } else if (!strcmp(k, "sms") || !strcmp(k, "cluster")) {
+                int is_sms = !strcmp(k, "sms");
+                if (parse_int(v, 1, is_sms ? 256 : 16, &x)) {
+                    rc = BAD("%s must be %s", k, is_sms ? "1..256 (SMs)" : "1..16 (blocks per cluster)");
+                    goto out;
+                }
+                if (is_sms)
+                    g->sms = (int)x;
+                else
+                    g->cluster = (int)x;
+            } else if (!strcmp(k, "smset")) {
+                if (!*v || strlen(v) >= sizeof g->smset) {
+                    rc = BAD("smset needs a name of 1..%zu characters", sizeof g->smset - 1);
+                    goto out;
+                }
+                strcpy(g->smset, v);
             } else {
                 rc = BAD("unknown vgpu key \"%s\"", k);
                 goto out;
@@ -444,6 +461,22 @@ int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_
         if (g->device < 0) {
             rc = gos_fail(GOS_EINVAL, "%s: vGPU %s has no device (add a [device] section above it)", what, g->name);
             goto out;
+        }
+        if ((g->cluster || g->smset[0]) && !g->sms) {
+            rc = gos_fail(GOS_EINVAL, "%s: vGPU %s: cluster and smset describe a spatial vGPU: give sms = N too",
+                          what, g->name);
+            goto out;
+        }
+        if (g->sms && !g->cluster)
+            g->cluster = 1;
+        for (int j = 0; j < i && g->smset[0]; j++) {
+            const struct gos_serve_vgpucfg *h = &c.vgpus[j];
+            if (!strcmp(h->smset, g->smset) &&
+                (h->device != g->device || h->sms != g->sms || h->cluster != g->cluster)) {
+                rc = gos_fail(GOS_EINVAL, "%s: vGPUs %s and %s share smset %s but ask for different devices, sms or "
+                              "cluster", what, h->name, g->name, g->smset);
+                goto out;
+            }
         }
         if (!g->compute)
             g->compute = 100 / c.n_vgpus ? 100 / c.n_vgpus : 1;

@@ -30,6 +30,8 @@
  *   band_wait_us = 500
  *   band_charge_hold = 1         # 1: shares of engine time (GPU + BAND's holds),
  *                                # 0: shares of GPU time alone (Gdev's utilisation)
+ *   chip = chip.json             # optional: the chip's chart (metrics, spatial vGPUs)
+ *                                # (default: the topology is charted at start)
  *   isolation = process          # process: each client's device work in an executor
  *                                # process of its own (own address space, faults
  *                                # contained); none: one context in the daemon for
@@ -46,6 +48,9 @@
  *   compute = 50                 # compute bandwidth share, percent
  *   copy = 50                    # copy bandwidth share, percent
  *   memory = 25%                 # memory share: percent of the device, or bytes (4G)
+ *   sms = 64                     # optional, spatial vGPU (issue 13, serve/spatial.c):
+ *   cluster = 8                  # an SM set on which 64 SMs run clusters of 8;
+ *   smset = x                    # vGPUs naming the same smset share one set (BAND)
  *
  * Keys of daemon operation (parsed in config_ext.c; docs/readme-vgpu.md,
  * "Configuration keys"): global state, metrics_listen; [device] chip; [vgpu]
@@ -76,6 +81,7 @@ struct gos_serve_devcfg {
     int isolation; /* GOS_ISOLATION_* */
     uint64_t grant_us; /* 0: by isolation */
     char chip[256];       /* gpuos.chip/1 file describing the device ("" none) */
+    int spatial_of;       /* -1; for an SM set's scheduler (serve/spatial.c): its device */
 };
 
 enum { GOS_ISOLATION_PROCESS, GOS_ISOLATION_NONE, GOS_ISOLATION_MPS };
@@ -92,6 +98,8 @@ struct gos_serve_vgpucfg {
     int n_users, n_groups;
     uid_t users[GOS_SERVE_MAX_IDS];
     gid_t groups[GOS_SERVE_MAX_IDS];
+    int sms, cluster;   /* spatial vGPU: an SM set (0: none) */
+    char smset[32];     /* vGPUs naming the same set share it; "" : a set of its own */
 };
 
 struct gos_serve_config {

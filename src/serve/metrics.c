@@ -25,8 +25,8 @@
 
 #include "chip/chip.h"
 #include "common/status.h"
+#include "serve/syslibs.h"
 
-#include <microhttpd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -272,15 +272,16 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
                               const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
     struct srv *s = cls;
+    const struct srv_mhd *M = srv_mhd(); /* loaded before the endpoint started */
     struct MHD_Response *r;
     unsigned status = MHD_HTTP_OK;
     if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
         static const char m[] = "only GET\n";
-        r = MHD_create_response_from_buffer(sizeof m - 1, (void *)m, MHD_RESPMEM_PERSISTENT);
+        r = M->create_response_from_buffer(sizeof m - 1, (void *)m, MHD_RESPMEM_PERSISTENT);
         status = MHD_HTTP_METHOD_NOT_ALLOWED;
     } else if (strcmp(url, "/metrics")) {
         static const char m[] = "gpuos serve: the metrics are at /metrics\n";
-        r = MHD_create_response_from_buffer(sizeof m - 1, (void *)m, MHD_RESPMEM_PERSISTENT);
+        r = M->create_response_from_buffer(sizeof m - 1, (void *)m, MHD_RESPMEM_PERSISTENT);
         status = MHD_HTTP_NOT_FOUND;
     } else {
         size_t n = 0;
@@ -289,14 +290,14 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
         pthread_mutex_unlock(&s->lock);
         if (!text)
             return MHD_NO;
-        r = MHD_create_response_from_buffer(n, text, MHD_RESPMEM_MUST_FREE);
+        r = M->create_response_from_buffer(n, text, MHD_RESPMEM_MUST_FREE);
         if (r)
-            MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8");
+            M->add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8");
     }
     if (!r)
         return MHD_NO;
-    enum MHD_Result ok = MHD_queue_response(conn, status, r);
-    MHD_destroy_response(r);
+    enum MHD_Result ok = M->queue_response(conn, status, r);
+    M->destroy_response(r);
     return ok;
 }
 
@@ -309,10 +310,13 @@ int srv_metrics_start(struct srv *s)
     int rc = gos_serve_parse_listen(s->cfg.metrics_listen, &sa, &len);
     if (rc)
         return rc;
+    const struct srv_mhd *M = srv_mhd();
+    if (!M)
+        return gos_fail(GOS_EUNSUPPORTED, "metrics_listen = %s: %s", s->cfg.metrics_listen, gos_last_error());
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL;
     if (sa.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
-    struct MHD_Daemon *d = MHD_start_daemon(flags, 0, NULL, NULL, answer, s, MHD_OPTION_SOCK_ADDR,
+    struct MHD_Daemon *d = M->start_daemon(flags, 0, NULL, NULL, answer, s, MHD_OPTION_SOCK_ADDR,
                                             (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT, 16u,
                                             MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
     if (!d)
@@ -326,6 +330,6 @@ int srv_metrics_start(struct srv *s)
 void srv_metrics_stop(struct srv *s)
 {
     if (s->metrics)
-        MHD_stop_daemon(s->metrics);
+        srv_mhd()->stop_daemon(s->metrics);
     s->metrics = NULL;
 }

@@ -16,13 +16,13 @@
  * one on a device that is not open, is rejected as a whole: the error names the
  * file, line and reason, and the running configuration stays in force. */
 #include "serve/serve.h"
+#include "serve/syslibs.h"
 
 #include "common/status.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <systemd/sd-daemon.h>
 #include <time.h>
 
 static int dev_changed(const struct gos_serve_devcfg *a, const struct gos_serve_devcfg *b)
@@ -52,6 +52,16 @@ static int check(struct srv *s, const struct gos_serve_config *nc, int *map)
             return gos_fail(GOS_EINVAL, "%s: vGPU %s is on device %s, which this daemon has not opened (devices "
                                         "change only at a restart)", what, g->name, nc->devs[g->device].label);
         int old = srv_vgpu_find(s, g->name);
+        const struct gos_serve_vgpucfg *oc = old >= 0 ? &s->vgpus[old].cfg : NULL;
+        /* Spatial vGPUs (spatial.c) run on their SM set's scheduler, a device of
+         * its own whose spatial_of is the configured device; sets are made only
+         * at a restart. */
+        if ((!oc && g->sms) ||
+            (oc && (oc->sms != g->sms || oc->cluster != g->cluster || strcmp(oc->smset, g->smset))))
+            return gos_fail(GOS_EINVAL, "%s: vGPU %s: sms, cluster and smset change only at a restart", what,
+                            g->name);
+        if (oc && s->cfg.devs[oc->device].spatial_of == d)
+            continue;
         if (old < 0)
             added++;
         else if (s->vgpus[old].cfg.device != d)
@@ -104,7 +114,7 @@ int srv_reload(struct srv *s)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    sd_notifyf(0, "RELOADING=1\nSTATUS=reloading %s\nMONOTONIC_USEC=%llu", s->config_path,
+    srv_sd_notifyf("RELOADING=1\nSTATUS=reloading %s\nMONOTONIC_USEC=%llu", s->config_path,
                (unsigned long long)ts.tv_sec * 1000000ull + (unsigned long long)ts.tv_nsec / 1000);
     struct gos_serve_config *nc = calloc(1, sizeof *nc);
     int map[GOS_SERVE_MAX_DEVICES];
@@ -118,7 +128,7 @@ int srv_reload(struct srv *s)
         srv_log(LOG_ERR, "reload rejected: %s; the running configuration stays in force", gos_last_error());
         pthread_mutex_unlock(&s->lock);
         free(nc);
-        sd_notifyf(0, "READY=1\nSTATUS=reload rejected; listening on %s", s->cfg.socket);
+        srv_sd_notifyf("READY=1\nSTATUS=reload rejected; listening on %s", s->cfg.socket);
         return rc;
     }
     restart_only(s, nc, map);
@@ -128,6 +138,8 @@ int srv_reload(struct srv *s)
         struct gos_serve_vgpucfg g = nc->vgpus[v];
         g.device = map[g.device];
         int i = srv_vgpu_find(s, g.name);
+        if (i >= 0 && s->cfg.devs[s->vgpus[i].cfg.device].spatial_of == g.device)
+            g.device = s->vgpus[i].cfg.device; /* stays on its SM set (spatial.c) */
         struct srv_dev *d = &s->devs[g.device];
         if (i < 0) {
             i = s->n_vgpus;
@@ -214,6 +226,6 @@ int srv_reload(struct srv *s)
     srv_check_oversubscription(s, "after reload");
     pthread_mutex_unlock(&s->lock);
     free(nc);
-    sd_notifyf(0, "READY=1\nSTATUS=listening on %s, %d vGPU%s", s->cfg.socket, active, active == 1 ? "" : "s");
+    srv_sd_notifyf("READY=1\nSTATUS=listening on %s, %d vGPU%s", s->cfg.socket, active, active == 1 ? "" : "s");
     return GOS_OK;
 }

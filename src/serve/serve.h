@@ -189,6 +189,10 @@ struct srv_dev {
     void *streams[GOS_SCHED_MAX_ENGINES];
     void *ev[GOS_SCHED_MAX_ENGINES][2];
     uint64_t mem_total;
+    /* An SM set's scheduler (serve/spatial.c): shares `dev` with the device it
+     * came from (not closed here), its compute engine's stream is on gctx. */
+    int shared_dev;
+    void *gctx;
     gos_device_info info; /* the device's facts (from a probe executor under process / mps:
                            * the daemon then holds no device context at all, dev == NULL) */
     int isolation;  /* GOS_ISOLATION_* */
@@ -274,6 +278,13 @@ int srv_client_batch_open(struct srv_client *c);
 /* Takes back every queued task of c (lock held), after it died. */
 void srv_client_cancel(struct srv_client *c);
 
+/* spatial.c: spatial vGPUs (issue 13). After the devices are open: gives every
+ * vGPU with `sms` an SM set (vGPUs naming one smset share it) and a scheduler of
+ * its own on it (an extra srv_dev sharing the device, its compute stream on the
+ * set's green context); the vGPU's device index then names that scheduler. */
+int srv_spatial_open(struct srv *s);
+/* Releases an SM set's green context (its streams destroyed first). */
+void srv_spatial_close(struct srv_dev *d);
 /* region.c (lock held): a region from the client's memfd (REGION_ADD); the
  * region holding [off, off + n) of region r, or NULL with an error; dropping
  * one (unmapped once no task uses it); a task's reference released. */

@@ -9,6 +9,7 @@
  * RELOADING=1 / READY=1 around a SIGHUP reload (reload.c), STOPPING=1 at
  * shutdown; sd_notify does nothing when $NOTIFY_SOCKET is unset. */
 #include "serve/serve.h"
+#include "serve/syslibs.h"
 
 #include "chip/chip.h"
 #include "common/status.h"
@@ -28,7 +29,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <systemd/sd-daemon.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,8 +42,16 @@ static int open_devices(struct srv *s, const char *force_sim)
         gos_device_spec spec = {.sim = force_sim ? force_sim : (c->sim[0] ? c->sim : NULL),
                                 .ordinal = c->ordinal < 0 ? 0 : c->ordinal};
         d->isolation = c->isolation;
+        /* Spatial vGPUs (sms, serve/spatial.c) live on green contexts of the
+         * daemon's own context (one address space): their device runs as none. */
+        for (int v = 0; v < s->cfg.n_vgpus; v++)
+            if (s->cfg.vgpus[v].sms && s->cfg.vgpus[v].device == i && d->isolation != GOS_ISOLATION_NONE) {
+                srv_log(LOG_NOTICE, "device %s: spatial vGPU %s: isolation = none on this device (SM sets share "
+                        "the daemon's context)", c->label, s->cfg.vgpus[v].name);
+                d->isolation = GOS_ISOLATION_NONE;
+            }
         d->grant_ns = c->grant_us ? c->grant_us * 1000ull
-                                  : c->isolation != GOS_ISOLATION_NONE ? SRV_GRANT_PROCESS_NS : SRV_BATCH_MAX_NS;
+                                  : d->isolation != GOS_ISOLATION_NONE ? SRV_GRANT_PROCESS_NS : SRV_BATCH_MAX_NS;
         d->ordinal = spec.ordinal;
         snprintf(d->sim, sizeof d->sim, "%s", spec.sim ? spec.sim : "");
         int rc;
@@ -128,6 +136,8 @@ static int open_devices(struct srv *s, const char *force_sim)
         return rc0;
     if (warn[0])
         srv_log(LOG_WARNING, "%s", warn);
+    if ((rc0 = srv_spatial_open(s)))
+        return rc0;
     for (int v = 0; v < s->cfg.n_vgpus; v++) {
         struct srv_vgpu *g = &s->vgpus[v];
         g->cfg = s->cfg.vgpus[v];
@@ -149,7 +159,7 @@ static int open_devices(struct srv *s, const char *force_sim)
 
 static void close_devices(struct srv *s)
 {
-    for (int i = 0; i < s->n_devs; i++) {
+    for (int i = s->n_devs - 1; i >= 0; i--) { /* SM sets (spatial.c) before their device */
         struct srv_dev *d = &s->devs[i];
         for (int e = 0; e < d->n_engines; e++) { /* what was created is non-NULL */
             if (!d->dev)
@@ -162,7 +172,10 @@ static void close_devices(struct srv *s)
                 gos_exec_stream_destroy(d->dev, d->streams[e]);
         }
         gos_sched_free(d->sched);
-        gos_device_close(d->dev);
+        if (d->shared_dev)
+            srv_spatial_close(d);
+        else
+            gos_device_close(d->dev);
         gos_chip_free(s->chips[i]);
         s->chips[i] = NULL;
     }
@@ -464,7 +477,7 @@ int srv_run(struct srv *s, const char *force_sim)
                 : s->devs[i].isolation == GOS_ISOLATION_MPS ? "mps"
                                                             : "process");
     srv_check_oversubscription(s, "at start");
-    sd_notifyf(0, "READY=1\nSTATUS=listening on %s, %d vGPU%s\nMAINPID=%lu", s->cfg.socket, s->n_vgpus,
+    srv_sd_notifyf("READY=1\nSTATUS=listening on %s, %d vGPU%s\nMAINPID=%lu", s->cfg.socket, s->n_vgpus,
                s->n_vgpus == 1 ? "" : "s", (unsigned long)getpid());
     uint64_t backoff_until = 0;
     for (;;) {
@@ -497,7 +510,7 @@ int srv_run(struct srv *s, const char *force_sim)
     }
     rc = GOS_OK;
 fail:
-    sd_notify(0, "STOPPING=1");
+    srv_sd_notifyf("STOPPING=1");
     srv_metrics_stop(s);
     pthread_mutex_lock(&s->lock);
     s->stop = 1;
