@@ -46,8 +46,8 @@ static int open_devices(struct srv *s, const char *force_sim)
          * daemon's own context (one address space): their device runs as none. */
         for (int v = 0; v < s->cfg.n_vgpus; v++)
             if (s->cfg.vgpus[v].sms && s->cfg.vgpus[v].device == i && d->isolation != GOS_ISOLATION_NONE) {
-                srv_log(LOG_NOTICE, "device %s: spatial vGPU %s: isolation = none on this device (SM sets share "
-                        "the daemon's context)", c->label, s->cfg.vgpus[v].name);
+                srv_log(LOG_NOTICE, "device %s: spatial vGPU %s: isolation = none on this device (its green "
+                        "contexts share the daemon's context)", c->label, s->cfg.vgpus[v].name);
                 d->isolation = GOS_ISOLATION_NONE;
             }
         d->grant_ns = c->grant_us ? c->grant_us * 1000ull
