@@ -31,7 +31,7 @@ run() {
     fi
 }
 for t in test_proto test_proto_fuzz test_client; do run "$ABUILD/tests/$t"; done
-for t in tests/t_serve.sh tests/t_serve_robust.sh tests/t_hostile.sh tests/t_hostile_config.sh; do
+for t in tests/t_serve.sh tests/t_serve_robust.sh tests/t_hostile.sh tests/t_hostile_config.sh tests/t_isolation.sh; do
     run sh "$t"
 done
 # The fairness test asserts measured shares within a few points: a sanitized

@@ -80,7 +80,11 @@ kill -0 "$DPID" || fail "daemon died"
 timeout 20 "$C" copy b 100000 >/dev/null || fail "b cannot work again after the kill"
 stop_daemon
 for xp in $(grep "executor pid" "$T/serve.log" | sed -n 's/.*of vGPU .: executor pid \([0-9]*\)$/\1/p'); do
-    kill -0 "$xp" 2>/dev/null && fail "executor $xp left behind after the daemon stopped"
+    i=0 # killed ones may take a moment to go (zombies count as gone)
+    while kill -0 "$xp" 2>/dev/null && ! grep -q "^State:.*Z" "/proc/$xp/status" 2>/dev/null; do
+        i=$((i + 1)); [ $i -gt 50 ] && fail "executor $xp left behind after the daemon stopped"
+        sleep 0.1
+    done
 done
 
 # ---- isolation = mps: isolated address spaces, one fate. On the simulated

@@ -42,8 +42,11 @@ static int open_devices(struct srv *s, const char *force_sim)
         gos_device_spec spec = {.sim = force_sim ? force_sim : (c->sim[0] ? c->sim : NULL),
                                 .ordinal = c->ordinal < 0 ? 0 : c->ordinal};
         d->isolation = c->isolation;
+        /* Spatial vGPUs (sms, serve/spatial.c) live on green contexts of the
+         * daemon's own context, so their device must say isolation = none:
+         * srv_spatial_open refuses any other mode rather than weaken it. */
         d->grant_ns = c->grant_us ? c->grant_us * 1000ull
-                                  : c->isolation != GOS_ISOLATION_NONE ? SRV_GRANT_PROCESS_NS : SRV_BATCH_MAX_NS;
+                                  : d->isolation != GOS_ISOLATION_NONE ? SRV_GRANT_PROCESS_NS : SRV_BATCH_MAX_NS;
         d->ordinal = spec.ordinal;
         snprintf(d->sim, sizeof d->sim, "%s", spec.sim ? spec.sim : "");
         int rc;
