@@ -12,6 +12,18 @@
 #include <time.h>
 #include <unistd.h>
 
+void gos_wire_put_fd(struct msghdr *mh, void *ctl, size_t ctl_len, int fd)
+{
+    memset(ctl, 0, ctl_len);
+    mh->msg_control = ctl;
+    mh->msg_controllen = ctl_len;
+    struct cmsghdr *c = CMSG_FIRSTHDR(mh);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &fd, sizeof(int));
+}
+
 static int wire_send(int fd, int nowait, uint16_t type, uint32_t seq, const void *a, size_t alen,
                      const void *b, size_t blen, int pass_fd)
 {
@@ -31,16 +43,8 @@ static int wire_send(int fd, int nowait, uint16_t type, uint32_t seq, const void
         struct msghdr mh = {0};
         mh.msg_iov = v;
         mh.msg_iovlen = niov;
-        if (first && pass_fd >= 0) {
-            memset(&ctl, 0, sizeof ctl);
-            mh.msg_control = ctl.buf;
-            mh.msg_controllen = sizeof ctl.buf;
-            struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-            c->cmsg_level = SOL_SOCKET;
-            c->cmsg_type = SCM_RIGHTS;
-            c->cmsg_len = CMSG_LEN(sizeof(int));
-            memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
-        }
+        if (first && pass_fd >= 0)
+            gos_wire_put_fd(&mh, ctl.buf, sizeof ctl.buf, pass_fd);
         ssize_t n = sendmsg(fd, &mh, MSG_NOSIGNAL | (nowait ? MSG_DONTWAIT : 0));
         if (n < 0) {
             if (errno == EINTR)

@@ -38,4 +38,9 @@ int gos_wire_recv_spin(int fd, struct gos_msg_hdr *h, void *payload, int *fd_out
  * byte of one is there yet; once one has begun, its rest is awaited as above. */
 int gos_wire_try_recv(int fd, struct gos_msg_hdr *h, void *payload, int *fd_out, int timeout_ms);
 
+/* Sets mh's control buffer (ctl: CMSG_SPACE(sizeof(int)) bytes, cmsghdr-aligned)
+ * to pass descriptor fd with SCM_RIGHTS. */
+struct msghdr;
+void gos_wire_put_fd(struct msghdr *mh, void *ctl, size_t ctl_len, int fd);
+
 #endif

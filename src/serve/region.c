@@ -83,32 +83,29 @@ struct srv_region *srv_region_find(struct srv_client *c, uint32_t r, uint64_t of
     return g;
 }
 
+/* Unmaps a region no task uses any more and frees its slot. */
+static void region_release(struct srv_client *c, struct srv_region *g)
+{
+    if (g->pinned && !c->x)
+        gos_exec_host_unregister(dev_of(c)->dev, g->ptr);
+    munmap(g->ptr, g->bytes);
+    if (g->fd >= 0)
+        close(g->fd);
+    memset(g, 0, sizeof *g);
+}
+
 void srv_region_drop(struct srv_client *c, int r)
 {
     struct srv_region *g = &c->regions[r];
     g->deleted = 1;
-    if (g->refs == 0) {
-        struct srv_dev *d = dev_of(c);
-        if (g->pinned && !c->x)
-            gos_exec_host_unregister(d->dev, g->ptr);
-        munmap(g->ptr, g->bytes);
-        if (g->fd >= 0)
-            close(g->fd);
-        memset(g, 0, sizeof *g);
-    }
+    if (g->refs == 0)
+        region_release(c, g);
 }
 
 void srv_region_unref(struct srv_client *c, int r)
 {
     struct srv_region *g = &c->regions[r];
-    if (--g->refs == 0 && g->deleted) {
-        struct srv_dev *d = dev_of(c);
-        if (g->pinned && !c->x)
-            gos_exec_host_unregister(d->dev, g->ptr);
-        munmap(g->ptr, g->bytes);
-        if (g->fd >= 0)
-            close(g->fd);
-        memset(g, 0, sizeof *g);
-    }
+    if (--g->refs == 0 && g->deleted)
+        region_release(c, g);
 }
 

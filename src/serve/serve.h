@@ -279,6 +279,9 @@ int srv_client_batch_open(struct srv_client *c);
 /* Takes back every queued task of c (lock held), after it died. */
 void srv_client_cancel(struct srv_client *c);
 
+/* server.c: a device's engine condition variables (CLOCK_MONOTONIC waits). */
+void srv_dev_init_conds(struct srv_dev *d);
+
 /* spatial.c: spatial vGPUs (issue 13). After the devices are open: gives every
  * vGPU with `sms` an SM set (vGPUs naming one smset share it) and a scheduler of
  * its own on it (an extra srv_dev sharing the device, its compute stream on the

@@ -32,6 +32,16 @@
 #include <time.h>
 #include <unistd.h>
 
+void srv_dev_init_conds(struct srv_dev *d)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    for (int e = 0; e < GOS_SCHED_MAX_ENGINES; e++)
+        pthread_cond_init(&d->cond[e], &ca);
+    pthread_condattr_destroy(&ca);
+}
+
 static int open_devices(struct srv *s, const char *force_sim)
 {
     for (int i = 0; i < s->cfg.n_devs; i++) {
@@ -117,12 +127,7 @@ static int open_devices(struct srv *s, const char *force_sim)
             if ((rc = gos_exec_stream_create(d->dev, &d->streams[e])) ||
                 (rc = gos_exec_event_create(d->dev, &d->ev[e][0])) || (rc = gos_exec_event_create(d->dev, &d->ev[e][1])))
                 return rc;
-        pthread_condattr_t ca;
-        pthread_condattr_init(&ca);
-        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        for (int e = 0; e < GOS_SCHED_MAX_ENGINES; e++)
-            pthread_cond_init(&d->cond[e], &ca);
-        pthread_condattr_destroy(&ca);
+        srv_dev_init_conds(d);
     }
     /* Memory shares against the devices' real sizes (issue 15.6). */
     uint64_t totals[GOS_SERVE_MAX_DEVICES];

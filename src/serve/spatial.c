@@ -94,12 +94,7 @@ static int open_set(struct srv *s, int parent, int n, gos_smset_pool *pool, cons
             (rc = gos_exec_event_create(d->dev, &d->ev[e][1])))
             return rc;
     }
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    for (int e = 0; e < GOS_SCHED_MAX_ENGINES; e++)
-        pthread_cond_init(&d->cond[e], &ca);
-    pthread_condattr_destroy(&ca);
+    srv_dev_init_conds(d);
     return GOS_OK;
 }
 

@@ -1,4 +1,5 @@
 /* xwire.c: framing of the daemon <-> executor socketpair (xproto.h). */
+#include "proto/wire.h"
 #include "serve/xproto.h"
 
 #include "common/status.h"
@@ -18,16 +19,8 @@ int x_send(int sock, const struct x_hdr *h, const void *p, int fd)
         struct cmsghdr align;
     } u;
     struct msghdr m = {.msg_iov = iov, .msg_iovlen = h->len ? 2 : 1};
-    if (fd >= 0) {
-        memset(&u, 0, sizeof u);
-        m.msg_control = u.buf;
-        m.msg_controllen = sizeof u.buf;
-        struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(c), &fd, sizeof fd);
-    }
+    if (fd >= 0)
+        gos_wire_put_fd(&m, u.buf, sizeof u.buf, fd);
     size_t left = sizeof *h + h->len;
     while (left > 0) {
         ssize_t n = sendmsg(sock, &m, MSG_NOSIGNAL);
