@@ -24,6 +24,7 @@ extern const struct gos_mem_ops gos_cuda_mem_ops;
 extern const struct gos_dvfs_ops gos_cuda_dvfs_ops;
 extern const struct gos_exec_ops gos_cuda_exec_ops;
 extern const struct gos_place_ops gos_cuda_place_ops;
+extern const struct gos_vmm_ops gos_cuda_vmm_ops;
 
 static pthread_mutex_t cu_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *cu_lib;
@@ -236,6 +237,7 @@ static const struct gos_device_ops cuda_ops = {
     .dvfs = &gos_cuda_dvfs_ops,
     .exec = &gos_cuda_exec_ops,
     .place = &gos_cuda_place_ops,
+    .vmm = &gos_cuda_vmm_ops,
 };
 
 static int attr(CUdevice dev, CUdevice_attribute a, int *v) { return CU_CALL(cuDeviceGetAttribute, v, a, dev); }

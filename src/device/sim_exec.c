@@ -297,18 +297,18 @@ static int se_stream_sync(gos_device *d, void *stream)
  * would let through. The daemon checks ranges against the client's own
  * allocations before; this keeps a backend bug or a direct caller from turning a
  * wrong range into a write past an anonymous mapping. */
-static int inside(const struct sim_exec *s, uint64_t p, uint64_t n)
+static int inside(gos_device *d, const struct sim_exec *s, uint64_t p, uint64_t n)
 {
     for (int i = 0; i < s->n_allocs; i++)
         if (gos_range_within(s->allocs[i].ptr, s->allocs[i].bytes, p, n))
             return 1;
-    return 0;
+    return gos_sim_vmm_mapped(d, p, n); /* VMM memory (sim_vmm.c): mapped ranges */
 }
 
-static int check_dev(struct sim_exec *s, uint64_t p, uint64_t n, const char *what)
+static int check_dev(gos_device *d, struct sim_exec *s, uint64_t p, uint64_t n, const char *what)
 {
     pthread_mutex_lock(&s->lock);
-    int ok = inside(s, p, n);
+    int ok = inside(d, s, p, n);
     pthread_mutex_unlock(&s->lock);
     return ok ? GOS_OK
               : gos_fail(GOS_EINVAL, "%s: illegal address range 0x%llx+%llu", what, (unsigned long long)p,
@@ -318,8 +318,8 @@ static int check_dev(struct sim_exec *s, uint64_t p, uint64_t n, const char *wha
 static int copy(gos_device *d, void *dst, const void *src, size_t n, int e, void *stream, int sync)
 {
     struct sim_exec *s = S(d);
-    int rc = e == ENG_HTOD ? check_dev(s, (uint64_t)(uintptr_t)dst, n, "copy to the device")
-                           : check_dev(s, (uint64_t)(uintptr_t)src, n, "copy from the device");
+    int rc = e == ENG_HTOD ? check_dev(d, s, (uint64_t)(uintptr_t)dst, n, "copy to the device")
+                           : check_dev(d, s, (uint64_t)(uintptr_t)src, n, "copy from the device");
     if (rc)
         return rc;
     memcpy(dst, src, n);
@@ -341,7 +341,7 @@ static int se_dtod(gos_device *d, uint64_t dst, uint64_t src, size_t n, void *st
 {
     struct sim_exec *s = S(d);
     int rc;
-    if ((rc = check_dev(s, dst, n, "device copy destination")) || (rc = check_dev(s, src, n, "device copy source")))
+    if ((rc = check_dev(d, s, dst, n, "device copy destination")) || (rc = check_dev(d, s, src, n, "device copy source")))
         return rc;
     memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
     pthread_mutex_lock(&s->lock);
@@ -481,7 +481,7 @@ static int se_launch(gos_device *d, void *fn, const struct gos_launch_cfg *c, vo
          * (launch_ranges); the simulated kernel checks it again against every
          * allocation, as a GPU's MMU would fault, without overflow (issue 15.1). */
         pthread_mutex_lock(&s->lock);
-        int ok = count <= UINT64_MAX / 4 && dptr % 4 == 0 && inside(s, dptr, count * 4);
+        int ok = count <= UINT64_MAX / 4 && dptr % 4 == 0 && inside(d, s, dptr, count * 4);
         pthread_mutex_unlock(&s->lock);
         if (!ok)
             return gos_fail(GOS_EINVAL, "fill: illegal address 0x%llx (+%llu words)", (unsigned long long)dptr,
