@@ -363,7 +363,7 @@ int gos_swap_remove(gos_swap *s, uint64_t id)
 
 int gos_swap_check(const gos_swap *s)
 {
-    uint64_t dev = s->reserved, swp = 0, res[GOS_SWAP_MAX_VGPUS] = {0}, sw[GOS_SWAP_MAX_VGPUS] = {0};
+    uint64_t dev = s->reserved, swp = 0, leaving = 0, res[GOS_SWAP_MAX_VGPUS] = {0}, sw[GOS_SWAP_MAX_VGPUS] = {0};
     for (int i = 0; i < s->n; i++) {
         const gos_swap_obj *o = &s->obj[i];
         if (bad_vgpu(o->vgpu))
@@ -379,6 +379,7 @@ int gos_swap_check(const gos_swap *s)
             break;
         case GOS_SWAP_EVICTING: /* on the device and being written to swap */
             dev += o->bytes;
+            leaving += o->bytes;
             swp += o->bytes;
             res[o->vgpu] += o->bytes;
             break;
@@ -397,8 +398,10 @@ int gos_swap_check(const gos_swap *s)
     if (swp != s->in_swap)
         return gos_fail(GOS_EINVAL, "swap check: in_swap %llu, objects say %llu", (unsigned long long)s->in_swap,
                         (unsigned long long)swp);
-    if (s->on_device > s->device_bytes)
-        return gos_fail(GOS_EINVAL, "swap check: %llu bytes on a %llu-byte device", (unsigned long long)s->on_device,
+    /* A plan takes its room at begin, while its victims are still leaving. */
+    if (s->on_device - leaving > s->device_bytes)
+        return gos_fail(GOS_EINVAL, "swap check: %llu bytes (%llu leaving) on a %llu-byte device",
+                        (unsigned long long)s->on_device, (unsigned long long)leaving,
                         (unsigned long long)s->device_bytes);
     if (s->in_swap > s->swap_bytes)
         return gos_fail(GOS_EINVAL, "swap check: %llu bytes in a %llu-byte swap space",
