@@ -220,11 +220,16 @@ static void run_plan(gos_swap *s, const gos_swap_plan *p)
 {
     gos_swap_begin(s, p);
     assert_int_equal(gos_swap_check(s), GOS_OK);
-    for (int i = 0; i < p->n_evict; i++)
-        gos_swap_evicted(s, p->evict[i], 1);
-    for (int i = 0; i < p->n_restore; i++)
-        gos_swap_restored(s, p->restore[i], 1);
-    assert_int_equal(gos_swap_check(s), GOS_OK);
+    assert_int_equal(p->n_steps, p->n_evict + p->n_restore);
+    for (int i = 0; i < p->n_steps; i++) {
+        if (p->step[i].evict)
+            gos_swap_evicted(s, p->step[i].id, 1);
+        else
+            gos_swap_restored(s, p->step[i].id, 1);
+        assert_int_equal(gos_swap_check(s), GOS_OK); /* swap space within bounds at every step */
+    }
+    gos_swap_end(s, p);
+    assert_int_equal(s->swap_hold, 0);
 }
 
 static void test_swap_victims(void **st)
@@ -341,6 +346,7 @@ static void test_swap_space_and_death(void **st)
     assert_int_equal(gos_swap_remove(&s, victim), 0);
     assert_int_equal(gos_swap_check(&s), GOS_OK);
     assert_int_equal(gos_swap_evicted(&s, victim, 1), 1);
+    gos_swap_end(&s, &p);
     assert_null(gos_swap_find(&s, victim));
     assert_int_equal(gos_swap_check(&s), GOS_OK);
     assert_int_equal(s.in_swap, 0);
@@ -352,6 +358,7 @@ static void test_swap_space_and_death(void **st)
     assert_int_equal(gos_swap_plan_alloc(&s, 2, 32 * MB, &p), GOS_OK);
     gos_swap_begin(&s, &p);
     assert_int_equal(gos_swap_evicted(&s, p.evict[0], 0), 0);
+    gos_swap_end(&s, &p);
     gos_swap_cancel_alloc(&s, 32 * MB);
     assert_int_equal(gos_swap_check(&s), GOS_OK);
     assert_int_equal(s.in_swap, 0);
@@ -368,6 +375,8 @@ static void test_swap_space_and_death(void **st)
     for (int i = 0; i < p.n_evict; i++)
         gos_swap_evicted(&s, p.evict[i], 1);
     assert_int_equal(gos_swap_restored(&s, other, 0), 1); /* failed and dead: dropped */
+    gos_swap_end(&s, &p);
+    assert_int_equal(s.swap_hold, 0);
     assert_int_equal(gos_swap_check(&s), GOS_OK);
     assert_int_equal(s.vgpu[0].resident + s.vgpu[0].swapped, 0);
     assert_int_equal(gos_swap_remove(&s, other), -1);
@@ -408,25 +417,27 @@ static struct model_obj *by_id(struct model_obj m[RV][RC][RN], uint64_t id)
 static void apply(gos_swap *s, struct model_obj m[RV][RC][RN], const gos_swap_plan *p)
 {
     gos_swap_begin(s, p);
-    for (int i = 0; i < p->n_evict; i++) {
-        struct model_obj *o = by_id(m, p->evict[i]);
+    for (int i = 0; i < p->n_steps; i++) {
+        struct model_obj *o = by_id(m, p->step[i].id);
         assert_non_null(o);
-        assert_non_null(o->dev);
-        o->swp = malloc(o->bytes);
-        memcpy(o->swp, o->dev, o->bytes);
-        free(o->dev);
-        o->dev = NULL;
-        gos_swap_evicted(s, o->id, 1);
+        if (p->step[i].evict) {
+            assert_non_null(o->dev);
+            o->swp = malloc(o->bytes);
+            memcpy(o->swp, o->dev, o->bytes);
+            free(o->dev);
+            o->dev = NULL;
+            gos_swap_evicted(s, o->id, 1);
+        } else {
+            assert_non_null(o->swp);
+            o->dev = malloc(o->bytes);
+            memcpy(o->dev, o->swp, o->bytes);
+            free(o->swp);
+            o->swp = NULL;
+            gos_swap_restored(s, o->id, 1);
+        }
+        assert_int_equal(gos_swap_check(s), GOS_OK);
     }
-    for (int i = 0; i < p->n_restore; i++) {
-        struct model_obj *o = by_id(m, p->restore[i]);
-        assert_non_null(o->swp);
-        o->dev = malloc(o->bytes);
-        memcpy(o->dev, o->swp, o->bytes);
-        free(o->swp);
-        o->swp = NULL;
-        gos_swap_restored(s, o->id, 1);
-    }
+    gos_swap_end(s, p);
 }
 
 /* A refused plan must really be impossible under the rule (victims only from
@@ -434,6 +445,11 @@ static void apply(gos_swap *s, struct model_obj m[RV][RC][RN], const gos_swap_pl
  * resident bytes. only: the one object a copy needs (0: all of the client's). */
 static void impossible(const gos_swap *s, int v, uint32_t client, uint64_t only, uint64_t alloc)
 {
+    if (strstr(gos_last_error(), "host swap space exhausted")) { /* the bound: nothing moved */
+        assert_true(s->in_swap <= s->swap_bytes);
+        refusals++;
+        return;
+    }
     assert_non_null(strstr(gos_last_error(), "device memory"));
     uint64_t need = alloc, others = 0;
     for (int i = 0; i < s->n; i++) {
@@ -453,7 +469,7 @@ static void test_swap_random(void **st)
     gos_rng_seed(&r, 20261130);
     const uint64_t device = 128 * UNIT;
     gos_swap s;
-    assert_int_equal(gos_swap_init(&s, device, 1ull << 40), GOS_OK);
+    assert_int_equal(gos_swap_init(&s, device, 80 * UNIT), GOS_OK);
     for (int v = 0; v < RV; v++)
         gos_swap_set_priority(&s, v, (int)(gos_rng_u64(&r) % 3));
     static struct model_obj m[RV][RC][RN];
@@ -534,7 +550,7 @@ static void test_swap_random(void **st)
     }
     assert_true(moved > 100); /* the working sets really did not fit together */
     print_message("%d refusals, %llu evictions\n", refusals, (unsigned long long)moved);
-    assert_true(refusals < 300); /* refusals are the exception (each one checked above) */
+    assert_true(refusals > 0 && refusals < 300); /* the bounds were reached, rarely; each refusal checked */
     assert_true(peak_dev > device / 2);
     gos_swap_free(&s);
 }

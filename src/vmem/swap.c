@@ -130,16 +130,46 @@ static int choose_victims(gos_swap *s, int vgpu, uint32_t client, int whole_clie
         p->evict_bytes += best->bytes;
         got += best->bytes;
     }
-    /* Victims are evicted before anything is restored: the peak is now + victims. */
-    if (p->evict_bytes > s->swap_bytes - (s->in_swap < s->swap_bytes ? s->in_swap : s->swap_bytes)) {
+    /* The order: each restore after just the evictions that make its room, the
+     * allocation last; the host swap space must hold the peak of that sequence. */
+    uint64_t room = free_b, cur = s->in_swap + s->swap_hold, peak = cur;
+    int v = 0;
+    p->n_steps = 0;
+    for (int i = 0; i <= p->n_restore; i++) {
+        gos_swap_obj *o = i < p->n_restore ? gos_swap_find(s, p->restore[i]) : NULL;
+        uint64_t want = o ? o->bytes : p->alloc_bytes;
+        while (room < want && v < p->n_evict) {
+            gos_swap_obj *x = gos_swap_find(s, p->evict[v]);
+            p->step[p->n_steps].evict = 1;
+            p->step[p->n_steps++].id = p->evict[v++];
+            room += x->bytes;
+            cur += x->bytes;
+            peak = cur > peak ? cur : peak;
+        }
+        if (o) {
+            p->step[p->n_steps].evict = 0;
+            p->step[p->n_steps++].id = o->id;
+            room -= o->bytes;
+            cur -= o->bytes;
+        }
+    }
+    while (v < p->n_evict) { /* none expected: victims stop at enough */
+        gos_swap_obj *x = gos_swap_find(s, p->evict[v]);
+        p->step[p->n_steps].evict = 1;
+        p->step[p->n_steps++].id = p->evict[v++];
+        cur += x->bytes;
+        peak = cur > peak ? cur : peak;
+    }
+    if (peak > s->swap_bytes) {
         int rc = gos_fail(GOS_ENOMEM,
-                          "host swap space exhausted: %llu bytes in use + %llu to swap out > %llu configured "
-                          "(swap_bytes)",
-                          (unsigned long long)s->in_swap, (unsigned long long)p->evict_bytes,
-                          (unsigned long long)s->swap_bytes);
+                          "host swap space exhausted: %llu bytes in use or held + %llu more at the peak > %llu "
+                          "configured (swap_bytes)",
+                          (unsigned long long)(s->in_swap + s->swap_hold),
+                          (unsigned long long)(peak - s->in_swap - s->swap_hold), (unsigned long long)s->swap_bytes);
         plan_reset(p);
         return rc;
     }
+    p->swap_extra = peak - s->in_swap - s->swap_hold;
     return GOS_OK;
 }
 
@@ -222,10 +252,8 @@ void gos_swap_begin(gos_swap *s, const gos_swap_plan *p)
 {
     for (int i = 0; i < p->n_evict; i++) {
         gos_swap_obj *o = gos_swap_find(s, p->evict[i]);
-        if (o && o->state == GOS_SWAP_RESIDENT) {
-            o->state = GOS_SWAP_EVICTING;
-            s->in_swap += o->bytes; /* its host copy is being written */
-        }
+        if (o && o->state == GOS_SWAP_RESIDENT)
+            o->state = GOS_SWAP_EVICTING; /* counted on the device until it is out */
     }
     for (int i = 0; i < p->n_restore; i++) {
         gos_swap_obj *o = gos_swap_find(s, p->restore[i]);
@@ -236,6 +264,12 @@ void gos_swap_begin(gos_swap *s, const gos_swap_plan *p)
     }
     s->reserved += p->alloc_bytes;
     s->on_device += p->alloc_bytes;
+    s->swap_hold += p->swap_extra;
+}
+
+void gos_swap_end(gos_swap *s, const gos_swap_plan *p)
+{
+    s->swap_hold -= p->swap_extra < s->swap_hold ? p->swap_extra : s->swap_hold;
 }
 
 static void drop(gos_swap *s, gos_swap_obj *o) { *o = s->obj[--s->n]; }
@@ -249,13 +283,13 @@ int gos_swap_evicted(gos_swap *s, uint64_t id, int ok)
     if (ok) {
         o->state = GOS_SWAP_SWAPPED;
         s->on_device -= o->bytes;
+        s->in_swap += o->bytes;
         v->resident -= o->bytes;
         v->swapped += o->bytes;
         v->evictions++;
         v->evicted_bytes += o->bytes;
     } else {
         o->state = GOS_SWAP_RESIDENT;
-        s->in_swap -= o->bytes;
     }
     if (o->dead) {
         if (o->state == GOS_SWAP_SWAPPED) {
@@ -377,10 +411,9 @@ int gos_swap_check(const gos_swap *s)
             swp += o->bytes;
             sw[o->vgpu] += o->bytes;
             break;
-        case GOS_SWAP_EVICTING: /* on the device and being written to swap */
+        case GOS_SWAP_EVICTING: /* on the device until it is out */
             dev += o->bytes;
             leaving += o->bytes;
-            swp += o->bytes;
             res[o->vgpu] += o->bytes;
             break;
         case GOS_SWAP_RESTORING: /* room taken on the device, bytes still in swap */

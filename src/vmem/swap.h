@@ -60,7 +60,8 @@ typedef struct {
     uint64_t device_bytes; /* what allocations may occupy */
     uint64_t swap_bytes;   /* host swap space */
     uint64_t on_device;    /* RESIDENT + EVICTING + RESTORING + reserved */
-    uint64_t in_swap;      /* SWAPPED + EVICTING + RESTORING */
+    uint64_t in_swap;      /* SWAPPED + RESTORING (bytes whose copy is in swap) */
+    uint64_t swap_hold;    /* swap space held for plans under way (their peaks) */
     uint64_t reserved;     /* planned allocations not added yet */
     uint64_t next_id;
     gos_swap_obj *obj;
@@ -72,6 +73,15 @@ typedef struct {
     int n_evict, n_restore, n_from_swap;
     uint64_t evict[GOS_SWAP_PLAN_MAX], restore[GOS_SWAP_PLAN_MAX], from_swap[GOS_SWAP_PLAN_MAX]; /* ids */
     uint64_t evict_bytes, restore_bytes, alloc_bytes;
+    /* The order to carry the plan out in: each restore right after the
+     * evictions that make its room, so host swap space needs only what the
+     * plan's peak adds (swap_extra), not every victim at once. */
+    int n_steps;
+    struct {
+        int evict; /* 1: evict id; 0: restore id */
+        uint64_t id;
+    } step[2 * GOS_SWAP_PLAN_MAX];
+    uint64_t swap_extra; /* peak host swap use above today's, held from begin to end */
 } gos_swap_plan;
 
 struct gos_swap_range {
@@ -90,9 +100,10 @@ int gos_swap_plan_copy(gos_swap *s, int vgpu, uint32_t client, const struct gos_
                        int from_device, gos_swap_plan *p);
 int gos_swap_plan_launch(gos_swap *s, int vgpu, uint32_t client, gos_swap_plan *p);
 /* Commits a plan: victims EVICTING, needed objects RESTORING, alloc_bytes
- * reserved; the daemon then evicts each victim and restores each object and
- * reports every step below. */
+ * reserved, the plan's peak swap use held; the daemon then carries out
+ * p->step[] in order, reports every step below, and ends the plan. */
 void gos_swap_begin(gos_swap *s, const gos_swap_plan *p);
+void gos_swap_end(gos_swap *s, const gos_swap_plan *p);
 /* Step reports. ok = 0: the step failed, the object is back where it was (an
  * eviction that failed stays resident; a restore that failed stays swapped).
  * Returns 1 when the object was dead and is now dropped (the daemon frees what
