@@ -202,6 +202,39 @@ static void test_shm_remove(void **st)
     assert_int_equal(t.total, 0);
 }
 
+/* `gpuos shm list`: the ipcs -m columns and the JSON form. */
+static void test_shm_list(void **st)
+{
+    gos_shm_table t;
+    gos_shm_init(&t, 0, 0, 0);
+    gos_shm_cred a = cred(1000, 100, 1);
+    int id, cr;
+    gos_shm_slot *s;
+    assert_int_equal(gos_shm_get(&t, &a, 0x1234, 6 * MB, GOS_SHM_CREAT | 0640, &id, &cr), GOS_OK);
+    assert_int_equal(gos_shm_attach(&t, &a, id, 0, &s), GOS_OK);
+    gos_shm_ds ds[4];
+    int n = gos_shm_list(&t, ds, 4);
+    const char *names[] = {"alice", "bob"};
+    char buf[1024] = "";
+    FILE *f = fmemopen(buf, sizeof buf, "w");
+    gos_shm_print(f, ds, n, names, 2);
+    fclose(f);
+    assert_non_null(strstr(buf, "key"));
+    assert_non_null(strstr(buf, "0x00001234"));
+    assert_non_null(strstr(buf, "rw-r-----"));
+    assert_non_null(strstr(buf, "6291456"));
+    assert_non_null(strstr(buf, "bob"));
+    json_t *j = gos_shm_json(ds, n, names, 2);
+    assert_non_null(j);
+    json_t *seg = json_array_get(json_object_get(j, "segments"), 0);
+    assert_string_equal(json_string_value(json_object_get(j, "schema")), "gpuos.shm-list/1");
+    assert_int_equal(json_integer_value(json_object_get(seg, "key")), 0x1234);
+    assert_int_equal(json_integer_value(json_object_get(seg, "nattch")), 1);
+    assert_string_equal(json_string_value(json_object_get(seg, "mode")), "0640");
+    assert_string_equal(json_string_value(json_object_get(seg, "vgpu")), "bob");
+    json_decref(j);
+}
+
 /* ---- swap ---- */
 
 static uint64_t add(gos_swap *s, int vgpu, uint32_t client, uint64_t va, uint64_t bytes)
@@ -561,6 +594,7 @@ int main(void)
         cmocka_unit_test(test_shm_get),
         cmocka_unit_test(test_shm_permissions),
         cmocka_unit_test(test_shm_remove),
+        cmocka_unit_test(test_shm_list),
         cmocka_unit_test(test_swap_victims),
         cmocka_unit_test(test_swap_copy_launch),
         cmocka_unit_test(test_swap_space_and_death),

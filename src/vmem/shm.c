@@ -259,3 +259,46 @@ void gos_shm_mode_str(unsigned mode, char out[10])
         out[i] = (mode >> (8 - i)) & 1 ? rwx[i] : '-';
     out[9] = 0;
 }
+
+static const char *vname(int v, const char *const *names, int n) { return v >= 0 && v < n && names[v] ? names[v] : "-"; }
+
+void gos_shm_print(FILE *f, const gos_shm_ds *ds, int n, const char *const *names, int n_names)
+{
+    fprintf(f, "%-10s %-10s %-8s %-10s %-14s %-6s %-6s %s\n", "key", "shmid", "owner", "perms", "bytes", "nattch",
+            "status", "vgpu");
+    for (int i = 0; i < n; i++) {
+        char m[10];
+        gos_shm_mode_str(ds[i].mode, m);
+        fprintf(f, "0x%08x %-10d %-8u %-10s %-14llu %-6d %-6s %s\n", (unsigned)ds[i].key, ds[i].id,
+                (unsigned)ds[i].uid, m, (unsigned long long)ds[i].bytes, ds[i].nattch, ds[i].removed ? "dest" : "",
+                vname(ds[i].vgpu, names, n_names));
+    }
+}
+
+json_t *gos_shm_json(const gos_shm_ds *ds, int n, const char *const *names, int n_names)
+{
+    json_t *arr = json_array(), *root = json_object();
+    if (!arr || !root) {
+        json_decref(arr);
+        json_decref(root);
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) {
+        char mode[8];
+        snprintf(mode, sizeof mode, "%04o", ds[i].mode);
+        json_t *o = json_pack("{s:i, s:i, s:I, s:I, s:I, s:I, s:s, s:I, s:i, s:b, s:s, s:I, s:I}", "key",
+                              (int)ds[i].key, "id", ds[i].id, "uid", (json_int_t)ds[i].uid, "gid",
+                              (json_int_t)ds[i].gid, "cuid", (json_int_t)ds[i].cuid, "cgid", (json_int_t)ds[i].cgid,
+                              "mode", mode, "bytes", (json_int_t)ds[i].bytes, "nattch", ds[i].nattch, "removed",
+                              ds[i].removed, "vgpu", vname(ds[i].vgpu, names, n_names), "cpid", (json_int_t)ds[i].cpid,
+                              "lpid", (json_int_t)ds[i].lpid);
+        if (!o || json_array_append_new(arr, o)) {
+            json_decref(arr);
+            json_decref(root);
+            return NULL;
+        }
+    }
+    json_object_set_new(root, "schema", json_string("gpuos.shm-list/1"));
+    json_object_set_new(root, "segments", arr);
+    return root;
+}

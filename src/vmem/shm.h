@@ -24,7 +24,9 @@
 #ifndef GOS_VMEM_SHM_H
 #define GOS_VMEM_SHM_H
 
+#include <jansson.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #define GOS_SHM_SLOTS 256
@@ -114,5 +116,14 @@ uint64_t gos_shm_charged(const gos_shm_table *t, int vgpu);
 void gos_shm_clear(gos_shm_table *t);
 /* "rw-r-----" for mode bits. */
 void gos_shm_mode_str(unsigned mode, char out[10]);
+
+/* `gpuos shm list`: segments as `ipcs -m` shows them (key in hex, id, owner,
+ * mode, bytes, attachments, status "dest" when removed), plus the vGPU
+ * charged (its name from vgpu_names, n_names of them; "-" when out of range). */
+void gos_shm_print(FILE *f, const gos_shm_ds *ds, int n, const char *const *vgpu_names, int n_names);
+/* The same as JSON (schema gpuos.shm-list/1): {"schema", "segments": [{"key",
+ * "id", "uid", "gid", "cuid", "cgid", "mode", "bytes", "nattch", "removed",
+ * "vgpu", "cpid", "lpid"}]}; a new reference, NULL when out of memory. */
+json_t *gos_shm_json(const gos_shm_ds *ds, int n, const char *const *vgpu_names, int n_names);
 
 #endif
