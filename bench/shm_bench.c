@@ -2,12 +2,13 @@
  * paper 002 sections 4.2, 4.3 and 7), on a GPU or the simulated device.
  *
  *   shm_bench [--sim CHIP] [--out FILE] [--only chain,turns,rate]
- *             [--chain-n N] [--rounds R] [--turn-mb M] [--buf-mb B] [--pool-mb P]
+ *             [--chain-n N,N,...] [--rounds R] [--turn-mb M] [--buf-mb B] [--pool-mb P]
  *             [--rate-mb a,b,c]
  *
  * chain  Gdev's dataflow case: a kernel chain across two processes, each with
  *        its own device context (as gpuos executors have), R rounds of
- *        A: c = x + y; B: u = c + c, strictly in turn. "shm": c is one VMM
+ *        A: c = x + y; B: u = c + c, strictly in turn (n x n floats, for each
+ *        n of --chain-n; default 1024, 4096, 8192: 4, 64, 256 MB). "shm": c is one VMM
  *        allocation exported by A as a file descriptor and mapped by B; "host":
  *        A copies c to pinned shared host memory, B copies it in. Makespan of
  *        both, the speedup, and B's result checked word by word (exact floats).
@@ -449,7 +450,7 @@ static json_t *turns(gos_device *d, uint64_t per_vgpu, uint64_t buf, uint64_t po
         json_array_append_new(
             phases, GOS_JSON_OBJ(GOS_JS("vgpu", v ? "B" : "A"), GOS_JS("action", ph < 2 ? "allocate" : "run"),
                                  GOS_JI("evicted_bytes", X.ev_b), GOS_JR("evict_s", X.t_ev), GOS_JI("restored_bytes", X.re_b),
-                                 GOS_JR("restore_s", X.t_re),
+                                 GOS_JR("restore_s", X.t_re), GOS_JR("wait_s", X.t_ev + X.t_re),
                                  GOS_JR("evict_gbps", X.t_ev > 0 ? X.ev_b / X.t_ev / 1e9 : 0),
                                  GOS_JR("restore_gbps", X.t_re > 0 ? X.re_b / X.t_re / 1e9 : 0),
                                  GOS_JI("resident_A", sw.vgpu[0].resident), GOS_JI("swapped_A", sw.vgpu[0].swapped),
@@ -565,13 +566,13 @@ static uint64_t arg_u64(const char *s)
 int main(int argc, char **argv)
 {
     const char *out = NULL, *only = "chain,turns,rate", *rate_list = "2,8,32,128,512,2048,8192";
-    uint32_t chain_n = 8192;
+    const char *chain_list = "1024,4096,8192";
     int rounds = 20;
     uint64_t turn_mb = 100000, buf_mb = 4096, pool_mb = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) {
-            fprintf(stderr, "usage: shm_bench [--sim CHIP] [--out FILE] [--only chain,turns,rate] [--chain-n N] "
+            fprintf(stderr, "usage: shm_bench [--sim CHIP] [--out FILE] [--only chain,turns,rate] [--chain-n N,...] "
                             "[--rounds R] [--turn-mb M] [--buf-mb B] [--pool-mb P] [--rate-mb a,b,...]\n");
             return 2;
         }
@@ -582,7 +583,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--only"))
             only = v;
         else if (!strcmp(a, "--chain-n"))
-            chain_n = (uint32_t)arg_u64(v);
+            chain_list = v;
         else if (!strcmp(a, "--rounds"))
             rounds = (int)arg_u64(v);
         else if (!strcmp(a, "--turn-mb"))
@@ -599,8 +600,19 @@ int main(int argc, char **argv)
         }
         i++;
     }
-    if (!chain_n || chain_n % 512 || rounds < 1) {
-        fprintf(stderr, "shm_bench: --chain-n must be a positive multiple of 512, --rounds >= 1\n");
+    uint32_t chain_n[8];
+    int n_chain = 0;
+    {
+        char *list = strdup(chain_list), *save = NULL;
+        for (char *tok = strtok_r(list, ",", &save); tok && n_chain < 8; tok = strtok_r(NULL, ",", &save))
+            chain_n[n_chain++] = (uint32_t)arg_u64(tok);
+        free(list);
+    }
+    for (int i = 0; i < n_chain; i++)
+        if (!chain_n[i] || chain_n[i] % 512 || chain_n[i] > 32768)
+            rounds = 0;
+    if (!n_chain || rounds < 1) {
+        fprintf(stderr, "shm_bench: --chain-n takes multiples of 512 up to 32768, --rounds >= 1\n");
         return 2;
     }
     int exact = 1;
@@ -608,20 +620,24 @@ int main(int argc, char **argv)
     char cmd[1024];
     gos_command_line(cmd, sizeof cmd, NULL, argc, argv);
     json_object_set_new(root, "schema", json_string("gpuos.shm-bench/1"));
-    if (strstr(only, "chain")) { /* first: no device open in this process before the fork */
-        double t_shm = chain(1, chain_n, rounds), t_host = chain(0, chain_n, rounds);
-        int ok = t_shm > 0 && t_host > 0;
-        exact &= ok;
-        uint64_t bytes = (uint64_t)chain_n * chain_n * 4;
-        printf("chain: %d rounds of %llu MB across two processes: shm %.3f s, host %.3f s, speedup %.2fx "
-               "(makespan -%.1f %%), %s\n",
-               rounds, (unsigned long long)(bytes / MB), t_shm, t_host, ok ? t_host / t_shm : 0,
-               ok ? 100 * (1 - t_shm / t_host) : 0, ok ? "byte-exact" : "MISMATCH");
-        json_object_set_new(root, "chain",
-                            GOS_JSON_OBJ(GOS_JI("bytes", bytes), GOS_JI("rounds", rounds), GOS_JR("shm_s", t_shm),
-                                         GOS_JR("host_s", t_host), GOS_JR("speedup", ok ? t_host / t_shm : 0),
-                                         GOS_JR("makespan_reduction_pct", ok ? 100 * (1 - t_shm / t_host) : 0),
-                                         GOS_JB("byte_exact", ok)));
+    if (strstr(only, "chain")) { /* first: no device open in this process before the forks */
+        json_t *arr = json_array();
+        for (int i = 0; i < n_chain; i++) {
+            double t_shm = chain(1, chain_n[i], rounds), t_host = chain(0, chain_n[i], rounds);
+            int ok = t_shm > 0 && t_host > 0;
+            exact &= ok;
+            uint64_t bytes = (uint64_t)chain_n[i] * chain_n[i] * 4;
+            printf("chain: %d rounds of %4llu MB across two processes: shm %8.2f ms, host %8.2f ms, speedup %.2fx "
+                   "(makespan -%.1f %%), %s\n",
+                   rounds, (unsigned long long)(bytes / MB), t_shm * 1e3, t_host * 1e3, ok ? t_host / t_shm : 0,
+                   ok ? 100 * (1 - t_shm / t_host) : 0, ok ? "byte-exact" : "MISMATCH");
+            json_array_append_new(arr, GOS_JSON_OBJ(GOS_JI("bytes", bytes), GOS_JI("rounds", rounds),
+                                                    GOS_JR("shm_s", t_shm), GOS_JR("host_s", t_host),
+                                                    GOS_JR("speedup", ok ? t_host / t_shm : 0),
+                                                    GOS_JR("makespan_reduction_pct", ok ? 100 * (1 - t_shm / t_host) : 0),
+                                                    GOS_JB("byte_exact", ok)));
+        }
+        json_object_set_new(root, "chain", arr);
     }
     gos_device *d = open_dev();
     json_object_set_new(root, "device",

@@ -15,7 +15,7 @@ set -eu
 BUILD=${BUILD:-build}
 B=$BUILD/bench/shm_bench
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-"$B" --sim default --chain-n 512 --rounds 4 --turn-mb 64 --buf-mb 4 --pool-mb 96 --rate-mb 2,8 \
+"$B" --sim default --chain-n 512,1024 --rounds 4 --turn-mb 64 --buf-mb 4 --pool-mb 96 --rate-mb 2,8 \
     --out "$tmp/shm.json" > "$tmp/log"
 grep -q "all checks byte-exact" "$tmp/log"
 /usr/bin/python3 - "$tmp/shm.json" <<'PY'
@@ -24,7 +24,8 @@ r = json.load(open(sys.argv[1]))
 assert r["schema"] == "gpuos.shm-bench/1" and r["byte_exact"] is True
 assert r["provenance"]["date"] and r["device"]["uuid"].startswith("SIM")
 c = r["chain"]
-assert c["byte_exact"] and c["shm_s"] > 0 and c["host_s"] > 0
+assert [x["bytes"] for x in c] == [1 << 20, 4 << 20]
+assert all(x["byte_exact"] and x["shm_s"] > 0 and x["host_s"] > 0 for x in c)
 t = r["turns"]
 MB = 1 << 20
 assert t["bytes_per_vgpu"] == 64 * MB and t["pool_bytes"] == 96 * MB
@@ -48,5 +49,5 @@ PY
 if "$B" --sim default --bogus 1 2> "$tmp/err"; then exit 1; fi
 grep -q "unknown option --bogus" "$tmp/err"
 if "$B" --sim default --chain-n 100 2> "$tmp/err"; then exit 1; fi
-grep -q "multiple of 512" "$tmp/err"
+grep -q "multiples of 512" "$tmp/err"
 echo ok
