@@ -46,6 +46,9 @@ static double fair_seconds = 4.0;
 static long band_wait_us = -1; /* -1: the daemon's default (500 us, Gdev) */
 static int band_charge_hold = -1; /* -1: the daemon's default */
 static const char *fair_policies = "fifo,credit,band", *fair_counts = "2,4,8";
+/* isolation modes measured (issue 9): every section runs once per mode; the
+ * first mode's tables are also the top-level ones (older readers). */
+static const char *iso_modes = "process,none", *iso_mode = NULL;
 static char tmpdir[256], sockpath[300];
 static gos_device *dev;
 static void *stream;
@@ -93,6 +96,8 @@ static void daemon_start(const char *policy, const char *queue, int n_vgpus, con
     fprintf(f, "socket = %s\nsocket_mode = 0600\n[device 0]\npolicy = %s\nqueue = %s\n", sockpath, policy, queue);
     if (sim_chip)
         fprintf(f, "sim = %s\n", sim_chip);
+    if (iso_mode)
+        fprintf(f, "isolation = %s\n", iso_mode);
     if (band_wait_us >= 0)
         fprintf(f, "band_wait_us = %ld\n", band_wait_us);
     if (band_charge_hold >= 0)
@@ -546,6 +551,71 @@ static json_t *standalone(void)
     return list;
 }
 
+/* ---- switching between two busy clients (issue 9) ----------------------- */
+
+/* Child: busy compute, 8 kernels of ns per synchronise, until `until`. */
+static void child_busy(const char *vgpu, uint64_t ns, double start, double until, int fd)
+{
+    gpuos_vgpu *g = vopen(vgpu);
+    gpuos_function f = gfn(g, "sleep_ns");
+    while (now() < start)
+        usleep(1000);
+    gpuos_launch_config c = {{(unsigned)dev->info.sm_count, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, 0};
+    long k = 0;
+    while (now() < until) {
+        for (int i = 0; i < 8; i++, k++)
+            if (gpuos_launch(g, f, &c, &ns, 8))
+                _exit(2);
+        if (gpuos_synchronize(g))
+            _exit(2);
+    }
+    gpuos_close(g);
+    dprintf(fd, "%ld\n", k);
+    _exit(0);
+}
+
+static long busy_run(int n, uint64_t ns, double secs)
+{
+    double start = now() + 0.3, until = start + secs;
+    pid_t kids[2];
+    int pfd[2];
+    if (pipe(pfd))
+        DIE("pipe");
+    for (int i = 0; i < n; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "v%d", i);
+        if ((kids[i] = fork()) == 0)
+            child_busy(name, ns, start, until, pfd[1]);
+    }
+    close(pfd[1]);
+    for (int i = 0; i < n; i++)
+        waitpid(kids[i], NULL, 0);
+    long tot = 0, k;
+    FILE *f = fdopen(pfd[0], "r");
+    while (f && fscanf(f, "%ld", &k) == 1)
+        tot += k;
+    if (f)
+        fclose(f);
+    return tot;
+}
+
+/* Kernels of 1 ms: one busy client alone, then two busy clients of two vGPUs
+ * (two executors under isolation = process: the GPU switches between their
+ * contexts); the throughput lost to switching is 1 - two / one. */
+static json_t *switching(void)
+{
+    uint64_t ns = 1000000;
+    double secs = quick ? 1.5 : 3.0;
+    daemon_start("band", "mrq", 2, "10%");
+    long one = busy_run(1, ns, secs), two = busy_run(2, ns, secs);
+    daemon_stop();
+    double ideal = secs * 1e9 / (double)ns, loss = one > 0 ? 1.0 - (double)two / (double)one : 0;
+    fprintf(stderr, "switch (%s): 1 ms kernels in %.1f s: one client %ld, two clients %ld (ideal %.0f): lost %.1f %%\n",
+            iso_mode ? iso_mode : "-", secs, one, two, ideal, 100 * loss);
+    return json_pack("{s:I, s:f, s:I, s:I, s:f, s:f}", "kernel_ns", (json_int_t)ns, "seconds", secs, "one_client",
+                     (json_int_t)one, "two_clients", (json_int_t)two, "ideal", ideal, "lost_fraction", loss);
+}
+
 /* ---- fairness and queues (child processes) ------------------------------ */
 
 /* Child: bursty compute (launch one kernel of ns, synchronise, repeat) until
@@ -778,6 +848,8 @@ int main(int argc, char **argv)
             fair_policies = argv[++i];
         else if (!strcmp(argv[i], "--vgpus") && i + 1 < argc)
             fair_counts = argv[++i];
+        else if (!strcmp(argv[i], "--isolation") && i + 1 < argc)
+            iso_modes = argv[++i];
         else if (!strcmp(argv[i], "--quick"))
             quick = 1;
         else {
@@ -819,9 +891,23 @@ int main(int argc, char **argv)
         out = path;
     }
     /* The file is rewritten after every section: a run cut short keeps what it measured. */
+    json_t *modes = json_object();
+    json_object_set_new(root, "isolation_modes", modes);
+    char modes_buf[64];
+    snprintf(modes_buf, sizeof modes_buf, "%s", iso_modes);
+    int first_mode = 1;
+    for (char *save = NULL, *m = strtok_r(modes_buf, ",", &save); m; m = strtok_r(NULL, ",", &save), first_mode = 0) {
+    iso_mode = m;
+    json_t *mobj = json_object();
+    json_object_set_new(modes, m, mobj);
+    fprintf(stderr, "vgpu_bench: isolation = %s\n", m);
 #define SECTION(name, key, fn)                                                                   \
     if (want(only, name)) {                                                                      \
-        json_object_set_new(root, key, fn());                                                    \
+        json_t *sec_ = fn();                                                                     \
+        json_object_set(mobj, key, sec_);                                                        \
+        if (first_mode)                                                                          \
+            json_object_set(root, key, sec_);                                                    \
+        json_decref(sec_);                                                                       \
         json_object_set_new(root, "defaults",                                                    \
                             json_pack("{s:I, s:i, s:I, s:I}", "chunk", (json_int_t)best_chunk,   \
                                       "depth", best_depth, "small_htod", (json_int_t)best_small[0], \
@@ -836,6 +922,8 @@ int main(int argc, char **argv)
     SECTION("fairness", "fairness", fairness)
     SECTION("queues", "queues", queues)
     SECTION("standalone", "standalone", standalone)
+    SECTION("switch", "switch", switching)
+    }
     fprintf(stderr, "vgpu_bench: wrote %s\n", out);
     json_decref(root);
     gos_exec_stream_destroy(dev, stream);

@@ -69,3 +69,23 @@ extern "C" __global__ void fill(unsigned long long p, unsigned value, unsigned p
          i += (unsigned long long)gridDim.x * blockDim.x)
         P[i] = value;
 }
+
+// Reads the unmapped address 0x10: CUDA_ERROR_ILLEGAL_ADDRESS, sticky for the
+// context (the fault-containment tests of issue 9; the simulated "fault").
+extern "C" __global__ void fault()
+{
+    volatile unsigned *p = (volatile unsigned *)0x10;
+    if (threadIdx.x == 0 && blockIdx.x == 0)
+        p[0] = p[0] + 1;
+}
+
+// Copies count words src -> dst by raw address, unchecked: what a tenant's own
+// kernel can do (the isolation probes of issue 9).
+extern "C" __global__ void xcopy(unsigned long long dst, unsigned long long src, unsigned long long count)
+{
+    unsigned *D = (unsigned *)dst;
+    const unsigned *S = (const unsigned *)src;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < count;
+         i += (unsigned long long)gridDim.x * blockDim.x)
+        D[i] = S[i];
+}

@@ -18,6 +18,15 @@
  *   fill VGPU MODULE        built-in "fill" with cluster dims (exec on a GPU), verified
  *   prio VGPU PRIO NS COUNT COUNT kernels of NS at priority PRIO; prints elapsed ms
  *   ptx VGPU                a module from PTX text bytes, launched and verified (GPU only)
+ *   owner VGPU WORDS SECS FILE  isolation victim (issue 9): a buffer of WORDS words with
+ *                           a known pattern, its address written to FILE; for SECS
+ *                           copies and launches run and are verified byte-exact; at
+ *                           the end the buffer must still hold the pattern
+ *   xread VGPU ADDR WORDS   raw kernel xcopy(own <- ADDR): prints "xread rc=R match=M"
+ *                           (M: words equal to the owner's pattern) and the error
+ *   xwrite VGPU ADDR WORDS  raw kernel xcopy(ADDR <- own words 0xBAD0BAD0)
+ *   fault VGPU              built-in kernel fault; then the same session must refuse
+ *                           work with GPUOS_EDEVICE, and a new session must work
  * The socket comes from $GPUOS_SOCKET. */
 #include "gpuos/gpuos.h"
 #include "proto/proto.h"
@@ -488,6 +497,122 @@ static int cmd_fill(const char *name, const char *mod)
     return 0;
 }
 
+#define OWNER_WORD(i) (0x5A000000u ^ (uint32_t)(i) * 2654435761u)
+
+static gpuos_function builtin_fn(gpuos_vgpu *g, const char *name)
+{
+    gpuos_module m;
+    gpuos_function f;
+    CHECK(!gpuos_module_load_builtin(g, "builtin", &m), "builtin module");
+    CHECK(!gpuos_module_function(g, m, name, &f), "kernel %s", name);
+    return f;
+}
+
+static int cmd_owner(const char *name, size_t words, double secs, const char *file)
+{
+    gpuos_vgpu *g = open_or_die(name);
+    gpuos_function fill = builtin_fn(g, "fill");
+    uint32_t *pat = malloc(words * 4), *back = malloc(words * 4);
+    CHECK(pat && back, "host memory");
+    for (size_t i = 0; i < words; i++)
+        pat[i] = OWNER_WORD(i);
+    gpuos_dptr d, d2, d3;
+    CHECK(!gpuos_mem_alloc(g, words * 4, &d) && !gpuos_mem_alloc(g, words * 4, &d2) &&
+              !gpuos_mem_alloc(g, words * 4, &d3), "alloc");
+    CHECK(!gpuos_memcpy_htod(g, d, pat, words * 4), "htod");
+    FILE *f = fopen(file, "w");
+    CHECK(f, "open %s", file);
+    fprintf(f, "0x%llx\n", (unsigned long long)d);
+    fclose(f);
+    double end = now_s() + secs;
+    long rounds = 0;
+    while (now_s() < end) {
+        /* copies (async, then sync) and a launch in flight, each verified */
+        for (size_t i = 0; i < words; i++)
+            back[i] = (uint32_t)(i * 7 + (size_t)rounds);
+        CHECK(!gpuos_memcpy_htod_async(g, d2, back, words * 4), "htod async");
+        struct {
+            uint64_t p;
+            uint32_t v, pad;
+            uint64_t count;
+        } prm = {d3, 0x600D0000u + (uint32_t)rounds, 0, words};
+        gpuos_launch_config c = {{8, 1, 1}, {256, 1, 1}, {0, 0, 0}, 0, 0};
+        CHECK(!gpuos_launch(g, fill, &c, &prm, sizeof prm), "launch");
+        CHECK(!gpuos_synchronize(g), "sync (round %ld)", rounds);
+        memset(back, 0, words * 4);
+        CHECK(!gpuos_memcpy_dtoh(g, back, d2, words * 4), "dtoh");
+        for (size_t i = 0; i < words; i++)
+            CHECK(back[i] == (uint32_t)(i * 7 + (size_t)rounds), "copy round %ld word %zu wrong", rounds, i);
+        CHECK(!gpuos_memcpy_dtoh(g, back, d3, words * 4), "dtoh");
+        for (size_t i = 0; i < words; i++)
+            CHECK(back[i] == 0x600D0000u + (uint32_t)rounds, "launch round %ld word %zu wrong", rounds, i);
+        rounds++;
+    }
+    CHECK(!gpuos_memcpy_dtoh(g, back, d, words * 4), "dtoh");
+    size_t bad = 0;
+    for (size_t i = 0; i < words; i++)
+        bad += back[i] != pat[i];
+    printf("owner rounds=%ld corrupted=%zu\n", rounds, bad);
+    gpuos_close(g);
+    return bad ? 1 : 0;
+}
+
+static int cmd_xcopy(const char *name, uint64_t addr, size_t words, int write)
+{
+    gpuos_vgpu *g = open_or_die(name);
+    gpuos_function xc = builtin_fn(g, "xcopy");
+    gpuos_dptr own;
+    CHECK(!gpuos_mem_alloc(g, words * 4, &own), "alloc");
+    uint32_t *buf = malloc(words * 4);
+    CHECK(buf, "host memory");
+    for (size_t i = 0; i < words; i++)
+        buf[i] = write ? 0xBAD0BAD0u : 0;
+    CHECK(!gpuos_memcpy_htod(g, own, buf, words * 4), "htod");
+    uint64_t prm[3] = {write ? addr : own, write ? own : addr, words};
+    gpuos_launch_config c = {{8, 1, 1}, {256, 1, 1}, {0, 0, 0}, 0, 0};
+    int rc = gpuos_launch(g, xc, &c, prm, sizeof prm);
+    if (!rc)
+        rc = gpuos_synchronize(g);
+    char err[256];
+    snprintf(err, sizeof err, "%s", rc ? gpuos_error() : "");
+    size_t match = 0;
+    if (!rc && !write) {
+        CHECK(!gpuos_memcpy_dtoh(g, buf, own, words * 4), "dtoh");
+        for (size_t i = 0; i < words; i++)
+            match += buf[i] == OWNER_WORD(i);
+    }
+    printf("%s rc=%d match=%zu own=0x%llx error=%s\n", write ? "xwrite" : "xread", rc, match,
+           (unsigned long long)own, err);
+    gpuos_close(g);
+    return 0;
+}
+
+static int cmd_fault(const char *name)
+{
+    gpuos_vgpu *g = open_or_die(name);
+    gpuos_function f = builtin_fn(g, "fault");
+    gpuos_launch_config c = {{1, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, 0};
+    int rc = gpuos_launch(g, f, &c, NULL, 0);
+    if (!rc)
+        rc = gpuos_synchronize(g);
+    printf("fault rc=%d error=%s\n", rc, rc ? gpuos_error() : "");
+    gpuos_dptr d;
+    int rc2 = gpuos_mem_alloc(g, 4096, &d);
+    printf("after rc=%d error=%s\n", rc2, rc2 ? gpuos_error() : "");
+    gpuos_close(g);
+    /* reconnect: a new session, a new executor */
+    g = open_or_die(name);
+    uint32_t in[1024], out[1024];
+    for (int i = 0; i < 1024; i++)
+        in[i] = (uint32_t)i * 3u + 1u;
+    CHECK(!gpuos_mem_alloc(g, sizeof in, &d), "alloc after reconnect");
+    CHECK(!gpuos_memcpy_htod(g, d, in, sizeof in) && !gpuos_memcpy_dtoh(g, out, d, sizeof out), "copies");
+    CHECK(!memcmp(in, out, sizeof in), "round trip after reconnect");
+    printf("reconnected ok\n");
+    gpuos_close(g);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -511,6 +636,12 @@ int main(int argc, char **argv)
         return cmd_hostile();
     if (!strcmp(c, "version"))
         return cmd_version();
+    if (!strcmp(c, "owner") && argc == 6)
+        return cmd_owner(argv[2], strtoull(argv[3], NULL, 0), atof(argv[4]), argv[5]);
+    if ((!strcmp(c, "xread") || !strcmp(c, "xwrite")) && argc == 5)
+        return cmd_xcopy(argv[2], strtoull(argv[3], NULL, 0), strtoull(argv[4], NULL, 0), c[1] == 'w');
+    if (!strcmp(c, "fault") && argc == 3)
+        return cmd_fault(argv[2]);
     if (!strcmp(c, "info") && argc == 3)
         return cmd_info(argv[2]);
     if (!strcmp(c, "ptx") && argc == 3)

@@ -142,6 +142,8 @@ typedef struct {
     char policy[16], queue[8];
     double compute_held, copy_held;   /* BAND: engine held idle for it, fraction of the last period */
     uint64_t compute_held_ns, copy_held_ns; /* cumulative */
+    uint64_t faults;      /* executors of its clients lost to a device fault or a kill */
+    char isolation[16];   /* "process" or "none" */
 } gpuos_vgpu_facts;
 
 int gpuos_device_info(gpuos_vgpu *g, gpuos_device_facts *out);

@@ -40,6 +40,8 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
+    if (!strcmp(argv[1], "executor")) /* hidden: the daemon's executor processes */
+        return cmd_executor(argc - 1, argv + 1);
     const struct cmd_entry *hit = NULL;
     size_t len = strlen(argv[1]);
     for (int i = 0; i < N_COMMANDS; i++) {

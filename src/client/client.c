@@ -936,6 +936,8 @@ static void facts_from(gpuos_vgpu_facts *o, const struct gos_vgpu_rec *r)
     o->compute_held = r->compute_held;
     o->copy_held = r->copy_held;
     o->compute_held_ns = r->compute_held_ns;
+    o->faults = r->faults;
+    snprintf(o->isolation, sizeof o->isolation, "%s", r->isolation);
     o->copy_held_ns = r->copy_held_ns;
 }
 

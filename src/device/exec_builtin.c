@@ -8,7 +8,7 @@
 
 int gos_exec_builtin_known(const char *kernel)
 {
-    static const char *const names[] = {"empty", "sleep_ns", "loop", "madd", "mmul", "fill"};
+    static const char *const names[] = {"empty", "sleep_ns", "loop", "madd", "mmul", "fill", "fault", "xcopy"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!strcmp(kernel, names[i]))
             return 1;
@@ -18,8 +18,16 @@ int gos_exec_builtin_known(const char *kernel)
 int gos_exec_builtin_ranges(const char *kernel, const struct gos_launch_cfg *c, struct gos_dev_range *r, int *n)
 {
     *n = 0;
-    if (!strcmp(kernel, "empty"))
+    if (!strcmp(kernel, "empty") || !strcmp(kernel, "fault"))
+        return GOS_OK; /* fault touches no argument: it reads address 0x10 */
+    if (!strcmp(kernel, "xcopy")) {
+        /* A raw kernel, as a tenant's own PTX: its addresses are not checked
+         * here; only the device's MMU (an executor's own address space under
+         * isolation = process) stands between it and other tenants. */
+        if (c->param_bytes < 24)
+            return gos_fail(GOS_EINVAL, "xcopy takes (uint64 dst, uint64 src, uint64 count)");
         return GOS_OK;
+    }
     if (!strcmp(kernel, "sleep_ns") || !strcmp(kernel, "loop")) {
         if (c->param_bytes < 8)
             return gos_fail(GOS_EINVAL, "%s takes a uint64", kernel);

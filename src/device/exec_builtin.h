@@ -17,7 +17,9 @@
  *   madd, mmul (uint64 a, b, c, uint32 n)        a, b, c: n x n floats each; mmul
  *                                                needs grid (n/16, n/16, 1) and
  *                                                block (16, 16, 1), n % 16 == 0
- *   fill (uint64 p, uint32 v, uint32 pad, uint64 count)  p: count words */
+ *   fill (uint64 p, uint32 v, uint32 pad, uint64 count)  p: count words
+ *   fault ()                                     no range (reads address 0x10)
+ *   xcopy (uint64 dst, src, count)               no range checked: a raw kernel */
 int gos_exec_builtin_ranges(const char *kernel, const struct gos_launch_cfg *c, struct gos_dev_range *r, int *n);
 
 /* Whether `kernel` names a kernel of the built-in module. */

@@ -20,6 +20,13 @@
  *                                                 are device memory (mmul: no data)
  *   fill (uint64 dptr, uint32 value, uint32 pad, uint64 count)  writes count u32
  *   empty ()                                      the launch overhead only
+ *   xcopy (uint64 dst, uint64 src, uint64 count)  count words src -> dst, no range
+ *                                                 check by the daemon (a tenant's own
+ *                                                 raw kernel); outside this device's
+ *                                                 allocations it faults like fault
+ *   fault ()                                      an illegal address (the GPU kernel
+ *                                                 reads 0x10): like CUDA's sticky error,
+ *                                                 every later call of this device fails
  * A module image "SIMMOD\n" followed by lines "alias=builtin" loads too, so the
  * byte-image path is exercised. Model parameters come from the chip's
  * sim.exec object: htod_gbps, dtoh_gbps, dtod_gbps, copy_latency_us, launch_us,
@@ -58,7 +65,7 @@ struct sim_event {
     int recorded;
 };
 
-enum { K_SLEEP, K_LOOP, K_MADD, K_MMUL, K_FILL, K_EMPTY };
+enum { K_SLEEP, K_LOOP, K_MADD, K_MMUL, K_FILL, K_EMPTY, K_FAULT, K_XCOPY };
 struct sim_fn {
     char name[64];
     int kind;
@@ -78,7 +85,16 @@ struct sim_exec {
     struct sim_alloc *allocs;
     int n_allocs, cap_allocs;
     int abandoned; /* atomic: shutdown gave up on running work (se_abandon) */
+    int faulted;   /* atomic: the fault kernel ran; the context is dead (sticky) */
 };
+
+#define SIM_FAULT_MSG "CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered (simulated: kernel fault)"
+/* Like a CUDA context after a fault: every later call fails with the same error. */
+#define FAULT_CHECK(s)                                                                                          \
+    do {                                                                                                       \
+        if (__atomic_load_n(&(s)->faulted, __ATOMIC_ACQUIRE))                                                  \
+            return gos_fail(GOS_EDEVICE, SIM_FAULT_MSG);                                                       \
+    } while (0)
 
 static uint64_t now_ns(void)
 {
@@ -186,6 +202,7 @@ static int se_init(gos_device *d)
 static int se_mem_alloc(gos_device *d, uint64_t bytes, uint64_t *dptr)
 {
     struct sim_exec *s = S(d);
+    FAULT_CHECK(s);
     int rc = GOS_OK;
     pthread_mutex_lock(&s->lock);
     if (bytes == 0 || bytes > s->mem_total - s->mem_used) {
@@ -286,6 +303,7 @@ static uint64_t enqueue(struct sim_exec *s, struct sim_stream *st, int e, double
 static int se_stream_sync(gos_device *d, void *stream)
 {
     struct sim_exec *s = S(d);
+    FAULT_CHECK(s);
     pthread_mutex_lock(&s->lock);
     uint64_t t = stream ? ((struct sim_stream *)stream)->tail : 0;
     if (!stream)
@@ -320,6 +338,7 @@ static int check_dev(gos_device *d, struct sim_exec *s, uint64_t p, uint64_t n, 
 static int copy(gos_device *d, void *dst, const void *src, size_t n, int e, void *stream, int sync)
 {
     struct sim_exec *s = S(d);
+    FAULT_CHECK(s);
     int rc = e == ENG_HTOD ? check_dev(d, s, (uint64_t)(uintptr_t)dst, n, "copy to the device")
                            : check_dev(d, s, (uint64_t)(uintptr_t)src, n, "copy from the device");
     if (rc)
@@ -342,6 +361,7 @@ static int se_dtoh(gos_device *d, void *dst, uint64_t src, size_t n, void *st)
 static int se_dtod(gos_device *d, uint64_t dst, uint64_t src, size_t n, void *st)
 {
     struct sim_exec *s = S(d);
+    FAULT_CHECK(s);
     int rc;
     if ((rc = check_dev(d, s, dst, n, "device copy destination")) || (rc = check_dev(d, s, src, n, "device copy source")))
         return rc;
@@ -364,7 +384,8 @@ static const struct {
     const char *name;
     int kind;
 } builtins[] = {{"sleep_ns", K_SLEEP}, {"loop", K_LOOP}, {"madd", K_MADD},
-                {"mmul", K_MMUL},      {"fill", K_FILL}, {"empty", K_EMPTY}};
+                {"mmul", K_MMUL},      {"fill", K_FILL}, {"empty", K_EMPTY},
+                {"fault", K_FAULT}, {"xcopy", K_XCOPY}};
 #define N_BUILTINS (int)(sizeof builtins / sizeof builtins[0])
 
 static int builtin_kind(const char *name)
@@ -450,6 +471,29 @@ static int se_launch(gos_device *d, void *fn, const struct gos_launch_cfg *c, vo
     struct sim_exec *s = S(d);
     const struct sim_fn *f = fn;
     double dur = s->launch_ns;
+    FAULT_CHECK(s);
+    if (f->kind == K_FAULT) { /* asynchronous, as on the GPU: the next sync reports it */
+        __atomic_store_n(&s->faulted, 1, __ATOMIC_RELEASE);
+        return GOS_OK;
+    }
+    if (f->kind == K_XCOPY) {
+        uint64_t dst, src, count;
+        if (c->param_bytes < 24)
+            return gos_fail(GOS_EINVAL, "xcopy takes (uint64 dst, uint64 src, uint64 count)");
+        memcpy(&dst, c->params, 8);
+        memcpy(&src, (const char *)c->params + 8, 8);
+        memcpy(&count, (const char *)c->params + 16, 8);
+        /* This device's MMU: anything outside its own allocations faults. */
+        pthread_mutex_lock(&s->lock);
+        int ok = count <= UINT64_MAX / 4 && inside(d, s, dst, count * 4) && inside(d, s, src, count * 4);
+        pthread_mutex_unlock(&s->lock);
+        if (!ok) {
+            __atomic_store_n(&s->faulted, 1, __ATOMIC_RELEASE);
+            return GOS_OK;
+        }
+        memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, count * 4);
+        dur += (double)count * 8 / 2000.0;
+    }
     if (f->kind == K_SLEEP || f->kind == K_LOOP || f->kind == K_MADD || f->kind == K_MMUL) {
         /* The GPU kernels' parameters (kernels/exec.cu); the work they describe
          * becomes a modelled duration. */
@@ -554,6 +598,7 @@ static int se_event_record(gos_device *d, void *ev, void *stream)
     struct sim_exec *s = S(d);
     struct sim_event *e = ev;
     uint64_t t = now_ns();
+    FAULT_CHECK(s);
     pthread_mutex_lock(&s->lock);
     if (stream && ((struct sim_stream *)stream)->tail > t)
         t = ((struct sim_stream *)stream)->tail;
@@ -564,6 +609,7 @@ static int se_event_record(gos_device *d, void *ev, void *stream)
 }
 static int se_event_sync(gos_device *d, void *ev)
 {
+    FAULT_CHECK(S(d));
     return sleep_until(&S(d)->abandoned, ((struct sim_event *)ev)->t);
 }
 static int se_event_elapsed(gos_device *d, void *a, void *b, uint64_t *ns)

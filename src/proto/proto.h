@@ -182,6 +182,8 @@ struct gos_vgpu_rec {
     double compute_held;    /* BAND: engine held idle for this vGPU, fraction of the last period */
     double copy_held;
     uint64_t compute_held_ns, copy_held_ns; /* cumulative */
+    uint64_t faults;        /* executors lost to a device fault or a kill (issue 9) */
+    char isolation[16];     /* process | none */
 };
 struct gos_rep_admin_list {
     uint32_t n;

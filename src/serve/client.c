@@ -11,6 +11,7 @@
 #include "serve/serve.h"
 
 #include "common/range.h"
+#include "device/exec_builtin.h"
 #include "common/status.h"
 #include "proto/wire.h"
 
@@ -97,6 +98,21 @@ static int do_hello(struct srv_client *c, const struct gos_msg_hello *m, struct 
             if (s->vgpus[v].clients >= s->cfg.max_clients_per_vgpu)
                 return gos_fail(GOS_ELIMIT, "vGPU %s has its maximum of %d clients (max_clients_per_vgpu)",
                                 m->vgpu, s->cfg.max_clients_per_vgpu);
+            struct srv_dev *d = &s->devs[s->vgpus[v].cfg.device];
+            if (d->isolation == GOS_ISOLATION_PROCESS) {
+                /* The client's own executor process (issue 9); the daemon's lock is
+                 * not held while it starts (it opens the device). */
+                s->vgpus[v].clients++; /* reserved */
+                pthread_mutex_unlock(&s->lock);
+                int rc = srv_exec_spawn(d->sim[0] ? d->sim : NULL, d->ordinal, &c->x);
+                pthread_mutex_lock(&s->lock);
+                s->vgpus[v].clients--;
+                if (rc)
+                    return rc;
+                if (s->verbose)
+                    fprintf(stderr, "gpuos serve: client %u (pid %d) of vGPU %s: executor pid %d\n", c->id,
+                            (int)m->pid, m->vgpu, (int)c->x->pid);
+            }
             c->vgpu = v;
             c->pid = (pid_t)m->pid;
             s->vgpus[v].clients++;
@@ -133,7 +149,7 @@ static int do_alloc(struct srv_client *c, uint64_t bytes, uint64_t *dptr)
     }
     v->mem_used += bytes; /* reserved while the lock is dropped */
     pthread_mutex_unlock(&s->lock);
-    int rc = gos_exec_mem_alloc(d->dev, bytes, dptr);
+    int rc = c->x ? srv_exec_call(c->x, X_ALLOC, &bytes, 8, -1, dptr, 8) : gos_exec_mem_alloc(d->dev, bytes, dptr);
     pthread_mutex_lock(&s->lock);
     if (rc) {
         v->mem_used -= bytes;
@@ -153,7 +169,7 @@ static int do_free(struct srv_client *c, uint64_t dptr)
             if (rc)
                 return rc;
             uint64_t bytes = c->allocs[i].bytes;
-            rc = gos_exec_mem_free(d->dev, dptr);
+            rc = c->x ? srv_exec_call(c->x, X_FREE, &dptr, 8, -1, NULL, 0) : gos_exec_mem_free(d->dev, dptr);
             s->vgpus[c->vgpu].mem_used -= bytes;
             c->allocs[i] = c->allocs[--c->n_allocs];
             return rc;
@@ -186,6 +202,14 @@ static int do_region_add(struct srv_client *c, uint64_t bytes, int fd, uint32_t 
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED)
         return gos_fail(GOS_ENOMEM, "mapping a region of %llu bytes: %s", (unsigned long long)bytes, strerror(errno));
+    if (c->x) { /* the executor maps (and pins) the same pages in its own process */
+        struct x_region xr = {.slot = (uint32_t)r, .bytes = bytes};
+        int rc = srv_exec_call(c->x, X_REGION_ADD, &xr, sizeof xr, fd, NULL, 0);
+        if (rc) {
+            munmap(p, bytes);
+            return rc;
+        }
+    }
     /* The mapping keeps the memory: the descriptor is not needed any more, and
      * a client must not hold 64 of the daemon's descriptors (max_clients). */
     close(fd);
@@ -195,8 +219,9 @@ static int do_region_add(struct srv_client *c, uint64_t bytes, int fd, uint32_t 
     g->fd = -1;
     g->ptr = p;
     g->bytes = bytes;
-    /* Pinned pages make the region the bounce buffer itself (zero-copy path). */
-    g->pinned = gos_exec_host_register(d->dev, p, bytes) == GOS_OK;
+    /* Pinned pages make the region the bounce buffer itself (zero-copy path);
+     * with an executor, its own registration is the one that counts. */
+    g->pinned = c->x ? 1 : gos_exec_host_register(d->dev, p, bytes) == GOS_OK;
     *id = (uint32_t)r;
     return GOS_OK;
 }
@@ -222,7 +247,7 @@ static void region_drop(struct srv_client *c, int r)
     g->deleted = 1;
     if (g->refs == 0) {
         struct srv_dev *d = dev_of(c);
-        if (g->pinned)
+        if (g->pinned && !c->x)
             gos_exec_host_unregister(d->dev, g->ptr);
         munmap(g->ptr, g->bytes);
         if (g->fd >= 0)
@@ -257,6 +282,7 @@ static int do_copy(struct srv_client *c, uint32_t seq, const struct gos_msg_copy
             return GOS_EINVAL;
         o.op = m->dir == GOS_COPY_HTOD ? OP_HTOD : OP_DTOH;
         o.host = (char *)g->ptr + m->offset;
+        o.host_off = m->offset;
         o.region = (int)m->region;
         o.sync_copy = o.direct && !g->pinned;
     }
@@ -285,7 +311,17 @@ static int do_module_load(struct srv_client *c, const struct gos_msg_module_load
     void *mod = NULL;
     c->modules[slot] = (void *)1; /* reserved */
     pthread_mutex_unlock(&s->lock);
-    int rc = gos_exec_module_load(d->dev, img, m->bytes, m->name[0] ? m->name : NULL, &mod);
+    int rc;
+    if (c->x) {
+        struct x_module xm = {.slot = (uint32_t)slot, .region = m->region, .offset = m->offset, .bytes = m->bytes};
+        snprintf(xm.name, sizeof xm.name, "%s", m->name);
+        rc = srv_exec_call(c->x, X_MODULE_LOAD, &xm, sizeof xm, -1, NULL, 0);
+        mod = (void *)(uintptr_t)(slot + 2); /* never NULL nor the reservation */
+        c->module_builtin[slot] = m->name[0] && (!strcmp(m->name, GOS_EXEC_BUILTIN) || !strcmp(m->name, "sim:builtin") ||
+                                                  !strcmp(m->name, "exec"));
+    } else {
+        rc = gos_exec_module_load(d->dev, img, m->bytes, m->name[0] ? m->name : NULL, &mod);
+    }
     pthread_mutex_lock(&s->lock);
     c->modules[slot] = rc ? NULL : mod;
     if (!rc)
@@ -311,9 +347,22 @@ static int do_func_get(struct srv_client *c, const struct gos_msg_func_get *m, u
     if (c->n_funcs == 256)
         return gos_fail(GOS_EBUSY, "more than 256 functions looked up");
     void *fn;
-    int rc = gos_exec_function(d->dev, c->modules[mi], m->name, &fn);
-    if (rc)
-        return rc;
+    c->fn_builtin[c->n_funcs][0] = 0;
+    if (c->x) {
+        struct x_function xf = {.module = (uint32_t)mi};
+        snprintf(xf.name, sizeof xf.name, "%s", m->name);
+        uint32_t idx = 0;
+        int rc = srv_exec_call(c->x, X_FUNCTION, &xf, sizeof xf, -1, &idx, 4);
+        if (rc)
+            return rc;
+        fn = (void *)(uintptr_t)idx;
+        if (c->module_builtin[mi] && strlen(m->name) < sizeof c->fn_builtin[0])
+            snprintf(c->fn_builtin[c->n_funcs], sizeof c->fn_builtin[0], "%s", m->name);
+    } else {
+        int rc = gos_exec_function(d->dev, c->modules[mi], m->name, &fn);
+        if (rc)
+            return rc;
+    }
     c->funcs[c->n_funcs++] = fn;
     *h = (uint64_t)c->n_funcs;
     return GOS_OK;
@@ -377,6 +426,23 @@ static int validate(struct srv_client *c, const struct gos_msg_hdr *h, const voi
     int rc = gos_proto_check_args(h, p);
     if (rc || c->vgpu < 0)
         return rc;
+    if (c->x && c->x->dead) {
+        srv_client_exec_check(c);
+        switch (h->type) {
+        case GOS_MSG_MEM_ALLOC:
+        case GOS_MSG_MEM_FREE:
+        case GOS_MSG_REGION_ADD:
+        case GOS_MSG_COPY:
+        case GOS_MSG_MODULE_LOAD:
+        case GOS_MSG_MODULE_UNLOAD:
+        case GOS_MSG_FUNC_GET:
+        case GOS_MSG_LAUNCH:
+            return gos_fail(GOS_EDEVICE, "vGPU %s: this client's executor is gone (%s); reconnect",
+                            s->vgpus[c->vgpu].cfg.name, c->x->why);
+        default:
+            break;
+        }
+    }
     switch (h->type) {
     case GOS_MSG_MEM_ALLOC:
         if (c->n_allocs >= s->cfg.max_allocations)
@@ -421,7 +487,15 @@ static int validate(struct srv_client *c, const struct gos_msg_hdr *h, const voi
         memcpy(cfg.cluster, m->cluster, sizeof m->cluster);
         struct gos_dev_range r[GOS_LAUNCH_RANGES_MAX];
         int n = 0;
-        if ((rc = gos_exec_launch_ranges(d->dev, c->funcs[m->func - 1], &cfg, r, &n)))
+        if (c->x) {
+            /* Built-ins by name; a client's own kernels reach only its own
+             * executor's address space (n = -1: not checked). */
+            const char *bn = c->fn_builtin[m->func - 1];
+            if (!bn[0])
+                n = -1;
+            else if ((rc = gos_exec_builtin_ranges(bn, &cfg, r, &n)))
+                return rc;
+        } else if ((rc = gos_exec_launch_ranges(d->dev, c->funcs[m->func - 1], &cfg, r, &n)))
             return rc;
         for (int i = 0; i < n; i++)
             if (r[i].bytes && !find_alloc(c, r[i].ptr, r[i].bytes))
@@ -515,7 +589,12 @@ static int handle(struct srv_client *c, const struct gos_msg_hdr *h, void *p, in
         } else {
             struct srv_dev *d = dev_of(c);
             if (!(rc = drain(c))) {
-                rc = gos_exec_module_unload(d->dev, c->modules[mi]);
+                if (c->x) {
+                    uint32_t slot = (uint32_t)mi;
+                    rc = srv_exec_call(c->x, X_MODULE_UNLOAD, &slot, 4, -1, NULL, 0);
+                } else {
+                    rc = gos_exec_module_unload(d->dev, c->modules[mi]);
+                }
                 c->modules[mi] = NULL;
                 for (int i = 0; i < c->n_funcs; i++)
                     c->funcs[i] = NULL; /* handles die with any unload: look them up again */
@@ -594,15 +673,19 @@ static void client_free(struct srv_client *c)
         struct srv_dev *d = dev_of(c);
         struct srv_vgpu *v = &s->vgpus[c->vgpu];
         for (int i = 0; i < c->n_allocs; i++) {
-            gos_exec_mem_free(d->dev, c->allocs[i].dptr);
+            if (!c->x)
+                gos_exec_mem_free(d->dev, c->allocs[i].dptr);
             v->mem_used -= c->allocs[i].bytes;
         }
         for (int i = 0; i < GOS_MAX_REGIONS; i++)
             if (c->regions[i].used)
                 region_drop(c, i);
         for (int i = 0; i < 16; i++)
-            if (c->modules[i] && c->modules[i] != (void *)1)
+            if (!c->x && c->modules[i] && c->modules[i] != (void *)1)
                 gos_exec_module_unload(d->dev, c->modules[i]);
+        /* The executor's exit releases its context, memory and modules at once. */
+        srv_exec_close(c->x);
+        c->x = NULL;
         v->clients--;
     }
     for (struct srv_client **pp = &s->clients; *pp; pp = &(*pp)->next)
@@ -618,6 +701,23 @@ static void client_free(struct srv_client *c)
     free(c->allocs);
     free(c);
     pthread_cond_broadcast(&s->idle);
+}
+
+void srv_client_exec_check(struct srv_client *c)
+{
+    if (!c->x || !c->x->dead || c->exec_lost || c->vgpu < 0)
+        return;
+    struct srv *s = c->srv;
+    struct srv_vgpu *v = &s->vgpus[c->vgpu];
+    c->exec_lost = 1;
+    v->faults++;
+    fprintf(stderr, "gpuos serve: vGPU %s: client %u (pid %d): executor pid %d lost: %s\n", v->cfg.name, c->id,
+            (int)c->pid, (int)c->x->pid, c->x->why);
+    /* Its memory went with its process: back to the vGPU's share now. */
+    for (int i = 0; i < c->n_allocs; i++)
+        v->mem_used -= c->allocs[i].bytes;
+    c->n_allocs = 0;
+    srv_exec_kill(c->x);
 }
 
 void srv_client_unref(struct srv_client *c)

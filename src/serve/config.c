@@ -347,6 +347,15 @@ int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_
                     goto out;
                 }
                 strcpy(d->policy, v);
+            } else if (!strcmp(k, "isolation")) {
+                if (!strcmp(v, "process"))
+                    d->isolation = GOS_ISOLATION_PROCESS;
+                else if (!strcmp(v, "none"))
+                    d->isolation = GOS_ISOLATION_NONE;
+                else {
+                    rc = BAD("isolation must be process or none");
+                    goto out;
+                }
             } else if (!strcmp(k, "queue")) {
                 if (strcmp(v, "mrq") && strcmp(v, "sdq")) {
                     rc = BAD("queue must be mrq or sdq");

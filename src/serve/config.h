@@ -30,6 +30,10 @@
  *   band_wait_us = 500
  *   band_charge_hold = 1         # 1: shares of engine time (GPU + BAND's holds),
  *                                # 0: shares of GPU time alone (Gdev's utilisation)
+ *   isolation = process          # process: each client's device work in an executor
+ *                                # process of its own (own address space, faults
+ *                                # contained); none: one context in the daemon for
+ *                                # trusted tenants (docs/readme-vgpu.md, issue 9)
  *
  *   [vgpu alice]
  *   device = 0                   # the [device] section's label
@@ -56,7 +60,10 @@ struct gos_serve_devcfg {
     uint64_t period_ns;
     uint64_t band_wait_ns;
     int band_charge_hold; /* 1: BAND charges held engine time to the vGPU it waits for */
+    int isolation; /* GOS_ISOLATION_* */
 };
+
+enum { GOS_ISOLATION_PROCESS, GOS_ISOLATION_NONE };
 
 struct gos_serve_vgpucfg {
     int line, mem_line; /* of the section and of its memory key (0: none), for messages */

@@ -143,7 +143,7 @@ static void region_unref(struct srv_client *c, int r)
     struct srv_region *g = &c->regions[r];
     if (--g->refs == 0 && g->deleted) {
         struct srv_dev *d = dev_of(c);
-        if (g->pinned)
+        if (g->pinned && !c->x)
             gos_exec_host_unregister(d->dev, g->ptr);
         munmap(g->ptr, g->bytes);
         if (g->fd >= 0)
@@ -205,6 +205,7 @@ static void task_finish(struct srv_task *t, int rc, const char *msg, uint64_t gp
         free(o->params);
         free(o->msg);
     }
+    srv_client_exec_check(c);
     if (!c->dead) {
         srv_client_release(c);
         answer_syncs(c);
@@ -243,6 +244,56 @@ static int run_op(struct srv_dev *d, struct srv_op *o, void *st)
     }
 }
 
+/* A task granted to the client's executor (isolation = process): its ops go in
+ * one message, run there back to back between two events, and come back with
+ * each op's result and the GPU time (lock not held). */
+static int issue_remote(struct srv_exec *x, int engine, struct srv_task *t, uint64_t *gpu_ns)
+{
+    size_t bytes = 0;
+    for (int i = 0; i < t->n_ops; i++)
+        bytes += sizeof(struct x_op) + t->ops[i].cfg.param_bytes;
+    unsigned char *buf = malloc(bytes ? bytes : 1);
+    int32_t *rcs = malloc(sizeof *rcs * (size_t)t->n_ops);
+    if (!buf || !rcs) {
+        free(buf);
+        free(rcs);
+        return gos_fail(GOS_ENOMEM, "daemon out of host memory");
+    }
+    size_t off = 0;
+    for (int i = 0; i < t->n_ops; i++) {
+        const struct srv_op *o = &t->ops[i];
+        struct x_op xo = {.op = o->op == OP_HTOD   ? XOP_HTOD
+                                : o->op == OP_DTOH ? XOP_DTOH
+                                : o->op == OP_DTOD ? XOP_DTOD
+                                                   : XOP_LAUNCH,
+                          .region = o->region < 0 ? 0 : (uint32_t)o->region,
+                          .offset = o->host_off,
+                          .dptr = o->dptr,
+                          .dptr2 = o->dptr2,
+                          .bytes = o->bytes,
+                          .fn = (uint32_t)(uintptr_t)o->fn,
+                          .smem = o->cfg.smem,
+                          .param_bytes = (uint32_t)o->cfg.param_bytes,
+                          .sync_copy = (uint32_t)o->sync_copy};
+        memcpy(xo.grid, o->cfg.grid, sizeof xo.grid);
+        memcpy(xo.block, o->cfg.block, sizeof xo.block);
+        memcpy(xo.cluster, o->cfg.cluster, sizeof xo.cluster);
+        memcpy(buf + off, &xo, sizeof xo);
+        off += sizeof xo;
+        if (o->cfg.param_bytes)
+            memcpy(buf + off, o->cfg.params, o->cfg.param_bytes);
+        off += o->cfg.param_bytes;
+    }
+    char msg[GOS_MSG_TEXT_MAX];
+    int rc = srv_exec_run(x, engine, buf, (uint32_t)bytes, (uint32_t)t->n_ops, rcs, msg, sizeof msg, gpu_ns);
+    for (int i = 0; !rc && i < t->n_ops; i++)
+        if ((t->ops[i].rc = rcs[i]))
+            t->ops[i].msg = strdup(msg);
+    free(buf);
+    free(rcs);
+    return rc;
+}
+
 /* Issues a task's ops on the engine's stream back to back between two events
  * (lock not held). *waiting = 1: the completion remains to be awaited (await);
  * else the task is over and *gpu_ns is its time. Each op keeps its own result;
@@ -253,6 +304,8 @@ static int issue(struct srv_dev *d, int engine, struct srv_task *t, uint64_t *gp
     *gpu_ns = 0;
     if (t->n_ops == 0)
         return GOS_OK;
+    if (t->c->x)
+        return issue_remote(t->c->x, engine, t, gpu_ns);
     struct srv_op *o0 = &t->ops[0];
     if (t->n_ops == 1 && o0->sync_copy) {
         /* A small copy from host memory the driver could not pin (paper 002,
@@ -392,7 +445,14 @@ static void run_here(struct srv_client *r, struct srv_dev *d, int e, struct srv_
 {
     struct srv *s = d->srv;
     int sh = expect_short(t), mine = t->c == r, aw = awaited(t);
-    if (!sh && t->n_ops == 1 && t->ops[0].sync_copy) {
+    /* A long task of an executor (its exchange blocks until the end): the
+     * dispatcher's, unless this reader's client waits for it and sends nothing
+     * else meanwhile. */
+    if (!sh && t->c->x && !(mine && aw && next_type(r->fd) < 0)) {
+        hand(d, e, t, 0);
+        return;
+    }
+    if (!sh && !t->c->x && t->n_ops == 1 && t->ops[0].sync_copy) {
         hand(d, e, t, 0); /* a long blocking copy: the dispatcher's */
         return;
     }

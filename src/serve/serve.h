@@ -24,6 +24,7 @@
 #include "proto/proto.h"
 #include "sched/sched.h"
 #include "serve/config.h"
+#include "serve/executor.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -54,6 +55,7 @@ struct srv_op {
     int sync_copy; /* direct from host memory that is not pinned: the driver's synchronous copy */
     uint64_t dptr, dptr2, bytes;
     void *host;
+    uint64_t host_off; /* host - the region's start (executors map regions themselves) */
     int region; /* -1: none */
     void *fn;
     struct gos_launch_cfg cfg;
@@ -125,6 +127,14 @@ struct srv_client {
     void *modules[16];
     void *funcs[256];
     int n_funcs;
+
+    /* isolation = process: the executor that owns this client's context (issue 9).
+     * modules[] and funcs[] then hold the executor's slot + 1; built-in functions
+     * keep their names for the range checks of validate(). */
+    struct srv_exec *x;
+    int exec_lost; /* its loss was handled (counted, memory returned) */
+    unsigned char module_builtin[16];
+    char fn_builtin[256][16];
 };
 
 struct srv_vgpu {
@@ -133,6 +143,7 @@ struct srv_vgpu {
     uint64_t mem_quota, mem_used;
     int clients;
     uint64_t tasks;
+    uint64_t faults; /* executors of its clients lost to a device fault or a kill */
 };
 
 struct srv_dev {
@@ -152,6 +163,9 @@ struct srv_dev {
     void *streams[GOS_SCHED_MAX_ENGINES];
     void *ev[GOS_SCHED_MAX_ENGINES][2];
     uint64_t mem_total;
+    int isolation;  /* GOS_ISOLATION_* */
+    char sim[256];  /* the executors' device: a chip, or "" for the GPU of ordinal */
+    int ordinal;
 };
 
 struct srv {
@@ -218,6 +232,11 @@ int srv_client_batch_open(struct srv_client *c);
 #define SRV_INLINE_WAIT_BYTES (4ull << 20)
 /* Takes back every queued task of c (lock held), after it died. */
 void srv_client_cancel(struct srv_client *c);
+
+/* The client's executor died (fault, kill; lock held): counted once per vGPU,
+ * logged, its memory returned to the vGPU's share; later requests fail with
+ * GOS_EDEVICE naming the reason. */
+void srv_client_exec_check(struct srv_client *c);
 
 /* vgpu.c */
 void srv_vgpu_record(struct srv *s, int v, struct gos_vgpu_rec *r);

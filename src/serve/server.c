@@ -35,6 +35,9 @@ static int open_devices(struct srv *s, const char *force_sim)
         d->index = i;
         gos_device_spec spec = {.sim = force_sim ? force_sim : (c->sim[0] ? c->sim : NULL),
                                 .ordinal = c->ordinal < 0 ? 0 : c->ordinal};
+        d->isolation = c->isolation;
+        d->ordinal = spec.ordinal;
+        snprintf(d->sim, sizeof d->sim, "%s", spec.sim ? spec.sim : "");
         int rc = gos_device_open(&spec, &d->dev);
         if (rc)
             {
@@ -305,6 +308,7 @@ int srv_run(struct srv *s, const char *force_sim)
     pthread_condattr_destroy(&ca);
     pthread_mutex_init(&s->lock, NULL);
     s->uid = getuid();
+    srv_exec_prepare(); /* failing here is reported by the first spawn */
     s->listen_fd = -1;
     s->reserve_fd = -1;
     fit_fd_limit(s);
@@ -397,6 +401,10 @@ fail:
         for (int i = 0; i < s->n_devs; i++)
             if (s->devs[i].dev)
                 gos_exec_abandon(s->devs[i].dev);
+        /* Executors' work ends with their processes: each exchange in flight
+         * fails at once and its client hears of it. */
+        for (struct srv_client *c = s->clients; c; c = c->next)
+            srv_exec_kill(c->x);
         abandoned = 1;
         leftover = srv_wait_clients(s, 2000);
     }

@@ -36,6 +36,8 @@ void srv_vgpu_record(struct srv *s, int v, struct gos_vgpu_rec *r)
     r->copy_held = st.copy_held_pct / 100.0;
     r->compute_held_ns = st.compute_held_ns;
     r->copy_held_ns = st.copy_held_ns;
+    r->faults = g->faults;
+    snprintf(r->isolation, sizeof r->isolation, "%s", d->isolation == GOS_ISOLATION_NONE ? "none" : "process");
     snprintf(r->policy, sizeof r->policy, "%s", gos_sched_policy_name(d->sched));
     snprintf(r->queue, sizeof r->queue, "%s", gos_sched_mode_name(d->sched));
 }

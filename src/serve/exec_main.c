@@ -1,0 +1,336 @@
+/* exec_main.c: the executor process (issue 9; xproto.h). It opens the device
+ * through the device layer (cuda or sim), so its device memory lives in its own
+ * address space: a CUDA context of its own, or a simulated device of its own. It
+ * maps the client's shared regions itself (descriptors passed by the daemon) and
+ * runs what the daemon grants it: a batch of copies and launches between two
+ * events on the engine's stream, answered with each op's result and the GPU time
+ * (the daemon charges it to the vGPU). A sticky device error (an illegal address,
+ * a kernel fault) is answered with X_FAULTED and ends the process: only this
+ * client's context dies, the device and every other executor carry on. */
+#include "serve/xproto.h"
+
+#include "common/status.h"
+#include "device/device.h"
+#include "device/exec_ops.h"
+#include "proto/proto.h"
+
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#define XE_ENGINES 2
+
+struct xe_region {
+    void *ptr;
+    uint64_t bytes;
+    int pinned;
+};
+
+struct xe {
+    gos_device *dev;
+    int sock;
+    void *streams[XE_ENGINES];
+    void *ev[XE_ENGINES][2];
+    struct xe_region regions[GOS_MAX_REGIONS];
+    void *modules[16];
+    void *funcs[256];
+    int n_funcs;
+    void *out;
+    size_t out_cap;
+};
+
+static int answer(struct xe *x, uint32_t type, int rc, uint32_t flags, const void *p, uint32_t n)
+{
+    /* an error answer carries its message as the payload */
+    const char *msg = rc ? gos_last_error() : NULL;
+    struct x_hdr h = {type, msg ? (uint32_t)strlen(msg) + 1 : n, rc, flags};
+    return x_send(x->sock, &h, msg ? msg : p, -1);
+}
+
+static void region_drop(struct xe *x, uint32_t r)
+{
+    struct xe_region *g = &x->regions[r];
+    if (!g->ptr)
+        return;
+    if (g->pinned)
+        gos_exec_host_unregister(x->dev, g->ptr);
+    munmap(g->ptr, g->bytes);
+    memset(g, 0, sizeof *g);
+}
+
+static int region_add(struct xe *x, const struct x_region *m, int fd)
+{
+    if (fd < 0 || m->slot >= GOS_MAX_REGIONS)
+        return gos_fail(GOS_EPROTO, "REGION_ADD without descriptor or slot");
+    region_drop(x, m->slot);
+    void *p = mmap(NULL, m->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED)
+        return gos_fail(GOS_ENOMEM, "executor: mapping a region of %llu bytes", (unsigned long long)m->bytes);
+    x->regions[m->slot] = (struct xe_region){p, m->bytes, gos_exec_host_register(x->dev, p, m->bytes) == GOS_OK};
+    return GOS_OK;
+}
+
+static void *host_of(struct xe *x, const struct x_op *o)
+{
+    if (o->region >= GOS_MAX_REGIONS || !x->regions[o->region].ptr ||
+        o->offset > x->regions[o->region].bytes || o->bytes > x->regions[o->region].bytes - o->offset) {
+        gos_fail(GOS_EINVAL, "executor: region %u range outside its mapping", (unsigned)o->region);
+        return NULL;
+    }
+    return (char *)x->regions[o->region].ptr + o->offset;
+}
+
+static int run_op(struct xe *x, const struct x_op *o, const void *params, void *st)
+{
+    void *h;
+    switch (o->op) {
+    case XOP_HTOD:
+        if (!(h = host_of(x, o)))
+            return GOS_EINVAL;
+        return o->sync_copy ? gos_exec_copy_htod_sync(x->dev, o->dptr, h, o->bytes)
+                            : gos_exec_copy_htod(x->dev, o->dptr, h, o->bytes, st);
+    case XOP_DTOH:
+        if (!(h = host_of(x, o)))
+            return GOS_EINVAL;
+        return o->sync_copy ? gos_exec_copy_dtoh_sync(x->dev, h, o->dptr, o->bytes)
+                            : gos_exec_copy_dtoh(x->dev, h, o->dptr, o->bytes, st);
+    case XOP_DTOD: return gos_exec_copy_dtod(x->dev, o->dptr, o->dptr2, o->bytes, st);
+    case XOP_LAUNCH: {
+        if (o->fn < 1 || o->fn > (uint32_t)x->n_funcs || !x->funcs[o->fn - 1])
+            return gos_fail(GOS_EINVAL, "executor: function %u unknown", (unsigned)o->fn);
+        struct gos_launch_cfg c = {.smem = o->smem, .params = params, .param_bytes = o->param_bytes};
+        memcpy(c.grid, o->grid, sizeof c.grid);
+        memcpy(c.block, o->block, sizeof c.block);
+        memcpy(c.cluster, o->cluster, sizeof c.cluster);
+        return gos_exec_launch(x->dev, x->funcs[o->fn - 1], &c, st);
+    }
+    default: return gos_fail(GOS_EPROTO, "executor: op %u", (unsigned)o->op);
+    }
+}
+
+/* Whether the context still works after a device error (sticky errors fail
+ * every later call). */
+static int alive(struct xe *x)
+{
+    return gos_exec_event_record(x->dev, x->ev[0][0], x->streams[0]) == GOS_OK &&
+           gos_exec_event_sync(x->dev, x->ev[0][0]) == GOS_OK;
+}
+
+/* A grant: the batch between two events on the engine's stream. */
+static int run(struct xe *x, const unsigned char *p, uint32_t len)
+{
+    uint32_t engine, n;
+    if (len < 8)
+        return answer(x, X_RUN, gos_fail(GOS_EPROTO, "short RUN"), 0, NULL, 0);
+    memcpy(&engine, p, 4);
+    memcpy(&n, p + 4, 4);
+    if (engine >= XE_ENGINES || n > 4096)
+        return answer(x, X_RUN, gos_fail(GOS_EPROTO, "RUN engine %u, %u ops", engine, n), 0, NULL, 0);
+    size_t need = sizeof(struct x_run_rep) + 4 * (size_t)n + X_MSG_MAX;
+    if (need > x->out_cap) {
+        void *b = realloc(x->out, need);
+        if (!b)
+            return answer(x, X_RUN, gos_fail(GOS_ENOMEM, "executor out of memory"), 0, NULL, 0);
+        x->out = b;
+        x->out_cap = need;
+    }
+    struct x_run_rep rep = {.n = n};
+    int32_t *rcs = (int32_t *)((char *)x->out + sizeof rep);
+    char *msg = (char *)(rcs + n);
+    msg[0] = 0;
+    void *st = x->streams[engine];
+    int device_error = 0;
+    int rc = gos_exec_event_record(x->dev, x->ev[engine][0], st);
+    size_t off = 8;
+    for (uint32_t i = 0; i < n; i++) {
+        struct x_op o;
+        if (off + sizeof o > len) {
+            rcs[i] = gos_fail(GOS_EPROTO, "truncated RUN");
+            continue;
+        }
+        memcpy(&o, p + off, sizeof o);
+        off += sizeof o;
+        if (o.param_bytes > len - off) {
+            rcs[i] = gos_fail(GOS_EPROTO, "truncated RUN parameters");
+            off = len;
+            continue;
+        }
+        rcs[i] = rc ? rc : run_op(x, &o, p + off, st);
+        off += o.param_bytes;
+        if (rcs[i] && !msg[0])
+            snprintf(msg, X_MSG_MAX, "%s", gos_last_error());
+        device_error |= rcs[i] == GOS_EDEVICE;
+    }
+    if (!rc)
+        rc = gos_exec_event_record(x->dev, x->ev[engine][1], st);
+    if (!rc)
+        rc = gos_exec_event_sync(x->dev, x->ev[engine][1]);
+    if (!rc)
+        rc = gos_exec_event_elapsed_ns(x->dev, x->ev[engine][0], x->ev[engine][1], &rep.gpu_ns);
+    if (rc) {
+        device_error |= rc == GOS_EDEVICE;
+        if (!msg[0])
+            snprintf(msg, X_MSG_MAX, "%s", gos_last_error());
+        /* the batch's ops completed (or not) with the stream: its error is theirs */
+        for (uint32_t i = 0; i < n; i++)
+            if (!rcs[i])
+                rcs[i] = rc;
+    }
+    rep.measure_rc = rc;
+    uint32_t flags = device_error && !alive(x) ? X_FAULTED : 0;
+    memcpy(x->out, &rep, sizeof rep);
+    struct x_hdr h = {X_RUN, (uint32_t)(sizeof rep + 4 * (size_t)n + strlen(msg) + 1), 0, flags};
+    int s = x_send(x->sock, &h, x->out, -1);
+    return flags ? GOS_EDEVICE : s;
+}
+
+static int serve_one(struct xe *x, const struct x_hdr *h, void *p, int fd)
+{
+    uint64_t u;
+    switch (h->type) {
+    case X_ALLOC: {
+        memcpy(&u, p, 8);
+        uint64_t dptr = 0;
+        int rc = gos_exec_mem_alloc(x->dev, u, &dptr);
+        return answer(x, h->type, rc, 0, &dptr, 8);
+    }
+    case X_FREE:
+        memcpy(&u, p, 8);
+        return answer(x, h->type, gos_exec_mem_free(x->dev, u), 0, NULL, 0);
+    case X_REGION_ADD: {
+        struct x_region m;
+        memcpy(&m, p, sizeof m);
+        return answer(x, h->type, region_add(x, &m, fd), 0, NULL, 0);
+    }
+    case X_MODULE_LOAD: {
+        struct x_module m;
+        memcpy(&m, p, sizeof m);
+        m.name[sizeof m.name - 1] = 0;
+        const void *img = NULL;
+        int rc = GOS_OK;
+        if (m.slot >= 16)
+            rc = gos_fail(GOS_EPROTO, "module slot %u", (unsigned)m.slot);
+        else if (!m.name[0]) {
+            struct x_op o = {.region = m.region, .offset = m.offset, .bytes = m.bytes};
+            if (!(img = host_of(x, &o)))
+                rc = GOS_EINVAL;
+        }
+        if (!rc && x->modules[m.slot]) {
+            gos_exec_module_unload(x->dev, x->modules[m.slot]);
+            x->modules[m.slot] = NULL;
+        }
+        if (!rc)
+            rc = gos_exec_module_load(x->dev, img, m.bytes, m.name[0] ? m.name : NULL, &x->modules[m.slot]);
+        return answer(x, h->type, rc, 0, NULL, 0);
+    }
+    case X_MODULE_UNLOAD: {
+        uint32_t slot;
+        memcpy(&slot, p, 4);
+        int rc = slot < 16 && x->modules[slot] ? gos_exec_module_unload(x->dev, x->modules[slot])
+                                               : gos_fail(GOS_EINVAL, "module slot %u", (unsigned)slot);
+        if (slot < 16) {
+            x->modules[slot] = NULL;
+            /* the daemon forgets every function handle with any unload */
+            memset(x->funcs, 0, sizeof x->funcs);
+            x->n_funcs = 0;
+        }
+        return answer(x, h->type, rc, 0, NULL, 0);
+    }
+    case X_FUNCTION: {
+        struct x_function m;
+        memcpy(&m, p, sizeof m);
+        m.name[sizeof m.name - 1] = 0;
+        uint32_t idx = 0;
+        int rc = GOS_OK;
+        if (m.module >= 16 || !x->modules[m.module])
+            rc = gos_fail(GOS_EINVAL, "module slot %u", (unsigned)m.module);
+        else if (x->n_funcs == 256)
+            rc = gos_fail(GOS_EBUSY, "more than 256 functions");
+        else if (!(rc = gos_exec_function(x->dev, x->modules[m.module], m.name, &x->funcs[x->n_funcs])))
+            idx = (uint32_t)++x->n_funcs;
+        return answer(x, h->type, rc, 0, &idx, 4);
+    }
+    case X_RUN: return run(x, p, h->len);
+    default: return answer(x, h->type, gos_fail(GOS_EPROTO, "executor: message %u", (unsigned)h->type), 0, NULL, 0);
+    }
+}
+
+static int payload_ok(const struct x_hdr *h)
+{
+    switch (h->type) {
+    case X_ALLOC:
+    case X_FREE: return h->len >= 8;
+    case X_REGION_ADD: return h->len >= sizeof(struct x_region);
+    case X_MODULE_LOAD: return h->len >= sizeof(struct x_module);
+    case X_MODULE_UNLOAD: return h->len >= 4;
+    case X_FUNCTION: return h->len >= sizeof(struct x_function);
+    default: return 1;
+    }
+}
+
+static void *watchdog(void *arg)
+{
+    struct pollfd p = {.fd = *(int *)arg, .events = POLLRDHUP};
+    for (;;) {
+        int n = poll(&p, 1, -1);
+        if (n > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)))
+            _exit(0);
+    }
+    return NULL;
+}
+
+int srv_executor_main(int sock, const char *sim, int ordinal)
+{
+    /* Dies with the daemon (or when the daemon drops this client), even in the
+     * middle of a long kernel: nothing else may reach this context. (Not
+     * PR_SET_PDEATHSIG: it fires when the daemon *thread* that forked us ends.) */
+    pthread_t w;
+    if (pthread_create(&w, NULL, watchdog, &sock))
+        return gos_fail(GOS_EIO, "executor: watchdog thread");
+    pthread_detach(w);
+    struct xe *x = calloc(1, sizeof *x);
+    if (!x)
+        return gos_fail(GOS_ENOMEM, "out of memory");
+    x->sock = sock;
+    gos_device_spec spec = {.sim = sim, .ordinal = ordinal};
+    struct x_hello_rep hello = {.pid = (int32_t)getpid()};
+    uint64_t fr;
+    int rc = gos_device_open(&spec, &x->dev);
+    if (!rc)
+        rc = gos_exec_init(x->dev);
+    if (!rc)
+        rc = gos_exec_mem_info(x->dev, &fr, &hello.mem_total);
+    for (int e = 0; !rc && e < XE_ENGINES; e++)
+        if ((rc = gos_exec_stream_create(x->dev, &x->streams[e])) ||
+            (rc = gos_exec_event_create(x->dev, &x->ev[e][0])) || (rc = gos_exec_event_create(x->dev, &x->ev[e][1])))
+            break;
+    if ((rc = answer(x, X_HELLO, rc, 0, &hello, sizeof hello)) || !x->dev)
+        return rc;
+    void *buf = NULL;
+    size_t cap = 0;
+    for (;;) {
+        struct x_hdr h;
+        int fd = -1;
+        if (x_recv(sock, &h, &buf, &cap, &fd))
+            break; /* the daemon closed the channel: the client is gone */
+        if (!payload_ok(&h)) {
+            if (fd >= 0)
+                close(fd);
+            answer(x, h.type, gos_fail(GOS_EPROTO, "executor: short message %u", (unsigned)h.type), 0, NULL, 0);
+            continue;
+        }
+        if (h.type != X_REGION_ADD && fd >= 0)
+            close(fd);
+        if (serve_one(x, &h, buf, fd) == GOS_EDEVICE && h.type == X_RUN)
+            _exit(3); /* faulted: the context is dead; the daemon was told */
+    }
+    /* Process exit releases the context and everything in it. */
+    _exit(0);
+}

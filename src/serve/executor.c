@@ -1,0 +1,220 @@
+/* executor.c: spawning and talking to executor processes (executor.h). */
+#include "serve/executor.h"
+
+#include "common/status.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int dead_rc(struct srv_exec *x)
+{
+    return gos_fail(GOS_EDEVICE, "%s", x->why);
+}
+
+static void mark_dead(struct srv_exec *x, int faulted, const char *why)
+{
+    if (x->dead)
+        return;
+    snprintf(x->why, sizeof x->why, "%s", why);
+    x->faulted = faulted;
+    __atomic_store_n(&x->dead, 1, __ATOMIC_RELEASE);
+}
+
+/* Sends and receives one exchange (x->lock held). */
+static int exchange(struct srv_exec *x, uint32_t type, const void *req, uint32_t n, int fd, struct x_hdr *h)
+{
+    if (x->dead)
+        return dead_rc(x);
+    struct x_hdr q = {type, n, 0, 0};
+    int rc = x_send(x->sock, &q, req, fd);
+    if (!rc)
+        rc = x_recv(x->sock, h, &x->buf, &x->cap, NULL);
+    if (rc) {
+        char why[200];
+        snprintf(why, sizeof why, "executor (pid %d) died: %s", (int)x->pid, gos_last_error());
+        mark_dead(x, 0, why);
+        return dead_rc(x);
+    }
+    if (h->type != type) {
+        mark_dead(x, 0, "executor answered out of order");
+        return dead_rc(x);
+    }
+    return GOS_OK;
+}
+
+int srv_exec_call(struct srv_exec *x, uint32_t type, const void *req, uint32_t n, int fd, void *rep, size_t repn)
+{
+    struct x_hdr h;
+    pthread_mutex_lock(&x->lock);
+    int rc = exchange(x, type, req, n, fd, &h);
+    if (!rc) {
+        if (h.rc)
+            rc = gos_fail(h.rc, "%s", (char *)x->buf);
+        else if (rep)
+            memcpy(rep, x->buf, h.len < repn ? h.len : repn);
+    }
+    pthread_mutex_unlock(&x->lock);
+    return rc;
+}
+
+int srv_exec_run(struct srv_exec *x, int engine, const void *ops, uint32_t bytes, uint32_t n, int32_t *rcs,
+                 char *msg, size_t msgcap, uint64_t *gpu_ns)
+{
+    struct x_hdr h;
+    *gpu_ns = 0;
+    msg[0] = 0;
+    size_t len = 8 + (size_t)bytes;
+    if (len > X_MAX_PAYLOAD)
+        return gos_fail(GOS_EINVAL, "a batch of %u bytes", (unsigned)bytes);
+    unsigned char *req = malloc(len);
+    if (!req)
+        return gos_fail(GOS_ENOMEM, "daemon out of host memory");
+    uint32_t e = (uint32_t)engine;
+    memcpy(req, &e, 4);
+    memcpy(req + 4, &n, 4);
+    memcpy(req + 8, ops, bytes);
+    pthread_mutex_lock(&x->lock);
+    int rc = exchange(x, X_RUN, req, (uint32_t)len, -1, &h);
+    free(req);
+    if (!rc && h.rc)
+        rc = gos_fail(h.rc, "%s", (char *)x->buf);
+    if (!rc) {
+        struct x_run_rep r;
+        if (h.len < sizeof r) {
+            mark_dead(x, 0, "executor sent a short answer");
+            rc = dead_rc(x);
+        } else {
+            memcpy(&r, x->buf, sizeof r);
+            if (r.n != n || h.len < sizeof r + 4 * (size_t)n) {
+                mark_dead(x, 0, "executor sent a short answer");
+                rc = dead_rc(x);
+            } else {
+                memcpy(rcs, (char *)x->buf + sizeof r, 4 * (size_t)n);
+                snprintf(msg, msgcap, "%s", (char *)x->buf + sizeof r + 4 * (size_t)n);
+                *gpu_ns = r.gpu_ns;
+                if (h.flags & X_FAULTED) {
+                    char why[200];
+                    snprintf(why, sizeof why, "device fault in this client's context: %s", msg);
+                    mark_dead(x, 1, why);
+                }
+            }
+        }
+    }
+    pthread_mutex_unlock(&x->lock);
+    return rc;
+}
+
+/* The daemon's own binary, opened once: executors run the very version of the
+ * daemon (same executor protocol) even after the file was replaced on disk. */
+static int exe_fd = -1;
+static pthread_once_t exe_once = PTHREAD_ONCE_INIT;
+static void exe_open(void)
+{
+    exe_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+}
+
+int srv_exec_prepare(void)
+{
+    pthread_once(&exe_once, exe_open);
+    return exe_fd >= 0 ? GOS_OK : gos_fail(GOS_EIO, "executor: cannot open the gpuos binary: %s", strerror(errno));
+}
+
+int srv_exec_spawn(const char *sim, int ordinal, struct srv_exec **out)
+{
+    int rc0 = srv_exec_prepare();
+    if (rc0)
+        return rc0;
+    char exe[] = "gpuos";
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
+        return gos_fail(GOS_EIO, "executor: socketpair: %s", strerror(errno));
+    char ord[16];
+    snprintf(ord, sizeof ord, "%d", ordinal);
+    char *argv[] = {exe, "executor", "--fd", "3", "--ordinal", ord, sim ? "--sim" : NULL, (char *)sim, NULL};
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(sv[0]);
+        close(sv[1]);
+        return gos_fail(GOS_EIO, "executor: fork: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        /* async-signal-safe calls only until exec */
+        /* channel to 3, binary to 4, without one clobbering the other */
+        int k = sv[1], e = exe_fd;
+        if (k <= 4)
+            k = fcntl(k, F_DUPFD, 5);
+        if (e <= 4)
+            e = fcntl(e, F_DUPFD, 5);
+        if (k < 0 || e < 0 || dup2(k, 3) < 0 || dup2(e, 4) < 0 || fcntl(4, F_SETFD, FD_CLOEXEC) < 0)
+            _exit(127);
+        close_range(5, ~0u, 0);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        extern char **environ;
+        fexecve(4, argv, environ);
+        _exit(127);
+    }
+    close(sv[1]);
+    struct srv_exec *x = calloc(1, sizeof *x);
+    if (!x) {
+        close(sv[0]);
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        return gos_fail(GOS_ENOMEM, "daemon out of host memory");
+    }
+    x->pid = pid;
+    x->sock = sv[0];
+    pthread_mutex_init(&x->lock, NULL);
+    struct x_hdr h;
+    int rc = x_recv(x->sock, &h, &x->buf, &x->cap, NULL);
+    if (!rc && (h.type != X_HELLO || (!h.rc && h.len < sizeof(struct x_hello_rep))))
+        rc = gos_fail(GOS_EIO, "executor: bad first message");
+    if (!rc && h.rc)
+        rc = gos_fail(h.rc, "executor: %s", (char *)x->buf);
+    if (rc) {
+        char why[300];
+        snprintf(why, sizeof why, "%s", gos_last_error());
+        srv_exec_close(x);
+        return gos_fail(rc, "%s", why);
+    }
+    struct x_hello_rep r;
+    memcpy(&r, x->buf, sizeof r);
+    x->mem_total = r.mem_total;
+    *out = x;
+    return GOS_OK;
+}
+
+void srv_exec_kill(struct srv_exec *x)
+{
+    if (x && x->pid > 0)
+        kill(x->pid, SIGKILL);
+}
+
+void srv_exec_close(struct srv_exec *x)
+{
+    if (!x)
+        return;
+    /* A thread may still be in a call: the kill ends its exchange (EOF). */
+    if (x->pid > 0) {
+        kill(x->pid, SIGKILL);
+        shutdown(x->sock, SHUT_RDWR);
+    }
+    pthread_mutex_lock(&x->lock);
+    if (x->pid > 0)
+        while (waitpid(x->pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+    close(x->sock);
+    pthread_mutex_unlock(&x->lock);
+    pthread_mutex_destroy(&x->lock);
+    free(x->buf);
+    free(x);
+}

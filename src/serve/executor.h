@@ -1,0 +1,43 @@
+/* executor.h: the daemon's side of an executor process (issue 9; xproto.h).
+ * Calls on one executor are serialised by its own lock (never the daemon's);
+ * a dead executor (faulted, killed, channel broken) answers every later call
+ * with GOS_EDEVICE and the reason. */
+#ifndef GOS_SERVE_EXECUTOR_H
+#define GOS_SERVE_EXECUTOR_H
+
+#include "serve/xproto.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct srv_exec {
+    pid_t pid;
+    int sock;
+    pthread_mutex_t lock;
+    int dead;      /* set once; read without the lock as a hint */
+    int faulted;   /* dead by a device fault (X_FAULTED), not by a broken channel */
+    char why[200]; /* why it is dead */
+    void *buf;
+    size_t cap;
+    uint64_t mem_total;
+};
+
+/* Opens the daemon's own binary for later spawns (at start: a binary replaced
+ * on disk while the daemon runs is not the one its executors run). */
+int srv_exec_prepare(void);
+/* Spawns `gpuos executor` on the device (sim: a chip, or NULL for the GPU of that
+ * ordinal) and waits for it to open the device. */
+int srv_exec_spawn(const char *sim, int ordinal, struct srv_exec **out);
+/* One request, its answer's payload copied into rep (at most repn bytes). */
+int srv_exec_call(struct srv_exec *x, uint32_t type, const void *req, uint32_t n, int fd, void *rep, size_t repn);
+/* A grant: ops (struct x_op, each followed by its params) run back to back on the
+ * engine; rcs[i] each op's result, msg the first error's text, *gpu_ns the time. */
+int srv_exec_run(struct srv_exec *x, int engine, const void *ops, uint32_t bytes, uint32_t n, int32_t *rcs,
+                 char *msg, size_t msgcap, uint64_t *gpu_ns);
+/* Ends the process (SIGKILL: its context and memory go with it) and frees x. */
+void srv_exec_close(struct srv_exec *x);
+/* Kills the process now (kill -9 semantics), keeping x for its callers. */
+void srv_exec_kill(struct srv_exec *x);
+
+#endif

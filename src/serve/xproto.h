@@ -1,0 +1,91 @@
+/* xproto.h: the protocol between the daemon and an executor process (issue 9).
+ *
+ * An executor is `gpuos executor --fd N ...`, spawned by the daemon with one end
+ * of a socketpair. It owns one CUDA context (or one simulated address space) and
+ * runs the device work of its client there; the daemon keeps the socket of the
+ * client, validation, scheduling and accounting. Each message is a header and
+ * `len` payload bytes; REGION_ADD carries the client's memfd (SCM_RIGHTS). The
+ * executor answers every request in order with the same type, rc and a payload;
+ * flags X_FAULTED in an answer means its context is dead (a sticky device error)
+ * and the executor exits after sending it. */
+#ifndef GOS_SERVE_XPROTO_H
+#define GOS_SERVE_XPROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum {
+    X_HELLO = 1,   /* -> struct x_hello_rep */
+    X_ALLOC,       /* u64 bytes -> u64 dptr */
+    X_FREE,        /* u64 dptr */
+    X_REGION_ADD,  /* struct x_region + fd */
+    X_MODULE_LOAD, /* struct x_module -> nothing */
+    X_MODULE_UNLOAD, /* u32 slot */
+    X_FUNCTION,    /* struct x_function -> u32 index */
+    X_RUN,         /* u32 engine, u32 n, n x (struct x_op + params) -> struct x_run_rep */
+};
+
+#define X_FAULTED 1u
+#define X_MAX_PAYLOAD (8u << 20)
+#define X_MSG_MAX 200
+
+struct x_hdr {
+    uint32_t type;
+    uint32_t len;
+    int32_t rc;
+    uint32_t flags;
+};
+
+struct x_hello_rep {
+    int32_t pid;
+    uint32_t pad;
+    uint64_t mem_total;
+};
+
+struct x_region {
+    uint32_t slot;
+    uint32_t pad;
+    uint64_t bytes;
+};
+
+struct x_module {
+    uint32_t slot;
+    uint32_t region; /* image from this region when name is empty */
+    uint64_t offset, bytes;
+    char name[64];
+};
+
+struct x_function {
+    uint32_t module;
+    uint32_t pad;
+    char name[256];
+};
+
+enum { XOP_HTOD, XOP_DTOH, XOP_DTOD, XOP_LAUNCH };
+
+struct x_op {
+    uint32_t op;
+    uint32_t region;
+    uint64_t offset, dptr, dptr2, bytes;
+    uint32_t fn; /* index + 1 */
+    uint32_t grid[3], block[3], cluster[3];
+    uint32_t smem, param_bytes; /* params follow */
+    uint32_t sync_copy, pad;
+};
+
+struct x_run_rep {
+    uint64_t gpu_ns;
+    uint32_t n;
+    int32_t measure_rc;
+    /* n x int32 rc, then the first failing op's message (NUL-terminated) */
+};
+
+/* Sends a header and payload (and fd when >= 0); reads one back. The payload
+ * buffer of x_recv is *buf of *cap bytes, grown as needed. GOS_OK or GOS_EIO. */
+int x_send(int sock, const struct x_hdr *h, const void *p, int fd);
+int x_recv(int sock, struct x_hdr *h, void **buf, size_t *cap, int *fd);
+
+/* The executor process: serves sock until it closes (cmd_executor). */
+int srv_executor_main(int sock, const char *sim, int ordinal);
+
+#endif
