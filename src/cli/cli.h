@@ -36,6 +36,7 @@ int cmd_report(int argc, char **argv);
 int cmd_dvfs(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_vgpu(int argc, char **argv);
+int cmd_shm(int argc, char **argv);
 int cmd_executor(int argc, char **argv); /* hidden: spawned by serve (issue 9) */
 
 #endif

@@ -20,6 +20,7 @@ static const struct cmd_entry commands[] = {
     {"dvfs", cmd_dvfs, "SM frequency-switching latency: run | analyze | report"},
     {"serve", cmd_serve, "the daemon that owns the GPU and hosts virtual GPUs"},
     {"vgpu", cmd_vgpu, "list virtual GPUs or change their shares at run time"},
+    {"shm", cmd_shm, "list shared device memory segments (like ipcs -m)"},
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof commands[0])
 

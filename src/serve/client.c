@@ -155,7 +155,7 @@ static int do_alloc(struct srv_client *c, uint64_t bytes, uint64_t *dptr)
         v->mem_used -= bytes;
         return rc;
     }
-    c->allocs[c->n_allocs++] = (struct srv_alloc){*dptr, bytes};
+    c->allocs[c->n_allocs++] = (struct srv_alloc){.dptr = *dptr, .bytes = bytes};
     return GOS_OK;
 }
 
@@ -163,6 +163,10 @@ static int do_free(struct srv_client *c, uint64_t dptr)
 {
     struct srv *s = c->srv;
     struct srv_dev *d = dev_of(c);
+    for (int i = 0; i < c->n_allocs; i++)
+        if (c->allocs[i].dptr == dptr && c->allocs[i].shm)
+            return gos_fail(GOS_EINVAL, "0x%llx is a shared segment: detach it with gpuos_shm_detach",
+                            (unsigned long long)dptr);
     for (int i = 0; i < c->n_allocs; i++)
         if (c->allocs[i].dptr == dptr) {
             int rc = drain(c); /* the device may still be using it */
@@ -437,6 +441,9 @@ static int validate(struct srv_client *c, const struct gos_msg_hdr *h, const voi
         case GOS_MSG_MODULE_UNLOAD:
         case GOS_MSG_FUNC_GET:
         case GOS_MSG_LAUNCH:
+        case GOS_MSG_SHM_GET:
+        case GOS_MSG_SHM_AT:
+        case GOS_MSG_SHM_DT:
             return gos_fail(GOS_EDEVICE, "vGPU %s: this client's executor is gone (%s); reconnect",
                             s->vgpus[c->vgpu].cfg.name, c->x->why);
         default:
@@ -528,7 +535,7 @@ static int handle(struct srv_client *c, const struct gos_msg_hdr *h, void *p, in
     struct srv *s = c->srv;
     int rc = GOS_OK;
     if (c->vgpu < 0 && h->type != GOS_MSG_HELLO && h->type != GOS_MSG_ADMIN_LIST &&
-        h->type != GOS_MSG_ADMIN_SET && h->type != GOS_MSG_BYE) {
+        h->type != GOS_MSG_ADMIN_SET && h->type != GOS_MSG_ADMIN_SHM_LIST && h->type != GOS_MSG_BYE) {
         gos_fail(GOS_EPROTO, "%s before HELLO", gos_proto_name(h->type));
         reply(c, h->seq, h->type == GOS_MSG_REPLY ? GOS_MSG_HELLO : h->type, GOS_EPROTO, NULL, 0);
         return -1;
@@ -638,6 +645,34 @@ static int handle(struct srv_client *c, const struct gos_msg_hdr *h, void *p, in
         srv_vgpu_record(s, c->vgpu, &r);
         return reply(c, h->seq, h->type, 0, &r, sizeof r);
     }
+    case GOS_MSG_SHM_GET: {
+        struct gos_rep_shm_get r = {0};
+        rc = srv_shm_get(c, p, &r);
+        return reply(c, h->seq, h->type, rc, &r, sizeof r);
+    }
+    case GOS_MSG_SHM_AT: {
+        struct gos_rep_shm_at r = {0};
+        rc = srv_shm_at(c, p, &r);
+        return reply(c, h->seq, h->type, rc, &r, sizeof r);
+    }
+    case GOS_MSG_SHM_DT: {
+        rc = drain(c); /* the device may still be using it */
+        if (!rc)
+            rc = srv_shm_dt(c, ((const struct gos_msg_shm_dt *)p)->dptr);
+        return reply(c, h->seq, h->type, rc, NULL, 0);
+    }
+    case GOS_MSG_SHM_CTL: {
+        struct gos_shm_rec r;
+        int has = 0;
+        rc = srv_shm_ctl(c, p, &r, &has);
+        return reply(c, h->seq, h->type, rc, has ? &r : NULL, has ? sizeof r : 0);
+    }
+    case GOS_MSG_ADMIN_SHM_LIST: {
+        static _Thread_local unsigned char buf[sizeof(struct gos_rep_shm_list) +
+                                              GOS_SHM_LIST_MAX * sizeof(struct gos_shm_rec)];
+        size_t n = srv_shm_list(c, buf);
+        return reply(c, h->seq, h->type, 0, buf, n);
+    }
     case GOS_MSG_ADMIN_LIST: {
         static _Thread_local unsigned char buf[sizeof(struct gos_rep_admin_list) +
                                               GOS_MAX_VGPUS * sizeof(struct gos_vgpu_rec)];
@@ -672,6 +707,7 @@ static void client_free(struct srv_client *c)
     if (c->vgpu >= 0) {
         struct srv_dev *d = dev_of(c);
         struct srv_vgpu *v = &s->vgpus[c->vgpu];
+        srv_shm_client_gone(c); /* attachments: the segments' counts, not this vGPU's share */
         for (int i = 0; i < c->n_allocs; i++) {
             if (!c->x)
                 gos_exec_mem_free(d->dev, c->allocs[i].dptr);
@@ -713,7 +749,9 @@ void srv_client_exec_check(struct srv_client *c)
     v->faults++;
     fprintf(stderr, "gpuos serve: vGPU %s: client %u (pid %d): executor pid %d lost: %s\n", v->cfg.name, c->id,
             (int)c->pid, (int)c->x->pid, c->x->why);
-    /* Its memory went with its process: back to the vGPU's share now. */
+    /* Its memory went with its process: back to the vGPU's share now; its
+     * attachments of shared segments are gone too (the segments stay). */
+    srv_shm_client_gone(c);
     for (int i = 0; i < c->n_allocs; i++)
         v->mem_used -= c->allocs[i].bytes;
     c->n_allocs = 0;

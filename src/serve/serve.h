@@ -24,6 +24,7 @@
 #include "proto/proto.h"
 #include "sched/sched.h"
 #include "serve/config.h"
+#include "vmem/shm.h"
 #include "serve/executor.h"
 
 #include <pthread.h>
@@ -89,6 +90,8 @@ struct srv_task {
 
 struct srv_alloc {
     uint64_t dptr, bytes;
+    int shm;    /* an attached shared segment: its id + 1 (not charged here); 0: an allocation */
+    void *vbuf; /* isolation = none: the daemon's mapping of it (gos_vmm_buf) */
 };
 
 struct srv_client {
@@ -97,6 +100,7 @@ struct srv_client {
     uint32_t id;
     pid_t pid;
     uid_t uid;
+    gid_t gid;
     int vgpu; /* index, -1 before HELLO */
     int dead; /* reader ended or protocol violated */
     int reaped; /* dropped for sending no HELLO in time */
@@ -177,6 +181,7 @@ struct srv {
     uid_t uid;
     int n_devs;
     struct srv_dev devs[GOS_SERVE_MAX_DEVICES];
+    gos_shm_table shm; /* shared device memory segments (shm.c, issue 10) */
     int n_vgpus;
     struct srv_vgpu vgpus[GOS_MAX_VGPUS];
     struct srv_client *clients;
@@ -237,6 +242,19 @@ void srv_client_cancel(struct srv_client *c);
  * logged, its memory returned to the vGPU's share; later requests fail with
  * GOS_EDEVICE naming the reason. */
 void srv_client_exec_check(struct srv_client *c);
+
+/* shm.c: shared device memory (issue 10), lock held (dropped around device calls). */
+void srv_shm_init(struct srv *s);
+void srv_shm_fini(struct srv *s);
+int srv_shm_get(struct srv_client *c, const struct gos_msg_shm_get *m, struct gos_rep_shm_get *r);
+int srv_shm_at(struct srv_client *c, const struct gos_msg_shm_at *m, struct gos_rep_shm_at *r);
+/* The caller drained c's work first. */
+int srv_shm_dt(struct srv_client *c, uint64_t dptr);
+int srv_shm_ctl(struct srv_client *c, const struct gos_msg_shm_ctl *m, struct gos_shm_rec *r, int *has_rec);
+/* ADMIN_SHM_LIST's reply body in out (room for GOS_SHM_LIST_MAX records); its length. */
+size_t srv_shm_list(struct srv_client *c, unsigned char *out);
+/* Detaches every segment c holds (it or its executor is gone). */
+void srv_shm_client_gone(struct srv_client *c);
 
 /* vgpu.c */
 void srv_vgpu_record(struct srv *s, int v, struct gos_vgpu_rec *r);

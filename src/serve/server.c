@@ -213,6 +213,7 @@ static int accept_one(struct srv *s)
     c->fd = fd;
     c->pid = cr.pid;
     c->uid = cr.uid;
+    c->gid = cr.gid;
     c->vgpu = -1;
     c->refs = 1;
     c->born_ns = srv_now_ns();
@@ -308,6 +309,7 @@ int srv_run(struct srv *s, const char *force_sim)
     pthread_condattr_destroy(&ca);
     pthread_mutex_init(&s->lock, NULL);
     s->uid = getuid();
+    srv_shm_init(s);
     srv_exec_prepare(); /* failing here is reported by the first spawn */
     s->listen_fd = -1;
     s->reserve_fd = -1;
@@ -429,6 +431,7 @@ fail:
     if (!leftover) {
         char keep[512];
         snprintf(keep, sizeof keep, "%s", gos_last_error());
+        srv_shm_fini(s); /* the segments' descriptors (their memory) before the devices */
         close_devices(s);
         gos_fail(rc, "%s", keep);
     }

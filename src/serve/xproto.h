@@ -23,6 +23,10 @@ enum {
     X_MODULE_UNLOAD, /* u32 slot */
     X_FUNCTION,    /* struct x_function -> u32 index */
     X_RUN,         /* u32 engine, u32 n, n x (struct x_op + params) -> struct x_run_rep */
+    /* shared device memory (issue 10; device/vmm_ops.h) */
+    X_SHM_NEW,     /* u64 bytes (2 MB multiple) -> fd of new exportable device memory */
+    X_SHM_MAP,     /* u64 bytes + fd -> u64 dptr (mapped in this context) */
+    X_SHM_UNMAP,   /* u64 dptr */
 };
 
 #define X_FAULTED 1u
