@@ -14,7 +14,12 @@
  *   shm_client VGPU attach KEY               get + attach (+ detach): rc=
  *   shm_client VGPU rm KEY | stat KEY | chmod KEY MODE
  *   shm_client VGPU misuse KEY               mem_free of an attachment, a copy past
- *       its end, a detach of a non-segment: the three rcs */
+ *       its end, a detach of a non-segment: the three rcs
+ *   shm_client VGPU work SEED N MB ROUNDS     swapping: N buffers of MB each; each
+ *       round copies a pattern into one buffer (only it must be resident) and every
+ *       other round launches fill on another (all of them must be); at the end
+ *       every buffer is read back and compared word by word with what was written:
+ *       mismatches= (0: byte-exact) */
 #include "gpuos/gpuos.h"
 
 #include <stdio.h>
@@ -66,12 +71,14 @@ static int check_pattern(gpuos_dptr d, uint64_t words, uint32_t seed, int consta
 
 static int fill(gpuos_dptr d, uint32_t v, uint64_t words)
 {
-    gpuos_module m;
-    gpuos_function f;
+    static gpuos_module m;
+    static gpuos_function f;
+    static int loaded;
     gpuos_params p;
     int rc;
-    if ((rc = gpuos_module_load_builtin(G, "builtin", &m)) || (rc = gpuos_module_function(G, m, "fill", &f)))
+    if (!loaded && ((rc = gpuos_module_load_builtin(G, "builtin", &m)) || (rc = gpuos_module_function(G, m, "fill", &f))))
         return rc;
+    loaded = 1;
     gpuos_params_init(&p);
     uint32_t pad = 0;
     gpuos_params_add(&p, &d, 8);
@@ -184,6 +191,47 @@ int main(int argc, char **argv)
         int r_ok = gpuos_memcpy_htod(G, d + ds.bytes - 8, &x, 8);
         printf("misuse free=%d copy_past_end=%d detach_inside=%d copy_at_end=%d\n", r_free, r_copy, r_dt, r_ok);
         gpuos_shm_detach(G, d);
+    } else if (!strcmp(cmd, "work") && argc == 7) {
+        uint32_t seed = (uint32_t)key;
+        int n = atoi(argv[4]), rounds = atoi(argv[6]);
+        uint64_t bytes = strtoull(argv[5], NULL, 0) << 20, words = bytes / 4;
+        if (n < 1 || n > 16 || !bytes || rounds < 1)
+            return 2;
+        gpuos_dptr b[16];
+        uint32_t *want[16], *h = malloc(bytes);
+        for (int k = 0; k < n; k++) {
+            want[k] = malloc(bytes);
+            if ((rc = gpuos_mem_alloc(G, bytes, &b[k]))) {
+                printf("work alloc rc=%d error=%s\n", rc, gpuos_error());
+                return 1;
+            }
+            for (uint64_t i = 0; i < words; i++)
+                want[k][i] = pat(i, seed * 100 + (uint32_t)k);
+            if ((rc = gpuos_memcpy_htod(G, b[k], want[k], bytes))) {
+                printf("work htod rc=%d error=%s\n", rc, gpuos_error());
+                return 1;
+            }
+        }
+        for (int r = 0; r < rounds && !rc; r++) {
+            int k = r % n;
+            for (uint64_t i = 0; i < words; i++)
+                want[k][i] = pat(i, seed * 1000 + (uint32_t)r);
+            rc = gpuos_memcpy_htod(G, b[k], want[k], bytes);
+            if (!rc && r % 2) {
+                int k2 = (r / 2) % n;
+                uint32_t v = seed * 7919u + (uint32_t)r;
+                rc = fill(b[k2], v, words);
+                for (uint64_t i = 0; i < words; i++)
+                    want[k2][i] = v;
+            }
+        }
+        uint64_t bad = 0;
+        for (int k = 0; k < n && !rc; k++) {
+            rc = gpuos_memcpy_dtoh(G, h, b[k], bytes);
+            for (uint64_t i = 0; i < words && !rc; i++)
+                bad += h[i] != want[k][i];
+        }
+        printf("work rc=%d mismatches=%llu error=%s\n", rc, (unsigned long long)bad, rc ? gpuos_error() : "");
     } else {
         fprintf(stderr, "shm_client: unknown command or arguments\n");
         return 2;

@@ -237,6 +237,8 @@ struct gos_vgpu_rec {
     uint64_t compute_held_ns, copy_held_ns; /* cumulative */
     uint64_t faults;        /* executors lost to a device fault or a kill (issue 9) */
     char isolation[16];     /* process | none */
+    uint64_t mem_resident, mem_swapped; /* swapping (issue 10.2): its allocations' bytes */
+    uint64_t evictions, restores;       /* cumulative */
 };
 struct gos_rep_admin_list {
     uint32_t n;

@@ -149,8 +149,14 @@ static int do_alloc(struct srv_client *c, uint64_t bytes, uint64_t *dptr)
     }
     v->mem_used += bytes; /* reserved while the lock is dropped */
     pthread_mutex_unlock(&s->lock);
-    int rc = c->x ? srv_exec_call(c->x, X_ALLOC, &bytes, 8, -1, dptr, 8) : gos_exec_mem_alloc(d->dev, bytes, dptr);
-    pthread_mutex_lock(&s->lock);
+    int rc;
+    if (d->sw && c->x) { /* swappable (issue 10.2): the swap module drops the lock itself */
+        pthread_mutex_lock(&s->lock);
+        rc = srv_swap_alloc(c, bytes, dptr);
+    } else {
+        rc = c->x ? srv_exec_call(c->x, X_ALLOC, &bytes, 8, -1, dptr, 8) : gos_exec_mem_alloc(d->dev, bytes, dptr);
+        pthread_mutex_lock(&s->lock);
+    }
     if (rc) {
         v->mem_used -= bytes;
         return rc;
@@ -174,6 +180,8 @@ static int do_free(struct srv_client *c, uint64_t dptr)
                 return rc;
             uint64_t bytes = c->allocs[i].bytes;
             rc = c->x ? srv_exec_call(c->x, X_FREE, &dptr, 8, -1, NULL, 0) : gos_exec_mem_free(d->dev, dptr);
+            if (d->sw)
+                srv_swap_free(c, dptr);
             s->vgpus[c->vgpu].mem_used -= bytes;
             c->allocs[i] = c->allocs[--c->n_allocs];
             return rc;
@@ -581,7 +589,10 @@ static int handle(struct srv_client *c, const struct gos_msg_hdr *h, void *p, in
         return reply(c, h->seq, h->type, GOS_OK, NULL, 0);
     case GOS_MSG_COPY: {
         const struct gos_msg_copy *m = p;
-        rc = do_copy(c, h->seq, m);
+        rc = dev_of(c)->sw && c->x ? srv_swap_need(c, h, p) : GOS_OK;
+        if (!rc)
+            rc = do_copy(c, h->seq, m);
+        c->swap_hold = 0;
         return answer_queued(c, h, rc, m->flags);
     }
     case GOS_MSG_MODULE_LOAD: {
@@ -616,7 +627,10 @@ static int handle(struct srv_client *c, const struct gos_msg_hdr *h, void *p, in
     }
     case GOS_MSG_LAUNCH: {
         const struct gos_msg_launch *m = p;
-        rc = do_launch(c, h->seq, m);
+        rc = dev_of(c)->sw && c->x ? srv_swap_need(c, h, p) : GOS_OK;
+        if (!rc)
+            rc = do_launch(c, h->seq, m);
+        c->swap_hold = 0;
         return answer_queued(c, h, rc, m->flags);
     }
     case GOS_MSG_SYNC:
@@ -708,6 +722,7 @@ static void client_free(struct srv_client *c)
         struct srv_dev *d = dev_of(c);
         struct srv_vgpu *v = &s->vgpus[c->vgpu];
         srv_shm_client_gone(c); /* attachments: the segments' counts, not this vGPU's share */
+        srv_swap_client_gone(c);
         for (int i = 0; i < c->n_allocs; i++) {
             if (!c->x)
                 gos_exec_mem_free(d->dev, c->allocs[i].dptr);
@@ -752,6 +767,7 @@ void srv_client_exec_check(struct srv_client *c)
     /* Its memory went with its process: back to the vGPU's share now; its
      * attachments of shared segments are gone too (the segments stay). */
     srv_shm_client_gone(c);
+    srv_swap_client_gone(c);
     for (int i = 0; i < c->n_allocs; i++)
         v->mem_used -= c->allocs[i].bytes;
     c->n_allocs = 0;

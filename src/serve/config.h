@@ -30,6 +30,9 @@
  *   band_wait_us = 500
  *   band_charge_hold = 1         # 1: shares of engine time (GPU + BAND's holds),
  *                                # 0: shares of GPU time alone (Gdev's utilisation)
+ *   swap = 0                     # host swap space (issue 10.2): allocations become
+ *                                # VMM-backed and swappable; 0: off
+ *   swap_pool = 0                # what allocations may occupy on the device (0: all)
  *   isolation = process          # process: each client's device work in an executor
  *                                # process of its own (own address space, faults
  *                                # contained); none: one context in the daemon for
@@ -61,6 +64,10 @@ struct gos_serve_devcfg {
     uint64_t band_wait_ns;
     int band_charge_hold; /* 1: BAND charges held engine time to the vGPU it waits for */
     int isolation; /* GOS_ISOLATION_* */
+    /* Swapping (issue 10.2; docs/readme-shm.md): host swap space in bytes (0: off;
+     * allocations are then plain device memory); swap_pool: what allocations may
+     * occupy on the device (0: its memory). */
+    uint64_t swap_bytes, swap_pool;
 };
 
 enum { GOS_ISOLATION_PROCESS, GOS_ISOLATION_NONE };

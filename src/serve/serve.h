@@ -25,6 +25,7 @@
 #include "sched/sched.h"
 #include "serve/config.h"
 #include "vmem/shm.h"
+#include "vmem/swap.h"
 #include "serve/executor.h"
 
 #include <pthread.h>
@@ -137,6 +138,7 @@ struct srv_client {
      * keep their names for the range checks of validate(). */
     struct srv_exec *x;
     int exec_lost; /* its loss was handled (counted, memory returned) */
+    int swap_hold; /* swap.c: what a request of it just made resident stays (until queued) */
     unsigned char module_builtin[16];
     char fn_builtin[256][16];
 };
@@ -169,6 +171,7 @@ struct srv_dev {
     uint64_t mem_total;
     int isolation;  /* GOS_ISOLATION_* */
     char sim[256];  /* the executors' device: a chip, or "" for the GPU of ordinal */
+    gos_swap *sw; /* swapping on this device (swap.c, issue 10.2); NULL: off */
     int ordinal;
 };
 
@@ -255,6 +258,16 @@ int srv_shm_ctl(struct srv_client *c, const struct gos_msg_shm_ctl *m, struct go
 size_t srv_shm_list(struct srv_client *c, unsigned char *out);
 /* Detaches every segment c holds (it or its executor is gone). */
 void srv_shm_client_gone(struct srv_client *c);
+
+/* swap.c: swapping (issue 10.2), lock held (dropped around executor calls). */
+int srv_swap_init(struct srv *s, struct srv_dev *d, const struct gos_serve_devcfg *cfg);
+void srv_swap_fini(struct srv_dev *d);
+int srv_swap_alloc(struct srv_client *c, uint64_t bytes, uint64_t *dptr);
+void srv_swap_free(struct srv_client *c, uint64_t dptr);
+void srv_swap_client_gone(struct srv_client *c);
+/* Before a COPY or LAUNCH of c is queued: what it needs made resident. */
+int srv_swap_need(struct srv_client *c, const struct gos_msg_hdr *h, const void *payload);
+void srv_swap_record(struct srv *s, int v, uint64_t *resident, uint64_t *swapped);
 
 /* vgpu.c */
 void srv_vgpu_record(struct srv *s, int v, struct gos_vgpu_rec *r);

@@ -51,6 +51,8 @@ static int open_devices(struct srv *s, const char *force_sim)
         uint64_t fr;
         if ((rc = gos_exec_mem_info(d->dev, &fr, &d->mem_total)))
             return rc;
+        if ((rc = srv_swap_init(s, d, c)))
+            return rc;
         int mode;
         if ((rc = gos_sched_parse_mode(c->queue, &mode)) ||
             (rc = gos_sched_new(c->policy, mode, c->period_ns, &d->sched)))
@@ -113,6 +115,7 @@ static void close_devices(struct srv *s)
                 gos_exec_stream_destroy(d->dev, d->streams[e]);
         }
         gos_sched_free(d->sched);
+        srv_swap_fini(d);
         gos_device_close(d->dev);
     }
 }
