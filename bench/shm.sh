@@ -23,12 +23,37 @@ t0=$(date +%s)
 "$B" --out "$RES/shm-bench.json" ${SHM_ARGS:-} 2>&1 | tee "$RES/shm-bench.log"
 rc=$?
 grep -q "all checks byte-exact" "$RES/shm-bench.log" || rc=1
+# What one swap costs a BAND-scheduled tenant, through the daemon: vGPU a's
+# buffer evicted by b's allocation, then a's next launch + synchronise (its
+# buffer restored, one chunk of b evicted) against the same launch resident.
+G=${GPUOS:-$BUILD/gpuos}
+C=${SHM_CLIENT:-$BUILD/tests/shm_client}
+D=$(mktemp -d)
+printf 'socket = %s\nmemory_oversubscribe = 1\n[device 0]\npolicy = band\nswap = 40G\nswap_pool = 32G\n[vgpu a]\ncompute = 50\ncopy = 50\nmemory = 40G\n[vgpu b]\ncompute = 50\ncopy = 50\nmemory = 40G\n' "$D/s" > "$D/conf"
+"$G" serve --config "$D/conf" 2> "$RES/shm-swapcost-serve.log" &
+DP=$!
+i=0; while [ ! -S "$D/s" ] && [ $i -lt 100 ]; do i=$((i + 1)); sleep 0.1; done
+GPUOS_SOCKET="$D/s" timeout 300 "$C" a swapcost b 32768 ${SWAPCOST_MB:-256 1024 4096 16384} 2>&1 | tee "$RES/shm-swapcost.log"
+kill $DP; wait $DP
+rm -rf "$D"
+/usr/bin/python3 - "$RES/shm-bench.json" "$RES/shm-swapcost.log" <<'PY' || rc=1
+import json, sys
+r = json.load(open(sys.argv[1]))
+rows = []
+for line in open(sys.argv[2]):
+    if line.startswith("swapcost bytes="):
+        kv = dict(x.split("=", 1) for x in line.split()[1:])
+        rows.append({k: (float(v) if "." in v else int(v)) for k, v in kv.items()})
+r["band_swap_cost"] = {"policy": "band", "pool_bytes": 32 << 30, "rows": rows}
+json.dump(r, open(sys.argv[1], "w"), indent=2)
+assert rows and all(x["byte_exact"] == 1 for x in rows), rows
+PY
 drv=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)
 printf '{"date": "%s", "commit": "%s", "command": "sh bench/shm.sh %s", "driver": "%s", "host": "%s", "gpu_uuid": "%s", "seconds": %s}\n' \
     "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "${GOS_COMMIT:-${GPUOS_COMMIT:-unknown}}" "${SHM_ARGS:-}" "$drv" "$(hostname)" "$uuid" \
     "$(( $(date +%s) - t0 ))" > "$RES/shm-provenance.json"
 if [ -n "${OUT:-}" ]; then
-    cp "$RES"/shm-bench.json "$RES"/shm-bench.log "$RES"/shm-provenance.json "$OUT"/ 2>/dev/null
+    cp "$RES"/shm-bench.json "$RES"/shm-bench.log "$RES"/shm-provenance.json "$RES"/shm-swapcost.log "$OUT"/ 2>/dev/null
 fi
 echo "shm.sh: $([ $rc -eq 0 ] && echo done || echo FAILED) in $(( $(date +%s) - t0 )) s"
 exit $rc

@@ -19,13 +19,21 @@
  *       round copies a pattern into one buffer (only it must be resident) and every
  *       other round launches fill on another (all of them must be); at the end
  *       every buffer is read back and compared word by word with what was written:
- *       mismatches= (0: byte-exact) */
+ *       mismatches= (0: byte-exact)
+ *   shm_client a swapcost VGPU_B POOL_MB MB...   what one swap costs a tenant (a
+ *       BAND-scheduled vGPU when the daemon runs BAND): for each size, vGPU a (this
+ *       handle) allocates MB and measures launch + synchronise of an empty kernel
+ *       (median of 9, resident); a second handle on VGPU_B allocates the rest of the
+ *       pool plus MB/2, which evicts a's buffer; then a's next launch + synchronise
+ *       (its buffer restored first). One line per size: bytes, resident_us,
+ *       after_swap_us, evict_us (b's allocation), and a's bytes checked after. */
 #include "gpuos/gpuos.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static gpuos_vgpu *G;
@@ -191,6 +199,80 @@ int main(int argc, char **argv)
         int r_ok = gpuos_memcpy_htod(G, d + ds.bytes - 8, &x, 8);
         printf("misuse free=%d copy_past_end=%d detach_inside=%d copy_at_end=%d\n", r_free, r_copy, r_dt, r_ok);
         gpuos_shm_detach(G, d);
+    } else if (!strcmp(cmd, "swapcost") && argc >= 6) {
+        gpuos_vgpu *gb;
+        if (gpuos_open(NULL, argv[3], &gb)) {
+            printf("swapcost open b: %s\n", gpuos_error());
+            return 1;
+        }
+        uint64_t pool = strtoull(argv[4], NULL, 0) << 20;
+        gpuos_module m;
+        gpuos_function f;
+        if ((rc = gpuos_module_load_builtin(G, "builtin", &m)) || (rc = gpuos_module_function(G, m, "empty", &f)))
+            return 1;
+        for (int a = 5; a < argc; a++) {
+            uint64_t bytes = strtoull(argv[a], NULL, 0) << 20;
+            gpuos_dptr da;
+            if ((rc = gpuos_mem_alloc(G, bytes, &da)) || (rc = fill(da, 0x5eed, bytes / 4))) {
+                printf("swapcost alloc a rc=%d %s\n", rc, gpuos_error());
+                return 1;
+            }
+            gpuos_launch_config c1 = {.grid = {1}, .block = {32}};
+            double t[9];
+            for (int i = 0; i < 9; i++) {
+                struct timespec t0, t1;
+                clock_gettime(CLOCK_MONOTONIC, &t0);
+                gpuos_launch(G, f, &c1, NULL, 0);
+                gpuos_synchronize(G);
+                clock_gettime(CLOCK_MONOTONIC, &t1);
+                t[i] = (t1.tv_sec - t0.tv_sec) * 1e6 + (t1.tv_nsec - t0.tv_nsec) * 1e-3;
+            }
+            for (int i = 1; i < 9; i++) /* insertion sort for the median */
+                for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
+                    double x = t[j];
+                    t[j] = t[j - 1];
+                    t[j - 1] = x;
+                }
+            /* b fills the pool in chunks of MB/2 and one more: the last chunk
+             * evicts a's buffer; a's restore then needs one chunk of b out */
+            uint64_t half = bytes / 2, nb = (pool - half) / half;
+            static gpuos_dptr chunk[1024];
+            struct timespec e0, e1, s0, s1;
+            if (nb > 1024)
+                return 2;
+            for (uint64_t k = 0; k + 1 < nb; k++)
+                if ((rc = gpuos_mem_alloc(gb, half, &chunk[k]))) {
+                    printf("swapcost alloc b rc=%d %s\n", rc, gpuos_error());
+                    return 1;
+                }
+            clock_gettime(CLOCK_MONOTONIC, &e0);
+            rc = gpuos_mem_alloc(gb, half, &chunk[nb - 1]);
+            clock_gettime(CLOCK_MONOTONIC, &e1);
+            if (rc) {
+                printf("swapcost alloc b rc=%d %s\n", rc, gpuos_error());
+                return 1;
+            }
+            gpuos_vgpu_facts fa;
+            gpuos_vgpu_info(G, &fa);
+            clock_gettime(CLOCK_MONOTONIC, &s0);
+            rc = gpuos_launch(G, f, &c1, NULL, 0);
+            if (!rc)
+                rc = gpuos_synchronize(G);
+            clock_gettime(CLOCK_MONOTONIC, &s1);
+            int ok = !rc && check_pattern(da, bytes / 4, 0x5eed, 1) == 1;
+            gpuos_vgpu_facts fb;
+            gpuos_vgpu_info(gb, &fb);
+            printf("swapcost bytes=%llu resident_us=%.1f after_swap_us=%.1f evict_us=%.1f a_swapped_before=%llu "
+                   "b_evictions=%llu byte_exact=%d\n",
+                   (unsigned long long)bytes, t[4], (s1.tv_sec - s0.tv_sec) * 1e6 + (s1.tv_nsec - s0.tv_nsec) * 1e-3,
+                   (e1.tv_sec - e0.tv_sec) * 1e6 + (e1.tv_nsec - e0.tv_nsec) * 1e-3,
+                   (unsigned long long)fa.mem_swapped, (unsigned long long)fb.evictions, ok);
+            fflush(stdout);
+            for (uint64_t k = 0; k < nb; k++)
+                gpuos_mem_free(gb, chunk[k]);
+            gpuos_mem_free(G, da);
+        }
+        gpuos_close(gb);
     } else if (!strcmp(cmd, "work") && argc == 7) {
         uint32_t seed = (uint32_t)key;
         int n = atoi(argv[4]), rounds = atoi(argv[6]);

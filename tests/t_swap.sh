@@ -80,6 +80,11 @@ swap_pool = 32M
 memory = 48M
 [vgpu b]
 memory = 48M"
+# what one swap costs a tenant (bench/shm.sh measures it on the GPU under BAND);
+# here its mechanics: a's buffer really was swapped out by b's allocation and
+# came back byte-exact for a's launch
+r=$(timeout 60 "$S" a swapcost b 32 8 4 2>&1)
+[ "$(echo "$r" | grep -c "a_swapped_before=[1-9].* byte_exact=1")" = 2 ] || fail "swapcost: $r"
 timeout 60 "$S" a work 66 2 16 2 > "$T/wa3" 2>&1 || fail "a: $(cat "$T/wa3")"
 r=$(timeout 60 "$S" b work 77 3 16 2 2>&1)
 echo "$r" | grep -q "work alloc rc=-4 error=.*swap space exhausted\|work alloc rc=-4 error=.*device memory" || fail "over pool + swap not refused clearly: $r"

@@ -7,10 +7,12 @@ set -u
 OUT=${OUT:-out}
 mkdir -p "$OUT"
 B=prebuilt/shm_bench
+export GPUOS=prebuilt/gpuos SHM_CLIENT=prebuilt/shm_client
 if ! "$B" --bogus 1 2>&1 | grep -q "unknown option"; then
-    echo "prebuilt shm_bench does not run here: building"
-    make -j16 build/bench/shm_bench > "$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log"; exit 1; }
+    echo "prebuilt programs do not run here: building"
+    make -j16 build/bench/shm_bench build/gpuos build/tests/shm_client > "$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log"; exit 1; }
     B=build/bench/shm_bench
+    export GPUOS=build/gpuos SHM_CLIENT=build/tests/shm_client
 fi
 export SHM_BENCH=$B
 nvidia-smi --query-gpu=name,uuid,driver_version,memory.total,memory.used --format=csv | tee "$OUT/nvidia-smi.txt"
