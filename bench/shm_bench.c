@@ -638,6 +638,8 @@ int main(int argc, char **argv)
                                                     GOS_JB("byte_exact", ok)));
         }
         json_object_set_new(root, "chain", arr);
+        if (out) /* saved after every part: a run cut short keeps what it measured */
+            gos_json_save_atomic(root, out);
     }
     gos_device *d = open_dev();
     json_object_set_new(root, "device",
@@ -649,6 +651,8 @@ int main(int argc, char **argv)
         json_t *t = turns(d, turn_mb * MB, buf_mb * MB, pool_mb * MB, &ok);
         exact &= ok;
         json_object_set_new(root, "turns", t);
+        if (out)
+            gos_json_save_atomic(root, out);
     }
     if (strstr(only, "rate")) {
         uint64_t sizes[32];
