@@ -101,4 +101,23 @@ wait_field a mem_used 0
 r=$("$S" a create 0x52 $((65 * MB)) 0600 2>&1); echo "$r" | grep -q "create rc=-10 .*memory share" || fail "segment past the share: $r"
 [ "$(vgpu_field a mem_used)" = 0 ] || fail "a failed create left a charge"
 stop_daemon
+
+# ---- isolation = none: the daemon's own device maps the segment twice ----
+start_daemon "[device 0]
+sim = default
+isolation = none
+[vgpu a]
+memory = 64M
+[vgpu b]
+memory = 64M"
+mkdir "$T/pc2"
+timeout 30 "$S" a producer 0x61 $((4 * MB)) "$T/pc2" > "$T/prod2" 2>&1 &
+P=$!
+r=$(timeout 30 "$S" b consumer 0x61 "$T/pc2" 2>&1) || fail "none: consumer: $r"
+wait $P || fail "none: producer: $(cat "$T/prod2")"
+echo "$r" | grep -q "consumer rc=0 match=1 detach=0 nattch=2" || fail "none: consumer: $r"
+grep -q "producer rc=0 waited=0 match=1 detach=0" "$T/prod2" || fail "none: producer: $(cat "$T/prod2")"
+r=$("$S" a rm 0x61); echo "$r" | grep -q "rm rc=0" || fail "none: rm: $r"
+wait_field a mem_used 0
+stop_daemon
 echo ok
