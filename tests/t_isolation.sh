@@ -10,6 +10,8 @@
 #     byte-exact; b's session refuses further work, a new session works; the
 #     fault is counted for b in `gpuos vgpu list`;
 #   - kill -9 of b's executor in the middle of b's copies loses nothing of a's;
+#   - isolation = mps: b's fault is told to a's session by name (one fate), b
+#     alone counts it, a reconnects;
 # and, as the known truth that makes these checks able to fail, the same attack
 # under isolation = none (one address space) does read and corrupt a's buffer,
 # and a fault there reaches every client.
@@ -80,6 +82,25 @@ stop_daemon
 for xp in $(grep "executor pid" "$T/serve.log" | sed -n 's/.*of vGPU .: executor pid \([0-9]*\)$/\1/p'); do
     kill -0 "$xp" 2>/dev/null && fail "executor $xp left behind after the daemon stopped"
 done
+
+# ---- isolation = mps: isolated address spaces, one fate. On the simulated
+# device there is no MPS server; the daemon's side (every client of the GPU told
+# which vGPU faulted, never a hang; reconnection works) is the same code ----
+rm -f "$T/addr" "$T/s"
+start_daemon "$(echo "$CONF" | sed 's/^ISO$/isolation = mps/')"
+[ "$(vgpu_field a isolation)" = mps ] || fail "isolation mps not reported"
+timeout 60 "$C" owner a $W 6 "$T/addr" >"$T/owner" 2>&1 &
+OW=$!
+A=$(addr_of "$T/addr")
+r=$(timeout 20 "$C" xread b "$A" $W 2>&1) || fail "mps xread client: $r"
+echo "$r" | grep -q "match=0 " || fail "mps: b's raw kernel read a's data: $r"
+wait $OW && fail "mps: a fault of b must reach a's session"
+grep -q "vGPU b faulted on this GPU's MPS server" "$T/owner" || fail "mps: a was not told which vGPU faulted: $(cat "$T/owner")"
+grep -q "MPS fault of vGPU b: 1 other client(s) told" "$T/serve.log" || fail "mps: fault fan-out not logged"
+[ "$(vgpu_field b faults)" = 1 ] || fail "mps: faults of b: $(vgpu_field b faults)"
+[ "$(vgpu_field a faults)" = 0 ] || fail "mps: a counted as faulting: $(vgpu_field a faults)"
+timeout 20 "$C" copy a 100000 >/dev/null || fail "mps: a cannot reconnect after the fault"
+stop_daemon
 
 # ---- isolation = none: the same attack succeeds, a fault reaches everyone ----
 rm -f "$T/addr" "$T/s"

@@ -13,7 +13,7 @@ timeout 150 sh tests/gpu/isolation.sh > "$OUT/isolation.txt" 2>&1; echo "isolati
 timeout 60 sh tests/gpu/bypass.sh > "$OUT/bypass.txt" 2>&1; echo "bypass rc=$?" >> "$OUT/summary.txt"
 timeout 150 sh tests/gpu/vgpu.sh > "$OUT/vgpu-test.txt" 2>&1; echo "vgpu tests (process) rc=$?" >> "$OUT/summary.txt"
 GPUOS_COMMIT=${GPUOS_COMMIT:-unknown} timeout ${BENCH_S:-200} build/bench/vgpu_bench --gpuos build/gpuos \
-    --results "$OUT/results" --quick --policies band --isolation process,none \
+    --results "$OUT/results" --quick --policies band --isolation ${BENCH_MODES:-process,mps,none} \
     --only ${BENCH_ONLY:-small,copy,launch,switch,fairness} > "$OUT/bench.log" 2>&1
 echo "bench rc=$?" >> "$OUT/summary.txt"
 grep -h "^RESULT\|^  \|^ok\|^FAIL" "$OUT/isolation.txt" | head -30

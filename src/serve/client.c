@@ -99,12 +99,13 @@ static int do_hello(struct srv_client *c, const struct gos_msg_hello *m, struct 
                 return gos_fail(GOS_ELIMIT, "vGPU %s has its maximum of %d clients (max_clients_per_vgpu)",
                                 m->vgpu, s->cfg.max_clients_per_vgpu);
             struct srv_dev *d = &s->devs[s->vgpus[v].cfg.device];
-            if (d->isolation == GOS_ISOLATION_PROCESS) {
+            if (d->isolation != GOS_ISOLATION_NONE) {
                 /* The client's own executor process (issue 9); the daemon's lock is
                  * not held while it starts (it opens the device). */
                 s->vgpus[v].clients++; /* reserved */
                 pthread_mutex_unlock(&s->lock);
-                int rc = srv_exec_spawn(d->sim[0] ? d->sim : NULL, d->ordinal, &c->x);
+                int rc = srv_exec_spawn(d->sim[0] ? d->sim : NULL, d->ordinal, d->mps_dir[0] ? d->mps_dir : NULL,
+                                        &c->x);
                 pthread_mutex_lock(&s->lock);
                 s->vgpus[v].clients--;
                 if (rc)
@@ -189,85 +190,6 @@ static int do_free(struct srv_client *c, uint64_t dptr)
     return gos_fail(GOS_EINVAL, "0x%llx is not an allocation of this client", (unsigned long long)dptr);
 }
 
-static int do_region_add(struct srv_client *c, uint64_t bytes, int fd, uint32_t *id)
-{
-    struct srv_dev *d = dev_of(c);
-    struct stat st;
-    if (fd < 0)
-        return gos_fail(GOS_EPROTO, "REGION_ADD without a file descriptor");
-    if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < bytes)
-        return gos_fail(GOS_EINVAL, "region descriptor is not a file of at least %llu bytes",
-                        (unsigned long long)bytes);
-    /* A client shrinking the file under our mapping would make the daemon fault
-     * (SIGBUS): insist on a memfd sealed against shrinking. */
-    int seals = fcntl(fd, F_GET_SEALS);
-    if (seals < 0 || !(seals & F_SEAL_SHRINK))
-        return gos_fail(GOS_EPERM, "region must be a memfd sealed with F_SEAL_SHRINK");
-    int r = -1;
-    for (int i = 0; i < GOS_MAX_REGIONS; i++)
-        if (!c->regions[i].used) {
-            r = i;
-            break;
-        }
-    if (r < 0)
-        return gos_fail(GOS_EBUSY, "more than %d shared regions", GOS_MAX_REGIONS);
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED)
-        return gos_fail(GOS_ENOMEM, "mapping a region of %llu bytes: %s", (unsigned long long)bytes, strerror(errno));
-    if (c->x) { /* the executor maps (and pins) the same pages in its own process */
-        struct x_region xr = {.slot = (uint32_t)r, .bytes = bytes};
-        int rc = srv_exec_call(c->x, X_REGION_ADD, &xr, sizeof xr, fd, NULL, 0);
-        if (rc) {
-            munmap(p, bytes);
-            return rc;
-        }
-    }
-    /* The mapping keeps the memory: the descriptor is not needed any more, and
-     * a client must not hold 64 of the daemon's descriptors (max_clients). */
-    close(fd);
-    struct srv_region *g = &c->regions[r];
-    memset(g, 0, sizeof *g);
-    g->used = 1;
-    g->fd = -1;
-    g->ptr = p;
-    g->bytes = bytes;
-    /* Pinned pages make the region the bounce buffer itself (zero-copy path);
-     * with an executor, its own registration is the one that counts. */
-    g->pinned = c->x ? 1 : gos_exec_host_register(d->dev, p, bytes) == GOS_OK;
-    *id = (uint32_t)r;
-    return GOS_OK;
-}
-
-static struct srv_region *region(struct srv_client *c, uint32_t r, uint64_t off, uint64_t n)
-{
-    if (r >= GOS_MAX_REGIONS || !c->regions[r].used || c->regions[r].deleted) {
-        gos_fail(GOS_EINVAL, "region %u is not a region of this client", (unsigned)r);
-        return NULL;
-    }
-    struct srv_region *g = &c->regions[r];
-    if (!gos_range_within(0, g->bytes, off, n)) {
-        gos_fail(GOS_EINVAL, "range %llu+%llu outside region %u of %llu bytes", (unsigned long long)off,
-                 (unsigned long long)n, (unsigned)r, (unsigned long long)g->bytes);
-        return NULL;
-    }
-    return g;
-}
-
-static void region_drop(struct srv_client *c, int r)
-{
-    struct srv_region *g = &c->regions[r];
-    g->deleted = 1;
-    if (g->refs == 0) {
-        struct srv_dev *d = dev_of(c);
-        if (g->pinned && !c->x)
-            gos_exec_host_unregister(d->dev, g->ptr);
-        munmap(g->ptr, g->bytes);
-        if (g->fd >= 0)
-            close(g->fd);
-        memset(g, 0, sizeof *g);
-    }
-}
-
 static int do_copy(struct srv_client *c, uint32_t seq, const struct gos_msg_copy *m)
 {
     struct srv_op o;
@@ -289,7 +211,7 @@ static int do_copy(struct srv_client *c, uint32_t seq, const struct gos_msg_copy
         o.op = OP_DTOD;
         o.dptr2 = m->dptr_src;
     } else {
-        struct srv_region *g = region(c, m->region, m->offset, m->bytes);
+        struct srv_region *g = srv_region_find(c, m->region, m->offset, m->bytes);
         if (!g)
             return GOS_EINVAL;
         o.op = m->dir == GOS_COPY_HTOD ? OP_HTOD : OP_DTOH;
@@ -315,7 +237,7 @@ static int do_module_load(struct srv_client *c, const struct gos_msg_module_load
         return gos_fail(GOS_EBUSY, "more than 16 modules loaded");
     const void *img = NULL;
     if (!m->name[0]) {
-        struct srv_region *g = region(c, m->region, m->offset, m->bytes);
+        struct srv_region *g = srv_region_find(c, m->region, m->offset, m->bytes);
         if (!g)
             return GOS_EINVAL;
         img = (char *)g->ptr + m->offset;
@@ -412,7 +334,7 @@ static int do_launch(struct srv_client *c, uint32_t seq, const struct gos_msg_la
 
 static void device_info(struct srv_client *c, struct gos_rep_device_info *r)
 {
-    const gos_device_info *i = &dev_of(c)->dev->info;
+    const gos_device_info *i = &dev_of(c)->info;
     memset(r, 0, sizeof *r);
     snprintf(r->name, sizeof r->name, "%s", i->name);
     snprintf(r->uuid, sizeof r->uuid, "%s", i->uuid);
@@ -471,7 +393,7 @@ static int validate(struct srv_client *c, const struct gos_msg_hdr *h, const voi
     }
     case GOS_MSG_MODULE_LOAD: {
         const struct gos_msg_module_load *m = p;
-        return m->name[0] || region(c, m->region, m->offset, m->bytes) ? GOS_OK : GOS_EINVAL;
+        return m->name[0] || srv_region_find(c, m->region, m->offset, m->bytes) ? GOS_OK : GOS_EINVAL;
     }
     case GOS_MSG_COPY:
     case GOS_MSG_LAUNCH:
@@ -488,7 +410,7 @@ static int validate(struct srv_client *c, const struct gos_msg_hdr *h, const voi
         if (m->dir == GOS_COPY_DTOD && !find_alloc(c, m->dptr_src, m->bytes))
             return gos_fail(GOS_EINVAL, "source range 0x%llx+%llu is not inside an allocation of this client",
                             (unsigned long long)m->dptr_src, (unsigned long long)m->bytes);
-        if (m->dir != GOS_COPY_DTOD && !region(c, m->region, m->offset, m->bytes))
+        if (m->dir != GOS_COPY_DTOD && !srv_region_find(c, m->region, m->offset, m->bytes))
             return GOS_EINVAL;
     } else {
         const struct gos_msg_launch *m = p;
@@ -528,7 +450,6 @@ static int validate(struct srv_client *c, const struct gos_msg_hdr *h, const voi
     return GOS_OK;
 }
 
-/* Handles one valid message (lock held). Returns <0 to end the connection. */
 /* The answer to a queued request (COPY, LAUNCH) that could not be queued (rc):
  * an asynchronous one's error waits for SYNC; a queued one answers later. */
 static int answer_queued(struct srv_client *c, const struct gos_msg_hdr *h, int rc, uint32_t flags)
@@ -538,17 +459,257 @@ static int answer_queued(struct srv_client *c, const struct gos_msg_hdr *h, int 
     return rc ? reply(c, h->seq, h->type, rc, NULL, 0) : 0;
 }
 
-static int handle(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+/* ---- one function per message type (the table below; lock held) ----------
+ * Each answers its request (or queues it) and returns < 0 to end the
+ * connection. validate() has already accepted the request. */
+
+static int msg_hello(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_rep_hello r = {0};
+    int rc = do_hello(c, p, &r);
+    reply(c, h->seq, h->type, rc, &r, sizeof r);
+    return rc ? -1 : 0;
+}
+
+static int msg_bye(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    return -1;
+}
+
+static int msg_mem_alloc(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_rep_mem_alloc r = {0};
+    int rc = do_alloc(c, ((struct gos_msg_mem_alloc *)p)->bytes, &r.dptr);
+    return reply(c, h->seq, h->type, rc, &r, sizeof r);
+}
+
+static int msg_mem_free(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    int rc = do_free(c, ((struct gos_msg_mem_free *)p)->dptr);
+    return reply(c, h->seq, h->type, rc, NULL, 0);
+}
+
+static int msg_region_add(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_rep_region_add r = {0};
+    int rc = srv_region_add(c, ((struct gos_msg_region_add *)p)->bytes, fd, &r.region);
+    if (rc && fd >= 0)
+        close(fd);
+    return reply(c, h->seq, h->type, rc, &r, sizeof r);
+}
+
+static int msg_region_del(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    srv_region_drop(c, (int)((struct gos_msg_region_del *)p)->region);
+    return reply(c, h->seq, h->type, GOS_OK, NULL, 0);
+}
+
+static int msg_copy(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    const struct gos_msg_copy *m = p;
+    /* swapping (issue 10.2): what the copy touches made resident first */
+    int rc = c->srv->devs[c->srv->vgpus[c->vgpu].cfg.device].sw && c->x ? srv_swap_need(c, h, p) : GOS_OK;
+    if (!rc)
+        rc = do_copy(c, h->seq, m);
+    c->swap_hold = 0;
+    return answer_queued(c, h, rc, m->flags);
+}
+
+static int msg_module_load(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_rep_handle r = {0};
+    int rc = do_module_load(c, p, &r.handle);
+    return reply(c, h->seq, h->type, rc, &r, sizeof r);
+}
+
+static int msg_module_unload(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    int rc, mi = module_of(c, ((struct gos_msg_module_unload *)p)->module);
+    if (mi < 0) {
+        rc = GOS_EINVAL;
+    } else {
+        struct srv_dev *d = dev_of(c);
+        if (!(rc = drain(c))) {
+            if (c->x) {
+                uint32_t slot = (uint32_t)mi;
+                rc = srv_exec_call(c->x, X_MODULE_UNLOAD, &slot, 4, -1, NULL, 0);
+            } else {
+                rc = gos_exec_module_unload(d->dev, c->modules[mi]);
+            }
+            c->modules[mi] = NULL;
+            for (int i = 0; i < c->n_funcs; i++)
+                c->funcs[i] = NULL; /* handles die with any unload: look them up again */
+        }
+    }
+    return reply(c, h->seq, h->type, rc, NULL, 0);
+}
+
+static int msg_func_get(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_rep_handle r = {0};
+    int rc = do_func_get(c, p, &r.handle);
+    return reply(c, h->seq, h->type, rc, &r, sizeof r);
+}
+
+static int msg_launch(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    const struct gos_msg_launch *m = p;
+    /* swapping (issue 10.2): all of the client's memory resident first */
+    int rc = c->srv->devs[c->srv->vgpus[c->vgpu].cfg.device].sw && c->x ? srv_swap_need(c, h, p) : GOS_OK;
+    if (!rc)
+        rc = do_launch(c, h->seq, m);
+    c->swap_hold = 0;
+    return answer_queued(c, h, rc, m->flags);
+}
+
+/* Shared device memory (issue 10.1; shm.c). */
+static int msg_shm_get(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_rep_shm_get r = {0};
+    int rc = srv_shm_get(c, p, &r);
+    return reply(c, h->seq, h->type, rc, &r, sizeof r);
+}
+
+static int msg_shm_at(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_rep_shm_at r = {0};
+    int rc = srv_shm_at(c, p, &r);
+    return reply(c, h->seq, h->type, rc, &r, sizeof r);
+}
+
+static int msg_shm_dt(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    int rc = drain(c); /* the device may still be using it */
+    if (!rc)
+        rc = srv_shm_dt(c, ((const struct gos_msg_shm_dt *)p)->dptr);
+    return reply(c, h->seq, h->type, rc, NULL, 0);
+}
+
+static int msg_shm_ctl(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_shm_rec r;
+    int has = 0, rc = srv_shm_ctl(c, p, &r, &has);
+    return reply(c, h->seq, h->type, rc, has ? &r : NULL, has ? sizeof r : 0);
+}
+
+static int msg_admin_shm_list(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    static _Thread_local unsigned char buf[sizeof(struct gos_rep_shm_list) +
+                                          GOS_SHM_LIST_MAX * sizeof(struct gos_shm_rec)];
+    size_t n = srv_shm_list(c, buf);
+    return reply(c, h->seq, h->type, 0, buf, n);
+}
+
+static int msg_sync(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    if (c->n_sync == 8) {
+        gos_fail(GOS_EBUSY, "more than 8 SYNC outstanding");
+        return reply(c, h->seq, h->type, GOS_EBUSY, NULL, 0);
+    }
+    c->sync_seq[c->n_sync++] = h->seq;
+    if (c->outstanding == 0) {
+        int bad = 0;
+        for (int i = 0; i < c->n_sync; i++)
+            bad |= gos_wire_reply(c->fd, 1, c->sync_seq[i], GOS_MSG_SYNC, c->sticky_rc, c->sticky_msg, NULL, 0);
+        c->n_sync = 0;
+        c->sticky_rc = 0;
+        c->sticky_msg[0] = 0;
+        return bad ? -1 : 0;
+    }
+    return 0;
+}
+
+static int msg_device_info(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_rep_device_info r;
+    device_info(c, &r);
+    return reply(c, h->seq, h->type, 0, &r, sizeof r);
+}
+
+static int msg_vgpu_info(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_vgpu_rec r;
+    srv_vgpu_record(c->srv, c->vgpu, &r);
+    return reply(c, h->seq, h->type, 0, &r, sizeof r);
+}
+
+static int msg_admin_list(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
 {
     struct srv *s = c->srv;
-    int rc = GOS_OK;
-    if (c->vgpu < 0 && h->type != GOS_MSG_HELLO && h->type != GOS_MSG_ADMIN_LIST &&
-        h->type != GOS_MSG_ADMIN_SET && h->type != GOS_MSG_ADMIN_SHM_LIST && h->type != GOS_MSG_BYE) {
+    static _Thread_local unsigned char buf[sizeof(struct gos_rep_admin_list) +
+                                          GOS_MAX_VGPUS * sizeof(struct gos_vgpu_rec)];
+    struct gos_rep_admin_list l = {.n = (uint32_t)s->n_vgpus};
+    memcpy(buf, &l, sizeof l);
+    for (int v = 0; v < s->n_vgpus; v++) {
+        struct gos_vgpu_rec r;
+        srv_vgpu_record(s, v, &r);
+        memcpy(buf + sizeof l + (size_t)v * sizeof r, &r, sizeof r);
+    }
+    return reply(c, h->seq, h->type, 0, buf, sizeof l + (size_t)s->n_vgpus * sizeof(struct gos_vgpu_rec));
+}
+
+static int msg_admin_set(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct srv *s = c->srv;
+    const struct gos_msg_admin_set *m = p;
+    int rc;
+    if (c->uid != 0 && c->uid != s->uid)
+        rc = gos_fail(GOS_EPERM, "only the daemon's owner (uid %u) or root may change shares", (unsigned)s->uid);
+    else
+        rc = srv_vgpu_set(s, m->vgpu, m->key, m->value);
+    return reply(c, h->seq, h->type, rc, NULL, 0);
+}
+
+/* The requests a client may send, as tmux's command entries: type, handler,
+ * and whether it is allowed before HELLO. */
+static const struct msg_entry {
+    uint16_t type;
+    int before_hello;
+    int (*fn)(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd);
+} msg_table[] = {
+    {GOS_MSG_HELLO, 1, msg_hello},
+    {GOS_MSG_BYE, 1, msg_bye},
+    {GOS_MSG_MEM_ALLOC, 0, msg_mem_alloc},
+    {GOS_MSG_MEM_FREE, 0, msg_mem_free},
+    {GOS_MSG_REGION_ADD, 0, msg_region_add},
+    {GOS_MSG_REGION_DEL, 0, msg_region_del},
+    {GOS_MSG_COPY, 0, msg_copy},
+    {GOS_MSG_MODULE_LOAD, 0, msg_module_load},
+    {GOS_MSG_MODULE_UNLOAD, 0, msg_module_unload},
+    {GOS_MSG_FUNC_GET, 0, msg_func_get},
+    {GOS_MSG_LAUNCH, 0, msg_launch},
+    {GOS_MSG_SYNC, 0, msg_sync},
+    {GOS_MSG_DEVICE_INFO, 0, msg_device_info},
+    {GOS_MSG_VGPU_INFO, 0, msg_vgpu_info},
+    {GOS_MSG_ADMIN_LIST, 1, msg_admin_list},
+    {GOS_MSG_ADMIN_SET, 1, msg_admin_set},
+    {GOS_MSG_SHM_GET, 0, msg_shm_get},
+    {GOS_MSG_SHM_AT, 0, msg_shm_at},
+    {GOS_MSG_SHM_DT, 0, msg_shm_dt},
+    {GOS_MSG_SHM_CTL, 0, msg_shm_ctl},
+    {GOS_MSG_ADMIN_SHM_LIST, 1, msg_admin_shm_list},
+};
+
+/* Handles one message (lock held): finds its entry, validates, runs it.
+ * Returns < 0 to end the connection. */
+static int handle(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    const struct msg_entry *e = NULL;
+    for (size_t i = 0; i < sizeof msg_table / sizeof msg_table[0]; i++)
+        if (msg_table[i].type == h->type)
+            e = &msg_table[i];
+    if (c->vgpu < 0 && !(e && e->before_hello)) {
         gos_fail(GOS_EPROTO, "%s before HELLO", gos_proto_name(h->type));
         reply(c, h->seq, h->type == GOS_MSG_REPLY ? GOS_MSG_HELLO : h->type, GOS_EPROTO, NULL, 0);
         return -1;
     }
-    if ((rc = validate(c, h, p))) {
+    if (!e) {
+        gos_fail(GOS_EPROTO, "%s is not a request", gos_proto_name(h->type));
+        reply(c, h->seq, h->type == GOS_MSG_REPLY ? GOS_MSG_HELLO : h->type, GOS_EPROTO, NULL, 0);
+        return -1;
+    }
+    int rc = validate(c, h, p);
+    if (rc) {
         if (h->type == GOS_MSG_HELLO) {
             reply(c, h->seq, h->type, rc, NULL, 0);
             return -1;
@@ -560,224 +721,7 @@ static int handle(struct srv_client *c, const struct gos_msg_hdr *h, void *p, in
                                                      : 0;
         return answer_queued(c, h, rc, flags);
     }
-    switch (h->type) {
-    case GOS_MSG_HELLO: {
-        struct gos_rep_hello r = {0};
-        rc = do_hello(c, p, &r);
-        reply(c, h->seq, h->type, rc, &r, sizeof r);
-        return rc ? -1 : 0;
-    }
-    case GOS_MSG_BYE:
-        return -1;
-    case GOS_MSG_MEM_ALLOC: {
-        struct gos_rep_mem_alloc r = {0};
-        rc = do_alloc(c, ((struct gos_msg_mem_alloc *)p)->bytes, &r.dptr);
-        return reply(c, h->seq, h->type, rc, &r, sizeof r);
-    }
-    case GOS_MSG_MEM_FREE:
-        rc = do_free(c, ((struct gos_msg_mem_free *)p)->dptr);
-        return reply(c, h->seq, h->type, rc, NULL, 0);
-    case GOS_MSG_REGION_ADD: {
-        struct gos_rep_region_add r = {0};
-        rc = do_region_add(c, ((struct gos_msg_region_add *)p)->bytes, fd, &r.region);
-        if (rc && fd >= 0)
-            close(fd);
-        return reply(c, h->seq, h->type, rc, &r, sizeof r);
-    }
-    case GOS_MSG_REGION_DEL:
-        region_drop(c, (int)((struct gos_msg_region_del *)p)->region);
-        return reply(c, h->seq, h->type, GOS_OK, NULL, 0);
-    case GOS_MSG_COPY: {
-        const struct gos_msg_copy *m = p;
-        rc = dev_of(c)->sw && c->x ? srv_swap_need(c, h, p) : GOS_OK;
-        if (!rc)
-            rc = do_copy(c, h->seq, m);
-        c->swap_hold = 0;
-        return answer_queued(c, h, rc, m->flags);
-    }
-    case GOS_MSG_MODULE_LOAD: {
-        struct gos_rep_handle r = {0};
-        rc = do_module_load(c, p, &r.handle);
-        return reply(c, h->seq, h->type, rc, &r, sizeof r);
-    }
-    case GOS_MSG_MODULE_UNLOAD: {
-        int mi = module_of(c, ((struct gos_msg_module_unload *)p)->module);
-        if (mi < 0) {
-            rc = GOS_EINVAL;
-        } else {
-            struct srv_dev *d = dev_of(c);
-            if (!(rc = drain(c))) {
-                if (c->x) {
-                    uint32_t slot = (uint32_t)mi;
-                    rc = srv_exec_call(c->x, X_MODULE_UNLOAD, &slot, 4, -1, NULL, 0);
-                } else {
-                    rc = gos_exec_module_unload(d->dev, c->modules[mi]);
-                }
-                c->modules[mi] = NULL;
-                for (int i = 0; i < c->n_funcs; i++)
-                    c->funcs[i] = NULL; /* handles die with any unload: look them up again */
-            }
-        }
-        return reply(c, h->seq, h->type, rc, NULL, 0);
-    }
-    case GOS_MSG_FUNC_GET: {
-        struct gos_rep_handle r = {0};
-        rc = do_func_get(c, p, &r.handle);
-        return reply(c, h->seq, h->type, rc, &r, sizeof r);
-    }
-    case GOS_MSG_LAUNCH: {
-        const struct gos_msg_launch *m = p;
-        rc = dev_of(c)->sw && c->x ? srv_swap_need(c, h, p) : GOS_OK;
-        if (!rc)
-            rc = do_launch(c, h->seq, m);
-        c->swap_hold = 0;
-        return answer_queued(c, h, rc, m->flags);
-    }
-    case GOS_MSG_SYNC:
-        if (c->n_sync == 8) {
-            gos_fail(GOS_EBUSY, "more than 8 SYNC outstanding");
-            return reply(c, h->seq, h->type, GOS_EBUSY, NULL, 0);
-        }
-        c->sync_seq[c->n_sync++] = h->seq;
-        if (c->outstanding == 0) {
-            int bad = 0;
-            for (int i = 0; i < c->n_sync; i++)
-                bad |= gos_wire_reply(c->fd, 1, c->sync_seq[i], GOS_MSG_SYNC, c->sticky_rc, c->sticky_msg, NULL, 0);
-            c->n_sync = 0;
-            c->sticky_rc = 0;
-            c->sticky_msg[0] = 0;
-            return bad ? -1 : 0;
-        }
-        return 0;
-    case GOS_MSG_DEVICE_INFO: {
-        struct gos_rep_device_info r;
-        device_info(c, &r);
-        return reply(c, h->seq, h->type, 0, &r, sizeof r);
-    }
-    case GOS_MSG_VGPU_INFO: {
-        struct gos_vgpu_rec r;
-        srv_vgpu_record(s, c->vgpu, &r);
-        return reply(c, h->seq, h->type, 0, &r, sizeof r);
-    }
-    case GOS_MSG_SHM_GET: {
-        struct gos_rep_shm_get r = {0};
-        rc = srv_shm_get(c, p, &r);
-        return reply(c, h->seq, h->type, rc, &r, sizeof r);
-    }
-    case GOS_MSG_SHM_AT: {
-        struct gos_rep_shm_at r = {0};
-        rc = srv_shm_at(c, p, &r);
-        return reply(c, h->seq, h->type, rc, &r, sizeof r);
-    }
-    case GOS_MSG_SHM_DT: {
-        rc = drain(c); /* the device may still be using it */
-        if (!rc)
-            rc = srv_shm_dt(c, ((const struct gos_msg_shm_dt *)p)->dptr);
-        return reply(c, h->seq, h->type, rc, NULL, 0);
-    }
-    case GOS_MSG_SHM_CTL: {
-        struct gos_shm_rec r;
-        int has = 0;
-        rc = srv_shm_ctl(c, p, &r, &has);
-        return reply(c, h->seq, h->type, rc, has ? &r : NULL, has ? sizeof r : 0);
-    }
-    case GOS_MSG_ADMIN_SHM_LIST: {
-        static _Thread_local unsigned char buf[sizeof(struct gos_rep_shm_list) +
-                                              GOS_SHM_LIST_MAX * sizeof(struct gos_shm_rec)];
-        size_t n = srv_shm_list(c, buf);
-        return reply(c, h->seq, h->type, 0, buf, n);
-    }
-    case GOS_MSG_ADMIN_LIST: {
-        static _Thread_local unsigned char buf[sizeof(struct gos_rep_admin_list) +
-                                              GOS_MAX_VGPUS * sizeof(struct gos_vgpu_rec)];
-        struct gos_rep_admin_list l = {.n = (uint32_t)s->n_vgpus};
-        memcpy(buf, &l, sizeof l);
-        for (int v = 0; v < s->n_vgpus; v++) {
-            struct gos_vgpu_rec r;
-            srv_vgpu_record(s, v, &r);
-            memcpy(buf + sizeof l + (size_t)v * sizeof r, &r, sizeof r);
-        }
-        return reply(c, h->seq, h->type, 0, buf, sizeof l + (size_t)s->n_vgpus * sizeof(struct gos_vgpu_rec));
-    }
-    case GOS_MSG_ADMIN_SET: {
-        const struct gos_msg_admin_set *m = p;
-        if (c->uid != 0 && c->uid != s->uid)
-            rc = gos_fail(GOS_EPERM, "only the daemon's owner (uid %u) or root may change shares",
-                          (unsigned)s->uid);
-        else
-            rc = srv_vgpu_set(s, m->vgpu, m->key, m->value);
-        return reply(c, h->seq, h->type, rc, NULL, 0);
-    }
-    default:
-        gos_fail(GOS_EPROTO, "%s is not a request", gos_proto_name(h->type));
-        reply(c, h->seq, h->type == GOS_MSG_REPLY ? GOS_MSG_HELLO : h->type, GOS_EPROTO, NULL, 0);
-        return -1;
-    }
-}
-
-static void client_free(struct srv_client *c)
-{
-    struct srv *s = c->srv;
-    if (c->vgpu >= 0) {
-        struct srv_dev *d = dev_of(c);
-        struct srv_vgpu *v = &s->vgpus[c->vgpu];
-        srv_shm_client_gone(c); /* attachments: the segments' counts, not this vGPU's share */
-        srv_swap_client_gone(c);
-        for (int i = 0; i < c->n_allocs; i++) {
-            if (!c->x)
-                gos_exec_mem_free(d->dev, c->allocs[i].dptr);
-            v->mem_used -= c->allocs[i].bytes;
-        }
-        for (int i = 0; i < GOS_MAX_REGIONS; i++)
-            if (c->regions[i].used)
-                region_drop(c, i);
-        for (int i = 0; i < 16; i++)
-            if (!c->x && c->modules[i] && c->modules[i] != (void *)1)
-                gos_exec_module_unload(d->dev, c->modules[i]);
-        /* The executor's exit releases its context, memory and modules at once. */
-        srv_exec_close(c->x);
-        c->x = NULL;
-        v->clients--;
-    }
-    for (struct srv_client **pp = &s->clients; *pp; pp = &(*pp)->next)
-        if (*pp == c) {
-            *pp = c->next;
-            break;
-        }
-    s->n_clients--;
-    if (s->verbose)
-        fprintf(stderr, "gpuos serve: client %u (pid %d) released\n", c->id, (int)c->pid);
-    close(c->fd);
-    pthread_mutex_destroy(&c->wlock);
-    free(c->allocs);
-    free(c);
-    pthread_cond_broadcast(&s->idle);
-}
-
-void srv_client_exec_check(struct srv_client *c)
-{
-    if (!c->x || !c->x->dead || c->exec_lost || c->vgpu < 0)
-        return;
-    struct srv *s = c->srv;
-    struct srv_vgpu *v = &s->vgpus[c->vgpu];
-    c->exec_lost = 1;
-    v->faults++;
-    fprintf(stderr, "gpuos serve: vGPU %s: client %u (pid %d): executor pid %d lost: %s\n", v->cfg.name, c->id,
-            (int)c->pid, (int)c->x->pid, c->x->why);
-    /* Its memory went with its process: back to the vGPU's share now; its
-     * attachments of shared segments are gone too (the segments stay). */
-    srv_shm_client_gone(c);
-    srv_swap_client_gone(c);
-    for (int i = 0; i < c->n_allocs; i++)
-        v->mem_used -= c->allocs[i].bytes;
-    c->n_allocs = 0;
-    srv_exec_kill(c->x);
-}
-
-void srv_client_unref(struct srv_client *c)
-{
-    if (--c->refs == 0)
-        client_free(c);
+    return e->fn(c, h, p, fd);
 }
 
 /* Whether a message (or the end of the stream) is waiting on fd. */

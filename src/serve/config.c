@@ -347,13 +347,21 @@ int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_
                     goto out;
                 }
                 strcpy(d->policy, v);
+            } else if (!strcmp(k, "grant_us")) {
+                if (parse_int(v, 100, 100000, &x)) {
+                    rc = BAD("grant_us must be 100..100000");
+                    goto out;
+                }
+                d->grant_us = (uint64_t)x;
             } else if (!strcmp(k, "isolation")) {
                 if (!strcmp(v, "process"))
                     d->isolation = GOS_ISOLATION_PROCESS;
                 else if (!strcmp(v, "none"))
                     d->isolation = GOS_ISOLATION_NONE;
+                else if (!strcmp(v, "mps"))
+                    d->isolation = GOS_ISOLATION_MPS;
                 else {
-                    rc = BAD("isolation must be process or none");
+                    rc = BAD("isolation must be process, mps or none");
                     goto out;
                 }
             } else if (!strcmp(k, "queue")) {

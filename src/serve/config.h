@@ -36,7 +36,13 @@
  *   isolation = process          # process: each client's device work in an executor
  *                                # process of its own (own address space, faults
  *                                # contained); none: one context in the daemon for
- *                                # trusted tenants (docs/readme-vgpu.md, issue 9)
+ *                                # trusted tenants (docs/readme-vgpu.md, issue 9);
+ *                                # mps: executors are clients of an MPS server the
+ *                                # daemon starts (a fault reaches all of them)
+ *   grant_us = 4000              # a batch of one client's queued work (one grant
+ *                                # to its executor) lasts this long at most, by the
+ *                                # client's recent GPU time per op (default 4000
+ *                                # with isolation = process, 1000 with none)
  *
  *   [vgpu alice]
  *   device = 0                   # the [device] section's label
@@ -68,9 +74,10 @@ struct gos_serve_devcfg {
      * allocations are then plain device memory); swap_pool: what allocations may
      * occupy on the device (0: its memory). */
     uint64_t swap_bytes, swap_pool;
+    uint64_t grant_us; /* 0: by isolation */
 };
 
-enum { GOS_ISOLATION_PROCESS, GOS_ISOLATION_NONE };
+enum { GOS_ISOLATION_PROCESS, GOS_ISOLATION_NONE, GOS_ISOLATION_MPS };
 
 struct gos_serve_vgpucfg {
     int line, mem_line; /* of the section and of its memory key (0: none), for messages */

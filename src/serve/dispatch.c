@@ -78,7 +78,7 @@ int srv_client_batch_open(struct srv_client *c)
     if (!t || t->dispatched || t->n_ops == 0 || t->ops[0].direct || t->n_ops >= SRV_BATCH_MAX_OPS)
         return 0;
     uint64_t per = c->op_ns[t->st.kind];
-    return per > 0 && (uint64_t)(t->n_ops + 1) * per <= SRV_BATCH_MAX_NS &&
+    return per > 0 && (uint64_t)(t->n_ops + 1) * per <= dev_of(c)->grant_ns &&
            (t->st.kind != GOS_SCHED_COPY || t->bytes < SRV_BATCH_MAX_BYTES);
 }
 
@@ -108,7 +108,7 @@ int srv_op_submit(struct srv_client *c, int kind, int priority, const struct srv
     struct srv_task *t = c->last_task;
     int grow = t && !t->dispatched && t->n_ops > 0 && t->st.kind == kind && t->st.priority == priority &&
                !op->direct && !t->ops[0].direct && t->n_ops < SRV_BATCH_MAX_OPS && c->op_ns[kind] > 0 &&
-               (uint64_t)(t->n_ops + 1) * c->op_ns[kind] <= SRV_BATCH_MAX_NS &&
+               (uint64_t)(t->n_ops + 1) * c->op_ns[kind] <= dev_of(c)->grant_ns &&
                (kind != GOS_SCHED_COPY || t->bytes + op->bytes <= SRV_BATCH_MAX_BYTES);
     if (!grow) {
         t = task_new(c, kind, priority);
@@ -136,20 +136,6 @@ int srv_op_submit(struct srv_client *c, int kind, int priority, const struct srv
     if (!grow)
         srv_client_release(c);
     return GOS_OK;
-}
-
-static void region_unref(struct srv_client *c, int r)
-{
-    struct srv_region *g = &c->regions[r];
-    if (--g->refs == 0 && g->deleted) {
-        struct srv_dev *d = dev_of(c);
-        if (g->pinned && !c->x)
-            gos_exec_host_unregister(d->dev, g->ptr);
-        munmap(g->ptr, g->bytes);
-        if (g->fd >= 0)
-            close(g->fd);
-        memset(g, 0, sizeof *g);
-    }
 }
 
 static void answer_syncs(struct srv_client *c)
@@ -186,7 +172,7 @@ static void task_finish(struct srv_task *t, int rc, const char *msg, uint64_t gp
         int orc = rc ? rc : o->rc;
         const char *omsg = rc ? msg : (o->msg ? o->msg : "");
         if (o->region >= 0)
-            region_unref(c, o->region);
+            srv_region_unref(c, o->region);
         if (!orc)
             s->vgpus[c->vgpu].tasks++;
         if (!c->dead) {

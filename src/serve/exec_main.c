@@ -444,6 +444,8 @@ int srv_executor_main(int sock, const char *sim, int ordinal)
         rc = gos_exec_init(x->dev);
     if (!rc)
         rc = gos_exec_mem_info(x->dev, &fr, &hello.mem_total);
+    if (!rc)
+        hello.info = x->dev->info;
     for (int e = 0; !rc && e < XE_ENGINES; e++)
         if ((rc = gos_exec_stream_create(x->dev, &x->streams[e])) ||
             (rc = gos_exec_event_create(x->dev, &x->ev[e][0])) || (rc = gos_exec_event_create(x->dev, &x->ev[e][1])))

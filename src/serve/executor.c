@@ -23,6 +23,10 @@ static void mark_dead(struct srv_exec *x, int faulted, const char *why)
 {
     if (x->dead)
         return;
+    if (__atomic_load_n(&x->fated, __ATOMIC_ACQUIRE)) { /* killed by the daemon: the reason is the daemon's */
+        why = x->fate;
+        faulted = 0;
+    }
     snprintf(x->why, sizeof x->why, "%s", why);
     x->faulted = faulted;
     __atomic_store_n(&x->dead, 1, __ATOMIC_RELEASE);
@@ -156,7 +160,16 @@ int srv_exec_prepare(void)
     return exe_fd >= 0 ? GOS_OK : gos_fail(GOS_EIO, "executor: cannot open the gpuos binary: %s", strerror(errno));
 }
 
-int srv_exec_spawn(const char *sim, int ordinal, struct srv_exec **out)
+void srv_exec_fail(struct srv_exec *x, const char *why)
+{
+    if (!x || x->dead || __atomic_load_n(&x->fated, __ATOMIC_ACQUIRE))
+        return;
+    snprintf(x->fate, sizeof x->fate, "%s", why);
+    __atomic_store_n(&x->fated, 1, __ATOMIC_RELEASE);
+    srv_exec_kill(x);
+}
+
+int srv_exec_spawn(const char *sim, int ordinal, const char *mps_dir, struct srv_exec **out)
 {
     int rc0 = srv_exec_prepare();
     if (rc0)
@@ -168,10 +181,32 @@ int srv_exec_spawn(const char *sim, int ordinal, struct srv_exec **out)
     char ord[16];
     snprintf(ord, sizeof ord, "%d", ordinal);
     char *argv[] = {exe, "executor", "--fd", "3", "--ordinal", ord, sim ? "--sim" : NULL, (char *)sim, NULL};
+    /* The environment, built before fork (only async-signal-safe calls after). */
+    extern char **environ;
+    size_t ne = 0;
+    while (environ[ne])
+        ne++;
+    char **envp = calloc(ne + 3, sizeof *envp), pipe_env[128] = "", log_env[128] = "";
+    if (!envp) {
+        close(sv[0]);
+        close(sv[1]);
+        return gos_fail(GOS_ENOMEM, "daemon out of host memory");
+    }
+    size_t k0 = 0;
+    for (size_t i = 0; i < ne; i++)
+        if (strncmp(environ[i], "CUDA_MPS_", 9))
+            envp[k0++] = environ[i];
+    if (mps_dir) {
+        snprintf(pipe_env, sizeof pipe_env, "CUDA_MPS_PIPE_DIRECTORY=%s/pipe", mps_dir);
+        snprintf(log_env, sizeof log_env, "CUDA_MPS_LOG_DIRECTORY=%s/log", mps_dir);
+        envp[k0++] = pipe_env;
+        envp[k0++] = log_env;
+    }
     pid_t pid = fork();
     if (pid < 0) {
         close(sv[0]);
         close(sv[1]);
+        free(envp);
         return gos_fail(GOS_EIO, "executor: fork: %s", strerror(errno));
     }
     if (pid == 0) {
@@ -188,11 +223,11 @@ int srv_exec_spawn(const char *sim, int ordinal, struct srv_exec **out)
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
-        extern char **environ;
-        fexecve(4, argv, environ);
+        fexecve(4, argv, envp);
         _exit(127);
     }
     close(sv[1]);
+    free(envp);
     struct srv_exec *x = calloc(1, sizeof *x);
     if (!x) {
         close(sv[0]);
@@ -218,6 +253,7 @@ int srv_exec_spawn(const char *sim, int ordinal, struct srv_exec **out)
     struct x_hello_rep r;
     memcpy(&r, x->buf, sizeof r);
     x->mem_total = r.mem_total;
+    x->info = r.info;
     *out = x;
     return GOS_OK;
 }

@@ -17,10 +17,13 @@ struct srv_exec {
     pthread_mutex_t lock;
     int dead;      /* set once; read without the lock as a hint */
     int faulted;   /* dead by a device fault (X_FAULTED), not by a broken channel */
-    char why[200]; /* why it is dead */
+    char why[300]; /* why it is dead */
+    char fate[300]; /* set before the daemon kills it (srv_exec_fail) */
+    int fated;
     void *buf;
     size_t cap;
     uint64_t mem_total;
+    gos_device_info info; /* the device's facts, as the executor opened it */
 };
 
 /* Opens the daemon's own binary for later spawns (at start: a binary replaced
@@ -28,7 +31,10 @@ struct srv_exec {
 int srv_exec_prepare(void);
 /* Spawns `gpuos executor` on the device (sim: a chip, or NULL for the GPU of that
  * ordinal) and waits for it to open the device. */
-int srv_exec_spawn(const char *sim, int ordinal, struct srv_exec **out);
+int srv_exec_spawn(const char *sim, int ordinal, const char *mps_dir, struct srv_exec **out);
+/* Ends x because of something outside it (another MPS client's fault): its
+ * callers get GPUOS_EDEVICE with why. */
+void srv_exec_fail(struct srv_exec *x, const char *why);
 /* One request, its answer's payload copied into rep (at most repn bytes). */
 int srv_exec_call(struct srv_exec *x, uint32_t type, const void *req, uint32_t n, int fd, void *rep, size_t repn);
 /* The same, for a request whose answer carries a descriptor (*rfd, -1 if none). */

@@ -13,6 +13,13 @@
  * calls (copies, launches, waits) run outside it. Replies from dispatch threads
  * are sent without blocking (a client that does not read them is dropped).
  *
+ * Rooms (issue 9; calls go down this list, never up): server.c (socket,
+ * threads, shutdown) -> client.c (a connection's reader: validate() and one
+ * function per message type in msg_table) -> dispatch.c (engines, tasks, grants)
+ * -> session.c (a client's executor loss and its end) -> region.c (shared
+ * regions) -> executor.c + xwire.c (executor processes; their own side is
+ * exec_main.c, `gpuos executor`); vgpu.c and config.c stand alone.
+ *
  * Ownership: a client is freed when its reader thread has ended AND no task of it
  * is queued or in flight (refs), so that a client dying mid-copy releases its
  * memory only after the device stopped touching it. */
@@ -78,6 +85,10 @@ struct srv_op {
  * op of that kind times the ops) stays under this: batching must not turn short
  * requests into long non-preemptive ones (priorities, fairness granularity). */
 #define SRV_BATCH_MAX_NS 1000000ull
+/* isolation = process: a batch is one grant to one executor, and the GPU pays
+ * ~140 us to switch between two processes' contexts (H200-NOTES), so grants are
+ * longer by default (grant_us; issue 9). */
+#define SRV_GRANT_PROCESS_NS 4000000ull
 struct srv_task {
     gos_sched_task st; /* st.user == this */
     struct srv_client *c;
@@ -169,7 +180,12 @@ struct srv_dev {
     void *streams[GOS_SCHED_MAX_ENGINES];
     void *ev[GOS_SCHED_MAX_ENGINES][2];
     uint64_t mem_total;
+    gos_device_info info; /* the device's facts (from a probe executor under process / mps:
+                           * the daemon then holds no device context at all, dev == NULL) */
     int isolation;  /* GOS_ISOLATION_* */
+    char mps_dir[64]; /* isolation = mps on a GPU: the MPS server's pipe/log directory ("" none) */
+    uint64_t mps_restarted_ns; /* clients born before belong to the previous server */
+    uint64_t grant_ns; /* a batch's expected GPU time at most (grant_us) */
     char sim[256];  /* the executors' device: a chip, or "" for the GPU of ordinal */
     gos_swap *sw; /* swapping on this device (swap.c, issue 10.2); NULL: off */
     int ordinal;
@@ -205,9 +221,9 @@ uint64_t srv_now_ns(void);
 int srv_run(struct srv *s, const char *force_sim);
 void srv_reap_idle(struct srv *s);
 
-/* client.c: the reader thread of one connection. */
+/* client.c: the reader thread of one connection; one function per message type. */
 void *srv_client_main(void *arg);
-/* Drops a reference (lock held); frees the client at zero. */
+/* session.c: drops a reference (lock held); frees the client at zero. */
 void srv_client_unref(struct srv_client *c);
 
 /* dispatch.c */
@@ -241,7 +257,15 @@ int srv_client_batch_open(struct srv_client *c);
 /* Takes back every queued task of c (lock held), after it died. */
 void srv_client_cancel(struct srv_client *c);
 
-/* The client's executor died (fault, kill; lock held): counted once per vGPU,
+/* region.c (lock held): a region from the client's memfd (REGION_ADD); the
+ * region holding [off, off + n) of region r, or NULL with an error; dropping
+ * one (unmapped once no task uses it); a task's reference released. */
+int srv_region_add(struct srv_client *c, uint64_t bytes, int fd, uint32_t *id);
+struct srv_region *srv_region_find(struct srv_client *c, uint32_t r, uint64_t off, uint64_t n);
+void srv_region_drop(struct srv_client *c, int r);
+void srv_region_unref(struct srv_client *c, int r);
+
+/* session.c. The client's executor died (fault, kill; lock held): counted once per vGPU,
  * logged, its memory returned to the vGPU's share; later requests fail with
  * GOS_EDEVICE naming the reason. */
 void srv_client_exec_check(struct srv_client *c);
@@ -268,6 +292,11 @@ void srv_swap_client_gone(struct srv_client *c);
 /* Before a COPY or LAUNCH of c is queued: what it needs made resident. */
 int srv_swap_need(struct srv_client *c, const struct gos_msg_hdr *h, const void *payload);
 void srv_swap_record(struct srv *s, int v, uint64_t *resident, uint64_t *swapped);
+
+/* mps.c: an MPS server of the daemon's own (pipe and log directories under a
+ * private temporary directory, written to dir); stopping it (echo quit). */
+int srv_mps_start(char *dir, size_t cap);
+void srv_mps_stop(char *dir);
 
 /* vgpu.c */
 void srv_vgpu_record(struct srv *s, int v, struct gos_vgpu_rec *r);

@@ -36,21 +36,48 @@ static int open_devices(struct srv *s, const char *force_sim)
         gos_device_spec spec = {.sim = force_sim ? force_sim : (c->sim[0] ? c->sim : NULL),
                                 .ordinal = c->ordinal < 0 ? 0 : c->ordinal};
         d->isolation = c->isolation;
+        d->grant_ns = c->grant_us ? c->grant_us * 1000ull
+                                  : c->isolation != GOS_ISOLATION_NONE ? SRV_GRANT_PROCESS_NS : SRV_BATCH_MAX_NS;
         d->ordinal = spec.ordinal;
         snprintf(d->sim, sizeof d->sim, "%s", spec.sim ? spec.sim : "");
-        int rc = gos_device_open(&spec, &d->dev);
+        int rc;
+        if (d->isolation == GOS_ISOLATION_MPS && !d->sim[0] &&
+            (rc = srv_mps_start(d->mps_dir, sizeof d->mps_dir))) /* a GPU: the daemon's own MPS server */
+            return rc;
+        if (d->isolation != GOS_ISOLATION_NONE) {
+            /* process / mps: the daemon never opens the device (nothing a tenant
+             * does can fault it, and an MPS server never waits for the daemon);
+             * its facts come from a probe executor. */
+            struct srv_exec *x = NULL;
+            rc = srv_exec_spawn(d->sim[0] ? d->sim : NULL, d->ordinal, d->mps_dir[0] ? d->mps_dir : NULL, &x);
+            if (rc) {
+                char why[256];
+                snprintf(why, sizeof why, "%s", gos_last_error());
+                srv_mps_stop(d->mps_dir);
+                return gos_fail(rc, "device %s: %s", c->label, why);
+            }
+            d->info = x->info;
+            d->mem_total = x->mem_total;
+            srv_exec_close(x);
+            s->n_devs = i + 1;
+            goto sched;
+        }
+        rc = gos_device_open(&spec, &d->dev);
         if (rc)
             {
+            srv_mps_stop(d->mps_dir);
             char why[256];
             snprintf(why, sizeof why, "%s", gos_last_error());
             return gos_fail(rc, "device %s: %s", c->label, why);
         }
         s->n_devs = i + 1;
+        d->info = d->dev->info;
         if ((rc = gos_exec_init(d->dev)))
             return rc;
         uint64_t fr;
         if ((rc = gos_exec_mem_info(d->dev, &fr, &d->mem_total)))
             return rc;
+    sched:;
         if ((rc = srv_swap_init(s, d, c)))
             return rc;
         int mode;
@@ -63,7 +90,7 @@ static int open_devices(struct srv *s, const char *force_sim)
             gos_sched_set_band_charge_hold(d->sched, c->band_charge_hold != 0);
         }
         d->n_engines = gos_sched_engine_count(d->sched);
-        for (int e = 0; e < d->n_engines; e++)
+        for (int e = 0; d->dev && e < d->n_engines; e++)
             if ((rc = gos_exec_stream_create(d->dev, &d->streams[e])) ||
                 (rc = gos_exec_event_create(d->dev, &d->ev[e][0])) || (rc = gos_exec_event_create(d->dev, &d->ev[e][1])))
                 return rc;
@@ -107,6 +134,8 @@ static void close_devices(struct srv *s)
     for (int i = 0; i < s->n_devs; i++) {
         struct srv_dev *d = &s->devs[i];
         for (int e = 0; e < d->n_engines; e++) { /* what was created is non-NULL */
+            if (!d->dev)
+                break;
             if (d->ev[e][0])
                 gos_exec_event_destroy(d->dev, d->ev[e][0]);
             if (d->ev[e][1])
@@ -357,7 +386,7 @@ int srv_run(struct srv *s, const char *force_sim)
             s->n_devs, s->n_devs == 1 ? "" : "s", s->n_vgpus, s->n_vgpus == 1 ? "" : "s", GOS_PROTOCOL_VERSION);
     for (int i = 0; i < s->n_devs; i++)
         fprintf(stderr, "gpuos serve: device %s: %s%s, policy %s, queue %s\n", s->cfg.devs[i].label,
-                gos_dev_label(s->devs[i].dev), s->devs[i].dev->info.name,
+                s->devs[i].info.simulated ? "simulated " : "", s->devs[i].info.name,
                 gos_sched_policy_name(s->devs[i].sched), gos_sched_mode_name(s->devs[i].sched));
     uint64_t backoff_until = 0;
     for (;;) {
@@ -442,5 +471,7 @@ fail:
         close(sfd);
     if (s->reserve_fd >= 0)
         close(s->reserve_fd);
+    for (int i = 0; i < s->n_devs; i++) /* after the executors: the MPS server's own quit */
+        srv_mps_stop(s->devs[i].mps_dir);
     return rc;
 }

@@ -40,8 +40,8 @@ int srv_swap_init(struct srv *s, struct srv_dev *d, const struct gos_serve_devcf
 {
     if (!cfg->swap_bytes)
         return GOS_OK;
-    if (cfg->isolation != GOS_ISOLATION_PROCESS)
-        return gos_fail(GOS_EINVAL, "device %s: swap needs isolation = process (executors)", cfg->label);
+    if (cfg->isolation == GOS_ISOLATION_NONE)
+        return gos_fail(GOS_EINVAL, "device %s: swap needs executors (isolation = process or mps)", cfg->label);
     d->sw = calloc(1, sizeof *d->sw);
     if (!d->sw)
         return gos_fail(GOS_ENOMEM, "out of memory");

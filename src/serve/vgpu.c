@@ -37,7 +37,9 @@ void srv_vgpu_record(struct srv *s, int v, struct gos_vgpu_rec *r)
     r->compute_held_ns = st.compute_held_ns;
     r->copy_held_ns = st.copy_held_ns;
     r->faults = g->faults;
-    snprintf(r->isolation, sizeof r->isolation, "%s", d->isolation == GOS_ISOLATION_NONE ? "none" : "process");
+    snprintf(r->isolation, sizeof r->isolation, "%s", d->isolation == GOS_ISOLATION_NONE  ? "none"
+                                                    : d->isolation == GOS_ISOLATION_MPS ? "mps"
+                                                                                        : "process");
     srv_swap_record(s, v, &r->mem_resident, &r->mem_swapped);
     if (d->sw) {
         r->evictions = d->sw->vgpu[v].evictions;

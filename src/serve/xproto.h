@@ -11,6 +11,8 @@
 #ifndef GOS_SERVE_XPROTO_H
 #define GOS_SERVE_XPROTO_H
 
+#include "device/device.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -51,6 +53,7 @@ struct x_hello_rep {
     int32_t pid;
     uint32_t pad;
     uint64_t mem_total;
+    gos_device_info info; /* same binary on both sides: the daemon's device facts */
 };
 
 struct x_region {

@@ -6,7 +6,9 @@
 # writing a's buffer by address, then launch the built-in fault kernel (reads
 # 0x10). Expected: process: b reads nothing of a's (match=0), a's buffer intact,
 # b gets GPUOS_EDEVICE CUDA_ERROR_ILLEGAL_ADDRESS, a carries on, the fault is
-# counted for b; none (trusted tenants, the contrast): the attack reads and
+# counted for b; mps (daemon-started MPS server): b reads nothing of a's, and a
+# fault of b reaches a's session with an error naming vGPU b, the daemon restarts
+# the server and both reconnect; none (trusted tenants, the contrast): the attack reads and
 # corrupts a's buffer and the fault reaches a. Prints RESULT lines; exit non-zero
 # when a `process` expectation fails.
 set -u
@@ -16,7 +18,7 @@ T=$(mktemp -d)
 export GPUOS_SOCKET="$T/s" GPUOS_TIMEOUT_MS=60000
 W=1048576
 fail=0
-for mode in process none; do
+for mode in process mps none; do
     cat > "$T/conf" <<CONF
 socket = $T/s
 [device 0]
@@ -58,11 +60,19 @@ CONF
         echo "$ft" | grep -q "reconnected ok" || { echo "FAIL process: b could not reconnect"; fail=1; }
         [ $after = works ] || { echo "FAIL process: a broken after b's fault"; fail=1; }
     fi
+    if [ $mode = mps ]; then
+        echo "$xr" | grep -q "match=0 " || { echo "FAIL mps: b read a's data"; fail=1; }
+        echo "$ft" | grep -q "fault rc=-7" || { echo "FAIL mps: no clear fault error"; fail=1; }
+        echo "$ft" | grep -q "reconnected ok" || { echo "FAIL mps: b could not reconnect after the restart"; fail=1; }
+        [ $after = works ] || { echo "FAIL mps: daemon not recovered (a cannot work after the restart)"; fail=1; }
+        grep -q "MPS fault of vGPU b" "$T/serve-$mode.log" || { echo "FAIL mps: fault not fanned out"; fail=1; }
+    fi
     kill -TERM $D
     i=0; while kill -0 $D 2>/dev/null && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
     kill -0 $D 2>/dev/null && { kill -9 $D; echo "  daemon needed SIGKILL"; }
-    grep -E "lost|fault" "$T/serve-$mode.log" | head -5 | sed 's/^/    serve: /'
+    grep -E "lost|fault|MPS" "$T/serve-$mode.log" | head -8 | sed 's/^/    serve: /'
+    [ $mode = mps ] && { ls /tmp/gpuos-mps.* 2>/dev/null | head -3; pgrep -l nvidia-cuda-mps || echo "  no MPS process left"; }
 done
 rm -rf "$T"
-[ $fail = 0 ] && echo "ok   isolation (process): attack read nothing, corrupted nothing; fault contained"
+[ $fail = 0 ] && echo "ok   isolation (process, mps): attack read nothing, corrupted nothing; fault contained (process) / told and recovered (mps)"
 exit $fail

@@ -1,0 +1,83 @@
+/* mps.c: the daemon's own MPS server for isolation = mps (issue 9). Started
+ * with `nvidia-cuda-mps-control -d` and stopped with `echo quit |
+ * nvidia-cuda-mps-control`, both with CUDA_MPS_PIPE_DIRECTORY and
+ * CUDA_MPS_LOG_DIRECTORY in a private directory of the daemon (so it never
+ * meets another MPS server of the machine). Starting MPS changes no GPU setting
+ * (H200-NOTES). The environment is built before fork: the daemon has threads. */
+#include "serve/serve.h"
+
+#include "common/status.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int control(const char *dir, const char *arg, const char *input)
+{
+    char pe[128], le[128];
+    snprintf(pe, sizeof pe, "CUDA_MPS_PIPE_DIRECTORY=%s/pipe", dir);
+    snprintf(le, sizeof le, "CUDA_MPS_LOG_DIRECTORY=%s/log", dir);
+    char *envp[] = {pe, le, "PATH=/usr/bin:/bin:/usr/local/bin:/usr/sbin:/sbin", NULL};
+    char *argv[] = {"nvidia-cuda-mps-control", (char *)arg, NULL}; /* arg NULL: commands on stdin */
+    int in[2] = {-1, -1};
+    if (input && pipe(in))
+        return gos_fail(GOS_EIO, "pipe: %s", strerror(errno));
+    pid_t pid = fork();
+    if (pid < 0)
+        return gos_fail(GOS_EIO, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        if (input) {
+            dup2(in[0], 0);
+            close(in[0]);
+            close(in[1]);
+        }
+        execve("/usr/bin/nvidia-cuda-mps-control", argv, envp);
+        execvpe("nvidia-cuda-mps-control", argv, envp);
+        _exit(127);
+    }
+    if (input) {
+        close(in[0]);
+        if (write(in[1], input, strlen(input)) < 0) {
+            /* the control program reads nothing: its status says why */
+        }
+        close(in[1]);
+    }
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    if (!WIFEXITED(st) || WEXITSTATUS(st))
+        return gos_fail(GOS_EIO, "nvidia-cuda-mps-control %s: exit status %d%s", arg ? arg : "(quit)",
+                        WIFEXITED(st) ? WEXITSTATUS(st) : -1,
+                        WIFEXITED(st) && WEXITSTATUS(st) == 127 ? " (not installed?)" : "");
+    return GOS_OK;
+}
+
+int srv_mps_start(char *dir, size_t cap)
+{
+    if (!dir[0]) {
+        char t[] = "/tmp/gpuos-mps.XXXXXX";
+        if (!mkdtemp(t))
+            return gos_fail(GOS_EIO, "MPS directory: %s", strerror(errno));
+        snprintf(dir, cap, "%s", t);
+        char sub[128];
+        snprintf(sub, sizeof sub, "%s/pipe", dir);
+        mkdir(sub, 0700);
+        snprintf(sub, sizeof sub, "%s/log", dir);
+        mkdir(sub, 0700);
+    }
+    int rc = control(dir, "-d", NULL);
+    if (rc)
+        return gos_fail(rc, "isolation = mps: starting the MPS server: %s", gos_last_error());
+    return GOS_OK;
+}
+
+void srv_mps_stop(char *dir)
+{
+    if (!dir[0])
+        return;
+    control(dir, NULL, "quit\n");
+}

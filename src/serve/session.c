@@ -1,0 +1,108 @@
+/* session.c: a client's session as a whole: its executor's loss (counted,
+ * logged, memory returned) and its end (everything it held released once no
+ * task of it is queued or running). Called by the reader (client.c) and the
+ * engines (dispatch.c); calls only region.c and executor.c. */
+#include "serve/serve.h"
+
+#include "common/status.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static struct srv_dev *dev_of(struct srv_client *c)
+{
+    return &c->srv->devs[c->srv->vgpus[c->vgpu].cfg.device];
+}
+
+static void client_free(struct srv_client *c)
+{
+    struct srv *s = c->srv;
+    if (c->vgpu >= 0) {
+        struct srv_dev *d = dev_of(c);
+        struct srv_vgpu *v = &s->vgpus[c->vgpu];
+        srv_shm_client_gone(c); /* attachments: the segments' counts, not this vGPU's share */
+        srv_swap_client_gone(c);
+        for (int i = 0; i < c->n_allocs; i++) {
+            if (!c->x)
+                gos_exec_mem_free(d->dev, c->allocs[i].dptr);
+            v->mem_used -= c->allocs[i].bytes;
+        }
+        for (int i = 0; i < GOS_MAX_REGIONS; i++)
+            if (c->regions[i].used)
+                srv_region_drop(c, i);
+        for (int i = 0; i < 16; i++)
+            if (!c->x && c->modules[i] && c->modules[i] != (void *)1)
+                gos_exec_module_unload(d->dev, c->modules[i]);
+        /* The executor's exit releases its context, memory and modules at once. */
+        srv_exec_close(c->x);
+        c->x = NULL;
+        v->clients--;
+    }
+    for (struct srv_client **pp = &s->clients; *pp; pp = &(*pp)->next)
+        if (*pp == c) {
+            *pp = c->next;
+            break;
+        }
+    s->n_clients--;
+    if (s->verbose)
+        fprintf(stderr, "gpuos serve: client %u (pid %d) released\n", c->id, (int)c->pid);
+    close(c->fd);
+    pthread_mutex_destroy(&c->wlock);
+    free(c->allocs);
+    free(c);
+    pthread_cond_broadcast(&s->idle);
+}
+
+void srv_client_exec_check(struct srv_client *c)
+{
+    if (!c->x || !c->x->dead || c->exec_lost || c->vgpu < 0)
+        return;
+    struct srv *s = c->srv;
+    struct srv_vgpu *v = &s->vgpus[c->vgpu];
+    struct srv_dev *d = dev_of(c);
+    c->exec_lost = 1;
+    int fated = c->x->fated;
+    if (!fated)
+        v->faults++; /* its own loss (fault, kill), not another MPS client's */
+    fprintf(stderr, "gpuos serve: vGPU %s: client %u (pid %d): executor pid %d lost: %s\n", v->cfg.name, c->id,
+            (int)c->pid, (int)c->x->pid, c->x->why);
+    /* Its memory went with its process: back to the vGPU's share now; its
+     * attachments of shared segments are gone too (the segments stay). */
+    srv_shm_client_gone(c);
+    srv_swap_client_gone(c);
+    for (int i = 0; i < c->n_allocs; i++)
+        v->mem_used -= c->allocs[i].bytes;
+    c->n_allocs = 0;
+    srv_exec_kill(c->x);
+    /* isolation = mps: one server, one fate. A fault of an executor of the
+     * current server ends every other client of that GPU with a clear error
+     * naming the vGPU that faulted; then the server is restarted and clients
+     * reconnect. */
+    if (d->isolation != GOS_ISOLATION_MPS || !c->x->faulted || fated || c->born_ns < d->mps_restarted_ns)
+        return;
+    char why[300];
+    snprintf(why, sizeof why, "vGPU %s faulted on this GPU's MPS server (isolation = mps: a fault reaches every "
+             "client): %.200s", v->cfg.name, c->x->why);
+    int n = 0;
+    for (struct srv_client *o = s->clients; o; o = o->next)
+        if (o != c && o->x && o->vgpu >= 0 && dev_of(o) == d && !o->x->dead) {
+            srv_exec_fail(o->x, why);
+            n++;
+        }
+    fprintf(stderr, "gpuos serve: device %d: MPS fault of vGPU %s: %d other client(s) told; restarting the MPS "
+            "server\n", d->index, v->cfg.name, n);
+    d->mps_restarted_ns = srv_now_ns();
+    if (d->mps_dir[0]) {
+        srv_mps_stop(d->mps_dir);
+        if (srv_mps_start(d->mps_dir, sizeof d->mps_dir))
+            fprintf(stderr, "gpuos serve: device %d: %s\n", d->index, gos_last_error());
+    }
+}
+
+void srv_client_unref(struct srv_client *c)
+{
+    if (--c->refs == 0)
+        client_free(c);
+}
+
