@@ -39,6 +39,8 @@ r=$(timeout 60 "$C" b consumer 0x51 "$D/pc" 2>&1); wait $P
 echo "daemon shm: $r / $(cat "$D/prod")" | tee -a "$OUT/shm-check.log"
 ok=1
 echo "$r" | grep -q "consumer rc=0 match=1" && grep -q "producer rc=0 waited=0 match=1" "$D/prod" || ok=0
+# the segment stays (System V) and is charged to a: remove it before a's swap work
+timeout 30 "$C" a rm 0x51 | tee -a "$OUT/shm-check.log" | grep -q "rm rc=0" || ok=0
 timeout 120 "$C" a work 11 3 32 40 > "$D/wa" 2>&1 &
 WA=$!
 r=$(timeout 120 "$C" b work 22 3 32 40 2>&1); wait $WA
