@@ -36,7 +36,7 @@ i=0; while [ ! -S "$D/s" ] && [ $i -lt 100 ]; do i=$((i + 1)); sleep 0.1; done
 GPUOS_SOCKET="$D/s" timeout 300 "$C" a swapcost b 32768 ${SWAPCOST_MB:-256 1024 4096 16384} 2>&1 | tee "$RES/shm-swapcost.log"
 kill $DP; wait $DP
 rm -rf "$D"
-/usr/bin/python3 - "$RES/shm-bench.json" "$RES/shm-swapcost.log" <<'PY' || rc=1
+/usr/bin/python3 - "$RES/shm-bench.json" "$RES/shm-swapcost.log" "$RES/shm-swapcost.json" <<'PY' || rc=1
 import json, sys
 r = json.load(open(sys.argv[1]))
 rows = []
@@ -44,8 +44,9 @@ for line in open(sys.argv[2]):
     if line.startswith("swapcost bytes="):
         kv = dict(x.split("=", 1) for x in line.split()[1:])
         rows.append({k: (float(v) if "." in v else int(v)) for k, v in kv.items()})
-r["band_swap_cost"] = {"policy": "band", "pool_bytes": 32 << 30, "rows": rows}
-json.dump(r, open(sys.argv[1], "w"), indent=2)
+out = {"schema": "gpuos.shm-swapcost/1", "provenance": r["provenance"], "device": r["device"],
+       "policy": "band", "pool_bytes": 32 << 30, "rows": rows}
+json.dump(out, open(sys.argv[3], "w"), indent=2)
 assert rows and all(x["byte_exact"] == 1 for x in rows), rows
 PY
 drv=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)
@@ -53,7 +54,7 @@ printf '{"date": "%s", "commit": "%s", "command": "sh bench/shm.sh %s", "driver"
     "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "${GOS_COMMIT:-${GPUOS_COMMIT:-unknown}}" "${SHM_ARGS:-}" "$drv" "$(hostname)" "$uuid" \
     "$(( $(date +%s) - t0 ))" > "$RES/shm-provenance.json"
 if [ -n "${OUT:-}" ]; then
-    cp "$RES"/shm-bench.json "$RES"/shm-bench.log "$RES"/shm-provenance.json "$RES"/shm-swapcost.log "$OUT"/ 2>/dev/null
+    cp "$RES"/shm-bench.json "$RES"/shm-bench.log "$RES"/shm-provenance.json "$RES"/shm-swapcost.log "$RES"/shm-swapcost.json "$OUT"/ 2>/dev/null
 fi
 echo "shm.sh: $([ $rc -eq 0 ] && echo done || echo FAILED) in $(( $(date +%s) - t0 )) s"
 exit $rc
