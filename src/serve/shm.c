@@ -91,7 +91,7 @@ int srv_shm_get(struct srv_client *c, const struct gos_msg_shm_get *m, struct go
     struct srv *s = c->srv;
     gos_shm_cred cr;
     cred_of(c, &cr);
-    int id, created, rc = gos_shm_get(&s->shm, &cr, m->key, m->bytes, (int)m->flags, &id, &created);
+    int id = -1, created = 0, rc = gos_shm_get(&s->shm, &cr, m->key, m->bytes, (int)m->flags, &id, &created);
     if (rc || !created) {
         r->id = id;
         return rc;
