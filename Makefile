@@ -1,7 +1,9 @@
 # gpuos: one plain Makefile for the CPU-only build and the CUDA build.
 #   make deps       install the Debian packages needed (tools/deps.sh)
-#   make            build/gpuos (+ build/libgpuos.a, kernels if nvcc is found)
+#   make            build/gpuos, build/libgpuos.so.1 + .a, man pages (kernels if nvcc is found);
+#                   no test dependencies (cmocka is needed by `make test` only)
 #   make test       unit tests (cmocka), reference checks (scipy/sklearn), CLI tests
+#   make install    PREFIX=/usr/local DESTDIR= (mk/install.mk)
 #   make test-gpu   everything that needs the real GPU (run through the device tool)
 #   make bench      benchmarks (bench/)
 #   make V=1        show the commands
@@ -28,6 +30,8 @@ ifneq ($(SANITIZE),)
 CFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 endif
 LDLIBS := -Wl,-Bstatic -ljansson -Wl,-Bdynamic -ldl -lm -lpthread -lrt
+# The daemon's sd_notify (libsystemd) and metrics endpoint (libmicrohttpd) are
+# opened at run time (src/serve/syslibs.c): the binary loads where they are absent.
 
 # Every .c under src/ belongs to the core library, except the CLI entry point and
 # the CUDA backend files, which are chosen below.
@@ -43,6 +47,9 @@ else
 CORE_SRC += src/device/cuda_stub.c
 $(info gpuos: no cuda.h (CUDA_HOME=$(CUDA_HOME)): cuda backend is a stub, simulated device only)
 endif
+
+# libgpuos (libgpuos.so.1, libgpuos.a): the client and what it calls, nothing more.
+CLIENT_SRC := $(sort $(wildcard src/client/*.c)) src/proto/proto.c src/proto/wire.c src/common/status.c
 
 KERNELS := $(sort $(wildcard kernels/*.cu))
 ifneq ($(NVCC),)
@@ -61,7 +68,7 @@ TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 .PHONY: all deps test test-gpu bench clean
 # Keep intermediate objects (tests/*.o): no "rm" after the test summary line.
 .SECONDARY:
-all: $(BUILD)/gpuos $(BUILD)/libgpuos.a $(TEST_BIN) $(BUILD)/extra.stamp
+all: $(BUILD)/gpuos $(BUILD)/libgpuos.a $(BUILD)/extra.stamp
 
 deps:
 	$(Q)sh tools/deps.sh
@@ -97,9 +104,14 @@ $(BUILD)/gpuos: $(BUILD)/src/cli/main.o $(BUILD)/libgpuos_core.a
 	@$(if $(Q),echo "  LINK  $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $< $(CORE_LINK) $(LDLIBS)
 
-# The client library (pillar 3) is the core archive under its public name.
-$(BUILD)/libgpuos.a: $(BUILD)/libgpuos_core.a
-	$(Q)cp $< $@
+# The client library (pillar 3): only the objects libgpuos's own code needs
+# (CLIENT_SRC), linked into one object whose only global symbols are the public
+# API (gpuos_*), as the shared library's version script does: a program's own
+# gos_* names cannot clash with the library's internals.
+$(BUILD)/libgpuos.a: $(CLIENT_SRC:%.c=$(BUILD)/%.o)
+	$(Q)$(CC) -r -nostdlib -o $(BUILD)/libgpuos.o $^ && \
+		objcopy --wildcard --keep-global-symbol='gpuos_*' $(BUILD)/libgpuos.o && \
+		rm -f $@ && ar rcs $@ $(BUILD)/libgpuos.o
 
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/libgpuos_core.a
 	$(Q)$(CC) $(CFLAGS) -o $@ $< $(CORE_LINK) -lcmocka $(LDLIBS)
@@ -109,10 +121,10 @@ $(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/libgpuos_core.a
 $(BUILD)/extra.stamp: $(EXTRA_BINS)
 	@touch $@
 
-test: all
+test: all $(TEST_BIN)
 	$(Q)BUILD=$(BUILD) sh tests/run.sh
 
-test-gpu: all
+test-gpu: all $(TEST_BIN)
 	$(Q)BUILD=$(BUILD) sh tests/gpu/run.sh
 
 bench: all

@@ -70,6 +70,7 @@ maxc = int(maxc)
 # (max_queued_bytes), plus the start-up resident set.
 bound_kib = int(rss0) + maxc * (256 + 64) + (int(n) + 1) * 4 * 1024
 res = {
+    "schema": "gpuos.load/1",
     "what": "gpuos serve under load (issue 15); SIMULATED DEVICE: the daemon, limits, threads and memory are "
             "real, device copies and kernels are modelled",
     "date": datetime.datetime.utcnow().isoformat(timespec="seconds") + "Z",

@@ -190,6 +190,9 @@ static int save(json_t *doc, const char *dir, const char *name, json_t *prov)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", dir, name);
+    char schema[128]; /* placement-check.json: gpuos.placement-check/1 */
+    snprintf(schema, sizeof schema, "gpuos.%.*s/1", (int)(strlen(name) - strlen(".json")), name);
+    json_object_set_new(doc, "schema", json_string(schema));
     json_object_set(doc, "provenance", prov);
     int rc = json_dump_file(doc, path, JSON_INDENT(1)) ? gos_fail(GOS_EIO, "cannot write %s", path) : GOS_OK;
     json_decref(doc);

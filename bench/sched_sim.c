@@ -318,6 +318,7 @@ int main(int argc, char **argv)
         if (!txt) {
             rc = gos_fail(GOS_ENOMEM, "cannot format the JSON document");
         } else {
+            gos_json_trace(root);
             rc = gos_file_save_atomic(out, txt, strlen(txt));
             if (!rc && !strcmp(out, "-"))
                 putchar('\n');

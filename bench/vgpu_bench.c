@@ -23,6 +23,7 @@
  *              a window where every client runs;
  *   queues     MRQ vs SDQ with two compute and two copy clients: throughput.
  * The daemon is started by this program for each configuration it needs. */
+#include "common/jsonio.h"
 #include "common/provenance.h"
 #include "common/status.h"
 #include "device/device.h"
@@ -925,6 +926,7 @@ int main(int argc, char **argv)
     SECTION("switch", "switch", switching)
     }
     fprintf(stderr, "vgpu_bench: wrote %s\n", out);
+    gos_json_trace(root);
     json_decref(root);
     gos_exec_stream_destroy(dev, stream);
     gos_device_close(dev);

@@ -234,7 +234,7 @@ static int raw_connect(void)
 {
     const char *path = getenv("GPUOS_SOCKET");
     struct sockaddr_un a = {.sun_family = AF_UNIX};
-    snprintf(a.sun_path, sizeof a.sun_path, "%s", path ? path : "/tmp/gpuos.sock");
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", path ? path : GOS_DEFAULT_SOCKET);
     int fd = socket(AF_UNIX, SOCK_STREAM, 0);
     CHECK(fd >= 0 && !connect(fd, (struct sockaddr *)&a, sizeof a), "connect: %s", strerror(errno));
     return fd;

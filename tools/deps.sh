@@ -1,13 +1,17 @@
 #!/bin/sh
 # tools/deps.sh: installs the Debian packages gpuos needs to build and test
 # (skipping those present). Needs root for apt-get; otherwise prints the command.
-#   build: gcc/make (build-essential), jansson, cmocka
+#   build: gcc/make (build-essential), jansson, libsystemd (sd_notify) and
+#          libmicrohttpd (the daemon's metrics endpoint), scdoc (man pages); cmocka (tests)
+#   install test: pkg-config, man-db + groff-base (man pages render)
+#   schemas: python3-jsonschema (every JSON file the tests write is validated)
 #   tests: scipy and sklearn for Debian's python3 (reference values), chromium
-#          (the HTML reports are rendered headless in a test)
+#          (the HTML reports are rendered headless in a test),
+#          python3-prometheus-client (parses the metrics endpoint's text)
 # nvcc (the CUDA toolkit) is optional: without it the binary has no kernels and
 # only the simulated device works.
 set -eu
-pkgs="build-essential libjansson-dev libcmocka-dev python3 python3-scipy python3-sklearn chromium"
+pkgs="build-essential libjansson-dev libcmocka-dev libsystemd-dev libmicrohttpd-dev scdoc pkg-config man-db groff-base python3 python3-scipy python3-sklearn python3-jsonschema python3-prometheus-client chromium"
 need=""
 for p in $pkgs; do
     dpkg -s "$p" >/dev/null 2>&1 || need="$need $p"

@@ -53,7 +53,7 @@ typedef uint64_t gpuos_function; /* kernel handle */
 const char *gpuos_error(void);
 
 /* Connects to the daemon at `socket_path` (NULL: $GPUOS_SOCKET, else
- * /tmp/gpuos.sock) and opens virtual GPU `vgpu`. Every phase (connect,
+ * /run/gpuos/gpuos.sock) and opens virtual GPU `vgpu`. Every phase (connect,
  * handshake, replies) gives up after $GPUOS_TIMEOUT_MS (default 120 s) with
  * GPUOS_ETIMEDOUT; a daemon at its client limits refuses with GPUOS_ELIMIT. */
 int gpuos_open(const char *socket_path, const char *vgpu, gpuos_vgpu **out);

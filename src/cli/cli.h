@@ -29,6 +29,20 @@ int cli_parse_size(const char *s, unsigned long long *out);
  * Returns GOS_OK or an error code (message in gos_last_error()). */
 int cli_open_device(const char *sim, int ordinal, gos_device **out);
 
+/* Several devices (devsel.c): --device SEL takes an ordinal, "all", a UUID (or a
+ * unique prefix), a PCI bus id, or a comma-separated list of them, as nvidia-smi
+ * -i does; --sim A,B,... simulates one GPU per chip (the GPUs of a list of two or
+ * more get UUIDs ending "-<index>"). Neither: GPU 0 or the simulated fallback. */
+#define CLI_MAX_DEVICES 64
+typedef struct {
+    int n;
+    const char *sim[CLI_MAX_DEVICES]; /* chip per entry, NULL: a real GPU */
+    int ordinal[CLI_MAX_DEVICES];     /* CUDA ordinal or index in the --sim list; -1: the default */
+    char buf[1024];
+} cli_devices;
+int cli_select_devices(const char *device, const char *sim, cli_devices *out);
+int cli_open_selected(const cli_devices *s, int i, gos_device **out);
+
 /* Command entry points, the table of main.c (plain externs). */
 int cmd_info(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
@@ -36,6 +50,9 @@ int cmd_report(int argc, char **argv);
 int cmd_dvfs(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_vgpu(int argc, char **argv);
+int cmd_labels(int argc, char **argv);
+int cmd_node(int argc, char **argv);
+int cmd_place(int argc, char **argv);
 int cmd_shm(int argc, char **argv);
 int cmd_executor(int argc, char **argv); /* hidden: spawned by serve (issue 9) */
 

@@ -75,16 +75,19 @@ static json_t *info_json(const gos_device_info *I)
 
 int cmd_info(int argc, char **argv)
 {
-    const char *sim = NULL, *json_out = NULL;
+    const char *sim = NULL, *json_out = NULL, *device = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: gpuos info [--sim CHIP.json|default] [--json OUT|-]\n"
+            printf("usage: gpuos info [--device SEL] [--sim CHIP.json|default[,...]] [--json OUT|-]\n"
                    "Lists the GPUs of this machine (name, UUID, compute capability, SMs, L2,\n"
                    "memory, driver, clocks, clock-event reasons). Without a GPU, says why and\n"
-                   "lists the built-in simulated H200.\n");
+                   "lists the built-in simulated H200. --device: ordinals, 'all', UUIDs or PCI bus\n"
+                   "ids, comma-separated (as nvidia-smi -i); --sim A,B simulates one GPU per chip.\n");
             return 0;
         } else if (!strcmp(argv[i], "--sim") && i + 1 < argc)
             sim = argv[++i];
+        else if (!strcmp(argv[i], "--device") && i + 1 < argc)
+            device = argv[++i];
         else if (!strcmp(argv[i], "--json") && i + 1 < argc)
             json_out = argv[++i];
         else
@@ -100,6 +103,22 @@ int cmd_info(int argc, char **argv)
         }
     }
     int rc = GOS_OK;
+    if (device || (sim && strchr(sim, ','))) { /* a selection: devsel.c */
+        cli_devices sel;
+        if ((rc = cli_select_devices(device, sim, &sel)))
+            goto fail;
+        sim = NULL;
+        n = 0;
+        for (int i = 0; i < sel.n; i++) {
+            gos_device *d;
+            if ((rc = cli_open_selected(&sel, i, &d)))
+                goto fail;
+            if (!json_out || strcmp(json_out, "-"))
+                print_info(&d->info, d->info.ordinal >= 0 ? d->info.ordinal : i);
+            json_array_append_new(list, info_json(&d->info));
+            gos_device_close(d);
+        }
+    }
     if (sim) {
         gos_device *d;
         if ((rc = cli_open_device(sim, -1, &d)))

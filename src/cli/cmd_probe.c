@@ -1,28 +1,35 @@
-/* cmd_probe.c: `gpuos probe [topology|numa|memory|all] [--device N] [--sim CHIP]
- * [--json OUT] [--verify SIZE|all] [--repeat N]`: charts the chip section by
- * section into one gos_chip and writes it as gpuos.chip/1. */
+/* cmd_probe.c: `gpuos probe [topology|numa|memory|all] [--device SEL] [--sim CHIP[,...]]
+ * [--json OUT|DIR] [--nfd FILE] [--verify SIZE|all] [--repeat N]`: charts each selected
+ * chip section by section into one gos_chip, writes it as gpuos.chip/1, and the
+ * node-feature-discovery labels of all of them (src/topology/labels.h). */
 #include "chart/chart.h"
 #include "cli/cli.h"
 #include "common/clock.h"
 #include "common/status.h"
+#include "topology/labels.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 static const char usage_text[] =
-    "usage: gpuos probe [topology|numa|memory|all] [--device N] [--sim CHIP.json|default]\n"
-    "                   [--json OUT.json|-] [--verify SIZE|all] [--repeat N]\n"
+    "usage: gpuos probe [topology|numa|memory|all] [--device SEL] [--sim CHIP.json|default[,...]]\n"
+    "                   [--json OUT.json|DIR|-] [--nfd FILE] [--verify SIZE|all] [--repeat N]\n"
     "Charts this GPU die: GPCs and free-floating SMs (topology), memory partitions,\n"
     "address hash and latency tiers (numa), L2/HBM costs (memory); all of them by\n"
     "default. Without --device or --sim it uses GPU 0, or, when there is no GPU, the\n"
     "built-in simulated H200 (labelled as simulated).\n"
-    "  --device N   real GPU N only (fails without one)\n"
-    "  --sim CHIP   the simulated chip of a gpuos.chip/1 file, or 'default'\n"
-    "  --json OUT   also write the chart as gpuos.chip/1 ('-' = stdout, no text)\n"
+    "  --device SEL real GPU N only (fails without one); 'all', a UUID, a PCI bus id,\n"
+    "               or a comma-separated list of them (as nvidia-smi -i)\n"
+    "  --sim CHIP   the simulated chip of a gpuos.chip/1 file, or 'default'; A,B,...\n"
+    "               simulates one GPU per chip\n"
+    "  --json OUT   also write the chart as gpuos.chip/1 ('-' = stdout, no text); with\n"
+    "               several GPUs OUT is a directory and each chart is OUT/<uuid>.json\n"
+    "  --nfd FILE   also write node-feature-discovery labels (see gpuos labels --help)\n"
     "  --verify S   numa: classify every 4 KB page of an S-byte allocation (or 'all')\n"
     "  --repeat N   sections that support it measure N times and report the spread\n";
 
@@ -44,52 +51,25 @@ static int writable(const char *path)
     return GOS_OK;
 }
 
-int cmd_probe(int argc, char **argv)
+/* With several GPUs --json names a directory the charts go into. */
+static int writable_dir(const char *path)
 {
-    const char *section = "all", *sim = NULL, *json_out = NULL, *verify = NULL;
-    unsigned long long verify_bytes = 0;
-    long ordinal = -1, repeats = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(usage_text, stdout);
-            return 0;
-        } else if (gos_chart_is_section(a))
-            section = a;
-        else if (!strcmp(a, "--device")) {
-            if (i + 1 >= argc || cli_parse_int(argv[++i], 0, 63, &ordinal))
-                return cli_usage("probe", "--device needs a GPU number 0..63");
-        } else if (!strcmp(a, "--sim")) {
-            if (i + 1 >= argc)
-                return cli_usage("probe", "--sim needs a chip file or 'default'");
-            sim = argv[++i];
-        } else if (!strcmp(a, "--json")) {
-            if (i + 1 >= argc)
-                return cli_usage("probe", "--json needs an output path");
-            json_out = argv[++i];
-        } else if (!strcmp(a, "--verify")) {
-            if (i + 1 >= argc)
-                return cli_usage("probe", "--verify needs a size (e.g. 16G) or 'all'");
-            if (!strcmp(argv[i + 1], "all"))
-                verify_bytes = GOS_CHART_VERIFY_ALL;
-            else if (cli_parse_size(argv[i + 1], &verify_bytes) || !verify_bytes)
-                return cli_usage("probe", "--verify: \"%s\" is not a size (e.g. 16G) or 'all'", argv[i + 1]);
-            verify = argv[++i];
-        } else if (!strcmp(a, "--repeat")) {
-            if (i + 1 >= argc || cli_parse_int(argv[++i], 1, 100, &repeats))
-                return cli_usage("probe", "--repeat needs a count 1..100");
-        } else
-            return cli_usage("probe", "unexpected argument \"%s\"", a);
-    }
-    if (sim && ordinal >= 0)
-        return cli_usage("probe", "--sim and --device exclude each other");
-    if (verify && strcmp(section, "numa") && strcmp(section, "all"))
-        return cli_usage("probe", "--verify belongs to the numa section");
-    if (json_out && strcmp(json_out, "-") && writable(json_out))
-        return cli_fail(); /* before the probe, not after it */
+    struct stat st;
+    if (stat(path, &st) || !S_ISDIR(st.st_mode))
+        return gos_fail(GOS_EIO, "--json %s: with several GPUs --json names an existing directory", path);
+    if (access(path, W_OK))
+        return gos_fail(GOS_EIO, "--json %s: cannot write there: %s", path, strerror(errno));
+    return GOS_OK;
+}
+
+/* Charts selected device `index`; with `kept`, hands the chart over (for labels). */
+static int probe_one(const cli_devices *sel, int index, const char *section, const char *json_out,
+                     unsigned long long verify_bytes, long repeats, int argc, char **argv, gos_chip **kept)
+{
+    const char *sim = sel->sim[index];
     double t0 = gos_now_s();
     gos_device *d = NULL;
-    int rc = cli_open_device(sim, (int)ordinal, &d);
+    int rc = cli_open_selected(sel, index, &d);
     if (rc)
         return cli_fail();
     gos_chip *chip = gos_chip_new();
@@ -110,10 +90,17 @@ int cmd_probe(int argc, char **argv)
     if (ctx.out)
         fprintf(ctx.out, "Chart of %s%s done in %.2f s\n", gos_dev_label(d), d->info.name, secs);
     if (json_out) {
+        char path[4096];
+        if (sel->n > 1)
+            snprintf(path, sizeof path, "%s/%s.json", json_out, d->info.uuid);
+        else
+            snprintf(path, sizeof path, "%s", json_out);
         json_object_set_new(chip->json, "probe", gos_chart_provenance(d, argc, argv, secs));
-        if ((rc = gos_chip_validate(chip, "probe result")) || (rc = gos_chip_save(chip, json_out)))
+        if ((rc = gos_chip_validate(chip, "probe result")) || (rc = gos_chip_save(chip, path)))
             goto fail;
     }
+    if (kept)
+        *kept = chip, chip = NULL;
     gos_chip_free(chip);
     gos_device_close(d);
     return 0;
@@ -121,4 +108,76 @@ fail:
     gos_chip_free(chip);
     gos_device_close(d);
     return cli_fail();
+}
+
+int cmd_probe(int argc, char **argv)
+{
+    const char *section = "all", *sim = NULL, *json_out = NULL, *verify = NULL, *device = NULL, *nfd = NULL;
+    unsigned long long verify_bytes = 0;
+    long ordinal = -1, repeats = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(usage_text, stdout);
+            return 0;
+        } else if (gos_chart_is_section(a))
+            section = a;
+        else if (!strcmp(a, "--device")) {
+            if (i + 1 >= argc)
+                return cli_usage("probe", "--device needs a GPU number 0..63, 'all', a UUID or a PCI bus id");
+            device = argv[++i];
+            if (!cli_parse_int(device, 0, 63, &ordinal))
+                ;
+            else if (strcmp(device, "all") && strncasecmp(device, "GPU-", 4) && strncasecmp(device, "MIG-", 4) &&
+                     strncasecmp(device, "SIM-", 4) && !strchr(device, ':') && !strchr(device, ','))
+                return cli_usage("probe", "--device needs a GPU number 0..63, 'all', a UUID or a PCI bus id");
+        } else if (!strcmp(a, "--sim")) {
+            if (i + 1 >= argc)
+                return cli_usage("probe", "--sim needs a chip file or 'default'");
+            sim = argv[++i];
+        } else if (!strcmp(a, "--json")) {
+            if (i + 1 >= argc)
+                return cli_usage("probe", "--json needs an output path");
+            json_out = argv[++i];
+        } else if (!strcmp(a, "--nfd")) {
+            if (i + 1 >= argc)
+                return cli_usage("probe", "--nfd needs an output file");
+            nfd = argv[++i];
+        } else if (!strcmp(a, "--verify")) {
+            if (i + 1 >= argc)
+                return cli_usage("probe", "--verify needs a size (e.g. 16G) or 'all'");
+            if (!strcmp(argv[i + 1], "all"))
+                verify_bytes = GOS_CHART_VERIFY_ALL;
+            else if (cli_parse_size(argv[i + 1], &verify_bytes) || !verify_bytes)
+                return cli_usage("probe", "--verify: \"%s\" is not a size (e.g. 16G) or 'all'", argv[i + 1]);
+            verify = argv[++i];
+        } else if (!strcmp(a, "--repeat")) {
+            if (i + 1 >= argc || cli_parse_int(argv[++i], 1, 100, &repeats))
+                return cli_usage("probe", "--repeat needs a count 1..100");
+        } else
+            return cli_usage("probe", "unexpected argument \"%s\"", a);
+    }
+    if (sim && ordinal >= 0)
+        return cli_usage("probe", "--sim and --device exclude each other");
+    if (verify && strcmp(section, "numa") && strcmp(section, "all"))
+        return cli_usage("probe", "--verify belongs to the numa section");
+    cli_devices sel;
+    if (cli_select_devices(device, sim, &sel))
+        return cli_fail();
+    if (sel.n > 1 && json_out && !strcmp(json_out, "-"))
+        return cli_usage("probe", "--json - writes one chart: with several GPUs give a directory");
+    if (json_out && strcmp(json_out, "-") && (sel.n > 1 ? writable_dir(json_out) : writable(json_out)))
+        return cli_fail(); /* before the probe, not after it */
+    gos_chip *kept[CLI_MAX_DEVICES] = {0};
+    int rc = GOS_OK;
+    for (int i = 0; i < sel.n && !rc; i++) {
+        if (sel.n > 1 && !(json_out && !strcmp(json_out, "-")))
+            printf("%s== GPU %d of %d ==\n", i ? "\n" : "", i, sel.n);
+        rc = probe_one(&sel, i, section, json_out, verify_bytes, repeats, argc, argv, nfd ? &kept[i] : NULL);
+    }
+    if (!rc && nfd)
+        rc = gos_labels_save((const gos_chip *const *)kept, sel.n, nfd) ? cli_fail() : 0;
+    for (int i = 0; i < sel.n; i++)
+        gos_chip_free(kept[i]);
+    return rc;
 }

@@ -4,25 +4,65 @@
 #include "common/status.h"
 #include "report/report.h"
 
+
 #include <stdio.h>
+#include <dirent.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char usage_text[] =
     "usage: gpuos report CHIP.json [MORE.json...] [--html OUT.html] [--markdown OUT.md|-]\n"
+    "       gpuos report --device SEL [--sim CHIP[,...]] --html OUT.html\n"
     "Renders a chart written by `gpuos probe --json` as one self-contained HTML page:\n"
     "floor plan coloured by memory partition, HBM and L2 latency histograms, the\n"
     "bandwidth-versus-working-set curve, and the figures beside paper 001's.\n"
     "  --html OUT      the page (inline SVG, no scripts, nothing fetched)\n"
     "  --markdown OUT  only the table beside the paper, as Markdown ('-' = stdout)\n"
     "  MORE.json       charts of the same GPU whose verification / repeat results\n"
-    "                  complete CHIP.json's (e.g. from `probe numa --verify all`)\n";
+    "                  complete CHIP.json's (e.g. from `probe numa --verify all`);\n"
+    "                  charts of different GPUs make a fleet page comparing them\n"
+    "  --device SEL    chart these GPUs first (gpuos probe --device SEL: 'all', ordinals,\n"
+    "                  UUIDs, PCI bus ids) and render them (one GPU: its page; more: the fleet)\n";
+
+/* Charts the selected GPUs with `gpuos probe` into dir; the paths into paths[]. */
+static int probe_selected(const char *device, const char *sim, const char *dir, char paths[][4096], int max, int *n)
+{
+    cli_devices sel;
+    if (cli_select_devices(device, sim, &sel))
+        return GOS_EINVAL;
+    char out[4096];
+    if (sel.n == 1)
+        snprintf(out, sizeof out, "%s/chart.json", dir);
+    else
+        snprintf(out, sizeof out, "%s", dir);
+    char *args[9] = {"probe", "--json", out};
+    int k = 3;
+    if (device)
+        args[k++] = "--device", args[k++] = (char *)device;
+    if (sim)
+        args[k++] = "--sim", args[k++] = (char *)sim;
+    args[k] = NULL;
+    if (cmd_probe(k, args))
+        return gos_fail(GOS_EIO, "charting the GPUs failed (above)");
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return gos_fail(GOS_EIO, "cannot read %s: %m", dir);
+    for (struct dirent *e; (e = readdir(d)) && *n < max;)
+        if (strstr(e->d_name, ".json"))
+            snprintf(paths[(*n)++], 4096, "%s/%s", dir, e->d_name);
+    closedir(d);
+    return *n ? GOS_OK : gos_fail(GOS_EIO, "the probe wrote no chart");
+}
 
 int cmd_report(int argc, char **argv)
 {
-    const char *in = NULL, *out = NULL, *md = NULL, *more[8];
-    int n_more = 0;
+    const char *out = NULL, *md = NULL, *device = NULL, *sim = NULL;
+    static char paths[CLI_MAX_DEVICES][4096];
+    const char *in[CLI_MAX_DEVICES];
+    int n_in = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+        if (cli_is_help(argv[i])) {
             fputs(usage_text, stdout);
             return 0;
         } else if (!strcmp(argv[i], "--html")) {
@@ -33,35 +73,68 @@ int cmd_report(int argc, char **argv)
             if (i + 1 >= argc)
                 return cli_usage("report", "--markdown needs an output path or -");
             md = argv[++i];
+        } else if (!strcmp(argv[i], "--device") || !strcmp(argv[i], "--sim")) {
+            if (i + 1 >= argc)
+                return cli_usage("report", "%s needs a value", argv[i]);
+            *(!strcmp(argv[i], "--device") ? &device : &sim) = argv[i + 1];
+            i++;
         } else if (argv[i][0] == '-' && argv[i][1])
             return cli_usage("report", "unknown option \"%s\"", argv[i]);
-        else if (!in)
-            in = argv[i];
-        else if (n_more < 8)
-            more[n_more++] = argv[i];
+        else if (n_in < CLI_MAX_DEVICES)
+            in[n_in++] = argv[i];
         else
-            return cli_usage("report", "at most 8 extra charts");
+            return cli_usage("report", "at most %d charts", CLI_MAX_DEVICES);
     }
-    if (!in)
+    if ((device || sim) && n_in)
+        return cli_usage("report", "either chart files or --device/--sim, not both");
+    if (!n_in && !device && !sim)
         return cli_usage("report", "which chip file?");
     if (!out && !md)
         return cli_usage("report", "--html OUT.html or --markdown OUT.md is required");
-    gos_chip *c;
-    if (gos_chip_load(in, &c))
-        return cli_fail();
-    int rc = GOS_OK;
-    for (int i = 0; i < n_more && !rc; i++) {
-        gos_chip *m;
-        if (!(rc = gos_chip_load(more[i], &m))) {
-            rc = gos_report_merge(c, m, more[i]);
-            gos_chip_free(m);
+    char tmp[] = "/tmp/gpuos-report.XXXXXX";
+    int rc = GOS_OK, made_tmp = 0;
+    if (device || sim) {
+        if (!mkdtemp(tmp)) {
+            gos_fail(GOS_EIO, "cannot create a temporary directory: %m");
+            return cli_fail();
         }
+        made_tmp = 1;
+        if ((rc = probe_selected(device, sim, tmp, paths, CLI_MAX_DEVICES, &n_in)))
+            goto done;
+        for (int i = 0; i < n_in; i++)
+            in[i] = paths[i];
     }
+    /* charts of one GPU (same UUID) complete the first; different GPUs make a fleet */
+    gos_chip *g[CLI_MAX_DEVICES] = {0};
+    int n_g = 0;
+    for (int i = 0; i < n_in && !rc; i++) {
+        gos_chip *c;
+        if ((rc = gos_chip_load(in[i], &c)))
+            break;
+        int k = 0;
+        while (k < n_g && strcmp(g[k]->device.uuid, c->device.uuid))
+            k++;
+        if (k < n_g) {
+            rc = gos_report_merge(g[k], c, in[i]);
+            gos_chip_free(c);
+        } else
+            g[n_g++] = c;
+    }
+    if (!rc && md && n_g > 1)
+        rc = gos_fail(GOS_EINVAL, "%s: another GPU (%s, the chart is of %s): --markdown takes one GPU's charts",
+                      in[n_in - 1], g[n_g - 1]->device.uuid, g[0]->device.uuid);
     if (!rc && out)
-        rc = gos_report_html(c, out);
+        rc = n_g > 1 ? gos_report_fleet_html((const gos_chip *const *)g, n_g, out) : gos_report_html(g[0], out);
     if (!rc && md)
-        rc = gos_report_markdown(c, md);
-    gos_chip_free(c);
+        rc = gos_report_markdown(g[0], md);
+    for (int i = 0; i < n_g; i++)
+        gos_chip_free(g[i]);
+done:
+    if (made_tmp) {
+        for (int i = 0; i < n_in; i++)
+            unlink(paths[i]);
+        rmdir(tmp);
+    }
     if (rc)
         return cli_fail();
     if (out)

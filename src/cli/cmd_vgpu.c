@@ -2,6 +2,7 @@
  * kept in /proc (paper 002, section 6): shares, utilisation of the last period,
  * memory, clients; shares changeable while clients run. */
 #include "cli/cli.h"
+#include "common/jsonio.h"
 #include "common/status.h"
 #include "gpuos/gpuos.h"
 #include "proto/proto.h"
@@ -12,19 +13,41 @@
 
 static void help(FILE *f)
 {
-    fprintf(f, "usage: gpuos vgpu list [--socket PATH] [--json]\n"
+    fprintf(f, "usage: gpuos vgpu list [--socket PATH] [--json | --bytes]\n"
                "       gpuos vgpu set NAME key=value... [--socket PATH]\n"
                "\n"
                "list: every virtual GPU of the daemon: shares (compute, copy, memory), measured\n"
                "      compute and copy utilisation over the last scheduling period, engine time\n"
-               "      BAND held idle waiting for it (HELD), memory used, clients; --json adds\n"
-               "      the cumulative GPU time.\n"
+               "      BAND held idle waiting for it (HELD), memory used, clients. Memory in\n"
+               "      KiB/MiB/GiB (powers of 1024); --bytes prints bytes; --json (raw bytes, as\n"
+               "      always) adds the cumulative GPU time.\n"
                "set:  change a share at run time; keys: compute=PCT, copy=PCT, memory=PCT%%|SIZE.\n"
-               "      Only the daemon's owner or root may.\n"
-               "The socket defaults to $GPUOS_SOCKET, else /tmp/gpuos.sock.\n");
+               "      Only the daemon's owner or root may. The daemon keeps the change in its\n"
+               "      state file: it survives a restart until the configuration file's value\n"
+               "      for that key changes. A warning says when a device's shares add up past\n"
+               "      100 %%.\n"
+               "The socket defaults to $GPUOS_SOCKET, else " GOS_DEFAULT_SOCKET ".\n");
 }
 
-static int list(const char *sock, int json)
+/* 1536 -> "1.5 KiB": powers of 1024, one decimal, bytes below 1 KiB. */
+static const char *human(uint64_t b, char *out, size_t n)
+{
+    static const char *const unit[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
+    if (b < 1024) {
+        snprintf(out, n, "%llu B", (unsigned long long)b);
+        return out;
+    }
+    double x = (double)b / 1024;
+    int u = 0;
+    while (x >= 1024 && u < 4) {
+        x /= 1024;
+        u++;
+    }
+    snprintf(out, n, "%.1f %s", x, unit[u]);
+    return out;
+}
+
+static int list(const char *sock, int json, int bytes)
 {
     gpuos_vgpu_facts v[GOS_MAX_VGPUS];
     int n = 0;
@@ -49,30 +72,65 @@ static int list(const char *sock, int json)
                                (json_int_t)v[i].mem_swapped, "evictions", (json_int_t)v[i].evictions, "restores",
                                (json_int_t)v[i].restores));
         json_t *root = json_pack("{s:s, s:o}", "schema", "gpuos.vgpu-list/1", "vgpus", arr);
+        gos_json_trace(root);
         char *s = json_dumps(root, JSON_INDENT(2));
         puts(s);
         free(s);
         json_decref(root);
         return 0;
     }
-    printf("%-12s %3s %-6s %-4s %7s %7s %7s %8s %8s %8s %12s %12s %12s %12s %7s %6s %-8s\n", "VGPU", "DEV", "POLICY",
+    printf("%-12s %3s %-6s %-4s %7s %7s %7s %8s %8s %8s %12s %12s %12s %12s %7s %6s %-9s\n", "VGPU", "DEV", "POLICY",
            "Q", "COMPUTE", "COPY", "MEM", "UTIL-C", "UTIL-X", "HELD", "MEM-USED", "MEM-QUOTA", "RESIDENT", "SWAPPED",
            "CLIENTS", "FAULTS", "ISOLATION");
-    for (int i = 0; i < n; i++)
-        printf("%-12s %3d %-6s %-4s %6d%% %6d%% %6d%% %7.1f%% %7.1f%% %7.1f%% %12llu %12llu %12llu %12llu %7d %6llu %-8s\n",
+    for (int i = 0; i < n; i++) {
+        char used[32], quota[32], res[32], swp[32];
+        if (bytes) {
+            snprintf(used, sizeof used, "%llu", (unsigned long long)v[i].mem_used);
+            snprintf(quota, sizeof quota, "%llu", (unsigned long long)v[i].mem_quota);
+            snprintf(res, sizeof res, "%llu", (unsigned long long)v[i].mem_resident);
+            snprintf(swp, sizeof swp, "%llu", (unsigned long long)v[i].mem_swapped);
+        } else {
+            human(v[i].mem_used, used, sizeof used);
+            human(v[i].mem_quota, quota, sizeof quota);
+            human(v[i].mem_resident, res, sizeof res);
+            human(v[i].mem_swapped, swp, sizeof swp);
+        }
+        printf("%-12s %3d %-6s %-4s %6d%% %6d%% %6d%% %7.1f%% %7.1f%% %7.1f%% %12s %12s %12s %12s %7d %6llu %-9s\n",
                v[i].name, v[i].device, v[i].policy, v[i].queue, v[i].compute_share, v[i].copy_share, v[i].mem_share,
-               100 * v[i].compute_util, 100 * v[i].copy_util, 100 * (v[i].compute_held + v[i].copy_held),
-               (unsigned long long)v[i].mem_used, (unsigned long long)v[i].mem_quota,
-               (unsigned long long)v[i].mem_resident, (unsigned long long)v[i].mem_swapped, v[i].clients,
-               (unsigned long long)v[i].faults, v[i].isolation);
+               100 * v[i].compute_util, 100 * v[i].copy_util, 100 * (v[i].compute_held + v[i].copy_held), used,
+               quota, res, swp, v[i].clients, (unsigned long long)v[i].faults, v[i].isolation);
+    }
     return 0;
+}
+
+/* After a set: a warning when the vGPU's device is now oversubscribed (the
+ * daemon logs it too). */
+static void warn_oversubscribed(const char *sock, const char *name)
+{
+    gpuos_vgpu_facts v[GOS_MAX_VGPUS];
+    int n = 0, dev = -1, comp = 0, copy = 0;
+    if (gpuos_admin_list(sock, v, GOS_MAX_VGPUS, &n))
+        return;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(v[i].name, name))
+            dev = (int)v[i].device;
+    for (int i = 0; i < n; i++)
+        if ((int)v[i].device == dev) {
+            comp += (int)v[i].compute_share;
+            copy += (int)v[i].copy_share;
+        }
+    if (comp > 100 || copy > 100)
+        fprintf(stderr,
+                "gpuos: warning: device %d: compute shares sum to %d %%, copy shares to %d %%: oversubscribed, "
+                "each vGPU gets its share in proportion (less than written)\n",
+                dev, comp, copy);
 }
 
 int cmd_vgpu(int argc, char **argv)
 {
     const char *sock = NULL, *sub = NULL, *name = NULL;
     const char *kv[16];
-    int nkv = 0, json = 0;
+    int nkv = 0, json = 0, bytes = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (cli_is_help(a))
@@ -81,6 +139,8 @@ int cmd_vgpu(int argc, char **argv)
             sock = argv[++i];
         } else if (!strcmp(a, "--json")) {
             json = 1;
+        } else if (!strcmp(a, "--bytes")) {
+            bytes = 1;
         } else if (a[0] == '-') {
             return cli_usage("vgpu", "unknown option \"%s\"", a);
         } else if (!sub) {
@@ -96,7 +156,9 @@ int cmd_vgpu(int argc, char **argv)
     if (!sub || !strcmp(sub, "list") || !strcmp(sub, "ls")) {
         if (name || nkv)
             return cli_usage("vgpu", "list takes no arguments");
-        return list(sock, json);
+        if (json && bytes)
+            return cli_usage("vgpu", "--json is in bytes already: --bytes is for the table");
+        return list(sock, json, bytes);
     }
     if (strcmp(sub, "set"))
         return cli_usage("vgpu", "unknown subcommand \"%s\" (list, set)", sub);
@@ -112,5 +174,6 @@ int cmd_vgpu(int argc, char **argv)
         if (gpuos_admin_set(sock, name, key, eq + 1))
             return cli_fail();
     }
+    warn_oversubscribed(sock, name);
     return 0;
 }

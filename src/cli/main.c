@@ -3,6 +3,7 @@
  * extern (cli.h): a missing cmd_NAME.c is a link error, not a run-time gap. */
 #include "cli/cli.h"
 #include "common/status.h"
+#include "common/version.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -20,6 +21,9 @@ static const struct cmd_entry commands[] = {
     {"dvfs", cmd_dvfs, "SM frequency-switching latency: run | analyze | report"},
     {"serve", cmd_serve, "the daemon that owns the GPU and hosts virtual GPUs"},
     {"vgpu", cmd_vgpu, "list virtual GPUs or change their shares at run time"},
+    {"labels", cmd_labels, "node-feature-discovery labels from a chip file"},
+    {"node", cmd_node, "every GPU of this node and the links between them"},
+    {"place", cmd_place, "SM sets that fit the tenant (green contexts, cluster sizes)"},
     {"shm", cmd_shm, "list shared device memory segments (like ipcs -m)"},
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof commands[0])
@@ -29,6 +33,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: gpuos COMMAND [ARGS] (gpuos COMMAND --help for details)\n\ncommands:\n");
     for (int i = 0; i < N_COMMANDS; i++)
         fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "  %-8s %s\n", "version", "print the version (also --version)");
 }
 
 int main(int argc, char **argv)
@@ -39,6 +44,10 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+        printf("gpuos %s\n", GOS_VERSION);
         return 0;
     }
     if (!strcmp(argv[1], "executor")) /* hidden: the daemon's executor processes */

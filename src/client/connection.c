@@ -21,7 +21,7 @@ int gcl_connect_to(const char *path, int tmo_ms, int *out)
     if (!path)
         path = getenv("GPUOS_SOCKET");
     if (!path || !*path)
-        path = "/tmp/gpuos.sock";
+        path = GOS_DEFAULT_SOCKET;
     struct sockaddr_un a = {.sun_family = AF_UNIX};
     if (strlen(path) >= sizeof a.sun_path)
         return gos_fail(GOS_EINVAL, "socket path %s is too long", path);

@@ -58,8 +58,20 @@ int gos_file_save_atomic(const char *path, const void *data, size_t len)
     return GOS_OK;
 }
 
+void gos_json_trace(json_t *root)
+{
+    static int counter;
+    const char *dir = getenv("GPUOS_JSON_TRACE");
+    if (!dir || !*dir || !root)
+        return;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%d-%d.json", dir, (int)getpid(), __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
+    json_dump_file(root, path, JSON_PRESERVE_ORDER);
+}
+
 int gos_json_save_atomic(json_t *root, const char *path)
 {
+    gos_json_trace(root);
     char *s = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     if (!s)
         return gos_fail(GOS_ENOMEM, "cannot serialise JSON");

@@ -8,6 +8,13 @@
 /* Writes root, indented, to path atomically. "-" writes to stdout. */
 int gos_json_save_atomic(json_t *root, const char *path);
 
+/* When the environment names a directory in GPUOS_JSON_TRACE, writes a copy of
+ * root there (one file per document: PID-N.json). tests/run.sh sets it so that
+ * every JSON document the test suite makes gpuos write is checked against its
+ * schema (schemas/). gos_json_save_atomic calls it; writers that print JSON by
+ * other means call it themselves. Never fails. */
+void gos_json_trace(json_t *root);
+
 /* A new JSON array of the n integers in v. */
 json_t *gos_json_ints(const int *v, int n);
 

@@ -1,4 +1,5 @@
-/* version.h: the gpuos version, recorded in every provenance object. */
+/* version.h: the one place that names gpuos's version (the CLI's --version, the
+ * library's pkg-config file and SONAME series, the provenance of every JSON file). */
 #ifndef GOS_VERSION_H
 #define GOS_VERSION_H
 

@@ -24,6 +24,8 @@ extern const struct gos_mem_ops gos_cuda_mem_ops;
 extern const struct gos_dvfs_ops gos_cuda_dvfs_ops;
 extern const struct gos_exec_ops gos_cuda_exec_ops;
 extern const struct gos_place_ops gos_cuda_place_ops;
+extern const struct gos_p2p_ops gos_cuda_p2p_ops;
+extern const struct gos_green_ops gos_cuda_green_ops;
 extern const struct gos_vmm_ops gos_cuda_vmm_ops;
 
 static pthread_mutex_t cu_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -237,6 +239,8 @@ static const struct gos_device_ops cuda_ops = {
     .dvfs = &gos_cuda_dvfs_ops,
     .exec = &gos_cuda_exec_ops,
     .place = &gos_cuda_place_ops,
+    .p2p = &gos_cuda_p2p_ops,
+    .green = &gos_cuda_green_ops,
     .vmm = &gos_cuda_vmm_ops,
 };
 

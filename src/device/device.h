@@ -85,6 +85,8 @@ struct gos_mem_ops;  /* mem_ops.h: pillar 1b primitives */
 struct gos_dvfs_ops; /* dvfs_ops.h: pillar 1c primitives */
 struct gos_exec_ops; /* exec_ops.h: pillar 3 execution (daemon) primitives */
 struct gos_place_ops; /* place_ops.h: pillar 2 placement primitives */
+struct gos_p2p_ops;  /* p2p_ops.h: GPU-to-GPU links of a node */
+struct gos_green_ops; /* green_ops.h: green contexts, SM partitions (issue 13) */
 struct gos_vmm_ops;  /* vmm_ops.h: device virtual memory (shared memory, swapping) */
 
 struct gos_device_ops {
@@ -98,6 +100,8 @@ struct gos_device_ops {
     const struct gos_dvfs_ops *dvfs;
     const struct gos_exec_ops *exec;
     const struct gos_place_ops *place;
+    const struct gos_p2p_ops *p2p;
+    const struct gos_green_ops *green;
     const struct gos_vmm_ops *vmm;
 };
 
@@ -106,7 +110,8 @@ struct gos_device {
     gos_device_info info;
     struct gos_chip *chip; /* sim: the chip's truth (owned); cuda: NULL */
     void *priv;            /* backend state */
-    void *topo_priv, *mem_priv, *dvfs_priv, *exec_priv, *place_priv, *vmm_priv; /* per-pillar backend state */
+    void *topo_priv, *mem_priv, *dvfs_priv, *exec_priv, *place_priv; /* per-pillar backend state */
+    void *green_priv, *vmm_priv;
 };
 
 /* Which device to open. */

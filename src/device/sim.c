@@ -19,6 +19,8 @@ extern const struct gos_mem_ops gos_sim_mem_ops;
 extern const struct gos_dvfs_ops gos_sim_dvfs_ops;
 extern const struct gos_exec_ops gos_sim_exec_ops;
 extern const struct gos_place_ops gos_sim_place_ops;
+extern const struct gos_p2p_ops gos_sim_p2p_ops;
+extern const struct gos_green_ops gos_sim_green_ops;
 extern const struct gos_vmm_ops gos_sim_vmm_ops;
 
 void gos_sim_rng(const gos_device *d, gos_rng *r, uint64_t stream)
@@ -50,6 +52,8 @@ static const struct gos_device_ops sim_ops = {
     .dvfs = &gos_sim_dvfs_ops,
     .exec = &gos_sim_exec_ops,
     .place = &gos_sim_place_ops,
+    .p2p = &gos_sim_p2p_ops,
+    .green = &gos_sim_green_ops,
     .vmm = &gos_sim_vmm_ops,
 };
 

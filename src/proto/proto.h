@@ -25,6 +25,10 @@
 
 /* Bump this if any of the messages, structs or constants below change. */
 #define GOS_PROTOCOL_VERSION 1
+/* Where clients and `gpuos serve` meet when neither --socket, the configuration
+ * file's socket = nor $GPUOS_SOCKET says otherwise (the systemd unit's
+ * RuntimeDirectory=gpuos). */
+#define GOS_DEFAULT_SOCKET "/run/gpuos/gpuos.sock"
 
 #define GOS_PROTO_MAGIC 0x50534f47u /* "GOSP" little-endian */
 #define GOS_PROTO_MAX_PAYLOAD 65536u

@@ -8,6 +8,8 @@
 #include "common/jsonio.h"
 #include "common/status.h"
 #include "report/svg.h"
+#include "topology/labels.h"
+#include "topology/topology.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -46,7 +48,11 @@ static void floor_plan(FILE *f, const gos_chip *c)
     int rows = c->n_gpcs ? c->n_gpcs : (c->device.sm_count + 19) / 20, cols = 20;
     for (int g = 0; g < c->n_gpcs; g++)
         cols = c->gpcs[g].n_sms > cols ? c->gpcs[g].n_sms : cols;
-    int w = left + cols * (cell + gap) + 10, h = 30 + rows * (cell + gap) + 30;
+    int w = left + cols * (cell + gap) + 10;
+    /* legend items of 170 px, wrapped to the picture's width */
+    int per_row = (w - 4) / 170 > 0 ? (w - 4) / 170 : 1, items = c->n_parts + (c->n_gpcs ? 1 : 0);
+    int legend_rows = items ? (items + per_row - 1) / per_row : 0;
+    int h = 30 + rows * (cell + gap) + 8 + 16 * legend_rows;
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
                "font-family=\"sans-serif\" font-size=\"11\">\n<rect width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n",
             w, h, w, h, w, h);
@@ -73,13 +79,16 @@ static void floor_plan(FILE *f, const gos_chip *c)
                     fl ? ", free-floating" : "", x + cell / 2, y + cell / 2 + 4, s);
         }
     }
-    int y = h - 12, x = 4;
-    for (int p = 0; p < c->n_parts; p++, x += 170)
-        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"10\" fill=\"%s\"/><text x=\"%d\" y=\"%d\">"
-                   "partition %d: %d SMs</text>\n",
-                x, y - 9, part_color[p], x + 16, y, p, c->parts[p].n_sms);
-    if (c->n_gpcs)
-        fprintf(f, "<text x=\"%d\" y=\"%d\">dashed outline: free-floating SM</text>\n", x, y);
+    int y0 = 30 + rows * (cell + gap) + 18;
+    for (int p = 0; p <= c->n_parts; p++) {
+        int x = 4 + (p % per_row) * 170, y = y0 + 16 * (p / per_row);
+        if (p < c->n_parts)
+            fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"10\" fill=\"%s\"/><text x=\"%d\" y=\"%d\">"
+                       "partition %d: %d SMs</text>\n",
+                    x, y - 9, part_color[p], x + 16, y, p, c->parts[p].n_sms);
+        else if (c->n_gpcs)
+            fprintf(f, "<text x=\"%d\" y=\"%d\">dashed outline: free-floating SM</text>\n", x, y);
+    }
     fprintf(f, "</svg>\n");
 }
 
@@ -164,32 +173,111 @@ static int curve_series(json_t *mem, const char *sfx, double **x, double **y)
 
 static void l2_curve(FILE *f, json_t *mem, double l2_bytes)
 {
-    double *x[2] = {0}, *y[2] = {0};
-    int n0 = curve_series(mem, "", &x[0], &y[0]), n1 = curve_series(mem, "_shared", &x[1], &y[1]);
-    if (!n0 && !n1) {
+    double *x[3] = {0}, *y[3] = {0};
+    int n0 = curve_series(mem, "", &x[0], &y[0]), n1 = curve_series(mem, "_shared", &x[1], &y[1]),
+        n2 = curve_series(mem, "_one_partition", &x[2], &y[2]);
+    if (!n0 && !n1 && !n2) {
         fprintf(f, "<p>No bandwidth curve in this chart.</p>\n");
         return;
     }
-    char lab[2][96], k[64], p[64];
-    double e0 = num(mem, "l2_effective_bytes"), e1 = num(mem, "l2_effective_bytes_shared");
-    snprintf(lab[0], sizeof lab[0], "each page one SM (eff. %.1f MB)", e0 / (1 << 20));
-    snprintf(lab[1], sizeof lab[1], "every SM all pages (eff. %.1f MB)", e1 / (1 << 20));
-    gos_svg_series s[2];
+    char lab[3][128], k[64], p[64];
+    double e0 = num(mem, "l2_effective_bytes"), e1 = num(mem, "l2_effective_bytes_shared"),
+           e2 = num(mem, "l2_effective_bytes_one_partition");
+    snprintf(lab[0], sizeof lab[0], "each page read by one SM (effective L2 %.1f MB)", e0 / (1 << 20));
+    snprintf(lab[1], sizeof lab[1], "every SM reads every page (effective L2 %.1f MB)", e1 / (1 << 20));
+    snprintf(lab[2], sizeof lab[2], "one partition's SMs read every page (effective L2 %.1f MB)", e2 / (1 << 20));
+    gos_svg_series s[3];
     int ns = 0;
     if (n0)
         s[ns++] = (gos_svg_series){lab[0], "#2ca02c", x[0], y[0], n0};
     if (n1)
         s[ns++] = (gos_svg_series){lab[1], "#9467bd", x[1], y[1], n1};
+    if (n2)
+        s[ns++] = (gos_svg_series){lab[2], "#d62728", x[2], y[2], n2};
     double knee = !isnan(e1) ? e1 : e0;
     snprintf(k, sizeof k, "effective L2 %.1f MB", knee / (1 << 20));
     snprintf(p, sizeof p, "physical L2 %.0f MB", l2_bytes / (1 << 20));
     gos_svg_frame fr = {"Read bandwidth against working-set size (6.2.1)", "working set (MB)", "GB/s", 820, 320,
                         isnan(knee) ? 0 : knee / (1 << 20), k, l2_bytes / (1 << 20), p};
     gos_svg_lines(f, &fr, s, ns);
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3; i++) {
         free(x[i]);
         free(y[i]);
     }
+}
+
+/* The evidence behind the topology: for each free-floating SM (or TPC), the L2
+ * bandwidth it adds beside each GPC's SMs (a fraction of its lone bandwidth: low
+ * where it shares that GPC's path, so its GPC), and the GPC-pair matrix (two GPCs
+ * reading together over the sum of each alone: below 1 where they share a path
+ * above the GPC). Drawn only from what the chart holds. */
+static void topology_evidence(FILE *f, const gos_chip *c, json_t *topo)
+{
+    json_t *pl = json_object_get(topo, "placements"), *pr = json_object_get(topo, "gpc_pair_bw_ratio");
+    int np = (int)json_array_size(pl), ng = c->n_gpcs;
+    char (*rn)[32] = NULL, (*cn)[16] = NULL;
+    const char **rp = NULL, **cp = NULL;
+    double *v = NULL;
+    int *mark = NULL;
+    if (!ng || (!np && json_array_size(pr) != (size_t)ng)) {
+        fprintf(f, "<p>No topology evidence in this chart (L2-contention placements and GPC pairs not measured).</p>\n");
+        return;
+    }
+    int rows = np > ng ? np : ng;
+    rn = calloc((size_t)rows, sizeof *rn);
+    cn = calloc((size_t)ng, sizeof *cn);
+    rp = calloc((size_t)rows, sizeof *rp);
+    cp = calloc((size_t)ng, sizeof *cp);
+    v = calloc((size_t)rows * ng, sizeof *v);
+    mark = calloc((size_t)rows, sizeof *mark);
+    if (!rn || !cn || !rp || !cp || !v || !mark)
+        goto done;
+    for (int g = 0; g < ng; g++)
+        snprintf(cn[g], sizeof cn[g], "GPC %d", g), cp[g] = cn[g];
+    if (np) {
+        for (int i = 0; i < np; i++) {
+            json_t *o = json_array_get(pl, i), *sms = json_object_get(o, "sms"),
+                   *gain = json_object_get(o, "gain_vs_lone_per_gpc");
+            if (json_array_size(sms) == 2)
+                snprintf(rn[i], sizeof rn[i], "SMs %d+%d", (int)json_integer_value(json_array_get(sms, 0)),
+                         (int)json_integer_value(json_array_get(sms, 1)));
+            else
+                snprintf(rn[i], sizeof rn[i], "SM %d", (int)json_integer_value(json_array_get(sms, 0)));
+            rp[i] = rn[i];
+            json_t *gi = json_object_get(o, "gpc");
+            mark[i] = json_is_integer(gi) ? (int)json_integer_value(gi) : -1;
+            for (int g = 0; g < ng; g++) {
+                json_t *x = json_array_get(gain, g);
+                v[i * ng + g] = json_is_number(x) ? json_number_value(x) : NAN;
+            }
+        }
+        gos_svg_heat h = {"L2 contention of each free-floating SM: bandwidth it adds beside a GPC's SMs",
+                          "fraction of its lone L2 bandwidth added when it reads together with the GPC",
+                          np, ng, v, rp, cp, mark, "placed there (lowest gain)", 0, 1, "%.2f"};
+        gos_svg_heatmap(f, &h);
+    } else
+        fprintf(f, "<p>No free-floating SM in this chart: every SM was seen in large clusters.</p>\n");
+    if (json_array_size(pr) == (size_t)ng) {
+        for (int a = 0; a < ng; a++) {
+            rp[a] = cn[a];
+            mark[a] = -1;
+            for (int b = 0; b < ng; b++) {
+                json_t *x = json_array_get(json_array_get(pr, a), b);
+                v[a * ng + b] = json_is_number(x) ? json_number_value(x) : NAN;
+            }
+        }
+        gos_svg_heat h = {"GPC pairs: L2 bandwidth of two GPCs reading together / the sum of each alone",
+                          "second GPC", ng, ng, v, rp, cp, NULL, NULL, 0, 0, "%.2f"};
+        gos_svg_heatmap(f, &h);
+    } else
+        fprintf(f, "<p>No GPC-pair bandwidth matrix in this chart.</p>\n");
+done:
+    free(rn);
+    free(cn);
+    free(rp);
+    free(cp);
+    free(v);
+    free(mark);
 }
 
 /* One table row, HTML or Markdown. */
@@ -211,6 +299,8 @@ static void cells(FILE *f, int md, const char *a, const char *b, const char *c, 
 static void row(FILE *f, int md, const char *what, double ours, const char *unit, double paper,
                 const char *paper_txt, const char *note)
 {
+    if (!md && isnan(ours))
+        return; /* the page shows what the chart measured, no empty rows */
     char o[64] = "-", d[32] = "";
     if (!isnan(ours))
         snprintf(o, sizeof o, "%.4g %s", ours, unit);
@@ -239,6 +329,10 @@ static void paper_table(FILE *f, int md, const gos_chip *c, json_t *root)
         "65.8 % of 60 MB (Fig. 7)", "the paper's setting; onset of the bandwidth cliff");
     row(f, md, "effective L2, each page read by one SM", isnan(fp) ? NAN : 100 * fp, "%", 0,
         "(not measured)", "no line is read from both partitions");
+    double f1 = num(mem, "l2_effective_fraction_one_partition");
+    if (!md || !isnan(f1))
+        row(f, md, "effective L2, one partition's SMs read every page", isnan(f1) ? NAN : 100 * f1, "%", 0,
+            "(not measured)", "replicas of remote lines cost near-L2 capacity");
     double bl = num(mem, "hbm_bandwidth_gbps.local"), br = num(mem, "hbm_bandwidth_gbps.remote");
     row(f, md, "HBM read bandwidth, local pages", bl, "GB/s", 0, "above remote (Fig. 8)",
         "SMs of one partition on pages of their own");
@@ -257,11 +351,13 @@ static void paper_table(FILE *f, int md, const gos_chip *c, json_t *root)
     char bits[128] = "", parts[64] = "-";
     for (int i = 0; i < c->n_in_page_bits; i++)
         snprintf(bits + strlen(bits), sizeof bits - strlen(bits), "%s%d", i ? " " : "", c->in_page_bits[i]);
-    cells(f, md, "in-page hash bits", c->n_in_page_bits ? bits : "-", "16 bits in all, lowest 12", "",
-          "bits above 20 are physical: one parity per 2 MB page");
+    if (md || c->n_in_page_bits)
+        cells(f, md, "in-page hash bits", c->n_in_page_bits ? bits : "-", "16 bits in all, lowest 12", "",
+              "bits above 20 are physical: one parity per 2 MB page");
     if (c->n_parts == 2)
         snprintf(parts, sizeof parts, "%d / %d", c->parts[0].n_sms, c->parts[1].n_sms);
-    cells(f, md, "SMs per partition", parts, "66 / 66 on their chip; up to 12 apart", "", "");
+    if (md || c->n_parts == 2)
+        cells(f, md, "SMs per partition", parts, "66 / 66 on their chip; up to 12 apart", "", "");
     row(f, md, "NUMA discovery time", num(numa, "time_s.total"), "s", 10, "~10 s", "histogram, hash, affinity, L2");
     double ta = num(root, "probe.seconds");
     if (json_object_get(root, "topology") && json_object_get(root, "memory"))
@@ -342,8 +438,26 @@ static void write_html(FILE *f, const gos_chip *c)
     }
     fprintf(f, "<h2>Compute and memory partitions</h2>\n");
     floor_plan(f, c);
+    fprintf(f, "<h2>Topology evidence</h2>\n");
+    topology_evidence(f, c, json_object_get(root, "topology"));
     fprintf(f, "<h2>Our figures beside the paper's</h2>\n");
-    paper_table(f, 0, c, root);
+    {
+        char *tb = NULL;
+        size_t tlen = 0;
+        FILE *t = open_memstream(&tb, &tlen);
+        if (t) {
+            paper_table(t, 0, c, root);
+            fclose(t);
+            int n_rows = 0;
+            for (const char *q = tb; (q = strstr(q, "<tr>")); q++)
+                n_rows++;
+            if (n_rows > 1)
+                fputs(tb, f);
+            else
+                fprintf(f, "<p>No memory figures in this chart (numa and memory sections not probed).</p>\n");
+            free(tb);
+        }
+    }
     fprintf(f, "<h2>Latency tiers</h2>\n");
     hbm_histogram(f, numa);
     l2_histograms(f, mem);
@@ -368,4 +482,188 @@ int gos_report_merge(gos_chip *c, const gos_chip *more, const char *what)
         if (!json_object_get(to, keys[i]) && json_object_get(from, keys[i]))
             json_object_set_new(to, keys[i], json_deep_copy(json_object_get(from, keys[i])));
     return GOS_OK;
+}
+
+/* ---- the fleet page: several GPUs side by side ---- */
+
+#define FLEET_COLS 13
+
+/* Column k of the comparison table for chart c, into buf ("" when unknown). */
+static void fleet_cell(const gos_chip *c, int k, char *buf, size_t len)
+{
+    json_t *root = c->json, *topo = json_object_get(root, "topology"), *mem = json_object_get(root, "memory");
+    double v;
+    buf[0] = 0;
+    switch (k) {
+    case 0: {
+        const char *d = json_string_value(json_object_get(json_object_get(root, "probe"), "date"));
+        snprintf(buf, len, "%.10s", d ? d : "");
+        break;
+    }
+    case 1:
+        if (c->n_gpcs)
+            gos_topo_summary(c, buf, (int)len);
+        break;
+    case 2: { /* free-floating SMs -> GPC, grouped by GPC, runs as ranges */
+        json_t *pl = json_object_get(topo, "placements");
+        size_t pos = 0;
+        for (int g = 0; g < c->n_gpcs && pos < len; g++) {
+            int sms[GOS_MAX_SMS], m = 0;
+            for (size_t i = 0; i < json_array_size(pl); i++) {
+                json_t *o = json_array_get(pl, i), *s = json_object_get(o, "sms");
+                if (json_integer_value(json_object_get(o, "gpc")) == g)
+                    for (size_t j = 0; j < json_array_size(s) && m < GOS_MAX_SMS; j++)
+                        sms[m++] = (int)json_integer_value(json_array_get(s, j));
+            }
+            for (int a = 0; a < m; a++) /* sort: placements come one or two at a time */
+                for (int b = a + 1; b < m; b++)
+                    if (sms[b] < sms[a]) {
+                        int t = sms[a];
+                        sms[a] = sms[b], sms[b] = t;
+                    }
+            for (int a = 0; a < m && pos < len;) {
+                int b = a;
+                while (b + 1 < m && sms[b + 1] == sms[b] + 1)
+                    b++;
+                pos += snprintf(buf + pos, len - pos, b > a ? "%s%d-%d" : "%s%d", a ? ", " : (pos ? "; " : ""),
+                                sms[a], sms[b]);
+                a = b + 1;
+            }
+            if (m && pos < len)
+                pos += snprintf(buf + pos, len - pos, " &#8594; GPC %d", g);
+        }
+        if (!pos && c->n_gpcs && json_is_array(pl))
+            snprintf(buf, len, "none");
+        break;
+    }
+    case 3:
+        if (c->n_gpcs)
+            snprintf(buf, len, "%d / %d", gos_labels_concurrent_clusters(c, 8), gos_labels_concurrent_clusters(c, 16));
+        break;
+    case 4:
+        if (!isnan(v = num(topo, "max_cluster_size")))
+            snprintf(buf, len, "%.0f", v);
+        break;
+    case 5:
+        for (int p = 0; p < c->n_parts; p++)
+            snprintf(buf + strlen(buf), len - strlen(buf), "%s%d", p ? " / " : "", c->parts[p].n_sms);
+        break;
+    case 6:
+        if (c->has_latency)
+            snprintf(buf, len, "%.0f / %.0f", c->lat_hbm_local, c->lat_hbm_remote);
+        break;
+    case 7:
+        if (c->has_latency)
+            snprintf(buf, len, "%.0f / %.0f", c->lat_l2_local, c->lat_l2_remote);
+        break;
+    case 8:
+        if (!isnan(v = num(mem, "l2_effective_fraction_shared")))
+            snprintf(buf, len, "%.1f %%", 100 * v);
+        break;
+    case 9:
+        if (!isnan(v = num(mem, "l2_effective_fraction_one_partition")))
+            snprintf(buf, len, "%.1f %%", 100 * v);
+        break;
+    case 10:
+        if (!isnan(v = num(mem, "hbm_bandwidth_gbps.local")) && !isnan(num(mem, "hbm_bandwidth_gbps.remote")))
+            snprintf(buf, len, "%.0f / %.0f", v, num(mem, "hbm_bandwidth_gbps.remote"));
+        break;
+    case 11:
+        if (c->hash_granularity)
+            snprintf(buf, len, "%llu B", (unsigned long long)c->hash_granularity);
+        break;
+    case 12:
+        if (!isnan(v = num(root, "probe.seconds")))
+            snprintf(buf, len, "%.2f s", v);
+        break;
+    }
+}
+
+static const char *fleet_head[FLEET_COLS] = {
+    "date", "GPCs (SMs each)", "free-floating SMs &#8594; GPC", "clusters of 8 / 16 at once", "largest cluster", "SMs per partition", "HBM latency local / remote (cycles)",
+    "L2 latency local / remote (cycles)", "effective L2, every SM", "effective L2, one partition",
+    "HBM GB/s local / remote pages", "hash granularity", "probe time"};
+
+int gos_report_fleet_html(const gos_chip *const *charts, int n, const char *out_path)
+{
+    if (n < 1)
+        return gos_fail(GOS_EINVAL, "no chart for the fleet page");
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return gos_fail(GOS_ENOMEM, "out of memory");
+    int n_sim = 0, used[FLEET_COLS] = {0};
+    char cell[512];
+    for (int i = 0; i < n; i++) {
+        n_sim += charts[i]->device.simulated;
+        for (int k = 0; k < FLEET_COLS; k++) {
+            fleet_cell(charts[i], k, cell, sizeof cell);
+            used[k] |= cell[0] != 0;
+        }
+    }
+    fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>gpuos fleet: %d GPUs</title>\n"
+               "<style>body{font-family:sans-serif;max-width:1200px;margin:20px auto;color:#222}"
+               "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #bbb;padding:3px 6px;text-align:left;"
+               "vertical-align:top}th{background:#eee}svg{display:block;margin:10px 0}.sim{color:#a00;font-weight:bold}"
+               "</style></head><body>\n<h1>Fleet: %d GPUs</h1>\n",
+            n, n);
+    if (n_sim)
+        fprintf(f, "<p><span class=\"sim\">%d of %d charts are of SIMULATED devices</span></p>\n", n_sim, n);
+    /* the configurations and how many chips have each (the paper: 23 of 28 H200s ...) */
+    fprintf(f, "<h2>GPC configurations</h2>\n<table><tr><th>configuration</th><th>chips</th><th>paper 001</th></tr>\n");
+    int *done = calloc((size_t)n, sizeof *done);
+    for (int i = 0; done && i < n; i++) {
+        if (done[i] || !charts[i]->n_gpcs)
+            continue;
+        char si[128], sj[128];
+        gos_topo_summary(charts[i], si, sizeof si);
+        int count = 0;
+        for (int j = i; j < n; j++) {
+            if (!charts[j]->n_gpcs)
+                continue;
+            gos_topo_summary(charts[j], sj, sizeof sj);
+            if (!strcmp(si, sj))
+                done[j] = 1, count++;
+        }
+        const char *m = gos_topo_paper_match(si);
+        fprintf(f, "<tr><td>%s</td><td>%d of %d</td><td>", si, count, n);
+        gos_html_escape(f, m ? m : "not among the paper's configurations");
+        fprintf(f, "</td></tr>\n");
+    }
+    free(done);
+    fprintf(f, "</table>\n<h2>Side by side</h2>\n<table><tr><th>GPU</th>");
+    for (int k = 0; k < FLEET_COLS; k++)
+        if (used[k])
+            fprintf(f, "<th>%s</th>", fleet_head[k]);
+    fprintf(f, "</tr>\n");
+    for (int i = 0; i < n; i++) {
+        fprintf(f, "<tr><td><a href=\"#gpu%d\">", i);
+        gos_html_escape(f, charts[i]->device.name);
+        fprintf(f, "</a><br><span title=\"");
+        gos_html_escape(f, charts[i]->device.uuid);
+        fprintf(f, "\">%.12s...</span>", charts[i]->device.uuid);
+        fprintf(f, "%s</td>", charts[i]->device.simulated ? "<br><span class=\"sim\">SIMULATED</span>" : "");
+        for (int k = 0; k < FLEET_COLS; k++) {
+            if (!used[k])
+                continue;
+            fleet_cell(charts[i], k, cell, sizeof cell);
+            fprintf(f, "<td>%s</td>", cell[0] ? cell : "-");
+        }
+        fprintf(f, "</tr>\n");
+    }
+    fprintf(f, "</table>\n<h2>Floor plans</h2>\n");
+    for (int i = 0; i < n; i++) {
+        fprintf(f, "<h3 id=\"gpu%d\">", i);
+        gos_html_escape(f, charts[i]->device.name);
+        fprintf(f, " &middot; ");
+        gos_html_escape(f, charts[i]->device.uuid);
+        fprintf(f, "%s</h3>\n", charts[i]->device.simulated ? " <span class=\"sim\">SIMULATED</span>" : "");
+        floor_plan(f, charts[i]);
+    }
+    fprintf(f, "</body></html>\n");
+    fclose(f);
+    int rc = gos_file_save_atomic(out_path, buf, len);
+    free(buf);
+    return rc;
 }

@@ -14,6 +14,11 @@ int gos_report_html(const gos_chip *c, const char *out_path);
  * the README, generated from committed results). "-" writes to stdout. */
 int gos_report_markdown(const gos_chip *c, const char *out_path);
 
+/* The fleet page: charts of n different GPUs side by side (GPC configurations and
+ * how many chips have each, a comparison table with the columns some chart knows,
+ * every floor plan), written atomically to out_path. */
+int gos_report_fleet_html(const gos_chip *const *charts, int n, const char *out_path);
+
 /* Copies into c->json the pillar-1b sections that c lacks and `more` has
  * (numa.verification, numa.repeats): a chart from `probe all` completed by a
  * separate `probe numa --verify` run of the same GPU. */

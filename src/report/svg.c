@@ -5,6 +5,7 @@
 #include "stats/stats.h"
 
 #include <math.h>
+#include <string.h>
 
 #define ML 64 /* margins */
 #define MR 16
@@ -30,10 +31,16 @@ static double nice_step(double span, int want)
     return (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p;
 }
 
+/* h: the plot's height; the legend (one row per series) goes below it, so that
+ * it never covers a curve, a bar or a marker's label. */
 typedef struct {
     double x0, x1, y0, y1;
-    int w, h;
+    int w, h, legend_rows;
 } frame_t;
+
+#define LEGEND_ROW 16
+/* Width of a label in the 11 px sans-serif font, generously (0.62 em per glyph). */
+static double text_w(const char *s) { return 6.9 * (s ? (double)strlen(s) : 0); }
 
 static double X(const frame_t *t, double x) { return ML + (x - t->x0) / (t->x1 - t->x0) * (t->w - ML - MR); }
 static double Y(const frame_t *t, double y) { return t->h - MB - (y - t->y0) / (t->y1 - t->y0) * (t->h - MT - MB); }
@@ -41,8 +48,10 @@ static double Y(const frame_t *t, double y) { return t->h - MB - (y - t->y0) / (
 static void axes(FILE *f, const gos_svg_frame *fr, const frame_t *t)
 {
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
-               "font-family=\"sans-serif\" font-size=\"11\">\n", t->w, t->h, t->w, t->h);
-    fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n", t->w, t->h);
+               "font-family=\"sans-serif\" font-size=\"11\">\n", t->w, t->h + LEGEND_ROW * t->legend_rows,
+            t->w, t->h + LEGEND_ROW * t->legend_rows);
+    fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n", t->w,
+            t->h + LEGEND_ROW * t->legend_rows);
     fprintf(f, "<text x=\"%d\" y=\"18\" font-size=\"13\" font-weight=\"bold\">", ML);
     gos_html_escape(f, fr->title);
     fprintf(f, "</text>\n");
@@ -65,13 +74,21 @@ static void axes(FILE *f, const gos_svg_frame *fr, const frame_t *t)
     fprintf(f, "</text>\n");
 }
 
+/* A dashed vertical marker; its label sits on its own row (row 0, 1: two markers
+ * never share a line), right of the line, or left of it where it would leave the
+ * plot, on a white halo so that a curve under it does not hide it. */
 static void marker(FILE *f, const frame_t *t, double x, const char *label, int row)
 {
     if (x <= 0 || x < t->x0 || x > t->x1)
         return;
+    double lx = X(t, x) + 4, w = text_w(label);
+    const char *anchor = "start";
+    if (lx + w > t->w - MR - 2)
+        lx = X(t, x) - 4, anchor = "end";
     fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#c00\" stroke-dasharray=\"5,4\"/>"
-               "<text x=\"%.1f\" y=\"%d\" fill=\"#c00\">",
-            X(t, x), MT, X(t, x), t->h - MB, X(t, x) + 4, MT + 12 + 13 * row);
+               "<text x=\"%.1f\" y=\"%d\" fill=\"#c00\" text-anchor=\"%s\" stroke=\"#fff\" stroke-width=\"3\" "
+               "paint-order=\"stroke\">",
+            X(t, x), MT, X(t, x), t->h - MB, lx, MT + 12 + 16 * row, anchor);
     gos_html_escape(f, label);
     fprintf(f, "</text>\n");
 }
@@ -79,9 +96,9 @@ static void marker(FILE *f, const frame_t *t, double x, const char *label, int r
 static void legend(FILE *f, const frame_t *t, const gos_svg_series *s, int ns)
 {
     for (int i = 0; i < ns; i++) {
-        int y = MT + 8 + 16 * i;
+        int y = t->h + 2 + LEGEND_ROW * i;
         fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"10\" fill=\"%s\"/><text x=\"%d\" y=\"%d\">",
-                t->w - MR - 250, y, s[i].color, t->w - MR - 234, y + 9);
+                ML, y, s[i].color, ML + 16, y + 9);
         gos_html_escape(f, s[i].label);
         fprintf(f, "</text>\n");
     }
@@ -107,7 +124,7 @@ static void bounds(const gos_svg_series *s, int ns, double xpad, frame_t *t)
 
 void gos_svg_histogram(FILE *f, const gos_svg_frame *fr, const gos_svg_series *s, int ns, double bin)
 {
-    frame_t t = {.w = fr->width, .h = fr->height};
+    frame_t t = {.w = fr->width, .h = fr->height, .legend_rows = ns};
     bounds(s, ns, bin, &t);
     double pad = 0.04 * (t.x1 - t.x0);
     t.x0 -= pad, t.x1 += pad;
@@ -130,7 +147,7 @@ void gos_svg_histogram(FILE *f, const gos_svg_frame *fr, const gos_svg_series *s
 
 void gos_svg_lines(FILE *f, const gos_svg_frame *fr, const gos_svg_series *s, int ns)
 {
-    frame_t t = {.w = fr->width, .h = fr->height};
+    frame_t t = {.w = fr->width, .h = fr->height, .legend_rows = ns};
     bounds(s, ns, 0, &t);
     t.x0 = 0;
     if (fr->marker2_x > t.x1)
@@ -148,6 +165,94 @@ void gos_svg_lines(FILE *f, const gos_svg_frame *fr, const gos_svg_series *s, in
     marker(f, &t, fr->marker_x, fr->marker_label, 0);
     marker(f, &t, fr->marker2_x, fr->marker2_label, 1);
     legend(f, &t, s, ns);
+    fprintf(f, "</svg>\n");
+}
+
+/* Sequential colour scale, light to dark blue, t in [0, 1]. */
+static void heat_color(double t, char *out, size_t len, int *dark)
+{
+    static const double c0[3] = {247, 251, 255}, c1[3] = {8, 48, 107};
+    t = t < 0 ? 0 : t > 1 ? 1 : t;
+    snprintf(out, len, "#%02x%02x%02x", (int)(c0[0] + t * (c1[0] - c0[0])), (int)(c0[1] + t * (c1[1] - c0[1])),
+             (int)(c0[2] + t * (c1[2] - c0[2])));
+    *dark = t > 0.5;
+}
+
+void gos_svg_heatmap(FILE *f, const gos_svg_heat *h)
+{
+    const int cw = 50, ch = 22, top = 60;
+    double lw = 0, lo = h->vmin, hi = h->vmax;
+    for (int r = 0; r < h->rows; r++)
+        lw = fmax(lw, text_w(h->row_names[r]));
+    int left = (int)lw + 12;
+    if (!(hi > lo)) { /* range of the data */
+        lo = 1e300, hi = -1e300;
+        for (int i = 0; i < h->rows * h->cols; i++)
+            if (!isnan(h->v[i]))
+                lo = fmin(lo, h->v[i]), hi = fmax(hi, h->v[i]);
+        if (!(hi > lo))
+            hi = lo + 1;
+    }
+    int w = left + h->cols * cw + 16, tw = (int)(1.25 * text_w(h->title)) + 10,
+        cl = left + (int)text_w(h->col_label) + 10;
+    w = w > tw ? w : tw;
+    w = w > cl ? w : cl;
+    int ht = top + h->rows * ch + 36;
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+               "font-family=\"sans-serif\" font-size=\"11\">\n<rect width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n",
+            w, ht, w, ht, w, ht);
+    fprintf(f, "<text x=\"4\" y=\"16\" font-size=\"13\" font-weight=\"bold\">");
+    gos_html_escape(f, h->title);
+    fprintf(f, "</text>\n<text x=\"%d\" y=\"%d\">", left, top - 22);
+    gos_html_escape(f, h->col_label);
+    fprintf(f, "</text>\n");
+    for (int c = 0; c < h->cols; c++) {
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">", left + c * cw + cw / 2, top - 6);
+        gos_html_escape(f, h->col_names[c]);
+        fprintf(f, "</text>\n");
+    }
+    for (int r = 0; r < h->rows; r++) {
+        int y = top + r * ch;
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">", left - 6, y + ch / 2 + 4);
+        gos_html_escape(f, h->row_names[r]);
+        fprintf(f, "</text>\n");
+        for (int c = 0; c < h->cols; c++) {
+            double v = h->v[r * h->cols + c];
+            int x = left + c * cw, dark = 0;
+            char col[16] = "#eeeeee", txt[32] = "-";
+            if (!isnan(v)) {
+                heat_color((v - lo) / (hi - lo), col, sizeof col, &dark);
+                snprintf(txt, sizeof txt, h->fmt ? h->fmt : "%.2f", v);
+            }
+            fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\" stroke=\"#fff\"/>"
+                       "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"%s\">%s</text>\n",
+                    x, y, cw, ch, col, x + cw / 2, y + ch / 2 + 4, dark ? "#fff" : "#222", txt);
+        }
+        if (h->mark_col && h->mark_col[r] >= 0 && h->mark_col[r] < h->cols)
+            fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#d62728\" "
+                       "stroke-width=\"2.5\"/>\n",
+                    left + h->mark_col[r] * cw + 1, y + 1, cw - 2, ch - 2);
+    }
+    /* the scale */
+    int y = top + h->rows * ch + 12;
+    for (int i = 0; i < 10; i++) {
+        char col[16];
+        int dark;
+        heat_color(i / 9.0, col, sizeof col, &dark);
+        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"10\" fill=\"%s\"/>\n", left + i * 14, y, col);
+    }
+    char a[32], b[32];
+    snprintf(a, sizeof a, h->fmt ? h->fmt : "%.2f", lo);
+    snprintf(b, sizeof b, h->fmt ? h->fmt : "%.2f", hi);
+    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text><text x=\"%d\" y=\"%d\">%s</text>\n",
+            left - 4, y + 9, a, left + 144, y + 9, b);
+    if (h->mark_label) {
+        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"10\" fill=\"none\" stroke=\"#d62728\" "
+                   "stroke-width=\"2\"/><text x=\"%d\" y=\"%d\">",
+                left + 144 + (int)text_w(b) + 14, y, left + 144 + (int)text_w(b) + 32, y + 9);
+        gos_html_escape(f, h->mark_label);
+        fprintf(f, "</text>\n");
+    }
     fprintf(f, "</svg>\n");
 }
 

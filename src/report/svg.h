@@ -27,6 +27,22 @@ typedef struct {
 void gos_svg_histogram(FILE *f, const gos_svg_frame *fr, const gos_svg_series *s, int ns, double bin);
 /* Line chart with point markers. */
 void gos_svg_lines(FILE *f, const gos_svg_frame *fr, const gos_svg_series *s, int ns);
+/* A heat map: rows x cols values (NAN: no value, drawn grey with "-"), a
+ * light-to-dark blue scale over [vmin, vmax] (vmin >= vmax: the data's range),
+ * each value printed in its cell with fmt ("%.2f" when NULL), an optional red
+ * outline on cell (r, mark_col[r]) explained by mark_label. */
+typedef struct {
+    const char *title, *col_label;
+    int rows, cols;
+    const double *v;
+    const char *const *row_names, *const *col_names;
+    const int *mark_col;
+    const char *mark_label;
+    double vmin, vmax;
+    const char *fmt;
+} gos_svg_heat;
+void gos_svg_heatmap(FILE *f, const gos_svg_heat *h);
+
 /* Distributions side by side, one mirrored Gaussian-kernel density ("violin")
  * per series of the values s[i].y[0..n) (x unused), each with a bar at its mean
  * and its label below; the y axis spans all values (fr->ylabel). */

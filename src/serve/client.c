@@ -94,7 +94,12 @@ static int do_hello(struct srv_client *c, const struct gos_msg_hello *m, struct 
     if (c->vgpu >= 0)
         return gos_fail(GOS_EPROTO, "HELLO sent twice");
     for (int v = 0; v < s->n_vgpus; v++)
-        if (!strcmp(s->vgpus[v].cfg.name, m->vgpu)) {
+        if (!strcmp(s->vgpus[v].cfg.name, m->vgpu) && !s->vgpus[v].removed) {
+            int rc = srv_vgpu_access(s, v, c->fd, c->uid, c->gid);
+            if (rc) {
+                srv_log(LOG_NOTICE, "client %u (pid %d) refused: %s", c->id, (int)c->pid, gos_last_error());
+                return rc;
+            }
             if (s->vgpus[v].clients >= s->cfg.max_clients_per_vgpu)
                 return gos_fail(GOS_ELIMIT, "vGPU %s has its maximum of %d clients (max_clients_per_vgpu)",
                                 m->vgpu, s->cfg.max_clients_per_vgpu);
@@ -104,15 +109,14 @@ static int do_hello(struct srv_client *c, const struct gos_msg_hello *m, struct 
                  * not held while it starts (it opens the device). */
                 s->vgpus[v].clients++; /* reserved */
                 pthread_mutex_unlock(&s->lock);
-                int rc = srv_exec_spawn(d->sim[0] ? d->sim : NULL, d->ordinal, d->mps_dir[0] ? d->mps_dir : NULL,
+                rc = srv_exec_spawn(d->sim[0] ? d->sim : NULL, d->ordinal, d->mps_dir[0] ? d->mps_dir : NULL,
                                         &c->x);
                 pthread_mutex_lock(&s->lock);
                 s->vgpus[v].clients--;
                 if (rc)
                     return rc;
-                if (s->verbose)
-                    fprintf(stderr, "gpuos serve: client %u (pid %d) of vGPU %s: executor pid %d\n", c->id,
-                            (int)m->pid, m->vgpu, (int)c->x->pid);
+                srv_log(LOG_DEBUG, "client %u (pid %d) of vGPU %s: executor pid %d", c->id, (int)m->pid, m->vgpu,
+                        (int)c->x->pid);
             }
             c->vgpu = v;
             c->pid = (pid_t)m->pid;
@@ -125,8 +129,12 @@ static int do_hello(struct srv_client *c, const struct gos_msg_hello *m, struct 
         }
     char names[160] = "";
     for (int v = 0; v < s->n_vgpus && strlen(names) < 120; v++)
-        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", v ? ", " : "", s->vgpus[v].cfg.name);
-    return gos_fail(GOS_EINVAL, "no vGPU named \"%s\" (this daemon has: %s)", m->vgpu, names);
+        if (!s->vgpus[v].removed)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", names[0] ? ", " : "",
+                     s->vgpus[v].cfg.name);
+    int gone = srv_vgpu_find(s, m->vgpu);
+    return gos_fail(GOS_EINVAL, "no vGPU named \"%s\" (%sthis daemon has: %s)", m->vgpu,
+                    gone >= 0 ? "removed from the configuration; " : "", names);
 }
 
 static int do_alloc(struct srv_client *c, uint64_t bytes, uint64_t *dptr)
@@ -638,14 +646,16 @@ static int msg_admin_list(struct srv_client *c, const struct gos_msg_hdr *h, voi
     struct srv *s = c->srv;
     static _Thread_local unsigned char buf[sizeof(struct gos_rep_admin_list) +
                                           GOS_MAX_VGPUS * sizeof(struct gos_vgpu_rec)];
-    struct gos_rep_admin_list l = {.n = (uint32_t)s->n_vgpus};
-    memcpy(buf, &l, sizeof l);
+    struct gos_rep_admin_list l = {.n = 0};
     for (int v = 0; v < s->n_vgpus; v++) {
         struct gos_vgpu_rec r;
+        if (s->vgpus[v].removed && !s->vgpus[v].clients)
+            continue; /* removed at a reload: listed while clients remain */
         srv_vgpu_record(s, v, &r);
-        memcpy(buf + sizeof l + (size_t)v * sizeof r, &r, sizeof r);
+        memcpy(buf + sizeof l + (size_t)l.n++ * sizeof r, &r, sizeof r);
     }
-    return reply(c, h->seq, h->type, 0, buf, sizeof l + (size_t)s->n_vgpus * sizeof(struct gos_vgpu_rec));
+    memcpy(buf, &l, sizeof l);
+    return reply(c, h->seq, h->type, 0, buf, sizeof l + (size_t)l.n * sizeof(struct gos_vgpu_rec));
 }
 
 static int msg_admin_set(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
@@ -656,7 +666,7 @@ static int msg_admin_set(struct srv_client *c, const struct gos_msg_hdr *h, void
     if (c->uid != 0 && c->uid != s->uid)
         rc = gos_fail(GOS_EPERM, "only the daemon's owner (uid %u) or root may change shares", (unsigned)s->uid);
     else
-        rc = srv_vgpu_set(s, m->vgpu, m->key, m->value);
+        rc = srv_vgpu_set_persist(s, m->vgpu, m->key, m->value);
     return reply(c, h->seq, h->type, rc, NULL, 0);
 }
 
@@ -781,9 +791,9 @@ void *srv_client_main(void *arg)
                 pthread_mutex_lock(&s->lock);
                 gos_wire_reply(c->fd, 1, h.seq, t, GOS_EPROTO, why, NULL, 0);
                 pthread_mutex_unlock(&s->lock);
-                fprintf(stderr, "gpuos serve: client %u (pid %d) rejected: %s\n", c->id, (int)c->pid, why);
-            } else if (s->verbose && strcmp(gos_last_error(), "connection closed")) {
-                fprintf(stderr, "gpuos serve: client %u: %s\n", c->id, gos_last_error());
+                srv_log(LOG_WARNING, "client %u (pid %d) rejected: %s", c->id, (int)c->pid, why);
+            } else if (strcmp(gos_last_error(), "connection closed")) {
+                srv_log(LOG_DEBUG, "client %u: %s", c->id, gos_last_error());
             }
             break;
         }

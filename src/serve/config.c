@@ -249,6 +249,7 @@ int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_
                 d->period_ns = 30000000ull;
                 d->band_wait_ns = 500000ull;
                 d->band_charge_hold = 1;
+                d->spatial_of = -1;
                 sect = 1;
             } else if (!strcmp(kind, "vgpu")) {
                 if (c.n_vgpus == GOS_MAX_VGPUS) {
@@ -287,6 +288,14 @@ int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_
         char *k = trim(s), *v = trim(eq + 1);
         long x;
         uint64_t u;
+        char ewhy[256];
+        int ext = gos_serve_config_ext_key(&c, sect, idx, k, v, ewhy, sizeof ewhy);
+        if (ext < 0) {
+            rc = BAD("%s", ewhy);
+            goto out;
+        }
+        if (ext > 0)
+            continue;
         if (sect == 0) {
             const struct int_key *ik = NULL;
             for (size_t i = 0; i < sizeof int_keys / sizeof int_keys[0]; i++)
@@ -430,6 +439,22 @@ int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_
                     rc = BAD("%s", why);
                     goto out;
                 }
+            } else if (!strcmp(k, "sms") || !strcmp(k, "cluster")) {
+                int is_sms = !strcmp(k, "sms");
+                if (parse_int(v, 1, is_sms ? 256 : 16, &x)) {
+                    rc = BAD("%s must be %s", k, is_sms ? "1..256 (SMs)" : "1..16 (blocks per cluster)");
+                    goto out;
+                }
+                if (is_sms)
+                    g->sms = (int)x;
+                else
+                    g->cluster = (int)x;
+            } else if (!strcmp(k, "smset")) {
+                if (!*v || strlen(v) >= sizeof g->smset) {
+                    rc = BAD("smset needs a name of 1..%zu characters", sizeof g->smset - 1);
+                    goto out;
+                }
+                strcpy(g->smset, v);
             } else {
                 rc = BAD("unknown vgpu key \"%s\"", k);
                 goto out;
@@ -447,6 +472,22 @@ int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_
             rc = gos_fail(GOS_EINVAL, "%s: vGPU %s has no device (add a [device] section above it)", what, g->name);
             goto out;
         }
+        if ((g->cluster || g->smset[0]) && !g->sms) {
+            rc = gos_fail(GOS_EINVAL, "%s: vGPU %s: cluster and smset describe a spatial vGPU: give sms = N too",
+                          what, g->name);
+            goto out;
+        }
+        if (g->sms && !g->cluster)
+            g->cluster = 1;
+        for (int j = 0; j < i && g->smset[0]; j++) {
+            const struct gos_serve_vgpucfg *h = &c.vgpus[j];
+            if (!strcmp(h->smset, g->smset) &&
+                (h->device != g->device || h->sms != g->sms || h->cluster != g->cluster)) {
+                rc = gos_fail(GOS_EINVAL, "%s: vGPUs %s and %s share smset %s but ask for different devices, sms or "
+                              "cluster", what, h->name, g->name, g->smset);
+                goto out;
+            }
+        }
         if (!g->compute)
             g->compute = 100 / c.n_vgpus ? 100 / c.n_vgpus : 1;
         if (!g->copy)
@@ -455,19 +496,8 @@ int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_
             g->mem_pct = 100.0 / c.n_vgpus;
     }
     /* Oversubscribed compute or copy shares are honoured in proportion: a
-     * warning, not an error (docs/readme-vgpu.md). */
-    for (int d = 0; d < c.n_devs; d++) {
-        int comp = 0, cp = 0;
-        for (int i = 0; i < c.n_vgpus; i++)
-            if (c.vgpus[i].device == d) {
-                comp += c.vgpus[i].compute;
-                cp += c.vgpus[i].copy;
-            }
-        if ((comp > 100 || cp > 100) && c.n_warn < 4)
-            snprintf(c.warn[c.n_warn++], sizeof c.warn[0], "%s: device %s: compute shares sum to %d %%, copy shares "
-                     "to %d %%: oversubscribed, each vGPU gets its share in proportion", what, c.devs[d].label, comp,
-                     cp);
-    }
+     * warning, not an error, logged by the daemon at start, reload and `vgpu set`
+     * (srv_check_oversubscription, docs/readme-vgpu.md). */
     *out = c;
 out:
     free(copy);

@@ -30,6 +30,8 @@
  *   band_wait_us = 500
  *   band_charge_hold = 1         # 1: shares of engine time (GPU + BAND's holds),
  *                                # 0: shares of GPU time alone (Gdev's utilisation)
+ *   chip = chip.json             # optional: the chip's chart (metrics, spatial vGPUs)
+ *                                # (default: the topology is charted at start)
  *   swap = 0                     # host swap space (issue 10.2): allocations become
  *                                # VMM-backed and swappable; 0: off
  *   swap_pool = 0                # what allocations may occupy on the device (0: all)
@@ -49,6 +51,13 @@
  *   compute = 50                 # compute bandwidth share, percent
  *   copy = 50                    # copy bandwidth share, percent
  *   memory = 25%                 # memory share: percent of the device, or bytes (4G)
+ *   sms = 64                     # optional, spatial vGPU (issue 13, serve/spatial.c):
+ *   cluster = 8                  # an SM set on which 64 SMs run clusters of 8;
+ *   smset = x                    # vGPUs naming the same smset share one set (BAND)
+ *
+ * Keys of daemon operation (parsed in config_ext.c; docs/readme-vgpu.md,
+ * "Configuration keys"): global state, metrics_listen; [device] chip; [vgpu]
+ * users, groups.
  *
  * Errors name the file, the line and the problem. */
 #ifndef GOS_SERVE_CONFIG_H
@@ -57,8 +66,11 @@
 #include "proto/proto.h"
 
 #include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
 
 #define GOS_SERVE_MAX_DEVICES 8
+#define GOS_SERVE_MAX_IDS 32 /* users = / groups = entries per vGPU */
 
 struct gos_serve_devcfg {
     char label[32];
@@ -75,6 +87,8 @@ struct gos_serve_devcfg {
      * occupy on the device (0: its memory). */
     uint64_t swap_bytes, swap_pool;
     uint64_t grant_us; /* 0: by isolation */
+    char chip[256];       /* gpuos.chip/1 file describing the device ("" none) */
+    int spatial_of;       /* -1; for an SM set's scheduler (serve/spatial.c): its device */
 };
 
 enum { GOS_ISOLATION_PROCESS, GOS_ISOLATION_NONE, GOS_ISOLATION_MPS };
@@ -86,6 +100,13 @@ struct gos_serve_vgpucfg {
     int compute, copy;
     double mem_pct;     /* > 0: percent of device memory */
     uint64_t mem_bytes; /* else bytes */
+    /* Who may open it (users = / groups =): none of either listed: anyone who
+     * can open the socket; else the peer's uid is listed or one of its groups. */
+    int n_users, n_groups;
+    uid_t users[GOS_SERVE_MAX_IDS];
+    gid_t groups[GOS_SERVE_MAX_IDS];
+    int sms, cluster;   /* spatial vGPU: an SM set (0: none) */
+    char smset[32];     /* vGPUs naming the same set share it; "" : a set of its own */
 };
 
 struct gos_serve_config {
@@ -108,11 +129,22 @@ struct gos_serve_config {
     struct gos_serve_devcfg devs[GOS_SERVE_MAX_DEVICES];
     int n_vgpus;
     struct gos_serve_vgpucfg vgpus[GOS_MAX_VGPUS];
+    char state[256];          /* where `vgpu set` persists ("" default, "none": nowhere) */
+    char metrics_listen[128]; /* Prometheus endpoint HOST:PORT ("" off) */
 };
 
 /* Parses a configuration text (`what` names it in messages). */
 int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_config *out);
 int gos_serve_config_load(const char *path, struct gos_serve_config *out);
+
+/* The keys of config_ext.c, called by the parser for every key of section kind
+ * sect (0 global, 1 device, 2 vgpu; idx: the section's index). Returns 1 when
+ * the key was one of them, 0 when not, -1 on a bad value (why filled). */
+int gos_serve_config_ext_key(struct gos_serve_config *c, int sect, int idx, const char *k, const char *v,
+                             char *why, size_t whylen);
+
+/* Parses "HOST:PORT" (IPv4 address, [IPv6 address], "localhost" or "*"). */
+int gos_serve_parse_listen(const char *v, struct sockaddr_storage *sa, socklen_t *len);
 
 /* Parses a memory share value ("25%", "512M", "1073741824"): no NaN, infinity,
  * sign or overflow. */

@@ -432,11 +432,15 @@ static void run_here(struct srv_client *r, struct srv_dev *d, int e, struct srv_
     struct srv *s = d->srv;
     int sh = expect_short(t), mine = t->c == r, aw = awaited(t);
     /* A long task of an executor (its exchange blocks until the end): the
-     * dispatcher's, unless this reader's client waits for it and sends nothing
-     * else meanwhile. */
-    if (!sh && t->c->x && !(mine && aw && next_type(r->fd) < 0)) {
-        hand(d, e, t, 0);
-        return;
+     * dispatcher's, unless this reader's client waits for it (a synchronous
+     * request with nothing else sent, or a SYNC next in its socket): then no
+     * hand-off between threads on its path. */
+    if (!sh && t->c->x) {
+        int nx = next_type(r->fd);
+        if (!(mine && (nx == GOS_MSG_SYNC || (aw && nx < 0)))) {
+            hand(d, e, t, 0);
+            return;
+        }
     }
     if (!sh && !t->c->x && t->n_ops == 1 && t->ops[0].sync_copy) {
         hand(d, e, t, 0); /* a long blocking copy: the dispatcher's */

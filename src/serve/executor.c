@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -264,6 +265,14 @@ void srv_exec_kill(struct srv_exec *x)
         kill(x->pid, SIGKILL);
 }
 
+static void *reaper(void *arg)
+{
+    pid_t pid = (pid_t)(intptr_t)arg;
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    return NULL;
+}
+
 void srv_exec_close(struct srv_exec *x)
 {
     if (!x)
@@ -274,9 +283,18 @@ void srv_exec_close(struct srv_exec *x)
         shutdown(x->sock, SHUT_RDWR);
     }
     pthread_mutex_lock(&x->lock);
-    if (x->pid > 0)
-        while (waitpid(x->pid, NULL, 0) < 0 && errno == EINTR)
-            ;
+    /* Reaped off the caller's path (it may hold the daemon's lock): a GPU
+     * process's exit tears its context down, which takes a while. */
+    if (x->pid > 0 && waitpid(x->pid, NULL, WNOHANG) == 0) {
+        pthread_t t;
+        pthread_attr_t a;
+        pthread_attr_init(&a);
+        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&t, &a, reaper, (void *)(intptr_t)x->pid))
+            while (waitpid(x->pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+        pthread_attr_destroy(&a);
+    }
     close(x->sock);
     pthread_mutex_unlock(&x->lock);
     pthread_mutex_destroy(&x->lock);

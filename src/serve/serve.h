@@ -34,6 +34,7 @@
 #include "vmem/shm.h"
 #include "vmem/swap.h"
 #include "serve/executor.h"
+#include "serve/log.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -154,11 +155,24 @@ struct srv_client {
     char fn_builtin[256][16];
 };
 
+/* A runtime override of one key of a vGPU (`gpuos vgpu set`), persisted in the
+ * state file (state.c) with the configuration file's value it replaced: when the
+ * file's value changes later, the file wins and the override is dropped. */
+enum { SRV_OV_COMPUTE, SRV_OV_COPY, SRV_OV_MEMORY, SRV_OV_N };
+struct srv_override {
+    int set;
+    char value[32]; /* canonical: "30", "25%", "1073741824" */
+    char base[32];  /* the file's value when it was set, same form */
+};
+
 struct srv_vgpu {
-    struct gos_serve_vgpucfg cfg;
+    struct gos_serve_vgpucfg cfg;  /* in force: the file's values + overrides */
+    struct gos_serve_vgpucfg file; /* as the configuration file says */
+    struct srv_override ov[SRV_OV_N];
     uint32_t id;
     uint64_t mem_quota, mem_used;
     int clients;
+    int removed; /* gone from the configuration at a reload: no new clients */
     uint64_t tasks;
     uint64_t faults; /* executors of its clients lost to a device fault or a kill */
 };
@@ -180,6 +194,10 @@ struct srv_dev {
     void *streams[GOS_SCHED_MAX_ENGINES];
     void *ev[GOS_SCHED_MAX_ENGINES][2];
     uint64_t mem_total;
+    /* An SM set's scheduler (serve/spatial.c): shares `dev` with the device it
+     * came from (not closed here), its compute engine's stream is on gctx. */
+    int shared_dev;
+    void *gctx;
     gos_device_info info; /* the device's facts (from a probe executor under process / mps:
                            * the daemon then holds no device context at all, dev == NULL) */
     int isolation;  /* GOS_ISOLATION_* */
@@ -210,6 +228,16 @@ struct srv {
     unsigned spin_us;  /* readers poll this long for the next request */
     int max_spinners;  /* readers polling at once, at most */
     int spinners;      /* atomic */
+
+    /* Operation (reload.c, state.c, metrics.c). */
+    char config_path[4096]; /* reread on SIGHUP */
+    char state_path[4200];  /* "" no persistence */
+    int sock_from_cli;      /* --socket or $GPUOS_SOCKET: not the file's */
+    uint64_t reloads, reload_failures;
+    double last_reload_s;   /* wall clock of the last successful load */
+    int last_reload_ok;
+    struct gos_chip *chips[GOS_SERVE_MAX_DEVICES]; /* chip = files, NULL none */
+    void *metrics;          /* the HTTP daemon, NULL when off */
     int reserve_fd;    /* given up at the descriptor limit to refuse a connection */
     unsigned long n_refused; /* connections refused (limits, descriptors) */
     int leaked;        /* srv_run gave up on threads that still run: do not free */
@@ -257,6 +285,13 @@ int srv_client_batch_open(struct srv_client *c);
 /* Takes back every queued task of c (lock held), after it died. */
 void srv_client_cancel(struct srv_client *c);
 
+/* spatial.c: spatial vGPUs (issue 13). After the devices are open: gives every
+ * vGPU with `sms` an SM set (vGPUs naming one smset share it) and a scheduler of
+ * its own on it (an extra srv_dev sharing the device, its compute stream on the
+ * set's green context); the vGPU's device index then names that scheduler. */
+int srv_spatial_open(struct srv *s);
+/* Releases an SM set's green context (its streams destroyed first). */
+void srv_spatial_close(struct srv_dev *d);
 /* region.c (lock held): a region from the client's memfd (REGION_ADD); the
  * region holding [off, off + n) of region r, or NULL with an error; dropping
  * one (unmapped once no task uses it); a task's reference released. */
@@ -301,5 +336,35 @@ void srv_mps_stop(char *dir);
 /* vgpu.c */
 void srv_vgpu_record(struct srv *s, int v, struct gos_vgpu_rec *r);
 int srv_vgpu_set(struct srv *s, const char *name, const char *key, const char *value);
+/* `vgpu set` from a client (lock held): applied, persisted in the state file
+ * (undone when it cannot be saved), oversubscription warned of. */
+int srv_vgpu_set_persist(struct srv *s, const char *name, const char *key, const char *value);
+/* Index of the vGPU named name (removed ones included), or -1. */
+int srv_vgpu_find(struct srv *s, const char *name);
+/* The file's value of key SRV_OV_* in canonical form. */
+void srv_vgpu_file_value(const struct gos_serve_vgpucfg *f, int key, char *out, size_t n);
+/* Logs a warning per device whose active vGPUs' shares add up past 100 %
+ * (`when`: "at start", "after reload", ...). Returns how many warnings. */
+int srv_check_oversubscription(struct srv *s, const char *when);
+/* Whether the peer on fd (uid) may open vGPU g: GOS_OK or GOS_EPERM naming why. */
+int srv_vgpu_access(struct srv *s, int v, int fd, uid_t uid, gid_t gid);
+
+/* reload.c: SIGHUP. Rereads the configuration file and applies it without
+ * dropping clients, or keeps the running one (error logged) when it is invalid
+ * or asks for what only a restart can change. Takes the lock itself. */
+int srv_reload(struct srv *s);
+
+/* state.c: the state file of `vgpu set` (JSON, schema gpuos.vgpu-state/1). */
+int srv_state_load(struct srv *s); /* at start, lock not needed; applies overrides */
+int srv_state_save(struct srv *s); /* atomically (temporary file + rename) */
+/* Drops overrides whose file value changed since they were set (after a load
+ * or reload); returns how many were dropped. */
+int srv_state_reconcile(struct srv *s);
+
+/* metrics.c: the Prometheus endpoint (metrics_listen). */
+int srv_metrics_start(struct srv *s);
+void srv_metrics_stop(struct srv *s);
+/* The exposition text (lock held by the caller), malloc'd; NULL: out of memory. */
+char *srv_metrics_text(struct srv *s, size_t *len);
 
 #endif

@@ -3,9 +3,15 @@
  * (its file permissions decide who may use the GPU), starts one thread per
  * connection and one per engine, and on SIGTERM/SIGINT drains and exits cleanly:
  * no new work is accepted, queued work is dropped, running work completes,
- * every client's memory is released, the socket file is removed. */
+ * every client's memory is released, the socket file is removed.
+ *
+ * As a systemd service (Type=notify): READY=1 once the socket listens,
+ * RELOADING=1 / READY=1 around a SIGHUP reload (reload.c), STOPPING=1 at
+ * shutdown; sd_notify does nothing when $NOTIFY_SOCKET is unset. */
 #include "serve/serve.h"
+#include "serve/syslibs.h"
 
+#include "chip/chip.h"
 #include "common/status.h"
 
 #include "proto/wire.h"
@@ -45,39 +51,52 @@ static int open_devices(struct srv *s, const char *force_sim)
             (rc = srv_mps_start(d->mps_dir, sizeof d->mps_dir))) /* a GPU: the daemon's own MPS server */
             return rc;
         if (d->isolation != GOS_ISOLATION_NONE) {
-            /* process / mps: the daemon never opens the device (nothing a tenant
-             * does can fault it, and an MPS server never waits for the daemon);
-             * its facts come from a probe executor. */
+            /* process / mps: the daemon never opens a GPU (nothing a tenant does
+             * can fault it, and an MPS server never waits for the daemon); the
+             * device's facts come from a probe executor. */
             struct srv_exec *x = NULL;
             rc = srv_exec_spawn(d->sim[0] ? d->sim : NULL, d->ordinal, d->mps_dir[0] ? d->mps_dir : NULL, &x);
             if (rc) {
                 char why[256];
                 snprintf(why, sizeof why, "%s", gos_last_error());
                 srv_mps_stop(d->mps_dir);
+                if (rc == GOS_ENODEV && !spec.sim)
+                    return gos_fail(rc, "device %s: %s (to serve the simulated chip instead, pass --sim default "
+                                        "or write sim = default in its [device] section)", c->label, why);
                 return gos_fail(rc, "device %s: %s", c->label, why);
             }
             d->info = x->info;
             d->mem_total = x->mem_total;
             srv_exec_close(x);
-            s->n_devs = i + 1;
-            goto sched;
         }
-        rc = gos_device_open(&spec, &d->dev);
-        if (rc)
-            {
-            srv_mps_stop(d->mps_dir);
+        /* A simulated device is opened by the daemon in every mode: no context to
+         * fault, and its chip's truth is what the metrics report. */
+        if (d->isolation == GOS_ISOLATION_NONE || spec.sim) {
+            rc = gos_device_open(&spec, &d->dev);
+            if (rc) {
+                srv_mps_stop(d->mps_dir);
+                char why[256];
+                snprintf(why, sizeof why, "%s", gos_last_error());
+                if (rc == GOS_ENODEV && !spec.sim)
+                    return gos_fail(rc, "device %s: %s (to serve the simulated chip instead, pass --sim default "
+                                        "or write sim = default in its [device] section)", c->label, why);
+                return gos_fail(rc, "device %s: %s", c->label, why);
+            }
+        }
+        if (c->chip[0] && (rc = gos_chip_load(c->chip, &s->chips[i]))) {
             char why[256];
             snprintf(why, sizeof why, "%s", gos_last_error());
-            return gos_fail(rc, "device %s: %s", c->label, why);
+            return gos_fail(rc, "device %s: chip = %s", c->label, why);
         }
         s->n_devs = i + 1;
-        d->info = d->dev->info;
-        if ((rc = gos_exec_init(d->dev)))
-            return rc;
-        uint64_t fr;
-        if ((rc = gos_exec_mem_info(d->dev, &fr, &d->mem_total)))
-            return rc;
-    sched:;
+        if (d->dev && d->isolation == GOS_ISOLATION_NONE) {
+            d->info = d->dev->info;
+            if ((rc = gos_exec_init(d->dev)))
+                return rc;
+            uint64_t fr;
+            if ((rc = gos_exec_mem_info(d->dev, &fr, &d->mem_total)))
+                return rc;
+        }
         if ((rc = srv_swap_init(s, d, c)))
             return rc;
         int mode;
@@ -90,7 +109,7 @@ static int open_devices(struct srv *s, const char *force_sim)
             gos_sched_set_band_charge_hold(d->sched, c->band_charge_hold != 0);
         }
         d->n_engines = gos_sched_engine_count(d->sched);
-        for (int e = 0; d->dev && e < d->n_engines; e++)
+        for (int e = 0; d->isolation == GOS_ISOLATION_NONE && e < d->n_engines; e++)
             if ((rc = gos_exec_stream_create(d->dev, &d->streams[e])) ||
                 (rc = gos_exec_event_create(d->dev, &d->ev[e][0])) || (rc = gos_exec_event_create(d->dev, &d->ev[e][1])))
                 return rc;
@@ -110,10 +129,13 @@ static int open_devices(struct srv *s, const char *force_sim)
     if (rc0)
         return rc0;
     if (warn[0])
-        fprintf(stderr, "gpuos serve: warning: %s\n", warn);
+        srv_log(LOG_WARNING, "%s", warn);
+    if ((rc0 = srv_spatial_open(s)))
+        return rc0;
     for (int v = 0; v < s->cfg.n_vgpus; v++) {
         struct srv_vgpu *g = &s->vgpus[v];
         g->cfg = s->cfg.vgpus[v];
+        g->file = g->cfg;
         g->id = (uint32_t)v;
         struct srv_dev *d = &s->devs[g->cfg.device];
         g->mem_quota = gos_serve_mem_quota(g->cfg.mem_pct, g->cfg.mem_bytes, d->mem_total);
@@ -131,7 +153,7 @@ static int open_devices(struct srv *s, const char *force_sim)
 
 static void close_devices(struct srv *s)
 {
-    for (int i = 0; i < s->n_devs; i++) {
+    for (int i = s->n_devs - 1; i >= 0; i--) { /* SM sets (spatial.c) before their device */
         struct srv_dev *d = &s->devs[i];
         for (int e = 0; e < d->n_engines; e++) { /* what was created is non-NULL */
             if (!d->dev)
@@ -145,8 +167,53 @@ static void close_devices(struct srv *s)
         }
         gos_sched_free(d->sched);
         srv_swap_fini(d);
-        gos_device_close(d->dev);
+        if (d->shared_dev)
+            srv_spatial_close(d);
+        else
+            gos_device_close(d->dev);
+        gos_chip_free(s->chips[i]);
+        s->chips[i] = NULL;
     }
+}
+
+/* The socket's directory: created (mode 0755: clients must reach the socket,
+ * whose own mode decides who may connect) when absent, refused when others may
+ * write to it without the sticky bit (anyone could replace the socket). */
+static int socket_dir(const char *path)
+{
+    char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return GOS_OK; /* the working directory */
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    if (n >= sizeof dir)
+        return gos_fail(GOS_EINVAL, "socket path %s is too long", path);
+    memcpy(dir, path, n);
+    dir[n] = 0;
+    struct stat st;
+    if (stat(dir, &st) && errno == ENOENT) {
+        if (mkdir(dir, 0755) && errno != EEXIST) {
+            int e = errno;
+            return gos_fail(e == EACCES || e == EROFS ? GOS_EPERM : GOS_EIO,
+                            "cannot create the socket's directory %s: %s (run as root, under the systemd unit "
+                            "(RuntimeDirectory=gpuos), or choose another socket with --socket or socket =)",
+                            dir, strerror(e));
+        }
+        chmod(dir, 0755); /* whatever the umask */
+        srv_log(LOG_INFO, "created %s (mode 0755)", dir);
+        if (stat(dir, &st))
+            return gos_fail(GOS_EIO, "%s: %s", dir, strerror(errno));
+    }
+    if (!S_ISDIR(st.st_mode))
+        return gos_fail(GOS_EINVAL, "the socket's directory %s is not a directory", dir);
+    if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX))
+        return gos_fail(GOS_EPERM, "the socket's directory %s is writable by anyone without the sticky bit: "
+                                   "anyone could replace the socket; choose another directory", dir);
+    if (access(dir, W_OK | X_OK))
+        return gos_fail(GOS_EPERM, "cannot create the socket in %s: %s (run as root, under the systemd unit "
+                                   "(RuntimeDirectory=gpuos), or choose another socket with --socket or socket =)",
+                        dir, strerror(errno));
+    return GOS_OK;
 }
 
 /* Binds under a temporary name and renames into place once listening, so that
@@ -157,6 +224,9 @@ static int listen_on(struct srv *s, const char *path)
     char tmp[sizeof a.sun_path];
     if (strlen(path) + 8 >= sizeof a.sun_path)
         return gos_fail(GOS_EINVAL, "socket path %s is too long", path);
+    int rc = socket_dir(path);
+    if (rc)
+        return rc;
     /* A live daemon on the path wins; a stale file is replaced. */
     int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
@@ -289,12 +359,18 @@ static void fit_fd_limit(struct srv *s)
         setrlimit(RLIMIT_NOFILE, &rl);
         getrlimit(RLIMIT_NOFILE, &rl);
     }
-    if (rl.rlim_cur != RLIM_INFINITY && (rlim_t)s->cfg.max_clients + SRV_FD_RESERVE > rl.rlim_cur) {
-        int fit = rl.rlim_cur > 2 * SRV_FD_RESERVE ? (int)(rl.rlim_cur - SRV_FD_RESERVE) : (int)(rl.rlim_cur / 2);
+    /* A client holds its socket, and under process / mps its executor's channel. */
+    rlim_t per = 1;
+    for (int i = 0; i < s->cfg.n_devs; i++)
+        if (s->cfg.devs[i].isolation != GOS_ISOLATION_NONE)
+            per = 2;
+    if (rl.rlim_cur != RLIM_INFINITY && (rlim_t)s->cfg.max_clients * per + SRV_FD_RESERVE > rl.rlim_cur) {
+        int fit = rl.rlim_cur > 2 * SRV_FD_RESERVE ? (int)((rl.rlim_cur - SRV_FD_RESERVE) / per)
+                                                   : (int)(rl.rlim_cur / (2 * per));
         if (fit < 1)
             fit = 1;
-        fprintf(stderr, "gpuos serve: warning: max_clients %d does not fit the descriptor limit %llu: %d\n",
-                s->cfg.max_clients, (unsigned long long)rl.rlim_cur, fit);
+        srv_log(LOG_WARNING, "max_clients %d does not fit the descriptor limit %llu: %d", s->cfg.max_clients,
+                (unsigned long long)rl.rlim_cur, fit);
         s->cfg.max_clients = fit;
     }
 }
@@ -347,7 +423,7 @@ int srv_run(struct srv *s, const char *force_sim)
     s->reserve_fd = -1;
     fit_fd_limit(s);
     for (int i = 0; i < s->cfg.n_warn; i++)
-        fprintf(stderr, "gpuos serve: warning: %s\n", s->cfg.warn[i]);
+        srv_log(LOG_WARNING, "%s", s->cfg.warn[i]);
     /* Readers poll for the next request only where CPUs are plentiful: a poller
      * takes a CPU for up to spin_us after each request. */
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -359,14 +435,17 @@ int srv_run(struct srv *s, const char *force_sim)
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGPIPE);
+    sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL); /* every thread inherits the mask */
     sfd = signalfd(-1, &set, SFD_CLOEXEC);
     if (sfd < 0) {
         rc = gos_fail(GOS_EIO, "signalfd: %s", strerror(errno));
         goto fail;
     }
-    if ((rc = open_devices(s, force_sim)))
+    if ((rc = open_devices(s, force_sim)) || (rc = srv_state_load(s)))
         goto fail;
+    s->last_reload_ok = 1;
+    s->last_reload_s = (double)time(NULL);
     if ((rc = listen_on(s, s->cfg.socket)))
         goto fail;
     s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -382,12 +461,20 @@ int srv_run(struct srv *s, const char *force_sim)
             pthread_create(&disp[i][e], NULL, srv_dispatch_main, a);
             started++;
         }
-    fprintf(stderr, "gpuos serve: listening on %s (%d device%s, %d vGPU%s, protocol %d)\n", s->cfg.socket,
-            s->n_devs, s->n_devs == 1 ? "" : "s", s->n_vgpus, s->n_vgpus == 1 ? "" : "s", GOS_PROTOCOL_VERSION);
+    if ((rc = srv_metrics_start(s)))
+        goto fail;
+    srv_log(LOG_NOTICE, "listening on %s (%d device%s, %d vGPU%s, protocol %d)", s->cfg.socket, s->n_devs,
+            s->n_devs == 1 ? "" : "s", s->n_vgpus, s->n_vgpus == 1 ? "" : "s", GOS_PROTOCOL_VERSION);
     for (int i = 0; i < s->n_devs; i++)
-        fprintf(stderr, "gpuos serve: device %s: %s%s, policy %s, queue %s\n", s->cfg.devs[i].label,
+        srv_log(LOG_INFO, "device %s: %s%s, policy %s, queue %s, isolation %s", s->cfg.devs[i].label,
                 s->devs[i].info.simulated ? "simulated " : "", s->devs[i].info.name,
-                gos_sched_policy_name(s->devs[i].sched), gos_sched_mode_name(s->devs[i].sched));
+                gos_sched_policy_name(s->devs[i].sched), gos_sched_mode_name(s->devs[i].sched),
+                s->devs[i].isolation == GOS_ISOLATION_NONE  ? "none"
+                : s->devs[i].isolation == GOS_ISOLATION_MPS ? "mps"
+                                                            : "process");
+    srv_check_oversubscription(s, "at start");
+    srv_sd_notifyf("READY=1\nSTATUS=listening on %s, %d vGPU%s\nMAINPID=%lu", s->cfg.socket, s->n_vgpus,
+               s->n_vgpus == 1 ? "" : "s", (unsigned long)getpid());
     uint64_t backoff_until = 0;
     for (;;) {
         /* While out of descriptors, the listener is left alone for a while: it
@@ -404,9 +491,13 @@ int srv_run(struct srv *s, const char *force_sim)
         }
         if (pf[0].revents) {
             struct signalfd_siginfo si;
-            if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si && si.ssi_signo == SIGPIPE)
+            if (read(sfd, &si, sizeof si) != (ssize_t)sizeof si || si.ssi_signo == SIGPIPE)
                 continue;
-            fprintf(stderr, "gpuos serve: %s: shutting down\n", strsignal((int)si.ssi_signo));
+            if (si.ssi_signo == SIGHUP) {
+                srv_reload(s);
+                continue;
+            }
+            srv_log(LOG_NOTICE, "%s: shutting down", strsignal((int)si.ssi_signo));
             break;
         }
         if (listen && pf[1].revents && accept_one(s) < 0)
@@ -415,6 +506,8 @@ int srv_run(struct srv *s, const char *force_sim)
     }
     rc = GOS_OK;
 fail:
+    srv_sd_notifyf("STOPPING=1");
+    srv_metrics_stop(s);
     pthread_mutex_lock(&s->lock);
     s->stop = 1;
     for (struct srv_client *c = s->clients; c; c = c->next)
@@ -430,10 +523,10 @@ fail:
     int leftover = srv_wait_clients(s, s->cfg.shutdown_grace_ms);
     int abandoned = 0;
     if (leftover) {
-        fprintf(stderr, "gpuos serve: %d client(s) still busy after the grace period of %d ms: abandoning their "
-                "work\n", leftover, s->cfg.shutdown_grace_ms);
+        srv_log(LOG_WARNING, "%d client(s) still busy after the grace period of %d ms: abandoning their work",
+                leftover, s->cfg.shutdown_grace_ms);
         for (int i = 0; i < s->n_devs; i++)
-            if (s->devs[i].dev)
+            if (s->devs[i].dev && s->devs[i].isolation == GOS_ISOLATION_NONE)
                 gos_exec_abandon(s->devs[i].dev);
         /* Executors' work ends with their processes: each exchange in flight
          * fails at once and its client hears of it. */

@@ -45,8 +45,7 @@ static void client_free(struct srv_client *c)
             break;
         }
     s->n_clients--;
-    if (s->verbose)
-        fprintf(stderr, "gpuos serve: client %u (pid %d) released\n", c->id, (int)c->pid);
+    srv_log(LOG_DEBUG, "client %u (pid %d) released", c->id, (int)c->pid);
     close(c->fd);
     pthread_mutex_destroy(&c->wlock);
     free(c->allocs);
@@ -65,8 +64,8 @@ void srv_client_exec_check(struct srv_client *c)
     int fated = c->x->fated;
     if (!fated)
         v->faults++; /* its own loss (fault, kill), not another MPS client's */
-    fprintf(stderr, "gpuos serve: vGPU %s: client %u (pid %d): executor pid %d lost: %s\n", v->cfg.name, c->id,
-            (int)c->pid, (int)c->x->pid, c->x->why);
+    srv_log(LOG_WARNING, "vGPU %s: client %u (pid %d): executor pid %d lost: %s", v->cfg.name, c->id, (int)c->pid,
+            (int)c->x->pid, c->x->why);
     /* Its memory went with its process: back to the vGPU's share now; its
      * attachments of shared segments are gone too (the segments stay). */
     srv_shm_client_gone(c);
@@ -90,13 +89,13 @@ void srv_client_exec_check(struct srv_client *c)
             srv_exec_fail(o->x, why);
             n++;
         }
-    fprintf(stderr, "gpuos serve: device %d: MPS fault of vGPU %s: %d other client(s) told; restarting the MPS "
-            "server\n", d->index, v->cfg.name, n);
+    srv_log(LOG_WARNING, "device %d: MPS fault of vGPU %s: %d other client(s) told; restarting the MPS server",
+            d->index, v->cfg.name, n);
     d->mps_restarted_ns = srv_now_ns();
     if (d->mps_dir[0]) {
         srv_mps_stop(d->mps_dir);
         if (srv_mps_start(d->mps_dir, sizeof d->mps_dir))
-            fprintf(stderr, "gpuos serve: device %d: %s\n", d->index, gos_last_error());
+            srv_log(LOG_ERR, "device %d: %s", d->index, gos_last_error());
     }
 }
 

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 void srv_vgpu_record(struct srv *s, int v, struct gos_vgpu_rec *r)
 {
@@ -59,14 +60,21 @@ static int share(const char *v, int *out)
     return GOS_OK;
 }
 
-int srv_vgpu_set(struct srv *s, const char *name, const char *key, const char *value)
+int srv_vgpu_find(struct srv *s, const char *name)
 {
-    int v = -1;
     for (int i = 0; i < s->n_vgpus; i++)
         if (!strcmp(s->vgpus[i].cfg.name, name))
-            v = i;
+            return i;
+    return -1;
+}
+
+int srv_vgpu_set(struct srv *s, const char *name, const char *key, const char *value)
+{
+    int v = srv_vgpu_find(s, name);
     if (v < 0)
         return gos_fail(GOS_EINVAL, "no vGPU named \"%s\"", name);
+    if (s->vgpus[v].removed)
+        return gos_fail(GOS_EINVAL, "vGPU \"%s\" was removed from the configuration", name);
     struct srv_vgpu *g = &s->vgpus[v];
     struct srv_dev *d = &s->devs[g->cfg.device];
     int rc, x = 0;
@@ -79,17 +87,7 @@ int srv_vgpu_set(struct srv *s, const char *name, const char *key, const char *v
             return rc;
         g->cfg.compute = comp;
         g->cfg.copy = copy;
-        int sc = 0, sx = 0;
-        for (int i = 0; i < s->n_vgpus; i++)
-            if (s->vgpus[i].cfg.device == g->cfg.device) {
-                sc += s->vgpus[i].cfg.compute;
-                sx += s->vgpus[i].cfg.copy;
-            }
-        if (sc > 100 || sx > 100)
-            fprintf(stderr, "gpuos serve: warning: device %s: compute shares sum to %d %%, copy shares to %d %%: "
-                    "oversubscribed, each vGPU gets its share in proportion\n", s->cfg.devs[g->cfg.device].label, sc,
-                    sx);
-        return GOS_OK;
+        return GOS_OK; /* oversubscription: srv_vgpu_set_persist warns */
     }
     if (!strcmp(key, "memory")) {
         double pct;
@@ -102,14 +100,21 @@ int srv_vgpu_set(struct srv *s, const char *name, const char *key, const char *v
                             (unsigned long long)q, (unsigned long long)d->mem_total);
         /* The shares of the device's vGPUs, this one changed, must fit (issue
          * 15.6), as at start. */
-        struct gos_serve_config trial = s->cfg;
+        static struct gos_serve_config trial; /* under the lock */
+        trial = s->cfg;
         uint64_t totals[GOS_SERVE_MAX_DEVICES];
         for (int i = 0; i < s->n_devs; i++)
             totals[i] = s->devs[i].mem_total;
+        trial.n_vgpus = 0; /* the vGPUs in force (reloads add and remove) */
         for (int i = 0; i < s->n_vgpus; i++)
-            trial.vgpus[i] = s->vgpus[i].cfg;
-        trial.vgpus[v].mem_pct = pct;
-        trial.vgpus[v].mem_bytes = bytes;
+            if (!s->vgpus[i].removed) {
+                trial.vgpus[trial.n_vgpus] = s->vgpus[i].cfg;
+                if (i == v) {
+                    trial.vgpus[trial.n_vgpus].mem_pct = pct;
+                    trial.vgpus[trial.n_vgpus].mem_bytes = bytes;
+                }
+                trial.n_vgpus++;
+            }
         char warn[256];
         if ((rc = gos_serve_config_check_memory(&trial, totals, warn, sizeof warn))) {
             char why[GOS_MSG_TEXT_MAX];
@@ -118,7 +123,7 @@ int srv_vgpu_set(struct srv *s, const char *name, const char *key, const char *v
             return gos_fail(rc, "%s", why);
         }
         if (warn[0])
-            fprintf(stderr, "gpuos serve: warning: %s\n", warn);
+            srv_log(LOG_WARNING, "%s", warn);
         /* Shrinking below what is in use is allowed: new allocations fail until
          * enough is freed (nothing already allocated is revoked). */
         g->mem_quota = q;
@@ -127,4 +132,126 @@ int srv_vgpu_set(struct srv *s, const char *name, const char *key, const char *v
         return GOS_OK;
     }
     return gos_fail(GOS_EINVAL, "unknown key \"%s\" (compute, copy, memory)", key);
+}
+
+static void mem_value(double pct, uint64_t bytes, char *out, size_t n)
+{
+    if (pct > 0)
+        snprintf(out, n, "%.10g%%", pct);
+    else
+        snprintf(out, n, "%llu", (unsigned long long)bytes);
+}
+
+void srv_vgpu_file_value(const struct gos_serve_vgpucfg *f, int key, char *out, size_t n)
+{
+    if (key == SRV_OV_COMPUTE)
+        snprintf(out, n, "%d", f->compute);
+    else if (key == SRV_OV_COPY)
+        snprintf(out, n, "%d", f->copy);
+    else
+        mem_value(f->mem_pct, f->mem_bytes, out, n);
+}
+
+int srv_vgpu_set_persist(struct srv *s, const char *name, const char *key, const char *value)
+{
+    int v = srv_vgpu_find(s, name);
+    int k = !strcmp(key, "compute") ? SRV_OV_COMPUTE : !strcmp(key, "copy") ? SRV_OV_COPY
+                                                     : !strcmp(key, "memory") ? SRV_OV_MEMORY : -1;
+    if (v < 0 || k < 0)
+        return srv_vgpu_set(s, name, key, value); /* its message */
+    struct srv_vgpu *g = &s->vgpus[v];
+    struct srv_dev *d = &s->devs[g->cfg.device];
+    struct gos_serve_vgpucfg old_cfg = g->cfg;
+    struct srv_override old_ov = g->ov[k];
+    uint64_t old_quota = g->mem_quota;
+    int rc = srv_vgpu_set(s, name, key, value);
+    if (rc)
+        return rc;
+    char now[32], file[32];
+    srv_vgpu_file_value(&g->cfg, k, now, sizeof now);
+    srv_vgpu_file_value(&g->file, k, file, sizeof file);
+    struct srv_override *o = &g->ov[k];
+    if (!strcmp(now, file)) {
+        memset(o, 0, sizeof *o); /* back to the file's value: nothing to remember */
+    } else {
+        o->set = 1;
+        snprintf(o->value, sizeof o->value, "%s", now);
+        snprintf(o->base, sizeof o->base, "%s", file);
+    }
+    if (s->state_path[0] && (rc = srv_state_save(s))) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", gos_last_error());
+        g->cfg = old_cfg;
+        g->ov[k] = old_ov;
+        g->mem_quota = old_quota;
+        gos_sched_vgpu_set_shares(d->sched, g->id, g->cfg.compute, g->cfg.copy);
+        return gos_fail(rc, "%s; the change was not made", why);
+    }
+    srv_log(LOG_NOTICE, "vgpu set %s %s=%s%s", name, key, value, s->state_path[0] ? " (saved)" : "");
+    srv_check_oversubscription(s, "after vgpu set");
+    return GOS_OK;
+}
+
+int srv_check_oversubscription(struct srv *s, const char *when)
+{
+    int warnings = 0;
+    for (int i = 0; i < s->n_devs; i++) {
+        int comp = 0, copy = 0;
+        for (int v = 0; v < s->n_vgpus; v++) {
+            struct srv_vgpu *g = &s->vgpus[v];
+            if (g->removed || g->cfg.device != i)
+                continue;
+            comp += g->cfg.compute;
+            copy += g->cfg.copy;
+        }
+        /* (memory shares past 100 % are an error unless memory_oversubscribe:
+         * gos_serve_config_check_memory) */
+        if (comp > 100 || copy > 100) {
+            srv_log(LOG_WARNING,
+                    "device %s: compute shares sum to %d %%, copy shares to %d %% %s: oversubscribed, each vGPU "
+                    "gets its share in proportion (less than written)",
+                    s->cfg.devs[i].label, comp, copy, when);
+            warnings++;
+        }
+    }
+    return warnings;
+}
+
+int srv_vgpu_access(struct srv *s, int v, int fd, uid_t uid, gid_t gid)
+{
+    const struct gos_serve_vgpucfg *g = &s->vgpus[v].cfg;
+    if (!g->n_users && !g->n_groups)
+        return GOS_OK;
+    for (int i = 0; i < g->n_users; i++)
+        if (g->users[i] == uid)
+            return GOS_OK;
+    if (g->n_groups) {
+        gid_t groups[256];
+        socklen_t len = sizeof groups;
+        int n = 0;
+        /* The peer's supplementary groups as of connect() (Linux 4.13+). */
+        if (!getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len))
+            n = (int)(len / sizeof(gid_t));
+        for (int i = 0; i < g->n_groups; i++) {
+            if (g->groups[i] == gid)
+                return GOS_OK;
+            for (int j = 0; j < n; j++)
+                if (g->groups[i] == groups[j])
+                    return GOS_OK;
+        }
+    }
+    char who[256] = "";
+    size_t w = 0;
+    if (g->n_users) {
+        w += (size_t)snprintf(who + w, sizeof who - w, "users");
+        for (int i = 0; i < g->n_users && w < sizeof who - 16; i++)
+            w += (size_t)snprintf(who + w, sizeof who - w, "%s%u", i ? "," : " ", (unsigned)g->users[i]);
+    }
+    if (g->n_groups && w < sizeof who - 16) {
+        w += (size_t)snprintf(who + w, sizeof who - w, "%sgroups", w ? "; " : "");
+        for (int i = 0; i < g->n_groups && w < sizeof who - 16; i++)
+            w += (size_t)snprintf(who + w, sizeof who - w, "%s%u", i ? "," : " ", (unsigned)g->groups[i]);
+    }
+    return gos_fail(GOS_EPERM, "vGPU \"%s\" is not open to uid %u gid %u (it admits %s)", g->name, (unsigned)uid,
+                    (unsigned)gid, who);
 }

@@ -1,0 +1,250 @@
+/* cmd_place.c: `gpuos place --sms N --cluster K [--partition P] [--align] ...`:
+ * SM sets that fit the tenant (issue 13, include/gpuos/smset.h). Each --sms
+ * starts a request; --cluster, --partition and --align apply to the latest one;
+ * requests are served in order from one pool, as tenants arriving one after the
+ * other. Prints each set (SM ids, GPCs, green-context groups) and what it can run
+ * (clusters of each size at once); --json prints the same as JSON on stdout. */
+#include "cli/cli.h"
+#include "chip/chip.h"
+#include "common/jsonio.h"
+#include "common/status.h"
+#include "device/green_ops.h"
+#include "gpuos/smset.h"
+#include "topology/topology.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_REQ 32
+
+static const char *usage_text =
+    "usage: gpuos place --sms N --cluster K [--partition P] [--align] [--sms N ...]\n"
+    "                   [--chart CHIP.json] [--sim CHIP.json|default] [--device N] [--json]\n"
+    "Gives each request a set of SMs, composed of the device's green-context groups,\n"
+    "on which N SMs can run thread-block clusters of K at once (clusters > 2 need K\n"
+    "cluster-eligible SMs of one GPC). Requests are served in the order given, from\n"
+    "one pool; a request that cannot be met is refused with what the rest can run.\n"
+    "  --sms N        SMs that must run clusters of K (starts a new request)\n"
+    "  --cluster K    largest cluster size the tenant launches, 1..16 (default 1)\n"
+    "  --partition P  every SM in memory partition P (needs a chart with a numa section)\n"
+    "  --align        whole GPCs only: no other set shares a GPC with this one\n"
+    "  --chart FILE   the chip's chart (gpuos probe --json); default: chart the\n"
+    "                 topology now\n"
+    "  --verify       run each set's green context: one block per SM on exactly its\n"
+    "                 SMs, the promised clusters at once (and whether one more fits);\n"
+    "                 exit 1 if a set does not deliver\n"
+    "  --json         the sets and the groups as JSON on stdout\n";
+
+static void print_list(const int *v, int n)
+{
+    for (int i = 0; i < n;) {
+        int j = i;
+        while (j + 1 < n && v[j + 1] == v[j] + 1)
+            j++;
+        printf("%s%d", i ? "," : "", v[i]);
+        if (j > i)
+            printf("-%d", v[j]);
+        i = j + 1;
+    }
+}
+
+static void print_set(const gos_smset *s)
+{
+    const gos_smset_req *r = &s->req;
+    printf("set %d: %d SMs (asked: %d SMs running clusters of %d", s->id, s->n_sms, r->sms, r->cluster);
+    if (r->partition >= 0)
+        printf(", partition %d", r->partition);
+    if (r->gpc_align)
+        printf(", whole GPCs");
+    printf(")\n  SMs: ");
+    print_list(s->sms, s->n_sms);
+    printf("\n  GPCs (SMs):");
+    for (int i = 0; i < s->n_gpcs; i++)
+        printf(" %d(%d)", s->gpcs[i], s->gpc_sms[i]);
+    printf("\n  green-context groups: ");
+    print_list(s->groups, s->n_groups);
+    printf("\n  free-floating SMs: %d; memory partition: ", s->n_free_floating);
+    if (s->partition >= 0)
+        printf("%d\n", s->partition);
+    else
+        printf("mixed or unknown\n");
+    printf("  clusters at once:");
+    for (int k = 1; k <= GOS_SMSET_MAX_CLUSTER; k *= 2)
+        printf(" %d of %d", s->clusters[k], k);
+    printf(" (SMs usable at cluster %d: %d)\n", r->cluster, s->clusters[r->cluster] * r->cluster);
+}
+
+static json_t *set_json(const gos_smset *s)
+{
+    json_t *cl = json_object();
+    for (int k = 1; k <= GOS_SMSET_MAX_CLUSTER; k++) {
+        char key[8];
+        snprintf(key, sizeof key, "%d", k);
+        json_object_set_new(cl, key, json_integer(s->clusters[k]));
+    }
+    json_t *gpcs = json_array();
+    for (int i = 0; i < s->n_gpcs; i++)
+        json_array_append_new(gpcs, json_pack("{s:i, s:i}", "gpc", s->gpcs[i], "sms", s->gpc_sms[i]));
+    return json_pack("{s:i, s:{s:i, s:i, s:i, s:b}, s:i, s:o, s:o, s:o, s:i, s:o, s:o}", "id", s->id,
+                     "request", "sms", s->req.sms, "cluster", s->req.cluster, "partition", s->req.partition,
+                     "gpc_align", s->req.gpc_align, "n_sms", s->n_sms, "sms", gos_json_ints(s->sms, s->n_sms),
+                     "gpcs", gpcs, "groups", gos_json_ints(s->groups, s->n_groups), "free_floating_sms",
+                     s->n_free_floating, "partition", s->partition >= 0 ? json_integer(s->partition) : json_null(),
+                     "clusters_at_once", cl);
+}
+
+int cmd_place(int argc, char **argv)
+{
+    const char *sim = NULL, *chart_path = NULL;
+    long ordinal = -1;
+    int as_json = 0, n_req = 0, verify = 0, bad = 0;
+    gos_smset_req req[MAX_REQ];
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        long x;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(usage_text, stdout);
+            return 0;
+        } else if (!strcmp(a, "--json"))
+            as_json = 1;
+        else if (!strcmp(a, "--verify"))
+            verify = 1;
+        else if (!strcmp(a, "--align")) {
+            if (!n_req)
+                return cli_usage("place", "--align before any --sms");
+            req[n_req - 1].gpc_align = 1;
+        } else if (!v)
+            return cli_usage("place", "unexpected argument \"%s\" (or its value is missing)", a);
+        else if (!strcmp(a, "--sim"))
+            sim = argv[++i];
+        else if (!strcmp(a, "--chart"))
+            chart_path = argv[++i];
+        else if (!strcmp(a, "--device")) {
+            if (cli_parse_int(v, 0, 63, &ordinal))
+                return cli_usage("place", "--device wants a GPU ordinal, not \"%s\"", v);
+            i++;
+        } else if (!strcmp(a, "--sms")) {
+            if (cli_parse_int(v, 1, GOS_SMSET_MAX_SMS, &x))
+                return cli_usage("place", "--sms wants 1..%d, not \"%s\"", GOS_SMSET_MAX_SMS, v);
+            if (n_req == MAX_REQ)
+                return cli_usage("place", "at most %d requests", MAX_REQ);
+            req[n_req++] = (gos_smset_req){.sms = (int)x, .cluster = 1, .partition = -1, .gpc_align = 0};
+            i++;
+        } else if (!strcmp(a, "--cluster") || !strcmp(a, "--partition")) {
+            int is_cl = !strcmp(a, "--cluster");
+            if (!n_req)
+                return cli_usage("place", "%s before any --sms", a);
+            if (cli_parse_int(v, is_cl ? 1 : 0, is_cl ? GOS_SMSET_MAX_CLUSTER : 7, &x))
+                return cli_usage("place", "%s wants %s, not \"%s\"", a, is_cl ? "1..16" : "a partition 0..7", v);
+            if (is_cl)
+                req[n_req - 1].cluster = (int)x;
+            else
+                req[n_req - 1].partition = (int)x;
+            i++;
+        } else
+            return cli_usage("place", "unexpected argument \"%s\"", a);
+    }
+    if (!n_req)
+        return cli_usage("place", "no request: give --sms N [--cluster K]");
+    gos_chip *chart = NULL;
+    if (chart_path && gos_chip_load(chart_path, &chart))
+        return cli_fail();
+    gos_device *d = NULL;
+    gos_smset_pool *pool = NULL;
+    json_t *sets = json_array();
+    int rc = cli_open_device(sim, (int)ordinal, &d);
+    if (rc)
+        goto fail;
+    if (chart && chart->device.sm_count != d->info.sm_count) {
+        rc = gos_fail(GOS_EINVAL, "%s describes a chip of %d SMs, the device has %d", chart_path,
+                      chart->device.sm_count, d->info.sm_count);
+        goto fail;
+    }
+    if (!chart) {
+        gos_topo_opts o;
+        gos_topo_default_opts(&o);
+        gos_topo_result r;
+        if ((rc = gos_topo_probe(d, &o, &r)))
+            goto fail;
+        chart = r.chip;
+        r.chip = NULL;
+        gos_topo_result_free(&r);
+    }
+    if ((rc = gos_smset_pool_open(d, chart, &pool)))
+        goto fail;
+    if (!as_json)
+        printf("%s%s (%d SMs): %d green-context groups\n", gos_dev_label(d), d->info.name, d->info.sm_count,
+               gos_smset_pool_groups(pool));
+    int refused = 0;
+    for (int i = 0; i < n_req; i++) {
+        gos_smset s;
+        if ((rc = gos_smset_alloc(pool, &req[i], &s))) {
+            if (rc != GOS_ENOMEM && rc != GOS_EUNSUPPORTED)
+                goto fail;
+            fprintf(stderr, "gpuos: request %d refused: %s\n", i + 1, gos_last_error());
+            json_array_append_new(sets, json_pack("{s:{s:i, s:i, s:i, s:b}, s:s}", "request", "sms", req[i].sms,
+                                                  "cluster", req[i].cluster, "partition", req[i].partition,
+                                                  "gpc_align", req[i].gpc_align, "refused", gos_last_error()));
+            refused++;
+            continue;
+        }
+        json_t *sj = set_json(&s);
+        if (!as_json)
+            print_set(&s);
+        if (verify) {
+            gos_smset_check ck;
+            if ((rc = gos_smset_verify(d, pool, &s, &ck))) {
+                json_decref(sj);
+                goto fail;
+            }
+            int ok = ck.sms_seen == s.n_sms && !ck.outside && ck.all_at_once && ck.promised_fit;
+            bad += !ok;
+            json_object_set_new(sj, "verified",
+                                json_pack("{s:b, s:i, s:i, s:b, s:i, s:i, s:b, s:b}", "ok", ok, "sms_seen", ck.sms_seen,
+                                          "blocks_outside_set", ck.outside, "one_block_per_sm_at_once",
+                                          ck.all_at_once, "cluster", ck.cluster, "promised_clusters", ck.promised,
+                                          "promised_fit", ck.promised_fit, "one_more_fits", ck.one_more_fits));
+            if (!as_json)
+                printf("  verified: %s: %d blocks on %d distinct SMs of the set%s, %d outside; %d clusters of "
+                       "%d at once: %s; one more: %s\n", ok ? "OK" : "FAILED", s.n_sms, ck.sms_seen,
+                       ck.all_at_once ? " at once" : "", ck.outside, ck.promised, ck.cluster,
+                       ck.promised_fit ? "yes" : "NO", ck.one_more_fits ? "fits too (chart under-promises)" : "does not fit");
+        }
+        if (as_json)
+            json_array_append_new(sets, sj);
+        else
+            json_decref(sj);
+    }
+    if (as_json) {
+        json_t *groups = json_array();
+        for (int g = 0; g < gos_smset_pool_groups(pool); g++) {
+            int sms[GOS_SMSET_MAX_SMS], owner;
+            int n = gos_smset_pool_group(pool, g, sms, GOS_SMSET_MAX_SMS, &owner);
+            json_array_append_new(groups, json_pack("{s:i, s:o, s:i}", "group", g, "sms", gos_json_ints(sms, n),
+                                                    "set", owner));
+        }
+        json_t *doc = json_pack("{s:s, s:s, s:s, s:b, s:o, s:o}", "schema", "gpuos.place/1", "device",
+                                d->info.name, "uuid", d->info.uuid, "simulated", d->info.simulated, "sets",
+                                sets, "groups", groups);
+        sets = NULL;
+        char *text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        json_decref(doc);
+        if (text)
+            puts(text);
+        free(text);
+    }
+    json_decref(sets);
+    gos_smset_pool_free(pool);
+    gos_chip_free(chart);
+    gos_device_close(d);
+    return refused || bad ? 1 : 0;
+fail:
+    json_decref(sets);
+    gos_smset_pool_free(pool);
+    gos_chip_free(chart);
+    if (d)
+        gos_device_close(d);
+    return cli_fail();
+}

@@ -1,0 +1,335 @@
+/* metrics.c: the Prometheus endpoint of `gpuos serve` (metrics_listen =
+ * HOST:PORT; off when unset), served by libmicrohttpd on its own thread:
+ * GET /metrics answers the text exposition format 0.0.4. Every figure is read
+ * under the daemon's lock at the moment of the scrape.
+ *
+ * Per vGPU (labels vgpu, device; engine = compute | copy where it applies):
+ *   gpuos_vgpu_info{policy,queue,state}      1; state active | removed
+ *   gpuos_vgpu_share_ratio                   assigned share (0.6 = 60 %)
+ *   gpuos_vgpu_utilization_ratio             GPU time over the last period
+ *   gpuos_vgpu_busy_seconds_total            cumulative GPU time
+ *   gpuos_vgpu_band_held_seconds_total       engine time BAND held idle for it
+ *   gpuos_vgpu_memory_used_bytes, gpuos_vgpu_memory_quota_bytes
+ *   gpuos_vgpu_clients, gpuos_vgpu_tasks_total, gpuos_vgpu_faults_total
+ * Per device (label device = the [device] section's label):
+ *   gpuos_device_info{name,uuid,backend}, gpuos_device_memory_bytes
+ *   and, when its chip is known (the simulated chip, or chip = FILE):
+ *   gpuos_chip_gpcs, gpuos_chip_gpc_sms{gpc}, gpuos_chip_gpc_cluster_sms{gpc},
+ *   gpuos_chip_max_cluster_size, gpuos_chip_concurrent_clusters{size},
+ *   gpuos_chip_partitions, gpuos_chip_partition_sms{partition},
+ *   gpuos_chip_hash_granularity_bytes
+ * Daemon: gpuos_clients, gpuos_config_reloads_total,
+ *   gpuos_config_reload_failures_total, gpuos_config_last_reload_successful,
+ *   gpuos_config_last_reload_success_timestamp_seconds. */
+#include "serve/serve.h"
+
+#include "chip/chip.h"
+#include "common/status.h"
+#include "serve/syslibs.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct buf {
+    char *p;
+    size_t n, cap;
+    int oom;
+};
+
+static void put(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(struct buf *b, const char *fmt, ...)
+{
+    if (b->oom)
+        return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int m = vsnprintf(b->p ? b->p + b->n : NULL, b->p ? b->cap - b->n : 0, fmt, ap);
+        va_end(ap);
+        if (m < 0) {
+            b->oom = 1;
+            return;
+        }
+        if (b->p && b->n + (size_t)m < b->cap) {
+            b->n += (size_t)m;
+            return;
+        }
+        size_t cap = b->cap ? b->cap * 2 : 16384;
+        while (cap < b->n + (size_t)m + 1)
+            cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            b->oom = 1;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+}
+
+/* A label value: backslash, double quote and newline escaped. */
+static const char *esc(const char *v, char *out, size_t n)
+{
+    size_t j = 0;
+    for (; *v && j + 3 < n; v++) {
+        if (*v == '\\' || *v == '"') {
+            out[j++] = '\\';
+            out[j++] = *v;
+        } else if (*v == '\n') {
+            out[j++] = '\\';
+            out[j++] = 'n';
+        } else {
+            out[j++] = *v;
+        }
+    }
+    out[j] = 0;
+    return out;
+}
+
+static void family(struct buf *b, const char *name, const char *type, const char *help)
+{
+    put(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static const gos_chip *chip_of(struct srv *s, int i)
+{
+    return s->chips[i] ? s->chips[i] : s->devs[i].dev ? s->devs[i].dev->chip : NULL;
+}
+
+/* Per-vGPU families: one sample (or one per engine) per listed vGPU. */
+enum { F_SHARE, F_UTIL, F_BUSY, F_HELD, F_MEM_USED, F_MEM_QUOTA, F_CLIENTS, F_TASKS, F_FAULTS, F_N };
+static const struct {
+    const char *name, *type, *help;
+    int per_engine;
+} vfam[F_N] = {
+    {"gpuos_vgpu_share_ratio", "gauge", "Assigned share of the engine's time (1 = 100 %).", 1},
+    {"gpuos_vgpu_utilization_ratio", "gauge", "GPU time of the vGPU over the last scheduling period.", 1},
+    {"gpuos_vgpu_busy_seconds_total", "counter", "GPU time used by the vGPU since it was added.", 1},
+    {"gpuos_vgpu_band_held_seconds_total", "counter",
+     "Engine time the BAND policy kept idle waiting for the vGPU's next request.", 1},
+    {"gpuos_vgpu_memory_used_bytes", "gauge", "Device memory allocated by the vGPU's clients.", 0},
+    {"gpuos_vgpu_memory_quota_bytes", "gauge", "The vGPU's memory share.", 0},
+    {"gpuos_vgpu_clients", "gauge", "Clients connected to the vGPU.", 0},
+    {"gpuos_vgpu_tasks_total", "counter", "Copies and launches scheduled for the vGPU.", 0},
+    {"gpuos_vgpu_faults_total", "counter", "Executors of the vGPU lost to a device fault or a kill.", 0},
+};
+
+static void vgpu_sample(struct buf *b, int f, const struct gos_vgpu_rec *r, uint64_t faults, const char *lab)
+{
+    static const char *const eng[2] = {"compute", "copy"};
+    for (int e = 0; e < (vfam[f].per_engine ? 2 : 1); e++) {
+        double x = 0;
+        unsigned long long u = 0;
+        int integer = 0;
+        switch (f) {
+        case F_SHARE: x = (e ? r->copy_share : r->compute_share) / 100.0; break;
+        case F_UTIL: x = e ? r->copy_util : r->compute_util; break;
+        case F_BUSY: x = (double)(e ? r->copy_ns : r->compute_ns) / 1e9; break;
+        case F_HELD: x = (double)(e ? r->copy_held_ns : r->compute_held_ns) / 1e9; break;
+        case F_MEM_USED: u = r->mem_used; integer = 1; break;
+        case F_MEM_QUOTA: u = r->mem_quota; integer = 1; break;
+        case F_CLIENTS: u = r->clients; integer = 1; break;
+        case F_TASKS: u = r->tasks; integer = 1; break;
+        default: u = faults; integer = 1; break;
+        }
+        if (vfam[f].per_engine)
+            put(b, "%s{%s,engine=\"%s\"} ", vfam[f].name, lab, eng[e]);
+        else
+            put(b, "%s{%s} ", vfam[f].name, lab);
+        if (integer)
+            put(b, "%llu\n", u);
+        else
+            put(b, "%.9g\n", x);
+    }
+}
+
+static void chip_families(struct buf *b, struct srv *s)
+{
+    char l[128];
+    int any = 0;
+    for (int i = 0; i < s->n_devs; i++)
+        any |= chip_of(s, i) != NULL;
+    if (!any)
+        return;
+    family(b, "gpuos_chip_gpcs", "gauge", "GPCs of the device's chip (0: topology not known).");
+    for (int i = 0; i < s->n_devs; i++)
+        if (chip_of(s, i))
+            put(b, "gpuos_chip_gpcs{device=\"%s\"} %d\n", esc(s->cfg.devs[i].label, l, sizeof l),
+                chip_of(s, i)->n_gpcs);
+    family(b, "gpuos_chip_gpc_sms", "gauge", "SMs of each GPC.");
+    for (int i = 0; i < s->n_devs; i++)
+        for (int g = 0; chip_of(s, i) && g < chip_of(s, i)->n_gpcs; g++)
+            put(b, "gpuos_chip_gpc_sms{device=\"%s\",gpc=\"%d\"} %d\n", esc(s->cfg.devs[i].label, l, sizeof l), g,
+                chip_of(s, i)->gpcs[g].n_sms);
+    family(b, "gpuos_chip_gpc_cluster_sms", "gauge", "SMs of each GPC that clusters larger than 2 can use.");
+    for (int i = 0; i < s->n_devs; i++)
+        for (int g = 0; chip_of(s, i) && g < chip_of(s, i)->n_gpcs; g++)
+            put(b, "gpuos_chip_gpc_cluster_sms{device=\"%s\",gpc=\"%d\"} %d\n",
+                esc(s->cfg.devs[i].label, l, sizeof l), g, chip_of(s, i)->gpcs[g].n_cluster);
+    family(b, "gpuos_chip_max_cluster_size", "gauge", "Largest thread-block cluster the chip accepts (0: unknown).");
+    for (int i = 0; i < s->n_devs; i++) {
+        const gos_chip *c = chip_of(s, i);
+        if (!c)
+            continue;
+        int mx = 0;
+        for (int g = 0; g < c->n_gpcs; g++)
+            mx = c->gpcs[g].max_cluster > mx ? c->gpcs[g].max_cluster : mx;
+        put(b, "gpuos_chip_max_cluster_size{device=\"%s\"} %d\n", esc(s->cfg.devs[i].label, l, sizeof l), mx);
+    }
+    family(b, "gpuos_chip_concurrent_clusters", "gauge",
+           "Clusters of `size` blocks (one per SM) the chip runs at once: whole clusters per GPC.");
+    for (int i = 0; i < s->n_devs; i++) {
+        const gos_chip *c = chip_of(s, i);
+        for (int k = 2; c && c->n_gpcs && k <= 16; k *= 2) {
+            int n = 0;
+            for (int g = 0; g < c->n_gpcs; g++)
+                n += (k <= 2 ? c->gpcs[g].n_sms : c->gpcs[g].n_cluster) / k;
+            put(b, "gpuos_chip_concurrent_clusters{device=\"%s\",size=\"%d\"} %d\n",
+                esc(s->cfg.devs[i].label, l, sizeof l), k, n);
+        }
+    }
+    family(b, "gpuos_chip_partitions", "gauge", "Memory partitions (L2 / NUMA) of the chip (0: not known).");
+    for (int i = 0; i < s->n_devs; i++)
+        if (chip_of(s, i))
+            put(b, "gpuos_chip_partitions{device=\"%s\"} %d\n", esc(s->cfg.devs[i].label, l, sizeof l),
+                chip_of(s, i)->n_parts);
+    family(b, "gpuos_chip_partition_sms", "gauge", "SMs of each memory partition.");
+    for (int i = 0; i < s->n_devs; i++)
+        for (int p = 0; chip_of(s, i) && p < chip_of(s, i)->n_parts; p++)
+            put(b, "gpuos_chip_partition_sms{device=\"%s\",partition=\"%d\"} %d\n",
+                esc(s->cfg.devs[i].label, l, sizeof l), p, chip_of(s, i)->parts[p].n_sms);
+    family(b, "gpuos_chip_hash_granularity_bytes", "gauge",
+           "Granularity of the address hash over memory partitions (0: not known).");
+    for (int i = 0; i < s->n_devs; i++)
+        if (chip_of(s, i))
+            put(b, "gpuos_chip_hash_granularity_bytes{device=\"%s\"} %llu\n", esc(s->cfg.devs[i].label, l, sizeof l),
+                (unsigned long long)chip_of(s, i)->hash_granularity);
+}
+
+char *srv_metrics_text(struct srv *s, size_t *len)
+{
+    struct buf b = {0};
+    char l1[128], l2[256], l3[256], l4[128];
+    static struct gos_vgpu_rec recs[GOS_MAX_VGPUS]; /* under the lock */
+    int listed[GOS_MAX_VGPUS], n = 0;
+    for (int v = 0; v < s->n_vgpus; v++)
+        if (!s->vgpus[v].removed || s->vgpus[v].clients) {
+            srv_vgpu_record(s, v, &recs[n]);
+            listed[n++] = v;
+        }
+    family(&b, "gpuos_vgpu_info", "gauge", "A virtual GPU (state: active, or removed at a reload with clients left).");
+    for (int i = 0; i < n; i++) {
+        struct srv_vgpu *g = &s->vgpus[listed[i]];
+        put(&b, "gpuos_vgpu_info{vgpu=\"%s\",device=\"%s\",policy=\"%s\",queue=\"%s\",state=\"%s\"} 1\n",
+            esc(g->cfg.name, l2, sizeof l2), esc(s->cfg.devs[g->cfg.device].label, l1, sizeof l1),
+            esc(recs[i].policy, l3, sizeof l3), esc(recs[i].queue, l4, sizeof l4),
+            g->removed ? "removed" : "active");
+    }
+    for (int f = 0; f < F_N; f++) {
+        family(&b, vfam[f].name, vfam[f].type, vfam[f].help);
+        for (int i = 0; i < n; i++) {
+            struct srv_vgpu *g = &s->vgpus[listed[i]];
+            char lab[512];
+            snprintf(lab, sizeof lab, "vgpu=\"%s\",device=\"%s\"", esc(g->cfg.name, l2, sizeof l2),
+                     esc(s->cfg.devs[g->cfg.device].label, l1, sizeof l1));
+            vgpu_sample(&b, f, &recs[i], g->faults, lab);
+        }
+    }
+    family(&b, "gpuos_device_info", "gauge", "A device of the daemon.");
+    for (int i = 0; i < s->n_devs; i++) {
+        const gos_device_info *d = &s->devs[i].info;
+        put(&b, "gpuos_device_info{device=\"%s\",name=\"%s\",uuid=\"%s\",backend=\"%s\"} 1\n",
+            esc(s->cfg.devs[i].label, l1, sizeof l1), esc(d->name, l2, sizeof l2), esc(d->uuid, l3, sizeof l3),
+            esc(d->backend, l4, sizeof l4));
+    }
+    family(&b, "gpuos_device_memory_bytes", "gauge", "Device memory.");
+    for (int i = 0; i < s->n_devs; i++)
+        put(&b, "gpuos_device_memory_bytes{device=\"%s\"} %llu\n", esc(s->cfg.devs[i].label, l1, sizeof l1),
+            (unsigned long long)s->devs[i].mem_total);
+    chip_families(&b, s);
+    family(&b, "gpuos_clients", "gauge", "Connections to the daemon (vGPU clients and admin commands).");
+    put(&b, "gpuos_clients %d\n", s->n_clients);
+    family(&b, "gpuos_config_reloads_total", "counter", "Successful configuration reloads (SIGHUP).");
+    put(&b, "gpuos_config_reloads_total %llu\n", (unsigned long long)s->reloads);
+    family(&b, "gpuos_config_reload_failures_total", "counter", "Rejected configuration reloads.");
+    put(&b, "gpuos_config_reload_failures_total %llu\n", (unsigned long long)s->reload_failures);
+    family(&b, "gpuos_config_last_reload_successful", "gauge", "Whether the last reload was applied.");
+    put(&b, "gpuos_config_last_reload_successful %d\n", s->last_reload_ok);
+    family(&b, "gpuos_config_last_reload_success_timestamp_seconds", "gauge",
+           "Time of the last successful configuration load.");
+    put(&b, "gpuos_config_last_reload_success_timestamp_seconds %.0f\n", s->last_reload_s);
+    if (b.oom) {
+        free(b.p);
+        return NULL;
+    }
+    *len = b.n;
+    return b.p;
+}
+
+static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+                              const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+    struct srv *s = cls;
+    const struct srv_mhd *M = srv_mhd(); /* loaded before the endpoint started */
+    struct MHD_Response *r;
+    unsigned status = MHD_HTTP_OK;
+    if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
+        static const char m[] = "only GET\n";
+        r = M->create_response_from_buffer(sizeof m - 1, (void *)m, MHD_RESPMEM_PERSISTENT);
+        status = MHD_HTTP_METHOD_NOT_ALLOWED;
+    } else if (strcmp(url, "/metrics")) {
+        static const char m[] = "gpuos serve: the metrics are at /metrics\n";
+        r = M->create_response_from_buffer(sizeof m - 1, (void *)m, MHD_RESPMEM_PERSISTENT);
+        status = MHD_HTTP_NOT_FOUND;
+    } else {
+        size_t n = 0;
+        pthread_mutex_lock(&s->lock);
+        char *text = srv_metrics_text(s, &n);
+        pthread_mutex_unlock(&s->lock);
+        if (!text)
+            return MHD_NO;
+        r = M->create_response_from_buffer(n, text, MHD_RESPMEM_MUST_FREE);
+        if (r)
+            M->add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8");
+    }
+    if (!r)
+        return MHD_NO;
+    enum MHD_Result ok = M->queue_response(conn, status, r);
+    M->destroy_response(r);
+    return ok;
+}
+
+int srv_metrics_start(struct srv *s)
+{
+    if (!s->cfg.metrics_listen[0])
+        return GOS_OK;
+    struct sockaddr_storage sa;
+    socklen_t len;
+    int rc = gos_serve_parse_listen(s->cfg.metrics_listen, &sa, &len);
+    if (rc)
+        return rc;
+    const struct srv_mhd *M = srv_mhd();
+    if (!M)
+        return gos_fail(GOS_EUNSUPPORTED, "metrics_listen = %s: %s", s->cfg.metrics_listen, gos_last_error());
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL;
+    if (sa.ss_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    struct MHD_Daemon *d = M->start_daemon(flags, 0, NULL, NULL, answer, s, MHD_OPTION_SOCK_ADDR,
+                                            (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT, 16u,
+                                            MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
+    if (!d)
+        return gos_fail(GOS_EIO, "metrics_listen = %s: cannot listen there (address in use or not local?)",
+                        s->cfg.metrics_listen);
+    s->metrics = d;
+    srv_log(LOG_NOTICE, "metrics on http://%s/metrics", s->cfg.metrics_listen);
+    return GOS_OK;
+}
+
+void srv_metrics_stop(struct srv *s)
+{
+    if (s->metrics)
+        srv_mhd()->stop_daemon(s->metrics);
+    s->metrics = NULL;
+}

@@ -1,0 +1,174 @@
+#!/bin/sh
+# t_report_pages.sh: the report's pictures and pages (issue 14 item 7) on charts of
+# simulated chips, rendered in headless Chromium:
+#   - a full chart: the one-partition L2 curve is drawn (its legend names the chart's
+#     effective size), the L2-contention heat map holds exactly the chart's gains
+#     (every cell, in order) with the placed GPC outlined, the GPC-pair matrix
+#     holds the chart's ratios;
+#   - a topology-only chart: no table row without a value of this chip, the memory
+#     sections say they were not probed, the heat maps are still there;
+#   - a fleet of three GPUs (three chart files): one row and one floor plan each,
+#     the configuration counts add up to three; --markdown of a fleet is refused;
+#   - on every page, no two labels of a picture overlap and none leaves its picture:
+#     a copy of the page with a checking script (the page itself has none) is laid
+#     out by Chromium, which measures every <text> box (--dump-dom).
+set -eu
+G=${GPUOS:-build/gpuos}
+PY=/usr/bin/python3
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$G" probe all --sim default --json "$T/full.json" >/dev/null || fail "probe all"
+"$G" report "$T/full.json" --html "$T/full.html" >/dev/null || fail "report full"
+$PY - "$T/full.json" "$T/full.html" <<'PYEOF' || fail "full page content"
+import json, re, sys
+c = json.load(open(sys.argv[1])); h = open(sys.argv[2]).read()
+m, t = c["memory"], c["topology"]
+svgs = re.findall(r"<svg.*?</svg>", h, re.S)
+# the one-partition curve, with its effective size in the legend
+e = m["l2_effective_bytes_one_partition"] / 2**20
+assert f"one partition's SMs read every page (effective L2 {e:.1f} MB)" in h, "one-partition curve"
+curve = [s for s in svgs if "Read bandwidth against working-set size" in s][0]
+assert curve.count("<polyline") == 3, "three curves"
+assert "#d62728" in curve
+# the contention heat map: every cell the chart's gain, row by row
+heat = [s for s in svgs if "L2 contention of each free-floating SM" in s]
+assert len(heat) == 1, "contention heat map"
+cells = re.findall(r'<text x="\d+" y="\d+" text-anchor="middle" fill="#[0-9a-f]+">([-0-9.]+)</text>', heat[0])
+want = ["%.2f" % g for p in t["placements"] for g in p["gain_vs_lone_per_gpc"]]
+assert cells == want, (cells[:10], want[:10])
+assert sorted(s for p in t["placements"] for s in p["sms"]) == sorted(t["free_floating_sms"]) and t["placements"]
+assert heat[0].count('stroke="#d62728" stroke-width="2.5"') == len(t["placements"]), "placed GPC outlines"
+rows = re.findall(r'text-anchor="end">(SMs? [0-9+]+)</text>', heat[0])
+assert rows == [("SMs %d+%d" % tuple(p["sms"])) if len(p["sms"]) == 2 else "SM %d" % p["sms"][0]
+                for p in t["placements"]], rows
+# the GPC-pair matrix
+pair = [s for s in svgs if "GPC pairs: L2 bandwidth of two GPCs" in s][0]
+cells = re.findall(r'<text x="\d+" y="\d+" text-anchor="middle" fill="#[0-9a-f]+">([-0-9.]+)</text>', pair)
+want = ["-" if v is None else "%.2f" % v for r in t["gpc_pair_bw_ratio"] for v in r]
+assert cells == want, (cells[:10], want[:10])
+print("full page: ok")
+PYEOF
+
+cat > "$T/topo.json" <<'JSON'
+{"schema": "gpuos.chip/1", "device": {"name": "topology only", "uuid": "SIM-topo", "sm_count": 24},
+ "topology": {"gpcs": [
+   {"sms": [0,1,2,3,4,5,6,7], "cluster_sms": [0,1,2,3,4,5,6,7]},
+   {"sms": [8,9,10,11,12,13,14,15], "cluster_sms": [8,9,10,11,12,13]},
+   {"sms": [16,17,18,19,20,21,22,23], "cluster_sms": [16,17,18,19,20,21,22,23]}]}}
+JSON
+"$G" probe topology --sim "$T/topo.json" --json "$T/topo-chart.json" >/dev/null || fail "probe topology-only"
+"$G" report "$T/topo-chart.json" --html "$T/topo.html" >/dev/null || fail "report topology-only"
+$PY - "$T/topo.html" <<'PYEOF' || fail "topology-only page"
+import re, sys
+h = open(sys.argv[1]).read()
+# every table row has a value of this chip in its second cell
+for row in re.findall(r"<tr>(.*?)</tr>", h, re.S):
+    cells = re.findall(r"<td>(.*?)</td>", row)
+    assert not cells or cells[1] not in ("-", ""), "empty row: " + row
+assert "No memory figures in this chart" in h
+assert "L2 contention of each free-floating SM" in h and "GPC pairs" in h
+assert "SIMULATED" in h
+print("topology-only page: ok")
+PYEOF
+
+# a fleet of three different (simulated) GPUs
+for k in 1 2 3; do
+    $PY - "$T/full.json" "$T/f$k.json" "$k" <<'PYEOF'
+import json, sys
+c = json.load(open(sys.argv[1])); k = int(sys.argv[3])
+c["device"]["uuid"] = "SIM-fleet-%d" % k
+if k == 3:  # another configuration: one GPC loses two SMs to GPC 0's free-floating set
+    for key in ("memory", "numa"):
+        c.pop(key, None)
+json.dump(c, open(sys.argv[2], "w"))
+PYEOF
+done
+"$G" report "$T/f1.json" "$T/f2.json" "$T/f3.json" --html "$T/fleet.html" >/dev/null || fail "fleet report"
+$PY - "$T/fleet.html" <<'PYEOF' || fail "fleet page"
+import re, sys
+h = open(sys.argv[1]).read()
+assert "<h1>Fleet: 3 GPUs</h1>" in h
+assert h.count("Floor plan: SMs by GPC") == 3
+side = h.split("<h2>Side by side</h2>")[1].split("</table>")[0]
+assert len(re.findall(r"<tr><td><a href=", side)) == 3
+for k in (1, 2, 3):
+    assert 'title="SIM-fleet-%d"' % k in side
+conf = h.split("<h2>GPC configurations</h2>")[1].split("</table>")[0]
+assert sum(int(n) for n in re.findall(r"<td>(\d+) of 3</td>", conf)) == 3
+# the chart without memory sections shows "-" in memory columns, the others values
+rows = re.findall(r"<tr><td><a.*?</tr>", side, re.S)
+assert rows[2].count("<td>-</td>") >= 3 and rows[0].count("<td>-</td>") == 0, rows
+print("fleet page: ok")
+PYEOF
+if "$G" report "$T/f1.json" "$T/f2.json" --markdown - >/dev/null 2>"$T/err"; then fail "markdown of a fleet"; fi
+[ "$(wc -l < "$T/err")" -eq 1 ] || fail "fleet markdown error not one line"
+# report --device/--sim charts the GPUs first: two simulated GPUs make a fleet of two
+"$G" report --sim default,default --html "$T/dev.html" >/dev/null || fail "report --sim A,B"
+grep -q "<h1>Fleet: 2 GPUs</h1>" "$T/dev.html" || fail "report --sim A,B is not a fleet of two"
+"$G" report "$T/f1.json" --sim default --html "$T/x.html" 2>/dev/null && fail "chart files and --sim accepted together"
+# a committed H200 chart (real data: markers close together, three curves) and the
+# fleet of every committed chart are laid out and checked too
+pages="full topo fleet"
+R=results/GPU-8e066ad9-2c08-1123-df7e-f621fe88e7ea/chip.json
+if [ -f "$R" ]; then
+    "$G" report "$R" --html "$T/h200.html" >/dev/null || fail "report of $R"
+    "$G" report results/*/chip.json --html "$T/results.html" >/dev/null || fail "fleet of results/*/chip.json"
+    pages="$pages h200 results"
+fi
+for p in $pages; do
+    grep -qiE '<script|src="http|href="http|@import|url\(' "$T/$p.html" && fail "$p page not self-contained"
+done
+
+if ! command -v chromium >/dev/null 2>&1; then
+    echo "t_report_pages: chromium not installed (apt-get install chromium): layout not checked"
+    exit 0
+fi
+export HOME="$T"
+cat > "$T/check.js" <<'EOF2'
+<script>
+window.addEventListener('load', function () {
+  var res = [];
+  document.querySelectorAll('svg').forEach(function (svg, si) {
+    var sr = svg.getBoundingClientRect(), ts = [];
+    svg.querySelectorAll('text').forEach(function (t) {
+      var r = t.getBoundingClientRect();
+      if (r.width > 0 && t.textContent.trim()) ts.push([t.textContent, r]);
+    });
+    for (var i = 0; i < ts.length; i++) {
+      var a = ts[i][1];
+      if (a.left < sr.left - 1 || a.right > sr.right + 1 || a.top < sr.top - 1 || a.bottom > sr.bottom + 1)
+        res.push('svg ' + si + ': "' + ts[i][0] + '" leaves its picture');
+      for (var j = i + 1; j < ts.length; j++) {
+        var b = ts[j][1];
+        var w = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+        var h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+        if (w > 1 && h > 1) res.push('svg ' + si + ': "' + ts[i][0] + '" overlaps "' + ts[j][0] + '"');
+      }
+    }
+  });
+  var p = document.createElement('pre');
+  p.id = 'layout-check';
+  p.textContent = 'SVGS=' + document.querySelectorAll('svg').length + ' PROBLEMS=' + JSON.stringify(res);
+  document.body.appendChild(p);
+});
+</script>
+EOF2
+for p in $pages; do
+    sed "s#</body>#$(tr -d '\n' < "$T/check.js" | sed 's/[&#]/\\&/g')</body>#" "$T/$p.html" > "$T/$p-check.html"
+    timeout 90 chromium --headless --no-sandbox --disable-gpu --user-data-dir="$T/prof" --window-size=1250,1000 \
+        --virtual-time-budget=5000 --dump-dom "file://$T/$p-check.html" > "$T/$p.dom" 2>"$T/log" ||
+        { tail -3 "$T/log"; fail "chromium $p"; }
+    line=$(grep -o 'SVGS=[0-9]* PROBLEMS=.*</pre>' "$T/$p.dom" | sed 's#</pre>##') || fail "$p: layout check did not run"
+    case "$line" in
+    *"PROBLEMS=[]") ;;
+    *) fail "$p page: $line" ;;
+    esac
+    n=$(echo "$line" | sed 's/SVGS=\([0-9]*\).*/\1/')
+    [ "$n" -ge 3 ] || fail "$p page: only $n pictures laid out"
+    timeout 90 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --user-data-dir="$T/prof" \
+        --window-size=1250,2600 --screenshot="$T/$p.png" "file://$T/$p.html" >"$T/log" 2>&1 || fail "screenshot $p"
+    [ "$(wc -c < "$T/$p.png")" -gt 40000 ] || fail "$p screenshot looks blank"
+    [ -n "${REPORT_PNG_DIR:-}" ] && cp "$T/$p.png" "$REPORT_PNG_DIR/"
+done
+echo "t_report_pages: ok (layout checked in Chromium)"
