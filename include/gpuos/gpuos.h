@@ -144,6 +144,9 @@ typedef struct {
     uint64_t compute_held_ns, copy_held_ns; /* cumulative */
     uint64_t faults;      /* executors of its clients lost to a device fault or a kill */
     char isolation[16];   /* "process" or "none" */
+    uint64_t mem_resident, mem_swapped; /* swapping (docs/readme-shm.md): its allocations on the
+                                           device and in host swap space; 0 when swap is off */
+    uint64_t evictions, restores;       /* cumulative */
 } gpuos_vgpu_facts;
 
 int gpuos_device_info(gpuos_vgpu *g, gpuos_device_facts *out);
@@ -167,6 +170,45 @@ void gpuos_get_copy_params(gpuos_vgpu *g, size_t *chunk, int *depth);
  * crossover measured on an H200, overridable with $GPUOS_SMALL. */
 int gpuos_set_copy_small(gpuos_vgpu *g, size_t bytes);
 size_t gpuos_get_copy_small(gpuos_vgpu *g);
+
+/* Shared device memory between clients, System V semantics (Gdev's cuShmGet,
+ * cuShmAt, cuShmDt, cuShmCtl; docs/readme-shm.md). A segment is one physical
+ * device allocation mapped into each attaching client's address space, so
+ * clients (each in its own executor) see each other's writes. Permissions are
+ * checked with the caller's uid, gid and groups as shmget/shmat/shmctl do;
+ * only the owner, the creator or root may set or remove. The segment is charged
+ * to the creating vGPU's memory share until it is destroyed (removed and
+ * detached everywhere). Attachments are read-write (device mappings have no
+ * read-only mode here: attaching needs read and write permission). */
+#define GPUOS_SHM_PRIVATE 0     /* key: always a new segment */
+#define GPUOS_SHM_CREAT 01000   /* flags: create a missing key (| mode bits 0777) */
+#define GPUOS_SHM_EXCL 02000    /* with CREAT: fail (GPUOS_EBUSY) if the key exists */
+enum { GPUOS_SHM_STAT = 0, GPUOS_SHM_SET = 1, GPUOS_SHM_RMID = 2 };
+typedef struct {
+    int id, key;
+    unsigned uid, gid, cuid, cgid, mode; /* owner, creator, 9 permission bits */
+    int nattch;
+    uint64_t bytes;
+    int removed;   /* marked: destroyed at the last detach */
+    int cpid, lpid;
+    char vgpu[64]; /* charged */
+} gpuos_shm_ds;
+/* shmget: the id of key's segment (bytes <= its size; 0 for any), or a new one
+ * with GPUOS_SHM_CREAT. Errors: GPUOS_EINVAL (no such key, size), GPUOS_EBUSY
+ * (exclusive create of an existing key, or past the vGPU's memory share),
+ * GPUOS_EPERM (the mode bits asked for are not granted), GPUOS_ELIMIT. */
+int gpuos_shm_get(gpuos_vgpu *g, int key, size_t bytes, int flags, int *id);
+/* shmat: a device address of the segment valid in this handle's address space
+ * (copies and kernels may use it like an allocation). */
+int gpuos_shm_attach(gpuos_vgpu *g, int id, gpuos_dptr *out);
+/* shmdt: waits for this handle's work, then unmaps. */
+int gpuos_shm_detach(gpuos_vgpu *g, gpuos_dptr p);
+/* shmctl: GPUOS_SHM_STAT fills *buf (read permission); GPUOS_SHM_SET takes
+ * buf->uid, buf->gid and buf->mode (owner, creator or root); GPUOS_SHM_RMID
+ * marks the segment (owner, creator or root), destroyed at its last detach. */
+int gpuos_shm_ctl(gpuos_vgpu *g, int id, int cmd, gpuos_shm_ds *buf);
+/* Every segment the caller may read (root: all), as `gpuos shm list` shows. */
+int gpuos_admin_shm_list(const char *socket_path, gpuos_shm_ds *out, int max, int *n);
 
 /* Administration without opening a vGPU (what `gpuos vgpu` uses). */
 int gpuos_admin_list(const char *socket_path, gpuos_vgpu_facts *out, int max, int *n);

@@ -53,6 +53,7 @@ int cmd_vgpu(int argc, char **argv);
 int cmd_labels(int argc, char **argv);
 int cmd_node(int argc, char **argv);
 int cmd_place(int argc, char **argv);
+int cmd_shm(int argc, char **argv);
 int cmd_executor(int argc, char **argv); /* hidden: spawned by serve (issue 9) */
 int cmd_run(int argc, char **argv);
 

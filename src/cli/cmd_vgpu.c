@@ -58,7 +58,7 @@ static int list(const char *sock, int json, int bytes)
         for (int i = 0; i < n; i++)
             json_array_append_new(
                 arr, json_pack("{s:s, s:i, s:i, s:i, s:i, s:i, s:I, s:I, s:f, s:f, s:I, s:I, s:I, s:i, s:s, s:s,"
-                               " s:f, s:f, s:I, s:I, s:I, s:s}",
+                               " s:f, s:f, s:I, s:I, s:I, s:s, s:I, s:I, s:I, s:I}",
                                "name", v[i].name, "id", v[i].id, "device", v[i].device, "compute_share",
                                v[i].compute_share, "copy_share", v[i].copy_share, "mem_share", v[i].mem_share,
                                "mem_quota", (json_int_t)v[i].mem_quota, "mem_used", (json_int_t)v[i].mem_used,
@@ -68,7 +68,9 @@ static int list(const char *sock, int json, int bytes)
                                v[i].queue, "compute_held", v[i].compute_held, "copy_held", v[i].copy_held,
                                "compute_held_ns", (json_int_t)v[i].compute_held_ns, "copy_held_ns",
                                (json_int_t)v[i].copy_held_ns, "faults", (json_int_t)v[i].faults, "isolation",
-                               v[i].isolation));
+                               v[i].isolation, "mem_resident", (json_int_t)v[i].mem_resident, "mem_swapped",
+                               (json_int_t)v[i].mem_swapped, "evictions", (json_int_t)v[i].evictions, "restores",
+                               (json_int_t)v[i].restores));
         json_t *root = json_pack("{s:s, s:o}", "schema", "gpuos.vgpu-list/1", "vgpus", arr);
         gos_json_trace(root);
         char *s = json_dumps(root, JSON_INDENT(2));
@@ -77,22 +79,26 @@ static int list(const char *sock, int json, int bytes)
         json_decref(root);
         return 0;
     }
-    printf("%-12s %3s %-6s %-4s %7s %7s %7s %8s %8s %8s %12s %12s %7s %6s %-9s\n", "VGPU", "DEV", "POLICY", "Q",
-           "COMPUTE", "COPY", "MEM", "UTIL-C", "UTIL-X", "HELD", "MEM-USED", "MEM-QUOTA", "CLIENTS", "FAULTS",
-           "ISOLATION");
+    printf("%-12s %3s %-6s %-4s %7s %7s %7s %8s %8s %8s %12s %12s %12s %12s %7s %6s %-9s\n", "VGPU", "DEV", "POLICY",
+           "Q", "COMPUTE", "COPY", "MEM", "UTIL-C", "UTIL-X", "HELD", "MEM-USED", "MEM-QUOTA", "RESIDENT", "SWAPPED",
+           "CLIENTS", "FAULTS", "ISOLATION");
     for (int i = 0; i < n; i++) {
-        char used[32], quota[32];
+        char used[32], quota[32], res[32], swp[32];
         if (bytes) {
             snprintf(used, sizeof used, "%llu", (unsigned long long)v[i].mem_used);
             snprintf(quota, sizeof quota, "%llu", (unsigned long long)v[i].mem_quota);
+            snprintf(res, sizeof res, "%llu", (unsigned long long)v[i].mem_resident);
+            snprintf(swp, sizeof swp, "%llu", (unsigned long long)v[i].mem_swapped);
         } else {
             human(v[i].mem_used, used, sizeof used);
             human(v[i].mem_quota, quota, sizeof quota);
+            human(v[i].mem_resident, res, sizeof res);
+            human(v[i].mem_swapped, swp, sizeof swp);
         }
-        printf("%-12s %3d %-6s %-4s %6d%% %6d%% %6d%% %7.1f%% %7.1f%% %7.1f%% %12s %12s %7d %6llu %-9s\n", v[i].name,
-               v[i].device, v[i].policy, v[i].queue, v[i].compute_share, v[i].copy_share, v[i].mem_share,
+        printf("%-12s %3d %-6s %-4s %6d%% %6d%% %6d%% %7.1f%% %7.1f%% %7.1f%% %12s %12s %12s %12s %7d %6llu %-9s\n",
+               v[i].name, v[i].device, v[i].policy, v[i].queue, v[i].compute_share, v[i].copy_share, v[i].mem_share,
                100 * v[i].compute_util, 100 * v[i].copy_util, 100 * (v[i].compute_held + v[i].copy_held), used,
-               quota, v[i].clients, (unsigned long long)v[i].faults, v[i].isolation);
+               quota, res, swp, v[i].clients, (unsigned long long)v[i].faults, v[i].isolation);
     }
     return 0;
 }

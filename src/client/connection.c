@@ -337,3 +337,33 @@ int gpuos_admin_set(const char *socket_path, const char *vgpu, const char *key, 
     free(g.rx);
     return rc;
 }
+
+int gpuos_admin_shm_list(const char *socket_path, gpuos_shm_ds *out, int max, int *n)
+{
+    if (!n || max < 0 || (max > 0 && !out))
+        return gos_fail(GOS_EINVAL, "gpuos_admin_shm_list needs an output array of max entries and a count");
+    gpuos_vgpu g;
+    int rc = admin_open(socket_path, &g);
+    if (rc)
+        return rc;
+    uint32_t seq = 0;
+    const void *body;
+    size_t blen;
+    rc = gcl_send_req(&g, GOS_MSG_ADMIN_SHM_LIST, NULL, 0, NULL, 0, -1, &seq);
+    if (!rc)
+        rc = gcl_wait_reply(&g, seq, GOS_MSG_ADMIN_SHM_LIST, &body, &blen);
+    if (!rc) {
+        struct gos_rep_shm_list l;
+        memcpy(&l, body, sizeof l);
+        int k = 0;
+        for (uint32_t i = 0; i < l.n && k < max; i++, k++) {
+            struct gos_shm_rec r;
+            memcpy(&r, (const char *)body + sizeof l + i * sizeof r, sizeof r);
+            gcl_shm_ds_from(&out[k], &r);
+        }
+        *n = k;
+    }
+    close(g.fd);
+    free(g.rx);
+    return rc;
+}

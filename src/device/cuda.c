@@ -26,6 +26,7 @@ extern const struct gos_exec_ops gos_cuda_exec_ops;
 extern const struct gos_place_ops gos_cuda_place_ops;
 extern const struct gos_p2p_ops gos_cuda_p2p_ops;
 extern const struct gos_green_ops gos_cuda_green_ops;
+extern const struct gos_vmm_ops gos_cuda_vmm_ops;
 
 static pthread_mutex_t cu_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *cu_lib;
@@ -240,6 +241,7 @@ static const struct gos_device_ops cuda_ops = {
     .place = &gos_cuda_place_ops,
     .p2p = &gos_cuda_p2p_ops,
     .green = &gos_cuda_green_ops,
+    .vmm = &gos_cuda_vmm_ops,
 };
 
 static int attr(CUdevice dev, CUdevice_attribute a, int *v) { return CU_CALL(cuDeviceGetAttribute, v, a, dev); }

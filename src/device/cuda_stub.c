@@ -5,10 +5,12 @@
 #include "device/device.h"
 #include "device/p2p_ops.h"
 #include "device/place_ops.h"
+#include "device/vmm_ops.h"
 
 /* No GPU without the toolkit: the placement and GPU-to-GPU pillars have no operations. */
 const struct gos_place_ops gos_cuda_place_ops = {0};
 const struct gos_p2p_ops gos_cuda_p2p_ops = {0};
+const struct gos_vmm_ops gos_cuda_vmm_ops = {0};
 
 int gos_cuda_device_count(void)
 {

@@ -31,6 +31,7 @@ static void close_pillar(gos_device *d, const void *ops)
 void gos_device_close_pillars(gos_device *d)
 {
     close_pillar(d, d->ops->green);
+    close_pillar(d, d->ops->vmm);
     close_pillar(d, d->ops->place);
     close_pillar(d, d->ops->exec);
     close_pillar(d, d->ops->dvfs);

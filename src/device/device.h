@@ -87,6 +87,7 @@ struct gos_exec_ops; /* exec_ops.h: pillar 3 execution (daemon) primitives */
 struct gos_place_ops; /* place_ops.h: pillar 2 placement primitives */
 struct gos_p2p_ops;  /* p2p_ops.h: GPU-to-GPU links of a node */
 struct gos_green_ops; /* green_ops.h: green contexts, SM partitions (issue 13) */
+struct gos_vmm_ops;  /* vmm_ops.h: device virtual memory (shared memory, swapping) */
 
 struct gos_device_ops {
     const char *name;
@@ -101,6 +102,7 @@ struct gos_device_ops {
     const struct gos_place_ops *place;
     const struct gos_p2p_ops *p2p;
     const struct gos_green_ops *green;
+    const struct gos_vmm_ops *vmm;
 };
 
 struct gos_device {
@@ -109,7 +111,7 @@ struct gos_device {
     struct gos_chip *chip; /* sim: the chip's truth (owned); cuda: NULL */
     void *priv;            /* backend state */
     void *topo_priv, *mem_priv, *dvfs_priv, *exec_priv, *place_priv; /* per-pillar backend state */
-    void *green_priv;
+    void *green_priv, *vmm_priv;
 };
 
 /* Which device to open. */

@@ -21,6 +21,7 @@ extern const struct gos_exec_ops gos_sim_exec_ops;
 extern const struct gos_place_ops gos_sim_place_ops;
 extern const struct gos_p2p_ops gos_sim_p2p_ops;
 extern const struct gos_green_ops gos_sim_green_ops;
+extern const struct gos_vmm_ops gos_sim_vmm_ops;
 
 void gos_sim_rng(const gos_device *d, gos_rng *r, uint64_t stream)
 {
@@ -53,6 +54,7 @@ static const struct gos_device_ops sim_ops = {
     .place = &gos_sim_place_ops,
     .p2p = &gos_sim_p2p_ops,
     .green = &gos_sim_green_ops,
+    .vmm = &gos_sim_vmm_ops,
 };
 
 int gos_sim_open(const char *chip_path, gos_device **out)

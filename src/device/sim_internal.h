@@ -32,4 +32,8 @@ typedef struct {
 int gos_sim_mem_home(gos_device *d, uint64_t va);
 int gos_sim_mem_truth_get(gos_device *d, gos_sim_mem_truth *t);
 
+/* Whether [p, p + n) lies inside one mapping of the simulated VMM (sim_vmm.c),
+ * so that copies and built-in kernels of the execution pillar reach it. */
+int gos_sim_vmm_mapped(gos_device *d, uint64_t p, uint64_t n);
+
 #endif

@@ -11,9 +11,13 @@ _Static_assert(sizeof(struct gos_msg_hello) == 72, "hello layout");
 _Static_assert(sizeof(struct gos_msg_copy) == 48, "copy layout");
 _Static_assert(sizeof(struct gos_msg_launch) == 64, "launch layout");
 _Static_assert(sizeof(struct gos_msg_module_load) == 88, "module layout");
-_Static_assert(sizeof(struct gos_vgpu_rec) == 224, "vgpu record layout (issue 9: faults, isolation)");
+_Static_assert(sizeof(struct gos_vgpu_rec) == 256, "vgpu record layout (issue 9: faults, isolation; issue 10: resident, swapped, evictions, restores)");
 _Static_assert(sizeof(struct gos_rep_device_info) == 256, "device info layout");
 _Static_assert(sizeof(struct gos_rep_hdr) == 8, "reply header layout");
+_Static_assert(sizeof(struct gos_shm_rec) == 120, "shm record layout");
+_Static_assert(sizeof(struct gos_rep_shm_list) + GOS_SHM_LIST_MAX * sizeof(struct gos_shm_rec) +
+                       sizeof(struct gos_rep_hdr) + GOS_MSG_TEXT_MAX <= GOS_PROTO_MAX_PAYLOAD,
+               "shm list fits one message");
 _Static_assert(sizeof(struct gos_rep_admin_list) + GOS_MAX_VGPUS * sizeof(struct gos_vgpu_rec) +
                        sizeof(struct gos_rep_hdr) + GOS_MSG_TEXT_MAX <= GOS_PROTO_MAX_PAYLOAD,
                "admin list fits one message");
@@ -30,6 +34,10 @@ static const struct {
     {GOS_MSG_MEM_FREE, "MEM_FREE", sizeof(struct gos_msg_mem_free), 0},
     {GOS_MSG_REGION_ADD, "REGION_ADD", sizeof(struct gos_msg_region_add), sizeof(struct gos_rep_region_add)},
     {GOS_MSG_REGION_DEL, "REGION_DEL", sizeof(struct gos_msg_region_del), 0},
+    {GOS_MSG_SHM_GET, "SHM_GET", sizeof(struct gos_msg_shm_get), sizeof(struct gos_rep_shm_get)},
+    {GOS_MSG_SHM_AT, "SHM_AT", sizeof(struct gos_msg_shm_at), sizeof(struct gos_rep_shm_at)},
+    {GOS_MSG_SHM_DT, "SHM_DT", sizeof(struct gos_msg_shm_dt), 0},
+    {GOS_MSG_SHM_CTL, "SHM_CTL", sizeof(struct gos_msg_shm_ctl), -1},
     {GOS_MSG_COPY, "COPY", sizeof(struct gos_msg_copy), 0},
     {GOS_MSG_MODULE_LOAD, "MODULE_LOAD", sizeof(struct gos_msg_module_load), sizeof(struct gos_rep_handle)},
     {GOS_MSG_MODULE_UNLOAD, "MODULE_UNLOAD", sizeof(struct gos_msg_module_unload), 0},
@@ -41,6 +49,7 @@ static const struct {
     {GOS_MSG_DEVICE_ATTRS, "DEVICE_ATTRS", 0, sizeof(struct gos_rep_device_attrs)},
     {GOS_MSG_ADMIN_LIST, "ADMIN_LIST", 0, -1},
     {GOS_MSG_ADMIN_SET, "ADMIN_SET", sizeof(struct gos_msg_admin_set), 0},
+    {GOS_MSG_ADMIN_SHM_LIST, "ADMIN_SHM_LIST", 0, -1},
     {GOS_MSG_REPLY, "REPLY", -1, -1},
 };
 #define N_TYPES (int)(sizeof table / sizeof table[0])
@@ -135,6 +144,16 @@ static int check_reply(const struct gos_msg_hdr *h, const void *payload)
     if (body >= 0 && (long)rest != body)
         return gos_fail(GOS_EPROTO, "REPLY to %s has %zu body bytes, expected %ld",
                         gos_proto_name(r.req_type), rest, body);
+    if (r.req_type == GOS_MSG_SHM_CTL && rest != 0 && rest != sizeof(struct gos_shm_rec))
+        return gos_fail(GOS_EPROTO, "SHM_CTL reply of %zu bytes", rest);
+    if (r.req_type == GOS_MSG_ADMIN_SHM_LIST) {
+        struct gos_rep_shm_list l;
+        if (rest < sizeof l)
+            return gos_fail(GOS_EPROTO, "ADMIN_SHM_LIST reply too short");
+        memcpy(&l, (const char *)payload + sizeof r, sizeof l);
+        if (l.n > GOS_SHM_LIST_MAX || rest != sizeof l + l.n * sizeof(struct gos_shm_rec))
+            return gos_fail(GOS_EPROTO, "ADMIN_SHM_LIST reply of %u records in %zu bytes", (unsigned)l.n, rest);
+    }
     if (r.req_type == GOS_MSG_ADMIN_LIST) {
         struct gos_rep_admin_list l;
         if (rest < sizeof l)
@@ -228,6 +247,28 @@ int gos_proto_check_args(const struct gos_msg_hdr *h, const void *payload)
         const struct gos_msg_region_add *m = payload;
         if (m->bytes == 0 || m->bytes > GOS_COPY_MAX)
             return gos_fail(GOS_EINVAL, "shared region of %llu bytes (1..2^40)", (unsigned long long)m->bytes);
+        return GOS_OK;
+    }
+    case GOS_MSG_SHM_GET: {
+        const struct gos_msg_shm_get *m = payload;
+        if (m->flags & ~(uint32_t)(GOS_SHM_F_CREAT | GOS_SHM_F_EXCL | 0777))
+            return gos_fail(GOS_EINVAL, "shm get flags 0%o unknown", (unsigned)m->flags);
+        if (m->bytes > GOS_ALLOC_MAX)
+            return gos_fail(GOS_EINVAL, "shared segment of %llu bytes (at most 2^50)", (unsigned long long)m->bytes);
+        return GOS_OK;
+    }
+    case GOS_MSG_SHM_AT: {
+        const struct gos_msg_shm_at *m = payload;
+        if (m->flags & ~(uint32_t)GOS_SHM_F_RDONLY)
+            return gos_fail(GOS_EINVAL, "shm attach flags 0%o unknown", (unsigned)m->flags);
+        return GOS_OK;
+    }
+    case GOS_MSG_SHM_CTL: {
+        const struct gos_msg_shm_ctl *m = payload;
+        if (m->cmd > GOS_SHM_CMD_RMID)
+            return gos_fail(GOS_EINVAL, "shm ctl command %u unknown", (unsigned)m->cmd);
+        if (m->cmd == GOS_SHM_CMD_SET && m->mode > 0777)
+            return gos_fail(GOS_EINVAL, "shm ctl mode 0%o has bits beyond 0777", (unsigned)m->mode);
         return GOS_OK;
     }
     case GOS_MSG_REGION_DEL: {

@@ -49,6 +49,11 @@ enum gos_msg_type {
     GOS_MSG_MEM_FREE = 201,
     GOS_MSG_REGION_ADD = 210, /* + one fd (SCM_RIGHTS) */
     GOS_MSG_REGION_DEL = 211,
+    /* shared device memory, System V semantics (issue 10) */
+    GOS_MSG_SHM_GET = 220,
+    GOS_MSG_SHM_AT = 221,
+    GOS_MSG_SHM_DT = 222,
+    GOS_MSG_SHM_CTL = 223,
     /* copies */
     GOS_MSG_COPY = 300,
     /* code */
@@ -65,6 +70,7 @@ enum gos_msg_type {
     /* administration (gpuos vgpu) */
     GOS_MSG_ADMIN_LIST = 700,
     GOS_MSG_ADMIN_SET = 701,
+    GOS_MSG_ADMIN_SHM_LIST = 702, /* gpuos shm list */
     /* daemon -> client */
     GOS_MSG_REPLY = 900,
 };
@@ -115,6 +121,53 @@ struct gos_rep_region_add {
 struct gos_msg_region_del {
     uint32_t region;
     uint32_t pad;
+};
+
+/* Shared device memory (issue 10; docs/readme-shm.md). key 0: private; flags:
+ * GOS_SHM_F_CREAT | GOS_SHM_F_EXCL | mode bits (0777), as shmget's. */
+enum { GOS_SHM_F_CREAT = 01000, GOS_SHM_F_EXCL = 02000, GOS_SHM_F_RDONLY = 010000 };
+enum { GOS_SHM_CMD_STAT = 0, GOS_SHM_CMD_SET = 1, GOS_SHM_CMD_RMID = 2 };
+struct gos_msg_shm_get {
+    int32_t key;
+    uint32_t flags;
+    uint64_t bytes;
+};
+struct gos_rep_shm_get {
+    int32_t id;
+    int32_t created;
+};
+struct gos_msg_shm_at {
+    int32_t id;
+    uint32_t flags; /* GOS_SHM_F_RDONLY */
+};
+struct gos_rep_shm_at {
+    uint64_t dptr;
+};
+struct gos_msg_shm_dt {
+    uint64_t dptr;
+};
+struct gos_msg_shm_ctl {
+    int32_t id;
+    uint32_t cmd; /* GOS_SHM_CMD_* */
+    uint32_t uid, gid, mode; /* SET */
+    uint32_t pad;
+};
+/* A segment as stat and list show it (STAT's reply; ADMIN_SHM_LIST's records). */
+struct gos_shm_rec {
+    int32_t id, key;
+    uint32_t uid, gid, cuid, cgid, mode;
+    int32_t nattch;
+    uint64_t bytes;
+    uint32_t removed;
+    int32_t cpid, lpid;
+    uint32_t pad;
+    char vgpu[GOS_NAME_MAX]; /* charged */
+};
+#define GOS_SHM_LIST_MAX 256
+struct gos_rep_shm_list {
+    uint32_t n;
+    uint32_t pad;
+    /* n x struct gos_shm_rec follow */
 };
 
 struct gos_msg_copy {
@@ -197,6 +250,8 @@ struct gos_vgpu_rec {
     uint64_t compute_held_ns, copy_held_ns; /* cumulative */
     uint64_t faults;        /* executors lost to a device fault or a kill (issue 9) */
     char isolation[16];     /* process | none */
+    uint64_t mem_resident, mem_swapped; /* swapping (issue 10.2): its allocations' bytes */
+    uint64_t evictions, restores;       /* cumulative */
 };
 struct gos_rep_admin_list {
     uint32_t n;

@@ -158,13 +158,19 @@ static int do_alloc(struct srv_client *c, uint64_t bytes, uint64_t *dptr)
     }
     v->mem_used += bytes; /* reserved while the lock is dropped */
     pthread_mutex_unlock(&s->lock);
-    int rc = c->x ? srv_exec_call(c->x, X_ALLOC, &bytes, 8, -1, dptr, 8) : gos_exec_mem_alloc(d->dev, bytes, dptr);
-    pthread_mutex_lock(&s->lock);
+    int rc;
+    if (d->sw && c->x) { /* swappable (issue 10.2): the swap module drops the lock itself */
+        pthread_mutex_lock(&s->lock);
+        rc = srv_swap_alloc(c, bytes, dptr);
+    } else {
+        rc = c->x ? srv_exec_call(c->x, X_ALLOC, &bytes, 8, -1, dptr, 8) : gos_exec_mem_alloc(d->dev, bytes, dptr);
+        pthread_mutex_lock(&s->lock);
+    }
     if (rc) {
         v->mem_used -= bytes;
         return rc;
     }
-    c->allocs[c->n_allocs++] = (struct srv_alloc){*dptr, bytes};
+    c->allocs[c->n_allocs++] = (struct srv_alloc){.dptr = *dptr, .bytes = bytes};
     return GOS_OK;
 }
 
@@ -173,12 +179,18 @@ static int do_free(struct srv_client *c, uint64_t dptr)
     struct srv *s = c->srv;
     struct srv_dev *d = dev_of(c);
     for (int i = 0; i < c->n_allocs; i++)
+        if (c->allocs[i].dptr == dptr && c->allocs[i].shm)
+            return gos_fail(GOS_EINVAL, "0x%llx is a shared segment: detach it with gpuos_shm_detach",
+                            (unsigned long long)dptr);
+    for (int i = 0; i < c->n_allocs; i++)
         if (c->allocs[i].dptr == dptr) {
             int rc = drain(c); /* the device may still be using it */
             if (rc)
                 return rc;
             uint64_t bytes = c->allocs[i].bytes;
             rc = c->x ? srv_exec_call(c->x, X_FREE, &dptr, 8, -1, NULL, 0) : gos_exec_mem_free(d->dev, dptr);
+            if (d->sw)
+                srv_swap_free(c, dptr);
             s->vgpus[c->vgpu].mem_used -= bytes;
             c->allocs[i] = c->allocs[--c->n_allocs];
             return rc;
@@ -367,6 +379,9 @@ static int validate(struct srv_client *c, const struct gos_msg_hdr *h, const voi
         case GOS_MSG_MODULE_UNLOAD:
         case GOS_MSG_FUNC_GET:
         case GOS_MSG_LAUNCH:
+        case GOS_MSG_SHM_GET:
+        case GOS_MSG_SHM_AT:
+        case GOS_MSG_SHM_DT:
             return gos_fail(GOS_EDEVICE, "vGPU %s: this client's executor is gone (%s); reconnect",
                             s->vgpus[c->vgpu].cfg.name, c->x->why);
         default:
@@ -500,7 +515,12 @@ static int msg_region_del(struct srv_client *c, const struct gos_msg_hdr *h, voi
 static int msg_copy(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
 {
     const struct gos_msg_copy *m = p;
-    return answer_queued(c, h, do_copy(c, h->seq, m), m->flags);
+    /* swapping (issue 10.2): what the copy touches made resident first */
+    int rc = c->srv->devs[c->srv->vgpus[c->vgpu].cfg.device].sw && c->x ? srv_swap_need(c, h, p) : GOS_OK;
+    if (!rc)
+        rc = do_copy(c, h->seq, m);
+    c->swap_hold = 0;
+    return answer_queued(c, h, rc, m->flags);
 }
 
 static int msg_module_load(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
@@ -542,7 +562,50 @@ static int msg_func_get(struct srv_client *c, const struct gos_msg_hdr *h, void 
 static int msg_launch(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
 {
     const struct gos_msg_launch *m = p;
-    return answer_queued(c, h, do_launch(c, h->seq, m), m->flags);
+    /* swapping (issue 10.2): all of the client's memory resident first */
+    int rc = c->srv->devs[c->srv->vgpus[c->vgpu].cfg.device].sw && c->x ? srv_swap_need(c, h, p) : GOS_OK;
+    if (!rc)
+        rc = do_launch(c, h->seq, m);
+    c->swap_hold = 0;
+    return answer_queued(c, h, rc, m->flags);
+}
+
+/* Shared device memory (issue 10.1; shm.c). */
+static int msg_shm_get(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_rep_shm_get r = {0};
+    int rc = srv_shm_get(c, p, &r);
+    return reply(c, h->seq, h->type, rc, &r, sizeof r);
+}
+
+static int msg_shm_at(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_rep_shm_at r = {0};
+    int rc = srv_shm_at(c, p, &r);
+    return reply(c, h->seq, h->type, rc, &r, sizeof r);
+}
+
+static int msg_shm_dt(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    int rc = drain(c); /* the device may still be using it */
+    if (!rc)
+        rc = srv_shm_dt(c, ((const struct gos_msg_shm_dt *)p)->dptr);
+    return reply(c, h->seq, h->type, rc, NULL, 0);
+}
+
+static int msg_shm_ctl(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_shm_rec r;
+    int has = 0, rc = srv_shm_ctl(c, p, &r, &has);
+    return reply(c, h->seq, h->type, rc, has ? &r : NULL, has ? sizeof r : 0);
+}
+
+static int msg_admin_shm_list(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    static _Thread_local unsigned char buf[sizeof(struct gos_rep_shm_list) +
+                                          GOS_SHM_LIST_MAX * sizeof(struct gos_shm_rec)];
+    size_t n = srv_shm_list(c, buf);
+    return reply(c, h->seq, h->type, 0, buf, n);
 }
 
 static int msg_sync(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
@@ -640,6 +703,11 @@ static const struct msg_entry {
     {GOS_MSG_VGPU_INFO, 0, msg_vgpu_info},
     {GOS_MSG_ADMIN_LIST, 1, msg_admin_list},
     {GOS_MSG_ADMIN_SET, 1, msg_admin_set},
+    {GOS_MSG_SHM_GET, 0, msg_shm_get},
+    {GOS_MSG_SHM_AT, 0, msg_shm_at},
+    {GOS_MSG_SHM_DT, 0, msg_shm_dt},
+    {GOS_MSG_SHM_CTL, 0, msg_shm_ctl},
+    {GOS_MSG_ADMIN_SHM_LIST, 1, msg_admin_shm_list},
 };
 
 /* Handles one message (lock held): finds its entry, validates, runs it.

@@ -397,6 +397,16 @@ int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_
                     goto out;
                 }
                 d->band_charge_hold = (int)x;
+            } else if (!strcmp(k, "swap") || !strcmp(k, "swap_pool")) {
+                uint64_t sz;
+                if (gos_serve_parse_size(v, 2ull << 20, 1ull << 50, &sz)) {
+                    rc = BAD("%s must be a size of 2M..1P", k);
+                    goto out;
+                }
+                if (k[4])
+                    d->swap_pool = sz;
+                else
+                    d->swap_bytes = sz;
             } else {
                 rc = BAD("unknown device key \"%s\"", k);
                 goto out;

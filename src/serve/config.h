@@ -32,6 +32,9 @@
  *                                # 0: shares of GPU time alone (Gdev's utilisation)
  *   chip = chip.json             # optional: the chip's chart (metrics, spatial vGPUs)
  *                                # (default: the topology is charted at start)
+ *   swap = 0                     # host swap space (issue 10.2): allocations become
+ *                                # VMM-backed and swappable; 0: off
+ *   swap_pool = 0                # what allocations may occupy on the device (0: all)
  *   isolation = process          # process: each client's device work in an executor
  *                                # process of its own (own address space, faults
  *                                # contained); none: one context in the daemon for
@@ -79,6 +82,10 @@ struct gos_serve_devcfg {
     uint64_t band_wait_ns;
     int band_charge_hold; /* 1: BAND charges held engine time to the vGPU it waits for */
     int isolation; /* GOS_ISOLATION_* */
+    /* Swapping (issue 10.2; docs/readme-shm.md): host swap space in bytes (0: off;
+     * allocations are then plain device memory); swap_pool: what allocations may
+     * occupy on the device (0: its memory). */
+    uint64_t swap_bytes, swap_pool;
     uint64_t grant_us; /* 0: by isolation */
     char chip[256];       /* gpuos.chip/1 file describing the device ("" none) */
     int spatial_of;       /* -1; for an SM set's scheduler (serve/spatial.c): its device */

@@ -12,6 +12,7 @@
 #include "common/status.h"
 #include "device/device.h"
 #include "device/exec_ops.h"
+#include "device/vmm_ops.h"
 #include "proto/proto.h"
 
 #include <poll.h>
@@ -25,6 +26,7 @@
 #include <unistd.h>
 
 #define XE_ENGINES 2
+#define GOS_XE_SHM_MAX 64
 
 struct xe_region {
     void *ptr;
@@ -43,6 +45,9 @@ struct xe {
     int n_funcs;
     void *out;
     size_t out_cap;
+    gos_vmm_buf shm[GOS_XE_SHM_MAX]; /* attached shared segments (issue 10) */
+    gos_vmm_buf *vb; /* swappable allocations (X_VALLOC) */
+    int n_vb, cap_vb;
 };
 
 static int answer(struct xe *x, uint32_t type, int rc, uint32_t flags, const void *p, uint32_t n)
@@ -51,6 +56,91 @@ static int answer(struct xe *x, uint32_t type, int rc, uint32_t flags, const voi
     const char *msg = rc ? gos_last_error() : NULL;
     struct x_hdr h = {type, msg ? (uint32_t)strlen(msg) + 1 : n, rc, flags};
     return x_send(x->sock, &h, msg ? msg : p, -1);
+}
+
+/* Shared device memory (issue 10): NEW creates exportable physical memory and
+ * hands its descriptor to the daemon (which keeps the segment alive with it; the
+ * handle here is released at once), MAP imports a descriptor and maps it in this
+ * context, UNMAP undoes that. */
+static int shm_new(struct xe *x, uint64_t bytes, int *fd)
+{
+    uint64_t h;
+    int rc = gos_vmm_create(x->dev, bytes, &h);
+    if (rc)
+        return rc;
+    rc = gos_vmm_export_fd(x->dev, h, fd);
+    gos_vmm_release(x->dev, h);
+    return rc;
+}
+
+static int shm_map(struct xe *x, uint64_t bytes, int fd, uint64_t *dptr)
+{
+    int slot = -1;
+    for (int i = 0; i < GOS_XE_SHM_MAX && slot < 0; i++)
+        if (!x->shm[i].va)
+            slot = i;
+    if (fd < 0)
+        return gos_fail(GOS_EPROTO, "SHM_MAP without a descriptor");
+    if (slot < 0)
+        return gos_fail(GOS_ELIMIT, "executor: more than %d shared segments attached", GOS_XE_SHM_MAX);
+    int rc = gos_vmm_buf_attach(x->dev, fd, bytes, &x->shm[slot]);
+    if (!rc)
+        *dptr = x->shm[slot].va;
+    return rc;
+}
+
+static int shm_unmap(struct xe *x, uint64_t dptr)
+{
+    for (int i = 0; i < GOS_XE_SHM_MAX; i++)
+        if (x->shm[i].va && x->shm[i].va == dptr) {
+            gos_vmm_buf_free(x->dev, &x->shm[i]);
+            return GOS_OK;
+        }
+    return gos_fail(GOS_EINVAL, "executor: 0x%llx is not an attached segment", (unsigned long long)dptr);
+}
+
+static gos_vmm_buf *vb_find(struct xe *x, uint64_t dptr)
+{
+    for (int i = 0; i < x->n_vb; i++)
+        if (x->vb[i].va == dptr)
+            return &x->vb[i];
+    return NULL;
+}
+
+static int xe_valloc(struct xe *x, uint64_t bytes, uint64_t *dptr)
+{
+    if (x->n_vb == x->cap_vb) {
+        int cap = x->cap_vb ? 2 * x->cap_vb : 64;
+        gos_vmm_buf *b = realloc(x->vb, sizeof *b * (size_t)cap);
+        if (!b)
+            return gos_fail(GOS_ENOMEM, "executor out of memory");
+        x->vb = b;
+        x->cap_vb = cap;
+    }
+    int rc = gos_vmm_buf_alloc(x->dev, bytes, &x->vb[x->n_vb]);
+    if (!rc)
+        *dptr = x->vb[x->n_vb++].va;
+    return rc;
+}
+
+/* Evicts into / restores from the daemon's host swap memfd (pinned here for the
+ * copy's duration). */
+static int swap_io(struct xe *x, uint64_t dptr, int fd, int out)
+{
+    gos_vmm_buf *b = vb_find(x, dptr);
+    if (!b)
+        return gos_fail(GOS_EINVAL, "executor: 0x%llx is not a swappable allocation", (unsigned long long)dptr);
+    if (fd < 0)
+        return gos_fail(GOS_EPROTO, "swap without a descriptor");
+    void *h = mmap(NULL, b->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (h == MAP_FAILED)
+        return gos_fail(GOS_ENOMEM, "executor: mapping %llu bytes of swap", (unsigned long long)b->bytes);
+    int pinned = gos_exec_host_register(x->dev, h, b->bytes) == GOS_OK;
+    int rc = out ? gos_vmm_buf_evict(x->dev, b, h) : gos_vmm_buf_restore(x->dev, b, h);
+    if (pinned)
+        gos_exec_host_unregister(x->dev, h);
+    munmap(h, b->bytes);
+    return rc;
 }
 
 static void region_drop(struct xe *x, uint32_t r)
@@ -201,9 +291,29 @@ static int serve_one(struct xe *x, const struct x_hdr *h, void *p, int fd)
         int rc = gos_exec_mem_alloc(x->dev, u, &dptr);
         return answer(x, h->type, rc, 0, &dptr, 8);
     }
-    case X_FREE:
+    case X_FREE: {
         memcpy(&u, p, 8);
-        return answer(x, h->type, gos_exec_mem_free(x->dev, u), 0, NULL, 0);
+        gos_vmm_buf *b = vb_find(x, u);
+        if (!b)
+            return answer(x, h->type, gos_exec_mem_free(x->dev, u), 0, NULL, 0);
+        gos_vmm_buf_free(x->dev, b);
+        *b = x->vb[--x->n_vb];
+        return answer(x, h->type, GOS_OK, 0, NULL, 0);
+    }
+    case X_VALLOC: {
+        memcpy(&u, p, 8);
+        uint64_t dptr = 0;
+        int rc = xe_valloc(x, u, &dptr);
+        return answer(x, h->type, rc, 0, &dptr, 8);
+    }
+    case X_EVICT:
+    case X_RESTORE: {
+        memcpy(&u, p, 8);
+        int rc = swap_io(x, u, fd, h->type == X_EVICT);
+        if (fd >= 0)
+            close(fd);
+        return answer(x, h->type, rc, 0, NULL, 0);
+    }
     case X_REGION_ADD: {
         struct x_region m;
         memcpy(&m, p, sizeof m);
@@ -257,6 +367,27 @@ static int serve_one(struct xe *x, const struct x_hdr *h, void *p, int fd)
             idx = (uint32_t)++x->n_funcs;
         return answer(x, h->type, rc, 0, &idx, 4);
     }
+    case X_SHM_NEW: {
+        memcpy(&u, p, 8);
+        int sfd = -1, rc = shm_new(x, u, &sfd);
+        const char *msg = rc ? gos_last_error() : NULL;
+        struct x_hdr a = {h->type, msg ? (uint32_t)strlen(msg) + 1 : 0, rc, 0};
+        rc = x_send(x->sock, &a, msg, sfd);
+        if (sfd >= 0)
+            close(sfd);
+        return rc;
+    }
+    case X_SHM_MAP: {
+        memcpy(&u, p, 8);
+        uint64_t dptr = 0;
+        int rc = shm_map(x, u, fd, &dptr);
+        if (fd >= 0)
+            close(fd);
+        return answer(x, h->type, rc, 0, &dptr, 8);
+    }
+    case X_SHM_UNMAP:
+        memcpy(&u, p, 8);
+        return answer(x, h->type, shm_unmap(x, u), 0, NULL, 0);
     case X_RUN: return run(x, p, h->len);
     default: return answer(x, h->type, gos_fail(GOS_EPROTO, "executor: message %u", (unsigned)h->type), 0, NULL, 0);
     }
@@ -266,7 +397,13 @@ static int payload_ok(const struct x_hdr *h)
 {
     switch (h->type) {
     case X_ALLOC:
-    case X_FREE: return h->len >= 8;
+    case X_FREE:
+    case X_SHM_NEW:
+    case X_SHM_MAP:
+    case X_SHM_UNMAP:
+    case X_VALLOC:
+    case X_EVICT:
+    case X_RESTORE: return h->len >= 8;
     case X_REGION_ADD: return h->len >= sizeof(struct x_region);
     case X_MODULE_LOAD: return h->len >= sizeof(struct x_module);
     case X_MODULE_UNLOAD: return h->len >= 4;
@@ -331,7 +468,7 @@ int srv_executor_main(int sock, const char *sim, int ordinal)
             answer(x, h.type, gos_fail(GOS_EPROTO, "executor: short message %u", (unsigned)h.type), 0, NULL, 0);
             continue;
         }
-        if (h.type != X_REGION_ADD && fd >= 0)
+        if (h.type != X_REGION_ADD && h.type != X_SHM_MAP && h.type != X_EVICT && h.type != X_RESTORE && fd >= 0)
             close(fd);
         if (serve_one(x, &h, buf, fd) == GOS_EDEVICE && h.type == X_RUN)
             _exit(3); /* faulted: the context is dead; the daemon was told */

@@ -34,14 +34,22 @@ static void mark_dead(struct srv_exec *x, int faulted, const char *why)
 }
 
 /* Sends and receives one exchange (x->lock held). */
+static int exchange_fd(struct srv_exec *x, uint32_t type, const void *req, uint32_t n, int fd, struct x_hdr *h,
+                       int *rfd);
 static int exchange(struct srv_exec *x, uint32_t type, const void *req, uint32_t n, int fd, struct x_hdr *h)
+{
+    return exchange_fd(x, type, req, n, fd, h, NULL);
+}
+
+static int exchange_fd(struct srv_exec *x, uint32_t type, const void *req, uint32_t n, int fd, struct x_hdr *h,
+                       int *rfd)
 {
     if (x->dead)
         return dead_rc(x);
     struct x_hdr q = {type, n, 0, 0};
     int rc = x_send(x->sock, &q, req, fd);
     if (!rc)
-        rc = x_recv(x->sock, h, &x->buf, &x->cap, NULL);
+        rc = x_recv(x->sock, h, &x->buf, &x->cap, rfd);
     if (rc) {
         char why[200];
         snprintf(why, sizeof why, "executor (pid %d) died: %s", (int)x->pid, gos_last_error());
@@ -67,6 +75,27 @@ int srv_exec_call(struct srv_exec *x, uint32_t type, const void *req, uint32_t n
             memcpy(rep, x->buf, h.len < repn ? h.len : repn);
     }
     pthread_mutex_unlock(&x->lock);
+    return rc;
+}
+
+int srv_exec_call_fd(struct srv_exec *x, uint32_t type, const void *req, uint32_t n, int fd, void *rep, size_t repn,
+                     int *rfd)
+{
+    struct x_hdr h;
+    *rfd = -1;
+    pthread_mutex_lock(&x->lock);
+    int rc = exchange_fd(x, type, req, n, fd, &h, rfd);
+    if (!rc) {
+        if (h.rc)
+            rc = gos_fail(h.rc, "%s", (char *)x->buf);
+        else if (rep)
+            memcpy(rep, x->buf, h.len < repn ? h.len : repn);
+    }
+    pthread_mutex_unlock(&x->lock);
+    if (rc && *rfd >= 0) {
+        close(*rfd);
+        *rfd = -1;
+    }
     return rc;
 }
 

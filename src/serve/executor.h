@@ -38,6 +38,9 @@ int srv_exec_spawn(const char *sim, int ordinal, const char *mps_dir, struct srv
 void srv_exec_fail(struct srv_exec *x, const char *why);
 /* One request, its answer's payload copied into rep (at most repn bytes). */
 int srv_exec_call(struct srv_exec *x, uint32_t type, const void *req, uint32_t n, int fd, void *rep, size_t repn);
+/* The same, for a request whose answer carries a descriptor (*rfd, -1 if none). */
+int srv_exec_call_fd(struct srv_exec *x, uint32_t type, const void *req, uint32_t n, int fd, void *rep, size_t repn,
+                     int *rfd);
 /* A grant: ops (struct x_op, each followed by its params) run back to back on the
  * engine; rcs[i] each op's result, msg the first error's text, *gpu_ns the time. */
 int srv_exec_run(struct srv_exec *x, int engine, const void *ops, uint32_t bytes, uint32_t n, int32_t *rcs,

@@ -31,6 +31,8 @@
 #include "proto/proto.h"
 #include "sched/sched.h"
 #include "serve/config.h"
+#include "vmem/shm.h"
+#include "vmem/swap.h"
 #include "serve/executor.h"
 #include "serve/log.h"
 
@@ -101,6 +103,8 @@ struct srv_task {
 
 struct srv_alloc {
     uint64_t dptr, bytes;
+    int shm;    /* an attached shared segment: its id + 1 (not charged here); 0: an allocation */
+    void *vbuf; /* isolation = none: the daemon's mapping of it (gos_vmm_buf) */
 };
 
 struct srv_client {
@@ -146,6 +150,7 @@ struct srv_client {
      * keep their names for the range checks of validate(). */
     struct srv_exec *x;
     int exec_lost; /* its loss was handled (counted, memory returned) */
+    int swap_hold; /* swap.c: what a request of it just made resident stays (until queued) */
     unsigned char module_builtin[16];
     char fn_builtin[256][16];
 };
@@ -201,6 +206,7 @@ struct srv_dev {
     uint64_t mps_restarted_ns; /* clients born before belong to the previous server */
     uint64_t grant_ns; /* a batch's expected GPU time at most (grant_us) */
     char sim[256];  /* the executors' device: a chip, or "" for the GPU of ordinal */
+    gos_swap *sw; /* swapping on this device (swap.c, issue 10.2); NULL: off */
     int ordinal;
 };
 
@@ -213,6 +219,7 @@ struct srv {
     uid_t uid;
     int n_devs;
     struct srv_dev devs[GOS_SERVE_MAX_DEVICES];
+    gos_shm_table shm; /* shared device memory segments (shm.c, issue 10) */
     int n_vgpus;
     struct srv_vgpu vgpus[GOS_MAX_VGPUS];
     struct srv_client *clients;
@@ -301,6 +308,29 @@ void srv_region_unref(struct srv_client *c, int r);
  * logged, its memory returned to the vGPU's share; later requests fail with
  * GOS_EDEVICE naming the reason. */
 void srv_client_exec_check(struct srv_client *c);
+
+/* shm.c: shared device memory (issue 10), lock held (dropped around device calls). */
+void srv_shm_init(struct srv *s);
+void srv_shm_fini(struct srv *s);
+int srv_shm_get(struct srv_client *c, const struct gos_msg_shm_get *m, struct gos_rep_shm_get *r);
+int srv_shm_at(struct srv_client *c, const struct gos_msg_shm_at *m, struct gos_rep_shm_at *r);
+/* The caller drained c's work first. */
+int srv_shm_dt(struct srv_client *c, uint64_t dptr);
+int srv_shm_ctl(struct srv_client *c, const struct gos_msg_shm_ctl *m, struct gos_shm_rec *r, int *has_rec);
+/* ADMIN_SHM_LIST's reply body in out (room for GOS_SHM_LIST_MAX records); its length. */
+size_t srv_shm_list(struct srv_client *c, unsigned char *out);
+/* Detaches every segment c holds (it or its executor is gone). */
+void srv_shm_client_gone(struct srv_client *c);
+
+/* swap.c: swapping (issue 10.2), lock held (dropped around executor calls). */
+int srv_swap_init(struct srv *s, struct srv_dev *d, const struct gos_serve_devcfg *cfg);
+void srv_swap_fini(struct srv_dev *d);
+int srv_swap_alloc(struct srv_client *c, uint64_t bytes, uint64_t *dptr);
+void srv_swap_free(struct srv_client *c, uint64_t dptr);
+void srv_swap_client_gone(struct srv_client *c);
+/* Before a COPY or LAUNCH of c is queued: what it needs made resident. */
+int srv_swap_need(struct srv_client *c, const struct gos_msg_hdr *h, const void *payload);
+void srv_swap_record(struct srv *s, int v, uint64_t *resident, uint64_t *swapped);
 
 /* mps.c: an MPS server of the daemon's own (pipe and log directories under a
  * private temporary directory, written to dir); stopping it (echo quit). */

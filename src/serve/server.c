@@ -113,6 +113,8 @@ static int open_devices(struct srv *s, const char *force_sim)
             d->attrs.rc = gos_exec_device_attributes(d->dev, d->attrs.value, d->attrs.valid,
                                                      GOS_DEVICE_ATTRS_MAX);
         }
+        if ((rc = srv_swap_init(s, d, c)))
+            return rc;
         int mode;
         if ((rc = gos_sched_parse_mode(c->queue, &mode)) ||
             (rc = gos_sched_new(c->policy, mode, c->period_ns, &d->sched)))
@@ -175,6 +177,7 @@ static void close_devices(struct srv *s)
                 gos_exec_stream_destroy(d->dev, d->streams[e]);
         }
         gos_sched_free(d->sched);
+        srv_swap_fini(d);
         if (d->shared_dev)
             srv_spatial_close(d);
         else
@@ -425,6 +428,7 @@ int srv_run(struct srv *s, const char *force_sim)
     pthread_condattr_destroy(&ca);
     pthread_mutex_init(&s->lock, NULL);
     s->uid = getuid();
+    srv_shm_init(s);
     srv_exec_prepare(); /* failing here is reported by the first spawn */
     s->listen_fd = -1;
     s->reserve_fd = -1;
@@ -563,6 +567,7 @@ fail:
     if (!leftover) {
         char keep[512];
         snprintf(keep, sizeof keep, "%s", gos_last_error());
+        srv_shm_fini(s); /* the segments' descriptors (their memory) before the devices */
         close_devices(s);
         gos_fail(rc, "%s", keep);
     }

@@ -21,6 +21,8 @@ static void client_free(struct srv_client *c)
     if (c->vgpu >= 0) {
         struct srv_dev *d = dev_of(c);
         struct srv_vgpu *v = &s->vgpus[c->vgpu];
+        srv_shm_client_gone(c); /* attachments: the segments' counts, not this vGPU's share */
+        srv_swap_client_gone(c);
         for (int i = 0; i < c->n_allocs; i++) {
             if (!c->x)
                 gos_exec_mem_free(d->dev, c->allocs[i].dptr);
@@ -64,7 +66,10 @@ void srv_client_exec_check(struct srv_client *c)
         v->faults++; /* its own loss (fault, kill), not another MPS client's */
     srv_log(LOG_WARNING, "vGPU %s: client %u (pid %d): executor pid %d lost: %s", v->cfg.name, c->id, (int)c->pid,
             (int)c->x->pid, c->x->why);
-    /* Its memory went with its process: back to the vGPU's share now. */
+    /* Its memory went with its process: back to the vGPU's share now; its
+     * attachments of shared segments are gone too (the segments stay). */
+    srv_shm_client_gone(c);
+    srv_swap_client_gone(c);
     for (int i = 0; i < c->n_allocs; i++)
         v->mem_used -= c->allocs[i].bytes;
     c->n_allocs = 0;

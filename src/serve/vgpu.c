@@ -41,6 +41,11 @@ void srv_vgpu_record(struct srv *s, int v, struct gos_vgpu_rec *r)
     snprintf(r->isolation, sizeof r->isolation, "%s", d->isolation == GOS_ISOLATION_NONE  ? "none"
                                                     : d->isolation == GOS_ISOLATION_MPS ? "mps"
                                                                                         : "process");
+    srv_swap_record(s, v, &r->mem_resident, &r->mem_swapped);
+    if (d->sw) {
+        r->evictions = d->sw->vgpu[v].evictions;
+        r->restores = d->sw->vgpu[v].restores;
+    }
     snprintf(r->policy, sizeof r->policy, "%s", gos_sched_policy_name(d->sched));
     snprintf(r->queue, sizeof r->queue, "%s", gos_sched_mode_name(d->sched));
 }

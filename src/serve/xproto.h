@@ -35,6 +35,17 @@ enum {
     X_MODULE_UNLOAD, /* u32 slot */
     X_FUNCTION,    /* struct x_function -> u32 index */
     X_RUN,         /* u32 engine, u32 n, n x (struct x_op + params) -> struct x_run_rep */
+    /* shared device memory (issue 10; device/vmm_ops.h) */
+    X_SHM_NEW,     /* u64 bytes (2 MB multiple) -> fd of new exportable device memory */
+    X_SHM_MAP,     /* u64 bytes + fd -> u64 dptr (mapped in this context) */
+    X_SHM_UNMAP,   /* u64 dptr */
+    /* swapping (issue 10.2): X_VALLOC is X_ALLOC on VMM (2 MB rounded), so the
+     * daemon can evict (copy into the host memfd sent along, unmap, release) and
+     * restore (new memory at the same address, copy back from the memfd); X_FREE
+     * frees either kind */
+    X_VALLOC,      /* u64 bytes -> u64 dptr */
+    X_EVICT,       /* u64 dptr + fd of a memfd of its size */
+    X_RESTORE,     /* u64 dptr + fd */
 };
 
 #define X_FAULTED 1u

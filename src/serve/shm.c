@@ -1,0 +1,304 @@
+/* shm.c: the daemon's shared device memory (issue 10; docs/readme-shm.md): the
+ * System V segment table of src/vmem/shm.c with its device side.
+ *
+ * A segment is one physical allocation made by the creating client's executor
+ * (device/vmm_ops.h: created exportable, its descriptor sent to the daemon, the
+ * executor's handle released at once). The daemon keeps that descriptor, which
+ * keeps the memory alive while the segment exists, whoever attached it or left;
+ * an attach sends the descriptor to the attaching client's executor, which
+ * imports and maps it in its own context. With isolation = none the daemon's
+ * own device does both. The segment is charged to the creating vGPU's memory
+ * share from get until it is destroyed (removed, and its last attachment gone).
+ *
+ * Attachments live in the client's allocation table (srv_alloc.shm = id + 1),
+ * so copies and built-in kernels are range-checked against them like any
+ * allocation; mem_free refuses them; a client that dies (or whose executor
+ * dies) is detached from every segment it held.
+ *
+ * All functions run with srv->lock held and drop it around executor calls. */
+#include "serve/serve.h"
+
+#include "common/status.h"
+#include "device/vmm_ops.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct srv_seg {
+    int fd;        /* the exported physical memory; -1 while being created */
+    int dev;       /* device index */
+    uint64_t bytes; /* rounded to 2 MB: what is charged */
+};
+
+static void seg_destroy(void *ctx, gos_shm_slot *sl)
+{
+    struct srv *s = ctx;
+    struct srv_seg *g = sl->priv;
+    if (!g)
+        return;
+    if (g->fd >= 0)
+        close(g->fd);
+    int v = sl->ds.vgpu;
+    if (v >= 0 && v < s->n_vgpus)
+        s->vgpus[v].mem_used -= g->bytes < s->vgpus[v].mem_used ? g->bytes : s->vgpus[v].mem_used;
+    free(g);
+    sl->priv = NULL;
+}
+
+void srv_shm_init(struct srv *s)
+{
+    gos_shm_init(&s->shm, GOS_SHM_SLOTS, 0, 0);
+    s->shm.destroy = seg_destroy;
+    s->shm.ctx = s;
+}
+
+void srv_shm_fini(struct srv *s) { gos_shm_clear(&s->shm); }
+
+/* The caller's credentials: uid, gid and pid from SO_PEERCRED, supplementary
+ * groups from /proc/<pid>/status (none if it cannot be read). */
+static void cred_of(struct srv_client *c, gos_shm_cred *cr)
+{
+    memset(cr, 0, sizeof *cr);
+    cr->uid = c->uid;
+    cr->gid = c->gid;
+    cr->pid = c->pid;
+    cr->admin = c->uid == 0;
+    cr->vgpu = c->vgpu;
+    char path[64], line[1024];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)c->pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "Groups:", 7)) {
+            char *p = line + 7, *e;
+            for (;;) {
+                unsigned long g = strtoul(p, &e, 10);
+                if (e == p || cr->n_groups == GOS_SHM_MAX_GROUPS)
+                    break;
+                cr->groups[cr->n_groups++] = (gid_t)g;
+                p = e;
+            }
+            break;
+        }
+    fclose(f);
+}
+
+int srv_shm_get(struct srv_client *c, const struct gos_msg_shm_get *m, struct gos_rep_shm_get *r)
+{
+    struct srv *s = c->srv;
+    gos_shm_cred cr;
+    cred_of(c, &cr);
+    int id = -1, created = 0, rc = gos_shm_get(&s->shm, &cr, m->key, m->bytes, (int)m->flags, &id, &created);
+    if (rc || !created) {
+        r->id = id;
+        return rc;
+    }
+    /* A new segment: charged to this vGPU, its memory made by this client's
+     * executor (or the daemon's device). */
+    struct srv_vgpu *v = &s->vgpus[c->vgpu];
+    uint64_t bytes = gos_vmm_round(m->bytes);
+    if (!bytes || v->mem_used >= v->mem_quota || bytes > v->mem_quota - v->mem_used) {
+        gos_shm_forget(&s->shm, id);
+        return gos_fail(GOS_EBUSY, "vGPU %s: a shared segment of %llu bytes would exceed its memory share "
+                                   "(%llu of %llu bytes used)", v->cfg.name, (unsigned long long)bytes,
+                        (unsigned long long)v->mem_used, (unsigned long long)v->mem_quota);
+    }
+    struct srv_seg *g = calloc(1, sizeof *g);
+    if (!g) {
+        gos_shm_forget(&s->shm, id);
+        return gos_fail(GOS_ENOMEM, "daemon out of host memory");
+    }
+    g->fd = -1;
+    g->dev = v->cfg.device;
+    g->bytes = bytes;
+    v->mem_used += bytes; /* reserved while the lock is dropped */
+    gos_shm_lookup(&s->shm, id)->priv = g;
+    pthread_mutex_unlock(&s->lock);
+    int fd = -1;
+    if (c->x)
+        rc = srv_exec_call_fd(c->x, X_SHM_NEW, &bytes, 8, -1, NULL, 0, &fd);
+    else {
+        gos_device *dev = s->devs[g->dev].dev;
+        uint64_t h;
+        if (!(rc = gos_vmm_create(dev, bytes, &h))) {
+            rc = gos_vmm_export_fd(dev, h, &fd);
+            gos_vmm_release(dev, h);
+        }
+    }
+    if (!rc && fd < 0)
+        rc = gos_fail(GOS_EIO, "the executor sent no descriptor for the new segment");
+    pthread_mutex_lock(&s->lock);
+    gos_shm_slot *sl = gos_shm_lookup(&s->shm, id);
+    if (rc) {
+        v->mem_used -= bytes;
+        free(g);
+        if (sl)
+            sl->priv = NULL;
+        gos_shm_forget(&s->shm, id);
+        return rc;
+    }
+    g->fd = fd;
+    r->id = id;
+    r->created = 1;
+    return GOS_OK;
+}
+
+static int add_attachment(struct srv_client *c, uint64_t dptr, uint64_t bytes, int id, void *vbuf)
+{
+    if (c->n_allocs == c->cap_allocs) {
+        int cap = c->cap_allocs ? 2 * c->cap_allocs : 16;
+        struct srv_alloc *a = realloc(c->allocs, sizeof *a * (size_t)cap);
+        if (!a)
+            return gos_fail(GOS_ENOMEM, "daemon out of host memory");
+        c->allocs = a;
+        c->cap_allocs = cap;
+    }
+    c->allocs[c->n_allocs++] = (struct srv_alloc){.dptr = dptr, .bytes = bytes, .shm = id + 1, .vbuf = vbuf};
+    return GOS_OK;
+}
+
+int srv_shm_at(struct srv_client *c, const struct gos_msg_shm_at *m, struct gos_rep_shm_at *r)
+{
+    struct srv *s = c->srv;
+    if (m->flags)
+        return gos_fail(GOS_EINVAL, "read-only attachments are not supported (device mappings are read-write)");
+    gos_shm_slot *sl = gos_shm_lookup(&s->shm, m->id);
+    struct srv_seg *g = sl ? sl->priv : NULL;
+    if (sl && (!g || g->fd < 0))
+        return gos_fail(GOS_EBUSY, "shared segment %d is being created", m->id);
+    if (g && g->dev != s->vgpus[c->vgpu].cfg.device)
+        return gos_fail(GOS_EINVAL, "shared segment %d lives on device %d, this vGPU on device %d", m->id, g->dev,
+                        s->vgpus[c->vgpu].cfg.device);
+    if (c->n_allocs >= s->cfg.max_allocations)
+        return gos_fail(GOS_ELIMIT, "client has %d allocations and attachments, the maximum (max_allocations)",
+                        c->n_allocs);
+    gos_shm_cred cr;
+    cred_of(c, &cr);
+    int rc = gos_shm_attach(&s->shm, &cr, m->id, 0, &sl); /* counted now: the segment stays */
+    if (rc)
+        return rc;
+    int fd = g->fd;
+    uint64_t bytes = g->bytes, dptr = 0;
+    gos_vmm_buf *vb = NULL;
+    pthread_mutex_unlock(&s->lock);
+    if (c->x)
+        rc = srv_exec_call(c->x, X_SHM_MAP, &bytes, 8, fd, &dptr, 8);
+    else if (!(vb = calloc(1, sizeof *vb)))
+        rc = gos_fail(GOS_ENOMEM, "daemon out of host memory");
+    else if (!(rc = gos_vmm_buf_attach(s->devs[g->dev].dev, fd, bytes, vb)))
+        dptr = vb->va;
+    pthread_mutex_lock(&s->lock);
+    /* Copies and kernels may use the size asked for, not the 2 MB rounding. */
+    if (!rc && (rc = add_attachment(c, dptr, sl->ds.bytes, m->id, vb))) {
+        if (vb)
+            gos_vmm_buf_free(s->devs[g->dev].dev, vb);
+    }
+    if (rc) {
+        free(vb);
+        gos_shm_detach(&s->shm, m->id, c->pid);
+        return rc;
+    }
+    r->dptr = dptr;
+    return GOS_OK;
+}
+
+/* Unmaps attachment i of c (drained by the caller) and detaches it. */
+static int detach_one(struct srv_client *c, int i, int unmap)
+{
+    struct srv *s = c->srv;
+    struct srv_alloc a = c->allocs[i];
+    c->allocs[i] = c->allocs[--c->n_allocs];
+    int rc = GOS_OK;
+    if (a.vbuf) {
+        gos_vmm_buf_free(s->devs[s->vgpus[c->vgpu].cfg.device].dev, a.vbuf);
+        free(a.vbuf);
+    } else if (unmap && c->x && !c->x->dead) {
+        pthread_mutex_unlock(&s->lock);
+        rc = srv_exec_call(c->x, X_SHM_UNMAP, &a.dptr, 8, -1, NULL, 0);
+        pthread_mutex_lock(&s->lock);
+    }
+    gos_shm_detach(&s->shm, a.shm - 1, c->pid);
+    return rc;
+}
+
+int srv_shm_dt(struct srv_client *c, uint64_t dptr)
+{
+    for (int i = 0; i < c->n_allocs; i++)
+        if (c->allocs[i].shm && c->allocs[i].dptr == dptr)
+            return detach_one(c, i, 1);
+    return gos_fail(GOS_EINVAL, "0x%llx is not a shared segment attached by this client", (unsigned long long)dptr);
+}
+
+void srv_shm_client_gone(struct srv_client *c)
+{
+    for (int i = c->n_allocs - 1; i >= 0; i--)
+        if (c->allocs[i].shm)
+            detach_one(c, i, 0); /* the executor's mappings went (or go) with it */
+}
+
+static void rec_of(struct srv *s, const gos_shm_ds *d, struct gos_shm_rec *r)
+{
+    memset(r, 0, sizeof *r);
+    r->id = d->id;
+    r->key = d->key;
+    r->uid = (uint32_t)d->uid;
+    r->gid = (uint32_t)d->gid;
+    r->cuid = (uint32_t)d->cuid;
+    r->cgid = (uint32_t)d->cgid;
+    r->mode = d->mode;
+    r->nattch = d->nattch;
+    r->bytes = d->bytes;
+    r->removed = (uint32_t)d->removed;
+    r->cpid = d->cpid;
+    r->lpid = d->lpid;
+    snprintf(r->vgpu, sizeof r->vgpu, "%s", d->vgpu >= 0 && d->vgpu < s->n_vgpus ? s->vgpus[d->vgpu].cfg.name : "-");
+}
+
+int srv_shm_ctl(struct srv_client *c, const struct gos_msg_shm_ctl *m, struct gos_shm_rec *r, int *has_rec)
+{
+    struct srv *s = c->srv;
+    gos_shm_cred cr;
+    cred_of(c, &cr);
+    *has_rec = 0;
+    switch (m->cmd) {
+    case GOS_SHM_CMD_STAT: {
+        gos_shm_ds d;
+        int rc = gos_shm_stat(&s->shm, &cr, m->id, &d);
+        if (!rc) {
+            rec_of(s, &d, r);
+            *has_rec = 1;
+        }
+        return rc;
+    }
+    case GOS_SHM_CMD_SET: return gos_shm_set(&s->shm, &cr, m->id, (uid_t)m->uid, (gid_t)m->gid, m->mode);
+    default: {
+        gos_shm_slot *sl = gos_shm_lookup(&s->shm, m->id);
+        if (sl && (!sl->priv || ((struct srv_seg *)sl->priv)->fd < 0))
+            return gos_fail(GOS_EBUSY, "shared segment %d is being created", m->id);
+        return gos_shm_remove(&s->shm, &cr, m->id);
+    }
+    }
+}
+
+size_t srv_shm_list(struct srv_client *c, unsigned char *out)
+{
+    struct srv *s = c->srv;
+    gos_shm_cred cr;
+    cred_of(c, &cr);
+    struct gos_rep_shm_list l = {0};
+    for (int i = 0; i < GOS_SHM_SLOTS && l.n < GOS_SHM_LIST_MAX; i++) {
+        gos_shm_slot *sl = &s->shm.slot[i];
+        gos_shm_ds d;
+        if (!sl->used || gos_shm_stat(&s->shm, &cr, sl->ds.id, &d))
+            continue; /* as ipcs: only what the caller may read */
+        struct gos_shm_rec r;
+        rec_of(s, &d, &r);
+        memcpy(out + sizeof l + l.n * sizeof r, &r, sizeof r);
+        l.n++;
+    }
+    memcpy(out, &l, sizeof l);
+    return sizeof l + l.n * sizeof(struct gos_shm_rec);
+}

@@ -1,0 +1,281 @@
+/* swap.c: swapping inside the daemon (issue 10.2; docs/readme-shm.md), on a
+ * device whose configuration sets `swap = SIZE` (host swap space) and runs
+ * executors (isolation = process).
+ *
+ * Client allocations are then VMM allocations of the client's executor
+ * (X_VALLOC, 2 MB rounded), registered with the swap policy of src/vmem/swap.c.
+ * An allocation that does not fit the pool (`swap_pool`, default the device's
+ * memory) evicts other vGPUs' idle allocations: the owner's executor copies them
+ * into a memfd of the daemon's (host swap space, bounded by `swap`), unmaps and
+ * releases them (X_EVICT). Before a copy or launch of a client is queued, what
+ * it needs is restored (X_RESTORE: new memory at the same address, copied back),
+ * evicting others as needed: a copy needs the allocations its ranges touch, a
+ * launch all of its client's. "Idle": an allocation whose client has no work
+ * queued or running is never touched by the device, so only those are victims
+ * (the policy's busy flag), and a client whose allocation is in transition waits
+ * for the transition before its request is queued.
+ *
+ * Deaths: a victim's executor that dies during its eviction loses only its own
+ * client's memory (its context is gone anyway); the daemon drops that client's
+ * objects and closes their swap memfds. A client that dies drops its objects
+ * the same way; objects in transition are dropped when the step reports.
+ *
+ * All functions run with srv->lock held and drop it around executor calls. */
+#include "serve/serve.h"
+
+#include "common/status.h"
+#include "device/vmm_ops.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+struct srv_swobj {
+    int fd;                /* the host copy while swapped (-1: none) */
+    struct srv_client *c;  /* the owner */
+};
+
+int srv_swap_init(struct srv *s, struct srv_dev *d, const struct gos_serve_devcfg *cfg)
+{
+    if (!cfg->swap_bytes)
+        return GOS_OK;
+    if (cfg->isolation == GOS_ISOLATION_NONE)
+        return gos_fail(GOS_EINVAL, "device %s: swap needs executors (isolation = process or mps)", cfg->label);
+    d->sw = calloc(1, sizeof *d->sw);
+    if (!d->sw)
+        return gos_fail(GOS_ENOMEM, "out of memory");
+    uint64_t pool = cfg->swap_pool ? cfg->swap_pool : d->mem_total;
+    return gos_swap_init(d->sw, pool / GOS_VMM_PAGE * GOS_VMM_PAGE, cfg->swap_bytes);
+}
+
+void srv_swap_fini(struct srv_dev *d)
+{
+    if (!d->sw)
+        return;
+    for (int i = 0; i < d->sw->n; i++) {
+        struct srv_swobj *o = d->sw->obj[i].priv;
+        if (o && o->fd >= 0)
+            close(o->fd);
+        free(o);
+    }
+    gos_swap_free(d->sw);
+    free(d->sw);
+    d->sw = NULL;
+}
+
+/* Busy: the owner has work queued or running. */
+static void mark_busy(struct srv_dev *d)
+{
+    for (int i = 0; i < d->sw->n; i++) {
+        struct srv_swobj *p = d->sw->obj[i].priv;
+        d->sw->obj[i].busy = p && p->c && (p->c->outstanding > 0 || p->c->swap_hold);
+    }
+}
+
+/* Whether another vGPU holds resident memory that is busy now: a plan that
+ * failed for room may succeed once that work ends (tenants take turns). */
+static int others_busy(struct srv_dev *d, int vgpu)
+{
+    for (int i = 0; i < d->sw->n; i++) {
+        const gos_swap_obj *o = &d->sw->obj[i];
+        if (o->vgpu != vgpu && o->busy && o->state == GOS_SWAP_RESIDENT)
+            return 1;
+    }
+    return 0;
+}
+
+/* Waits a little for other tenants' work (lock dropped); 0 when it is time to
+ * give up (SRV_SWAP_WAIT_MS). The caller's own hold is let go meanwhile, so
+ * two tenants waiting for each other's memory cannot block each other. */
+#define SRV_SWAP_WAIT_MS 30000
+static int wait_turn(struct srv *s, struct srv_client *c, int *waited_us)
+{
+    if (*waited_us >= SRV_SWAP_WAIT_MS * 1000)
+        return 0;
+    int hold = c->swap_hold;
+    c->swap_hold = 0;
+    pthread_mutex_unlock(&s->lock);
+    usleep(500);
+    pthread_mutex_lock(&s->lock);
+    c->swap_hold = hold;
+    *waited_us += 500;
+    return 1;
+}
+
+/* One eviction or restore (lock held, dropped for the executor's work). */
+static void step(struct srv *s, struct srv_dev *d, int evict, uint64_t id)
+{
+    gos_swap_obj *o = gos_swap_find(d->sw, id);
+    struct srv_swobj *p = o ? o->priv : NULL;
+    if (!o || !p || !p->c || !p->c->x) {
+        if (o)
+            evict ? gos_swap_evicted(d->sw, id, 0) : gos_swap_restored(d->sw, id, 0);
+        return;
+    }
+    struct srv_client *owner = p->c;
+    struct srv_exec *x = owner->x;
+    uint64_t dptr = o->va, bytes = o->bytes;
+    int fd = p->fd, rc;
+    if (evict) {
+        fd = memfd_create("gpuos-swap", MFD_CLOEXEC);
+        if (fd < 0 || ftruncate(fd, (off_t)bytes)) {
+            if (fd >= 0)
+                close(fd);
+            gos_swap_evicted(d->sw, id, 0);
+            return;
+        }
+    }
+    owner->refs++; /* the owner (and its executor) outlive the call */
+    pthread_mutex_unlock(&s->lock);
+    rc = srv_exec_call(x, evict ? X_EVICT : X_RESTORE, &dptr, 8, fd, NULL, 0);
+    pthread_mutex_lock(&s->lock);
+    /* p stays valid: only a report (below) or the owner's end frees it, and the
+     * owner marks it dead while it is in transition */
+    int dropped;
+    if (evict) {
+        if (!rc)
+            p->fd = fd;
+        else
+            close(fd);
+        dropped = gos_swap_evicted(d->sw, id, rc == GOS_OK);
+    } else {
+        if (!rc) {
+            close(p->fd);
+            p->fd = -1;
+        }
+        dropped = gos_swap_restored(d->sw, id, rc == GOS_OK);
+    }
+    if (dropped) {
+        if (p->fd >= 0)
+            close(p->fd);
+        free(p);
+    }
+    srv_client_unref(owner);
+}
+
+static void run_plan(struct srv *s, struct srv_dev *d, const gos_swap_plan *pl)
+{
+    gos_swap_begin(d->sw, pl);
+    for (int i = 0; i < pl->n_steps; i++)
+        step(s, d, pl->step[i].evict, pl->step[i].id);
+    gos_swap_end(d->sw, pl);
+}
+
+int srv_swap_alloc(struct srv_client *c, uint64_t bytes, uint64_t *dptr)
+{
+    struct srv *s = c->srv;
+    struct srv_dev *d = &s->devs[s->vgpus[c->vgpu].cfg.device];
+    uint64_t sz = gos_vmm_round(bytes);
+    gos_swap_plan *pl = malloc(sizeof *pl);
+    if (!pl || !sz) {
+        free(pl);
+        return gos_fail(sz ? GOS_ENOMEM : GOS_EINVAL, "swap: allocation of %llu bytes", (unsigned long long)bytes);
+    }
+    int rc, waited = 0;
+    for (;;) {
+        mark_busy(d);
+        rc = gos_swap_plan_alloc(d->sw, c->vgpu, sz, pl);
+        if (rc != GOS_ENOMEM || !others_busy(d, c->vgpu) || !wait_turn(s, c, &waited))
+            break;
+    }
+    if (rc) {
+        free(pl);
+        return rc;
+    }
+    run_plan(s, d, pl);
+    free(pl);
+    struct srv_swobj *p = calloc(1, sizeof *p);
+    if (!p) {
+        gos_swap_cancel_alloc(d->sw, sz);
+        return gos_fail(GOS_ENOMEM, "daemon out of memory");
+    }
+    p->fd = -1;
+    p->c = c;
+    pthread_mutex_unlock(&s->lock);
+    rc = srv_exec_call(c->x, X_VALLOC, &bytes, 8, -1, dptr, 8);
+    pthread_mutex_lock(&s->lock);
+    uint64_t id;
+    if (rc || (rc = gos_swap_add(d->sw, c->vgpu, c->id, *dptr, sz, 0, &id))) {
+        gos_swap_cancel_alloc(d->sw, sz);
+        free(p);
+        return rc;
+    }
+    gos_swap_find(d->sw, id)->priv = p;
+    return GOS_OK;
+}
+
+void srv_swap_free(struct srv_client *c, uint64_t dptr)
+{
+    struct srv *s = c->srv;
+    struct srv_dev *d = &s->devs[s->vgpus[c->vgpu].cfg.device];
+    gos_swap_obj *o = gos_swap_find_va(d->sw, c->id, dptr);
+    if (!o)
+        return;
+    struct srv_swobj *p = o->priv;
+    if (p)
+        p->c = NULL;
+    if (gos_swap_remove(d->sw, o->id) == 1 && p) {
+        if (p->fd >= 0)
+            close(p->fd);
+        free(p);
+    }
+}
+
+void srv_swap_client_gone(struct srv_client *c)
+{
+    struct srv *s = c->srv;
+    if (c->vgpu < 0)
+        return;
+    struct srv_dev *d = &s->devs[s->vgpus[c->vgpu].cfg.device];
+    if (!d->sw)
+        return;
+    for (int i = d->sw->n - 1; i >= 0; i--) {
+        gos_swap_obj *o = &d->sw->obj[i];
+        struct srv_swobj *p = o->priv;
+        if (!p || p->c != c)
+            continue;
+        p->c = NULL;
+        if (gos_swap_remove(d->sw, o->id) == 1) {
+            if (p->fd >= 0)
+                close(p->fd);
+            free(p);
+        }
+    }
+}
+
+int srv_swap_need(struct srv_client *c, const struct gos_msg_hdr *h, const void *payload)
+{
+    struct srv *s = c->srv;
+    struct srv_dev *d = &s->devs[s->vgpus[c->vgpu].cfg.device];
+    gos_swap_plan *pl = malloc(sizeof *pl);
+    if (!pl)
+        return gos_fail(GOS_ENOMEM, "daemon out of memory");
+    int rc = GOS_OK, waited = 0;
+    c->swap_hold = 1; /* the caller clears it once the request is queued */
+    for (;;) {
+        mark_busy(d);
+        if (h->type == GOS_MSG_LAUNCH)
+            rc = gos_swap_plan_launch(d->sw, c->vgpu, c->id, pl);
+        else {
+            const struct gos_msg_copy *m = payload;
+            struct gos_swap_range r[2] = {{m->dptr, m->bytes}, {m->dptr_src, m->bytes}};
+            rc = gos_swap_plan_copy(d->sw, c->vgpu, c->id, r, m->dir == GOS_COPY_DTOD ? 2 : 1, 0, pl);
+        }
+        /* one of its allocations is in transition, or the memory it needs is
+         * busy with other tenants' work: wait for it */
+        if (!(rc == GOS_EBUSY || (rc == GOS_ENOMEM && others_busy(d, c->vgpu))) || !wait_turn(s, c, &waited))
+            break;
+    }
+    if (!rc && pl->n_steps)
+        run_plan(s, d, pl);
+    free(pl);
+    return rc;
+}
+
+void srv_swap_record(struct srv *s, int v, uint64_t *resident, uint64_t *swapped)
+{
+    struct srv_dev *d = &s->devs[s->vgpus[v].cfg.device];
+    *resident = d->sw ? d->sw->vgpu[v].resident : 0;
+    *swapped = d->sw ? d->sw->vgpu[v].swapped : 0;
+}

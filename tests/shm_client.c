@@ -1,0 +1,323 @@
+/* shm_client.c: test client of shared device memory through `gpuos serve`
+ * (tests/t_shm.sh; issue 10). Every command opens vGPU VGPU and prints one line
+ * of key=value results; the exit status is 0 when the command ran (its results
+ * are for the script to judge), 2 on usage errors.
+ *
+ *   shm_client VGPU producer KEY BYTES DIR   create (mode 0600), attach, write
+ *       pattern 1 over the first half, touch DIR/ready, wait for DIR/done, check
+ *       that the second half holds 0xc0ffee words (the consumer's kernel), detach
+ *   shm_client VGPU consumer KEY DIR         wait for DIR/ready, attach, check the
+ *       first half, fill the second half with 0xc0ffee by the built-in fill
+ *       kernel, touch DIR/done, detach
+ *   shm_client VGPU hold KEY FILE            attach, write FILE, sleep (kill -9 me)
+ *   shm_client VGPU create KEY BYTES MODE    get with CREAT|EXCL|MODE: id=, rc=
+ *   shm_client VGPU attach KEY               get + attach (+ detach): rc=
+ *   shm_client VGPU rm KEY | stat KEY | chmod KEY MODE
+ *   shm_client VGPU misuse KEY               mem_free of an attachment, a copy past
+ *       its end, a detach of a non-segment: the three rcs
+ *   shm_client VGPU work SEED N MB ROUNDS     swapping: N buffers of MB each; each
+ *       round copies a pattern into one buffer (only it must be resident) and every
+ *       other round launches fill on another (all of them must be); at the end
+ *       every buffer is read back and compared word by word with what was written:
+ *       mismatches= (0: byte-exact)
+ *   shm_client a swapcost VGPU_B POOL_MB MB...   what one swap costs a tenant (a
+ *       BAND-scheduled vGPU when the daemon runs BAND): for each size, vGPU a (this
+ *       handle) allocates MB and measures launch + synchronise of an empty kernel
+ *       (median of 9, resident); a second handle on VGPU_B allocates the rest of the
+ *       pool plus MB/2, which evicts a's buffer; then a's next launch + synchronise
+ *       (its buffer restored first). One line per size: bytes, resident_us,
+ *       after_swap_us, evict_us (b's allocation), and a's bytes checked after. */
+#include "gpuos/gpuos.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static gpuos_vgpu *G;
+
+static uint32_t pat(uint64_t i, uint32_t seed) { return (uint32_t)(i * 2654435761u) ^ (seed * 0x9e3779b9u); }
+
+static int wait_file(const char *path)
+{
+    struct stat st;
+    for (int i = 0; i < 400; i++) {
+        if (!stat(path, &st))
+            return 0;
+        usleep(50000);
+    }
+    return -1;
+}
+
+static void touch(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (f)
+        fclose(f);
+}
+
+static int get_id(int key)
+{
+    int id = -1;
+    int rc = gpuos_shm_get(G, key, 0, 0, &id);
+    return rc ? rc : id;
+}
+
+static int check_pattern(gpuos_dptr d, uint64_t words, uint32_t seed, int constant)
+{
+    uint32_t *h = malloc(words * 4);
+    if (!h || gpuos_memcpy_dtoh(G, h, d, words * 4))
+        return -1;
+    uint64_t bad = 0;
+    for (uint64_t i = 0; i < words; i++)
+        bad += h[i] != (constant ? seed : pat(i, seed));
+    free(h);
+    return bad == 0;
+}
+
+static int fill(gpuos_dptr d, uint32_t v, uint64_t words)
+{
+    static gpuos_module m;
+    static gpuos_function f;
+    static int loaded;
+    gpuos_params p;
+    int rc;
+    if (!loaded && ((rc = gpuos_module_load_builtin(G, "builtin", &m)) || (rc = gpuos_module_function(G, m, "fill", &f))))
+        return rc;
+    loaded = 1;
+    gpuos_params_init(&p);
+    uint32_t pad = 0;
+    gpuos_params_add(&p, &d, 8);
+    gpuos_params_add(&p, &v, 4);
+    gpuos_params_add(&p, &pad, 4);
+    gpuos_params_add(&p, &words, 8);
+    gpuos_launch_config c = {.grid = {64}, .block = {256}};
+    if ((rc = gpuos_launch(G, f, &c, p.buf, p.len)))
+        return rc;
+    return gpuos_synchronize(G);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 4) {
+        fprintf(stderr, "usage: shm_client VGPU COMMAND KEY ...\n");
+        return 2;
+    }
+    const char *cmd = argv[2];
+    int key = (int)strtol(argv[3], NULL, 0);
+    if (gpuos_open(NULL, argv[1], &G)) {
+        printf("open rc=-1 error=%s\n", gpuos_error());
+        return 1;
+    }
+    int rc = 0, id = -1;
+    gpuos_dptr d = 0;
+    if (!strcmp(cmd, "producer") && argc == 6) {
+        uint64_t bytes = strtoull(argv[4], NULL, 0), half = bytes / 2, words = half / 4;
+        char ready[512], done[512];
+        snprintf(ready, sizeof ready, "%s/ready", argv[5]);
+        snprintf(done, sizeof done, "%s/done", argv[5]);
+        if ((rc = gpuos_shm_get(G, key, bytes, GPUOS_SHM_CREAT | GPUOS_SHM_EXCL | 0600, &id)) ||
+            (rc = gpuos_shm_attach(G, id, &d))) {
+            printf("producer rc=%d error=%s\n", rc, gpuos_error());
+            return 1;
+        }
+        uint32_t *h = malloc(half);
+        for (uint64_t i = 0; i < words; i++)
+            h[i] = pat(i, 1);
+        rc = gpuos_memcpy_htod(G, d, h, half);
+        free(h);
+        touch(ready);
+        int waited = wait_file(done);
+        int match = check_pattern(d + half, words, 0xc0ffee, 1);
+        int dt = gpuos_shm_detach(G, d);
+        printf("producer rc=%d waited=%d match=%d detach=%d id=%d\n", rc, waited, match, dt, id);
+    } else if (!strcmp(cmd, "consumer") && argc == 5) {
+        char ready[512], done[512];
+        snprintf(ready, sizeof ready, "%s/ready", argv[4]);
+        snprintf(done, sizeof done, "%s/done", argv[4]);
+        if (wait_file(ready) || (id = get_id(key)) < 0 || (rc = gpuos_shm_attach(G, id, &d))) {
+            printf("consumer rc=%d error=%s\n", rc ? rc : id, gpuos_error());
+            return 1;
+        }
+        gpuos_shm_ds ds;
+        gpuos_shm_ctl(G, id, GPUOS_SHM_STAT, &ds);
+        uint64_t half = ds.bytes / 2, words = half / 4;
+        int match = check_pattern(d, words, 1, 0);
+        rc = fill(d + half, 0xc0ffee, words);
+        touch(done);
+        int dt = gpuos_shm_detach(G, d);
+        printf("consumer rc=%d match=%d detach=%d nattch=%d\n", rc, match, dt, ds.nattch);
+    } else if (!strcmp(cmd, "hold") && argc == 5) {
+        if ((id = get_id(key)) < 0 || (rc = gpuos_shm_attach(G, id, &d))) {
+            printf("hold rc=%d error=%s\n", rc ? rc : id, gpuos_error());
+            return 1;
+        }
+        touch(argv[4]);
+        for (;;)
+            pause();
+    } else if (!strcmp(cmd, "create") && argc == 6) {
+        rc = gpuos_shm_get(G, key, strtoull(argv[4], NULL, 0),
+                           GPUOS_SHM_CREAT | GPUOS_SHM_EXCL | (int)strtol(argv[5], NULL, 8), &id);
+        printf("create rc=%d id=%d error=%s\n", rc, id, rc ? gpuos_error() : "");
+    } else if (!strcmp(cmd, "attach")) {
+        id = get_id(key);
+        rc = id < 0 ? id : gpuos_shm_attach(G, id, &d);
+        printf("attach rc=%d error=%s\n", rc, rc ? gpuos_error() : "");
+        if (!rc)
+            gpuos_shm_detach(G, d);
+    } else if (!strcmp(cmd, "rm")) {
+        id = get_id(key);
+        rc = id < 0 ? id : gpuos_shm_ctl(G, id, GPUOS_SHM_RMID, NULL);
+        printf("rm rc=%d error=%s\n", rc, rc ? gpuos_error() : "");
+    } else if (!strcmp(cmd, "stat")) {
+        gpuos_shm_ds ds = {0};
+        id = get_id(key);
+        rc = id < 0 ? id : gpuos_shm_ctl(G, id, GPUOS_SHM_STAT, &ds);
+        printf("stat rc=%d nattch=%d uid=%u cuid=%u mode=%o bytes=%llu vgpu=%s error=%s\n", rc, ds.nattch, ds.uid,
+               ds.cuid, ds.mode, (unsigned long long)ds.bytes, ds.vgpu, rc ? gpuos_error() : "");
+    } else if (!strcmp(cmd, "chmod") && argc == 5) {
+        gpuos_shm_ds ds = {0};
+        id = get_id(key);
+        rc = id < 0 ? id : gpuos_shm_ctl(G, id, GPUOS_SHM_STAT, &ds);
+        ds.mode = (unsigned)strtol(argv[4], NULL, 8);
+        if (!rc)
+            rc = gpuos_shm_ctl(G, id, GPUOS_SHM_SET, &ds);
+        printf("chmod rc=%d error=%s\n", rc, rc ? gpuos_error() : "");
+    } else if (!strcmp(cmd, "misuse")) {
+        gpuos_shm_ds ds = {0};
+        id = get_id(key);
+        if (id < 0 || gpuos_shm_attach(G, id, &d) || gpuos_shm_ctl(G, id, GPUOS_SHM_STAT, &ds)) {
+            printf("misuse setup failed: %s\n", gpuos_error());
+            return 1;
+        }
+        uint64_t x = 0;
+        int r_free = gpuos_mem_free(G, d);
+        int r_copy = gpuos_memcpy_htod(G, d + ds.bytes - 4, &x, 8);
+        int r_dt = gpuos_shm_detach(G, d + 4096);
+        int r_ok = gpuos_memcpy_htod(G, d + ds.bytes - 8, &x, 8);
+        printf("misuse free=%d copy_past_end=%d detach_inside=%d copy_at_end=%d\n", r_free, r_copy, r_dt, r_ok);
+        gpuos_shm_detach(G, d);
+    } else if (!strcmp(cmd, "swapcost") && argc >= 6) {
+        gpuos_vgpu *gb;
+        if (gpuos_open(NULL, argv[3], &gb)) {
+            printf("swapcost open b: %s\n", gpuos_error());
+            return 1;
+        }
+        uint64_t pool = strtoull(argv[4], NULL, 0) << 20;
+        gpuos_module m;
+        gpuos_function f;
+        if ((rc = gpuos_module_load_builtin(G, "builtin", &m)) || (rc = gpuos_module_function(G, m, "empty", &f)))
+            return 1;
+        for (int a = 5; a < argc; a++) {
+            uint64_t bytes = strtoull(argv[a], NULL, 0) << 20;
+            gpuos_dptr da;
+            if ((rc = gpuos_mem_alloc(G, bytes, &da)) || (rc = fill(da, 0x5eed, bytes / 4))) {
+                printf("swapcost alloc a rc=%d %s\n", rc, gpuos_error());
+                return 1;
+            }
+            gpuos_launch_config c1 = {.grid = {1}, .block = {32}};
+            double t[9];
+            for (int i = 0; i < 9; i++) {
+                struct timespec t0, t1;
+                clock_gettime(CLOCK_MONOTONIC, &t0);
+                gpuos_launch(G, f, &c1, NULL, 0);
+                gpuos_synchronize(G);
+                clock_gettime(CLOCK_MONOTONIC, &t1);
+                t[i] = (t1.tv_sec - t0.tv_sec) * 1e6 + (t1.tv_nsec - t0.tv_nsec) * 1e-3;
+            }
+            for (int i = 1; i < 9; i++) /* insertion sort for the median */
+                for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
+                    double x = t[j];
+                    t[j] = t[j - 1];
+                    t[j - 1] = x;
+                }
+            /* b fills the pool in chunks of MB/2 and one more: the last chunk
+             * evicts a's buffer; a's restore then needs one chunk of b out */
+            uint64_t half = bytes / 2, nb = (pool - half) / half;
+            static gpuos_dptr chunk[1024];
+            struct timespec e0, e1, s0, s1;
+            if (nb > 1024)
+                return 2;
+            for (uint64_t k = 0; k + 1 < nb; k++)
+                if ((rc = gpuos_mem_alloc(gb, half, &chunk[k]))) {
+                    printf("swapcost alloc b rc=%d %s\n", rc, gpuos_error());
+                    return 1;
+                }
+            clock_gettime(CLOCK_MONOTONIC, &e0);
+            rc = gpuos_mem_alloc(gb, half, &chunk[nb - 1]);
+            clock_gettime(CLOCK_MONOTONIC, &e1);
+            if (rc) {
+                printf("swapcost alloc b rc=%d %s\n", rc, gpuos_error());
+                return 1;
+            }
+            gpuos_vgpu_facts fa;
+            gpuos_vgpu_info(G, &fa);
+            clock_gettime(CLOCK_MONOTONIC, &s0);
+            rc = gpuos_launch(G, f, &c1, NULL, 0);
+            if (!rc)
+                rc = gpuos_synchronize(G);
+            clock_gettime(CLOCK_MONOTONIC, &s1);
+            int ok = !rc && check_pattern(da, bytes / 4, 0x5eed, 1) == 1;
+            gpuos_vgpu_facts fb;
+            gpuos_vgpu_info(gb, &fb);
+            printf("swapcost bytes=%llu resident_us=%.1f after_swap_us=%.1f evict_us=%.1f a_swapped_before=%llu "
+                   "b_evictions=%llu byte_exact=%d\n",
+                   (unsigned long long)bytes, t[4], (s1.tv_sec - s0.tv_sec) * 1e6 + (s1.tv_nsec - s0.tv_nsec) * 1e-3,
+                   (e1.tv_sec - e0.tv_sec) * 1e6 + (e1.tv_nsec - e0.tv_nsec) * 1e-3,
+                   (unsigned long long)fa.mem_swapped, (unsigned long long)fb.evictions, ok);
+            fflush(stdout);
+            for (uint64_t k = 0; k < nb; k++)
+                gpuos_mem_free(gb, chunk[k]);
+            gpuos_mem_free(G, da);
+        }
+        gpuos_close(gb);
+    } else if (!strcmp(cmd, "work") && argc == 7) {
+        uint32_t seed = (uint32_t)key;
+        int n = atoi(argv[4]), rounds = atoi(argv[6]);
+        uint64_t bytes = strtoull(argv[5], NULL, 0) << 20, words = bytes / 4;
+        if (n < 1 || n > 16 || !bytes || rounds < 1)
+            return 2;
+        gpuos_dptr b[16];
+        uint32_t *want[16], *h = malloc(bytes);
+        for (int k = 0; k < n; k++) {
+            want[k] = malloc(bytes);
+            if ((rc = gpuos_mem_alloc(G, bytes, &b[k]))) {
+                printf("work alloc rc=%d error=%s\n", rc, gpuos_error());
+                return 1;
+            }
+            for (uint64_t i = 0; i < words; i++)
+                want[k][i] = pat(i, seed * 100 + (uint32_t)k);
+            if ((rc = gpuos_memcpy_htod(G, b[k], want[k], bytes))) {
+                printf("work htod rc=%d error=%s\n", rc, gpuos_error());
+                return 1;
+            }
+        }
+        for (int r = 0; r < rounds && !rc; r++) {
+            int k = r % n;
+            for (uint64_t i = 0; i < words; i++)
+                want[k][i] = pat(i, seed * 1000 + (uint32_t)r);
+            rc = gpuos_memcpy_htod(G, b[k], want[k], bytes);
+            if (!rc && r % 2) {
+                int k2 = (r / 2) % n;
+                uint32_t v = seed * 7919u + (uint32_t)r;
+                rc = fill(b[k2], v, words);
+                for (uint64_t i = 0; i < words; i++)
+                    want[k2][i] = v;
+            }
+        }
+        uint64_t bad = 0;
+        for (int k = 0; k < n && !rc; k++) {
+            rc = gpuos_memcpy_dtoh(G, h, b[k], bytes);
+            for (uint64_t i = 0; i < words && !rc; i++)
+                bad += h[i] != want[k][i];
+        }
+        printf("work rc=%d mismatches=%llu error=%s\n", rc, (unsigned long long)bad, rc ? gpuos_error() : "");
+    } else {
+        fprintf(stderr, "shm_client: unknown command or arguments\n");
+        return 2;
+    }
+    gpuos_close(G);
+    return 0;
+}
