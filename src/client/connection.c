@@ -289,34 +289,54 @@ static int admin_open(const char *path, gpuos_vgpu *g)
     return rc;
 }
 
-int gpuos_admin_list(const char *socket_path, gpuos_vgpu_facts *out, int max, int *n)
+/* One admin request whose answer is a count followed by fixed-size records:
+ * each record (at most max) goes through conv into out[k] (elem bytes apart). */
+static int admin_records(const char *path, uint16_t type, size_t head, size_t rec_size, void *out, size_t elem,
+                         int max, int *n, void (*conv)(void *dst, const void *rec))
 {
-    if (!n || max < 0 || (max > 0 && !out))
-        return gos_fail(GOS_EINVAL, "gpuos_admin_list needs an output array of max entries and a count");
     gpuos_vgpu g;
-    int rc = admin_open(socket_path, &g);
+    int rc = admin_open(path, &g);
     if (rc)
         return rc;
     uint32_t seq = 0;
     const void *body;
     size_t blen;
-    rc = gcl_send_req(&g, GOS_MSG_ADMIN_LIST, NULL, 0, NULL, 0, -1, &seq);
+    rc = gcl_send_req(&g, type, NULL, 0, NULL, 0, -1, &seq);
     if (!rc)
-        rc = gcl_wait_reply(&g, seq, GOS_MSG_ADMIN_LIST, &body, &blen);
+        rc = gcl_wait_reply(&g, seq, type, &body, &blen);
     if (!rc) {
-        struct gos_rep_admin_list l;
-        memcpy(&l, body, sizeof l);
+        uint32_t count; /* the first member (n) of every list reply */
+        memcpy(&count, body, sizeof count);
         int k = 0;
-        for (uint32_t i = 0; i < l.n && k < max; i++, k++) {
-            struct gos_vgpu_rec r;
-            memcpy(&r, (const char *)body + sizeof l + i * sizeof r, sizeof r);
-            gcl_facts_from(&out[k], &r);
-        }
+        for (uint32_t i = 0; i < count && k < max; i++, k++)
+            conv((char *)out + (size_t)k * elem, (const char *)body + head + i * rec_size);
         *n = k;
     }
     close(g.fd);
     free(g.rx);
     return rc;
+}
+
+static void facts_conv(void *dst, const void *rec)
+{
+    struct gos_vgpu_rec r;
+    memcpy(&r, rec, sizeof r);
+    gcl_facts_from(dst, &r);
+}
+
+static void shm_conv(void *dst, const void *rec)
+{
+    struct gos_shm_rec r;
+    memcpy(&r, rec, sizeof r);
+    gcl_shm_ds_from(dst, &r);
+}
+
+int gpuos_admin_list(const char *socket_path, gpuos_vgpu_facts *out, int max, int *n)
+{
+    if (!n || max < 0 || (max > 0 && !out))
+        return gos_fail(GOS_EINVAL, "gpuos_admin_list needs an output array of max entries and a count");
+    return admin_records(socket_path, GOS_MSG_ADMIN_LIST, sizeof(struct gos_rep_admin_list), sizeof(struct gos_vgpu_rec), out, sizeof *out, max, n,
+                         facts_conv);
 }
 
 int gpuos_admin_set(const char *socket_path, const char *vgpu, const char *key, const char *value)
@@ -342,28 +362,6 @@ int gpuos_admin_shm_list(const char *socket_path, gpuos_shm_ds *out, int max, in
 {
     if (!n || max < 0 || (max > 0 && !out))
         return gos_fail(GOS_EINVAL, "gpuos_admin_shm_list needs an output array of max entries and a count");
-    gpuos_vgpu g;
-    int rc = admin_open(socket_path, &g);
-    if (rc)
-        return rc;
-    uint32_t seq = 0;
-    const void *body;
-    size_t blen;
-    rc = gcl_send_req(&g, GOS_MSG_ADMIN_SHM_LIST, NULL, 0, NULL, 0, -1, &seq);
-    if (!rc)
-        rc = gcl_wait_reply(&g, seq, GOS_MSG_ADMIN_SHM_LIST, &body, &blen);
-    if (!rc) {
-        struct gos_rep_shm_list l;
-        memcpy(&l, body, sizeof l);
-        int k = 0;
-        for (uint32_t i = 0; i < l.n && k < max; i++, k++) {
-            struct gos_shm_rec r;
-            memcpy(&r, (const char *)body + sizeof l + i * sizeof r, sizeof r);
-            gcl_shm_ds_from(&out[k], &r);
-        }
-        *n = k;
-    }
-    close(g.fd);
-    free(g.rx);
-    return rc;
+    return admin_records(socket_path, GOS_MSG_ADMIN_SHM_LIST, sizeof(struct gos_rep_shm_list), sizeof(struct gos_shm_rec), out, sizeof *out, max, n,
+                         shm_conv);
 }

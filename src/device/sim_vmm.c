@@ -249,15 +249,22 @@ static int sv_reserve(gos_device *d, uint64_t bytes, uint64_t *va)
     return rc;
 }
 
+/* The index of the range [va, va + bytes) exactly in r[0..n), or n. */
+static int find_range(const struct sv_range *r, int n, uint64_t va, uint64_t bytes)
+{
+    int i = 0;
+    while (i < n && !(r[i].va == va && r[i].bytes == bytes))
+        i++;
+    return i;
+}
+
 static int sv_unreserve(gos_device *d, uint64_t va, uint64_t bytes)
 {
     struct sim_vmm *s = state(d);
     if (!s)
         return GOS_ENOMEM;
     pthread_mutex_lock(&s->lock);
-    int rc = GOS_OK, i = 0;
-    while (i < s->n_res && !(s->res[i].va == va && s->res[i].bytes == bytes))
-        i++;
+    int rc = GOS_OK, i = find_range(s->res, s->n_res, va, bytes);
     if (i == s->n_res) {
         rc = gos_fail(GOS_EINVAL, "unreserve: 0x%llx+%llu is not a reservation", (unsigned long long)va,
                       (unsigned long long)bytes);
@@ -325,9 +332,7 @@ static int sv_unmap(gos_device *d, uint64_t va, uint64_t bytes)
     if (!s)
         return GOS_ENOMEM;
     pthread_mutex_lock(&s->lock);
-    int rc = GOS_OK, i = 0;
-    while (i < s->n_maps && !(s->maps[i].va == va && s->maps[i].bytes == bytes))
-        i++;
+    int rc = GOS_OK, i = find_range(s->maps, s->n_maps, va, bytes);
     if (i == s->n_maps) {
         rc = gos_fail(GOS_EINVAL, "unmap: 0x%llx+%llu is not a mapping", (unsigned long long)va,
                       (unsigned long long)bytes);

@@ -150,15 +150,11 @@ int gos_vmm_usage(gos_device *d, uint64_t *phys_bytes, int *handles, int *mappin
 
 /* ---- swappable buffers ---- */
 
-int gos_vmm_buf_alloc(gos_device *d, uint64_t bytes, gos_vmm_buf *b)
+/* Maps physical memory b->h at a fresh reservation of sz bytes; on failure
+ * releases b->h and clears b. */
+static int buf_map_new(gos_device *d, gos_vmm_buf *b, uint64_t sz)
 {
-    memset(b, 0, sizeof *b);
-    uint64_t sz = gos_vmm_round(bytes);
-    if (!sz)
-        return gos_fail(GOS_EINVAL, "device buffer: %llu bytes", (unsigned long long)bytes);
     int rc;
-    if ((rc = gos_vmm_create(d, sz, &b->h)))
-        return rc;
     if ((rc = gos_vmm_reserve(d, sz, &b->va)))
         goto fail_release;
     if ((rc = gos_vmm_map(d, b->va, sz, b->h)))
@@ -174,6 +170,16 @@ fail_release:
     return rc;
 }
 
+int gos_vmm_buf_alloc(gos_device *d, uint64_t bytes, gos_vmm_buf *b)
+{
+    memset(b, 0, sizeof *b);
+    uint64_t sz = gos_vmm_round(bytes);
+    if (!sz)
+        return gos_fail(GOS_EINVAL, "device buffer: %llu bytes", (unsigned long long)bytes);
+    int rc = gos_vmm_create(d, sz, &b->h);
+    return rc ? rc : buf_map_new(d, b, sz);
+}
+
 int gos_vmm_buf_export(gos_device *d, const gos_vmm_buf *b, int *fd)
 {
     if (!b->resident)
@@ -187,22 +193,9 @@ int gos_vmm_buf_attach(gos_device *d, int fd, uint64_t bytes, gos_vmm_buf *b)
     uint64_t sz = gos_vmm_round(bytes);
     if (!sz)
         return gos_fail(GOS_EINVAL, "attach: %llu bytes", (unsigned long long)bytes);
-    int rc;
-    if ((rc = gos_vmm_import_fd(d, fd, &b->h)))
-        return rc;
-    if ((rc = gos_vmm_reserve(d, sz, &b->va)))
-        goto fail_release;
-    if ((rc = gos_vmm_map(d, b->va, sz, b->h)))
-        goto fail_unreserve;
-    b->bytes = sz;
-    b->resident = 1;
-    b->imported = 1;
-    return GOS_OK;
-fail_unreserve:
-    gos_vmm_unreserve(d, b->va, sz);
-fail_release:
-    gos_vmm_release(d, b->h);
-    memset(b, 0, sizeof *b);
+    int rc = gos_vmm_import_fd(d, fd, &b->h);
+    if (!rc && !(rc = buf_map_new(d, b, sz)))
+        b->imported = 1;
     return rc;
 }
 

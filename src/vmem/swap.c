@@ -274,6 +274,24 @@ void gos_swap_end(gos_swap *s, const gos_swap_plan *p)
 
 static void drop(gos_swap *s, gos_swap_obj *o) { *o = s->obj[--s->n]; }
 
+
+/* An object whose owner died during its eviction or restore: its bytes leave
+ * the accounting of wherever they are now, and it is dropped (1); else 0. */
+static int reap_if_dead(gos_swap *s, gos_swap_obj *o, gos_swap_vgpu *v)
+{
+    if (!o->dead)
+        return 0;
+    if (o->state == GOS_SWAP_SWAPPED) {
+        s->in_swap -= o->bytes;
+        v->swapped -= o->bytes;
+    } else {
+        s->on_device -= o->bytes;
+        v->resident -= o->bytes;
+    }
+    drop(s, o);
+    return 1;
+}
+
 int gos_swap_evicted(gos_swap *s, uint64_t id, int ok)
 {
     gos_swap_obj *o = gos_swap_find(s, id);
@@ -291,18 +309,7 @@ int gos_swap_evicted(gos_swap *s, uint64_t id, int ok)
     } else {
         o->state = GOS_SWAP_RESIDENT;
     }
-    if (o->dead) {
-        if (o->state == GOS_SWAP_SWAPPED) {
-            s->in_swap -= o->bytes;
-            v->swapped -= o->bytes;
-        } else {
-            s->on_device -= o->bytes;
-            v->resident -= o->bytes;
-        }
-        drop(s, o);
-        return 1;
-    }
-    return 0;
+    return reap_if_dead(s, o, v);
 }
 
 int gos_swap_restored(gos_swap *s, uint64_t id, int ok)
@@ -322,18 +329,7 @@ int gos_swap_restored(gos_swap *s, uint64_t id, int ok)
         o->state = GOS_SWAP_SWAPPED;
         s->on_device -= o->bytes;
     }
-    if (o->dead) {
-        if (o->state == GOS_SWAP_SWAPPED) {
-            s->in_swap -= o->bytes;
-            v->swapped -= o->bytes;
-        } else {
-            s->on_device -= o->bytes;
-            v->resident -= o->bytes;
-        }
-        drop(s, o);
-        return 1;
-    }
-    return 0;
+    return reap_if_dead(s, o, v);
 }
 
 int gos_swap_add(gos_swap *s, int vgpu, uint32_t client, uint64_t va, uint64_t bytes, int pinned, uint64_t *id)
