@@ -43,30 +43,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CHECK(cond, ...)                                                                         \
-    do {                                                                                         \
-        if (!(cond)) {                                                                           \
-            fprintf(stderr, "serve_client: line %d: ", __LINE__);                                \
-            fprintf(stderr, __VA_ARGS__);                                                        \
-            fprintf(stderr, " [%s]\n", gpuos_error());                                           \
-            exit(1);                                                                             \
-        }                                                                                        \
-    } while (0)
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static gpuos_vgpu *open_or_die(const char *name)
-{
-    gpuos_vgpu *g = NULL;
-    int rc = gpuos_open(NULL, name, &g);
-    CHECK(rc == GPUOS_OK, "open %s: rc %d", name, rc);
-    return g;
-}
+#define CLIENT_NAME "serve_client"
+#include "client_util.h"
 
 static void fill_pattern(unsigned char *p, size_t n, unsigned seed)
 {
