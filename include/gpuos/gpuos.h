@@ -210,6 +210,53 @@ int gpuos_shm_ctl(gpuos_vgpu *g, int id, int cmd, gpuos_shm_ds *buf);
 /* Every segment the caller may read (root: all), as `gpuos shm list` shows. */
 int gpuos_admin_shm_list(const char *socket_path, gpuos_shm_ds *out, int max, int *n);
 
+/* Partition-local memory (issue 12; docs/readme-placement.md, "vGPU clients").
+ * gpuos_pmem_alloc asks the vGPU's device for bytes_per_view bytes in each of
+ * the GPU's two memory partitions: the client's executor (or the daemon under
+ * isolation = none) allocates 2 MB pages, measures each page's parity by
+ * latency against the device's chart (`chip = FILE` in its [device] section;
+ * without one: GPUOS_EUNSUPPORTED) and hands back two views, plain structs valid
+ * in this handle's address space. Pass a view by value as a kernel parameter
+ * (gpuos_params_add(&p, &view, sizeof view)); kernels map a logical offset to
+ * its address with gos_pmem_addr() of gpuos/pmem_core.h (O(1)) and may run on
+ * the partition-aware runtime of gpuos/pmem_dev.cuh. Both views always exist:
+ * each aligned pair of 4 KB units gives one unit to each partition, so N bytes
+ * per view take 2N of device memory (+ one 2 MB page for the parity table),
+ * all charged to the vGPU's memory share (GPUOS_EBUSY past it); freed by
+ * gpuos_pmem_free, at gpuos_close, or when the client dies. gpuos_mem_free
+ * refuses it; plain copies (gpuos_memcpy_*) on [base, base + bytes) work but
+ * ignore the views. Copies and checks run after the handle's queued work and
+ * return when done. Free a pmem before closing its vGPU handle. */
+#include "gpuos/pmem_core.h"
+typedef struct gpuos_pmem gpuos_pmem;
+typedef gos_pmem_view gpuos_pmem_view;
+int gpuos_pmem_alloc(gpuos_vgpu *g, size_t bytes_per_view, gpuos_pmem **out);
+int gpuos_pmem_free(gpuos_pmem *m);
+/* The view of partition `part` (0 or 1; the chart's numbering). */
+int gpuos_pmem_get_view(const gpuos_pmem *m, int part, gpuos_pmem_view *out);
+/* The allocation as a whole: base address and device bytes (both views). */
+int gpuos_pmem_extent(const gpuos_pmem *m, gpuos_dptr *base, size_t *bytes, size_t *charged);
+/* Host memory into / out of logical bytes [off, off + n) of view `part`. */
+int gpuos_pmem_write(gpuos_pmem *m, int part, uint64_t off, const void *src, size_t n);
+int gpuos_pmem_read(gpuos_pmem *m, int part, uint64_t off, void *dst, size_t n);
+/* The partition-aware runtime's table (gpuos/pmem_dev.cuh): every SM works for
+ * its chart partition except idle[0..n_idle); n_tasks split over the two queues
+ * by working SM count (split 0) or half and half (split 1). */
+int gpuos_pmem_runtime(const gpuos_pmem *m, const int *idle, int n_idle, uint32_t n_tasks, int split,
+                       gos_prt_table *out);
+/* Where the views' units really are, measured by the device: every unit
+ * classified by latency (src/place/check.c; `samples` probes each, 1..8), and
+ * by the device's own truth where it has one (a simulated chip: truth = 1). */
+typedef struct {
+    uint64_t units[2];       /* logical units of each view */
+    uint64_t local[2];       /* found in the view's partition by latency */
+    int truth;               /* 1: truth_local is the device's truth */
+    uint64_t truth_local[2];
+    uint32_t unit_bytes;
+    double check_s, parity_s; /* this check; measuring parities at allocation */
+} gpuos_pmem_check_result;
+int gpuos_pmem_check(gpuos_pmem *m, int samples, gpuos_pmem_check_result *r);
+
 /* Administration without opening a vGPU (what `gpuos vgpu` uses). */
 int gpuos_admin_list(const char *socket_path, gpuos_vgpu_facts *out, int max, int *n);
 int gpuos_admin_set(const char *socket_path, const char *vgpu, const char *key, const char *value);

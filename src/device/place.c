@@ -90,3 +90,14 @@ int gos_place_run(gos_device *d, struct gos_place_job *j)
     }
     return PLACE(d)->run(d, j);
 }
+
+int gos_place_truth(gos_device *d, const uint64_t *addr, uint64_t n, int ref_sm, uint8_t *out)
+{
+    if (!PLACE(d) || !PLACE(d)->truth)
+        return MISSING(d, "the truth of where memory lives");
+    if (n && (!addr || !out))
+        return gos_fail(GOS_EINVAL, "truth: no addresses or no output");
+    if (ref_sm < 0 || ref_sm >= d->info.sm_count)
+        return gos_fail(GOS_EINVAL, "truth: SM %d does not exist (the device has %d)", ref_sm, d->info.sm_count);
+    return n ? PLACE(d)->truth(d, addr, n, ref_sm, out) : GOS_OK;
+}

@@ -68,11 +68,17 @@ struct gos_place_ops {
 
     /* Runs a job: one untimed launch, then job->repeats timed ones (ms[]). */
     int (*run)(gos_device *d, struct gos_place_job *job);
+
+    /* The device's own knowledge of where memory lives (a simulated chip's
+     * physical frames and hash; no GPU backend has it): out[i] = 0 when the unit
+     * at addr[i] is in the memory partition near SM ref_sm, 1 otherwise. */
+    int (*truth)(gos_device *d, const uint64_t *addr, uint64_t n, int ref_sm, uint8_t *out);
 };
 
 /* Wrappers (place.c). */
 int gos_place_copy_units(gos_device *d, int to_device, const uint64_t *addr, uint64_t n,
                          uint32_t unit, void *host);
 int gos_place_run(gos_device *d, struct gos_place_job *job);
+int gos_place_truth(gos_device *d, const uint64_t *addr, uint64_t n, int ref_sm, uint8_t *out);
 
 #endif

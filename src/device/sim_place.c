@@ -336,8 +336,26 @@ out:
     return rc;
 }
 
+/* The chip's truth: the home partition of each address (sim_mem.c), 0 where it
+ * is ref_sm's partition. */
+static int sim_truth(gos_device *d, const uint64_t *addr, uint64_t n, int ref_sm, uint8_t *out)
+{
+    gos_sim_mem_truth t;
+    int rc = gos_sim_mem_truth_get(d, &t);
+    if (rc)
+        return rc;
+    for (uint64_t i = 0; i < n; i++) {
+        int h = gos_sim_mem_home(d, addr[i]);
+        if (h < 0)
+            return gos_fail(GOS_EINVAL, "truth: 0x%llx is not device memory", (unsigned long long)addr[i]);
+        out[i] = (uint8_t)(h != t.part_of[ref_sm]);
+    }
+    return GOS_OK;
+}
+
 const struct gos_place_ops gos_sim_place_ops = {
     .close = place_close,
     .copy_units = sim_copy_units,
     .run = sim_run,
+    .truth = sim_truth,
 };

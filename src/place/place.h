@@ -49,4 +49,9 @@ typedef struct {
  * SM of the view's partition (median) before they count as misplaced. */
 int gos_pmem_check(gos_pmem *pm, int samples, gos_pmem_check_result *r);
 
+/* Where the device itself knows where memory lives (a simulated chip; a GPU
+ * answers GOS_EUNSUPPORTED): units[p] logical units of view p, in_target[p] of
+ * them in partition p by that truth (chart numbering). */
+int gos_pmem_truth(gos_pmem *pm, uint64_t units[2], uint64_t in_target[2]);
+
 #endif

@@ -311,3 +311,35 @@ int gos_pmem_runtime(const gos_pmem *pm, const int *idle, int n_idle, uint32_t n
     gos_prt_split(t, n_tasks, w);
     return GOS_OK;
 }
+
+int gos_pmem_truth(gos_pmem *pm, uint64_t units[2], uint64_t in_target[2])
+{
+    int ref = -1;
+    for (int s = 0; s < pm->model.sm_count && ref < 0; s++)
+        if (pm->model.part_of[s] == 0)
+            ref = s;
+    if (ref < 0)
+        return gos_fail(GOS_EINVAL, "truth: the chart has no SM in partition 0");
+    uint64_t unit = 1ull << pm->shift, n = (pm->view_bytes + unit - 1) / unit;
+    uint64_t batch = n < COPY_BATCH ? n : COPY_BATCH;
+    uint64_t *a = malloc(batch * sizeof *a);
+    uint8_t *h = malloc(batch);
+    int rc = a && h ? GOS_OK : gos_fail(GOS_ENOMEM, "out of memory");
+    for (int p = 0; p < 2 && !rc; p++) {
+        gos_pmem_view v = make_view(pm, p, (uint64_t)(uintptr_t)pm->parity);
+        units[p] = n;
+        in_target[p] = 0;
+        for (uint64_t j = 0; j < n && !rc; j += batch) {
+            uint64_t k = n - j < batch ? n - j : batch;
+            for (uint64_t i = 0; i < k; i++)
+                a[i] = gos_pmem_addr(&v, (j + i) * unit);
+            if ((rc = gos_place_truth(pm->d, a, k, ref, h)))
+                break;
+            for (uint64_t i = 0; i < k; i++)
+                in_target[p] += h[i] == (uint8_t)p;
+        }
+    }
+    free(a);
+    free(h);
+    return rc;
+}

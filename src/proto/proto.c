@@ -51,6 +51,10 @@ static const struct {
     {GOS_MSG_ADMIN_SET, "ADMIN_SET", sizeof(struct gos_msg_admin_set), 0},
     {GOS_MSG_ADMIN_SHM_LIST, "ADMIN_SHM_LIST", 0, -1},
     {GOS_MSG_REPLY, "REPLY", -1, -1},
+    {GOS_MSG_PMEM_ALLOC, "PMEM_ALLOC", sizeof(struct gos_msg_pmem_alloc), sizeof(struct gos_rep_pmem_alloc)},
+    {GOS_MSG_PMEM_FREE, "PMEM_FREE", sizeof(struct gos_msg_pmem_free), 0},
+    {GOS_MSG_PMEM_COPY, "PMEM_COPY", sizeof(struct gos_msg_pmem_copy), 0},
+    {GOS_MSG_PMEM_CHECK, "PMEM_CHECK", sizeof(struct gos_msg_pmem_check), sizeof(struct gos_rep_pmem_check)},
 };
 #define N_TYPES (int)(sizeof table / sizeof table[0])
 
@@ -255,6 +259,33 @@ int gos_proto_check_args(const struct gos_msg_hdr *h, const void *payload)
             return gos_fail(GOS_EINVAL, "shm get flags 0%o unknown", (unsigned)m->flags);
         if (m->bytes > GOS_ALLOC_MAX)
             return gos_fail(GOS_EINVAL, "shared segment of %llu bytes (at most 2^50)", (unsigned long long)m->bytes);
+        return GOS_OK;
+    }
+    case GOS_MSG_PMEM_ALLOC: {
+        const struct gos_msg_pmem_alloc *m = payload;
+        if (m->bytes == 0 || m->bytes > GOS_ALLOC_MAX / 4)
+            return gos_fail(GOS_EINVAL, "partition-local allocation of %llu bytes per view (1..2^48)",
+                            (unsigned long long)m->bytes);
+        return GOS_OK;
+    }
+    case GOS_MSG_PMEM_COPY: {
+        const struct gos_msg_pmem_copy *m = payload;
+        if (m->dir != GOS_COPY_HTOD && m->dir != GOS_COPY_DTOH)
+            return gos_fail(GOS_EINVAL, "partition-local copy direction %u (htod 0, dtoh 1)", (unsigned)m->dir);
+        if (m->part > 1)
+            return gos_fail(GOS_EINVAL, "no view of partition %u (0 or 1)", (unsigned)m->part);
+        if (m->bytes == 0 || m->bytes > GOS_COPY_MAX)
+            return gos_fail(GOS_EINVAL, "partition-local copy of %llu bytes (1..2^40)", (unsigned long long)m->bytes);
+        if (m->region >= GOS_MAX_REGIONS)
+            return gos_fail(GOS_EINVAL, "region %u out of range", (unsigned)m->region);
+        if (m->offset > GOS_ALLOC_MAX || m->region_off > GOS_COPY_MAX)
+            return gos_fail(GOS_EINVAL, "partition-local copy: offset out of range");
+        return GOS_OK;
+    }
+    case GOS_MSG_PMEM_CHECK: {
+        const struct gos_msg_pmem_check *m = payload;
+        if (m->samples < 1 || m->samples > 8)
+            return gos_fail(GOS_EINVAL, "placement check: %u samples per unit (1..8)", (unsigned)m->samples);
         return GOS_OK;
     }
     case GOS_MSG_SHM_AT: {

@@ -73,6 +73,11 @@ enum gos_msg_type {
     GOS_MSG_ADMIN_SHM_LIST = 702, /* gpuos shm list */
     /* daemon -> client */
     GOS_MSG_REPLY = 900,
+    /* partition-local memory (issue 12; docs/readme-placement.md) */
+    GOS_MSG_PMEM_ALLOC = 240,
+    GOS_MSG_PMEM_FREE = 241,
+    GOS_MSG_PMEM_COPY = 242,  /* synchronous, behind the client's queued work */
+    GOS_MSG_PMEM_CHECK = 243, /* where the views' units are: latency probes, and the device's truth */
 };
 
 enum {
@@ -263,6 +268,52 @@ struct gos_msg_admin_set {
     char vgpu[GOS_NAME_MAX];
     char key[32];
     char value[64];
+};
+
+/* Partition-local memory (issue 12): two views of bytes_per_view logical bytes,
+ * each in one memory partition of the GPU (include/gpuos/pmem_core.h). The
+ * handle is the allocation's base address. */
+#define GOS_PMEM_MAX 16 /* per client */
+struct gos_msg_pmem_alloc {
+    uint64_t bytes; /* per view */
+};
+struct gos_rep_pmem_alloc {
+    uint64_t base;       /* the allocation (2 MB aligned): the handle */
+    uint64_t bytes;      /* device bytes of the allocation (both views) */
+    uint64_t parity;     /* device address of the parity table (one byte per 2 MB page) */
+    uint64_t view_bytes; /* logical bytes of each view */
+    uint64_t charged;    /* charged to the vGPU's memory share (allocation + table page) */
+    uint32_t mask, shift; /* the chart's in-page hash bits, log2 granularity */
+    double parity_s;     /* time to measure the page parities */
+    uint32_t sm_count;
+    uint32_t pad;
+    int8_t part_of_sm[256]; /* the chart: each SM's partition (the runtime's table) */
+};
+struct gos_msg_pmem_free {
+    uint64_t base;
+};
+struct gos_msg_pmem_copy {
+    uint64_t base;
+    uint32_t dir;    /* GOS_COPY_HTOD / GOS_COPY_DTOH */
+    uint32_t part;   /* 0 / 1 */
+    uint64_t offset; /* logical offset in the view */
+    uint64_t bytes;
+    uint32_t region; /* host side */
+    uint32_t pad;
+    uint64_t region_off;
+};
+struct gos_msg_pmem_check {
+    uint64_t base;
+    uint32_t samples; /* latency probes per unit, 1..8 */
+    uint32_t pad;
+};
+struct gos_rep_pmem_check {
+    uint64_t units[2];     /* logical units of each view */
+    uint64_t in_target[2]; /* found in the view's partition by latency (after re-probing) */
+    uint64_t truth_in[2];  /* in it by the device's own truth (a simulated chip) */
+    int32_t truth_rc;      /* 0: truth_in is valid; GOS_EUNSUPPORTED: a GPU has no truth */
+    uint32_t unit_bytes;
+    double check_s;
 };
 
 /* The reply: status (GOS_OK or GOS_E*), the request type, the length of the

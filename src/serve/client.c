@@ -182,6 +182,9 @@ static int do_free(struct srv_client *c, uint64_t dptr)
         if (c->allocs[i].dptr == dptr && c->allocs[i].shm)
             return gos_fail(GOS_EINVAL, "0x%llx is a shared segment: detach it with gpuos_shm_detach",
                             (unsigned long long)dptr);
+        else if (c->allocs[i].dptr == dptr && c->allocs[i].pmem)
+            return gos_fail(GOS_EINVAL, "0x%llx is partition-local memory: free it with gpuos_pmem_free",
+                            (unsigned long long)dptr);
     for (int i = 0; i < c->n_allocs; i++)
         if (c->allocs[i].dptr == dptr) {
             int rc = drain(c); /* the device may still be using it */
@@ -382,6 +385,10 @@ static int validate(struct srv_client *c, const struct gos_msg_hdr *h, const voi
         case GOS_MSG_SHM_GET:
         case GOS_MSG_SHM_AT:
         case GOS_MSG_SHM_DT:
+        case GOS_MSG_PMEM_ALLOC:
+        case GOS_MSG_PMEM_FREE:
+        case GOS_MSG_PMEM_COPY:
+        case GOS_MSG_PMEM_CHECK:
             return gos_fail(GOS_EDEVICE, "vGPU %s: this client's executor is gone (%s); reconnect",
                             s->vgpus[c->vgpu].cfg.name, c->x->why);
         default:
@@ -593,6 +600,39 @@ static int msg_shm_dt(struct srv_client *c, const struct gos_msg_hdr *h, void *p
     return reply(c, h->seq, h->type, rc, NULL, 0);
 }
 
+/* Partition-local memory (issue 12; pmem_cl.c): after the client's queued work. */
+static int msg_pmem_alloc(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_rep_pmem_alloc r = {0};
+    int rc = srv_pmem_do_alloc(c, p, &r);
+    return reply(c, h->seq, h->type, rc, &r, sizeof r);
+}
+
+static int msg_pmem_free(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    int rc = drain(c);
+    if (!rc)
+        rc = srv_pmem_do_free(c, ((const struct gos_msg_pmem_free *)p)->base);
+    return reply(c, h->seq, h->type, rc, NULL, 0);
+}
+
+static int msg_pmem_copy(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    int rc = drain(c);
+    if (!rc)
+        rc = srv_pmem_do_copy(c, p);
+    return reply(c, h->seq, h->type, rc, NULL, 0);
+}
+
+static int msg_pmem_check(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_rep_pmem_check r = {0};
+    int rc = drain(c);
+    if (!rc)
+        rc = srv_pmem_do_check(c, p, &r);
+    return reply(c, h->seq, h->type, rc, &r, sizeof r);
+}
+
 static int msg_shm_ctl(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
 {
     struct gos_shm_rec r;
@@ -708,6 +748,10 @@ static const struct msg_entry {
     {GOS_MSG_SHM_DT, 0, msg_shm_dt},
     {GOS_MSG_SHM_CTL, 0, msg_shm_ctl},
     {GOS_MSG_ADMIN_SHM_LIST, 1, msg_admin_shm_list},
+    {GOS_MSG_PMEM_ALLOC, 0, msg_pmem_alloc},
+    {GOS_MSG_PMEM_FREE, 0, msg_pmem_free},
+    {GOS_MSG_PMEM_COPY, 0, msg_pmem_copy},
+    {GOS_MSG_PMEM_CHECK, 0, msg_pmem_check},
 };
 
 /* Handles one message (lock held): finds its entry, validates, runs it.

@@ -9,6 +9,9 @@
  * client's context dies, the device and every other executor carry on. */
 #include "serve/xproto.h"
 
+#include "place/place.h"
+#include "serve/pmem_srv.h"
+
 #include "common/status.h"
 #include "device/device.h"
 #include "device/exec_ops.h"
@@ -48,6 +51,7 @@ struct xe {
     gos_vmm_buf shm[GOS_XE_SHM_MAX]; /* attached shared segments (issue 10) */
     gos_vmm_buf *vb; /* swappable allocations (X_VALLOC) */
     int n_vb, cap_vb;
+    struct srv_pmem_set pmem; /* partition-local allocations (issue 12) */
 };
 
 static int answer(struct xe *x, uint32_t type, int rc, uint32_t flags, const void *p, uint32_t n)
@@ -388,6 +392,36 @@ static int serve_one(struct xe *x, const struct x_hdr *h, void *p, int fd)
     case X_SHM_UNMAP:
         memcpy(&u, p, 8);
         return answer(x, h->type, shm_unmap(x, u), 0, NULL, 0);
+    case X_PMEM_ALLOC: {
+        struct x_pmem_alloc m;
+        memcpy(&m, p, sizeof m);
+        m.chart[sizeof m.chart - 1] = 0;
+        struct gos_rep_pmem_alloc r = {0};
+        gos_chip *chart = NULL;
+        int rc = gos_pmem_chart_load(m.chart, &chart);
+        if (!rc)
+            rc = srv_pmem_alloc(x->dev, &x->pmem, chart, m.bytes, &r);
+        gos_chip_free(chart);
+        return answer(x, h->type, rc, 0, &r, sizeof r);
+    }
+    case X_PMEM_FREE:
+        memcpy(&u, p, 8);
+        return answer(x, h->type, srv_pmem_free(&x->pmem, u), 0, NULL, 0);
+    case X_PMEM_COPY: {
+        struct gos_msg_pmem_copy m;
+        memcpy(&m, p, sizeof m);
+        struct x_op o = {.region = m.region, .offset = m.region_off, .bytes = m.bytes};
+        void *host = host_of(x, &o);
+        int rc = host ? srv_pmem_copy(&x->pmem, &m, host) : GOS_EINVAL;
+        return answer(x, h->type, rc, 0, NULL, 0);
+    }
+    case X_PMEM_CHECK: {
+        struct gos_msg_pmem_check m;
+        memcpy(&m, p, sizeof m);
+        struct gos_rep_pmem_check r = {0};
+        int rc = srv_pmem_check(&x->pmem, &m, &r);
+        return answer(x, h->type, rc, 0, &r, sizeof r);
+    }
     case X_RUN: return run(x, p, h->len);
     default: return answer(x, h->type, gos_fail(GOS_EPROTO, "executor: message %u", (unsigned)h->type), 0, NULL, 0);
     }
@@ -408,6 +442,10 @@ static int payload_ok(const struct x_hdr *h)
     case X_MODULE_LOAD: return h->len >= sizeof(struct x_module);
     case X_MODULE_UNLOAD: return h->len >= 4;
     case X_FUNCTION: return h->len >= sizeof(struct x_function);
+    case X_PMEM_ALLOC: return h->len >= sizeof(struct x_pmem_alloc);
+    case X_PMEM_FREE: return h->len >= 8;
+    case X_PMEM_COPY: return h->len >= sizeof(struct gos_msg_pmem_copy);
+    case X_PMEM_CHECK: return h->len >= sizeof(struct gos_msg_pmem_check);
     default: return 1;
     }
 }

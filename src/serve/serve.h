@@ -105,6 +105,8 @@ struct srv_alloc {
     uint64_t dptr, bytes;
     int shm;    /* an attached shared segment: its id + 1 (not charged here); 0: an allocation */
     void *vbuf; /* isolation = none: the daemon's mapping of it (gos_vmm_buf) */
+    int pmem;       /* a partition-local allocation (issue 12; pmem_cl.c): both views */
+    uint64_t extra; /* charged to the share beyond bytes (its parity table's page) */
 };
 
 struct srv_client {
@@ -153,6 +155,7 @@ struct srv_client {
     int swap_hold; /* swap.c: what a request of it just made resident stays (until queued) */
     unsigned char module_builtin[16];
     char fn_builtin[256][16];
+    struct srv_pmem_set *pmem_set; /* isolation = none: its partition-local allocations */
 };
 
 /* A runtime override of one key of a vGPU (`gpuos vgpu set`), persisted in the
@@ -328,6 +331,17 @@ void srv_swap_fini(struct srv_dev *d);
 int srv_swap_alloc(struct srv_client *c, uint64_t bytes, uint64_t *dptr);
 void srv_swap_free(struct srv_client *c, uint64_t dptr);
 void srv_swap_client_gone(struct srv_client *c);
+
+/* Partition-local memory of clients (issue 12; pmem_cl.c). The caller has
+ * drained the client's work where the device might use the memory; each drops
+ * the lock around the device work. srv_pmem_client_gone: at the end of a
+ * session (isolation = none: frees what the daemon holds for it). */
+struct srv_pmem_set;
+int srv_pmem_do_alloc(struct srv_client *c, const struct gos_msg_pmem_alloc *m, struct gos_rep_pmem_alloc *r);
+int srv_pmem_do_free(struct srv_client *c, uint64_t base);
+int srv_pmem_do_copy(struct srv_client *c, const struct gos_msg_pmem_copy *m);
+int srv_pmem_do_check(struct srv_client *c, const struct gos_msg_pmem_check *m, struct gos_rep_pmem_check *r);
+void srv_pmem_client_gone(struct srv_client *c);
 /* Before a COPY or LAUNCH of c is queued: what it needs made resident. */
 int srv_swap_need(struct srv_client *c, const struct gos_msg_hdr *h, const void *payload);
 void srv_swap_record(struct srv *s, int v, uint64_t *resident, uint64_t *swapped);

@@ -24,10 +24,11 @@ static void client_free(struct srv_client *c)
         srv_shm_client_gone(c); /* attachments: the segments' counts, not this vGPU's share */
         srv_swap_client_gone(c);
         for (int i = 0; i < c->n_allocs; i++) {
-            if (!c->x)
+            if (!c->x && !c->allocs[i].pmem)
                 gos_exec_mem_free(d->dev, c->allocs[i].dptr);
-            v->mem_used -= c->allocs[i].bytes;
+            v->mem_used -= c->allocs[i].bytes + c->allocs[i].extra;
         }
+        srv_pmem_client_gone(c); /* isolation = none: the daemon's own (pmem_cl.c) */
         for (int i = 0; i < GOS_MAX_REGIONS; i++)
             if (c->regions[i].used)
                 srv_region_drop(c, i);
@@ -71,7 +72,7 @@ void srv_client_exec_check(struct srv_client *c)
     srv_shm_client_gone(c);
     srv_swap_client_gone(c);
     for (int i = 0; i < c->n_allocs; i++)
-        v->mem_used -= c->allocs[i].bytes;
+        v->mem_used -= c->allocs[i].bytes + c->allocs[i].extra;
     c->n_allocs = 0;
     srv_exec_kill(c->x);
     /* isolation = mps: one server, one fate. A fault of an executor of the

@@ -46,6 +46,18 @@ enum {
     X_VALLOC,      /* u64 bytes -> u64 dptr */
     X_EVICT,       /* u64 dptr + fd of a memfd of its size */
     X_RESTORE,     /* u64 dptr + fd */
+    /* partition-local memory (issue 12; serve/pmem.c, the same code both ways) */
+    X_PMEM_ALLOC,  /* struct x_pmem_alloc -> struct gos_rep_pmem_alloc */
+    X_PMEM_FREE,   /* u64 base */
+    X_PMEM_COPY,   /* struct gos_msg_pmem_copy (region: the executor's slot) */
+    X_PMEM_CHECK,  /* struct gos_msg_pmem_check -> struct gos_rep_pmem_check */
+};
+
+/* X_PMEM_ALLOC: the chart is the device's `chip = FILE` (its path: the executor
+ * reads it itself). */
+struct x_pmem_alloc {
+    uint64_t bytes;
+    char chart[256];
 };
 
 #define X_FAULTED 1u
