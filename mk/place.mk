@@ -4,3 +4,8 @@ EXTRA_BINS += $(BUILD)/bench/placement_bench
 $(BUILD)/bench/placement_bench: $(BUILD)/bench/placement_bench.o $(BUILD)/libgpuos_core.a
 	$(Q)$(CC) $(CFLAGS) -o $@ $< $(CORE_LINK) $(LDLIBS)
 -include $(BUILD)/bench/placement_bench.d
+#   build/bench/placement_client  the same through `gpuos serve` as a vGPU client (bench/placement_client.sh)
+EXTRA_BINS += $(BUILD)/bench/placement_client
+$(BUILD)/bench/placement_client: $(BUILD)/bench/placement_client.o $(BUILD)/libgpuos_core.a
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(CORE_LINK) $(LDLIBS)
+-include $(BUILD)/bench/placement_client.d
