@@ -64,6 +64,7 @@ install: all
 	ln -sf libgpuos.so.1 $(DESTDIR)$(LIBDIR)/libgpuos.so
 	$(INSTALL) -m 644 $(BUILD)/libgpuos.a $(DESTDIR)$(LIBDIR)/libgpuos.a
 	$(INSTALL) -m 644 include/gpuos/gpuos.h $(DESTDIR)$(INCLUDEDIR)/gpuos/gpuos.h
+	$(INSTALL) -m 644 include/gpuos/pmem_core.h $(DESTDIR)$(INCLUDEDIR)/gpuos/pmem_core.h
 	$(INSTALL) -m 644 $(BUILD)/dist/gpuos.pc $(DESTDIR)$(PKGCONFIGDIR)/gpuos.pc
 	$(INSTALL) -m 644 $(filter %.1,$(MAN_OUT)) $(DESTDIR)$(MANDIR)/man1/
 	$(INSTALL) -m 644 $(filter %.5,$(MAN_OUT)) $(DESTDIR)$(MANDIR)/man5/
@@ -73,7 +74,7 @@ install: all
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/gpuos $(DESTDIR)$(LIBDIR)/libgpuos.so.1 $(DESTDIR)$(LIBDIR)/libgpuos.so \
-		$(DESTDIR)$(LIBDIR)/libgpuos.a $(DESTDIR)$(INCLUDEDIR)/gpuos/gpuos.h $(DESTDIR)$(PKGCONFIGDIR)/gpuos.pc \
+		$(DESTDIR)$(LIBDIR)/libgpuos.a $(DESTDIR)$(INCLUDEDIR)/gpuos/gpuos.h $(DESTDIR)$(INCLUDEDIR)/gpuos/pmem_core.h $(DESTDIR)$(PKGCONFIGDIR)/gpuos.pc \
 		$(DESTDIR)$(SYSTEMDUNITDIR)/gpuos.service $(DESTDIR)$(SYSCONFDIR)/gpuos/gpuos.conf.example \
 		$(foreach m,$(MAN_OUT),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
 -include $(CLIENT_PIC:.o=.d)
