@@ -27,10 +27,8 @@
  * (the same numbers) and leave a one-line message for gos_pmem_error().
  * Not thread-safe per handle. No CUDA types here.
  *
- * vGPU clients (libgpuos, gpuos.h): not yet. The design maps onto the daemon:
- * the daemon's executor would allocate and probe (it owns the context), send
- * the views (base, parity address, mask, shift) back, and gos_pmem_write/read
- * become scattered gpuos copies; the device side is unchanged. */
+ * vGPU clients (libgpuos): gpuos_pmem_* in gpuos.h, the same views, carried out
+ * by the client's executor with this code (docs/readme-placement.md). */
 #ifndef GPUOS_PMEM_H
 #define GPUOS_PMEM_H
 

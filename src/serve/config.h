@@ -30,7 +30,8 @@
  *   band_wait_us = 500
  *   band_charge_hold = 1         # 1: shares of engine time (GPU + BAND's holds),
  *                                # 0: shares of GPU time alone (Gdev's utilisation)
- *   chip = chip.json             # optional: the chip's chart (metrics, spatial vGPUs)
+ *   chip = chip.json             # optional: the chip's chart (metrics, spatial vGPUs,
+ *                                # partition-local memory of clients: gpuos_pmem_alloc)
  *                                # (default: the topology is charted at start)
  *   swap = 0                     # host swap space (issue 10.2): allocations become
  *                                # VMM-backed and swappable; 0: off
