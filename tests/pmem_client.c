@@ -4,7 +4,8 @@
  *                      simulated chip, its truth); host writes/reads through the
  *                      views byte-exact at odd offsets; the raw allocation shows
  *                      each unit pair split between the views; freed, charge back
- *   VGPU hold BYTES    allocates, prints the charge, sleeps (for kill -9)
+ *   VGPU hold BYTES [FILE]  allocates, prints the charge, sleeps (for kill -9);
+ *                      with FILE: once it exists, one more request (its result)
  *   VGPU bad           malformed requests, each refused (prints the codes)
  *   VGPU nochart       an allocation on a device without a chart
  * Lines are "key=value" for the shell to assert on. */
@@ -163,6 +164,12 @@ int main(int argc, char **argv)
         size_t charged;
         gpuos_pmem_extent(m, NULL, NULL, &charged);
         printf("held charged=%zu\n", charged);
+        if (argc > 4) { /* once FILE exists (the executor killed): one more request */
+            for (int i = 0; i < 600 && access(argv[4], F_OK); i++)
+                usleep(100000);
+            char x = 1;
+            printf("after rc=%d\n", gpuos_pmem_write(m, 0, 0, &x, 1));
+        }
         sleep(600);
     } else if (!strcmp(mode, "bad"))
         rc = bad(g);

@@ -9,9 +9,10 @@
 #     path; view 1 written after view 0 leaves it intact);
 #     the runtime table splits tasks by SM count;
 #   - the charge (both views + the parity page) is the vGPU's mem_used, returned
-#     by gpuos_pmem_free and after kill -9 of the client;
+#     by gpuos_pmem_free, after kill -9 of the client and of its executor;
+#   - two clients allocate, copy and check at once, each byte-exact and placed;
 #   - malformed requests are refused with GPUOS_EINVAL / EBUSY, the handle goes
-#     on; a device without a chart refuses with GPUOS_EUNSUPPORTED.
+#     on; a device without a chart, or with swap, refuses with GPUOS_EUNSUPPORTED.
 set -u
 . tests/serve_lib.sh
 P="$B/tests/pmem_client"
@@ -71,6 +72,29 @@ memory = 64M"
     [ "$(vgpu_field b mem_used)" = "$ch" ] || fail "$iso: b's mem_used $(vgpu_field b mem_used), charged $ch"
     kill -9 $H; wait $H 2>/dev/null
     wait_field b mem_used 0
+    if [ $iso = process ]; then # kill -9 of the executor: the charge back while the client
+        # lives, once its next request notices (issue 9), which fails with GPUOS_EDEVICE
+        "$P" b hold $((8 * MB)) "$T/go" > "$T/hold2" 2>&1 &
+        H=$!
+        i=0; while ! grep -q held "$T/hold2"; do i=$((i + 1)); [ $i -gt 300 ] && fail "hold2: $(cat "$T/hold2")"; sleep 0.1; done
+        [ "$(vgpu_field b mem_used)" = $((18 * MB)) ] || fail "b's mem_used $(vgpu_field b mem_used)"
+        XP=$(grep "of vGPU b: executor pid" "$T/serve.log" | tail -1 | sed 's/.*executor pid //')
+        kill -9 "$XP"
+        touch "$T/go"
+        i=0; while ! grep -q after "$T/hold2"; do i=$((i + 1)); [ $i -gt 300 ] && fail "hold2: $(cat "$T/hold2")"; sleep 0.1; done
+        grep -q "after rc=-7" "$T/hold2" || fail "request after the executor's death: $(cat "$T/hold2")"
+        kill -0 $H || fail "the client did not live on"
+        wait_field b mem_used 0
+        kill -9 $H; wait $H 2>/dev/null
+    fi
+
+    # two clients allocating, copying and checking at once
+    timeout 60 "$P" a views $((6 * MB)) > "$T/c1" 2>&1 &
+    C1=$!
+    timeout 60 "$P" b views $((5 * MB + 99)) > "$T/c2" 2>&1 || fail "$iso: concurrent b: $(cat "$T/c2")"
+    wait $C1 || fail "$iso: concurrent a: $(cat "$T/c1")"
+    check_views "$T/c1" "concurrent a ($iso)"
+    check_views "$T/c2" "concurrent b ($iso)"
 
     # malformed requests
     timeout 60 "$P" a bad > "$T/bad.$iso" 2>&1 || fail "bad ($iso): $(cat "$T/bad.$iso")"
@@ -84,7 +108,7 @@ memory = 64M"
     stop_daemon
 done
 
-# no chart: a clear refusal
+# no chart, or a swapping device: a clear refusal
 start_daemon "[device 0]
 sim = default
 [vgpu a]
@@ -93,5 +117,16 @@ copy = 50
 memory = 64M"
 r=$(timeout 30 "$P" a nochart 2>&1) || fail "nochart: $r"
 echo "$r" | grep -q "nochart rc=-3 msg=.*no chart.*chip = FILE" || fail "no chart: $r"
+stop_daemon
+start_daemon "[device 0]
+sim = default
+chip = $T/chart.json
+swap = 64M
+[vgpu a]
+compute = 50
+copy = 50
+memory = 64M"
+r=$(timeout 30 "$P" a nochart 2>&1) || fail "swap: $r"
+echo "$r" | grep -q "nochart rc=-3 msg=.*swaps.*not swappable" || fail "swap device: $r"
 stop_daemon
 echo "t_pmem_client: ok"

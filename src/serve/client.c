@@ -600,12 +600,21 @@ static int msg_shm_dt(struct srv_client *c, const struct gos_msg_hdr *h, void *p
     return reply(c, h->seq, h->type, rc, NULL, 0);
 }
 
-/* Partition-local memory (issue 12; pmem_cl.c): after the client's queued work. */
+/* Partition-local memory (issue 12; pmem_cl.c): after the client's queued work.
+ * An executor found dead by the request is accounted for at once. */
+static int pmem_reply(struct srv_client *c, const struct gos_msg_hdr *h, int rc, const void *body, size_t n)
+{
+    int r = reply(c, h->seq, h->type, rc, rc ? NULL : body, rc ? 0 : n);
+    if (c->x && c->x->dead)
+        srv_client_exec_check(c);
+    return r;
+}
+
 static int msg_pmem_alloc(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
 {
     struct gos_rep_pmem_alloc r = {0};
     int rc = srv_pmem_do_alloc(c, p, &r);
-    return reply(c, h->seq, h->type, rc, &r, sizeof r);
+    return pmem_reply(c, h, rc, &r, sizeof r);
 }
 
 static int msg_pmem_free(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
@@ -613,7 +622,7 @@ static int msg_pmem_free(struct srv_client *c, const struct gos_msg_hdr *h, void
     int rc = drain(c);
     if (!rc)
         rc = srv_pmem_do_free(c, ((const struct gos_msg_pmem_free *)p)->base);
-    return reply(c, h->seq, h->type, rc, NULL, 0);
+    return pmem_reply(c, h, rc, NULL, 0);
 }
 
 static int msg_pmem_copy(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
@@ -621,7 +630,7 @@ static int msg_pmem_copy(struct srv_client *c, const struct gos_msg_hdr *h, void
     int rc = drain(c);
     if (!rc)
         rc = srv_pmem_do_copy(c, p);
-    return reply(c, h->seq, h->type, rc, NULL, 0);
+    return pmem_reply(c, h, rc, NULL, 0);
 }
 
 static int msg_pmem_check(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
@@ -630,7 +639,7 @@ static int msg_pmem_check(struct srv_client *c, const struct gos_msg_hdr *h, voi
     int rc = drain(c);
     if (!rc)
         rc = srv_pmem_do_check(c, p, &r);
-    return reply(c, h->seq, h->type, rc, &r, sizeof r);
+    return pmem_reply(c, h, rc, &r, sizeof r);
 }
 
 static int msg_shm_ctl(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
