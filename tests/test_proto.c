@@ -163,6 +163,42 @@ static void test_payload_rules(void **state)
     reject_arg(&h, &m, "needs image bytes");
     strcpy(m.name, "builtin");
     assert_int_equal(gos_proto_check(&h, &m), GOS_OK);
+
+    /* partition-local memory (issue 12) */
+    struct gos_msg_pmem_alloc pa = {0};
+    gos_proto_hdr(&h, GOS_MSG_PMEM_ALLOC, 1, sizeof pa);
+    reject_arg(&h, &pa, "per view (1..2^48)");
+    pa.bytes = (1ull << 48) + 1;
+    reject_arg(&h, &pa, "per view (1..2^48)");
+    pa.bytes = 1ull << 48;
+    assert_int_equal(gos_proto_check_args(&h, &pa), GOS_OK);
+    gos_proto_hdr(&h, GOS_MSG_PMEM_ALLOC, 1, sizeof pa - 1);
+    reject(&h, &pa, "PMEM_ALLOC");
+    struct gos_msg_pmem_copy pc = {.base = 1ull << 21, .dir = GOS_COPY_DTOH, .part = 1, .bytes = 5};
+    gos_proto_hdr(&h, GOS_MSG_PMEM_COPY, 1, sizeof pc);
+    assert_int_equal(gos_proto_check(&h, &pc), GOS_OK);
+    assert_int_equal(gos_proto_check_args(&h, &pc), GOS_OK);
+    pc.dir = GOS_COPY_DTOD;
+    reject_arg(&h, &pc, "direction");
+    pc.dir = GOS_COPY_HTOD;
+    pc.part = 2;
+    reject_arg(&h, &pc, "no view of partition 2");
+    pc.part = 0;
+    pc.bytes = 0;
+    reject_arg(&h, &pc, "copy of 0 bytes");
+    pc.bytes = 5;
+    pc.region = GOS_MAX_REGIONS;
+    reject_arg(&h, &pc, "region");
+    pc.region = 0;
+    pc.offset = UINT64_MAX;
+    reject_arg(&h, &pc, "offset out of range");
+    struct gos_msg_pmem_check pk = {.base = 1ull << 21, .samples = 9};
+    gos_proto_hdr(&h, GOS_MSG_PMEM_CHECK, 1, sizeof pk);
+    reject_arg(&h, &pk, "9 samples");
+    pk.samples = 0;
+    reject_arg(&h, &pk, "0 samples");
+    pk.samples = 2;
+    assert_int_equal(gos_proto_check_args(&h, &pk), GOS_OK);
 }
 
 static void test_reply_rules(void **state)
