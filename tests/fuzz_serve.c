@@ -168,7 +168,33 @@ static void mutate(unsigned char *p, uint32_t *len, const struct sess *s)
 static uint16_t valid(const struct sess *s, unsigned char *p, uint32_t *len)
 {
     memset(p, 0, 512);
-    switch (rnd() % 8) {
+    switch (rnd() % 10) {
+    case 7: /* partition-local memory (issue 12) */
+        if (rnd() % 2) {
+            struct gos_msg_pmem_alloc m = {.bytes = 1 + rnd() % (4u << 20)};
+            memcpy(p, &m, sizeof m);
+            *len = sizeof m;
+            return GOS_MSG_PMEM_ALLOC;
+        } else {
+            struct gos_msg_pmem_check m = {.base = s->dptr, .samples = 1 + (uint32_t)(rnd() % 8)};
+            memcpy(p, &m, sizeof m);
+            *len = sizeof m;
+            return GOS_MSG_PMEM_CHECK;
+        }
+    case 8:
+        if (rnd() % 4) {
+            struct gos_msg_pmem_copy m = {.base = s->dptr, .dir = (uint32_t)(rnd() % 2), .part = (uint32_t)(rnd() % 2),
+                                          .offset = rnd() % 8192, .bytes = 1 + rnd() % 8192, .region = s->region,
+                                          .region_off = rnd() % 4096};
+            memcpy(p, &m, sizeof m);
+            *len = sizeof m;
+            return GOS_MSG_PMEM_COPY;
+        } else {
+            struct gos_msg_pmem_free m = {.base = s->dptr};
+            memcpy(p, &m, sizeof m);
+            *len = sizeof m;
+            return GOS_MSG_PMEM_FREE;
+        }
     case 0: {
         struct gos_msg_copy m = {.dir = (uint32_t)(rnd() % 3), .region = s->region, .offset = rnd() % 4096,
                                  .dptr = s->dptr + rnd() % 4096, .dptr_src = s->dptr, .bytes = 1 + rnd() % 8192,

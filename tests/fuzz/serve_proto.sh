@@ -3,8 +3,10 @@
 # against a live daemon on the simulated device; BUILD/GPUOS as tests/run.sh.
 set -u
 . tests/serve_lib.sh
+"$G" probe numa --sim default --json "$T/chart.json" > /dev/null 2>&1 || fail "probe numa"
 start_daemon "[device 0]
 sim = default
+chip = $T/chart.json
 [vgpu a]
 memory = 256M
 [vgpu b]
