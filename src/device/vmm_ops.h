@@ -108,6 +108,12 @@ int gos_vmm_buf_evict(gos_device *d, gos_vmm_buf *b, void *host);
 /* New physical memory mapped at b->va, the bytes copied back from host. If any
  * step fails b stays evicted and host keeps the only copy. */
 int gos_vmm_buf_restore(gos_device *d, gos_vmm_buf *b, const void *host);
+/* As evict / restore, copying in pieces: the first of `first` bytes, then of
+ * `piece` bytes (0: all at once). Host memory page-locked in separate pieces
+ * (the daemon's swap pool, registered chunk by chunk) copies at the pinned rate
+ * only when no copy crosses from one registration into the next. */
+int gos_vmm_buf_evict_pieces(gos_device *d, gos_vmm_buf *b, void *host, uint64_t first, uint64_t piece);
+int gos_vmm_buf_restore_pieces(gos_device *d, gos_vmm_buf *b, const void *host, uint64_t first, uint64_t piece);
 /* Unmaps, releases and unreserves (whatever of that applies). */
 void gos_vmm_buf_free(gos_device *d, gos_vmm_buf *b);
 

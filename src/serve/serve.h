@@ -208,6 +208,7 @@ struct srv_dev {
     char sim[256];  /* the executors' device: a chip, or "" for the GPU of ordinal */
     gos_swap *sw; /* swapping on this device (swap.c, issue 10.2); NULL: off */
     int ordinal;
+    struct srv_swpool *swp; /* its host swap pool (swap.c): one memfd, offsets */
 };
 
 struct srv {

@@ -46,7 +46,26 @@ enum {
     X_VALLOC,      /* u64 bytes -> u64 dptr */
     X_EVICT,       /* u64 dptr + fd of a memfd of its size */
     X_RESTORE,     /* u64 dptr + fd */
+    /* the pre-pinned swap pool (issue 10.2): as EVICT / RESTORE, the host copy at
+     * an offset of the daemon's one pool memfd, which the executor maps once and
+     * page-locks chunk by chunk on first use, kept for its life */
+    X_EVICT_POOL,   /* struct x_swap_io + the pool's fd -> struct x_swap_rep */
+    X_RESTORE_POOL, /* struct x_swap_io + the pool's fd -> struct x_swap_rep */
 };
+
+struct x_swap_io {
+    uint64_t dptr, off, pool_bytes;
+};
+
+struct x_swap_rep {
+    uint64_t register_ns; /* spent page-locking pool chunks for this call */
+    uint64_t copy_ns;     /* the copy with unmap/release (evict) or create/map (restore) */
+    uint32_t pinned;      /* 1: every chunk it touched is page-locked */
+    uint32_t pad;
+};
+
+/* Pool chunks are page-locked in pieces of this size (the last one shorter). */
+#define X_POOL_CHUNK (1ull << 30)
 
 #define X_FAULTED 1u
 #define X_MAX_PAYLOAD (8u << 20)
