@@ -26,7 +26,15 @@
  *       (median of 9, resident); a second handle on VGPU_B allocates the rest of the
  *       pool plus MB/2, which evicts a's buffer; then a's next launch + synchronise
  *       (its buffer restored first). One line per size: bytes, resident_us,
- *       after_swap_us, evict_us (b's allocation), and a's bytes checked after. */
+ *       after_swap_us, evict_us (b's allocation), and a's bytes checked after.
+ *   shm_client a turns VGPU_B N MB ROUNDS   two vGPUs in turns (issue 10.2): each
+ *       of a and VGPU_B allocates N buffers of MB and writes every word by the
+ *       built-in pattern kernel; then ROUNDS times, a's turn then b's: one launch
+ *       per buffer checks every word against what the previous turn wrote
+ *       (mismatches counted on the device), one rewrites it with a new seed,
+ *       synchronise, read the counter. One line per turn: round, vgpu, ms,
+ *       mismatches, the vGPU's swapped bytes and restores before and after. At
+ *       the end every buffer of both is checked once more: final_mismatches=. */
 #include "gpuos/gpuos.h"
 
 #include <stdio.h>
@@ -97,6 +105,120 @@ static int fill(gpuos_dptr d, uint32_t v, uint64_t words)
     if ((rc = gpuos_launch(G, f, &c, p.buf, p.len)))
         return rc;
     return gpuos_synchronize(G);
+}
+
+/* pattern (kernels/exec.cu) over words at d: write seed, or check against it
+ * adding mismatches to the counter at out. Not synchronised. */
+static int pattern(gpuos_vgpu *g, gpuos_function f, gpuos_dptr d, uint32_t seed, uint32_t check, uint64_t words,
+                   gpuos_dptr out)
+{
+    gpuos_params p;
+    gpuos_params_init(&p);
+    gpuos_params_add(&p, &d, 8);
+    gpuos_params_add(&p, &seed, 4);
+    gpuos_params_add(&p, &check, 4);
+    gpuos_params_add(&p, &words, 8);
+    gpuos_params_add(&p, &out, 8);
+    gpuos_launch_config c = {.grid = {1056}, .block = {512}};
+    return gpuos_launch(g, f, &c, p.buf, p.len);
+}
+
+static double ms_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+#define TURNS_MAX 64
+static uint32_t turn_seed(int v, int k, int r) { return (uint32_t)(v * 0x01000193u) ^ (uint32_t)(k * 7919) ^ (uint32_t)(r * 104729) ^ 0xa5a5u; }
+
+/* One turn of vGPU v: check every buffer against round r-1's seeds (r > 0),
+ * rewrite with round r's (write < 0: check only); mismatches in *bad. */
+static int turn(gpuos_vgpu *g, gpuos_function f, int v, gpuos_dptr *b, int n, uint64_t words, gpuos_dptr cnt, int r,
+                int write, uint64_t *bad)
+{
+    uint64_t zero = 0;
+    int rc = gpuos_memcpy_htod(g, cnt, &zero, 8);
+    for (int k = 0; k < n && !rc; k++) {
+        if (r > 0)
+            rc = pattern(g, f, b[k], turn_seed(v, k, r - 1), 1, words, cnt);
+        if (!rc && write)
+            rc = pattern(g, f, b[k], turn_seed(v, k, r), 0, words, 0);
+    }
+    if (!rc)
+        rc = gpuos_synchronize(g);
+    if (!rc)
+        rc = gpuos_memcpy_dtoh(g, bad, cnt, 8);
+    return rc;
+}
+
+static int turns(gpuos_vgpu *ga, const char *vb, int n, uint64_t bytes, int rounds)
+{
+    gpuos_vgpu *g[2] = {ga, NULL};
+    gpuos_function f[2];
+    gpuos_dptr b[2][TURNS_MAX], cnt[2];
+    uint64_t words = bytes / 4, bad;
+    int rc;
+    if (n < 1 || n > TURNS_MAX || !words || rounds < 1)
+        return 2;
+    if (gpuos_open(NULL, vb, &g[1])) {
+        printf("turns open %s: %s\n", vb, gpuos_error());
+        return 1;
+    }
+    for (int v = 0; v < 2; v++) {
+        gpuos_module m;
+        double t0 = ms_now();
+        if ((rc = gpuos_module_load_builtin(g[v], "builtin", &m)) ||
+            (rc = gpuos_module_function(g[v], m, "pattern", &f[v])) || (rc = gpuos_mem_alloc(g[v], 8, &cnt[v]))) {
+            printf("turns setup vgpu=%d rc=%d error=%s\n", v, rc, gpuos_error());
+            return 1;
+        }
+        for (int k = 0; k < n; k++)
+            if ((rc = gpuos_mem_alloc(g[v], bytes, &b[v][k]))) {
+                printf("turns alloc vgpu=%d buffer=%d rc=%d error=%s\n", v, k, rc, gpuos_error());
+                return 1;
+            }
+        if ((rc = turn(g[v], f[v], v, b[v], n, words, cnt[v], 0, 1, &bad))) {
+            printf("turns write vgpu=%d rc=%d error=%s\n", v, rc, gpuos_error());
+            return 1;
+        }
+        printf("turn round=0 vgpu=%d ms=%.1f mismatches=0 bytes=%llu\n", v, ms_now() - t0,
+               (unsigned long long)(bytes * (uint64_t)n));
+        fflush(stdout);
+    }
+    uint64_t total_bad = 0;
+    for (int r = 1; r <= rounds; r++)
+        for (int v = 0; v < 2; v++) {
+            gpuos_vgpu_facts f0, f1, o0, o1;
+            gpuos_vgpu_info(g[v], &f0);
+            gpuos_vgpu_info(g[!v], &o0);
+            double t0 = ms_now();
+            rc = turn(g[v], f[v], v, b[v], n, words, cnt[v], r, 1, &bad);
+            double ms = ms_now() - t0;
+            gpuos_vgpu_info(g[v], &f1);
+            gpuos_vgpu_info(g[!v], &o1);
+            if (rc) {
+                printf("turn round=%d vgpu=%d rc=%d error=%s\n", r, v, rc, gpuos_error());
+                return 1;
+            }
+            total_bad += bad;
+            printf("turn round=%d vgpu=%d ms=%.1f mismatches=%llu swapped_before=%llu swapped_after=%llu "
+                   "restores=%llu other_evictions=%llu\n",
+                   r, v, ms, (unsigned long long)bad, (unsigned long long)f0.mem_swapped,
+                   (unsigned long long)f1.mem_swapped, (unsigned long long)(f1.restores - f0.restores),
+                   (unsigned long long)(o1.evictions - o0.evictions));
+            fflush(stdout);
+        }
+    uint64_t fin = 0;
+    for (int v = 0; v < 2 && !rc; v++) {
+        rc = turn(g[v], f[v], v, b[v], n, words, cnt[v], rounds + 1, 0, &bad);
+        fin += bad;
+    }
+    printf("turns rc=%d rounds=%d mismatches=%llu final_mismatches=%llu error=%s\n", rc, rounds,
+           (unsigned long long)total_bad, (unsigned long long)fin, rc ? gpuos_error() : "");
+    gpuos_close(g[1]);
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -273,6 +395,9 @@ int main(int argc, char **argv)
             gpuos_mem_free(G, da);
         }
         gpuos_close(gb);
+    } else if (!strcmp(cmd, "turns") && argc == 7) {
+        if ((rc = turns(G, argv[3], atoi(argv[4]), strtoull(argv[5], NULL, 0) << 20, atoi(argv[6]))))
+            return rc;
     } else if (!strcmp(cmd, "work") && argc == 7) {
         uint32_t seed = (uint32_t)key;
         int n = atoi(argv[4]), rounds = atoi(argv[6]);

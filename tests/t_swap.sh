@@ -89,4 +89,61 @@ timeout 60 "$S" a work 66 2 16 2 > "$T/wa3" 2>&1 || fail "a: $(cat "$T/wa3")"
 r=$(timeout 60 "$S" b work 77 3 16 2 2>&1)
 echo "$r" | grep -q "work alloc rc=-4 error=.*swap space exhausted\|work alloc rc=-4 error=.*device memory" || fail "over pool + swap not refused clearly: $r"
 stop_daemon
+# the pre-pinned swap pool: two vGPUs of 3 x 16 MB (+ a 2 MB counter) on a 64 MB
+# pool take turns; every word written and checked by the pattern kernel, the
+# other vGPU evicted into the pool at every turn. The swap pool is exactly what
+# the turns need at the peak (48 MB swapped + 16 MB evicted before the first
+# restore gives its range back): a range leaked by the kill -9 below would make
+# the second run fail ("swap space exhausted"), not pass.
+start_daemon "memory_oversubscribe = 1
+[device 0]
+sim = default
+swap = 64M
+swap_pool = 64M
+[vgpu a]
+compute = 50
+copy = 50
+memory = 50M
+[vgpu b]
+compute = 50
+copy = 50
+memory = 50M"
+r=$(timeout 120 "$S" a turns b 3 16 3 2>&1) || fail "turns: $r"
+echo "$r" | grep -q "^turns rc=0 rounds=3 mismatches=0 final_mismatches=0" || fail "turns not byte-exact: $r"
+[ "$(echo "$r" | grep -c "^turn round=[1-9].* mismatches=0 swapped_before=50331648 swapped_after=0 restores=3 other_evictions=3")" = 6 ] ||
+    fail "turns did not swap 48 MB each way at every turn: $r"
+grep -q "swap: evicted vGPU a: 16 MB" "$T/serve.log" && grep -q "swap: restored vGPU b: 16 MB" "$T/serve.log" ||
+    fail "no per-swap log lines"
+# kill -9 of a client in the middle of its turns (evictions and restores run
+# most of the time): nothing of the pool or the device is lost
+"$S" a turns b 3 16 200 > "$T/tk" 2>&1 &
+TK=$!
+i=0
+while [ "$(grep -c "^turn round=[1-9]" "$T/tk")" -lt 2 ]; do
+    i=$((i + 1)); [ $i -gt 300 ] && fail "turns before the kill: $(cat "$T/tk")"
+    sleep 0.05
+done
+kill -9 $TK
+wait $TK 2>/dev/null
+for v in a b; do
+    wait_field $v mem_used 0
+    wait_field $v mem_swapped 0
+    wait_field $v mem_resident 0
+done
+r=$(timeout 120 "$S" a turns b 3 16 2 2>&1) || fail "turns after kill -9: $r"
+echo "$r" | grep -q "^turns rc=0 rounds=2 mismatches=0 final_mismatches=0" || fail "turns after kill -9: $r"
+stop_daemon
+# more than the pool holds: a clear error, never a silent loss
+start_daemon "memory_oversubscribe = 1
+[device 0]
+sim = default
+swap = 32M
+swap_pool = 64M
+[vgpu a]
+memory = 50M
+[vgpu b]
+memory = 50M"
+r=$(timeout 60 "$S" a turns b 3 16 1 2>&1)
+echo "$r" | grep -q "swap space exhausted" || fail "pool exhaustion not refused clearly: $r"
+stop_daemon
 echo ok

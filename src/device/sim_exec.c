@@ -65,7 +65,7 @@ struct sim_event {
     int recorded;
 };
 
-enum { K_SLEEP, K_LOOP, K_MADD, K_MMUL, K_FILL, K_EMPTY, K_FAULT, K_XCOPY };
+enum { K_SLEEP, K_LOOP, K_MADD, K_MMUL, K_FILL, K_EMPTY, K_FAULT, K_XCOPY, K_PATTERN };
 struct sim_fn {
     char name[64];
     int kind;
@@ -385,7 +385,7 @@ static const struct {
     int kind;
 } builtins[] = {{"sleep_ns", K_SLEEP}, {"loop", K_LOOP}, {"madd", K_MADD},
                 {"mmul", K_MMUL},      {"fill", K_FILL}, {"empty", K_EMPTY},
-                {"fault", K_FAULT}, {"xcopy", K_XCOPY}};
+                {"fault", K_FAULT}, {"xcopy", K_XCOPY}, {"pattern", K_PATTERN}};
 #define N_BUILTINS (int)(sizeof builtins / sizeof builtins[0])
 
 static int builtin_kind(const char *name)
@@ -493,6 +493,38 @@ static int se_launch(gos_device *d, void *fn, const struct gos_launch_cfg *c, vo
         }
         memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, count * 4);
         dur += (double)count * 8 / 2000.0;
+    }
+    if (f->kind == K_PATTERN) {
+        uint64_t p, count, out;
+        uint32_t seed, check;
+        if (c->param_bytes < 32)
+            return gos_fail(GOS_EINVAL, "pattern takes (uint64 dptr, uint32 seed, uint32 check, uint64 count, "
+                                        "uint64 out)");
+        memcpy(&p, c->params, 8);
+        memcpy(&seed, (const char *)c->params + 8, 4);
+        memcpy(&check, (const char *)c->params + 12, 4);
+        memcpy(&count, (const char *)c->params + 16, 8);
+        memcpy(&out, (const char *)c->params + 24, 8);
+        pthread_mutex_lock(&s->lock);
+        int ok = count <= UINT64_MAX / 4 && p % 4 == 0 && inside(d, s, p, count * 4) &&
+                 (!check || (out % 8 == 0 && inside(d, s, out, 8)));
+        pthread_mutex_unlock(&s->lock);
+        if (!ok) {
+            __atomic_store_n(&s->faulted, 1, __ATOMIC_RELEASE);
+            return GOS_OK;
+        }
+        uint32_t *w = (uint32_t *)(uintptr_t)p;
+        uint64_t bad = 0;
+        for (uint64_t i = 0; i < count; i++) {
+            uint32_t v = (uint32_t)(i * 2654435761ull) ^ seed;
+            if (check)
+                bad += w[i] != v;
+            else
+                w[i] = v;
+        }
+        if (check)
+            *(uint64_t *)(uintptr_t)out += bad;
+        dur += (double)count * 4 / 2000.0;
     }
     if (f->kind == K_SLEEP || f->kind == K_LOOP || f->kind == K_MADD || f->kind == K_MMUL) {
         /* The GPU kernels' parameters (kernels/exec.cu); the work they describe
