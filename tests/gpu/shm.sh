@@ -28,7 +28,7 @@ PY
 G=${GPUOS:-build/gpuos}
 C=${SHM_CLIENT:-build/tests/shm_client}
 D=$(mktemp -d); export GPUOS_SOCKET="$D/s"
-printf 'socket = %s\nmemory_oversubscribe = 1\n[device 0]\npolicy = band\nswap = 256M\nswap_pool = 128M\n[vgpu a]\ncompute = 50\ncopy = 50\nmemory = 96M\n[vgpu b]\ncompute = 50\ncopy = 50\nmemory = 96M\n' "$D/s" > "$D/conf"
+printf 'socket = %s\nmemory_oversubscribe = 1\n[device 0]\npolicy = band\nswap = 256M\nswap_pool = 128M\n[vgpu a]\ncompute = 50\ncopy = 50\nmemory = 160M\n[vgpu b]\ncompute = 50\ncopy = 50\nmemory = 160M\n' "$D/s" > "$D/conf"
 "$G" serve --config "$D/conf" 2> "$OUT/shm-serve.log" &
 DP=$!
 i=0; while [ ! -S "$D/s" ] && [ $i -lt 100 ]; do i=$((i + 1)); sleep 0.1; done
