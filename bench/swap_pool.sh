@@ -48,7 +48,7 @@ printf 'socket = %s\nmemory_oversubscribe = 1\n[device 0]\n%s\npolicy = band\nsw
     "$D/s" "$DEVLINE" "$SWAP" "$SWAP_POOL" > "$D/conf"
 echo "== turns: 2 x $TURN_N x $TURN_MB MB, $ROUNDS rounds"
 daemon "$D/conf" "$RES/turns-serve.log"
-timeout 400 "$C" a turns b "$TURN_N" "$TURN_MB" "$ROUNDS" 2>&1 | tee "$RES/turns.log"
+timeout ${TURNS_TIMEOUT:-400} "$C" a turns b "$TURN_N" "$TURN_MB" "$ROUNDS" 2>&1 | tee "$RES/turns.log"
 "$G" vgpu list >> "$RES/turns.log"
 kill $DP; wait $DP
 grep -q "^turns rc=0 rounds=$ROUNDS mismatches=0 final_mismatches=0" "$RES/turns.log" || rc=1
@@ -59,7 +59,7 @@ printf 'socket = %s\nmemory_oversubscribe = 1\n[device 0]\n%s\npolicy = band\nsw
 echo "== swapcost (BAND), cold then warm: $SWAPCOST_MB"
 daemon "$D/conf2" "$RES/swapcost-serve.log"
 # shellcheck disable=SC2086
-timeout 300 "$C" a swapcost b "$COST_POOL_MB" $SWAPCOST_MB $SWAPCOST_MB 2>&1 | tee "$RES/swapcost.log"
+timeout ${SWAPCOST_TIMEOUT:-300} "$C" a swapcost b "$COST_POOL_MB" $SWAPCOST_MB $SWAPCOST_MB 2>&1 | tee "$RES/swapcost.log"
 kill $DP; wait $DP
 rm -rf "$D"
 drv=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)

@@ -22,8 +22,8 @@ R=$OUT/r
 mkdir -p "$R"
 { date -u +%Y-%m-%dT%H:%M:%SZ; nvidia-smi --query-gpu=name,uuid,driver_version,memory.total,memory.used --format=csv; free -g; hostname; } > "$R/machine.txt"
 cat "$R/machine.txt"
-echo "== bench/swap_pool.sh"; RES=$R sh bench/swap_pool.sh; b=$?
-echo "== tests/gpu/shm.sh"; OUT=$R/check timeout 150 sh tests/gpu/shm.sh > "$R/check.log" 2>&1; c=$?
+echo "== bench/swap_pool.sh"; RES=$R TURNS_TIMEOUT=150 SWAPCOST_TIMEOUT=80 sh bench/swap_pool.sh; b=$?
+echo "== tests/gpu/shm.sh"; OUT=$R/check timeout 60 sh tests/gpu/shm.sh > "$R/check.log" 2>&1; c=$?
 tail -4 "$R/check.log"
 f=0
 if [ "${FULL:-0}" = 1 ]; then echo "== bench/shm.sh"; RES=$R/full sh bench/shm.sh; f=$?; fi
