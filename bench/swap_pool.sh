@@ -4,7 +4,7 @@
 #   ceiling  pinned DtoH / HtoD and device-level evict / restore of the same
 #            sizes (shm_bench --only rate), the ceiling of this run;
 #   turns    two vGPUs of TURN_N x TURN_MB (default 24 x 4 GiB = 103 GB) each, on
-#            a device pool of SWAP_POOL (132G), host swap SWAP (66G): real client
+#            a device pool of SWAP_POOL (132G), host swap SWAP (72G: 60 GiB + one 4 GiB buffer swapped, + one more at the peak): real client
 #            processes' handles (tests/shm_client turns), every word of every
 #            buffer written and checked by the pattern kernel at every turn;
 #            per-swap evict / restore time and GB/s from the daemon's log;
@@ -29,7 +29,7 @@ fi
 RES=${RES:-results/$uuid/swap-pool}
 mkdir -p "$RES"
 TURN_N=${TURN_N:-24} TURN_MB=${TURN_MB:-4096} ROUNDS=${ROUNDS:-3}
-SWAP=${SWAP:-66G} SWAP_POOL=${SWAP_POOL:-132G}
+SWAP=${SWAP:-72G} SWAP_POOL=${SWAP_POOL:-132G}
 SWAPCOST_MB=${SWAPCOST_MB:-256 1024 4096 16384}
 t0=$(date +%s)
 rc=0
@@ -74,7 +74,7 @@ def size(s):
     return int(float(s[:-1]) * {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[s[-1]]) if s[-1] in "KMG" else int(s)
 rate = json.load(open(res + "/shm-rate.json"))
 ceil = [{k: r[k] for k in ("bytes", "evict_gbps", "restore_gbps", "d2h_pinned_gbps", "h2d_pinned_gbps")} for r in rate["rate"]]
-turns = [kv(l) for l in open(res + "/turns.log") if l.startswith("turn round=")]
+turns = [kv(l) for l in open(res + "/turns.log") if l.startswith("turn round=") and " ms=" in l]
 summary = [kv(l) for l in open(res + "/turns.log") if l.startswith("turns rc=")]
 pat = re.compile(r"swap: (evicted|restored) vGPU (\w+): (\d+) MB in ([\d.]+) ms \(copy ([\d.]+) ms, [\d.]+ GB/s; page-locking ([\d.]+) ms")
 def steps(path):
@@ -115,7 +115,7 @@ for k in ("evict_cold", "evict_warm", "restore_cold", "restore_warm"):
     a = t[k]
     print("%-13s %3d steps %7.1f GB  copy %6.2f GB/s  wall %6.2f GB/s  page-locking %.1f s" % (k, a["steps"], a["bytes"] / 1e9, a["copy_gbps"], a["wall_gbps"], a["lock_s"]))
 for x in turns:
-    print("turn round=%d vgpu=%d %.0f ms mismatches=%d swapped_before=%.1f GB" % (x["round"], x["vgpu"], x["ms"], x.get("mismatches", -1), x.get("swapped_before", 0) / 1e9))
+    print("turn round=%d vgpu=%d %.0f ms mismatches=%d swapped_before=%.1f GB rc=%d" % (x["round"], x["vgpu"], x.get("ms", -1), x.get("mismatches", -1), x.get("swapped_before", 0) / 1e9, x.get("rc", 0)))
 for c in cost:
     print("swapcost %-4s %6d MB resident %.0f us after swap %.1f ms byte_exact=%d" % (c["pass"], c["bytes"] >> 20, c["resident_us"], c["after_swap_us"] / 1e3, c["byte_exact"]))
 assert t["byte_exact"], "turns not byte-exact"
