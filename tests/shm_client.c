@@ -34,7 +34,9 @@
  *       (mismatches counted on the device), one rewrites it with a new seed,
  *       synchronise, read the counter. One line per turn: round, vgpu, ms,
  *       mismatches, the vGPU's swapped bytes and restores before and after. At
- *       the end every buffer of both is checked once more: final_mismatches=. */
+ *       the end every buffer of both is checked once more: final_mismatches=.
+ *   shm_client VGPU patcheck 0          the pattern kernel's own check: clean=0,
+ *       corrupted=3 (3 words overwritten), other_seed= (all words), outside_rc<0. */
 #include "gpuos/gpuos.h"
 
 #include <stdio.h>
@@ -395,6 +397,38 @@ int main(int argc, char **argv)
             gpuos_mem_free(G, da);
         }
         gpuos_close(gb);
+    } else if (!strcmp(cmd, "patcheck")) {
+        /* the pattern kernel finds what it must: 0 after its own write, exactly
+         * the 3 words overwritten by a copy, every word against another seed;
+         * a counter outside the client's memory is refused */
+        gpuos_module m;
+        gpuos_function f;
+        gpuos_dptr pd, cnt;
+        uint64_t words = 1 << 20, c[4] = {0}, zero = 0;
+        uint32_t junk = 0xdeadbeef;
+        if ((rc = gpuos_module_load_builtin(G, "builtin", &m)) || (rc = gpuos_module_function(G, m, "pattern", &f)) ||
+            (rc = gpuos_mem_alloc(G, words * 4, &pd)) || (rc = gpuos_mem_alloc(G, 8, &cnt)) ||
+            (rc = pattern(G, f, pd, 0x1234, 0, words, 0)) || (rc = gpuos_synchronize(G)))
+            return 1;
+        for (int t = 0; t < 3 && !rc; t++) {
+            if (t == 1)
+                for (uint64_t i = 5; i < words && !rc; i += words / 3)
+                    rc = gpuos_memcpy_htod(G, pd + i * 4, &junk, 4);
+            if (!rc)
+                rc = gpuos_memcpy_htod(G, cnt, &zero, 8);
+            if (!rc)
+                rc = pattern(G, f, pd, t == 2 ? 0x1235 : 0x1234, 1, words, cnt);
+            if (!rc)
+                rc = gpuos_synchronize(G);
+            if (!rc)
+                rc = gpuos_memcpy_dtoh(G, &c[t], cnt, 8);
+        }
+        int outside = pattern(G, f, pd, 0x1234, 1, words, pd + words * 4 + (64ull << 20));
+        if (!outside)
+            outside = gpuos_synchronize(G);
+        printf("patcheck rc=%d clean=%llu corrupted=%llu other_seed=%llu words=%llu outside_rc=%d\n", rc,
+               (unsigned long long)c[0], (unsigned long long)c[1], (unsigned long long)c[2],
+               (unsigned long long)words, outside);
     } else if (!strcmp(cmd, "turns") && argc == 7) {
         if ((rc = turns(G, argv[3], atoi(argv[4]), strtoull(argv[5], NULL, 0) << 20, atoi(argv[6]))))
             return rc;

@@ -9,7 +9,12 @@
 # working set, evictions and restores on both; after kill -9 of a client mid-run
 # the other still ends byte-exact and every byte is accounted back (0 resident,
 # 0 swapped, 0 used); a working set larger than pool + swap is refused with a
-# clear error, never a silent loss.
+# clear error, never a silent loss. With the pre-pinned host swap pool (one
+# memfd per device, ranges of it per swapped allocation): two vGPUs in turns
+# (shm_client turns) byte-exact, every word checked on the device by the pattern
+# kernel (itself checked to find corruption), a kill -9 in the middle of the
+# turns leaks no range of a pool sized exactly to the peak, and a pool too small
+# for the turns is a clear error.
 set -u
 . tests/serve_lib.sh
 S="$B/tests/shm_client"
@@ -108,6 +113,11 @@ memory = 50M
 compute = 50
 copy = 50
 memory = 50M"
+# the check the turns rely on finds corruption: 3 overwritten words, every word
+# against another seed; its counter outside the client's memory is refused
+r=$(timeout 60 "$S" a patcheck 0 2>&1)
+echo "$r" | grep -q "^patcheck rc=0 clean=0 corrupted=3 other_seed=1048576 words=1048576 outside_rc=-" ||
+    fail "pattern kernel check: $r"
 r=$(timeout 120 "$S" a turns b 3 16 3 2>&1) || fail "turns: $r"
 echo "$r" | grep -q "^turns rc=0 rounds=3 mismatches=0 final_mismatches=0" || fail "turns not byte-exact: $r"
 [ "$(echo "$r" | grep -c "^turn round=[1-9].* mismatches=0 swapped_before=50331648 swapped_after=0 restores=3 other_evictions=3")" = 6 ] ||
