@@ -291,6 +291,25 @@ int main(int argc, char **argv)
         printf("attach rc=%d error=%s\n", rc, rc ? gpuos_error() : "");
         if (!rc)
             gpuos_shm_detach(G, d);
+    } else if (!strcmp(cmd, "ro")) {
+        /* a read-only attachment (SHM_RDONLY): the second half reads 0xc0ffee
+         * (the consumer's kernel), a copy into it and a fill kernel over it are
+         * refused, and the bytes are unchanged afterwards */
+        gpuos_shm_ds ds;
+        id = get_id(key);
+        rc = id < 0 ? id : gpuos_shm_attach_flags(G, id, GPUOS_SHM_RDONLY, &d);
+        int second = -1, r_copy = 1, r_kernel = 1, same = -1;
+        if (!rc && !(rc = gpuos_shm_ctl(G, id, GPUOS_SHM_STAT, &ds))) {
+            uint64_t half = ds.bytes / 2;
+            uint32_t w = 7;
+            second = check_pattern(d + half, half / 4, 0xc0ffee, 1);
+            r_copy = gpuos_memcpy_htod(G, d + half, &w, 4);
+            r_kernel = fill(d + half, 7, half / 4);
+            same = check_pattern(d + half, half / 4, 0xc0ffee, 1);
+            gpuos_shm_detach(G, d);
+        }
+        printf("ro attach=%d second_half=%d copy=%d kernel=%d unchanged=%d error=%s\n", rc, second, r_copy, r_kernel,
+               same, rc ? gpuos_error() : "");
     } else if (!strcmp(cmd, "rm")) {
         id = get_id(key);
         rc = id < 0 ? id : gpuos_shm_ctl(G, id, GPUOS_SHM_RMID, NULL);

@@ -110,6 +110,16 @@ int gos_vmm_unmap(gos_device *d, uint64_t va, uint64_t bytes)
     return rc ? rc : VMM(d)->unmap(d, va, bytes);
 }
 
+int gos_vmm_set_access(gos_device *d, uint64_t va, uint64_t bytes, int read_only)
+{
+    if (!VMM(d) || !VMM(d)->set_access)
+        return MISSING(d, "setting the access of mapped device memory");
+    if (!va || !ALIGNED(va))
+        return gos_fail(GOS_EINVAL, "set access: address 0x%llx is not 2 MB aligned", (unsigned long long)va);
+    int rc = check_size(bytes, "set access");
+    return rc ? rc : VMM(d)->set_access(d, va, bytes, read_only ? 1 : 0);
+}
+
 int gos_vmm_copy_to_host(gos_device *d, void *dst, uint64_t va, uint64_t n)
 {
     if (!VMM(d) || !VMM(d)->copy_to_host)

@@ -63,6 +63,11 @@ struct gos_vmm_ops {
     /* What this device object holds now (leak checks): physical bytes it
      * created that are still alive, handles not released, live mappings. */
     int (*usage)(gos_device *d, uint64_t *phys_bytes, int *handles, int *mappings);
+    /* Access to the mapping at va (exactly a mapped range): read-only or
+     * read-write for this device's kernels and copies (read-only shared
+     * segments, SHM_RDONLY). A kernel's write to a read-only range faults on a
+     * GPU; the simulated device refuses it. */
+    int (*set_access)(gos_device *d, uint64_t va, uint64_t bytes, int read_only);
 };
 
 /* Checked wrappers (vmm.c): GOS_EUNSUPPORTED when the backend lacks VMM,
@@ -79,6 +84,7 @@ int gos_vmm_unmap(gos_device *d, uint64_t va, uint64_t bytes);
 int gos_vmm_copy_to_host(gos_device *d, void *dst, uint64_t va, uint64_t n);
 int gos_vmm_copy_to_device(gos_device *d, uint64_t va, const void *src, uint64_t n);
 int gos_vmm_usage(gos_device *d, uint64_t *phys_bytes, int *handles, int *mappings);
+int gos_vmm_set_access(gos_device *d, uint64_t va, uint64_t bytes, int read_only);
 /* Whether the backend has VMM at all (no message). */
 int gos_vmm_supported(const gos_device *d);
 

@@ -81,7 +81,7 @@ static int shm_new(struct xe *x, uint64_t bytes, int *fd)
     return rc;
 }
 
-static int shm_map(struct xe *x, uint64_t bytes, int fd, uint64_t *dptr)
+static int shm_map(struct xe *x, uint64_t bytes, int fd, int ro, uint64_t *dptr)
 {
     int slot = -1;
     for (int i = 0; i < GOS_XE_SHM_MAX && slot < 0; i++)
@@ -92,6 +92,8 @@ static int shm_map(struct xe *x, uint64_t bytes, int fd, uint64_t *dptr)
     if (slot < 0)
         return gos_fail(GOS_ELIMIT, "executor: more than %d shared segments attached", GOS_XE_SHM_MAX);
     int rc = gos_vmm_buf_attach(x->dev, fd, bytes, &x->shm[slot]);
+    if (!rc && ro && (rc = gos_vmm_set_access(x->dev, x->shm[slot].va, x->shm[slot].bytes, 1)))
+        gos_vmm_buf_free(x->dev, &x->shm[slot]);
     if (!rc)
         *dptr = x->shm[slot].va;
     return rc;
@@ -470,7 +472,10 @@ static int serve_one(struct xe *x, const struct x_hdr *h, void *p, int fd)
     case X_SHM_MAP: {
         memcpy(&u, p, 8);
         uint64_t dptr = 0;
-        int rc = shm_map(x, u, fd, &dptr);
+        uint64_t fl = 0;
+        if (h->len >= 16)
+            memcpy(&fl, (char *)p + 8, 8);
+        int rc = shm_map(x, u, fd, (fl & X_SHM_MAP_RDONLY) != 0, &dptr);
         if (fd >= 0)
             close(fd);
         return answer(x, h->type, rc, 0, &dptr, 8);

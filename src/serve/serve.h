@@ -105,6 +105,7 @@ struct srv_alloc {
     uint64_t dptr, bytes;
     int shm;    /* an attached shared segment: its id + 1 (not charged here); 0: an allocation */
     void *vbuf; /* isolation = none: the daemon's mapping of it (gos_vmm_buf) */
+    int ro;     /* a read-only attachment (SHM_RDONLY): no copy may write it */
 };
 
 struct srv_client {

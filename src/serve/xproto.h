@@ -37,7 +37,7 @@ enum {
     X_RUN,         /* u32 engine, u32 n, n x (struct x_op + params) -> struct x_run_rep */
     /* shared device memory (issue 10; device/vmm_ops.h) */
     X_SHM_NEW,     /* u64 bytes (2 MB multiple) -> fd of new exportable device memory */
-    X_SHM_MAP,     /* u64 bytes + fd -> u64 dptr (mapped in this context) */
+    X_SHM_MAP,     /* u64 bytes [+ u64 X_SHM_MAP_RDONLY] + fd -> u64 dptr (mapped in this context) */
     X_SHM_UNMAP,   /* u64 dptr */
     /* swapping (issue 10.2): X_VALLOC is X_ALLOC on VMM (2 MB rounded), so the
      * daemon can evict (copy into the host memfd sent along, unmap, release) and
@@ -63,6 +63,8 @@ struct x_swap_rep {
     uint32_t pinned;      /* 1: every chunk it touched is page-locked */
     uint32_t pad;
 };
+
+#define X_SHM_MAP_RDONLY 1ull /* X_SHM_MAP's optional second word: map read-only */
 
 /* Pool chunks are page-locked in pieces of this size (the last one shorter). */
 #define X_POOL_CHUNK (1ull << 30)
