@@ -89,3 +89,24 @@ extern "C" __global__ void xcopy(unsigned long long dst, unsigned long long src,
          i += (unsigned long long)gridDim.x * blockDim.x)
         D[i] = S[i];
 }
+
+// Writes (check = 0) or checks (check = 1) count 32-bit words at p against the
+// pattern (i * 2654435761) ^ seed; a check adds its mismatches to the 64-bit
+// counter at out (the byte-exact swap turns of issue 10: every word of every
+// buffer written and verified on the device).
+extern "C" __global__ void pattern(unsigned long long p, unsigned seed, unsigned check, unsigned long long count,
+                                   unsigned long long out)
+{
+    unsigned *P = (unsigned *)p;
+    unsigned long long bad = 0;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < count;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        unsigned w = (unsigned)(i * 2654435761ull) ^ seed;
+        if (check)
+            bad += P[i] != w;
+        else
+            P[i] = w;
+    }
+    if (check && bad)
+        atomicAdd((unsigned long long *)out, bad);
+}

@@ -26,7 +26,17 @@
  *       (median of 9, resident); a second handle on VGPU_B allocates the rest of the
  *       pool plus MB/2, which evicts a's buffer; then a's next launch + synchronise
  *       (its buffer restored first). One line per size: bytes, resident_us,
- *       after_swap_us, evict_us (b's allocation), and a's bytes checked after. */
+ *       after_swap_us, evict_us (b's allocation), and a's bytes checked after.
+ *   shm_client a turns VGPU_B N MB ROUNDS   two vGPUs in turns (issue 10.2): each
+ *       of a and VGPU_B allocates N buffers of MB and writes every word by the
+ *       built-in pattern kernel; then ROUNDS times, a's turn then b's: one launch
+ *       per buffer checks every word against what the previous turn wrote
+ *       (mismatches counted on the device), one rewrites it with a new seed,
+ *       synchronise, read the counter. One line per turn: round, vgpu, ms,
+ *       mismatches, the vGPU's swapped bytes and restores before and after. At
+ *       the end every buffer of both is checked once more: final_mismatches=.
+ *   shm_client VGPU patcheck 0          the pattern kernel's own check: clean=0,
+ *       corrupted=3 (3 words overwritten), other_seed= (all words), outside_rc<0. */
 #include "gpuos/gpuos.h"
 
 #include <stdio.h>
@@ -99,6 +109,120 @@ static int fill(gpuos_dptr d, uint32_t v, uint64_t words)
     return gpuos_synchronize(G);
 }
 
+/* pattern (kernels/exec.cu) over words at d: write seed, or check against it
+ * adding mismatches to the counter at out. Not synchronised. */
+static int pattern(gpuos_vgpu *g, gpuos_function f, gpuos_dptr d, uint32_t seed, uint32_t check, uint64_t words,
+                   gpuos_dptr out)
+{
+    gpuos_params p;
+    gpuos_params_init(&p);
+    gpuos_params_add(&p, &d, 8);
+    gpuos_params_add(&p, &seed, 4);
+    gpuos_params_add(&p, &check, 4);
+    gpuos_params_add(&p, &words, 8);
+    gpuos_params_add(&p, &out, 8);
+    gpuos_launch_config c = {.grid = {1056}, .block = {512}};
+    return gpuos_launch(g, f, &c, p.buf, p.len);
+}
+
+static double ms_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+#define TURNS_MAX 64
+static uint32_t turn_seed(int v, int k, int r) { return (uint32_t)(v * 0x01000193u) ^ (uint32_t)(k * 7919) ^ (uint32_t)(r * 104729) ^ 0xa5a5u; }
+
+/* One turn of vGPU v: check every buffer against round r-1's seeds (r > 0),
+ * rewrite with round r's (write < 0: check only); mismatches in *bad. */
+static int turn(gpuos_vgpu *g, gpuos_function f, int v, gpuos_dptr *b, int n, uint64_t words, gpuos_dptr cnt, int r,
+                int write, uint64_t *bad)
+{
+    uint64_t zero = 0;
+    int rc = gpuos_memcpy_htod(g, cnt, &zero, 8);
+    for (int k = 0; k < n && !rc; k++) {
+        if (r > 0)
+            rc = pattern(g, f, b[k], turn_seed(v, k, r - 1), 1, words, cnt);
+        if (!rc && write)
+            rc = pattern(g, f, b[k], turn_seed(v, k, r), 0, words, 0);
+    }
+    if (!rc)
+        rc = gpuos_synchronize(g);
+    if (!rc)
+        rc = gpuos_memcpy_dtoh(g, bad, cnt, 8);
+    return rc;
+}
+
+static int turns(gpuos_vgpu *ga, const char *vb, int n, uint64_t bytes, int rounds)
+{
+    gpuos_vgpu *g[2] = {ga, NULL};
+    gpuos_function f[2];
+    gpuos_dptr b[2][TURNS_MAX], cnt[2];
+    uint64_t words = bytes / 4, bad;
+    int rc;
+    if (n < 1 || n > TURNS_MAX || !words || rounds < 1)
+        return 2;
+    if (gpuos_open(NULL, vb, &g[1])) {
+        printf("turns open %s: %s\n", vb, gpuos_error());
+        return 1;
+    }
+    for (int v = 0; v < 2; v++) {
+        gpuos_module m;
+        double t0 = ms_now();
+        if ((rc = gpuos_module_load_builtin(g[v], "builtin", &m)) ||
+            (rc = gpuos_module_function(g[v], m, "pattern", &f[v])) || (rc = gpuos_mem_alloc(g[v], 8, &cnt[v]))) {
+            printf("turns setup vgpu=%d rc=%d error=%s\n", v, rc, gpuos_error());
+            return 1;
+        }
+        for (int k = 0; k < n; k++)
+            if ((rc = gpuos_mem_alloc(g[v], bytes, &b[v][k]))) {
+                printf("turns alloc vgpu=%d buffer=%d rc=%d error=%s\n", v, k, rc, gpuos_error());
+                return 1;
+            }
+        if ((rc = turn(g[v], f[v], v, b[v], n, words, cnt[v], 0, 1, &bad))) {
+            printf("turns write vgpu=%d rc=%d error=%s\n", v, rc, gpuos_error());
+            return 1;
+        }
+        printf("turn round=0 vgpu=%d ms=%.1f mismatches=0 bytes=%llu\n", v, ms_now() - t0,
+               (unsigned long long)(bytes * (uint64_t)n));
+        fflush(stdout);
+    }
+    uint64_t total_bad = 0;
+    for (int r = 1; r <= rounds; r++)
+        for (int v = 0; v < 2; v++) {
+            gpuos_vgpu_facts f0, f1, o0, o1;
+            gpuos_vgpu_info(g[v], &f0);
+            gpuos_vgpu_info(g[!v], &o0);
+            double t0 = ms_now();
+            rc = turn(g[v], f[v], v, b[v], n, words, cnt[v], r, 1, &bad);
+            double ms = ms_now() - t0;
+            gpuos_vgpu_info(g[v], &f1);
+            gpuos_vgpu_info(g[!v], &o1);
+            if (rc) {
+                printf("turn round=%d vgpu=%d rc=%d error=%s\n", r, v, rc, gpuos_error());
+                return 1;
+            }
+            total_bad += bad;
+            printf("turn round=%d vgpu=%d ms=%.1f mismatches=%llu swapped_before=%llu swapped_after=%llu "
+                   "restores=%llu other_evictions=%llu\n",
+                   r, v, ms, (unsigned long long)bad, (unsigned long long)f0.mem_swapped,
+                   (unsigned long long)f1.mem_swapped, (unsigned long long)(f1.restores - f0.restores),
+                   (unsigned long long)(o1.evictions - o0.evictions));
+            fflush(stdout);
+        }
+    uint64_t fin = 0;
+    for (int v = 0; v < 2 && !rc; v++) {
+        rc = turn(g[v], f[v], v, b[v], n, words, cnt[v], rounds + 1, 0, &bad);
+        fin += bad;
+    }
+    printf("turns rc=%d rounds=%d mismatches=%llu final_mismatches=%llu error=%s\n", rc, rounds,
+           (unsigned long long)total_bad, (unsigned long long)fin, rc ? gpuos_error() : "");
+    gpuos_close(g[1]);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4) {
@@ -167,6 +291,25 @@ int main(int argc, char **argv)
         printf("attach rc=%d error=%s\n", rc, rc ? gpuos_error() : "");
         if (!rc)
             gpuos_shm_detach(G, d);
+    } else if (!strcmp(cmd, "ro")) {
+        /* a read-only attachment (SHM_RDONLY): the second half reads 0xc0ffee
+         * (the consumer's kernel), a copy into it and a fill kernel over it are
+         * refused, and the bytes are unchanged afterwards */
+        gpuos_shm_ds ds;
+        id = get_id(key);
+        rc = id < 0 ? id : gpuos_shm_attach_flags(G, id, GPUOS_SHM_RDONLY, &d);
+        int second = -1, r_copy = 1, r_kernel = 1, same = -1;
+        if (!rc && !(rc = gpuos_shm_ctl(G, id, GPUOS_SHM_STAT, &ds))) {
+            uint64_t half = ds.bytes / 2;
+            uint32_t w = 7;
+            second = check_pattern(d + half, half / 4, 0xc0ffee, 1);
+            r_copy = gpuos_memcpy_htod(G, d + half, &w, 4);
+            r_kernel = fill(d + half, 7, half / 4);
+            same = check_pattern(d + half, half / 4, 0xc0ffee, 1);
+            gpuos_shm_detach(G, d);
+        }
+        printf("ro attach=%d second_half=%d copy=%d kernel=%d unchanged=%d error=%s\n", rc, second, r_copy, r_kernel,
+               same, rc ? gpuos_error() : "");
     } else if (!strcmp(cmd, "rm")) {
         id = get_id(key);
         rc = id < 0 ? id : gpuos_shm_ctl(G, id, GPUOS_SHM_RMID, NULL);
@@ -273,6 +416,41 @@ int main(int argc, char **argv)
             gpuos_mem_free(G, da);
         }
         gpuos_close(gb);
+    } else if (!strcmp(cmd, "patcheck")) {
+        /* the pattern kernel finds what it must: 0 after its own write, exactly
+         * the 3 words overwritten by a copy, every word against another seed;
+         * a counter outside the client's memory is refused */
+        gpuos_module m;
+        gpuos_function f;
+        gpuos_dptr pd, cnt;
+        uint64_t words = 1 << 20, c[4] = {0}, zero = 0;
+        uint32_t junk = 0xdeadbeef;
+        if ((rc = gpuos_module_load_builtin(G, "builtin", &m)) || (rc = gpuos_module_function(G, m, "pattern", &f)) ||
+            (rc = gpuos_mem_alloc(G, words * 4, &pd)) || (rc = gpuos_mem_alloc(G, 8, &cnt)) ||
+            (rc = pattern(G, f, pd, 0x1234, 0, words, 0)) || (rc = gpuos_synchronize(G)))
+            return 1;
+        for (int t = 0; t < 3 && !rc; t++) {
+            if (t == 1)
+                for (uint64_t i = 5; i < words && !rc; i += words / 3)
+                    rc = gpuos_memcpy_htod(G, pd + i * 4, &junk, 4);
+            if (!rc)
+                rc = gpuos_memcpy_htod(G, cnt, &zero, 8);
+            if (!rc)
+                rc = pattern(G, f, pd, t == 2 ? 0x1235 : 0x1234, 1, words, cnt);
+            if (!rc)
+                rc = gpuos_synchronize(G);
+            if (!rc)
+                rc = gpuos_memcpy_dtoh(G, &c[t], cnt, 8);
+        }
+        int outside = pattern(G, f, pd, 0x1234, 1, words, pd + words * 4 + (64ull << 20));
+        if (!outside)
+            outside = gpuos_synchronize(G);
+        printf("patcheck rc=%d clean=%llu corrupted=%llu other_seed=%llu words=%llu outside_rc=%d\n", rc,
+               (unsigned long long)c[0], (unsigned long long)c[1], (unsigned long long)c[2],
+               (unsigned long long)words, outside);
+    } else if (!strcmp(cmd, "turns") && argc == 7) {
+        if ((rc = turns(G, argv[3], atoi(argv[4]), strtoull(argv[5], NULL, 0) << 20, atoi(argv[6]))))
+            return rc;
     } else if (!strcmp(cmd, "work") && argc == 7) {
         uint32_t seed = (uint32_t)key;
         int n = atoi(argv[4]), rounds = atoi(argv[6]);

@@ -6,6 +6,8 @@
 #   - a producer and a consumer, attached at the same time, see each other's
 #     writes byte-exact (a host copy one way, a kernel the other way);
 #   - a client of another uid (setpriv) without permission cannot attach,
+#     read permission alone gives a read-only attachment (SHM_RDONLY) whose
+#     copies and kernels cannot write the segment,
 #     stat, change or remove the segment; after chmod 0666 it can attach but
 #     still not remove or change it (only owner, creator, root);
 #   - the segment is charged to the creating vGPU only, and the charges are right
@@ -59,6 +61,15 @@ r=$($U "$S" b stat 0x51 2>&1); echo "$r" | grep -q "stat rc=-6" || fail "uid 424
 r=$($U "$S" b rm 0x51 2>&1); echo "$r" | grep -q "rm rc=-6" || fail "uid 4242 removed someone else's segment: $r"
 r=$($U "$S" b chmod 0x51 0666 2>&1); echo "$r" | grep -q "chmod rc=-6" || fail "uid 4242 changed the mode: $r"
 $U "$G" shm list | grep -q 0x00000051 && fail "uid 4242 lists a segment it may not read"
+# read-only attachments (SHM_RDONLY): read permission suffices, and is needed
+r=$($U "$S" b ro 0x51 2>&1); echo "$r" | grep -q "ro attach=-6" || fail "uid 4242 attached a 0600 segment read-only: $r"
+r=$("$S" a chmod 0x51 0644 2>&1); echo "$r" | grep -q "chmod rc=0" || fail "owner chmod 0644: $r"
+r=$($U "$S" b attach 0x51 2>&1); echo "$r" | grep -q "attach rc=-6" || fail "uid 4242 attached a 0644 segment read-write: $r"
+r=$($U "$S" b ro 0x51 2>&1)
+echo "$r" | grep -q "ro attach=0 second_half=1 copy=-6 kernel=-[0-9]* unchanged=1" ||
+    fail "read-only attachment: readable, copies and kernels refused, bytes unchanged: $r"
+r=$("$S" a ro 0x51 2>&1)
+echo "$r" | grep -q "ro attach=0 second_half=1 copy=-6 kernel=-[0-9]* unchanged=1" || fail "owner's read-only attachment: $r"
 r=$("$S" a chmod 0x51 0666 2>&1); echo "$r" | grep -q "chmod rc=0" || fail "owner chmod: $r"
 r=$($U "$S" b attach 0x51 2>&1); echo "$r" | grep -q "attach rc=0" || fail "uid 4242 cannot attach after chmod 0666: $r"
 r=$($U "$S" b rm 0x51 2>&1); echo "$r" | grep -q "rm rc=-6" || fail "read-write access let uid 4242 remove: $r"

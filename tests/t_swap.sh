@@ -9,7 +9,12 @@
 # working set, evictions and restores on both; after kill -9 of a client mid-run
 # the other still ends byte-exact and every byte is accounted back (0 resident,
 # 0 swapped, 0 used); a working set larger than pool + swap is refused with a
-# clear error, never a silent loss.
+# clear error, never a silent loss. With the pre-pinned host swap pool (one
+# memfd per device, ranges of it per swapped allocation): two vGPUs in turns
+# (shm_client turns) byte-exact, every word checked on the device by the pattern
+# kernel (itself checked to find corruption), a kill -9 in the middle of the
+# turns leaks no range of a pool sized exactly to the peak, and a pool too small
+# for the turns is a clear error.
 set -u
 . tests/serve_lib.sh
 S="$B/tests/shm_client"
@@ -88,5 +93,67 @@ r=$(timeout 60 "$S" a swapcost b 32 8 4 2>&1)
 timeout 60 "$S" a work 66 2 16 2 > "$T/wa3" 2>&1 || fail "a: $(cat "$T/wa3")"
 r=$(timeout 60 "$S" b work 77 3 16 2 2>&1)
 echo "$r" | grep -q "work alloc rc=-4 error=.*swap space exhausted\|work alloc rc=-4 error=.*device memory" || fail "over pool + swap not refused clearly: $r"
+stop_daemon
+# the pre-pinned swap pool: two vGPUs of 3 x 16 MB (+ a 2 MB counter) on a 64 MB
+# pool take turns; every word written and checked by the pattern kernel, the
+# other vGPU evicted into the pool at every turn. The swap pool is exactly what
+# the turns need at the peak (48 MB swapped + 16 MB evicted before the first
+# restore gives its range back): a range leaked by the kill -9 below would make
+# the second run fail ("swap space exhausted"), not pass.
+start_daemon "memory_oversubscribe = 1
+[device 0]
+sim = default
+swap = 64M
+swap_pool = 64M
+[vgpu a]
+compute = 50
+copy = 50
+memory = 50M
+[vgpu b]
+compute = 50
+copy = 50
+memory = 50M"
+# the check the turns rely on finds corruption: 3 overwritten words, every word
+# against another seed; its counter outside the client's memory is refused
+r=$(timeout 60 "$S" a patcheck 0 2>&1)
+echo "$r" | grep -q "^patcheck rc=0 clean=0 corrupted=3 other_seed=1048576 words=1048576 outside_rc=-" ||
+    fail "pattern kernel check: $r"
+r=$(timeout 120 "$S" a turns b 3 16 3 2>&1) || fail "turns: $r"
+echo "$r" | grep -q "^turns rc=0 rounds=3 mismatches=0 final_mismatches=0" || fail "turns not byte-exact: $r"
+[ "$(echo "$r" | grep -c "^turn round=[1-9].* mismatches=0 swapped_before=50331648 swapped_after=0 restores=3 other_evictions=3")" = 6 ] ||
+    fail "turns did not swap 48 MB each way at every turn: $r"
+grep -q "swap: evicted vGPU a: 16 MB" "$T/serve.log" && grep -q "swap: restored vGPU b: 16 MB" "$T/serve.log" ||
+    fail "no per-swap log lines"
+# kill -9 of a client in the middle of its turns (evictions and restores run
+# most of the time): nothing of the pool or the device is lost
+"$S" a turns b 3 16 200 > "$T/tk" 2>&1 &
+TK=$!
+i=0
+while [ "$(grep -c "^turn round=[1-9]" "$T/tk")" -lt 2 ]; do
+    i=$((i + 1)); [ $i -gt 300 ] && fail "turns before the kill: $(cat "$T/tk")"
+    sleep 0.05
+done
+kill -9 $TK
+wait $TK 2>/dev/null
+for v in a b; do
+    wait_field $v mem_used 0
+    wait_field $v mem_swapped 0
+    wait_field $v mem_resident 0
+done
+r=$(timeout 120 "$S" a turns b 3 16 2 2>&1) || fail "turns after kill -9: $r"
+echo "$r" | grep -q "^turns rc=0 rounds=2 mismatches=0 final_mismatches=0" || fail "turns after kill -9: $r"
+stop_daemon
+# more than the pool holds: a clear error, never a silent loss
+start_daemon "memory_oversubscribe = 1
+[device 0]
+sim = default
+swap = 32M
+swap_pool = 64M
+[vgpu a]
+memory = 50M
+[vgpu b]
+memory = 50M"
+r=$(timeout 60 "$S" a turns b 3 16 1 2>&1)
+echo "$r" | grep -q "swap space exhausted" || fail "pool exhaustion not refused clearly: $r"
 stop_daemon
 echo ok

@@ -384,6 +384,64 @@ static void test_missing(void **st)
     gos_device_close(sim);
 }
 
+/* Read-only access (SHM_RDONLY attachments): reads and the pool copies out
+ * work, copies in and the built-in fill are refused and change nothing, the
+ * pieces-wise evict / restore keep the bytes; set_access takes only a whole
+ * mapping; read-write again allows writes. */
+static void test_read_only(void **st)
+{
+    gos_device *d = open_sim(64 * MB);
+    gos_vmm_buf b;
+    uint8_t *h = malloc(4 * MB), *back = malloc(4 * MB);
+    assert_non_null(h);
+    assert_non_null(back);
+    fill_pattern(h, 4 * MB, 77);
+    assert_int_equal(gos_vmm_buf_alloc(d, 4 * MB, &b), GOS_OK);
+    assert_int_equal(gos_vmm_copy_to_device(d, b.va, h, 4 * MB), GOS_OK);
+    assert_int_equal(gos_vmm_set_access(d, b.va, 2 * MB, 1), GOS_EINVAL); /* not the whole mapping */
+    assert_int_equal(gos_vmm_set_access(d, b.va + 1, 4 * MB, 1), GOS_EINVAL);
+    assert_int_equal(gos_vmm_set_access(d, b.va, 4 * MB, 1), GOS_OK);
+    assert_int_equal(gos_vmm_copy_to_device(d, b.va + 8, h, 8), GOS_EPERM);
+    assert_non_null(strstr(gos_last_error(), "read-only"));
+    assert_int_equal(gos_exec_init(d), GOS_OK);
+    assert_int_not_equal(gos_exec_copy_htod_sync(d, b.va, h, 64), GOS_OK);
+    void *m = NULL, *f = NULL;
+    assert_int_equal(gos_exec_module_load(d, NULL, 0, "builtin", &m), GOS_OK);
+    assert_int_equal(gos_exec_function(d, m, "fill", &f), GOS_OK);
+    struct {
+        uint64_t p;
+        uint32_t v, pad;
+        uint64_t n;
+    } prm = {b.va, 5, 0, 16};
+    struct gos_launch_cfg c = {.grid = {1, 1, 1}, .block = {32, 1, 1}, .params = &prm, .param_bytes = sizeof prm};
+    assert_int_not_equal(gos_exec_launch(d, f, &c, NULL), GOS_OK);
+    memset(back, 0, 4 * MB);
+    assert_int_equal(gos_vmm_copy_to_host(d, back, b.va, 4 * MB), GOS_OK);
+    assert_true(same_pattern(back, 4 * MB, 77)); /* nothing written */
+    /* read-write again */
+    assert_int_equal(gos_vmm_set_access(d, b.va, 4 * MB, 0), GOS_OK);
+    assert_int_equal(gos_exec_launch(d, f, &c, NULL), GOS_OK);
+    assert_int_equal(gos_exec_stream_sync(d, NULL), GOS_OK);
+    uint32_t w[16];
+    assert_int_equal(gos_vmm_copy_to_host(d, w, b.va, sizeof w), GOS_OK);
+    for (int i = 0; i < 16; i++)
+        assert_int_equal(w[i], 5);
+    /* evict / restore in pieces keep every byte (the swap pool's copies) */
+    assert_int_equal(gos_vmm_copy_to_device(d, b.va, h, 4 * MB), GOS_OK);
+    memset(back, 0, 4 * MB);
+    assert_int_equal(gos_vmm_buf_evict_pieces(d, &b, back, 1 * MB + 4096, 1 * MB), GOS_OK);
+    assert_true(same_pattern(back, 4 * MB, 77));
+    assert_int_equal(gos_vmm_buf_restore_pieces(d, &b, back, 3 * MB, 512 * 1024), GOS_OK);
+    memset(back, 0, 4 * MB);
+    assert_int_equal(gos_vmm_copy_to_host(d, back, b.va, 4 * MB), GOS_OK);
+    assert_true(same_pattern(back, 4 * MB, 77));
+    gos_exec_module_unload(d, m);
+    gos_vmm_buf_free(d, &b);
+    free(h);
+    free(back);
+    gos_device_close(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -391,6 +449,7 @@ int main(void)
         cmocka_unit_test(test_evict_restore),
         cmocka_unit_test(test_two_processes),
         cmocka_unit_test(test_missing),
+        cmocka_unit_test(test_read_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,8 +1,11 @@
 #!/bin/sh
 # tools/gpu_issue10.sh: the one GPU run of issue 10 (shared device memory and
-# swapping), for the device tool: the quick check (tests/gpu/shm.sh), then the
-# full benchmark (bench/shm.sh). Uses the shm_bench carried in prebuilt/ when
-# it runs on this machine, else builds it. Everything lands in $OUT.
+# swapping), for the device tool: the swap pool benchmark through the daemon
+# (bench/swap_pool.sh: pinned ceiling, two ~100 GB vGPUs in turns, what one swap
+# costs a BAND tenant, cold and warm), then the quick check (tests/gpu/shm.sh).
+# FULL=1 adds the device-level benchmark (bench/shm.sh). Uses the programs
+# carried in prebuilt/ when they run on this machine, else builds them.
+# Everything lands in $OUT (flat: the device tool brings back 8 files).
 set -u
 OUT=${OUT:-out}
 mkdir -p "$OUT"
@@ -15,9 +18,17 @@ if ! "$B" --bogus 1 2>&1 | grep -q "unknown option"; then
     export GPUOS=build/gpuos SHM_CLIENT=build/tests/shm_client
 fi
 export SHM_BENCH=$B
-nvidia-smi --query-gpu=name,uuid,driver_version,memory.total,memory.used --format=csv | tee "$OUT/nvidia-smi.txt"
-free -g | tee -a "$OUT/nvidia-smi.txt"
-echo "== tests/gpu/shm.sh"; sh tests/gpu/shm.sh; c=$?
-echo "== bench/shm.sh"; RES=$OUT/res sh bench/shm.sh; b=$?
-cp "$OUT"/res/* "$OUT"/ 2>/dev/null; rm -rf "$OUT/res"
-echo "check rc=$c bench rc=$b"
+R=$OUT/r
+mkdir -p "$R"
+{ date -u +%Y-%m-%dT%H:%M:%SZ; nvidia-smi --query-gpu=name,uuid,driver_version,memory.total,memory.used --format=csv; free -g; hostname; } > "$R/machine.txt"
+cat "$R/machine.txt"
+echo "== bench/swap_pool.sh"; RES=$R TURNS_TIMEOUT=150 SWAPCOST_TIMEOUT=80 sh bench/swap_pool.sh; b=$?
+echo "== tests/gpu/shm.sh"; OUT=$R/check timeout 60 sh tests/gpu/shm.sh > "$R/check.log" 2>&1; c=$?
+tail -4 "$R/check.log"
+f=0
+if [ "${FULL:-0}" = 1 ]; then echo "== bench/shm.sh"; RES=$R/full sh bench/shm.sh; f=$?; fi
+# at most 8 files back: the JSON, the client logs, the daemon's swap lines
+cd "$R" && tar czf ../logs.tgz . && cd - >/dev/null
+cp "$R/shm-swappool.json" "$R/turns.log" "$R/swapcost.log" "$R/shm-rate.json" "$R/machine.txt" "$R/check.log" "$OUT"/ 2>/dev/null
+rm -rf "$R"
+echo "swap_pool rc=$b check rc=$c full rc=$f"

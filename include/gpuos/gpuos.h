@@ -201,6 +201,12 @@ int gpuos_shm_get(gpuos_vgpu *g, int key, size_t bytes, int flags, int *id);
 /* shmat: a device address of the segment valid in this handle's address space
  * (copies and kernels may use it like an allocation). */
 int gpuos_shm_attach(gpuos_vgpu *g, int id, gpuos_dptr *out);
+/* shmat with flags: GPUOS_SHM_RDONLY (SHM_RDONLY) maps the segment read-only in
+ * this handle's address space; read permission suffices. Copies into it fail
+ * (GPUOS_EPERM); a kernel's write faults this handle's context only (on the
+ * simulated device it is refused). */
+#define GPUOS_SHM_RDONLY 010000
+int gpuos_shm_attach_flags(gpuos_vgpu *g, int id, int flags, gpuos_dptr *out);
 /* shmdt: waits for this handle's work, then unmaps. */
 int gpuos_shm_detach(gpuos_vgpu *g, gpuos_dptr p);
 /* shmctl: GPUOS_SHM_STAT fills *buf (read permission); GPUOS_SHM_SET takes

@@ -43,18 +43,24 @@ int gpuos_shm_get(gpuos_vgpu *g, int key, size_t bytes, int flags, int *id)
     LOCKED(g, shm_get(g, key, bytes, flags, id));
 }
 
-static int shm_attach(gpuos_vgpu *g, int id, gpuos_dptr *out)
+static int shm_attach(gpuos_vgpu *g, int id, int flags, gpuos_dptr *out)
 {
     if (!out)
         return gos_fail(GOS_EINVAL, "gpuos_shm_attach needs an address to fill");
-    struct gos_msg_shm_at m = {.id = id};
+    if (flags & ~GPUOS_SHM_RDONLY)
+        return gos_fail(GOS_EINVAL, "gpuos_shm_attach_flags: unknown flags 0%o", (unsigned)flags);
+    struct gos_msg_shm_at m = {.id = id, .flags = (flags & GPUOS_SHM_RDONLY) ? GOS_SHM_F_RDONLY : 0};
     struct gos_rep_shm_at r = {0};
     int rc = gcl_call(g, GOS_MSG_SHM_AT, &m, sizeof m, -1, &r, sizeof r);
     if (!rc)
         *out = r.dptr;
     return rc;
 }
-int gpuos_shm_attach(gpuos_vgpu *g, int id, gpuos_dptr *out) { LOCKED(g, shm_attach(g, id, out)); }
+int gpuos_shm_attach(gpuos_vgpu *g, int id, gpuos_dptr *out) { LOCKED(g, shm_attach(g, id, 0, out)); }
+int gpuos_shm_attach_flags(gpuos_vgpu *g, int id, int flags, gpuos_dptr *out)
+{
+    LOCKED(g, shm_attach(g, id, flags, out));
+}
 
 static int shm_detach(gpuos_vgpu *g, gpuos_dptr p)
 {

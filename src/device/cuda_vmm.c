@@ -208,6 +208,23 @@ static int cv_map(gos_device *d, uint64_t va, uint64_t bytes, uint64_t h)
     return GOS_OK;
 }
 
+/* cuMemSetAccess again over the whole mapping: PROT_READ makes a kernel's
+ * write fault (a sticky error of this context only). */
+static int cv_set_access(gos_device *d, uint64_t va, uint64_t bytes, int read_only)
+{
+    struct cuda_vmm *v;
+    struct gos_cuda *c = d->priv;
+    int rc = cv_state(d, &v);
+    if (rc)
+        return rc;
+    CUmemAccessDesc acc;
+    memset(&acc, 0, sizeof acc);
+    acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    acc.location.id = (int)c->dev;
+    acc.flags = read_only ? CU_MEM_ACCESS_FLAGS_PROT_READ : CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    return CU_CALL(cuMemSetAccess, (CUdeviceptr)va, (size_t)bytes, &acc, 1);
+}
+
 static int cv_unmap(gos_device *d, uint64_t va, uint64_t bytes)
 {
     struct cuda_vmm *v;
@@ -263,4 +280,5 @@ const struct gos_vmm_ops gos_cuda_vmm_ops = {
     .copy_to_host = cv_to_host,
     .copy_to_device = cv_to_device,
     .usage = cv_usage,
+    .set_access = cv_set_access,
 };

@@ -8,7 +8,7 @@
 
 int gos_exec_builtin_known(const char *kernel)
 {
-    static const char *const names[] = {"empty", "sleep_ns", "loop", "madd", "mmul", "fill", "fault", "xcopy"};
+    static const char *const names[] = {"empty", "sleep_ns", "loop", "madd", "mmul", "fill", "fault", "xcopy", "pattern"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!strcmp(kernel, names[i]))
             return 1;
@@ -54,6 +54,26 @@ int gos_exec_builtin_ranges(const char *kernel, const struct gos_launch_cfg *c, 
             r[i] = (struct gos_dev_range){p[i], bytes};
         }
         *n = 3;
+        return GOS_OK;
+    }
+    if (!strcmp(kernel, "pattern")) {
+        uint64_t p, count, out;
+        uint32_t check;
+        if (c->param_bytes < 32)
+            return gos_fail(GOS_EINVAL, "pattern takes (uint64 dptr, uint32 seed, uint32 check, uint64 count, "
+                                        "uint64 out)");
+        memcpy(&p, c->params, 8);
+        memcpy(&check, (const char *)c->params + 12, 4);
+        memcpy(&count, (const char *)c->params + 16, 8);
+        memcpy(&out, (const char *)c->params + 24, 8);
+        if (count > UINT64_MAX / 4)
+            return gos_fail(GOS_EINVAL, "pattern: %llu words overflow the address space", (unsigned long long)count);
+        if (p % 4 || (check && out % 8))
+            return gos_fail(GOS_EINVAL, "pattern: unaligned address");
+        r[0] = (struct gos_dev_range){p, count * 4};
+        *n = 1;
+        if (check)
+            r[(*n)++] = (struct gos_dev_range){out, 8};
         return GOS_OK;
     }
     if (!strcmp(kernel, "fill")) {

@@ -65,7 +65,7 @@ struct sim_event {
     int recorded;
 };
 
-enum { K_SLEEP, K_LOOP, K_MADD, K_MMUL, K_FILL, K_EMPTY, K_FAULT, K_XCOPY };
+enum { K_SLEEP, K_LOOP, K_MADD, K_MMUL, K_FILL, K_EMPTY, K_FAULT, K_XCOPY, K_PATTERN };
 struct sim_fn {
     char name[64];
     int kind;
@@ -325,11 +325,22 @@ static int inside(gos_device *d, const struct sim_exec *s, uint64_t p, uint64_t 
     return gos_sim_vmm_mapped(d, p, n); /* VMM memory (sim_vmm.c): mapped ranges */
 }
 
+/* As inside(), for a write: a read-only VMM mapping (a SHM_RDONLY
+ * attachment) is not writable. */
+static int inside_w(gos_device *d, const struct sim_exec *s, uint64_t p, uint64_t n)
+{
+    return inside(d, s, p, n) && gos_sim_vmm_access(d, p, n, 1) >= 0;
+}
+
 static int check_dev(gos_device *d, struct sim_exec *s, uint64_t p, uint64_t n, const char *what)
 {
+    int write = strstr(what, "to the device") || strstr(what, "destination");
     pthread_mutex_lock(&s->lock);
     int ok = inside(d, s, p, n);
     pthread_mutex_unlock(&s->lock);
+    if (ok && write && gos_sim_vmm_access(d, p, n, 1) < 0)
+        return gos_fail(GOS_EPERM, "%s: 0x%llx+%llu is mapped read-only", what, (unsigned long long)p,
+                        (unsigned long long)n);
     return ok ? GOS_OK
               : gos_fail(GOS_EINVAL, "%s: illegal address range 0x%llx+%llu", what, (unsigned long long)p,
                          (unsigned long long)n);
@@ -385,7 +396,7 @@ static const struct {
     int kind;
 } builtins[] = {{"sleep_ns", K_SLEEP}, {"loop", K_LOOP}, {"madd", K_MADD},
                 {"mmul", K_MMUL},      {"fill", K_FILL}, {"empty", K_EMPTY},
-                {"fault", K_FAULT}, {"xcopy", K_XCOPY}};
+                {"fault", K_FAULT}, {"xcopy", K_XCOPY}, {"pattern", K_PATTERN}};
 #define N_BUILTINS (int)(sizeof builtins / sizeof builtins[0])
 
 static int builtin_kind(const char *name)
@@ -485,7 +496,7 @@ static int se_launch(gos_device *d, void *fn, const struct gos_launch_cfg *c, vo
         memcpy(&count, (const char *)c->params + 16, 8);
         /* This device's MMU: anything outside its own allocations faults. */
         pthread_mutex_lock(&s->lock);
-        int ok = count <= UINT64_MAX / 4 && inside(d, s, dst, count * 4) && inside(d, s, src, count * 4);
+        int ok = count <= UINT64_MAX / 4 && inside_w(d, s, dst, count * 4) && inside(d, s, src, count * 4);
         pthread_mutex_unlock(&s->lock);
         if (!ok) {
             __atomic_store_n(&s->faulted, 1, __ATOMIC_RELEASE);
@@ -493,6 +504,39 @@ static int se_launch(gos_device *d, void *fn, const struct gos_launch_cfg *c, vo
         }
         memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, count * 4);
         dur += (double)count * 8 / 2000.0;
+    }
+    if (f->kind == K_PATTERN) {
+        uint64_t p, count, out;
+        uint32_t seed, check;
+        if (c->param_bytes < 32)
+            return gos_fail(GOS_EINVAL, "pattern takes (uint64 dptr, uint32 seed, uint32 check, uint64 count, "
+                                        "uint64 out)");
+        memcpy(&p, c->params, 8);
+        memcpy(&seed, (const char *)c->params + 8, 4);
+        memcpy(&check, (const char *)c->params + 12, 4);
+        memcpy(&count, (const char *)c->params + 16, 8);
+        memcpy(&out, (const char *)c->params + 24, 8);
+        pthread_mutex_lock(&s->lock);
+        int ok = count <= UINT64_MAX / 4 && p % 4 == 0 &&
+                 (check ? inside(d, s, p, count * 4) : inside_w(d, s, p, count * 4)) &&
+                 (!check || (out % 8 == 0 && inside_w(d, s, out, 8)));
+        pthread_mutex_unlock(&s->lock);
+        if (!ok) {
+            __atomic_store_n(&s->faulted, 1, __ATOMIC_RELEASE);
+            return GOS_OK;
+        }
+        uint32_t *w = (uint32_t *)(uintptr_t)p;
+        uint64_t bad = 0;
+        for (uint64_t i = 0; i < count; i++) {
+            uint32_t v = (uint32_t)(i * 2654435761ull) ^ seed;
+            if (check)
+                bad += w[i] != v;
+            else
+                w[i] = v;
+        }
+        if (check)
+            *(uint64_t *)(uintptr_t)out += bad;
+        dur += (double)count * 4 / 2000.0;
     }
     if (f->kind == K_SLEEP || f->kind == K_LOOP || f->kind == K_MADD || f->kind == K_MMUL) {
         /* The GPU kernels' parameters (kernels/exec.cu); the work they describe
@@ -515,7 +559,7 @@ static int se_launch(gos_device *d, void *fn, const struct gos_launch_cfg *c, vo
                 memcpy(&cc, (const char *)c->params + 16, 8);
                 pthread_mutex_lock(&s->lock);
                 int ok = n && a % 4 == 0 && b % 4 == 0 && cc % 4 == 0 && inside(d, s, a, bytes) &&
-                         inside(d, s, b, bytes) && inside(d, s, cc, bytes);
+                         inside(d, s, b, bytes) && inside_w(d, s, cc, bytes);
                 pthread_mutex_unlock(&s->lock);
                 if (ok) {
                     const float *A = (const float *)(uintptr_t)a, *B = (const float *)(uintptr_t)b;
@@ -547,7 +591,7 @@ static int se_launch(gos_device *d, void *fn, const struct gos_launch_cfg *c, vo
          * (launch_ranges); the simulated kernel checks it again against every
          * allocation, as a GPU's MMU would fault, without overflow (issue 15.1). */
         pthread_mutex_lock(&s->lock);
-        int ok = count <= UINT64_MAX / 4 && dptr % 4 == 0 && inside(d, s, dptr, count * 4);
+        int ok = count <= UINT64_MAX / 4 && dptr % 4 == 0 && inside_w(d, s, dptr, count * 4);
         pthread_mutex_unlock(&s->lock);
         if (!ok)
             return gos_fail(GOS_EINVAL, "fill: illegal address 0x%llx (+%llu words)", (unsigned long long)dptr,

@@ -35,5 +35,8 @@ int gos_sim_mem_truth_get(gos_device *d, gos_sim_mem_truth *t);
 /* Whether [p, p + n) lies inside one mapping of the simulated VMM (sim_vmm.c),
  * so that copies and built-in kernels of the execution pillar reach it. */
 int gos_sim_vmm_mapped(gos_device *d, uint64_t p, uint64_t n);
+/* 1: mapped (and writable when write), 0: not mapped, -1: mapped read-only
+ * and write asked (a read-only shared segment, vmm_ops.h set_access). */
+int gos_sim_vmm_access(gos_device *d, uint64_t p, uint64_t n, int write);
 
 #endif

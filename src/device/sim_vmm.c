@@ -42,6 +42,7 @@ struct sv_phys {
 };
 struct sv_range {
     uint64_t va, bytes, phys; /* phys: id of the mapped handle (mappings only) */
+    int ro;                   /* mappings: read-only access (set_access) */
 };
 
 struct sim_vmm {
@@ -240,7 +241,7 @@ static int sv_reserve(gos_device *d, uint64_t bytes, uint64_t *va)
     pthread_mutex_lock(&s->lock);
     int rc = grow((void **)&s->res, &s->cap_res, s->n_res, sizeof *s->res);
     if (!rc)
-        s->res[s->n_res++] = (struct sv_range){al, bytes, 0};
+        s->res[s->n_res++] = (struct sv_range){al, bytes, 0, 0};
     pthread_mutex_unlock(&s->lock);
     if (rc)
         munmap((void *)(uintptr_t)al, bytes);
@@ -319,7 +320,7 @@ static int sv_map(gos_device *d, uint64_t va, uint64_t bytes, uint64_t h)
         rc = gos_fail(GOS_ENOMEM, "map: %s", strerror(errno));
         goto out;
     }
-    s->maps[s->n_maps++] = (struct sv_range){va, bytes, h};
+    s->maps[s->n_maps++] = (struct sv_range){va, bytes, h, 0};
     p->maps++;
 out:
     pthread_mutex_unlock(&s->lock);
@@ -354,23 +355,50 @@ out:
     return rc;
 }
 
-static int mapped_locked(const struct sim_vmm *s, uint64_t p, uint64_t n)
+/* 1: [p, p + n) inside one mapping (and writable there when write), 0 not
+ * mapped, -1 mapped read-only and write asked. */
+static int mapped_locked(const struct sim_vmm *s, uint64_t p, uint64_t n, int write)
 {
     for (int i = 0; i < s->n_maps; i++)
         if (p >= s->maps[i].va && n <= s->maps[i].bytes && p - s->maps[i].va <= s->maps[i].bytes - n)
-            return 1;
+            return write && s->maps[i].ro ? -1 : 1;
     return 0;
 }
 
 int gos_sim_vmm_mapped(gos_device *d, uint64_t p, uint64_t n)
 {
+    return gos_sim_vmm_access(d, p, n, 0) == 1;
+}
+
+int gos_sim_vmm_access(gos_device *d, uint64_t p, uint64_t n, int write)
+{
     struct sim_vmm *s = d->vmm_priv;
     if (!s)
         return 0;
     pthread_mutex_lock(&s->lock);
-    int ok = mapped_locked(s, p, n);
+    int ok = mapped_locked(s, p, n, write);
     pthread_mutex_unlock(&s->lock);
     return ok;
+}
+
+/* Read-only: the host pages are mprotect()ed as well, so a write that got past
+ * every check still cannot change the bytes (it faults this process). */
+static int sv_set_access(gos_device *d, uint64_t va, uint64_t bytes, int read_only)
+{
+    struct sim_vmm *s = state(d);
+    if (!s)
+        return GOS_ENOMEM;
+    pthread_mutex_lock(&s->lock);
+    int rc = GOS_OK, i = find_range(s->maps, s->n_maps, va, bytes);
+    if (i == s->n_maps)
+        rc = gos_fail(GOS_EINVAL, "set access: 0x%llx+%llu is not a mapping", (unsigned long long)va,
+                      (unsigned long long)bytes);
+    else if (mprotect((void *)(uintptr_t)va, bytes, read_only ? PROT_READ : PROT_READ | PROT_WRITE))
+        rc = gos_fail(GOS_EINVAL, "set access: %s", strerror(errno));
+    else
+        s->maps[i].ro = read_only;
+    pthread_mutex_unlock(&s->lock);
+    return rc;
 }
 
 static int sv_copy(gos_device *d, void *host, uint64_t va, uint64_t n, int to_device)
@@ -380,14 +408,17 @@ static int sv_copy(gos_device *d, void *host, uint64_t va, uint64_t n, int to_de
         return GOS_ENOMEM;
     /* The lock is held over the copy: an unmap of the range waits for it. */
     pthread_mutex_lock(&s->lock);
-    int ok = mapped_locked(s, va, n);
-    if (ok) {
+    int ok = mapped_locked(s, va, n, to_device);
+    if (ok == 1) {
         if (to_device)
             memcpy((void *)(uintptr_t)va, host, n);
         else
             memcpy(host, (const void *)(uintptr_t)va, n);
     }
     pthread_mutex_unlock(&s->lock);
+    if (ok < 0)
+        return gos_fail(GOS_EPERM, "copy to the device: 0x%llx+%llu is mapped read-only", (unsigned long long)va,
+                        (unsigned long long)n);
     return ok ? GOS_OK
               : gos_fail(GOS_EINVAL, "copy %s the device: 0x%llx+%llu is not mapped", to_device ? "to" : "from",
                          (unsigned long long)va, (unsigned long long)n);
@@ -427,4 +458,5 @@ const struct gos_vmm_ops gos_sim_vmm_ops = {
     .copy_to_host = sv_to_host,
     .copy_to_device = sv_to_device,
     .usage = sv_usage,
+    .set_access = sv_set_access,
 };

@@ -110,6 +110,16 @@ int gos_vmm_unmap(gos_device *d, uint64_t va, uint64_t bytes)
     return rc ? rc : VMM(d)->unmap(d, va, bytes);
 }
 
+int gos_vmm_set_access(gos_device *d, uint64_t va, uint64_t bytes, int read_only)
+{
+    if (!VMM(d) || !VMM(d)->set_access)
+        return MISSING(d, "setting the access of mapped device memory");
+    if (!va || !ALIGNED(va))
+        return gos_fail(GOS_EINVAL, "set access: address 0x%llx is not 2 MB aligned", (unsigned long long)va);
+    int rc = check_size(bytes, "set access");
+    return rc ? rc : VMM(d)->set_access(d, va, bytes, read_only ? 1 : 0);
+}
+
 int gos_vmm_copy_to_host(gos_device *d, void *dst, uint64_t va, uint64_t n)
 {
     if (!VMM(d) || !VMM(d)->copy_to_host)
@@ -199,7 +209,35 @@ int gos_vmm_buf_attach(gos_device *d, int fd, uint64_t bytes, gos_vmm_buf *b)
     return rc;
 }
 
+/* Copies n bytes between host and va in pieces: the first of `first` bytes,
+ * then of `piece` (0: one copy). */
+static int copy_pieces(gos_device *d, int out, void *host, uint64_t va, uint64_t n, uint64_t first, uint64_t piece)
+{
+    uint64_t done = 0, len = first && first < n ? first : n;
+    while (done < n) {
+        if (len > n - done)
+            len = n - done;
+        int rc = out ? gos_vmm_copy_to_host(d, (char *)host + done, va + done, len)
+                     : gos_vmm_copy_to_device(d, va + done, (const char *)host + done, len);
+        if (rc)
+            return rc;
+        done += len;
+        len = piece ? piece : n - done;
+    }
+    return GOS_OK;
+}
+
 int gos_vmm_buf_evict(gos_device *d, gos_vmm_buf *b, void *host)
+{
+    return gos_vmm_buf_evict_pieces(d, b, host, 0, 0);
+}
+
+int gos_vmm_buf_restore(gos_device *d, gos_vmm_buf *b, const void *host)
+{
+    return gos_vmm_buf_restore_pieces(d, b, host, 0, 0);
+}
+
+int gos_vmm_buf_evict_pieces(gos_device *d, gos_vmm_buf *b, void *host, uint64_t first, uint64_t piece)
 {
     if (!b->resident)
         return gos_fail(GOS_EINVAL, "evict: the buffer at 0x%llx is already evicted", (unsigned long long)b->va);
@@ -207,7 +245,7 @@ int gos_vmm_buf_evict(gos_device *d, gos_vmm_buf *b, void *host)
         return gos_fail(GOS_EINVAL, "evict: 0x%llx is another process's shared memory", (unsigned long long)b->va);
     if (!host)
         return gos_fail(GOS_EINVAL, "evict: no host buffer");
-    int rc = gos_vmm_copy_to_host(d, host, b->va, b->bytes);
+    int rc = copy_pieces(d, 1, host, b->va, b->bytes, first, piece);
     if (rc)
         return rc; /* nothing changed: still resident */
     if ((rc = gos_vmm_unmap(d, b->va, b->bytes)))
@@ -220,7 +258,7 @@ int gos_vmm_buf_evict(gos_device *d, gos_vmm_buf *b, void *host)
     return rc;
 }
 
-int gos_vmm_buf_restore(gos_device *d, gos_vmm_buf *b, const void *host)
+int gos_vmm_buf_restore_pieces(gos_device *d, gos_vmm_buf *b, const void *host, uint64_t first, uint64_t piece)
 {
     if (b->resident)
         return gos_fail(GOS_EINVAL, "restore: the buffer at 0x%llx is resident", (unsigned long long)b->va);
@@ -232,7 +270,7 @@ int gos_vmm_buf_restore(gos_device *d, gos_vmm_buf *b, const void *host)
         return rc;
     if ((rc = gos_vmm_map(d, b->va, b->bytes, h)))
         goto fail_release;
-    if ((rc = gos_vmm_copy_to_device(d, b->va, host, b->bytes)))
+    if ((rc = copy_pieces(d, 0, (void *)(uintptr_t)host, b->va, b->bytes, first, piece)))
         goto fail_unmap;
     b->h = h;
     b->resident = 1;

@@ -63,6 +63,11 @@ struct gos_vmm_ops {
     /* What this device object holds now (leak checks): physical bytes it
      * created that are still alive, handles not released, live mappings. */
     int (*usage)(gos_device *d, uint64_t *phys_bytes, int *handles, int *mappings);
+    /* Access to the mapping at va (exactly a mapped range): read-only or
+     * read-write for this device's kernels and copies (read-only shared
+     * segments, SHM_RDONLY). A kernel's write to a read-only range faults on a
+     * GPU; the simulated device refuses it. */
+    int (*set_access)(gos_device *d, uint64_t va, uint64_t bytes, int read_only);
 };
 
 /* Checked wrappers (vmm.c): GOS_EUNSUPPORTED when the backend lacks VMM,
@@ -79,6 +84,7 @@ int gos_vmm_unmap(gos_device *d, uint64_t va, uint64_t bytes);
 int gos_vmm_copy_to_host(gos_device *d, void *dst, uint64_t va, uint64_t n);
 int gos_vmm_copy_to_device(gos_device *d, uint64_t va, const void *src, uint64_t n);
 int gos_vmm_usage(gos_device *d, uint64_t *phys_bytes, int *handles, int *mappings);
+int gos_vmm_set_access(gos_device *d, uint64_t va, uint64_t bytes, int read_only);
 /* Whether the backend has VMM at all (no message). */
 int gos_vmm_supported(const gos_device *d);
 
@@ -108,6 +114,12 @@ int gos_vmm_buf_evict(gos_device *d, gos_vmm_buf *b, void *host);
 /* New physical memory mapped at b->va, the bytes copied back from host. If any
  * step fails b stays evicted and host keeps the only copy. */
 int gos_vmm_buf_restore(gos_device *d, gos_vmm_buf *b, const void *host);
+/* As evict / restore, copying in pieces: the first of `first` bytes, then of
+ * `piece` bytes (0: all at once). Host memory page-locked in separate pieces
+ * (the daemon's swap pool, registered chunk by chunk) copies at the pinned rate
+ * only when no copy crosses from one registration into the next. */
+int gos_vmm_buf_evict_pieces(gos_device *d, gos_vmm_buf *b, void *host, uint64_t first, uint64_t piece);
+int gos_vmm_buf_restore_pieces(gos_device *d, gos_vmm_buf *b, const void *host, uint64_t first, uint64_t piece);
 /* Unmaps, releases and unreserves (whatever of that applies). */
 void gos_vmm_buf_free(gos_device *d, gos_vmm_buf *b);
 

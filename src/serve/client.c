@@ -212,8 +212,12 @@ static int do_copy(struct srv_client *c, uint32_t seq, const struct gos_msg_copy
     o.region = -1;
     o.bytes = m->bytes;
     o.dptr = m->dptr;
-    if (!find_alloc(c, m->dptr, m->bytes))
+    const struct srv_alloc *dst = find_alloc(c, m->dptr, m->bytes);
+    if (!dst)
         return gos_fail(GOS_EINVAL, "device range 0x%llx+%llu is not inside an allocation of this client",
+                        (unsigned long long)m->dptr, (unsigned long long)m->bytes);
+    if (dst->ro && m->dir != GOS_COPY_DTOH)
+        return gos_fail(GOS_EPERM, "device range 0x%llx+%llu is a read-only attachment (SHM_RDONLY)",
                         (unsigned long long)m->dptr, (unsigned long long)m->bytes);
     if (m->dir == GOS_COPY_DTOD) {
         if (!find_alloc(c, m->dptr_src, m->bytes))

@@ -26,6 +26,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define XE_ENGINES 2
@@ -52,6 +54,12 @@ struct xe {
     gos_vmm_buf *vb; /* swappable allocations (X_VALLOC) */
     int n_vb, cap_vb;
     struct srv_pmem_set pmem; /* partition-local allocations (issue 12) */
+    /* the daemon's swap pool (X_EVICT_POOL), mapped once */
+    char *pool;
+    uint64_t pool_bytes;
+    dev_t pool_dev;
+    ino_t pool_ino;
+    unsigned char *pool_pinned; /* per X_POOL_CHUNK: 1 page-locked, 2 refused */
 };
 
 static int answer(struct xe *x, uint32_t type, int rc, uint32_t flags, const void *p, uint32_t n)
@@ -77,7 +85,7 @@ static int shm_new(struct xe *x, uint64_t bytes, int *fd)
     return rc;
 }
 
-static int shm_map(struct xe *x, uint64_t bytes, int fd, uint64_t *dptr)
+static int shm_map(struct xe *x, uint64_t bytes, int fd, int ro, uint64_t *dptr)
 {
     int slot = -1;
     for (int i = 0; i < GOS_XE_SHM_MAX && slot < 0; i++)
@@ -88,6 +96,8 @@ static int shm_map(struct xe *x, uint64_t bytes, int fd, uint64_t *dptr)
     if (slot < 0)
         return gos_fail(GOS_ELIMIT, "executor: more than %d shared segments attached", GOS_XE_SHM_MAX);
     int rc = gos_vmm_buf_attach(x->dev, fd, bytes, &x->shm[slot]);
+    if (!rc && ro && (rc = gos_vmm_set_access(x->dev, x->shm[slot].va, x->shm[slot].bytes, 1)))
+        gos_vmm_buf_free(x->dev, &x->shm[slot]);
     if (!rc)
         *dptr = x->shm[slot].va;
     return rc;
@@ -144,6 +154,78 @@ static int swap_io(struct xe *x, uint64_t dptr, int fd, int out)
     if (pinned)
         gos_exec_host_unregister(x->dev, h);
     munmap(h, b->bytes);
+    return rc;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* Maps the daemon's pool (once: the same file again is kept). */
+static int pool_map(struct xe *x, int fd, uint64_t bytes)
+{
+    struct stat st;
+    if (fstat(fd, &st))
+        return gos_fail(GOS_EPROTO, "executor: swap pool descriptor");
+    if (x->pool && st.st_dev == x->pool_dev && st.st_ino == x->pool_ino && bytes == x->pool_bytes)
+        return GOS_OK;
+    if (x->pool)
+        return gos_fail(GOS_EPROTO, "executor: a second swap pool");
+    if (!bytes || (uint64_t)st.st_size < bytes)
+        return gos_fail(GOS_EPROTO, "executor: swap pool of %llu bytes in a file of %llu", (unsigned long long)bytes,
+                        (unsigned long long)st.st_size);
+    uint64_t nch = (bytes + X_POOL_CHUNK - 1) / X_POOL_CHUNK;
+    unsigned char *pin = calloc(nch, 1);
+    void *p = pin ? mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+    if (p == MAP_FAILED) {
+        free(pin);
+        return gos_fail(GOS_ENOMEM, "executor: mapping the swap pool of %llu bytes", (unsigned long long)bytes);
+    }
+    x->pool = p;
+    x->pool_bytes = bytes;
+    x->pool_dev = st.st_dev;
+    x->pool_ino = st.st_ino;
+    x->pool_pinned = pin;
+    return GOS_OK;
+}
+
+/* Evicts into / restores from the pool at off: the chunks it touches are
+ * page-locked first (once for the executor's life), the copy cut at chunk
+ * boundaries so that every piece lies in one registration. A chunk the driver
+ * refuses to lock is copied from pageable memory (slower, still exact). */
+static int swap_pool_io(struct xe *x, const struct x_swap_io *m, int fd, int out, struct x_swap_rep *rep)
+{
+    gos_vmm_buf *b = vb_find(x, m->dptr);
+    if (!b)
+        return gos_fail(GOS_EINVAL, "executor: 0x%llx is not a swappable allocation", (unsigned long long)m->dptr);
+    if (fd < 0)
+        return gos_fail(GOS_EPROTO, "swap without a descriptor");
+    int rc = pool_map(x, fd, m->pool_bytes);
+    if (rc)
+        return rc;
+    if (m->off > x->pool_bytes || b->bytes > x->pool_bytes - m->off)
+        return gos_fail(GOS_EPROTO, "executor: swap range 0x%llx + %llu outside the pool", (unsigned long long)m->off,
+                        (unsigned long long)b->bytes);
+    uint64_t t0 = now_ns();
+    rep->pinned = 1;
+    for (uint64_t c = m->off / X_POOL_CHUNK; c <= (m->off + b->bytes - 1) / X_POOL_CHUNK; c++) {
+        if (!x->pool_pinned[c]) {
+            uint64_t len = x->pool_bytes - c * X_POOL_CHUNK;
+            if (len > X_POOL_CHUNK)
+                len = X_POOL_CHUNK;
+            x->pool_pinned[c] = gos_exec_host_register(x->dev, x->pool + c * X_POOL_CHUNK, len) == GOS_OK ? 1 : 2;
+        }
+        rep->pinned &= x->pool_pinned[c] == 1;
+    }
+    uint64_t t1 = now_ns();
+    uint64_t first = X_POOL_CHUNK - m->off % X_POOL_CHUNK;
+    rc = out ? gos_vmm_buf_evict_pieces(x->dev, b, x->pool + m->off, first, X_POOL_CHUNK)
+             : gos_vmm_buf_restore_pieces(x->dev, b, x->pool + m->off, first, X_POOL_CHUNK);
+    rep->register_ns = t1 - t0;
+    rep->copy_ns = now_ns() - t1;
     return rc;
 }
 
@@ -318,6 +400,16 @@ static int serve_one(struct xe *x, const struct x_hdr *h, void *p, int fd)
             close(fd);
         return answer(x, h->type, rc, 0, NULL, 0);
     }
+    case X_EVICT_POOL:
+    case X_RESTORE_POOL: {
+        struct x_swap_io m;
+        struct x_swap_rep rep = {0};
+        memcpy(&m, p, sizeof m);
+        int rc = swap_pool_io(x, &m, fd, h->type == X_EVICT_POOL, &rep);
+        if (fd >= 0)
+            close(fd);
+        return answer(x, h->type, rc, 0, &rep, sizeof rep);
+    }
     case X_REGION_ADD: {
         struct x_region m;
         memcpy(&m, p, sizeof m);
@@ -384,7 +476,10 @@ static int serve_one(struct xe *x, const struct x_hdr *h, void *p, int fd)
     case X_SHM_MAP: {
         memcpy(&u, p, 8);
         uint64_t dptr = 0;
-        int rc = shm_map(x, u, fd, &dptr);
+        uint64_t fl = 0;
+        if (h->len >= 16)
+            memcpy(&fl, (char *)p + 8, 8);
+        int rc = shm_map(x, u, fd, (fl & X_SHM_MAP_RDONLY) != 0, &dptr);
         if (fd >= 0)
             close(fd);
         return answer(x, h->type, rc, 0, &dptr, 8);
@@ -438,6 +533,8 @@ static int payload_ok(const struct x_hdr *h)
     case X_VALLOC:
     case X_EVICT:
     case X_RESTORE: return h->len >= 8;
+    case X_EVICT_POOL:
+    case X_RESTORE_POOL: return h->len >= sizeof(struct x_swap_io);
     case X_REGION_ADD: return h->len >= sizeof(struct x_region);
     case X_MODULE_LOAD: return h->len >= sizeof(struct x_module);
     case X_MODULE_UNLOAD: return h->len >= 4;
@@ -506,7 +603,8 @@ int srv_executor_main(int sock, const char *sim, int ordinal)
             answer(x, h.type, gos_fail(GOS_EPROTO, "executor: short message %u", (unsigned)h.type), 0, NULL, 0);
             continue;
         }
-        if (h.type != X_REGION_ADD && h.type != X_SHM_MAP && h.type != X_EVICT && h.type != X_RESTORE && fd >= 0)
+        if (h.type != X_REGION_ADD && h.type != X_SHM_MAP && h.type != X_EVICT && h.type != X_RESTORE &&
+            h.type != X_EVICT_POOL && h.type != X_RESTORE_POOL && fd >= 0)
             close(fd);
         if (serve_one(x, &h, buf, fd) == GOS_EDEVICE && h.type == X_RUN)
             _exit(3); /* faulted: the context is dead; the daemon was told */

@@ -107,6 +107,7 @@ struct srv_alloc {
     void *vbuf; /* isolation = none: the daemon's mapping of it (gos_vmm_buf) */
     int pmem;       /* a partition-local allocation (issue 12; pmem_cl.c): both views */
     uint64_t extra; /* charged to the share beyond bytes (its parity table's page) */
+    int ro;     /* a read-only attachment (SHM_RDONLY): no copy may write it */
 };
 
 struct srv_client {
@@ -211,6 +212,7 @@ struct srv_dev {
     char sim[256];  /* the executors' device: a chip, or "" for the GPU of ordinal */
     gos_swap *sw; /* swapping on this device (swap.c, issue 10.2); NULL: off */
     int ordinal;
+    struct srv_swpool *swp; /* its host swap pool (swap.c): one memfd, offsets */
 };
 
 struct srv {

@@ -163,8 +163,9 @@ static int add_attachment(struct srv_client *c, uint64_t dptr, uint64_t bytes, i
 int srv_shm_at(struct srv_client *c, const struct gos_msg_shm_at *m, struct gos_rep_shm_at *r)
 {
     struct srv *s = c->srv;
-    if (m->flags)
-        return gos_fail(GOS_EINVAL, "read-only attachments are not supported (device mappings are read-write)");
+    if (m->flags & ~(uint32_t)GOS_SHM_F_RDONLY)
+        return gos_fail(GOS_EINVAL, "shared segment %d: unknown attach flags 0%o", m->id, (unsigned)m->flags);
+    int ro = (m->flags & GOS_SHM_F_RDONLY) != 0;
     gos_shm_slot *sl = gos_shm_lookup(&s->shm, m->id);
     struct srv_seg *g = sl ? sl->priv : NULL;
     if (sl && (!g || g->fd < 0))
@@ -177,25 +178,30 @@ int srv_shm_at(struct srv_client *c, const struct gos_msg_shm_at *m, struct gos_
                         c->n_allocs);
     gos_shm_cred cr;
     cred_of(c, &cr);
-    int rc = gos_shm_attach(&s->shm, &cr, m->id, 0, &sl); /* counted now: the segment stays */
+    int rc = gos_shm_attach(&s->shm, &cr, m->id, ro ? GOS_SHM_RDONLY : 0, &sl); /* counted now: the segment stays */
     if (rc)
         return rc;
     int fd = g->fd;
     uint64_t bytes = g->bytes, dptr = 0;
     gos_vmm_buf *vb = NULL;
     pthread_mutex_unlock(&s->lock);
+    uint64_t req[2] = {bytes, ro ? X_SHM_MAP_RDONLY : 0};
     if (c->x)
-        rc = srv_exec_call(c->x, X_SHM_MAP, &bytes, 8, fd, &dptr, 8);
+        rc = srv_exec_call(c->x, X_SHM_MAP, req, ro ? 16 : 8, fd, &dptr, 8);
     else if (!(vb = calloc(1, sizeof *vb)))
         rc = gos_fail(GOS_ENOMEM, "daemon out of host memory");
-    else if (!(rc = gos_vmm_buf_attach(s->devs[g->dev].dev, fd, bytes, vb)))
+    else if (!(rc = gos_vmm_buf_attach(s->devs[g->dev].dev, fd, bytes, vb))) {
         dptr = vb->va;
+        if (ro && (rc = gos_vmm_set_access(s->devs[g->dev].dev, vb->va, vb->bytes, 1)))
+            gos_vmm_buf_free(s->devs[g->dev].dev, vb);
+    }
     pthread_mutex_lock(&s->lock);
     /* Copies and kernels may use the size asked for, not the 2 MB rounding. */
     if (!rc && (rc = add_attachment(c, dptr, sl->ds.bytes, m->id, vb))) {
         if (vb)
             gos_vmm_buf_free(s->devs[g->dev].dev, vb);
-    }
+    } else if (!rc)
+        c->allocs[c->n_allocs - 1].ro = ro;
     if (rc) {
         free(vb);
         gos_shm_detach(&s->shm, m->id, c->pid);

@@ -6,9 +6,12 @@
  * (X_VALLOC, 2 MB rounded), registered with the swap policy of src/vmem/swap.c.
  * An allocation that does not fit the pool (`swap_pool`, default the device's
  * memory) evicts other vGPUs' idle allocations: the owner's executor copies them
- * into a memfd of the daemon's (host swap space, bounded by `swap`), unmaps and
- * releases them (X_EVICT). Before a copy or launch of a client is queued, what
- * it needs is restored (X_RESTORE: new memory at the same address, copied back),
+ * into the daemon's host swap pool (one memfd of `swap` bytes, created once;
+ * each swapped allocation holds one range of it, vmem/swap_pool.h), unmaps and
+ * releases them (X_EVICT_POOL). Each executor maps the pool once and page-locks
+ * it chunk by chunk (X_POOL_CHUNK) on first use, kept for its life, so a swap
+ * copies at the pinned rate without registering host memory each time. Before a copy or launch of a client is queued, what
+ * it needs is restored (X_RESTORE_POOL: new memory at the same address, copied back),
  * evicting others as needed: a copy needs the allocations its ranges touch, a
  * launch all of its client's. "Idle": an allocation whose client has no work
  * queued or running is never touched by the device, so only those are victims
@@ -17,7 +20,7 @@
  *
  * Deaths: a victim's executor that dies during its eviction loses only its own
  * client's memory (its context is gone anyway); the daemon drops that client's
- * objects and closes their swap memfds. A client that dies drops its objects
+ * objects and gives their pool ranges back. A client that dies drops its objects
  * the same way; objects in transition are dropped when the step reports.
  *
  * All functions run with srv->lock held and drop it around executor calls. */
@@ -25,16 +28,42 @@
 
 #include "common/status.h"
 #include "device/vmm_ops.h"
+#include "serve/log.h"
+#include "serve/xproto.h"
+#include "vmem/swap_pool.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 struct srv_swobj {
-    int fd;                /* the host copy while swapped (-1: none) */
+    uint64_t off, bytes;   /* the host copy's range of the pool while swapped */
+    int held;              /* 1: that range is held */
     struct srv_client *c;  /* the owner */
 };
+
+struct srv_swpool {
+    int fd;                /* memfd of pool.bytes */
+    gos_swap_pool pool;
+};
+
+/* Gives o's pool range back (if it holds one). */
+static void obj_unhold(struct srv_dev *d, struct srv_swobj *o)
+{
+    if (o && o->held) {
+        gos_swap_pool_put(&d->swp->pool, o->off, o->bytes);
+        o->held = 0;
+    }
+}
+
+static void obj_free(struct srv_dev *d, struct srv_swobj *o)
+{
+    obj_unhold(d, o);
+    free(o);
+}
 
 int srv_swap_init(struct srv *s, struct srv_dev *d, const struct gos_serve_devcfg *cfg)
 {
@@ -43,25 +72,41 @@ int srv_swap_init(struct srv *s, struct srv_dev *d, const struct gos_serve_devcf
     if (cfg->isolation == GOS_ISOLATION_NONE)
         return gos_fail(GOS_EINVAL, "device %s: swap needs executors (isolation = process or mps)", cfg->label);
     d->sw = calloc(1, sizeof *d->sw);
-    if (!d->sw)
+    d->swp = calloc(1, sizeof *d->swp);
+    if (!d->sw || !d->swp)
         return gos_fail(GOS_ENOMEM, "out of memory");
+    d->swp->fd = -1;
     uint64_t pool = cfg->swap_pool ? cfg->swap_pool : d->mem_total;
-    return gos_swap_init(d->sw, pool / GOS_VMM_PAGE * GOS_VMM_PAGE, cfg->swap_bytes);
+    int rc = gos_swap_init(d->sw, pool / GOS_VMM_PAGE * GOS_VMM_PAGE, cfg->swap_bytes);
+    if (!rc)
+        rc = gos_swap_pool_init(&d->swp->pool, cfg->swap_bytes);
+    if (rc)
+        return rc;
+    /* sparse: host memory is taken as swaps first touch it (and page-locked
+     * then by the executors), never more than `swap` */
+    d->swp->fd = memfd_create("gpuos-swap-pool", MFD_CLOEXEC);
+    if (d->swp->fd < 0 || ftruncate(d->swp->fd, (off_t)d->swp->pool.bytes))
+        return gos_fail(GOS_ENOMEM, "device %s: a host swap pool of %llu MB: %s", cfg->label,
+                        (unsigned long long)(d->swp->pool.bytes >> 20), strerror(errno));
+    return GOS_OK;
 }
 
 void srv_swap_fini(struct srv_dev *d)
 {
-    if (!d->sw)
-        return;
-    for (int i = 0; i < d->sw->n; i++) {
-        struct srv_swobj *o = d->sw->obj[i].priv;
-        if (o && o->fd >= 0)
-            close(o->fd);
-        free(o);
+    if (d->sw) {
+        for (int i = 0; i < d->sw->n; i++)
+            obj_free(d, d->sw->obj[i].priv);
+        gos_swap_free(d->sw);
+        free(d->sw);
+        d->sw = NULL;
     }
-    gos_swap_free(d->sw);
-    free(d->sw);
-    d->sw = NULL;
+    if (d->swp) {
+        if (d->swp->fd >= 0)
+            close(d->swp->fd);
+        gos_swap_pool_fini(&d->swp->pool);
+        free(d->swp);
+        d->swp = NULL;
+    }
 }
 
 /* Busy: the owner has work queued or running. */
@@ -103,6 +148,13 @@ static int wait_turn(struct srv *s, struct srv_client *c, int *waited_us)
     return 1;
 }
 
+static double ms_since(const struct timespec *t0)
+{
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) * 1e-6;
+}
+
 /* One eviction or restore (lock held, dropped for the executor's work). */
 static void step(struct srv *s, struct srv_dev *d, int evict, uint64_t id)
 {
@@ -115,42 +167,46 @@ static void step(struct srv *s, struct srv_dev *d, int evict, uint64_t id)
     }
     struct srv_client *owner = p->c;
     struct srv_exec *x = owner->x;
-    uint64_t dptr = o->va, bytes = o->bytes;
-    int fd = p->fd, rc;
+    int vgpu = o->vgpu, rc;
+    struct x_swap_io m = {o->va, p->off, d->swp->pool.bytes};
+    struct x_swap_rep rep = {0};
     if (evict) {
-        fd = memfd_create("gpuos-swap", MFD_CLOEXEC);
-        if (fd < 0 || ftruncate(fd, (off_t)bytes)) {
-            if (fd >= 0)
-                close(fd);
+        if ((rc = gos_swap_pool_get(&d->swp->pool, o->bytes, &m.off))) {
+            srv_log(LOG_WARNING, "swap: vGPU %s: %s", s->vgpus[vgpu].cfg.name, gos_last_error());
             gos_swap_evicted(d->sw, id, 0);
             return;
         }
+        p->off = m.off;
+        p->bytes = o->bytes;
+        p->held = 1;
     }
+    uint64_t bytes = o->bytes;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     owner->refs++; /* the owner (and its executor) outlive the call */
     pthread_mutex_unlock(&s->lock);
-    rc = srv_exec_call(x, evict ? X_EVICT : X_RESTORE, &dptr, 8, fd, NULL, 0);
+    rc = srv_exec_call(x, evict ? X_EVICT_POOL : X_RESTORE_POOL, &m, sizeof m, d->swp->fd, &rep, sizeof rep);
     pthread_mutex_lock(&s->lock);
+    double ms = ms_since(&t0);
+    if (!rc)
+        srv_log(LOG_INFO, "swap: %s vGPU %s: %llu MB in %.1f ms (copy %.1f ms, %.2f GB/s; page-locking %.1f ms%s)",
+                evict ? "evicted" : "restored", s->vgpus[vgpu].cfg.name, (unsigned long long)(bytes >> 20), ms,
+                (double)rep.copy_ns * 1e-6, rep.copy_ns ? (double)bytes / (double)rep.copy_ns : 0.0,
+                (double)rep.register_ns * 1e-6, rep.pinned ? "" : "; NOT page-locked");
     /* p stays valid: only a report (below) or the owner's end frees it, and the
      * owner marks it dead while it is in transition */
     int dropped;
     if (evict) {
-        if (!rc)
-            p->fd = fd;
-        else
-            close(fd);
+        if (rc)
+            obj_unhold(d, p); /* still resident: the range is free again */
         dropped = gos_swap_evicted(d->sw, id, rc == GOS_OK);
     } else {
-        if (!rc) {
-            close(p->fd);
-            p->fd = -1;
-        }
+        if (!rc)
+            obj_unhold(d, p); /* resident again */
         dropped = gos_swap_restored(d->sw, id, rc == GOS_OK);
     }
-    if (dropped) {
-        if (p->fd >= 0)
-            close(p->fd);
-        free(p);
-    }
+    if (dropped)
+        obj_free(d, p);
     srv_client_unref(owner);
 }
 
@@ -190,7 +246,6 @@ int srv_swap_alloc(struct srv_client *c, uint64_t bytes, uint64_t *dptr)
         gos_swap_cancel_alloc(d->sw, sz);
         return gos_fail(GOS_ENOMEM, "daemon out of memory");
     }
-    p->fd = -1;
     p->c = c;
     pthread_mutex_unlock(&s->lock);
     rc = srv_exec_call(c->x, X_VALLOC, &bytes, 8, -1, dptr, 8);
@@ -215,11 +270,8 @@ void srv_swap_free(struct srv_client *c, uint64_t dptr)
     struct srv_swobj *p = o->priv;
     if (p)
         p->c = NULL;
-    if (gos_swap_remove(d->sw, o->id) == 1 && p) {
-        if (p->fd >= 0)
-            close(p->fd);
-        free(p);
-    }
+    if (gos_swap_remove(d->sw, o->id) == 1 && p)
+        obj_free(d, p);
 }
 
 void srv_swap_client_gone(struct srv_client *c)
@@ -236,11 +288,8 @@ void srv_swap_client_gone(struct srv_client *c)
         if (!p || p->c != c)
             continue;
         p->c = NULL;
-        if (gos_swap_remove(d->sw, o->id) == 1) {
-            if (p->fd >= 0)
-                close(p->fd);
-            free(p);
-        }
+        if (gos_swap_remove(d->sw, o->id) == 1)
+            obj_free(d, p);
     }
 }
 

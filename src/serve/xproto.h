@@ -37,7 +37,7 @@ enum {
     X_RUN,         /* u32 engine, u32 n, n x (struct x_op + params) -> struct x_run_rep */
     /* shared device memory (issue 10; device/vmm_ops.h) */
     X_SHM_NEW,     /* u64 bytes (2 MB multiple) -> fd of new exportable device memory */
-    X_SHM_MAP,     /* u64 bytes + fd -> u64 dptr (mapped in this context) */
+    X_SHM_MAP,     /* u64 bytes [+ u64 X_SHM_MAP_RDONLY] + fd -> u64 dptr (mapped in this context) */
     X_SHM_UNMAP,   /* u64 dptr */
     /* swapping (issue 10.2): X_VALLOC is X_ALLOC on VMM (2 MB rounded), so the
      * daemon can evict (copy into the host memfd sent along, unmap, release) and
@@ -51,6 +51,11 @@ enum {
     X_PMEM_FREE,   /* u64 base */
     X_PMEM_COPY,   /* struct gos_msg_pmem_copy (region: the executor's slot) */
     X_PMEM_CHECK,  /* struct gos_msg_pmem_check -> struct gos_rep_pmem_check */
+    /* the pre-pinned swap pool (issue 10.2): as EVICT / RESTORE, the host copy at
+     * an offset of the daemon's one pool memfd, which the executor maps once and
+     * page-locks chunk by chunk on first use, kept for its life */
+    X_EVICT_POOL,   /* struct x_swap_io + the pool's fd -> struct x_swap_rep */
+    X_RESTORE_POOL, /* struct x_swap_io + the pool's fd -> struct x_swap_rep */
 };
 
 /* X_PMEM_ALLOC: the chart is the device's `chip = FILE` (its path: the executor
@@ -59,6 +64,22 @@ struct x_pmem_alloc {
     uint64_t bytes;
     char chart[256];
 };
+
+struct x_swap_io {
+    uint64_t dptr, off, pool_bytes;
+};
+
+struct x_swap_rep {
+    uint64_t register_ns; /* spent page-locking pool chunks for this call */
+    uint64_t copy_ns;     /* the copy with unmap/release (evict) or create/map (restore) */
+    uint32_t pinned;      /* 1: every chunk it touched is page-locked */
+    uint32_t pad;
+};
+
+#define X_SHM_MAP_RDONLY 1ull /* X_SHM_MAP's optional second word: map read-only */
+
+/* Pool chunks are page-locked in pieces of this size (the last one shorter). */
+#define X_POOL_CHUNK (1ull << 30)
 
 #define X_FAULTED 1u
 #define X_MAX_PAYLOAD (8u << 20)

@@ -5,7 +5,9 @@
 # pinned host memory, the consumer's result checked word by word; two vGPUs of
 # 8 GiB on a pool forced to 12 GiB, so every turn evicts and restores 4 GiB,
 # every buffer checked word by word, no VMM memory or mapping left; evict/restore
-# round trips of 2 MB .. 256 MB keep the bytes. Fails unless all is byte-exact.
+# round trips of 2 MB .. 256 MB keep the bytes; a read-only attachment cannot be
+# written (copy refused, a kernel's write faults only its client). Fails unless
+# all is byte-exact.
 set -u
 BUILD=${BUILD:-build}
 B=${SHM_BENCH:-$BUILD/bench/shm_bench}
@@ -28,7 +30,7 @@ PY
 G=${GPUOS:-build/gpuos}
 C=${SHM_CLIENT:-build/tests/shm_client}
 D=$(mktemp -d); export GPUOS_SOCKET="$D/s"
-printf 'socket = %s\nmemory_oversubscribe = 1\n[device 0]\npolicy = band\nswap = 256M\nswap_pool = 128M\n[vgpu a]\ncompute = 50\ncopy = 50\nmemory = 96M\n[vgpu b]\ncompute = 50\ncopy = 50\nmemory = 96M\n' "$D/s" > "$D/conf"
+printf 'socket = %s\nmemory_oversubscribe = 1\n[device 0]\npolicy = band\nswap = 256M\nswap_pool = 128M\n[vgpu a]\ncompute = 50\ncopy = 50\nmemory = 160M\n[vgpu b]\ncompute = 50\ncopy = 50\nmemory = 160M\n' "$D/s" > "$D/conf"
 "$G" serve --config "$D/conf" 2> "$OUT/shm-serve.log" &
 DP=$!
 i=0; while [ ! -S "$D/s" ] && [ $i -lt 100 ]; do i=$((i + 1)); sleep 0.1; done
@@ -39,6 +41,15 @@ r=$(timeout 60 "$C" b consumer 0x51 "$D/pc" 2>&1); wait $P
 echo "daemon shm: $r / $(cat "$D/prod")" | tee -a "$OUT/shm-check.log"
 ok=1
 echo "$r" | grep -q "consumer rc=0 match=1" && grep -q "producer rc=0 waited=0 match=1" "$D/prod" || ok=0
+# read-only attachment (SHM_RDONLY, cuMemSetAccess PROT_READ): readable, the copy
+# refused by the daemon, the fill kernel's write faults b's own context only; a
+# second read-only attachment (a new executor) still reads the consumer's bytes
+r=$(timeout 60 "$C" b ro 0x51 2>&1)
+echo "daemon shm read-only: $r" | tee -a "$OUT/shm-check.log"
+echo "$r" | grep -q "ro attach=0 second_half=1 copy=-6 kernel=-" || ok=0
+r=$(timeout 60 "$C" b ro 0x51 2>&1)
+echo "daemon shm read-only again: $r" | tee -a "$OUT/shm-check.log"
+echo "$r" | grep -q "ro attach=0 second_half=1 copy=-6" || ok=0
 # the segment stays (System V) and is charged to a: remove it before a's swap work
 timeout 30 "$C" a rm 0x51 | tee -a "$OUT/shm-check.log" | grep -q "rm rc=0" || ok=0
 timeout 120 "$C" a work 11 3 32 40 > "$D/wa" 2>&1 &
