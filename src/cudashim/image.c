@@ -64,6 +64,8 @@ static const unsigned char *unwrap(const void *image)
     return p;
 }
 
+const void *shim_image_unwrap(const void *image) { return image ? unwrap(image) : NULL; }
+
 static size_t elf_size(const unsigned char *p)
 {
     const Elf64_Ehdr *e = (const void *)p;

@@ -1218,8 +1218,8 @@ static CUresult mod_load_in(struct CUmod_st **out, const void *image, int need_c
             free(m);
             return r;
         }
-        memcpy(m->image, image, m->bytes);
         /* the wrapper cudart hands over points at the container itself */
+        memcpy(m->image, shim_image_unwrap(image), m->bytes);
         rc = gpuos_module_load(S.g, m->image, m->bytes, &m->h);
     }
     if (rc) {

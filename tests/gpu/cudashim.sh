@@ -86,7 +86,7 @@ both() { # name vgpu program args...
     timeout 120 "$@" > "$T/$name.native" 2> "$T/$name.native.err"; rn=$?
     GPUOS_CUDASHIM_TRACE=${TRACE:-0} timeout 120 "$G" run --vgpu "$vg" -- "$@" > "$T/$name.gpuos" 2> "$T/$name.gpuos.err"; rg=$?
     for k in native gpuos; do
-        { echo "--- $name $k"; cat "$T/$name.$k"; sed 's/^/  stderr: /' "$T/$name.$k.err" | head -40; } >> "$LOG"
+        { echo "--- $name $k"; cat "$T/$name.$k"; grep -v cuGetProcAddress "$T/$name.$k.err" | sed 's/^/  stderr: /' | head -60; } >> "$LOG"
     done
     same=false; cmp -s "$T/$name.native" "$T/$name.gpuos" && same=true
     put "$name.native_rc" "$rn"; put "$name.gpuos_rc" "$rg"; put "$name.identical" "$same"
@@ -236,7 +236,7 @@ m = (a @ a)[0, 0].item()
 print("elementwise sum", y, "matmul", m)
 PY
 timeout 60 python3 "$T/probe_torch.py" > "$T/torch.native" 2>&1; put torch.native_rc $?
-GPUOS_CUDASHIM_TRACE=1 timeout 60 "$G" run --vgpu solo -- python3 "$T/probe_torch.py" > "$T/torch.gpuos" 2> "$T/torch.gpuos.err"; put torch.gpuos_rc $?
+GPUOS_CUDASHIM_TRACE=1 timeout 100 "$G" run --vgpu solo -- python3 "$T/probe_torch.py" > "$T/torch.gpuos" 2> "$T/torch.gpuos.err"; put torch.gpuos_rc $?
 { echo "--- torch native"; cat "$T/torch.native"; echo "--- torch gpuos"; cat "$T/torch.gpuos";
   grep -v 'cuGetProcAddress' "$T/torch.gpuos.err" | tail -30; } >> "$LOG"
 put torch.native "$(tail -3 "$T/torch.native" | tr '\n' ';')"
