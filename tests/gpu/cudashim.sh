@@ -191,10 +191,10 @@ both rt_vadd solo "$P/rt_vadd"
 TRACE=0
 put rt_vadd.gpuos_first_unsupported "$(grep -m1 'is not supported' "$T/rt_vadd.gpuos.err")"
 put rt_vadd.gpuos_export_tables "$(grep 'cuGetExportTable [0-9a-f]' "$T/rt_vadd.gpuos.err" | awk '{print $4}' | tr '\n' ' ')"
-put rt_vadd.gpuos_output "$(cat "$T/rt_vadd.gpuos"; grep -v 'cuGetProcAddress' "$T/rt_vadd.gpuos.err" | head -5 | tr '\n' ';')"
+put rt_vadd.gpuos_output "$({ cat "$T/rt_vadd.gpuos"; grep -v 'cuGetProcAddress' "$T/rt_vadd.gpuos.err" | head -5; } | tr '\n' ';')"
 # more runtime programs: streams/events/async copies/global; Gdev's benchmarks
 both rt_streams solo "$P/rt_streams"
-put rt_streams.gpuos_output "$(cat "$T/rt_streams.gpuos"; grep -v 'cuGetProcAddress' "$T/rt_streams.gpuos.err" | head -5 | tr '\n' ';')"
+put rt_streams.gpuos_output "$({ cat "$T/rt_streams.gpuos"; grep -v 'cuGetProcAddress' "$T/rt_streams.gpuos.err" | head -5; } | tr '\n' ';')"
 both gdev_madd solo "$P/rt_gdev" madd 2048 20
 both gdev_mmul solo "$P/rt_gdev" mmul 1024 5
 both gdev_loop solo "$P/rt_gdev" loop 200000 3
