@@ -16,7 +16,7 @@ SHIM_CORE := $(CLIENT_SRC)
 SHIM_CUDA := libcuda image errors exports daemon_ext
 SHIM_OBJ := $(SHIM_CUDA:%=$(SHIM)/pic/src/cudashim/%.o)
 SHIM_PIC := $(SHIM_CORE:%.c=$(SHIM)/pic/%.o)
-EXTRA_BINS += $(SHIM)/libcuda.so.1 $(SHIM)/libnvidia-ml.so.1 $(BUILD)/tests/cudashim_drv
+EXTRA_BINS += $(SHIM)/libcuda.so.1 $(SHIM)/libnvidia-ml.so.1 $(BUILD)/tests/cudashim_drv $(BUILD)/tests/cudashim_exports
 
 $(SHIM)/gen/names.inc: tools/gen_cudashim_names.sh $(CUDA_H)
 	$(Q)CC=$(CC) sh tools/gen_cudashim_names.sh $(CUDA_HOME)/include $(SHIM)/gen
@@ -46,6 +46,10 @@ $(SHIM)/libnvidia-ml.so.1: $(SHIM)/pic/src/cudashim/nvml.o $(SHIM_PIC)
 $(BUILD)/tests/cudashim_drv: tests/cudashim_drv.c $(SHIM)/libcuda.so.1
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $< -L$(SHIM) -lcuda $(LDLIBS)
+
+$(BUILD)/tests/cudashim_exports: tests/cudashim_exports.c $(SHIM)/libcuda.so.1
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $< -L$(SHIM) -lcuda -ldl $(LDLIBS)
 
 -include $(SHIM_OBJ:.o=.d) $(SHIM_PIC:.o=.d) $(SHIM)/pic/src/cudashim/procaddr.d $(SHIM)/pic/src/cudashim/nvml.d
 endif

@@ -15,8 +15,12 @@
 #  - `gpuos run` errors: no daemon, unknown vGPU, no library, ambiguous vGPU;
 #  - the kernel parameter layouts read from a cubin and from PTX (when nvcc is
 #    here);
-#  - a CUDA runtime program built by plain nvcc fails cleanly naming what it
-#    lacks (when nvcc is here; docs/readme-cudashim.md, "The CUDA runtime").
+#  - cuGetExportTable (tests/cudashim_exports.c): every table the CUDA 13
+#    runtime asks for, sizes, unknown ids and slots named once, context-local
+#    storage, integrity (MD2 of RFC 1319's suite);
+#  - a CUDA runtime program built by plain nvcc gets every table, then fails
+#    cleanly at its module, which the simulated device cannot run (when nvcc is
+#    here; docs/readme-cudashim.md, "The CUDA runtime").
 set -u
 . tests/serve_lib.sh
 D="$B/tests/cudashim_drv"
@@ -40,6 +44,14 @@ out=$(timeout 60 "$G" run --vgpu a -- "$D" all 67108864 2>"$T/err") || { cat "$T
 n=$(grep -c "gpuos libcuda: cuGraphCreate is not supported" "$T/err")
 [ "$n" = 1 ] || fail "unimplemented cuGraphCreate named $n times on stderr (want once): $(cat "$T/err")"
 grep -v "cuGraphCreate is not supported" "$T/err" | grep . && fail "unexpected stderr"
+
+# cuGetExportTable: the runtime's private tables (no nvcc needed)
+out=$(timeout 60 "$G" run --vgpu a -- "$B/tests/cudashim_exports" 2>"$T/err") || { cat "$T/err"; fail "cudashim_exports: $out"; }
+[ "$out" = ok ] || fail "cudashim_exports printed: $out"
+for l in "cuGetExportTable {f8cff951-2146-8b4e-b9e2-fb469e7c0dd9} is not supported" \
+         "cuGetExportTable {6bd5fb6c-5bf4-e74a-8987-d93912fd9df9} slot 3 is not supported"; do
+    [ "$(grep -cxF "gpuos libcuda: $l" "$T/err")" = 1 ] || fail "not named exactly once: $l: $(cat "$T/err")"
+done
 
 # out of memory exactly at the share (32 MB in 1 MB blocks)
 out=$(timeout 60 "$G" run --vgpu b -- "$D" oom 2>&1) || fail "oom: $out"
@@ -112,13 +124,21 @@ CU
     [ "${out%% regs*}" = "params 6 0:8 8:1 16:8 24:20 44:2 48:8 bytes 56" ] || fail "PTX layout of mixed(): $out"
     out=$("$B/tests/cudashim_image" "$T/k.fatbin" nosuch 90)
     [ "$out" = "none: no kernel nosuch in the cubin" ] || fail "unknown kernel: $out"
-    # a runtime-API program (static cudart) stops at the runtime's private table
+    # a runtime-API program (static cudart): the runtime gets every private
+    # table it needs (the integrity hash it recomputes matches, else it would
+    # stop before loading its module), then loads its module, which the
+    # simulated device cannot run: a clear error naming that
     printf '#include <cstdio>\nint main(){ void *p; cudaError_t e = cudaMalloc(&p, 16); printf("%%s\\n", cudaGetErrorName(e)); return e != 0; }\n' > "$T/rt.cu"
     "$NVCC" -o "$T/rt" "$T/rt.cu" || fail "nvcc rt"
-    out=$(timeout 30 "$G" run --vgpu a -- "$T/rt" 2>&1) && fail "runtime program succeeded: update the docs and this test"
-    echo "$out" | grep -q "cudaErrorNotSupported" || fail "runtime program error: $out"
-    echo "$out" | grep -q "cuGetExportTable {6bd5fb6c-5bf4-e74a-8987-d93912fd9df9} is not supported" ||
-        fail "runtime program must name the table it lacks: $out"
+    out=$(GPUOS_CUDASHIM_TRACE=1 timeout 30 "$G" run --vgpu a -- "$T/rt" 2>&1) && fail "runtime program ran on the simulated device: $out"
+    for t in CUDART_INTERFACE TOOLS_RUNTIME_CALLBACK_HOOKS TOOLS_TLS CONTEXT_LOCAL_STORAGE CONTEXT_CHECKS INTEGRITY_CHECK; do
+        echo "$out" | grep -q "cuGetExportTable .* -> $t" || fail "runtime did not get table $t: $out"
+    done
+    echo "$out" | grep -q "INTEGRITY slot 1 (version [0-9]*2," || fail "integrity hash not asked for: $out"
+    echo "$out" | grep -q "module load: the simulated device runs only builtin kernels" || fail "sim image error: $out"
+    echo "$out" | grep -qx "cudaErrorNoKernelImageForDevice" || fail "runtime program error: $out"
+    out=$(timeout 30 "$G" run --vgpu a -- "$T/rt" 2>&1)
+    [ "$(echo "$out" | grep -c "module load: the simulated device")" = 1 ] || fail "sim image error not named once: $out"
 else
     echo "no nvcc: cubin layouts and the runtime program not checked"
 fi

@@ -64,6 +64,8 @@ static const unsigned char *unwrap(const void *image)
     return p;
 }
 
+const void *shim_image_unwrap(const void *image) { return image ? unwrap(image) : NULL; }
+
 static size_t elf_size(const unsigned char *p)
 {
     const Elf64_Ehdr *e = (const void *)p;
@@ -246,12 +248,17 @@ static void cubin_kernel(const unsigned char *p, size_t n, const char *name, str
 }
 
 /* The cubin for `cc` in a fatbin container: exact architecture, else the
- * highest lower one of the same major. */
+ * highest lower one of the same major, else (plain `nvcc` builds an sm_75
+ * cubin and compute_75 PTX, which the driver compiles for the GPU) the highest
+ * lower cubin of any architecture: parameter layouts are the same on every
+ * architecture (registers and shared memory are then those of that cubin). */
 static const unsigned char *fatbin_cubin(const unsigned char *p, int cc, size_t *n, char *why, size_t why_len)
 {
     size_t hdr = rd16(p + 6), total = hdr + rd64(p + 8), off = hdr;
     const unsigned char *best = NULL;
-    int best_arch = -1, compressed = 0, ptx = 0;
+    const unsigned char *any = NULL;
+    size_t any_n = 0;
+    int best_arch = -1, any_arch = -1, compressed = 0, ptx = 0;
     while (off + 0x40 <= total) {
         const unsigned char *e = p + off;
         int kind = rd16(e);
@@ -272,7 +279,16 @@ static const unsigned char *fatbin_cubin(const unsigned char *p, int cc, size_t 
                 best_arch = arch;
             }
         }
+        if (kind == 2 && arch <= cc && arch > any_arch && !(flags & 0xa000) && !unc) {
+            any = e + ehdr;
+            any_n = size;
+            any_arch = arch;
+        }
         off += ehdr + size;
+    }
+    if (!best && any) {
+        *n = any_n;
+        return any;
     }
     if (!best)
         snprintf(why, why_len, "%s",

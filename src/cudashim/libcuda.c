@@ -1194,11 +1194,14 @@ MEMSETS(_ptds, _ptsz)
 /* ------------------------------------------------------------------ */
 /* modules, libraries, kernels */
 
-static CUresult mod_load(struct CUmod_st **out, const void *image)
+static CUresult mod_load_in(struct CUmod_st **out, const void *image, int need_ctx)
 {
     if (!out || !image)
         return CUDA_ERROR_INVALID_VALUE;
-    NEED_CTX();
+    if (need_ctx)
+        NEED_CTX();
+    else
+        NEED_INIT();
     struct CUmod_st *m = calloc(1, sizeof *m);
     if (!m)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -1215,8 +1218,8 @@ static CUresult mod_load(struct CUmod_st **out, const void *image)
             free(m);
             return r;
         }
-        memcpy(m->image, image, m->bytes);
         /* the wrapper cudart hands over points at the container itself */
+        memcpy(m->image, shim_image_unwrap(image), m->bytes);
         rc = gpuos_module_load(S.g, m->image, m->bytes, &m->h);
     }
     if (rc) {
@@ -1226,6 +1229,11 @@ static CUresult mod_load(struct CUmod_st **out, const void *image)
                                                                : map_rc(rc, "cuModuleLoadData");
         if (shim_trace())
             shim_log("module load: %s", gpuos_error());
+        else if (rc == GPUOS_EUNSUPPORTED) { /* e.g. a simulated device and a real image: say so once */
+            static int said;
+            if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+                shim_log("module load: %s", gpuos_error());
+        }
         free(m->image);
         free(m);
         return r;
@@ -1233,6 +1241,8 @@ static CUresult mod_load(struct CUmod_st **out, const void *image)
     *out = m;
     return CUDA_SUCCESS;
 }
+
+static CUresult mod_load(struct CUmod_st **out, const void *image) { return mod_load_in(out, image, 1); }
 
 E CUresult cuModuleLoadData(CUmodule *m, const void *image) { return mod_load((struct CUmod_st **)m, image); }
 E CUresult cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned int n, CUjit_option *o, void **v)
@@ -1371,7 +1381,8 @@ E CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
 E CUresult cuLibraryLoadData(CUlibrary *l, const void *code, CUjit_option *jo, void **jv, unsigned int nj,
                              CUlibraryOption *lo, void **lv, unsigned int nl)
 {
-    return mod_load((struct CUmod_st **)l, code);
+    /* libraries belong to no context (the runtime loads its own before any) */
+    return mod_load_in((struct CUmod_st **)l, code, 0);
 }
 E CUresult cuLibraryUnload(CUlibrary l) { return cuModuleUnload((CUmodule)l); }
 E CUresult cuLibraryGetModule(CUmodule *m, CUlibrary l)

@@ -46,6 +46,10 @@ struct shim_kinfo {
  * section), or PTX text (NUL-terminated). 0 when not recognised. */
 size_t shim_image_size(const void *image);
 
+/* The image itself: a fatbin container behind the runtime's wrapper
+ * (__fatBinC_Wrapper_t, magic 0x466243b1) is where the wrapper points. */
+const void *shim_image_unwrap(const void *image);
+
 /* The kernel `name` in the image for compute capability major*10+minor: the
  * cubin of that architecture (or the nearest lower one of the same major) in a
  * fatbin, or the image itself when it is a cubin. info->found = 0 when the

@@ -51,7 +51,11 @@ for c in drv_vadd drv_matmul drv_streams drv_cluster drv_attrs drv_oom; do
     cc -O2 -std=c11 -D_GNU_SOURCE -I"$CUDA_INC" -o "$P/$c" "tests/gpu/progs/$c.c" -L"$B/shim" -lcuda >>"$LOG" 2>&1 ||
         { log "FAIL cc $c"; exit 1; }
 done
-if want runtime; then "$NVCC" -O2 -o "$P/rt_vadd" tests/gpu/progs/rt_vadd.cu >>"$LOG" 2>&1 || { log "FAIL nvcc rt_vadd"; exit 1; }; fi
+if want runtime; then
+    for c in rt_vadd rt_streams rt_gdev; do # plain nvcc, as users build (static cudart, sm_75 + PTX)
+        "$NVCC" -O2 -o "$P/$c" "tests/gpu/progs/$c.cu" >>"$LOG" 2>&1 || { log "FAIL nvcc $c"; exit 1; }
+    done
+fi
 
 cat > "$T/conf" <<CONF
 socket = $T/s
@@ -82,7 +86,7 @@ both() { # name vgpu program args...
     timeout 120 "$@" > "$T/$name.native" 2> "$T/$name.native.err"; rn=$?
     GPUOS_CUDASHIM_TRACE=${TRACE:-0} timeout 120 "$G" run --vgpu "$vg" -- "$@" > "$T/$name.gpuos" 2> "$T/$name.gpuos.err"; rg=$?
     for k in native gpuos; do
-        { echo "--- $name $k"; cat "$T/$name.$k"; sed 's/^/  stderr: /' "$T/$name.$k.err" | head -40; } >> "$LOG"
+        { echo "--- $name $k"; cat "$T/$name.$k"; grep -v cuGetProcAddress "$T/$name.$k.err" | sed 's/^/  stderr: /' | head -60; } >> "$LOG"
     done
     same=false; cmp -s "$T/$name.native" "$T/$name.gpuos" && same=true
     put "$name.native_rc" "$rn"; put "$name.gpuos_rc" "$rg"; put "$name.identical" "$same"
@@ -187,7 +191,39 @@ both rt_vadd solo "$P/rt_vadd"
 TRACE=0
 put rt_vadd.gpuos_first_unsupported "$(grep -m1 'is not supported' "$T/rt_vadd.gpuos.err")"
 put rt_vadd.gpuos_export_tables "$(grep 'cuGetExportTable [0-9a-f]' "$T/rt_vadd.gpuos.err" | awk '{print $4}' | tr '\n' ' ')"
-put rt_vadd.gpuos_output "$(cat "$T/rt_vadd.gpuos"; grep -v 'cuGetProcAddress' "$T/rt_vadd.gpuos.err" | head -5 | tr '\n' ';')"
+put rt_vadd.gpuos_output "$({ cat "$T/rt_vadd.gpuos"; grep -v 'cuGetProcAddress' "$T/rt_vadd.gpuos.err" | head -5; } | tr '\n' ';')"
+# more runtime programs: streams/events/async copies/global; Gdev's benchmarks
+both rt_streams solo "$P/rt_streams"
+put rt_streams.gpuos_output "$({ cat "$T/rt_streams.gpuos"; grep -v 'cuGetProcAddress' "$T/rt_streams.gpuos.err" | head -5; } | tr '\n' ';')"
+both gdev_madd solo "$P/rt_gdev" madd 2048 20
+both gdev_mmul solo "$P/rt_gdev" mmul 1024 5
+both gdev_loop solo "$P/rt_gdev" loop 200000 3
+both gdev_memcpy solo "$P/rt_gdev" memcpy 256 3
+for n in rt_vadd gdev_madd gdev_mmul gdev_loop gdev_memcpy; do
+    put "$n.gpuos_stdout" "$(tr '\n' ';' < "$T/$n.gpuos")"
+    [ "$(grep "^$n.identical" "$R" | cut -f2)" = true ] && [ "$(grep "^$n.gpuos_rc" "$R" | cut -f2)" = 0 ] || fail=1
+done
+# timing of Gdev's benchmarks, native vs gpuos (wall time of the kernels, best of 3)
+for t in "mmul 2048 10" "madd 4096 50" "loop 2000000 5" "memcpy 512 5"; do
+    k=gdev_${t%% *}
+    for mode in native gpuos; do
+        best=
+        for rep in 1 2 3; do
+            if [ $mode = native ]; then timeout 120 "$P/rt_gdev" $t > /dev/null 2> "$T/g.err"
+            else timeout 120 "$G" run --vgpu solo -- "$P/rt_gdev" $t > /dev/null 2> "$T/g.err"; fi
+            w=$(sed -n 's/^wall_s \([0-9.]*\).*/\1/p' "$T/g.err")
+            { echo "$k $mode $t"; cat "$T/g.err"; } >> "$LOG"
+            [ -n "$w" ] || continue
+            [ -z "$best" ] && best=$w
+            best=$(awk -v a="$best" -v b="$w" 'BEGIN { print (b < a ? b : a) }')
+        done
+        put "$k.$mode.wall_s" "$best"
+    done
+    ratio=$(awk -F'\t' -v k="$k" '$1 == k ".native.wall_s" { n = $2 } $1 == k ".gpuos.wall_s" { g = $2 }
+                    END { if (n > 0 && g > 0) printf "%.3f", n / g; else print "none" }' "$R")
+    put "$k.speed_vs_native" "$ratio"
+    log "$k ($t): speed through gpuos / native = $ratio"
+done
 fi
 if want torch; then
 cat > "$T/probe_torch.py" <<'PY'
@@ -200,7 +236,7 @@ m = (a @ a)[0, 0].item()
 print("elementwise sum", y, "matmul", m)
 PY
 timeout 60 python3 "$T/probe_torch.py" > "$T/torch.native" 2>&1; put torch.native_rc $?
-GPUOS_CUDASHIM_TRACE=1 timeout 60 "$G" run --vgpu solo -- python3 "$T/probe_torch.py" > "$T/torch.gpuos" 2> "$T/torch.gpuos.err"; put torch.gpuos_rc $?
+GPUOS_CUDASHIM_TRACE=1 timeout 100 "$G" run --vgpu solo -- python3 "$T/probe_torch.py" > "$T/torch.gpuos" 2> "$T/torch.gpuos.err"; put torch.gpuos_rc $?
 { echo "--- torch native"; cat "$T/torch.native"; echo "--- torch gpuos"; cat "$T/torch.gpuos";
   grep -v 'cuGetProcAddress' "$T/torch.gpuos.err" | tail -30; } >> "$LOG"
 put torch.native "$(tail -3 "$T/torch.native" | tr '\n' ';')"
