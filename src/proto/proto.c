@@ -51,6 +51,7 @@ static const struct {
     {GOS_MSG_ADMIN_SET, "ADMIN_SET", sizeof(struct gos_msg_admin_set), 0},
     {GOS_MSG_ADMIN_SHM_LIST, "ADMIN_SHM_LIST", 0, -1},
     {GOS_MSG_REPLY, "REPLY", -1, -1},
+    {GOS_MSG_RING, "RING", sizeof(struct gos_msg_ring), 0},
 };
 #define N_TYPES (int)(sizeof table / sizeof table[0])
 

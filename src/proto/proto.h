@@ -73,6 +73,8 @@ enum gos_msg_type {
     GOS_MSG_ADMIN_SHM_LIST = 702, /* gpuos shm list */
     /* daemon -> client */
     GOS_MSG_REPLY = 900,
+    /* the shared-memory fast path (issue 9.4; proto/ring.h): + one memfd */
+    GOS_MSG_RING = 230,
 };
 
 enum {
@@ -179,6 +181,15 @@ struct gos_msg_copy {
     uint64_t bytes;
     uint32_t flags;    /* GOS_F_ASYNC | GOS_F_DIRECT */
     int32_t priority;  /* inside the vGPU: higher runs first */
+};
+
+/* RING: a memfd of GOS_RING_BYTES (sealed against shrinking) becomes this
+ * client's ring to its executor; answered GPUOS_EUNSUPPORTED without one
+ * (isolation = none). */
+struct gos_msg_ring {
+    uint64_t bytes;
+    uint32_t spin_us;
+    uint32_t pad;
 };
 
 struct gos_msg_module_load {

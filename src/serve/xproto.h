@@ -46,6 +46,8 @@ enum {
     X_VALLOC,      /* u64 bytes -> u64 dptr */
     X_EVICT,       /* u64 dptr + fd of a memfd of its size */
     X_RESTORE,     /* u64 dptr + fd */
+    /* the fast path (issue 9.4; proto/ring.h) */
+    X_RING,        /* u64 bytes, u32 max_queued_requests, u32 pad + fd of the client's ring memfd */
 };
 
 #define X_FAULTED 1u
@@ -84,7 +86,7 @@ struct x_module {
 
 struct x_function {
     uint32_t module;
-    uint32_t pad;
+    uint32_t pad; /* the client's handle for it (1..256; 0: none): ring launches name it */
     char name[256];
 };
 
