@@ -2,6 +2,8 @@
  * bounce buffers and their pipeline, the host-side copy threads, every memcpy. */
 #include "client/client_internal.h"
 
+#include "proto/ring.h"
+
 static void part_of(const struct copy_pool *p, int i, size_t *off, size_t *len)
 {
     size_t per = (p->len / (size_t)p->parts + 4095) & ~(size_t)4095;
@@ -464,6 +466,8 @@ int gpuos_set_copy_small(gpuos_vgpu *g, size_t bytes)
         return gos_fail(GOS_EINVAL, "NULL gpuos handle");
     pthread_mutex_lock(&g->lock);
     g->small = bytes;
+    /* through the ring (issue 9.4) the small path is the slot itself */
+    g->ring_inline = bytes < GOS_RING_DATA ? bytes : GOS_RING_DATA;
     pthread_mutex_unlock(&g->lock);
     return GOS_OK;
 }

@@ -29,7 +29,12 @@
 #include <unistd.h>
 
 #define XE_ENGINES 2
+/* Bounded look-ahead of the ring (issue 9.4): asynchronous entries issued to the
+ * device before the executor waits for them, by their expected time (at most
+ * XE_RING_AHEAD_NS of work, measured per entry), 4 before anything is known. */
 #define XE_RING_AHEAD 4
+#define XE_RING_AHEAD_NS 1000000ull
+#define XE_RING_AHEAD_MAX 64
 #define GOS_XE_SHM_MAX 64
 
 struct xe_region {
@@ -68,7 +73,29 @@ struct xe {
     uint32_t ring_max_queued; /* the daemon's max_queued_requests, for asynchronous ring entries */
     uint32_t ring_pending;    /* asynchronous entries since the client last synchronised */
     uint32_t ring_ahead;      /* asynchronous entries issued since the stream was last waited for */
+    uint64_t ring_ahead_t0;   /* when the first of them was issued */
+    uint64_t ring_entry_ns;   /* measured device time per asynchronous entry (0: not yet) */
 };
+
+static uint32_t ring_ahead_limit(const struct xe *x)
+{
+    if (!x->ring_entry_ns)
+        return XE_RING_AHEAD;
+    uint64_t n = XE_RING_AHEAD_NS / x->ring_entry_ns;
+    return n < 1 ? 1 : n > XE_RING_AHEAD_MAX ? XE_RING_AHEAD_MAX : (uint32_t)n;
+}
+
+/* The stream was waited for with ring_ahead entries on it: learn their time. */
+static void ring_ahead_done(struct xe *x)
+{
+    if (x->ring_ahead) {
+        uint64_t per = (gos_ring_now_ns() - x->ring_ahead_t0) / x->ring_ahead;
+        x->ring_entry_ns = x->ring_entry_ns ? (3 * x->ring_entry_ns + per) / 4 : per;
+        if (!x->ring_entry_ns)
+            x->ring_entry_ns = 1;
+    }
+    x->ring_ahead = 0;
+}
 
 static void al_add(struct xe *x, uint64_t dptr, uint64_t bytes)
 {
@@ -527,10 +554,10 @@ int xe_ring_run(struct xe *x, const struct gos_ring_ent *e, unsigned char *data,
     /* Bounded look-ahead: at most XE_RING_AHEAD asynchronous entries on the
      * device at a time, so that a revoked grant leaves little work behind it
      * (the rest comes back to the client and through the daemon's scheduler). */
-    if (!sync && x->ring_ahead >= XE_RING_AHEAD) {
+    if (!sync && x->ring_ahead >= ring_ahead_limit(x)) {
         if ((rc = gos_exec_event_record(x->dev, x->ev[0][1], st)) || (rc = gos_exec_event_sync(x->dev, x->ev[0][1])))
             goto out;
-        x->ring_ahead = 0;
+        ring_ahead_done(x);
     }
     switch (e->op) {
     case GOS_RING_HTOD:
@@ -609,10 +636,13 @@ int xe_ring_run(struct xe *x, const struct gos_ring_ent *e, unsigned char *data,
         if (!(rc = gos_exec_event_record(x->dev, x->ev[0][1], st)))
             rc = gos_exec_event_sync(x->dev, x->ev[0][1]);
         x->ring_pending = 0;
+        if (e->op == GOS_RING_FENCE)
+            ring_ahead_done(x);
         x->ring_ahead = 0;
     } else if (!rc) {
         x->ring_pending++;
-        x->ring_ahead++;
+        if (!x->ring_ahead++)
+            x->ring_ahead_t0 = gos_ring_now_ns();
     }
 out:
     if (rc == GOS_EDEVICE) {
