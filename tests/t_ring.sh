@@ -11,8 +11,12 @@
 . "$(dirname "$0")/serve_lib.sh"
 R="$B/tests/ring_client"
 [ -x "$R" ] || fail "no $R"
+# RING_SIM=none: the real GPU 0 (tools/gpu_issue9.sh), under isolation = ${RING_ISOLATION:-process}
+SIMLINE="sim = ${RING_SIM:-default}"
+[ "${RING_SIM:-default}" = none ] && SIMLINE=
 start_daemon "[device 0]
-sim = default
+$SIMLINE
+isolation = ${RING_ISOLATION:-process}
 [vgpu a]
 [vgpu b]"
 
