@@ -246,6 +246,7 @@ int gpuos_open(const char *socket_path, const char *vgpu, gpuos_vgpu **out)
         g->copy_threads = MAX_COPY_THREADS;
     g->timeout_ms = gcl_timeout_ms();
     g->spin_us = gcl_spin_us();
+    g->par_min = gcl_env_size("GPUOS_PAR_MIN", 1u << 20);
     int rc = gcl_connect_to(socket_path, g->timeout_ms, &g->fd);
     if (rc) {
         gcl_pool_stop(g);

@@ -41,7 +41,7 @@ void gcl_par_memcpy(gpuos_vgpu *g, void *dst, const void *src, size_t len)
 {
     struct copy_pool *p = &g->pool;
     int want = g->copy_threads;
-    if (want <= 1 || len < (1u << 20)) {
+    if (want <= 1 || len < (g->par_min ? g->par_min : (1u << 20))) {
         memcpy(dst, src, len);
         return;
     }

@@ -55,6 +55,9 @@ void gcl_ring_open(gpuos_vgpu *g)
     g->ring = p;
     g->ring_res = res;
     g->ring_inline = gcl_env_size("GPUOS_RING_INLINE", GOS_RING_DATA);
+    g->ring_piece = gcl_env_size("GPUOS_RING_PIECE", 0);
+    if (g->ring_piece && g->ring_piece < 4096)
+        g->ring_piece = 4096;
     if (g->ring_inline > GOS_RING_DATA)
         g->ring_inline = GOS_RING_DATA;
 }
@@ -153,7 +156,7 @@ static int replay(gpuos_vgpu *g, struct gos_ring_ent *s)
 static void finish(gpuos_vgpu *g, uint32_t upto)
 {
     struct gcl_ring_res *r = g->ring_res;
-    while (g->ring_checked != upto) {
+    while ((int32_t)(upto - g->ring_checked) > 0) { /* an older entry's wait finds it finished already */
         uint32_t i = g->ring_checked % GOS_RING_SLOTS;
         struct gos_ring_ent *s = gos_ring_slot(g->ring, g->ring_checked);
         int rc = s->rc;
@@ -245,7 +248,14 @@ static int copy_staged(gpuos_vgpu *g, uint32_t dir, gpuos_dptr d, void *dst, con
     int rc = gcl_stage_ready(g);
     if (rc)
         return rc;
-    const size_t chunk = gcl_pipe_chunk(g, n);
+    /* Pieces: GPUOS_RING_PIECE when set (a ring entry costs microseconds, not a
+     * socket round trip, so pieces may be small), else the socket path's. The
+     * staging area holds depth * chunk bytes: as many pieces in flight as fit. */
+    size_t chunk = g->ring_piece ? g->ring_piece : gcl_pipe_chunk(g, n);
+    if (chunk > g->chunk)
+        chunk = g->chunk;
+    size_t nslot = g->stage_bytes / chunk;
+    int depth = nslot > MAX_DEPTH ? MAX_DEPTH : nslot < 1 ? 1 : (int)nslot;
     size_t nchunks = (n + chunk - 1) / chunk;
     uint32_t idx[MAX_DEPTH];
     int first_rc = GOS_OK;
@@ -264,40 +274,40 @@ static int copy_staged(gpuos_vgpu *g, uint32_t dir, gpuos_dptr d, void *dst, con
     e.region = g->stage_region;
     size_t issued = 0;
     for (size_t i = 0; i < nchunks; i++) {
-        int slot = (int)(i % (size_t)g->depth);
+        int slot = (int)(i % (size_t)depth);
         size_t off = i * chunk, len = n - off < chunk ? n - off : chunk;
         if (dir == GOS_COPY_HTOD) {
-            if (i >= (size_t)g->depth) {
+            if (i >= (size_t)depth) {
                 rc = complete(g, idx[slot]);
                 if (rc && g->ring_off)
                     return rc;
                 NOTE(rc);
             }
-            gcl_par_memcpy(g, (char *)g->stage + (size_t)slot * g->chunk, (const char *)src + off, len);
-            e.offset = (uint64_t)slot * g->chunk;
+            gcl_par_memcpy(g, (char *)g->stage + (size_t)slot * chunk, (const char *)src + off, len);
+            e.offset = (uint64_t)slot * chunk;
             e.dptr = d + off;
             e.bytes = len;
             if ((rc = submit(g, &e, NULL, 0, &idx[slot])))
                 return rc;
         } else {
-            for (; issued < nchunks && issued < i + (size_t)g->depth; issued++) {
+            for (; issued < nchunks && issued < i + (size_t)depth; issued++) {
                 size_t o2 = issued * chunk;
-                e.offset = (uint64_t)(issued % (size_t)g->depth) * g->chunk;
+                e.offset = (uint64_t)(issued % (size_t)depth) * chunk;
                 e.dptr = d + o2;
                 e.bytes = n - o2 < chunk ? n - o2 : chunk;
-                if ((rc = submit(g, &e, NULL, 0, &idx[issued % (size_t)g->depth])))
+                if ((rc = submit(g, &e, NULL, 0, &idx[issued % (size_t)depth])))
                     return rc;
             }
             rc = complete(g, idx[slot]);
             if (rc && g->ring_off)
                 return rc;
             NOTE(rc);
-            gcl_par_memcpy(g, (char *)dst + off, (char *)g->stage + (size_t)slot * g->chunk, len);
+            gcl_par_memcpy(g, (char *)dst + off, (char *)g->stage + (size_t)slot * chunk, len);
         }
     }
     if (dir == GOS_COPY_HTOD)
-        for (size_t i = nchunks > (size_t)g->depth ? nchunks - (size_t)g->depth : 0; i < nchunks; i++) {
-            rc = complete(g, idx[i % (size_t)g->depth]);
+        for (size_t i = nchunks > (size_t)depth ? nchunks - (size_t)depth : 0; i < nchunks; i++) {
+            rc = complete(g, idx[i % (size_t)depth]);
             if (rc && g->ring_off)
                 return rc;
             NOTE(rc);

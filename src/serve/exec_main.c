@@ -555,7 +555,7 @@ int xe_ring_run(struct xe *x, const struct gos_ring_ent *e, unsigned char *data,
      * device at a time, so that a revoked grant leaves little work behind it
      * (the rest comes back to the client and through the daemon's scheduler). */
     if (!sync && x->ring_ahead >= ring_ahead_limit(x)) {
-        if ((rc = gos_exec_event_record(x->dev, x->ev[0][1], st)) || (rc = gos_exec_event_sync(x->dev, x->ev[0][1])))
+        if ((rc = gos_exec_stream_sync(x->dev, st)))
             goto out;
         ring_ahead_done(x);
     }
@@ -633,8 +633,7 @@ int xe_ring_run(struct xe *x, const struct gos_ring_ent *e, unsigned char *data,
     default: return gos_fail(GOS_EPROTO, "ring entry opcode %u unknown", (unsigned)e->op);
     }
     if (!rc && sync) {
-        if (!(rc = gos_exec_event_record(x->dev, x->ev[0][1], st)))
-            rc = gos_exec_event_sync(x->dev, x->ev[0][1]);
+        rc = gos_exec_stream_sync(x->dev, st); /* as a native synchronous copy waits */
         x->ring_pending = 0;
         if (e->op == GOS_RING_FENCE)
             ring_ahead_done(x);
