@@ -73,6 +73,8 @@ struct gos_ring_ctl {
     _Atomic uint32_t client_ack; /* client: entries before this one it has taken back after a revoke */
     _Atomic int32_t exec_pid;    /* executor: its pid (the client notices its loss) */
     _Atomic uint32_t revoked_upto; /* executor: entries before this one may have been revoked */
+    _Atomic uint64_t copy_busy_ns; /* executor: the part of busy_ns and entries that were copies */
+    _Atomic uint64_t copy_entries;
 };
 
 _Static_assert(sizeof(struct gos_ring_ent) <= GOS_RING_SLOT_BYTES, "ring slot");

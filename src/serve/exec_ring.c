@@ -72,8 +72,13 @@ static void *ring_main(void *arg)
                 xe_ring_lock(r->x, 1);
                 uint64_t t0 = gos_ring_now_ns();
                 rc = xe_ring_run(r->x, &e, slot->data, &fault);
-                atomic_fetch_add_explicit(&c->busy_ns, gos_ring_now_ns() - t0, memory_order_relaxed);
+                uint64_t dt = gos_ring_now_ns() - t0;
                 xe_ring_lock(r->x, 0);
+                if (e.op == GOS_RING_HTOD || e.op == GOS_RING_DTOH || e.op == GOS_RING_DTOD) {
+                    atomic_fetch_add_explicit(&c->copy_busy_ns, dt, memory_order_relaxed);
+                    atomic_fetch_add_explicit(&c->copy_entries, 1, memory_order_relaxed);
+                }
+                atomic_fetch_add_explicit(&c->busy_ns, dt, memory_order_relaxed);
                 atomic_fetch_add_explicit(&c->entries, 1, memory_order_relaxed);
                 if (rc == GOS_EPROTO || rc == GOS_EINVAL)
                     atomic_fetch_add_explicit(&c->refused, 1, memory_order_relaxed);

@@ -49,6 +49,8 @@ int srv_ring_attach(struct srv_client *c, const struct gos_msg_ring *m, int fd)
     atomic_store(&k->spin_us, m->spin_us > 1000 ? 1000 : m->spin_us);
     c->ring_busy_seen = atomic_load(&k->busy_ns);
     c->ring_entries_seen = atomic_load(&k->entries);
+    c->ring_copy_seen = atomic_load(&k->copy_busy_ns);
+    c->ring_copy_entries_seen = atomic_load(&k->copy_entries);
     struct srv_exec *x = c->x;
     struct {
         uint64_t bytes;
@@ -120,15 +122,26 @@ void srv_ring_charge(struct srv_client *c)
     /* the executor's counters only grow; a hostile client's writes to them
      * could only cost its own vGPU (or nothing: deltas are bounded below) */
     uint64_t b = atomic_load(&k->busy_ns), e = atomic_load(&k->entries);
+    uint64_t cb = atomic_load(&k->copy_busy_ns), ce = atomic_load(&k->copy_entries);
     struct srv_vgpu *v = &c->srv->vgpus[c->vgpu];
     uint64_t db = b > c->ring_busy_seen ? b - c->ring_busy_seen : 0;
     uint64_t de = e > c->ring_entries_seen ? e - c->ring_entries_seen : 0;
+    uint64_t dcb = cb > c->ring_copy_seen ? cb - c->ring_copy_seen : 0;
+    uint64_t dce = ce > c->ring_copy_entries_seen ? ce - c->ring_copy_entries_seen : 0;
+    dcb = dcb < db ? dcb : db;
+    dce = dce < de ? dce : de;
     v->ring_ns += db;
     v->tasks += de;
-    if (db || de) /* as compute time: what utilisation, Credit and BAND see */
-        gos_sched_charge(c->srv->devs[device_of(c)].sched, v->id, GOS_SCHED_COMPUTE, db, de, srv_now_ns());
+    gos_sched *sc = c->srv->devs[device_of(c)].sched;
+    /* what utilisation, Credit and BAND see: copies as copy time, the rest as compute */
+    if (db - dcb || de - dce)
+        gos_sched_charge(sc, v->id, GOS_SCHED_COMPUTE, db - dcb, de - dce, srv_now_ns());
+    if (dcb || dce)
+        gos_sched_charge(sc, v->id, GOS_SCHED_COPY, dcb, dce, srv_now_ns());
     c->ring_busy_seen = b;
     c->ring_entries_seen = e;
+    c->ring_copy_seen = cb;
+    c->ring_copy_entries_seen = ce;
 }
 
 static int ring_busy(struct srv_client *c)

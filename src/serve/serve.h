@@ -159,7 +159,7 @@ struct srv_client {
     /* the fast path (issue 9.4; ring.c): the client's ring, mapped here to
      * grant and revoke it and to charge the time its executor reports */
     void *ring;
-    uint64_t ring_busy_seen, ring_entries_seen;
+    uint64_t ring_busy_seen, ring_entries_seen, ring_copy_seen, ring_copy_entries_seen;
 };
 
 /* A runtime override of one key of a vGPU (`gpuos vgpu set`), persisted in the
