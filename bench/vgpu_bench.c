@@ -46,6 +46,8 @@ static int quick;
 static double fair_seconds = 4.0;
 static long band_wait_us = -1; /* -1: the daemon's default (500 us, Gdev) */
 static int band_charge_hold = -1; /* -1: the daemon's default */
+static long grant_us = -1;        /* -1: the daemon's default (grant_us) */
+static const char *switch_grants = "8000,16000"; /* switching: grant_us values tried besides the default */
 static const char *fair_policies = "fifo,credit,band", *fair_counts = "2,4,8";
 /* isolation modes measured (issue 9): every section runs once per mode; the
  * first mode's tables are also the top-level ones (older readers). */
@@ -103,6 +105,8 @@ static void daemon_start(const char *policy, const char *queue, int n_vgpus, con
         fprintf(f, "band_wait_us = %ld\n", band_wait_us);
     if (band_charge_hold >= 0)
         fprintf(f, "band_charge_hold = %d\n", band_charge_hold);
+    if (grant_us > 0)
+        fprintf(f, "grant_us = %ld\n", grant_us);
     for (int i = 0; i < n_vgpus; i++)
         fprintf(f, "[vgpu v%d]\ncompute = %d\ncopy = %d\nmemory = %s\n", i, 100 / n_vgpus, 100 / n_vgpus, mem);
     fclose(f);
@@ -613,8 +617,29 @@ static json_t *switching(void)
     double ideal = secs * 1e9 / (double)ns, loss = one > 0 ? 1.0 - (double)two / (double)one : 0;
     fprintf(stderr, "switch (%s): 1 ms kernels in %.1f s: one client %ld, two clients %ld (ideal %.0f): lost %.1f %%\n",
             iso_mode ? iso_mode : "-", secs, one, two, ideal, 100 * loss);
-    return json_pack("{s:I, s:f, s:I, s:I, s:f, s:f}", "kernel_ns", (json_int_t)ns, "seconds", secs, "one_client",
-                     (json_int_t)one, "two_clients", (json_int_t)two, "ideal", ideal, "lost_fraction", loss);
+    /* the trade-off: longer grants amortise the switch, and make the other
+     * client wait longer (up to one grant) */
+    json_t *by = json_array();
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", switch_grants);
+    for (char *sv = NULL, *t = strtok_r(buf, ",", &sv); t; t = strtok_r(NULL, ",", &sv)) {
+        long g0 = grant_us;
+        grant_us = atol(t);
+        if (grant_us < 100)
+            continue;
+        daemon_start("band", "mrq", 2, "10%");
+        long two_g = busy_run(2, ns, secs);
+        daemon_stop();
+        double l = one > 0 ? 1.0 - (double)two_g / (double)one : 0;
+        fprintf(stderr, "switch (%s) grant_us %ld: two clients %ld: lost %.1f %%\n", iso_mode ? iso_mode : "-",
+                grant_us, two_g, 100 * l);
+        json_array_append_new(by, json_pack("{s:I, s:I, s:f}", "grant_us", (json_int_t)grant_us, "two_clients",
+                                            (json_int_t)two_g, "lost_fraction", l));
+        grant_us = g0;
+    }
+    return json_pack("{s:I, s:f, s:I, s:I, s:f, s:f, s:o}", "kernel_ns", (json_int_t)ns, "seconds", secs,
+                     "one_client", (json_int_t)one, "two_clients", (json_int_t)two, "ideal", ideal, "lost_fraction",
+                     loss, "by_grant", by);
 }
 
 /* ---- fairness and queues (child processes) ------------------------------ */
@@ -849,6 +874,8 @@ int main(int argc, char **argv)
             fair_policies = argv[++i];
         else if (!strcmp(argv[i], "--vgpus") && i + 1 < argc)
             fair_counts = argv[++i];
+        else if (!strcmp(argv[i], "--switch-grants") && i + 1 < argc)
+            switch_grants = argv[++i];
         else if (!strcmp(argv[i], "--isolation") && i + 1 < argc)
             iso_modes = argv[++i];
         else if (!strcmp(argv[i], "--quick"))

@@ -12,7 +12,8 @@ SECS=${1:-20}
 start=$(date +%s)
 make -s -j2 BUILD="$ABUILD" SANITIZE=1 NVCC=none \
     "$ABUILD/gpuos" "$ABUILD/tests/serve_client" "$ABUILD/tests/hostile_client" "$ABUILD/tests/fuzz_serve" "$ABUILD/tests/pmem_client" \
-    "$ABUILD/tests/test_proto" "$ABUILD/tests/test_proto_fuzz" "$ABUILD/tests/test_client" "$ABUILD/bench/vgpu_bench" || exit 1
+    "$ABUILD/tests/test_proto" "$ABUILD/tests/test_proto_fuzz" "$ABUILD/tests/test_client" "$ABUILD/bench/vgpu_bench" \
+    "$ABUILD/tests/ring_client" || exit 1
 built=$(date +%s)
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
@@ -31,7 +32,8 @@ run() {
     fi
 }
 for t in test_proto test_proto_fuzz test_client; do run "$ABUILD/tests/$t"; done
-for t in tests/t_serve.sh tests/t_serve_robust.sh tests/t_hostile.sh tests/t_hostile_config.sh tests/t_isolation.sh tests/t_pmem_client.sh; do
+for t in tests/t_serve.sh tests/t_serve_robust.sh tests/t_hostile.sh tests/t_hostile_config.sh tests/t_isolation.sh \
+    tests/t_pmem_client.sh tests/t_ring.sh; do
     run sh "$t"
 done
 # The fairness test asserts measured shares within a few points: a sanitized

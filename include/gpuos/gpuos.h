@@ -167,7 +167,9 @@ int gpuos_set_copy_params(gpuos_vgpu *g, size_t chunk, int depth);
 void gpuos_get_copy_params(gpuos_vgpu *g, size_t *chunk, int *depth);
 /* Copies of at most `bytes` take the small-copy path (Gdev's direct I/O: one
  * synchronous driver copy, no pipeline, no events); 0 disables it. Default: the
- * crossover measured on an H200, overridable with $GPUOS_SMALL. */
+ * crossover measured on an H200, overridable with $GPUOS_SMALL. Through the
+ * shared-memory ring (issue 9.4) the small path is the data inline in a ring
+ * slot, for copies of at most min(bytes, 7872) ($GPUOS_RING_INLINE). */
 int gpuos_set_copy_small(gpuos_vgpu *g, size_t bytes);
 size_t gpuos_get_copy_small(gpuos_vgpu *g);
 

@@ -113,6 +113,8 @@ static int launch(gpuos_vgpu *g, gpuos_function f, const gpuos_launch_config *c,
         m.block[i] = c->block[i] ? c->block[i] : 1;
         m.cluster[i] = cl ? (c->cluster[i] ? c->cluster[i] : 1) : 0;
     }
+    if (gcl_ring_ok(g)) /* the fast path (issue 9.4; ring.c) */
+        return gcl_ring_launch(g, &m, params);
     uint32_t seq = 0;
     return gcl_send_req(g, GOS_MSG_LAUNCH, &m, sizeof m, params, pb, -1, &seq);
 }
@@ -122,7 +124,16 @@ int gpuos_launch(gpuos_vgpu *g, gpuos_function f, const gpuos_launch_config *cfg
     LOCKED(g, launch(g, f, cfg, params, param_bytes));
 }
 
-int gcl_sync(gpuos_vgpu *g) { return gcl_call(g, GOS_MSG_SYNC, NULL, 0, -1, NULL, 0); }
+int gcl_sync(gpuos_vgpu *g)
+{
+    if (gcl_ring_ok(g))
+        return gcl_ring_fence(g);
+    int rc = gcl_call(g, GOS_MSG_SYNC, NULL, 0, -1, NULL, 0); /* drains the ring first */
+    if (!rc && g->ring_sticky) /* an asynchronous ring entry's error */
+        rc = gos_fail(g->ring_sticky, "%s", g->ring_sticky_msg);
+    g->ring_sticky = 0;
+    return rc;
+}
 int gpuos_synchronize(gpuos_vgpu *g) { LOCKED(g, gcl_sync(g)); }
 
 void gcl_facts_from(gpuos_vgpu_facts *o, const struct gos_vgpu_rec *r)

@@ -95,6 +95,20 @@ struct gpuos_vgpu {
     int n_done;
     int broken; /* the connection is unusable */
     uint32_t vgpu_id, client_id;
+    /* the fast path (issue 9.4; ring.c, proto/ring.h) */
+    void *ring;                  /* NULL: none (isolation = none, GPUOS_RING=0) */
+    uint32_t ring_tail;          /* entries submitted */
+    uint32_t ring_checked;       /* entries whose completion was looked at */
+    size_t ring_inline;          /* copies up to this size go inline in a slot */
+    size_t ring_piece;           /* staged copies through the ring: piece size (0: the socket path's) */
+    size_t par_min;              /* host copies from this size on use the copy threads */
+    int ring_off;                /* stopped for good (executor gone, timeout) */
+    int ring_replaying;          /* sending revoked entries over the socket */
+    int sock_async;              /* asynchronous socket requests not synchronised yet */
+    int ring_sticky;             /* first error of an asynchronous ring entry */
+    char ring_sticky_msg[GOS_MSG_TEXT_MAX];
+    uint64_t ring_next_check;
+    struct gcl_ring_res *ring_res; /* per slot: the result of the entry last completed there */
 };
 
 #define LOCKED(g, expr)                                                                          \
@@ -127,5 +141,24 @@ size_t gcl_env_size(const char *name, size_t dflt);
 void gcl_facts_from(gpuos_vgpu_facts *o, const struct gos_vgpu_rec *r);
 void gcl_shm_ds_from(gpuos_shm_ds *o, const struct gos_shm_rec *r); /* shm.c */
 int gcl_sync(gpuos_vgpu *g);
+/* ring.c: the fast path (issue 9.4). open at connect (no ring is no error);
+ * ok: requests may go through it now (attached, granted, working); drain: every
+ * submitted entry completed and revoked ones sent over the socket (before any
+ * socket request that touches the device); the rest run one request through it. */
+void gcl_ring_open(gpuos_vgpu *g);
+void gcl_ring_close(gpuos_vgpu *g);
+int gcl_ring_ok(gpuos_vgpu *g);
+int gcl_ring_drain(gpuos_vgpu *g);
+int gcl_ring_copy(gpuos_vgpu *g, uint32_t dir, gpuos_dptr d, void *dst, const void *src, size_t n, int async,
+                  int region, uint64_t off);
+int gcl_ring_dtod(gpuos_vgpu *g, gpuos_dptr dst, gpuos_dptr src, size_t n, int async);
+int gcl_ring_launch(gpuos_vgpu *g, const struct gos_msg_launch *m, const void *params);
+int gcl_ring_fence(gpuos_vgpu *g);
+/* copies.c: the socket path, for the ring's replays */
+int gcl_sock_copy_region(gpuos_vgpu *g, uint32_t dir, uint32_t region, uint64_t off, gpuos_dptr d, size_t n, int async);
+int gcl_sock_copy_host(gpuos_vgpu *g, uint32_t dir, gpuos_dptr d, void *dst, const void *src, size_t n);
+int gcl_sock_dtod(gpuos_vgpu *g, gpuos_dptr dst, gpuos_dptr src, size_t n, int async);
+size_t gcl_pipe_chunk(const gpuos_vgpu *g, size_t n);
+int gcl_hostbuf_region(gpuos_vgpu *g, const void *p, size_t n, uint32_t *region, uint64_t *off);
 
 #endif

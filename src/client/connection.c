@@ -168,6 +168,34 @@ int gcl_send_req(gpuos_vgpu *g, uint16_t type, const void *a, size_t alen, const
         *seq = ++g->seq;
     if (g->broken)
         return gos_fail(GOS_EIO, "the connection to gpuos serve is broken");
+    switch (type) { /* requests that touch the device: after everything in the ring (ring.c) */
+    case GOS_MSG_COPY:
+    case GOS_MSG_LAUNCH:
+    case GOS_MSG_SYNC:
+    case GOS_MSG_MEM_FREE:
+    case GOS_MSG_MODULE_UNLOAD:
+    case GOS_MSG_SHM_DT:
+    case GOS_MSG_PMEM_FREE:
+    case GOS_MSG_PMEM_COPY:
+    case GOS_MSG_PMEM_CHECK:
+    case GOS_MSG_REGION_DEL: {
+        uint32_t s0 = g->seq;
+        int drc = gcl_ring_drain(g);
+        if (drc)
+            return drc;
+        if (g->seq != s0) { /* the drain sent replays: this request's number comes after theirs */
+            *seq = ++g->seq;
+            if (!*seq)
+                *seq = ++g->seq;
+        }
+        g->sock_async = type == GOS_MSG_SYNC ? 0
+                        : type == GOS_MSG_LAUNCH ? 1
+                        : type == GOS_MSG_COPY && (((const struct gos_msg_copy *)a)->flags & GOS_F_ASYNC) ? 1
+                                                                                                     : g->sock_async;
+        break;
+    }
+    default: break;
+    }
     int rc = gos_wire_send(g->fd, type, *seq, a, alen, b, blen, fd);
     if (rc == GOS_EIO) {
         /* The daemon may have refused the connection (a limit) and closed it
@@ -221,6 +249,7 @@ int gpuos_open(const char *socket_path, const char *vgpu, gpuos_vgpu **out)
         g->copy_threads = MAX_COPY_THREADS;
     g->timeout_ms = gcl_timeout_ms();
     g->spin_us = gcl_spin_us();
+    g->par_min = gcl_env_size("GPUOS_PAR_MIN", 1u << 20);
     int rc = gcl_connect_to(socket_path, g->timeout_ms, &g->fd);
     if (rc) {
         gcl_pool_stop(g);
@@ -243,6 +272,8 @@ int gpuos_open(const char *socket_path, const char *vgpu, gpuos_vgpu **out)
             depth = DEFAULT_DEPTH;
         g->small = gcl_env_size("GPUOS_SMALL", DEFAULT_SMALL);
         rc = gcl_stage_setup(g, chunk, depth);
+        if (!rc)
+            gcl_ring_open(g);
     }
     if (rc) {
         close(g->fd);
@@ -265,6 +296,7 @@ void gpuos_close(gpuos_vgpu *g)
         gcl_send_req(g, GOS_MSG_BYE, NULL, 0, NULL, 0, -1, &seq);
     }
     close(g->fd);
+    gcl_ring_close(g);
     if (g->stage)
         munmap(g->stage, g->stage_bytes);
     for (int i = 0; i < MAX_HOSTBUFS; i++)

@@ -2,6 +2,8 @@
  * bounce buffers and their pipeline, the host-side copy threads, every memcpy. */
 #include "client/client_internal.h"
 
+#include "proto/ring.h"
+
 static void part_of(const struct copy_pool *p, int i, size_t *off, size_t *len)
 {
     size_t per = (p->len / (size_t)p->parts + 4095) & ~(size_t)4095;
@@ -39,7 +41,7 @@ void gcl_par_memcpy(gpuos_vgpu *g, void *dst, const void *src, size_t len)
 {
     struct copy_pool *p = &g->pool;
     int want = g->copy_threads;
-    if (want <= 1 || len < (1u << 20)) {
+    if (want <= 1 || len < (g->par_min ? g->par_min : (1u << 20))) {
         memcpy(dst, src, len);
         return;
     }
@@ -295,6 +297,8 @@ static size_t pipe_chunk(const gpuos_vgpu *g, size_t n)
     return c < g->chunk ? c : g->chunk;
 }
 
+size_t gcl_pipe_chunk(const gpuos_vgpu *g, size_t n) { return pipe_chunk(g, n); }
+
 /* Pageable host-to-device: fill slot i while the daemon moves slot i-1. */
 static int htod_pipeline(gpuos_vgpu *g, gpuos_dptr d, const void *src, size_t n)
 {
@@ -370,6 +374,9 @@ static int host_copy(gpuos_vgpu *g, uint32_t dir, gpuos_dptr d, void *dst, const
     if (!host)
         return gos_fail(GOS_EINVAL, "NULL host pointer");
     struct hostbuf *b = hostbuf_of(g, host, n);
+    if (gcl_ring_ok(g)) /* the fast path (issue 9.4; ring.c) */
+        return gcl_ring_copy(g, dir, d, dst, src, n, async, b ? (int)b->region : -1,
+                             b ? (uint64_t)((const char *)host - (const char *)b->ptr) : 0);
     g->small_n = n <= g->small;
     int rc = b ? copy_shared(g, dir, b, host, d, n, async) : gcl_stage_ready(g);
     if (!b && !rc)
@@ -388,10 +395,35 @@ static int dtoh(gpuos_vgpu *g, void *dst, gpuos_dptr d, size_t n, int async)
     return host_copy(g, GOS_COPY_DTOH, d, dst, NULL, n, async);
 }
 
+/* The socket path alone, for the ring's replays (ring.c). */
+int gcl_sock_copy_region(gpuos_vgpu *g, uint32_t dir, uint32_t region, uint64_t off, gpuos_dptr d, size_t n, int async)
+{
+    uint32_t seq = 0;
+    int rc = send_copy(g, dir, region, off, d, 0, n, async, &seq);
+    if (rc || async)
+        return rc;
+    return gcl_wait_reply(g, seq, GOS_MSG_COPY, NULL, NULL);
+}
+
+int gcl_sock_copy_host(gpuos_vgpu *g, uint32_t dir, gpuos_dptr d, void *dst, const void *src, size_t n)
+{
+    int rc = gcl_stage_ready(g);
+    if (rc || !n)
+        return rc;
+    return dir == GOS_COPY_HTOD ? htod_pipeline(g, d, src, n) : dtoh_pipeline(g, dst, d, n);
+}
+
 static int dtod(gpuos_vgpu *g, gpuos_dptr dst, gpuos_dptr src, size_t n, int async)
 {
     if (!n)
         return GOS_OK;
+    if (gcl_ring_ok(g))
+        return gcl_ring_dtod(g, dst, src, n, async);
+    return gcl_sock_dtod(g, dst, src, n, async);
+}
+
+int gcl_sock_dtod(gpuos_vgpu *g, gpuos_dptr dst, gpuos_dptr src, size_t n, int async)
+{
     uint32_t seq = 0;
     int rc = send_copy(g, GOS_COPY_DTOD, 0, 0, dst, src, n, async, &seq);
     if (rc || async)
@@ -434,6 +466,8 @@ int gpuos_set_copy_small(gpuos_vgpu *g, size_t bytes)
         return gos_fail(GOS_EINVAL, "NULL gpuos handle");
     pthread_mutex_lock(&g->lock);
     g->small = bytes;
+    /* through the ring (issue 9.4) the small path is the slot itself */
+    g->ring_inline = bytes < GOS_RING_DATA ? bytes : GOS_RING_DATA;
     pthread_mutex_unlock(&g->lock);
     return GOS_OK;
 }

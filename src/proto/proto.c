@@ -55,6 +55,7 @@ static const struct {
     {GOS_MSG_PMEM_FREE, "PMEM_FREE", sizeof(struct gos_msg_pmem_free), 0},
     {GOS_MSG_PMEM_COPY, "PMEM_COPY", sizeof(struct gos_msg_pmem_copy), 0},
     {GOS_MSG_PMEM_CHECK, "PMEM_CHECK", sizeof(struct gos_msg_pmem_check), sizeof(struct gos_rep_pmem_check)},
+    {GOS_MSG_RING, "RING", sizeof(struct gos_msg_ring), 0},
 };
 #define N_TYPES (int)(sizeof table / sizeof table[0])
 

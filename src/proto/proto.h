@@ -78,6 +78,8 @@ enum gos_msg_type {
     GOS_MSG_PMEM_FREE = 241,
     GOS_MSG_PMEM_COPY = 242,  /* synchronous, behind the client's queued work */
     GOS_MSG_PMEM_CHECK = 243, /* where the views' units are: latency probes, and the device's truth */
+    /* the shared-memory fast path (issue 9.4; proto/ring.h): + one memfd */
+    GOS_MSG_RING = 230,
 };
 
 enum {
@@ -184,6 +186,15 @@ struct gos_msg_copy {
     uint64_t bytes;
     uint32_t flags;    /* GOS_F_ASYNC | GOS_F_DIRECT */
     int32_t priority;  /* inside the vGPU: higher runs first */
+};
+
+/* RING: a memfd of GOS_RING_BYTES (sealed against shrinking) becomes this
+ * client's ring to its executor; answered GPUOS_EUNSUPPORTED without one
+ * (isolation = none). */
+struct gos_msg_ring {
+    uint64_t bytes;
+    uint32_t spin_us;
+    uint32_t pad;
 };
 
 struct gos_msg_module_load {

@@ -516,6 +516,22 @@ int gos_sched_done(gos_sched *s, gos_sched_task *t, uint64_t gpu_ns, uint64_t no
     return GOS_OK;
 }
 
+int gos_sched_charge(gos_sched *s, uint32_t vgpu, int kind, uint64_t gpu_ns, uint64_t n, uint64_t now_ns)
+{
+    gos_vgpu *v = gos_sched_find(s, vgpu);
+    if (!v || kind < 0 || kind > 1)
+        return gos_fail(GOS_EINVAL, "charge to vGPU %u, kind %d", (unsigned)vgpu, kind);
+    advance(s, now_ns);
+    int engine = gos_sched_engine_for(s, kind);
+    if (engine >= 0 && engine < s->nres)
+        v->res[engine].used_period += gpu_ns;
+    v->kind_ns[kind] += gpu_ns;
+    v->kind_done[kind] += n;
+    uint64_t a = gpu_ns > s->now ? 0 : s->now - gpu_ns;
+    window_add(s, &v->win[kind], a, s->now);
+    return GOS_OK;
+}
+
 gos_sched_task *gos_sched_running(const gos_sched *s, int engine)
 {
     return engine >= 0 && engine < s->nres ? s->running[engine] : NULL;

@@ -203,6 +203,11 @@ gos_sched_task *gos_sched_next(gos_sched *s, int engine, uint64_t now_ns, uint64
  * belongs to the caller again. GOS_EINVAL if t is not in flight. */
 int gos_sched_done(gos_sched *s, gos_sched_task *t, uint64_t gpu_ns, uint64_t now_ns);
 
+/* Accounts gpu_ns of GPU time (n requests) of kind to vGPU vgpu at now_ns without
+ * a task: work the scheduler granted in bulk (the fast path's rings, issue 9.4).
+ * GOS_EINVAL: unknown vGPU or kind. */
+int gos_sched_charge(gos_sched *s, uint32_t vgpu, int kind, uint64_t gpu_ns, uint64_t n, uint64_t now_ns);
+
 /* The task in flight on an engine, or NULL. */
 gos_sched_task *gos_sched_running(const gos_sched *s, int engine);
 

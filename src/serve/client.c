@@ -121,6 +121,8 @@ static int do_hello(struct srv_client *c, const struct gos_msg_hello *m, struct 
             c->vgpu = v;
             c->pid = (pid_t)m->pid;
             s->vgpus[v].clients++;
+            if (srv_ring_regrant(s, s->vgpus[v].cfg.device)) /* a lone client's ring is revoked now */
+                srv_ring_settle(s, s->vgpus[v].cfg.device, SRV_RING_SETTLE_MS);
             r->vgpu_id = (uint32_t)v;
             r->device = (uint32_t)s->vgpus[v].cfg.device;
             r->server_version = GOS_PROTOCOL_VERSION;
@@ -298,7 +300,7 @@ static int do_func_get(struct srv_client *c, const struct gos_msg_func_get *m, u
     void *fn;
     c->fn_builtin[c->n_funcs][0] = 0;
     if (c->x) {
-        struct x_function xf = {.module = (uint32_t)mi};
+        struct x_function xf = {.module = (uint32_t)mi, .pad = (uint32_t)c->n_funcs + 1};
         snprintf(xf.name, sizeof xf.name, "%s", m->name);
         uint32_t idx = 0;
         int rc = srv_exec_call(c->x, X_FUNCTION, &xf, sizeof xf, -1, &idx, 4);
@@ -680,6 +682,11 @@ static int msg_sync(struct srv_client *c, const struct gos_msg_hdr *h, void *p, 
     return 0;
 }
 
+static int msg_ring(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    return reply(c, h->seq, h->type, srv_ring_attach(c, p, fd), NULL, 0);
+}
+
 static int msg_device_info(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
 {
     struct gos_rep_device_info r;
@@ -765,6 +772,7 @@ static const struct msg_entry {
     {GOS_MSG_PMEM_FREE, 0, msg_pmem_free},
     {GOS_MSG_PMEM_COPY, 0, msg_pmem_copy},
     {GOS_MSG_PMEM_CHECK, 0, msg_pmem_check},
+    {GOS_MSG_RING, 0, msg_ring},
 };
 
 /* Handles one message (lock held): finds its entry, validates, runs it.
@@ -880,8 +888,10 @@ void *srv_client_main(void *arg)
     pthread_mutex_lock(&s->lock);
     c->dead = 1;
     shutdown(c->fd, SHUT_RDWR);
-    if (c->vgpu >= 0)
+    if (c->vgpu >= 0) {
         srv_client_cancel(c);
+        srv_ring_regrant(s, s->vgpus[c->vgpu].cfg.device); /* a client left alone gets its ring back */
+    }
     srv_client_unref(c);
     pthread_mutex_unlock(&s->lock);
     return NULL;

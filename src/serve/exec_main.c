@@ -14,9 +14,12 @@
 
 #include "common/status.h"
 #include "device/device.h"
+#include "device/exec_builtin.h"
 #include "device/exec_ops.h"
 #include "device/vmm_ops.h"
 #include "proto/proto.h"
+#include "proto/ring.h"
+#include "serve/exec_ring.h"
 
 #include <poll.h>
 #include <pthread.h>
@@ -31,6 +34,12 @@
 #include <unistd.h>
 
 #define XE_ENGINES 2
+/* Bounded look-ahead of the ring (issue 9.4): asynchronous entries issued to the
+ * device before the executor waits for them, by their expected time (at most
+ * XE_RING_AHEAD_NS of work, measured per entry), 4 before anything is known. */
+#define XE_RING_AHEAD 4
+#define XE_RING_AHEAD_NS 1000000ull
+#define XE_RING_AHEAD_MAX 64
 #define GOS_XE_SHM_MAX 64
 
 struct xe_region {
@@ -60,7 +69,86 @@ struct xe {
     dev_t pool_dev;
     ino_t pool_ino;
     unsigned char *pool_pinned; /* per X_POOL_CHUNK: 1 page-locked, 2 refused */
+    /* the fast path (issue 9.4): the ring thread and the socket loop take turns
+     * on the device under lock; the ring's requests are checked against this
+     * client's device memory (al), functions by the client's handles (fmap) */
+    pthread_mutex_t lock;
+    struct xe_alloc {
+        uint64_t dptr, bytes;
+        int evicted;
+    } *al;
+    int n_al, cap_al;
+    uint32_t fmap[256];         /* client's function handle - 1 -> funcs index + 1 (0: none) */
+    char fbuiltin[256][32];     /* by funcs index: the built-in kernel's name ("" not built-in) */
+    int mod_builtin[16];
+    int ring_on;
+    uint32_t ring_max_queued; /* the daemon's max_queued_requests, for asynchronous ring entries */
+    uint32_t ring_pending;    /* asynchronous entries since the client last synchronised */
+    uint32_t ring_ahead;      /* asynchronous entries issued since the stream was last waited for */
+    uint64_t ring_ahead_t0;   /* when the first of them was issued */
+    uint64_t ring_entry_ns;   /* measured device time per asynchronous entry (0: not yet) */
 };
+
+static uint32_t ring_ahead_limit(const struct xe *x)
+{
+    if (!x->ring_entry_ns)
+        return XE_RING_AHEAD;
+    uint64_t n = XE_RING_AHEAD_NS / x->ring_entry_ns;
+    return n < 1 ? 1 : n > XE_RING_AHEAD_MAX ? XE_RING_AHEAD_MAX : (uint32_t)n;
+}
+
+/* The stream was waited for with ring_ahead entries on it: learn their time. */
+static void ring_ahead_done(struct xe *x)
+{
+    if (x->ring_ahead) {
+        uint64_t per = (gos_ring_now_ns() - x->ring_ahead_t0) / x->ring_ahead;
+        x->ring_entry_ns = x->ring_entry_ns ? (3 * x->ring_entry_ns + per) / 4 : per;
+        if (!x->ring_entry_ns)
+            x->ring_entry_ns = 1;
+    }
+    x->ring_ahead = 0;
+}
+
+static void al_add(struct xe *x, uint64_t dptr, uint64_t bytes)
+{
+    if (x->n_al == x->cap_al) {
+        int cap = x->cap_al ? 2 * x->cap_al : 64;
+        struct xe_alloc *a = realloc(x->al, sizeof *a * (size_t)cap);
+        if (!a)
+            return; /* not in the table: the ring refuses it, the socket path still works */
+        x->al = a;
+        x->cap_al = cap;
+    }
+    x->al[x->n_al++] = (struct xe_alloc){dptr, bytes, 0};
+}
+
+static struct xe_alloc *al_find(struct xe *x, uint64_t dptr)
+{
+    for (int i = 0; i < x->n_al; i++)
+        if (x->al[i].dptr == dptr)
+            return &x->al[i];
+    return NULL;
+}
+
+static void al_del(struct xe *x, uint64_t dptr)
+{
+    struct xe_alloc *a = al_find(x, dptr);
+    if (a)
+        *a = x->al[--x->n_al];
+}
+
+/* GOS_OK when [p, p+n) lies in one of this client's allocations; GOS_RING_REVOKED
+ * when that one is swapped out (the socket path restores it first). */
+static int al_check(struct xe *x, uint64_t p, uint64_t n, const char *what)
+{
+    for (int i = 0; i < x->n_al; i++) {
+        const struct xe_alloc *a = &x->al[i];
+        if (p >= a->dptr && p - a->dptr <= a->bytes && n <= a->bytes - (p - a->dptr))
+            return a->evicted ? GOS_RING_REVOKED : GOS_OK;
+    }
+    return gos_fail(GOS_EINVAL, "%s range 0x%llx+%llu is not inside an allocation of this client", what,
+                    (unsigned long long)p, (unsigned long long)n);
+}
 
 static int answer(struct xe *x, uint32_t type, int rc, uint32_t flags, const void *p, uint32_t n)
 {
@@ -375,10 +463,13 @@ static int serve_one(struct xe *x, const struct x_hdr *h, void *p, int fd)
         memcpy(&u, p, 8);
         uint64_t dptr = 0;
         int rc = gos_exec_mem_alloc(x->dev, u, &dptr);
+        if (!rc)
+            al_add(x, dptr, u);
         return answer(x, h->type, rc, 0, &dptr, 8);
     }
     case X_FREE: {
         memcpy(&u, p, 8);
+        al_del(x, u);
         gos_vmm_buf *b = vb_find(x, u);
         if (!b)
             return answer(x, h->type, gos_exec_mem_free(x->dev, u), 0, NULL, 0);
@@ -390,6 +481,8 @@ static int serve_one(struct xe *x, const struct x_hdr *h, void *p, int fd)
         memcpy(&u, p, 8);
         uint64_t dptr = 0;
         int rc = xe_valloc(x, u, &dptr);
+        if (!rc)
+            al_add(x, dptr, u);
         return answer(x, h->type, rc, 0, &dptr, 8);
     }
     case X_EVICT:
@@ -398,6 +491,9 @@ static int serve_one(struct xe *x, const struct x_hdr *h, void *p, int fd)
         int rc = swap_io(x, u, fd, h->type == X_EVICT);
         if (fd >= 0)
             close(fd);
+        struct xe_alloc *a = al_find(x, u);
+        if (a && !rc)
+            a->evicted = h->type == X_EVICT; /* the ring never runs on evicted memory */
         return answer(x, h->type, rc, 0, NULL, 0);
     }
     case X_EVICT_POOL:
@@ -408,6 +504,9 @@ static int serve_one(struct xe *x, const struct x_hdr *h, void *p, int fd)
         int rc = swap_pool_io(x, &m, fd, h->type == X_EVICT_POOL, &rep);
         if (fd >= 0)
             close(fd);
+        struct xe_alloc *a = al_find(x, m.dptr);
+        if (a && !rc)
+            a->evicted = h->type == X_EVICT_POOL; /* the ring never runs on evicted memory */
         return answer(x, h->type, rc, 0, &rep, sizeof rep);
     }
     case X_REGION_ADD: {
@@ -434,6 +533,9 @@ static int serve_one(struct xe *x, const struct x_hdr *h, void *p, int fd)
         }
         if (!rc)
             rc = gos_exec_module_load(x->dev, img, m.bytes, m.name[0] ? m.name : NULL, &x->modules[m.slot]);
+        if (!rc)
+            x->mod_builtin[m.slot] = m.name[0] && (!strcmp(m.name, GOS_EXEC_BUILTIN) || !strcmp(m.name, "sim:builtin") ||
+                                                   !strcmp(m.name, "exec"));
         return answer(x, h->type, rc, 0, NULL, 0);
     }
     case X_MODULE_UNLOAD: {
@@ -445,6 +547,7 @@ static int serve_one(struct xe *x, const struct x_hdr *h, void *p, int fd)
             x->modules[slot] = NULL;
             /* the daemon forgets every function handle with any unload */
             memset(x->funcs, 0, sizeof x->funcs);
+            memset(x->fmap, 0, sizeof x->fmap);
             x->n_funcs = 0;
         }
         return answer(x, h->type, rc, 0, NULL, 0);
@@ -459,8 +562,13 @@ static int serve_one(struct xe *x, const struct x_hdr *h, void *p, int fd)
             rc = gos_fail(GOS_EINVAL, "module slot %u", (unsigned)m.module);
         else if (x->n_funcs == 256)
             rc = gos_fail(GOS_EBUSY, "more than 256 functions");
-        else if (!(rc = gos_exec_function(x->dev, x->modules[m.module], m.name, &x->funcs[x->n_funcs])))
+        else if (!(rc = gos_exec_function(x->dev, x->modules[m.module], m.name, &x->funcs[x->n_funcs]))) {
+            snprintf(x->fbuiltin[x->n_funcs], sizeof x->fbuiltin[0], "%s",
+                     x->mod_builtin[m.module] && strlen(m.name) < sizeof x->fbuiltin[0] ? m.name : "");
             idx = (uint32_t)++x->n_funcs;
+            if (m.pad >= 1 && m.pad <= 256)
+                x->fmap[m.pad - 1] = idx;
+        }
         return answer(x, h->type, rc, 0, &idx, 4);
     }
     case X_SHM_NEW: {
@@ -482,10 +590,13 @@ static int serve_one(struct xe *x, const struct x_hdr *h, void *p, int fd)
         int rc = shm_map(x, u, fd, (fl & X_SHM_MAP_RDONLY) != 0, &dptr);
         if (fd >= 0)
             close(fd);
+        if (!rc)
+            al_add(x, dptr, u);
         return answer(x, h->type, rc, 0, &dptr, 8);
     }
     case X_SHM_UNMAP:
         memcpy(&u, p, 8);
+        al_del(x, u);
         return answer(x, h->type, shm_unmap(x, u), 0, NULL, 0);
     case X_PMEM_ALLOC: {
         struct x_pmem_alloc m;
@@ -497,10 +608,13 @@ static int serve_one(struct xe *x, const struct x_hdr *h, void *p, int fd)
         if (!rc)
             rc = srv_pmem_alloc(x->dev, &x->pmem, chart, m.bytes, &r);
         gos_chip_free(chart);
+        if (!rc)
+            al_add(x, r.base, r.bytes); /* plain copies may reach it, as through the daemon */
         return answer(x, h->type, rc, 0, &r, sizeof r);
     }
     case X_PMEM_FREE:
         memcpy(&u, p, 8);
+        al_del(x, u);
         return answer(x, h->type, srv_pmem_free(&x->pmem, u), 0, NULL, 0);
     case X_PMEM_COPY: {
         struct gos_msg_pmem_copy m;
@@ -518,6 +632,17 @@ static int serve_one(struct xe *x, const struct x_hdr *h, void *p, int fd)
         return answer(x, h->type, rc, 0, &r, sizeof r);
     }
     case X_RUN: return run(x, p, h->len);
+    case X_RING: {
+        memcpy(&u, p, 8);
+        if (h->len >= 12)
+            memcpy(&x->ring_max_queued, (char *)p + 8, 4);
+        int rc = x->ring_on ? gos_fail(GOS_EBUSY, "executor: a ring is attached already")
+                            : xe_ring_start(x, fd, u, x->dev);
+        if (fd >= 0)
+            close(fd);
+        x->ring_on = !rc;
+        return answer(x, h->type, rc, 0, NULL, 0);
+    }
     default: return answer(x, h->type, gos_fail(GOS_EPROTO, "executor: message %u", (unsigned)h->type), 0, NULL, 0);
     }
 }
@@ -532,7 +657,8 @@ static int payload_ok(const struct x_hdr *h)
     case X_SHM_UNMAP:
     case X_VALLOC:
     case X_EVICT:
-    case X_RESTORE: return h->len >= 8;
+    case X_RESTORE:
+    case X_RING: return h->len >= 8;
     case X_EVICT_POOL:
     case X_RESTORE_POOL: return h->len >= sizeof(struct x_swap_io);
     case X_REGION_ADD: return h->len >= sizeof(struct x_region);
@@ -545,6 +671,135 @@ static int payload_ok(const struct x_hdr *h)
     case X_PMEM_CHECK: return h->len >= sizeof(struct gos_msg_pmem_check);
     default: return 1;
     }
+}
+
+/* One ring entry (issue 9.4), already copied out of the shared slot into e;
+ * data is the slot's data area (shared: HtoD sources and kernel parameters are
+ * copied out before they are checked or used). Checked as the daemon checks a
+ * socket request: ranges against this client's allocations and regions, the
+ * function against its handles, the launch's geometry (gos_proto_check_args)
+ * and a built-in kernel's device ranges. Runs on the engine 0 stream, waiting
+ * for it unless the entry is asynchronous. GOS_OK, GOS_RING_REVOKED (run it
+ * through the socket) or an error with its message; *fault when the context is
+ * dead after it. */
+int xe_ring_run(struct xe *x, const struct gos_ring_ent *e, unsigned char *data, int *fault)
+{
+    void *st = x->streams[0];
+    int rc, sync = !(e->flags & GOS_RING_F_ASYNC);
+    *fault = 0;
+    if (e->flags & ~(uint32_t)(GOS_RING_F_INLINE | GOS_RING_F_ASYNC))
+        return gos_fail(GOS_EPROTO, "ring entry flags 0x%x unknown", (unsigned)e->flags);
+    if (!sync && x->ring_max_queued && x->ring_pending >= x->ring_max_queued)
+        return gos_fail(GOS_ELIMIT, "client has %u requests queued, the maximum (max_queued_requests); synchronize",
+                        (unsigned)x->ring_pending);
+    /* Bounded look-ahead: at most XE_RING_AHEAD asynchronous entries on the
+     * device at a time, so that a revoked grant leaves little work behind it
+     * (the rest comes back to the client and through the daemon's scheduler). */
+    if (!sync && x->ring_ahead >= ring_ahead_limit(x)) {
+        if ((rc = gos_exec_stream_sync(x->dev, st)))
+            goto out;
+        ring_ahead_done(x);
+    }
+    switch (e->op) {
+    case GOS_RING_HTOD:
+    case GOS_RING_DTOH: {
+        int htod = e->op == GOS_RING_HTOD;
+        if ((rc = al_check(x, e->dptr, e->bytes, "device")))
+            return rc;
+        void *h;
+        if (e->flags & GOS_RING_F_INLINE) {
+            if (e->bytes > GOS_RING_DATA)
+                return gos_fail(GOS_EINVAL, "ring entry of %llu inline bytes (at most %u)",
+                                (unsigned long long)e->bytes, GOS_RING_DATA);
+            h = data;
+            sync = 1; /* the slot is the client's again once answered */
+        } else {
+            struct x_op o = {.region = e->region, .offset = e->offset, .bytes = e->bytes};
+            if (!(h = host_of(x, &o)))
+                return GOS_EINVAL;
+        }
+        if (!e->bytes)
+            return GOS_OK;
+        rc = htod ? gos_exec_copy_htod(x->dev, e->dptr, h, e->bytes, st) : gos_exec_copy_dtoh(x->dev, h, e->dptr, e->bytes, st);
+        break;
+    }
+    case GOS_RING_DTOD:
+        if ((rc = al_check(x, e->dptr, e->bytes, "device")) || (rc = al_check(x, e->dptr2, e->bytes, "source")))
+            return rc;
+        if (!e->bytes)
+            return GOS_OK;
+        rc = gos_exec_copy_dtod(x->dev, e->dptr, e->dptr2, e->bytes, st);
+        break;
+    case GOS_RING_LAUNCH: {
+        if (e->func < 1 || e->func > 256 || !x->fmap[e->func - 1] || x->fmap[e->func - 1] > (uint32_t)x->n_funcs ||
+            !x->funcs[x->fmap[e->func - 1] - 1])
+            return gos_fail(GOS_EINVAL, "function handle %llu is not a function of this client",
+                            (unsigned long long)e->func);
+        if (e->param_bytes > GOS_PARAM_MAX)
+            return gos_fail(GOS_EINVAL, "kernel parameters of %u bytes (at most %d)", (unsigned)e->param_bytes,
+                            GOS_PARAM_MAX);
+        struct {
+            struct gos_msg_launch m;
+            unsigned char p[GOS_PARAM_MAX];
+        } l;
+        memset(&l.m, 0, sizeof l.m);
+        memcpy(l.m.grid, e->grid, sizeof l.m.grid);
+        memcpy(l.m.block, e->block, sizeof l.m.block);
+        memcpy(l.m.cluster, e->cluster, sizeof l.m.cluster);
+        l.m.smem = e->smem;
+        l.m.param_bytes = e->param_bytes;
+        memcpy(l.p, data, e->param_bytes); /* copied out before any check */
+        struct gos_msg_hdr hh;
+        gos_proto_hdr(&hh, GOS_MSG_LAUNCH, 0, (uint32_t)(sizeof l.m + e->param_bytes));
+        if ((rc = gos_proto_check_args(&hh, &l.m)))
+            return rc;
+        uint32_t fi = x->fmap[e->func - 1] - 1;
+        struct gos_launch_cfg c = {.smem = e->smem, .params = l.p, .param_bytes = e->param_bytes};
+        memcpy(c.grid, e->grid, sizeof c.grid);
+        memcpy(c.block, e->block, sizeof c.block);
+        memcpy(c.cluster, e->cluster, sizeof c.cluster);
+        if (x->fbuiltin[fi][0]) {
+            struct gos_dev_range r[GOS_LAUNCH_RANGES_MAX];
+            int n = 0;
+            if ((rc = gos_exec_builtin_ranges(x->fbuiltin[fi], &c, r, &n)))
+                return rc;
+            for (int i = 0; i < n; i++)
+                if (r[i].bytes && (rc = al_check(x, r[i].ptr, r[i].bytes, "kernel argument")))
+                    return rc;
+        }
+        rc = gos_exec_launch(x->dev, x->funcs[fi], &c, st);
+        break;
+    }
+    case GOS_RING_FENCE: rc = GOS_OK; sync = 1; break;
+    default: return gos_fail(GOS_EPROTO, "ring entry opcode %u unknown", (unsigned)e->op);
+    }
+    if (!rc && sync) {
+        rc = gos_exec_stream_sync(x->dev, st); /* as a native synchronous copy waits */
+        x->ring_pending = 0;
+        if (e->op == GOS_RING_FENCE)
+            ring_ahead_done(x);
+        x->ring_ahead = 0;
+    } else if (!rc) {
+        x->ring_pending++;
+        if (!x->ring_ahead++)
+            x->ring_ahead_t0 = gos_ring_now_ns();
+    }
+out:
+    if (rc == GOS_EDEVICE) {
+        char why[GOS_MSG_TEXT_MAX];
+        snprintf(why, sizeof why, "%s", gos_last_error());
+        *fault = !alive(x);
+        gos_fail(GOS_EDEVICE, "%s", why);
+    }
+    return rc;
+}
+
+void xe_ring_lock(struct xe *x, int on)
+{
+    if (on)
+        pthread_mutex_lock(&x->lock);
+    else
+        pthread_mutex_unlock(&x->lock);
 }
 
 static void *watchdog(void *arg)
@@ -571,6 +826,7 @@ int srv_executor_main(int sock, const char *sim, int ordinal)
     if (!x)
         return gos_fail(GOS_ENOMEM, "out of memory");
     x->sock = sock;
+    pthread_mutex_init(&x->lock, NULL);
     gos_device_spec spec = {.sim = sim, .ordinal = ordinal};
     struct x_hello_rep hello = {.pid = (int32_t)getpid()};
     uint64_t fr;
@@ -604,9 +860,12 @@ int srv_executor_main(int sock, const char *sim, int ordinal)
             continue;
         }
         if (h.type != X_REGION_ADD && h.type != X_SHM_MAP && h.type != X_EVICT && h.type != X_RESTORE &&
-            h.type != X_EVICT_POOL && h.type != X_RESTORE_POOL && fd >= 0)
+            h.type != X_EVICT_POOL && h.type != X_RESTORE_POOL && h.type != X_RING && fd >= 0)
             close(fd);
-        if (serve_one(x, &h, buf, fd) == GOS_EDEVICE && h.type == X_RUN)
+        pthread_mutex_lock(&x->lock);
+        int src = serve_one(x, &h, buf, fd);
+        pthread_mutex_unlock(&x->lock);
+        if (src == GOS_EDEVICE && h.type == X_RUN)
             _exit(3); /* faulted: the context is dead; the daemon was told */
     }
     /* Process exit releases the context and everything in it. */

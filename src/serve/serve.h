@@ -90,6 +90,9 @@ struct srv_op {
  * ~140 us to switch between two processes' contexts (H200-NOTES), so grants are
  * longer by default (grant_us; issue 9). */
 #define SRV_GRANT_PROCESS_NS 4000000ull
+/* A newcomer's HELLO waits at most this long for a revoked ring's work to reach
+ * the scheduler (issue 9.4; ring.c). */
+#define SRV_RING_SETTLE_MS 500
 struct srv_task {
     gos_sched_task st; /* st.user == this */
     struct srv_client *c;
@@ -157,6 +160,10 @@ struct srv_client {
     unsigned char module_builtin[16];
     char fn_builtin[256][16];
     struct srv_pmem_set *pmem_set; /* isolation = none: its partition-local allocations */
+    /* the fast path (issue 9.4; ring.c): the client's ring, mapped here to
+     * grant and revoke it and to charge the time its executor reports */
+    void *ring;
+    uint64_t ring_busy_seen, ring_entries_seen, ring_copy_seen, ring_copy_entries_seen;
 };
 
 /* A runtime override of one key of a vGPU (`gpuos vgpu set`), persisted in the
@@ -179,6 +186,7 @@ struct srv_vgpu {
     int removed; /* gone from the configuration at a reload: no new clients */
     uint64_t tasks;
     uint64_t faults; /* executors of its clients lost to a device fault or a kill */
+    uint64_t ring_ns; /* time its clients' executors spent on their rings (issue 9.4) */
 };
 
 struct srv_dev {
@@ -313,6 +321,23 @@ void srv_region_unref(struct srv_client *c, int r);
  * logged, its memory returned to the vGPU's share; later requests fail with
  * GOS_EDEVICE naming the reason. */
 void srv_client_exec_check(struct srv_client *c);
+
+/* ring.c: the fast path (issue 9.4; proto/ring.h). RING_ATTACH maps the client's
+ * memfd and hands it to its executor (lock held, dropped meanwhile); regrant
+ * gives the ring of a device's lone client an open-ended grant and revokes every
+ * ring there as soon as a second client is on the device; charge moves the
+ * executor's reported ring time to its vGPU; gone unmaps it (client freed). */
+int srv_ring_attach(struct srv_client *c, const struct gos_msg_ring *m, int fd);
+int srv_ring_regrant(struct srv *s, int device);
+/* After a revoke (lock held, dropped while waiting, at most ms): waits until the
+ * revoked rings' clients have taken their revoked entries back (sent them over
+ * their sockets), so that the scheduler sees their work before the newcomer's. */
+void srv_ring_settle(struct srv *s, int device, int ms);
+void srv_ring_charge(struct srv_client *c);
+void srv_ring_gone(struct srv_client *c);
+/* At shutdown (lock held, dropped while waiting): revokes every ring and waits up
+ * to ms for their executors to finish what they hold; returns how many did not. */
+int srv_ring_quiesce(struct srv *s, int ms);
 
 /* shm.c: shared device memory (issue 10), lock held (dropped around device calls). */
 void srv_shm_init(struct srv *s);

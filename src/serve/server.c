@@ -520,6 +520,11 @@ fail:
     srv_sd_notifyf("STOPPING=1");
     srv_metrics_stop(s);
     pthread_mutex_lock(&s->lock);
+    /* Work granted through rings (issue 9.4) is in the executors only: revoked
+     * and waited for within the grace period like the rest. */
+    uint64_t grace0 = srv_now_ns();
+    int ring_busy = srv_ring_quiesce(s, s->cfg.shutdown_grace_ms);
+    int grace_left = s->cfg.shutdown_grace_ms - (int)((srv_now_ns() - grace0) / 1000000ull);
     s->stop = 1;
     for (struct srv_client *c = s->clients; c; c = c->next)
         shutdown(c->fd, SHUT_RDWR);
@@ -531,7 +536,9 @@ fail:
      * period; then running work is abandoned (issue 15.5): every wait on the
      * device returns at once, and whatever still runs on a GPU ends with the
      * context when the process exits. */
-    int leftover = srv_wait_clients(s, s->cfg.shutdown_grace_ms);
+    int leftover = srv_wait_clients(s, grace_left > 0 ? grace_left : 0);
+    if (ring_busy > leftover)
+        leftover = ring_busy;
     int abandoned = 0;
     if (leftover) {
         srv_log(LOG_WARNING, "%d client(s) still busy after the grace period of %d ms: abandoning their work",

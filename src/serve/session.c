@@ -35,6 +35,7 @@ static void client_free(struct srv_client *c)
         for (int i = 0; i < 16; i++)
             if (!c->x && c->modules[i] && c->modules[i] != (void *)1)
                 gos_exec_module_unload(d->dev, c->modules[i]);
+        srv_ring_gone(c);
         /* The executor's exit releases its context, memory and modules at once. */
         srv_exec_close(c->x);
         c->x = NULL;

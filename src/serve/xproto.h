@@ -56,6 +56,8 @@ enum {
      * page-locks chunk by chunk on first use, kept for its life */
     X_EVICT_POOL,   /* struct x_swap_io + the pool's fd -> struct x_swap_rep */
     X_RESTORE_POOL, /* struct x_swap_io + the pool's fd -> struct x_swap_rep */
+    /* the fast path (issue 9.4; proto/ring.h) */
+    X_RING,        /* u64 bytes, u32 max_queued_requests, u32 pad + fd of the client's ring memfd */
 };
 
 /* X_PMEM_ALLOC: the chart is the device's `chip = FILE` (its path: the executor
@@ -117,7 +119,7 @@ struct x_module {
 
 struct x_function {
     uint32_t module;
-    uint32_t pad;
+    uint32_t pad; /* the client's handle for it (1..256; 0: none): ring launches name it */
     char name[256];
 };
 

@@ -1,0 +1,396 @@
+/* ring.c: libgpuos's side of the fast path (issue 9.4; proto/ring.h).
+ *
+ * At connect the library creates the ring (a sealed memfd) and hands it to the
+ * daemon, which passes it to this client's executor and grants it while the
+ * client is alone on its device. While granted, launches, copies and
+ * synchronisation go through the ring: a slot is filled, sq_tail advanced, the
+ * executor woken if it sleeps; the answer is awaited by a bounded spin and then
+ * a futex wait (GPUOS_RING_SPIN_US, default 50). Copies up to ring_inline bytes
+ * (GPUOS_RING_INLINE) travel inside the slot (Gdev's direct path for tiny
+ * copies); larger ones name a registered host buffer or go through the staging
+ * region in pieces, as on the socket path. Entries the executor did not run
+ * (grant revoked, memory swapped out) come back GOS_RING_REVOKED and are sent
+ * over the socket in their order; any socket request that touches the device
+ * first waits for the ring to be empty (gcl_ring_drain), and the ring is used
+ * after socket requests only once those are synchronised: one order for all. */
+#include "client_internal.h"
+
+#include "proto/ring.h"
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdatomic.h>
+
+#define DEFAULT_RING_SPIN_US 50
+
+struct gcl_ring_res {
+    int32_t rc[GOS_RING_SLOTS];
+    uint8_t async[GOS_RING_SLOTS];
+    char msg[GOS_RING_SLOTS][GOS_RING_MSG];
+};
+
+static struct gos_ring_ctl *ctl(gpuos_vgpu *g) { return gos_ring_ctl(g->ring); }
+
+void gcl_ring_open(gpuos_vgpu *g)
+{
+    const char *e = getenv("GPUOS_RING");
+    if (e && !strcmp(e, "0"))
+        return;
+    void *p = NULL;
+    int fd = -1;
+    struct gcl_ring_res *res = calloc(1, sizeof *res);
+    if (!res || gcl_make_memfd(GOS_RING_BYTES, &p, &fd)) {
+        free(res);
+        return;
+    }
+    struct gos_msg_ring m = {.bytes = GOS_RING_BYTES,
+                             .spin_us = (uint32_t)gcl_env_size("GPUOS_RING_SPIN_US", DEFAULT_RING_SPIN_US)};
+    int rc = gcl_call(g, GOS_MSG_RING, &m, sizeof m, fd, NULL, 0);
+    close(fd);
+    if (rc) { /* no executor (isolation = none) or an older daemon: the socket path */
+        munmap(p, GOS_RING_BYTES);
+        free(res);
+        return;
+    }
+    g->ring = p;
+    g->ring_res = res;
+    g->ring_inline = gcl_env_size("GPUOS_RING_INLINE", GOS_RING_DATA);
+    g->ring_piece = gcl_env_size("GPUOS_RING_PIECE", 0);
+    if (g->ring_piece && g->ring_piece < 4096)
+        g->ring_piece = 4096;
+    if (g->ring_inline > GOS_RING_DATA)
+        g->ring_inline = GOS_RING_DATA;
+}
+
+void gcl_ring_close(gpuos_vgpu *g)
+{
+    if (g->ring)
+        munmap(g->ring, GOS_RING_BYTES);
+    free(g->ring_res);
+    g->ring = NULL;
+    g->ring_res = NULL;
+}
+
+int gcl_ring_ok(gpuos_vgpu *g)
+{
+    return g->ring && !g->ring_off && !g->ring_replaying && !g->broken &&
+           atomic_load_explicit(&ctl(g)->grant, memory_order_acquire);
+}
+
+struct waitarg {
+    gpuos_vgpu *g;
+    uint32_t want; /* cq_done to reach */
+};
+
+static int reached(void *a)
+{
+    struct waitarg *w = a;
+    uint32_t done = atomic_load_explicit(&ctl(w->g)->cq_done, memory_order_acquire);
+    return (int32_t)(done - w->want) >= 0;
+}
+
+/* Waits until entry idx completed. The executor's loss (its pid gone) or the
+ * timeout stops the ring for good. */
+static int wait_entry(gpuos_vgpu *g, uint32_t idx)
+{
+    struct waitarg w = {g, idx + 1};
+    struct gos_ring_ctl *k = ctl(g);
+    uint64_t t0 = gos_ring_now_ns(), limit = (uint64_t)g->timeout_ms * 1000000ull;
+    unsigned spin = atomic_load_explicit(&k->spin_us, memory_order_relaxed);
+    while (!gos_ring_wait(&k->cq_futex, &k->client_sleeping, spin, 20000000ull, reached, &w)) {
+        spin = 0;
+        pid_t pid = (pid_t)atomic_load_explicit(&k->exec_pid, memory_order_relaxed);
+        char path[64], st[256] = "";
+        snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+        FILE *f = pid > 0 ? fopen(path, "r") : NULL;
+        if (f) {
+            if (!fgets(st, sizeof st, f))
+                st[0] = 0;
+            fclose(f);
+        }
+        const char *rp = strrchr(st, ')');
+        int gone = pid > 0 && (!f || (rp && (rp[2] == 'Z' || rp[2] == 'X')));
+        if (gone || gos_ring_now_ns() - t0 >= limit) {
+            g->ring_off = 1;
+            return gone ? gos_fail(GOS_EDEVICE, "this client's executor (pid %d) is gone", (int)pid)
+                        : gos_fail(GOS_ETIMEDOUT, "no answer on the ring within %d ms", g->timeout_ms);
+        }
+    }
+    return GOS_OK;
+}
+
+/* Sends a revoked entry over the socket (its slot still holds the request). */
+static int replay(gpuos_vgpu *g, struct gos_ring_ent *s)
+{
+    int rc, async = !!(s->flags & GOS_RING_F_ASYNC);
+    g->ring_replaying = 1;
+    switch (s->op) {
+    case GOS_RING_HTOD:
+    case GOS_RING_DTOH: {
+        uint32_t dir = s->op == GOS_RING_HTOD ? GOS_COPY_HTOD : GOS_COPY_DTOH;
+        if (s->flags & GOS_RING_F_INLINE)
+            rc = gcl_sock_copy_host(g, dir, s->dptr, s->data, s->data, s->bytes);
+        else
+            rc = gcl_sock_copy_region(g, dir, s->region, s->offset, s->dptr, s->bytes, async);
+        break;
+    }
+    case GOS_RING_DTOD: rc = gcl_sock_dtod(g, s->dptr, s->dptr2, s->bytes, async); break;
+    case GOS_RING_LAUNCH: {
+        struct gos_msg_launch m = {.func = s->func, .smem = s->smem, .flags = GOS_F_ASYNC,
+                                   .param_bytes = s->param_bytes};
+        memcpy(m.grid, s->grid, sizeof m.grid);
+        memcpy(m.block, s->block, sizeof m.block);
+        memcpy(m.cluster, s->cluster, sizeof m.cluster);
+        uint32_t seq = 0;
+        rc = gcl_send_req(g, GOS_MSG_LAUNCH, &m, sizeof m, s->data, s->param_bytes, -1, &seq);
+        break;
+    }
+    default: rc = gcl_call(g, GOS_MSG_SYNC, NULL, 0, -1, NULL, 0); break;
+    }
+    g->ring_replaying = 0;
+    return rc;
+}
+
+/* Looks at the completions of entries before upto (all completed): revoked ones
+ * go over the socket, each result is kept, asynchronous errors become sticky. */
+static void finish(gpuos_vgpu *g, uint32_t upto)
+{
+    struct gcl_ring_res *r = g->ring_res;
+    while ((int32_t)(upto - g->ring_checked) > 0) { /* an older entry's wait finds it finished already */
+        uint32_t i = g->ring_checked % GOS_RING_SLOTS;
+        struct gos_ring_ent *s = gos_ring_slot(g->ring, g->ring_checked);
+        int rc = s->rc;
+        if (rc == GOS_RING_REVOKED) {
+            /* Everything submitted has completed: nothing can run out of order
+             * any more, so the executor may stop revoking before this replay
+             * blocks (the daemon waits for that acknowledgement, see ring.c). */
+            if (atomic_load_explicit(&ctl(g)->cq_done, memory_order_acquire) == g->ring_tail &&
+                !(s->flags & GOS_RING_F_ASYNC) && s->op != GOS_RING_LAUNCH)
+                atomic_store_explicit(&ctl(g)->client_ack, g->ring_tail, memory_order_release);
+            rc = replay(g, s);
+            snprintf(r->msg[i], GOS_RING_MSG, "%s", rc ? gos_last_error() : "");
+        } else if (rc) {
+            memcpy(r->msg[i], s->msg, GOS_RING_MSG);
+            r->msg[i][GOS_RING_MSG - 1] = 0;
+        }
+        r->rc[i] = rc;
+        if (rc && r->async[i] && !g->ring_sticky) {
+            g->ring_sticky = rc;
+            snprintf(g->ring_sticky_msg, sizeof g->ring_sticky_msg, "%s", r->msg[i]);
+        }
+        g->ring_checked++;
+    }
+    if (g->ring_checked == g->ring_tail) /* every revoked entry taken back */
+        atomic_store_explicit(&ctl(g)->client_ack, g->ring_checked, memory_order_release);
+}
+
+/* The result of entry idx (completed and finished). */
+static int result(gpuos_vgpu *g, uint32_t idx)
+{
+    uint32_t i = idx % GOS_RING_SLOTS;
+    int rc = g->ring_res->rc[i];
+    return rc ? gos_fail(rc, "%s", g->ring_res->msg[i]) : GOS_OK;
+}
+
+static int complete(gpuos_vgpu *g, uint32_t idx)
+{
+    int rc = wait_entry(g, idx);
+    if (rc)
+        return rc;
+    finish(g, idx + 1);
+    return result(g, idx);
+}
+
+int gcl_ring_drain(gpuos_vgpu *g)
+{
+    if (!g->ring || g->ring_replaying || g->ring_checked == g->ring_tail || g->ring_off)
+        return GOS_OK;
+    int rc = wait_entry(g, g->ring_tail - 1);
+    if (!rc)
+        finish(g, g->ring_tail);
+    return rc;
+}
+
+/* Submits one entry (e: the request up to rc; data: dlen bytes for the slot). */
+static int submit(gpuos_vgpu *g, const struct gos_ring_ent *e, const void *data, size_t dlen, uint32_t *idx)
+{
+    if (g->sock_async) { /* socket requests first: they are older */
+        g->sock_async = 0;
+        int rc = gcl_call(g, GOS_MSG_SYNC, NULL, 0, -1, NULL, 0);
+        if (rc && g->broken)
+            return rc;
+        if (rc && !g->ring_sticky) {
+            g->ring_sticky = rc;
+            snprintf(g->ring_sticky_msg, sizeof g->ring_sticky_msg, "%s", gos_last_error());
+        }
+    }
+    struct gos_ring_ctl *k = ctl(g);
+    if (g->ring_tail - g->ring_checked >= GOS_RING_SLOTS) { /* full: the oldest must be done */
+        int rc = wait_entry(g, g->ring_checked);
+        if (rc)
+            return rc;
+        finish(g, g->ring_checked + 1);
+    }
+    struct gos_ring_ent *s = gos_ring_slot(g->ring, g->ring_tail);
+    memcpy(s, e, offsetof(struct gos_ring_ent, rc));
+    s->rc = 0;
+    if (dlen)
+        memcpy(s->data, data, dlen);
+    g->ring_res->async[g->ring_tail % GOS_RING_SLOTS] = !!(e->flags & GOS_RING_F_ASYNC);
+    *idx = g->ring_tail++;
+    atomic_store_explicit(&k->sq_tail, g->ring_tail, memory_order_release);
+    gos_ring_kick(&k->sq_futex, &k->exec_sleeping);
+    return GOS_OK;
+}
+
+static int copy_staged(gpuos_vgpu *g, uint32_t dir, gpuos_dptr d, void *dst, const void *src, size_t n)
+{
+    int rc = gcl_stage_ready(g);
+    if (rc)
+        return rc;
+    /* Pieces: GPUOS_RING_PIECE when set (a ring entry costs microseconds, not a
+     * socket round trip, so pieces may be small), else the socket path's. The
+     * staging area holds depth * chunk bytes: as many pieces in flight as fit. */
+    size_t chunk = g->ring_piece ? g->ring_piece : gcl_pipe_chunk(g, n);
+    if (chunk > g->chunk)
+        chunk = g->chunk;
+    size_t nslot = g->stage_bytes / chunk;
+    int depth = nslot > MAX_DEPTH ? MAX_DEPTH : nslot < 1 ? 1 : (int)nslot;
+    size_t nchunks = (n + chunk - 1) / chunk;
+    uint32_t idx[MAX_DEPTH];
+    int first_rc = GOS_OK;
+    char msg[GOS_MSG_TEXT_MAX] = "";
+#define NOTE(r)                                                                 \
+    do {                                                                        \
+        int r_ = (r);                                                           \
+        if (r_ && !first_rc) {                                                  \
+            first_rc = r_;                                                      \
+            snprintf(msg, sizeof msg, "%s", gos_last_error());                  \
+        }                                                                       \
+    } while (0)
+    struct gos_ring_ent e;
+    memset(&e, 0, offsetof(struct gos_ring_ent, rc));
+    e.op = dir == GOS_COPY_HTOD ? GOS_RING_HTOD : GOS_RING_DTOH;
+    e.region = g->stage_region;
+    size_t issued = 0;
+    for (size_t i = 0; i < nchunks; i++) {
+        int slot = (int)(i % (size_t)depth);
+        size_t off = i * chunk, len = n - off < chunk ? n - off : chunk;
+        if (dir == GOS_COPY_HTOD) {
+            if (i >= (size_t)depth) {
+                rc = complete(g, idx[slot]);
+                if (rc && g->ring_off)
+                    return rc;
+                NOTE(rc);
+            }
+            gcl_par_memcpy(g, (char *)g->stage + (size_t)slot * chunk, (const char *)src + off, len);
+            e.offset = (uint64_t)slot * chunk;
+            e.dptr = d + off;
+            e.bytes = len;
+            if ((rc = submit(g, &e, NULL, 0, &idx[slot])))
+                return rc;
+        } else {
+            for (; issued < nchunks && issued < i + (size_t)depth; issued++) {
+                size_t o2 = issued * chunk;
+                e.offset = (uint64_t)(issued % (size_t)depth) * chunk;
+                e.dptr = d + o2;
+                e.bytes = n - o2 < chunk ? n - o2 : chunk;
+                if ((rc = submit(g, &e, NULL, 0, &idx[issued % (size_t)depth])))
+                    return rc;
+            }
+            rc = complete(g, idx[slot]);
+            if (rc && g->ring_off)
+                return rc;
+            NOTE(rc);
+            gcl_par_memcpy(g, (char *)dst + off, (char *)g->stage + (size_t)slot * chunk, len);
+        }
+    }
+    if (dir == GOS_COPY_HTOD)
+        for (size_t i = nchunks > (size_t)depth ? nchunks - (size_t)depth : 0; i < nchunks; i++) {
+            rc = complete(g, idx[i % (size_t)depth]);
+            if (rc && g->ring_off)
+                return rc;
+            NOTE(rc);
+        }
+#undef NOTE
+    return first_rc ? gos_fail(first_rc, "%s", msg) : GOS_OK;
+}
+
+int gcl_ring_copy(gpuos_vgpu *g, uint32_t dir, gpuos_dptr d, void *dst, const void *src, size_t n, int async,
+                  int region, uint64_t off)
+{
+    struct gos_ring_ent e;
+    memset(&e, 0, offsetof(struct gos_ring_ent, rc));
+    e.op = dir == GOS_COPY_HTOD ? GOS_RING_HTOD : GOS_RING_DTOH;
+    e.dptr = d;
+    e.bytes = n;
+    uint32_t idx;
+    int rc;
+    if (n <= g->ring_inline) {
+        e.flags = GOS_RING_F_INLINE;
+        if ((rc = submit(g, &e, dir == GOS_COPY_HTOD ? src : NULL, dir == GOS_COPY_HTOD ? n : 0, &idx)) ||
+            (rc = complete(g, idx)))
+            return rc;
+        if (dir == GOS_COPY_DTOH)
+            memcpy(dst, gos_ring_slot(g->ring, idx)->data, n);
+        return GOS_OK;
+    }
+    if (region < 0)
+        return copy_staged(g, dir, d, dst, src, n);
+    e.region = (uint32_t)region;
+    e.offset = off;
+    e.flags = async ? GOS_RING_F_ASYNC : 0;
+    if ((rc = submit(g, &e, NULL, 0, &idx)) || async)
+        return rc;
+    return complete(g, idx);
+}
+
+int gcl_ring_dtod(gpuos_vgpu *g, gpuos_dptr dst, gpuos_dptr src, size_t n, int async)
+{
+    struct gos_ring_ent e;
+    memset(&e, 0, offsetof(struct gos_ring_ent, rc));
+    e.op = GOS_RING_DTOD;
+    e.flags = async ? GOS_RING_F_ASYNC : 0;
+    e.dptr = dst;
+    e.dptr2 = src;
+    e.bytes = n;
+    uint32_t idx;
+    int rc = submit(g, &e, NULL, 0, &idx);
+    if (rc || async)
+        return rc;
+    return complete(g, idx);
+}
+
+int gcl_ring_launch(gpuos_vgpu *g, const struct gos_msg_launch *m, const void *params)
+{
+    struct gos_ring_ent e;
+    memset(&e, 0, offsetof(struct gos_ring_ent, rc));
+    e.op = GOS_RING_LAUNCH;
+    e.flags = GOS_RING_F_ASYNC;
+    e.func = m->func;
+    memcpy(e.grid, m->grid, sizeof e.grid);
+    memcpy(e.block, m->block, sizeof e.block);
+    memcpy(e.cluster, m->cluster, sizeof e.cluster);
+    e.smem = m->smem;
+    e.param_bytes = m->param_bytes;
+    uint32_t idx;
+    return submit(g, &e, params, m->param_bytes, &idx);
+}
+
+int gcl_ring_fence(gpuos_vgpu *g)
+{
+    struct gos_ring_ent e;
+    memset(&e, 0, offsetof(struct gos_ring_ent, rc));
+    e.op = GOS_RING_FENCE;
+    uint32_t idx;
+    int rc = submit(g, &e, NULL, 0, &idx);
+    if (!rc)
+        rc = complete(g, idx);
+    if (!rc && g->ring_sticky)
+        rc = gos_fail(g->ring_sticky, "%s", g->ring_sticky_msg);
+    if (rc != GOS_ETIMEDOUT) {
+        g->ring_sticky = 0;
+        g->ring_sticky_msg[0] = 0;
+    }
+    return rc;
+}

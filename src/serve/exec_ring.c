@@ -1,0 +1,137 @@
+/* exec_ring.c: the executor's ring consumer (issue 9.4; proto/ring.h).
+ *
+ * One thread per ring. It waits for the client's submissions (bounded spin,
+ * then a futex wait on the shared word), and for each entry: copies it out of
+ * the shared slot (the client may rewrite it meanwhile: everything is checked
+ * on the copy), runs it while the daemon's grant is set (xe_ring_run in
+ * exec_main.c, which checks it as the daemon checks a socket request), writes
+ * the result into the slot and advances cq_done. Without the grant, every entry
+ * is answered GOS_RING_REVOKED and the ring stays revoked until the client has
+ * taken them back (ctl.client_ack): the client sends them again over the socket,
+ * in order, so nothing runs out of order. A ring whose indices make no sense (a
+ * tail more than a ring ahead) is stopped for good: that client's fast path
+ * ends, nobody else's. A device fault ends the process (as a faulted X_RUN):
+ * the client has its GPUOS_EDEVICE in the slot, the daemon sees the executor
+ * gone. */
+#include "serve/exec_ring.h"
+
+#include "common/status.h"
+#include "device/exec_ops.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+struct xr {
+    struct xe *x;
+    gos_device *dev;
+    void *base;
+    uint32_t head;
+};
+
+static int pending(void *arg)
+{
+    struct xr *r = arg;
+    struct gos_ring_ctl *c = gos_ring_ctl(r->base);
+    return atomic_load_explicit(&c->sq_tail, memory_order_acquire) != r->head;
+}
+
+static void *ring_main(void *arg)
+{
+    struct xr *r = arg;
+    struct gos_ring_ctl *c = gos_ring_ctl(r->base);
+    int revoking = 0;
+    uint32_t revoked_upto = 0;
+    for (;;) {
+        unsigned spin = atomic_load_explicit(&c->spin_us, memory_order_relaxed);
+        gos_ring_wait(&c->sq_futex, &c->exec_sleeping, spin > 1000 ? 1000 : spin, 0, pending, r);
+        uint32_t tail = atomic_load_explicit(&c->sq_tail, memory_order_acquire);
+        if (tail - r->head > GOS_RING_SLOTS) {
+            atomic_fetch_add_explicit(&c->refused, 1, memory_order_relaxed);
+            fprintf(stderr, "gpuos executor: ring tail %u is more than %u entries ahead of %u: ring stopped\n",
+                    (unsigned)tail, GOS_RING_SLOTS, (unsigned)r->head);
+            return NULL; /* that client's fast path ends; its socket still works */
+        }
+        while (r->head != tail) {
+            struct gos_ring_ent *slot = gos_ring_slot(r->base, r->head);
+            struct gos_ring_ent e;
+            memcpy(&e, slot, offsetof(struct gos_ring_ent, rc)); /* the request, copied out */
+            int granted = atomic_load_explicit(&c->grant, memory_order_acquire);
+            if (revoking && atomic_load_explicit(&c->client_ack, memory_order_acquire) - revoked_upto < 0x80000000u)
+                revoking = 0; /* the client took every revoked entry back */
+            int rc, fault = 0;
+            char msg[GOS_RING_MSG] = "";
+            if (!granted || revoking) {
+                rc = GOS_RING_REVOKED;
+            } else {
+                xe_ring_lock(r->x, 1);
+                uint64_t t0 = gos_ring_now_ns();
+                rc = xe_ring_run(r->x, &e, slot->data, &fault);
+                uint64_t dt = gos_ring_now_ns() - t0;
+                xe_ring_lock(r->x, 0);
+                if (e.op == GOS_RING_HTOD || e.op == GOS_RING_DTOH || e.op == GOS_RING_DTOD) {
+                    atomic_fetch_add_explicit(&c->copy_busy_ns, dt, memory_order_relaxed);
+                    atomic_fetch_add_explicit(&c->copy_entries, 1, memory_order_relaxed);
+                }
+                atomic_fetch_add_explicit(&c->busy_ns, dt, memory_order_relaxed);
+                atomic_fetch_add_explicit(&c->entries, 1, memory_order_relaxed);
+                if (rc == GOS_EPROTO || rc == GOS_EINVAL)
+                    atomic_fetch_add_explicit(&c->refused, 1, memory_order_relaxed);
+            }
+            if (rc == GOS_RING_REVOKED) {
+                revoking = 1;
+                revoked_upto = r->head + 1;
+                atomic_store_explicit(&c->revoked_upto, revoked_upto, memory_order_release);
+            } else if (rc) {
+                snprintf(msg, sizeof msg, "%s", gos_last_error());
+            }
+            slot->rc = rc;
+            memcpy(slot->msg, msg, sizeof msg);
+            r->head++;
+            atomic_store_explicit(&c->cq_done, r->head, memory_order_release);
+            gos_ring_kick(&c->cq_futex, &c->client_sleeping);
+            if (fault)
+                _exit(3); /* the context is dead: the client has its error, the daemon sees us gone */
+        }
+    }
+    return NULL;
+}
+
+int xe_ring_start(struct xe *x, int fd, uint64_t bytes, gos_device *dev)
+{
+    struct stat st;
+    if (fd < 0)
+        return gos_fail(GOS_EPROTO, "RING without a descriptor");
+    int seals = fcntl(fd, F_GET_SEALS);
+    if (bytes != GOS_RING_BYTES || fstat(fd, &st) || (uint64_t)st.st_size < bytes || seals < 0 ||
+        !(seals & F_SEAL_SHRINK))
+        return gos_fail(GOS_EINVAL, "ring must be a memfd of %u bytes sealed against shrinking", GOS_RING_BYTES);
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED)
+        return gos_fail(GOS_ENOMEM, "executor: mapping the ring");
+    struct xr *r = calloc(1, sizeof *r);
+    if (!r) {
+        munmap(p, bytes);
+        return gos_fail(GOS_ENOMEM, "executor out of memory");
+    }
+    /* pinned, so that inline copies from and into the slots are DMA (best effort) */
+    gos_exec_host_register(dev, p, bytes);
+    r->x = x;
+    r->dev = dev;
+    r->base = p;
+    r->head = atomic_load_explicit(&gos_ring_ctl(p)->cq_done, memory_order_acquire);
+    atomic_store(&gos_ring_ctl(p)->exec_pid, (int32_t)getpid());
+    pthread_t t;
+    if (pthread_create(&t, NULL, ring_main, r)) {
+        munmap(p, bytes);
+        free(r);
+        return gos_fail(GOS_EIO, "executor: ring thread");
+    }
+    pthread_detach(t);
+    return GOS_OK;
+}

@@ -1,0 +1,326 @@
+/* ring_client.c: the fast path's test client (issue 9.4; tests/t_ring.sh).
+ *   ring_client exact VGPU [secs]  byte-exact copies (inline, staged, pinned, DtoD)
+ *                                  and fill launches, through the ring when it is
+ *                                  granted; loops for secs (0: once). Prints how
+ *                                  many entries the executor ran for it.
+ *   ring_client granted VGPU       exit 0 when this client's ring is granted
+ *   ring_client hostile VGPU       writes malformed entries into its own ring
+ *                                  (bad opcode, flags, ranges, lengths, functions,
+ *                                  geometry), and rewrites slots while the
+ *                                  executor reads them: each refused with an error
+ *                                  to this client, the session still works after
+ *   ring_client wreck VGPU         sets the ring's tail far ahead (a corrupt ring)
+ *                                  and exits: the executor stops that ring only
+ * Uses libgpuos's internals (client_internal.h) to reach the ring. */
+#define CLIENT_NAME "ring_client"
+#include "client_util.h"
+
+#include "client/client_internal.h"
+#include "proto/ring.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+static struct gos_ring_ctl *ctl_of(gpuos_vgpu *g) { return gos_ring_ctl(g->ring); }
+
+static int granted(gpuos_vgpu *g)
+{
+    return g->ring && atomic_load(&ctl_of(g)->grant);
+}
+
+static uint64_t entries(gpuos_vgpu *g)
+{
+    return g->ring ? atomic_load(&ctl_of(g)->entries) : 0;
+}
+
+static void pattern(unsigned char *p, size_t n, unsigned seed)
+{
+    uint32_t x = seed * 2654435761u + 1;
+    for (size_t i = 0; i < n; i++) {
+        x = x * 1103515245u + 12345u;
+        p[i] = (unsigned char)(x >> 16);
+    }
+}
+
+static gpuos_function fill_fn(gpuos_vgpu *g)
+{
+    gpuos_module m;
+    gpuos_function f;
+    CHECK(!gpuos_module_load_builtin(g, "builtin", &m), "builtin module");
+    CHECK(!gpuos_module_function(g, m, "fill", &f), "fill");
+    return f;
+}
+
+/* One pass: every size class both ways, pageable and pinned, DtoD, a launch. */
+static void pass(gpuos_vgpu *g, gpuos_function fill, unsigned seed)
+{
+    static const size_t sizes[] = {1, 3, 100, 4096, GOS_RING_DATA, GOS_RING_DATA + 1, 65536 + 5, (1u << 20) + 3,
+                                   (5u << 20) + 17};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        size_t n = sizes[k];
+        unsigned char *a = malloc(n), *b = malloc(n), *pa = NULL, *pb = NULL;
+        CHECK(a && b, "malloc");
+        pattern(a, n, seed + (unsigned)k);
+        gpuos_dptr d, d2;
+        CHECK(!gpuos_mem_alloc(g, n, &d) && !gpuos_mem_alloc(g, n, &d2), "alloc %zu", n);
+        CHECK(!gpuos_memcpy_htod(g, d, a, n), "htod %zu", n);
+        memset(b, 0, n);
+        CHECK(!gpuos_memcpy_dtoh(g, b, d, n), "dtoh %zu", n);
+        CHECK(!memcmp(a, b, n), "pageable round trip of %zu bytes corrupted", n);
+        CHECK(!gpuos_memcpy_dtod(g, d2, d, n), "dtod %zu", n);
+        CHECK(!gpuos_host_alloc(g, n, (void **)&pa) && !gpuos_host_alloc(g, n, (void **)&pb), "host_alloc %zu", n);
+        memset(pa, 0, n);
+        CHECK(!gpuos_memcpy_dtoh_async(g, pa, d2, n), "pinned dtoh %zu", n);
+        CHECK(!gpuos_synchronize(g), "sync");
+        CHECK(!memcmp(a, pa, n), "dtod + pinned dtoh of %zu bytes corrupted", n);
+        pattern(pa, n, seed + 1000 + (unsigned)k);
+        CHECK(!gpuos_memcpy_htod(g, d, pa, n), "pinned htod %zu", n);
+        CHECK(!gpuos_memcpy_dtoh(g, pb, d, n), "pinned dtoh %zu", n);
+        CHECK(!memcmp(pa, pb, n), "pinned round trip of %zu bytes corrupted", n);
+        gpuos_host_free(g, pa);
+        gpuos_host_free(g, pb);
+        gpuos_mem_free(g, d);
+        gpuos_mem_free(g, d2);
+        free(a);
+        free(b);
+    }
+    /* launches: fill(p, v, count) back to back, then read back */
+    size_t words = 3000;
+    gpuos_dptr p;
+    CHECK(!gpuos_mem_alloc(g, words * 4, &p), "alloc fill");
+    for (uint32_t v = 1; v <= 20; v++) {
+        struct {
+            uint64_t p;
+            uint32_t v, pad;
+            uint64_t count;
+        } prm = {p, v + seed, 0, words};
+        gpuos_launch_config c = {{(uint32_t)((words + 255) / 256), 1, 1}, {256, 1, 1}, {0, 0, 0}, 0, 0};
+        CHECK(!gpuos_launch(g, fill, &c, &prm, sizeof prm), "launch fill");
+    }
+    uint32_t *w = malloc(words * 4);
+    CHECK(w && !gpuos_synchronize(g), "sync after launches");
+    CHECK(!gpuos_memcpy_dtoh(g, w, p, words * 4), "dtoh fill");
+    for (size_t i = 0; i < words; i++)
+        CHECK(w[i] == 20 + seed, "fill word %zu: %u, expected %u", i, w[i], 20 + seed);
+    free(w);
+    gpuos_mem_free(g, p);
+}
+
+static int cmd_exact(const char *va, double secs)
+{
+    gpuos_vgpu *g = open_or_die(va);
+    gpuos_function f = fill_fn(g);
+    double t0 = now_s();
+    unsigned seed = (unsigned)getpid();
+    int passes = 0, ringed = 0;
+    do {
+        uint64_t e0 = entries(g);
+        pass(g, f, seed + (unsigned)passes);
+        ringed += entries(g) > e0;
+        passes++;
+        printf("pass %d\n", passes);
+        fflush(stdout);
+    } while (now_s() - t0 < secs);
+    printf("exact passes %d ring_passes %d entries %llu granted %d\n", passes, ringed,
+           (unsigned long long)entries(g), granted(g));
+    gpuos_close(g);
+    return 0;
+}
+
+static int cmd_granted(const char *va)
+{
+    gpuos_vgpu *g = open_or_die(va);
+    int ok = granted(g);
+    printf("ring %s\n", !g->ring ? "none" : ok ? "granted" : "revoked");
+    gpuos_close(g);
+    return ok ? 0 : 1;
+}
+
+/* Submits one raw entry and waits for its answer (bypassing the library's
+ * checks: what a hostile client can write). */
+static int raw(gpuos_vgpu *g, const struct gos_ring_ent *e, const void *data, size_t dlen, char *msg)
+{
+    struct gos_ring_ctl *k = ctl_of(g);
+    struct gos_ring_ent *s = gos_ring_slot(g->ring, g->ring_tail);
+    memcpy(s, e, offsetof(struct gos_ring_ent, rc));
+    s->rc = 12345;
+    if (dlen)
+        memcpy(s->data, data, dlen);
+    uint32_t idx = g->ring_tail++;
+    atomic_store(&k->sq_tail, g->ring_tail);
+    gos_ring_kick(&k->sq_futex, &k->exec_sleeping);
+    double t0 = now_s();
+    while ((int32_t)(atomic_load(&k->cq_done) - (idx + 1)) < 0) {
+        CHECK(now_s() - t0 < 10, "no answer to a raw entry in 10 s");
+        usleep(50);
+    }
+    g->ring_checked = g->ring_tail;
+    atomic_store(&k->client_ack, g->ring_tail);
+    snprintf(msg, GOS_RING_MSG, "%.*s", (int)GOS_RING_MSG - 1, s->msg);
+    return s->rc;
+}
+
+struct rewriter {
+    gpuos_vgpu *g;
+    atomic_int stop;
+};
+
+static void *rewrite_main(void *arg)
+{
+    struct rewriter *w = arg;
+    uint32_t x = 1;
+    while (!atomic_load(&w->stop)) {
+        for (uint32_t i = 0; i < GOS_RING_SLOTS; i++) {
+            unsigned char *s = (unsigned char *)gos_ring_slot(w->g->ring, i);
+            for (int j = 0; j < 8; j++) {
+                x = x * 1103515245u + 12345u;
+                s[(x >> 8) % offsetof(struct gos_ring_ent, rc)] = (unsigned char)(x >> 24);
+            }
+        }
+    }
+    return NULL;
+}
+
+static int cmd_hostile(const char *va)
+{
+    gpuos_vgpu *g = open_or_die(va);
+    CHECK(granted(g), "the lone client's ring is not granted");
+    gpuos_function f = fill_fn(g);
+    gpuos_dptr d;
+    CHECK(!gpuos_mem_alloc(g, 1 << 20, &d), "alloc");
+    uint64_t refused0 = atomic_load(&ctl_of(g)->refused);
+    struct {
+        const char *what;
+        struct gos_ring_ent e;
+        int want; /* expected code */
+        const char *says;
+    } cases[] = {
+        {"bad opcode", {.op = 99}, GPUOS_EPROTO, "opcode"},
+        {"bad flags", {.op = GOS_RING_FENCE, .flags = 0x80}, GPUOS_EPROTO, "flags"},
+        {"foreign device range", {.op = GOS_RING_HTOD, .flags = GOS_RING_F_INLINE, .dptr = 0x10, .bytes = 8},
+         GPUOS_EINVAL, "not inside an allocation"},
+        {"range past the allocation", {.op = GOS_RING_DTOH, .flags = GOS_RING_F_INLINE, .dptr = d + (1 << 20) - 4,
+                                       .bytes = 8}, GPUOS_EINVAL, "not inside an allocation"},
+        {"inline length over the slot", {.op = GOS_RING_HTOD, .flags = GOS_RING_F_INLINE, .dptr = d,
+                                         .bytes = GOS_RING_DATA + 1}, GPUOS_EINVAL, "inline"},
+        {"huge length wrapping", {.op = GOS_RING_DTOD, .dptr = d + 16, .dptr2 = d, .bytes = UINT64_MAX - 8},
+         GPUOS_EINVAL, "not inside an allocation"},
+        {"unregistered region", {.op = GOS_RING_HTOD, .region = 63, .dptr = d, .bytes = 16}, GPUOS_EINVAL, "region"},
+        {"region out of range", {.op = GOS_RING_DTOH, .region = 5000, .dptr = d, .bytes = 16}, GPUOS_EINVAL,
+         "region"},
+        {"region offset overflow", {.op = GOS_RING_DTOH, .region = g->stage_region, .offset = UINT64_MAX - 2,
+                                    .dptr = d, .bytes = 16}, GPUOS_EINVAL, "region"},
+        {"unknown function", {.op = GOS_RING_LAUNCH, .func = 200, .grid = {1, 1, 1}, .block = {1, 1, 1}},
+         GPUOS_EINVAL, "function handle"},
+        {"function 0", {.op = GOS_RING_LAUNCH, .func = 0, .grid = {1, 1, 1}, .block = {1, 1, 1}}, GPUOS_EINVAL,
+         "function handle"},
+        {"parameters over the limit", {.op = GOS_RING_LAUNCH, .func = f, .grid = {1, 1, 1}, .block = {1, 1, 1},
+                                       .param_bytes = 100000}, GPUOS_EINVAL, "parameters"},
+        {"block of 2048 threads", {.op = GOS_RING_LAUNCH, .func = f, .grid = {1, 1, 1}, .block = {2048, 1, 1},
+                                   .param_bytes = 24}, GPUOS_EINVAL, "block"},
+        {"zero grid", {.op = GOS_RING_LAUNCH, .func = f, .grid = {0, 1, 1}, .block = {1, 1, 1}, .param_bytes = 24},
+         GPUOS_EINVAL, "grid"},
+        {"fill of a foreign range", {.op = GOS_RING_LAUNCH, .func = f, .grid = {1, 1, 1}, .block = {32, 1, 1},
+                                     .param_bytes = 24}, GPUOS_EINVAL, "not inside an allocation"},
+    };
+    struct {
+        uint64_t p;
+        uint32_t v, pad;
+        uint64_t count;
+    } foreign = {0x7f0000000000ull, 1, 0, 1000};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char msg[GOS_RING_MSG];
+        int rc = raw(g, &cases[i].e, &foreign, sizeof foreign, msg);
+        CHECK(rc == cases[i].want, "%s: rc %d, expected %d (%s)", cases[i].what, rc, cases[i].want, msg);
+        CHECK(strstr(msg, cases[i].says), "%s: message \"%s\" does not say \"%s\"", cases[i].what, msg,
+              cases[i].says);
+        printf("refused %-28s %s\n", cases[i].what, msg);
+    }
+    CHECK(atomic_load(&ctl_of(g)->refused) - refused0 >= sizeof cases / sizeof cases[0] - 1, "refusals not counted");
+    /* the session and the ring still work */
+    CHECK(granted(g), "grant lost");
+    pass(g, f, 77);
+    /* slots rewritten at random while the executor copies them out: every entry
+     * is answered (with whatever error), nothing crashes */
+    struct rewriter w = {g, 0};
+    pthread_t t;
+    CHECK(!pthread_create(&t, NULL, rewrite_main, &w), "thread");
+    int answered = 0;
+    for (int i = 0; i < 3000; i++) {
+        struct gos_ring_ent e = {.op = GOS_RING_HTOD, .flags = GOS_RING_F_INLINE, .dptr = d, .bytes = 64};
+        char msg[GOS_RING_MSG], buf[64] = {0};
+        int rc = raw(g, &e, buf, sizeof buf, msg);
+        answered += rc != 12345;
+    }
+    atomic_store(&w.stop, 1);
+    pthread_join(t, NULL);
+    CHECK(answered == 3000, "%d of 3000 rewritten entries answered", answered);
+    pid_t ep = atomic_load(&ctl_of(g)->exec_pid);
+    CHECK(ep > 0 && kill(ep, 0) == 0, "executor %d gone after the hostile entries", (int)ep);
+    pass(g, f, 78);
+    CHECK(!gpuos_synchronize(g), "sync");
+    printf("hostile refused %zu cases, 3000 rewritten entries answered, executor %d alive\n",
+           sizeof cases / sizeof cases[0], (int)ep);
+    gpuos_close(g);
+    return 0;
+}
+
+/* A kernel that faults, launched through the ring: GPUOS_EDEVICE with the
+ * device's error to this client, then the same session refuses further work
+ * with an error (never hangs). */
+static int cmd_fault(const char *va)
+{
+    gpuos_vgpu *g = open_or_die(va);
+    CHECK(granted(g), "not granted");
+    gpuos_module m;
+    gpuos_function f;
+    CHECK(!gpuos_module_load_builtin(g, "builtin", &m) && !gpuos_module_function(g, m, "fault", &f), "fault kernel");
+    gpuos_launch_config c = {{1, 1, 1}, {1, 1, 1}, {0, 0, 0}, 0, 0};
+    int rc = gpuos_launch(g, f, &c, NULL, 0);
+    int rs = gpuos_synchronize(g);
+    CHECK(rc == 0 && rs == GPUOS_EDEVICE, "fault through the ring: launch %d, sync %d", rc, rs);
+    printf("fault: %s\n", gpuos_error());
+    double t0 = now_s();
+    gpuos_dptr d;
+    unsigned char b[16] = {0};
+    rc = gpuos_mem_alloc(g, 16, &d);
+    if (!rc)
+        rc = gpuos_memcpy_htod(g, d, b, 16);
+    CHECK(rc != 0 && now_s() - t0 < 30, "work after the fault: rc %d after %.1f s", rc, now_s() - t0);
+    printf("after the fault: rc %d: %s\n", rc, gpuos_error());
+    gpuos_close(g);
+    return 0;
+}
+
+static int cmd_wreck(const char *va)
+{
+    gpuos_vgpu *g = open_or_die(va);
+    CHECK(granted(g), "not granted");
+    struct gos_ring_ctl *k = ctl_of(g);
+    atomic_store(&k->sq_tail, g->ring_tail + 100000);
+    gos_ring_kick(&k->sq_futex, &k->exec_sleeping);
+    usleep(200000);
+    printf("wrecked, executor %d\n", (int)atomic_load(&k->exec_pid));
+    _exit(0); /* no goodbye: the daemon sees the connection drop */
+}
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc >= 3 && !strcmp(argv[1], "exact"))
+        return cmd_exact(argv[2], argc > 3 ? atof(argv[3]) : 0);
+    if (argc == 3 && !strcmp(argv[1], "granted"))
+        return cmd_granted(argv[2]);
+    if (argc == 3 && !strcmp(argv[1], "hostile"))
+        return cmd_hostile(argv[2]);
+    if (argc == 3 && !strcmp(argv[1], "fault"))
+        return cmd_fault(argv[2]);
+    if (argc == 3 && !strcmp(argv[1], "wreck"))
+        return cmd_wreck(argv[2]);
+    fprintf(stderr, "ring_client: bad command\n");
+    return 2;
+}

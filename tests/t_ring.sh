@@ -1,0 +1,73 @@
+#!/bin/sh
+# t_ring.sh: the fast path (issue 9.4) on the simulated device, real processes.
+# The shared-memory ring between a client and its executor is granted to a
+# device's lone client by the daemon; this checks byte-exact traffic through it
+# (inline, staged, pinned, DtoD, launches), that malformed entries written into
+# the shared memory by a hostile client are refused to that client only, that a
+# corrupt ring stops only its own fast path, that a second client revokes the
+# grant without losing or reordering anything of the first (revoked entries go
+# over the socket), that a client killed -9 mid-ring leaves the other intact and
+# gives the ring back to the survivor, and a fault through the ring.
+. "$(dirname "$0")/serve_lib.sh"
+R="$B/tests/ring_client"
+[ -x "$R" ] || fail "no $R"
+# RING_SIM=none: the real GPU 0 (tools/gpu_issue9.sh), under isolation = ${RING_ISOLATION:-process}
+SIMLINE="sim = ${RING_SIM:-default}"
+[ "${RING_SIM:-default}" = none ] && SIMLINE=
+start_daemon "[device 0]
+$SIMLINE
+isolation = ${RING_ISOLATION:-process}
+[vgpu a]
+[vgpu b]"
+
+# 1. alone: every pass went through the ring
+out=$(timeout 60 "$R" exact a) || fail "exact alone: $out"
+echo "$out" | tail -1
+echo "$out" | grep -q "exact passes 1 ring_passes 1 " || fail "the lone client's copies did not use the ring: $out"
+n=$(echo "$out" | sed -n 's/.* entries \([0-9]*\) .*/\1/p')
+[ "${n:-0}" -ge 60 ] || fail "only ${n:-0} ring entries for a pass"
+# the socket path alone (GPUOS_RING=0) gives the same bytes
+out=$(GPUOS_RING=0 timeout 60 "$R" exact a) || fail "exact without the ring: $out"
+echo "$out" | grep -q "ring_passes 0 entries 0 granted 0" || fail "GPUOS_RING=0 still used a ring: $out"
+
+# 2. hostile entries: refused to that client, executor and daemon unharmed
+out=$(timeout 60 "$R" hostile a 2>&1) || fail "hostile: $out"
+echo "$out" | tail -1
+# 3. a corrupt ring (tail far ahead): that ring stops, nobody else is hurt
+out=$(timeout 20 "$R" wreck a 2>&1) || fail "wreck: $out"
+kill -0 "$DPID" || fail "daemon died of a corrupt ring"
+grep -q "ring stopped" "$T/serve.log" || fail "the executor did not stop the corrupt ring"
+out=$(timeout 60 "$R" exact b) || fail "exact after the wreck: $out"
+echo "$out" | grep -q "ring_passes 1" || fail "ring not granted after the wreck: $out"
+
+# 4. a second client revokes the first one's grant mid-traffic: both byte-exact
+timeout 120 "$R" exact a 4 >"$T/a1" 2>&1 &
+A=$!
+i=0; until grep -q "^pass" "$T/a1" 2>/dev/null; do i=$((i + 1)); [ $i -gt 200 ] && fail "first client"; sleep 0.05; done
+out=$(timeout 120 "$R" exact b 1.5) || fail "second client: $out"
+wait $A || { cat "$T/a1"; fail "first client lost data across the revoke"; }
+tail -1 "$T/a1"
+grep -q "ring granted (alone" "$T/serve.log" || fail "no grant logged"
+grep -q "ring revoked" "$T/serve.log" || fail "no revoke logged"
+
+# 5. kill -9 of a client mid-ring: the other is intact and gets the ring back
+"$R" exact a 60 >"$T/a2" 2>&1 & # no timeout(1) in between: the kill must hit the client
+A=$!
+i=0; until grep -q "^pass" "$T/a2" 2>/dev/null; do i=$((i + 1)); [ $i -gt 200 ] && fail "victim"; sleep 0.05; done
+timeout 120 "$R" exact b 3 >"$T/b2" 2>&1 &
+BP=$!
+sleep 1
+kill -9 $A
+wait $A 2>/dev/null
+grep -q "exact passes" "$T/a2" && fail "the victim finished before the kill"
+wait $BP || { cat "$T/b2"; fail "the survivor lost data when the other client was killed"; }
+tail -1 "$T/b2"
+out=$(timeout 20 "$R" granted b) || fail "the ring was not granted back after the kill: $out"
+
+# 6. a fault through the ring: the error to that client, the daemon carries on
+out=$(timeout 60 "$R" fault a 2>&1) || fail "fault: $out"
+echo "$out"
+out=$(timeout 60 "$R" exact a) || fail "exact after a fault: $out"
+echo "$out" | grep -q "ring_passes 1" || fail "no ring after a fault: $out"
+stop_daemon
+echo ok
