@@ -45,8 +45,8 @@ struct xe {
     void *streams[XE_ENGINES];
     void *ev[XE_ENGINES][2];
     struct xe_region regions[GOS_MAX_REGIONS];
-    void *modules[16];
-    void *funcs[256];
+    void *modules[SRV_MAX_MODULES];
+    void *funcs[SRV_MAX_FUNCS];
     int n_funcs;
     void *out;
     size_t out_cap;
@@ -421,7 +421,7 @@ static int serve_one(struct xe *x, const struct x_hdr *h, void *p, int fd)
         m.name[sizeof m.name - 1] = 0;
         const void *img = NULL;
         int rc = GOS_OK;
-        if (m.slot >= 16)
+        if (m.slot >= SRV_MAX_MODULES)
             rc = gos_fail(GOS_EPROTO, "module slot %u", (unsigned)m.slot);
         else if (!m.name[0]) {
             struct x_op o = {.region = m.region, .offset = m.offset, .bytes = m.bytes};
@@ -439,9 +439,9 @@ static int serve_one(struct xe *x, const struct x_hdr *h, void *p, int fd)
     case X_MODULE_UNLOAD: {
         uint32_t slot;
         memcpy(&slot, p, 4);
-        int rc = slot < 16 && x->modules[slot] ? gos_exec_module_unload(x->dev, x->modules[slot])
-                                               : gos_fail(GOS_EINVAL, "module slot %u", (unsigned)slot);
-        if (slot < 16) {
+        int rc = slot < SRV_MAX_MODULES && x->modules[slot] ? gos_exec_module_unload(x->dev, x->modules[slot])
+                                                            : gos_fail(GOS_EINVAL, "module slot %u", (unsigned)slot);
+        if (slot < SRV_MAX_MODULES) {
             x->modules[slot] = NULL;
             /* the daemon forgets every function handle with any unload */
             memset(x->funcs, 0, sizeof x->funcs);
@@ -455,13 +455,23 @@ static int serve_one(struct xe *x, const struct x_hdr *h, void *p, int fd)
         m.name[sizeof m.name - 1] = 0;
         uint32_t idx = 0;
         int rc = GOS_OK;
-        if (m.module >= 16 || !x->modules[m.module])
+        if (m.module >= SRV_MAX_MODULES || !x->modules[m.module])
             rc = gos_fail(GOS_EINVAL, "module slot %u", (unsigned)m.module);
-        else if (x->n_funcs == 256)
-            rc = gos_fail(GOS_EBUSY, "more than 256 functions");
+        else if (x->n_funcs == SRV_MAX_FUNCS)
+            rc = gos_fail(GOS_EBUSY, "more than %d functions", SRV_MAX_FUNCS);
         else if (!(rc = gos_exec_function(x->dev, x->modules[m.module], m.name, &x->funcs[x->n_funcs])))
             idx = (uint32_t)++x->n_funcs;
         return answer(x, h->type, rc, 0, &idx, 4);
+    }
+    case X_MODULE_GLOBAL: {
+        struct x_function m;
+        memcpy(&m, p, sizeof m);
+        m.name[sizeof m.name - 1] = 0;
+        struct gos_rep_global r = {0};
+        int rc = m.module < SRV_MAX_MODULES && x->modules[m.module]
+                     ? gos_exec_module_global(x->dev, x->modules[m.module], m.name, &r.dptr, &r.bytes)
+                     : gos_fail(GOS_EINVAL, "module slot %u", (unsigned)m.module);
+        return answer(x, h->type, rc, 0, &r, sizeof r);
     }
     case X_SHM_NEW: {
         memcpy(&u, p, 8);
@@ -538,7 +548,8 @@ static int payload_ok(const struct x_hdr *h)
     case X_REGION_ADD: return h->len >= sizeof(struct x_region);
     case X_MODULE_LOAD: return h->len >= sizeof(struct x_module);
     case X_MODULE_UNLOAD: return h->len >= 4;
-    case X_FUNCTION: return h->len >= sizeof(struct x_function);
+    case X_FUNCTION:
+    case X_MODULE_GLOBAL: return h->len >= sizeof(struct x_function);
     case X_PMEM_ALLOC: return h->len >= sizeof(struct x_pmem_alloc);
     case X_PMEM_FREE: return h->len >= 8;
     case X_PMEM_COPY: return h->len >= sizeof(struct gos_msg_pmem_copy);

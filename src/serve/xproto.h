@@ -56,7 +56,15 @@ enum {
      * page-locks chunk by chunk on first use, kept for its life */
     X_EVICT_POOL,   /* struct x_swap_io + the pool's fd -> struct x_swap_rep */
     X_RESTORE_POOL, /* struct x_swap_io + the pool's fd -> struct x_swap_rep */
+    X_MODULE_GLOBAL, /* struct x_function (module slot, global's name) -> struct gos_rep_global */
 };
+
+/* Modules and looked-up functions per client (daemon and executor alike): a
+ * CUDA runtime program registers one module per translation unit. */
+#define SRV_MAX_MODULES 1024
+#define SRV_MAX_FUNCS 8192
+/* Module globals a client may reach by copies (MODULE_GLOBAL). */
+#define SRV_MAX_GLOBALS 1024
 
 /* X_PMEM_ALLOC: the chart is the device's `chip = FILE` (its path: the executor
  * reads it itself). */
