@@ -65,7 +65,7 @@ struct sim_event {
     int recorded;
 };
 
-enum { K_SLEEP, K_LOOP, K_MADD, K_MMUL, K_FILL, K_EMPTY, K_FAULT, K_XCOPY, K_PATTERN };
+enum { K_SLEEP, K_LOOP, K_MADD, K_MMUL, K_FILL, K_EMPTY, K_FAULT, K_XCOPY, K_PATTERN, K_STAMP };
 struct sim_fn {
     char name[64];
     int kind;
@@ -401,7 +401,8 @@ static const struct {
     int kind;
 } builtins[] = {{"sleep_ns", K_SLEEP}, {"loop", K_LOOP}, {"madd", K_MADD},
                 {"mmul", K_MMUL},      {"fill", K_FILL}, {"empty", K_EMPTY},
-                {"fault", K_FAULT}, {"xcopy", K_XCOPY}, {"pattern", K_PATTERN}};
+                {"fault", K_FAULT}, {"xcopy", K_XCOPY}, {"pattern", K_PATTERN},
+                {"stamp", K_STAMP}};
 #define N_BUILTINS (int)(sizeof builtins / sizeof builtins[0])
 
 static int builtin_kind(const char *name)
@@ -554,6 +555,22 @@ static int se_launch(gos_device *d, void *fn, const struct gos_launch_cfg *c, vo
         }
         memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, count * 4);
         dur += (double)count * 8 / 2000.0;
+    }
+    if (f->kind == K_STAMP) { /* the virtual clock when it starts, behind the stream's work */
+        uint64_t p;
+        if (c->param_bytes < 8)
+            return gos_fail(GOS_EINVAL, "stamp takes (uint64 dptr)");
+        memcpy(&p, c->params, 8);
+        pthread_mutex_lock(&s->lock);
+        int ok = p % 8 == 0 && inside_w(d, s, p, 8);
+        if (ok) {
+            uint64_t end = enqueue(s, stream, ENG_COMPUTE, dur);
+            *(uint64_t *)(uintptr_t)p = end - (uint64_t)dur;
+        }
+        pthread_mutex_unlock(&s->lock);
+        if (!ok)
+            __atomic_store_n(&s->faulted, 1, __ATOMIC_RELEASE);
+        return GOS_OK;
     }
     if (f->kind == K_PATTERN) {
         uint64_t p, count, out;
