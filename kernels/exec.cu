@@ -9,6 +9,14 @@
 // Does nothing: the launch overhead alone.
 extern "C" __global__ void empty() {}
 
+// The GPU's clock (%globaltimer, ns) into *p when it runs, in queue order: the
+// GPU timestamps of gpuos's libcuda events (cuEventRecord). One thread.
+extern "C" __global__ void stamp(unsigned long long p)
+{
+    if (threadIdx.x == 0 && blockIdx.x == 0)
+        *(unsigned long long *)p = gos_globaltimer();
+}
+
 // Every block spins for ns nanoseconds of %globaltimer: a kernel of a given
 // duration (fairness experiments, Gdev's bursty non-preemptive work).
 extern "C" __global__ void sleep_ns(unsigned long long ns)

@@ -17,6 +17,7 @@
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -317,6 +318,19 @@ static void test_launch(void)
     float ms = 0;
     CHECK(cuEventElapsedTime(&ms, e0, e1));
     TRUE(ms >= 19.5f && ms < 2000.0f);
+    /* GPU timestamps: a record is queued work (it does not wait for the 200 ms
+     * kernel before it), and the elapsed time is the device's, not the host's */
+    struct timespec h0, h1;
+    ns = 200000000ull;
+    CHECK(cuEventRecord(e0, s));
+    clock_gettime(CLOCK_MONOTONIC, &h0);
+    CHECK(cuLaunchKernel(sleepk, 1, 1, 1, 1, 1, 1, 0, s, sargs, NULL));
+    CHECK(cuEventRecord(e1, s));
+    clock_gettime(CLOCK_MONOTONIC, &h1);
+    double host_ms = (double)(h1.tv_sec - h0.tv_sec) * 1e3 + (double)(h1.tv_nsec - h0.tv_nsec) / 1e6;
+    TRUE(host_ms < 100.0);
+    CHECK(cuEventElapsedTime(&ms, e0, e1));
+    TRUE(ms >= 199.5f && ms < 2000.0f);
     /* order across streams: work on s2 after an event of s */
     CUstream s2;
     CHECK(cuStreamCreate(&s2, 0));

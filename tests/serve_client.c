@@ -14,7 +14,9 @@
  *                           answered with an error or a close, never a crash
  *   version                 a client of protocol version 99: must get a clear error
  *   info VGPU               device and vGPU facts
- *   module VGPU             a module from bytes (SIMMOD image), kernel with parameters
+ *   module VGPU             a module from bytes (SIMMOD image), kernel with parameters;
+ *                           its global (cuModuleGetGlobal): zeroed, copies and a kernel
+ *                           reach it byte-exact, nothing past its end, nothing after unload
  *   fill VGPU MODULE        built-in "fill" with cluster dims (exec on a GPU), verified
  *   prio VGPU PRIO NS COUNT COUNT kernels of NS at priority PRIO; prints elapsed ms
  *   ptx VGPU                a module from PTX text bytes, launched and verified (GPU only)
@@ -363,7 +365,8 @@ static int cmd_info(const char *name)
 static int cmd_module(const char *name)
 {
     gpuos_vgpu *g = open_or_die(name);
-    const char img[] = "SIMMOD\nmykernel=fill\nwait=sleep_ns\n";
+    const char img[] = "SIMMOD\nmykernel=fill\n@table=8192\nwait=sleep_ns\n";
+    const char bad[] = "SIMMOD\nmykernel=fill\n@table=0\n";
     gpuos_module m;
     gpuos_function f;
     CHECK(!gpuos_module_load(g, img, sizeof img - 1, &m), "module from bytes");
@@ -387,7 +390,37 @@ static int cmd_module(const char *name)
     CHECK(!gpuos_memcpy_dtoh(g, back, d, sizeof back), "dtoh");
     for (int i = 0; i < 1024; i++)
         CHECK(back[i] == val, "kernel result wrong at %d", i);
+    /* the module's global: zeroed, reached by copies and kernels, nothing past it */
+    uint64_t gd = 0;
+    size_t gb = 0;
+    CHECK(!gpuos_module_global(g, m, "table", &gd, &gb) && gd && gb == 8192, "global: %zu bytes", gb);
+    CHECK(gpuos_module_global(g, m, "nope", &gd, &gb) == GPUOS_EINVAL && gd, "missing global must fail");
+    uint32_t gw[2048];
+    CHECK(!gpuos_memcpy_dtoh(g, gw, gd, sizeof gw), "global dtoh");
+    for (int i = 0; i < 2048; i++)
+        CHECK(gw[i] == 0, "a new global is not zero at %d", i);
+    for (int i = 0; i < 2048; i++)
+        gw[i] = 0x5EED0000u + (uint32_t)i * 2654435761u;
+    CHECK(!gpuos_memcpy_htod(g, gd, gw, sizeof gw), "global htod");
+    uint32_t gr[2048];
+    CHECK(!gpuos_memcpy_dtoh(g, gr, gd, sizeof gr) && !memcmp(gr, gw, sizeof gw), "global round trip");
+    CHECK(gpuos_memcpy_htod(g, gd + 8192 - 4, gw, 8) == GPUOS_EINVAL, "a copy past the global must be refused");
+    CHECK(gpuos_memcpy_dtod(g, d, gd, 4096) == GPUOS_OK, "dtod from the global");
+    CHECK(!gpuos_memcpy_dtoh(g, back, d, sizeof back) && !memcmp(back, gw, sizeof back), "dtod result");
+    gpuos_params_init(&p);
+    uint64_t gp = gd + 4096;
+    uint32_t gv = 0xAB12CD34;
+    gpuos_params_add(&p, &gp, 8);
+    gpuos_params_add(&p, &gv, 4);
+    gpuos_params_add(&p, &pad, 4);
+    gpuos_params_add(&p, &count, 8);
+    CHECK(!gpuos_launch(g, f, &c, p.buf, p.len) && !gpuos_synchronize(g), "kernel into the global");
+    CHECK(!gpuos_memcpy_dtoh(g, gr, gd, sizeof gr), "global after kernel");
+    for (int i = 0; i < 2048; i++)
+        CHECK(gr[i] == (i < 1024 ? gw[i] : gv), "global word %d after the kernel", i);
     CHECK(!gpuos_module_unload(g, m), "unload");
+    CHECK(gpuos_memcpy_dtoh(g, gr, gd, 64) == GPUOS_EINVAL, "the global must be gone with its module");
+    CHECK(gpuos_module_load(g, bad, sizeof bad - 1, &m) == GPUOS_EINVAL, "a global of 0 bytes must be refused");
     gpuos_close(g);
     printf("module ok\n");
     return 0;

@@ -93,6 +93,7 @@ done
 rm -f "$T/addr" "$T/s"
 start_daemon "$(echo "$CONF" | sed 's/^ISO$/isolation = mps/')"
 [ "$(vgpu_field a isolation)" = mps ] || fail "isolation mps not reported"
+out=$(timeout 20 "$C" module a 2>&1) || fail "mps: modules, globals and launches in an executor: $out"
 timeout 60 "$C" owner a $W 6 "$T/addr" >"$T/owner" 2>&1 &
 OW=$!
 A=$(addr_of "$T/addr")
@@ -110,6 +111,7 @@ stop_daemon
 rm -f "$T/addr" "$T/s"
 start_daemon "$(echo "$CONF" | sed 's/^ISO$/isolation = none/')"
 [ "$(vgpu_field a isolation)" = none ] || fail "isolation none not reported"
+out=$(timeout 20 "$C" module a 2>&1) || fail "none: modules, globals and launches in the daemon's context: $out"
 timeout 60 "$C" owner a $W 3 "$T/addr" >"$T/owner" 2>&1 &
 OW=$!
 A=$(addr_of "$T/addr")

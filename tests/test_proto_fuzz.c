@@ -33,7 +33,7 @@ static const uint16_t types[] = {GOS_MSG_HELLO,       GOS_MSG_BYE,          GOS_
                                  GOS_MSG_REGION_ADD,  GOS_MSG_REGION_DEL,   GOS_MSG_COPY,        GOS_MSG_MODULE_LOAD,
                                  GOS_MSG_MODULE_UNLOAD, GOS_MSG_FUNC_GET,   GOS_MSG_LAUNCH,      GOS_MSG_SYNC,
                                  GOS_MSG_DEVICE_INFO, GOS_MSG_VGPU_INFO,    GOS_MSG_ADMIN_LIST,  GOS_MSG_ADMIN_SET,
-                                 GOS_MSG_REPLY};
+                                 GOS_MSG_MODULE_GLOBAL, GOS_MSG_REPLY};
 #define NT (sizeof types / sizeof types[0])
 
 /* A plausible seed message of type t into p; returns its length. */
@@ -99,6 +99,7 @@ static void invariants(const struct gos_msg_hdr *h, const unsigned char *p)
         break;
     }
     case GOS_MSG_FUNC_GET:
+    case GOS_MSG_MODULE_GLOBAL:
         assert_non_null(memchr(((const struct gos_msg_func_get *)p)->name, 0, GOS_FUNC_NAME_MAX));
         break;
     default:

@@ -94,6 +94,10 @@ int gpuos_module_load(gpuos_vgpu *g, const void *image, size_t bytes, gpuos_modu
 int gpuos_module_load_builtin(gpuos_vgpu *g, const char *name, gpuos_module *out);
 int gpuos_module_unload(gpuos_vgpu *g, gpuos_module m);
 int gpuos_module_function(gpuos_vgpu *g, gpuos_module m, const char *name, gpuos_function *out);
+/* A module's __device__ variable: its device address and size in this client's
+ * address space (cuModuleGetGlobal). Copies may reach it until the module is
+ * unloaded; it is module memory, not charged to the vGPU's share. */
+int gpuos_module_global(gpuos_vgpu *g, gpuos_module m, const char *name, uint64_t *dptr, size_t *bytes);
 
 /* Kernel parameters packed as CUDA lays them out: each value aligned to its own
  * size (up to 8). gpuos_params_add() returns GPUOS_EINVAL once it overflows. */

@@ -86,6 +86,26 @@ int gpuos_module_function(gpuos_vgpu *g, gpuos_module m, const char *name, gpuos
     LOCKED(g, module_function(g, m, name, out));
 }
 
+static int module_global(gpuos_vgpu *g, gpuos_module m, const char *name, uint64_t *dptr, size_t *bytes)
+{
+    struct gos_msg_func_get f = {.module = m};
+    struct gos_rep_global r;
+    if (!name || !*name || strlen(name) >= sizeof f.name || !dptr)
+        return gos_fail(GOS_EINVAL, "global name of 1..%zu characters", sizeof f.name - 1);
+    strcpy(f.name, name);
+    int rc = gcl_call(g, GOS_MSG_MODULE_GLOBAL, &f, sizeof f, -1, &r, sizeof r);
+    if (!rc) {
+        *dptr = r.dptr;
+        if (bytes)
+            *bytes = (size_t)r.bytes;
+    }
+    return rc;
+}
+int gpuos_module_global(gpuos_vgpu *g, gpuos_module m, const char *name, uint64_t *dptr, size_t *bytes)
+{
+    LOCKED(g, module_global(g, m, name, dptr, bytes));
+}
+
 void gpuos_params_init(gpuos_params *p) { p->len = 0; }
 
 int gpuos_params_add(gpuos_params *p, const void *value, size_t size)

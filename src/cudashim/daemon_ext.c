@@ -37,4 +37,7 @@ int shim_ext_memset(gpuos_vgpu *g, uint64_t dptr, unsigned value, int elem_bytes
     return GPUOS_EUNSUPPORTED;
 }
 
-int shim_ext_global(gpuos_vgpu *g, gpuos_module m, const char *name, uint64_t *dptr) { return GPUOS_EUNSUPPORTED; }
+int shim_ext_global(gpuos_vgpu *g, gpuos_module m, const char *name, uint64_t *dptr)
+{
+    return gpuos_module_global(g, m, name, dptr, NULL);
+}

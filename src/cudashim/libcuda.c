@@ -5,8 +5,8 @@
  * device; its memory total is the vGPU's memory share. Contexts are emulated
  * (all share the one client); streams all map onto the client's one ordered
  * queue (stronger ordering than CUDA promises, so correct programs stay
- * correct); an event record waits for the queue and takes the host clock (GPU
- * timestamps need a daemon message: daemon_ext.c). Symbols carry the exact
+ * correct); an event record is the built-in "stamp" kernel in queue order (GPU
+ * timestamps; the host clock where the daemon has no such kernel). Symbols carry the exact
  * versioned names cuda.h maps to (cuMemAlloc_v2, ...); _ptds/_ptsz variants are
  * the same functions. Entry points not here are generated stubs that return
  * CUDA_ERROR_NOT_SUPPORTED and name themselves once. This file includes cuda.h
@@ -127,7 +127,8 @@ struct CUstream_st {
 struct CUevent_st {
     uint32_t magic;
     unsigned flags;
-    int recorded;
+    int recorded;     /* 1: host clock in t; 2: GPU timestamp in the pool's slot */
+    int slot;         /* its 8 bytes in the event pool, -1 none */
     struct timespec t;
 };
 
@@ -1096,25 +1097,35 @@ E CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *c, CUstream s)
     return stream_ok(s) ? copy2d(c, 1) : CUDA_ERROR_INVALID_HANDLE;
 }
 
-/* The daemon's built-in "fill" kernel (kernels/exec.cu: count 32-bit words of a
- * value, grid-stride), loaded on first use; 0 when there is none. */
-static gpuos_function fill_fn(void)
+/* The daemon's built-in kernels the library uses itself (kernels/exec.cu):
+ * "fill" (memset: count 32-bit words of a value, grid-stride) and "stamp"
+ * (events: the GPU's clock into 8 bytes), loaded on first use; 0 when there is
+ * none. */
+enum { BI_FILL, BI_STAMP, BI_N };
+static gpuos_function builtin_fn(int which)
 {
+    static const char *const names[BI_N] = {"fill", "stamp"};
     static pthread_mutex_t l = PTHREAD_MUTEX_INITIALIZER;
-    static int tried;
-    static gpuos_function f;
+    static int loaded, tried[BI_N];
+    static gpuos_module m;
+    static gpuos_function f[BI_N];
     pthread_mutex_lock(&l);
-    if (!tried) {
-        gpuos_module m;
-        tried = 1;
-        if (gpuos_module_load_builtin(S.g, "builtin", &m) || gpuos_module_function(S.g, m, "fill", &f))
-            f = 0;
+    if (!tried[which]) {
+        tried[which] = 1;
+        if (!loaded && !gpuos_module_load_builtin(S.g, "builtin", &m))
+            loaded = 1;
+        if (!loaded || gpuos_module_function(S.g, m, names[which], &f[which]))
+            f[which] = 0;
         if (shim_trace())
-            shim_log("memset: %s", f ? "the built-in fill kernel" : "host copies only (no built-in fill kernel)");
+            shim_log("%s: %s", which == BI_FILL ? "memset" : "events",
+                     f[which] ? (which == BI_FILL ? "the built-in fill kernel" : "GPU timestamps (built-in stamp kernel)")
+                              : (which == BI_FILL ? "host copies only (no built-in fill kernel)"
+                                                  : "host clock after a synchronise (no built-in stamp kernel)"));
     }
     pthread_mutex_unlock(&l);
-    return f;
+    return f[which];
 }
+static gpuos_function fill_fn(void) { return builtin_fn(BI_FILL); }
 
 #define FILL_MIN (64u << 10) /* below this a host copy is as quick as a launch */
 
@@ -1295,6 +1306,7 @@ static void builtin_layout(const char *name, struct shim_kinfo *k)
              {"madd", 4, {0, 8, 16, 24}, {8, 8, 8, 4}},
              {"mmul", 4, {0, 8, 16, 24}, {8, 8, 8, 4}},
              {"fill", 4, {0, 8, 12, 16}, {8, 4, 4, 8}},
+             {"stamp", 1, {0}, {8}},
              {"empty", 0, {0}, {0}}};
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
         if (!strcmp(t[i].name, name)) {
@@ -1720,6 +1732,77 @@ E CUresult cuStreamDestroy_v2(CUstream s)
 }
 E CUresult cuStreamDestroy(CUstream s) { return cuStreamDestroy_v2(s); }
 
+/* Events. With the built-in "stamp" kernel, a record is a one-thread launch in
+ * queue order that writes the GPU's global timer (ns) into the event's 8 bytes
+ * of a small device pool, so elapsed times are GPU times between the work
+ * before each record, as CUDA's own events measure. Without it (or when the
+ * pool is full), a record waits for the queue and takes the host clock. */
+#define EV_SLOTS 4096
+static struct {
+    pthread_mutex_t lock;
+    uint64_t base; /* EV_SLOTS x 8 bytes of device memory, allocated on first use */
+    int tried;
+    unsigned char used[EV_SLOTS];
+} EV = {PTHREAD_MUTEX_INITIALIZER, 0, 0, {0}};
+
+static int event_slot(void)
+{
+    int slot = -1;
+    pthread_mutex_lock(&EV.lock);
+    if (!EV.tried) {
+        EV.tried = 1;
+        if (gpuos_mem_alloc(S.g, EV_SLOTS * 8, &EV.base))
+            EV.base = 0;
+    }
+    for (int i = 0; EV.base && i < EV_SLOTS && slot < 0; i++)
+        if (!EV.used[i]) {
+            EV.used[i] = 1;
+            slot = i;
+        }
+    pthread_mutex_unlock(&EV.lock);
+    return slot;
+}
+
+static void event_slot_free(int slot)
+{
+    if (slot < 0)
+        return;
+    pthread_mutex_lock(&EV.lock);
+    EV.used[slot] = 0;
+    pthread_mutex_unlock(&EV.lock);
+}
+
+static int event_record(struct CUevent_st *e)
+{
+    gpuos_function f = e->flags & CU_EVENT_DISABLE_TIMING ? 0 : builtin_fn(BI_STAMP);
+    if (f && e->slot < 0)
+        e->slot = event_slot();
+    if (f && e->slot >= 0) {
+        uint64_t p = EV.base + (uint64_t)e->slot * 8;
+        gpuos_launch_config c = {.grid = {1, 1, 1}, .block = {1, 1, 1}};
+        int rc = queued_one(gpuos_launch(S.g, f, &c, &p, sizeof p));
+        e->recorded = rc ? 0 : 2;
+        return rc;
+    }
+    if (e->flags & CU_EVENT_DISABLE_TIMING) { /* ordering only: one queue orders it */
+        e->recorded = 1;
+        return GPUOS_OK;
+    }
+    int rc = shim_sync();
+    clock_gettime(CLOCK_MONOTONIC, &e->t);
+    e->recorded = 1;
+    return rc;
+}
+
+/* The event's time in ns on its clock (after the queue has drained). */
+static int event_ns(const struct CUevent_st *e, uint64_t *ns)
+{
+    if (e->recorded == 2)
+        return gpuos_memcpy_dtoh(S.g, ns, EV.base + (uint64_t)e->slot * 8, 8);
+    *ns = (uint64_t)e->t.tv_sec * 1000000000ull + (uint64_t)e->t.tv_nsec;
+    return GPUOS_OK;
+}
+
 #define STREAMS(sfx)                                                                                                   \
     E CUresult cuStreamSynchronize##sfx(CUstream s)                                                                    \
     {                                                                                                                  \
@@ -1774,10 +1857,7 @@ E CUresult cuStreamDestroy(CUstream s) { return cuStreamDestroy_v2(s); }
         NEED_INIT();                                                                                                   \
         if (!e || e->magic != MAGIC_EVENT || !stream_ok(s))                                                            \
             return CUDA_ERROR_INVALID_HANDLE;                                                                          \
-        int rc = shim_sync();                                                                               \
-        clock_gettime(CLOCK_MONOTONIC, &e->t);                                                                         \
-        e->recorded = 1;                                                                                               \
-        return map_rc(rc, "cuEventRecord");                                                                            \
+        return map_rc(event_record(e), "cuEventRecord");                                                               \
     }                                                                                                                  \
     E CUresult cuEventRecordWithFlags##sfx(CUevent e, CUstream s, unsigned int flags)                                  \
     {                                                                                                                  \
@@ -1844,6 +1924,7 @@ E CUresult cuEventCreate(CUevent *e, unsigned int flags)
         return CUDA_ERROR_OUT_OF_MEMORY;
     x->magic = MAGIC_EVENT;
     x->flags = flags;
+    x->slot = -1;
     *e = x;
     return CUDA_SUCCESS;
 }
@@ -1854,6 +1935,7 @@ E CUresult cuEventDestroy_v2(CUevent e)
     if (!e || e->magic != MAGIC_EVENT)
         return CUDA_ERROR_INVALID_HANDLE;
     e->magic = MAGIC_DEAD;
+    event_slot_free(e->slot); /* a record still queued writes bytes no one reads */
     return CUDA_SUCCESS;
 }
 E CUresult cuEventDestroy(CUevent e) { return cuEventDestroy_v2(e); }
@@ -1863,7 +1945,9 @@ E CUresult cuEventQuery(CUevent e)
     NEED_INIT();
     if (!e || e->magic != MAGIC_EVENT)
         return CUDA_ERROR_INVALID_HANDLE;
-    return CUDA_SUCCESS; /* recorded events are complete when the record returns */
+    /* one queue: the event is complete once the queue has drained to it; no
+     * partial query, so a query waits (never answers NOT_READY wrongly) */
+    return e->recorded == 2 ? map_rc(shim_sync(), "cuEventQuery") : CUDA_SUCCESS;
 }
 E CUresult cuEventSynchronize(CUevent e) { return cuEventQuery(e); }
 
@@ -1876,9 +1960,17 @@ E CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b)
         return CUDA_ERROR_INVALID_HANDLE;
     if ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING)
         return CUDA_ERROR_INVALID_HANDLE;
-    if (!a->recorded || !b->recorded)
-        return CUDA_ERROR_INVALID_HANDLE;
-    *ms = (float)((double)(b->t.tv_sec - a->t.tv_sec) * 1e3 + (double)(b->t.tv_nsec - a->t.tv_nsec) / 1e6);
+    if (!a->recorded || !b->recorded || a->recorded != b->recorded)
+        return CUDA_ERROR_INVALID_HANDLE; /* not recorded, or on different clocks */
+    uint64_t ta = 0, tb = 0;
+    int rc = a->recorded == 2 ? shim_sync() : GPUOS_OK;
+    if (!rc)
+        rc = event_ns(a, &ta);
+    if (!rc)
+        rc = event_ns(b, &tb);
+    if (rc)
+        return map_rc(rc, "cuEventElapsedTime");
+    *ms = (float)(((double)tb - (double)ta) / 1e6);
     return CUDA_SUCCESS;
 }
 E CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) { return cuEventElapsedTime_v2(ms, a, b); }

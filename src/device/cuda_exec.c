@@ -226,6 +226,23 @@ static int ex_module_unload(gos_device *d, void *mod)
     return rc;
 }
 
+static int ex_module_global(gos_device *d, void *mod, const char *name, uint64_t *dptr, uint64_t *bytes)
+{
+    const struct cx_mod *m = mod;
+    if (m->builtin)
+        return gos_fail(GOS_EINVAL, "the built-in module has no global \"%s\"", name);
+    int rc = gos_cuda_enter(d);
+    if (rc)
+        return rc;
+    CUdeviceptr p = 0;
+    size_t n = 0;
+    if ((rc = CU_CALL(cuModuleGetGlobal, &p, &n, m->mod, name)))
+        return rc;
+    *dptr = (uint64_t)p;
+    *bytes = (uint64_t)n;
+    return GOS_OK;
+}
+
 static int ex_function(gos_device *d, void *mod, const char *name, void **fn)
 {
     struct cx_mod *m = mod;
@@ -402,6 +419,7 @@ const struct gos_exec_ops gos_cuda_exec_ops = {
     .module_load = ex_module_load,
     .module_unload = ex_module_unload,
     .function = ex_function,
+    .module_global = ex_module_global,
     .launch = ex_launch,
     .launch_ranges = ex_launch_ranges,
     .abandon = ex_abandon,

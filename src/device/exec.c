@@ -147,6 +147,13 @@ int gos_exec_function(gos_device *d, void *mod, const char *name, void **fn)
     return EXEC(d)->function(d, mod, name, fn);
 }
 
+int gos_exec_module_global(gos_device *d, void *mod, const char *name, uint64_t *dptr, uint64_t *bytes)
+{
+    NEED(d, module_global, "module globals");
+    NONNULL(mod && name && dptr && bytes, "module, name or result pointer");
+    return EXEC(d)->module_global(d, mod, name, dptr, bytes);
+}
+
 int gos_exec_launch(gos_device *d, void *fn, const struct gos_launch_cfg *cfg, void *stream)
 {
     NEED(d, launch, "kernel launches");

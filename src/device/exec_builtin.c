@@ -8,7 +8,7 @@
 
 int gos_exec_builtin_known(const char *kernel)
 {
-    static const char *const names[] = {"empty", "sleep_ns", "loop", "madd", "mmul", "fill", "fault", "xcopy", "pattern"};
+    static const char *const names[] = {"empty", "sleep_ns", "loop", "madd", "mmul", "fill", "fault", "xcopy", "pattern", "stamp"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!strcmp(kernel, names[i]))
             return 1;
@@ -54,6 +54,17 @@ int gos_exec_builtin_ranges(const char *kernel, const struct gos_launch_cfg *c, 
             r[i] = (struct gos_dev_range){p[i], bytes};
         }
         *n = 3;
+        return GOS_OK;
+    }
+    if (!strcmp(kernel, "stamp")) {
+        uint64_t p;
+        if (c->param_bytes < 8)
+            return gos_fail(GOS_EINVAL, "stamp takes (uint64 dptr)");
+        memcpy(&p, c->params, 8);
+        if (p % 8)
+            return gos_fail(GOS_EINVAL, "stamp: unaligned address");
+        r[0] = (struct gos_dev_range){p, 8};
+        *n = 1;
         return GOS_OK;
     }
     if (!strcmp(kernel, "pattern")) {

@@ -77,6 +77,9 @@ struct gos_exec_ops {
     int (*module_load)(gos_device *d, const void *image, size_t bytes, const char *name, void **mod);
     int (*module_unload)(gos_device *d, void *mod);
     int (*function)(gos_device *d, void *mod, const char *name, void **fn);
+    /* A module's global (__device__ variable): its device address and size
+     * (cuModuleGetGlobal). Optional. */
+    int (*module_global)(gos_device *d, void *mod, const char *name, uint64_t *dptr, uint64_t *bytes);
     int (*launch)(gos_device *d, void *fn, const struct gos_launch_cfg *cfg, void *stream);
     /* For a function of the backend's built-in module: checks the launch's
      * parameters (sizes, counts, geometry, without overflow) and lists the device
@@ -127,6 +130,7 @@ int gos_exec_copy_dtoh_sync(gos_device *d, void *dst, uint64_t src, size_t n);
 int gos_exec_module_load(gos_device *d, const void *image, size_t bytes, const char *name, void **mod);
 int gos_exec_module_unload(gos_device *d, void *mod);
 int gos_exec_function(gos_device *d, void *mod, const char *name, void **fn);
+int gos_exec_module_global(gos_device *d, void *mod, const char *name, uint64_t *dptr, uint64_t *bytes);
 int gos_exec_launch(gos_device *d, void *fn, const struct gos_launch_cfg *cfg, void *stream);
 int gos_exec_event_create(gos_device *d, void **ev);
 int gos_exec_event_destroy(gos_device *d, void *ev);

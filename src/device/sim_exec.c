@@ -65,14 +65,19 @@ struct sim_event {
     int recorded;
 };
 
-enum { K_SLEEP, K_LOOP, K_MADD, K_MMUL, K_FILL, K_EMPTY, K_FAULT, K_XCOPY, K_PATTERN };
+enum { K_SLEEP, K_LOOP, K_MADD, K_MMUL, K_FILL, K_EMPTY, K_FAULT, K_XCOPY, K_PATTERN, K_STAMP };
 struct sim_fn {
     char name[64];
     int kind;
 };
+struct sim_global {
+    char name[64];
+    uint64_t dptr, bytes;
+};
 struct sim_mod {
-    int n;
+    int n, n_globals;
     struct sim_fn fns[16];
+    struct sim_global globals[8]; /* SIMMOD "@name=bytes" lines: zeroed device memory */
 };
 
 struct sim_exec {
@@ -396,7 +401,8 @@ static const struct {
     int kind;
 } builtins[] = {{"sleep_ns", K_SLEEP}, {"loop", K_LOOP}, {"madd", K_MADD},
                 {"mmul", K_MMUL},      {"fill", K_FILL}, {"empty", K_EMPTY},
-                {"fault", K_FAULT}, {"xcopy", K_XCOPY}, {"pattern", K_PATTERN}};
+                {"fault", K_FAULT}, {"xcopy", K_XCOPY}, {"pattern", K_PATTERN},
+                {"stamp", K_STAMP}};
 #define N_BUILTINS (int)(sizeof builtins / sizeof builtins[0])
 
 static int builtin_kind(const char *name)
@@ -405,6 +411,27 @@ static int builtin_kind(const char *name)
         if (!strcmp(builtins[i].name, name))
             return builtins[i].kind;
     return -1;
+}
+
+static int se_module_unload(gos_device *d, void *mod);
+
+/* A SIMMOD line "@name=bytes": a __device__ variable of that size, zeroed,
+ * allocated with the module and freed with it (cuModuleGetGlobal's answer). */
+static int sim_global_line(gos_device *d, struct sim_mod *m, const char *alias, const char *target)
+{
+    char *end;
+    errno = 0;
+    unsigned long long b = strtoull(target, &end, 10);
+    if (!alias[1] || *end || errno || b == 0 || b > (1ull << 30) || m->n_globals == 8)
+        return gos_fail(GOS_EINVAL, "SIMMOD image: bad global \"%s=%s\" (at most 8, 1 B .. 1 GB)", alias, target);
+    struct sim_global *g = &m->globals[m->n_globals];
+    snprintf(g->name, sizeof g->name, "%s", alias + 1);
+    int rc = se_mem_alloc(d, b, &g->dptr);
+    if (!rc) {
+        g->bytes = b;
+        m->n_globals++;
+    }
+    return rc;
 }
 
 static int se_module_load(gos_device *d, const void *image, size_t bytes, const char *name, void **mod)
@@ -441,14 +468,23 @@ static int se_module_load(gos_device *d, const void *image, size_t bytes, const 
             char alias[64] = "", target[64] = "";
             if (!eq || eq == p || (size_t)(eq - p) >= sizeof alias || len - (size_t)(eq - p) - 1 >= sizeof target ||
                 m->n == 16) {
-                free(m);
+                se_module_unload(d, m);
                 return gos_fail(GOS_EINVAL, "SIMMOD image: bad line \"%.*s\"", (int)(len > 60 ? 60 : len), p);
             }
             memcpy(alias, p, (size_t)(eq - p));
             memcpy(target, eq + 1, len - (size_t)(eq - p) - 1);
+            if (alias[0] == '@') {
+                int rc = sim_global_line(d, m, alias, target);
+                if (rc) {
+                    se_module_unload(d, m);
+                    return rc;
+                }
+                p += len + (nl ? 1 : 0);
+                continue;
+            }
             int k = builtin_kind(target);
             if (k < 0) {
-                free(m);
+                se_module_unload(d, m);
                 return gos_fail(GOS_EINVAL, "SIMMOD image: no built-in kernel \"%s\"", target);
             }
             snprintf(m->fns[m->n].name, sizeof m->fns[m->n].name, "%s", alias);
@@ -462,8 +498,23 @@ static int se_module_load(gos_device *d, const void *image, size_t bytes, const 
 
 static int se_module_unload(gos_device *d, void *mod)
 {
-    free(mod);
+    struct sim_mod *m = mod;
+    for (int i = 0; i < m->n_globals; i++)
+        se_mem_free(d, m->globals[i].dptr);
+    free(m);
     return GOS_OK;
+}
+
+static int se_module_global(gos_device *d, void *mod, const char *name, uint64_t *dptr, uint64_t *bytes)
+{
+    const struct sim_mod *m = mod;
+    for (int i = 0; i < m->n_globals; i++)
+        if (!strcmp(m->globals[i].name, name)) {
+            *dptr = m->globals[i].dptr;
+            *bytes = m->globals[i].bytes;
+            return GOS_OK;
+        }
+    return gos_fail(GOS_EINVAL, "no global \"%s\" in the module", name);
 }
 
 static int se_function(gos_device *d, void *mod, const char *name, void **fn)
@@ -504,6 +555,22 @@ static int se_launch(gos_device *d, void *fn, const struct gos_launch_cfg *c, vo
         }
         memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, count * 4);
         dur += (double)count * 8 / 2000.0;
+    }
+    if (f->kind == K_STAMP) { /* the virtual clock when it starts, behind the stream's work */
+        uint64_t p;
+        if (c->param_bytes < 8)
+            return gos_fail(GOS_EINVAL, "stamp takes (uint64 dptr)");
+        memcpy(&p, c->params, 8);
+        pthread_mutex_lock(&s->lock);
+        int ok = p % 8 == 0 && inside_w(d, s, p, 8);
+        if (ok) {
+            uint64_t end = enqueue(s, stream, ENG_COMPUTE, dur);
+            *(uint64_t *)(uintptr_t)p = end - (uint64_t)dur;
+        }
+        pthread_mutex_unlock(&s->lock);
+        if (!ok)
+            __atomic_store_n(&s->faulted, 1, __ATOMIC_RELEASE);
+        return GOS_OK;
     }
     if (f->kind == K_PATTERN) {
         uint64_t p, count, out;
@@ -714,6 +781,7 @@ const struct gos_exec_ops gos_sim_exec_ops = {
     .copy_dtoh_sync = se_dtoh_sync,
     .module_load = se_module_load,
     .module_unload = se_module_unload,
+    .module_global = se_module_global,
     .function = se_function,
     .launch = se_launch,
     .launch_ranges = se_launch_ranges,

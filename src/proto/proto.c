@@ -42,6 +42,7 @@ static const struct {
     {GOS_MSG_MODULE_LOAD, "MODULE_LOAD", sizeof(struct gos_msg_module_load), sizeof(struct gos_rep_handle)},
     {GOS_MSG_MODULE_UNLOAD, "MODULE_UNLOAD", sizeof(struct gos_msg_module_unload), 0},
     {GOS_MSG_FUNC_GET, "FUNC_GET", sizeof(struct gos_msg_func_get), sizeof(struct gos_rep_handle)},
+    {GOS_MSG_MODULE_GLOBAL, "MODULE_GLOBAL", sizeof(struct gos_msg_func_get), sizeof(struct gos_rep_global)},
     {GOS_MSG_LAUNCH, "LAUNCH", sizeof(struct gos_msg_launch), 0},
     {GOS_MSG_SYNC, "SYNC", 0, 0},
     {GOS_MSG_DEVICE_INFO, "DEVICE_INFO", 0, sizeof(struct gos_rep_device_info)},
@@ -199,10 +200,11 @@ int gos_proto_check(const struct gos_msg_hdr *h, const void *payload)
             return gos_fail(GOS_EPROTO, "MODULE_LOAD name not terminated");
         return GOS_OK;
     }
-    case GOS_MSG_FUNC_GET: {
+    case GOS_MSG_FUNC_GET:
+    case GOS_MSG_MODULE_GLOBAL: {
         const struct gos_msg_func_get *m = payload;
         if (!gos_proto_str_ok(m->name, sizeof m->name, 0))
-            return gos_fail(GOS_EPROTO, "FUNC_GET name empty or not terminated");
+            return gos_fail(GOS_EPROTO, "%s name empty or not terminated", gos_proto_name(h->type));
         return GOS_OK;
     }
     case GOS_MSG_LAUNCH: {

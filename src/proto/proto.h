@@ -60,6 +60,7 @@ enum gos_msg_type {
     GOS_MSG_MODULE_LOAD = 400,
     GOS_MSG_MODULE_UNLOAD = 401,
     GOS_MSG_FUNC_GET = 402,
+    GOS_MSG_MODULE_GLOBAL = 403, /* struct gos_msg_func_get -> struct gos_rep_global */
     /* execution */
     GOS_MSG_LAUNCH = 500,
     GOS_MSG_SYNC = 501,
@@ -213,6 +214,13 @@ struct gos_msg_module_unload {
 struct gos_msg_func_get {
     uint64_t module;
     char name[GOS_FUNC_NAME_MAX];
+};
+
+/* MODULE_GLOBAL's answer: a module's __device__ variable in this client's
+ * address space; copies may then reach [dptr, dptr + bytes) until the module
+ * is unloaded (cuModuleGetGlobal, cudaMemcpyToSymbol). */
+struct gos_rep_global {
+    uint64_t dptr, bytes;
 };
 
 struct gos_msg_launch {

@@ -88,6 +88,17 @@ static struct srv_alloc *find_alloc(struct srv_client *c, uint64_t p, uint64_t n
     return NULL;
 }
 
+/* Is [p, p + n) inside a module global the client looked up? */
+static int in_global(const struct srv_client *c, uint64_t p, uint64_t n)
+{
+    for (int i = 0; i < c->n_globals; i++)
+        if (gos_range_within(c->globals[i].dptr, c->globals[i].bytes, p, n))
+            return 1;
+    return 0;
+}
+
+static int reachable(struct srv_client *c, uint64_t p, uint64_t n) { return find_alloc(c, p, n) || in_global(c, p, n); }
+
 static int do_hello(struct srv_client *c, const struct gos_msg_hello *m, struct gos_rep_hello *r)
 {
     struct srv *s = c->srv;
@@ -215,14 +226,14 @@ static int do_copy(struct srv_client *c, uint32_t seq, const struct gos_msg_copy
     o.bytes = m->bytes;
     o.dptr = m->dptr;
     const struct srv_alloc *dst = find_alloc(c, m->dptr, m->bytes);
-    if (!dst)
+    if (!dst && !in_global(c, m->dptr, m->bytes))
         return gos_fail(GOS_EINVAL, "device range 0x%llx+%llu is not inside an allocation of this client",
                         (unsigned long long)m->dptr, (unsigned long long)m->bytes);
-    if (dst->ro && m->dir != GOS_COPY_DTOH)
+    if (dst && dst->ro && m->dir != GOS_COPY_DTOH)
         return gos_fail(GOS_EPERM, "device range 0x%llx+%llu is a read-only attachment (SHM_RDONLY)",
                         (unsigned long long)m->dptr, (unsigned long long)m->bytes);
     if (m->dir == GOS_COPY_DTOD) {
-        if (!find_alloc(c, m->dptr_src, m->bytes))
+        if (!reachable(c, m->dptr_src, m->bytes))
             return gos_fail(GOS_EINVAL, "source range 0x%llx+%llu is not inside an allocation of this client",
                             (unsigned long long)m->dptr_src, (unsigned long long)m->bytes);
         o.op = OP_DTOD;
@@ -245,13 +256,13 @@ static int do_module_load(struct srv_client *c, const struct gos_msg_module_load
     struct srv *s = c->srv;
     struct srv_dev *d = dev_of(c);
     int slot = -1;
-    for (int i = 0; i < 16; i++)
+    for (int i = 0; i < SRV_MAX_MODULES; i++)
         if (!c->modules[i]) {
             slot = i;
             break;
         }
     if (slot < 0)
-        return gos_fail(GOS_EBUSY, "more than 16 modules loaded");
+        return gos_fail(GOS_EBUSY, "more than %d modules loaded", SRV_MAX_MODULES);
     const void *img = NULL;
     if (!m->name[0]) {
         struct srv_region *g = srv_region_find(c, m->region, m->offset, m->bytes);
@@ -282,7 +293,7 @@ static int do_module_load(struct srv_client *c, const struct gos_msg_module_load
 
 static int module_of(struct srv_client *c, uint64_t h)
 {
-    if (h < 1 || h > 16 || !c->modules[h - 1] || c->modules[h - 1] == (void *)1) {
+    if (h < 1 || h > SRV_MAX_MODULES || !c->modules[h - 1] || c->modules[h - 1] == (void *)1) {
         gos_fail(GOS_EINVAL, "module handle %llu is not a module of this client", (unsigned long long)h);
         return -1;
     }
@@ -295,8 +306,8 @@ static int do_func_get(struct srv_client *c, const struct gos_msg_func_get *m, u
     int mi = module_of(c, m->module);
     if (mi < 0)
         return GOS_EINVAL;
-    if (c->n_funcs == 256)
-        return gos_fail(GOS_EBUSY, "more than 256 functions looked up");
+    if (c->n_funcs == SRV_MAX_FUNCS)
+        return gos_fail(GOS_EBUSY, "more than %d functions looked up", SRV_MAX_FUNCS);
     void *fn;
     c->fn_builtin[c->n_funcs][0] = 0;
     if (c->x) {
@@ -317,6 +328,46 @@ static int do_func_get(struct srv_client *c, const struct gos_msg_func_get *m, u
     c->funcs[c->n_funcs++] = fn;
     *h = (uint64_t)c->n_funcs;
     return GOS_OK;
+}
+
+/* A module's __device__ variable (cuModuleGetGlobal): its address in the
+ * client's context, which copies may then reach until the module is unloaded. */
+static int do_module_global(struct srv_client *c, const struct gos_msg_func_get *m, struct gos_rep_global *r)
+{
+    struct srv *s = c->srv;
+    struct srv_dev *d = dev_of(c);
+    int mi = module_of(c, m->module);
+    if (mi < 0)
+        return GOS_EINVAL;
+    if (c->n_globals == SRV_MAX_GLOBALS)
+        return gos_fail(GOS_ELIMIT, "more than %d module globals looked up", SRV_MAX_GLOBALS);
+    int rc;
+    pthread_mutex_unlock(&s->lock);
+    if (c->x) {
+        struct x_function xf = {.module = (uint32_t)mi};
+        snprintf(xf.name, sizeof xf.name, "%s", m->name);
+        rc = srv_exec_call(c->x, X_MODULE_GLOBAL, &xf, sizeof xf, -1, r, sizeof *r);
+    } else {
+        rc = gos_exec_module_global(d->dev, c->modules[mi], m->name, &r->dptr, &r->bytes);
+    }
+    pthread_mutex_lock(&s->lock);
+    if (rc)
+        return rc;
+    if (c->modules[mi] == NULL || c->modules[mi] == (void *)1)
+        return gos_fail(GOS_EINVAL, "module %llu was unloaded meanwhile", (unsigned long long)m->module);
+    if (!in_global(c, r->dptr, r->bytes))
+        c->globals[c->n_globals++] = (struct srv_global){r->dptr, r->bytes, mi};
+    return GOS_OK;
+}
+
+/* Forgets the globals of module mi (its unload): copies may not reach them. */
+static void drop_globals(struct srv_client *c, int mi)
+{
+    for (int i = 0; i < c->n_globals;)
+        if (c->globals[i].module == mi)
+            c->globals[i] = c->globals[--c->n_globals];
+        else
+            i++;
 }
 
 static int do_launch(struct srv_client *c, uint32_t seq, const struct gos_msg_launch *m)
@@ -387,6 +438,7 @@ static int validate(struct srv_client *c, const struct gos_msg_hdr *h, const voi
         case GOS_MSG_MODULE_LOAD:
         case GOS_MSG_MODULE_UNLOAD:
         case GOS_MSG_FUNC_GET:
+        case GOS_MSG_MODULE_GLOBAL:
         case GOS_MSG_LAUNCH:
         case GOS_MSG_SHM_GET:
         case GOS_MSG_SHM_AT:
@@ -425,10 +477,10 @@ static int validate(struct srv_client *c, const struct gos_msg_hdr *h, const voi
     uint64_t cost = sizeof(struct srv_op);
     if (h->type == GOS_MSG_COPY) {
         const struct gos_msg_copy *m = p;
-        if (!find_alloc(c, m->dptr, m->bytes))
+        if (!reachable(c, m->dptr, m->bytes))
             return gos_fail(GOS_EINVAL, "device range 0x%llx+%llu is not inside an allocation of this client",
                             (unsigned long long)m->dptr, (unsigned long long)m->bytes);
-        if (m->dir == GOS_COPY_DTOD && !find_alloc(c, m->dptr_src, m->bytes))
+        if (m->dir == GOS_COPY_DTOD && !reachable(c, m->dptr_src, m->bytes))
             return gos_fail(GOS_EINVAL, "source range 0x%llx+%llu is not inside an allocation of this client",
                             (unsigned long long)m->dptr_src, (unsigned long long)m->bytes);
         if (m->dir != GOS_COPY_DTOD && !srv_region_find(c, m->region, m->offset, m->bytes))
@@ -456,7 +508,7 @@ static int validate(struct srv_client *c, const struct gos_msg_hdr *h, const voi
         } else if ((rc = gos_exec_launch_ranges(d->dev, c->funcs[m->func - 1], &cfg, r, &n)))
             return rc;
         for (int i = 0; i < n; i++)
-            if (r[i].bytes && !find_alloc(c, r[i].ptr, r[i].bytes))
+            if (r[i].bytes && !reachable(c, r[i].ptr, r[i].bytes))
                 return gos_fail(GOS_EINVAL, "kernel argument range 0x%llx+%llu is not inside an allocation of "
                                 "this client", (unsigned long long)r[i].ptr, (unsigned long long)r[i].bytes);
         cost += m->param_bytes;
@@ -558,11 +610,19 @@ static int msg_module_unload(struct srv_client *c, const struct gos_msg_hdr *h, 
                 rc = gos_exec_module_unload(d->dev, c->modules[mi]);
             }
             c->modules[mi] = NULL;
+            drop_globals(c, mi);
             for (int i = 0; i < c->n_funcs; i++)
                 c->funcs[i] = NULL; /* handles die with any unload: look them up again */
         }
     }
     return reply(c, h->seq, h->type, rc, NULL, 0);
+}
+
+static int msg_module_global(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_rep_global r = {0};
+    int rc = do_module_global(c, p, &r);
+    return reply(c, h->seq, h->type, rc, &r, sizeof r);
 }
 
 static int msg_func_get(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
@@ -756,6 +816,7 @@ static const struct msg_entry {
     {GOS_MSG_MODULE_LOAD, 0, msg_module_load},
     {GOS_MSG_MODULE_UNLOAD, 0, msg_module_unload},
     {GOS_MSG_FUNC_GET, 0, msg_func_get},
+    {GOS_MSG_MODULE_GLOBAL, 0, msg_module_global},
     {GOS_MSG_LAUNCH, 0, msg_launch},
     {GOS_MSG_SYNC, 0, msg_sync},
     {GOS_MSG_DEVICE_INFO, 0, msg_device_info},

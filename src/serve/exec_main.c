@@ -54,8 +54,8 @@ struct xe {
     void *streams[XE_ENGINES];
     void *ev[XE_ENGINES][2];
     struct xe_region regions[GOS_MAX_REGIONS];
-    void *modules[16];
-    void *funcs[256];
+    void *modules[SRV_MAX_MODULES];
+    void *funcs[SRV_MAX_FUNCS];
     int n_funcs;
     void *out;
     size_t out_cap;
@@ -76,11 +76,12 @@ struct xe {
     struct xe_alloc {
         uint64_t dptr, bytes;
         int evicted;
+        int module; /* a module global (MODULE_GLOBAL): its module's slot + 1; 0: memory */
     } *al;
     int n_al, cap_al;
-    uint32_t fmap[256];         /* client's function handle - 1 -> funcs index + 1 (0: none) */
-    char fbuiltin[256][32];     /* by funcs index: the built-in kernel's name ("" not built-in) */
-    int mod_builtin[16];
+    uint32_t fmap[SRV_MAX_FUNCS];     /* client's function handle - 1 -> funcs index + 1 (0: none) */
+    char fbuiltin[SRV_MAX_FUNCS][32]; /* by funcs index: the built-in kernel's name ("" not built-in) */
+    int mod_builtin[SRV_MAX_MODULES];
     int ring_on;
     uint32_t ring_max_queued; /* the daemon's max_queued_requests, for asynchronous ring entries */
     uint32_t ring_pending;    /* asynchronous entries since the client last synchronised */
@@ -119,7 +120,7 @@ static void al_add(struct xe *x, uint64_t dptr, uint64_t bytes)
         x->al = a;
         x->cap_al = cap;
     }
-    x->al[x->n_al++] = (struct xe_alloc){dptr, bytes, 0};
+    x->al[x->n_al++] = (struct xe_alloc){dptr, bytes, 0, 0};
 }
 
 static struct xe_alloc *al_find(struct xe *x, uint64_t dptr)
@@ -135,6 +136,16 @@ static void al_del(struct xe *x, uint64_t dptr)
     struct xe_alloc *a = al_find(x, dptr);
     if (a)
         *a = x->al[--x->n_al];
+}
+
+/* Forgets the globals of module slot s (its unload): the ring may not reach them. */
+static void al_drop_module(struct xe *x, uint32_t s)
+{
+    for (int i = 0; i < x->n_al;)
+        if (x->al[i].module == (int)s + 1)
+            x->al[i] = x->al[--x->n_al];
+        else
+            i++;
 }
 
 /* GOS_OK when [p, p+n) lies in one of this client's allocations; GOS_RING_REVOKED
@@ -520,7 +531,7 @@ static int serve_one(struct xe *x, const struct x_hdr *h, void *p, int fd)
         m.name[sizeof m.name - 1] = 0;
         const void *img = NULL;
         int rc = GOS_OK;
-        if (m.slot >= 16)
+        if (m.slot >= SRV_MAX_MODULES)
             rc = gos_fail(GOS_EPROTO, "module slot %u", (unsigned)m.slot);
         else if (!m.name[0]) {
             struct x_op o = {.region = m.region, .offset = m.offset, .bytes = m.bytes};
@@ -530,6 +541,7 @@ static int serve_one(struct xe *x, const struct x_hdr *h, void *p, int fd)
         if (!rc && x->modules[m.slot]) {
             gos_exec_module_unload(x->dev, x->modules[m.slot]);
             x->modules[m.slot] = NULL;
+            al_drop_module(x, m.slot);
         }
         if (!rc)
             rc = gos_exec_module_load(x->dev, img, m.bytes, m.name[0] ? m.name : NULL, &x->modules[m.slot]);
@@ -541,10 +553,11 @@ static int serve_one(struct xe *x, const struct x_hdr *h, void *p, int fd)
     case X_MODULE_UNLOAD: {
         uint32_t slot;
         memcpy(&slot, p, 4);
-        int rc = slot < 16 && x->modules[slot] ? gos_exec_module_unload(x->dev, x->modules[slot])
-                                               : gos_fail(GOS_EINVAL, "module slot %u", (unsigned)slot);
-        if (slot < 16) {
+        int rc = slot < SRV_MAX_MODULES && x->modules[slot] ? gos_exec_module_unload(x->dev, x->modules[slot])
+                                                            : gos_fail(GOS_EINVAL, "module slot %u", (unsigned)slot);
+        if (slot < SRV_MAX_MODULES) {
             x->modules[slot] = NULL;
+            al_drop_module(x, slot);
             /* the daemon forgets every function handle with any unload */
             memset(x->funcs, 0, sizeof x->funcs);
             memset(x->fmap, 0, sizeof x->fmap);
@@ -558,18 +571,33 @@ static int serve_one(struct xe *x, const struct x_hdr *h, void *p, int fd)
         m.name[sizeof m.name - 1] = 0;
         uint32_t idx = 0;
         int rc = GOS_OK;
-        if (m.module >= 16 || !x->modules[m.module])
+        if (m.module >= SRV_MAX_MODULES || !x->modules[m.module])
             rc = gos_fail(GOS_EINVAL, "module slot %u", (unsigned)m.module);
-        else if (x->n_funcs == 256)
-            rc = gos_fail(GOS_EBUSY, "more than 256 functions");
+        else if (x->n_funcs == SRV_MAX_FUNCS)
+            rc = gos_fail(GOS_EBUSY, "more than %d functions", SRV_MAX_FUNCS);
         else if (!(rc = gos_exec_function(x->dev, x->modules[m.module], m.name, &x->funcs[x->n_funcs]))) {
             snprintf(x->fbuiltin[x->n_funcs], sizeof x->fbuiltin[0], "%s",
                      x->mod_builtin[m.module] && strlen(m.name) < sizeof x->fbuiltin[0] ? m.name : "");
             idx = (uint32_t)++x->n_funcs;
-            if (m.pad >= 1 && m.pad <= 256)
+            if (m.pad >= 1 && m.pad <= SRV_MAX_FUNCS)
                 x->fmap[m.pad - 1] = idx;
         }
         return answer(x, h->type, rc, 0, &idx, 4);
+    }
+    case X_MODULE_GLOBAL: {
+        struct x_function m;
+        memcpy(&m, p, sizeof m);
+        m.name[sizeof m.name - 1] = 0;
+        struct gos_rep_global r = {0};
+        int rc = m.module < SRV_MAX_MODULES && x->modules[m.module]
+                     ? gos_exec_module_global(x->dev, x->modules[m.module], m.name, &r.dptr, &r.bytes)
+                     : gos_fail(GOS_EINVAL, "module slot %u", (unsigned)m.module);
+        if (!rc && al_check(x, r.dptr, r.bytes, "global") != GOS_OK) {
+            al_add(x, r.dptr, r.bytes); /* the ring may reach it, as copies through the daemon may */
+            if (x->n_al && x->al[x->n_al - 1].dptr == r.dptr)
+                x->al[x->n_al - 1].module = (int)m.module + 1;
+        }
+        return answer(x, h->type, rc, 0, &r, sizeof r);
     }
     case X_SHM_NEW: {
         memcpy(&u, p, 8);
@@ -664,7 +692,8 @@ static int payload_ok(const struct x_hdr *h)
     case X_REGION_ADD: return h->len >= sizeof(struct x_region);
     case X_MODULE_LOAD: return h->len >= sizeof(struct x_module);
     case X_MODULE_UNLOAD: return h->len >= 4;
-    case X_FUNCTION: return h->len >= sizeof(struct x_function);
+    case X_FUNCTION:
+    case X_MODULE_GLOBAL: return h->len >= sizeof(struct x_function);
     case X_PMEM_ALLOC: return h->len >= sizeof(struct x_pmem_alloc);
     case X_PMEM_FREE: return h->len >= 8;
     case X_PMEM_COPY: return h->len >= sizeof(struct gos_msg_pmem_copy);
@@ -731,7 +760,7 @@ int xe_ring_run(struct xe *x, const struct gos_ring_ent *e, unsigned char *data,
         rc = gos_exec_copy_dtod(x->dev, e->dptr, e->dptr2, e->bytes, st);
         break;
     case GOS_RING_LAUNCH: {
-        if (e->func < 1 || e->func > 256 || !x->fmap[e->func - 1] || x->fmap[e->func - 1] > (uint32_t)x->n_funcs ||
+        if (e->func < 1 || e->func > SRV_MAX_FUNCS || !x->fmap[e->func - 1] || x->fmap[e->func - 1] > (uint32_t)x->n_funcs ||
             !x->funcs[x->fmap[e->func - 1] - 1])
             return gos_fail(GOS_EINVAL, "function handle %llu is not a function of this client",
                             (unsigned long long)e->func);

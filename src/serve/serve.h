@@ -147,8 +147,8 @@ struct srv_client {
     struct srv_alloc *allocs;
     int n_allocs, cap_allocs;
     struct srv_region regions[GOS_MAX_REGIONS];
-    void *modules[16];
-    void *funcs[256];
+    void *modules[SRV_MAX_MODULES];
+    void *funcs[SRV_MAX_FUNCS];
     int n_funcs;
 
     /* isolation = process: the executor that owns this client's context (issue 9).
@@ -157,8 +157,15 @@ struct srv_client {
     struct srv_exec *x;
     int exec_lost; /* its loss was handled (counted, memory returned) */
     int swap_hold; /* swap.c: what a request of it just made resident stays (until queued) */
-    unsigned char module_builtin[16];
-    char fn_builtin[256][16];
+    unsigned char module_builtin[SRV_MAX_MODULES];
+    char fn_builtin[SRV_MAX_FUNCS][16];
+    /* module globals it looked up (MODULE_GLOBAL): copies may reach them until
+     * their module is unloaded; not charged (module memory) */
+    struct srv_global {
+        uint64_t dptr, bytes;
+        int module;
+    } globals[SRV_MAX_GLOBALS];
+    int n_globals;
     struct srv_pmem_set *pmem_set; /* isolation = none: its partition-local allocations */
     /* the fast path (issue 9.4; ring.c): the client's ring, mapped here to
      * grant and revoke it and to charge the time its executor reports */

@@ -32,7 +32,7 @@ static void client_free(struct srv_client *c)
         for (int i = 0; i < GOS_MAX_REGIONS; i++)
             if (c->regions[i].used)
                 srv_region_drop(c, i);
-        for (int i = 0; i < 16; i++)
+        for (int i = 0; i < SRV_MAX_MODULES; i++)
             if (!c->x && c->modules[i] && c->modules[i] != (void *)1)
                 gos_exec_module_unload(d->dev, c->modules[i]);
         srv_ring_gone(c);

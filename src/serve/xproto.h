@@ -58,7 +58,15 @@ enum {
     X_RESTORE_POOL, /* struct x_swap_io + the pool's fd -> struct x_swap_rep */
     /* the fast path (issue 9.4; proto/ring.h) */
     X_RING,        /* u64 bytes, u32 max_queued_requests, u32 pad + fd of the client's ring memfd */
+    X_MODULE_GLOBAL, /* struct x_function (module slot, global's name) -> struct gos_rep_global */
 };
+
+/* Modules and looked-up functions per client (daemon and executor alike): a
+ * CUDA runtime program registers one module per translation unit. */
+#define SRV_MAX_MODULES 1024
+#define SRV_MAX_FUNCS 8192
+/* Module globals a client may reach by copies (MODULE_GLOBAL). */
+#define SRV_MAX_GLOBALS 1024
 
 /* X_PMEM_ALLOC: the chart is the device's `chip = FILE` (its path: the executor
  * reads it itself). */
