@@ -16,9 +16,18 @@
 #include "common/status.h"
 #include "serve/pmem_srv.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Under isolation = none every client's partition-local work runs on the
+ * daemon's one device from the client's own thread, with the daemon's lock
+ * dropped: the device layer's placement state (allocations being charted,
+ * latency probes) is not for two threads at once, so they take turns here.
+ * Taken after s->lock where both are held, never the other way round. */
+static pthread_mutex_t none_lock = PTHREAD_MUTEX_INITIALIZER;
+static void none_turn(int take) { take ? pthread_mutex_lock(&none_lock) : pthread_mutex_unlock(&none_lock); }
 
 static int dev_index(struct srv_client *c) { return c->srv->vgpus[c->vgpu].cfg.device; }
 
@@ -73,8 +82,14 @@ int srv_pmem_do_alloc(struct srv_client *c, const struct gos_msg_pmem_alloc *m, 
     snprintf(xa.chart, sizeof xa.chart, "%s", dc->chip);
     struct srv_exec *x = c->x;
     pthread_mutex_unlock(&s->lock);
-    int rc = x ? srv_exec_call(x, X_PMEM_ALLOC, &xa, sizeof xa, -1, r, sizeof *r)
-               : srv_pmem_alloc(d->dev, c->pmem_set, s->chips[di], m->bytes, r);
+    int rc;
+    if (x) {
+        rc = srv_exec_call(x, X_PMEM_ALLOC, &xa, sizeof xa, -1, r, sizeof *r);
+    } else {
+        none_turn(1);
+        rc = srv_pmem_alloc(d->dev, c->pmem_set, s->chips[di], m->bytes, r);
+        none_turn(0);
+    }
     pthread_mutex_lock(&s->lock);
     v->mem_used -= est;
     if (rc)
@@ -92,7 +107,14 @@ int srv_pmem_do_free(struct srv_client *c, uint64_t base)
     struct srv_alloc *a = find_pmem(c, base);
     if (!a)
         return GOS_EINVAL;
-    int rc = c->x ? srv_exec_call(c->x, X_PMEM_FREE, &base, 8, -1, NULL, 0) : srv_pmem_free(c->pmem_set, base);
+    int rc;
+    if (c->x) {
+        rc = srv_exec_call(c->x, X_PMEM_FREE, &base, 8, -1, NULL, 0);
+    } else {
+        none_turn(1);
+        rc = srv_pmem_free(c->pmem_set, base);
+        none_turn(0);
+    }
     c->srv->vgpus[c->vgpu].mem_used -= a->bytes + a->extra;
     *a = c->allocs[--c->n_allocs];
     return rc;
@@ -111,7 +133,14 @@ int srv_pmem_do_copy(struct srv_client *c, const struct gos_msg_pmem_copy *m)
     void *host = (char *)g->ptr + m->region_off;
     g->refs++; /* in use while the lock is dropped */
     pthread_mutex_unlock(&s->lock);
-    int rc = x ? srv_exec_call(x, X_PMEM_COPY, m, sizeof *m, -1, NULL, 0) : srv_pmem_copy(c->pmem_set, m, host);
+    int rc;
+    if (x) {
+        rc = srv_exec_call(x, X_PMEM_COPY, m, sizeof *m, -1, NULL, 0);
+    } else {
+        none_turn(1);
+        rc = srv_pmem_copy(c->pmem_set, m, host);
+        none_turn(0);
+    }
     pthread_mutex_lock(&s->lock);
     g->refs--;
     return rc;
@@ -124,7 +153,14 @@ int srv_pmem_do_check(struct srv_client *c, const struct gos_msg_pmem_check *m, 
     struct srv *s = c->srv;
     struct srv_exec *x = c->x;
     pthread_mutex_unlock(&s->lock);
-    int rc = x ? srv_exec_call(x, X_PMEM_CHECK, m, sizeof *m, -1, r, sizeof *r) : srv_pmem_check(c->pmem_set, m, r);
+    int rc;
+    if (x) {
+        rc = srv_exec_call(x, X_PMEM_CHECK, m, sizeof *m, -1, r, sizeof *r);
+    } else {
+        none_turn(1);
+        rc = srv_pmem_check(c->pmem_set, m, r);
+        none_turn(0);
+    }
     pthread_mutex_lock(&s->lock);
     return rc;
 }
@@ -133,7 +169,9 @@ void srv_pmem_client_gone(struct srv_client *c)
 {
     if (!c->pmem_set)
         return;
+    none_turn(1);
     srv_pmem_release_all(c->pmem_set);
+    none_turn(0);
     free(c->pmem_set);
     c->pmem_set = NULL;
 }

@@ -130,16 +130,27 @@ if want timing; then
 # compute-bound timing: 20 launches of a 4096 matrix multiply, 3 runs each, best
 for mode in native gpuos; do
     best=
+    ebest=
     for rep in 1 2 3; do
         if [ $mode = native ]; then "$P/drv_matmul" 4096 20 > /dev/null 2> "$T/mm.err"
         else "$G" run --vgpu solo -- "$P/drv_matmul" 4096 20 > /dev/null 2> "$T/mm.err"; fi
         w=$(sed -n 's/.*wall_s \([0-9.]*\).*/\1/p' "$T/mm.err")
+        e=$(sed -n 's/.*time_ms_per_launch_events \([0-9.]*\).*/\1/p' "$T/mm.err")
         cat "$T/mm.err" >> "$LOG"
         [ -z "$best" ] && best=$w
         best=$(awk -v a="$best" -v b="$w" 'BEGIN { print (b < a ? b : a) }')
+        [ -z "$ebest" ] && ebest=$e
+        ebest=$(awk -v a="$ebest" -v b="$e" 'BEGIN { print (b < a ? b : a) }')
     done
     put "matmul4096.$mode.wall_s" "$best"
+    # the program's own events (cuEventElapsedTime per launch): GPU timestamps
+    # through gpuos (built-in stamp kernel) against the driver's events
+    put "matmul4096.$mode.event_ms_per_launch" "$ebest"
 done
+eratio=$(awk -F'\t' '$1 == "matmul4096.native.event_ms_per_launch" { n = $2 } $1 == "matmul4096.gpuos.event_ms_per_launch" { g = $2 }
+                    END { printf "%.4f", g / n }' "$R")
+put matmul4096.events_gpuos_vs_native "$eratio"
+log "matmul 4096 x20: event time per launch through gpuos / native = $eratio (GPU timestamps: expect ~1)"
 ratio=$(awk -F'\t' '$1 == "matmul4096.native.wall_s" { n = $2 } $1 == "matmul4096.gpuos.wall_s" { g = $2 }
                     END { printf "%.3f", n / g }' "$R")
 put matmul4096.speed_vs_native "$ratio"
@@ -199,7 +210,7 @@ both gdev_madd solo "$P/rt_gdev" madd 2048 20
 both gdev_mmul solo "$P/rt_gdev" mmul 1024 5
 both gdev_loop solo "$P/rt_gdev" loop 200000 3
 both gdev_memcpy solo "$P/rt_gdev" memcpy 256 3
-for n in rt_vadd gdev_madd gdev_mmul gdev_loop gdev_memcpy; do
+for n in rt_vadd rt_streams gdev_madd gdev_mmul gdev_loop gdev_memcpy; do
     put "$n.gpuos_stdout" "$(tr '\n' ';' < "$T/$n.gpuos")"
     [ "$(grep "^$n.identical" "$R" | cut -f2)" = true ] && [ "$(grep "^$n.gpuos_rc" "$R" | cut -f2)" = 0 ] || fail=1
 done
@@ -236,7 +247,7 @@ m = (a @ a)[0, 0].item()
 print("elementwise sum", y, "matmul", m)
 PY
 timeout 60 python3 "$T/probe_torch.py" > "$T/torch.native" 2>&1; put torch.native_rc $?
-GPUOS_CUDASHIM_TRACE=1 timeout 100 "$G" run --vgpu solo -- python3 "$T/probe_torch.py" > "$T/torch.gpuos" 2> "$T/torch.gpuos.err"; put torch.gpuos_rc $?
+GPUOS_CUDASHIM_TRACE=1 timeout 90 "$G" run --vgpu solo -- python3 "$T/probe_torch.py" > "$T/torch.gpuos" 2> "$T/torch.gpuos.err"; put torch.gpuos_rc $?
 { echo "--- torch native"; cat "$T/torch.native"; echo "--- torch gpuos"; cat "$T/torch.gpuos";
   grep -v 'cuGetProcAddress' "$T/torch.gpuos.err" | tail -30; } >> "$LOG"
 put torch.native "$(tail -3 "$T/torch.native" | tr '\n' ';')"

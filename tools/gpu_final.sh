@@ -1,0 +1,45 @@
+#!/bin/sh
+# tools/gpu_final.sh: one GPU run over the merged tree (device machine,
+# repository root, build/ carried: the machine has no jansson headers), most
+# important first, each part under its own time limit:
+#   1. unmodified CUDA programs through gpuos run (tests/gpu/cudashim.sh: Driver
+#      API and runtime programs, module globals, GPU-timestamp events against the
+#      driver's, Gdev's benchmarks, shares, NVML, PyTorch);
+#   2. the fast path's ring test on the GPU and isolation per mode (attack, fault);
+#   3. shared memory and swapping, read-only attachments (tests/gpu/shm.sh);
+#   4. partition-local memory for a vGPU client (bench/placement_client.sh);
+#   5. the vGPU benchmark per isolation mode (bench/vgpu_bench, native side by side).
+# Everything lands in one archive $OUT/final.tar.gz (the device tool returns at
+# most 8 files) with $OUT/summary.txt.
+set -u
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+W=$(mktemp -d)/final
+mkdir -p "$W"
+export GPUOS=$PWD/build/gpuos BUILD=build
+{ nvidia-smi --query-gpu=name,uuid,driver_version,memory.total --format=csv,noheader; hostname; date -u
+  echo "commit ${GPUOS_COMMIT:-unknown}"; echo "command sh tools/gpu_final.sh"; } > "$W/machine.txt"
+S="$W/summary.txt"
+part() { # name seconds command...
+    n=$1; s=$2; shift 2
+    t0=$(date +%s)
+    timeout "$s" "$@" > "$W/$n.log" 2>&1; rc=$?
+    echo "$n rc=$rc $(( $(date +%s) - t0 ))s" | tee -a "$S"
+}
+mkdir -p "$W/cudashim" "$W/shm" "$W/placement" "$W/bench"
+part cudashim 240 env OUT="$W/cudashim" sh tests/gpu/cudashim.sh
+part ring 60 env RING_SIM=none sh tests/t_ring.sh
+part isolation 120 env ISOLATION_MODES="process mps" sh tests/gpu/isolation.sh
+part shm 120 env OUT="$W/shm" sh tests/gpu/shm.sh
+part placement 60 env RES="$W/placement" sh bench/placement_client.sh
+part bench 200 env GPUOS_COMMIT="${GPUOS_COMMIT:-unknown}" build/bench/vgpu_bench --gpuos build/gpuos \
+    --results "$W/bench" --quick --policies band --vgpus 2,4,8 --seconds 3 --switch-grants 4000,16000 \
+    --isolation process,mps,none --only small,copy,launch,switch,fairness
+cp "$W/machine.txt" "$S" "$OUT/"
+(cd "$(dirname "$W")" && tar czf "$OUT/final.tar.gz" final)
+cat "$W/machine.txt"
+tail -25 "$W/cudashim.log"
+tail -4 "$W/ring.log"; grep -h "^RESULT\|^ok\|^FAIL" "$W/isolation.log" | head -12
+tail -4 "$W/shm.log"; tail -6 "$W/placement.log"
+grep -h "isolation =\|switch\|launch\|fair" "$W/bench.log" | head -30
+cat "$S"
