@@ -27,13 +27,13 @@ part() { # name seconds command...
     echo "$n rc=$rc $(( $(date +%s) - t0 ))s" | tee -a "$S"
 }
 mkdir -p "$W/cudashim" "$W/shm" "$W/placement" "$W/bench"
-part cudashim 240 env OUT="$W/cudashim" sh tests/gpu/cudashim.sh
-part ring 60 env RING_SIM=none sh tests/t_ring.sh
-part isolation 120 env ISOLATION_MODES="process mps" sh tests/gpu/isolation.sh
-part shm 120 env OUT="$W/shm" sh tests/gpu/shm.sh
-part placement 60 env RES="$W/placement" sh bench/placement_client.sh
-part bench 200 env GPUOS_COMMIT="${GPUOS_COMMIT:-unknown}" build/bench/vgpu_bench --gpuos build/gpuos \
-    --results "$W/bench" --quick --policies band --vgpus 2,4,8 --seconds 3 --switch-grants 4000,16000 \
+part cudashim 200 env OUT="$W/cudashim" sh tests/gpu/cudashim.sh
+part ring 45 env RING_SIM=none sh tests/t_ring.sh
+part isolation 90 env ISOLATION_MODES="process mps" sh tests/gpu/isolation.sh
+part shm 90 env OUT="$W/shm" sh tests/gpu/shm.sh
+part placement 45 env RES="$W/placement" sh bench/placement_client.sh
+part bench 110 env GPUOS_COMMIT="${GPUOS_COMMIT:-unknown}" build/bench/vgpu_bench --gpuos build/gpuos \
+    --results "$W/bench" --quick --policies band --vgpus 2,4 --seconds 2 --switch-grants 4000,16000 \
     --isolation process,mps,none --only small,copy,launch,switch,fairness
 cp "$W/machine.txt" "$S" "$OUT/"
 (cd "$(dirname "$W")" && tar czf "$OUT/final.tar.gz" final)
