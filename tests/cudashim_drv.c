@@ -331,6 +331,15 @@ static void test_launch(void)
     TRUE(host_ms < 100.0);
     CHECK(cuEventElapsedTime(&ms, e0, e1));
     TRUE(ms >= 199.5f && ms < 2000.0f);
+    /* no stream is ever capturing (PyTorch asks before its first kernel) */
+    CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    cuuint64_t cid = 7;
+    CHECK(cuStreamIsCapturing(s, &cs));
+    TRUE(cs == CU_STREAM_CAPTURE_STATUS_NONE);
+    cs = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    CHECK(cuStreamGetCaptureInfo(s, &cs, &cid, NULL, NULL, NULL, NULL));
+    TRUE(cs == CU_STREAM_CAPTURE_STATUS_NONE && cid == 0);
+    EXPECT(cuStreamIsCapturing(s, NULL), CUDA_ERROR_INVALID_VALUE);
     /* order across streams: work on s2 after an event of s */
     CUstream s2;
     CHECK(cuStreamCreate(&s2, 0));

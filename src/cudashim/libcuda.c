@@ -30,6 +30,8 @@
 #undef cuEventDestroy
 #undef cuEventElapsedTime
 #undef cuGetProcAddress
+#undef cuStreamIsCapturing
+#undef cuStreamGetCaptureInfo
 
 #include "cudashim/daemon_ext.h"
 #include "cudashim/shim.h"
@@ -1803,6 +1805,31 @@ static int event_ns(const struct CUevent_st *e, uint64_t *ns)
     return GPUOS_OK;
 }
 
+/* Stream capture queries: gpuos offers no capture (CUDA graphs), so every
+ * stream answers "not capturing" with no graph and no dependencies (PyTorch
+ * asks before its first kernel). */
+static CUresult capture_none(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *g, const CUgraphNode **deps,
+                             const CUgraphEdgeData **edges, size_t *n)
+{
+    NEED_INIT();
+    if (!st)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!stream_ok(s))
+        return CUDA_ERROR_INVALID_HANDLE;
+    *st = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (id)
+        *id = 0;
+    if (g)
+        *g = NULL;
+    if (deps)
+        *deps = NULL;
+    if (edges)
+        *edges = NULL;
+    if (n)
+        *n = 0;
+    return CUDA_SUCCESS;
+}
+
 #define STREAMS(sfx)                                                                                                   \
     E CUresult cuStreamSynchronize##sfx(CUstream s)                                                                    \
     {                                                                                                                  \
@@ -1862,9 +1889,33 @@ static int event_ns(const struct CUevent_st *e, uint64_t *ns)
     E CUresult cuEventRecordWithFlags##sfx(CUevent e, CUstream s, unsigned int flags)                                  \
     {                                                                                                                  \
         return cuEventRecord##sfx(e, s);                                                                               \
+    }                                                                                                                  \
+    /* stream capture (CUDA graphs) is not offered: no stream is ever capturing */                                    \
+    E CUresult cuStreamIsCapturing##sfx(CUstream s, CUstreamCaptureStatus *st)                                         \
+    {                                                                                                                  \
+        return capture_none(s, st, NULL, NULL, NULL, NULL, NULL);                                                      \
+    }                                                                                                                  \
+    E CUresult cuStreamGetCaptureInfo_v2##sfx(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *g,       \
+                                              const CUgraphNode **deps, size_t *n)                                     \
+    {                                                                                                                  \
+        return capture_none(s, st, id, g, deps, NULL, n);                                                              \
+    }                                                                                                                  \
+    E CUresult cuStreamGetCaptureInfo_v3##sfx(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *g,       \
+                                              const CUgraphNode **deps, const CUgraphEdgeData **edges, size_t *n)      \
+    {                                                                                                                  \
+        return capture_none(s, st, id, g, deps, edges, n);                                                             \
     }
 STREAMS()
 STREAMS(_ptsz)
+/* the first form of the query (id only) */
+E CUresult cuStreamGetCaptureInfo(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id)
+{
+    return capture_none(s, st, id, NULL, NULL, NULL, NULL);
+}
+E CUresult cuStreamGetCaptureInfo_ptsz(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id)
+{
+    return capture_none(s, st, id, NULL, NULL, NULL, NULL);
+}
 
 /* Host functions run once everything queued before them has completed: with
  * one queue, after a synchronise, in the caller's thread. */

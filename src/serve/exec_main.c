@@ -77,6 +77,7 @@ struct xe {
         uint64_t dptr, bytes;
         int evicted;
         int module; /* a module global (MODULE_GLOBAL): its module's slot + 1; 0: memory */
+        int ro;     /* a read-only attachment (SHM_RDONLY): no copy may write it */
     } *al;
     int n_al, cap_al;
     uint32_t fmap[SRV_MAX_FUNCS];     /* client's function handle - 1 -> funcs index + 1 (0: none) */
@@ -120,7 +121,7 @@ static void al_add(struct xe *x, uint64_t dptr, uint64_t bytes)
         x->al = a;
         x->cap_al = cap;
     }
-    x->al[x->n_al++] = (struct xe_alloc){dptr, bytes, 0, 0};
+    x->al[x->n_al++] = (struct xe_alloc){dptr, bytes, 0, 0, 0};
 }
 
 static struct xe_alloc *al_find(struct xe *x, uint64_t dptr)
@@ -159,6 +160,22 @@ static int al_check(struct xe *x, uint64_t p, uint64_t n, const char *what)
     }
     return gos_fail(GOS_EINVAL, "%s range 0x%llx+%llu is not inside an allocation of this client", what,
                     (unsigned long long)p, (unsigned long long)n);
+}
+
+/* al_check for a range a copy writes: a read-only attachment is refused as the
+ * daemon refuses it (GOS_EPERM), never left to fault the client's context. */
+static int al_check_w(struct xe *x, uint64_t p, uint64_t n, const char *what)
+{
+    int rc = al_check(x, p, n, what);
+    if (rc)
+        return rc;
+    for (int i = 0; i < x->n_al; i++) {
+        const struct xe_alloc *a = &x->al[i];
+        if (a->ro && p >= a->dptr && p - a->dptr <= a->bytes && n <= a->bytes - (p - a->dptr))
+            return gos_fail(GOS_EPERM, "device range 0x%llx+%llu is a read-only attachment (SHM_RDONLY)",
+                            (unsigned long long)p, (unsigned long long)n);
+    }
+    return GOS_OK;
 }
 
 static int answer(struct xe *x, uint32_t type, int rc, uint32_t flags, const void *p, uint32_t n)
@@ -618,8 +635,12 @@ static int serve_one(struct xe *x, const struct x_hdr *h, void *p, int fd)
         int rc = shm_map(x, u, fd, (fl & X_SHM_MAP_RDONLY) != 0, &dptr);
         if (fd >= 0)
             close(fd);
-        if (!rc)
+        if (!rc) {
             al_add(x, dptr, u);
+            struct xe_alloc *a = al_find(x, dptr);
+            if (a)
+                a->ro = (fl & X_SHM_MAP_RDONLY) != 0;
+        }
         return answer(x, h->type, rc, 0, &dptr, 8);
     }
     case X_SHM_UNMAP:
@@ -733,7 +754,7 @@ int xe_ring_run(struct xe *x, const struct gos_ring_ent *e, unsigned char *data,
     case GOS_RING_HTOD:
     case GOS_RING_DTOH: {
         int htod = e->op == GOS_RING_HTOD;
-        if ((rc = al_check(x, e->dptr, e->bytes, "device")))
+        if ((rc = htod ? al_check_w(x, e->dptr, e->bytes, "device") : al_check(x, e->dptr, e->bytes, "device")))
             return rc;
         void *h;
         if (e->flags & GOS_RING_F_INLINE) {
@@ -753,7 +774,7 @@ int xe_ring_run(struct xe *x, const struct gos_ring_ent *e, unsigned char *data,
         break;
     }
     case GOS_RING_DTOD:
-        if ((rc = al_check(x, e->dptr, e->bytes, "device")) || (rc = al_check(x, e->dptr2, e->bytes, "source")))
+        if ((rc = al_check_w(x, e->dptr, e->bytes, "device")) || (rc = al_check(x, e->dptr2, e->bytes, "source")))
             return rc;
         if (!e->bytes)
             return GOS_OK;
