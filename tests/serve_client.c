@@ -339,7 +339,9 @@ static int cmd_version(void)
     struct gos_rep_hdr r;
     memcpy(&r, p, sizeof r);
     const char *text = (const char *)p + sizeof r;
-    CHECK(r.status == GPUOS_EPROTO && strstr(text, "protocol version 99") && strstr(text, "version 1"),
+    char ours[32];
+    snprintf(ours, sizeof ours, "version %d", GOS_PROTOCOL_VERSION);
+    CHECK(r.status == GPUOS_EPROTO && strstr(text, "protocol version 99") && strstr(text, ours),
           "unclear version error: %s", text);
     printf("version: %s\n", text);
     close(fd);

@@ -25,7 +25,7 @@ static void test_header_bytes(void **state)
     (void)state;
     struct gos_msg_hdr h;
     gos_proto_hdr(&h, GOS_MSG_COPY, 7, 48);
-    const unsigned char want[16] = {'G', 'O', 'S', 'P', 1, 0, 0x2c, 0x01, 7, 0, 0, 0, 48, 0, 0, 0};
+    const unsigned char want[16] = {'G', 'O', 'S', 'P', GOS_PROTOCOL_VERSION, 0, 0x2c, 0x01, 7, 0, 0, 0, 48, 0, 0, 0};
     assert_memory_equal(&h, want, 16);
     assert_int_equal(gos_proto_check_hdr(&h), GOS_OK);
     assert_string_equal(gos_proto_name(GOS_MSG_LAUNCH), "LAUNCH");
@@ -62,8 +62,11 @@ static void test_header_rules(void **state)
     h.magic = 0x12345678;
     reject(&h, NULL, "not a gpuos message");
     gos_proto_hdr(&h, GOS_MSG_SYNC, 1, 0);
-    h.version = 2;
-    reject(&h, NULL, "protocol version 2, this side speaks version 1");
+    h.version = GOS_PROTOCOL_VERSION + 1;
+    char want_msg[80];
+    snprintf(want_msg, sizeof want_msg, "protocol version %d, this side speaks version %d", GOS_PROTOCOL_VERSION + 1,
+             GOS_PROTOCOL_VERSION);
+    reject(&h, NULL, want_msg);
     gos_proto_hdr(&h, 777, 1, 0);
     reject(&h, NULL, "unknown message type 777");
     gos_proto_hdr(&h, GOS_MSG_COPY, 1, GOS_PROTO_MAX_PAYLOAD + 1);
@@ -91,8 +94,10 @@ static void test_payload_rules(void **state)
     reject(&h, &he, "not terminated");
     strcpy(he.vgpu, "alice");
     assert_int_equal(gos_proto_check(&h, &he), GOS_OK);
-    he.version = 3;
-    reject(&h, &he, "client speaks protocol version 3");
+    he.version = GOS_PROTOCOL_VERSION + 2;
+    char want_msg[80];
+    snprintf(want_msg, sizeof want_msg, "client speaks protocol version %d", GOS_PROTOCOL_VERSION + 2);
+    reject(&h, &he, want_msg);
 
     struct gos_msg_copy c = {.dir = GOS_COPY_HTOD, .bytes = 16};
     gos_proto_hdr(&h, GOS_MSG_COPY, 1, sizeof c);

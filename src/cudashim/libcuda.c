@@ -116,7 +116,7 @@ struct CUfunc_st {
     uint32_t magic;
     gpuos_function h;
     struct CUmod_st *mod;
-    char name[256];
+    char name[4096]; /* C++ mangled names (cuFuncGetName) */
     struct shim_kinfo k;
     char why[160];
     int max_dyn_smem;

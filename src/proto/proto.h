@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 /* Bump this if any of the messages, structs or constants below change. */
-#define GOS_PROTOCOL_VERSION 1
+#define GOS_PROTOCOL_VERSION 2 /* 2: kernel names up to 4095 characters (C++ mangled names) */
 /* Where clients and `gpuos serve` meet when neither --socket, the configuration
  * file's socket = nor $GPUOS_SOCKET says otherwise (the systemd unit's
  * RuntimeDirectory=gpuos). */
@@ -33,7 +33,7 @@
 #define GOS_PROTO_MAGIC 0x50534f47u /* "GOSP" little-endian */
 #define GOS_PROTO_MAX_PAYLOAD 65536u
 #define GOS_NAME_MAX 64        /* vGPU, module names incl. NUL */
-#define GOS_FUNC_NAME_MAX 128  /* kernel names incl. NUL */
+#define GOS_FUNC_NAME_MAX 4096 /* kernel names incl. NUL (C++ template kernels: PyTorch) */
 #define GOS_MSG_TEXT_MAX 256   /* error message in a reply incl. NUL */
 #define GOS_PARAM_MAX 4096     /* packed kernel parameters */
 #define GOS_MAX_VGPUS 64

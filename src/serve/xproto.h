@@ -127,8 +127,8 @@ struct x_module {
 
 struct x_function {
     uint32_t module;
-    uint32_t pad; /* the client's handle for it (1..256; 0: none): ring launches name it */
-    char name[256];
+    uint32_t pad; /* the client's handle for it (1..SRV_MAX_FUNCS; 0: none): ring launches name it */
+    char name[GOS_FUNC_NAME_MAX];
 };
 
 enum { XOP_HTOD, XOP_DTOH, XOP_DTOD, XOP_LAUNCH };
