@@ -119,6 +119,24 @@ CU
         -o "$T/k.fatbin" "$T/k.cu" || fail "nvcc"
     out=$("$B/tests/cudashim_image" "$T/k.fatbin" mixed 90)
     [ "${out%% regs*}" = "params 6 0:8 8:1 16:8 24:20 44:2 48:8 bytes 56" ] || fail "layout of mixed(): $out"
+    # the same from a zstd-compressed cubin (nvcc --compress-mode=size: PyTorch's
+    # fatbins are compressed), and a corrupt compressed payload is refused
+    "$NVCC" -fatbin -gencode arch=compute_90,code=sm_90 --compress-mode=size -o "$T/kz.fatbin" "$T/k.cu" || fail "nvcc -compress"
+    out=$("$B/tests/cudashim_image" "$T/kz.fatbin" mixed 90)
+    [ "${out%% regs*}" = "params 6 0:8 8:1 16:8 24:20 44:2 48:8 bytes 56" ] || fail "layout of mixed() compressed: $out"
+    /usr/bin/python3 - "$T/kz.fatbin" "$T/kbad.fatbin" <<'PY' || fail "corrupting the fatbin"
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+hdr = struct.unpack_from("<H", b, 6)[0]
+flags = struct.unpack_from("<Q", b, hdr + 0x28)[0]
+assert flags & 0x8000, "nvcc did not compress the cubin (flags 0x%x)" % flags
+eh = struct.unpack_from("<I", b, hdr + 4)[0]
+for i in range(hdr + eh + 8, hdr + eh + 40):
+    b[i] ^= 0x5A
+open(sys.argv[2], "wb").write(b)
+PY
+    out=$("$B/tests/cudashim_image" "$T/kbad.fatbin" mixed 90)
+    case "$out" in "none: the fatbin's zstd-compressed cubin does not inflate"*) ;; *) fail "corrupt compressed cubin: $out" ;; esac
     "$NVCC" -ptx -arch=sm_90 -o "$T/k.ptx" "$T/k.cu" || fail "nvcc -ptx"
     out=$("$B/tests/cudashim_image" "$T/k.ptx" mixed 90)
     [ "${out%% regs*}" = "params 6 0:8 8:1 16:8 24:20 44:2 48:8 bytes 56" ] || fail "PTX layout of mixed(): $out"

@@ -16,11 +16,13 @@
  *   REGCOUNT 0x2f     (global .nv.info) u32 symbol, u32 registers
  *   FRAME_SIZE 0x11   (global .nv.info) u32 symbol, u32 bytes of local memory
  * The layout was checked against nvcc 13.0's cubins (tests/t_cudashim.sh builds
- * a kernel of mixed parameter types when nvcc is present). Compressed fatbin
- * entries are not read (the kernel then has no layout: the launch says so).
+ * a kernel of mixed parameter types when nvcc is present, plain and compressed).
+ * Compressed fatbin entries (LZ4 or zstd) are inflated with the system's
+ * libraries (inflate_entry).
  * A PTX image's layout comes from its .entry declaration (ptx_kernel). */
 #include "cudashim/shim.h"
 
+#include <dlfcn.h>
 #include <elf.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -247,55 +249,103 @@ static void cubin_kernel(const unsigned char *p, size_t n, const char *name, str
     k->found = 1;
 }
 
+/* A compressed fatbin entry's payload (nvcc --compress-mode: flag 0x2000 LZ4,
+ * 0x8000 zstd; the compressed size is the u32 at 0x10 of the entry header, the
+ * payload padded to 8 bytes, the uncompressed size the u64 at 0x38), inflated
+ * with the system's liblz4 / libzstd, loaded when first needed (dlopen: the
+ * library loads without them, and then says a compressed cubin is unreadable).
+ * Returns a malloc'd buffer of exactly `unc` bytes, or NULL with a reason. */
+static unsigned char *inflate_entry(const unsigned char *e, uint32_t ehdr, uint64_t padded, char *why, size_t why_len)
+{
+    uint64_t flags = rd64(e + 0x28), unc = rd64(e + 0x38), csize = rd32(e + 0x10);
+    const unsigned char *src = e + ehdr;
+    if (!csize || csize > padded)
+        csize = padded;
+    if (!unc || unc > (1ull << 30) || csize > (1ull << 30)) {
+        snprintf(why, why_len, "a compressed cubin of %llu bytes (unreadable size)", (unsigned long long)unc);
+        return NULL;
+    }
+    int zstd = (flags & 0x8000) != 0;
+    const char *libname = zstd ? "libzstd.so.1" : "liblz4.so.1";
+    void *lib = dlopen(libname, RTLD_NOW | RTLD_LOCAL);
+    void *fn = lib ? dlsym(lib, zstd ? "ZSTD_decompress" : "LZ4_decompress_safe") : NULL;
+    if (!fn) {
+        snprintf(why, why_len, "the fatbin's cubin for this GPU is %s-compressed and %s is not loadable",
+                 zstd ? "zstd" : "LZ4", libname);
+        return NULL;
+    }
+    unsigned char *out = malloc(unc);
+    if (!out) {
+        snprintf(why, why_len, "out of memory inflating a cubin of %llu bytes", (unsigned long long)unc);
+        return NULL;
+    }
+    int ok;
+    if (zstd) {
+        size_t (*dec)(void *, size_t, const void *, size_t) = (size_t (*)(void *, size_t, const void *, size_t))fn;
+        ok = dec(out, unc, src, csize) == unc;
+    } else {
+        int (*dec)(const char *, char *, int, int) = (int (*)(const char *, char *, int, int))fn;
+        ok = dec((const char *)src, (char *)out, (int)csize, (int)unc) == (int)unc;
+    }
+    if (!ok) {
+        free(out);
+        snprintf(why, why_len, "the fatbin's %s-compressed cubin does not inflate to its %llu bytes",
+                 zstd ? "zstd" : "LZ4", (unsigned long long)unc);
+        return NULL;
+    }
+    return out;
+}
+
 /* The cubin for `cc` in a fatbin container: exact architecture, else the
  * highest lower one of the same major, else (plain `nvcc` builds an sm_75
  * cubin and compute_75 PTX, which the driver compiles for the GPU) the highest
  * lower cubin of any architecture: parameter layouts are the same on every
- * architecture (registers and shared memory are then those of that cubin). */
-static const unsigned char *fatbin_cubin(const unsigned char *p, int cc, size_t *n, char *why, size_t why_len)
+ * architecture (registers and shared memory are then those of that cubin).
+ * A compressed one is inflated into *owned (the caller frees it). */
+static const unsigned char *fatbin_cubin(const unsigned char *p, int cc, size_t *n, unsigned char **owned, char *why,
+                                         size_t why_len)
 {
     size_t hdr = rd16(p + 6), total = hdr + rd64(p + 8), off = hdr;
-    const unsigned char *best = NULL;
-    const unsigned char *any = NULL;
-    size_t any_n = 0;
-    int best_arch = -1, any_arch = -1, compressed = 0, ptx = 0;
+    const unsigned char *best = NULL, *any = NULL;
+    int best_arch = -1, any_arch = -1, ptx = 0;
+    *owned = NULL;
     while (off + 0x40 <= total) {
         const unsigned char *e = p + off;
         int kind = rd16(e);
         uint32_t ehdr = rd32(e + 4);
         uint64_t size = rd64(e + 8);
         int arch = (int)rd32(e + 0x1c);
-        uint64_t flags = rd64(e + 0x28), unc = rd64(e + 0x38);
         if (ehdr < 0x40 || off + ehdr + size > total)
             break;
         if (kind == 1)
             ptx = 1;
         if (kind == 2 && arch <= cc && arch / 10 == cc / 10 && arch > best_arch) {
-            if ((flags & 0xa000) || unc) { /* 0x2000 LZ4, 0x8000 zstd (nvcc --compress-mode) */
-                compressed = 1;
-            } else {
-                best = e + ehdr;
-                *n = size;
-                best_arch = arch;
-            }
+            best = e;
+            best_arch = arch;
         }
-        if (kind == 2 && arch <= cc && arch > any_arch && !(flags & 0xa000) && !unc) {
-            any = e + ehdr;
-            any_n = size;
+        if (kind == 2 && arch <= cc && arch > any_arch) {
+            any = e;
             any_arch = arch;
         }
         off += ehdr + size;
     }
-    if (!best && any) {
-        *n = any_n;
-        return any;
-    }
-    if (!best)
+    const unsigned char *e = best ? best : any;
+    if (!e) {
         snprintf(why, why_len, "%s",
-                 compressed ? "the fatbin's cubin for this GPU is compressed (not read by gpuos libcuda)"
-                 : ptx      ? "the fatbin has PTX only for this GPU (parameter layouts are read from cubins)"
-                            : "the fatbin has no cubin for this GPU");
-    return best;
+                 ptx ? "the fatbin has PTX only for this GPU (parameter layouts are read from cubins)"
+                     : "the fatbin has no cubin for this GPU");
+        return NULL;
+    }
+    uint32_t ehdr = rd32(e + 4);
+    uint64_t size = rd64(e + 8), flags = rd64(e + 0x28), unc = rd64(e + 0x38);
+    if (!(flags & 0xa000) && !unc) {
+        *n = size;
+        return e + ehdr;
+    }
+    if (!(*owned = inflate_entry(e, ehdr, size, why, why_len)))
+        return NULL;
+    *n = unc;
+    return *owned;
 }
 
 /* PTX text: ".entry NAME(" then ".param [.ptr ...] [.align N] .TYPE name[[N]]"
@@ -403,9 +453,11 @@ void shim_image_kernel(const void *image, size_t bytes, int cc, const char *name
     const unsigned char *p = unwrap(image);
     if (rd32(p) == FATBIN_MAGIC) {
         size_t n = 0;
-        const unsigned char *c = fatbin_cubin(p, cc, &n, why, why_len);
+        unsigned char *owned = NULL;
+        const unsigned char *c = fatbin_cubin(p, cc, &n, &owned, why, why_len);
         if (c)
             cubin_kernel(c, n, name, info, why, why_len);
+        free(owned);
     } else if (!memcmp(p, ELFMAG, SELFMAG)) {
         cubin_kernel(p, bytes, name, info, why, why_len);
     } else {
@@ -418,11 +470,11 @@ int shim_image_global(const void *image, size_t bytes, int cc, const char *name,
     const unsigned char *p = unwrap(image);
     size_t n = bytes;
     char why[160];
-    if (rd32(p) == FATBIN_MAGIC && !(p = fatbin_cubin(p, cc, &n, why, sizeof why)))
+    unsigned char *owned = NULL;
+    if (rd32(p) == FATBIN_MAGIC && !(p = fatbin_cubin(p, cc, &n, &owned, why, sizeof why)))
         return -1;
     struct elf f;
-    int type = 0;
-    if (elf_open(&f, p, n) || elf_sym(&f, name, size, &type) < 0 || type != STT_OBJECT)
-        return -1;
-    return 0;
+    int type = 0, rc = elf_open(&f, p, n) || elf_sym(&f, name, size, &type) < 0 || type != STT_OBJECT ? -1 : 0;
+    free(owned);
+    return rc;
 }
