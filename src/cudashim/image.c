@@ -23,8 +23,6 @@
 #include "cudashim/shim.h"
 
 #include <dlfcn.h>
-#include <sys/uio.h>
-#include <unistd.h>
 #include <elf.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,25 +89,8 @@ size_t shim_image_size(const void *image)
     if (!image)
         return 0;
     const unsigned char *p = unwrap(image);
-    if (rd32(p) == FATBIN_MAGIC) {
-        /* Containers may follow one another (libraries such as cuBLAS keep
-         * their code in several): take every one that follows, reading the
-         * bytes after each through process_vm_readv so that the end of a
-         * mapping is an answer, not a fault. */
-        size_t n = 0;
-        for (int k = 0; k < 65536; k++) {
-            size_t one = (size_t)rd16(p + n + 6) + (size_t)rd64(p + n + 8);
-            if (one < 16 || one > ((size_t)1 << 32))
-                break;
-            n += one;
-            unsigned char next[8];
-            struct iovec l = {next, sizeof next}, r = {(void *)(p + n), sizeof next};
-            if (process_vm_readv(getpid(), &l, 1, &r, 1, 0) != (ssize_t)sizeof next || rd32(next) != FATBIN_MAGIC ||
-                rd16(next + 4) != 1 || rd16(next + 6) != 0x10)
-                break;
-        }
-        return n;
-    }
+    if (rd32(p) == FATBIN_MAGIC)
+        return (size_t)rd16(p + 6) + (size_t)rd64(p + 8);
     if (!memcmp(p, ELFMAG, SELFMAG) && p[EI_CLASS] == ELFCLASS64)
         return elf_size(p);
     /* PTX or another text image (gpuos-builtin): NUL-terminated. */
@@ -471,17 +452,12 @@ void shim_image_kernel(const void *image, size_t bytes, int cc, const char *name
     }
     const unsigned char *p = unwrap(image);
     if (rd32(p) == FATBIN_MAGIC) {
-        /* each container in turn (shim_image_size) until one has the kernel */
-        size_t at = 0, total = p == image ? bytes : shim_image_size(image);
-        while (at + 16 <= total && rd32(p + at) == FATBIN_MAGIC && !info->found) {
-            size_t n = 0;
-            unsigned char *owned = NULL;
-            const unsigned char *c = fatbin_cubin(p + at, cc, &n, &owned, why, why_len);
-            if (c)
-                cubin_kernel(c, n, name, info, why, why_len);
-            free(owned);
-            at += (size_t)rd16(p + at + 6) + (size_t)rd64(p + at + 8);
-        }
+        size_t n = 0;
+        unsigned char *owned = NULL;
+        const unsigned char *c = fatbin_cubin(p, cc, &n, &owned, why, why_len);
+        if (c)
+            cubin_kernel(c, n, name, info, why, why_len);
+        free(owned);
     } else if (!memcmp(p, ELFMAG, SELFMAG)) {
         cubin_kernel(p, bytes, name, info, why, why_len);
     } else {
