@@ -65,7 +65,7 @@ static void test_params(void **state)
     assert_int_equal(p.len, 24);
 }
 
-/* A fake daemon of protocol version 2: answers HELLO with its own header. */
+/* A fake daemon of another protocol version (ours + 1): answers HELLO with its own header. */
 static int lfd;
 static void *fake_daemon(void *arg)
 {
@@ -81,7 +81,7 @@ static void *fake_daemon(void *arg)
     } m;
     memset(&m, 0, sizeof m);
     gos_proto_hdr(&m.h, GOS_MSG_REPLY, 1, sizeof m.r + 8);
-    m.h.version = 2;
+    m.h.version = GOS_PROTOCOL_VERSION + 1;
     m.r.status = GPUOS_EPROTO;
     m.r.req_type = GOS_MSG_HELLO;
     m.r.text_len = 8;
@@ -110,7 +110,9 @@ static void test_foreign_daemon(void **state)
     pthread_join(t, NULL);
     assert_int_equal(rc, GPUOS_EPROTO);
     assert_null(g);
-    if (!strstr(gpuos_error(), "another protocol") || !strstr(gpuos_error(), "protocol version 2"))
+    char want[32];
+    snprintf(want, sizeof want, "protocol version %d", GOS_PROTOCOL_VERSION + 1);
+    if (!strstr(gpuos_error(), "another protocol") || !strstr(gpuos_error(), want))
         fail_msg("unclear message: %s", gpuos_error());
     close(lfd);
     unlink(a.sun_path);
