@@ -161,14 +161,8 @@ static int do_alloc(struct srv_client *c, uint64_t bytes, uint64_t *dptr)
         return gos_fail(GOS_EBUSY, "vGPU %s: allocating %llu bytes would exceed its memory share "
                                    "(%llu of %llu bytes used)", v->cfg.name, (unsigned long long)bytes,
                         (unsigned long long)v->mem_used, (unsigned long long)v->mem_quota);
-    if (c->n_allocs == c->cap_allocs) {
-        int cap = c->cap_allocs ? 2 * c->cap_allocs : 16;
-        struct srv_alloc *a = realloc(c->allocs, sizeof *a * (size_t)cap);
-        if (!a)
-            return gos_fail(GOS_ENOMEM, "daemon out of host memory");
-        c->allocs = a;
-        c->cap_allocs = cap;
-    }
+    if (srv_alloc_room(c))
+        return GOS_ENOMEM;
     v->mem_used += bytes; /* reserved while the lock is dropped */
     pthread_mutex_unlock(&s->lock);
     int rc;

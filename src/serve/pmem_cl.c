@@ -67,14 +67,8 @@ int srv_pmem_do_alloc(struct srv_client *c, const struct gos_msg_pmem_alloc *m, 
                                    "bytes and would exceed its memory share (%llu of %llu bytes used)",
                         v->cfg.name, (unsigned long long)m->bytes, (unsigned long long)est,
                         (unsigned long long)v->mem_used, (unsigned long long)v->mem_quota);
-    if (c->n_allocs == c->cap_allocs) {
-        int cap = c->cap_allocs ? 2 * c->cap_allocs : 16;
-        struct srv_alloc *a = realloc(c->allocs, sizeof *a * (size_t)cap);
-        if (!a)
-            return gos_fail(GOS_ENOMEM, "daemon out of host memory");
-        c->allocs = a;
-        c->cap_allocs = cap;
-    }
+    if (srv_alloc_room(c))
+        return GOS_ENOMEM;
     if (!c->x && !c->pmem_set && !(c->pmem_set = calloc(1, sizeof *c->pmem_set)))
         return gos_fail(GOS_ENOMEM, "daemon out of host memory");
     v->mem_used += est; /* reserved while the lock is dropped */

@@ -320,6 +320,7 @@ void srv_spatial_close(struct srv_dev *d);
  * region holding [off, off + n) of region r, or NULL with an error; dropping
  * one (unmapped once no task uses it); a task's reference released. */
 int srv_region_add(struct srv_client *c, uint64_t bytes, int fd, uint32_t *id);
+int srv_alloc_room(struct srv_client *c);
 struct srv_region *srv_region_find(struct srv_client *c, uint32_t r, uint64_t off, uint64_t n);
 void srv_region_drop(struct srv_client *c, int r);
 void srv_region_unref(struct srv_client *c, int r);

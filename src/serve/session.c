@@ -55,6 +55,21 @@ static void client_free(struct srv_client *c)
     pthread_cond_broadcast(&s->idle);
 }
 
+/* Room for one more entry in the client's allocation table (allocations,
+ * attachments, partition-local memory): GOS_OK, or GOS_ENOMEM with a message. */
+int srv_alloc_room(struct srv_client *c)
+{
+    if (c->n_allocs < c->cap_allocs)
+        return GOS_OK;
+    int cap = c->cap_allocs ? 2 * c->cap_allocs : 16;
+    struct srv_alloc *a = realloc(c->allocs, sizeof *a * (size_t)cap);
+    if (!a)
+        return gos_fail(GOS_ENOMEM, "daemon out of host memory");
+    c->allocs = a;
+    c->cap_allocs = cap;
+    return GOS_OK;
+}
+
 void srv_client_exec_check(struct srv_client *c)
 {
     if (!c->x || !c->x->dead || c->exec_lost || c->vgpu < 0)

@@ -148,14 +148,8 @@ int srv_shm_get(struct srv_client *c, const struct gos_msg_shm_get *m, struct go
 
 static int add_attachment(struct srv_client *c, uint64_t dptr, uint64_t bytes, int id, void *vbuf)
 {
-    if (c->n_allocs == c->cap_allocs) {
-        int cap = c->cap_allocs ? 2 * c->cap_allocs : 16;
-        struct srv_alloc *a = realloc(c->allocs, sizeof *a * (size_t)cap);
-        if (!a)
-            return gos_fail(GOS_ENOMEM, "daemon out of host memory");
-        c->allocs = a;
-        c->cap_allocs = cap;
-    }
+    if (srv_alloc_room(c))
+        return GOS_ENOMEM;
     c->allocs[c->n_allocs++] = (struct srv_alloc){.dptr = dptr, .bytes = bytes, .shm = id + 1, .vbuf = vbuf};
     return GOS_OK;
 }
