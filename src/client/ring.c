@@ -112,8 +112,14 @@ static int wait_entry(gpuos_vgpu *g, uint32_t idx)
         int gone = pid > 0 && (!f || (rp && (rp[2] == 'Z' || rp[2] == 'X')));
         if (gone || gos_ring_now_ns() - t0 >= limit) {
             g->ring_off = 1;
-            return gone ? gos_fail(GOS_EDEVICE, "this client's executor (pid %d) is gone", (int)pid)
-                        : gos_fail(GOS_ETIMEDOUT, "no answer on the ring within %d ms", g->timeout_ms);
+            if (gone) {
+                /* The daemon knows why (a fault of this client, or of another
+                 * client's on a shared MPS server, which names that vGPU): its
+                 * answer to a synchronise over the socket says so. */
+                int rc = gcl_call(g, GOS_MSG_SYNC, NULL, 0, -1, NULL, 0);
+                return rc ? rc : gos_fail(GOS_EDEVICE, "this client's executor (pid %d) is gone", (int)pid);
+            }
+            return gos_fail(GOS_ETIMEDOUT, "no answer on the ring within %d ms", g->timeout_ms);
         }
     }
     return GOS_OK;
