@@ -331,6 +331,19 @@ static void test_launch(void)
     TRUE(host_ms < 100.0);
     CHECK(cuEventElapsedTime(&ms, e0, e1));
     TRUE(ms >= 199.5f && ms < 2000.0f);
+    /* an event without timing still waits for the work before it */
+    CUevent e3;
+    CHECK(cuEventCreate(&e3, CU_EVENT_DISABLE_TIMING));
+    ns = 100000000ull;
+    clock_gettime(CLOCK_MONOTONIC, &h0);
+    CHECK(cuLaunchKernel(sleepk, 1, 1, 1, 1, 1, 1, 0, s, sargs, NULL));
+    CHECK(cuEventRecord(e3, s));
+    CHECK(cuEventSynchronize(e3));
+    clock_gettime(CLOCK_MONOTONIC, &h1);
+    host_ms = (double)(h1.tv_sec - h0.tv_sec) * 1e3 + (double)(h1.tv_nsec - h0.tv_nsec) / 1e6;
+    TRUE(host_ms >= 99.0);
+    EXPECT(cuEventElapsedTime(&ms, e3, e3), CUDA_ERROR_INVALID_HANDLE);
+    CHECK(cuEventDestroy(e3));
     /* no stream is ever capturing (PyTorch asks before its first kernel) */
     CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_ACTIVE;
     cuuint64_t cid = 7;

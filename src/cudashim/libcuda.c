@@ -129,7 +129,7 @@ struct CUstream_st {
 struct CUevent_st {
     uint32_t magic;
     unsigned flags;
-    int recorded;     /* 1: host clock in t; 2: GPU timestamp in the pool's slot */
+    int recorded;     /* 1: host clock in t; 2: GPU timestamp in the pool's slot; 3: no timing (queued) */
     int slot;         /* its 8 bytes in the event pool, -1 none */
     struct timespec t;
 };
@@ -1786,8 +1786,8 @@ static int event_record(struct CUevent_st *e)
         e->recorded = rc ? 0 : 2;
         return rc;
     }
-    if (e->flags & CU_EVENT_DISABLE_TIMING) { /* ordering only: one queue orders it */
-        e->recorded = 1;
+    if (e->flags & CU_EVENT_DISABLE_TIMING) { /* queued work to wait for, no time */
+        e->recorded = 3;
         return GPUOS_OK;
     }
     int rc = shim_sync();
@@ -1998,7 +1998,7 @@ E CUresult cuEventQuery(CUevent e)
         return CUDA_ERROR_INVALID_HANDLE;
     /* one queue: the event is complete once the queue has drained to it; no
      * partial query, so a query waits (never answers NOT_READY wrongly) */
-    return e->recorded == 2 ? map_rc(shim_sync(), "cuEventQuery") : CUDA_SUCCESS;
+    return e->recorded >= 2 ? map_rc(shim_sync(), "cuEventQuery") : CUDA_SUCCESS;
 }
 E CUresult cuEventSynchronize(CUevent e) { return cuEventQuery(e); }
 
