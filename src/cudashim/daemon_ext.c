@@ -1,5 +1,5 @@
-/* daemon_ext.c: the daemon requests gpuos's libcuda does not have yet
- * (daemon_ext.h). Stubs: GPUOS_EUNSUPPORTED, so the callers fall back. */
+/* daemon_ext.c: the daemon requests of gpuos's libcuda beyond the core client API
+ * (daemon_ext.h); GPUOS_EUNSUPPORTED where there is none, so the callers fall back. */
 #include "cudashim/daemon_ext.h"
 #include "cudashim/shim.h"
 

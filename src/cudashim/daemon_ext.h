@@ -1,12 +1,13 @@
-/* daemon_ext.h: what gpuos's libcuda would ask the daemon for beyond today's
- * client API (include/gpuos/gpuos.h). Each returns GPUOS_EUNSUPPORTED until the
- * daemon has the message; the callers then fall back as described. The list
- * (docs/readme-cudashim.md, "Daemon messages still missing"):
- *   shim_ext_attribute  a device attribute of the real device (fallback: the
- *                       compute capability 9.x values, SMs and CC from the daemon)
- *   shim_ext_memset     memset on the device (fallback: pattern copied from host)
- *   shim_ext_global     device address of a module global (no fallback:
- *                       cuModuleGetGlobal is CUDA_ERROR_NOT_SUPPORTED)
+/* daemon_ext.h: what gpuos's libcuda asks the daemon for beyond the core client
+ * API (include/gpuos/gpuos.h). Each returns GPUOS_EUNSUPPORTED where the daemon
+ * cannot answer; the callers then fall back as described
+ * (docs/readme-cudashim.md, "What the daemon now does for the library"):
+ *   shim_ext_attribute  a device attribute of the real device (DEVICE_ATTRS;
+ *                       fallback: the compute capability 9.x values)
+ *   shim_ext_memset     memset on the device (no message yet: the fallback is
+ *                       the built-in fill kernel and host copies)
+ *   shim_ext_global     device address of a module global (MODULE_GLOBAL; an
+ *                       older daemon: cuModuleGetGlobal is NOT_SUPPORTED)
  *   shim_ext_table      an export table the CUDA runtime asks for (exports.c) */
 #ifndef GOS_CUDASHIM_DAEMON_EXT_H
 #define GOS_CUDASHIM_DAEMON_EXT_H
