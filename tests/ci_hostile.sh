@@ -36,11 +36,12 @@ for t in tests/t_serve.sh tests/t_serve_robust.sh tests/t_hostile.sh tests/t_hos
     tests/t_pmem_client.sh tests/t_ring.sh; do
     run sh "$t"
 done
-# The fairness test asserts measured shares within a few points: a sanitized
-# daemon on a busy 2-CPU runner may miss one by timing alone, so it gets a second
-# try; memory and UB errors fail the step whatever (reports are checked below).
-sh tests/t_serve_fair.sh >"$logs/fair1" 2>&1 && echo "PASS (sanitized) sh tests/t_serve_fair.sh" ||
-    { echo "retry (sanitized) t_serve_fair.sh: $(grep FAIL "$logs/fair1" | head -1)"; run sh tests/t_serve_fair.sh; }
+# The fairness workload on the sanitized daemon: for memory and UB errors (the
+# reports are checked below) and the comparisons that hold on a slow host; its
+# absolute thresholds (points of error, busy fractions) are asserted by `make
+# test` on the normal build: a sanitized daemon is several times slower, and with
+# the fast path a lone client's ring runs ahead of a slow daemon's revoke.
+run env FAIR_HOST=slow sh tests/t_serve_fair.sh
 # the fuzzers
 run sh tests/fuzz/serve_proto.sh "$SECS"
 run "$ABUILD/tests/fuzz_serve" config "$SECS" "$(date +%s)"

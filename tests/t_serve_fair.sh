@@ -84,6 +84,14 @@ while :; do
     cat "$T/log"
     if note=$(contended "$p0" "$t0"); then hot=1; else hot=0; fi
     echo "run $attempt: $note"
+    # FAIR_HOST=slow (tests/ci_hostile.sh: a sanitized daemon, several times
+    # slower, is a starved host by construction): only the comparisons that hold
+    # under contention are asserted; `make test` asserts every threshold
+    if [ "${FAIR_HOST:-}" = slow ]; then
+        $PY "$T/check.py" "$T/f.json" contended || fail "fairness properties (even those that hold under contention)"
+        echo "t_serve_fair: FAIR_HOST=slow: absolute thresholds not asserted"
+        break
+    fi
     $PY "$T/check.py" "$T/f.json" strict && break
     [ $hot -eq 1 ] || fail "fairness properties on an uncontended host"
     if [ $attempt -ge 2 ]; then
