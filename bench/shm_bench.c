@@ -33,6 +33,7 @@
 #include "device/exec_ops.h"
 #include "device/vmm_ops.h"
 #include "vmem/swap.h"
+#include "proto/wire.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -105,41 +106,6 @@ static int launch_fill(gos_device *d, uint64_t ptr, uint32_t v, uint64_t words, 
 
 /* ---- chain ---- */
 
-static int send_fd(int sock, int fd)
-{
-    char c = 'f';
-    struct iovec iov = {&c, 1};
-    union {
-        struct cmsghdr h;
-        char buf[CMSG_SPACE(sizeof(int))];
-    } u;
-    memset(&u, 0, sizeof u);
-    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
-    struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(cm), &fd, sizeof fd);
-    return sendmsg(sock, &m, 0) == 1 ? 0 : -1;
-}
-
-static int recv_fd(int sock)
-{
-    char c;
-    struct iovec iov = {&c, 1};
-    union {
-        struct cmsghdr h;
-        char buf[CMSG_SPACE(sizeof(int))];
-    } u;
-    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
-    if (recvmsg(sock, &m, 0) != 1)
-        return -1;
-    struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-    int fd = -1;
-    if (cm && cm->cmsg_type == SCM_RIGHTS)
-        memcpy(&fd, CMSG_DATA(cm), sizeof fd);
-    return fd;
-}
 
 static int rd(int s, char want)
 {
@@ -159,7 +125,7 @@ static int chain_b(int s, int shm, uint32_t n, int rounds, float *host)
     if (gos_exec_stream_create(d, &st) || gos_exec_mem_alloc(d, bytes, &u))
         return 20;
     if (shm) {
-        int fd = recv_fd(s);
+        int fd = gos_wire_recv_fd(s);
         if (fd < 0 || gos_vmm_buf_attach(d, fd, bytes, &seg))
             return 21;
         close(fd);
@@ -226,7 +192,7 @@ static double chain(int shm, uint32_t n, int rounds)
     free(init);
     if (shm) {
         int fd;
-        if (gos_vmm_buf_alloc(d, bytes, &seg) || gos_vmm_buf_export(d, &seg, &fd) || send_fd(s, fd))
+        if (gos_vmm_buf_alloc(d, bytes, &seg) || gos_vmm_buf_export(d, &seg, &fd) || gos_wire_send_fd(s, fd))
             die("shared segment");
         close(fd);
         c = seg.va;

@@ -24,6 +24,7 @@
 #include "common/status.h"
 #include "device/exec_ops.h"
 #include "device/vmm_ops.h"
+#include "proto/wire.h"
 
 #include <dirent.h>
 #include <signal.h>
@@ -225,41 +226,6 @@ static void test_evict_restore(void **st)
     gos_device_close(d);
 }
 
-static int send_fd(int sock, int fd)
-{
-    char c = 'f';
-    struct iovec iov = {&c, 1};
-    union {
-        struct cmsghdr h;
-        char buf[CMSG_SPACE(sizeof(int))];
-    } u;
-    memset(&u, 0, sizeof u);
-    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
-    struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(cm), &fd, sizeof fd);
-    return sendmsg(sock, &m, 0) == 1 ? 0 : -1;
-}
-
-static int recv_fd(int sock)
-{
-    char c;
-    struct iovec iov = {&c, 1};
-    union {
-        struct cmsghdr h;
-        char buf[CMSG_SPACE(sizeof(int))];
-    } u;
-    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
-    if (recvmsg(sock, &m, 0) != 1)
-        return -1;
-    struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-    int fd = -1;
-    if (cm && cm->cmsg_type == SCM_RIGHTS)
-        memcpy(&fd, CMSG_DATA(cm), sizeof fd);
-    return fd;
-}
 
 /* The consumer: its own simulated device; maps the producer's segment, checks
  * the producer's half, writes its own, says so. Exit 0 only when all held. */
@@ -269,7 +235,7 @@ static int consumer(int sock, uint64_t bytes, int hang)
     gos_device_spec spec = {.sim = "default", .ordinal = -1};
     if (gos_device_open(&spec, &d))
         return 10;
-    int fd = recv_fd(sock);
+    int fd = gos_wire_recv_fd(sock);
     gos_vmm_buf b;
     if (fd < 0 || gos_vmm_buf_attach(d, fd, bytes, &b))
         return 11;
@@ -325,7 +291,7 @@ static void test_two_processes(void **st)
         close(sv[1]);
         int fd;
         assert_int_equal(gos_vmm_buf_export(d, &a, &fd), GOS_OK);
-        assert_int_equal(send_fd(sv[0], fd), 0);
+        assert_int_equal(gos_wire_send_fd(sv[0], fd), 0);
         close(fd);
         char c = 0;
         assert_int_equal(read(sv[0], &c, 1), 1);

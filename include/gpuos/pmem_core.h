@@ -116,6 +116,30 @@ GOS_HD void gos_prt_split(gos_prt_table *t, uint32_t n_tasks, const uint32_t w[2
     t->count[1] = n_tasks - c0;
 }
 
+/* The rest of a table once part_of_sm[0..n) holds the chart's partitions:
+ * the idle SMs idle[0..n_idle) take no work, and n_tasks are split by the
+ * partitions' working SM counts (equal: one share per partition with SMs).
+ * Returns 0; i + 1 when idle[i] is not an SM in 0..n-1; -1 when every SM is
+ * idle. The host's table builders (gos_pmem_runtime, gpuos_pmem_runtime). */
+GOS_HD int gos_prt_finish(gos_prt_table *t, int n, const int *idle, int n_idle, uint32_t n_tasks, int equal)
+{
+    for (int i = 0; i < n_idle; i++) {
+        if (idle[i] < 0 || idle[i] >= n)
+            return i + 1;
+        t->part_of_sm[idle[i]] = -1;
+    }
+    uint32_t w[2];
+    gos_prt_sm_counts(t, w);
+    if (!w[0] && !w[1])
+        return -1;
+    if (equal) {
+        w[0] = w[0] ? 1 : 0;
+        w[1] = w[1] ? 1 : 0;
+    }
+    gos_prt_split(t, n_tasks, w);
+    return 0;
+}
+
 /* The task behind ticket `ticket` of partition p's queue, or GOS_PRT_NONE. */
 GOS_HD uint32_t gos_prt_task(const gos_prt_table *t, uint32_t p, uint32_t ticket)
 {

@@ -34,6 +34,7 @@
 #undef cuStreamGetCaptureInfo
 
 #include "cudashim/daemon_ext.h"
+#include "common/grow.h"
 #include "cudashim/shim.h"
 #include "gpuos/gpuos.h"
 
@@ -735,15 +736,9 @@ E CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest)
 static void ranges_add(uint64_t p, uint64_t n)
 {
     pthread_mutex_lock(&S.m);
-    if (S.n_allocs == S.cap_allocs) {
-        int cap = S.cap_allocs ? 2 * S.cap_allocs : 64;
-        struct range *r = realloc(S.allocs, (size_t)cap * sizeof *r);
-        if (!r) {
-            pthread_mutex_unlock(&S.m);
-            return;
-        }
-        S.allocs = r;
-        S.cap_allocs = cap;
+    if (gos_grow((void **)&S.allocs, &S.cap_allocs, S.n_allocs, sizeof *S.allocs, 64)) {
+        pthread_mutex_unlock(&S.m);
+        return;
     }
     S.allocs[S.n_allocs++] = (struct range){p, n};
     pthread_mutex_unlock(&S.m);

@@ -15,6 +15,7 @@
 #include "device/cuda_internal.h"
 #include "device/vmm_ops.h"
 
+#include "common/grow.h"
 #include "common/status.h"
 
 #include <pthread.h>
@@ -80,15 +81,10 @@ static int cv_state(gos_device *d, struct cuda_vmm **out)
 static int remember(struct cuda_vmm *v, CUmemGenericAllocationHandle h, uint64_t bytes, int imported)
 {
     pthread_mutex_lock(&cv_lock);
-    if (v->n == v->cap) {
-        int cap = v->cap ? 2 * v->cap : 32;
-        struct cv_handle *t = realloc(v->t, sizeof *t * (size_t)cap);
-        if (!t) {
-            pthread_mutex_unlock(&cv_lock);
-            return gos_fail(GOS_ENOMEM, "out of host memory");
-        }
-        v->t = t;
-        v->cap = cap;
+    int rc = gos_grow((void **)&v->t, &v->cap, v->n, sizeof *v->t, 32);
+    if (rc) {
+        pthread_mutex_unlock(&cv_lock);
+        return rc;
     }
     v->t[v->n++] = (struct cv_handle){h, bytes, imported};
     pthread_mutex_unlock(&cv_lock);

@@ -37,6 +37,7 @@
 #include "device/sim_internal.h"
 
 #include "common/range.h"
+#include "common/grow.h"
 #include "common/status.h"
 
 #include <errno.h>
@@ -215,16 +216,8 @@ static int se_mem_alloc(gos_device *d, uint64_t bytes, uint64_t *dptr)
                       (unsigned long long)bytes, (unsigned long long)(s->mem_total - s->mem_used));
         goto out;
     }
-    if (s->n_allocs == s->cap_allocs) {
-        int cap = s->cap_allocs ? 2 * s->cap_allocs : 64;
-        struct sim_alloc *a = realloc(s->allocs, sizeof *a * (size_t)cap);
-        if (!a) {
-            rc = gos_fail(GOS_ENOMEM, "out of host memory");
-            goto out;
-        }
-        s->allocs = a;
-        s->cap_allocs = cap;
-    }
+    if ((rc = gos_grow((void **)&s->allocs, &s->cap_allocs, s->n_allocs, sizeof *s->allocs, 64)))
+        goto out;
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) {
         rc = gos_fail(GOS_ENOMEM, "simulated device memory of %llu bytes: %s", (unsigned long long)bytes,

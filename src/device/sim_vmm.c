@@ -23,6 +23,7 @@
 #include "device/sim_internal.h"
 #include "device/vmm_ops.h"
 
+#include "common/grow.h"
 #include "common/status.h"
 
 #include <errno.h>
@@ -54,18 +55,6 @@ struct sim_vmm {
     int n_res, cap_res, n_maps, cap_maps;
 };
 
-static int grow(void **arr, int *cap, int n, size_t elem)
-{
-    if (n < *cap)
-        return GOS_OK;
-    int c = *cap ? 2 * *cap : 16;
-    void *p = realloc(*arr, elem * (size_t)c);
-    if (!p)
-        return gos_fail(GOS_ENOMEM, "out of host memory");
-    *arr = p;
-    *cap = c;
-    return GOS_OK;
-}
 
 static void sv_close(gos_device *d)
 {
@@ -125,7 +114,7 @@ static void maybe_free(struct sim_vmm *s, struct sv_phys *p)
 
 static int add_phys(struct sim_vmm *s, int fd, uint64_t bytes, int imported, uint64_t *h)
 {
-    int rc = grow((void **)&s->phys, &s->cap_phys, s->n_phys, sizeof *s->phys);
+    int rc = gos_grow((void **)&s->phys, &s->cap_phys, s->n_phys, sizeof *s->phys, 16);
     if (rc)
         return rc;
     s->phys[s->n_phys++] = (struct sv_phys){.id = s->next_id++, .bytes = bytes, .fd = fd, .imported = imported};
@@ -239,7 +228,7 @@ static int sv_reserve(gos_device *d, uint64_t bytes, uint64_t *va)
     if (a + len > al + bytes)
         munmap((void *)(uintptr_t)(al + bytes), a + len - al - bytes);
     pthread_mutex_lock(&s->lock);
-    int rc = grow((void **)&s->res, &s->cap_res, s->n_res, sizeof *s->res);
+    int rc = gos_grow((void **)&s->res, &s->cap_res, s->n_res, sizeof *s->res, 16);
     if (!rc)
         s->res[s->n_res++] = (struct sv_range){al, bytes, 0, 0};
     pthread_mutex_unlock(&s->lock);
@@ -313,7 +302,7 @@ static int sv_map(gos_device *d, uint64_t va, uint64_t bytes, uint64_t h)
                           (unsigned long long)bytes);
             goto out;
         }
-    if ((rc = grow((void **)&s->maps, &s->cap_maps, s->n_maps, sizeof *s->maps)))
+    if ((rc = gos_grow((void **)&s->maps, &s->cap_maps, s->n_maps, sizeof *s->maps, 16)))
         goto out;
     if (mmap((void *)(uintptr_t)va, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, p->fd, 0) ==
         MAP_FAILED) {

@@ -295,20 +295,11 @@ int gos_pmem_runtime(const gos_pmem *pm, const int *idle, int n_idle, uint32_t n
     memset(t, 0, sizeof *t);
     for (int s = 0; s < GOS_PRT_MAX_SMS; s++)
         t->part_of_sm[s] = (int8_t)(s < n ? pm->model.part_of[s] : -1);
-    for (int i = 0; i < n_idle; i++) {
-        if (idle[i] < 0 || idle[i] >= n)
-            return gos_fail(GOS_EINVAL, "idle SM %d out of range 0..%d", idle[i], n - 1);
-        t->part_of_sm[idle[i]] = -1;
-    }
-    uint32_t w[2];
-    gos_prt_sm_counts(t, w);
-    if (!w[0] && !w[1])
+    int r = gos_prt_finish(t, n, idle, n_idle, n_tasks, split == GOS_PMEM_SPLIT_EQUAL);
+    if (r > 0)
+        return gos_fail(GOS_EINVAL, "idle SM %d out of range 0..%d", idle[r - 1], n - 1);
+    if (r < 0)
         return gos_fail(GOS_EINVAL, "runtime table: every SM is idle");
-    if (split == GOS_PMEM_SPLIT_EQUAL) {
-        w[0] = w[0] ? 1 : 0;
-        w[1] = w[1] ? 1 : 0;
-    }
-    gos_prt_split(t, n_tasks, w);
     return GOS_OK;
 }
 

@@ -24,6 +24,37 @@ void gos_wire_put_fd(struct msghdr *mh, void *ctl, size_t ctl_len, int fd)
     memcpy(CMSG_DATA(c), &fd, sizeof(int));
 }
 
+int gos_wire_send_fd(int sock, int fd)
+{
+    char c = 'f';
+    struct iovec iov = {&c, 1};
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } ctl;
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+    gos_wire_put_fd(&m, ctl.buf, sizeof ctl.buf, fd);
+    return sendmsg(sock, &m, 0) == 1 ? 0 : -1;
+}
+
+int gos_wire_recv_fd(int sock)
+{
+    char c;
+    struct iovec iov = {&c, 1};
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } ctl;
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
+    if (recvmsg(sock, &m, 0) != 1)
+        return -1;
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+    int fd = -1;
+    if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+        memcpy(&fd, CMSG_DATA(cm), sizeof fd);
+    return fd;
+}
+
 static int wire_send(int fd, int nowait, uint16_t type, uint32_t seq, const void *a, size_t alen,
                      const void *b, size_t blen, int pass_fd)
 {

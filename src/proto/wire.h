@@ -43,4 +43,9 @@ int gos_wire_try_recv(int fd, struct gos_msg_hdr *h, void *payload, int *fd_out,
 struct msghdr;
 void gos_wire_put_fd(struct msghdr *mh, void *ctl, size_t ctl_len, int fd);
 
+/* A bare descriptor over a Unix socket (one byte carrying it, SCM_RIGHTS):
+ * send returns 0 or -1; receive returns the descriptor or -1. */
+int gos_wire_send_fd(int sock, int fd);
+int gos_wire_recv_fd(int sock);
+
 #endif

@@ -12,6 +12,7 @@
 #include "place/place.h"
 #include "serve/pmem_srv.h"
 
+#include "common/grow.h"
 #include "common/status.h"
 #include "device/device.h"
 #include "device/exec_builtin.h"
@@ -113,14 +114,8 @@ static void ring_ahead_done(struct xe *x)
 
 static void al_add(struct xe *x, uint64_t dptr, uint64_t bytes)
 {
-    if (x->n_al == x->cap_al) {
-        int cap = x->cap_al ? 2 * x->cap_al : 64;
-        struct xe_alloc *a = realloc(x->al, sizeof *a * (size_t)cap);
-        if (!a)
-            return; /* not in the table: the ring refuses it, the socket path still works */
-        x->al = a;
-        x->cap_al = cap;
-    }
+    if (gos_grow((void **)&x->al, &x->cap_al, x->n_al, sizeof *x->al, 64))
+        return; /* not in the table: the ring refuses it, the socket path still works */
     x->al[x->n_al++] = (struct xe_alloc){dptr, bytes, 0, 0, 0};
 }
 
@@ -239,15 +234,10 @@ static gos_vmm_buf *vb_find(struct xe *x, uint64_t dptr)
 
 static int xe_valloc(struct xe *x, uint64_t bytes, uint64_t *dptr)
 {
-    if (x->n_vb == x->cap_vb) {
-        int cap = x->cap_vb ? 2 * x->cap_vb : 64;
-        gos_vmm_buf *b = realloc(x->vb, sizeof *b * (size_t)cap);
-        if (!b)
-            return gos_fail(GOS_ENOMEM, "executor out of memory");
-        x->vb = b;
-        x->cap_vb = cap;
-    }
-    int rc = gos_vmm_buf_alloc(x->dev, bytes, &x->vb[x->n_vb]);
+    int rc = gos_grow((void **)&x->vb, &x->cap_vb, x->n_vb, sizeof *x->vb, 64);
+    if (rc)
+        return rc;
+    rc = gos_vmm_buf_alloc(x->dev, bytes, &x->vb[x->n_vb]);
     if (!rc)
         *dptr = x->vb[x->n_vb++].va;
     return rc;

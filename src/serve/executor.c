@@ -63,26 +63,14 @@ static int exchange_fd(struct srv_exec *x, uint32_t type, const void *req, uint3
     return GOS_OK;
 }
 
-int srv_exec_call(struct srv_exec *x, uint32_t type, const void *req, uint32_t n, int fd, void *rep, size_t repn)
-{
-    struct x_hdr h;
-    pthread_mutex_lock(&x->lock);
-    int rc = exchange(x, type, req, n, fd, &h);
-    if (!rc) {
-        if (h.rc)
-            rc = gos_fail(h.rc, "%s", (char *)x->buf);
-        else if (rep)
-            memcpy(rep, x->buf, h.len < repn ? h.len : repn);
-    }
-    pthread_mutex_unlock(&x->lock);
-    return rc;
-}
-
+/* One request and its answer; rfd (or NULL) receives a descriptor the answer
+ * carries, closed again when the call fails. */
 int srv_exec_call_fd(struct srv_exec *x, uint32_t type, const void *req, uint32_t n, int fd, void *rep, size_t repn,
                      int *rfd)
 {
     struct x_hdr h;
-    *rfd = -1;
+    if (rfd)
+        *rfd = -1;
     pthread_mutex_lock(&x->lock);
     int rc = exchange_fd(x, type, req, n, fd, &h, rfd);
     if (!rc) {
@@ -92,11 +80,16 @@ int srv_exec_call_fd(struct srv_exec *x, uint32_t type, const void *req, uint32_
             memcpy(rep, x->buf, h.len < repn ? h.len : repn);
     }
     pthread_mutex_unlock(&x->lock);
-    if (rc && *rfd >= 0) {
+    if (rc && rfd && *rfd >= 0) {
         close(*rfd);
         *rfd = -1;
     }
     return rc;
+}
+
+int srv_exec_call(struct srv_exec *x, uint32_t type, const void *req, uint32_t n, int fd, void *rep, size_t repn)
+{
+    return srv_exec_call_fd(x, type, req, n, fd, rep, repn, NULL);
 }
 
 int srv_exec_run(struct srv_exec *x, int engine, const void *ops, uint32_t bytes, uint32_t n, int32_t *rcs,

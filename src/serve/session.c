@@ -4,6 +4,7 @@
  * engines (dispatch.c); calls only region.c and executor.c. */
 #include "serve/serve.h"
 
+#include "common/grow.h"
 #include "common/status.h"
 
 #include <stdio.h>
@@ -59,15 +60,7 @@ static void client_free(struct srv_client *c)
  * attachments, partition-local memory): GOS_OK, or GOS_ENOMEM with a message. */
 int srv_alloc_room(struct srv_client *c)
 {
-    if (c->n_allocs < c->cap_allocs)
-        return GOS_OK;
-    int cap = c->cap_allocs ? 2 * c->cap_allocs : 16;
-    struct srv_alloc *a = realloc(c->allocs, sizeof *a * (size_t)cap);
-    if (!a)
-        return gos_fail(GOS_ENOMEM, "daemon out of host memory");
-    c->allocs = a;
-    c->cap_allocs = cap;
-    return GOS_OK;
+    return gos_grow((void **)&c->allocs, &c->cap_allocs, c->n_allocs, sizeof *c->allocs, 16);
 }
 
 void srv_client_exec_check(struct srv_client *c)

@@ -1,6 +1,7 @@
 /* swap.c: the swap policy and accounting (swap.h). */
 #include "vmem/swap.h"
 
+#include "common/grow.h"
 #include "common/status.h"
 
 #include <stdlib.h>
@@ -339,14 +340,9 @@ int gos_swap_add(gos_swap *s, int vgpu, uint32_t client, uint64_t va, uint64_t b
     if (bytes > s->reserved)
         return gos_fail(GOS_EINVAL, "swap: %llu bytes added without a plan (%llu reserved)",
                         (unsigned long long)bytes, (unsigned long long)s->reserved);
-    if (s->n == s->cap) {
-        int cap = s->cap ? 2 * s->cap : 64;
-        gos_swap_obj *o = realloc(s->obj, sizeof *o * (size_t)cap);
-        if (!o)
-            return gos_fail(GOS_ENOMEM, "out of host memory");
-        s->obj = o;
-        s->cap = cap;
-    }
+    int rc = gos_grow((void **)&s->obj, &s->cap, s->n, sizeof *s->obj, 64);
+    if (rc)
+        return rc;
     gos_swap_obj *o = &s->obj[s->n++];
     memset(o, 0, sizeof *o);
     o->id = s->next_id++;
