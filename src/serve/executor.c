@@ -161,6 +161,10 @@ void srv_exec_fail(struct srv_exec *x, const char *why)
     snprintf(x->fate, sizeof x->fate, "%s", why);
     __atomic_store_n(&x->fated, 1, __ATOMIC_RELEASE);
     srv_exec_kill(x);
+    /* dead now, not at its client's next exchange with it: a request that needs
+     * no exchange (a synchronise with nothing queued, as after the ring) gets
+     * the fate too */
+    mark_dead(x, 0, why);
 }
 
 int srv_exec_spawn(const char *sim, int ordinal, const char *mps_dir, struct srv_exec **out)
