@@ -7,13 +7,16 @@
  *                     [--seconds S] (--out FILE.json | --results DIR)
  *   --results DIR writes DIR/<gpu-uuid>/vgpu-bench.json; provenance (date, commit
  *   from $GPUOS_COMMIT, command, driver, host) is recorded in the file.
- *   SECTIONS (comma-separated): sweep,small,copy,launch,standalone,fairness,queues
+ *   SECTIONS (comma-separated): sweep,small,copy,hostmem,launch,standalone,fairness,queues,switch
  *
  * Sections (numbers are medians of repetitions after a warm-up):
  *   sweep      copy chunk size x pipeline depth through the daemon (pageable),
  *              the best pair becomes the library's defaults (paper 002, fig. 3);
  *   small      small-copy path vs pipelined path per size: the crossover (fig. 4);
  *   copy       {dir, bytes, host_mem, native_gbps, gpuos_gbps} for 4 KB..1 GB;
+ *   ringprobe  small copies through the ring: client, executor and native time;
+ *   hostmem    native copies from each kind of host memory (driver-pinned,
+ *              registered memfd, with MADV_HUGEPAGE, registered malloc);
  *   launch     microseconds per launch, native vs gpuos (async stream of empty
  *              kernels, and launch+synchronise round trips);
  *   standalone Gdev's LOOP, MADD, MMUL, CPY, PINCPY (table 1), seconds;
@@ -29,6 +32,8 @@
 #include "device/device.h"
 #include "device/exec_ops.h"
 #include "gpuos/gpuos.h"
+#include "client/client_internal.h"
+#include "proto/ring.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -36,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -204,6 +210,134 @@ static double gpuos_copy(gpuos_vgpu *g, int htod, void *host, gpuos_dptr d, size
             t[i] = now() - t0;
     }
     return (double)n / median(t, r) / 1e9;
+}
+
+/* Native copies from the kinds of host memory a client can hold: the driver's
+ * own pinned allocation (the "native pinned" of the copy table), a shared
+ * memfd page-locked with cuMemHostRegister (what gpuos_host_alloc and the ring
+ * use), the same with MADV_HUGEPAGE, and malloc'ed memory registered. Tells
+ * how much of a pinned copy's gap is the memory kind rather than gpuos. */
+static json_t *hostmem(void)
+{
+    size_t maxn = 16u << 20;
+    uint64_t d;
+    void *kinds[4] = {NULL, NULL, NULL, NULL};
+    const char *names[4] = {"cuMemHostAlloc", "memfd", "memfd_thp", "malloc_registered"};
+    if (gos_exec_mem_alloc(dev, maxn, &d) || gos_exec_host_alloc(dev, maxn, &kinds[0]))
+        DIE("native buffers");
+    for (int k = 1; k < 4; k++) {
+        if (k < 3) {
+            int fd = memfd_create("probe", MFD_CLOEXEC);
+            if (fd < 0 || ftruncate(fd, (off_t)maxn))
+                DIE("memfd");
+            kinds[k] = mmap(NULL, maxn, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+            close(fd);
+            if (kinds[k] == MAP_FAILED)
+                DIE("mmap");
+            if (k == 2)
+                madvise(kinds[k], maxn, MADV_HUGEPAGE);
+        } else if (posix_memalign(&kinds[k], 4096, maxn)) {
+            DIE("malloc");
+        }
+        memset(kinds[k], k, maxn);
+        if (gos_exec_host_register(dev, kinds[k], maxn))
+            DIE("register %s: %s", names[k], gos_last_error());
+    }
+    json_t *list = json_array();
+    for (size_t n = 4096; n <= maxn; n *= 4)
+        for (int dir = 0; dir < 2; dir++)
+            for (int k = 0; k < 4; k++) {
+                double g = native_copy(dir == 0, 1, kinds[k], d, n);
+                fprintf(stderr, "hostmem %s %9zu %-18s %7.2f GB/s\n", dir ? "dtoh" : "htod", n, names[k], g);
+                json_array_append_new(list, json_pack("{s:s, s:I, s:s, s:f}", "dir", dir ? "dtoh" : "htod", "bytes",
+                                                      (json_int_t)n, "host_mem", names[k], "gbps", g));
+            }
+    gos_exec_mem_free(dev, d);
+    gos_exec_host_free(dev, kinds[0]);
+    for (int k = 1; k < 4; k++) {
+        gos_exec_host_unregister(dev, kinds[k]);
+        if (k < 3)
+            munmap(kinds[k], maxn);
+        else
+            free(kinds[k]);
+    }
+    return list;
+}
+
+/* Where a small copy's time goes through the ring: per copy, the client's time
+ * (median), the executor's time running the entry (from the ring's counters:
+ * checks, the copy, its synchronisation) and the native copy's, one after the
+ * other in one run. The client's time beyond the executor's is the hand-off. */
+static json_t *ringprobe(void)
+{
+    daemon_start("band", "mrq", 1, "60%");
+    gpuos_vgpu *g = vopen("v0");
+    uint64_t nd;
+    gpuos_dptr gd;
+    void *npin, *gpin, *page = malloc(65536);
+    memset(page, 3, 65536);
+    if (gos_exec_mem_alloc(dev, 65536, &nd) || gos_exec_host_alloc(dev, 65536, &npin) ||
+        gpuos_mem_alloc(g, 65536, &gd) || gpuos_host_alloc(g, 65536, &gpin))
+        DIE("ringprobe buffers");
+    if (!g->ring || !atomic_load(&gos_ring_ctl(g->ring)->grant)) { /* isolation = none, or GPUOS_RING=0 */
+        fprintf(stderr, "ringprobe: no ring granted (isolation = %s): skipped\n", iso_mode ? iso_mode : "-");
+        gos_exec_mem_free(dev, nd);
+        gos_exec_host_free(dev, npin);
+        free(page);
+        gpuos_close(g);
+        daemon_stop();
+        return json_pack("{s:s}", "skipped", "no ring: isolation = none or GPUOS_RING=0");
+    }
+    struct gos_ring_ctl *k = gos_ring_ctl(g->ring);
+    json_t *list = json_array();
+    static const size_t sizes[] = {64, 4096, 8192};
+    for (int si = 0; si < 3; si++)
+        for (int dir = 0; dir < 2; dir++)
+            for (int pinned = 1; pinned >= 0; pinned--) {
+                size_t n = sizes[si];
+                /* native and gpuos in alternating blocks: close in time, and each
+                 * block's first copy (the GPU switching between this process's
+                 * context and the executor's, ~140 us) left out */
+                enum { BLOCKS = 8, PER = 50, R = BLOCKS * PER };
+                double tc[R], tn[R];
+                void *host = pinned ? gpin : page;
+                for (int b = 0; b < BLOCKS; b++)
+                    for (int side = 0; side < 2; side++)
+                        for (int i = -1; i < PER; i++) {
+                            double t0 = now();
+                            int rc;
+                            if (side == 0) {
+                                rc = dir == 0 ? gos_exec_copy_htod(dev, nd, pinned ? npin : page, n, stream)
+                                              : gos_exec_copy_dtoh(dev, pinned ? npin : page, nd, n, stream);
+                                if (!rc)
+                                    rc = gos_exec_stream_sync(dev, stream);
+                            } else {
+                                rc = dir == 0 ? gpuos_memcpy_htod(g, gd, host, n) : gpuos_memcpy_dtoh(g, host, gd, n);
+                            }
+                            if (rc)
+                                DIE("ringprobe copy");
+                            if (i >= 0)
+                                (side ? tc : tn)[b * PER + i] = now() - t0;
+                        }
+                uint64_t b0 = atomic_load(&k->copy_busy_ns), e0 = atomic_load(&k->copy_entries);
+                for (int i = 0; i < R; i++)
+                    if (dir == 0 ? gpuos_memcpy_htod(g, gd, host, n) : gpuos_memcpy_dtoh(g, host, gd, n))
+                        DIE("ringprobe copy");
+                uint64_t b1 = atomic_load(&k->copy_busy_ns), e1 = atomic_load(&k->copy_entries);
+                double ex = e1 > e0 ? (double)(b1 - b0) / (double)(e1 - e0) / 1e3 : 0;
+                double mc = median(tc, R) * 1e6, mn = median(tn, R) * 1e6;
+                fprintf(stderr, "ringprobe %s %5zu %-8s native %6.2f us, gpuos %6.2f us (%.0f%%), executor %6.2f us/entry\n",
+                        dir ? "dtoh" : "htod", n, pinned ? "pinned" : "pageable", mn, mc, 100 * mn / mc, ex);
+                json_array_append_new(list, json_pack("{s:s, s:I, s:s, s:f, s:f, s:f}", "dir", dir ? "dtoh" : "htod",
+                                                      "bytes", (json_int_t)n, "host_mem", pinned ? "pinned" : "pageable",
+                                                      "native_us", mn, "gpuos_us", mc, "executor_us", ex));
+            }
+    gos_exec_mem_free(dev, nd);
+    gos_exec_host_free(dev, npin);
+    free(page);
+    gpuos_close(g);
+    daemon_stop();
+    return list;
 }
 
 static size_t best_chunk = 0;
@@ -556,15 +690,65 @@ static json_t *standalone(void)
     return list;
 }
 
+/* ---- a common start for child clients ----------------------------------- */
+
+/* Children open their vGPU (under isolation = process an executor and its CUDA
+ * context each, hundreds of milliseconds with several at once), then wait at the
+ * gate; the parent opens it once all are ready, so that a measured window never
+ * holds a client that has not started yet. Shared anonymous memory. */
+static struct gate {
+    int ready;
+    double start;
+} *gate;
+
+static void gate_reset(void)
+{
+    if (!gate) {
+        gate = mmap(NULL, sizeof *gate, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (gate == MAP_FAILED)
+            DIE("gate");
+    }
+    __atomic_store_n(&gate->ready, 0, __ATOMIC_SEQ_CST);
+    double z = 0;
+    __atomic_store(&gate->start, &z, __ATOMIC_SEQ_CST);
+}
+
+/* Parent: waits until n children are ready, then starts them all; returns the
+ * start time. */
+static double gate_open(int n)
+{
+    double t0 = now();
+    while (__atomic_load_n(&gate->ready, __ATOMIC_SEQ_CST) < n) {
+        if (now() - t0 > 60)
+            DIE("%d of %d clients ready after 60 s", __atomic_load_n(&gate->ready, __ATOMIC_SEQ_CST), n);
+        usleep(1000);
+    }
+    double start = now() + 0.02;
+    __atomic_store(&gate->start, &start, __ATOMIC_SEQ_CST);
+    return start;
+}
+
+/* Child: ready; returns once started, with the start time. */
+static double gate_pass(void)
+{
+    __atomic_add_fetch(&gate->ready, 1, __ATOMIC_SEQ_CST);
+    double start;
+    for (;;) {
+        __atomic_load(&gate->start, &start, __ATOMIC_SEQ_CST);
+        if (start > 0 && now() >= start)
+            return start;
+        usleep(500);
+    }
+}
+
 /* ---- switching between two busy clients (issue 9) ----------------------- */
 
 /* Child: busy compute, 8 kernels of ns per synchronise, until `until`. */
-static void child_busy(const char *vgpu, uint64_t ns, double start, double until, int fd)
+static void child_busy(const char *vgpu, uint64_t ns, double secs, int fd)
 {
     gpuos_vgpu *g = vopen(vgpu);
     gpuos_function f = gfn(g, "sleep_ns");
-    while (now() < start)
-        usleep(1000);
+    double until = gate_pass() + secs;
     gpuos_launch_config c = {{(unsigned)dev->info.sm_count, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, 0};
     long k = 0;
     while (now() < until) {
@@ -581,7 +765,7 @@ static void child_busy(const char *vgpu, uint64_t ns, double start, double until
 
 static long busy_run(int n, uint64_t ns, double secs)
 {
-    double start = now() + 0.3, until = start + secs;
+    gate_reset();
     pid_t kids[2];
     int pfd[2];
     if (pipe(pfd))
@@ -590,9 +774,10 @@ static long busy_run(int n, uint64_t ns, double secs)
         char name[8];
         snprintf(name, sizeof name, "v%d", i);
         if ((kids[i] = fork()) == 0)
-            child_busy(name, ns, start, until, pfd[1]);
+            child_busy(name, ns, secs, pfd[1]);
     }
     close(pfd[1]);
+    gate_open(n);
     for (int i = 0; i < n; i++)
         waitpid(kids[i], NULL, 0);
     long tot = 0, k;
@@ -611,12 +796,32 @@ static json_t *switching(void)
 {
     uint64_t ns = 1000000;
     double secs = quick ? 1.5 : 3.0;
+    char oldlog[400];
+    snprintf(oldlog, sizeof oldlog, "%s/serve.log", tmpdir);
+    unlink(oldlog); /* the log read below is this daemon's alone */
     daemon_start("band", "mrq", 2, "10%");
     long one = busy_run(1, ns, secs), two = busy_run(2, ns, secs);
     daemon_stop();
+    /* grant_us = auto (the default): the grant the daemon settled on, from its log */
+    double sw_us = 0, auto_us = 0;
+    {
+        char log[400], line[512];
+        snprintf(log, sizeof log, "%s/serve.log", tmpdir);
+        FILE *lf = fopen(log, "r");
+        while (lf && fgets(line, sizeof line, lf)) {
+            const char *p = strstr(line, "executors costs ");
+            double a, b;
+            if (p && sscanf(p, "executors costs %lf us: grants of %lf us", &a, &b) == 2)
+                sw_us = a, auto_us = b;
+        }
+        if (lf)
+            fclose(lf);
+        unlink(log);
+    }
     double ideal = secs * 1e9 / (double)ns, loss = one > 0 ? 1.0 - (double)two / (double)one : 0;
-    fprintf(stderr, "switch (%s): 1 ms kernels in %.1f s: one client %ld, two clients %ld (ideal %.0f): lost %.1f %%\n",
-            iso_mode ? iso_mode : "-", secs, one, two, ideal, 100 * loss);
+    fprintf(stderr, "switch (%s): 1 ms kernels in %.1f s: one client %ld, two clients %ld (ideal %.0f): lost %.1f %% "
+            "(default grant: auto, settled at %.0f us for a measured switch of %.0f us)\n",
+            iso_mode ? iso_mode : "-", secs, one, two, ideal, 100 * loss, auto_us, sw_us);
     /* the trade-off: longer grants amortise the switch, and make the other
      * client wait longer (up to one grant) */
     json_t *by = json_array();
@@ -637,21 +842,21 @@ static json_t *switching(void)
                                             (json_int_t)two_g, "lost_fraction", l));
         grant_us = g0;
     }
-    return json_pack("{s:I, s:f, s:I, s:I, s:f, s:f, s:o}", "kernel_ns", (json_int_t)ns, "seconds", secs,
+    return json_pack("{s:I, s:f, s:I, s:I, s:f, s:f, s:s, s:f, s:f, s:o}", "kernel_ns", (json_int_t)ns, "seconds", secs,
                      "one_client", (json_int_t)one, "two_clients", (json_int_t)two, "ideal", ideal, "lost_fraction",
-                     loss, "by_grant", by);
+                     loss, "grant", grant_us > 0 ? "fixed" : "auto", "auto_grant_us", auto_us, "switch_cost_us",
+                     sw_us, "by_grant", by);
 }
 
 /* ---- fairness and queues (child processes) ------------------------------ */
 
 /* Child: bursty compute (launch one kernel of ns, synchronise, repeat) until
  * `until`; writes its launch count to fd. */
-static void child_compute(const char *vgpu, uint64_t ns, double start, double until, int fd)
+static void child_compute(const char *vgpu, uint64_t ns, double secs, int fd)
 {
     gpuos_vgpu *g = vopen(vgpu);
     gpuos_function f = gfn(g, "sleep_ns");
-    while (now() < start)
-        usleep(1000);
+    double until = gate_pass() + secs;
     gpuos_launch_config c = {{(unsigned)dev->info.sm_count, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, 0};
     long k = 0;
     while (now() < until) {
@@ -664,7 +869,7 @@ static void child_compute(const char *vgpu, uint64_t ns, double start, double un
     _exit(0);
 }
 
-static void child_copy(const char *vgpu, size_t n, double start, double until, int fd)
+static void child_copy(const char *vgpu, size_t n, double secs, int fd)
 {
     gpuos_vgpu *g = vopen(vgpu);
     gpuos_dptr d;
@@ -672,8 +877,7 @@ static void child_copy(const char *vgpu, size_t n, double start, double until, i
     if (gpuos_mem_alloc(g, n, &d) || gpuos_host_alloc(g, n, &h))
         _exit(2);
     tune(g);
-    while (now() < start)
-        usleep(1000);
+    double until = gate_pass() + secs;
     long k = 0;
     while (now() < until) {
         if (gpuos_memcpy_htod(g, d, h, n))
@@ -700,7 +904,7 @@ static void snapshot(uint64_t *ns, uint64_t *held, int n, int copy)
 static json_t *fairness_one(const char *policy, int n, uint64_t short_ns, double secs, double *maxerr)
 {
     daemon_start(policy, "mrq", 8, "10%");
-    double start = now() + 0.3, until = start + secs;
+    gate_reset();
     pid_t kids[8];
     int pfd[2];
     if (pipe(pfd))
@@ -709,9 +913,10 @@ static json_t *fairness_one(const char *policy, int n, uint64_t short_ns, double
         char name[8];
         snprintf(name, sizeof name, "v%d", i);
         if ((kids[i] = fork()) == 0)
-            child_compute(name, i % 2 ? 10 * short_ns : short_ns, start, until, pfd[1]);
+            child_compute(name, i % 2 ? 10 * short_ns : short_ns, secs, pfd[1]);
     }
     close(pfd[1]);
+    double start = gate_open(n), until = start + secs;
     uint64_t a[8] = {0}, b[8] = {0}, ha[8] = {0}, hb[8] = {0};
     double warm = secs * 0.25;
     while (now() < start + warm)
@@ -809,7 +1014,7 @@ static json_t *queues(void)
     uint64_t kns = 2000000;
     for (int m = 0; m < 2; m++) {
         daemon_start("band", modes[m], 4, "10%");
-        double start = now() + 0.3, until = start + secs;
+        gate_reset();
         int pc[2], px[2];
         if (pipe(pc) || pipe(px))
             DIE("pipe");
@@ -819,13 +1024,14 @@ static json_t *queues(void)
             snprintf(name, sizeof name, "v%d", i);
             if ((kids[i] = fork()) == 0) {
                 if (i < 2)
-                    child_compute(name, kns, start, until, pc[1]);
+                    child_compute(name, kns, secs, pc[1]);
                 else
-                    child_copy(name, cbytes, start, until, px[1]);
+                    child_copy(name, cbytes, secs, px[1]);
             }
         }
         close(pc[1]);
         close(px[1]);
+        gate_open(4);
         for (int i = 0; i < 4; i++)
             waitpid(kids[i], NULL, 0);
         long kernels = read_counts(pc[0], 2), ncopies = read_counts(px[0], 2);
@@ -874,6 +1080,8 @@ int main(int argc, char **argv)
             fair_policies = argv[++i];
         else if (!strcmp(argv[i], "--vgpus") && i + 1 < argc)
             fair_counts = argv[++i];
+        else if (!strcmp(argv[i], "--grant-us") && i + 1 < argc)
+            grant_us = atol(argv[++i]);
         else if (!strcmp(argv[i], "--switch-grants") && i + 1 < argc)
             switch_grants = argv[++i];
         else if (!strcmp(argv[i], "--isolation") && i + 1 < argc)
@@ -946,6 +1154,8 @@ int main(int argc, char **argv)
     SECTION("sweep", "chunk_sweep", sweep)
     SECTION("small", "small_copy", small_path)
     SECTION("copy", "copy", copies)
+    SECTION("hostmem", "hostmem", hostmem)
+    SECTION("ringprobe", "ringprobe", ringprobe)
     SECTION("launch", "launch_us", launches)
     SECTION("fairness", "fairness", fairness)
     SECTION("queues", "queues", queues)

@@ -88,6 +88,40 @@ static void pass(gpuos_vgpu *g, gpuos_function fill, unsigned seed)
         free(a);
         free(b);
     }
+    /* Staged small HtoD copies (answered once issued from the executor's own
+     * copy of the bytes): 300 of them, more than its 64 staging buffers, each
+     * source overwritten as soon as the call returns, a launch that overwrites
+     * the first copy's words right behind them (same order as submitted), then
+     * one read back: every byte from the copy or the launch, in order. */
+    {
+        enum { N = 300, B = 4000 };
+        unsigned char *src = malloc(B), *all = malloc((size_t)N * B), *want = malloc((size_t)N * B);
+        gpuos_dptr big;
+        CHECK(src && all && want && !gpuos_mem_alloc(g, (size_t)N * B, &big), "staged buffers");
+        for (int i = 0; i < N; i++) {
+            pattern(src, B, seed * 7919u + (unsigned)i);
+            memcpy(want + (size_t)i * B, src, B);
+            CHECK(!gpuos_memcpy_htod(g, big + (uint64_t)i * B, src, B), "staged htod %d", i);
+            memset(src, 0xEE, B); /* the caller's buffer is free again */
+        }
+        struct {
+            uint64_t p;
+            uint32_t v, pad;
+            uint64_t count;
+        } prm = {big, 0xC0FFEE00u + seed, 0, 256};
+        gpuos_launch_config c1 = {{1, 1, 1}, {256, 1, 1}, {0, 0, 0}, 0, 0};
+        CHECK(!gpuos_launch(g, fill, &c1, &prm, sizeof prm), "launch after the staged copies");
+        for (int i = 0; i < 256; i++)
+            memcpy(want + (size_t)i * 4, &prm.v, 4);
+        CHECK(!gpuos_memcpy_dtoh(g, all, big, (size_t)N * B), "staged read back");
+        for (size_t i = 0; i < (size_t)N * B; i++)
+            CHECK(all[i] == want[i], "staged htod: byte %zu (copy %zu) is 0x%02x, expected 0x%02x", i, i / B,
+                  all[i], want[i]);
+        gpuos_mem_free(g, big);
+        free(src);
+        free(all);
+        free(want);
+    }
     /* launches: fill(p, v, count) back to back, then read back */
     size_t words = 3000;
     gpuos_dptr p;

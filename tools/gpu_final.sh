@@ -8,7 +8,8 @@
 #   2. the fast path's ring test on the GPU and isolation per mode (attack, fault);
 #   3. shared memory and swapping, read-only attachments (tests/gpu/shm.sh);
 #   4. partition-local memory for a vGPU client (bench/placement_client.sh);
-#   5. the vGPU benchmark per isolation mode (bench/vgpu_bench, native side by side).
+#   5. the vGPU benchmark per isolation mode (bench/vgpu_bench, native side by side;
+#      copies up to 1 GB, BAND with 2/4/8 vGPUs, switching with grant_us = auto).
 # Everything lands in one archive $OUT/final.tar.gz (the device tool returns at
 # most 8 files) with $OUT/summary.txt.
 set -u
@@ -32,9 +33,9 @@ part ring 45 env RING_SIM=none sh tests/t_ring.sh
 part isolation 90 env ISOLATION_MODES="process mps" sh tests/gpu/isolation.sh
 part shm 90 env OUT="$W/shm" sh tests/gpu/shm.sh
 part placement 45 env RES="$W/placement" sh bench/placement_client.sh
-part bench 110 env GPUOS_COMMIT="${GPUOS_COMMIT:-unknown}" build/bench/vgpu_bench --gpuos build/gpuos \
-    --results "$W/bench" --quick --policies band --vgpus 2,4 --seconds 2 --switch-grants 4000,16000 \
-    --isolation process,mps,none --only small,copy,launch,switch,fairness
+part bench 420 env GPUOS_COMMIT="${GPUOS_COMMIT:-unknown}" build/bench/vgpu_bench --gpuos build/gpuos \
+    --results "$W/bench" --policies band --vgpus 2,4,8 --seconds 3 --switch-grants 4000,16000 \
+    --isolation process,mps,none --only small,copy,ringprobe,launch,switch,fairness
 cp "$W/machine.txt" "$S" "$OUT/"
 (cd "$(dirname "$W")" && tar czf "$OUT/final.tar.gz" final)
 cat "$W/machine.txt"

@@ -72,7 +72,12 @@ int gpuos_host_alloc(gpuos_vgpu *g, size_t bytes, void **out);
 int gpuos_host_free(gpuos_vgpu *g, void *p);
 
 /* Synchronous copies: return when the data has arrived. `src`/`dst` may be any
- * host memory; memory from gpuos_host_alloc() takes the zero-copy path. */
+ * host memory; memory from gpuos_host_alloc() takes the zero-copy path. One
+ * exception, CUDA's for pageable memory: a small host-to-device copy (one that
+ * travels inside a fast-path ring slot, under 8 KB) returns once the bytes are
+ * staged on the daemon's side, before the DMA ends: `src` may be reused at once
+ * and every later request of this handle sees the data; an error of the copy
+ * itself is reported by a later call, as for asynchronous work. */
 int gpuos_memcpy_htod(gpuos_vgpu *g, gpuos_dptr dst, const void *src, size_t n);
 int gpuos_memcpy_dtoh(gpuos_vgpu *g, void *dst, gpuos_dptr src, size_t n);
 int gpuos_memcpy_dtod(gpuos_vgpu *g, gpuos_dptr dst, gpuos_dptr src, size_t n);

@@ -100,6 +100,7 @@ struct gpuos_vgpu {
     uint32_t ring_tail;          /* entries submitted */
     uint32_t ring_checked;       /* entries whose completion was looked at */
     size_t ring_inline;          /* copies up to this size go inline in a slot */
+    unsigned ring_wait_us;       /* a wait for an answer spins this long before it sleeps (GPUOS_RING_WAIT_US) */
     size_t ring_piece;           /* staged copies through the ring: piece size (0: the socket path's) */
     size_t par_min;              /* host copies from this size on use the copy threads */
     int ring_off;                /* stopped for good (executor gone, timeout) */

@@ -5,10 +5,13 @@
  * client is alone on its device. While granted, launches, copies and
  * synchronisation go through the ring: a slot is filled, sq_tail advanced, the
  * executor woken if it sleeps; the answer is awaited by a bounded spin and then
- * a futex wait (GPUOS_RING_SPIN_US, default 50). Copies up to ring_inline bytes
- * (GPUOS_RING_INLINE) travel inside the slot (Gdev's direct path for tiny
- * copies); larger ones name a registered host buffer or go through the staging
- * region in pieces, as on the socket path. Entries the executor did not run
+ * a futex wait (GPUOS_RING_WAIT_US, default 1000, longer for a long copy; the
+ * executor's spin for entries is GPUOS_RING_SPIN_US, default 50). Copies up to
+ * ring_inline bytes (GPUOS_RING_INLINE) travel inside the slot (Gdev's direct
+ * path for tiny copies; an HtoD one is answered once the executor has issued it
+ * from its own copy of the bytes, as CUDA answers a small pageable HtoD copy
+ * once staged); larger ones name a registered host buffer or go through the
+ * staging region in pieces, as on the socket path. Entries the executor did not run
  * (grant revoked, memory swapped out) come back GOS_RING_REVOKED and are sent
  * over the socket in their order; any socket request that touches the device
  * first waits for the ring to be empty (gcl_ring_drain), and the ring is used
@@ -21,7 +24,20 @@
 #include <stddef.h>
 #include <stdatomic.h>
 
+/* The executor spins this long for the next entry before it sleeps
+ * (GPUOS_RING_SPIN_US): long enough for a client that submits back to back,
+ * short enough not to take a core from its neighbours (a spinning executor made
+ * its own copies 1 us slower on an H200 host, results/GPU-0b1e4acf-...). */
 #define DEFAULT_RING_SPIN_US 50
+/* The client spins this long for an answer before it sleeps
+ * (GPUOS_RING_WAIT_US): a futex wake-up costs tens of microseconds on a virtual
+ * machine, more than the whole round trip through the ring; CUDA's own
+ * synchronisation spins too. */
+#define DEFAULT_RING_WAIT_US 1000
+/* A copy's wait spins at least through the copy at this rate (bytes per us),
+ * at most RING_COPY_SPIN_MAX_US. */
+#define RING_COPY_SPIN_BYTES_PER_US 16000u
+#define RING_COPY_SPIN_MAX_US 20000u
 
 struct gcl_ring_res {
     int32_t rc[GOS_RING_SLOTS];
@@ -56,6 +72,9 @@ void gcl_ring_open(gpuos_vgpu *g)
     g->ring_res = res;
     g->ring_inline = gcl_env_size("GPUOS_RING_INLINE", GOS_RING_DATA);
     g->ring_piece = gcl_env_size("GPUOS_RING_PIECE", 0);
+    g->ring_wait_us = (unsigned)gcl_env_size("GPUOS_RING_WAIT_US", DEFAULT_RING_WAIT_US);
+    if (g->ring_wait_us > RING_COPY_SPIN_MAX_US)
+        g->ring_wait_us = RING_COPY_SPIN_MAX_US;
     if (g->ring_piece && g->ring_piece < 4096)
         g->ring_piece = 4096;
     if (g->ring_inline > GOS_RING_DATA)
@@ -89,14 +108,26 @@ static int reached(void *a)
     return (int32_t)(done - w->want) >= 0;
 }
 
-/* Waits until entry idx completed. The executor's loss (its pid gone) or the
- * timeout stops the ring for good. */
-static int wait_entry(gpuos_vgpu *g, uint32_t idx)
+/* How long a wait for a copy of n bytes spins before it sleeps. */
+static unsigned copy_spin(gpuos_vgpu *g, size_t n)
+{
+    unsigned spin = g->ring_wait_us;
+    size_t t = n / RING_COPY_SPIN_BYTES_PER_US + 50;
+    if (t > RING_COPY_SPIN_MAX_US)
+        t = RING_COPY_SPIN_MAX_US;
+    return spin && t > spin ? (unsigned)t : spin;
+}
+
+/* Waits until entry idx completed, spinning spin us (0: ring_wait_us) before it
+ * sleeps. The executor's loss (its pid gone) or the timeout stops the ring for
+ * good. */
+static int wait_entry(gpuos_vgpu *g, uint32_t idx, unsigned spin)
 {
     struct waitarg w = {g, idx + 1};
     struct gos_ring_ctl *k = ctl(g);
     uint64_t t0 = gos_ring_now_ns(), limit = (uint64_t)g->timeout_ms * 1000000ull;
-    unsigned spin = atomic_load_explicit(&k->spin_us, memory_order_relaxed);
+    if (!spin)
+        spin = g->ring_wait_us;
     while (!gos_ring_wait(&k->cq_futex, &k->client_sleeping, spin, 20000000ull, reached, &w)) {
         spin = 0;
         pid_t pid = (pid_t)atomic_load_explicit(&k->exec_pid, memory_order_relaxed);
@@ -198,9 +229,9 @@ static int result(gpuos_vgpu *g, uint32_t idx)
     return rc ? gos_fail(rc, "%s", g->ring_res->msg[i]) : GOS_OK;
 }
 
-static int complete(gpuos_vgpu *g, uint32_t idx)
+static int complete(gpuos_vgpu *g, uint32_t idx, unsigned spin)
 {
-    int rc = wait_entry(g, idx);
+    int rc = wait_entry(g, idx, spin);
     if (rc)
         return rc;
     finish(g, idx + 1);
@@ -211,7 +242,7 @@ int gcl_ring_drain(gpuos_vgpu *g)
 {
     if (!g->ring || g->ring_replaying || g->ring_checked == g->ring_tail || g->ring_off)
         return GOS_OK;
-    int rc = wait_entry(g, g->ring_tail - 1);
+    int rc = wait_entry(g, g->ring_tail - 1, 0);
     if (!rc)
         finish(g, g->ring_tail);
     return rc;
@@ -232,7 +263,7 @@ static int submit(gpuos_vgpu *g, const struct gos_ring_ent *e, const void *data,
     }
     struct gos_ring_ctl *k = ctl(g);
     if (g->ring_tail - g->ring_checked >= GOS_RING_SLOTS) { /* full: the oldest must be done */
-        int rc = wait_entry(g, g->ring_checked);
+        int rc = wait_entry(g, g->ring_checked, 0);
         if (rc)
             return rc;
         finish(g, g->ring_checked + 1);
@@ -284,7 +315,7 @@ static int copy_staged(gpuos_vgpu *g, uint32_t dir, gpuos_dptr d, void *dst, con
         size_t off = i * chunk, len = n - off < chunk ? n - off : chunk;
         if (dir == GOS_COPY_HTOD) {
             if (i >= (size_t)depth) {
-                rc = complete(g, idx[slot]);
+                rc = complete(g, idx[slot], copy_spin(g, chunk));
                 if (rc && g->ring_off)
                     return rc;
                 NOTE(rc);
@@ -304,7 +335,7 @@ static int copy_staged(gpuos_vgpu *g, uint32_t dir, gpuos_dptr d, void *dst, con
                 if ((rc = submit(g, &e, NULL, 0, &idx[issued % (size_t)depth])))
                     return rc;
             }
-            rc = complete(g, idx[slot]);
+            rc = complete(g, idx[slot], copy_spin(g, chunk));
             if (rc && g->ring_off)
                 return rc;
             NOTE(rc);
@@ -313,7 +344,7 @@ static int copy_staged(gpuos_vgpu *g, uint32_t dir, gpuos_dptr d, void *dst, con
     }
     if (dir == GOS_COPY_HTOD)
         for (size_t i = nchunks > (size_t)depth ? nchunks - (size_t)depth : 0; i < nchunks; i++) {
-            rc = complete(g, idx[i % (size_t)depth]);
+            rc = complete(g, idx[i % (size_t)depth], copy_spin(g, chunk));
             if (rc && g->ring_off)
                 return rc;
             NOTE(rc);
@@ -335,7 +366,7 @@ int gcl_ring_copy(gpuos_vgpu *g, uint32_t dir, gpuos_dptr d, void *dst, const vo
     if (n <= g->ring_inline) {
         e.flags = GOS_RING_F_INLINE;
         if ((rc = submit(g, &e, dir == GOS_COPY_HTOD ? src : NULL, dir == GOS_COPY_HTOD ? n : 0, &idx)) ||
-            (rc = complete(g, idx)))
+            (rc = complete(g, idx, 0)))
             return rc;
         if (dir == GOS_COPY_DTOH)
             memcpy(dst, gos_ring_slot(g->ring, idx)->data, n);
@@ -348,7 +379,7 @@ int gcl_ring_copy(gpuos_vgpu *g, uint32_t dir, gpuos_dptr d, void *dst, const vo
     e.flags = async ? GOS_RING_F_ASYNC : 0;
     if ((rc = submit(g, &e, NULL, 0, &idx)) || async)
         return rc;
-    return complete(g, idx);
+    return complete(g, idx, copy_spin(g, n));
 }
 
 int gcl_ring_dtod(gpuos_vgpu *g, gpuos_dptr dst, gpuos_dptr src, size_t n, int async)
@@ -364,7 +395,7 @@ int gcl_ring_dtod(gpuos_vgpu *g, gpuos_dptr dst, gpuos_dptr src, size_t n, int a
     int rc = submit(g, &e, NULL, 0, &idx);
     if (rc || async)
         return rc;
-    return complete(g, idx);
+    return complete(g, idx, 0);
 }
 
 int gcl_ring_launch(gpuos_vgpu *g, const struct gos_msg_launch *m, const void *params)
@@ -391,7 +422,7 @@ int gcl_ring_fence(gpuos_vgpu *g)
     uint32_t idx;
     int rc = submit(g, &e, NULL, 0, &idx);
     if (!rc)
-        rc = complete(g, idx);
+        rc = complete(g, idx, 0);
     if (!rc && g->ring_sticky)
         rc = gos_fail(g->ring_sticky, "%s", g->ring_sticky_msg);
     if (rc != GOS_ETIMEDOUT) {

@@ -58,22 +58,31 @@ struct gos_ring_ent {
     unsigned char data[GOS_RING_DATA];
 };
 
+/* The control block. Each side's hot words sit on cache lines of their own:
+ * a word the other side spins on shares no line with words this side keeps
+ * writing (a line written by one core and polled by another moves between them
+ * on every write). */
 struct gos_ring_ctl {
+    /* the daemon's (and the executor's pid, written once) */
     uint32_t magic, slots;
-    _Atomic uint32_t sq_tail;  /* client: entries submitted */
-    _Atomic uint32_t sq_futex; /* client bumps after advancing sq_tail (executor waits here) */
-    _Atomic uint32_t cq_done;  /* executor: entries completed */
-    _Atomic uint32_t cq_futex; /* executor bumps after advancing cq_done (client waits here) */
-    _Atomic uint32_t exec_sleeping, client_sleeping;
     _Atomic uint32_t grant;    /* daemon: the executor may consume */
     _Atomic uint32_t spin_us;  /* the bounded spin before a futex wait */
-    _Atomic uint64_t busy_ns;  /* executor: time spent running entries (the daemon charges it) */
-    _Atomic uint64_t entries;  /* executor: entries run */
-    _Atomic uint64_t refused;  /* executor: entries refused as malformed */
-    _Atomic uint32_t client_ack; /* client: entries before this one it has taken back after a revoke */
-    _Atomic int32_t exec_pid;    /* executor: its pid (the client notices its loss) */
-    _Atomic uint32_t revoked_upto; /* executor: entries before this one may have been revoked */
-    _Atomic uint64_t copy_busy_ns; /* executor: the part of busy_ns and entries that were copies */
+    _Atomic int32_t exec_pid;  /* executor: its pid (the client notices its loss) */
+    /* the client's */
+    _Alignas(64) _Atomic uint32_t sq_tail; /* entries submitted */
+    _Atomic uint32_t sq_futex;   /* bumped after advancing sq_tail (executor waits here) */
+    _Atomic uint32_t client_sleeping;
+    _Atomic uint32_t client_ack; /* entries before this one it has taken back after a revoke */
+    /* the executor's */
+    _Alignas(64) _Atomic uint32_t cq_done; /* entries completed */
+    _Atomic uint32_t cq_futex;     /* bumped after advancing cq_done (client waits here) */
+    _Atomic uint32_t exec_sleeping;
+    _Atomic uint32_t revoked_upto; /* entries before this one may have been revoked */
+    /* the executor's counters (the daemon charges busy_ns to the vGPU) */
+    _Alignas(64) _Atomic uint64_t busy_ns; /* time spent running entries */
+    _Atomic uint64_t entries;      /* entries run */
+    _Atomic uint64_t refused;      /* entries refused as malformed */
+    _Atomic uint64_t copy_busy_ns; /* the part of busy_ns and entries that were copies */
     _Atomic uint64_t copy_entries;
 };
 
@@ -91,6 +100,17 @@ static inline uint64_t gos_ring_now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* One step of a spin: lets the sibling hardware thread run and keeps the
+ * polled line from being hammered. */
+static inline void gos_ring_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
 }
 
 /* After a change the other side may wait for: bumps word and wakes it if it
@@ -117,8 +137,10 @@ static inline int gos_ring_wait(_Atomic uint32_t *word, _Atomic uint32_t *sleepi
         uint64_t now = gos_ring_now_ns();
         if (timeout_ns && now - t0 >= timeout_ns)
             return 0;
-        if (now < spin_end)
+        if (now < spin_end) {
+            gos_ring_relax();
             continue;
+        }
         uint32_t seen = atomic_load_explicit(word, memory_order_seq_cst);
         atomic_fetch_add_explicit(sleeping, 1, memory_order_seq_cst);
         if (!ready(arg)) {

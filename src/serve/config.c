@@ -357,11 +357,14 @@ int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_
                 }
                 strcpy(d->policy, v);
             } else if (!strcmp(k, "grant_us")) {
-                if (parse_int(v, 100, 100000, &x)) {
-                    rc = BAD("grant_us must be 100..100000");
+                if (!strcmp(v, "auto")) {
+                    d->grant_us = 0; /* by the measured switch cost (dispatch.c) */
+                } else if (parse_int(v, 100, 100000, &x)) {
+                    rc = BAD("grant_us must be auto or 100..100000");
                     goto out;
+                } else {
+                    d->grant_us = (uint64_t)x;
                 }
-                d->grant_us = (uint64_t)x;
             } else if (!strcmp(k, "isolation")) {
                 if (!strcmp(v, "process"))
                     d->isolation = GOS_ISOLATION_PROCESS;

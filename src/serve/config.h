@@ -42,10 +42,12 @@
  *                                # trusted tenants (docs/readme-vgpu.md, issue 9);
  *                                # mps: executors are clients of an MPS server the
  *                                # daemon starts (a fault reaches all of them)
- *   grant_us = 4000              # a batch of one client's queued work (one grant
+ *   grant_us = auto              # a batch of one client's queued work (one grant
  *                                # to its executor) lasts this long at most, by the
- *                                # client's recent GPU time per op (default 4000
- *                                # with isolation = process, 1000 with none)
+ *                                # client's recent GPU time per op; auto (the
+ *                                # default with executors): 40 x the measured cost
+ *                                # of a switch between executors, 4000..16000;
+ *                                # 1000 with isolation = none
  *
  *   [vgpu alice]
  *   device = 0                   # the [device] section's label
@@ -87,7 +89,7 @@ struct gos_serve_devcfg {
      * allocations are then plain device memory); swap_pool: what allocations may
      * occupy on the device (0: its memory). */
     uint64_t swap_bytes, swap_pool;
-    uint64_t grant_us; /* 0: by isolation */
+    uint64_t grant_us; /* 0: auto (executors) or 1000 (isolation = none) */
     char chip[256];       /* gpuos.chip/1 file describing the device ("" none) */
     int spatial_of;       /* -1; for an SM set's scheduler (serve/spatial.c): its device */
 };

@@ -46,6 +46,7 @@ static struct srv_dev *dev_of(struct srv_client *c)
 
 static void task_finish(struct srv_task *t, int rc, const char *msg, uint64_t gpu_ns);
 
+
 void srv_client_release(struct srv_client *c)
 {
     struct srv_dev *d = dev_of(c);
@@ -78,7 +79,7 @@ int srv_client_batch_open(struct srv_client *c)
     if (!t || t->dispatched || t->n_ops == 0 || t->ops[0].direct || t->n_ops >= SRV_BATCH_MAX_OPS)
         return 0;
     uint64_t per = c->op_ns[t->st.kind];
-    return per > 0 && (uint64_t)(t->n_ops + 1) * per <= dev_of(c)->grant_ns &&
+    return per > 0 && (uint64_t)(t->n_ops + 1) * per <= srv_grant_limit(dev_of(c)) &&
            (t->st.kind != GOS_SCHED_COPY || t->bytes < SRV_BATCH_MAX_BYTES);
 }
 
@@ -108,7 +109,7 @@ int srv_op_submit(struct srv_client *c, int kind, int priority, const struct srv
     struct srv_task *t = c->last_task;
     int grow = t && !t->dispatched && t->n_ops > 0 && t->st.kind == kind && t->st.priority == priority &&
                !op->direct && !t->ops[0].direct && t->n_ops < SRV_BATCH_MAX_OPS && c->op_ns[kind] > 0 &&
-               (uint64_t)(t->n_ops + 1) * c->op_ns[kind] <= dev_of(c)->grant_ns &&
+               (uint64_t)(t->n_ops + 1) * c->op_ns[kind] <= srv_grant_limit(dev_of(c)) &&
                (kind != GOS_SCHED_COPY || t->bytes + op->bytes <= SRV_BATCH_MAX_BYTES);
     if (!grow) {
         t = task_new(c, kind, priority);
@@ -271,7 +272,9 @@ static int issue_remote(struct srv_exec *x, int engine, struct srv_task *t, uint
         off += o->cfg.param_bytes;
     }
     char msg[GOS_MSG_TEXT_MAX];
+    uint64_t t0 = srv_now_ns();
     int rc = srv_exec_run(x, engine, buf, (uint32_t)bytes, (uint32_t)t->n_ops, rcs, msg, sizeof msg, gpu_ns);
+    t->wall_ns = srv_now_ns() - t0;
     for (int i = 0; !rc && i < t->n_ops; i++)
         if ((t->ops[i].rc = rcs[i]))
             t->ops[i].msg = strdup(msg);
@@ -368,6 +371,8 @@ static void hand(struct srv_dev *d, int engine, struct srv_task *t, int issued)
 /* A task's end (lock held): accounts it and answers its client. */
 static void complete(struct srv_dev *d, struct srv_task *t, int rc, const char *msg, uint64_t gpu_ns)
 {
+    if (t->c->x && t->n_ops > 0)
+        srv_grant_learn(d, t->c->x, rc ? 0 : t->wall_ns, gpu_ns);
     gos_sched_done(d->sched, &t->st, gpu_ns, srv_now_ns());
     task_finish(t, rc, msg, gpu_ns);
 }

@@ -41,6 +41,13 @@
 #define XE_RING_AHEAD 4
 #define XE_RING_AHEAD_NS 1000000ull
 #define XE_RING_AHEAD_MAX 64
+/* Inline HtoD data is copied into one of these private pinned buffers and the
+ * entry answered once its copy is issued (the slot is the client's again): the
+ * host buffer may be reused and every later request sees the data, as CUDA
+ * answers a small HtoD copy from pageable memory once it is staged. A buffer
+ * is reused XE_BOUNCE_SLOTS asynchronous entries later, when the look-ahead
+ * (at most XE_RING_AHEAD_MAX) has waited for its copy. */
+#define XE_BOUNCE_SLOTS XE_RING_AHEAD_MAX
 #define GOS_XE_SHM_MAX 64
 
 struct xe_region {
@@ -86,7 +93,9 @@ struct xe {
     int mod_builtin[SRV_MAX_MODULES];
     int ring_on;
     uint32_t ring_max_queued; /* the daemon's max_queued_requests, for asynchronous ring entries */
-    uint32_t ring_pending;    /* asynchronous entries since the client last synchronised */
+    void *ring_bounce;        /* pinned, private: XE_BOUNCE_SLOTS x GOS_RING_DATA for inline HtoD data */
+    uint32_t bounce_next;     /* the next of them */
+    uint32_t ring_backlog;    /* entries submitted behind the one running (set by the ring's thread) */
     uint32_t ring_ahead;      /* asynchronous entries issued since the stream was last waited for */
     uint64_t ring_ahead_t0;   /* when the first of them was issued */
     uint64_t ring_entry_ns;   /* measured device time per asynchronous entry (0: not yet) */
@@ -429,6 +438,12 @@ static int run(struct xe *x, const unsigned char *p, uint32_t len)
     msg[0] = 0;
     void *st = x->streams[engine];
     int device_error = 0;
+    /* Ring entries answered before they finished (launches, staged copies) run
+     * on stream 0: a batch on another engine's stream waits for them, so that
+     * the client's requests keep their order when the ring hands over to the
+     * socket (a revoked grant). */
+    if (engine != 0 && x->ring_ahead && !gos_exec_stream_sync(x->dev, x->streams[0]))
+        ring_ahead_done(x);
     int rc = gos_exec_event_record(x->dev, x->ev[engine][0], st);
     size_t off = 8;
     for (uint32_t i = 0; i < n; i++) {
@@ -722,16 +737,33 @@ static int payload_ok(const struct x_hdr *h)
  * for it unless the entry is asynchronous. GOS_OK, GOS_RING_REVOKED (run it
  * through the socket) or an error with its message; *fault when the context is
  * dead after it. */
-int xe_ring_run(struct xe *x, const struct gos_ring_ent *e, unsigned char *data, int *fault)
+/* The staging buffers of inline HtoD entries (allocated on first use); NULL
+ * when pinned memory cannot be had: those entries then wait for their copy. */
+static void *ring_bounce(struct xe *x)
 {
+    if (!x->ring_bounce && gos_exec_host_alloc(x->dev, (size_t)XE_BOUNCE_SLOTS * GOS_RING_DATA, &x->ring_bounce))
+        x->ring_bounce = NULL;
+    return x->ring_bounce;
+}
+
+int xe_ring_run(struct xe *x, const struct gos_ring_ent *e, unsigned char *data, uint32_t backlog, int *fault)
+{
+    x->ring_backlog = backlog;
     void *st = x->streams[0];
     int rc, sync = !(e->flags & GOS_RING_F_ASYNC);
+    int staged = e->op == GOS_RING_HTOD && (e->flags & GOS_RING_F_INLINE) && ring_bounce(x);
+    if (staged)
+        sync = 0; /* answered once issued from the executor's own copy of the bytes */
     *fault = 0;
     if (e->flags & ~(uint32_t)(GOS_RING_F_INLINE | GOS_RING_F_ASYNC))
         return gos_fail(GOS_EPROTO, "ring entry flags 0x%x unknown", (unsigned)e->flags);
-    if (!sync && x->ring_max_queued && x->ring_pending >= x->ring_max_queued)
+    /* queued: what the client submitted and nothing has completed yet, the
+     * entries behind this one and those on the device not yet waited for (the
+     * socket path counts the daemon's queues the same way) */
+    uint32_t queued = x->ring_backlog + x->ring_ahead;
+    if (!sync && x->ring_max_queued && queued >= x->ring_max_queued)
         return gos_fail(GOS_ELIMIT, "client has %u requests queued, the maximum (max_queued_requests); synchronize",
-                        (unsigned)x->ring_pending);
+                        (unsigned)queued);
     /* Bounded look-ahead: at most XE_RING_AHEAD asynchronous entries on the
      * device at a time, so that a revoked grant leaves little work behind it
      * (the rest comes back to the client and through the daemon's scheduler). */
@@ -752,7 +784,12 @@ int xe_ring_run(struct xe *x, const struct gos_ring_ent *e, unsigned char *data,
                 return gos_fail(GOS_EINVAL, "ring entry of %llu inline bytes (at most %u)",
                                 (unsigned long long)e->bytes, GOS_RING_DATA);
             h = data;
-            sync = 1; /* the slot is the client's again once answered */
+            if (staged) {
+                h = (char *)x->ring_bounce + (size_t)(x->bounce_next++ % XE_BOUNCE_SLOTS) * GOS_RING_DATA;
+                memcpy(h, data, e->bytes);
+            } else {
+                sync = 1; /* the slot is the client's again once answered */
+            }
         } else {
             struct x_op o = {.region = e->region, .offset = e->offset, .bytes = e->bytes};
             if (!(h = host_of(x, &o)))
@@ -815,12 +852,10 @@ int xe_ring_run(struct xe *x, const struct gos_ring_ent *e, unsigned char *data,
     }
     if (!rc && sync) {
         rc = gos_exec_stream_sync(x->dev, st); /* as a native synchronous copy waits */
-        x->ring_pending = 0;
         if (e->op == GOS_RING_FENCE)
             ring_ahead_done(x);
         x->ring_ahead = 0;
     } else if (!rc) {
-        x->ring_pending++;
         if (!x->ring_ahead++)
             x->ring_ahead_t0 = gos_ring_now_ns();
     }

@@ -41,6 +41,11 @@ static int pending(void *arg)
     return atomic_load_explicit(&c->sq_tail, memory_order_acquire) != r->head;
 }
 
+static void bump(_Atomic uint64_t *w, uint64_t by)
+{
+    atomic_store_explicit(w, atomic_load_explicit(w, memory_order_relaxed) + by, memory_order_relaxed);
+}
+
 static void *ring_main(void *arg)
 {
     struct xr *r = arg;
@@ -52,7 +57,7 @@ static void *ring_main(void *arg)
         gos_ring_wait(&c->sq_futex, &c->exec_sleeping, spin > 1000 ? 1000 : spin, 0, pending, r);
         uint32_t tail = atomic_load_explicit(&c->sq_tail, memory_order_acquire);
         if (tail - r->head > GOS_RING_SLOTS) {
-            atomic_fetch_add_explicit(&c->refused, 1, memory_order_relaxed);
+            bump(&c->refused, 1);
             fprintf(stderr, "gpuos executor: ring tail %u is more than %u entries ahead of %u: ring stopped\n",
                     (unsigned)tail, GOS_RING_SLOTS, (unsigned)r->head);
             return NULL; /* that client's fast path ends; its socket still works */
@@ -71,17 +76,19 @@ static void *ring_main(void *arg)
             } else {
                 xe_ring_lock(r->x, 1);
                 uint64_t t0 = gos_ring_now_ns();
-                rc = xe_ring_run(r->x, &e, slot->data, &fault);
+                rc = xe_ring_run(r->x, &e, slot->data, tail - r->head - 1, &fault);
                 uint64_t dt = gos_ring_now_ns() - t0;
                 xe_ring_lock(r->x, 0);
+                /* this thread is the counters' only writer: plain stores, no
+                 * locked read-modify-write on every entry */
                 if (e.op == GOS_RING_HTOD || e.op == GOS_RING_DTOH || e.op == GOS_RING_DTOD) {
-                    atomic_fetch_add_explicit(&c->copy_busy_ns, dt, memory_order_relaxed);
-                    atomic_fetch_add_explicit(&c->copy_entries, 1, memory_order_relaxed);
+                    bump(&c->copy_busy_ns, dt);
+                    bump(&c->copy_entries, 1);
                 }
-                atomic_fetch_add_explicit(&c->busy_ns, dt, memory_order_relaxed);
-                atomic_fetch_add_explicit(&c->entries, 1, memory_order_relaxed);
+                bump(&c->busy_ns, dt);
+                bump(&c->entries, 1);
                 if (rc == GOS_EPROTO || rc == GOS_EINVAL)
-                    atomic_fetch_add_explicit(&c->refused, 1, memory_order_relaxed);
+                    bump(&c->refused, 1);
             }
             if (rc == GOS_RING_REVOKED) {
                 revoking = 1;
@@ -90,8 +97,9 @@ static void *ring_main(void *arg)
             } else if (rc) {
                 snprintf(msg, sizeof msg, "%s", gos_last_error());
             }
+            if (rc && rc != GOS_RING_REVOKED)
+                memcpy(slot->msg, msg, sizeof msg); /* read by the client only when rc says so */
             slot->rc = rc;
-            memcpy(slot->msg, msg, sizeof msg);
             r->head++;
             atomic_store_explicit(&c->cq_done, r->head, memory_order_release);
             gos_ring_kick(&c->cq_futex, &c->client_sleeping);

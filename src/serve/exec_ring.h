@@ -13,7 +13,7 @@ struct xe;
 /* Maps the ring (fd: its memfd of bytes, checked) and starts its consumer. */
 int xe_ring_start(struct xe *x, int fd, uint64_t bytes, gos_device *dev);
 /* exec_main.c: one entry (a private copy) on the device, under xe_ring_lock. */
-int xe_ring_run(struct xe *x, const struct gos_ring_ent *e, unsigned char *data, int *fault);
+int xe_ring_run(struct xe *x, const struct gos_ring_ent *e, unsigned char *data, uint32_t backlog, int *fault);
 void xe_ring_lock(struct xe *x, int on);
 
 #endif

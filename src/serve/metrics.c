@@ -12,7 +12,9 @@
  *   gpuos_vgpu_memory_used_bytes, gpuos_vgpu_memory_quota_bytes
  *   gpuos_vgpu_clients, gpuos_vgpu_tasks_total, gpuos_vgpu_faults_total
  * Per device (label device = the [device] section's label):
- *   gpuos_device_info{name,uuid,backend}, gpuos_device_memory_bytes
+ *   gpuos_device_info{name,uuid,backend}, gpuos_device_memory_bytes,
+ *   gpuos_device_grant_seconds, gpuos_device_switch_seconds,
+ *   gpuos_device_switches_total (isolation = process / mps: grants, switches)
  *   and, when its chip is known (the simulated chip, or chip = FILE):
  *   gpuos_chip_gpcs, gpuos_chip_gpc_sms{gpc}, gpuos_chip_gpc_cluster_sms{gpc},
  *   gpuos_chip_max_cluster_size, gpuos_chip_concurrent_clusters{size},
@@ -248,6 +250,20 @@ char *srv_metrics_text(struct srv *s, size_t *len)
     for (int i = 0; i < s->n_devs; i++)
         put(&b, "gpuos_device_memory_bytes{device=\"%s\"} %llu\n", esc(s->cfg.devs[i].label, l1, sizeof l1),
             (unsigned long long)s->devs[i].mem_total);
+    family(&b, "gpuos_device_grant_seconds", "gauge",
+           "The longest batch of one client's work (grant_us; with auto, from the measured switch cost).");
+    for (int i = 0; i < s->n_devs; i++)
+        put(&b, "gpuos_device_grant_seconds{device=\"%s\"} %.6f\n", esc(s->cfg.devs[i].label, l1, sizeof l1),
+            (double)s->devs[i].grant_ns / 1e9);
+    family(&b, "gpuos_device_switch_seconds", "gauge",
+           "Measured cost of a switch between two executors' batches (moving average; 0: none yet).");
+    for (int i = 0; i < s->n_devs; i++)
+        put(&b, "gpuos_device_switch_seconds{device=\"%s\"} %.6f\n", esc(s->cfg.devs[i].label, l1, sizeof l1),
+            (double)s->devs[i].switch_ns / 1e9);
+    family(&b, "gpuos_device_switches_total", "counter", "Batches that followed another executor's on the device.");
+    for (int i = 0; i < s->n_devs; i++)
+        put(&b, "gpuos_device_switches_total{device=\"%s\"} %llu\n", esc(s->cfg.devs[i].label, l1, sizeof l1),
+            (unsigned long long)s->devs[i].switches);
     chip_families(&b, s);
     family(&b, "gpuos_clients", "gauge", "Connections to the daemon (vGPU clients and admin commands).");
     put(&b, "gpuos_clients %d\n", s->n_clients);

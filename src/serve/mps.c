@@ -3,11 +3,14 @@
  * nvidia-cuda-mps-control`, both with CUDA_MPS_PIPE_DIRECTORY and
  * CUDA_MPS_LOG_DIRECTORY in a private directory of the daemon (so it never
  * meets another MPS server of the machine). Starting MPS changes no GPU setting
- * (H200-NOTES). The environment is built before fork: the daemon has threads. */
+ * (H200-NOTES). The environment is built before fork: the daemon has threads.
+ * Stopping waits until the control daemon and server are gone (quit is
+ * asynchronous). */
 #include "serve/serve.h"
 
 #include "common/status.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,9 +78,53 @@ int srv_mps_start(char *dir, size_t cap)
     return GOS_OK;
 }
 
+/* The pids of processes whose environment names this server's pipe directory
+ * (its control daemon and server: both inherit CUDA_MPS_PIPE_DIRECTORY) that
+ * are still alive; at most cap of them. */
+static int mps_procs(const char *dir, pid_t *out, int cap)
+{
+    char want[160];
+    snprintf(want, sizeof want, "CUDA_MPS_PIPE_DIRECTORY=%s/pipe", dir);
+    size_t wl = strlen(want) + 1; /* with its NUL: the whole entry */
+    DIR *pd = opendir("/proc");
+    int n = 0;
+    struct dirent *e;
+    while (pd && (e = readdir(pd)) && n < cap) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        if (*end || pid <= 0 || pid == getpid())
+            continue;
+        char path[64], buf[16384];
+        snprintf(path, sizeof path, "/proc/%ld/environ", pid);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        size_t k = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        for (size_t i = 0; i + wl <= k; i += strlen(buf + i) + 1)
+            if (!memcmp(buf + i, want, wl)) {
+                out[n++] = (pid_t)pid;
+                break;
+            }
+    }
+    if (pd)
+        closedir(pd);
+    return n;
+}
+
+/* Quits the server and waits (up to 10 s) until its control daemon and server
+ * are gone: `quit` only asks, and a new server started on the same GPU right
+ * after must not meet the old one. */
 void srv_mps_stop(char *dir)
 {
     if (!dir[0])
         return;
     control(dir, NULL, "quit\n");
+    pid_t left[16];
+    int n = 0;
+    for (int i = 0; i < 1000 && (n = mps_procs(dir, left, 16)) > 0; i++)
+        usleep(10000);
+    if (n > 0)
+        srv_log(LOG_WARNING, "isolation = mps: the MPS server of %s (pid %d) still runs 10 s after quit", dir,
+                (int)left[0]);
 }

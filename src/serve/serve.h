@@ -90,6 +90,18 @@ struct srv_op {
  * ~140 us to switch between two processes' contexts (H200-NOTES), so grants are
  * longer by default (grant_us; issue 9). */
 #define SRV_GRANT_PROCESS_NS 4000000ull
+/* grant_us = auto (the default with executors): the daemon measures what a
+ * switch between two executors costs (a batch's exchange time beyond its GPU
+ * time, when the batch before it on the device was another executor's) and
+ * makes grants SRV_GRANT_AUTO_DIV times that long, so switching costs at most
+ * 1/SRV_GRANT_AUTO_DIV (2.5 %) of the GPU, within [SRV_GRANT_PROCESS_NS,
+ * SRV_GRANT_AUTO_MAX_NS]: the longest a busy neighbour makes a client wait. */
+#define SRV_GRANT_AUTO_DIV 40u
+#define SRV_GRANT_AUTO_MAX_NS 16000000ull
+#define SRV_SWITCH_SAMPLE_MAX_NS 2000000ull /* one sample counts at most this (a stall is no switch) */
+/* A batch may exceed its grant by this fraction of it: an op's time is measured
+ * with jitter, and a grant of four 1 ms kernels must take the fourth */
+#define SRV_GRANT_SLACK_DIV 8u
 /* A newcomer's HELLO waits at most this long for a revoked ring's work to reach
  * the scheduler (issue 9.4; ring.c). */
 #define SRV_RING_SETTLE_MS 500
@@ -101,6 +113,7 @@ struct srv_task {
     int dispatched;        /* taken by a dispatcher: the batch is closed */
     int n_ops, cap_ops;
     uint64_t bytes;        /* copy bytes in the batch */
+    uint64_t wall_ns;      /* an executor's batch: its exchange, send to reply */
     struct srv_op *ops;
 };
 
@@ -224,6 +237,10 @@ struct srv_dev {
     char mps_dir[64]; /* isolation = mps on a GPU: the MPS server's pipe/log directory ("" none) */
     uint64_t mps_restarted_ns; /* clients born before belong to the previous server */
     uint64_t grant_ns; /* a batch's expected GPU time at most (grant_us) */
+    int grant_auto;    /* grant_us = auto: grant_ns follows switch_ns (dispatch.c) */
+    uint64_t switch_ns; /* measured cost of a switch between executors (moving average), 0: none yet */
+    uint64_t switches;  /* batches that followed another executor's */
+    const void *last_x; /* the executor of the device's last batch */
     char sim[256];  /* the executors' device: a chip, or "" for the GPU of ordinal */
     gos_swap *sw; /* swapping on this device (swap.c, issue 10.2); NULL: off */
     int ordinal;
@@ -337,6 +354,10 @@ void srv_client_exec_check(struct srv_client *c);
  * executor's reported ring time to its vGPU; gone unmaps it (client freed). */
 int srv_ring_attach(struct srv_client *c, const struct gos_msg_ring *m, int fd);
 int srv_ring_regrant(struct srv *s, int device);
+/* grant.c: the expected GPU time a batch may reach (the grant and its slack);
+ * grant_us = auto learns a switch's cost from an executor's batch (lock held). */
+uint64_t srv_grant_limit(const struct srv_dev *d);
+void srv_grant_learn(struct srv_dev *d, const void *x, uint64_t wall_ns, uint64_t gpu_ns);
 /* After a revoke (lock held, dropped while waiting, at most ms): waits until the
  * revoked rings' clients have taken their revoked entries back (sent them over
  * their sockets), so that the scheduler sees their work before the newcomer's. */

@@ -57,6 +57,7 @@ static int open_devices(struct srv *s, const char *force_sim)
          * srv_spatial_open refuses any other mode rather than weaken it. */
         d->grant_ns = c->grant_us ? c->grant_us * 1000ull
                                   : d->isolation != GOS_ISOLATION_NONE ? SRV_GRANT_PROCESS_NS : SRV_BATCH_MAX_NS;
+        d->grant_auto = !c->grant_us && d->isolation != GOS_ISOLATION_NONE;
         d->ordinal = spec.ordinal;
         snprintf(d->sim, sizeof d->sim, "%s", spec.sim ? spec.sim : "");
         int rc;

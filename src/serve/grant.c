@@ -1,0 +1,37 @@
+/* grant.c: how long one client's batch (a grant to its executor) may last on a
+ * device (issue 9). Under isolation = process the GPU switches contexts between
+ * executors, which costs far more than a batch's exchange (H200-NOTES: ~140 us);
+ * a grant must be long enough to amortise it, and no longer than needed, since
+ * a busy neighbour's grant is what another client waits for. grant_us = N fixes
+ * it; grant_us = auto (the default with executors) measures the switch and
+ * sizes grants to keep its cost at 1/SRV_GRANT_AUTO_DIV of the GPU. */
+#include "serve/serve.h"
+
+/* The expected GPU time a batch may reach: the grant and its slack. */
+uint64_t srv_grant_limit(const struct srv_dev *d) { return d->grant_ns + d->grant_ns / SRV_GRANT_SLACK_DIV; }
+
+/* grant_us = auto (lock held): a batch of executor x took wall_ns to exchange
+ * and gpu_ns on the GPU. When the device's batch before it was another
+ * executor's, the difference is what that switch cost (the GPU's context
+ * switch, the executor's wake-up and issue): the grants become
+ * SRV_GRANT_AUTO_DIV times its moving average. */
+void srv_grant_learn(struct srv_dev *d, const void *x, uint64_t wall_ns, uint64_t gpu_ns)
+{
+    int switched = d->last_x && d->last_x != x;
+    d->last_x = x;
+    if (!switched || !wall_ns || !gpu_ns || wall_ns <= gpu_ns)
+        return;
+    uint64_t cost = wall_ns - gpu_ns;
+    if (cost > SRV_SWITCH_SAMPLE_MAX_NS)
+        cost = SRV_SWITCH_SAMPLE_MAX_NS;
+    d->switch_ns = d->switches++ ? (7 * d->switch_ns + cost) / 8 : cost;
+    if (!d->grant_auto)
+        return;
+    uint64_t g = d->switch_ns * SRV_GRANT_AUTO_DIV;
+    g = g < SRV_GRANT_PROCESS_NS ? SRV_GRANT_PROCESS_NS : g > SRV_GRANT_AUTO_MAX_NS ? SRV_GRANT_AUTO_MAX_NS : g;
+    uint64_t old = d->grant_ns;
+    d->grant_ns = g;
+    if (g > old + old / 4 || old > g + g / 4)
+        srv_log(LOG_INFO, "device %d: a switch between executors costs %.0f us: grants of %.0f us (grant_us = auto)",
+                d->index, (double)d->switch_ns / 1e3, (double)g / 1e3);
+}
