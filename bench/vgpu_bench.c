@@ -264,6 +264,16 @@ static json_t *hostmem(void)
     return list;
 }
 
+/* The end of a copy section: its native and gpuos buffers, handle, daemon. */
+static void copy_bench_end(gpuos_vgpu *g, uint64_t nd, void *npin, void *page)
+{
+    gos_exec_mem_free(dev, nd);
+    gos_exec_host_free(dev, npin);
+    free(page);
+    gpuos_close(g);
+    daemon_stop();
+}
+
 /* Where a small copy's time goes through the ring: per copy, the client's time
  * (median), the executor's time running the entry (from the ring's counters:
  * checks, the copy, its synchronisation) and the native copy's, one after the
@@ -281,11 +291,7 @@ static json_t *ringprobe(void)
         DIE("ringprobe buffers");
     if (!g->ring || !atomic_load(&gos_ring_ctl(g->ring)->grant)) { /* isolation = none, or GPUOS_RING=0 */
         fprintf(stderr, "ringprobe: no ring granted (isolation = %s): skipped\n", iso_mode ? iso_mode : "-");
-        gos_exec_mem_free(dev, nd);
-        gos_exec_host_free(dev, npin);
-        free(page);
-        gpuos_close(g);
-        daemon_stop();
+        copy_bench_end(g, nd, npin, page);
         return json_pack("{s:s}", "skipped", "no ring: isolation = none or GPUOS_RING=0");
     }
     struct gos_ring_ctl *k = gos_ring_ctl(g->ring);
@@ -332,11 +338,7 @@ static json_t *ringprobe(void)
                                                       "bytes", (json_int_t)n, "host_mem", pinned ? "pinned" : "pageable",
                                                       "native_us", mn, "gpuos_us", mc, "executor_us", ex));
             }
-    gos_exec_mem_free(dev, nd);
-    gos_exec_host_free(dev, npin);
-    free(page);
-    gpuos_close(g);
-    daemon_stop();
+    copy_bench_end(g, nd, npin, page);
     return list;
 }
 
@@ -457,11 +459,7 @@ static json_t *copies(void)
                                                       pinned ? "pinned" : "pageable", "native_gbps", nat,
                                                       "gpuos_gbps", gos, "ratio", gos / nat));
             }
-    gos_exec_mem_free(dev, nd);
-    gos_exec_host_free(dev, npin);
-    free(page);
-    gpuos_close(g);
-    daemon_stop();
+    copy_bench_end(g, nd, npin, page);
     return list;
 }
 
@@ -819,9 +817,14 @@ static json_t *switching(void)
         unlink(log);
     }
     double ideal = secs * 1e9 / (double)ns, loss = one > 0 ? 1.0 - (double)two / (double)one : 0;
-    fprintf(stderr, "switch (%s): 1 ms kernels in %.1f s: one client %ld, two clients %ld (ideal %.0f): lost %.1f %% "
-            "(default grant: auto, settled at %.0f us for a measured switch of %.0f us)\n",
-            iso_mode ? iso_mode : "-", secs, one, two, ideal, 100 * loss, auto_us, sw_us);
+    int is_auto = grant_us <= 0 && !(iso_mode && !strcmp(iso_mode, "none"));
+    if (is_auto && auto_us == 0)
+        auto_us = 4000; /* no switch measured: the floor */
+    fprintf(stderr, "switch (%s): 1 ms kernels in %.1f s: one client %ld, two clients %ld (ideal %.0f): lost %.1f %%",
+            iso_mode ? iso_mode : "-", secs, one, two, ideal, 100 * loss);
+    if (is_auto)
+        fprintf(stderr, " (grant_us = auto: %.0f us for a measured switch of %.0f us)", auto_us, sw_us);
+    fprintf(stderr, "\n");
     /* the trade-off: longer grants amortise the switch, and make the other
      * client wait longer (up to one grant) */
     json_t *by = json_array();
@@ -844,7 +847,8 @@ static json_t *switching(void)
     }
     return json_pack("{s:I, s:f, s:I, s:I, s:f, s:f, s:s, s:f, s:f, s:o}", "kernel_ns", (json_int_t)ns, "seconds", secs,
                      "one_client", (json_int_t)one, "two_clients", (json_int_t)two, "ideal", ideal, "lost_fraction",
-                     loss, "grant", grant_us > 0 ? "fixed" : "auto", "auto_grant_us", auto_us, "switch_cost_us",
+                     loss, "grant", grant_us > 0 ? "fixed" : is_auto ? "auto" : "default", "auto_grant_us", auto_us,
+                     "switch_cost_us",
                      sw_us, "by_grant", by);
 }
 

@@ -79,11 +79,12 @@ PY
 attempt=1
 while :; do
     p0=$(psi); t0=$(now_us)
-    # GPUOS_RING=0: the scheduler's own fairness, every request through it. With
-    # the fast path a client alone on the device runs on its ring until a second
-    # one arrives; that head start, charged to it, once left BAND 5 points off
-    # with 2 vGPUs here (readme-fastpath.md, "Rings and fairness": open)
-    GPUOS_RING=0 timeout 120 "$B/bench/vgpu_bench" --gpuos "$G" --sim default --quick --seconds 3 --only fairness,queues --isolation process \
+    # With the fast path on (the default): a client alone on the device runs on
+    # its ring until a second one arrives. The bench's clients all open their
+    # vGPUs before any starts (its gate), so no ring head start falls into the
+    # measured window (it once left BAND 5 points off here, when a client could
+    # still be opening while the others ran)
+    timeout 120 "$B/bench/vgpu_bench" --gpuos "$G" --sim default --quick --seconds 3 --only fairness,queues --isolation process \
         --policies fifo,band --vgpus 2,4,8 --out "$T/f.json" 2>"$T/log" || { cat "$T/log"; fail "bench"; }
     cat "$T/log"
     if note=$(contended "$p0" "$t0"); then hot=1; else hot=0; fi

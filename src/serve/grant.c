@@ -31,7 +31,7 @@ void srv_grant_learn(struct srv_dev *d, const void *x, uint64_t wall_ns, uint64_
     g = g < SRV_GRANT_PROCESS_NS ? SRV_GRANT_PROCESS_NS : g > SRV_GRANT_AUTO_MAX_NS ? SRV_GRANT_AUTO_MAX_NS : g;
     uint64_t old = d->grant_ns;
     d->grant_ns = g;
-    if (g > old + old / 4 || old > g + g / 4)
+    if (d->switches == 1 || g > old + old / 4 || old > g + g / 4) /* the first, and every large change */
         srv_log(LOG_INFO, "device %d: a switch between executors costs %.0f us: grants of %.0f us (grant_us = auto)",
                 d->index, (double)d->switch_ns / 1e3, (double)g / 1e3);
 }

@@ -78,34 +78,53 @@ int srv_mps_start(char *dir, size_t cap)
     return GOS_OK;
 }
 
-/* The pids of processes whose environment names this server's pipe directory
- * (its control daemon and server: both inherit CUDA_MPS_PIPE_DIRECTORY) that
- * are still alive; at most cap of them. */
-static int mps_procs(const char *dir, pid_t *out, int cap)
+/* Whether process pid belongs to the MPS server of dir: its environment names
+ * the pipe directory (the control daemon and the servers it starts inherit
+ * CUDA_MPS_PIPE_DIRECTORY), or it holds a file under dir open (the control
+ * daemon keeps its logs and lock there). Both, since a daemonised program may
+ * rewrite its environment block. */
+static int mps_member(long pid, const char *dir)
 {
-    char want[160];
+    char path[64], want[160], buf[16384];
     snprintf(want, sizeof want, "CUDA_MPS_PIPE_DIRECTORY=%s/pipe", dir);
     size_t wl = strlen(want) + 1; /* with its NUL: the whole entry */
+    snprintf(path, sizeof path, "/proc/%ld/environ", pid);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        size_t k = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[k] = 0;
+        for (size_t i = 0; i + wl <= k; i += strlen(buf + i) + 1)
+            if (!memcmp(buf + i, want, wl))
+                return 1;
+    }
+    size_t dl = strlen(dir);
+    snprintf(path, sizeof path, "/proc/%ld/fd", pid);
+    DIR *fd = opendir(path);
+    struct dirent *e;
+    int hit = 0;
+    while (fd && !hit && (e = readdir(fd))) {
+        char link[320];
+        snprintf(link, sizeof link, "/proc/%ld/fd/%s", pid, e->d_name);
+        ssize_t k = readlink(link, buf, sizeof buf - 1);
+        hit = k > (ssize_t)dl && !memcmp(buf, dir, dl) && buf[dl] == '/';
+    }
+    if (fd)
+        closedir(fd);
+    return hit;
+}
+
+/* The live processes of the MPS server of dir; at most cap of them. */
+static int mps_procs(const char *dir, pid_t *out, int cap)
+{
     DIR *pd = opendir("/proc");
     int n = 0;
     struct dirent *e;
     while (pd && (e = readdir(pd)) && n < cap) {
         char *end;
         long pid = strtol(e->d_name, &end, 10);
-        if (*end || pid <= 0 || pid == getpid())
-            continue;
-        char path[64], buf[16384];
-        snprintf(path, sizeof path, "/proc/%ld/environ", pid);
-        FILE *f = fopen(path, "r");
-        if (!f)
-            continue;
-        size_t k = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        for (size_t i = 0; i + wl <= k; i += strlen(buf + i) + 1)
-            if (!memcmp(buf + i, want, wl)) {
-                out[n++] = (pid_t)pid;
-                break;
-            }
+        if (!*end && pid > 0 && pid != getpid() && mps_member(pid, dir))
+            out[n++] = (pid_t)pid;
     }
     if (pd)
         closedir(pd);
@@ -121,9 +140,11 @@ void srv_mps_stop(char *dir)
         return;
     control(dir, NULL, "quit\n");
     pid_t left[16];
-    int n = 0;
-    for (int i = 0; i < 1000 && (n = mps_procs(dir, left, 16)) > 0; i++)
+    int n = 0, i = 0;
+    for (; i < 1000 && (n = mps_procs(dir, left, 16)) > 0; i++)
         usleep(10000);
+    if (i > 0 && n == 0)
+        srv_log(LOG_INFO, "isolation = mps: the MPS server of %s gone %d ms after quit", dir, 10 * i);
     if (n > 0)
         srv_log(LOG_WARNING, "isolation = mps: the MPS server of %s (pid %d) still runs 10 s after quit", dir,
                 (int)left[0]);

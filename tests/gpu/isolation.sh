@@ -73,7 +73,19 @@ CONF
     i=0; while kill -0 $D 2>/dev/null && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
     kill -0 $D 2>/dev/null && { kill -9 $D; echo "  daemon needed SIGKILL"; }
     grep -E "lost|fault|MPS" "$T/serve-$mode.log" | head -8 | sed 's/^/    serve: /'
-    [ $mode = mps ] && { ls /tmp/gpuos-mps.* 2>/dev/null | head -3; pgrep -l nvidia-cuda-mps || echo "  no MPS process left"; }
+    if [ $mode = mps ]; then
+        # the daemon quits its MPS server and waits for it (src/serve/mps.c):
+        # nothing may hold a file of a gpuos MPS directory once it has exited
+        left=""
+        for p in $(pgrep nvidia-cuda-mps); do
+            # zombies (exited, not yet reaped by the machine's init) hold nothing
+            [ "$(awk '{print $3}' /proc/$p/stat 2>/dev/null)" = Z ] && continue
+            { ls -l /proc/$p/fd; tr '\0' '\n' < /proc/$p/environ; } 2>/dev/null | grep -q /tmp/gpuos-mps &&
+                left="$left $p"
+        done
+        if [ -n "$left" ]; then echo "FAIL mps: MPS processes left after the daemon exited:$left"; fail=1
+        else echo "  no MPS process of the daemon left after its exit"; fi
+    fi
 done
 # any MPS server a daemon of this test left behind: quit it
 for m in /tmp/gpuos-mps.*; do
