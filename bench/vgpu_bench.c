@@ -13,7 +13,8 @@
  *   sweep      copy chunk size x pipeline depth through the daemon (pageable),
  *              the best pair becomes the library's defaults (paper 002, fig. 3);
  *   small      small-copy path vs pipelined path per size: the crossover (fig. 4);
- *   copy       {dir, bytes, host_mem, native_gbps, gpuos_gbps} for 4 KB..1 GB;
+ *   copy       {dir, bytes, host_mem, native_gbps, gpuos_gbps} for 4 KB..1 GB,
+ *              native and gpuos in alternating blocks;
  *   ringprobe  small copies through the ring: client, executor and native time;
  *   hostmem    native copies from each kind of host memory (driver-pinned,
  *              registered memfd, with MADV_HUGEPAGE, registered malloc);
@@ -174,11 +175,10 @@ static int reps_for(size_t n)
 }
 
 /* Native: pinned through an async copy + stream sync; pageable through the
- * driver's synchronous copy (the vendor path). */
-static double native_copy(int htod, int pinned, void *host, uint64_t d, size_t n)
+ * driver's synchronous copy (the vendor path). Times r copies after a warm-up
+ * into t. */
+static void native_times(int htod, int pinned, void *host, uint64_t d, size_t n, double *t, int r)
 {
-    int r = reps_for(n);
-    double t[64];
     for (int i = -1; i < r; i++) {
         double t0 = now();
         int rc;
@@ -194,13 +194,10 @@ static double native_copy(int htod, int pinned, void *host, uint64_t d, size_t n
         if (i >= 0)
             t[i] = now() - t0;
     }
-    return (double)n / median(t, r) / 1e9;
 }
 
-static double gpuos_copy(gpuos_vgpu *g, int htod, void *host, gpuos_dptr d, size_t n, int reps)
+static void gpuos_times(gpuos_vgpu *g, int htod, void *host, gpuos_dptr d, size_t n, double *t, int r)
 {
-    int r = reps ? reps : reps_for(n);
-    double t[64];
     for (int i = -1; i < r; i++) {
         double t0 = now();
         int rc = htod ? gpuos_memcpy_htod(g, d, host, n) : gpuos_memcpy_dtoh(g, host, d, n);
@@ -209,6 +206,21 @@ static double gpuos_copy(gpuos_vgpu *g, int htod, void *host, gpuos_dptr d, size
         if (i >= 0)
             t[i] = now() - t0;
     }
+}
+
+static double native_copy(int htod, int pinned, void *host, uint64_t d, size_t n)
+{
+    int r = reps_for(n);
+    double t[64];
+    native_times(htod, pinned, host, d, n, t, r);
+    return (double)n / median(t, r) / 1e9;
+}
+
+static double gpuos_copy(gpuos_vgpu *g, int htod, void *host, gpuos_dptr d, size_t n, int reps)
+{
+    int r = reps ? reps : reps_for(n);
+    double t[64];
+    gpuos_times(g, htod, host, d, n, t, r);
     return (double)n / median(t, r) / 1e9;
 }
 
@@ -450,8 +462,17 @@ static json_t *copies(void)
     for (size_t n = 4096; n <= maxn; n *= 4)
         for (int dir = 0; dir < 2; dir++)
             for (int pinned = 1; pinned >= 0; pinned--) {
-                double nat = native_copy(dir == 0, pinned, pinned ? npin : page, nd, n);
-                double gos = gpuos_copy(g, dir == 0, pinned ? gpin : page, gd, n, 0);
+                /* native and gpuos in alternating blocks, each block after its
+                 * own warm-up (the GPU switches between this process's context
+                 * and the executor's): both sides see the same drift of the
+                 * machine, medians over all blocks */
+                int blocks = n <= (64u << 20) ? 4 : 2, r = reps_for(n), per = r / blocks < 3 ? 3 : r / blocks;
+                double tn[4 * 64], tg[4 * 64];
+                for (int b = 0; b < blocks; b++) {
+                    native_times(dir == 0, pinned, pinned ? npin : page, nd, n, tn + b * per, per);
+                    gpuos_times(g, dir == 0, pinned ? gpin : page, gd, n, tg + b * per, per);
+                }
+                double nat = (double)n / median(tn, blocks * per) / 1e9, gos = (double)n / median(tg, blocks * per) / 1e9;
                 fprintf(stderr, "copy %s %10zu %-8s native %7.2f gpuos %7.2f GB/s (%.0f%%)\n", dir ? "dtoh" : "htod", n,
                         pinned ? "pinned" : "pageable", nat, gos, 100 * gos / nat);
                 json_array_append_new(list, json_pack("{s:s, s:I, s:s, s:f, s:f, s:f}", "dir", dir ? "dtoh" : "htod",
@@ -769,7 +790,7 @@ static long busy_run(int n, uint64_t ns, double secs)
     if (pipe(pfd))
         DIE("pipe");
     for (int i = 0; i < n; i++) {
-        char name[8];
+        char name[16];
         snprintf(name, sizeof name, "v%d", i);
         if ((kids[i] = fork()) == 0)
             child_busy(name, ns, secs, pfd[1]);
@@ -914,7 +935,7 @@ static json_t *fairness_one(const char *policy, int n, uint64_t short_ns, double
     if (pipe(pfd))
         DIE("pipe");
     for (int i = 0; i < n; i++) {
-        char name[8];
+        char name[16];
         snprintf(name, sizeof name, "v%d", i);
         if ((kids[i] = fork()) == 0)
             child_compute(name, i % 2 ? 10 * short_ns : short_ns, secs, pfd[1]);
@@ -1024,7 +1045,7 @@ static json_t *queues(void)
             DIE("pipe");
         pid_t kids[4];
         for (int i = 0; i < 4; i++) {
-            char name[8];
+            char name[16];
             snprintf(name, sizeof name, "v%d", i);
             if ((kids[i] = fork()) == 0) {
                 if (i < 2)

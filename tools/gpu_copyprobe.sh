@@ -43,6 +43,9 @@ run fair8_gate_a $F
 run fair8_gate_b $F
 run fair8_gate_4s $B --policies band --vgpus 8 --seconds 4 --only fairness
 ;;
+copyfinal)
+run copy_blocks build/bench/vgpu_bench --gpuos build/gpuos --isolation process,mps --only copy,ringprobe,launch
+;;
 esac
 cp "$W/machine.txt" "$W/summary.txt" "$OUT/"
 (cd "$(dirname "$W")" && tar czf "$OUT/probe.tar.gz" probe)
