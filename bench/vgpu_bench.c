@@ -54,6 +54,7 @@ static double fair_seconds = 4.0;
 static long band_wait_us = -1; /* -1: the daemon's default (500 us, Gdev) */
 static int band_charge_hold = -1; /* -1: the daemon's default */
 static long grant_us = -1;        /* -1: the daemon's default (grant_us) */
+static int exec_per_vgpu;         /* the next daemon says executor = per-vgpu */
 static const char *switch_grants = "8000,16000"; /* switching: grant_us values tried besides the default */
 static const char *fair_policies = "fifo,credit,band", *fair_counts = "2,4,8";
 /* isolation modes measured (issue 9): every section runs once per mode; the
@@ -114,6 +115,8 @@ static void daemon_start(const char *policy, const char *queue, int n_vgpus, con
         fprintf(f, "band_charge_hold = %d\n", band_charge_hold);
     if (grant_us > 0)
         fprintf(f, "grant_us = %ld\n", grant_us);
+    if (exec_per_vgpu)
+        fprintf(f, "executor = per-vgpu\n");
     for (int i = 0; i < n_vgpus; i++)
         fprintf(f, "[vgpu v%d]\ncompute = %d\ncopy = %d\nmemory = %s\n", i, 100 / n_vgpus, 100 / n_vgpus, mem);
     fclose(f);
@@ -782,7 +785,11 @@ static void child_busy(const char *vgpu, uint64_t ns, double secs, int fd)
     _exit(0);
 }
 
-static long busy_run(int n, uint64_t ns, double secs)
+/* n busy clients, of vGPUs v0, v1, ... (one_vgpu: all of v0) */
+static long busy_run_on(int n, uint64_t ns, double secs, int one_vgpu);
+static long busy_run(int n, uint64_t ns, double secs) { return busy_run_on(n, ns, secs, 0); }
+
+static long busy_run_on(int n, uint64_t ns, double secs, int one_vgpu)
 {
     gate_reset();
     pid_t kids[2];
@@ -791,7 +798,7 @@ static long busy_run(int n, uint64_t ns, double secs)
         DIE("pipe");
     for (int i = 0; i < n; i++) {
         char name[16];
-        snprintf(name, sizeof name, "v%d", i);
+        snprintf(name, sizeof name, "v%d", one_vgpu ? 0 : i);
         if ((kids[i] = fork()) == 0)
             child_busy(name, ns, secs, pfd[1]);
     }
@@ -866,11 +873,28 @@ static json_t *switching(void)
                                             (json_int_t)two_g, "lost_fraction", l));
         grant_us = g0;
     }
-    return json_pack("{s:I, s:f, s:I, s:I, s:f, s:f, s:s, s:f, s:f, s:o}", "kernel_ns", (json_int_t)ns, "seconds", secs,
-                     "one_client", (json_int_t)one, "two_clients", (json_int_t)two, "ideal", ideal, "lost_fraction",
-                     loss, "grant", grant_us > 0 ? "fixed" : is_auto ? "auto" : "default", "auto_grant_us", auto_us,
-                     "switch_cost_us",
-                     sw_us, "by_grant", by);
+    /* two busy clients of ONE vGPU: an executor each (per-client, the
+     * default) against one shared executor (executor = per-vgpu): no context
+     * switch between them */
+    json_t *same = json_object();
+    if (iso_mode && strcmp(iso_mode, "none")) {
+        for (int pv = 0; pv < 2; pv++) {
+            exec_per_vgpu = pv;
+            daemon_start("band", "mrq", 2, "10%");
+            long k = busy_run_on(2, ns, secs, 1);
+            daemon_stop();
+            double l = one > 0 ? 1.0 - (double)k / (double)one : 0;
+            fprintf(stderr, "switch (%s) two clients of one vGPU, executor = %s: %ld: lost %.1f %%\n", iso_mode,
+                    pv ? "per-vgpu" : "per-client", k, 100 * l);
+            json_object_set_new(same, pv ? "per_vgpu" : "per_client",
+                                json_pack("{s:I, s:f}", "two_clients", (json_int_t)k, "lost_fraction", l));
+        }
+        exec_per_vgpu = 0;
+    }
+    return json_pack("{s:I, s:f, s:I, s:I, s:f, s:f, s:s, s:f, s:f, s:o, s:o}", "kernel_ns", (json_int_t)ns, "seconds",
+                     secs, "one_client", (json_int_t)one, "two_clients", (json_int_t)two, "ideal", ideal,
+                     "lost_fraction", loss, "grant", grant_us > 0 ? "fixed" : is_auto ? "auto" : "default",
+                     "auto_grant_us", auto_us, "switch_cost_us", sw_us, "by_grant", by, "one_vgpu", same);
 }
 
 /* ---- fairness and queues (child processes) ------------------------------ */

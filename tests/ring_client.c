@@ -4,6 +4,8 @@
  *                                  granted; loops for secs (0: once). Prints how
  *                                  many entries the executor ran for it.
  *   ring_client granted VGPU       exit 0 when this client's ring is granted
+ *   ring_client share VGPU S BYTES prints its executor's pid, allocates BYTES of
+ *                                  device memory, byte-exact passes for S seconds
  *   ring_client hostile VGPU       writes malformed entries into its own ring
  *                                  (bad opcode, flags, ranges, lengths, functions,
  *                                  geometry), and rewrites slots while the
@@ -161,6 +163,34 @@ static int cmd_exact(const char *va, double secs)
     } while (now_s() - t0 < secs);
     printf("exact passes %d ring_passes %d entries %llu granted %d\n", passes, ringed,
            (unsigned long long)entries(g), granted(g));
+    gpuos_close(g);
+    return 0;
+}
+
+/* executor = per-vgpu (t_xshare.sh): prints the executor's pid, allocates
+ * bytes of device memory (0: none), then runs byte-exact passes for secs. */
+static int cmd_share(const char *va, double secs, double bytes)
+{
+    gpuos_vgpu *g = open_or_die(va);
+    CHECK(g->ring, "no ring: no executor pid to tell");
+    printf("executor %d\n", (int)atomic_load(&ctl_of(g)->exec_pid));
+    if (bytes > 0) {
+        gpuos_dptr d;
+        int rc = gpuos_mem_alloc(g, (size_t)bytes, &d);
+        if (rc) {
+            printf("alloc failed: %s\n", gpuos_error());
+            return 1;
+        }
+        printf("allocated %.0f\n", bytes);
+    }
+    gpuos_function f = fill_fn(g);
+    double t0 = now_s();
+    int passes = 0;
+    do {
+        pass(g, f, (unsigned)getpid() + (unsigned)passes);
+        passes++;
+    } while (now_s() - t0 < secs);
+    printf("share ok passes %d\n", passes);
     gpuos_close(g);
     return 0;
 }
@@ -347,6 +377,8 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc >= 3 && !strcmp(argv[1], "exact"))
         return cmd_exact(argv[2], argc > 3 ? atof(argv[3]) : 0);
+    if (argc == 5 && !strcmp(argv[1], "share"))
+        return cmd_share(argv[2], atof(argv[3]), atof(argv[4]));
     if (argc == 3 && !strcmp(argv[1], "granted"))
         return cmd_granted(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "hostile"))

@@ -119,10 +119,14 @@ static int do_hello(struct srv_client *c, const struct gos_msg_hello *m, struct 
                 /* The client's own executor process (issue 9); the daemon's lock is
                  * not held while it starts (it opens the device). */
                 s->vgpus[v].clients++; /* reserved */
-                pthread_mutex_unlock(&s->lock);
-                rc = srv_exec_spawn(d->sim[0] ? d->sim : NULL, d->ordinal, d->mps_dir[0] ? d->mps_dir : NULL,
+                if (d->executor_per_vgpu) { /* the vGPU's shared one (xshare.c) */
+                    rc = srv_xshare_join(s, v, &c->x, &c->xshare);
+                } else {
+                    pthread_mutex_unlock(&s->lock);
+                    rc = srv_exec_spawn(d->sim[0] ? d->sim : NULL, d->ordinal, d->mps_dir[0] ? d->mps_dir : NULL,
                                         &c->x);
-                pthread_mutex_lock(&s->lock);
+                    pthread_mutex_lock(&s->lock);
+                }
                 s->vgpus[v].clients--;
                 if (rc)
                     return rc;

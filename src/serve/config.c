@@ -376,6 +376,15 @@ int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_
                     rc = BAD("isolation must be process, mps or none");
                     goto out;
                 }
+            } else if (!strcmp(k, "executor")) {
+                if (!strcmp(v, "per-client"))
+                    d->executor_per_vgpu = 0;
+                else if (!strcmp(v, "per-vgpu"))
+                    d->executor_per_vgpu = 1;
+                else {
+                    rc = BAD("executor must be per-client or per-vgpu");
+                    goto out;
+                }
             } else if (!strcmp(k, "queue")) {
                 if (strcmp(v, "mrq") && strcmp(v, "sdq")) {
                     rc = BAD("queue must be mrq or sdq");

@@ -42,6 +42,10 @@
  *                                # trusted tenants (docs/readme-vgpu.md, issue 9);
  *                                # mps: executors are clients of an MPS server the
  *                                # daemon starts (a fault reaches all of them)
+ *   executor = per-client        # process / mps: an executor per client, or one
+ *                                # per vGPU (per-vgpu) shared by its clients
+ *                                # (cooperating processes: one address space and
+ *                                # one fate among them, no switch between them)
  *   grant_us = auto              # a batch of one client's queued work (one grant
  *                                # to its executor) lasts this long at most, by the
  *                                # client's recent GPU time per op; auto (the
@@ -85,6 +89,7 @@ struct gos_serve_devcfg {
     uint64_t band_wait_ns;
     int band_charge_hold; /* 1: BAND charges held engine time to the vGPU it waits for */
     int isolation; /* GOS_ISOLATION_* */
+    int executor_per_vgpu; /* executor = per-vgpu: a vGPU's clients share one executor */
     /* Swapping (issue 10.2; docs/readme-shm.md): host swap space in bytes (0: off;
      * allocations are then plain device memory); swap_pool: what allocations may
      * occupy on the device (0: its memory). */

@@ -92,6 +92,7 @@ struct xe {
     char fbuiltin[SRV_MAX_FUNCS][32]; /* by funcs index: the built-in kernel's name ("" not built-in) */
     int mod_builtin[SRV_MAX_MODULES];
     int ring_on;
+    struct xr *ring;          /* its consumer (xe_ring_stop when a shared executor's client leaves) */
     uint32_t ring_max_queued; /* the daemon's max_queued_requests, for asynchronous ring entries */
     void *ring_bounce;        /* pinned, private: XE_BOUNCE_SLOTS x GOS_RING_DATA for inline HtoD data */
     uint32_t bounce_next;     /* the next of them */
@@ -488,6 +489,8 @@ static int run(struct xe *x, const unsigned char *p, uint32_t len)
     return flags ? GOS_EDEVICE : s;
 }
 
+static int adopt(struct xe *ctl, int fd);
+
 static int serve_one(struct xe *x, const struct x_hdr *h, void *p, int fd)
 {
     uint64_t u;
@@ -686,12 +689,16 @@ static int serve_one(struct xe *x, const struct x_hdr *h, void *p, int fd)
         return answer(x, h->type, rc, 0, &r, sizeof r);
     }
     case X_RUN: return run(x, p, h->len);
+    case X_ADOPT: {
+        int rc = adopt(x, fd);
+        return answer(x, h->type, rc, 0, NULL, 0);
+    }
     case X_RING: {
         memcpy(&u, p, 8);
         if (h->len >= 12)
             memcpy(&x->ring_max_queued, (char *)p + 8, 4);
         int rc = x->ring_on ? gos_fail(GOS_EBUSY, "executor: a ring is attached already")
-                            : xe_ring_start(x, fd, u, x->dev);
+                            : xe_ring_start(x, fd, u, x->dev, &x->ring);
         if (fd >= 0)
             close(fd);
         x->ring_on = !rc;
@@ -715,6 +722,7 @@ static int payload_ok(const struct x_hdr *h)
     case X_RING: return h->len >= 8;
     case X_EVICT_POOL:
     case X_RESTORE_POOL: return h->len >= sizeof(struct x_swap_io);
+    case X_ADOPT: return 1;
     case X_REGION_ADD: return h->len >= sizeof(struct x_region);
     case X_MODULE_LOAD: return h->len >= sizeof(struct x_module);
     case X_MODULE_UNLOAD: return h->len >= 4;
@@ -888,26 +896,31 @@ static void *watchdog(void *arg)
     return NULL;
 }
 
-int srv_executor_main(int sock, const char *sim, int ordinal)
+/* A client's state on the device: its streams and events (the device opened
+ * by the caller, shared by every client of a shared executor). */
+static struct xe *xe_new(gos_device *dev, int sock, int *rc)
 {
-    /* Dies with the daemon (or when the daemon drops this client), even in the
-     * middle of a long kernel: nothing else may reach this context. (Not
-     * PR_SET_PDEATHSIG: it fires when the daemon *thread* that forked us ends.) */
-    pthread_t w;
-    if (pthread_create(&w, NULL, watchdog, &sock))
-        return gos_fail(GOS_EIO, "executor: watchdog thread");
-    pthread_detach(w);
     struct xe *x = calloc(1, sizeof *x);
-    if (!x)
-        return gos_fail(GOS_ENOMEM, "out of memory");
+    if (!x) {
+        *rc = gos_fail(GOS_ENOMEM, "out of memory");
+        return NULL;
+    }
     x->sock = sock;
+    x->dev = dev;
     pthread_mutex_init(&x->lock, NULL);
-    gos_device_spec spec = {.sim = sim, .ordinal = ordinal};
+    *rc = GOS_OK;
+    for (int e = 0; !*rc && dev && e < XE_ENGINES; e++)
+        if ((*rc = gos_exec_stream_create(x->dev, &x->streams[e])) ||
+            (*rc = gos_exec_event_create(x->dev, &x->ev[e][0])) || (*rc = gos_exec_event_create(x->dev, &x->ev[e][1])))
+            break;
+    return x;
+}
+
+/* Tells the daemon on x's channel that it is up: the device's facts. */
+static int xe_hello(struct xe *x, int rc)
+{
     struct x_hello_rep hello = {.pid = (int32_t)getpid()};
     uint64_t fr;
-    int rc = gos_device_open(&spec, &x->dev);
-    if (!rc)
-        rc = gos_exec_init(x->dev);
     if (!rc)
         rc = gos_exec_mem_info(x->dev, &fr, &hello.mem_total);
     if (!rc) {
@@ -915,18 +928,19 @@ int srv_executor_main(int sock, const char *sim, int ordinal)
         hello.attr_rc = gos_exec_device_attributes(x->dev, hello.attr_value, hello.attr_valid,
                                                    GOS_DEVICE_ATTRS_MAX);
     }
-    for (int e = 0; !rc && e < XE_ENGINES; e++)
-        if ((rc = gos_exec_stream_create(x->dev, &x->streams[e])) ||
-            (rc = gos_exec_event_create(x->dev, &x->ev[e][0])) || (rc = gos_exec_event_create(x->dev, &x->ev[e][1])))
-            break;
-    if ((rc = answer(x, X_HELLO, rc, 0, &hello, sizeof hello)) || !x->dev)
-        return rc;
+    return answer(x, X_HELLO, rc, 0, &hello, sizeof hello);
+}
+
+/* Serves x's channel until the daemon closes it. A device fault ends the
+ * process: its context is dead for every client in it. */
+static void xe_serve(struct xe *x)
+{
     void *buf = NULL;
     size_t cap = 0;
     for (;;) {
         struct x_hdr h;
         int fd = -1;
-        if (x_recv(sock, &h, &buf, &cap, &fd))
+        if (x_recv(x->sock, &h, &buf, &cap, &fd))
             break; /* the daemon closed the channel: the client is gone */
         if (!payload_ok(&h)) {
             if (fd >= 0)
@@ -935,7 +949,7 @@ int srv_executor_main(int sock, const char *sim, int ordinal)
             continue;
         }
         if (h.type != X_REGION_ADD && h.type != X_SHM_MAP && h.type != X_EVICT && h.type != X_RESTORE &&
-            h.type != X_EVICT_POOL && h.type != X_RESTORE_POOL && h.type != X_RING && fd >= 0)
+            h.type != X_EVICT_POOL && h.type != X_RESTORE_POOL && h.type != X_RING && h.type != X_ADOPT && fd >= 0)
             close(fd);
         pthread_mutex_lock(&x->lock);
         int src = serve_one(x, &h, buf, fd);
@@ -943,6 +957,124 @@ int srv_executor_main(int sock, const char *sim, int ordinal)
         if (src == GOS_EDEVICE && h.type == X_RUN)
             _exit(3); /* faulted: the context is dead; the daemon was told */
     }
+    free(buf);
+}
+
+/* Releases everything a client held in a shared executor (its channel closed;
+ * in an executor of its own the process exit does this). */
+static void xe_free(struct xe *x)
+{
+    xe_ring_stop(x->ring); /* before the lock: its consumer takes it per entry */
+    pthread_mutex_lock(&x->lock);
+    for (int e = 0; e < XE_ENGINES; e++)
+        if (x->streams[e])
+            gos_exec_stream_sync(x->dev, x->streams[e]);
+    for (int i = 0; i < x->n_al; i++) {
+        uint64_t p = x->al[i].dptr;
+        gos_vmm_buf *b;
+        if (x->al[i].module)
+            continue; /* a module global: goes with its module */
+        if ((b = vb_find(x, p)))
+            gos_vmm_buf_free(x->dev, b);
+        else if (shm_unmap(x, p) == GOS_OK || srv_pmem_free(&x->pmem, p) == GOS_OK)
+            continue;
+        else
+            gos_exec_mem_free(x->dev, p);
+    }
+    srv_pmem_release_all(&x->pmem);
+    for (int i = 0; i < GOS_XE_SHM_MAX; i++)
+        if (x->shm[i].va)
+            gos_vmm_buf_free(x->dev, &x->shm[i]);
+    for (int i = 0; i < SRV_MAX_MODULES; i++)
+        if (x->modules[i])
+            gos_exec_module_unload(x->dev, x->modules[i]);
+    for (uint32_t r = 0; r < GOS_MAX_REGIONS; r++)
+        region_drop(x, r);
+    if (x->pool) {
+        for (uint64_t c = 0; c * X_POOL_CHUNK < x->pool_bytes; c++)
+            if (x->pool_pinned[c] == 1)
+                gos_exec_host_unregister(x->dev, x->pool + c * X_POOL_CHUNK);
+        munmap(x->pool, x->pool_bytes);
+        free(x->pool_pinned);
+    }
+    if (x->ring_bounce)
+        gos_exec_host_free(x->dev, x->ring_bounce);
+    for (int e = 0; e < XE_ENGINES; e++) {
+        if (x->ev[e][0])
+            gos_exec_event_destroy(x->dev, x->ev[e][0]);
+        if (x->ev[e][1])
+            gos_exec_event_destroy(x->dev, x->ev[e][1]);
+        if (x->streams[e])
+            gos_exec_stream_destroy(x->dev, x->streams[e]);
+    }
+    pthread_mutex_unlock(&x->lock);
+    pthread_mutex_destroy(&x->lock);
+    free(x->al);
+    free(x->vb);
+    free(x->out);
+    free(x);
+}
+
+/* executor = per-vgpu: another client of this executor's vGPU, on its own
+ * channel (fd), served by a thread of its own in this process's context. */
+static void *client_main(void *arg)
+{
+    struct xe *x = arg;
+    int fd = x->sock;
+    xe_serve(x);
+    xe_free(x);
+    close(fd);
+    return NULL;
+}
+
+static int adopt(struct xe *ctl, int fd)
+{
+    if (fd < 0)
+        return gos_fail(GOS_EPROTO, "ADOPT without a descriptor");
+    int rc;
+    struct xe *x = xe_new(ctl->dev, fd, &rc);
+    if (!x) {
+        close(fd);
+        return rc;
+    }
+    /* its HELLO goes on its own channel, where the daemon waits for it */
+    pthread_t t;
+    if ((rc = xe_hello(x, rc)) || pthread_create(&t, NULL, client_main, x)) {
+        if (!rc)
+            rc = gos_fail(GOS_EIO, "executor: a client thread");
+        xe_free(x);
+        close(fd);
+        return rc;
+    }
+    pthread_detach(t);
+    return GOS_OK;
+}
+
+int srv_executor_main(int sock, const char *sim, int ordinal)
+{
+    /* Dies with the daemon (or when the daemon drops this executor), even in
+     * the middle of a long kernel: nothing else may reach this context. (Not
+     * PR_SET_PDEATHSIG: it fires when the daemon *thread* that forked us ends.) */
+    pthread_t w;
+    if (pthread_create(&w, NULL, watchdog, &sock))
+        return gos_fail(GOS_EIO, "executor: watchdog thread");
+    pthread_detach(w);
+    gos_device_spec spec = {.sim = sim, .ordinal = ordinal};
+    gos_device *dev = NULL;
+    int rc = gos_device_open(&spec, &dev);
+    if (!rc)
+        rc = gos_exec_init(dev);
+    if (rc)
+        dev = NULL;
+    int rc2;
+    struct xe *x = xe_new(dev, sock, &rc2);
+    if (!x)
+        return rc2;
+    if ((rc = xe_hello(x, rc ? rc : rc2)) || !x->dev)
+        return rc;
+    /* Its first channel: its client's (executor = per-client), or the control
+     * channel of a shared executor, on which ADOPT brings each client's. */
+    xe_serve(x);
     /* Process exit releases the context and everything in it. */
     _exit(0);
 }

@@ -32,13 +32,16 @@ struct xr {
     gos_device *dev;
     void *base;
     uint32_t head;
+    _Atomic int stop; /* xe_ring_stop: end the consumer */
+    pthread_t t;
 };
 
 static int pending(void *arg)
 {
     struct xr *r = arg;
     struct gos_ring_ctl *c = gos_ring_ctl(r->base);
-    return atomic_load_explicit(&c->sq_tail, memory_order_acquire) != r->head;
+    return atomic_load_explicit(&r->stop, memory_order_acquire) ||
+           atomic_load_explicit(&c->sq_tail, memory_order_acquire) != r->head;
 }
 
 static void bump(_Atomic uint64_t *w, uint64_t by)
@@ -55,6 +58,8 @@ static void *ring_main(void *arg)
     for (;;) {
         unsigned spin = atomic_load_explicit(&c->spin_us, memory_order_relaxed);
         gos_ring_wait(&c->sq_futex, &c->exec_sleeping, spin > 1000 ? 1000 : spin, 0, pending, r);
+        if (atomic_load_explicit(&r->stop, memory_order_acquire))
+            return NULL;
         uint32_t tail = atomic_load_explicit(&c->sq_tail, memory_order_acquire);
         if (tail - r->head > GOS_RING_SLOTS) {
             bump(&c->refused, 1);
@@ -110,7 +115,7 @@ static void *ring_main(void *arg)
     return NULL;
 }
 
-int xe_ring_start(struct xe *x, int fd, uint64_t bytes, gos_device *dev)
+int xe_ring_start(struct xe *x, int fd, uint64_t bytes, gos_device *dev, struct xr **out)
 {
     struct stat st;
     if (fd < 0)
@@ -134,12 +139,24 @@ int xe_ring_start(struct xe *x, int fd, uint64_t bytes, gos_device *dev)
     r->base = p;
     r->head = atomic_load_explicit(&gos_ring_ctl(p)->cq_done, memory_order_acquire);
     atomic_store(&gos_ring_ctl(p)->exec_pid, (int32_t)getpid());
-    pthread_t t;
-    if (pthread_create(&t, NULL, ring_main, r)) {
+    if (pthread_create(&r->t, NULL, ring_main, r)) {
         munmap(p, bytes);
         free(r);
         return gos_fail(GOS_EIO, "executor: ring thread");
     }
-    pthread_detach(t);
+    *out = r;
     return GOS_OK;
+}
+
+void xe_ring_stop(struct xr *r)
+{
+    if (!r)
+        return;
+    struct gos_ring_ctl *c = gos_ring_ctl(r->base);
+    atomic_store_explicit(&r->stop, 1, memory_order_release);
+    gos_ring_kick(&c->sq_futex, &c->exec_sleeping); /* a sleeping consumer sees it at once */
+    pthread_join(r->t, NULL);
+    gos_exec_host_unregister(r->dev, r->base);
+    munmap(r->base, GOS_RING_BYTES);
+    free(r);
 }

@@ -9,9 +9,13 @@
 #include <stdint.h>
 
 struct xe;
+struct xr;
 
 /* Maps the ring (fd: its memfd of bytes, checked) and starts its consumer. */
-int xe_ring_start(struct xe *x, int fd, uint64_t bytes, gos_device *dev);
+int xe_ring_start(struct xe *x, int fd, uint64_t bytes, gos_device *dev, struct xr **out);
+/* Stops the consumer (its entry in progress ends first) and unmaps the ring
+ * (a shared executor's client leaving: executor = per-vgpu). */
+void xe_ring_stop(struct xr *r);
 /* exec_main.c: one entry (a private copy) on the device, under xe_ring_lock. */
 int xe_ring_run(struct xe *x, const struct gos_ring_ent *e, unsigned char *data, uint32_t backlog, int *fault);
 void xe_ring_lock(struct xe *x, int on);

@@ -167,6 +167,8 @@ void srv_exec_fail(struct srv_exec *x, const char *why)
     mark_dead(x, 0, why);
 }
 
+static int hello(struct srv_exec *x, struct srv_exec **out);
+
 int srv_exec_spawn(const char *sim, int ordinal, const char *mps_dir, struct srv_exec **out)
 {
     int rc0 = srv_exec_prepare();
@@ -236,6 +238,12 @@ int srv_exec_spawn(const char *sim, int ordinal, const char *mps_dir, struct srv
     x->pid = pid;
     x->sock = sv[0];
     pthread_mutex_init(&x->lock, NULL);
+    return hello(x, out);
+}
+
+/* The executor's first message on a new channel: the device it opened. */
+static int hello(struct srv_exec *x, struct srv_exec **out)
+{
     struct x_hdr h;
     int rc = x_recv(x->sock, &h, &x->buf, &x->cap, NULL);
     if (!rc && (h.type != X_HELLO || (!h.rc && h.len < sizeof(struct x_hello_rep))))
@@ -259,6 +267,25 @@ int srv_exec_spawn(const char *sim, int ordinal, const char *mps_dir, struct srv
     return GOS_OK;
 }
 
+int srv_exec_adopt(struct srv_exec *ctl, struct srv_exec **out)
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
+        return gos_fail(GOS_EIO, "executor: socketpair: %s", strerror(errno));
+    int rc = srv_exec_call(ctl, X_ADOPT, NULL, 0, sv[1], NULL, 0);
+    close(sv[1]);
+    struct srv_exec *x = rc ? NULL : calloc(1, sizeof *x);
+    if (!x) {
+        close(sv[0]);
+        return rc ? rc : gos_fail(GOS_ENOMEM, "daemon out of host memory");
+    }
+    x->pid = ctl->pid;
+    x->sock = sv[0];
+    x->shared = 1;
+    pthread_mutex_init(&x->lock, NULL);
+    return hello(x, out);
+}
+
 void srv_exec_kill(struct srv_exec *x)
 {
     if (x && x->pid > 0)
@@ -277,6 +304,16 @@ void srv_exec_close(struct srv_exec *x)
 {
     if (!x)
         return;
+    if (x->shared) { /* its channel alone: the executor serves its other clients on */
+        shutdown(x->sock, SHUT_RDWR);
+        pthread_mutex_lock(&x->lock);
+        close(x->sock);
+        pthread_mutex_unlock(&x->lock);
+        pthread_mutex_destroy(&x->lock);
+        free(x->buf);
+        free(x);
+        return;
+    }
     /* A thread may still be in a call: the kill ends its exchange (EOF). */
     if (x->pid > 0) {
         kill(x->pid, SIGKILL);

@@ -25,6 +25,8 @@ struct srv_exec {
     uint64_t mem_total;
     gos_device_info info; /* the device's facts, as the executor opened it */
     struct srv_dev_attrs attrs; /* its attributes (DEVICE_ATTRS) */
+    int shared; /* a client's channel to a shared executor (executor = per-vgpu): closing it
+                 * ends that client's part there, not the process */
 };
 
 /* Opens the daemon's own binary for later spawns (at start: a binary replaced
@@ -33,6 +35,9 @@ int srv_exec_prepare(void);
 /* Spawns `gpuos executor` on the device (sim: a chip, or NULL for the GPU of that
  * ordinal) and waits for it to open the device. */
 int srv_exec_spawn(const char *sim, int ordinal, const char *mps_dir, struct srv_exec **out);
+/* executor = per-vgpu: a channel for one more client to the shared executor
+ * whose control channel is ctl (it serves it from a thread of its own). */
+int srv_exec_adopt(struct srv_exec *ctl, struct srv_exec **out);
 /* Ends x because of something outside it (another MPS client's fault): its
  * callers get GPUOS_EDEVICE with why. */
 void srv_exec_fail(struct srv_exec *x, const char *why);
@@ -45,7 +50,9 @@ int srv_exec_call_fd(struct srv_exec *x, uint32_t type, const void *req, uint32_
  * engine; rcs[i] each op's result, msg the first error's text, *gpu_ns the time. */
 int srv_exec_run(struct srv_exec *x, int engine, const void *ops, uint32_t bytes, uint32_t n, int32_t *rcs,
                  char *msg, size_t msgcap, uint64_t *gpu_ns);
-/* Ends the process (SIGKILL: its context and memory go with it) and frees x. */
+/* Ends the process (SIGKILL: its context and memory go with it) and frees x;
+ * a shared executor's client channel (x->shared) is closed instead: the
+ * executor releases what that client held and serves the others on. */
 void srv_exec_close(struct srv_exec *x);
 /* Kills the process now (kill -9 semantics), keeping x for its callers. */
 void srv_exec_kill(struct srv_exec *x);

@@ -168,6 +168,7 @@ struct srv_client {
      * modules[] and funcs[] then hold the executor's slot + 1; built-in functions
      * keep their names for the range checks of validate(). */
     struct srv_exec *x;
+    struct srv_xshare *xshare; /* executor = per-vgpu: the shared executor x is a channel to */
     int exec_lost; /* its loss was handled (counted, memory returned) */
     int swap_hold; /* swap.c: what a request of it just made resident stays (until queued) */
     unsigned char module_builtin[SRV_MAX_MODULES];
@@ -207,6 +208,18 @@ struct srv_vgpu {
     uint64_t tasks;
     uint64_t faults; /* executors of its clients lost to a device fault or a kill */
     uint64_t ring_ns; /* time its clients' executors spent on their rings (issue 9.4) */
+    /* executor = per-vgpu: the executor its clients share (NULL: none yet, or
+     * it died and the next client starts another); xshare_busy while one
+     * client joins it (the daemon's lock is dropped meanwhile) */
+    struct srv_xshare *xshare;
+    int xshare_busy;
+};
+
+/* A shared executor (executor = per-vgpu): its control channel and how many
+ * clients use it; it ends with the last of them. */
+struct srv_xshare {
+    struct srv_exec *ctl;
+    int refs;
 };
 
 struct srv_dev {
@@ -234,6 +247,7 @@ struct srv_dev {
     gos_device_info info; /* the device's facts (from a probe executor under process / mps:
                            * the daemon then holds no device context at all, dev == NULL) */
     int isolation;  /* GOS_ISOLATION_* */
+    int executor_per_vgpu; /* executor = per-vgpu (process / mps) */
     char mps_dir[64]; /* isolation = mps on a GPU: the MPS server's pipe/log directory ("" none) */
     uint64_t mps_restarted_ns; /* clients born before belong to the previous server */
     uint64_t grant_ns; /* a batch's expected GPU time at most (grant_us) */
@@ -354,6 +368,12 @@ void srv_client_exec_check(struct srv_client *c);
  * executor's reported ring time to its vGPU; gone unmaps it (client freed). */
 int srv_ring_attach(struct srv_client *c, const struct gos_msg_ring *m, int fd);
 int srv_ring_regrant(struct srv *s, int device);
+/* xshare.c (executor = per-vgpu): a channel to the executor the clients of
+ * vGPU v share, started with the first of them (lock held, dropped while it
+ * starts); leave ends c's part there, and the executor with its last client. */
+int srv_xshare_join(struct srv *s, int v, struct srv_exec **x, struct srv_xshare **sh);
+void srv_xshare_leave(struct srv_client *c);
+
 /* grant.c: the expected GPU time a batch may reach (the grant and its slack);
  * grant_us = auto learns a switch's cost from an executor's batch (lock held). */
 uint64_t srv_grant_limit(const struct srv_dev *d);

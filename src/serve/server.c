@@ -58,6 +58,10 @@ static int open_devices(struct srv *s, const char *force_sim)
         d->grant_ns = c->grant_us ? c->grant_us * 1000ull
                                   : d->isolation != GOS_ISOLATION_NONE ? SRV_GRANT_PROCESS_NS : SRV_BATCH_MAX_NS;
         d->grant_auto = !c->grant_us && d->isolation != GOS_ISOLATION_NONE;
+        d->executor_per_vgpu = c->executor_per_vgpu;
+        if (d->executor_per_vgpu && d->isolation == GOS_ISOLATION_NONE)
+            return gos_fail(GOS_EINVAL, "device %d: executor = per-vgpu needs isolation = process or mps (under none "
+                            "there are no executors)", i);
         d->ordinal = spec.ordinal;
         snprintf(d->sim, sizeof d->sim, "%s", spec.sim ? spec.sim : "");
         int rc;

@@ -37,9 +37,12 @@ static void client_free(struct srv_client *c)
             if (!c->x && c->modules[i] && c->modules[i] != (void *)1)
                 gos_exec_module_unload(d->dev, c->modules[i]);
         srv_ring_gone(c);
-        /* The executor's exit releases its context, memory and modules at once. */
+        /* The executor's exit releases its context, memory and modules at once
+         * (a shared executor releases this client's part when its channel
+         * closes, and ends with its last client). */
         srv_exec_close(c->x);
         c->x = NULL;
+        srv_xshare_leave(c);
         v->clients--;
     }
     for (struct srv_client **pp = &s->clients; *pp; pp = &(*pp)->next)
@@ -84,6 +87,16 @@ void srv_client_exec_check(struct srv_client *c)
         v->mem_used -= c->allocs[i].bytes + c->allocs[i].extra;
     c->n_allocs = 0;
     srv_exec_kill(c->x);
+    /* executor = per-vgpu: its executor was every client of this vGPU's; the
+     * others hear why (once: they are fated) */
+    if (c->xshare && !fated)
+        for (struct srv_client *o = s->clients; o; o = o->next)
+            if (o != c && o->xshare == c->xshare && o->x && !o->x->dead) {
+                char why[400];
+                snprintf(why, sizeof why, "vGPU %s: the executor its clients share (executor = per-vgpu) was lost "
+                         "with client %u: %.200s", v->cfg.name, c->id, c->x->why);
+                srv_exec_fail(o->x, why);
+            }
     /* isolation = mps: one server, one fate. A fault of an executor of the
      * current server ends every other client of that GPU with a clear error
      * naming the vGPU that faulted; then the server is restarted and clients

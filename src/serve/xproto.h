@@ -59,6 +59,11 @@ enum {
     /* the fast path (issue 9.4; proto/ring.h) */
     X_RING,        /* u64 bytes, u32 max_queued_requests, u32 pad + fd of the client's ring memfd */
     X_MODULE_GLOBAL, /* struct x_function (module slot, global's name) -> struct gos_rep_global */
+    /* executor = per-vgpu: on a shared executor's first (control) channel, the
+     * channel of one more client of that vGPU; the executor serves it from a
+     * thread of its own, which first sends X_HELLO on it, and releases what
+     * that client held when the daemon closes it */
+    X_ADOPT,       /* fd of the client's channel -> nothing */
 };
 
 /* Modules and looked-up functions per client (daemon and executor alike): a

@@ -1,0 +1,92 @@
+/* xshare.c: executors shared by the clients of one vGPU (executor = per-vgpu,
+ * issue 9). The first client of the vGPU starts an executor as usual; its
+ * first channel becomes the control channel, and every client (the first one
+ * too) gets a channel of its own through X_ADOPT, served by a thread of that
+ * executor in its one context: cooperating processes, no GPU context switch
+ * between them, one address space and one fate among them. A client's end
+ * closes its channel (the executor releases what it held); the executor ends
+ * with its last client. If it dies (a fault), its clients hear it on their own
+ * channels and the next client starts another. */
+#include "serve/serve.h"
+
+#include "common/status.h"
+
+#include <stdlib.h>
+#include <time.h>
+
+static void wait_turn(struct srv *s, struct srv_vgpu *g)
+{
+    while (g->xshare_busy) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts); /* the daemon's conditions run on CLOCK_MONOTONIC */
+        ts.tv_nsec += 10000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&s->idle, &s->lock, &ts);
+    }
+}
+
+int srv_xshare_join(struct srv *s, int v, struct srv_exec **x, struct srv_xshare **sh)
+{
+    struct srv_vgpu *g = &s->vgpus[v];
+    struct srv_dev *d = &s->devs[g->cfg.device];
+    wait_turn(s, g);
+    g->xshare_busy = 1;
+    int rc = GOS_OK;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        rc = GOS_OK;
+        struct srv_xshare *h = g->xshare;
+        if (h && h->ctl->dead) { /* died: its clients still hold it until they end */
+            g->xshare = NULL;
+            h = NULL;
+        }
+        struct srv_exec *ctl = h ? h->ctl : NULL;
+        pthread_mutex_unlock(&s->lock);
+        if (!ctl)
+            rc = srv_exec_spawn(d->sim[0] ? d->sim : NULL, d->ordinal, d->mps_dir[0] ? d->mps_dir : NULL, &ctl);
+        if (!rc) {
+            rc = srv_exec_adopt(ctl, x);
+            if (rc && !h) /* a fresh executor that cannot take a client: gone again */
+                srv_exec_close(ctl);
+        }
+        pthread_mutex_lock(&s->lock);
+        if (!rc) {
+            if (!h) {
+                if (!(h = calloc(1, sizeof *h))) {
+                    rc = gos_fail(GOS_ENOMEM, "daemon out of host memory");
+                    srv_exec_close(*x);
+                    srv_exec_close(ctl);
+                    break;
+                }
+                h->ctl = ctl;
+                g->xshare = h;
+            }
+            h->refs++;
+            *sh = h;
+            break;
+        }
+        if (!h)
+            break; /* no executor would start: the reason stands */
+        /* the shared one is gone (its control channel broken): start another */
+        if (g->xshare == h)
+            g->xshare = NULL;
+    }
+    g->xshare_busy = 0;
+    pthread_cond_broadcast(&s->idle);
+    return rc;
+}
+
+void srv_xshare_leave(struct srv_client *c)
+{
+    struct srv_xshare *h = c->xshare;
+    c->xshare = NULL;
+    if (!h || --h->refs > 0)
+        return;
+    struct srv *s = c->srv;
+    if (c->vgpu >= 0 && s->vgpus[c->vgpu].xshare == h)
+        s->vgpus[c->vgpu].xshare = NULL;
+    srv_exec_close(h->ctl); /* its last client: the process ends */
+    free(h);
+}
