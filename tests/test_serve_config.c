@@ -79,6 +79,9 @@ static void test_bad(void **state)
         {"users = root\n[device 0]\n[vgpu a]\n", "t.conf:1: unknown key \"users\""},   /* vGPU key, global */
         {"[device 0]\nusers = root\n[vgpu a]\n", "t.conf:2: unknown device key"},    /* vGPU key, device */
         {"[device 0]\n[vgpu a]\nchip = x.json\n", "t.conf:3: unknown vgpu key \"chip\""},
+        {"[device 0]\nexecutor = shared\n[vgpu a]\n", "t.conf:2: executor must be per-client or per-vgpu"},
+        {"[device 0]\ngrant_us = 50\n[vgpu a]\n", "t.conf:2: grant_us must be auto or 100..100000"},
+        {"[device 0]\ngrant_us = fast\n[vgpu a]\n", "t.conf:2: grant_us must be auto or 100..100000"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         if (gos_serve_config_parse(bad[i].text, "t.conf", &c) == GOS_OK)
@@ -92,6 +95,23 @@ static void test_bad(void **state)
     strcat(many, "\n");
     assert_int_not_equal(gos_serve_config_parse(many, "t.conf", &c), GOS_OK);
     assert_non_null(strstr(gos_last_error(), "more than 32 users"));
+}
+
+/* executor and grant_us (issue 9): per-vgpu / per-client, auto / a number */
+static void test_executor_grant(void **state)
+{
+    (void)state;
+    static struct gos_serve_config c;
+    assert_int_equal(gos_serve_config_parse("[device 0]\nexecutor = per-vgpu\ngrant_us = auto\n[vgpu a]\n", "t.conf", &c),
+                     GOS_OK);
+    assert_int_equal(c.devs[0].executor_per_vgpu, 1);
+    assert_int_equal(c.devs[0].grant_us, 0);
+    assert_int_equal(gos_serve_config_parse("[device 0]\nexecutor = per-client\ngrant_us = 7000\n[vgpu a]\n", "t.conf", &c),
+                     GOS_OK);
+    assert_int_equal(c.devs[0].executor_per_vgpu, 0);
+    assert_int_equal(c.devs[0].grant_us, 7000);
+    assert_int_equal(gos_serve_config_parse("[device 0]\n[vgpu a]\n", "t.conf", &c), GOS_OK);
+    assert_int_equal(c.devs[0].executor_per_vgpu, 0); /* the default */
 }
 
 static void test_log_levels(void **state)
@@ -120,6 +140,7 @@ int main(void)
         cmocka_unit_test(test_ok),
         cmocka_unit_test(test_listen),
         cmocka_unit_test(test_bad),
+        cmocka_unit_test(test_executor_grant),
         cmocka_unit_test(test_log_levels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
