@@ -176,6 +176,25 @@ int gos_exec_event_destroy(gos_device *d, void *ev)
     return EXEC(d)->event_destroy(d, ev);
 }
 
+int gos_exec_engine_new(gos_device *d, void **stream, void *ev[2])
+{
+    int rc = gos_exec_stream_create(d, stream);
+    if (!rc)
+        rc = gos_exec_event_create(d, &ev[0]);
+    if (!rc)
+        rc = gos_exec_event_create(d, &ev[1]);
+    return rc;
+}
+
+void gos_exec_engine_free(gos_device *d, void *stream, void *ev[2])
+{
+    for (int i = 0; i < 2; i++)
+        if (ev[i])
+            gos_exec_event_destroy(d, ev[i]);
+    if (stream)
+        gos_exec_stream_destroy(d, stream);
+}
+
 int gos_exec_event_record(gos_device *d, void *ev, void *stream)
 {
     NEED(d, event_record, "events");

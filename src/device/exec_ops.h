@@ -134,6 +134,10 @@ int gos_exec_module_global(gos_device *d, void *mod, const char *name, uint64_t 
 int gos_exec_launch(gos_device *d, void *fn, const struct gos_launch_cfg *cfg, void *stream);
 int gos_exec_event_create(gos_device *d, void **ev);
 int gos_exec_event_destroy(gos_device *d, void *ev);
+/* An engine: a stream and the two events a batch is timed between (the
+ * daemon's engines, an executor's). free takes what exists (NULL: none). */
+int gos_exec_engine_new(gos_device *d, void **stream, void *ev[2]);
+void gos_exec_engine_free(gos_device *d, void *stream, void *ev[2]);
 int gos_exec_event_record(gos_device *d, void *ev, void *stream);
 int gos_exec_event_sync(gos_device *d, void *ev);
 int gos_exec_event_elapsed_ns(gos_device *d, void *start, void *end, uint64_t *ns);

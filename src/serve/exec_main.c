@@ -910,9 +910,7 @@ static struct xe *xe_new(gos_device *dev, int sock, int *rc)
     pthread_mutex_init(&x->lock, NULL);
     *rc = GOS_OK;
     for (int e = 0; !*rc && dev && e < XE_ENGINES; e++)
-        if ((*rc = gos_exec_stream_create(x->dev, &x->streams[e])) ||
-            (*rc = gos_exec_event_create(x->dev, &x->ev[e][0])) || (*rc = gos_exec_event_create(x->dev, &x->ev[e][1])))
-            break;
+        *rc = gos_exec_engine_new(x->dev, &x->streams[e], x->ev[e]);
     return x;
 }
 
@@ -999,14 +997,8 @@ static void xe_free(struct xe *x)
     }
     if (x->ring_bounce)
         gos_exec_host_free(x->dev, x->ring_bounce);
-    for (int e = 0; e < XE_ENGINES; e++) {
-        if (x->ev[e][0])
-            gos_exec_event_destroy(x->dev, x->ev[e][0]);
-        if (x->ev[e][1])
-            gos_exec_event_destroy(x->dev, x->ev[e][1]);
-        if (x->streams[e])
-            gos_exec_stream_destroy(x->dev, x->streams[e]);
-    }
+    for (int e = 0; e < XE_ENGINES; e++)
+        gos_exec_engine_free(x->dev, x->streams[e], x->ev[e]);
     pthread_mutex_unlock(&x->lock);
     pthread_mutex_destroy(&x->lock);
     free(x->al);

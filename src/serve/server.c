@@ -131,8 +131,7 @@ static int open_devices(struct srv *s, const char *force_sim)
         }
         d->n_engines = gos_sched_engine_count(d->sched);
         for (int e = 0; d->isolation == GOS_ISOLATION_NONE && e < d->n_engines; e++)
-            if ((rc = gos_exec_stream_create(d->dev, &d->streams[e])) ||
-                (rc = gos_exec_event_create(d->dev, &d->ev[e][0])) || (rc = gos_exec_event_create(d->dev, &d->ev[e][1])))
+            if ((rc = gos_exec_engine_new(d->dev, &d->streams[e], d->ev[e])))
                 return rc;
         srv_dev_init_conds(d);
     }
@@ -174,12 +173,7 @@ static void close_devices(struct srv *s)
         for (int e = 0; e < d->n_engines; e++) { /* what was created is non-NULL */
             if (!d->dev)
                 break;
-            if (d->ev[e][0])
-                gos_exec_event_destroy(d->dev, d->ev[e][0]);
-            if (d->ev[e][1])
-                gos_exec_event_destroy(d->dev, d->ev[e][1]);
-            if (d->streams[e])
-                gos_exec_stream_destroy(d->dev, d->streams[e]);
+            gos_exec_engine_free(d->dev, d->streams[e], d->ev[e]);
         }
         gos_sched_free(d->sched);
         srv_swap_fini(d);
