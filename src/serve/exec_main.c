@@ -96,6 +96,7 @@ struct xe {
     uint32_t ring_max_queued; /* the daemon's max_queued_requests, for asynchronous ring entries */
     void *ring_bounce;        /* pinned, private: XE_BOUNCE_SLOTS x GOS_RING_DATA for inline HtoD data */
     uint32_t bounce_next;     /* the next of them */
+    int bounce_refused;       /* the driver would not pin them: inline HtoD entries wait */
     uint32_t ring_backlog;    /* entries submitted behind the one running (set by the ring's thread) */
     uint32_t ring_ahead;      /* asynchronous entries issued since the stream was last waited for */
     uint64_t ring_ahead_t0;   /* when the first of them was issued */
@@ -736,6 +737,18 @@ static int payload_ok(const struct x_hdr *h)
     }
 }
 
+/* The staging buffers of inline HtoD entries (allocated on first use); NULL
+ * when pinned memory cannot be had: those entries then wait for their copy. */
+static void *ring_bounce(struct xe *x)
+{
+    if (!x->ring_bounce && !x->bounce_refused &&
+        gos_exec_host_alloc(x->dev, (size_t)XE_BOUNCE_SLOTS * GOS_RING_DATA, &x->ring_bounce)) {
+        x->ring_bounce = NULL;
+        x->bounce_refused = 1; /* asked once */
+    }
+    return x->ring_bounce;
+}
+
 /* One ring entry (issue 9.4), already copied out of the shared slot into e;
  * data is the slot's data area (shared: HtoD sources and kernel parameters are
  * copied out before they are checked or used). Checked as the daemon checks a
@@ -745,15 +758,6 @@ static int payload_ok(const struct x_hdr *h)
  * for it unless the entry is asynchronous. GOS_OK, GOS_RING_REVOKED (run it
  * through the socket) or an error with its message; *fault when the context is
  * dead after it. */
-/* The staging buffers of inline HtoD entries (allocated on first use); NULL
- * when pinned memory cannot be had: those entries then wait for their copy. */
-static void *ring_bounce(struct xe *x)
-{
-    if (!x->ring_bounce && gos_exec_host_alloc(x->dev, (size_t)XE_BOUNCE_SLOTS * GOS_RING_DATA, &x->ring_bounce))
-        x->ring_bounce = NULL;
-    return x->ring_bounce;
-}
-
 int xe_ring_run(struct xe *x, const struct gos_ring_ent *e, unsigned char *data, uint32_t backlog, int *fault)
 {
     x->ring_backlog = backlog;
