@@ -52,6 +52,7 @@ $(BUILD)/tests/cudashim_exports: tests/cudashim_exports.c $(SHIM)/libcuda.so.1
 	$(Q)$(CC) $(CFLAGS) -o $@ $< -L$(SHIM) -lcuda -ldl $(LDLIBS)
 
 -include $(SHIM_OBJ:.o=.d) $(SHIM_PIC:.o=.d) $(SHIM)/pic/src/cudashim/procaddr.d $(SHIM)/pic/src/cudashim/nvml.d
+-include $(BUILD)/tests/cudashim_drv.d $(BUILD)/tests/cudashim_exports.d
 endif
 ifneq ($(CUDA_H),)
 EXTRA_BINS += $(BUILD)/tests/cudashim_nvml

@@ -21,38 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int fails;
-
-#define CHECK(call)                                                                                                    \
-    do {                                                                                                               \
-        CUresult r_ = (call);                                                                                          \
-        if (r_ != CUDA_SUCCESS) {                                                                                      \
-            const char *n_ = NULL;                                                                                     \
-            cuGetErrorName(r_, &n_);                                                                                   \
-            fprintf(stderr, "FAIL %s:%d: %s = %s\n", __FILE__, __LINE__, #call, n_ ? n_ : "?");                      \
-            exit(1);                                                                                                   \
-        }                                                                                                              \
-    } while (0)
-
-#define EXPECT(call, want)                                                                                             \
-    do {                                                                                                               \
-        CUresult r_ = (call);                                                                                          \
-        if (r_ != (want)) {                                                                                            \
-            const char *n_ = NULL, *w_ = NULL;                                                                         \
-            cuGetErrorName(r_, &n_);                                                                                   \
-            cuGetErrorName(want, &w_);                                                                                 \
-            fprintf(stderr, "FAIL %s:%d: %s = %s, expected %s\n", __FILE__, __LINE__, #call, n_ ? n_ : "?", w_);     \
-            fails++;                                                                                                   \
-        }                                                                                                              \
-    } while (0)
-
-#define TRUE(cond)                                                                                                     \
-    do {                                                                                                               \
-        if (!(cond)) {                                                                                                 \
-            fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                                            \
-            fails++;                                                                                                   \
-        }                                                                                                              \
-    } while (0)
+#include "cudashim_check.h"
 
 static CUcontext setup(void)
 {

@@ -23,14 +23,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int fails;
-#define TRUE(cond)                                                                                                     \
-    do {                                                                                                               \
-        if (!(cond)) {                                                                                                 \
-            fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                                            \
-            fails++;                                                                                                   \
-        }                                                                                                              \
-    } while (0)
+#include "cudashim_check.h"
 
 static CUuuid id(const char *s)
 {

@@ -59,3 +59,9 @@ wait_field() {
         sleep 0.1
     done
 }
+
+# vgpus_ab MEMORY: the sections of two vGPUs a and b with equal shares and
+# MEMORY each, for a configuration body.
+vgpus_ab() {
+    printf '[vgpu a]\ncompute = 50\ncopy = 50\nmemory = %s\n[vgpu b]\ncompute = 50\ncopy = 50\nmemory = %s' "$1" "$1"
+}

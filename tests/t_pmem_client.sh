@@ -51,14 +51,7 @@ for iso in process none; do
 sim = default
 isolation = $iso
 chip = $T/chart.json
-[vgpu a]
-compute = 50
-copy = 50
-memory = 64M
-[vgpu b]
-compute = 50
-copy = 50
-memory = 64M"
+$(vgpus_ab 64M)"
     timeout 60 "$P" a views $((12 * MB + 12345)) > "$T/views.$iso" 2>&1 || fail "views ($iso): $(cat "$T/views.$iso")"
     check_views "$T/views.$iso" "views ($iso)"
     [ "$(vgpu_field a mem_used)" = 0 ] || fail "$iso: a's share after the client: $(vgpu_field a mem_used)"

@@ -22,14 +22,7 @@ MB=1048576
 start_daemon "socket_mode = 0666
 [device 0]
 sim = default
-[vgpu a]
-compute = 50
-copy = 50
-memory = 64M
-[vgpu b]
-compute = 50
-copy = 50
-memory = 64M"
+$(vgpus_ab 64M)"
 chmod 755 "$T"
 
 # ---- producer and consumer in two processes (two executors), attached at once ----

@@ -19,19 +19,17 @@ set -u
 . tests/serve_lib.sh
 S="$B/tests/shm_client"
 MB=1048576
-start_daemon "memory_oversubscribe = 1
+# start_swap SWAP POOL MEMORY: the daemon with swapping on the simulated device
+# and two vGPUs a and b of MEMORY each (equal shares), memory oversubscribed
+start_swap() {
+    start_daemon "memory_oversubscribe = 1
 [device 0]
 sim = default
-swap = 64M
-swap_pool = 64M
-[vgpu a]
-compute = 50
-copy = 50
-memory = 48M
-[vgpu b]
-compute = 50
-copy = 50
-memory = 48M"
+swap = $1
+swap_pool = $2
+$(vgpus_ab "$3")"
+}
+start_swap 64M 64M 48M
 timeout 120 "$S" a work 11 3 16 24 > "$T/wa" 2>&1 &
 WA=$!
 r=$(timeout 120 "$S" b work 22 3 16 24 2>&1) || fail "b: $r"
@@ -76,15 +74,7 @@ wait_field a mem_resident 0
 r=$(timeout 60 "$S" a work 55 3 16 2 2>&1)
 echo "$r" | grep -q "work rc=0 mismatches=0" || fail "a alone: $r"
 stop_daemon
-start_daemon "memory_oversubscribe = 1
-[device 0]
-sim = default
-swap = 16M
-swap_pool = 32M
-[vgpu a]
-memory = 48M
-[vgpu b]
-memory = 48M"
+start_swap 16M 32M 48M
 # what one swap costs a tenant (bench/shm.sh measures it on the GPU under BAND);
 # here its mechanics: a's buffer really was swapped out by b's allocation and
 # came back byte-exact for a's launch
@@ -100,19 +90,7 @@ stop_daemon
 # the turns need at the peak (48 MB swapped + 16 MB evicted before the first
 # restore gives its range back): a range leaked by the kill -9 below would make
 # the second run fail ("swap space exhausted"), not pass.
-start_daemon "memory_oversubscribe = 1
-[device 0]
-sim = default
-swap = 64M
-swap_pool = 64M
-[vgpu a]
-compute = 50
-copy = 50
-memory = 50M
-[vgpu b]
-compute = 50
-copy = 50
-memory = 50M"
+start_swap 64M 64M 50M
 # the check the turns rely on finds corruption: 3 overwritten words, every word
 # against another seed; its counter outside the client's memory is refused
 r=$(timeout 60 "$S" a patcheck 0 2>&1)
@@ -144,15 +122,7 @@ r=$(timeout 120 "$S" a turns b 3 16 2 2>&1) || fail "turns after kill -9: $r"
 echo "$r" | grep -q "^turns rc=0 rounds=2 mismatches=0 final_mismatches=0" || fail "turns after kill -9: $r"
 stop_daemon
 # more than the pool holds: a clear error, never a silent loss
-start_daemon "memory_oversubscribe = 1
-[device 0]
-sim = default
-swap = 32M
-swap_pool = 64M
-[vgpu a]
-memory = 50M
-[vgpu b]
-memory = 50M"
+start_swap 32M 64M 50M
 r=$(timeout 60 "$S" a turns b 3 16 1 2>&1)
 echo "$r" | grep -q "swap space exhausted" || fail "pool exhaustion not refused clearly: $r"
 stop_daemon

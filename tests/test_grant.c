@@ -29,9 +29,9 @@ static void test_same_executor_learns_nothing(void **state)
 {
     (void)state;
     struct srv_dev d = auto_dev();
-    int a;
+    pid_t a = 101;
     for (int i = 0; i < 50; i++)
-        srv_grant_learn(&d, &a, 4000000 + 900000, 4000000); /* 900 us of exchange, never a switch */
+        srv_grant_learn(&d, a, 4000000 + 900000, 4000000); /* 900 us of exchange, never a switch */
     assert_int_equal(d.switches, 0);
     assert_int_equal(d.switch_ns, 0);
     assert_int_equal(d.grant_ns, SRV_GRANT_PROCESS_NS);
@@ -41,13 +41,13 @@ static void test_auto_follows_reference(void **state)
 {
     (void)state;
     struct srv_dev d = auto_dev();
-    int a, b;
+    pid_t a = 101, b = 202;
     srand(7);
     double ref = 0;
     uint64_t n = 0;
     for (int i = 0; i < 400; i++) {
-        const void *x = (i % 3 == 2) ? (const void *)&a : (i % 2 ? (const void *)&b : (const void *)&a);
-        int switched = d.last_x && d.last_x != x;
+        pid_t x = (i % 3 == 2) ? a : (i % 2 ? b : a);
+        int switched = d.last_pid && d.last_pid != x;
         uint64_t gpu = 1000000 + (uint64_t)(rand() % 3000000);
         uint64_t cost = i < 200 ? 150000 + (uint64_t)(rand() % 200000) : 20000 + (uint64_t)(rand() % 30000);
         if (i == 77)
@@ -74,21 +74,21 @@ static void test_clamps_and_fixed(void **state)
 {
     (void)state;
     struct srv_dev d = auto_dev();
-    int a, b;
+    pid_t a = 101, b = 202;
     for (int i = 0; i < 100; i++)
-        srv_grant_learn(&d, i % 2 ? (void *)&a : (void *)&b, 9000000, 1000000); /* 8 ms "switches" */
+        srv_grant_learn(&d, i % 2 ? a : b, 9000000, 1000000); /* 8 ms "switches" */
     assert_int_equal(d.grant_ns, SRV_GRANT_AUTO_MAX_NS);
     struct srv_dev f = auto_dev();
     f.grant_auto = 0;
     f.grant_ns = 2500000;
     for (int i = 0; i < 100; i++)
-        srv_grant_learn(&f, i % 2 ? (void *)&a : (void *)&b, 1300000, 1000000);
+        srv_grant_learn(&f, i % 2 ? a : b, 1300000, 1000000);
     assert_int_equal(f.grant_ns, 2500000); /* measured (300 us), not applied */
     assert_true(f.switch_ns > 250000 && f.switch_ns <= 300000);
     /* failed batches (wall 0) and batches without GPU time teach nothing */
     uint64_t sw = f.switches;
-    srv_grant_learn(&f, &a, 0, 1000000);
-    srv_grant_learn(&f, &b, 5000000, 0);
+    srv_grant_learn(&f, a, 0, 1000000);
+    srv_grant_learn(&f, b, 5000000, 0);
     assert_int_equal(f.switches, sw);
 }
 

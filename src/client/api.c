@@ -69,14 +69,22 @@ static int module_unload(gpuos_vgpu *g, gpuos_module m)
 }
 int gpuos_module_unload(gpuos_vgpu *g, gpuos_module m) { LOCKED(g, module_unload(g, m)); }
 
-static int module_function(gpuos_vgpu *g, gpuos_module m, const char *name, gpuos_function *out)
+/* Looks up a name in module m (a kernel: FUNC_GET, a global: MODULE_GLOBAL);
+ * what names it in the error of a bad name or result pointer. */
+static int module_lookup(gpuos_vgpu *g, uint16_t type, gpuos_module m, const char *name, const void *out,
+                         const char *what, void *rep, size_t repn)
 {
     struct gos_msg_func_get f = {.module = m};
-    struct gos_rep_handle r;
     if (!name || !*name || strlen(name) >= sizeof f.name || !out)
-        return gos_fail(GOS_EINVAL, "kernel name of 1..%zu characters", sizeof f.name - 1);
+        return gos_fail(GOS_EINVAL, "%s name of 1..%zu characters", what, sizeof f.name - 1);
     strcpy(f.name, name);
-    int rc = gcl_call(g, GOS_MSG_FUNC_GET, &f, sizeof f, -1, &r, sizeof r);
+    return gcl_call(g, type, &f, sizeof f, -1, rep, repn);
+}
+
+static int module_function(gpuos_vgpu *g, gpuos_module m, const char *name, gpuos_function *out)
+{
+    struct gos_rep_handle r;
+    int rc = module_lookup(g, GOS_MSG_FUNC_GET, m, name, out, "kernel", &r, sizeof r);
     if (!rc)
         *out = r.handle;
     return rc;
@@ -88,12 +96,8 @@ int gpuos_module_function(gpuos_vgpu *g, gpuos_module m, const char *name, gpuos
 
 static int module_global(gpuos_vgpu *g, gpuos_module m, const char *name, uint64_t *dptr, size_t *bytes)
 {
-    struct gos_msg_func_get f = {.module = m};
     struct gos_rep_global r;
-    if (!name || !*name || strlen(name) >= sizeof f.name || !dptr)
-        return gos_fail(GOS_EINVAL, "global name of 1..%zu characters", sizeof f.name - 1);
-    strcpy(f.name, name);
-    int rc = gcl_call(g, GOS_MSG_MODULE_GLOBAL, &f, sizeof f, -1, &r, sizeof r);
+    int rc = module_lookup(g, GOS_MSG_MODULE_GLOBAL, m, name, dptr, "global", &r, sizeof r);
     if (!rc) {
         *dptr = r.dptr;
         if (bytes)

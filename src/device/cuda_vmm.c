@@ -180,6 +180,17 @@ static int cv_unreserve(gos_device *d, uint64_t va, uint64_t bytes)
     return rc ? rc : CU_CALL(cuMemAddressFree, (CUdeviceptr)va, (size_t)bytes);
 }
 
+/* One access descriptor for this device over [va, va + bytes). */
+static int access_set(struct gos_cuda *c, uint64_t va, uint64_t bytes, CUmemAccess_flags flags)
+{
+    CUmemAccessDesc acc;
+    memset(&acc, 0, sizeof acc);
+    acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    acc.location.id = (int)c->dev;
+    acc.flags = flags;
+    return CU_CALL(cuMemSetAccess, (CUdeviceptr)va, (size_t)bytes, &acc, 1);
+}
+
 static int cv_map(gos_device *d, uint64_t va, uint64_t bytes, uint64_t h)
 {
     struct cuda_vmm *v;
@@ -189,12 +200,7 @@ static int cv_map(gos_device *d, uint64_t va, uint64_t bytes, uint64_t h)
         return rc;
     if ((rc = CU_CALL(cuMemMap, (CUdeviceptr)va, (size_t)bytes, 0, (CUmemGenericAllocationHandle)h, 0)))
         return rc;
-    CUmemAccessDesc acc;
-    memset(&acc, 0, sizeof acc);
-    acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    acc.location.id = (int)c->dev;
-    acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    if ((rc = CU_CALL(cuMemSetAccess, (CUdeviceptr)va, (size_t)bytes, &acc, 1))) {
+    if ((rc = access_set(c, va, bytes, CU_MEM_ACCESS_FLAGS_PROT_READWRITE))) {
         CU_CALL(cuMemUnmap, (CUdeviceptr)va, (size_t)bytes);
         return rc;
     }
@@ -213,12 +219,7 @@ static int cv_set_access(gos_device *d, uint64_t va, uint64_t bytes, int read_on
     int rc = cv_state(d, &v);
     if (rc)
         return rc;
-    CUmemAccessDesc acc;
-    memset(&acc, 0, sizeof acc);
-    acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    acc.location.id = (int)c->dev;
-    acc.flags = read_only ? CU_MEM_ACCESS_FLAGS_PROT_READ : CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    return CU_CALL(cuMemSetAccess, (CUdeviceptr)va, (size_t)bytes, &acc, 1);
+    return access_set(c, va, bytes, read_only ? CU_MEM_ACCESS_FLAGS_PROT_READ : CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
 }
 
 static int cv_unmap(gos_device *d, uint64_t va, uint64_t bytes)

@@ -66,14 +66,7 @@ static int drain(struct srv_client *c)
     while (c->outstanding > 0) {
         if (s->stop)
             return gos_fail(GOS_EBUSY, "the daemon is shutting down");
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_nsec += 100000000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
-        pthread_cond_timedwait(&s->idle, &s->lock, &ts);
+        srv_idle_wait(s, 100000000ull);
     }
     return GOS_OK;
 }

@@ -372,8 +372,7 @@ static void hand(struct srv_dev *d, int engine, struct srv_task *t, int issued)
 static void complete(struct srv_dev *d, struct srv_task *t, int rc, const char *msg, uint64_t gpu_ns)
 {
     if (t->c->x && t->n_ops > 0)
-        srv_grant_learn(d, (const void *)(intptr_t)t->c->x->pid, rc ? 0 : t->wall_ns, gpu_ns); /* by process:
-                                                                                   * a shared executor switches nothing */
+        srv_grant_learn(d, t->c->x->pid, rc ? 0 : t->wall_ns, gpu_ns);
     gos_sched_done(d->sched, &t->st, gpu_ns, srv_now_ns());
     task_finish(t, rc, msg, gpu_ns);
 }

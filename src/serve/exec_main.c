@@ -243,6 +243,17 @@ static gos_vmm_buf *vb_find(struct xe *x, uint64_t dptr)
     return NULL;
 }
 
+/* Frees an allocation (X_ALLOC or X_VALLOC) at dptr. */
+static int mem_free(struct xe *x, uint64_t dptr)
+{
+    gos_vmm_buf *b = vb_find(x, dptr);
+    if (!b)
+        return gos_exec_mem_free(x->dev, dptr);
+    gos_vmm_buf_free(x->dev, b);
+    *b = x->vb[--x->n_vb];
+    return GOS_OK;
+}
+
 static int xe_valloc(struct xe *x, uint64_t bytes, uint64_t *dptr)
 {
     int rc = gos_grow((void **)&x->vb, &x->cap_vb, x->n_vb, sizeof *x->vb, 64);
@@ -504,16 +515,10 @@ static int serve_one(struct xe *x, const struct x_hdr *h, void *p, int fd)
             al_add(x, dptr, u);
         return answer(x, h->type, rc, 0, &dptr, 8);
     }
-    case X_FREE: {
+    case X_FREE:
         memcpy(&u, p, 8);
         al_del(x, u);
-        gos_vmm_buf *b = vb_find(x, u);
-        if (!b)
-            return answer(x, h->type, gos_exec_mem_free(x->dev, u), 0, NULL, 0);
-        gos_vmm_buf_free(x->dev, b);
-        *b = x->vb[--x->n_vb];
-        return answer(x, h->type, GOS_OK, 0, NULL, 0);
-    }
+        return answer(x, h->type, mem_free(x, u), 0, NULL, 0);
     case X_VALLOC: {
         memcpy(&u, p, 8);
         uint64_t dptr = 0;
@@ -973,15 +978,8 @@ static void xe_free(struct xe *x)
             gos_exec_stream_sync(x->dev, x->streams[e]);
     for (int i = 0; i < x->n_al; i++) {
         uint64_t p = x->al[i].dptr;
-        gos_vmm_buf *b;
-        if (x->al[i].module)
-            continue; /* a module global: goes with its module */
-        if ((b = vb_find(x, p)))
-            gos_vmm_buf_free(x->dev, b);
-        else if (shm_unmap(x, p) == GOS_OK || srv_pmem_free(&x->pmem, p) == GOS_OK)
-            continue;
-        else
-            gos_exec_mem_free(x->dev, p);
+        if (!x->al[i].module && shm_unmap(x, p) != GOS_OK && srv_pmem_free(&x->pmem, p) != GOS_OK)
+            mem_free(x, p); /* (a module global goes with its module) */
     }
     srv_pmem_release_all(&x->pmem);
     for (int i = 0; i < GOS_XE_SHM_MAX; i++)

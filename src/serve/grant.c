@@ -10,15 +10,15 @@
 /* The expected GPU time a batch may reach: the grant and its slack. */
 uint64_t srv_grant_limit(const struct srv_dev *d) { return d->grant_ns + d->grant_ns / SRV_GRANT_SLACK_DIV; }
 
-/* grant_us = auto (lock held): a batch of executor x took wall_ns to exchange
+/* grant_us = auto (lock held): a batch of executor process pid took wall_ns to exchange
  * and gpu_ns on the GPU. When the device's batch before it was another
  * executor's, the difference is what that switch cost (the GPU's context
  * switch, the executor's wake-up and issue): the grants become
  * SRV_GRANT_AUTO_DIV times its moving average. */
-void srv_grant_learn(struct srv_dev *d, const void *x, uint64_t wall_ns, uint64_t gpu_ns)
+void srv_grant_learn(struct srv_dev *d, pid_t pid, uint64_t wall_ns, uint64_t gpu_ns)
 {
-    int switched = d->last_x && d->last_x != x;
-    d->last_x = x;
+    int switched = d->last_pid && d->last_pid != pid;
+    d->last_pid = pid;
     if (!switched || !wall_ns || !gpu_ns || wall_ns <= gpu_ns)
         return;
     uint64_t cost = wall_ns - gpu_ns;

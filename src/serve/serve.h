@@ -254,7 +254,8 @@ struct srv_dev {
     int grant_auto;    /* grant_us = auto: grant_ns follows switch_ns (dispatch.c) */
     uint64_t switch_ns; /* measured cost of a switch between executors (moving average), 0: none yet */
     uint64_t switches;  /* batches that followed another executor's */
-    const void *last_x; /* the executor of the device's last batch */
+    pid_t last_pid;     /* the executor process of the device's last batch (0: none yet);
+                         * clients sharing one (executor = per-vgpu) switch nothing */
     char sim[256];  /* the executors' device: a chip, or "" for the GPU of ordinal */
     gos_swap *sw; /* swapping on this device (swap.c, issue 10.2); NULL: off */
     int ordinal;
@@ -368,6 +369,10 @@ void srv_client_exec_check(struct srv_client *c);
  * executor's reported ring time to its vGPU; gone unmaps it (client freed). */
 int srv_ring_attach(struct srv_client *c, const struct gos_msg_ring *m, int fd);
 int srv_ring_regrant(struct srv *s, int device);
+/* Waits on the daemon's idle condition (a client freed, a join done) for at
+ * most ns (lock held). */
+void srv_idle_wait(struct srv *s, uint64_t ns);
+
 /* xshare.c (executor = per-vgpu): a channel to the executor the clients of
  * vGPU v share, started with the first of them (lock held, dropped while it
  * starts); leave ends c's part there, and the executor with its last client. */
@@ -377,7 +382,7 @@ void srv_xshare_leave(struct srv_client *c);
 /* grant.c: the expected GPU time a batch may reach (the grant and its slack);
  * grant_us = auto learns a switch's cost from an executor's batch (lock held). */
 uint64_t srv_grant_limit(const struct srv_dev *d);
-void srv_grant_learn(struct srv_dev *d, const void *x, uint64_t wall_ns, uint64_t gpu_ns);
+void srv_grant_learn(struct srv_dev *d, pid_t executor, uint64_t wall_ns, uint64_t gpu_ns);
 /* After a revoke (lock held, dropped while waiting, at most ms): waits until the
  * revoked rings' clients have taken their revoked entries back (sent them over
  * their sockets), so that the scheduler sees their work before the newcomer's. */

@@ -385,6 +385,16 @@ static void fit_fd_limit(struct srv *s)
     }
 }
 
+void srv_idle_wait(struct srv *s, uint64_t ns)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts); /* s->idle runs on CLOCK_MONOTONIC */
+    uint64_t t = (uint64_t)ts.tv_nsec + ns;
+    ts.tv_sec += (time_t)(t / 1000000000ull);
+    ts.tv_nsec = (long)(t % 1000000000ull);
+    pthread_cond_timedwait(&s->idle, &s->lock, &ts);
+}
+
 /* Waits (lock held) up to ms for every client to be released; the number left. */
 static int srv_wait_clients(struct srv *s, int ms)
 {

@@ -12,27 +12,13 @@
 #include "common/status.h"
 
 #include <stdlib.h>
-#include <time.h>
-
-static void wait_turn(struct srv *s, struct srv_vgpu *g)
-{
-    while (g->xshare_busy) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts); /* the daemon's conditions run on CLOCK_MONOTONIC */
-        ts.tv_nsec += 10000000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
-        pthread_cond_timedwait(&s->idle, &s->lock, &ts);
-    }
-}
 
 int srv_xshare_join(struct srv *s, int v, struct srv_exec **x, struct srv_xshare **sh)
 {
     struct srv_vgpu *g = &s->vgpus[v];
     struct srv_dev *d = &s->devs[g->cfg.device];
-    wait_turn(s, g);
+    while (g->xshare_busy) /* another client of g is joining: its turn first */
+        srv_idle_wait(s, 10000000ull);
     g->xshare_busy = 1;
     int rc = GOS_OK;
     for (int attempt = 0; attempt < 2; attempt++) {

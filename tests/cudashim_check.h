@@ -1,0 +1,45 @@
+/* cudashim_check.h: the checks of the Driver API test programs run under
+ * `gpuos run` (tests/cudashim_drv.c, tests/cudashim_exports.c): CHECK ends the
+ * program on an unexpected error, EXPECT and TRUE count a failure and go on. */
+#ifndef GOS_TESTS_CUDASHIM_CHECK_H
+#define GOS_TESTS_CUDASHIM_CHECK_H
+
+#include <cuda.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static int fails;
+
+#define CHECK(call)                                                                                                    \
+    do {                                                                                                               \
+        CUresult r_ = (call);                                                                                          \
+        if (r_ != CUDA_SUCCESS) {                                                                                      \
+            const char *n_ = NULL;                                                                                     \
+            cuGetErrorName(r_, &n_);                                                                                   \
+            fprintf(stderr, "FAIL %s:%d: %s = %s\n", __FILE__, __LINE__, #call, n_ ? n_ : "?");                      \
+            exit(1);                                                                                                   \
+        }                                                                                                              \
+    } while (0)
+
+#define EXPECT(call, want)                                                                                             \
+    do {                                                                                                               \
+        CUresult r_ = (call);                                                                                          \
+        if (r_ != (want)) {                                                                                            \
+            const char *n_ = NULL, *w_ = NULL;                                                                         \
+            cuGetErrorName(r_, &n_);                                                                                   \
+            cuGetErrorName(want, &w_);                                                                                 \
+            fprintf(stderr, "FAIL %s:%d: %s = %s, expected %s\n", __FILE__, __LINE__, #call, n_ ? n_ : "?", w_);     \
+            fails++;                                                                                                   \
+        }                                                                                                              \
+    } while (0)
+
+#define TRUE(cond)                                                                                                     \
+    do {                                                                                                               \
+        if (!(cond)) {                                                                                                 \
+            fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                                            \
+            fails++;                                                                                                   \
+        }                                                                                                              \
+    } while (0)
+
+#endif
