@@ -145,9 +145,17 @@ static int wait_entry(gpuos_vgpu *g, uint32_t idx, unsigned spin)
             g->ring_off = 1;
             if (gone) {
                 /* The daemon knows why (a fault of this client, or of another
-                 * client's on a shared MPS server, which names that vGPU): its
-                 * answer to a synchronise over the socket says so. */
-                int rc = gcl_call(g, GOS_MSG_SYNC, NULL, 0, -1, NULL, 0);
+                 * client's on a shared MPS server or shared executor, which
+                 * names it): its answer to a synchronise over the socket says
+                 * so. It may learn a moment after this ring did (another
+                 * client's fault is read by another thread): ask again for up
+                 * to 200 ms before answering without the reason. */
+                int rc = GOS_OK;
+                for (int i = 0; i < 20 && !rc; i++) {
+                    if (i)
+                        usleep(10000);
+                    rc = gcl_call(g, GOS_MSG_SYNC, NULL, 0, -1, NULL, 0);
+                }
                 return rc ? rc : gos_fail(GOS_EDEVICE, "this client's executor (pid %d) is gone", (int)pid);
             }
             return gos_fail(GOS_ETIMEDOUT, "no answer on the ring within %d ms", g->timeout_ms);
