@@ -127,7 +127,7 @@ static int bad(gpuos_vgpu *g)
     printf("rawfree rc=%d\n", gcl_call(g, GOS_MSG_PMEM_FREE, &f, sizeof f, -1, NULL, 0));
     struct gos_msg_pmem_copy q = {.base = base, .dir = 7, .bytes = 16};
     printf("rawdir rc=%d\n", gcl_call(g, GOS_MSG_PMEM_COPY, &q, sizeof q, -1, NULL, 0));
-    q.dir = GOS_COPY_HTOD;
+    q.dir = GOS_OP_HTOD;
     q.region = 40; /* not a region of this client */
     printf("rawregion rc=%d\n", gcl_call(g, GOS_MSG_PMEM_COPY, &q, sizeof q, -1, NULL, 0));
     q.region = 0;

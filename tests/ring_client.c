@@ -264,31 +264,31 @@ static int cmd_hostile(const char *va)
         const char *says;
     } cases[] = {
         {"bad opcode", {.op = 99}, GPUOS_EPROTO, "opcode"},
-        {"bad flags", {.op = GOS_RING_FENCE, .flags = 0x80}, GPUOS_EPROTO, "flags"},
-        {"foreign device range", {.op = GOS_RING_HTOD, .flags = GOS_RING_F_INLINE, .dptr = 0x10, .bytes = 8},
+        {"bad flags", {.op = GOS_OP_FENCE, .flags = 0x80}, GPUOS_EPROTO, "flags"},
+        {"foreign device range", {.op = GOS_OP_HTOD, .flags = GOS_RING_F_INLINE, .dptr = 0x10, .bytes = 8},
          GPUOS_EINVAL, "not inside an allocation"},
-        {"range past the allocation", {.op = GOS_RING_DTOH, .flags = GOS_RING_F_INLINE, .dptr = d + (1 << 20) - 4,
+        {"range past the allocation", {.op = GOS_OP_DTOH, .flags = GOS_RING_F_INLINE, .dptr = d + (1 << 20) - 4,
                                        .bytes = 8}, GPUOS_EINVAL, "not inside an allocation"},
-        {"inline length over the slot", {.op = GOS_RING_HTOD, .flags = GOS_RING_F_INLINE, .dptr = d,
+        {"inline length over the slot", {.op = GOS_OP_HTOD, .flags = GOS_RING_F_INLINE, .dptr = d,
                                          .bytes = GOS_RING_DATA + 1}, GPUOS_EINVAL, "inline"},
-        {"huge length wrapping", {.op = GOS_RING_DTOD, .dptr = d + 16, .dptr2 = d, .bytes = UINT64_MAX - 8},
+        {"huge length wrapping", {.op = GOS_OP_DTOD, .dptr = d + 16, .dptr2 = d, .bytes = UINT64_MAX - 8},
          GPUOS_EINVAL, "not inside an allocation"},
-        {"unregistered region", {.op = GOS_RING_HTOD, .region = 63, .dptr = d, .bytes = 16}, GPUOS_EINVAL, "region"},
-        {"region out of range", {.op = GOS_RING_DTOH, .region = 5000, .dptr = d, .bytes = 16}, GPUOS_EINVAL,
+        {"unregistered region", {.op = GOS_OP_HTOD, .region = 63, .dptr = d, .bytes = 16}, GPUOS_EINVAL, "region"},
+        {"region out of range", {.op = GOS_OP_DTOH, .region = 5000, .dptr = d, .bytes = 16}, GPUOS_EINVAL,
          "region"},
-        {"region offset overflow", {.op = GOS_RING_DTOH, .region = g->stage_region, .offset = UINT64_MAX - 2,
+        {"region offset overflow", {.op = GOS_OP_DTOH, .region = g->stage_region, .offset = UINT64_MAX - 2,
                                     .dptr = d, .bytes = 16}, GPUOS_EINVAL, "region"},
-        {"unknown function", {.op = GOS_RING_LAUNCH, .func = 200, .grid = {1, 1, 1}, .block = {1, 1, 1}},
+        {"unknown function", {.op = GOS_OP_LAUNCH, .func = 200, .grid = {1, 1, 1}, .block = {1, 1, 1}},
          GPUOS_EINVAL, "function handle"},
-        {"function 0", {.op = GOS_RING_LAUNCH, .func = 0, .grid = {1, 1, 1}, .block = {1, 1, 1}}, GPUOS_EINVAL,
+        {"function 0", {.op = GOS_OP_LAUNCH, .func = 0, .grid = {1, 1, 1}, .block = {1, 1, 1}}, GPUOS_EINVAL,
          "function handle"},
-        {"parameters over the limit", {.op = GOS_RING_LAUNCH, .func = f, .grid = {1, 1, 1}, .block = {1, 1, 1},
+        {"parameters over the limit", {.op = GOS_OP_LAUNCH, .func = f, .grid = {1, 1, 1}, .block = {1, 1, 1},
                                        .param_bytes = 100000}, GPUOS_EINVAL, "parameters"},
-        {"block of 2048 threads", {.op = GOS_RING_LAUNCH, .func = f, .grid = {1, 1, 1}, .block = {2048, 1, 1},
+        {"block of 2048 threads", {.op = GOS_OP_LAUNCH, .func = f, .grid = {1, 1, 1}, .block = {2048, 1, 1},
                                    .param_bytes = 24}, GPUOS_EINVAL, "block"},
-        {"zero grid", {.op = GOS_RING_LAUNCH, .func = f, .grid = {0, 1, 1}, .block = {1, 1, 1}, .param_bytes = 24},
+        {"zero grid", {.op = GOS_OP_LAUNCH, .func = f, .grid = {0, 1, 1}, .block = {1, 1, 1}, .param_bytes = 24},
          GPUOS_EINVAL, "grid"},
-        {"fill of a foreign range", {.op = GOS_RING_LAUNCH, .func = f, .grid = {1, 1, 1}, .block = {32, 1, 1},
+        {"fill of a foreign range", {.op = GOS_OP_LAUNCH, .func = f, .grid = {1, 1, 1}, .block = {32, 1, 1},
                                      .param_bytes = 24}, GPUOS_EINVAL, "not inside an allocation"},
     };
     struct {
@@ -315,7 +315,7 @@ static int cmd_hostile(const char *va)
     CHECK(!pthread_create(&t, NULL, rewrite_main, &w), "thread");
     int answered = 0;
     for (int i = 0; i < 3000; i++) {
-        struct gos_ring_ent e = {.op = GOS_RING_HTOD, .flags = GOS_RING_F_INLINE, .dptr = d, .bytes = 64};
+        struct gos_ring_ent e = {.op = GOS_OP_HTOD, .flags = GOS_RING_F_INLINE, .dptr = d, .bytes = 64};
         char msg[GOS_RING_MSG], buf[64] = {0};
         int rc = raw(g, &e, buf, sizeof buf, msg);
         answered += rc != 12345;

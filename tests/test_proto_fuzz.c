@@ -84,8 +84,8 @@ static void invariants(const struct gos_msg_hdr *h, const unsigned char *p)
         break;
     case GOS_MSG_COPY: {
         const struct gos_msg_copy *m = (const void *)p;
-        assert_true(m->dir <= 2 && m->bytes > 0);
-        if (m->dir != GOS_COPY_DTOD)
+        assert_true(m->dir >= GOS_OP_HTOD && m->dir <= GOS_OP_DTOD && m->bytes > 0);
+        if (m->dir != GOS_OP_DTOD)
             assert_true(m->region < GOS_MAX_REGIONS && m->offset + m->bytes >= m->offset);
         break;
     }

@@ -1,10 +1,10 @@
 /* cmd_executor.c: `gpuos executor --fd N [--sim CHIP] [--ordinal N]`, the hidden
  * subcommand the daemon spawns for each client's device work (issue 9;
- * src/serve/exec_main.c). Not meant to be run by hand. */
+ * src/exec/exec_main.c). Not meant to be run by hand. */
 #include "cli/cli.h"
 
 #include "common/status.h"
-#include "serve/xproto.h"
+#include "exec/exec.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +26,7 @@ int cmd_executor(int argc, char **argv)
     }
     if (fd < 0)
         return cli_usage("executor", "--fd N is required (spawned by gpuos serve only)");
-    if (srv_executor_main(fd, sim, ordinal))
+    if (gos_executor_main(fd, sim, ordinal))
         return cli_fail();
     return 0;
 }

@@ -1,6 +1,7 @@
 /* connection.c: libgpuos's connection to the daemon: socket, requests and
  * replies with timeouts, gpuos_open / gpuos_close, the administration calls. */
 #include "client/client_internal.h"
+#include "common/clock.h"
 
 const char *gpuos_error(void) { return gos_last_error(); }
 
@@ -29,8 +30,7 @@ int gcl_connect_to(const char *path, int tmo_ms, int *out)
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0)
         return gos_fail(GOS_EIO, "socket: %s", strerror(errno));
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    uint64_t t0 = gos_now_ns();
     for (unsigned us = 1000;; us = us < 50000 ? 2 * us : 50000) {
         if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0)
             break;
@@ -47,9 +47,7 @@ int gcl_connect_to(const char *path, int tmo_ms, int *out)
             return gos_fail(err ? GOS_EIO : GOS_ETIMEDOUT, "cannot reach gpuos serve at %s: %s", path,
                             err ? strerror(err) : "no connection within the timeout");
         }
-        struct timespec t;
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        long ms = (long)(t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+        long ms = (long)((gos_now_ns() - t0) / 1000000ull);
         if (e != EAGAIN || ms >= tmo_ms) {
             close(fd);
             if (e == EAGAIN)

@@ -1,6 +1,7 @@
 /* copies.c: libgpuos's copies: shared regions (sealed memfds), the staging
  * bounce buffers and their pipeline, the host-side copy threads, every memcpy. */
 #include "client/client_internal.h"
+#include "common/clock.h"
 
 #include "proto/ring.h"
 
@@ -18,12 +19,7 @@ static void part_of(const struct copy_pool *p, int i, size_t *off, size_t *len)
  * costs tens of microseconds on a virtual machine, a fifth of a 1 MB copy. */
 #define POOL_SPIN_NS 200000ull
 
-static uint64_t pool_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+static uint64_t pool_now_ns(void) { return gos_now_ns(); }
 
 /* Spins until *w != v (or stop is raised) for at most POOL_SPIN_NS. */
 static void pool_spin(const unsigned *w, unsigned v, const int *stop)
@@ -345,7 +341,7 @@ static int htod_pipeline(gpuos_vgpu *g, gpuos_dptr d, const void *src, size_t n)
                 return rc;
         }
         gcl_par_memcpy(g, (char *)g->stage + (size_t)slot * g->chunk, (const char *)src + done, len);
-        int rc = send_copy(g, GOS_COPY_HTOD, g->stage_region, (uint64_t)slot * g->chunk, d + done, 0, len, 0,
+        int rc = send_copy(g, GOS_OP_HTOD, g->stage_region, (uint64_t)slot * g->chunk, d + done, 0, len, 0,
                            &busy[slot]);
         if (rc)
             return rc;
@@ -369,7 +365,7 @@ static int dtoh_pipeline(gpuos_vgpu *g, void *dst, gpuos_dptr d, size_t n)
     int rc;
     for (; issued < nchunks && issued < (size_t)g->depth; issued++) {
         size_t off = issued * chunk, len = n - off < chunk ? n - off : chunk;
-        if ((rc = send_copy(g, GOS_COPY_DTOH, g->stage_region, (uint64_t)(issued % (size_t)g->depth) * g->chunk,
+        if ((rc = send_copy(g, GOS_OP_DTOH, g->stage_region, (uint64_t)(issued % (size_t)g->depth) * g->chunk,
                             d + off, 0, len, 0, &seqs[issued % (size_t)g->depth])))
             return rc;
     }
@@ -383,7 +379,7 @@ static int dtoh_pipeline(gpuos_vgpu *g, void *dst, gpuos_dptr d, size_t n)
         gcl_par_memcpy(g, (char *)dst + off, (char *)g->stage + (size_t)slot * g->chunk, len);
         if (issued < nchunks) {
             size_t o2 = issued * chunk, l2 = n - o2 < chunk ? n - o2 : chunk;
-            if ((rc = send_copy(g, GOS_COPY_DTOH, g->stage_region, (uint64_t)slot * g->chunk, d + o2, 0, l2, 0,
+            if ((rc = send_copy(g, GOS_OP_DTOH, g->stage_region, (uint64_t)slot * g->chunk, d + o2, 0, l2, 0,
                                 &seqs[slot])))
                 return rc;
             issued++;
@@ -396,7 +392,7 @@ static int dtoh_pipeline(gpuos_vgpu *g, void *dst, gpuos_dptr d, size_t n)
  * through a registered host buffer when host lies in one, else staged. */
 static int host_copy(gpuos_vgpu *g, uint32_t dir, gpuos_dptr d, void *dst, const void *src, size_t n, int async)
 {
-    const void *host = dir == GOS_COPY_HTOD ? src : dst;
+    const void *host = dir == GOS_OP_HTOD ? src : dst;
     if (!n)
         return GOS_OK;
     if (!host)
@@ -408,19 +404,19 @@ static int host_copy(gpuos_vgpu *g, uint32_t dir, gpuos_dptr d, void *dst, const
     g->small_n = n <= g->small;
     int rc = b ? copy_shared(g, dir, b, host, d, n, async) : gcl_stage_ready(g);
     if (!b && !rc)
-        rc = dir == GOS_COPY_HTOD ? htod_pipeline(g, d, src, n) : dtoh_pipeline(g, dst, d, n);
+        rc = dir == GOS_OP_HTOD ? htod_pipeline(g, d, src, n) : dtoh_pipeline(g, dst, d, n);
     g->small_n = 0;
     return rc;
 }
 
 static int htod(gpuos_vgpu *g, gpuos_dptr d, const void *src, size_t n, int async)
 {
-    return host_copy(g, GOS_COPY_HTOD, d, NULL, src, n, async);
+    return host_copy(g, GOS_OP_HTOD, d, NULL, src, n, async);
 }
 
 static int dtoh(gpuos_vgpu *g, void *dst, gpuos_dptr d, size_t n, int async)
 {
-    return host_copy(g, GOS_COPY_DTOH, d, dst, NULL, n, async);
+    return host_copy(g, GOS_OP_DTOH, d, dst, NULL, n, async);
 }
 
 /* The socket path alone, for the ring's replays (ring.c). */
@@ -438,7 +434,7 @@ int gcl_sock_copy_host(gpuos_vgpu *g, uint32_t dir, gpuos_dptr d, void *dst, con
     int rc = gcl_stage_ready(g);
     if (rc || !n)
         return rc;
-    return dir == GOS_COPY_HTOD ? htod_pipeline(g, d, src, n) : dtoh_pipeline(g, dst, d, n);
+    return dir == GOS_OP_HTOD ? htod_pipeline(g, d, src, n) : dtoh_pipeline(g, dst, d, n);
 }
 
 static int dtod(gpuos_vgpu *g, gpuos_dptr dst, gpuos_dptr src, size_t n, int async)
@@ -453,7 +449,7 @@ static int dtod(gpuos_vgpu *g, gpuos_dptr dst, gpuos_dptr src, size_t n, int asy
 int gcl_sock_dtod(gpuos_vgpu *g, gpuos_dptr dst, gpuos_dptr src, size_t n, int async)
 {
     uint32_t seq = 0;
-    int rc = send_copy(g, GOS_COPY_DTOD, 0, 0, dst, src, n, async, &seq);
+    int rc = send_copy(g, GOS_OP_DTOD, 0, 0, dst, src, n, async, &seq);
     if (rc || async)
         return rc;
     return gcl_wait_reply(g, seq, GOS_MSG_COPY, NULL, NULL);

@@ -121,7 +121,7 @@ static int pmem_copy(gpuos_pmem *m, int dir, int part, uint64_t off, char *h, si
     }
     while (n) {
         size_t k = n < m->bounce_bytes ? n : m->bounce_bytes;
-        if (dir == GOS_COPY_HTOD)
+        if (dir == GOS_OP_HTOD)
             memcpy(m->bounce, h, k);
         q.offset = off;
         q.bytes = k;
@@ -130,7 +130,7 @@ static int pmem_copy(gpuos_pmem *m, int dir, int part, uint64_t off, char *h, si
         int rc = gcl_call(m->g, GOS_MSG_PMEM_COPY, &q, sizeof q, -1, NULL, 0);
         if (rc)
             return rc;
-        if (dir == GOS_COPY_DTOH)
+        if (dir == GOS_OP_DTOH)
             memcpy(h, m->bounce, k);
         off += k;
         h += k;
@@ -142,13 +142,13 @@ int gpuos_pmem_write(gpuos_pmem *m, int part, uint64_t off, const void *src, siz
 {
     if (!m)
         return gos_fail(GOS_EINVAL, "NULL gpuos_pmem");
-    LOCKED(m->g, pmem_copy(m, GOS_COPY_HTOD, part, off, (char *)(uintptr_t)src, n));
+    LOCKED(m->g, pmem_copy(m, GOS_OP_HTOD, part, off, (char *)(uintptr_t)src, n));
 }
 int gpuos_pmem_read(gpuos_pmem *m, int part, uint64_t off, void *dst, size_t n)
 {
     if (!m)
         return gos_fail(GOS_EINVAL, "NULL gpuos_pmem");
-    LOCKED(m->g, pmem_copy(m, GOS_COPY_DTOH, part, off, dst, n));
+    LOCKED(m->g, pmem_copy(m, GOS_OP_DTOH, part, off, dst, n));
 }
 
 static int pmem_check(gpuos_pmem *m, int samples, gpuos_pmem_check_result *r)

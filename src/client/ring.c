@@ -170,17 +170,17 @@ static int replay(gpuos_vgpu *g, struct gos_ring_ent *s)
     int rc, async = !!(s->flags & GOS_RING_F_ASYNC);
     g->ring_replaying = 1;
     switch (s->op) {
-    case GOS_RING_HTOD:
-    case GOS_RING_DTOH: {
-        uint32_t dir = s->op == GOS_RING_HTOD ? GOS_COPY_HTOD : GOS_COPY_DTOH;
+    case GOS_OP_HTOD:
+    case GOS_OP_DTOH: {
+        uint32_t dir = s->op == GOS_OP_HTOD ? GOS_OP_HTOD : GOS_OP_DTOH;
         if (s->flags & GOS_RING_F_INLINE)
             rc = gcl_sock_copy_host(g, dir, s->dptr, s->data, s->data, s->bytes);
         else
             rc = gcl_sock_copy_region(g, dir, s->region, s->offset, s->dptr, s->bytes, async);
         break;
     }
-    case GOS_RING_DTOD: rc = gcl_sock_dtod(g, s->dptr, s->dptr2, s->bytes, async); break;
-    case GOS_RING_LAUNCH: {
+    case GOS_OP_DTOD: rc = gcl_sock_dtod(g, s->dptr, s->dptr2, s->bytes, async); break;
+    case GOS_OP_LAUNCH: {
         struct gos_msg_launch m = {.func = s->func, .smem = s->smem, .flags = GOS_F_ASYNC,
                                    .param_bytes = s->param_bytes};
         memcpy(m.grid, s->grid, sizeof m.grid);
@@ -210,7 +210,7 @@ static void finish(gpuos_vgpu *g, uint32_t upto)
              * any more, so the executor may stop revoking before this replay
              * blocks (the daemon waits for that acknowledgement, see ring.c). */
             if (atomic_load_explicit(&ctl(g)->cq_done, memory_order_acquire) == g->ring_tail &&
-                !(s->flags & GOS_RING_F_ASYNC) && s->op != GOS_RING_LAUNCH)
+                !(s->flags & GOS_RING_F_ASYNC) && s->op != GOS_OP_LAUNCH)
                 atomic_store_explicit(&ctl(g)->client_ack, g->ring_tail, memory_order_release);
             rc = replay(g, s);
             snprintf(r->msg[i], GOS_RING_MSG, "%s", rc ? gos_last_error() : "");
@@ -315,13 +315,13 @@ static int copy_staged(gpuos_vgpu *g, uint32_t dir, gpuos_dptr d, void *dst, con
     } while (0)
     struct gos_ring_ent e;
     memset(&e, 0, offsetof(struct gos_ring_ent, rc));
-    e.op = dir == GOS_COPY_HTOD ? GOS_RING_HTOD : GOS_RING_DTOH;
+    e.op = dir == GOS_OP_HTOD ? GOS_OP_HTOD : GOS_OP_DTOH;
     e.region = g->stage_region;
     size_t issued = 0;
     for (size_t i = 0; i < nchunks; i++) {
         int slot = (int)(i % (size_t)depth);
         size_t off = i * chunk, len = n - off < chunk ? n - off : chunk;
-        if (dir == GOS_COPY_HTOD) {
+        if (dir == GOS_OP_HTOD) {
             if (i >= (size_t)depth) {
                 rc = complete(g, idx[slot], copy_spin(g, chunk));
                 if (rc && g->ring_off)
@@ -350,7 +350,7 @@ static int copy_staged(gpuos_vgpu *g, uint32_t dir, gpuos_dptr d, void *dst, con
             gcl_par_memcpy(g, (char *)dst + off, (char *)g->stage + (size_t)slot * chunk, len);
         }
     }
-    if (dir == GOS_COPY_HTOD)
+    if (dir == GOS_OP_HTOD)
         for (size_t i = nchunks > (size_t)depth ? nchunks - (size_t)depth : 0; i < nchunks; i++) {
             rc = complete(g, idx[i % (size_t)depth], copy_spin(g, chunk));
             if (rc && g->ring_off)
@@ -366,17 +366,17 @@ int gcl_ring_copy(gpuos_vgpu *g, uint32_t dir, gpuos_dptr d, void *dst, const vo
 {
     struct gos_ring_ent e;
     memset(&e, 0, offsetof(struct gos_ring_ent, rc));
-    e.op = dir == GOS_COPY_HTOD ? GOS_RING_HTOD : GOS_RING_DTOH;
+    e.op = dir == GOS_OP_HTOD ? GOS_OP_HTOD : GOS_OP_DTOH;
     e.dptr = d;
     e.bytes = n;
     uint32_t idx;
     int rc;
     if (n <= g->ring_inline) {
         e.flags = GOS_RING_F_INLINE;
-        if ((rc = submit(g, &e, dir == GOS_COPY_HTOD ? src : NULL, dir == GOS_COPY_HTOD ? n : 0, &idx)) ||
+        if ((rc = submit(g, &e, dir == GOS_OP_HTOD ? src : NULL, dir == GOS_OP_HTOD ? n : 0, &idx)) ||
             (rc = complete(g, idx, 0)))
             return rc;
-        if (dir == GOS_COPY_DTOH)
+        if (dir == GOS_OP_DTOH)
             memcpy(dst, gos_ring_slot(g->ring, idx)->data, n);
         return GOS_OK;
     }
@@ -394,7 +394,7 @@ int gcl_ring_dtod(gpuos_vgpu *g, gpuos_dptr dst, gpuos_dptr src, size_t n, int a
 {
     struct gos_ring_ent e;
     memset(&e, 0, offsetof(struct gos_ring_ent, rc));
-    e.op = GOS_RING_DTOD;
+    e.op = GOS_OP_DTOD;
     e.flags = async ? GOS_RING_F_ASYNC : 0;
     e.dptr = dst;
     e.dptr2 = src;
@@ -410,7 +410,7 @@ int gcl_ring_launch(gpuos_vgpu *g, const struct gos_msg_launch *m, const void *p
 {
     struct gos_ring_ent e;
     memset(&e, 0, offsetof(struct gos_ring_ent, rc));
-    e.op = GOS_RING_LAUNCH;
+    e.op = GOS_OP_LAUNCH;
     e.flags = GOS_RING_F_ASYNC;
     e.func = m->func;
     memcpy(e.grid, m->grid, sizeof e.grid);
@@ -426,7 +426,7 @@ int gcl_ring_fence(gpuos_vgpu *g)
 {
     struct gos_ring_ent e;
     memset(&e, 0, offsetof(struct gos_ring_ent, rc));
-    e.op = GOS_RING_FENCE;
+    e.op = GOS_OP_FENCE;
     uint32_t idx;
     int rc = submit(g, &e, NULL, 0, &idx);
     if (!rc)

@@ -12,6 +12,7 @@
 #include "device/dvfs_ops.h"
 #include "device/nvml.h"
 
+#include "common/clock.h"
 #include "common/status.h"
 
 #include <errno.h>
@@ -44,12 +45,7 @@ struct cuda_dvfs {
     nvmlDevice_t nvml;
 };
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
+static int64_t now_ns(void) { return (int64_t)gos_now_ns(); }
 
 static void dvfs_close(gos_device *d)
 {

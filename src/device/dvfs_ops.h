@@ -3,7 +3,7 @@
  * backend: gos_cuda_dvfs_ops (cuda_dvfs.c: kernels/dvfs.cu + NVML locked clocks)
  * and gos_sim_dvfs_ops (sim_dvfs.c: the chip's sim.dvfs model on a virtual clock).
  *
- * Time: every primitive speaks two clocks. The host clock is CLOCK_MONOTONIC ns
+ * Time: every primitive speaks two clocks. The host clock is gos_now_ns (common/clock.h)
  * on a real machine and a virtual clock on the simulated device (so a whole
  * campaign, waits of ten seconds included, runs in seconds): callers above the
  * device layer must take host time and sleep only through host_now/host_sleep.

@@ -6,6 +6,11 @@
 
 #include <string.h>
 
+int gos_exec_builtin_module(const char *name)
+{
+    return name && (!strcmp(name, GOS_EXEC_BUILTIN) || !strcmp(name, "sim:builtin") || !strcmp(name, "exec"));
+}
+
 int gos_exec_builtin_known(const char *kernel)
 {
     static const char *const names[] = {"empty", "sleep_ns", "loop", "madd", "mmul", "fill", "fault", "xcopy", "pattern", "stamp"};

@@ -22,6 +22,10 @@
  *   xcopy (uint64 dst, src, count)               no range checked: a raw kernel */
 int gos_exec_builtin_ranges(const char *kernel, const struct gos_launch_cfg *c, struct gos_dev_range *r, int *n);
 
+/* Whether a module name asks for the built-in module: GOS_EXEC_BUILTIN, or
+ * the names the backends also accept for it ("sim:builtin", "exec"). */
+int gos_exec_builtin_module(const char *name);
+
 /* Whether `kernel` names a kernel of the built-in module. */
 int gos_exec_builtin_known(const char *kernel);
 

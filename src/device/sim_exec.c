@@ -38,6 +38,7 @@
 
 #include "common/range.h"
 #include "common/grow.h"
+#include "common/clock.h"
 #include "common/status.h"
 
 #include <errno.h>
@@ -102,12 +103,7 @@ struct sim_exec {
             return gos_fail(GOS_EDEVICE, SIM_FAULT_MSG);                                                       \
     } while (0)
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+static uint64_t now_ns(void) { return gos_now_ns(); }
 
 /* Waits until t like a GPU's completion is noticed: a sleep would overshoot by the
  * kernel's timer and wake-up latency (50 us and more in a VM, far longer than the
@@ -128,9 +124,7 @@ static int sleep_until(const int *abandoned, uint64_t t)
         uint64_t w = t - SPIN_NS;
         if (w > n + SLICE_NS)
             w = n + SLICE_NS;
-        struct timespec ts = {.tv_sec = (time_t)(w / 1000000000ull), .tv_nsec = (long)(w % 1000000000ull)};
-        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-            ;
+        gos_sleep_until_ns(w);
     }
     while (now_ns() < t)
         sched_yield();

@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 /* Bump this if any of the messages, structs or constants below change. */
-#define GOS_PROTOCOL_VERSION 2 /* 2: kernel names up to 4095 characters (C++ mangled names) */
+#define GOS_PROTOCOL_VERSION 3 /* 2: kernel names up to 4095 characters (C++ mangled names); 3: one gos_op_kind (a COPY's dir from 1) */
 /* Where clients and `gpuos serve` meet when neither --socket, the configuration
  * file's socket = nor $GPUOS_SOCKET says otherwise (the systemd unit's
  * RuntimeDirectory=gpuos). */
@@ -87,7 +87,16 @@ enum {
     GOS_F_ASYNC = 1u,  /* request flag: no reply on success */
     GOS_F_DIRECT = 2u, /* COPY: small-copy path (synchronous copy, CPU-timed; Gdev's direct I/O) */
 };
-enum { GOS_COPY_HTOD = 0, GOS_COPY_DTOH = 1, GOS_COPY_DTOD = 2 };
+/* The one spelling of a device operation's kind (issue 20): a COPY's dir, a
+ * PMEM_COPY's dir, a ring entry's op (ring.h), an executor RUN's op (xproto.h)
+ * and the runner's (exec/exec_op.h). 0 is no operation. */
+enum gos_op_kind {
+    GOS_OP_HTOD = 1, /* host -> device */
+    GOS_OP_DTOH,     /* device -> host */
+    GOS_OP_DTOD,     /* device (dptr2) -> device (dptr) */
+    GOS_OP_LAUNCH,   /* a kernel */
+    GOS_OP_FENCE,    /* ring only: waits for everything before it */
+};
 
 struct gos_msg_hdr {
     uint32_t magic;
@@ -313,7 +322,7 @@ struct gos_msg_pmem_free {
 };
 struct gos_msg_pmem_copy {
     uint64_t base;
-    uint32_t dir;    /* GOS_COPY_HTOD / GOS_COPY_DTOH */
+    uint32_t dir;    /* GOS_OP_HTOD / GOS_OP_DTOH */
     uint32_t part;   /* 0 / 1 */
     uint64_t offset; /* logical offset in the view */
     uint64_t bytes;

@@ -17,6 +17,8 @@
 #ifndef GOS_PROTO_RING_H
 #define GOS_PROTO_RING_H
 
+#include "common/clock.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
@@ -37,13 +39,12 @@
  * swapped out): the client sends it again over the socket */
 #define GOS_RING_REVOKED 1
 
-enum {
-    GOS_RING_HTOD = 1,   /* region/offset -> dptr (or inline data: flags GOS_RING_F_INLINE) */
-    GOS_RING_DTOH,       /* dptr -> region/offset (or into the slot's data) */
-    GOS_RING_DTOD,       /* dptr2 -> dptr */
-    GOS_RING_LAUNCH,     /* func, geometry, param_bytes of parameters in data */
-    GOS_RING_FENCE,      /* waits for everything before it; answers the first asynchronous error */
-};
+/* An entry's op is a gos_op_kind (proto.h):
+ *   GOS_OP_HTOD    region/offset -> dptr (or inline data: flags GOS_RING_F_INLINE)
+ *   GOS_OP_DTOH    dptr -> region/offset (or into the slot's data)
+ *   GOS_OP_DTOD    dptr2 -> dptr
+ *   GOS_OP_LAUNCH  func, geometry, param_bytes of parameters in data
+ *   GOS_OP_FENCE   waits for everything before it; answers the first asynchronous error */
 enum { GOS_RING_F_INLINE = 1u, GOS_RING_F_ASYNC = 2u };
 
 struct gos_ring_ent {
@@ -95,12 +96,7 @@ static inline struct gos_ring_ent *gos_ring_slot(void *base, uint32_t i)
     return (struct gos_ring_ent *)((char *)base + 4096 + (size_t)(i % GOS_RING_SLOTS) * GOS_RING_SLOT_BYTES);
 }
 
-static inline uint64_t gos_ring_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+static inline uint64_t gos_ring_now_ns(void) { return gos_now_ns(); }
 
 /* One step of a spin: lets the sibling hardware thread run and keeps the
  * polled line from being hammered. */

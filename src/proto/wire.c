@@ -1,6 +1,7 @@
 /* wire.c: socket transport of protocol messages (wire.h). */
 #include "proto/wire.h"
 
+#include "common/clock.h"
 #include "common/status.h"
 
 #include <errno.h>
@@ -127,12 +128,7 @@ int gos_wire_reply(int fd, int nowait, uint32_t seq, uint16_t req_type, int stat
     return wire_send(fd, nowait, GOS_MSG_REPLY, seq, buf, n, body, blen, -1);
 }
 
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+static uint64_t mono_ns(void) { return gos_now_ns(); }
 
 /* Reads exactly len bytes; collects a passed descriptor. 1: clean EOF before the
  * first byte (only when at_boundary), 2: nothing there yet (at_boundary == 2),

@@ -35,7 +35,7 @@
  * back to back, not concurrently (the accounting is then exact).
  *
  * Time: every call that can change the schedule takes now_ns (any monotonic clock,
- * e.g. CLOCK_MONOTONIC in ns, or a virtual clock in the simulator). The scheduler
+ * e.g. gos_now_ns (common/clock.h), or a virtual clock in the simulator). The scheduler
  * never reads a clock. A now_ns smaller than one already seen is treated as the
  * largest seen (dispatch threads may take the lock out of order).
  *

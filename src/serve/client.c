@@ -71,23 +71,18 @@ static int drain(struct srv_client *c)
     return GOS_OK;
 }
 
+/* The allocation of c holding [p, p + n), or NULL (the one range check,
+ * common/range.h, as the executor's xe_al_check). */
 static struct srv_alloc *find_alloc(struct srv_client *c, uint64_t p, uint64_t n)
 {
-    for (int i = 0; i < c->n_allocs; i++) {
-        struct srv_alloc *a = &c->allocs[i];
-        if (gos_range_within(a->dptr, a->bytes, p, n))
-            return a;
-    }
-    return NULL;
+    int i = gos_range_find(c->allocs, c->n_allocs, sizeof *c->allocs, p, n);
+    return i < 0 ? NULL : &c->allocs[i];
 }
 
 /* Is [p, p + n) inside a module global the client looked up? */
 static int in_global(const struct srv_client *c, uint64_t p, uint64_t n)
 {
-    for (int i = 0; i < c->n_globals; i++)
-        if (gos_range_within(c->globals[i].dptr, c->globals[i].bytes, p, n))
-            return 1;
-    return 0;
+    return gos_range_find(c->globals, c->n_globals, sizeof *c->globals, p, n) >= 0;
 }
 
 static int reachable(struct srv_client *c, uint64_t p, uint64_t n) { return find_alloc(c, p, n) || in_global(c, p, n); }
@@ -220,24 +215,24 @@ static int do_copy(struct srv_client *c, uint32_t seq, const struct gos_msg_copy
     if (!dst && !in_global(c, m->dptr, m->bytes))
         return gos_fail(GOS_EINVAL, "device range 0x%llx+%llu is not inside an allocation of this client",
                         (unsigned long long)m->dptr, (unsigned long long)m->bytes);
-    if (dst && dst->ro && m->dir != GOS_COPY_DTOH)
+    if (dst && dst->ro && m->dir != GOS_OP_DTOH)
         return gos_fail(GOS_EPERM, "device range 0x%llx+%llu is a read-only attachment (SHM_RDONLY)",
                         (unsigned long long)m->dptr, (unsigned long long)m->bytes);
-    if (m->dir == GOS_COPY_DTOD) {
+    if (m->dir == GOS_OP_DTOD) {
         if (!reachable(c, m->dptr_src, m->bytes))
             return gos_fail(GOS_EINVAL, "source range 0x%llx+%llu is not inside an allocation of this client",
                             (unsigned long long)m->dptr_src, (unsigned long long)m->bytes);
-        o.op = OP_DTOD;
+        o.kind = GOS_OP_DTOD;
         o.dptr2 = m->dptr_src;
     } else {
         struct srv_region *g = srv_region_find(c, m->region, m->offset, m->bytes);
         if (!g)
             return GOS_EINVAL;
-        o.op = m->dir == GOS_COPY_HTOD ? OP_HTOD : OP_DTOH;
+        o.kind = m->dir == GOS_OP_HTOD ? GOS_OP_HTOD : GOS_OP_DTOH;
         o.host = (char *)g->ptr + m->offset;
         o.host_off = m->offset;
         o.region = (int)m->region;
-        o.sync_copy = o.direct && !g->pinned;
+        o.sync = o.direct && !g->pinned;
     }
     return srv_op_submit(c, GOS_SCHED_COPY, m->priority, &o);
 }
@@ -270,8 +265,7 @@ static int do_module_load(struct srv_client *c, const struct gos_msg_module_load
         snprintf(xm.name, sizeof xm.name, "%s", m->name);
         rc = srv_exec_call(c->x, X_MODULE_LOAD, &xm, sizeof xm, -1, NULL, 0);
         mod = (void *)(uintptr_t)(slot + 2); /* never NULL nor the reservation */
-        c->module_builtin[slot] = m->name[0] && (!strcmp(m->name, GOS_EXEC_BUILTIN) || !strcmp(m->name, "sim:builtin") ||
-                                                  !strcmp(m->name, "exec"));
+        c->module_builtin[slot] = (unsigned char)gos_exec_builtin_module(m->name);
     } else {
         rc = gos_exec_module_load(d->dev, img, m->bytes, m->name[0] ? m->name : NULL, &mod);
     }
@@ -347,7 +341,7 @@ static int do_module_global(struct srv_client *c, const struct gos_msg_func_get 
     if (c->modules[mi] == NULL || c->modules[mi] == (void *)1)
         return gos_fail(GOS_EINVAL, "module %llu was unloaded meanwhile", (unsigned long long)m->module);
     if (!in_global(c, r->dptr, r->bytes))
-        c->globals[c->n_globals++] = (struct srv_global){r->dptr, r->bytes, mi};
+        c->globals[c->n_globals++] = (struct srv_global){.dptr = r->dptr, .bytes = r->bytes, .module = mi};
     return GOS_OK;
 }
 
@@ -372,7 +366,7 @@ static int do_launch(struct srv_client *c, uint32_t seq, const struct gos_msg_la
     o.req_type = GOS_MSG_LAUNCH;
     o.async = !!(m->flags & GOS_F_ASYNC);
     o.region = -1;
-    o.op = OP_LAUNCH;
+    o.kind = GOS_OP_LAUNCH;
     o.fn = c->funcs[m->func - 1];
     memcpy(o.cfg.grid, m->grid, sizeof m->grid);
     memcpy(o.cfg.block, m->block, sizeof m->block);
@@ -471,10 +465,10 @@ static int validate(struct srv_client *c, const struct gos_msg_hdr *h, const voi
         if (!reachable(c, m->dptr, m->bytes))
             return gos_fail(GOS_EINVAL, "device range 0x%llx+%llu is not inside an allocation of this client",
                             (unsigned long long)m->dptr, (unsigned long long)m->bytes);
-        if (m->dir == GOS_COPY_DTOD && !reachable(c, m->dptr_src, m->bytes))
+        if (m->dir == GOS_OP_DTOD && !reachable(c, m->dptr_src, m->bytes))
             return gos_fail(GOS_EINVAL, "source range 0x%llx+%llu is not inside an allocation of this client",
                             (unsigned long long)m->dptr_src, (unsigned long long)m->bytes);
-        if (m->dir != GOS_COPY_DTOD && !srv_region_find(c, m->region, m->offset, m->bytes))
+        if (m->dir != GOS_OP_DTOD && !srv_region_find(c, m->region, m->offset, m->bytes))
             return GOS_EINVAL;
     } else {
         const struct gos_msg_launch *m = p;
@@ -875,8 +869,8 @@ static void spin_for_input(struct srv *s, int fd)
     if (!s->spin_us)
         return;
     if (__atomic_add_fetch(&s->spinners, 1, __ATOMIC_RELAXED) <= s->max_spinners) {
-        uint64_t end = srv_now_ns() + (uint64_t)s->spin_us * 1000;
-        while (!readable(fd) && srv_now_ns() < end)
+        uint64_t end = gos_now_ns() + (uint64_t)s->spin_us * 1000;
+        while (!readable(fd) && gos_now_ns() < end)
             sched_yield();
     }
     __atomic_sub_fetch(&s->spinners, 1, __ATOMIC_RELAXED);

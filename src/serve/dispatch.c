@@ -18,6 +18,7 @@
  * (same-kind tasks queue behind each other in the policy's per-vGPU FIFO). */
 #include "serve/serve.h"
 
+#include "common/clock.h"
 #include "common/status.h"
 
 #include <errno.h>
@@ -32,12 +33,6 @@
 
 #include "proto/wire.h"
 
-uint64_t srv_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static struct srv_dev *dev_of(struct srv_client *c)
 {
@@ -61,7 +56,7 @@ void srv_client_release(struct srv_client *c)
         t->released = 1;
         c->released_n++;
         c->released_kind = t->st.kind;
-        if (gos_sched_submit(d->sched, &t->st, srv_now_ns())) {
+        if (gos_sched_submit(d->sched, &t->st, gos_now_ns())) {
             /* Cannot happen with a valid vGPU; fail the task rather than lose it
              * (task_finish releases the rest of the client's queue itself). */
             char why[GOS_MSG_TEXT_MAX];
@@ -221,16 +216,6 @@ void srv_client_cancel(struct srv_client *c)
     c->pending_tail = NULL;
 }
 
-static int run_op(struct srv_dev *d, struct srv_op *o, void *st)
-{
-    switch (o->op) {
-    case OP_HTOD: return gos_exec_copy_htod(d->dev, o->dptr, o->host, o->bytes, st);
-    case OP_DTOH: return gos_exec_copy_dtoh(d->dev, o->host, o->dptr, o->bytes, st);
-    case OP_DTOD: return gos_exec_copy_dtod(d->dev, o->dptr, o->dptr2, o->bytes, st);
-    default: return gos_exec_launch(d->dev, o->fn, &o->cfg, st);
-    }
-}
-
 /* A task granted to the client's executor (isolation = process): its ops go in
  * one message, run there back to back between two events, and come back with
  * each op's result and the GPU time (lock not held). */
@@ -249,10 +234,7 @@ static int issue_remote(struct srv_exec *x, int engine, struct srv_task *t, uint
     size_t off = 0;
     for (int i = 0; i < t->n_ops; i++) {
         const struct srv_op *o = &t->ops[i];
-        struct x_op xo = {.op = o->op == OP_HTOD   ? XOP_HTOD
-                                : o->op == OP_DTOH ? XOP_DTOH
-                                : o->op == OP_DTOD ? XOP_DTOD
-                                                   : XOP_LAUNCH,
+        struct x_op xo = {.op = o->kind,
                           .region = o->region < 0 ? 0 : (uint32_t)o->region,
                           .offset = o->host_off,
                           .dptr = o->dptr,
@@ -261,7 +243,7 @@ static int issue_remote(struct srv_exec *x, int engine, struct srv_task *t, uint
                           .fn = (uint32_t)(uintptr_t)o->fn,
                           .smem = o->cfg.smem,
                           .param_bytes = (uint32_t)o->cfg.param_bytes,
-                          .sync_copy = (uint32_t)o->sync_copy};
+                          .sync_copy = o->sync};
         memcpy(xo.grid, o->cfg.grid, sizeof xo.grid);
         memcpy(xo.block, o->cfg.block, sizeof xo.block);
         memcpy(xo.cluster, o->cfg.cluster, sizeof xo.cluster);
@@ -272,9 +254,9 @@ static int issue_remote(struct srv_exec *x, int engine, struct srv_task *t, uint
         off += o->cfg.param_bytes;
     }
     char msg[GOS_MSG_TEXT_MAX];
-    uint64_t t0 = srv_now_ns();
+    uint64_t t0 = gos_now_ns();
     int rc = srv_exec_run(x, engine, buf, (uint32_t)bytes, (uint32_t)t->n_ops, rcs, msg, sizeof msg, gpu_ns);
-    t->wall_ns = srv_now_ns() - t0;
+    t->wall_ns = gos_now_ns() - t0;
     for (int i = 0; !rc && i < t->n_ops; i++)
         if ((t->ops[i].rc = rcs[i]))
             t->ops[i].msg = strdup(msg);
@@ -296,18 +278,17 @@ static int issue(struct srv_dev *d, int engine, struct srv_task *t, uint64_t *gp
     if (t->c->x)
         return issue_remote(t->c->x, engine, t, gpu_ns);
     struct srv_op *o0 = &t->ops[0];
-    if (t->n_ops == 1 && o0->sync_copy) {
+    if (t->n_ops == 1 && o0->sync) {
         /* A small copy from host memory the driver could not pin (paper 002,
          * section 4.1, "direct I/O"): the driver's synchronous copy, timed on the
          * CPU. Pinned memory (every region normally) takes the path below: the
          * asynchronous copy straight from the client's shared pages, then the
          * same polling wait as any task. */
-        uint64_t t0 = srv_now_ns();
-        o0->rc = o0->op == OP_HTOD ? gos_exec_copy_htod_sync(d->dev, o0->dptr, o0->host, o0->bytes)
-                                   : gos_exec_copy_dtoh_sync(d->dev, o0->host, o0->dptr, o0->bytes);
+        uint64_t t0 = gos_now_ns();
+        o0->rc = gos_op_issue(d->dev, &o0->dev, NULL);
         if (o0->rc)
             o0->msg = strdup(gos_last_error());
-        *gpu_ns = srv_now_ns() - t0;
+        *gpu_ns = gos_now_ns() - t0;
         return GOS_OK;
     }
     void *st = d->streams[engine];
@@ -316,7 +297,7 @@ static int issue(struct srv_dev *d, int engine, struct srv_task *t, uint64_t *gp
         return rc;
     for (int i = 0; i < t->n_ops; i++) {
         struct srv_op *o = &t->ops[i];
-        if ((o->rc = run_op(d, o, st)))
+        if ((o->rc = gos_op_issue(d->dev, &o->dev, st)))
             o->msg = strdup(gos_last_error());
     }
     if ((rc = gos_exec_event_record(d->dev, d->ev[engine][1], st)))
@@ -352,7 +333,7 @@ static struct srv_task *take(struct srv_dev *d, int engine, uint64_t *wake)
     *wake = GOS_SCHED_NEVER;
     if (d->srv->stop || gos_sched_running(d->sched, engine))
         return NULL;
-    gos_sched_task *st = gos_sched_next(d->sched, engine, srv_now_ns(), wake);
+    gos_sched_task *st = gos_sched_next(d->sched, engine, gos_now_ns(), wake);
     if (!st)
         return NULL;
     struct srv_task *t = st->user;
@@ -373,7 +354,7 @@ static void complete(struct srv_dev *d, struct srv_task *t, int rc, const char *
 {
     if (t->c->x && t->n_ops > 0)
         srv_grant_learn(d, t->c->x->pid, rc ? 0 : t->wall_ns, gpu_ns);
-    gos_sched_done(d->sched, &t->st, gpu_ns, srv_now_ns());
+    gos_sched_done(d->sched, &t->st, gpu_ns, gos_now_ns());
     task_finish(t, rc, msg, gpu_ns);
 }
 
@@ -447,7 +428,7 @@ static void run_here(struct srv_client *r, struct srv_dev *d, int e, struct srv_
             return;
         }
     }
-    if (!sh && !t->c->x && t->n_ops == 1 && t->ops[0].sync_copy) {
+    if (!sh && !t->c->x && t->n_ops == 1 && t->ops[0].sync) {
         hand(d, e, t, 0); /* a long blocking copy: the dispatcher's */
         return;
     }
@@ -515,12 +496,11 @@ void *srv_dispatch_main(void *arg)
         else
             t = take(d, engine, &wake);
         if (!t) {
-            uint64_t until = srv_now_ns() + 50000000ull;
+            uint64_t until = gos_now_ns() + 50000000ull;
             if (wake < until)
                 until = wake;
-            /* The condition variables run on CLOCK_MONOTONIC (server.c). */
-            struct timespec ts = {.tv_sec = (time_t)(until / 1000000000ull),
-                                  .tv_nsec = (long)(until % 1000000000ull)};
+            /* The condition variables run on the monotonic clock (gos_cond_init). */
+            struct timespec ts = gos_at_ns(until);
             d->sleep_until[engine] = until;
             pthread_cond_timedwait(&d->cond[engine], &s->lock, &ts);
             d->sleep_until[engine] = 0;

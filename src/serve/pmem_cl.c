@@ -14,7 +14,7 @@
 #include "serve/serve.h"
 
 #include "common/status.h"
-#include "serve/pmem_srv.h"
+#include "exec/exec_pmem.h"
 
 #include <pthread.h>
 #include <stdio.h>

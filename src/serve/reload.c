@@ -18,6 +18,7 @@
 #include "serve/serve.h"
 #include "serve/syslibs.h"
 
+#include "common/clock.h"
 #include "common/status.h"
 
 #include <stdio.h>
@@ -112,10 +113,8 @@ static uint64_t quota_of(struct srv *s, const struct gos_serve_vgpucfg *g)
 
 int srv_reload(struct srv *s)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
     srv_sd_notifyf("RELOADING=1\nSTATUS=reloading %s\nMONOTONIC_USEC=%llu", s->config_path,
-               (unsigned long long)ts.tv_sec * 1000000ull + (unsigned long long)ts.tv_nsec / 1000);
+                   (unsigned long long)(gos_now_ns() / 1000));
     struct gos_serve_config *nc = calloc(1, sizeof *nc);
     int map[GOS_SERVE_MAX_DEVICES];
     int rc = nc ? gos_serve_config_load(s->config_path, nc) : gos_fail(GOS_ENOMEM, "out of memory");

@@ -100,13 +100,13 @@ static int settled(struct srv_client *c)
 
 void srv_ring_settle(struct srv *s, int device, int ms)
 {
-    uint64_t until = srv_now_ns() + (uint64_t)ms * 1000000ull;
+    uint64_t until = gos_now_ns() + (uint64_t)ms * 1000000ull;
     for (;;) {
         int busy = 0;
         for (struct srv_client *c = s->clients; c; c = c->next)
             if (c->ring && c->vgpu >= 0 && device_of(c) == device && !atomic_load(&gos_ring_ctl(c->ring)->grant))
                 busy += !settled(c);
-        if (!busy || srv_now_ns() >= until || s->stop)
+        if (!busy || gos_now_ns() >= until || s->stop)
             return;
         pthread_mutex_unlock(&s->lock);
         usleep(200);
@@ -135,9 +135,9 @@ void srv_ring_charge(struct srv_client *c)
     gos_sched *sc = c->srv->devs[device_of(c)].sched;
     /* what utilisation, Credit and BAND see: copies as copy time, the rest as compute */
     if (db - dcb || de - dce)
-        gos_sched_charge(sc, v->id, GOS_SCHED_COMPUTE, db - dcb, de - dce, srv_now_ns());
+        gos_sched_charge(sc, v->id, GOS_SCHED_COMPUTE, db - dcb, de - dce, gos_now_ns());
     if (dcb || dce)
-        gos_sched_charge(sc, v->id, GOS_SCHED_COPY, dcb, dce, srv_now_ns());
+        gos_sched_charge(sc, v->id, GOS_SCHED_COPY, dcb, dce, gos_now_ns());
     c->ring_busy_seen = b;
     c->ring_entries_seen = e;
     c->ring_copy_seen = cb;
@@ -152,7 +152,7 @@ static int ring_busy(struct srv_client *c)
 
 int srv_ring_quiesce(struct srv *s, int ms)
 {
-    uint64_t until = srv_now_ns() + (uint64_t)(ms > 0 ? ms : 0) * 1000000ull;
+    uint64_t until = gos_now_ns() + (uint64_t)(ms > 0 ? ms : 0) * 1000000ull;
     for (;;) {
         int n = 0;
         for (struct srv_client *c = s->clients; c; c = c->next) {
@@ -166,7 +166,7 @@ int srv_ring_quiesce(struct srv *s, int ms)
             }
             n += ring_busy(c);
         }
-        if (!n || srv_now_ns() >= until)
+        if (!n || gos_now_ns() >= until)
             return n;
         pthread_mutex_unlock(&s->lock);
         usleep(2000);

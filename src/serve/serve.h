@@ -28,6 +28,7 @@
 
 #include "device/device.h"
 #include "device/exec_ops.h"
+#include "exec/exec_op.h"
 #include "proto/proto.h"
 #include "sched/sched.h"
 #include "serve/config.h"
@@ -35,6 +36,8 @@
 #include "vmem/swap.h"
 #include "serve/executor.h"
 #include "serve/log.h"
+#include "common/clock.h"
+#include "common/range.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -43,7 +46,6 @@
 struct srv;
 struct srv_client;
 
-enum srv_op_kind { OP_HTOD, OP_DTOH, OP_DTOD, OP_LAUNCH };
 
 struct srv_region {
     int used;
@@ -55,20 +57,22 @@ struct srv_region {
     int pinned;
 };
 
-/* One request of a client: a copy or a launch. */
+/* One request of a client: a copy or a launch, the device operation it is
+ * (exec/exec_op.h, reached by name: o->kind, o->dptr, ..., or whole: o->dev)
+ * and the daemon's bookkeeping around it. */
 struct srv_op {
-    int op; /* OP_* */
+    union {
+        struct gos_op dev;
+        struct {
+            GOS_OP_MEMBERS;
+        };
+    };
     uint32_t seq;
     uint16_t req_type;
     int async;
     int direct; /* small-copy path: never batched */
-    int sync_copy; /* direct from host memory that is not pinned: the driver's synchronous copy */
-    uint64_t dptr, dptr2, bytes;
-    void *host;
     uint64_t host_off; /* host - the region's start (executors map regions themselves) */
     int region; /* -1: none */
-    void *fn;
-    struct gos_launch_cfg cfg;
     unsigned char *params; /* owned */
     int rc;
     char *msg; /* owned, when rc != 0 */
@@ -118,7 +122,7 @@ struct srv_task {
 };
 
 struct srv_alloc {
-    uint64_t dptr, bytes;
+    GOS_RANGE_HEAD; /* dptr, bytes (common/range.h) */
     int shm;    /* an attached shared segment: its id + 1 (not charged here); 0: an allocation */
     void *vbuf; /* isolation = none: the daemon's mapping of it (gos_vmm_buf) */
     int pmem;       /* a partition-local allocation (issue 12; pmem_cl.c): both views */
@@ -176,7 +180,7 @@ struct srv_client {
     /* module globals it looked up (MODULE_GLOBAL): copies may reach them until
      * their module is unloaded; not charged (module memory) */
     struct srv_global {
-        uint64_t dptr, bytes;
+        GOS_RANGE_HEAD;
         int module;
     } globals[SRV_MAX_GLOBALS];
     int n_globals;
@@ -296,7 +300,7 @@ struct srv {
     int leaked;        /* srv_run gave up on threads that still run: do not free */
 };
 
-uint64_t srv_now_ns(void);
+
 
 /* server.c */
 int srv_run(struct srv *s, const char *force_sim);
@@ -338,7 +342,7 @@ int srv_client_batch_open(struct srv_client *c);
 /* Takes back every queued task of c (lock held), after it died. */
 void srv_client_cancel(struct srv_client *c);
 
-/* server.c: a device's engine condition variables (CLOCK_MONOTONIC waits). */
+/* server.c: a device's engine condition variables (gos_cond_init: monotonic waits). */
 void srv_dev_init_conds(struct srv_dev *d);
 
 /* spatial.c: spatial vGPUs (issue 13). After the devices are open: gives every

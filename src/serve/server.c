@@ -12,6 +12,7 @@
 #include "serve/syslibs.h"
 
 #include "chip/chip.h"
+#include "common/clock.h"
 #include "common/status.h"
 
 #include "proto/wire.h"
@@ -34,12 +35,8 @@
 
 void srv_dev_init_conds(struct srv_dev *d)
 {
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     for (int e = 0; e < GOS_SCHED_MAX_ENGINES; e++)
-        pthread_cond_init(&d->cond[e], &ca);
-    pthread_condattr_destroy(&ca);
+        gos_cond_init(&d->cond[e]);
 }
 
 static int open_devices(struct srv *s, const char *force_sim)
@@ -328,7 +325,7 @@ static int accept_one(struct srv *s)
     c->gid = cr.gid;
     c->vgpu = -1;
     c->refs = 1;
-    c->born_ns = srv_now_ns();
+    c->born_ns = gos_now_ns();
     pthread_mutex_init(&c->wlock, NULL);
     pthread_mutex_lock(&s->lock);
     c->id = ++s->next_client_id;
@@ -387,25 +384,14 @@ static void fit_fd_limit(struct srv *s)
 
 void srv_idle_wait(struct srv *s, uint64_t ns)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts); /* s->idle runs on CLOCK_MONOTONIC */
-    uint64_t t = (uint64_t)ts.tv_nsec + ns;
-    ts.tv_sec += (time_t)(t / 1000000000ull);
-    ts.tv_nsec = (long)(t % 1000000000ull);
+    struct timespec ts = gos_deadline_ns(ns); /* s->idle runs on the monotonic clock */
     pthread_cond_timedwait(&s->idle, &s->lock, &ts);
 }
 
 /* Waits (lock held) up to ms for every client to be released; the number left. */
 static int srv_wait_clients(struct srv *s, int ms)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += ms / 1000;
-    until.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    struct timespec until = gos_deadline_ns((uint64_t)ms * 1000000ull);
     while (s->n_clients > 0)
         if (pthread_cond_timedwait(&s->idle, &s->lock, &until) == ETIMEDOUT)
             break;
@@ -416,7 +402,7 @@ static int srv_wait_clients(struct srv *s, int ms)
  * flood must not hold client slots forever). Called from the accept loop. */
 void srv_reap_idle(struct srv *s)
 {
-    uint64_t now = srv_now_ns(), limit = (uint64_t)s->cfg.hello_timeout_ms * 1000000ull;
+    uint64_t now = gos_now_ns(), limit = (uint64_t)s->cfg.hello_timeout_ms * 1000000ull;
     pthread_mutex_lock(&s->lock);
     for (struct srv_client *c = s->clients; c; c = c->next)
         if (c->vgpu < 0 && !c->dead && !c->reaped && now - c->born_ns > limit) {
@@ -430,11 +416,7 @@ int srv_run(struct srv *s, const char *force_sim)
 {
     int rc, sfd = -1, started = 0;
     pthread_t disp[GOS_SERVE_MAX_DEVICES][GOS_SCHED_MAX_ENGINES];
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&s->idle, &ca);
-    pthread_condattr_destroy(&ca);
+    gos_cond_init(&s->idle);
     pthread_mutex_init(&s->lock, NULL);
     s->uid = getuid();
     srv_shm_init(s);
@@ -499,7 +481,7 @@ int srv_run(struct srv *s, const char *force_sim)
     for (;;) {
         /* While out of descriptors, the listener is left alone for a while: it
          * stays readable and accept would fail at once, a loop at 100 % CPU. */
-        uint64_t now = srv_now_ns();
+        uint64_t now = gos_now_ns();
         int listen = now >= backoff_until;
         struct pollfd pf[2] = {{.fd = sfd, .events = POLLIN}, {.fd = s->listen_fd, .events = POLLIN}};
         int wait_ms = listen ? 1000 : (int)((backoff_until - now) / 1000000 + 1);
@@ -521,7 +503,7 @@ int srv_run(struct srv *s, const char *force_sim)
             break;
         }
         if (listen && pf[1].revents && accept_one(s) < 0)
-            backoff_until = srv_now_ns() + 100000000ull;
+            backoff_until = gos_now_ns() + 100000000ull;
         srv_reap_idle(s);
     }
     rc = GOS_OK;
@@ -531,9 +513,9 @@ fail:
     pthread_mutex_lock(&s->lock);
     /* Work granted through rings (issue 9.4) is in the executors only: revoked
      * and waited for within the grace period like the rest. */
-    uint64_t grace0 = srv_now_ns();
+    uint64_t grace0 = gos_now_ns();
     int ring_busy = srv_ring_quiesce(s, s->cfg.shutdown_grace_ms);
-    int grace_left = s->cfg.shutdown_grace_ms - (int)((srv_now_ns() - grace0) / 1000000ull);
+    int grace_left = s->cfg.shutdown_grace_ms - (int)((gos_now_ns() - grace0) / 1000000ull);
     s->stop = 1;
     for (struct srv_client *c = s->clients; c; c = c->next)
         shutdown(c->fd, SHUT_RDWR);

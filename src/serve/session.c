@@ -114,7 +114,7 @@ void srv_client_exec_check(struct srv_client *c)
         }
     srv_log(LOG_WARNING, "device %d: MPS fault of vGPU %s: %d other client(s) told; restarting the MPS server",
             d->index, v->cfg.name, n);
-    d->mps_restarted_ns = srv_now_ns();
+    d->mps_restarted_ns = gos_now_ns();
     if (d->mps_dir[0]) {
         srv_mps_stop(d->mps_dir);
         if (srv_mps_start(d->mps_dir, sizeof d->mps_dir))

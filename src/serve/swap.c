@@ -26,10 +26,11 @@
  * All functions run with srv->lock held and drop it around executor calls. */
 #include "serve/serve.h"
 
+#include "common/clock.h"
 #include "common/status.h"
 #include "device/vmm_ops.h"
 #include "serve/log.h"
-#include "serve/xproto.h"
+#include "proto/xproto.h"
 #include "vmem/swap_pool.h"
 
 #include <errno.h>
@@ -148,12 +149,7 @@ static int wait_turn(struct srv *s, struct srv_client *c, int *waited_us)
     return 1;
 }
 
-static double ms_since(const struct timespec *t0)
-{
-    struct timespec t1;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) * 1e-6;
-}
+static double ms_since(uint64_t t0) { return (double)(gos_now_ns() - t0) * 1e-6; }
 
 /* One eviction or restore (lock held, dropped for the executor's work). */
 static void step(struct srv *s, struct srv_dev *d, int evict, uint64_t id)
@@ -181,13 +177,12 @@ static void step(struct srv *s, struct srv_dev *d, int evict, uint64_t id)
         p->held = 1;
     }
     uint64_t bytes = o->bytes;
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    uint64_t t0 = gos_now_ns();
     owner->refs++; /* the owner (and its executor) outlive the call */
     pthread_mutex_unlock(&s->lock);
     rc = srv_exec_call(x, evict ? X_EVICT_POOL : X_RESTORE_POOL, &m, sizeof m, d->swp->fd, &rep, sizeof rep);
     pthread_mutex_lock(&s->lock);
-    double ms = ms_since(&t0);
+    double ms = ms_since(t0);
     if (!rc)
         srv_log(LOG_INFO, "swap: %s vGPU %s: %llu MB in %.1f ms (copy %.1f ms, %.2f GB/s; page-locking %.1f ms%s)",
                 evict ? "evicted" : "restored", s->vgpus[vgpu].cfg.name, (unsigned long long)(bytes >> 20), ms,
@@ -309,7 +304,7 @@ int srv_swap_need(struct srv_client *c, const struct gos_msg_hdr *h, const void 
         else {
             const struct gos_msg_copy *m = payload;
             struct gos_swap_range r[2] = {{m->dptr, m->bytes}, {m->dptr_src, m->bytes}};
-            rc = gos_swap_plan_copy(d->sw, c->vgpu, c->id, r, m->dir == GOS_COPY_DTOD ? 2 : 1, 0, pl);
+            rc = gos_swap_plan_copy(d->sw, c->vgpu, c->id, r, m->dir == GOS_OP_DTOD ? 2 : 1, 0, pl);
         }
         /* one of its allocations is in transition, or the memory it needs is
          * busy with other tenants' work: wait for it */

@@ -21,7 +21,7 @@ void srv_vgpu_record(struct srv *s, int v, struct gos_vgpu_rec *r)
     for (struct srv_client *c = s->clients; c; c = c->next)
         if (c->vgpu == v)
             srv_ring_charge(c); /* ring time (issue 9.4) counts as compute time */
-    gos_sched_vgpu_stats_get(d->sched, g->id, srv_now_ns(), &st);
+    gos_sched_vgpu_stats_get(d->sched, g->id, gos_now_ns(), &st);
     snprintf(r->name, sizeof r->name, "%s", g->cfg.name);
     r->id = g->id;
     r->device = (uint32_t)g->cfg.device;

@@ -1,8 +1,9 @@
-/* pmem_srv.c: partition-local memory for vGPU clients (issue 12; pmem_srv.h).
+/* exec_pmem.c: partition-local memory for vGPU clients (issue 12; exec_pmem.h);
+ * runs in the executor and, under isolation = none, in the daemon.
  * Nothing here but bookkeeping around gos_pmem (src/place/pmem.c): the
  * allocation, its parity probes, its scattered copies and the placement check
  * are the very code a CUDA program gets from include/gpuos/pmem.h. */
-#include "serve/pmem_srv.h"
+#include "exec/exec_pmem.h"
 
 #include "common/clock.h"
 #include "common/status.h"
@@ -79,7 +80,7 @@ int srv_pmem_copy(struct srv_pmem_set *s, const struct gos_msg_pmem_copy *m, voi
     gos_pmem **p = find(s, m->base);
     if (!p)
         return GOS_EINVAL;
-    return m->dir == GOS_COPY_HTOD ? gos_pmem_write(*p, (int)m->part, m->offset, host, m->bytes)
+    return m->dir == GOS_OP_HTOD ? gos_pmem_write(*p, (int)m->part, m->offset, host, m->bytes)
                                    : gos_pmem_read(*p, (int)m->part, m->offset, host, m->bytes);
 }
 

@@ -1,6 +1,7 @@
-/* xwire.c: framing of the daemon <-> executor socketpair (xproto.h). */
+/* xwire.c: framing of the daemon <-> executor socketpair (xproto.h); runs in
+ * both processes, the daemon and the executor. */
 #include "proto/wire.h"
-#include "serve/xproto.h"
+#include "proto/xproto.h"
 
 #include "common/status.h"
 

@@ -8,10 +8,10 @@
  * executor answers every request in order with the same type, rc and a payload;
  * flags X_FAULTED in an answer means its context is dead (a sticky device error)
  * and the executor exits after sending it. */
-#ifndef GOS_SERVE_XPROTO_H
-#define GOS_SERVE_XPROTO_H
+#ifndef GOS_PROTO_XPROTO_H
+#define GOS_PROTO_XPROTO_H
 
-#include "device/device.h"
+#include "device/info.h"
 
 #include "proto/proto.h"
 
@@ -136,7 +136,6 @@ struct x_function {
     char name[GOS_FUNC_NAME_MAX];
 };
 
-enum { XOP_HTOD, XOP_DTOH, XOP_DTOD, XOP_LAUNCH };
 
 struct x_op {
     uint32_t op;
@@ -160,7 +159,5 @@ struct x_run_rep {
 int x_send(int sock, const struct x_hdr *h, const void *p, int fd);
 int x_recv(int sock, struct x_hdr *h, void **buf, size_t *cap, int *fd);
 
-/* The executor process: serves sock until it closes (cmd_executor). */
-int srv_executor_main(int sock, const char *sim, int ordinal);
 
 #endif

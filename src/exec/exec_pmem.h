@@ -1,9 +1,9 @@
-/* pmem_srv.h: partition-local memory for vGPU clients (issue 12): what the
+/* exec_pmem.h: partition-local memory for vGPU clients (issue 12): what the
  * executor (isolation = process / mps) and the daemon itself (isolation = none)
  * both run on their device, with the code of src/place/pmem.c. A set holds one
  * client's allocations, found by base address. */
-#ifndef GOS_SERVE_PMEM_SRV_H
-#define GOS_SERVE_PMEM_SRV_H
+#ifndef GOS_EXEC_PMEM_H
+#define GOS_EXEC_PMEM_H
 
 #include "chip/chip.h"
 #include "device/device.h"

@@ -1,10 +1,11 @@
-/* exec_ring.c: the executor's ring consumer (issue 9.4; proto/ring.h).
+/* exec_ring.c: the executor's ring consumer (executor process only; issue 9.4,
+ * proto/ring.h).
  *
  * One thread per ring. It waits for the client's submissions (bounded spin,
  * then a futex wait on the shared word), and for each entry: copies it out of
  * the shared slot (the client may rewrite it meanwhile: everything is checked
  * on the copy), runs it while the daemon's grant is set (xe_ring_run in
- * exec_main.c, which checks it as the daemon checks a socket request), writes
+ * exec_run.c, which checks it as the daemon checks a socket request), writes
  * the result into the slot and advances cq_done. Without the grant, every entry
  * is answered GOS_RING_REVOKED and the ring stays revoked until the client has
  * taken them back (ctl.client_ack): the client sends them again over the socket,
@@ -13,7 +14,7 @@
  * ends, nobody else's. A device fault ends the process (as a faulted X_RUN):
  * the client has its GPUOS_EDEVICE in the slot, the daemon sees the executor
  * gone. */
-#include "serve/exec_ring.h"
+#include "exec/exec_internal.h"
 
 #include "common/status.h"
 #include "device/exec_ops.h"
@@ -86,7 +87,7 @@ static void *ring_main(void *arg)
                 xe_ring_lock(r->x, 0);
                 /* this thread is the counters' only writer: plain stores, no
                  * locked read-modify-write on every entry */
-                if (e.op == GOS_RING_HTOD || e.op == GOS_RING_DTOH || e.op == GOS_RING_DTOD) {
+                if (e.op == GOS_OP_HTOD || e.op == GOS_OP_DTOH || e.op == GOS_OP_DTOD) {
                     bump(&c->copy_busy_ns, dt);
                     bump(&c->copy_entries, 1);
                 }

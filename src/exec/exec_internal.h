@@ -1,0 +1,143 @@
+/* exec_internal.h: the executor process's own state (`gpuos executor`,
+ * src/exec/; runs only in the executor). One struct xe per client it serves:
+ * its streams, mapped regions, modules and functions, device memory (the
+ * ranges its ring's requests are checked against), swap pool mapping and
+ * ring. exec_main.c serves the daemon's channel (the message table),
+ * exec_mem.c holds the memory, exec_run.c turns RUN batches and ring entries
+ * into gos_ops (exec_op.h), exec_ring.c consumes the ring, exec_pmem.c holds
+ * partition-local memory. */
+#ifndef GOS_EXEC_INTERNAL_H
+#define GOS_EXEC_INTERNAL_H
+
+#include "exec/exec.h"
+#include "exec/exec_op.h"
+#include "exec/exec_pmem.h"
+
+#include "common/range.h"
+#include "device/device.h"
+#include "device/exec_ops.h"
+#include "device/vmm_ops.h"
+#include "proto/proto.h"
+#include "proto/ring.h"
+#include "proto/xproto.h"
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define XE_ENGINES 2
+/* Bounded look-ahead of the ring (issue 9.4): asynchronous entries issued to the
+ * device before the executor waits for them, by their expected time (at most
+ * XE_RING_AHEAD_NS of work, measured per entry), 4 before anything is known. */
+#define XE_RING_AHEAD 4
+#define XE_RING_AHEAD_NS 1000000ull
+#define XE_RING_AHEAD_MAX 64
+/* Inline HtoD data is copied into one of these private pinned buffers and the
+ * entry answered once its copy is issued (the slot is the client's again): the
+ * host buffer may be reused and every later request sees the data, as CUDA
+ * answers a small HtoD copy from pageable memory once it is staged. A buffer
+ * is reused XE_BOUNCE_SLOTS asynchronous entries later, when the look-ahead
+ * (at most XE_RING_AHEAD_MAX) has waited for its copy. */
+#define XE_BOUNCE_SLOTS XE_RING_AHEAD_MAX
+#define GOS_XE_SHM_MAX 64
+
+struct xe_region {
+    void *ptr;
+    uint64_t bytes;
+    int pinned;
+};
+
+struct xe {
+    gos_device *dev;
+    int sock;
+    void *streams[XE_ENGINES];
+    void *ev[XE_ENGINES][2];
+    struct xe_region regions[GOS_MAX_REGIONS];
+    void *modules[SRV_MAX_MODULES];
+    void *funcs[SRV_MAX_FUNCS];
+    int n_funcs;
+    void *out;
+    size_t out_cap;
+    gos_vmm_buf shm[GOS_XE_SHM_MAX]; /* attached shared segments (issue 10) */
+    gos_vmm_buf *vb; /* swappable allocations (X_VALLOC) */
+    int n_vb, cap_vb;
+    struct srv_pmem_set pmem; /* partition-local allocations (issue 12) */
+    /* the daemon's swap pool (X_EVICT_POOL), mapped once */
+    char *pool;
+    uint64_t pool_bytes;
+    dev_t pool_dev;
+    ino_t pool_ino;
+    unsigned char *pool_pinned; /* per X_POOL_CHUNK: 1 page-locked, 2 refused */
+    /* the fast path (issue 9.4): the ring thread and the socket loop take turns
+     * on the device under lock; the ring's requests are checked against this
+     * client's device memory (al), functions by the client's handles (fmap) */
+    pthread_mutex_t lock;
+    struct xe_alloc {
+        GOS_RANGE_HEAD;
+        int evicted;
+        int module; /* a module global (MODULE_GLOBAL): its module's slot + 1; 0: memory */
+        int ro;     /* a read-only attachment (SHM_RDONLY): no copy may write it */
+    } *al;
+    int n_al, cap_al;
+    uint32_t fmap[SRV_MAX_FUNCS];     /* client's function handle - 1 -> funcs index + 1 (0: none) */
+    char fbuiltin[SRV_MAX_FUNCS][32]; /* by funcs index: the built-in kernel's name ("" not built-in) */
+    int mod_builtin[SRV_MAX_MODULES];
+    int ring_on;
+    struct xr *ring;          /* its consumer (xe_ring_stop when a shared executor's client leaves) */
+    uint32_t ring_max_queued; /* the daemon's max_queued_requests, for asynchronous ring entries */
+    void *ring_bounce;        /* pinned, private: XE_BOUNCE_SLOTS x GOS_RING_DATA for inline HtoD data */
+    uint32_t bounce_next;     /* the next of them */
+    int bounce_refused;       /* the driver would not pin them: inline HtoD entries wait */
+    uint32_t ring_backlog;    /* entries submitted behind the one running (set by the ring's thread) */
+    uint32_t ring_ahead;      /* asynchronous entries issued since the stream was last waited for */
+    uint64_t ring_ahead_t0;   /* when the first of them was issued */
+    uint64_t ring_entry_ns;   /* measured device time per asynchronous entry (0: not yet) */
+};
+
+struct xr;
+
+/* exec_main.c: answers a request on x's channel (an error carries its message). */
+int xe_answer(struct xe *x, uint32_t type, int rc, uint32_t flags, const void *p, uint32_t n);
+
+/* exec_mem.c: the client's device ranges (the one range check, common/range.h),
+ * regions, shared segments, swappable allocations and the swap pool. */
+void xe_al_add(struct xe *x, uint64_t dptr, uint64_t bytes);
+struct xe_alloc *xe_al_find(struct xe *x, uint64_t dptr);
+void xe_al_del(struct xe *x, uint64_t dptr);
+void xe_al_drop_module(struct xe *x, uint32_t slot);
+/* GOS_OK when [p, p+n) lies in one of this client's allocations (write: not a
+ * read-only attachment, else GOS_EPERM); GOS_RING_REVOKED when it is swapped
+ * out (the socket path restores it first); GOS_EINVAL naming what otherwise. */
+int xe_al_check(struct xe *x, uint64_t p, uint64_t n, int write, const char *what);
+/* The host address of [offset, offset + bytes) of region r, or NULL (error set). */
+void *xe_host_of(struct xe *x, uint32_t r, uint64_t offset, uint64_t bytes);
+int xe_region_add(struct xe *x, const struct x_region *m, int fd);
+void xe_region_drop(struct xe *x, uint32_t r);
+int xe_shm_new(struct xe *x, uint64_t bytes, int *fd);
+int xe_shm_map(struct xe *x, uint64_t bytes, int fd, int ro, uint64_t *dptr);
+int xe_shm_unmap(struct xe *x, uint64_t dptr);
+int xe_mem_free(struct xe *x, uint64_t dptr);
+int xe_valloc(struct xe *x, uint64_t bytes, uint64_t *dptr);
+int xe_swap_io(struct xe *x, uint64_t dptr, int fd, int out);
+int xe_swap_pool_io(struct xe *x, const struct x_swap_io *m, int fd, int out, struct x_swap_rep *rep);
+/* Everything the client held, released (its channel closed). */
+void xe_mem_release(struct xe *x);
+
+/* exec_run.c: X_RUN (a grant's batch between two events) and one ring entry,
+ * both through gos_op_issue. */
+int xe_run(struct xe *x, const unsigned char *p, uint32_t len);
+/* Whether the context still works after a device error (sticky errors fail
+ * every later call). */
+int xe_alive(struct xe *x);
+
+/* exec_ring.c: maps the ring (fd: its memfd of bytes, checked) and starts its
+ * consumer; stops it (its entry in progress ends first) and unmaps the ring
+ * (a shared executor's client leaving: executor = per-vgpu). */
+int xe_ring_start(struct xe *x, int fd, uint64_t bytes, gos_device *dev, struct xr **out);
+void xe_ring_stop(struct xr *r);
+/* exec_run.c: one entry (a private copy) on the device, under xe_ring_lock. */
+int xe_ring_run(struct xe *x, const struct gos_ring_ent *e, unsigned char *data, uint32_t backlog, int *fault);
+void xe_ring_lock(struct xe *x, int on);
+
+#endif

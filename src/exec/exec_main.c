@@ -1,0 +1,469 @@
+/* exec_main.c: the executor process (`gpuos executor`; issue 9, exec.h). It
+ * opens the device through the device layer (cuda or sim), so its device
+ * memory lives in its own address space: a CUDA context of its own, or a
+ * simulated device of its own. It serves the daemon's channel (one message
+ * table: each type's handler, shortest payload and whether it carries a
+ * descriptor), maps the client's shared regions itself (descriptors passed by
+ * the daemon) and runs what the daemon grants it (exec_run.c). Under executor
+ * = per-vgpu it serves the channels of several clients of one vGPU, a thread
+ * each, in one context (X_ADOPT). */
+#include "exec/exec_internal.h"
+
+#include "chip/chip.h"
+#include "common/status.h"
+#include "device/exec_builtin.h"
+#include "place/place.h"
+
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int xe_answer(struct xe *x, uint32_t type, int rc, uint32_t flags, const void *p, uint32_t n)
+{
+    /* an error answer carries its message as the payload */
+    const char *msg = rc ? gos_last_error() : NULL;
+    struct x_hdr h = {type, msg ? (uint32_t)strlen(msg) + 1 : n, rc, flags};
+    return x_send(x->sock, &h, msg ? msg : p, -1);
+}
+
+static uint64_t u64_at(const void *p)
+{
+    uint64_t u;
+    memcpy(&u, p, 8);
+    return u;
+}
+
+/* One handler per message type: the payload is at least the table's min_len
+ * bytes; fd is the passed descriptor (-1 none), the handler's to close when
+ * its row says X_TAKES_FD (the loop closes any other). */
+typedef int (*xe_handler)(struct xe *x, const struct x_hdr *h, void *p, int fd);
+
+static int h_alloc(struct xe *x, const struct x_hdr *h, void *p, int fd)
+{
+    uint64_t u = u64_at(p), dptr = 0;
+    int rc = h->type == X_VALLOC ? xe_valloc(x, u, &dptr) : gos_exec_mem_alloc(x->dev, u, &dptr);
+    if (!rc)
+        xe_al_add(x, dptr, u);
+    return xe_answer(x, h->type, rc, 0, &dptr, 8);
+}
+
+static int h_free(struct xe *x, const struct x_hdr *h, void *p, int fd)
+{
+    uint64_t u = u64_at(p);
+    xe_al_del(x, u);
+    return xe_answer(x, h->type, xe_mem_free(x, u), 0, NULL, 0);
+}
+
+static int h_swap(struct xe *x, const struct x_hdr *h, void *p, int fd)
+{
+    uint64_t u = u64_at(p);
+    int rc = xe_swap_io(x, u, fd, h->type == X_EVICT);
+    if (fd >= 0)
+        close(fd);
+    struct xe_alloc *a = xe_al_find(x, u);
+    if (a && !rc)
+        a->evicted = h->type == X_EVICT; /* the ring never runs on evicted memory */
+    return xe_answer(x, h->type, rc, 0, NULL, 0);
+}
+
+static int h_swap_pool(struct xe *x, const struct x_hdr *h, void *p, int fd)
+{
+    struct x_swap_io m;
+    struct x_swap_rep rep = {0};
+    memcpy(&m, p, sizeof m);
+    int rc = xe_swap_pool_io(x, &m, fd, h->type == X_EVICT_POOL, &rep);
+    if (fd >= 0)
+        close(fd);
+    struct xe_alloc *a = xe_al_find(x, m.dptr);
+    if (a && !rc)
+        a->evicted = h->type == X_EVICT_POOL; /* the ring never runs on evicted memory */
+    return xe_answer(x, h->type, rc, 0, &rep, sizeof rep);
+}
+
+static int h_region_add(struct xe *x, const struct x_hdr *h, void *p, int fd)
+{
+    struct x_region m;
+    memcpy(&m, p, sizeof m);
+    return xe_answer(x, h->type, xe_region_add(x, &m, fd), 0, NULL, 0);
+}
+
+static int h_module_load(struct xe *x, const struct x_hdr *h, void *p, int fd)
+{
+    struct x_module m;
+    memcpy(&m, p, sizeof m);
+    m.name[sizeof m.name - 1] = 0;
+    const void *img = NULL;
+    int rc = GOS_OK;
+    if (m.slot >= SRV_MAX_MODULES)
+        rc = gos_fail(GOS_EPROTO, "module slot %u", (unsigned)m.slot);
+    else if (!m.name[0] && !(img = xe_host_of(x, m.region, m.offset, m.bytes)))
+        rc = GOS_EINVAL;
+    if (!rc && x->modules[m.slot]) {
+        gos_exec_module_unload(x->dev, x->modules[m.slot]);
+        x->modules[m.slot] = NULL;
+        xe_al_drop_module(x, m.slot);
+    }
+    if (!rc)
+        rc = gos_exec_module_load(x->dev, img, m.bytes, m.name[0] ? m.name : NULL, &x->modules[m.slot]);
+    if (!rc)
+        x->mod_builtin[m.slot] = m.name[0] && gos_exec_builtin_module(m.name);
+    return xe_answer(x, h->type, rc, 0, NULL, 0);
+}
+
+static int h_module_unload(struct xe *x, const struct x_hdr *h, void *p, int fd)
+{
+    uint32_t slot;
+    memcpy(&slot, p, 4);
+    int rc = slot < SRV_MAX_MODULES && x->modules[slot] ? gos_exec_module_unload(x->dev, x->modules[slot])
+                                                        : gos_fail(GOS_EINVAL, "module slot %u", (unsigned)slot);
+    if (slot < SRV_MAX_MODULES) {
+        x->modules[slot] = NULL;
+        xe_al_drop_module(x, slot);
+        /* the daemon forgets every function handle with any unload */
+        memset(x->funcs, 0, sizeof x->funcs);
+        memset(x->fmap, 0, sizeof x->fmap);
+        x->n_funcs = 0;
+    }
+    return xe_answer(x, h->type, rc, 0, NULL, 0);
+}
+
+static int h_function(struct xe *x, const struct x_hdr *h, void *p, int fd)
+{
+    struct x_function m;
+    memcpy(&m, p, sizeof m);
+    m.name[sizeof m.name - 1] = 0;
+    uint32_t idx = 0;
+    int rc = GOS_OK;
+    if (m.module >= SRV_MAX_MODULES || !x->modules[m.module])
+        rc = gos_fail(GOS_EINVAL, "module slot %u", (unsigned)m.module);
+    else if (x->n_funcs == SRV_MAX_FUNCS)
+        rc = gos_fail(GOS_EBUSY, "more than %d functions", SRV_MAX_FUNCS);
+    else if (!(rc = gos_exec_function(x->dev, x->modules[m.module], m.name, &x->funcs[x->n_funcs]))) {
+        snprintf(x->fbuiltin[x->n_funcs], sizeof x->fbuiltin[0], "%s",
+                 x->mod_builtin[m.module] && strlen(m.name) < sizeof x->fbuiltin[0] ? m.name : "");
+        idx = (uint32_t)++x->n_funcs;
+        if (m.pad >= 1 && m.pad <= SRV_MAX_FUNCS)
+            x->fmap[m.pad - 1] = idx;
+    }
+    return xe_answer(x, h->type, rc, 0, &idx, 4);
+}
+
+static int h_module_global(struct xe *x, const struct x_hdr *h, void *p, int fd)
+{
+    struct x_function m;
+    memcpy(&m, p, sizeof m);
+    m.name[sizeof m.name - 1] = 0;
+    struct gos_rep_global r = {0};
+    int rc = m.module < SRV_MAX_MODULES && x->modules[m.module]
+                 ? gos_exec_module_global(x->dev, x->modules[m.module], m.name, &r.dptr, &r.bytes)
+                 : gos_fail(GOS_EINVAL, "module slot %u", (unsigned)m.module);
+    if (!rc && xe_al_check(x, r.dptr, r.bytes, 0, "global") != GOS_OK) {
+        xe_al_add(x, r.dptr, r.bytes); /* the ring may reach it, as copies through the daemon may */
+        if (x->n_al && x->al[x->n_al - 1].dptr == r.dptr)
+            x->al[x->n_al - 1].module = (int)m.module + 1;
+    }
+    return xe_answer(x, h->type, rc, 0, &r, sizeof r);
+}
+
+static int h_shm_new(struct xe *x, const struct x_hdr *h, void *p, int fd)
+{
+    int sfd = -1, rc = xe_shm_new(x, u64_at(p), &sfd);
+    const char *msg = rc ? gos_last_error() : NULL;
+    struct x_hdr a = {h->type, msg ? (uint32_t)strlen(msg) + 1 : 0, rc, 0};
+    rc = x_send(x->sock, &a, msg, sfd);
+    if (sfd >= 0)
+        close(sfd);
+    return rc;
+}
+
+static int h_shm_map(struct xe *x, const struct x_hdr *h, void *p, int fd)
+{
+    uint64_t u = u64_at(p), dptr = 0, fl = h->len >= 16 ? u64_at((char *)p + 8) : 0;
+    int rc = xe_shm_map(x, u, fd, (fl & X_SHM_MAP_RDONLY) != 0, &dptr);
+    if (fd >= 0)
+        close(fd);
+    if (!rc) {
+        xe_al_add(x, dptr, u);
+        struct xe_alloc *a = xe_al_find(x, dptr);
+        if (a)
+            a->ro = (fl & X_SHM_MAP_RDONLY) != 0;
+    }
+    return xe_answer(x, h->type, rc, 0, &dptr, 8);
+}
+
+static int h_shm_unmap(struct xe *x, const struct x_hdr *h, void *p, int fd)
+{
+    uint64_t u = u64_at(p);
+    xe_al_del(x, u);
+    return xe_answer(x, h->type, xe_shm_unmap(x, u), 0, NULL, 0);
+}
+
+static int h_pmem_alloc(struct xe *x, const struct x_hdr *h, void *p, int fd)
+{
+    struct x_pmem_alloc m;
+    memcpy(&m, p, sizeof m);
+    m.chart[sizeof m.chart - 1] = 0;
+    struct gos_rep_pmem_alloc r = {0};
+    gos_chip *chart = NULL;
+    int rc = gos_pmem_chart_load(m.chart, &chart);
+    if (!rc)
+        rc = srv_pmem_alloc(x->dev, &x->pmem, chart, m.bytes, &r);
+    gos_chip_free(chart);
+    if (!rc)
+        xe_al_add(x, r.base, r.bytes); /* plain copies may reach it, as through the daemon */
+    return xe_answer(x, h->type, rc, 0, &r, sizeof r);
+}
+
+static int h_pmem_free(struct xe *x, const struct x_hdr *h, void *p, int fd)
+{
+    uint64_t u = u64_at(p);
+    xe_al_del(x, u);
+    return xe_answer(x, h->type, srv_pmem_free(&x->pmem, u), 0, NULL, 0);
+}
+
+static int h_pmem_copy(struct xe *x, const struct x_hdr *h, void *p, int fd)
+{
+    struct gos_msg_pmem_copy m;
+    memcpy(&m, p, sizeof m);
+    void *host = xe_host_of(x, m.region, m.region_off, m.bytes);
+    int rc = host ? srv_pmem_copy(&x->pmem, &m, host) : GOS_EINVAL;
+    return xe_answer(x, h->type, rc, 0, NULL, 0);
+}
+
+static int h_pmem_check(struct xe *x, const struct x_hdr *h, void *p, int fd)
+{
+    struct gos_msg_pmem_check m;
+    memcpy(&m, p, sizeof m);
+    struct gos_rep_pmem_check r = {0};
+    int rc = srv_pmem_check(&x->pmem, &m, &r);
+    return xe_answer(x, h->type, rc, 0, &r, sizeof r);
+}
+
+static int h_run(struct xe *x, const struct x_hdr *h, void *p, int fd) { return xe_run(x, p, h->len); }
+
+static int adopt(struct xe *ctl, int fd);
+
+static int h_adopt(struct xe *x, const struct x_hdr *h, void *p, int fd)
+{
+    return xe_answer(x, h->type, adopt(x, fd), 0, NULL, 0);
+}
+
+static int h_ring(struct xe *x, const struct x_hdr *h, void *p, int fd)
+{
+    uint64_t u = u64_at(p);
+    if (h->len >= 12)
+        memcpy(&x->ring_max_queued, (char *)p + 8, 4);
+    int rc = x->ring_on ? gos_fail(GOS_EBUSY, "executor: a ring is attached already")
+                        : xe_ring_start(x, fd, u, x->dev, &x->ring);
+    if (fd >= 0)
+        close(fd);
+    x->ring_on = !rc;
+    return xe_answer(x, h->type, rc, 0, NULL, 0);
+}
+
+#define X_TAKES_FD 1u /* the handler owns the passed descriptor */
+
+/* The executor's message table (xproto.h): everything the loop needs to know
+ * of a message lives in its row. */
+static const struct xe_msg {
+    uint32_t type;
+    uint32_t min_len;
+    unsigned flags;
+    xe_handler fn;
+} xe_msgs[] = {
+    {X_ALLOC, 8, 0, h_alloc},
+    {X_VALLOC, 8, 0, h_alloc},
+    {X_FREE, 8, 0, h_free},
+    {X_EVICT, 8, X_TAKES_FD, h_swap},
+    {X_RESTORE, 8, X_TAKES_FD, h_swap},
+    {X_EVICT_POOL, sizeof(struct x_swap_io), X_TAKES_FD, h_swap_pool},
+    {X_RESTORE_POOL, sizeof(struct x_swap_io), X_TAKES_FD, h_swap_pool},
+    {X_REGION_ADD, sizeof(struct x_region), X_TAKES_FD, h_region_add},
+    {X_MODULE_LOAD, sizeof(struct x_module), 0, h_module_load},
+    {X_MODULE_UNLOAD, 4, 0, h_module_unload},
+    {X_FUNCTION, sizeof(struct x_function), 0, h_function},
+    {X_MODULE_GLOBAL, sizeof(struct x_function), 0, h_module_global},
+    {X_SHM_NEW, 8, 0, h_shm_new},
+    {X_SHM_MAP, 8, X_TAKES_FD, h_shm_map},
+    {X_SHM_UNMAP, 8, 0, h_shm_unmap},
+    {X_PMEM_ALLOC, sizeof(struct x_pmem_alloc), 0, h_pmem_alloc},
+    {X_PMEM_FREE, 8, 0, h_pmem_free},
+    {X_PMEM_COPY, sizeof(struct gos_msg_pmem_copy), 0, h_pmem_copy},
+    {X_PMEM_CHECK, sizeof(struct gos_msg_pmem_check), 0, h_pmem_check},
+    {X_RUN, 0, 0, h_run},
+    {X_ADOPT, 0, X_TAKES_FD, h_adopt},
+    {X_RING, 8, X_TAKES_FD, h_ring},
+};
+
+static const struct xe_msg *xe_msg_find(uint32_t type)
+{
+    for (size_t i = 0; i < sizeof xe_msgs / sizeof xe_msgs[0]; i++)
+        if (xe_msgs[i].type == type)
+            return &xe_msgs[i];
+    return NULL;
+}
+
+/* Serves x's channel until the daemon closes it. A device fault ends the
+ * process: its context is dead for every client in it. */
+static void xe_serve(struct xe *x)
+{
+    void *buf = NULL;
+    size_t cap = 0;
+    for (;;) {
+        struct x_hdr h;
+        int fd = -1;
+        if (x_recv(x->sock, &h, &buf, &cap, &fd))
+            break; /* the daemon closed the channel: the client is gone */
+        const struct xe_msg *m = xe_msg_find(h.type);
+        if (fd >= 0 && (!m || !(m->flags & X_TAKES_FD) || h.len < m->min_len)) {
+            close(fd);
+            fd = -1;
+        }
+        if (!m || h.len < m->min_len) {
+            xe_answer(x, h.type,
+                      gos_fail(GOS_EPROTO, m ? "executor: short message %u" : "executor: message %u", (unsigned)h.type),
+                      0, NULL, 0);
+            continue;
+        }
+        pthread_mutex_lock(&x->lock);
+        int src = m->fn(x, &h, buf, fd);
+        pthread_mutex_unlock(&x->lock);
+        if (src == GOS_EDEVICE && h.type == X_RUN)
+            _exit(3); /* faulted: the context is dead; the daemon was told */
+    }
+    free(buf);
+}
+
+static void *watchdog(void *arg)
+{
+    struct pollfd p = {.fd = *(int *)arg, .events = POLLRDHUP};
+    for (;;) {
+        int n = poll(&p, 1, -1);
+        if (n > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)))
+            _exit(0);
+    }
+    return NULL;
+}
+
+/* A client's state on the device: its streams and events (the device opened
+ * by the caller, shared by every client of a shared executor). */
+static struct xe *xe_new(gos_device *dev, int sock, int *rc)
+{
+    struct xe *x = calloc(1, sizeof *x);
+    if (!x) {
+        *rc = gos_fail(GOS_ENOMEM, "out of memory");
+        return NULL;
+    }
+    x->sock = sock;
+    x->dev = dev;
+    pthread_mutex_init(&x->lock, NULL);
+    *rc = GOS_OK;
+    for (int e = 0; !*rc && dev && e < XE_ENGINES; e++)
+        *rc = gos_exec_engine_new(x->dev, &x->streams[e], x->ev[e]);
+    return x;
+}
+
+/* Tells the daemon on x's channel that it is up: the device's facts. */
+static int xe_hello(struct xe *x, int rc)
+{
+    struct x_hello_rep hello = {.pid = (int32_t)getpid()};
+    uint64_t fr;
+    if (!rc)
+        rc = gos_exec_mem_info(x->dev, &fr, &hello.mem_total);
+    if (!rc) {
+        hello.info = x->dev->info;
+        hello.attr_rc = gos_exec_device_attributes(x->dev, hello.attr_value, hello.attr_valid,
+                                                   GOS_DEVICE_ATTRS_MAX);
+    }
+    return xe_answer(x, X_HELLO, rc, 0, &hello, sizeof hello);
+}
+
+/* Releases everything a client held in a shared executor (its channel closed;
+ * in an executor of its own the process exit does this). */
+static void xe_free(struct xe *x)
+{
+    xe_ring_stop(x->ring); /* before the lock: its consumer takes it per entry */
+    pthread_mutex_lock(&x->lock);
+    for (int e = 0; e < XE_ENGINES; e++)
+        if (x->streams[e])
+            gos_exec_stream_sync(x->dev, x->streams[e]);
+    xe_mem_release(x);
+    for (int i = 0; i < SRV_MAX_MODULES; i++)
+        if (x->modules[i])
+            gos_exec_module_unload(x->dev, x->modules[i]);
+    if (x->ring_bounce)
+        gos_exec_host_free(x->dev, x->ring_bounce);
+    for (int e = 0; e < XE_ENGINES; e++)
+        gos_exec_engine_free(x->dev, x->streams[e], x->ev[e]);
+    pthread_mutex_unlock(&x->lock);
+    pthread_mutex_destroy(&x->lock);
+    free(x->out);
+    free(x);
+}
+
+/* executor = per-vgpu: another client of this executor's vGPU, on its own
+ * channel (fd), served by a thread of its own in this process's context. */
+static void *client_main(void *arg)
+{
+    struct xe *x = arg;
+    int fd = x->sock;
+    xe_serve(x);
+    xe_free(x);
+    close(fd);
+    return NULL;
+}
+
+static int adopt(struct xe *ctl, int fd)
+{
+    if (fd < 0)
+        return gos_fail(GOS_EPROTO, "ADOPT without a descriptor");
+    int rc;
+    struct xe *x = xe_new(ctl->dev, fd, &rc);
+    if (!x) {
+        close(fd);
+        return rc;
+    }
+    /* its HELLO goes on its own channel, where the daemon waits for it */
+    pthread_t t;
+    if ((rc = xe_hello(x, rc)) || pthread_create(&t, NULL, client_main, x)) {
+        if (!rc)
+            rc = gos_fail(GOS_EIO, "executor: a client thread");
+        xe_free(x);
+        close(fd);
+        return rc;
+    }
+    pthread_detach(t);
+    return GOS_OK;
+}
+
+int gos_executor_main(int sock, const char *sim, int ordinal)
+{
+    /* Dies with the daemon (or when the daemon drops this executor), even in
+     * the middle of a long kernel: nothing else may reach this context. (Not
+     * PR_SET_PDEATHSIG: it fires when the daemon *thread* that forked us ends.) */
+    pthread_t w;
+    if (pthread_create(&w, NULL, watchdog, &sock))
+        return gos_fail(GOS_EIO, "executor: watchdog thread");
+    pthread_detach(w);
+    gos_device_spec spec = {.sim = sim, .ordinal = ordinal};
+    gos_device *dev = NULL;
+    int rc = gos_device_open(&spec, &dev);
+    if (!rc)
+        rc = gos_exec_init(dev);
+    if (rc)
+        dev = NULL;
+    int rc2;
+    struct xe *x = xe_new(dev, sock, &rc2);
+    if (!x)
+        return rc2;
+    if ((rc = xe_hello(x, rc ? rc : rc2)) || !x->dev)
+        return rc;
+    /* Its first channel: its client's (executor = per-client), or the control
+     * channel of a shared executor, on which ADOPT brings each client's. */
+    xe_serve(x);
+    /* Process exit releases the context and everything in it. */
+    _exit(0);
+}

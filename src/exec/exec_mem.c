@@ -1,0 +1,275 @@
+/* exec_mem.c: an executor's memory for its client (executor process only;
+ * exec_internal.h): the device ranges its ring's requests are checked against
+ * (the one range check of common/range.h), the client's shared regions mapped
+ * here, attached shared segments (issue 10), swappable allocations and their
+ * eviction into the daemon's swap memfd or pool (issue 10.2). */
+#include "exec/exec_internal.h"
+
+#include "common/clock.h"
+#include "common/grow.h"
+#include "common/status.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void xe_al_add(struct xe *x, uint64_t dptr, uint64_t bytes)
+{
+    if (gos_grow((void **)&x->al, &x->cap_al, x->n_al, sizeof *x->al, 64))
+        return; /* not in the table: the ring refuses it, the socket path still works */
+    x->al[x->n_al++] = (struct xe_alloc){.dptr = dptr, .bytes = bytes};
+}
+
+struct xe_alloc *xe_al_find(struct xe *x, uint64_t dptr)
+{
+    for (int i = 0; i < x->n_al; i++)
+        if (x->al[i].dptr == dptr)
+            return &x->al[i];
+    return NULL;
+}
+
+void xe_al_del(struct xe *x, uint64_t dptr)
+{
+    struct xe_alloc *a = xe_al_find(x, dptr);
+    if (a)
+        *a = x->al[--x->n_al];
+}
+
+/* Forgets the globals of module slot s (its unload): the ring may not reach them. */
+void xe_al_drop_module(struct xe *x, uint32_t s)
+{
+    for (int i = 0; i < x->n_al;)
+        if (x->al[i].module == (int)s + 1)
+            x->al[i] = x->al[--x->n_al];
+        else
+            i++;
+}
+
+int xe_al_check(struct xe *x, uint64_t p, uint64_t n, int write, const char *what)
+{
+    int i = gos_range_find(x->al, x->n_al, sizeof *x->al, p, n);
+    if (i < 0)
+        return gos_fail(GOS_EINVAL, "%s range 0x%llx+%llu is not inside an allocation of this client", what,
+                        (unsigned long long)p, (unsigned long long)n);
+    if (write && x->al[i].ro) /* refused as the daemon refuses it, never left to fault the context */
+        return gos_fail(GOS_EPERM, "device range 0x%llx+%llu is a read-only attachment (SHM_RDONLY)",
+                        (unsigned long long)p, (unsigned long long)n);
+    return x->al[i].evicted ? GOS_RING_REVOKED : GOS_OK;
+}
+
+/* Shared device memory (issue 10): NEW creates exportable physical memory and
+ * hands its descriptor to the daemon (which keeps the segment alive with it; the
+ * handle here is released at once), MAP imports a descriptor and maps it in this
+ * context, UNMAP undoes that. */
+int xe_shm_new(struct xe *x, uint64_t bytes, int *fd)
+{
+    uint64_t h;
+    int rc = gos_vmm_create(x->dev, bytes, &h);
+    if (rc)
+        return rc;
+    rc = gos_vmm_export_fd(x->dev, h, fd);
+    gos_vmm_release(x->dev, h);
+    return rc;
+}
+
+int xe_shm_map(struct xe *x, uint64_t bytes, int fd, int ro, uint64_t *dptr)
+{
+    int slot = -1;
+    for (int i = 0; i < GOS_XE_SHM_MAX && slot < 0; i++)
+        if (!x->shm[i].va)
+            slot = i;
+    if (fd < 0)
+        return gos_fail(GOS_EPROTO, "SHM_MAP without a descriptor");
+    if (slot < 0)
+        return gos_fail(GOS_ELIMIT, "executor: more than %d shared segments attached", GOS_XE_SHM_MAX);
+    int rc = gos_vmm_buf_attach(x->dev, fd, bytes, &x->shm[slot]);
+    if (!rc && ro && (rc = gos_vmm_set_access(x->dev, x->shm[slot].va, x->shm[slot].bytes, 1)))
+        gos_vmm_buf_free(x->dev, &x->shm[slot]);
+    if (!rc)
+        *dptr = x->shm[slot].va;
+    return rc;
+}
+
+int xe_shm_unmap(struct xe *x, uint64_t dptr)
+{
+    for (int i = 0; i < GOS_XE_SHM_MAX; i++)
+        if (x->shm[i].va && x->shm[i].va == dptr) {
+            gos_vmm_buf_free(x->dev, &x->shm[i]);
+            return GOS_OK;
+        }
+    return gos_fail(GOS_EINVAL, "executor: 0x%llx is not an attached segment", (unsigned long long)dptr);
+}
+
+static gos_vmm_buf *vb_find(struct xe *x, uint64_t dptr)
+{
+    for (int i = 0; i < x->n_vb; i++)
+        if (x->vb[i].va == dptr)
+            return &x->vb[i];
+    return NULL;
+}
+
+/* Frees an allocation (X_ALLOC or X_VALLOC) at dptr. */
+int xe_mem_free(struct xe *x, uint64_t dptr)
+{
+    gos_vmm_buf *b = vb_find(x, dptr);
+    if (!b)
+        return gos_exec_mem_free(x->dev, dptr);
+    gos_vmm_buf_free(x->dev, b);
+    *b = x->vb[--x->n_vb];
+    return GOS_OK;
+}
+
+int xe_valloc(struct xe *x, uint64_t bytes, uint64_t *dptr)
+{
+    int rc = gos_grow((void **)&x->vb, &x->cap_vb, x->n_vb, sizeof *x->vb, 64);
+    if (rc)
+        return rc;
+    rc = gos_vmm_buf_alloc(x->dev, bytes, &x->vb[x->n_vb]);
+    if (!rc)
+        *dptr = x->vb[x->n_vb++].va;
+    return rc;
+}
+
+/* Evicts into / restores from the daemon's host swap memfd (pinned here for the
+ * copy's duration). */
+int xe_swap_io(struct xe *x, uint64_t dptr, int fd, int out)
+{
+    gos_vmm_buf *b = vb_find(x, dptr);
+    if (!b)
+        return gos_fail(GOS_EINVAL, "executor: 0x%llx is not a swappable allocation", (unsigned long long)dptr);
+    if (fd < 0)
+        return gos_fail(GOS_EPROTO, "swap without a descriptor");
+    void *h = mmap(NULL, b->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (h == MAP_FAILED)
+        return gos_fail(GOS_ENOMEM, "executor: mapping %llu bytes of swap", (unsigned long long)b->bytes);
+    int pinned = gos_exec_host_register(x->dev, h, b->bytes) == GOS_OK;
+    int rc = out ? gos_vmm_buf_evict(x->dev, b, h) : gos_vmm_buf_restore(x->dev, b, h);
+    if (pinned)
+        gos_exec_host_unregister(x->dev, h);
+    munmap(h, b->bytes);
+    return rc;
+}
+
+/* Maps the daemon's pool (once: the same file again is kept). */
+static int pool_map(struct xe *x, int fd, uint64_t bytes)
+{
+    struct stat st;
+    if (fstat(fd, &st))
+        return gos_fail(GOS_EPROTO, "executor: swap pool descriptor");
+    if (x->pool && st.st_dev == x->pool_dev && st.st_ino == x->pool_ino && bytes == x->pool_bytes)
+        return GOS_OK;
+    if (x->pool)
+        return gos_fail(GOS_EPROTO, "executor: a second swap pool");
+    if (!bytes || (uint64_t)st.st_size < bytes)
+        return gos_fail(GOS_EPROTO, "executor: swap pool of %llu bytes in a file of %llu", (unsigned long long)bytes,
+                        (unsigned long long)st.st_size);
+    uint64_t nch = (bytes + X_POOL_CHUNK - 1) / X_POOL_CHUNK;
+    unsigned char *pin = calloc(nch, 1);
+    void *p = pin ? mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+    if (p == MAP_FAILED) {
+        free(pin);
+        return gos_fail(GOS_ENOMEM, "executor: mapping the swap pool of %llu bytes", (unsigned long long)bytes);
+    }
+    x->pool = p;
+    x->pool_bytes = bytes;
+    x->pool_dev = st.st_dev;
+    x->pool_ino = st.st_ino;
+    x->pool_pinned = pin;
+    return GOS_OK;
+}
+
+/* Evicts into / restores from the pool at off: the chunks it touches are
+ * page-locked first (once for the executor's life), the copy cut at chunk
+ * boundaries so that every piece lies in one registration. A chunk the driver
+ * refuses to lock is copied from pageable memory (slower, still exact). */
+int xe_swap_pool_io(struct xe *x, const struct x_swap_io *m, int fd, int out, struct x_swap_rep *rep)
+{
+    gos_vmm_buf *b = vb_find(x, m->dptr);
+    if (!b)
+        return gos_fail(GOS_EINVAL, "executor: 0x%llx is not a swappable allocation", (unsigned long long)m->dptr);
+    if (fd < 0)
+        return gos_fail(GOS_EPROTO, "swap without a descriptor");
+    int rc = pool_map(x, fd, m->pool_bytes);
+    if (rc)
+        return rc;
+    if (m->off > x->pool_bytes || b->bytes > x->pool_bytes - m->off)
+        return gos_fail(GOS_EPROTO, "executor: swap range 0x%llx + %llu outside the pool", (unsigned long long)m->off,
+                        (unsigned long long)b->bytes);
+    uint64_t t0 = gos_now_ns();
+    rep->pinned = 1;
+    for (uint64_t c = m->off / X_POOL_CHUNK; c <= (m->off + b->bytes - 1) / X_POOL_CHUNK; c++) {
+        if (!x->pool_pinned[c]) {
+            uint64_t len = x->pool_bytes - c * X_POOL_CHUNK;
+            if (len > X_POOL_CHUNK)
+                len = X_POOL_CHUNK;
+            x->pool_pinned[c] = gos_exec_host_register(x->dev, x->pool + c * X_POOL_CHUNK, len) == GOS_OK ? 1 : 2;
+        }
+        rep->pinned &= x->pool_pinned[c] == 1;
+    }
+    uint64_t t1 = gos_now_ns();
+    uint64_t first = X_POOL_CHUNK - m->off % X_POOL_CHUNK;
+    rc = out ? gos_vmm_buf_evict_pieces(x->dev, b, x->pool + m->off, first, X_POOL_CHUNK)
+             : gos_vmm_buf_restore_pieces(x->dev, b, x->pool + m->off, first, X_POOL_CHUNK);
+    rep->register_ns = t1 - t0;
+    rep->copy_ns = gos_now_ns() - t1;
+    return rc;
+}
+
+void xe_region_drop(struct xe *x, uint32_t r)
+{
+    struct xe_region *g = &x->regions[r];
+    if (!g->ptr)
+        return;
+    if (g->pinned)
+        gos_exec_host_unregister(x->dev, g->ptr);
+    munmap(g->ptr, g->bytes);
+    memset(g, 0, sizeof *g);
+}
+
+int xe_region_add(struct xe *x, const struct x_region *m, int fd)
+{
+    if (fd < 0 || m->slot >= GOS_MAX_REGIONS)
+        return gos_fail(GOS_EPROTO, "REGION_ADD without descriptor or slot");
+    xe_region_drop(x, m->slot);
+    void *p = mmap(NULL, m->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED)
+        return gos_fail(GOS_ENOMEM, "executor: mapping a region of %llu bytes", (unsigned long long)m->bytes);
+    x->regions[m->slot] = (struct xe_region){p, m->bytes, gos_exec_host_register(x->dev, p, m->bytes) == GOS_OK};
+    return GOS_OK;
+}
+
+void *xe_host_of(struct xe *x, uint32_t r, uint64_t offset, uint64_t bytes)
+{
+    if (r >= GOS_MAX_REGIONS || !x->regions[r].ptr || !gos_range_within(0, x->regions[r].bytes, offset, bytes)) {
+        gos_fail(GOS_EINVAL, "executor: region %u range outside its mapping", (unsigned)r);
+        return NULL;
+    }
+    return (char *)x->regions[r].ptr + offset;
+}
+
+void xe_mem_release(struct xe *x)
+{
+    for (int i = 0; i < x->n_al; i++) {
+        uint64_t p = x->al[i].dptr;
+        if (!x->al[i].module && xe_shm_unmap(x, p) != GOS_OK && srv_pmem_free(&x->pmem, p) != GOS_OK)
+            xe_mem_free(x, p); /* (a module global goes with its module) */
+    }
+    srv_pmem_release_all(&x->pmem);
+    for (int i = 0; i < GOS_XE_SHM_MAX; i++)
+        if (x->shm[i].va)
+            gos_vmm_buf_free(x->dev, &x->shm[i]);
+    for (uint32_t r = 0; r < GOS_MAX_REGIONS; r++)
+        xe_region_drop(x, r);
+    if (x->pool) {
+        for (uint64_t c = 0; c * X_POOL_CHUNK < x->pool_bytes; c++)
+            if (x->pool_pinned[c] == 1)
+                gos_exec_host_unregister(x->dev, x->pool + c * X_POOL_CHUNK);
+        munmap(x->pool, x->pool_bytes);
+        free(x->pool_pinned);
+    }
+    free(x->al);
+    free(x->vb);
+}

@@ -1,0 +1,300 @@
+/* exec_run.c: an executor's device work (executor process only;
+ * exec_internal.h). Both ways a client's operations arrive end in the one
+ * runner, gos_op_issue (exec_op.h):
+ *   - X_RUN, a grant of the daemon's scheduler: a batch between two events on
+ *     the engine's stream, answered with each op's result and the GPU time
+ *     (the daemon charges it to the vGPU);
+ *   - one ring entry (issue 9.4), checked here as the daemon checks a socket
+ *     request, since the client wrote it.
+ * A sticky device error (an illegal address, a kernel fault) is answered with
+ * X_FAULTED and ends the process: only this client's context dies. */
+#include "exec/exec_internal.h"
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "device/exec_builtin.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint32_t ring_ahead_limit(const struct xe *x)
+{
+    if (!x->ring_entry_ns)
+        return XE_RING_AHEAD;
+    uint64_t n = XE_RING_AHEAD_NS / x->ring_entry_ns;
+    return n < 1 ? 1 : n > XE_RING_AHEAD_MAX ? XE_RING_AHEAD_MAX : (uint32_t)n;
+}
+
+/* The stream was waited for with ring_ahead entries on it: learn their time. */
+static void ring_ahead_done(struct xe *x)
+{
+    if (x->ring_ahead) {
+        uint64_t per = (gos_ring_now_ns() - x->ring_ahead_t0) / x->ring_ahead;
+        x->ring_entry_ns = x->ring_entry_ns ? (3 * x->ring_entry_ns + per) / 4 : per;
+        if (!x->ring_entry_ns)
+            x->ring_entry_ns = 1;
+    }
+    x->ring_ahead = 0;
+}
+
+/* The device operation of one RUN entry (already checked by the daemon: the
+ * region's range is checked again against this executor's own mapping). */
+static int xe_decode(struct xe *x, const struct x_op *xo, const void *params, struct gos_op *o)
+{
+    *o = (struct gos_op){.kind = xo->op, .sync = xo->sync_copy, .dptr = xo->dptr, .dptr2 = xo->dptr2,
+                         .bytes = xo->bytes};
+    switch (xo->op) {
+    case GOS_OP_HTOD:
+    case GOS_OP_DTOH: return (o->host = xe_host_of(x, xo->region, xo->offset, xo->bytes)) ? GOS_OK : GOS_EINVAL;
+    case GOS_OP_DTOD: return GOS_OK;
+    case GOS_OP_LAUNCH:
+        if (xo->fn < 1 || xo->fn > (uint32_t)x->n_funcs || !x->funcs[xo->fn - 1])
+            return gos_fail(GOS_EINVAL, "executor: function %u unknown", (unsigned)xo->fn);
+        o->fn = x->funcs[xo->fn - 1];
+        o->cfg = (struct gos_launch_cfg){.smem = xo->smem, .params = params, .param_bytes = xo->param_bytes};
+        memcpy(o->cfg.grid, xo->grid, sizeof o->cfg.grid);
+        memcpy(o->cfg.block, xo->block, sizeof o->cfg.block);
+        memcpy(o->cfg.cluster, xo->cluster, sizeof o->cfg.cluster);
+        return GOS_OK;
+    default: return gos_fail(GOS_EPROTO, "executor: op %u", (unsigned)xo->op);
+    }
+}
+
+int xe_alive(struct xe *x)
+{
+    return gos_exec_event_record(x->dev, x->ev[0][0], x->streams[0]) == GOS_OK &&
+           gos_exec_event_sync(x->dev, x->ev[0][0]) == GOS_OK;
+}
+
+/* A grant: the batch between two events on the engine's stream. */
+int xe_run(struct xe *x, const unsigned char *p, uint32_t len)
+{
+    uint32_t engine, n;
+    if (len < 8)
+        return xe_answer(x, X_RUN, gos_fail(GOS_EPROTO, "short RUN"), 0, NULL, 0);
+    memcpy(&engine, p, 4);
+    memcpy(&n, p + 4, 4);
+    if (engine >= XE_ENGINES || n > 4096)
+        return xe_answer(x, X_RUN, gos_fail(GOS_EPROTO, "RUN engine %u, %u ops", engine, n), 0, NULL, 0);
+    size_t need = sizeof(struct x_run_rep) + 4 * (size_t)n + X_MSG_MAX;
+    if (need > x->out_cap) {
+        void *b = realloc(x->out, need);
+        if (!b)
+            return xe_answer(x, X_RUN, gos_fail(GOS_ENOMEM, "executor out of memory"), 0, NULL, 0);
+        x->out = b;
+        x->out_cap = need;
+    }
+    struct x_run_rep rep = {.n = n};
+    int32_t *rcs = (int32_t *)((char *)x->out + sizeof rep);
+    char *msg = (char *)(rcs + n);
+    msg[0] = 0;
+    void *st = x->streams[engine];
+    int device_error = 0;
+    struct gos_op op;
+    /* Ring entries answered before they finished (launches, staged copies) run
+     * on stream 0: a batch on another engine's stream waits for them, so that
+     * the client's requests keep their order when the ring hands over to the
+     * socket (a revoked grant). */
+    if (engine != 0 && x->ring_ahead && !gos_exec_stream_sync(x->dev, x->streams[0]))
+        ring_ahead_done(x);
+    int rc = gos_exec_event_record(x->dev, x->ev[engine][0], st);
+    size_t off = 8;
+    for (uint32_t i = 0; i < n; i++) {
+        struct x_op o;
+        if (off + sizeof o > len) {
+            rcs[i] = gos_fail(GOS_EPROTO, "truncated RUN");
+            continue;
+        }
+        memcpy(&o, p + off, sizeof o);
+        off += sizeof o;
+        if (o.param_bytes > len - off) {
+            rcs[i] = gos_fail(GOS_EPROTO, "truncated RUN parameters");
+            off = len;
+            continue;
+        }
+        rcs[i] = rc ? rc : xe_decode(x, &o, p + off, &op) ? GOS_EINVAL : gos_op_issue(x->dev, &op, st);
+        off += o.param_bytes;
+        if (rcs[i] && !msg[0])
+            snprintf(msg, X_MSG_MAX, "%s", gos_last_error());
+        device_error |= rcs[i] == GOS_EDEVICE;
+    }
+    if (!rc)
+        rc = gos_exec_event_record(x->dev, x->ev[engine][1], st);
+    if (!rc)
+        rc = gos_exec_event_sync(x->dev, x->ev[engine][1]);
+    if (!rc)
+        rc = gos_exec_event_elapsed_ns(x->dev, x->ev[engine][0], x->ev[engine][1], &rep.gpu_ns);
+    if (rc) {
+        device_error |= rc == GOS_EDEVICE;
+        if (!msg[0])
+            snprintf(msg, X_MSG_MAX, "%s", gos_last_error());
+        /* the batch's ops completed (or not) with the stream: its error is theirs */
+        for (uint32_t i = 0; i < n; i++)
+            if (!rcs[i])
+                rcs[i] = rc;
+    }
+    rep.measure_rc = rc;
+    uint32_t flags = device_error && !xe_alive(x) ? X_FAULTED : 0;
+    memcpy(x->out, &rep, sizeof rep);
+    struct x_hdr h = {X_RUN, (uint32_t)(sizeof rep + 4 * (size_t)n + strlen(msg) + 1), 0, flags};
+    int s = x_send(x->sock, &h, x->out, -1);
+    return flags ? GOS_EDEVICE : s;
+}
+
+/* The staging buffers of inline HtoD entries (allocated on first use); NULL
+ * when pinned memory cannot be had: those entries then wait for their copy. */
+static void *ring_bounce(struct xe *x)
+{
+    if (!x->ring_bounce && !x->bounce_refused &&
+        gos_exec_host_alloc(x->dev, (size_t)XE_BOUNCE_SLOTS * GOS_RING_DATA, &x->ring_bounce)) {
+        x->ring_bounce = NULL;
+        x->bounce_refused = 1; /* asked once */
+    }
+    return x->ring_bounce;
+}
+
+/* One ring entry (issue 9.4), already copied out of the shared slot into e;
+ * data is the slot's data area (shared: HtoD sources and kernel parameters are
+ * copied out before they are checked or used). Checked as the daemon checks a
+ * socket request: ranges against this client's allocations and regions, the
+ * function against its handles, the launch's geometry (gos_proto_check_args)
+ * and a built-in kernel's device ranges. Runs on the engine 0 stream, waiting
+ * for it unless the entry is asynchronous. GOS_OK, GOS_RING_REVOKED (run it
+ * through the socket) or an error with its message; *fault when the context is
+ * dead after it. */
+int xe_ring_run(struct xe *x, const struct gos_ring_ent *e, unsigned char *data, uint32_t backlog, int *fault)
+{
+    x->ring_backlog = backlog;
+    void *st = x->streams[0];
+    int rc, sync = !(e->flags & GOS_RING_F_ASYNC);
+    int staged = e->op == GOS_OP_HTOD && (e->flags & GOS_RING_F_INLINE) && ring_bounce(x);
+    if (staged)
+        sync = 0; /* answered once issued from the executor's own copy of the bytes */
+    *fault = 0;
+    if (e->flags & ~(uint32_t)(GOS_RING_F_INLINE | GOS_RING_F_ASYNC))
+        return gos_fail(GOS_EPROTO, "ring entry flags 0x%x unknown", (unsigned)e->flags);
+    /* queued: what the client submitted and nothing has completed yet, the
+     * entries behind this one and those on the device not yet waited for (the
+     * socket path counts the daemon's queues the same way) */
+    uint32_t queued = x->ring_backlog + x->ring_ahead;
+    if (!sync && x->ring_max_queued && queued >= x->ring_max_queued)
+        return gos_fail(GOS_ELIMIT, "client has %u requests queued, the maximum (max_queued_requests); synchronize",
+                        (unsigned)queued);
+    /* Bounded look-ahead: at most XE_RING_AHEAD asynchronous entries on the
+     * device at a time, so that a revoked grant leaves little work behind it
+     * (the rest comes back to the client and through the daemon's scheduler). */
+    if (!sync && x->ring_ahead >= ring_ahead_limit(x)) {
+        if ((rc = gos_exec_stream_sync(x->dev, st)))
+            goto out;
+        ring_ahead_done(x);
+    }
+    /* checked and resolved per kind, then issued by the one runner */
+    struct gos_op o = {.kind = e->op, .dptr = e->dptr, .dptr2 = e->dptr2, .bytes = e->bytes};
+    switch (e->op) {
+    case GOS_OP_HTOD:
+    case GOS_OP_DTOH: {
+        int htod = e->op == GOS_OP_HTOD;
+        if ((rc = htod ? xe_al_check(x, e->dptr, e->bytes, 1, "device") : xe_al_check(x, e->dptr, e->bytes, 0, "device")))
+            return rc;
+        void *h;
+        if (e->flags & GOS_RING_F_INLINE) {
+            if (e->bytes > GOS_RING_DATA)
+                return gos_fail(GOS_EINVAL, "ring entry of %llu inline bytes (at most %u)",
+                                (unsigned long long)e->bytes, GOS_RING_DATA);
+            h = data;
+            if (staged) {
+                h = (char *)x->ring_bounce + (size_t)(x->bounce_next++ % XE_BOUNCE_SLOTS) * GOS_RING_DATA;
+                memcpy(h, data, e->bytes);
+            } else {
+                sync = 1; /* the slot is the client's again once answered */
+            }
+        } else {
+            if (!(h = xe_host_of(x, e->region, e->offset, e->bytes)))
+                return GOS_EINVAL;
+        }
+        if (!e->bytes)
+            return GOS_OK;
+        o.host = h;
+        break;
+    }
+    case GOS_OP_DTOD:
+        if ((rc = xe_al_check(x, e->dptr, e->bytes, 1, "device")) || (rc = xe_al_check(x, e->dptr2, e->bytes, 0, "source")))
+            return rc;
+        if (!e->bytes)
+            return GOS_OK;
+        break;
+    case GOS_OP_LAUNCH: {
+        if (e->func < 1 || e->func > SRV_MAX_FUNCS || !x->fmap[e->func - 1] || x->fmap[e->func - 1] > (uint32_t)x->n_funcs ||
+            !x->funcs[x->fmap[e->func - 1] - 1])
+            return gos_fail(GOS_EINVAL, "function handle %llu is not a function of this client",
+                            (unsigned long long)e->func);
+        if (e->param_bytes > GOS_PARAM_MAX)
+            return gos_fail(GOS_EINVAL, "kernel parameters of %u bytes (at most %d)", (unsigned)e->param_bytes,
+                            GOS_PARAM_MAX);
+        struct {
+            struct gos_msg_launch m;
+            unsigned char p[GOS_PARAM_MAX];
+        } l;
+        memset(&l.m, 0, sizeof l.m);
+        memcpy(l.m.grid, e->grid, sizeof l.m.grid);
+        memcpy(l.m.block, e->block, sizeof l.m.block);
+        memcpy(l.m.cluster, e->cluster, sizeof l.m.cluster);
+        l.m.smem = e->smem;
+        l.m.param_bytes = e->param_bytes;
+        memcpy(l.p, data, e->param_bytes); /* copied out before any check */
+        struct gos_msg_hdr hh;
+        gos_proto_hdr(&hh, GOS_MSG_LAUNCH, 0, (uint32_t)(sizeof l.m + e->param_bytes));
+        if ((rc = gos_proto_check_args(&hh, &l.m)))
+            return rc;
+        uint32_t fi = x->fmap[e->func - 1] - 1;
+        o.fn = x->funcs[fi];
+        struct gos_launch_cfg *c = &o.cfg;
+        *c = (struct gos_launch_cfg){.smem = e->smem, .params = l.p, .param_bytes = e->param_bytes};
+        memcpy(c->grid, e->grid, sizeof c->grid);
+        memcpy(c->block, e->block, sizeof c->block);
+        memcpy(c->cluster, e->cluster, sizeof c->cluster);
+        if (x->fbuiltin[fi][0]) {
+            struct gos_dev_range r[GOS_LAUNCH_RANGES_MAX];
+            int n = 0;
+            if ((rc = gos_exec_builtin_ranges(x->fbuiltin[fi], c, r, &n)))
+                return rc;
+            for (int i = 0; i < n; i++)
+                if (r[i].bytes && (rc = xe_al_check(x, r[i].ptr, r[i].bytes, 0, "kernel argument")))
+                    return rc;
+        }
+        break;
+    }
+    case GOS_OP_FENCE: rc = GOS_OK; break;
+    default: return gos_fail(GOS_EPROTO, "ring entry opcode %u unknown", (unsigned)e->op);
+    }
+    if (e->op == GOS_OP_FENCE)
+        sync = 1;
+    else
+        rc = gos_op_issue(x->dev, &o, st);
+    if (!rc && sync) {
+        rc = gos_exec_stream_sync(x->dev, st); /* as a native synchronous copy waits */
+        if (e->op == GOS_OP_FENCE)
+            ring_ahead_done(x);
+        x->ring_ahead = 0;
+    } else if (!rc) {
+        if (!x->ring_ahead++)
+            x->ring_ahead_t0 = gos_ring_now_ns();
+    }
+out:
+    if (rc == GOS_EDEVICE) {
+        char why[GOS_MSG_TEXT_MAX];
+        snprintf(why, sizeof why, "%s", gos_last_error());
+        *fault = !xe_alive(x);
+        gos_fail(GOS_EDEVICE, "%s", why);
+    }
+    return rc;
+}
+
+void xe_ring_lock(struct xe *x, int on)
+{
+    if (on)
+        pthread_mutex_lock(&x->lock);
+    else
+        pthread_mutex_unlock(&x->lock);
+}
