@@ -4,7 +4,7 @@
  * level names of --log-level. */
 #include "common/status.h"
 #include "serve/config.h"
-#include "serve/log.h"
+#include "common/log.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -118,20 +118,20 @@ static void test_log_levels(void **state)
 {
     (void)state;
     int l = -1;
-    assert_int_equal(srv_log_parse_level("warning", &l), GOS_OK);
+    assert_int_equal(gos_log_parse_level("warning", &l), GOS_OK);
     assert_int_equal(l, LOG_WARNING);
-    assert_int_equal(srv_log_parse_level("err", &l), GOS_OK);
+    assert_int_equal(gos_log_parse_level("err", &l), GOS_OK);
     assert_int_equal(l, LOG_ERR);
-    assert_int_equal(srv_log_parse_level("debug", &l), GOS_OK);
+    assert_int_equal(gos_log_parse_level("debug", &l), GOS_OK);
     assert_int_equal(l, LOG_DEBUG);
-    assert_int_equal(srv_log_parse_level("5", &l), GOS_OK);
+    assert_int_equal(gos_log_parse_level("5", &l), GOS_OK);
     assert_int_equal(l, LOG_NOTICE);
-    assert_int_not_equal(srv_log_parse_level("loud", &l), GOS_OK);
-    assert_int_not_equal(srv_log_parse_level("8", &l), GOS_OK);
-    srv_log_init(LOG_NOTICE);
-    assert_true(srv_log_enabled(LOG_WARNING));
-    assert_true(srv_log_enabled(LOG_NOTICE));
-    assert_false(srv_log_enabled(LOG_INFO));
+    assert_int_not_equal(gos_log_parse_level("loud", &l), GOS_OK);
+    assert_int_not_equal(gos_log_parse_level("8", &l), GOS_OK);
+    gos_log_init(LOG_NOTICE);
+    assert_true(gos_log_enabled(LOG_WARNING));
+    assert_true(gos_log_enabled(LOG_NOTICE));
+    assert_false(gos_log_enabled(LOG_INFO));
 }
 
 int main(void)

@@ -4,6 +4,7 @@
 
 #include "common/jsonio.h"
 #include "common/provenance.h"
+#include "common/log.h"
 #include "common/status.h"
 #include "topology/topology.h"
 
@@ -40,7 +41,7 @@ int gos_chart_probe(gos_chart_ctx *ctx, const char *name)
         if ((rc = sections[s].fn(ctx))) {
             if (!all || rc != GOS_EAMBIGUOUS || s == 0)
                 return rc;
-            fprintf(stderr, "gpuos: %s: %s (recorded in the chart; continuing)\n", sections[s].name,
+            gos_log(LOG_WARNING, "%s: %s (recorded in the chart; continuing)", sections[s].name,
                     gos_last_error());
             json_object_set_new(gos_json_child(chip->json, sections[s].name), "unresolved",
                                 json_string(gos_last_error()));

@@ -4,6 +4,7 @@
  * and reaches the daemon through them ($GPUOS_SOCKET, $GPUOS_VGPU); nothing of the
  * program changes (docs/readme-cudashim.md). */
 #include "cli/cli.h"
+#include "common/env.h"
 #include "common/status.h"
 #include "gpuos/gpuos.h"
 #include "proto/proto.h"
@@ -36,7 +37,7 @@ static void help(FILE *f)
 static int find_libdir(const char *opt, char *out, size_t len)
 {
     char exe[PATH_MAX], cand[PATH_MAX + 32];
-    const char *env = getenv("GPUOS_LIBDIR");
+    const char *env = getenv(GOS_ENV_LIBDIR);
     const char *given = opt ? opt : env && *env ? env : NULL;
     if (given) {
         snprintf(cand, sizeof cand, "%s/libcuda.so.1", given);
@@ -98,7 +99,7 @@ int cmd_run(int argc, char **argv)
     if (find_libdir(libdir, dir, sizeof dir))
         return cli_fail();
     if (!sock) {
-        const char *e = getenv("GPUOS_SOCKET");
+        const char *e = getenv(GOS_ENV_SOCKET);
         sock = e && *e ? e : "/tmp/gpuos.sock";
     }
     /* The daemon must be there and serve the vGPU. */
@@ -107,7 +108,7 @@ int cmd_run(int argc, char **argv)
     if (gpuos_admin_list(sock, v, GOS_MAX_VGPUS, &n))
         return cli_fail();
     if (!vgpu) {
-        const char *e = getenv("GPUOS_VGPU");
+        const char *e = getenv(GOS_ENV_VGPU);
         if (e && *e)
             vgpu = e;
         else if (n == 1)
@@ -133,7 +134,7 @@ int cmd_run(int argc, char **argv)
         return cli_fail();
     }
     snprintf(ld, need, "%s%s%s", dir, old && *old ? ":" : "", old && *old ? old : "");
-    if (setenv("LD_LIBRARY_PATH", ld, 1) || setenv("GPUOS_SOCKET", abs_sock, 1) || setenv("GPUOS_VGPU", vgpu, 1)) {
+    if (setenv("LD_LIBRARY_PATH", ld, 1) || setenv(GOS_ENV_SOCKET, abs_sock, 1) || setenv(GOS_ENV_VGPU, vgpu, 1)) {
         free(ld);
         gos_fail(GOS_EIO, "setenv: %s", strerror(errno));
         return cli_fail();

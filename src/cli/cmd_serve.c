@@ -1,6 +1,7 @@
 /* cmd_serve.c: `gpuos serve`, the daemon that owns the GPU(s) and hosts virtual
  * GPUs (pillar 3). See src/serve/config.h for the configuration file. */
 #include "cli/cli.h"
+#include "common/env.h"
 #include "common/status.h"
 #include "serve/serve.h"
 
@@ -68,7 +69,7 @@ int cmd_serve(int argc, char **argv)
             verbose = 1;
             level = LOG_DEBUG;
         } else if (!strcmp(a, "--log-level") && i + 1 < argc) {
-            if (srv_log_parse_level(argv[++i], &level))
+            if (gos_log_parse_level(argv[++i], &level))
                 return cli_usage("serve", "%s", gos_last_error());
         } else {
             return cli_usage("serve", "unknown or incomplete argument \"%s\"", a);
@@ -81,14 +82,15 @@ int cmd_serve(int argc, char **argv)
         gos_fail(GOS_ENOMEM, "out of memory");
         return cli_fail();
     }
-    srv_log_init(level);
+    gos_log_name("gpuos serve");
+    gos_log_init(level);
     /* Kept absolute: SIGHUP rereads it. */
     char *abs = realpath(config, NULL);
     snprintf(s->config_path, sizeof s->config_path, "%s", abs ? abs : config);
     free(abs);
     int rc = gos_serve_config_load(config, &s->cfg);
-    if (!rc && !sock && !s->cfg.socket[0] && getenv("GPUOS_SOCKET") && getenv("GPUOS_SOCKET")[0])
-        sock = getenv("GPUOS_SOCKET");
+    if (!rc && !sock && !s->cfg.socket[0] && getenv(GOS_ENV_SOCKET) && getenv(GOS_ENV_SOCKET)[0])
+        sock = getenv(GOS_ENV_SOCKET);
     if (!rc && sock) {
         if (strlen(sock) >= sizeof s->cfg.socket)
             rc = gos_fail(GOS_EINVAL, "socket path too long");
@@ -103,8 +105,8 @@ int cmd_serve(int argc, char **argv)
         rc = srv_run(s, sim);
     if (!s->leaked) /* else threads that were abandoned may still look at it until the exit */
         free(s);
-    if (rc && srv_log_journal()) { /* the reason, with its priority, in the journal */
-        srv_log(LOG_ERR, "%s", gos_last_error()[0] ? gos_last_error() : "failed");
+    if (rc && gos_log_journal()) { /* the reason, with its priority, in the journal */
+        gos_log(LOG_ERR, "%s", gos_last_error()[0] ? gos_last_error() : "failed");
         return 1;
     }
     return rc ? cli_fail() : 0;

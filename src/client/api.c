@@ -1,5 +1,6 @@
 /* api.c: libgpuos's device API over the connection: memory, modules,
- * parameters, launches, synchronise, device and vGPU facts. */
+ * parameters, launches, synchronise, device and vGPU facts.
+ * Process: a client program (libgpuos; the shim too). */
 #include "client/client_internal.h"
 
 static int mem_alloc(gpuos_vgpu *g, size_t bytes, gpuos_dptr *out)

@@ -7,7 +7,8 @@
  * with the daemon, which pins it) cut into `depth` slots of `chunk` bytes: the
  * bounce buffers of the copy pipeline (paper 002, section 4.1). Every wait on the
  * daemon has a timeout ($GPUOS_TIMEOUT_MS, default 120 s), so a dead or stuck
- * daemon yields GPUOS_ETIMEDOUT, never a hang. */
+ * daemon yields GPUOS_ETIMEDOUT, never a hang.
+ * Process: a client program (libgpuos; the shim too). */
 #ifndef GOS_CLIENT_INTERNAL_H
 #define GOS_CLIENT_INTERNAL_H
 

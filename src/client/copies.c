@@ -1,5 +1,6 @@
 /* copies.c: libgpuos's copies: shared regions (sealed memfds), the staging
- * bounce buffers and their pipeline, the host-side copy threads, every memcpy. */
+ * bounce buffers and their pipeline, the host-side copy threads, every memcpy.
+ * Process: a client program (libgpuos; the shim too). */
 #include "client/client_internal.h"
 #include "common/clock.h"
 

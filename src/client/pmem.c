@@ -3,7 +3,8 @@
  * device work is src/place/pmem.c in the client's executor. Host data moves
  * through a bounce region of this allocation's own (never the copy pipeline's
  * staging slots, which queued asynchronous copies may still use), or straight
- * from memory of gpuos_host_alloc(). */
+ * from memory of gpuos_host_alloc().
+ * Process: a client program (libgpuos; the shim too). */
 #include "client/client_internal.h"
 
 #define PMEM_BOUNCE (8u << 20)

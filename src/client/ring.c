@@ -15,8 +15,10 @@
  * (grant revoked, memory swapped out) come back GOS_RING_REVOKED and are sent
  * over the socket in their order; any socket request that touches the device
  * first waits for the ring to be empty (gcl_ring_drain), and the ring is used
- * after socket requests only once those are synchronised: one order for all. */
+ * after socket requests only once those are synchronised: one order for all.
+ * Process: a client program (libgpuos; the shim too). */
 #include "client_internal.h"
+#include "common/env.h"
 
 #include "proto/ring.h"
 
@@ -49,7 +51,7 @@ static struct gos_ring_ctl *ctl(gpuos_vgpu *g) { return gos_ring_ctl(g->ring); }
 
 void gcl_ring_open(gpuos_vgpu *g)
 {
-    const char *e = getenv("GPUOS_RING");
+    const char *e = getenv(GOS_ENV_RING);
     if (e && !strcmp(e, "0"))
         return;
     void *p = NULL;
@@ -60,7 +62,7 @@ void gcl_ring_open(gpuos_vgpu *g)
         return;
     }
     struct gos_msg_ring m = {.bytes = GOS_RING_BYTES,
-                             .spin_us = (uint32_t)gcl_env_size("GPUOS_RING_SPIN_US", DEFAULT_RING_SPIN_US)};
+                             .spin_us = (uint32_t)gcl_env_size(GOS_ENV_RING_SPIN_US, DEFAULT_RING_SPIN_US)};
     int rc = gcl_call(g, GOS_MSG_RING, &m, sizeof m, fd, NULL, 0);
     close(fd);
     if (rc) { /* no executor (isolation = none) or an older daemon: the socket path */
@@ -70,9 +72,9 @@ void gcl_ring_open(gpuos_vgpu *g)
     }
     g->ring = p;
     g->ring_res = res;
-    g->ring_inline = gcl_env_size("GPUOS_RING_INLINE", GOS_RING_DATA);
-    g->ring_piece = gcl_env_size("GPUOS_RING_PIECE", 0);
-    g->ring_wait_us = (unsigned)gcl_env_size("GPUOS_RING_WAIT_US", DEFAULT_RING_WAIT_US);
+    g->ring_inline = gcl_env_size(GOS_ENV_RING_INLINE, GOS_RING_DATA);
+    g->ring_piece = gcl_env_size(GOS_ENV_RING_PIECE, 0);
+    g->ring_wait_us = (unsigned)gcl_env_size(GOS_ENV_RING_WAIT_US, DEFAULT_RING_WAIT_US);
     if (g->ring_wait_us > RING_COPY_SPIN_MAX_US)
         g->ring_wait_us = RING_COPY_SPIN_MAX_US;
     if (g->ring_piece && g->ring_piece < 4096)

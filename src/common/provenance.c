@@ -1,5 +1,6 @@
 /* provenance.c: see provenance.h. */
 #include "common/provenance.h"
+#include "common/env.h"
 #include "common/version.h"
 
 #include <stdio.h>
@@ -25,7 +26,7 @@ json_t *gos_provenance(const char *command, const char *driver)
     if (gethostname(host, sizeof host - 1))
         snprintf(host, sizeof host, "unknown");
     host[sizeof host - 1] = 0;
-    const char *commit = getenv("GPUOS_COMMIT");
+    const char *commit = getenv(GOS_ENV_COMMIT);
     if (!commit || !*commit)
         commit = getenv("GOS_COMMIT");
     json_t *p = json_object();

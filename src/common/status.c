@@ -1,8 +1,26 @@
 #include "common/status.h"
 
+#include "gpuos/gpuos.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+
+/* The public codes (include/gpuos/gpuos.h) are the internal ones: the client
+ * library returns GOS_E* unchanged, so each pair must stay equal. */
+#define GOS_SAME_CODE(n) _Static_assert((int)GPUOS_##n == (int)GOS_##n, "public and internal codes differ: " #n)
+GOS_SAME_CODE(OK);
+GOS_SAME_CODE(EINVAL);
+GOS_SAME_CODE(ENODEV);
+GOS_SAME_CODE(EUNSUPPORTED);
+GOS_SAME_CODE(ENOMEM);
+GOS_SAME_CODE(EIO);
+GOS_SAME_CODE(EPERM);
+GOS_SAME_CODE(EDEVICE);
+GOS_SAME_CODE(EPROTO);
+GOS_SAME_CODE(EBUSY);
+GOS_SAME_CODE(ETIMEDOUT);
+GOS_SAME_CODE(ELIMIT);
 
 static _Thread_local char last_msg[512];
 

@@ -10,6 +10,7 @@
 #include "exec/exec_internal.h"
 
 #include "chip/chip.h"
+#include "common/log.h"
 #include "common/status.h"
 #include "device/exec_builtin.h"
 #include "place/place.h"
@@ -50,11 +51,15 @@ static int h_alloc(struct xe *x, const struct x_hdr *h, void *p, int fd)
     return xe_answer(x, h->type, rc, 0, &dptr, 8);
 }
 
-static int h_free(struct xe *x, const struct x_hdr *h, void *p, int fd)
+/* FREE, SHM_UNMAP, PMEM_FREE: a range the ring may no longer reach, released. */
+static int h_release(struct xe *x, const struct x_hdr *h, void *p, int fd)
 {
     uint64_t u = u64_at(p);
     xe_al_del(x, u);
-    return xe_answer(x, h->type, xe_mem_free(x, u), 0, NULL, 0);
+    int rc = h->type == X_FREE        ? xe_mem_free(x, u)
+             : h->type == X_SHM_UNMAP ? xe_shm_unmap(x, u)
+                                      : srv_pmem_free(&x->pmem, u);
+    return xe_answer(x, h->type, rc, 0, NULL, 0);
 }
 
 static int h_swap(struct xe *x, const struct x_hdr *h, void *p, int fd)
@@ -194,12 +199,6 @@ static int h_shm_map(struct xe *x, const struct x_hdr *h, void *p, int fd)
     return xe_answer(x, h->type, rc, 0, &dptr, 8);
 }
 
-static int h_shm_unmap(struct xe *x, const struct x_hdr *h, void *p, int fd)
-{
-    uint64_t u = u64_at(p);
-    xe_al_del(x, u);
-    return xe_answer(x, h->type, xe_shm_unmap(x, u), 0, NULL, 0);
-}
 
 static int h_pmem_alloc(struct xe *x, const struct x_hdr *h, void *p, int fd)
 {
@@ -217,12 +216,6 @@ static int h_pmem_alloc(struct xe *x, const struct x_hdr *h, void *p, int fd)
     return xe_answer(x, h->type, rc, 0, &r, sizeof r);
 }
 
-static int h_pmem_free(struct xe *x, const struct x_hdr *h, void *p, int fd)
-{
-    uint64_t u = u64_at(p);
-    xe_al_del(x, u);
-    return xe_answer(x, h->type, srv_pmem_free(&x->pmem, u), 0, NULL, 0);
-}
 
 static int h_pmem_copy(struct xe *x, const struct x_hdr *h, void *p, int fd)
 {
@@ -276,7 +269,7 @@ static const struct xe_msg {
 } xe_msgs[] = {
     {X_ALLOC, 8, 0, h_alloc},
     {X_VALLOC, 8, 0, h_alloc},
-    {X_FREE, 8, 0, h_free},
+    {X_FREE, 8, 0, h_release},
     {X_EVICT, 8, X_TAKES_FD, h_swap},
     {X_RESTORE, 8, X_TAKES_FD, h_swap},
     {X_EVICT_POOL, sizeof(struct x_swap_io), X_TAKES_FD, h_swap_pool},
@@ -288,9 +281,9 @@ static const struct xe_msg {
     {X_MODULE_GLOBAL, sizeof(struct x_function), 0, h_module_global},
     {X_SHM_NEW, 8, 0, h_shm_new},
     {X_SHM_MAP, 8, X_TAKES_FD, h_shm_map},
-    {X_SHM_UNMAP, 8, 0, h_shm_unmap},
+    {X_SHM_UNMAP, 8, 0, h_release},
     {X_PMEM_ALLOC, sizeof(struct x_pmem_alloc), 0, h_pmem_alloc},
-    {X_PMEM_FREE, 8, 0, h_pmem_free},
+    {X_PMEM_FREE, 8, 0, h_release},
     {X_PMEM_COPY, sizeof(struct gos_msg_pmem_copy), 0, h_pmem_copy},
     {X_PMEM_CHECK, sizeof(struct gos_msg_pmem_check), 0, h_pmem_check},
     {X_RUN, 0, 0, h_run},
@@ -444,6 +437,8 @@ int gos_executor_main(int sock, const char *sim, int ordinal)
     /* Dies with the daemon (or when the daemon drops this executor), even in
      * the middle of a long kernel: nothing else may reach this context. (Not
      * PR_SET_PDEATHSIG: it fires when the daemon *thread* that forked us ends.) */
+    gos_log_name("gpuos executor");
+    gos_log_init(LOG_INFO);
     pthread_t w;
     if (pthread_create(&w, NULL, watchdog, &sock))
         return gos_fail(GOS_EIO, "executor: watchdog thread");

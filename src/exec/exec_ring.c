@@ -16,6 +16,7 @@
  * gone. */
 #include "exec/exec_internal.h"
 
+#include "common/log.h"
 #include "common/status.h"
 #include "device/exec_ops.h"
 
@@ -64,7 +65,7 @@ static void *ring_main(void *arg)
         uint32_t tail = atomic_load_explicit(&c->sq_tail, memory_order_acquire);
         if (tail - r->head > GOS_RING_SLOTS) {
             bump(&c->refused, 1);
-            fprintf(stderr, "gpuos executor: ring tail %u is more than %u entries ahead of %u: ring stopped\n",
+            gos_log(LOG_WARNING, "ring tail %u is more than %u entries ahead of %u: ring stopped",
                     (unsigned)tail, GOS_RING_SLOTS, (unsigned)r->head);
             return NULL; /* that client's fast path ends; its socket still works */
         }

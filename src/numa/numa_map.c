@@ -8,6 +8,7 @@
  * page (a majority, ties broken by the clearest sample), all pages in one sweep
  * over every SM. Afterwards a query is O(1): page parity XOR in-page parity. */
 #include "common/clock.h"
+#include "common/env.h"
 #include "numa/numa.h"
 
 #include "common/status.h"
@@ -49,7 +50,7 @@ static double margin(const gos_numa_model *m, uint32_t sample)
 int gos_numa_probers(const gos_numa_model *m, int sms[GOS_MAX_SMS])
 {
     int want = 16;
-    const char *e = getenv("GPUOS_SWEEP_SMS");
+    const char *e = getenv(GOS_ENV_SWEEP_SMS);
     if (e && atoi(e) > 0)
         want = atoi(e);
     if (want >= m->sm_count) {

@@ -9,6 +9,7 @@
  * probes, uploads the parity table (a 2 MB device page of its own: one byte per
  * 2 MB page covers 4 TB) and moves data in and out of views. */
 #include "place/place.h"
+#include "common/env.h"
 
 #include "common/clock.h"
 #include "common/status.h"
@@ -60,7 +61,7 @@ static int chart_check(const gos_chip *c, const char *what)
 int gos_pmem_chart_load(const char *path, gos_chip **out)
 {
     if (!path || !*path)
-        path = getenv("GPUOS_CHIP");
+        path = getenv(GOS_ENV_CHIP);
     if (!path || !*path)
         return gos_fail(GOS_EINVAL, "no chart of this GPU: pass one (`gpuos probe numa --json FILE` "
                                     "writes it) or set GPUOS_CHIP");

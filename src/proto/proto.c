@@ -1,5 +1,6 @@
 /* proto.c: validation of protocol messages (proto.h). Pure functions, no I/O, so
- * that the parser is unit-tested and fuzzed in process (tests/test_proto*.c). */
+ * that the parser is unit-tested and fuzzed in process (tests/test_proto*.c).
+ * Process: every side of the wire (client, daemon, executor). */
 #include "proto/proto.h"
 
 #include "common/status.h"
@@ -347,5 +348,14 @@ int gos_proto_check_args(const struct gos_msg_hdr *h, const void *payload)
     }
     default:
         return GOS_OK;
+    }
+}
+
+uint32_t gos_proto_request_flags(const struct gos_msg_hdr *h, const void *payload)
+{
+    switch (h->type) {
+    case GOS_MSG_COPY: return ((const struct gos_msg_copy *)payload)->flags;
+    case GOS_MSG_LAUNCH: return ((const struct gos_msg_launch *)payload)->flags;
+    default: return 0;
     }
 }

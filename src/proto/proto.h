@@ -16,7 +16,8 @@
  * type, every length, every enum and flag, every string terminated): anything
  * else is a protocol violation that ends the connection. gos_proto_check_args()
  * then checks the arguments (sizes, geometry): a bad argument is an error of
- * that request only. */
+ * that request only.
+ * Process: every side of the wire (client, daemon, executor). */
 #ifndef GOS_PROTO_H
 #define GOS_PROTO_H
 
@@ -371,6 +372,8 @@ int gos_proto_check(const struct gos_msg_hdr *h, const void *payload);
  * 15.4); the daemon answers it (or keeps it for the next SYNC when the request
  * is asynchronous) and carries on. */
 int gos_proto_check_args(const struct gos_msg_hdr *h, const void *payload);
+/* The GOS_F_* flags of a request that has them (COPY, LAUNCH), else 0. */
+uint32_t gos_proto_request_flags(const struct gos_msg_hdr *h, const void *payload);
 #define GOS_ALLOC_MAX (1ull << 50)
 #define GOS_COPY_MAX (1ull << 40)
 

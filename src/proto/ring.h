@@ -13,7 +13,8 @@
  * on every advance). A revoked grant completes every entry not yet started with
  * GOS_RING_REVOKED: the client sends those again over the socket, in order.
  *
- * Header-only: the client library and the daemon's binary both use it. */
+ * Header-only: the client library and the daemon's binary both use it.
+ * Process: every side of the wire (client, daemon, executor). */
 #ifndef GOS_PROTO_RING_H
 #define GOS_PROTO_RING_H
 

@@ -1,4 +1,5 @@
-/* wire.c: socket transport of protocol messages (wire.h). */
+/* wire.c: socket transport of protocol messages (wire.h).
+ * Process: every side of the wire (client, daemon, executor). */
 #include "proto/wire.h"
 
 #include "common/clock.h"

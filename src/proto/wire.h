@@ -1,7 +1,8 @@
 /* wire.h: moving protocol messages (proto.h) over a Unix stream socket, with an
  * optional file descriptor passed as SCM_RIGHTS. Used by both the daemon and the
  * client library. Every received message is validated with gos_proto_check()
- * before the caller sees it. */
+ * before the caller sees it.
+ * Process: every side of the wire (client, daemon, executor). */
 #ifndef GOS_WIRE_H
 #define GOS_WIRE_H
 

@@ -7,7 +7,8 @@
  * `len` payload bytes; REGION_ADD carries the client's memfd (SCM_RIGHTS). The
  * executor answers every request in order with the same type, rc and a payload;
  * flags X_FAULTED in an answer means its context is dead (a sticky device error)
- * and the executor exits after sending it. */
+ * and the executor exits after sending it.
+ * Process: every side of the wire (client, daemon, executor). */
 #ifndef GOS_PROTO_XPROTO_H
 #define GOS_PROTO_XPROTO_H
 

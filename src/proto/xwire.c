@@ -1,5 +1,6 @@
 /* xwire.c: framing of the daemon <-> executor socketpair (xproto.h); runs in
- * both processes, the daemon and the executor. */
+ * both processes, the daemon and the executor.
+ * Process: every side of the wire (client, daemon, executor). */
 #include "proto/wire.h"
 #include "proto/xproto.h"
 

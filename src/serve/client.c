@@ -7,7 +7,8 @@
  * is closed; the daemon and the other clients carry on. When the connection ends
  * for any reason (BYE, EOF, crash of the client, protocol violation) everything
  * the client queued is taken back and, once its in-flight work has finished, its
- * device memory, regions and modules are released. */
+ * device memory, regions and modules are released.
+ * Process: the daemon (gpuos serve). */
 #include "serve/serve.h"
 
 #include "common/range.h"
@@ -96,7 +97,7 @@ static int do_hello(struct srv_client *c, const struct gos_msg_hello *m, struct 
         if (!strcmp(s->vgpus[v].cfg.name, m->vgpu) && !s->vgpus[v].removed) {
             int rc = srv_vgpu_access(s, v, c->fd, c->uid, c->gid);
             if (rc) {
-                srv_log(LOG_NOTICE, "client %u (pid %d) refused: %s", c->id, (int)c->pid, gos_last_error());
+                gos_log(LOG_NOTICE, "client %u (pid %d) refused: %s", c->id, (int)c->pid, gos_last_error());
                 return rc;
             }
             if (s->vgpus[v].clients >= s->cfg.max_clients_per_vgpu)
@@ -118,7 +119,7 @@ static int do_hello(struct srv_client *c, const struct gos_msg_hello *m, struct 
                 s->vgpus[v].clients--;
                 if (rc)
                     return rc;
-                srv_log(LOG_DEBUG, "client %u (pid %d) of vGPU %s: executor pid %d", c->id, (int)m->pid, m->vgpu,
+                gos_log(LOG_DEBUG, "client %u (pid %d) of vGPU %s: executor pid %d", c->id, (int)m->pid, m->vgpu,
                         (int)c->x->pid);
             }
             c->vgpu = v;
@@ -407,7 +408,27 @@ static void device_info(struct srv_client *c, struct gos_rep_device_info *r)
  * allocations. GOS_OK, or an error of this request alone: the caller answers it
  * (or keeps it for the next SYNC when the request is asynchronous) and the
  * session carries on. */
-static int validate(struct srv_client *c, const struct gos_msg_hdr *h, const void *p)
+/* The requests a client may send, as tmux's command entries: type, handler
+ * and the request's properties (its payload's size and form are the
+ * protocol's, proto.c):
+ *   MF_BEFORE_HELLO  allowed before HELLO (the administration requests);
+ *   MF_KEEPS_FD      the handler keeps the descriptor passed with it (the
+ *                    reader closes any other, and this one when refused);
+ *   MF_DEVICE        needs the client's executor: refused, naming why, once
+ *                    it is gone;
+ *   MF_QUEUED        queued device work whose flags say GOS_F_ASYNC: an error
+ *                    is kept for the next SYNC rather than answered. */
+#define MF_BEFORE_HELLO 1u
+#define MF_KEEPS_FD 2u
+#define MF_DEVICE 4u
+#define MF_QUEUED 8u
+struct msg_entry {
+    uint16_t type;
+    unsigned flags;
+    int (*fn)(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd);
+};
+
+static int validate(struct srv_client *c, const struct msg_entry *e, const struct gos_msg_hdr *h, const void *p)
 {
     struct srv *s = c->srv;
     int rc = gos_proto_check_args(h, p);
@@ -415,28 +436,9 @@ static int validate(struct srv_client *c, const struct gos_msg_hdr *h, const voi
         return rc;
     if (c->x && c->x->dead) {
         srv_client_exec_check(c);
-        switch (h->type) {
-        case GOS_MSG_MEM_ALLOC:
-        case GOS_MSG_MEM_FREE:
-        case GOS_MSG_REGION_ADD:
-        case GOS_MSG_COPY:
-        case GOS_MSG_MODULE_LOAD:
-        case GOS_MSG_MODULE_UNLOAD:
-        case GOS_MSG_FUNC_GET:
-        case GOS_MSG_MODULE_GLOBAL:
-        case GOS_MSG_LAUNCH:
-        case GOS_MSG_SHM_GET:
-        case GOS_MSG_SHM_AT:
-        case GOS_MSG_SHM_DT:
-        case GOS_MSG_PMEM_ALLOC:
-        case GOS_MSG_PMEM_FREE:
-        case GOS_MSG_PMEM_COPY:
-        case GOS_MSG_PMEM_CHECK:
+        if (e->flags & MF_DEVICE)
             return gos_fail(GOS_EDEVICE, "vGPU %s: this client's executor is gone (%s); reconnect",
                             s->vgpus[c->vgpu].cfg.name, c->x->why);
-        default:
-            break;
-        }
     }
     switch (h->type) {
     case GOS_MSG_MEM_ALLOC:
@@ -784,52 +786,51 @@ static int msg_admin_set(struct srv_client *c, const struct gos_msg_hdr *h, void
     return reply(c, h->seq, h->type, rc, NULL, 0);
 }
 
-/* The requests a client may send, as tmux's command entries: type, handler,
- * and whether it is allowed before HELLO. */
-static const struct msg_entry {
-    uint16_t type;
-    int before_hello;
-    int (*fn)(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd);
-} msg_table[] = {
-    {GOS_MSG_HELLO, 1, msg_hello},
-    {GOS_MSG_BYE, 1, msg_bye},
-    {GOS_MSG_MEM_ALLOC, 0, msg_mem_alloc},
-    {GOS_MSG_MEM_FREE, 0, msg_mem_free},
-    {GOS_MSG_REGION_ADD, 0, msg_region_add},
+static const struct msg_entry msg_table[] = {
+    {GOS_MSG_HELLO, MF_BEFORE_HELLO, msg_hello},
+    {GOS_MSG_BYE, MF_BEFORE_HELLO, msg_bye},
+    {GOS_MSG_MEM_ALLOC, MF_DEVICE, msg_mem_alloc},
+    {GOS_MSG_MEM_FREE, MF_DEVICE, msg_mem_free},
+    {GOS_MSG_REGION_ADD, MF_DEVICE | MF_KEEPS_FD, msg_region_add},
     {GOS_MSG_REGION_DEL, 0, msg_region_del},
-    {GOS_MSG_COPY, 0, msg_copy},
-    {GOS_MSG_MODULE_LOAD, 0, msg_module_load},
-    {GOS_MSG_MODULE_UNLOAD, 0, msg_module_unload},
-    {GOS_MSG_FUNC_GET, 0, msg_func_get},
-    {GOS_MSG_MODULE_GLOBAL, 0, msg_module_global},
-    {GOS_MSG_LAUNCH, 0, msg_launch},
+    {GOS_MSG_COPY, MF_DEVICE | MF_QUEUED, msg_copy},
+    {GOS_MSG_MODULE_LOAD, MF_DEVICE, msg_module_load},
+    {GOS_MSG_MODULE_UNLOAD, MF_DEVICE, msg_module_unload},
+    {GOS_MSG_FUNC_GET, MF_DEVICE, msg_func_get},
+    {GOS_MSG_MODULE_GLOBAL, MF_DEVICE, msg_module_global},
+    {GOS_MSG_LAUNCH, MF_DEVICE | MF_QUEUED, msg_launch},
     {GOS_MSG_SYNC, 0, msg_sync},
     {GOS_MSG_DEVICE_INFO, 0, msg_device_info},
     {GOS_MSG_DEVICE_ATTRS, 0, msg_device_attrs},
     {GOS_MSG_VGPU_INFO, 0, msg_vgpu_info},
-    {GOS_MSG_ADMIN_LIST, 1, msg_admin_list},
-    {GOS_MSG_ADMIN_SET, 1, msg_admin_set},
-    {GOS_MSG_SHM_GET, 0, msg_shm_get},
-    {GOS_MSG_SHM_AT, 0, msg_shm_at},
-    {GOS_MSG_SHM_DT, 0, msg_shm_dt},
+    {GOS_MSG_ADMIN_LIST, MF_BEFORE_HELLO, msg_admin_list},
+    {GOS_MSG_ADMIN_SET, MF_BEFORE_HELLO, msg_admin_set},
+    {GOS_MSG_SHM_GET, MF_DEVICE, msg_shm_get},
+    {GOS_MSG_SHM_AT, MF_DEVICE, msg_shm_at},
+    {GOS_MSG_SHM_DT, MF_DEVICE, msg_shm_dt},
     {GOS_MSG_SHM_CTL, 0, msg_shm_ctl},
-    {GOS_MSG_ADMIN_SHM_LIST, 1, msg_admin_shm_list},
-    {GOS_MSG_PMEM_ALLOC, 0, msg_pmem_alloc},
-    {GOS_MSG_PMEM_FREE, 0, msg_pmem_free},
-    {GOS_MSG_PMEM_COPY, 0, msg_pmem_copy},
-    {GOS_MSG_PMEM_CHECK, 0, msg_pmem_check},
+    {GOS_MSG_ADMIN_SHM_LIST, MF_BEFORE_HELLO, msg_admin_shm_list},
+    {GOS_MSG_PMEM_ALLOC, MF_DEVICE, msg_pmem_alloc},
+    {GOS_MSG_PMEM_FREE, MF_DEVICE, msg_pmem_free},
+    {GOS_MSG_PMEM_COPY, MF_DEVICE, msg_pmem_copy},
+    {GOS_MSG_PMEM_CHECK, MF_DEVICE, msg_pmem_check},
     {GOS_MSG_RING, 0, msg_ring},
 };
+
+static const struct msg_entry *msg_find(uint16_t type)
+{
+    for (size_t i = 0; i < sizeof msg_table / sizeof msg_table[0]; i++)
+        if (msg_table[i].type == type)
+            return &msg_table[i];
+    return NULL;
+}
 
 /* Handles one message (lock held): finds its entry, validates, runs it.
  * Returns < 0 to end the connection. */
 static int handle(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
 {
-    const struct msg_entry *e = NULL;
-    for (size_t i = 0; i < sizeof msg_table / sizeof msg_table[0]; i++)
-        if (msg_table[i].type == h->type)
-            e = &msg_table[i];
-    if (c->vgpu < 0 && !(e && e->before_hello)) {
+    const struct msg_entry *e = msg_find(h->type);
+    if (c->vgpu < 0 && !(e && (e->flags & MF_BEFORE_HELLO))) {
         gos_fail(GOS_EPROTO, "%s before HELLO", gos_proto_name(h->type));
         reply(c, h->seq, h->type == GOS_MSG_REPLY ? GOS_MSG_HELLO : h->type, GOS_EPROTO, NULL, 0);
         return -1;
@@ -839,18 +840,15 @@ static int handle(struct srv_client *c, const struct gos_msg_hdr *h, void *p, in
         reply(c, h->seq, h->type == GOS_MSG_REPLY ? GOS_MSG_HELLO : h->type, GOS_EPROTO, NULL, 0);
         return -1;
     }
-    int rc = validate(c, h, p);
+    int rc = validate(c, e, h, p);
     if (rc) {
         if (h->type == GOS_MSG_HELLO) {
             reply(c, h->seq, h->type, rc, NULL, 0);
             return -1;
         }
-        if (fd >= 0 && h->type == GOS_MSG_REGION_ADD)
+        if (fd >= 0 && (e->flags & MF_KEEPS_FD))
             close(fd);
-        uint32_t flags = h->type == GOS_MSG_COPY     ? ((const struct gos_msg_copy *)p)->flags
-                         : h->type == GOS_MSG_LAUNCH ? ((const struct gos_msg_launch *)p)->flags
-                                                     : 0;
-        return answer_queued(c, h, rc, flags);
+        return answer_queued(c, h, rc, e->flags & MF_QUEUED ? gos_proto_request_flags(h, p) : 0);
     }
     return e->fn(c, h, p, fd);
 }
@@ -912,9 +910,9 @@ void *srv_client_main(void *arg)
                 pthread_mutex_lock(&s->lock);
                 gos_wire_reply(c->fd, 1, h.seq, t, GOS_EPROTO, why, NULL, 0);
                 pthread_mutex_unlock(&s->lock);
-                srv_log(LOG_WARNING, "client %u (pid %d) rejected: %s", c->id, (int)c->pid, why);
+                gos_log(LOG_WARNING, "client %u (pid %d) rejected: %s", c->id, (int)c->pid, why);
             } else if (strcmp(gos_last_error(), "connection closed")) {
-                srv_log(LOG_DEBUG, "client %u: %s", c->id, gos_last_error());
+                gos_log(LOG_DEBUG, "client %u: %s", c->id, gos_last_error());
             }
             break;
         }
@@ -925,8 +923,9 @@ void *srv_client_main(void *arg)
         if (r >= 0 && c->kick && !s->stop && !srv_client_batch_open(c))
             srv_client_dispatch(c);
         pthread_mutex_unlock(&s->lock);
-        if (h.type != GOS_MSG_REGION_ADD && fd >= 0)
-            close(fd); /* a descriptor nobody asked for */
+        const struct msg_entry *e = msg_find(h.type);
+        if (fd >= 0 && !(e && (e->flags & MF_KEEPS_FD)))
+            close(fd); /* a descriptor nobody keeps */
         if (r < 0)
             break;
     }

@@ -1,4 +1,5 @@
-/* config.c: parsing the `gpuos serve` configuration file (config.h). */
+/* config.c: parsing the `gpuos serve` configuration file (config.h).
+ * Process: the daemon (gpuos serve). */
 #include "serve/config.h"
 
 #include "common/status.h"

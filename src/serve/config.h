@@ -66,7 +66,8 @@
  * "Configuration keys"): global state, metrics_listen; [device] chip; [vgpu]
  * users, groups.
  *
- * Errors name the file, the line and the problem. */
+ * Errors name the file, the line and the problem.
+ * Process: the daemon (gpuos serve). */
 #ifndef GOS_SERVE_CONFIG_H
 #define GOS_SERVE_CONFIG_H
 

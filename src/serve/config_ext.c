@@ -5,7 +5,8 @@
  *   [vgpu]    users = NAME|UID, ...      who may open the vGPU
  *             groups = NAME|GID, ...
  * User and group names are resolved when the file is read: an unknown name is
- * an error naming the line. */
+ * an error naming the line.
+ * Process: the daemon (gpuos serve). */
 #include "serve/config.h"
 
 #include "common/status.h"

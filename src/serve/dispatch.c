@@ -15,7 +15,8 @@
  *
  * A client's tasks run in submission order: a task is handed to the scheduler
  * only when no task of the other kind of that client is still queued or running
- * (same-kind tasks queue behind each other in the policy's per-vGPU FIFO). */
+ * (same-kind tasks queue behind each other in the policy's per-vGPU FIFO).
+ * Process: the daemon (gpuos serve). */
 #include "serve/serve.h"
 
 #include "common/clock.h"

@@ -1,4 +1,5 @@
-/* executor.c: spawning and talking to executor processes (executor.h). */
+/* executor.c: spawning and talking to executor processes (executor.h).
+ * Process: the daemon (gpuos serve). */
 #include "serve/executor.h"
 
 #include "common/status.h"

@@ -1,7 +1,8 @@
 /* executor.h: the daemon's side of an executor process (issue 9; xproto.h).
  * Calls on one executor are serialised by its own lock (never the daemon's);
  * a dead executor (faulted, killed, channel broken) answers every later call
- * with GOS_EDEVICE and the reason. */
+ * with GOS_EDEVICE and the reason.
+ * Process: the daemon (gpuos serve). */
 #ifndef GOS_SERVE_EXECUTOR_H
 #define GOS_SERVE_EXECUTOR_H
 

@@ -4,7 +4,8 @@
  * a grant must be long enough to amortise it, and no longer than needed, since
  * a busy neighbour's grant is what another client waits for. grant_us = N fixes
  * it; grant_us = auto (the default with executors) measures the switch and
- * sizes grants to keep its cost at 1/SRV_GRANT_AUTO_DIV of the GPU. */
+ * sizes grants to keep its cost at 1/SRV_GRANT_AUTO_DIV of the GPU.
+ * Process: the daemon (gpuos serve). */
 #include "serve/serve.h"
 
 /* The expected GPU time a batch may reach: the grant and its slack. */
@@ -32,6 +33,6 @@ void srv_grant_learn(struct srv_dev *d, pid_t pid, uint64_t wall_ns, uint64_t gp
     uint64_t old = d->grant_ns;
     d->grant_ns = g;
     if (d->switches == 1 || g > old + old / 4 || old > g + g / 4) /* the first, and every large change */
-        srv_log(LOG_INFO, "device %d: a switch between executors costs %.0f us: grants of %.0f us (grant_us = auto)",
+        gos_log(LOG_INFO, "device %d: a switch between executors costs %.0f us: grants of %.0f us (grant_us = auto)",
                 d->index, (double)d->switch_ns / 1e3, (double)g / 1e3);
 }

@@ -22,7 +22,8 @@
  *   gpuos_chip_hash_granularity_bytes
  * Daemon: gpuos_clients, gpuos_config_reloads_total,
  *   gpuos_config_reload_failures_total, gpuos_config_last_reload_successful,
- *   gpuos_config_last_reload_success_timestamp_seconds. */
+ *   gpuos_config_last_reload_success_timestamp_seconds.
+ * Process: the daemon (gpuos serve). */
 #include "serve/serve.h"
 
 #include "chip/chip.h"
@@ -339,7 +340,7 @@ int srv_metrics_start(struct srv *s)
         return gos_fail(GOS_EIO, "metrics_listen = %s: cannot listen there (address in use or not local?)",
                         s->cfg.metrics_listen);
     s->metrics = d;
-    srv_log(LOG_NOTICE, "metrics on http://%s/metrics", s->cfg.metrics_listen);
+    gos_log(LOG_NOTICE, "metrics on http://%s/metrics", s->cfg.metrics_listen);
     return GOS_OK;
 }
 

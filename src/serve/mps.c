@@ -5,7 +5,8 @@
  * meets another MPS server of the machine). Starting MPS changes no GPU setting
  * (H200-NOTES). The environment is built before fork: the daemon has threads.
  * Stopping waits until the control daemon and server are gone (quit is
- * asynchronous). */
+ * asynchronous).
+ * Process: the daemon (gpuos serve). */
 #include "serve/serve.h"
 
 #include "common/status.h"
@@ -144,8 +145,8 @@ void srv_mps_stop(char *dir)
     for (; i < 1000 && (n = mps_procs(dir, left, 16)) > 0; i++)
         usleep(10000);
     if (i > 0 && n == 0)
-        srv_log(LOG_INFO, "isolation = mps: the MPS server of %s gone %d ms after quit", dir, 10 * i);
+        gos_log(LOG_INFO, "isolation = mps: the MPS server of %s gone %d ms after quit", dir, 10 * i);
     if (n > 0)
-        srv_log(LOG_WARNING, "isolation = mps: the MPS server of %s (pid %d) still runs 10 s after quit", dir,
+        gos_log(LOG_WARNING, "isolation = mps: the MPS server of %s (pid %d) still runs 10 s after quit", dir,
                 (int)left[0]);
 }

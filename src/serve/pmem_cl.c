@@ -10,7 +10,8 @@
  * table's 2 MB page); it is listed with the client's allocations (so copies,
  * built-in kernels' range checks and the accounting at the session's end and at
  * an executor's loss treat it like one) but gpuos_mem_free refuses it. Not
- * swappable: a device with swap refuses it. */
+ * swappable: a device with swap refuses it.
+ * Process: the daemon (gpuos serve). */
 #include "serve/serve.h"
 
 #include "common/status.h"

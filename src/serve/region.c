@@ -1,6 +1,7 @@
 /* region.c: a client's shared regions (sealed memfds mapped by the daemon and,
  * under isolation = process, by the client's executor too): adding one, finding
- * a range in one, dropping one (unmapped once no queued task uses it). */
+ * a range in one, dropping one (unmapped once no queued task uses it).
+ * Process: the daemon (gpuos serve). */
 #include "serve/serve.h"
 
 #include "common/range.h"

@@ -7,7 +7,8 @@
  * Credit and FIFO see every request of every client again (the executor answers
  * entries it has not started with GOS_RING_REVOKED and the client sends them
  * over the socket). The time an executor reports for its ring is charged to the
- * vGPU (compute time in `gpuos vgpu list`). */
+ * vGPU (compute time in `gpuos vgpu list`).
+ * Process: the daemon (gpuos serve). */
 #include "serve/serve.h"
 
 #include "common/status.h"
@@ -83,7 +84,7 @@ int srv_ring_regrant(struct srv *s, int device)
             srv_ring_charge(c);
             atomic_store(&k->grant, want);
             gos_ring_kick(&k->sq_futex, &k->exec_sleeping);
-            srv_log(LOG_DEBUG, "client %u: ring %s", c->id, want ? "granted (alone on the device)" : "revoked");
+            gos_log(LOG_DEBUG, "client %u: ring %s", c->id, want ? "granted (alone on the device)" : "revoked");
             revoked += !want;
         }
     }

@@ -22,7 +22,8 @@
  *
  * Ownership: a client is freed when its reader thread has ended AND no task of it
  * is queued or in flight (refs), so that a client dying mid-copy releases its
- * memory only after the device stopped touching it. */
+ * memory only after the device stopped touching it.
+ * Process: the daemon (gpuos serve). */
 #ifndef GOS_SERVE_H
 #define GOS_SERVE_H
 
@@ -35,7 +36,7 @@
 #include "vmem/shm.h"
 #include "vmem/swap.h"
 #include "serve/executor.h"
-#include "serve/log.h"
+#include "common/log.h"
 #include "common/clock.h"
 #include "common/range.h"
 

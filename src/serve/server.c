@@ -7,7 +7,8 @@
  *
  * As a systemd service (Type=notify): READY=1 once the socket listens,
  * RELOADING=1 / READY=1 around a SIGHUP reload (reload.c), STOPPING=1 at
- * shutdown; sd_notify does nothing when $NOTIFY_SOCKET is unset. */
+ * shutdown; sd_notify does nothing when $NOTIFY_SOCKET is unset.
+ * Process: the daemon (gpuos serve). */
 #include "serve/serve.h"
 #include "serve/syslibs.h"
 
@@ -141,7 +142,7 @@ static int open_devices(struct srv *s, const char *force_sim)
     if (rc0)
         return rc0;
     if (warn[0])
-        srv_log(LOG_WARNING, "%s", warn);
+        gos_log(LOG_WARNING, "%s", warn);
     if ((rc0 = srv_spatial_open(s)))
         return rc0;
     for (int v = 0; v < s->cfg.n_vgpus; v++) {
@@ -207,7 +208,7 @@ static int socket_dir(const char *path)
                             dir, strerror(e));
         }
         chmod(dir, 0755); /* whatever the umask */
-        srv_log(LOG_INFO, "created %s (mode 0755)", dir);
+        gos_log(LOG_INFO, "created %s (mode 0755)", dir);
         if (stat(dir, &st))
             return gos_fail(GOS_EIO, "%s: %s", dir, strerror(errno));
     }
@@ -376,7 +377,7 @@ static void fit_fd_limit(struct srv *s)
                                                    : (int)(rl.rlim_cur / (2 * per));
         if (fit < 1)
             fit = 1;
-        srv_log(LOG_WARNING, "max_clients %d does not fit the descriptor limit %llu: %d", s->cfg.max_clients,
+        gos_log(LOG_WARNING, "max_clients %d does not fit the descriptor limit %llu: %d", s->cfg.max_clients,
                 (unsigned long long)rl.rlim_cur, fit);
         s->cfg.max_clients = fit;
     }
@@ -425,7 +426,7 @@ int srv_run(struct srv *s, const char *force_sim)
     s->reserve_fd = -1;
     fit_fd_limit(s);
     for (int i = 0; i < s->cfg.n_warn; i++)
-        srv_log(LOG_WARNING, "%s", s->cfg.warn[i]);
+        gos_log(LOG_WARNING, "%s", s->cfg.warn[i]);
     /* Readers poll for the next request only where CPUs are plentiful: a poller
      * takes a CPU for up to spin_us after each request. */
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -465,10 +466,10 @@ int srv_run(struct srv *s, const char *force_sim)
         }
     if ((rc = srv_metrics_start(s)))
         goto fail;
-    srv_log(LOG_NOTICE, "listening on %s (%d device%s, %d vGPU%s, protocol %d)", s->cfg.socket, s->n_devs,
+    gos_log(LOG_NOTICE, "listening on %s (%d device%s, %d vGPU%s, protocol %d)", s->cfg.socket, s->n_devs,
             s->n_devs == 1 ? "" : "s", s->n_vgpus, s->n_vgpus == 1 ? "" : "s", GOS_PROTOCOL_VERSION);
     for (int i = 0; i < s->n_devs; i++)
-        srv_log(LOG_INFO, "device %s: %s%s, policy %s, queue %s, isolation %s", s->cfg.devs[i].label,
+        gos_log(LOG_INFO, "device %s: %s%s, policy %s, queue %s, isolation %s", s->cfg.devs[i].label,
                 s->devs[i].info.simulated ? "simulated " : "", s->devs[i].info.name,
                 gos_sched_policy_name(s->devs[i].sched), gos_sched_mode_name(s->devs[i].sched),
                 s->devs[i].isolation == GOS_ISOLATION_NONE  ? "none"
@@ -499,7 +500,7 @@ int srv_run(struct srv *s, const char *force_sim)
                 srv_reload(s);
                 continue;
             }
-            srv_log(LOG_NOTICE, "%s: shutting down", strsignal((int)si.ssi_signo));
+            gos_log(LOG_NOTICE, "%s: shutting down", strsignal((int)si.ssi_signo));
             break;
         }
         if (listen && pf[1].revents && accept_one(s) < 0)
@@ -532,7 +533,7 @@ fail:
         leftover = ring_busy;
     int abandoned = 0;
     if (leftover) {
-        srv_log(LOG_WARNING, "%d client(s) still busy after the grace period of %d ms: abandoning their work",
+        gos_log(LOG_WARNING, "%d client(s) still busy after the grace period of %d ms: abandoning their work",
                 leftover, s->cfg.shutdown_grace_ms);
         for (int i = 0; i < s->n_devs; i++)
             if (s->devs[i].dev && s->devs[i].isolation == GOS_ISOLATION_NONE)

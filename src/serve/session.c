@@ -1,7 +1,8 @@
 /* session.c: a client's session as a whole: its executor's loss (counted,
  * logged, memory returned) and its end (everything it held released once no
  * task of it is queued or running). Called by the reader (client.c) and the
- * engines (dispatch.c); calls only region.c and executor.c. */
+ * engines (dispatch.c); calls only region.c and executor.c.
+ * Process: the daemon (gpuos serve). */
 #include "serve/serve.h"
 
 #include "common/grow.h"
@@ -51,7 +52,7 @@ static void client_free(struct srv_client *c)
             break;
         }
     s->n_clients--;
-    srv_log(LOG_DEBUG, "client %u (pid %d) released", c->id, (int)c->pid);
+    gos_log(LOG_DEBUG, "client %u (pid %d) released", c->id, (int)c->pid);
     close(c->fd);
     pthread_mutex_destroy(&c->wlock);
     free(c->allocs);
@@ -77,7 +78,7 @@ void srv_client_exec_check(struct srv_client *c)
     int fated = c->x->fated;
     if (!fated)
         v->faults++; /* its own loss (fault, kill), not another MPS client's */
-    srv_log(LOG_WARNING, "vGPU %s: client %u (pid %d): executor pid %d lost: %s", v->cfg.name, c->id, (int)c->pid,
+    gos_log(LOG_WARNING, "vGPU %s: client %u (pid %d): executor pid %d lost: %s", v->cfg.name, c->id, (int)c->pid,
             (int)c->x->pid, c->x->why);
     /* Its memory went with its process: back to the vGPU's share now; its
      * attachments of shared segments are gone too (the segments stay). */
@@ -112,13 +113,13 @@ void srv_client_exec_check(struct srv_client *c)
             srv_exec_fail(o->x, why);
             n++;
         }
-    srv_log(LOG_WARNING, "device %d: MPS fault of vGPU %s: %d other client(s) told; restarting the MPS server",
+    gos_log(LOG_WARNING, "device %d: MPS fault of vGPU %s: %d other client(s) told; restarting the MPS server",
             d->index, v->cfg.name, n);
     d->mps_restarted_ns = gos_now_ns();
     if (d->mps_dir[0]) {
         srv_mps_stop(d->mps_dir);
         if (srv_mps_start(d->mps_dir, sizeof d->mps_dir))
-            srv_log(LOG_ERR, "device %d: %s", d->index, gos_last_error());
+            gos_log(LOG_ERR, "device %d: %s", d->index, gos_last_error());
     }
 }
 

@@ -15,7 +15,8 @@
  * allocation; mem_free refuses them; a client that dies (or whose executor
  * dies) is detached from every segment it held.
  *
- * All functions run with srv->lock held and drop it around executor calls. */
+ * All functions run with srv->lock held and drop it around executor calls.
+ * Process: the daemon (gpuos serve). */
 #include "serve/serve.h"
 
 #include "common/status.h"

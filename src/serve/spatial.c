@@ -15,7 +15,8 @@
  * hardware. Per-process isolation (clients in their own processes or MPS clients,
  * issue 9, not built) cannot host them as they are: measured on three H200s,
  * inside an MPS client the kernels of every green-context group reported SM 0, so
- * no group can be identified (results/GPU-* /smset/smset-mps.txt). */
+ * no group can be identified (results/GPU-* /smset/smset-mps.txt).
+ * Process: the daemon (gpuos serve). */
 #include "serve/serve.h"
 
 #include "chip/chip.h"
@@ -158,7 +159,7 @@ int srv_spatial_open(struct srv *s)
                 break;
             }
             g->device = n;
-            fprintf(stderr, "gpuos serve: SM set %s: %d SMs (%d free-floating) in %d GPCs, %d clusters of %d at once\n",
+            gos_log(LOG_INFO, "SM set %s: %d SMs (%d free-floating) in %d GPCs, %d clusters of %d at once",
                     s->cfg.devs[n].label, set.n_sms, set.n_free_floating, set.n_gpcs, set.clusters[g->cluster],
                     g->cluster);
         }

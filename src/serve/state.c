@@ -13,7 +13,8 @@
  *
  * Where: `state = PATH` in the configuration (`state = none`: not persisted);
  * default $STATE_DIRECTORY/vgpu-state.json under systemd (StateDirectory=),
- * else CONFIG.state beside the configuration file. */
+ * else CONFIG.state beside the configuration file.
+ * Process: the daemon (gpuos serve). */
 #include "serve/serve.h"
 
 #include "common/status.h"
@@ -54,7 +55,7 @@ int srv_state_reconcile(struct srv *s)
             srv_vgpu_file_value(&g->file, k, file, sizeof file);
             if (!strcmp(file, o->base))
                 continue;
-            srv_log(LOG_NOTICE, "vGPU %s: %s = %s in the configuration file (was %s when `vgpu set` made it %s): "
+            gos_log(LOG_NOTICE, "vGPU %s: %s = %s in the configuration file (was %s when `vgpu set` made it %s): "
                                 "the file's value wins", g->cfg.name, keys[k], file, o->base, o->value);
             memset(o, 0, sizeof *o);
             /* back to the file's value */
@@ -88,7 +89,7 @@ int srv_state_load(struct srv *s)
     if (access(p, F_OK)) {
         if (errno != ENOENT)
             return gos_fail(GOS_EIO, "state file %s: %s", p, strerror(errno));
-        srv_log(LOG_INFO, "state file %s: none yet (`vgpu set` changes will be kept there)", p);
+        gos_log(LOG_INFO, "state file %s: none yet (`vgpu set` changes will be kept there)", p);
         return GOS_OK;
     }
     json_error_t je;
@@ -123,7 +124,7 @@ int srv_state_load(struct srv *s)
         }
         int v = srv_vgpu_find(s, vg);
         if (v < 0) {
-            srv_log(LOG_NOTICE, "state file: vGPU %s is no longer configured: its %s = %s is dropped", vg, key, val);
+            gos_log(LOG_NOTICE, "state file: vGPU %s is no longer configured: its %s = %s is dropped", vg, key, val);
             n_drop++;
             continue;
         }
@@ -131,7 +132,7 @@ int srv_state_load(struct srv *s)
         char file[32];
         srv_vgpu_file_value(&g->file, k, file, sizeof file);
         if (strcmp(file, base)) {
-            srv_log(LOG_NOTICE, "vGPU %s: %s = %s in the configuration file (was %s when `vgpu set` made it %s): "
+            gos_log(LOG_NOTICE, "vGPU %s: %s = %s in the configuration file (was %s when `vgpu set` made it %s): "
                                 "the file's value wins", vg, key, file, base, val);
             n_drop++;
             continue;
@@ -147,7 +148,7 @@ int srv_state_load(struct srv *s)
         snprintf(o->base, sizeof o->base, "%s", base);
         applied++;
     }
-    srv_log(LOG_INFO, "state file %s: %d `vgpu set` change%s applied%s", p, applied, applied == 1 ? "" : "s",
+    gos_log(LOG_INFO, "state file %s: %d `vgpu set` change%s applied%s", p, applied, applied == 1 ? "" : "s",
             n_drop ? ", others dropped (above)" : "");
     if (n_drop)
         rc = srv_state_save(s);

@@ -23,13 +23,14 @@
  * objects and gives their pool ranges back. A client that dies drops its objects
  * the same way; objects in transition are dropped when the step reports.
  *
- * All functions run with srv->lock held and drop it around executor calls. */
+ * All functions run with srv->lock held and drop it around executor calls.
+ * Process: the daemon (gpuos serve). */
 #include "serve/serve.h"
 
 #include "common/clock.h"
 #include "common/status.h"
 #include "device/vmm_ops.h"
-#include "serve/log.h"
+#include "common/log.h"
 #include "proto/xproto.h"
 #include "vmem/swap_pool.h"
 
@@ -168,7 +169,7 @@ static void step(struct srv *s, struct srv_dev *d, int evict, uint64_t id)
     struct x_swap_rep rep = {0};
     if (evict) {
         if ((rc = gos_swap_pool_get(&d->swp->pool, o->bytes, &m.off))) {
-            srv_log(LOG_WARNING, "swap: vGPU %s: %s", s->vgpus[vgpu].cfg.name, gos_last_error());
+            gos_log(LOG_WARNING, "swap: vGPU %s: %s", s->vgpus[vgpu].cfg.name, gos_last_error());
             gos_swap_evicted(d->sw, id, 0);
             return;
         }
@@ -184,7 +185,7 @@ static void step(struct srv *s, struct srv_dev *d, int evict, uint64_t id)
     pthread_mutex_lock(&s->lock);
     double ms = ms_since(t0);
     if (!rc)
-        srv_log(LOG_INFO, "swap: %s vGPU %s: %llu MB in %.1f ms (copy %.1f ms, %.2f GB/s; page-locking %.1f ms%s)",
+        gos_log(LOG_INFO, "swap: %s vGPU %s: %llu MB in %.1f ms (copy %.1f ms, %.2f GB/s; page-locking %.1f ms%s)",
                 evict ? "evicted" : "restored", s->vgpus[vgpu].cfg.name, (unsigned long long)(bytes >> 20), ms,
                 (double)rep.copy_ns * 1e-6, rep.copy_ns ? (double)bytes / (double)rep.copy_ns : 0.0,
                 (double)rep.register_ns * 1e-6, rep.pinned ? "" : "; NOT page-locked");

@@ -1,4 +1,5 @@
-/* syslibs.c: libsystemd and libmicrohttpd opened at run time (syslibs.h). */
+/* syslibs.c: libsystemd and libmicrohttpd opened at run time (syslibs.h).
+ * Process: the daemon (gpuos serve). */
 #include "serve/syslibs.h"
 
 #include "common/status.h"

@@ -5,7 +5,8 @@
  *                        the library (or without $NOTIFY_SOCKET) a no-op;
  *   libmicrohttpd.so.12  the Prometheus endpoint (metrics_listen =); without the
  *                        library, metrics_listen is refused with one line.
- * The headers are used for the types only; nothing links against either. */
+ * The headers are used for the types only; nothing links against either.
+ * Process: the daemon (gpuos serve). */
 #ifndef GOS_SERVE_SYSLIBS_H
 #define GOS_SERVE_SYSLIBS_H
 

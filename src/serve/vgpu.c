@@ -1,7 +1,8 @@
 /* vgpu.c: the runtime view of virtual GPUs (what Gdev kept in /proc, section 6):
  * assigned shares, measured compute and copy utilisation over the last period,
  * memory used against the memory share, clients; and changing the shares while
- * clients run (`gpuos vgpu set NAME key=value`). Called with srv->lock held. */
+ * clients run (`gpuos vgpu set NAME key=value`). Called with srv->lock held.
+ * Process: the daemon (gpuos serve). */
 #include "serve/serve.h"
 
 #include "common/status.h"
@@ -126,7 +127,7 @@ int srv_vgpu_set(struct srv *s, const char *name, const char *key, const char *v
             return gos_fail(rc, "%s", why);
         }
         if (warn[0])
-            srv_log(LOG_WARNING, "%s", warn);
+            gos_log(LOG_WARNING, "%s", warn);
         /* Shrinking below what is in use is allowed: new allocations fail until
          * enough is freed (nothing already allocated is revoked). */
         g->mem_quota = q;
@@ -190,7 +191,7 @@ int srv_vgpu_set_persist(struct srv *s, const char *name, const char *key, const
         gos_sched_vgpu_set_shares(d->sched, g->id, g->cfg.compute, g->cfg.copy);
         return gos_fail(rc, "%s; the change was not made", why);
     }
-    srv_log(LOG_NOTICE, "vgpu set %s %s=%s%s", name, key, value, s->state_path[0] ? " (saved)" : "");
+    gos_log(LOG_NOTICE, "vgpu set %s %s=%s%s", name, key, value, s->state_path[0] ? " (saved)" : "");
     srv_check_oversubscription(s, "after vgpu set");
     return GOS_OK;
 }
@@ -210,7 +211,7 @@ int srv_check_oversubscription(struct srv *s, const char *when)
         /* (memory shares past 100 % are an error unless memory_oversubscribe:
          * gos_serve_config_check_memory) */
         if (comp > 100 || copy > 100) {
-            srv_log(LOG_WARNING,
+            gos_log(LOG_WARNING,
                     "device %s: compute shares sum to %d %%, copy shares to %d %% %s: oversubscribed, each vGPU "
                     "gets its share in proportion (less than written)",
                     s->cfg.devs[i].label, comp, copy, when);

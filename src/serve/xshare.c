@@ -6,7 +6,8 @@
  * between them, one address space and one fate among them. A client's end
  * closes its channel (the executor releases what it held); the executor ends
  * with its last client. If it dies (a fault), its clients hear it on their own
- * channels and the next client starts another. */
+ * channels and the next client starts another.
+ * Process: the daemon (gpuos serve). */
 #include "serve/serve.h"
 
 #include "common/status.h"

@@ -1,5 +1,5 @@
-/* log.c: log lines with priorities (log.h). */
-#include "serve/log.h"
+/* log.c: log lines with priorities (log.h); linked into every process. */
+#include "common/log.h"
 
 #include "common/status.h"
 
@@ -12,6 +12,12 @@
 
 static int threshold = LOG_INFO;
 static int journal; /* stderr is the journal: "<N>" prefixes */
+static const char *who_am_i = "gpuos";
+
+void gos_log_name(const char *who)
+{
+    who_am_i = who;
+}
 
 /* $JOURNAL_STREAM is "DEV:INODE" of the stream systemd connected; it counts only
  * while stderr is still that stream (a child whose stderr was redirected
@@ -26,13 +32,13 @@ static int stderr_is_journal(void)
     return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
 }
 
-void srv_log_init(int level)
+void gos_log_init(int level)
 {
     threshold = level;
     journal = stderr_is_journal();
 }
 
-int srv_log_parse_level(const char *name, int *level)
+int gos_log_parse_level(const char *name, int *level)
 {
     static const struct {
         const char *name;
@@ -52,17 +58,17 @@ int srv_log_parse_level(const char *name, int *level)
     return gos_fail(GOS_EINVAL, "log level \"%s\" must be err, warning, notice, info or debug (or 0..7)", name);
 }
 
-int srv_log_journal(void)
+int gos_log_journal(void)
 {
     return journal;
 }
 
-int srv_log_enabled(int prio)
+int gos_log_enabled(int prio)
 {
     return prio <= threshold;
 }
 
-void srv_log(int prio, const char *fmt, ...)
+void gos_log(int prio, const char *fmt, ...)
 {
     if (prio > threshold)
         return;
@@ -71,7 +77,7 @@ void srv_log(int prio, const char *fmt, ...)
     if (journal)
         n = snprintf(buf, sizeof buf, "<%d>", prio);
     else
-        n = snprintf(buf, sizeof buf, "gpuos serve: %s",
+        n = snprintf(buf, sizeof buf, "%s: %s", who_am_i,
                      prio <= LOG_ERR ? "error: " : prio == LOG_WARNING ? "warning: " : "");
     va_list ap;
     va_start(ap, fmt);

@@ -1,0 +1,56 @@
+/* env.h: every environment variable gpuos reads, in one documented place
+ * (issue 20). Code names them by these macros only (tests/t_env.sh checks that
+ * no other file spells a "GPUOS_..." name); gpuos(1) ENVIRONMENT lists them.
+ * Which process reads each: cli (the gpuos command), daemon (gpuos serve),
+ * client (libgpuos in a program, and so the shim), shim (gpuos's
+ * libcuda.so.1 / libnvidia-ml.so.1 in a program under gpuos run). */
+#ifndef GOS_ENV_H
+#define GOS_ENV_H
+
+/* cli, daemon, client: the daemon's socket (default /run/gpuos/gpuos.sock);
+ * `serve` uses it when neither --socket nor the configuration names one. */
+#define GOS_ENV_SOCKET "GPUOS_SOCKET"
+/* client, shim: the vGPU a program opens (gpuos run sets it; default: the
+ * first the daemon lets the user open). */
+#define GOS_ENV_VGPU "GPUOS_VGPU"
+/* client: how long a request waits for the daemon, in ms (default 120000). */
+#define GOS_ENV_TIMEOUT_MS "GPUOS_TIMEOUT_MS"
+/* client: how long a client spins for a reply before it sleeps, in us
+ * (default 100; 0 off, and off on machines of fewer than 4 CPUs). */
+#define GOS_ENV_SPIN_US "GPUOS_SPIN_US"
+/* client: copy pipelining: the staging chunk (bytes), the chunks in flight,
+ * the copy threads, the size from which a copy is split across threads, and
+ * the size up to which a copy takes the direct small-copy path. */
+#define GOS_ENV_CHUNK "GPUOS_CHUNK"
+#define GOS_ENV_DEPTH "GPUOS_DEPTH"
+#define GOS_ENV_COPY_THREADS "GPUOS_COPY_THREADS"
+#define GOS_ENV_PAR_MIN "GPUOS_PAR_MIN"
+#define GOS_ENV_SMALL "GPUOS_SMALL"
+/* client: the fast path (proto/ring.h): 0 turns the ring off; the executor's
+ * spin for entries (us); the largest copy carried inline in a slot (bytes);
+ * the piece a long copy is cut into on the ring (bytes, 0: none); the
+ * client's spin for an answer before it sleeps (us). */
+#define GOS_ENV_RING "GPUOS_RING"
+#define GOS_ENV_RING_SPIN_US "GPUOS_RING_SPIN_US"
+#define GOS_ENV_RING_INLINE "GPUOS_RING_INLINE"
+#define GOS_ENV_RING_PIECE "GPUOS_RING_PIECE"
+#define GOS_ENV_RING_WAIT_US "GPUOS_RING_WAIT_US"
+/* cli (gpuos run): the folder holding the shim's libcuda.so.1 (--libdir
+ * wins; default: beside the binary). */
+#define GOS_ENV_LIBDIR "GPUOS_LIBDIR"
+/* shim: set (not "0"), every Driver-API call a program makes is logged on
+ * stderr with its result. */
+#define GOS_ENV_CUDASHIM_TRACE "GPUOS_CUDASHIM_TRACE"
+/* client, programs of include/gpuos/pmem.h: the chart (gpuos.chip/1) to place
+ * partition-local memory by, when the caller names none. */
+#define GOS_ENV_CHIP "GPUOS_CHIP"
+/* cli: the commit recorded in result files' provenance (default: git's). */
+#define GOS_ENV_COMMIT "GPUOS_COMMIT"
+/* cli, daemon: a folder every JSON document written is also copied to (the
+ * tests validate them against schemas/). */
+#define GOS_ENV_JSON_TRACE "GPUOS_JSON_TRACE"
+/* cli (probe numa): how many SMs probe the partitions (default 16; all
+ * when at least the chip's count). */
+#define GOS_ENV_SWEEP_SMS "GPUOS_SWEEP_SMS"
+
+#endif
