@@ -7,7 +7,8 @@
  *                     [--seconds S] (--out FILE.json | --results DIR)
  *   --results DIR writes DIR/<gpu-uuid>/vgpu-bench.json; provenance (date, commit
  *   from $GPUOS_COMMIT, command, driver, host) is recorded in the file.
- *   SECTIONS (comma-separated): sweep,small,copy,hostmem,launch,standalone,fairness,queues,switch
+ *   SECTIONS (comma-separated): sweep,small,copy,hostmem,launch,standalone,fairness,queues,switch,
+ *   sharing
  *
  * Sections (numbers are medians of repetitions after a warm-up):
  *   sweep      copy chunk size x pipeline depth through the daemon (pageable),
@@ -25,7 +26,11 @@
  *              kernels differ 10x in length, bursty (launch, synchronise, repeat):
  *              achieved share of GPU time, from the daemon's own accounting, over
  *              a window where every client runs;
- *   queues     MRQ vs SDQ with two compute and two copy clients: throughput.
+ *   queues     MRQ vs SDQ with two compute and two copy clients: throughput;
+ *   sharing    2, 4 and 8 busy tenants of equal vGPUs launching full-GPU kernels
+ *              of 100 us and 1 ms, synchronising after every kernel (sync) or
+ *              every 32 (streaming): the GPU's busy fraction (kernels x length
+ *              over wall time), beside as many plain CUDA processes (issue 22).
  * The daemon is started by this program for each configuration it needs. */
 #include "common/jsonio.h"
 #include "common/provenance.h"
@@ -304,7 +309,7 @@ static json_t *ringprobe(void)
     if (gos_exec_mem_alloc(dev, 65536, &nd) || gos_exec_host_alloc(dev, 65536, &npin) ||
         gpuos_mem_alloc(g, 65536, &gd) || gpuos_host_alloc(g, 65536, &gpin))
         DIE("ringprobe buffers");
-    if (!g->ring || !atomic_load(&gos_ring_ctl(g->ring)->grant)) { /* isolation = none, or GPUOS_RING=0 */
+    if (!g->ring || !atomic_load(&gos_ring_ctl(g->ring)->open)) { /* isolation = none, or GPUOS_RING=0 */
         fprintf(stderr, "ringprobe: no ring granted (isolation = %s): skipped\n", iso_mode ? iso_mode : "-");
         copy_bench_end(g, nd, npin, page);
         return json_pack("{s:s}", "skipped", "no ring: isolation = none or GPUOS_RING=0");
@@ -1097,6 +1102,175 @@ static json_t *queues(void)
     return list;
 }
 
+/* ---- sharing: busy tenants (issue 22) ----------------------------------- */
+
+#define SHARE_STREAM_EVERY 32 /* the streaming tenant synchronises every 32 kernels */
+
+/* Child: full-GPU kernels of ns (one block per SM), synchronised after every
+ * one (sync) or every SHARE_STREAM_EVERY, until its window ends; writes how
+ * many completed to fd. */
+static void child_tenant(const char *vgpu, uint64_t ns, int sync, double secs, int fd)
+{
+    gpuos_vgpu *g = vopen(vgpu);
+    gpuos_function f = gfn(g, "sleep_ns");
+    gpuos_launch_config c = {{(unsigned)dev->info.sm_count, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, 0};
+    double until = gate_pass() + secs;
+    long k = 0;
+    int every = sync ? 1 : SHARE_STREAM_EVERY;
+    while (now() < until) {
+        for (int i = 0; i < every; i++)
+            if (gpuos_launch(g, f, &c, &ns, 8))
+                _exit(2);
+        if (gpuos_synchronize(g))
+            _exit(2);
+        k += every;
+    }
+    gpuos_close(g);
+    dprintf(fd, "%ld\n", k);
+    _exit(0);
+}
+
+/* A plain CUDA process (the native baseline), started by exec (the parent's
+ * CUDA context does not survive a fork): opens the device itself, says it is
+ * ready on stdout, waits for the start instant (gos_now_ns) on stdin, runs as
+ * child_tenant does and prints its count. */
+static int native_tenant_main(uint64_t ns, int sync, double secs)
+{
+    gos_device_spec spec = {.sim = sim_chip, .ordinal = 0};
+    gos_device *d;
+    void *st, *mod, *fn;
+    if (gos_device_open(&spec, &d) || gos_exec_init(d) || gos_exec_stream_create(d, &st) ||
+        gos_exec_module_load(d, NULL, 0, GOS_EXEC_BUILTIN, &mod) || gos_exec_function(d, mod, "sleep_ns", &fn)) {
+        fprintf(stderr, "native tenant: %s\n", gos_last_error());
+        return 1;
+    }
+    struct gos_launch_cfg c = {{(unsigned)d->info.sm_count, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, &ns, 8};
+    printf("ready\n");
+    fflush(stdout);
+    double start;
+    if (scanf("%lf", &start) != 1)
+        return 1;
+    while (now() < start)
+        usleep(200);
+    double until = start + secs;
+    long k = 0;
+    int every = sync ? 1 : SHARE_STREAM_EVERY;
+    while (now() < until) {
+        for (int i = 0; i < every; i++)
+            if (gos_exec_launch(d, fn, &c, st))
+                return 2;
+        if (gos_exec_stream_sync(d, st))
+            return 2;
+        k += every;
+    }
+    printf("%ld\n", k);
+    return 0;
+}
+
+/* n tenants for secs: through the daemon (native 0) or as plain processes;
+ * the kernels completed in all. */
+static long tenants_run(int n, uint64_t ns, int sync, double secs, int native)
+{
+    pid_t kids[8];
+    if (!native) {
+        gate_reset();
+        int pfd[2];
+        if (pipe(pfd))
+            DIE("pipe");
+        for (int i = 0; i < n; i++) {
+            char name[16];
+            snprintf(name, sizeof name, "v%d", i);
+            if ((kids[i] = fork()) == 0)
+                child_tenant(name, ns, sync, secs, pfd[1]);
+        }
+        close(pfd[1]);
+        gate_open(n);
+        for (int i = 0; i < n; i++)
+            waitpid(kids[i], NULL, 0);
+        return read_counts(pfd[0], n);
+    }
+    FILE *out[8];
+    int in[8];
+    char a1[32], a2[8], a3[32];
+    snprintf(a1, sizeof a1, "%llu", (unsigned long long)ns);
+    snprintf(a2, sizeof a2, "%d", sync);
+    snprintf(a3, sizeof a3, "%.3f", secs);
+    for (int i = 0; i < n; i++) {
+        int po[2], pi[2];
+        if (pipe(po) || pipe(pi))
+            DIE("pipe");
+        if ((kids[i] = fork()) == 0) {
+            dup2(pi[0], 0);
+            dup2(po[1], 1);
+            close(pi[1]);
+            close(po[0]);
+            char *av[] = {"vgpu_bench", "--native-tenant", a1, a2, a3, sim_chip ? "--sim" : NULL, (char *)sim_chip, NULL};
+            execv("/proc/self/exe", av);
+            _exit(127);
+        }
+        close(pi[0]);
+        close(po[1]);
+        in[i] = pi[1];
+        out[i] = fdopen(po[0], "r");
+    }
+    char line[64];
+    for (int i = 0; i < n; i++)
+        if (!out[i] || !fgets(line, sizeof line, out[i]) || strncmp(line, "ready", 5))
+            DIE("native tenant %d did not start", i);
+    double start = now() + 0.05;
+    for (int i = 0; i < n; i++) {
+        dprintf(in[i], "%.6f\n", start);
+        close(in[i]);
+    }
+    long tot = 0, k;
+    for (int i = 0; i < n; i++) {
+        if (fscanf(out[i], "%ld", &k) == 1)
+            tot += k;
+        fclose(out[i]);
+        waitpid(kids[i], NULL, 0);
+    }
+    return tot;
+}
+
+static json_t *sharing_one(const char *iso, int n, uint64_t ns, int sync, double secs, long kernels)
+{
+    double busy = (double)kernels * (double)ns / (secs * 1e9);
+    fprintf(stderr, "sharing %-8s %d tenants, %4llu us kernels, %s: %ld kernels in %.1f s, GPU busy %.1f %%\n", iso,
+            n, (unsigned long long)(ns / 1000), sync ? "sync     " : "streaming", kernels, secs, 100 * busy);
+    return json_pack("{s:s, s:i, s:I, s:b, s:I, s:f, s:f}", "isolation", iso, "tenants", n, "kernel_us",
+                     (json_int_t)(ns / 1000), "sync", sync, "kernels", (json_int_t)kernels, "seconds", secs,
+                     "busy_fraction", busy);
+}
+
+static json_t *sharing(void)
+{
+    static const int counts[] = {1, 2, 4, 8};
+    static const uint64_t lens[] = {100000, 1000000};
+    json_t *list = json_array();
+    double secs = quick ? 1.5 : 3.0;
+    static int native_done;
+    for (int ci = 0; ci < 4; ci++)
+        for (int li = 0; li < 2; li++)
+            for (int sync = 1; sync >= 0; sync--) {
+                int n = counts[ci];
+                char nb[4];
+                snprintf(nb, sizeof nb, "%d", n);
+                if (!want(fair_counts, nb) || (quick && n == 8))
+                    continue;
+                /* the baseline, once per run (beside the first isolation mode),
+                 * two and four plain processes */
+                if (!native_done && n <= 4)
+                    json_array_append_new(list, sharing_one("native", n, lens[li], sync, secs,
+                                                            tenants_run(n, lens[li], sync, secs, 1)));
+                daemon_start("band", "mrq", n, "5%");
+                long k = tenants_run(n, lens[li], sync, secs, 0);
+                daemon_stop();
+                json_array_append_new(list, sharing_one(iso_mode ? iso_mode : "-", n, lens[li], sync, secs, k));
+            }
+    native_done = 1;
+    return list;
+}
+
 static int want(const char *only, const char *s)
 {
     if (!only)
@@ -1108,6 +1282,11 @@ static int want(const char *only, const char *s)
 int main(int argc, char **argv)
 {
     const char *out = NULL, *only = NULL, *results = NULL;
+    if (argc >= 5 && !strcmp(argv[1], "--native-tenant")) { /* sharing's plain process */
+        if (argc == 7 && !strcmp(argv[5], "--sim"))
+            sim_chip = argv[6];
+        return native_tenant_main(strtoull(argv[2], NULL, 10), atoi(argv[3]), atof(argv[4]));
+    }
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--gpuos") && i + 1 < argc)
             gpuos_bin = argv[++i];
@@ -1210,6 +1389,7 @@ int main(int argc, char **argv)
     SECTION("queues", "queues", queues)
     SECTION("standalone", "standalone", standalone)
     SECTION("switch", "switch", switching)
+    SECTION("sharing", "sharing", sharing)
     }
     fprintf(stderr, "vgpu_bench: wrote %s\n", out);
     gos_json_trace(root);

@@ -31,7 +31,7 @@ static struct gos_ring_ctl *ctl_of(gpuos_vgpu *g) { return gos_ring_ctl(g->ring)
 
 static int granted(gpuos_vgpu *g)
 {
-    return g->ring && atomic_load(&ctl_of(g)->grant);
+    return g->ring && atomic_load(&ctl_of(g)->open);
 }
 
 static uint64_t entries(gpuos_vgpu *g)

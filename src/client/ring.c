@@ -95,7 +95,7 @@ void gcl_ring_close(gpuos_vgpu *g)
 int gcl_ring_ok(gpuos_vgpu *g)
 {
     return g->ring && !g->ring_off && !g->ring_replaying && !g->broken &&
-           atomic_load_explicit(&ctl(g)->grant, memory_order_acquire);
+           atomic_load_explicit(&ctl(g)->open, memory_order_acquire);
 }
 
 struct waitarg {

@@ -33,6 +33,7 @@
 #undef cuStreamIsCapturing
 #undef cuStreamGetCaptureInfo
 
+#include "common/env.h"
 #include "cudashim/daemon_ext.h"
 #include "common/grow.h"
 #include "cudashim/shim.h"
@@ -63,7 +64,7 @@ int shim_trace(void)
 {
     static int t = -1;
     if (t < 0) {
-        const char *v = getenv("GPUOS_CUDASHIM_TRACE");
+        const char *v = getenv(GOS_ENV_CUDASHIM_TRACE);
         t = v && *v && strcmp(v, "0");
     }
     return t;
@@ -223,7 +224,7 @@ E CUresult cuInit(unsigned int flags)
         return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&S.m);
     if (!S.inited) {
-        const char *v = getenv("GPUOS_VGPU");
+        const char *v = getenv(GOS_ENV_VGPU);
         int rc = gpuos_open(NULL, v && *v ? v : "default", &S.g);
         if (!rc)
             rc = gpuos_device_info(S.g, &S.dev);

@@ -9,6 +9,7 @@
  * types are declared here from NVML's documented ABI (no nvml.h is needed). Other
  * queries programs commonly make return NVML_ERROR_NOT_SUPPORTED and name
  * themselves once on stderr. Nothing here loads NVIDIA's library. */
+#include "common/env.h"
 #include "cudashim/shim.h"
 #include "gpuos/gpuos.h"
 
@@ -77,7 +78,7 @@ E nvmlReturn_t nvmlInitWithFlags(unsigned int flags)
     pthread_mutex_lock(&N.m);
     nvmlReturn_t r = NVML_SUCCESS;
     if (!N.refs) {
-        const char *v = getenv("GPUOS_VGPU");
+        const char *v = getenv(GOS_ENV_VGPU);
         int rc = gpuos_open(NULL, v && *v ? v : "default", &N.g);
         if (!rc)
             rc = gpuos_device_info(N.g, &N.dev);

@@ -84,6 +84,8 @@ struct xe {
     char fbuiltin[SRV_MAX_FUNCS][32]; /* by funcs index: the built-in kernel's name ("" not built-in) */
     int mod_builtin[SRV_MAX_MODULES];
     int ring_on;
+    struct gos_grant_page *gp; /* the daemon's grant page of its ring (X_GRANT), NULL before */
+    int bell;                  /* the device's doorbell (X_BELL), -1 none */
     struct xr *ring;          /* its consumer (xe_ring_stop when a shared executor's client leaves) */
     uint32_t ring_max_queued; /* the daemon's max_queued_requests, for asynchronous ring entries */
     void *ring_bounce;        /* pinned, private: XE_BOUNCE_SLOTS x GOS_RING_DATA for inline HtoD data */
@@ -139,5 +141,7 @@ void xe_ring_stop(struct xr *r);
 /* exec_run.c: one entry (a private copy) on the device, under xe_ring_lock. */
 int xe_ring_run(struct xe *x, const struct gos_ring_ent *e, unsigned char *data, uint32_t backlog, int *fault);
 void xe_ring_lock(struct xe *x, int on);
+/* Waits for everything the ring issued (under xe_ring_lock): a grant's end. */
+int xe_ring_drain(struct xe *x);
 
 #endif

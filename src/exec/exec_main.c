@@ -20,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int xe_answer(struct xe *x, uint32_t type, int rc, uint32_t flags, const void *p, uint32_t n)
@@ -257,6 +259,38 @@ static int h_ring(struct xe *x, const struct x_hdr *h, void *p, int fd)
     return xe_answer(x, h->type, rc, 0, NULL, 0);
 }
 
+static int h_grant(struct xe *x, const struct x_hdr *h, void *p, int fd)
+{
+    int rc = GOS_OK;
+    struct stat st;
+    if (fd < 0)
+        rc = gos_fail(GOS_EPROTO, "GRANT without a descriptor");
+    else if (x->gp)
+        rc = gos_fail(GOS_EBUSY, "executor: a grant page is mapped already");
+    else if (fstat(fd, &st) || (uint64_t)st.st_size < GOS_GRANT_PAGE_BYTES)
+        rc = gos_fail(GOS_EPROTO, "grant page of the wrong size");
+    else {
+        void *g = mmap(NULL, GOS_GRANT_PAGE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (g == MAP_FAILED)
+            rc = gos_fail(GOS_ENOMEM, "executor: mapping the grant page");
+        else
+            x->gp = g;
+    }
+    if (fd >= 0)
+        close(fd);
+    return xe_answer(x, h->type, rc, 0, NULL, 0);
+}
+
+static int h_bell(struct xe *x, const struct x_hdr *h, void *p, int fd)
+{
+    if (fd < 0)
+        return xe_answer(x, h->type, gos_fail(GOS_EPROTO, "BELL without a descriptor"), 0, NULL, 0);
+    if (x->bell >= 0)
+        close(x->bell);
+    x->bell = fd;
+    return xe_answer(x, h->type, GOS_OK, 0, NULL, 0);
+}
+
 #define X_TAKES_FD 1u /* the handler owns the passed descriptor */
 
 /* The executor's message table (xproto.h): everything the loop needs to know
@@ -289,6 +323,8 @@ static const struct xe_msg {
     {X_RUN, 0, 0, h_run},
     {X_ADOPT, 0, X_TAKES_FD, h_adopt},
     {X_RING, 8, X_TAKES_FD, h_ring},
+    {X_GRANT, 0, X_TAKES_FD, h_grant},
+    {X_BELL, 0, X_TAKES_FD, h_bell},
 };
 
 static const struct xe_msg *xe_msg_find(uint32_t type)
@@ -351,6 +387,7 @@ static struct xe *xe_new(gos_device *dev, int sock, int *rc)
         return NULL;
     }
     x->sock = sock;
+    x->bell = -1;
     x->dev = dev;
     pthread_mutex_init(&x->lock, NULL);
     *rc = GOS_OK;
@@ -393,6 +430,10 @@ static void xe_free(struct xe *x)
         gos_exec_engine_free(x->dev, x->streams[e], x->ev[e]);
     pthread_mutex_unlock(&x->lock);
     pthread_mutex_destroy(&x->lock);
+    if (x->gp)
+        munmap(x->gp, GOS_GRANT_PAGE_BYTES);
+    if (x->bell >= 0)
+        close(x->bell);
     free(x->out);
     free(x);
 }

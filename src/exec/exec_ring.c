@@ -1,15 +1,19 @@
 /* exec_ring.c: the executor's ring consumer (executor process only; issue 9.4,
- * proto/ring.h).
+ * proto/ring.h; issue 22: a grant for every busy client).
  *
  * One thread per ring. It waits for the client's submissions (bounded spin,
  * then a futex wait on the shared word), and for each entry: copies it out of
  * the shared slot (the client may rewrite it meanwhile: everything is checked
- * on the copy), runs it while the daemon's grant is set (xe_ring_run in
+ * on the copy), runs it while it holds the daemon's grant (xe_ring_run in
  * exec_run.c, which checks it as the daemon checks a socket request), writes
- * the result into the slot and advances cq_done. Without the grant, every entry
- * is answered GOS_RING_REVOKED and the ring stays revoked until the client has
- * taken them back (ctl.client_ack): the client sends them again over the socket,
- * in order, so nothing runs out of order. A ring whose indices make no sense (a
+ * the result into the slot and advances cq_done. The grant lives in the grant
+ * page (proto/xproto.h), which only the daemon and this executor map: an entry
+ * that finds no grant asks for one (want, the device's doorbell) and waits;
+ * the grant ends at its deadline or when the ring stays empty for
+ * idle_yield_us, after the stream is drained, and the daemon is woken through
+ * the page. Only a revoke (shutdown) answers entries GOS_RING_REVOKED: the ring
+ * stays revoked until the client has taken them back (ctl.client_ack) and sent
+ * them again over the socket, in order, so nothing runs out of order. A ring whose indices make no sense (a
  * tail more than a ring ahead) is stopped for good: that client's fast path
  * ends, nobody else's. A device fault ends the process (as a faulted X_RUN):
  * the client has its GPUOS_EDEVICE in the slot, the daemon sees the executor
@@ -36,7 +40,22 @@ struct xr {
     uint32_t head;
     _Atomic int stop; /* xe_ring_stop: end the consumer */
     pthread_t t;
+    struct gos_grant_page *gp; /* the daemon's grant page (NULL: an older daemon's open grant) */
+    int bell;                  /* the device's doorbell (eventfd), -1 none */
+    uint32_t gen;              /* the grant held (0: none) */
+    uint32_t kind;             /* its kind */
 };
+
+/* The grant an entry needs. */
+static uint32_t kind_of(const struct gos_ring_ent *e)
+{
+    return e->op == GOS_OP_LAUNCH ? GOS_GRANT_COMPUTE : e->op == GOS_OP_FENCE ? GOS_GRANT_ANY : GOS_GRANT_COPY;
+}
+
+static int fits(uint32_t grant, uint32_t need)
+{
+    return grant == GOS_GRANT_ANY || need == GOS_GRANT_ANY || grant == need;
+}
 
 static int pending(void *arg)
 {
@@ -51,6 +70,90 @@ static void bump(_Atomic uint64_t *w, uint64_t by)
     atomic_store_explicit(w, atomic_load_explicit(w, memory_order_relaxed) + by, memory_order_relaxed);
 }
 
+static uint32_t gp_state(const struct xr *r)
+{
+    return atomic_load_explicit(&r->gp->state, memory_order_acquire);
+}
+
+/* Takes the daemon's grant when there is one to take (RUN, a generation not
+ * finished yet). */
+static int take(struct xr *r)
+{
+    uint32_t g = atomic_load_explicit(&r->gp->gen, memory_order_acquire);
+    if (gp_state(r) == GOS_GRANT_RUN && g != atomic_load_explicit(&r->gp->done_gen, memory_order_acquire)) {
+        r->gen = g;
+        r->kind = atomic_load_explicit(&r->gp->kind, memory_order_acquire);
+        return 1;
+    }
+    return 0;
+}
+
+struct grant_wait {
+    struct xr *r;
+};
+
+static int grant_ready(void *arg)
+{
+    struct xr *r = ((struct grant_wait *)arg)->r;
+    return atomic_load_explicit(&r->stop, memory_order_acquire) || gp_state(r) == GOS_GRANT_REVOKE || take(r);
+}
+
+/* Ends the grant held: what it issued is waited for (the next tenant's grant
+ * starts on an idle GPU and this one's time is all in its own grant), want
+ * says whether entries are left, the daemon is woken. */
+static void yield(struct xr *r, uint32_t want)
+{
+    xe_ring_lock(r->x, 1);
+    int rc = xe_ring_drain(r->x);
+    xe_ring_lock(r->x, 0);
+    if (rc == GOS_EDEVICE) {
+        char why[sizeof r->gp->fault_msg];
+        snprintf(why, sizeof why, "%s", gos_last_error());
+        if (!xe_alive(r->x)) {
+            snprintf(r->gp->fault_msg, sizeof r->gp->fault_msg, "%s", why);
+            _exit(3); /* the context is dead: the client finds its executor gone, the daemon too */
+        }
+    }
+    atomic_store_explicit(&r->gp->want, want, memory_order_release);
+    atomic_store_explicit(&r->gp->done_gen, r->gen, memory_order_release);
+    r->gen = 0;
+    gos_ring_kick(&r->gp->yield_futex, &r->gp->daemon_sleeping);
+}
+
+/* An entry needing a grant of kind `need` is waiting and no grant is held:
+ * asks for one (once: the daemon clears want when it grants) and waits for
+ * it. 0: granted, 1: revoked, -1: stop. */
+static int await_grant(struct xr *r, uint32_t need)
+{
+    if (!atomic_load_explicit(&r->gp->want, memory_order_acquire)) {
+        atomic_store_explicit(&r->gp->want, need == GOS_GRANT_ANY ? GOS_GRANT_COMPUTE : need, memory_order_release);
+        gos_ring_kick(&r->gp->yield_futex, &r->gp->daemon_sleeping);
+        uint64_t one = 1;
+        if (r->bell >= 0 && write(r->bell, &one, sizeof one) < 0) {
+            /* a full counter still wakes the daemon's reader */
+        }
+    }
+    struct grant_wait w = {r};
+    while (!gos_ring_wait(&r->gp->state_futex, &r->gp->exec_sleeping, 50, 0, grant_ready, &w))
+        ;
+    if (atomic_load_explicit(&r->stop, memory_order_acquire))
+        return -1;
+    return r->gen ? 0 : 1;
+}
+
+struct held_wait {
+    struct xr *r;
+    uint64_t until; /* idle yield instant (0: none) */
+};
+
+static int held_ready(void *arg)
+{
+    struct held_wait *w = arg;
+    uint64_t now = gos_now_ns();
+    return pending(w->r) || now >= atomic_load_explicit(&w->r->gp->deadline_ns, memory_order_acquire) ||
+           (w->until && now >= w->until) || gp_state(w->r) == GOS_GRANT_REVOKE;
+}
+
 static void *ring_main(void *arg)
 {
     struct xr *r = arg;
@@ -59,7 +162,19 @@ static void *ring_main(void *arg)
     uint32_t revoked_upto = 0;
     for (;;) {
         unsigned spin = atomic_load_explicit(&c->spin_us, memory_order_relaxed);
-        gos_ring_wait(&c->sq_futex, &c->exec_sleeping, spin > 1000 ? 1000 : spin, 0, pending, r);
+        if (r->gp && r->gen) {
+            /* holding a grant with an empty ring: until the next entry, the
+             * grant's end, or idle_yield_us with nothing to do */
+            uint32_t idle = atomic_load_explicit(&r->gp->idle_yield_us, memory_order_relaxed);
+            struct held_wait w = {r, idle ? gos_now_ns() + (uint64_t)idle * 1000u : 0};
+            gos_ring_wait(&c->sq_futex, &c->exec_sleeping, spin > 1000 ? 1000 : spin, 0, held_ready, &w);
+            if (!pending(r)) {
+                yield(r, GOS_GRANT_NONE);
+                continue;
+            }
+        } else {
+            gos_ring_wait(&c->sq_futex, &c->exec_sleeping, spin > 1000 ? 1000 : spin, 0, pending, r);
+        }
         if (atomic_load_explicit(&r->stop, memory_order_acquire))
             return NULL;
         uint32_t tail = atomic_load_explicit(&c->sq_tail, memory_order_acquire);
@@ -67,13 +182,34 @@ static void *ring_main(void *arg)
             bump(&c->refused, 1);
             gos_log(LOG_WARNING, "ring tail %u is more than %u entries ahead of %u: ring stopped",
                     (unsigned)tail, GOS_RING_SLOTS, (unsigned)r->head);
+            if (r->gp && r->gen)
+                yield(r, GOS_GRANT_NONE);
             return NULL; /* that client's fast path ends; its socket still works */
         }
         while (r->head != tail) {
             struct gos_ring_ent *slot = gos_ring_slot(r->base, r->head);
             struct gos_ring_ent e;
             memcpy(&e, slot, offsetof(struct gos_ring_ent, rc)); /* the request, copied out */
-            int granted = atomic_load_explicit(&c->grant, memory_order_acquire);
+            int granted;
+            if (!r->gp) {
+                granted = 0; /* no grant page: nothing runs here, the socket path takes it */
+            } else {
+                uint32_t need = kind_of(&e);
+                if (r->gen && !fits(r->kind, need)) /* the other engine's work: its own grant */
+                    yield(r, need);
+                if (!r->gen && gp_state(r) != GOS_GRANT_REVOKE) {
+                    int g = await_grant(r, need);
+                    if (g < 0)
+                        return NULL;
+                    if (!g && !fits(r->kind, need)) { /* granted the other kind meanwhile: hand it back */
+                        yield(r, need);
+                        continue;
+                    }
+                }
+                if (gp_state(r) == GOS_GRANT_REVOKE && r->gen)
+                    yield(r, GOS_GRANT_NONE);
+                granted = r->gen != 0;
+            }
             if (revoking && atomic_load_explicit(&c->client_ack, memory_order_acquire) - revoked_upto < 0x80000000u)
                 revoking = 0; /* the client took every revoked entry back */
             int rc, fault = 0;
@@ -87,11 +223,16 @@ static void *ring_main(void *arg)
                 uint64_t dt = gos_ring_now_ns() - t0;
                 xe_ring_lock(r->x, 0);
                 /* this thread is the counters' only writer: plain stores, no
-                 * locked read-modify-write on every entry */
+                 * locked read-modify-write on every entry; the grant page's
+                 * are charged, the ring's are the client's to read */
                 if (e.op == GOS_OP_HTOD || e.op == GOS_OP_DTOH || e.op == GOS_OP_DTOD) {
+                    bump(&r->gp->copy_busy_ns, dt);
+                    bump(&r->gp->copy_entries, 1);
                     bump(&c->copy_busy_ns, dt);
                     bump(&c->copy_entries, 1);
                 }
+                bump(&r->gp->busy_ns, dt);
+                bump(&r->gp->entries, 1);
                 bump(&c->busy_ns, dt);
                 bump(&c->entries, 1);
                 if (rc == GOS_EPROTO || rc == GOS_EINVAL)
@@ -106,12 +247,24 @@ static void *ring_main(void *arg)
             }
             if (rc && rc != GOS_RING_REVOKED)
                 memcpy(slot->msg, msg, sizeof msg); /* read by the client only when rc says so */
+            if (fault) /* before the client hears: its next request finds the daemon told */
+                snprintf(r->gp->fault_msg, sizeof r->gp->fault_msg, "%s", msg);
             slot->rc = rc;
             r->head++;
             atomic_store_explicit(&c->cq_done, r->head, memory_order_release);
             gos_ring_kick(&c->cq_futex, &c->client_sleeping);
             if (fault)
                 _exit(3); /* the context is dead: the client has its error, the daemon sees us gone */
+            /* the grant's end: the next entry waits for the next grant */
+            if (r->gp && r->gen && gos_now_ns() >= atomic_load_explicit(&r->gp->deadline_ns, memory_order_acquire)) {
+                uint32_t want = GOS_GRANT_NONE;
+                if (r->head != atomic_load_explicit(&c->sq_tail, memory_order_acquire)) {
+                    struct gos_ring_ent nx;
+                    memcpy(&nx, gos_ring_slot(r->base, r->head), offsetof(struct gos_ring_ent, rc));
+                    want = kind_of(&nx) == GOS_GRANT_ANY ? r->kind : kind_of(&nx);
+                }
+                yield(r, want);
+            }
         }
     }
     return NULL;
@@ -122,6 +275,8 @@ int xe_ring_start(struct xe *x, int fd, uint64_t bytes, gos_device *dev, struct 
     struct stat st;
     if (fd < 0)
         return gos_fail(GOS_EPROTO, "RING without a descriptor");
+    if (!x->gp)
+        return gos_fail(GOS_EPROTO, "RING before its grant page (X_GRANT)");
     int seals = fcntl(fd, F_GET_SEALS);
     if (bytes != GOS_RING_BYTES || fstat(fd, &st) || (uint64_t)st.st_size < bytes || seals < 0 ||
         !(seals & F_SEAL_SHRINK))
@@ -140,6 +295,8 @@ int xe_ring_start(struct xe *x, int fd, uint64_t bytes, gos_device *dev, struct 
     r->dev = dev;
     r->base = p;
     r->head = atomic_load_explicit(&gos_ring_ctl(p)->cq_done, memory_order_acquire);
+    r->gp = x->gp;
+    r->bell = x->bell;
     atomic_store(&gos_ring_ctl(p)->exec_pid, (int32_t)getpid());
     if (pthread_create(&r->t, NULL, ring_main, r)) {
         munmap(p, bytes);
@@ -157,6 +314,8 @@ void xe_ring_stop(struct xr *r)
     struct gos_ring_ctl *c = gos_ring_ctl(r->base);
     atomic_store_explicit(&r->stop, 1, memory_order_release);
     gos_ring_kick(&c->sq_futex, &c->exec_sleeping); /* a sleeping consumer sees it at once */
+    if (r->gp)
+        gos_ring_kick(&r->gp->state_futex, &r->gp->exec_sleeping); /* one waiting for a grant too */
     pthread_join(r->t, NULL);
     gos_exec_host_unregister(r->dev, r->base);
     munmap(r->base, GOS_RING_BYTES);

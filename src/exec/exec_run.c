@@ -291,6 +291,14 @@ out:
     return rc;
 }
 
+int xe_ring_drain(struct xe *x)
+{
+    int rc = gos_exec_stream_sync(x->dev, x->streams[0]);
+    if (!rc)
+        ring_ahead_done(x);
+    return rc;
+}
+
 void xe_ring_lock(struct xe *x, int on)
 {
     if (on)

@@ -67,7 +67,9 @@ struct gos_ring_ent {
 struct gos_ring_ctl {
     /* the daemon's (and the executor's pid, written once) */
     uint32_t magic, slots;
-    _Atomic uint32_t grant;    /* daemon: the executor may consume */
+    _Atomic uint32_t open;     /* daemon: the ring is in service (the client's hint
+                                * to use it; the executor obeys only the daemon's
+                                * grant page, proto/xproto.h) */
     _Atomic uint32_t spin_us;  /* the bounded spin before a futex wait */
     _Atomic int32_t exec_pid;  /* executor: its pid (the client notices its loss) */
     /* the client's */
@@ -80,7 +82,8 @@ struct gos_ring_ctl {
     _Atomic uint32_t cq_futex;     /* bumped after advancing cq_done (client waits here) */
     _Atomic uint32_t exec_sleeping;
     _Atomic uint32_t revoked_upto; /* entries before this one may have been revoked */
-    /* the executor's counters (the daemon charges busy_ns to the vGPU) */
+    /* the executor's counters, for the client to read (the daemon charges the
+     * grant page's copies of them, which the client cannot write) */
     _Alignas(64) _Atomic uint64_t busy_ns; /* time spent running entries */
     _Atomic uint64_t entries;      /* entries run */
     _Atomic uint64_t refused;      /* entries refused as malformed */

@@ -16,6 +16,7 @@
 
 #include "proto/proto.h"
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -65,7 +66,60 @@ enum {
      * thread of its own, which first sends X_HELLO on it, and releases what
      * that client held when the daemon closes it */
     X_ADOPT,       /* fd of the client's channel -> nothing */
+    /* rings for every busy client (issue 22): the grant page of this client's
+     * ring (a memfd of the daemon's, never the client's: issue 23.1) and the
+     * device's doorbell (an eventfd the executor writes when its ring holds
+     * entries it may not run yet); both before X_RING */
+    X_GRANT,       /* fd of the grant page (struct gos_grant_page) -> nothing */
+    X_BELL,        /* fd of the device's eventfd -> nothing */
 };
+
+/* The grant page: what the daemon decides and what it charges, shared by the
+ * daemon and one client's executor only (the client's ring, proto/ring.h, is
+ * the client's to write: nothing there is obeyed or charged). One per ring.
+ *
+ * A grant is a generation: the daemon's dispatcher, when the scheduler picks
+ * the ring's task, bumps gen with state RUN and a deadline; the executor runs
+ * the ring's entries until the deadline passes (the daemon extends it while no
+ * other work waits on the device, or pulls it in when some arrives) or until
+ * the ring stays empty for idle_yield_us, then waits for its stream, publishes
+ * done_gen = gen and wakes the daemon: the hand-over needs no socket. Entries
+ * that arrive without a grant wait (want says for which engine, and the
+ * doorbell is rung), unless
+ * the state is REVOKE (shutdown): then they are answered GOS_RING_REVOKED and
+ * go over the socket. */
+enum { GOS_GRANT_WAIT = 0, GOS_GRANT_RUN = 1, GOS_GRANT_REVOKE = 2 };
+/* A grant's engine (kind) and a want's: under MRQ a copy grant runs the ring's
+ * copies and a compute grant its launches, so that one tenant's copies overlap
+ * another's kernels as on the socket path; a grant ends at the first entry of
+ * the other kind (a fence runs under either). Under SDQ every grant is ANY. */
+enum { GOS_GRANT_NONE = 0, GOS_GRANT_COMPUTE = 1, GOS_GRANT_COPY = 2, GOS_GRANT_ANY = 3 };
+#define GOS_GRANT_FOREVER UINT64_MAX
+struct gos_grant_page {
+    /* the daemon's */
+    _Atomic uint32_t state;    /* GOS_GRANT_* */
+    _Atomic uint32_t gen;      /* the grant's generation */
+    _Atomic uint32_t state_futex; /* bumped with every change above (the executor waits here) */
+    _Atomic uint32_t exec_sleeping;
+    _Atomic uint64_t deadline_ns; /* RUN until this gos_now_ns instant */
+    _Atomic uint32_t idle_yield_us; /* an empty ring yields after this long (0: never; a lone client) */
+    _Atomic uint32_t kind;     /* the grant's GOS_GRANT_COMPUTE, _COPY or _ANY */
+    /* the executor's */
+    _Alignas(64) _Atomic uint32_t done_gen; /* the last generation it finished */
+    _Atomic uint32_t want;          /* the kind of grant its waiting entries need (GOS_GRANT_NONE: none) */
+    _Atomic uint32_t yield_futex;   /* bumped with done_gen and want (the daemon waits here) */
+    _Atomic uint32_t daemon_sleeping;
+    /* the executor's counters, the only ones the daemon charges */
+    _Alignas(64) _Atomic uint64_t busy_ns; /* time spent running entries */
+    _Atomic uint64_t entries;      /* entries run */
+    _Atomic uint64_t copy_busy_ns; /* the part of busy_ns and entries that were copies */
+    _Atomic uint64_t copy_entries;
+    /* a device fault through the ring ends the executor (its context is dead):
+     * the error first, for the daemon to tell whom it concerns */
+    _Alignas(64) char fault_msg[256];
+};
+#define GOS_GRANT_PAGE_BYTES 4096u
+_Static_assert(sizeof(struct gos_grant_page) <= GOS_GRANT_PAGE_BYTES, "grant page");
 
 /* Modules and looked-up functions per client (daemon and executor alike): a
  * CUDA runtime program registers one module per translation unit. */

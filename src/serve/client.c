@@ -125,8 +125,7 @@ static int do_hello(struct srv_client *c, const struct gos_msg_hello *m, struct 
             c->vgpu = v;
             c->pid = (pid_t)m->pid;
             s->vgpus[v].clients++;
-            if (srv_ring_regrant(s, s->vgpus[v].cfg.device)) /* a lone client's ring is revoked now */
-                srv_ring_settle(s, s->vgpus[v].cfg.device, SRV_RING_SETTLE_MS);
+            srv_ring_rotation(s, s->vgpus[v].cfg.device); /* a lone client's ring now yields when idle */
             r->vgpu_id = (uint32_t)v;
             r->device = (uint32_t)s->vgpus[v].cfg.device;
             r->server_version = GOS_PROTOCOL_VERSION;
@@ -434,6 +433,7 @@ static int validate(struct srv_client *c, const struct msg_entry *e, const struc
     int rc = gos_proto_check_args(h, p);
     if (rc || c->vgpu < 0)
         return rc;
+    srv_client_exec_probe(c);
     if (c->x && c->x->dead) {
         srv_client_exec_check(c);
         if (e->flags & MF_DEVICE)
@@ -799,7 +799,7 @@ static const struct msg_entry msg_table[] = {
     {GOS_MSG_FUNC_GET, MF_DEVICE, msg_func_get},
     {GOS_MSG_MODULE_GLOBAL, MF_DEVICE, msg_module_global},
     {GOS_MSG_LAUNCH, MF_DEVICE | MF_QUEUED, msg_launch},
-    {GOS_MSG_SYNC, 0, msg_sync},
+    {GOS_MSG_SYNC, MF_DEVICE, msg_sync},
     {GOS_MSG_DEVICE_INFO, 0, msg_device_info},
     {GOS_MSG_DEVICE_ATTRS, 0, msg_device_attrs},
     {GOS_MSG_VGPU_INFO, 0, msg_vgpu_info},
@@ -935,7 +935,7 @@ void *srv_client_main(void *arg)
     shutdown(c->fd, SHUT_RDWR);
     if (c->vgpu >= 0) {
         srv_client_cancel(c);
-        srv_ring_regrant(s, s->vgpus[c->vgpu].cfg.device); /* a client left alone gets its ring back */
+        srv_ring_rotation(s, s->vgpus[c->vgpu].cfg.device); /* a client left alone keeps its grant when idle */
     }
     srv_client_unref(c);
     pthread_mutex_unlock(&s->lock);

@@ -79,6 +79,20 @@ int srv_client_batch_open(struct srv_client *c)
            (t->st.kind != GOS_SCHED_COPY || t->bytes < SRV_BATCH_MAX_BYTES);
 }
 
+static struct srv_task *task_new(struct srv_client *c, int kind, int priority);
+
+int srv_ring_queue(struct srv_client *c)
+{
+    int kind = atomic_load(&c->gp->want) == GOS_GRANT_COPY ? GOS_SCHED_COPY : GOS_SCHED_COMPUTE;
+    struct srv_task *t = task_new(c, kind, 0);
+    if (!t)
+        return gos_fail(GOS_ENOMEM, "daemon out of host memory");
+    t->ring = 1;
+    c->ring_queued = 1;
+    srv_client_release(c);
+    return GOS_OK;
+}
+
 static struct srv_task *task_new(struct srv_client *c, int kind, int priority)
 {
     struct srv_task *t = calloc(1, sizeof *t);
@@ -274,6 +288,11 @@ static int issue(struct srv_dev *d, int engine, struct srv_task *t, uint64_t *gp
 {
     *waiting = 0;
     *gpu_ns = 0;
+    if (t->ring) { /* a ring's grant: the executor runs it (ring.c) */
+        srv_ring_issue(d, t);
+        *waiting = 1;
+        return GOS_OK;
+    }
     if (t->n_ops == 0)
         return GOS_OK;
     if (t->c->x)
@@ -308,9 +327,16 @@ static int issue(struct srv_dev *d, int engine, struct srv_task *t, uint64_t *gp
 }
 
 /* Waits for the task issued on the engine and measures it (lock not held). */
-static int await(struct srv_dev *d, int engine, uint64_t *gpu_ns)
+static int await(struct srv_dev *d, int engine, struct srv_task *t, uint64_t *gpu_ns)
 {
     int rc;
+    if (t->ring) {
+        uint64_t busy = 0;
+        rc = srv_ring_await(d, t, gpu_ns, &busy);
+        t->wall_ns = *gpu_ns;
+        t->ring_busy = busy; /* the executor's running time (grant_us = auto learns the rest) */
+        return rc;
+    }
     if ((rc = gos_exec_event_sync(d->dev, d->ev[engine][1])) ||
         (rc = gos_exec_event_elapsed_ns(d->dev, d->ev[engine][0], d->ev[engine][1], gpu_ns)))
         *gpu_ns = 0;
@@ -355,6 +381,15 @@ static void complete(struct srv_dev *d, struct srv_task *t, int rc, const char *
 {
     if (t->c->x && t->n_ops > 0)
         srv_grant_learn(d, t->c->x->pid, rc ? 0 : t->wall_ns, gpu_ns);
+    if (t->ring) {
+        struct srv_client *c = t->c;
+        srv_grant_learn(d, c->x->pid, rc ? 0 : t->wall_ns, t->ring_busy);
+        c->ring_queued = 0;
+        srv_ring_charge(c);
+        /* entries left at the grant's end: the next grant is queued at once */
+        if (!rc && !c->dead && c->gp && atomic_load(&c->gp->want) && !c->x->dead)
+            srv_ring_queue(c);
+    }
     gos_sched_done(d->sched, &t->st, gpu_ns, gos_now_ns());
     task_finish(t, rc, msg, gpu_ns);
 }
@@ -417,6 +452,10 @@ static int awaited(const struct srv_task *t)
 static void run_here(struct srv_client *r, struct srv_dev *d, int e, struct srv_task *t)
 {
     struct srv *s = d->srv;
+    if (t->ring) { /* a grant lasts up to grant_us: the dispatcher's */
+        hand(d, e, t, 0);
+        return;
+    }
     int sh = expect_short(t), mine = t->c == r, aw = awaited(t);
     /* A long task of an executor (its exchange blocks until the end): the
      * dispatcher's, unless this reader's client waits for it (a synchronous
@@ -453,7 +492,7 @@ static void run_here(struct srv_client *r, struct srv_dev *d, int e, struct srv_
             }
             pthread_mutex_unlock(&s->lock);
         }
-        rc = await(d, e, &gpu_ns);
+        rc = await(d, e, t, &gpu_ns);
     }
     pthread_mutex_lock(&s->lock);
     complete_rc(d, t, rc, gpu_ns);
@@ -513,7 +552,7 @@ void *srv_dispatch_main(void *arg)
         if (!issued)
             rc = issue(d, engine, t, &gpu_ns, &waiting);
         if (!rc && waiting)
-            rc = await(d, engine, &gpu_ns);
+            rc = await(d, engine, t, &gpu_ns);
         pthread_mutex_lock(&s->lock);
         complete_rc(d, t, rc, gpu_ns);
         srv_dev_kick(d, engine); /* this engine: the loop asks for its next task */

@@ -5,6 +5,7 @@
 #include "common/status.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
@@ -299,6 +300,22 @@ static void *reaper(void *arg)
     while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
         ;
     return NULL;
+}
+
+int srv_exec_hungup(struct srv_exec *x)
+{
+    if (!x || x->dead)
+        return 1;
+    struct pollfd p = {.fd = x->sock, .events = POLLRDHUP};
+    return poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
+}
+
+void srv_exec_lost(struct srv_exec *x, int faulted, const char *why)
+{
+    pthread_mutex_lock(&x->lock);
+    if (!x->dead)
+        mark_dead(x, faulted, why);
+    pthread_mutex_unlock(&x->lock);
 }
 
 void srv_exec_close(struct srv_exec *x)

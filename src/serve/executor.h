@@ -39,6 +39,10 @@ int srv_exec_spawn(const char *sim, int ordinal, const char *mps_dir, struct srv
 /* executor = per-vgpu: a channel for one more client to the shared executor
  * whose control channel is ctl (it serves it from a thread of its own). */
 int srv_exec_adopt(struct srv_exec *ctl, struct srv_exec **out);
+/* Whether x's process is gone (its channel hung up; a hint, no exchange). */
+int srv_exec_hungup(struct srv_exec *x);
+/* Records x's loss seen from outside an exchange (faulted: by a device fault). */
+void srv_exec_lost(struct srv_exec *x, int faulted, const char *why);
 /* Ends x because of something outside it (another MPS client's fault): its
  * callers get GPUOS_EDEVICE with why. */
 void srv_exec_fail(struct srv_exec *x, const char *why);

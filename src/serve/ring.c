@@ -1,13 +1,20 @@
-/* ring.c: the daemon's side of the fast path (issue 9.4; proto/ring.h).
+/* ring.c: the daemon's side of the fast path (issue 9.4; proto/ring.h), for
+ * every client of a device at once (issue 22), with grants the client cannot
+ * forge (issue 23.1).
  *
- * The daemon keeps scheduling: a ring runs only while its grant word is set, and
- * only the daemon sets it. Policy: the lone client of a device (every other
- * client's work goes through the scheduler) holds an open-ended grant; as soon
- * as a second client is on the device, every ring there is revoked, so BAND,
- * Credit and FIFO see every request of every client again (the executor answers
- * entries it has not started with GOS_RING_REVOKED and the client sends them
- * over the socket). The time an executor reports for its ring is charged to the
- * vGPU (compute time in `gpuos vgpu list`).
+ * The daemon keeps scheduling. A ring runs only while its executor holds a
+ * grant, and grants live in the ring's grant page (proto/xproto.h), which the
+ * daemon makes and maps with the executor alone: whatever the client writes
+ * into its ring, nothing there is obeyed or charged. A grant is a task of the
+ * device's scheduler (BAND, Credit, FIFO alike): an executor whose ring holds
+ * entries and no grant raises want and rings the device's doorbell; the bell's
+ * thread queues a grant task for it; the compute engine's dispatcher, when the
+ * policy picks it, issues the grant (a generation and a deadline grant_ns
+ * ahead) and waits on the page until the executor yields: at the deadline when
+ * other work waits (else the deadline moves on), or when its ring stayed empty
+ * for SRV_RING_IDLE_YIELD_US while other clients share the device. The task is
+ * charged the grant's wall time: the GPU was that tenant's meanwhile. Hand-over
+ * is through the page's words and futexes: no socket on the critical path.
  * Process: the daemon (gpuos serve). */
 #include "serve/serve.h"
 
@@ -15,8 +22,11 @@
 #include "proto/ring.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -24,6 +34,27 @@
 static int device_of(struct srv_client *c)
 {
     return c->srv->vgpus[c->vgpu].cfg.device;
+}
+
+/* A grant page for a ring: a memfd of the daemon's (never passed to the
+ * client), mapped here; its descriptor for the executor in *fd. */
+static struct gos_grant_page *grant_page_new(int *fd)
+{
+    *fd = memfd_create("gpuos-grant", MFD_CLOEXEC);
+    if (*fd < 0) {
+        gos_fail(GOS_ENOMEM, "grant page: %s", strerror(errno));
+        return NULL;
+    }
+    void *p = ftruncate(*fd, GOS_GRANT_PAGE_BYTES) ? MAP_FAILED
+                                                   : mmap(NULL, GOS_GRANT_PAGE_BYTES, PROT_READ | PROT_WRITE,
+                                                          MAP_SHARED, *fd, 0);
+    if (p == MAP_FAILED) {
+        gos_fail(GOS_ENOMEM, "grant page: %s", strerror(errno));
+        close(*fd);
+        *fd = -1;
+        return NULL;
+    }
+    return p;
 }
 
 int srv_ring_attach(struct srv_client *c, const struct gos_msg_ring *m, int fd)
@@ -40,109 +71,188 @@ int srv_ring_attach(struct srv_client *c, const struct gos_msg_ring *m, int fd)
     if (m->bytes != GOS_RING_BYTES || fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < m->bytes ||
         seals < 0 || !(seals & F_SEAL_SHRINK))
         return gos_fail(GOS_EINVAL, "ring must be a memfd of %u bytes sealed with F_SEAL_SHRINK", GOS_RING_BYTES);
+    struct srv_dev *d = &s->devs[device_of(c)];
+    if (!d->bell_started) { /* the device's doorbell, with its first ring */
+        d->bell_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (d->bell_fd < 0)
+            return gos_fail(GOS_EIO, "the device's doorbell: %s", strerror(errno));
+        if (pthread_create(&d->bell_thread, NULL, srv_bell_main, d)) {
+            close(d->bell_fd);
+            return gos_fail(GOS_EIO, "the device's doorbell thread");
+        }
+        d->bell_started = 1;
+    }
     void *p = mmap(NULL, GOS_RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED)
         return gos_fail(GOS_ENOMEM, "mapping a ring: %s", strerror(errno));
+    int gfd;
+    struct gos_grant_page *gp = grant_page_new(&gfd);
+    if (!gp) {
+        munmap(p, GOS_RING_BYTES);
+        return GOS_ENOMEM;
+    }
     struct gos_ring_ctl *k = gos_ring_ctl(p);
     k->magic = GOS_RING_MAGIC;
     k->slots = GOS_RING_SLOTS;
-    atomic_store(&k->grant, 0);
+    atomic_store(&k->open, 0);
     atomic_store(&k->spin_us, m->spin_us > 1000 ? 1000 : m->spin_us);
-    c->ring_busy_seen = atomic_load(&k->busy_ns);
-    c->ring_entries_seen = atomic_load(&k->entries);
-    c->ring_copy_seen = atomic_load(&k->copy_busy_ns);
-    c->ring_copy_entries_seen = atomic_load(&k->copy_entries);
+    c->ring_busy_seen = c->ring_entries_seen = c->ring_copy_seen = c->ring_copy_entries_seen = 0;
     struct srv_exec *x = c->x;
     struct {
         uint64_t bytes;
         uint32_t max_queued, pad;
     } xr = {GOS_RING_BYTES, (uint32_t)s->cfg.max_queued_requests, 0};
+    int bell = d->bell_fd;
     pthread_mutex_unlock(&s->lock);
-    int rc = srv_exec_call(x, X_RING, &xr, sizeof xr, fd, NULL, 0);
+    int rc = srv_exec_call(x, X_GRANT, NULL, 0, gfd, NULL, 0);
+    if (!rc)
+        rc = srv_exec_call(x, X_BELL, NULL, 0, bell, NULL, 0);
+    if (!rc)
+        rc = srv_exec_call(x, X_RING, &xr, sizeof xr, fd, NULL, 0);
     pthread_mutex_lock(&s->lock);
+    close(gfd);
     if (rc) {
+        munmap(gp, GOS_GRANT_PAGE_BYTES);
         munmap(p, GOS_RING_BYTES);
         return rc;
     }
     c->ring = p;
-    srv_ring_regrant(s, device_of(c));
+    c->gp = gp;
+    atomic_store(&k->open, 1);
+    srv_ring_rotation(s, device_of(c));
     return GOS_OK;
 }
 
-int srv_ring_regrant(struct srv *s, int device)
+void srv_ring_rotation(struct srv *s, int device)
 {
-    int n = 0, revoked = 0;
+    int n = 0;
     for (struct srv_client *c = s->clients; c; c = c->next)
         if (c->vgpu >= 0 && !c->dead && device_of(c) == device)
             n++;
-    for (struct srv_client *c = s->clients; c; c = c->next) {
-        if (!c->ring || c->vgpu < 0 || device_of(c) != device)
-            continue;
-        struct gos_ring_ctl *k = gos_ring_ctl(c->ring);
-        uint32_t want = n == 1 && !c->dead && !(c->x && c->x->dead);
-        if (atomic_load(&k->grant) != want) {
-            srv_ring_charge(c);
-            atomic_store(&k->grant, want);
-            gos_ring_kick(&k->sq_futex, &k->exec_sleeping);
-            gos_log(LOG_DEBUG, "client %u: ring %s", c->id, want ? "granted (alone on the device)" : "revoked");
-            revoked += !want;
-        }
-    }
-    return revoked;
+    for (struct srv_client *c = s->clients; c; c = c->next)
+        if (c->gp && c->vgpu >= 0 && device_of(c) == device)
+            atomic_store(&c->gp->idle_yield_us, n > 1 ? SRV_RING_IDLE_YIELD_US : 0);
 }
 
-static int settled(struct srv_client *c)
+/* Queues a grant for every ring of d that wants one (lock held). */
+static void want_all(struct srv_dev *d)
 {
-    struct gos_ring_ctl *k = gos_ring_ctl(c->ring);
-    uint32_t tail = atomic_load(&k->sq_tail), done = atomic_load(&k->cq_done);
-    uint32_t upto = atomic_load(&k->revoked_upto), ack = atomic_load(&k->client_ack);
-    return c->dead || (c->x && c->x->dead) || (done == tail && (int32_t)(ack - upto) >= 0);
+    struct srv *s = d->srv;
+    int queued = 0;
+    for (struct srv_client *c = s->clients; c; c = c->next)
+        if (c->gp && c->vgpu >= 0 && &s->devs[device_of(c)] == d && !c->ring_queued && !c->dead &&
+            !(c->x && c->x->dead) && atomic_load(&c->gp->want) && atomic_load(&c->gp->state) != GOS_GRANT_REVOKE)
+            queued += srv_ring_queue(c) == GOS_OK;
+    if (queued)
+        srv_dev_kick(d, -1);
 }
 
-void srv_ring_settle(struct srv *s, int device, int ms)
+void *srv_bell_main(void *arg)
 {
-    uint64_t until = gos_now_ns() + (uint64_t)ms * 1000000ull;
+    struct srv_dev *d = arg;
+    struct srv *s = d->srv;
     for (;;) {
-        int busy = 0;
-        for (struct srv_client *c = s->clients; c; c = c->next)
-            if (c->ring && c->vgpu >= 0 && device_of(c) == device && !atomic_load(&gos_ring_ctl(c->ring)->grant))
-                busy += !settled(c);
-        if (!busy || gos_now_ns() >= until || s->stop)
-            return;
-        pthread_mutex_unlock(&s->lock);
-        usleep(200);
+        struct pollfd p = {.fd = d->bell_fd, .events = POLLIN};
+        int n = poll(&p, 1, 100);
+        uint64_t v;
+        if (n > 0 && read(d->bell_fd, &v, sizeof v) < 0 && errno != EAGAIN)
+            break;
         pthread_mutex_lock(&s->lock);
+        int stop = s->stop;
+        if (!stop)
+            want_all(d); /* also every 100 ms: a lost ring of the bell costs no hang */
+        pthread_mutex_unlock(&s->lock);
+        if (stop)
+            break;
     }
+    return NULL;
+}
+
+void srv_ring_issue(struct srv_dev *d, struct srv_task *t)
+{
+    struct gos_grant_page *g = t->c->gp;
+    t->ring_t0 = gos_now_ns();
+    t->ring_busy0 = atomic_load(&g->busy_ns);
+    atomic_store(&g->want, GOS_GRANT_NONE);
+    atomic_store(&g->kind, gos_sched_engine_count(d->sched) == 1 ? GOS_GRANT_ANY
+                           : t->st.kind == GOS_SCHED_COPY     ? GOS_GRANT_COPY
+                                                              : GOS_GRANT_COMPUTE);
+    atomic_store(&g->deadline_ns, t->ring_t0 + (d->grant_ns ? d->grant_ns : SRV_GRANT_PROCESS_NS));
+    uint32_t gen = atomic_load(&g->gen) + 1;
+    atomic_store(&g->gen, gen ? gen : 1);
+    atomic_store(&g->state, GOS_GRANT_RUN);
+    gos_ring_kick(&g->state_futex, &g->exec_sleeping);
+}
+
+struct yield_wait {
+    struct gos_grant_page *g;
+    uint32_t gen;
+    uint64_t until;
+};
+
+static int yielded(void *arg)
+{
+    struct yield_wait *w = arg;
+    return atomic_load(&w->g->done_gen) == w->gen || gos_now_ns() >= w->until;
+}
+
+int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint64_t *busy_ns)
+{
+    struct srv *s = d->srv;
+    struct srv_client *c = t->c;
+    struct gos_grant_page *g = c->gp;
+    struct yield_wait w = {g, atomic_load(&g->gen), 0};
+    int rc = GOS_OK;
+    uint64_t grant = d->grant_ns ? d->grant_ns : SRV_GRANT_PROCESS_NS;
+    for (;;) {
+        uint64_t dl = atomic_load(&g->deadline_ns), now = gos_now_ns();
+        /* wake at the deadline, and every 10 ms to see the executor's loss */
+        w.until = (dl > now ? dl : now) + 200000ull;
+        if (w.until > now + 10000000ull)
+            w.until = now + 10000000ull;
+        gos_ring_wait(&g->yield_futex, &g->daemon_sleeping, 0, 0, yielded, &w);
+        if (atomic_load(&g->done_gen) == w.gen)
+            break;
+        if (srv_exec_hungup(c->x)) {
+            rc = gos_fail(GOS_EDEVICE, "executor (pid %d) is gone", (int)c->x->pid);
+            break;
+        }
+        if (__atomic_load_n(&c->dead, __ATOMIC_ACQUIRE))
+            break; /* the client left: its executor ends with it (the client's release) */
+        now = gos_now_ns();
+        if (now < atomic_load(&g->deadline_ns))
+            continue;
+        pthread_mutex_lock(&s->lock);
+        int others = gos_sched_queued(d->sched) > 0 || s->stop;
+        pthread_mutex_unlock(&s->lock);
+        if (!others) /* nobody waits: the grant goes on */
+            atomic_store(&g->deadline_ns, now + grant);
+        else /* an idle executor waits on its ring: it sees the deadline passed */
+            gos_ring_kick(&gos_ring_ctl(c->ring)->sq_futex, &gos_ring_ctl(c->ring)->exec_sleeping);
+    }
+    *gpu_ns = gos_now_ns() - t->ring_t0;
+    uint64_t b = atomic_load(&g->busy_ns);
+    *busy_ns = b > t->ring_busy0 ? b - t->ring_busy0 : 0;
+    if (getenv("GOS_DEBUG_GRANTS"))
+        gos_log(LOG_INFO, "DBG grant client %u kind %d: %llu us, busy %llu us, want %u", c->id, t->st.kind,
+                (unsigned long long)(*gpu_ns / 1000), (unsigned long long)(*busy_ns / 1000), atomic_load(&g->want));
+    return rc;
 }
 
 void srv_ring_charge(struct srv_client *c)
 {
-    if (!c->ring || c->vgpu < 0)
+    if (!c->gp || c->vgpu < 0)
         return;
-    struct gos_ring_ctl *k = gos_ring_ctl(c->ring);
-    /* the executor's counters only grow; a hostile client's writes to them
-     * could only cost its own vGPU (or nothing: deltas are bounded below) */
-    uint64_t b = atomic_load(&k->busy_ns), e = atomic_load(&k->entries);
-    uint64_t cb = atomic_load(&k->copy_busy_ns), ce = atomic_load(&k->copy_entries);
+    struct gos_grant_page *g = c->gp;
+    /* the grant page's counters, which only the executor writes, only grow; the
+     * scheduler was charged by the grant tasks (their wall time): these are
+     * the vGPU's ring time and entries as `gpuos vgpu list` shows them */
+    uint64_t b = atomic_load(&g->busy_ns), e = atomic_load(&g->entries);
     struct srv_vgpu *v = &c->srv->vgpus[c->vgpu];
-    uint64_t db = b > c->ring_busy_seen ? b - c->ring_busy_seen : 0;
-    uint64_t de = e > c->ring_entries_seen ? e - c->ring_entries_seen : 0;
-    uint64_t dcb = cb > c->ring_copy_seen ? cb - c->ring_copy_seen : 0;
-    uint64_t dce = ce > c->ring_copy_entries_seen ? ce - c->ring_copy_entries_seen : 0;
-    dcb = dcb < db ? dcb : db;
-    dce = dce < de ? dce : de;
-    v->ring_ns += db;
-    v->tasks += de;
-    gos_sched *sc = c->srv->devs[device_of(c)].sched;
-    /* what utilisation, Credit and BAND see: copies as copy time, the rest as compute */
-    if (db - dcb || de - dce)
-        gos_sched_charge(sc, v->id, GOS_SCHED_COMPUTE, db - dcb, de - dce, gos_now_ns());
-    if (dcb || dce)
-        gos_sched_charge(sc, v->id, GOS_SCHED_COPY, dcb, dce, gos_now_ns());
+    v->ring_ns += b > c->ring_busy_seen ? b - c->ring_busy_seen : 0;
+    v->tasks += e > c->ring_entries_seen ? e - c->ring_entries_seen : 0;
     c->ring_busy_seen = b;
     c->ring_entries_seen = e;
-    c->ring_copy_seen = cb;
-    c->ring_copy_entries_seen = ce;
 }
 
 static int ring_busy(struct srv_client *c)
@@ -151,18 +261,32 @@ static int ring_busy(struct srv_client *c)
     return atomic_load(&k->cq_done) != atomic_load(&k->sq_tail) && !(c->x && c->x->dead) && !c->dead;
 }
 
+void srv_ring_bells_stop(struct srv *s)
+{
+    for (int i = 0; i < GOS_SERVE_MAX_DEVICES; i++) {
+        struct srv_dev *d = &s->devs[i];
+        if (!d->bell_started)
+            continue;
+        pthread_join(d->bell_thread, NULL); /* it sees s->stop within 100 ms */
+        close(d->bell_fd);
+        d->bell_started = 0;
+    }
+}
+
 int srv_ring_quiesce(struct srv *s, int ms)
 {
     uint64_t until = gos_now_ns() + (uint64_t)(ms > 0 ? ms : 0) * 1000000ull;
     for (;;) {
         int n = 0;
         for (struct srv_client *c = s->clients; c; c = c->next) {
-            if (!c->ring)
+            if (!c->ring || !c->gp)
                 continue;
             struct gos_ring_ctl *k = gos_ring_ctl(c->ring);
-            if (atomic_load(&k->grant)) {
+            if (atomic_load(&c->gp->state) != GOS_GRANT_REVOKE) {
                 srv_ring_charge(c);
-                atomic_store(&k->grant, 0);
+                atomic_store(&k->open, 0);
+                atomic_store(&c->gp->state, GOS_GRANT_REVOKE);
+                gos_ring_kick(&c->gp->state_futex, &c->gp->exec_sleeping);
                 gos_ring_kick(&k->sq_futex, &k->exec_sleeping);
             }
             n += ring_busy(c);
@@ -182,4 +306,7 @@ void srv_ring_gone(struct srv_client *c)
     srv_ring_charge(c);
     munmap(c->ring, GOS_RING_BYTES);
     c->ring = NULL;
+    if (c->gp)
+        munmap(c->gp, GOS_GRANT_PAGE_BYTES);
+    c->gp = NULL;
 }

@@ -31,6 +31,7 @@
 #include "device/exec_ops.h"
 #include "exec/exec_op.h"
 #include "proto/proto.h"
+#include "proto/xproto.h"
 #include "sched/sched.h"
 #include "serve/config.h"
 #include "vmem/shm.h"
@@ -107,9 +108,6 @@ struct srv_op {
 /* A batch may exceed its grant by this fraction of it: an op's time is measured
  * with jitter, and a grant of four 1 ms kernels must take the fourth */
 #define SRV_GRANT_SLACK_DIV 8u
-/* A newcomer's HELLO waits at most this long for a revoked ring's work to reach
- * the scheduler (issue 9.4; ring.c). */
-#define SRV_RING_SETTLE_MS 500
 struct srv_task {
     gos_sched_task st; /* st.user == this */
     struct srv_client *c;
@@ -120,6 +118,10 @@ struct srv_task {
     uint64_t bytes;        /* copy bytes in the batch */
     uint64_t wall_ns;      /* an executor's batch: its exchange, send to reply */
     struct srv_op *ops;
+    /* a ring's grant (issue 22; ring.c): no ops, the client's executor runs
+     * its ring's entries from issue to its yield; charged its wall time */
+    int ring;
+    uint64_t ring_t0, ring_busy0, ring_busy; /* its start, the executor's busy_ns then, and since */
 };
 
 struct srv_alloc {
@@ -189,6 +191,8 @@ struct srv_client {
     /* the fast path (issue 9.4; ring.c): the client's ring, mapped here to
      * grant and revoke it and to charge the time its executor reports */
     void *ring;
+    struct gos_grant_page *gp; /* the ring's grant page (the daemon's and the executor's only) */
+    int ring_queued;           /* a grant task of it is queued or running */
     uint64_t ring_busy_seen, ring_entries_seen, ring_copy_seen, ring_copy_entries_seen;
 };
 
@@ -265,6 +269,11 @@ struct srv_dev {
     gos_swap *sw; /* swapping on this device (swap.c, issue 10.2); NULL: off */
     int ordinal;
     struct srv_swpool *swp; /* its host swap pool (swap.c): one memfd, offsets */
+    /* rings (issue 22; ring.c): the doorbell its executors ring when an entry
+     * waits for a grant (an eventfd), and the thread that answers it */
+    int bell_fd;
+    pthread_t bell_thread;
+    int bell_started;
 };
 
 struct srv {
@@ -366,14 +375,33 @@ void srv_region_unref(struct srv_client *c, int r);
  * logged, its memory returned to the vGPU's share; later requests fail with
  * GOS_EDEVICE naming the reason. */
 void srv_client_exec_check(struct srv_client *c);
+/* The same for an executor that may have died outside any exchange (through
+ * its ring: the grant page holds the fault), found by its channel hanging up. */
+void srv_client_exec_probe(struct srv_client *c);
 
-/* ring.c: the fast path (issue 9.4; proto/ring.h). RING_ATTACH maps the client's
- * memfd and hands it to its executor (lock held, dropped meanwhile); regrant
- * gives the ring of a device's lone client an open-ended grant and revokes every
- * ring there as soon as a second client is on the device; charge moves the
- * executor's reported ring time to its vGPU; gone unmaps it (client freed). */
+/* ring.c: the fast path (issue 9.4; proto/ring.h) for every client (issue 22).
+ * RING_ATTACH maps the client's memfd, makes its grant page and hands both and
+ * the device's doorbell to its executor (lock held, dropped meanwhile); a
+ * ring's grants are tasks of the scheduler (srv_ring_queue), issued and
+ * awaited by the engine's dispatcher; rotation sets how soon an idle ring
+ * yields (never when its client is alone on the device); charge moves the
+ * executor's reported ring entries to its vGPU's counters; gone unmaps it
+ * (client freed). */
 int srv_ring_attach(struct srv_client *c, const struct gos_msg_ring *m, int fd);
-int srv_ring_regrant(struct srv *s, int device);
+void srv_ring_rotation(struct srv *s, int device);
+/* The doorbell's thread of device d (server.c starts it): queues a grant for
+ * every ring that wants one. */
+void *srv_bell_main(void *arg);
+/* At shutdown (s->stop set, lock not held): ends the doorbells' threads. */
+void srv_ring_bells_stop(struct srv *s);
+/* dispatch.c: a grant task for c's ring, queued (lock held). */
+int srv_ring_queue(struct srv_client *c);
+/* The grant of task t, issued (lock not held), and awaited until the executor
+ * yields: *gpu_ns its wall time, *busy_ns what the executor spent running. */
+void srv_ring_issue(struct srv_dev *d, struct srv_task *t);
+int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint64_t *busy_ns);
+/* How long an idle ring keeps a grant while others wait. */
+#define SRV_RING_IDLE_YIELD_US 200
 /* Waits on the daemon's idle condition (a client freed, a join done) for at
  * most ns (lock held). */
 void srv_idle_wait(struct srv *s, uint64_t ns);
@@ -388,10 +416,6 @@ void srv_xshare_leave(struct srv_client *c);
  * grant_us = auto learns a switch's cost from an executor's batch (lock held). */
 uint64_t srv_grant_limit(const struct srv_dev *d);
 void srv_grant_learn(struct srv_dev *d, pid_t executor, uint64_t wall_ns, uint64_t gpu_ns);
-/* After a revoke (lock held, dropped while waiting, at most ms): waits until the
- * revoked rings' clients have taken their revoked entries back (sent them over
- * their sockets), so that the scheduler sees their work before the newcomer's. */
-void srv_ring_settle(struct srv *s, int device, int ms);
 void srv_ring_charge(struct srv_client *c);
 void srv_ring_gone(struct srv_client *c);
 /* At shutdown (lock held, dropped while waiting): revokes every ring and waits up

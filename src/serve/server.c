@@ -556,6 +556,7 @@ fail:
                 if (pthread_timedjoin_np(disp[i][e], NULL, &until))
                     stuck = 1; /* in a driver call that does not return: the exit ends it */
             }
+    srv_ring_bells_stop(s);
     if (stuck || abandoned)
         leftover = leftover ? leftover : 1; /* devices in an unknown state: left to the exit */
     s->leaked = leftover != 0;

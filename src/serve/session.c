@@ -123,6 +123,36 @@ void srv_client_exec_check(struct srv_client *c)
     }
 }
 
+void srv_client_exec_probe(struct srv_client *c)
+{
+    if (!c->x || c->x->dead || c->vgpu < 0)
+        return;
+    struct srv *s = c->srv;
+    pid_t pid = c->x->pid;
+    int faulted = 0;
+    for (struct srv_client *o = s->clients; o && !faulted; o = o->next)
+        faulted = o->x && o->x->pid == pid && o->gp && o->gp->fault_msg[0];
+    if (!faulted && !srv_exec_hungup(c->x))
+        return;
+    /* The process died outside an exchange: through a ring, whose device
+     * fault the executor wrote into that ring's grant page first. The client
+     * that faulted is told its own error; the others of the same process
+     * (executor = per-vgpu) hear of it from srv_client_exec_check. */
+    for (struct srv_client *o = s->clients; o; o = o->next)
+        if (o->x && !o->x->dead && o->x->pid == pid && o->vgpu >= 0 && o->gp && o->gp->fault_msg[0]) {
+            char why[300];
+            snprintf(why, sizeof why, "device fault: %.255s", o->gp->fault_msg);
+            srv_exec_lost(o->x, 1, why);
+            srv_client_exec_check(o);
+        }
+    if (!c->x->dead) {
+        char why[100];
+        snprintf(why, sizeof why, "executor (pid %d) died", (int)pid);
+        srv_exec_lost(c->x, 0, why);
+    }
+    srv_client_exec_check(c);
+}
+
 void srv_client_unref(struct srv_client *c)
 {
     if (--c->refs == 0)
