@@ -31,6 +31,10 @@
  *              of 100 us and 1 ms, synchronising after every kernel (sync) or
  *              every 32 (streaming): the GPU's busy fraction (kernels x length
  *              over wall time), beside as many plain CUDA processes (issue 22).
+ *              The kernels are fixed work (`loop`, its iterations calibrated
+ *              alone to the length), not a wait on the GPU's clock, which
+ *              passes while a time-sliced kernel is preempted and would count
+ *              the same time twice.
  * The daemon is started by this program for each configuration it needs. */
 #include "common/jsonio.h"
 #include "common/provenance.h"
@@ -1109,17 +1113,17 @@ static json_t *queues(void)
 /* Child: full-GPU kernels of ns (one block per SM), synchronised after every
  * one (sync) or every SHARE_STREAM_EVERY, until its window ends; writes how
  * many completed to fd. */
-static void child_tenant(const char *vgpu, uint64_t ns, int sync, double secs, int fd)
+static void child_tenant(const char *vgpu, uint64_t iters, int sync, double secs, int fd)
 {
     gpuos_vgpu *g = vopen(vgpu);
-    gpuos_function f = gfn(g, "sleep_ns");
+    gpuos_function f = gfn(g, "loop");
     gpuos_launch_config c = {{(unsigned)dev->info.sm_count, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, 0};
     double until = gate_pass() + secs;
     long k = 0;
     int every = sync ? 1 : SHARE_STREAM_EVERY;
     while (now() < until) {
         for (int i = 0; i < every; i++)
-            if (gpuos_launch(g, f, &c, &ns, 8))
+            if (gpuos_launch(g, f, &c, &iters, 8))
                 _exit(2);
         if (gpuos_synchronize(g))
             _exit(2);
@@ -1134,17 +1138,17 @@ static void child_tenant(const char *vgpu, uint64_t ns, int sync, double secs, i
  * CUDA context does not survive a fork): opens the device itself, says it is
  * ready on stdout, waits for the start instant (gos_now_ns) on stdin, runs as
  * child_tenant does and prints its count. */
-static int native_tenant_main(uint64_t ns, int sync, double secs)
+static int native_tenant_main(uint64_t iters, int sync, double secs)
 {
     gos_device_spec spec = {.sim = sim_chip, .ordinal = 0};
     gos_device *d;
     void *st, *mod, *fn;
     if (gos_device_open(&spec, &d) || gos_exec_init(d) || gos_exec_stream_create(d, &st) ||
-        gos_exec_module_load(d, NULL, 0, GOS_EXEC_BUILTIN, &mod) || gos_exec_function(d, mod, "sleep_ns", &fn)) {
+        gos_exec_module_load(d, NULL, 0, GOS_EXEC_BUILTIN, &mod) || gos_exec_function(d, mod, "loop", &fn)) {
         fprintf(stderr, "native tenant: %s\n", gos_last_error());
         return 1;
     }
-    struct gos_launch_cfg c = {{(unsigned)d->info.sm_count, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, &ns, 8};
+    struct gos_launch_cfg c = {{(unsigned)d->info.sm_count, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, &iters, 8};
     printf("ready\n");
     fflush(stdout);
     double start;
@@ -1167,9 +1171,9 @@ static int native_tenant_main(uint64_t ns, int sync, double secs)
     return 0;
 }
 
-/* n tenants for secs: through the daemon (native 0) or as plain processes;
- * the kernels completed in all. */
-static long tenants_run(int n, uint64_t ns, int sync, double secs, int native)
+/* n tenants for secs: through the daemon (native 0) or as plain processes,
+ * each launching `loop` of iters; the kernels completed in all. */
+static long tenants_run(int n, uint64_t iters, int sync, double secs, int native)
 {
     pid_t kids[8];
     if (!native) {
@@ -1181,7 +1185,7 @@ static long tenants_run(int n, uint64_t ns, int sync, double secs, int native)
             char name[16];
             snprintf(name, sizeof name, "v%d", i);
             if ((kids[i] = fork()) == 0)
-                child_tenant(name, ns, sync, secs, pfd[1]);
+                child_tenant(name, iters, sync, secs, pfd[1]);
         }
         close(pfd[1]);
         gate_open(n);
@@ -1192,7 +1196,7 @@ static long tenants_run(int n, uint64_t ns, int sync, double secs, int native)
     FILE *out[8];
     int in[8];
     char a1[32], a2[8], a3[32];
-    snprintf(a1, sizeof a1, "%llu", (unsigned long long)ns);
+    snprintf(a1, sizeof a1, "%llu", (unsigned long long)iters);
     snprintf(a2, sizeof a2, "%d", sync);
     snprintf(a3, sizeof a3, "%.3f", secs);
     for (int i = 0; i < n; i++) {
@@ -1232,14 +1236,47 @@ static long tenants_run(int n, uint64_t ns, int sync, double secs, int native)
     return tot;
 }
 
-static json_t *sharing_one(const char *iso, int n, uint64_t ns, int sync, double secs, long kernels)
+/* The iterations of `loop` on every SM that take ns alone, and what they
+ * really take (*got_ns), measured on this process's context between events. */
+static uint64_t loop_iters(uint64_t ns, uint64_t *got_ns)
+{
+    void *fn = native_fn("loop"), *e0, *e1;
+    if (gos_exec_event_create(dev, &e0) || gos_exec_event_create(dev, &e1))
+        DIE("events");
+    uint64_t iters = 1000, t = 0;
+    for (int round = 0; round < 8; round++) {
+        struct gos_launch_cfg c = {{(unsigned)dev->info.sm_count, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, &iters, 8};
+        uint64_t best = UINT64_MAX;
+        for (int r = 0; r < 5; r++) {
+            if (gos_exec_event_record(dev, e0, stream) || gos_exec_launch(dev, fn, &c, stream) ||
+                gos_exec_event_record(dev, e1, stream) || gos_exec_event_sync(dev, e1) ||
+                gos_exec_event_elapsed_ns(dev, e0, e1, &t))
+                DIE("loop calibration");
+            best = t < best ? t : best;
+        }
+        t = best ? best : 1;
+        double scale = (double)ns / (double)t;
+        if (scale > 0.98 && scale < 1.02)
+            break;
+        iters = (uint64_t)((double)iters * (scale > 100 ? 100 : scale)) + 1;
+    }
+    gos_exec_event_destroy(dev, e0);
+    gos_exec_event_destroy(dev, e1);
+    *got_ns = t;
+    return iters;
+}
+
+/* One row: kernels of nominal length nominal_ns, each measured alone to
+ * take ns (GPU time = kernels x ns). */
+static json_t *sharing_one(const char *iso, int n, uint64_t nominal_ns, uint64_t ns, int sync, double secs,
+                           long kernels)
 {
     double busy = (double)kernels * (double)ns / (secs * 1e9);
     fprintf(stderr, "sharing %-8s %d tenants, %4llu us kernels, %s: %ld kernels in %.1f s, GPU busy %.1f %%\n", iso,
-            n, (unsigned long long)(ns / 1000), sync ? "sync     " : "streaming", kernels, secs, 100 * busy);
-    return json_pack("{s:s, s:i, s:I, s:b, s:I, s:f, s:f}", "isolation", iso, "tenants", n, "kernel_us",
-                     (json_int_t)(ns / 1000), "sync", sync, "kernels", (json_int_t)kernels, "seconds", secs,
-                     "busy_fraction", busy);
+            n, (unsigned long long)(nominal_ns / 1000), sync ? "sync     " : "streaming", kernels, secs, 100 * busy);
+    return json_pack("{s:s, s:i, s:I, s:I, s:b, s:I, s:f, s:f}", "isolation", iso, "tenants", n, "kernel_us",
+                     (json_int_t)(nominal_ns / 1000), "kernel_ns_alone", (json_int_t)ns, "sync", sync, "kernels",
+                     (json_int_t)kernels, "seconds", secs, "busy_fraction", busy);
 }
 
 static json_t *sharing(void)
@@ -1249,6 +1286,12 @@ static json_t *sharing(void)
     json_t *list = json_array();
     double secs = quick ? 1.5 : 3.0;
     static int native_done;
+    uint64_t iters[2], len[2];
+    for (int li = 0; li < 2; li++) {
+        iters[li] = loop_iters(lens[li], &len[li]);
+        fprintf(stderr, "sharing: loop of %llu iterations takes %.1f us alone (for %llu us)\n",
+                (unsigned long long)iters[li], len[li] / 1e3, (unsigned long long)(lens[li] / 1000));
+    }
     for (int ci = 0; ci < 4; ci++)
         for (int li = 0; li < 2; li++)
             for (int sync = 1; sync >= 0; sync--) {
@@ -1260,12 +1303,12 @@ static json_t *sharing(void)
                 /* the baseline, once per run (beside the first isolation mode),
                  * two and four plain processes */
                 if (!native_done && n <= 4)
-                    json_array_append_new(list, sharing_one("native", n, lens[li], sync, secs,
-                                                            tenants_run(n, lens[li], sync, secs, 1)));
+                    json_array_append_new(list, sharing_one("native", n, lens[li], len[li], sync, secs,
+                                                            tenants_run(n, iters[li], sync, secs, 1)));
                 daemon_start("band", "mrq", n, "5%");
-                long k = tenants_run(n, lens[li], sync, secs, 0);
+                long k = tenants_run(n, iters[li], sync, secs, 0);
                 daemon_stop();
-                json_array_append_new(list, sharing_one(iso_mode ? iso_mode : "-", n, lens[li], sync, secs, k));
+                json_array_append_new(list, sharing_one(iso_mode ? iso_mode : "-", n, lens[li], len[li], sync, secs, k));
             }
     native_done = 1;
     return list;

@@ -13,6 +13,13 @@
  *                                  to this client, the session still works after
  *   ring_client wreck VGPU         sets the ring's tail far ahead (a corrupt ring)
  *                                  and exits: the executor stops that ring only
+ *   ring_client busy VGPU S [forge] 1 ms kernels, synchronised, for S seconds;
+ *                                  prints how many; forge: a thread meanwhile
+ *                                  writes every word of the ring's control
+ *                                  block a tenant could hope to gain by (open,
+ *                                  client_ack, the executor's counters zeroed):
+ *                                  issue 23.1, the schedule and the charge must
+ *                                  not change
  * Uses libgpuos's internals (client_internal.h) to reach the ring. */
 #define CLIENT_NAME "ring_client"
 #include "client_util.h"
@@ -372,6 +379,55 @@ static int cmd_wreck(const char *va)
     _exit(0); /* no goodbye: the daemon sees the connection drop */
 }
 
+struct forger {
+    gpuos_vgpu *g;
+    atomic_int stop;
+};
+
+static void *forge_main(void *arg)
+{
+    struct forger *w = arg;
+    struct gos_ring_ctl *k = ctl_of(w->g);
+    while (!atomic_load(&w->stop)) {
+        atomic_store(&k->open, 1);
+        atomic_store(&k->client_ack, atomic_load(&k->sq_tail));
+        atomic_store(&k->busy_ns, 0);
+        atomic_store(&k->entries, 0);
+        atomic_store(&k->copy_busy_ns, 0);
+        atomic_store(&k->copy_entries, 0);
+        atomic_store(&k->spin_us, 1000);
+        usleep(100);
+    }
+    return NULL;
+}
+
+static int cmd_busy(const char *va, double secs, int forge)
+{
+    gpuos_vgpu *g = open_or_die(va);
+    gpuos_module m;
+    gpuos_function f;
+    CHECK(!gpuos_module_load_builtin(g, "builtin", &m) && !gpuos_module_function(g, m, "sleep_ns", &f), "sleep_ns");
+    struct forger w = {g, 0};
+    pthread_t t;
+    if (forge)
+        CHECK(g->ring && !pthread_create(&t, NULL, forge_main, &w), "forging thread");
+    uint64_t ns = 1000000;
+    gpuos_launch_config c = {{1, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, 0};
+    long k = 0;
+    double t0 = now_s();
+    while (now_s() - t0 < secs) {
+        CHECK(!gpuos_launch(g, f, &c, &ns, 8) && !gpuos_synchronize(g), "busy kernel %ld", k);
+        k++;
+    }
+    if (forge) {
+        atomic_store(&w.stop, 1);
+        pthread_join(t, NULL);
+    }
+    printf("busy kernels %ld\n", k);
+    gpuos_close(g);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -387,6 +443,8 @@ int main(int argc, char **argv)
         return cmd_fault(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "wreck"))
         return cmd_wreck(argv[2]);
+    if ((argc == 4 || argc == 5) && !strcmp(argv[1], "busy"))
+        return cmd_busy(argv[2], atof(argv[3]), argc == 5 && !strcmp(argv[4], "forge"));
     fprintf(stderr, "ring_client: bad command\n");
     return 2;
 }

@@ -18,6 +18,6 @@ for v in $vars; do
     grep -q "^\*\?\*\?$v\|$v" docs/man/gpuos.1.scd || fail "gpuos(1) does not list $v in ENVIRONMENT"
 done
 # each macro follows a comment line (its documentation)
-awk '/^#define GOS_ENV_/ { if (prev !~ /\*\/$|^#define GOS_ENV_/) { print "undocumented: " $2; bad = 1 } } { prev = $0 } END { exit bad }' "$H" ||
+awk '/^#define GOS_ENV_[A-Z0-9_]* "/ { if (prev !~ /\*\/$|^#define GOS_ENV_/) { print "undocumented: " $2; bad = 1 } } { prev = $0 } END { exit bad }' "$H" ||
     fail "a variable of $H has no comment"
 echo "ok: $(echo "$vars" | wc -w) variables, one place"

@@ -333,7 +333,6 @@ static int await(struct srv_dev *d, int engine, struct srv_task *t, uint64_t *gp
     if (t->ring) {
         uint64_t busy = 0;
         rc = srv_ring_await(d, t, gpu_ns, &busy);
-        t->wall_ns = *gpu_ns;
         t->ring_busy = busy; /* the executor's running time (grant_us = auto learns the rest) */
         return rc;
     }

@@ -132,6 +132,7 @@ void srv_ring_rotation(struct srv *s, int device)
     for (struct srv_client *c = s->clients; c; c = c->next)
         if (c->gp && c->vgpu >= 0 && device_of(c) == device)
             atomic_store(&c->gp->idle_yield_us, n > 1 ? SRV_RING_IDLE_YIELD_US : 0);
+    s->devs[device].clients_now = n;
 }
 
 /* Queues a grant for every ring of d that wants one (lock held). */
@@ -174,7 +175,9 @@ void srv_ring_issue(struct srv_dev *d, struct srv_task *t)
     t->ring_t0 = gos_now_ns();
     t->ring_busy0 = atomic_load(&g->busy_ns);
     atomic_store(&g->want, GOS_GRANT_NONE);
-    atomic_store(&g->kind, gos_sched_engine_count(d->sched) == 1 ? GOS_GRANT_ANY
+    /* a lone client's grant, or any under SDQ, runs copies and launches alike:
+     * no hand-over at every change between them */
+    atomic_store(&g->kind, gos_sched_engine_count(d->sched) == 1 || d->clients_now <= 1 ? GOS_GRANT_ANY
                            : t->st.kind == GOS_SCHED_COPY     ? GOS_GRANT_COPY
                                                               : GOS_GRANT_COMPUTE);
     atomic_store(&g->deadline_ns, t->ring_t0 + (d->grant_ns ? d->grant_ns : SRV_GRANT_PROCESS_NS));
@@ -196,6 +199,15 @@ static int yielded(void *arg)
     return atomic_load(&w->g->done_gen) == w->gen || gos_now_ns() >= w->until;
 }
 
+/* What a piece of a grant costs its vGPU: its wall time while the device is
+ * shared (the GPU was this tenant's), the executor's running time while its
+ * client is alone (an idle lone client holds its grant at no one's expense). */
+static uint64_t segment_cost(struct srv_dev *d, struct srv_task *t, uint64_t now, uint64_t busy)
+{
+    uint64_t b = busy > t->ring_busy0 ? busy - t->ring_busy0 : 0;
+    return d->clients_now > 1 ? now - t->ring_t0 : b;
+}
+
 int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint64_t *busy_ns)
 {
     struct srv *s = d->srv;
@@ -204,6 +216,7 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
     struct yield_wait w = {g, atomic_load(&g->gen), 0};
     int rc = GOS_OK;
     uint64_t grant = d->grant_ns ? d->grant_ns : SRV_GRANT_PROCESS_NS;
+    uint64_t busy_start = t->ring_busy0, start = t->ring_t0;
     for (;;) {
         uint64_t dl = atomic_load(&g->deadline_ns), now = gos_now_ns();
         /* wake at the deadline, and every 10 ms to see the executor's loss */
@@ -220,22 +233,27 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
         if (__atomic_load_n(&c->dead, __ATOMIC_ACQUIRE))
             break; /* the client left: its executor ends with it (the client's release) */
         now = gos_now_ns();
-        if (now < atomic_load(&g->deadline_ns))
-            continue;
+        /* charged as it goes (every 10 ms at most): utilisation, Credit and
+         * BAND see a long grant as it runs, not in one piece at its end */
         pthread_mutex_lock(&s->lock);
+        uint64_t b = atomic_load(&g->busy_ns), cost = segment_cost(d, t, now, b);
+        if (cost && c->vgpu >= 0)
+            gos_sched_charge(d->sched, s->vgpus[c->vgpu].id, t->st.kind, cost, 0, now);
+        t->ring_t0 = now;
+        t->ring_busy0 = b;
         int others = gos_sched_queued(d->sched) > 0 || s->stop;
         pthread_mutex_unlock(&s->lock);
+        if (now < atomic_load(&g->deadline_ns))
+            continue;
         if (!others) /* nobody waits: the grant goes on */
             atomic_store(&g->deadline_ns, now + grant);
         else /* an idle executor waits on its ring: it sees the deadline passed */
             gos_ring_kick(&gos_ring_ctl(c->ring)->sq_futex, &gos_ring_ctl(c->ring)->exec_sleeping);
     }
-    *gpu_ns = gos_now_ns() - t->ring_t0;
-    uint64_t b = atomic_load(&g->busy_ns);
-    *busy_ns = b > t->ring_busy0 ? b - t->ring_busy0 : 0;
-    if (getenv("GOS_DEBUG_GRANTS"))
-        gos_log(LOG_INFO, "DBG grant client %u kind %d: %llu us, busy %llu us, want %u", c->id, t->st.kind,
-                (unsigned long long)(*gpu_ns / 1000), (unsigned long long)(*busy_ns / 1000), atomic_load(&g->want));
+    uint64_t now = gos_now_ns(), b = atomic_load(&g->busy_ns);
+    *gpu_ns = segment_cost(d, t, now, b); /* the rest, charged with the task */
+    *busy_ns = b > busy_start ? b - busy_start : 0;
+    t->wall_ns = now - start;
     return rc;
 }
 

@@ -274,6 +274,7 @@ struct srv_dev {
     int bell_fd;
     pthread_t bell_thread;
     int bell_started;
+    int clients_now; /* clients on it (srv_ring_rotation): a lone one's grants are of any kind */
 };
 
 struct srv {
