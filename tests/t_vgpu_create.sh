@@ -9,7 +9,8 @@
 #  - created vGPUs are in the state file, survive a restart; `vgpu set` on one
 #    changes its kept definition; a reload whose file names one makes it the
 #    file's (the file's values win, it leaves the state file);
-#  - 70 create/delete rounds reuse the table's slots (64 at most).
+#  - 70 create/delete rounds reuse the table's slots (64 at most);
+#  - a configuration of devices alone starts with no vGPU; one created works.
 set -u
 . tests/serve_lib.sh
 AS_NOBODY="setpriv --reuid=nobody --regid=nogroup --clear-groups"
@@ -112,5 +113,15 @@ wait_field d compute_share 25
 grep -q "vGPU d (made by \`vgpu create\`) is now in the configuration file" "$T/serve.log" || fail "takeover not logged"
 expect_fail "is defined in $T/conf" "$G" vgpu delete d
 [ "$(vgpu_field b compute_share)" = 30 ] || fail "created b lost at a reload"
+stop_daemon
+
+# devices alone (a Slurm node's configuration): no vGPU until one is created
+rm -f "$T/state.json"
+start_daemon "state = $T/state.json
+[device 0]
+sim = default"
+[ "$("$G" vgpu list | wc -l)" = 1 ] || fail "a daemon of no vGPUs lists: $("$G" vgpu list)"
+"$G" vgpu create j compute=100 memory=100% || fail "create on a daemon of no vGPUs"
+timeout 20 "$C" copy j 1048576 >/dev/null 2>&1 || fail "copies on created vGPU j"
 stop_daemon
 echo "ok"

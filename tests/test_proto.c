@@ -312,6 +312,10 @@ static void test_config(void **state)
     assert_int_equal(c.vgpus[0].copy, 40);
     assert_true(c.vgpus[0].mem_pct == 25.0);
     assert_int_equal(c.vgpus[1].copy, 30); /* copy defaults to compute */
+    /* devices alone (a Slurm node: its vGPUs come from `vgpu create`) */
+    static struct gos_serve_config c0;
+    assert_int_equal(gos_serve_config_parse("[device 0]\nsim = default\n", "t.conf", &c0), GOS_OK);
+    assert_int_equal(c0.n_vgpus, 0);
     assert_int_equal(c.vgpus[1].mem_bytes, 2ull << 30);
     static const struct {
         const char *text, *needle;
@@ -320,7 +324,7 @@ static void test_config(void **state)
         {"[device 0]\n[vgpu a]\ncompute = 0\n", "t.conf:3: compute share must be 1..100"},
         {"[device 0]\n[vgpu a]\nmemory = 120%\n", "t.conf:3: memory share"},
         {"[device 0]\n[vgpu a]\n[vgpu a]\n", "t.conf:3: vGPU a defined twice"},
-        {"[device 0]\n", "no [vgpu NAME] section"},
+        {"# no sections\n", "no [device LABEL] section"},
         {"[vgpu a]\n", "has no device"},
         {"[device 0]\n[vgpu a]\ndevice = 7\n", "t.conf:3: no [device 7]"},
         {"bogus\n", "t.conf:1: expected key = value"},

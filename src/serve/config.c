@@ -474,8 +474,8 @@ int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_
         }
     }
     line = 0;
-    if (c.n_vgpus == 0) {
-        rc = BAD("no [vgpu NAME] section");
+    if (c.n_vgpus == 0 && c.n_devs == 0) { /* devices alone: vGPUs come from `vgpu create` (issue 25) */
+        rc = BAD("no [device LABEL] section");
         goto out;
     }
     for (int i = 0; i < c.n_vgpus; i++) {
