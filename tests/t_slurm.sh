@@ -1,0 +1,272 @@
+#!/bin/sh
+# t_slurm.sh: gpuos enforces Slurm's GPU shards (issue 25; dist/slurm/,
+# docs/readme-slurm.md) on a real single-node Slurm cluster (Debian's munge,
+# slurmctld, slurmd, started here on localhost with their files in a temporary
+# directory, stopped at the end) with one simulated GPU of 100 shards
+# (gres/shard, File=/dev/null standing in for /dev/nvidia0):
+#  - two jobs of 30 and 70 shards run at once, each with a vGPU of 30 % / 70 %
+#    compute and memory (its row in `gpuos vgpu list`), open to its user;
+#  - in each, `srun` runs an unmodified Driver-API program (tests/cudashim_drv)
+#    on the vGPU, byte-exact, that sees the share as the device's memory and
+#    gets CUDA_ERROR_OUT_OF_MEMORY exactly at it;
+#  - a job of another user cannot open either vGPU;
+#  - a job asking for 30 more shards waits in the queue (Resources) until they
+#    are free, then runs on a vGPU of its own;
+#  - after the jobs, their vGPUs are gone (the Epilog) and the node is idle.
+# Needs root (slurmd runs jobs as other users); SKIPs only when Slurm or munge
+# cannot be installed (tools/deps.sh installs them).
+set -u
+. tests/serve_lib.sh
+[ "$(id -u)" = 0 ] || { echo "SKIP: t_slurm needs root (slurmd starts jobs as other users)"; exit 0; }
+if ! command -v slurmctld >/dev/null 2>&1 || ! command -v slurmd >/dev/null 2>&1 || ! command -v munged >/dev/null 2>&1; then
+    sh tools/deps.sh >/dev/null 2>&1
+    if ! command -v slurmctld >/dev/null 2>&1 || ! command -v munged >/dev/null 2>&1; then
+        echo "SKIP: slurm-wlm / munge not installable here (tools/deps.sh)"
+        exit 0
+    fi
+fi
+DRV="$B/tests/cudashim_drv"
+[ -f "$B/shim/libcuda.so.1" ] && [ -x "$DRV" ] || { echo "SKIP: $B/shim/libcuda.so.1 not built (no cuda.h at build time)"; exit 0; }
+t0=$(date +%s)
+
+# Everything the jobs' users run lives in $T (the checkout may be closed to them).
+chmod 755 "$T"
+mkdir -p "$T/bin" "$T/shim" "$T/slurm" "$T/state" "$T/spool" "$T/w"
+chmod 1777 "$T/w"
+cp "$G" "$T/bin/gpuos"
+cp "$DRV" "$C" "$T/bin/"
+cp "$B/shim/libcuda.so.1" "$B/shim/libnvidia-ml.so.1" "$T/shim/"
+cp dist/slurm/gpuos-prolog dist/slurm/gpuos-epilog dist/slurm/gpuos-taskprolog dist/slurm/gpuos-slurm-lib.sh "$T/slurm/"
+W="$T/w"
+
+# users: the jobs' and another
+USERS_MADE=""
+for u in gpuos-slurm-a gpuos-slurm-b; do
+    if ! id "$u" >/dev/null 2>&1; then
+        useradd --system --no-create-home --shell /bin/sh "$u" || fail "useradd $u"
+        USERS_MADE="$USERS_MADE $u"
+    fi
+done
+UA=$(id -u gpuos-slurm-a)
+UB=$(id -u gpuos-slurm-b)
+
+# our own slurmstepd processes (their environment names our slurm.conf)
+our_stepds() {
+    for d in /proc/[0-9]*; do
+        [ "$(readlink "$d/exe" 2>/dev/null)" = "$(command -v slurmstepd)" ] || continue
+        tr '\0' '\n' < "$d/environ" 2>/dev/null | grep -qx "SLURM_CONF=$T/slurm.conf" && echo "${d#/proc/}"
+    done
+}
+stop_all() {
+    if [ -f "$T/slurmctld.pid" ]; then # jobs first, so that their steps end
+        scancel --quiet --full -p p 2>/dev/null
+        i=0; while [ -n "$(squeue -h 2>/dev/null)" ] && [ $i -lt 100 ]; do i=$((i + 1)); sleep 0.1; done
+    fi
+    for p in slurmd slurmctld munged; do
+        [ -f "$T/$p.pid" ] && kill "$(cat "$T/$p.pid")" 2>/dev/null
+    done
+    i=0
+    for p in slurmd slurmctld munged; do
+        while [ -f "$T/$p.pid" ] && kill -0 "$(cat "$T/$p.pid")" 2>/dev/null && [ $i -lt 50 ]; do
+            i=$((i + 1)); sleep 0.1
+        done
+        [ -f "$T/$p.pid" ] && kill -9 "$(cat "$T/$p.pid")" 2>/dev/null
+    done
+    for p in $(our_stepds); do kill -9 "$p" 2>/dev/null; done
+    for u in $USERS_MADE; do userdel "$u" 2>/dev/null; done
+    cleanup
+}
+trap stop_all EXIT
+slurm_fail() {
+    echo "FAIL: $*"
+    squeue -a -o '%i %u %T %r' 2>&1 | sed 's/^/  squeue: /'
+    scontrol show node gn1 2>&1 | grep -E 'State|Gres|Alloc' | sed 's/^/  node: /'
+    for f in "$T"/slurmd.log "$T"/slurmctld.log "$T"/gpuos-slurm.log; do
+        [ -f "$f" ] && { echo "  --- $f"; tail -15 "$f" | sed 's/^/    /'; }
+    done
+    fail "(above)"
+}
+
+# gpuos: the simulated device, no vGPU until a Prolog creates one
+cat > "$T/conf" <<EOF
+socket = $T/s
+socket_mode = 0666
+state = $T/state.json
+max_allocations = 200000 # the 70 % job runs out of memory in 1 MB allocations
+[device 0]
+sim = default
+EOF
+"$G" serve --config "$T/conf" 2>>"$T/serve.log" &
+DPID=$!
+i=0; while [ ! -S "$T/s" ]; do i=$((i + 1)); [ $i -gt 100 ] && fail "daemon did not come up"; sleep 0.1; done
+
+cat > "$T/gpuos-slurm.conf" <<EOF
+GPUOS=$T/bin/gpuos
+GPUOS_SOCKET=$T/s
+GPUOS_SHIM_DIR=$T/shim
+GPUOS_SLURM_LOG=$T/gpuos-slurm.log
+SCONTROL=$(command -v scontrol)
+EOF
+for s in prolog epilog taskprolog; do
+    printf '#!/bin/sh\nGPUOS_SLURM_CONF=%s/gpuos-slurm.conf exec %s/slurm/gpuos-%s "$@"\n' "$T" "$T" "$s" > "$T/$s"
+    chmod 755 "$T/$s"
+done
+touch "$T/gpuos-slurm.log"; chmod 666 "$T/gpuos-slurm.log"
+
+# munge and Slurm on localhost, ports of our own
+dd if=/dev/urandom of="$T/munge.key" bs=1024 count=1 2>/dev/null
+chmod 600 "$T/munge.key"
+munged -f --key-file="$T/munge.key" --socket="$T/munge.sock" --pid-file="$T/munged.pid" \
+    --seed-file="$T/munge.seed" --log-file="$T/munged.log" || fail "munged did not start"
+PORT=$((20000 + $$ % 20000))
+cat > "$T/slurm.conf" <<EOF
+ClusterName=gpuostest
+SlurmctldHost=localhost(127.0.0.1)
+SlurmctldPort=$PORT
+SlurmdPort=$((PORT + 1))
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket=$T/munge.sock
+CredType=cred/munge
+StateSaveLocation=$T/state
+SlurmdSpoolDir=$T/spool
+SlurmctldPidFile=$T/slurmctld.pid
+SlurmdPidFile=$T/slurmd.pid
+SlurmctldLogFile=$T/slurmctld.log
+SlurmdLogFile=$T/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SlurmdParameters=config_overrides
+GresTypes=gpu,shard
+MpiDefault=none
+ReturnToService=2
+SchedulerType=sched/backfill
+Prolog=$T/prolog
+Epilog=$T/epilog
+TaskProlog=$T/taskprolog
+PrologFlags=Alloc
+NodeName=gn1 NodeHostname=$(hostname) NodeAddr=127.0.0.1 CPUs=8 RealMemory=1000 Gres=gpu:1,shard:100 State=UNKNOWN
+PartitionName=p Nodes=gn1 Default=YES MaxTime=10 State=UP
+EOF
+cat > "$T/gres.conf" <<EOF
+Name=gpu File=/dev/null
+Name=shard Count=100 File=/dev/null
+EOF
+export SLURM_CONF="$T/slurm.conf"
+node_state() { scontrol show node gn1 2>&1 | tr ' ' '\n' | sed -n 's/^State=//p'; }
+slurmctld -i -c || slurm_fail "slurmctld did not start"
+slurmd -N gn1 || slurm_fail "slurmd did not start"
+i=0
+until sinfo -h -n gn1 -o %t 2>/dev/null | grep -qx idle; do
+    i=$((i + 1)); [ $i -gt 300 ] && slurm_fail "node gn1 not idle after 30 s: $(sinfo -h -o '%t %E' 2>&1)"
+    sleep 0.1
+done
+
+# A job: its vGPU's quota (from the list), the Driver-API program byte-exact and
+# out of memory at the share, through srun alone; then it waits for $W/go.NAME.
+cat > "$W/job.sh" <<EOF
+#!/bin/sh
+q=\$($T/bin/gpuos vgpu list --socket $T/s --json | /usr/bin/python3 -c "
+import json, sys
+for v in json.load(sys.stdin)['vgpus']:
+    if v['name'] == sys.argv[1]: print(v['mem_quota'])" "slurm-\$SLURM_JOB_ID-0")
+srun sh -c 'echo "vgpu=\$GPUOS_VGPU socket=\$GPUOS_SOCKET ld=\$LD_LIBRARY_PATH"' > $W/\$1.env 2>> $W/\$1.srun
+srun $T/bin/cudashim_drv all "\$q" > $W/\$1.all 2> $W/\$1.err
+srun $T/bin/cudashim_drv oom > $W/\$1.oom 2>> $W/\$1.srun
+echo "\$q" > $W/\$1.quota
+touch $W/\$1.started
+i=0; while [ ! -f $W/go.\$1 ] && [ \$i -lt 600 ]; do i=\$((i + 1)); sleep 0.1; done
+EOF
+chmod 755 "$W/job.sh"
+AS_A="setpriv --reuid=$UA --regid=$(id -g gpuos-slurm-a) --clear-groups"
+AS_B="setpriv --reuid=$UB --regid=$(id -g gpuos-slurm-b) --clear-groups"
+submit() { # AS NAME SHARDS: the job id
+    (cd "$W" && $1 sbatch --parsable -J "$2" -o "$W/$2.out" --gres="shard:$3" "$W/job.sh" "$2") 2>&1
+}
+JA=$(submit "$AS_A" A 30) || slurm_fail "sbatch A: $JA"
+JB=$(submit "$AS_A" B 70) || slurm_fail "sbatch B: $JB"
+wait_started() { # NAME JOBID
+    i=0
+    while [ ! -f "$W/$1.started" ]; do
+        i=$((i + 1))
+        [ $i -gt 600 ] && slurm_fail "job $1 ($2) did not get going in 60 s: $(squeue -h -j "$2" -o '%T %r' 2>&1); $(cat "$W/$1.out" 2>/dev/null)"
+        sleep 0.1
+    done
+}
+wait_started A "$JA"
+wait_started B "$JB"
+[ "$(squeue -h -t R -o %i | sort | tr '\n' ' ')" = "$(printf '%s\n%s\n' "$JA" "$JB" | sort | tr '\n' ' ')" ] ||
+    slurm_fail "A and B not running at once: $(squeue -h -o '%i %T %r')"
+
+# their vGPUs: 30 % and 70 % of compute, copy and memory, each its user's
+VA="slurm-$JA-0" VB="slurm-$JB-0"
+for v in "$VA:30" "$VB:70"; do
+    n=${v%:*} p=${v#*:}
+    for f in compute_share copy_share mem_share; do
+        [ "$(vgpu_field "$n" "$f")" = "$p" ] || slurm_fail "vGPU $n: $f is $(vgpu_field "$n" "$f"), expected $p"
+    done
+done
+[ "$("$G" vgpu list --json | $PY -c 'import json,sys; print(len(json.load(sys.stdin)["vgpus"]))')" = 2 ] ||
+    slurm_fail "not two vGPUs: $("$G" vgpu list)"
+for j in A B; do
+    v=$([ $j = A ] && echo "$VA" || echo "$VB")
+    grep -qx "vgpu=$v socket=$T/s ld=$T/shim" "$W/$j.env" || slurm_fail "job $j's task environment: $(cat "$W/$j.env")"
+    [ "$(cat "$W/$j.all")" = ok ] || slurm_fail "job $j: cudashim_drv all: $(cat "$W/$j.all" "$W/$j.err")"
+    [ "$(grep -v '^srun: ' "$W/$j.err" | grep -vcx "gpuos libcuda: cuGraphCreate is not supported")" = 0 ] ||
+        slurm_fail "job $j: cudashim_drv all: stderr: $(cat "$W/$j.err")"
+    q=$(cat "$W/$j.quota")
+    [ "$q" = "$(vgpu_field "$v" mem_quota)" ] || slurm_fail "job $j: quota $q"
+    [ "$(cat "$W/$j.oom")" = "CUDA_ERROR_OUT_OF_MEMORY $((q / 1048576 * 1048576))" ] ||
+        slurm_fail "job $j: out of memory not at its share of $q bytes: $(cat "$W/$j.oom")"
+done
+qa=$(cat "$W/A.quota") qb=$(cat "$W/B.quota")
+[ $((qa * 7)) -le $((qb * 3 + 1000)) ] && [ $((qa * 7)) -ge $((qb * 3 - 1000)) ] || slurm_fail "quotas $qa / $qb not 30:70"
+
+# another user's job cannot open either vGPU
+cat > "$W/other.sh" <<EOF
+#!/bin/sh
+for v in $VA $VB; do $T/bin/serve_client info \$v > $W/other.\$v 2>&1; echo "\$?" >> $W/other.\$v; done
+EOF
+chmod 755 "$W/other.sh"
+JC=$(cd "$W" && $AS_B sbatch --parsable -J C -o "$W/C.out" "$W/other.sh" 2>&1) || slurm_fail "sbatch C: $JC"
+# a third shard job waits: 30 more shards than are free
+JD=$(submit "$AS_A" D 30) || slurm_fail "sbatch D: $JD"
+i=0
+while [ ! -s "$W/other.$VB" ] || squeue -h -j "$JC" 2>/dev/null | grep -q .; do
+    i=$((i + 1)); [ $i -gt 300 ] && slurm_fail "job C did not finish: $(squeue -h -j "$JC" -o '%T %r')"; sleep 0.1
+done
+for v in "$VA" "$VB"; do
+    grep -q "vGPU \"$v\" is not open to uid $UB" "$W/other.$v" || slurm_fail "user b on $v: $(cat "$W/other.$v")"
+    [ "$(tail -1 "$W/other.$v")" != 0 ] || slurm_fail "user b's client on $v exited 0"
+done
+sleep 1 # a scheduling pass or two
+st=$(squeue -h -j "$JD" -o '%T %r')
+[ "$st" = "PENDING Resources" ] || slurm_fail "job D (30 shards, none free) is \"$st\", expected PENDING Resources"
+[ ! -f "$W/D.started" ] || slurm_fail "job D started without free shards"
+
+# A and B end: their vGPUs go, D runs on a vGPU of its own, then it goes too
+touch "$W/go.A" "$W/go.B"
+wait_started D "$JD"
+for v in "$VA" "$VB"; do [ -z "$(vgpu_field "$v" name)" ] || slurm_fail "vGPU $v left after its job"; done
+[ "$(cat "$W/D.all")" = ok ] && [ "$(vgpu_field "slurm-$JD-0" compute_share)" = 30 ] ||
+    slurm_fail "job D: $(cat "$W/D.all"); $("$G" vgpu list)"
+touch "$W/go.D"
+i=0
+while [ -n "$(squeue -h 2>/dev/null)" ] || [ "$("$G" vgpu list | wc -l)" != 1 ]; do
+    i=$((i + 1)); [ $i -gt 300 ] && slurm_fail "jobs or vGPUs left after 30 s: $(squeue -h); $("$G" vgpu list)"; sleep 0.1
+done
+for j in "$JA" "$JB" "$JD"; do
+    grep -q "job $j: vGPU slurm-$j-0 deleted" "$T/gpuos-slurm.log" || slurm_fail "no epilog deletion of job $j"
+done
+grep -q '"created": \[\]' "$T/state.json" || slurm_fail "state file keeps vGPUs: $(cat "$T/state.json")"
+i=0
+# not drained by a failed Prolog or Epilog (scontrol: sinfo may say "mix" for
+# shards Slurm 22.05 counts as used after their jobs, GresUsed=shard:(null):1)
+until [ "$(node_state)" = IDLE ]; do
+    i=$((i + 1)); [ $i -gt 100 ] && slurm_fail "node gn1 is $(node_state) after the jobs"; sleep 0.1
+done
+echo "t_slurm: ok ($(($(date +%s) - t0)) s)"
