@@ -73,7 +73,7 @@ stop_all() {
         [ -f "$T/$p.pid" ] && kill -9 "$(cat "$T/$p.pid")" 2>/dev/null
     done
     for p in $(our_stepds); do kill -9 "$p" 2>/dev/null; done
-    for u in $USERS_MADE; do userdel "$u" 2>/dev/null; done
+    for u in $USERS_MADE; do userdel -f "$u" 2>/dev/null; done
     cleanup
 }
 trap stop_all EXIT

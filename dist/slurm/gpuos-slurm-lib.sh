@@ -5,9 +5,10 @@ if [ -r "$GPUOS_SLURM_CONF" ]; then
     # shellcheck disable=SC1090
     . "$GPUOS_SLURM_CONF"
 fi
-GPUOS=${GPUOS:-gpuos}
+GPUOS=${GPUOS:-$(command -v gpuos || echo /usr/local/bin/gpuos)}
 GPUOS_SOCKET=${GPUOS_SOCKET:-/run/gpuos/gpuos.sock}
-GPUOS_SHIM_DIR=${GPUOS_SHIM_DIR:-/usr/lib/gpuos}
+# make install puts libcuda.so.1 in LIBDIR/gpuos: ../lib/gpuos beside the binary
+GPUOS_SHIM_DIR=${GPUOS_SHIM_DIR:-$(cd "$(dirname "$GPUOS")/../lib/gpuos" 2>/dev/null && pwd || echo /usr/lib/gpuos)}
 GPUOS_SHARDS_PER_GPU=${GPUOS_SHARDS_PER_GPU:-}
 GPUOS_DEVICE_MAP=${GPUOS_DEVICE_MAP:-}
 GPUOS_VGPU_PREFIX=${GPUOS_VGPU_PREFIX:-slurm}
