@@ -43,11 +43,12 @@ indices() {
         '') ;;
         *) echo "$r" ;;
         esac
-    done | tr '\n' ' '
+    done | tr '\n' ' ' | sed 's/ $//'
 }
 
-# job_vgpus: the names of this job's vGPUs on the daemon (one a line).
+# job_vgpus: the names of this job's vGPUs on the daemon (one a line); the
+# error and status 1 when the daemon cannot be asked.
 job_vgpus() {
-    "$GPUOS" vgpu list --socket "$GPUOS_SOCKET" | awk -v p="$GPUOS_VGPU_PREFIX-$SLURM_JOB_ID-" \
-        'NR > 1 && index($1, p) == 1 { print $1 }'
+    l=$("$GPUOS" vgpu list --socket "$GPUOS_SOCKET" 2>&1) || { echo "$l"; return 1; }
+    echo "$l" | awk -v p="$GPUOS_VGPU_PREFIX-$SLURM_JOB_ID-" 'NR > 1 && index($1, p) == 1 { print $1 }'
 }
