@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *trim(char *s)
+char *gos_serve_trim(char *s)
 {
     while (isspace((unsigned char)*s))
         s++;
@@ -209,7 +209,7 @@ int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_
         char *hash = strchr(ln, '#');
         if (hash)
             *hash = 0;
-        char *s = trim(ln);
+        char *s = gos_serve_trim(ln);
         if (!*s)
             continue;
         if (*s == '[') {
@@ -285,7 +285,7 @@ int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_
             goto out;
         }
         *eq = 0;
-        char *k = trim(s), *v = trim(eq + 1);
+        char *k = gos_serve_trim(s), *v = gos_serve_trim(eq + 1);
         long x;
         uint64_t u;
         char ewhy[256];

@@ -28,16 +28,6 @@
 #include <string.h>
 #include <sys/socket.h>
 
-static char *trim(char *p)
-{
-    while (isspace((unsigned char)*p))
-        p++;
-    char *e = p + strlen(p);
-    while (e > p && isspace((unsigned char)e[-1]))
-        *--e = 0;
-    return p;
-}
-
 static int name_ok(const char *n)
 {
     size_t len = strlen(n);
@@ -65,13 +55,13 @@ int srv_vgpu_parse(struct srv *s, const char *name, const char *keys, struct gos
         nx = strchr(ln, '\n');
         if (nx)
             *nx++ = 0;
-        char *kv = trim(ln), *eq = strchr(kv, '=');
+        char *kv = gos_serve_trim(ln), *eq = strchr(kv, '=');
         if (!*kv)
             continue;
         if (!eq)
             return gos_fail(GOS_EINVAL, "\"%s\" is not key=value", kv);
         *eq = 0;
-        char *k = trim(kv), *v = trim(eq + 1), why[256];
+        char *k = gos_serve_trim(kv), *v = gos_serve_trim(eq + 1), why[256];
         int rc;
         if (!strcmp(k, "device")) {
             for (int i = 0; i < s->n_devs; i++)
