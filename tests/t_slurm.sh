@@ -17,10 +17,11 @@
 # cannot be installed (tools/deps.sh installs them).
 set -u
 . tests/serve_lib.sh
+. tests/slurm_lib.sh
 [ "$(id -u)" = 0 ] || { echo "SKIP: t_slurm needs root (slurmd starts jobs as other users)"; exit 0; }
-if ! command -v slurmctld >/dev/null 2>&1 || ! command -v slurmd >/dev/null 2>&1 || ! command -v munged >/dev/null 2>&1; then
+if ! slurm_have; then
     sh tools/deps.sh >/dev/null 2>&1
-    if ! command -v slurmctld >/dev/null 2>&1 || ! command -v munged >/dev/null 2>&1; then
+    if ! slurm_have; then
         echo "SKIP: slurm-wlm / munge not installable here (tools/deps.sh)"
         exit 0
     fi
@@ -28,64 +29,13 @@ fi
 DRV="$B/tests/cudashim_drv"
 [ -f "$B/shim/libcuda.so.1" ] && [ -x "$DRV" ] || { echo "SKIP: $B/shim/libcuda.so.1 not built (no cuda.h at build time)"; exit 0; }
 t0=$(date +%s)
-
-# Everything the jobs' users run lives in $T (the checkout may be closed to them).
-chmod 755 "$T"
-mkdir -p "$T/bin" "$T/shim" "$T/slurm" "$T/state" "$T/spool" "$T/w"
-chmod 1777 "$T/w"
-cp "$G" "$T/bin/gpuos"
-cp "$DRV" "$C" "$T/bin/"
-cp "$B/shim/libcuda.so.1" "$B/shim/libnvidia-ml.so.1" "$T/shim/"
-cp dist/slurm/gpuos-prolog dist/slurm/gpuos-epilog dist/slurm/gpuos-taskprolog dist/slurm/gpuos-slurm-lib.sh "$T/slurm/"
+trap slurm_stop EXIT
+slurm_stage "$DRV" "$C"
 W="$T/w"
-
-# users: the jobs' and another
-USERS_MADE=""
-for u in gpuos-slurm-a gpuos-slurm-b; do
-    if ! id "$u" >/dev/null 2>&1; then
-        useradd --system --no-create-home --shell /bin/sh "$u" || fail "useradd $u"
-        USERS_MADE="$USERS_MADE $u"
-    fi
-done
+slurm_user gpuos-slurm-a
+slurm_user gpuos-slurm-b
 UA=$(id -u gpuos-slurm-a)
 UB=$(id -u gpuos-slurm-b)
-
-# our own slurmstepd processes (their environment names our slurm.conf)
-our_stepds() {
-    for d in /proc/[0-9]*; do
-        [ "$(readlink "$d/exe" 2>/dev/null)" = "$(command -v slurmstepd)" ] || continue
-        tr '\0' '\n' < "$d/environ" 2>/dev/null | grep -qx "SLURM_CONF=$T/slurm.conf" && echo "${d#/proc/}"
-    done
-}
-stop_all() {
-    if [ -f "$T/slurmctld.pid" ]; then # jobs first, so that their steps end
-        scancel --quiet --full -p p 2>/dev/null
-        i=0; while [ -n "$(squeue -h 2>/dev/null)" ] && [ $i -lt 100 ]; do i=$((i + 1)); sleep 0.1; done
-    fi
-    for p in slurmd slurmctld munged; do
-        [ -f "$T/$p.pid" ] && kill "$(cat "$T/$p.pid")" 2>/dev/null
-    done
-    i=0
-    for p in slurmd slurmctld munged; do
-        while [ -f "$T/$p.pid" ] && kill -0 "$(cat "$T/$p.pid")" 2>/dev/null && [ $i -lt 50 ]; do
-            i=$((i + 1)); sleep 0.1
-        done
-        [ -f "$T/$p.pid" ] && kill -9 "$(cat "$T/$p.pid")" 2>/dev/null
-    done
-    for p in $(our_stepds); do kill -9 "$p" 2>/dev/null; done
-    for u in $USERS_MADE; do userdel -f "$u" 2>/dev/null; done
-    cleanup
-}
-trap stop_all EXIT
-slurm_fail() {
-    echo "FAIL: $*"
-    squeue -a -o '%i %u %T %r' 2>&1 | sed 's/^/  squeue: /'
-    scontrol show node gn1 2>&1 | grep -E 'State|Gres|Alloc' | sed 's/^/  node: /'
-    for f in "$T"/slurmd.log "$T"/slurmctld.log "$T"/gpuos-slurm.log; do
-        [ -f "$f" ] && { echo "  --- $f"; tail -15 "$f" | sed 's/^/    /'; }
-    done
-    fail "(above)"
-}
 
 # gpuos: the simulated device, no vGPU until a Prolog creates one
 cat > "$T/conf" <<EOF
@@ -100,71 +50,7 @@ EOF
 DPID=$!
 i=0; while [ ! -S "$T/s" ]; do i=$((i + 1)); [ $i -gt 100 ] && fail "daemon did not come up"; sleep 0.1; done
 
-cat > "$T/gpuos-slurm.conf" <<EOF
-GPUOS=$T/bin/gpuos
-GPUOS_SOCKET=$T/s
-GPUOS_SHIM_DIR=$T/shim
-GPUOS_SLURM_LOG=$T/gpuos-slurm.log
-SCONTROL=$(command -v scontrol)
-EOF
-for s in prolog epilog taskprolog; do
-    printf '#!/bin/sh\nGPUOS_SLURM_CONF=%s/gpuos-slurm.conf exec %s/slurm/gpuos-%s "$@"\n' "$T" "$T" "$s" > "$T/$s"
-    chmod 755 "$T/$s"
-done
-touch "$T/gpuos-slurm.log"; chmod 666 "$T/gpuos-slurm.log"
-
-# munge and Slurm on localhost, ports of our own
-dd if=/dev/urandom of="$T/munge.key" bs=1024 count=1 2>/dev/null
-chmod 600 "$T/munge.key"
-munged -f --key-file="$T/munge.key" --socket="$T/munge.sock" --pid-file="$T/munged.pid" \
-    --seed-file="$T/munge.seed" --log-file="$T/munged.log" || fail "munged did not start"
-PORT=$((20000 + $$ % 20000))
-cat > "$T/slurm.conf" <<EOF
-ClusterName=gpuostest
-SlurmctldHost=localhost(127.0.0.1)
-SlurmctldPort=$PORT
-SlurmdPort=$((PORT + 1))
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-AuthInfo=socket=$T/munge.sock
-CredType=cred/munge
-StateSaveLocation=$T/state
-SlurmdSpoolDir=$T/spool
-SlurmctldPidFile=$T/slurmctld.pid
-SlurmdPidFile=$T/slurmd.pid
-SlurmctldLogFile=$T/slurmctld.log
-SlurmdLogFile=$T/slurmd.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-SlurmdParameters=config_overrides
-GresTypes=gpu,shard
-MpiDefault=none
-ReturnToService=2
-SchedulerType=sched/backfill
-Prolog=$T/prolog
-Epilog=$T/epilog
-TaskProlog=$T/taskprolog
-PrologFlags=Alloc
-NodeName=gn1 NodeHostname=$(hostname) NodeAddr=127.0.0.1 CPUs=8 RealMemory=1000 Gres=gpu:1,shard:100 State=UNKNOWN
-PartitionName=p Nodes=gn1 Default=YES MaxTime=10 State=UP
-EOF
-cat > "$T/gres.conf" <<EOF
-Name=gpu File=/dev/null
-Name=shard Count=100 File=/dev/null
-EOF
-export SLURM_CONF="$T/slurm.conf"
-node_state() { scontrol show node gn1 2>&1 | tr ' ' '\n' | sed -n 's/^State=//p'; }
-slurmctld -i -c || slurm_fail "slurmctld did not start"
-slurmd -N gn1 || slurm_fail "slurmd did not start"
-i=0
-until sinfo -h -n gn1 -o %t 2>/dev/null | grep -qx idle; do
-    i=$((i + 1)); [ $i -gt 300 ] && slurm_fail "node gn1 not idle after 30 s: $(sinfo -h -o '%t %E' 2>&1)"
-    sleep 0.1
-done
+slurm_start
 
 # A job: its vGPU's quota (from the list), the Driver-API program byte-exact and
 # out of memory at the share, through srun alone; then it waits for $W/go.NAME.
