@@ -163,6 +163,31 @@ static void test_payload_rules(void **state)
     strcpy(s.value, "30");
     assert_int_equal(gos_proto_check(&h, &s), GOS_OK);
 
+    /* vgpu create / delete (issue 25): names and keys terminated, known flags */
+    static struct gos_msg_admin_create cr;
+    memset(&cr, 'x', sizeof cr);
+    gos_proto_hdr(&h, GOS_MSG_ADMIN_CREATE, 1, sizeof cr);
+    reject(&h, &cr, "ADMIN_CREATE name empty or a field not terminated");
+    memset(&cr, 0, sizeof cr);
+    reject(&h, &cr, "ADMIN_CREATE name empty");
+    strcpy(cr.vgpu, "j");
+    assert_int_equal(gos_proto_check(&h, &cr), GOS_OK); /* keys may be empty: the daemon names what is missing */
+    memset(cr.keys, 'k', sizeof cr.keys);
+    reject(&h, &cr, "a field not terminated");
+    struct gos_msg_admin_delete de = {0};
+    gos_proto_hdr(&h, GOS_MSG_ADMIN_DELETE, 1, sizeof de);
+    reject(&h, &de, "ADMIN_DELETE name empty");
+    strcpy(de.vgpu, "j");
+    de.flags = GOS_DELETE_FORCE;
+    assert_int_equal(gos_proto_check(&h, &de), GOS_OK);
+    de.flags = 6;
+    reject(&h, &de, "ADMIN_DELETE flags 0x6 unknown");
+    de.flags = 0;
+    de.pad = 1;
+    reject(&h, &de, "ADMIN_DELETE padding not zero");
+    gos_proto_hdr(&h, GOS_MSG_ADMIN_DELETE, 1, sizeof de - 4);
+    reject(&h, &de, "ADMIN_DELETE payload is 68 bytes, expected 72");
+
     struct gos_msg_module_load m = {0};
     gos_proto_hdr(&h, GOS_MSG_MODULE_LOAD, 1, sizeof m);
     reject_arg(&h, &m, "needs image bytes");

@@ -235,8 +235,10 @@ int gos_proto_check(const struct gos_msg_hdr *h, const void *payload)
         const struct gos_msg_admin_delete *m = payload;
         if (!gos_proto_str_ok(m->vgpu, sizeof m->vgpu, 0))
             return gos_fail(GOS_EPROTO, "ADMIN_DELETE name empty or not terminated");
-        if (m->flags & ~(uint32_t)GOS_DELETE_FORCE || m->pad)
+        if (m->flags & ~(uint32_t)GOS_DELETE_FORCE)
             return gos_fail(GOS_EPROTO, "ADMIN_DELETE flags 0x%x unknown", (unsigned)m->flags);
+        if (m->pad)
+            return gos_fail(GOS_EPROTO, "ADMIN_DELETE padding not zero");
         return GOS_OK;
     }
     case GOS_MSG_REPLY:

@@ -129,6 +129,11 @@ static int do_hello(struct srv_client *c, const struct gos_msg_hello *m, struct 
             c->vgpu = v;
             c->pid = (pid_t)m->pid;
             s->vgpus[v].clients++;
+            if (s->vgpus[v].deleted && c->x) { /* deleted while its executor started (lock dropped) */
+                char why[GOS_NAME_MAX + 64];
+                snprintf(why, sizeof why, "vGPU %s was deleted (gpuos vgpu delete --force)", m->vgpu);
+                srv_exec_fail(c->x, why);
+            }
             if (srv_ring_regrant(s, s->vgpus[v].cfg.device)) /* a lone client's ring is revoked now */
                 srv_ring_settle(s, s->vgpus[v].cfg.device, SRV_RING_SETTLE_MS);
             r->vgpu_id = (uint32_t)v;

@@ -171,7 +171,7 @@ int srv_vgpu_set_persist(struct srv *s, const char *name, const char *key, const
         return srv_vgpu_set(s, name, key, value); /* its message */
     struct srv_vgpu *g = &s->vgpus[v];
     struct srv_dev *d = &s->devs[g->cfg.device];
-    struct gos_serve_vgpucfg old_cfg = g->cfg;
+    struct gos_serve_vgpucfg old_cfg = g->cfg, old_file = g->file;
     struct srv_override old_ov = g->ov[k];
     uint64_t old_quota = g->mem_quota;
     int rc = srv_vgpu_set(s, name, key, value);
@@ -194,6 +194,7 @@ int srv_vgpu_set_persist(struct srv *s, const char *name, const char *key, const
         char why[512];
         snprintf(why, sizeof why, "%s", gos_last_error());
         g->cfg = old_cfg;
+        g->file = old_file;
         g->ov[k] = old_ov;
         g->mem_quota = old_quota;
         gos_sched_vgpu_set_shares(d->sched, g->id, g->cfg.compute, g->cfg.copy);
