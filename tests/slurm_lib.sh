@@ -26,7 +26,7 @@ slurm_stage() {
     chmod 1777 "$T/w"
     cp "$G" "$T/bin/gpuos"
     for f in "$@"; do cp "$f" "$T/bin/"; done
-    cp "$B/shim/libcuda.so.1" "$B/shim/libnvidia-ml.so.1" "$T/shim/"
+    if [ -f "$B/shim/libcuda.so.1" ]; then cp "$B/shim/libcuda.so.1" "$B/shim/libnvidia-ml.so.1" "$T/shim/"; fi
     cp dist/slurm/gpuos-prolog dist/slurm/gpuos-epilog dist/slurm/gpuos-taskprolog dist/slurm/gpuos-slurm-lib.sh \
         "$T/slurm/"
 }
