@@ -8,7 +8,8 @@
 #    error naming the deletion; a file vGPU cannot be deleted;
 #  - created vGPUs are in the state file, survive a restart; `vgpu set` on one
 #    changes its kept definition; a reload whose file names one makes it the
-#    file's (the file's values win, it leaves the state file);
+#    file's (the file's values win, it leaves the state file); a reload whose
+#    memory shares pass the device with the created ones is rejected;
 #  - 70 create/delete rounds reuse the table's slots (64 at most);
 #  - a configuration of devices alone starts with no vGPU; one created works.
 set -u
@@ -103,6 +104,15 @@ i=0; while [ ! -S "$T/s" ]; do i=$((i + 1)); [ $i -gt 100 ] && fail "no restart"
 [ "$(vgpu_field d compute_share)" = 15 ] && [ "$(vgpu_field b mem_share)" = 30 ] || fail "created vGPUs lost at restart"
 $PY tests/schema_check.py schemas/vgpu-state.schema.json "$T/state.json" >/dev/null 2>&1 ||
     fail "state file against its schema: $($PY tests/schema_check.py schemas/vgpu-state.schema.json "$T/state.json" 2>&1)"
+
+# a reload's memory check counts the created vGPUs: a (20) + b (30) + d (10) + 60 > 100
+printf '%s\n[vgpu e]\ncompute = 5\nmemory = 60%%\n' "socket = $T/s
+$conf" > "$T/conf"
+kill -HUP "$DPID"
+i=0; until grep -q "reload rejected: .*memory shares of device 0 sum to 120" "$T/serve.log"; do
+    i=$((i + 1)); [ $i -gt 100 ] && fail "a reload past the memory with created vGPUs was not rejected"; sleep 0.1
+done
+[ -z "$(vgpu_field e name)" ] || fail "the rejected reload added e"
 
 # the file names d: its section wins at a reload
 printf '%s\n[vgpu d]\ncompute = 25\nmemory = 5%%\n' "socket = $T/s
