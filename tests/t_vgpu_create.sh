@@ -8,7 +8,8 @@
 #    error naming the deletion; a file vGPU cannot be deleted;
 #  - created vGPUs are in the state file, survive a restart; `vgpu set` on one
 #    changes its kept definition; a reload whose file names one makes it the
-#    file's (the file's values win, it leaves the state file); a reload whose
+#    file's (the file's values win, it leaves the state file), as does a
+#    restart with the file naming one; a reload whose
 #    memory shares pass the device with the created ones is rejected;
 #  - 70 create/delete rounds reuse the table's slots (64 at most);
 #  - a configuration of devices alone starts with no vGPU; one created works.
@@ -123,6 +124,18 @@ wait_field d compute_share 25
 grep -q "vGPU d (made by \`vgpu create\`) is now in the configuration file" "$T/serve.log" || fail "takeover not logged"
 expect_fail "is defined in $T/conf" "$G" vgpu delete d
 [ "$(vgpu_field b compute_share)" = 30 ] || fail "created b lost at a reload"
+stop_daemon
+
+# the file names b while the daemon is down: at the restart its section wins
+printf '%s\n[vgpu d]\ncompute = 25\nmemory = 5%%\n[vgpu b]\ncompute = 35\nmemory = 5%%\n' "socket = $T/s
+$conf" > "$T/conf"
+"$G" serve --config "$T/conf" --verbose 2>>"$T/serve.log" &
+DPID=$!
+i=0; while [ ! -S "$T/s" ]; do i=$((i + 1)); [ $i -gt 100 ] && fail "no restart with b in the file"; sleep 0.1; done
+[ "$(vgpu_field b compute_share)" = 35 ] && [ "$(vgpu_field b mem_share)" = 5 ] || fail "b at restart: $("$G" vgpu list)"
+[ "$(field b compute)" = absent ] || fail "b still in the state file after a restart with b in the file"
+grep -q "state file: vGPU b (made by \`vgpu create\`) is now in the configuration file" "$T/serve.log" ||
+    fail "restart takeover not logged"
 stop_daemon
 
 # devices alone (a Slurm node's configuration): no vGPU until one is created
