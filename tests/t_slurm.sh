@@ -148,10 +148,14 @@ for v in "$VA" "$VB"; do
     grep -q "vGPU \"$v\" is not open to uid $UB" "$W/other.$v" || slurm_fail "user b on $v: $(cat "$W/other.$v")"
     [ "$(tail -1 "$W/other.$v")" != 0 ] || slurm_fail "user b's client on $v exited 0"
 done
-sleep 1 # a scheduling pass or two
-st=$(squeue -h -j "$JD" -o '%T %r')
-[ "$st" = "PENDING Resources" ] || slurm_fail "job D (30 shards, none free) is \"$st\", expected PENDING Resources"
-[ ! -f "$W/D.started" ] || slurm_fail "job D started without free shards"
+i=0 # its reason comes with the scheduler's next pass
+until [ "$(squeue -h -j "$JD" -o '%T %r')" = "PENDING Resources" ]; do
+    i=$((i + 1))
+    [ $i -gt 100 ] && slurm_fail "job D (30 shards, none free) is \"$(squeue -h -j "$JD" -o '%T %r')\", expected PENDING Resources"
+    sleep 0.1
+done
+sleep 1 # and it stays so
+[ "$(squeue -h -j "$JD" -o %T)" = PENDING ] && [ ! -f "$W/D.started" ] || slurm_fail "job D started without free shards"
 
 # A and B end: their vGPUs go, D runs on a vGPU of its own, then it goes too
 touch "$W/go.A" "$W/go.B"
