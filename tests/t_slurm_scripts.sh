@@ -11,6 +11,7 @@
 #  - a requeued job (same id) gets its vGPU anew; the TaskProlog's lines; the
 #    Epilog deletes the job's vGPUs (and only them), ending a process attached.
 set -u
+[ "$(id -u)" = 0 ] || { echo "SKIP: $(basename "$0") needs root (clients of other uids, setpriv)"; exit 0; }
 . tests/serve_lib.sh
 chmod 755 "$T"
 start_daemon "socket_mode = 0666

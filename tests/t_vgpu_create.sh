@@ -14,6 +14,7 @@
 #  - 70 create/delete rounds reuse the table's slots (64 at most);
 #  - a configuration of devices alone starts with no vGPU; one created works.
 set -u
+[ "$(id -u)" = 0 ] || { echo "SKIP: $(basename "$0") needs root (clients of other uids, setpriv)"; exit 0; }
 . tests/serve_lib.sh
 AS_NOBODY="setpriv --reuid=nobody --regid=nogroup --clear-groups"
 field() { # NAME FIELD from the state file's created entry
