@@ -99,12 +99,12 @@ static void test_payload_rules(void **state)
     snprintf(want_msg, sizeof want_msg, "client speaks protocol version %d", GOS_PROTOCOL_VERSION + 2);
     reject(&h, &he, want_msg);
 
-    struct gos_msg_copy c = {.dir = GOS_COPY_HTOD, .bytes = 16};
+    struct gos_msg_copy c = {.dir = GOS_OP_HTOD, .bytes = 16};
     gos_proto_hdr(&h, GOS_MSG_COPY, 1, sizeof c);
     assert_int_equal(gos_proto_check(&h, &c), GOS_OK);
     c.dir = 3;
     reject(&h, &c, "direction");
-    c.dir = GOS_COPY_DTOH;
+    c.dir = GOS_OP_DTOH;
     c.flags = GOS_F_ASYNC | GOS_F_DIRECT;
     assert_int_equal(gos_proto_check(&h, &c), GOS_OK);
     c.flags = 4;
@@ -204,13 +204,13 @@ static void test_payload_rules(void **state)
     assert_int_equal(gos_proto_check_args(&h, &pa), GOS_OK);
     gos_proto_hdr(&h, GOS_MSG_PMEM_ALLOC, 1, sizeof pa - 1);
     reject(&h, &pa, "PMEM_ALLOC");
-    struct gos_msg_pmem_copy pc = {.base = 1ull << 21, .dir = GOS_COPY_DTOH, .part = 1, .bytes = 5};
+    struct gos_msg_pmem_copy pc = {.base = 1ull << 21, .dir = GOS_OP_DTOH, .part = 1, .bytes = 5};
     gos_proto_hdr(&h, GOS_MSG_PMEM_COPY, 1, sizeof pc);
     assert_int_equal(gos_proto_check(&h, &pc), GOS_OK);
     assert_int_equal(gos_proto_check_args(&h, &pc), GOS_OK);
-    pc.dir = GOS_COPY_DTOD;
+    pc.dir = GOS_OP_DTOD;
     reject_arg(&h, &pc, "direction");
-    pc.dir = GOS_COPY_HTOD;
+    pc.dir = GOS_OP_HTOD;
     pc.part = 2;
     reject_arg(&h, &pc, "no view of partition 2");
     pc.part = 0;

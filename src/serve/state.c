@@ -62,7 +62,7 @@ int srv_state_reconcile(struct srv *s)
             srv_vgpu_file_value(&g->file, k, file, sizeof file);
             if (!strcmp(file, o->base))
                 continue;
-            srv_log(LOG_NOTICE, "vGPU %s: %s = %s in the configuration file (was %s when `vgpu set` made it %s): "
+            gos_log(LOG_NOTICE, "vGPU %s: %s = %s in the configuration file (was %s when `vgpu set` made it %s): "
                                 "the file's value wins", g->cfg.name, keys[k], file, o->base, o->value);
             memset(o, 0, sizeof *o);
             /* back to the file's value */
@@ -96,7 +96,7 @@ int srv_state_load(struct srv *s)
     if (access(p, F_OK)) {
         if (errno != ENOENT)
             return gos_fail(GOS_EIO, "state file %s: %s", p, strerror(errno));
-        srv_log(LOG_INFO, "state file %s: none yet (`vgpu set` changes will be kept there)", p);
+        gos_log(LOG_INFO, "state file %s: none yet (`vgpu set` changes will be kept there)", p);
         return GOS_OK;
     }
     json_error_t je;
@@ -131,7 +131,7 @@ int srv_state_load(struct srv *s)
         }
         int v = srv_vgpu_find(s, vg);
         if (v < 0) {
-            srv_log(LOG_NOTICE, "state file: vGPU %s is no longer configured: its %s = %s is dropped", vg, key, val);
+            gos_log(LOG_NOTICE, "state file: vGPU %s is no longer configured: its %s = %s is dropped", vg, key, val);
             n_drop++;
             continue;
         }
@@ -139,7 +139,7 @@ int srv_state_load(struct srv *s)
         char file[32];
         srv_vgpu_file_value(&g->file, k, file, sizeof file);
         if (strcmp(file, base)) {
-            srv_log(LOG_NOTICE, "vGPU %s: %s = %s in the configuration file (was %s when `vgpu set` made it %s): "
+            gos_log(LOG_NOTICE, "vGPU %s: %s = %s in the configuration file (was %s when `vgpu set` made it %s): "
                                 "the file's value wins", vg, key, file, base, val);
             n_drop++;
             continue;
@@ -181,17 +181,17 @@ int srv_state_load(struct srv *s)
         }
         text[w] = 0;
         if (srv_vgpu_find(s, vg) >= 0) {
-            srv_log(LOG_NOTICE, "state file: vGPU %s (made by `vgpu create`) is now in the configuration file: the "
+            gos_log(LOG_NOTICE, "state file: vGPU %s (made by `vgpu create`) is now in the configuration file: the "
                                 "file's section wins", vg);
             n_drop++;
         } else if (srv_vgpu_create(s, vg, text, 0)) {
-            srv_log(LOG_WARNING, "state file: vGPU %s (made by `vgpu create`) is dropped: %s", vg, gos_last_error());
+            gos_log(LOG_WARNING, "state file: vGPU %s (made by `vgpu create`) is dropped: %s", vg, gos_last_error());
             n_drop++;
         } else {
             made++;
         }
     }
-    srv_log(LOG_INFO, "state file %s: %d `vgpu set` change%s applied, %d vGPU%s made by `vgpu create`%s", p, applied,
+    gos_log(LOG_INFO, "state file %s: %d `vgpu set` change%s applied, %d vGPU%s made by `vgpu create`%s", p, applied,
             applied == 1 ? "" : "s", made, made == 1 ? "" : "s", n_drop ? ", others dropped (above)" : "");
     if (n_drop)
         rc = srv_state_save(s);

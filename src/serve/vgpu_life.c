@@ -132,11 +132,11 @@ static void unschedule(struct srv *s, int v)
         return;
     gos_sched_task *back = NULL;
     if (gos_sched_vgpu_remove(s->devs[g->cfg.device].sched, g->id, &back))
-        srv_log(LOG_WARNING, "vGPU %s: %s", g->cfg.name, gos_last_error());
+        gos_log(LOG_WARNING, "vGPU %s: %s", g->cfg.name, gos_last_error());
     else
         g->unscheduled = 1;
     if (back) /* nothing can be queued without a client: keep it scheduled */
-        srv_log(LOG_ERR, "vGPU %s: queued work without a client", g->cfg.name);
+        gos_log(LOG_ERR, "vGPU %s: queued work without a client", g->cfg.name);
 }
 
 static void describe(const struct srv *s, const struct srv_vgpu *g, char *out, size_t n)
@@ -210,7 +210,7 @@ int srv_vgpu_create(struct srv *s, const char *name, const char *keys, int persi
     }
     char what[512];
     describe(s, n, what, sizeof what);
-    srv_log(LOG_NOTICE, "vgpu create %s: %s%s", name, what, persist && s->state_path[0] ? " (saved)" : "");
+    gos_log(LOG_NOTICE, "vgpu create %s: %s%s", name, what, persist && s->state_path[0] ? " (saved)" : "");
     srv_check_oversubscription(s, "after vgpu create");
     return GOS_OK;
 }
@@ -256,7 +256,7 @@ int srv_vgpu_delete(struct srv *s, const char *name, int force)
         ended++;
     }
     unschedule(s, v);
-    srv_log(LOG_NOTICE, "vgpu delete %s%s: %d client%s ended", name, s->state_path[0] ? " (saved)" : "", ended,
+    gos_log(LOG_NOTICE, "vgpu delete %s%s: %d client%s ended", name, s->state_path[0] ? " (saved)" : "", ended,
             ended == 1 ? "" : "s");
     return GOS_OK;
 }
