@@ -3,7 +3,9 @@
 #   build/man/*.[158]     rendered from docs/man/*.scd with scdoc
 #   build/dist/           gpuos.pc, gpuos.service with the install paths filled in
 # make install PREFIX=/usr/local DESTDIR= installs the binary, both libraries, the
-# header, gpuos.pc, the man pages, the systemd unit and the sample configuration.
+# header, gpuos.pc, the man pages, the systemd unit and the sample configuration,
+# gpuos's libcuda.so.1 / libnvidia-ml.so.1 in LIBDIR/gpuos when built (where
+# `gpuos run` looks), the Slurm scripts in DATADIR/gpuos/slurm (dist/slurm/).
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 LIBDIR ?= $(PREFIX)/lib
@@ -52,6 +54,9 @@ $(BUILD)/dist/paths: FORCE
 $(BUILD)/dist/%: dist/%.in $(BUILD)/dist/paths
 	$(Q)$(SUBST) $< > $@
 
+SLURM_SCRIPTS := gpuos-prolog gpuos-epilog gpuos-taskprolog
+SLURM_FILES := gpuos-slurm-lib.sh gpuos-slurm.conf slurm.conf.example gres.conf.example
+
 .PHONY: install uninstall FORCE
 FORCE:
 install: all
@@ -71,10 +76,19 @@ install: all
 	$(INSTALL) -m 644 $(filter %.8,$(MAN_OUT)) $(DESTDIR)$(MANDIR)/man8/
 	$(INSTALL) -m 644 $(BUILD)/dist/gpuos.service $(DESTDIR)$(SYSTEMDUNITDIR)/gpuos.service
 	$(INSTALL) -m 644 dist/gpuos.conf $(DESTDIR)$(SYSCONFDIR)/gpuos/gpuos.conf.example
+	$(INSTALL) -d $(DESTDIR)$(DATADIR)/gpuos/slurm
+	$(INSTALL) -m 755 $(addprefix dist/slurm/,$(SLURM_SCRIPTS)) $(DESTDIR)$(DATADIR)/gpuos/slurm/
+	$(INSTALL) -m 644 $(addprefix dist/slurm/,$(SLURM_FILES)) $(DESTDIR)$(DATADIR)/gpuos/slurm/
+	$(INSTALL) -m 644 dist/slurm/gpuos-slurm.conf $(DESTDIR)$(SYSCONFDIR)/gpuos/slurm.conf.example
+	$(if $(wildcard $(BUILD)/shim/libcuda.so.1),$(INSTALL) -d $(DESTDIR)$(LIBDIR)/gpuos && \
+		$(INSTALL) -m 755 $(BUILD)/shim/libcuda.so.1 $(BUILD)/shim/libnvidia-ml.so.1 $(DESTDIR)$(LIBDIR)/gpuos/)
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/gpuos $(DESTDIR)$(LIBDIR)/libgpuos.so.1 $(DESTDIR)$(LIBDIR)/libgpuos.so \
 		$(DESTDIR)$(LIBDIR)/libgpuos.a $(DESTDIR)$(INCLUDEDIR)/gpuos/gpuos.h $(DESTDIR)$(INCLUDEDIR)/gpuos/pmem_core.h $(DESTDIR)$(PKGCONFIGDIR)/gpuos.pc \
 		$(DESTDIR)$(SYSTEMDUNITDIR)/gpuos.service $(DESTDIR)$(SYSCONFDIR)/gpuos/gpuos.conf.example \
+		$(addprefix $(DESTDIR)$(DATADIR)/gpuos/slurm/,$(SLURM_SCRIPTS) $(SLURM_FILES)) \
+		$(DESTDIR)$(SYSCONFDIR)/gpuos/slurm.conf.example \
+		$(DESTDIR)$(LIBDIR)/gpuos/libcuda.so.1 $(DESTDIR)$(LIBDIR)/gpuos/libnvidia-ml.so.1 \
 		$(foreach m,$(MAN_OUT),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
 -include $(CLIENT_PIC:.o=.d)

@@ -165,6 +165,31 @@ static void test_payload_rules(void **state)
     strcpy(s.value, "30");
     assert_int_equal(gos_proto_check(&h, &s), GOS_OK);
 
+    /* vgpu create / delete (issue 25): names and keys terminated, known flags */
+    static struct gos_msg_admin_create cr;
+    memset(&cr, 'x', sizeof cr);
+    gos_proto_hdr(&h, GOS_MSG_ADMIN_CREATE, 1, sizeof cr);
+    reject(&h, &cr, "ADMIN_CREATE name empty or a field not terminated");
+    memset(&cr, 0, sizeof cr);
+    reject(&h, &cr, "ADMIN_CREATE name empty");
+    strcpy(cr.vgpu, "j");
+    assert_int_equal(gos_proto_check(&h, &cr), GOS_OK); /* keys may be empty: the daemon names what is missing */
+    memset(cr.keys, 'k', sizeof cr.keys);
+    reject(&h, &cr, "a field not terminated");
+    struct gos_msg_admin_delete de = {0};
+    gos_proto_hdr(&h, GOS_MSG_ADMIN_DELETE, 1, sizeof de);
+    reject(&h, &de, "ADMIN_DELETE name empty");
+    strcpy(de.vgpu, "j");
+    de.flags = GOS_DELETE_FORCE;
+    assert_int_equal(gos_proto_check(&h, &de), GOS_OK);
+    de.flags = 6;
+    reject(&h, &de, "ADMIN_DELETE flags 0x6 unknown");
+    de.flags = 0;
+    de.pad = 1;
+    reject(&h, &de, "ADMIN_DELETE padding not zero");
+    gos_proto_hdr(&h, GOS_MSG_ADMIN_DELETE, 1, sizeof de - 4);
+    reject(&h, &de, "ADMIN_DELETE payload is 68 bytes, expected 72");
+
     struct gos_msg_module_load m = {0};
     gos_proto_hdr(&h, GOS_MSG_MODULE_LOAD, 1, sizeof m);
     reject_arg(&h, &m, "needs image bytes");
@@ -314,6 +339,10 @@ static void test_config(void **state)
     assert_int_equal(c.vgpus[0].copy, 40);
     assert_true(c.vgpus[0].mem_pct == 25.0);
     assert_int_equal(c.vgpus[1].copy, 30); /* copy defaults to compute */
+    /* devices alone (a Slurm node: its vGPUs come from `vgpu create`) */
+    static struct gos_serve_config c0;
+    assert_int_equal(gos_serve_config_parse("[device 0]\nsim = default\n", "t.conf", &c0), GOS_OK);
+    assert_int_equal(c0.n_vgpus, 0);
     assert_int_equal(c.vgpus[1].mem_bytes, 2ull << 30);
     static const struct {
         const char *text, *needle;
@@ -322,7 +351,7 @@ static void test_config(void **state)
         {"[device 0]\n[vgpu a]\ncompute = 0\n", "t.conf:3: compute share must be 1..100"},
         {"[device 0]\n[vgpu a]\nmemory = 120%\n", "t.conf:3: memory share"},
         {"[device 0]\n[vgpu a]\n[vgpu a]\n", "t.conf:3: vGPU a defined twice"},
-        {"[device 0]\n", "no [vgpu NAME] section"},
+        {"# no sections\n", "no [device LABEL] section"},
         {"[vgpu a]\n", "has no device"},
         {"[device 0]\n[vgpu a]\ndevice = 7\n", "t.conf:3: no [device 7]"},
         {"bogus\n", "t.conf:1: expected key = value"},

@@ -277,6 +277,13 @@ int gpuos_pmem_check(gpuos_pmem *m, int samples, gpuos_pmem_check_result *r);
 /* Administration without opening a vGPU (what `gpuos vgpu` uses). */
 int gpuos_admin_list(const char *socket_path, gpuos_vgpu_facts *out, int max, int *n);
 int gpuos_admin_set(const char *socket_path, const char *vgpu, const char *key, const char *value);
+/* A vGPU made at run time (kept in the daemon's state file): keys as in a
+ * [vgpu NAME] section, "key=value" lines separated by newlines (device, compute,
+ * copy, memory, users, groups). Deleting one the configuration file defines is
+ * refused; one with clients attached is refused unless force, which ends them
+ * (their requests then fail naming the deletion). */
+int gpuos_admin_create(const char *socket_path, const char *vgpu, const char *keys);
+int gpuos_admin_delete(const char *socket_path, const char *vgpu, int force);
 
 #ifdef __cplusplus
 }

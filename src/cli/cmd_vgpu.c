@@ -1,6 +1,8 @@
-/* cmd_vgpu.c: `gpuos vgpu list | set NAME key=value`, the runtime view that Gdev
- * kept in /proc (paper 002, section 6): shares, utilisation of the last period,
- * memory, clients; shares changeable while clients run. */
+/* cmd_vgpu.c: `gpuos vgpu list | set NAME key=value | create NAME key=value... |
+ * delete NAME [--force]`, the runtime view that Gdev kept in /proc (paper 002,
+ * section 6): shares, utilisation of the last period, memory, clients; shares
+ * changeable while clients run; vGPUs made and removed at run time (issue 25:
+ * what dist/slurm/'s prolog and epilog use). */
 #include "cli/cli.h"
 #include "common/jsonio.h"
 #include "common/status.h"
@@ -15,6 +17,9 @@ static void help(FILE *f)
 {
     fprintf(f, "usage: gpuos vgpu list [--socket PATH] [--json | --bytes]\n"
                "       gpuos vgpu set NAME key=value... [--socket PATH]\n"
+               "       gpuos vgpu create NAME device=D compute=PCT memory=PCT%%|SIZE [copy=PCT]\n"
+               "                         [users=U,...] [groups=G,...] [--socket PATH]\n"
+               "       gpuos vgpu delete NAME [--force] [--socket PATH]\n"
                "\n"
                "list: every virtual GPU of the daemon: shares (compute, copy, memory), measured\n"
                "      compute and copy utilisation over the last scheduling period, engine time\n"
@@ -26,6 +31,13 @@ static void help(FILE *f)
                "      state file: it survives a restart until the configuration file's value\n"
                "      for that key changes. A warning says when a device's shares add up past\n"
                "      100 %%.\n"
+               "create: a vGPU at run time, with the keys of a [vgpu NAME] section (copy defaults\n"
+               "      to compute; users/groups: names or ids; device may be left out on a daemon\n"
+               "      of one device). Kept in the state file: it survives a restart and reloads\n"
+               "      until the configuration file names it (then the file's section wins).\n"
+               "delete: removes a vGPU made by create; refused while clients are attached\n"
+               "      unless --force, which ends them (their calls fail naming the deletion).\n"
+               "      create and delete: the daemon's owner or root only.\n"
                "The socket defaults to $GPUOS_SOCKET, else " GOS_DEFAULT_SOCKET ".\n");
 }
 
@@ -126,8 +138,75 @@ static void warn_oversubscribed(const char *sock, const char *name)
                 dev, comp, copy);
 }
 
+/* The arguments of create/delete (the subcommand at argv[at]): --socket, --force
+ * (delete), NAME, key=value (create). */
+static int sub_args(int argc, char **argv, int at, int is_create, const char **sock, const char **name,
+                    char *keys, size_t cap, int *force)
+{
+    size_t w = 0;
+    keys[0] = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (i == at)
+            continue;
+        if (cli_is_help(a)) {
+            help(stdout);
+            return 1;
+        } else if (!strcmp(a, "--socket") && i + 1 < argc) {
+            *sock = argv[++i];
+        } else if (!is_create && !strcmp(a, "--force")) {
+            *force = 1;
+        } else if (a[0] == '-') {
+            return cli_usage("vgpu", "unknown option \"%s\"", a);
+        } else if (!*name && !strchr(a, '=')) {
+            *name = a;
+        } else if (is_create && strchr(a, '=') && strchr(a, '=') != a && strchr(a, '=')[1]) {
+            int n = snprintf(keys + w, cap - w, "%s\n", a);
+            if (n < 0 || (size_t)n >= cap - w)
+                return cli_usage("vgpu", "create: keys too long");
+            w += (size_t)n;
+        } else {
+            return cli_usage("vgpu", "%s: unexpected argument \"%s\"", argv[at], a);
+        }
+    }
+    if (!*name)
+        return cli_usage("vgpu", "%s needs NAME", argv[at]);
+    if (is_create && !w)
+        return cli_usage("vgpu", "create needs NAME device=D compute=PCT memory=PCT%%|SIZE");
+    return 0;
+}
+
+static int vgpu_create(int argc, char **argv, int at)
+{
+    const char *sock = NULL, *name = NULL;
+    char keys[GOS_ADMIN_KEYS_MAX];
+    int force = 0, rc = sub_args(argc, argv, at, 1, &sock, &name, keys, sizeof keys, &force);
+    if (rc)
+        return rc == 1 ? 0 : rc;
+    if (gpuos_admin_create(sock, name, keys))
+        return cli_fail();
+    warn_oversubscribed(sock, name);
+    return 0;
+}
+
+static int vgpu_delete(int argc, char **argv, int at)
+{
+    const char *sock = NULL, *name = NULL;
+    char keys[8];
+    int force = 0, rc = sub_args(argc, argv, at, 0, &sock, &name, keys, sizeof keys, &force);
+    if (rc)
+        return rc == 1 ? 0 : rc;
+    return gpuos_admin_delete(sock, name, force) ? cli_fail() : 0;
+}
+
 int cmd_vgpu(int argc, char **argv)
 {
+    int at = 1;
+    while (at + 1 < argc && !strcmp(argv[at], "--socket"))
+        at += 2;
+    if (at < argc && (!strcmp(argv[at], "create") || !strcmp(argv[at], "delete")))
+        return argv[at][0] == 'c' ? vgpu_create(argc, argv, at) : vgpu_delete(argc, argv, at);
+
     const char *sock = NULL, *sub = NULL, *name = NULL;
     const char *kv[16];
     int nkv = 0, json = 0, bytes = 0;
@@ -161,7 +240,7 @@ int cmd_vgpu(int argc, char **argv)
         return list(sock, json, bytes);
     }
     if (strcmp(sub, "set"))
-        return cli_usage("vgpu", "unknown subcommand \"%s\" (list, set)", sub);
+        return cli_usage("vgpu", "unknown subcommand \"%s\" (list, set, create, delete)", sub);
     if (!name || !nkv)
         return cli_usage("vgpu", "set needs NAME key=value");
     for (int i = 0; i < nkv; i++) {

@@ -371,6 +371,19 @@ int gpuos_admin_list(const char *socket_path, gpuos_vgpu_facts *out, int max, in
                          facts_conv);
 }
 
+/* One administrative request with no reply body. */
+static int admin_call(const char *socket_path, uint16_t type, const void *m, size_t n)
+{
+    gpuos_vgpu g;
+    int rc = admin_open(socket_path, &g);
+    if (rc)
+        return rc;
+    rc = gcl_call(&g, type, m, n, -1, NULL, 0);
+    close(g.fd);
+    free(g.rx);
+    return rc;
+}
+
 int gpuos_admin_set(const char *socket_path, const char *vgpu, const char *key, const char *value)
 {
     struct gos_msg_admin_set m = {0};
@@ -380,14 +393,28 @@ int gpuos_admin_set(const char *socket_path, const char *vgpu, const char *key, 
     strcpy(m.vgpu, vgpu);
     strcpy(m.key, key);
     strcpy(m.value, value);
-    gpuos_vgpu g;
-    int rc = admin_open(socket_path, &g);
-    if (rc)
-        return rc;
-    rc = gcl_call(&g, GOS_MSG_ADMIN_SET, &m, sizeof m, -1, NULL, 0);
-    close(g.fd);
-    free(g.rx);
-    return rc;
+    return admin_call(socket_path, GOS_MSG_ADMIN_SET, &m, sizeof m);
+}
+
+int gpuos_admin_create(const char *socket_path, const char *vgpu, const char *keys)
+{
+    struct gos_msg_admin_create m = {0};
+    if (!vgpu || !*vgpu || strlen(vgpu) >= sizeof m.vgpu || !keys || strlen(keys) >= sizeof m.keys)
+        return gos_fail(GOS_EINVAL, "vgpu create needs NAME (under %zu characters) and keys (under %zu)",
+                        sizeof m.vgpu, sizeof m.keys);
+    strcpy(m.vgpu, vgpu);
+    strcpy(m.keys, keys);
+    return admin_call(socket_path, GOS_MSG_ADMIN_CREATE, &m, sizeof m);
+}
+
+int gpuos_admin_delete(const char *socket_path, const char *vgpu, int force)
+{
+    struct gos_msg_admin_delete m = {0};
+    if (!vgpu || !*vgpu || strlen(vgpu) >= sizeof m.vgpu)
+        return gos_fail(GOS_EINVAL, "vgpu delete needs NAME (under %zu characters)", sizeof m.vgpu);
+    strcpy(m.vgpu, vgpu);
+    m.flags = force ? GOS_DELETE_FORCE : 0;
+    return admin_call(socket_path, GOS_MSG_ADMIN_DELETE, &m, sizeof m);
 }
 
 int gpuos_admin_shm_list(const char *socket_path, gpuos_shm_ds *out, int max, int *n)

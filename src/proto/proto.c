@@ -52,6 +52,8 @@ static const struct {
     {GOS_MSG_ADMIN_LIST, "ADMIN_LIST", 0, -1},
     {GOS_MSG_ADMIN_SET, "ADMIN_SET", sizeof(struct gos_msg_admin_set), 0},
     {GOS_MSG_ADMIN_SHM_LIST, "ADMIN_SHM_LIST", 0, -1},
+    {GOS_MSG_ADMIN_CREATE, "ADMIN_CREATE", sizeof(struct gos_msg_admin_create), 0},
+    {GOS_MSG_ADMIN_DELETE, "ADMIN_DELETE", sizeof(struct gos_msg_admin_delete), 0},
     {GOS_MSG_REPLY, "REPLY", -1, -1},
     {GOS_MSG_PMEM_ALLOC, "PMEM_ALLOC", sizeof(struct gos_msg_pmem_alloc), sizeof(struct gos_rep_pmem_alloc)},
     {GOS_MSG_PMEM_FREE, "PMEM_FREE", sizeof(struct gos_msg_pmem_free), 0},
@@ -222,6 +224,22 @@ int gos_proto_check(const struct gos_msg_hdr *h, const void *payload)
         if (!gos_proto_str_ok(m->vgpu, sizeof m->vgpu, 0) || !gos_proto_str_ok(m->key, sizeof m->key, 0) ||
             !gos_proto_str_ok(m->value, sizeof m->value, 0))
             return gos_fail(GOS_EPROTO, "ADMIN_SET field empty or not terminated");
+        return GOS_OK;
+    }
+    case GOS_MSG_ADMIN_CREATE: {
+        const struct gos_msg_admin_create *m = payload;
+        if (!gos_proto_str_ok(m->vgpu, sizeof m->vgpu, 0) || !gos_proto_str_ok(m->keys, sizeof m->keys, 1))
+            return gos_fail(GOS_EPROTO, "ADMIN_CREATE name empty or a field not terminated");
+        return GOS_OK;
+    }
+    case GOS_MSG_ADMIN_DELETE: {
+        const struct gos_msg_admin_delete *m = payload;
+        if (!gos_proto_str_ok(m->vgpu, sizeof m->vgpu, 0))
+            return gos_fail(GOS_EPROTO, "ADMIN_DELETE name empty or not terminated");
+        if (m->flags & ~(uint32_t)GOS_DELETE_FORCE)
+            return gos_fail(GOS_EPROTO, "ADMIN_DELETE flags 0x%x unknown", (unsigned)m->flags);
+        if (m->pad)
+            return gos_fail(GOS_EPROTO, "ADMIN_DELETE padding not zero");
         return GOS_OK;
     }
     case GOS_MSG_REPLY:

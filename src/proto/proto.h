@@ -73,6 +73,8 @@ enum gos_msg_type {
     GOS_MSG_ADMIN_LIST = 700,
     GOS_MSG_ADMIN_SET = 701,
     GOS_MSG_ADMIN_SHM_LIST = 702, /* gpuos shm list */
+    GOS_MSG_ADMIN_CREATE = 703,   /* gpuos vgpu create (issue 25) */
+    GOS_MSG_ADMIN_DELETE = 704,   /* gpuos vgpu delete */
     /* daemon -> client */
     GOS_MSG_REPLY = 900,
     /* partition-local memory (issue 12; docs/readme-placement.md) */
@@ -297,6 +299,21 @@ struct gos_msg_admin_set {
     char vgpu[GOS_NAME_MAX];
     char key[32];
     char value[64];
+};
+
+/* A vGPU made at run time (issue 25): keys as in a [vgpu NAME] section of the
+ * configuration, "key=value" lines separated by newlines (device, compute,
+ * copy, memory, users, groups). */
+#define GOS_ADMIN_KEYS_MAX 1024
+struct gos_msg_admin_create {
+    char vgpu[GOS_NAME_MAX];
+    char keys[GOS_ADMIN_KEYS_MAX];
+};
+enum { GOS_DELETE_FORCE = 1u }; /* end its clients (their executors, with the reason) */
+struct gos_msg_admin_delete {
+    char vgpu[GOS_NAME_MAX];
+    uint32_t flags;
+    uint32_t pad;
 };
 
 /* Partition-local memory (issue 12): two views of bytes_per_view logical bytes,

@@ -125,6 +125,11 @@ static int do_hello(struct srv_client *c, const struct gos_msg_hello *m, struct 
             c->vgpu = v;
             c->pid = (pid_t)m->pid;
             s->vgpus[v].clients++;
+            if (s->vgpus[v].deleted && c->x) { /* deleted while its executor started (lock dropped) */
+                char why[GOS_NAME_MAX + 64];
+                snprintf(why, sizeof why, "vGPU %s was deleted (gpuos vgpu delete --force)", m->vgpu);
+                srv_exec_fail(c->x, why);
+            }
             srv_ring_rotation(s, s->vgpus[v].cfg.device); /* a lone client's ring now yields when idle */
             r->vgpu_id = (uint32_t)v;
             r->device = (uint32_t)s->vgpus[v].cfg.device;
@@ -765,8 +770,8 @@ static int msg_admin_list(struct srv_client *c, const struct gos_msg_hdr *h, voi
     struct gos_rep_admin_list l = {.n = 0};
     for (int v = 0; v < s->n_vgpus; v++) {
         struct gos_vgpu_rec r;
-        if (s->vgpus[v].removed && !s->vgpus[v].clients)
-            continue; /* removed at a reload: listed while clients remain */
+        if ((s->vgpus[v].removed && !s->vgpus[v].clients) || s->vgpus[v].deleted)
+            continue; /* removed at a reload: listed while clients remain; deleted: gone */
         srv_vgpu_record(s, v, &r);
         memcpy(buf + sizeof l + (size_t)l.n++ * sizeof r, &r, sizeof r);
     }
@@ -774,15 +779,39 @@ static int msg_admin_list(struct srv_client *c, const struct gos_msg_hdr *h, voi
     return reply(c, h->seq, h->type, 0, buf, sizeof l + (size_t)l.n * sizeof(struct gos_vgpu_rec));
 }
 
+/* Only the daemon's owner or root may change vGPUs (ADMIN_SET, _CREATE, _DELETE). */
+static int admin_ok(struct srv_client *c, const char *what)
+{
+    if (c->uid != 0 && c->uid != c->srv->uid)
+        return gos_fail(GOS_EPERM, "only the daemon's owner (uid %u) or root may %s", (unsigned)c->srv->uid, what);
+    return GOS_OK;
+}
+
 static int msg_admin_set(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
 {
     struct srv *s = c->srv;
     const struct gos_msg_admin_set *m = p;
-    int rc;
-    if (c->uid != 0 && c->uid != s->uid)
-        rc = gos_fail(GOS_EPERM, "only the daemon's owner (uid %u) or root may change shares", (unsigned)s->uid);
-    else
+    int rc = admin_ok(c, "change shares");
+    if (!rc)
         rc = srv_vgpu_set_persist(s, m->vgpu, m->key, m->value);
+    return reply(c, h->seq, h->type, rc, NULL, 0);
+}
+
+static int msg_admin_create(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    const struct gos_msg_admin_create *m = p;
+    int rc = admin_ok(c, "create vGPUs");
+    if (!rc)
+        rc = srv_vgpu_create(c->srv, m->vgpu, m->keys, 1);
+    return reply(c, h->seq, h->type, rc, NULL, 0);
+}
+
+static int msg_admin_delete(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    const struct gos_msg_admin_delete *m = p;
+    int rc = admin_ok(c, "delete vGPUs");
+    if (!rc)
+        rc = srv_vgpu_delete(c->srv, m->vgpu, (m->flags & GOS_DELETE_FORCE) != 0);
     return reply(c, h->seq, h->type, rc, NULL, 0);
 }
 
@@ -810,6 +839,8 @@ static const struct msg_entry msg_table[] = {
     {GOS_MSG_SHM_DT, MF_DEVICE, msg_shm_dt},
     {GOS_MSG_SHM_CTL, 0, msg_shm_ctl},
     {GOS_MSG_ADMIN_SHM_LIST, MF_BEFORE_HELLO, msg_admin_shm_list},
+    {GOS_MSG_ADMIN_CREATE, MF_BEFORE_HELLO, msg_admin_create},
+    {GOS_MSG_ADMIN_DELETE, MF_BEFORE_HELLO, msg_admin_delete},
     {GOS_MSG_PMEM_ALLOC, MF_DEVICE, msg_pmem_alloc},
     {GOS_MSG_PMEM_FREE, MF_DEVICE, msg_pmem_free},
     {GOS_MSG_PMEM_COPY, MF_DEVICE, msg_pmem_copy},

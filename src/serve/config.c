@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *trim(char *s)
+char *gos_serve_trim(char *s)
 {
     while (isspace((unsigned char)*s))
         s++;
@@ -210,7 +210,7 @@ int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_
         char *hash = strchr(ln, '#');
         if (hash)
             *hash = 0;
-        char *s = trim(ln);
+        char *s = gos_serve_trim(ln);
         if (!*s)
             continue;
         if (*s == '[') {
@@ -286,7 +286,7 @@ int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_
             goto out;
         }
         *eq = 0;
-        char *k = trim(s), *v = trim(eq + 1);
+        char *k = gos_serve_trim(s), *v = gos_serve_trim(eq + 1);
         long x;
         uint64_t u;
         char ewhy[256];
@@ -475,8 +475,8 @@ int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_
         }
     }
     line = 0;
-    if (c.n_vgpus == 0) {
-        rc = BAD("no [vgpu NAME] section");
+    if (c.n_vgpus == 0 && c.n_devs == 0) { /* devices alone: vGPUs come from `vgpu create` (issue 25) */
+        rc = BAD("no [device LABEL] section");
         goto out;
     }
     for (int i = 0; i < c.n_vgpus; i++) {

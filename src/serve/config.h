@@ -152,6 +152,9 @@ int gos_serve_config_load(const char *path, struct gos_serve_config *out);
 int gos_serve_config_ext_key(struct gos_serve_config *c, int sect, int idx, const char *k, const char *v,
                              char *why, size_t whylen);
 
+/* Trims blanks at both ends of s in place; returns its first non-blank. */
+char *gos_serve_trim(char *s);
+
 /* Parses "HOST:PORT" (IPv4 address, [IPv6 address], "localhost" or "*"). */
 int gos_serve_parse_listen(const char *v, struct sockaddr_storage *sa, socklen_t *len);
 

@@ -218,7 +218,7 @@ char *srv_metrics_text(struct srv *s, size_t *len)
     static struct gos_vgpu_rec recs[GOS_MAX_VGPUS]; /* under the lock */
     int listed[GOS_MAX_VGPUS], n = 0;
     for (int v = 0; v < s->n_vgpus; v++)
-        if (!s->vgpus[v].removed || s->vgpus[v].clients) {
+        if ((!s->vgpus[v].removed || s->vgpus[v].clients) && !s->vgpus[v].deleted) {
             srv_vgpu_record(s, v, &recs[n]);
             listed[n++] = v;
         }

@@ -4,6 +4,9 @@
  *     once (memory: allocations already made stay; new ones are checked against
  *     the new share);
  *   - a new [vgpu] section is a new vGPU, open to new clients at once;
+ *   - a vGPU made by `vgpu create` (vgpu_life.c) is not the file's: it stays;
+ *     once the file names it, the file's section wins (its created definition
+ *     is dropped from the state file, logged);
  *   - a vGPU no longer in the file is refused to new clients; its connected
  *     clients keep working under its last shares and memory share until they
  *     disconnect (it stays listed while they remain); naming it again in a later
@@ -70,12 +73,27 @@ static int check(struct srv *s, const struct gos_serve_config *nc, int *map)
             return gos_fail(GOS_EINVAL, "%s: vGPU %s moves from device %s to device %s (only at a restart)", what,
                             g->name, s->cfg.devs[s->vgpus[old].cfg.device].label, nc->devs[g->device].label);
     }
-    /* Memory shares against the devices' sizes, as at start. */
+    /* Memory shares against the devices' sizes, as at start, with the vGPUs
+     * made by `vgpu create` that the file does not name. */
     uint64_t totals[GOS_SERVE_MAX_DEVICES];
     for (int i = 0; i < nc->n_devs; i++)
         totals[i] = map[i] >= 0 ? s->devs[map[i]].mem_total : 0;
+    static struct gos_serve_config trial; /* under the lock */
+    trial = *nc;
+    for (int v = 0; v < s->n_vgpus && trial.n_vgpus < GOS_MAX_VGPUS; v++) {
+        const struct srv_vgpu *g = &s->vgpus[v];
+        int named = 0;
+        for (int j = 0; j < nc->n_vgpus; j++)
+            named |= !strcmp(nc->vgpus[j].name, g->cfg.name);
+        for (int j = 0; j < nc->n_devs && g->created && !g->deleted && !named; j++)
+            if (map[j] == g->cfg.device) {
+                trial.vgpus[trial.n_vgpus] = g->cfg;
+                trial.vgpus[trial.n_vgpus++].device = j;
+                break;
+            }
+    }
     char warn[256];
-    int rc = gos_serve_config_check_memory(nc, totals, warn, sizeof warn);
+    int rc = gos_serve_config_check_memory(&trial, totals, warn, sizeof warn);
     if (rc)
         return rc;
     if (warn[0])
@@ -132,7 +150,7 @@ int srv_reload(struct srv *s)
         return rc;
     }
     restart_only(s, nc, map);
-    int added = 0, removed = 0, changed = 0, revived = 0;
+    int added = 0, removed = 0, changed = 0, revived = 0, taken = 0;
     int seen[GOS_MAX_VGPUS] = {0};
     for (int v = 0; v < nc->n_vgpus; v++) {
         struct gos_serve_vgpucfg g = nc->vgpus[v];
@@ -159,6 +177,12 @@ int srv_reload(struct srv *s)
         } else {
             struct srv_vgpu *o = &s->vgpus[i];
             int was_removed = o->removed;
+            if (o->created) {
+                o->created = 0;
+                taken++;
+                gos_log(LOG_NOTICE, "reload: vGPU %s (made by `vgpu create`) is now in the configuration file: the "
+                                    "file's section wins", g.name);
+            }
             int differs = memcmp(&o->file, &g, sizeof g) != 0;
             o->file = g;
             /* Overrides of `vgpu set` stay over keys the file did not change
@@ -188,7 +212,7 @@ int srv_reload(struct srv *s)
         seen[i] = 1;
     }
     for (int i = 0; i < s->n_vgpus; i++)
-        if (!seen[i] && !s->vgpus[i].removed) {
+        if (!seen[i] && !s->vgpus[i].removed && !s->vgpus[i].created) {
             s->vgpus[i].removed = 1;
             removed++;
             if (s->vgpus[i].clients)
@@ -213,7 +237,7 @@ int srv_reload(struct srv *s)
     s->cfg.shutdown_grace_ms = nc->shutdown_grace_ms;
     s->cfg.memory_oversubscribe = nc->memory_oversubscribe;
     int dropped = srv_state_reconcile(s);
-    if (dropped && s->state_path[0] && srv_state_save(s))
+    if ((dropped || taken) && s->state_path[0] && srv_state_save(s))
         gos_log(LOG_ERR, "reload: %s", gos_last_error());
     s->reloads++;
     s->last_reload_ok = 1;

@@ -214,6 +214,10 @@ struct srv_vgpu {
     uint64_t mem_quota, mem_used;
     int clients;
     int removed; /* gone from the configuration at a reload: no new clients */
+    int created; /* made by `vgpu create` (vgpu_life.c): kept in the state file */
+    int deleted; /* by `vgpu delete` (removed too): never listed, found or revived; its
+                  * slot is reused once nothing refers to it and it left the scheduler */
+    int unscheduled;
     uint64_t tasks;
     uint64_t faults; /* executors of its clients lost to a device fault or a kill */
     uint64_t ring_ns; /* time its clients' executors spent on their rings (issue 9.4) */
@@ -477,6 +481,23 @@ void srv_vgpu_file_value(const struct gos_serve_vgpucfg *f, int key, char *out, 
 int srv_check_oversubscription(struct srv *s, const char *when);
 /* Whether the peer on fd (uid) may open vGPU g: GOS_OK or GOS_EPERM naming why. */
 int srv_vgpu_access(struct srv *s, int v, int fd, uid_t uid, gid_t gid);
+/* Whether the memory shares of the vGPUs in force still fit their devices with
+ * vGPU v's configuration replaced by *g (v < 0: *g added): GOS_OK, or the
+ * error of gos_serve_config_check_memory without the file's line. */
+int srv_vgpu_fits(struct srv *s, int v, const struct gos_serve_vgpucfg *g);
+/* A compute or copy share "1".."100" (optionally "%"): GOS_EINVAL otherwise. */
+int srv_vgpu_share(const char *v, int *out);
+
+/* vgpu_life.c (lock held): vGPUs made and removed at run time (issue 25).
+ * parse: the keys of a [vgpu NAME] section, "key=value" lines (device, compute,
+ * copy, memory, users, groups); create: checked, added, kept in the state file
+ * when persist; delete: only created ones, refused while clients are attached
+ * unless force (their executors killed with the reason); created_json: the
+ * state file's entry of a created vGPU {"vgpu", "keys": {...}}. */
+int srv_vgpu_parse(struct srv *s, const char *name, const char *keys, struct gos_serve_vgpucfg *g);
+int srv_vgpu_create(struct srv *s, const char *name, const char *keys, int persist);
+int srv_vgpu_delete(struct srv *s, const char *name, int force);
+struct json_t *srv_vgpu_created_json(struct srv *s, int v);
 
 /* reload.c: SIGHUP. Rereads the configuration file and applies it without
  * dropping clients, or keeps the running one (error logged) when it is invalid

@@ -1,8 +1,16 @@
 /* state.c: `gpuos vgpu set` survives a restart. Every runtime override is kept
- * in the state file with the configuration file's value it replaced:
+ * in the state file with the configuration file's value it replaced, and every
+ * vGPU made by `gpuos vgpu create` (issue 25; vgpu_life.c) with its keys:
  *
  *   {"schema": "gpuos.vgpu-state/1",
- *    "overrides": [{"vgpu": "alice", "key": "compute", "value": "30", "config": "60"}]}
+ *    "overrides": [{"vgpu": "alice", "key": "compute", "value": "30", "config": "60"}],
+ *    "created": [{"vgpu": "slurm-42-0", "keys": {"device": "0", "compute": "30",
+ *                 "copy": "30", "memory": "30%", "users": "1001"}}]}
+ *
+ * A created vGPU that the configuration file now names is dropped (the file's
+ * section wins, logged); one whose keys no longer apply (its device or user
+ * gone) is dropped with a warning. ("created" is optional: files of earlier
+ * versions load unchanged.)
  *
  * At start (and at every reload) an override is applied while the file still
  * says what it said when the override was made; once the file's value changed,
@@ -148,8 +156,44 @@ int srv_state_load(struct srv *s)
         snprintf(o->base, sizeof o->base, "%s", base);
         applied++;
     }
-    gos_log(LOG_INFO, "state file %s: %d `vgpu set` change%s applied%s", p, applied, applied == 1 ? "" : "s",
-            n_drop ? ", others dropped (above)" : "");
+    json_t *cr = json_object_get(root, "created");
+    int made = 0;
+    if (cr && !json_is_array(cr)) {
+        rc = CORRUPT("state file %s: \"created\" is not an array " HINT, p);
+        goto out;
+    }
+    json_array_foreach(cr, i, e) {
+        const char *vg = json_string_value(json_object_get(e, "vgpu"));
+        json_t *kj = json_object_get(e, "keys"), *val;
+        char text[GOS_ADMIN_KEYS_MAX];
+        size_t w = 0;
+        const char *k;
+        int ok = vg && json_is_object(kj);
+        json_object_foreach(kj, k, val) {
+            if (!json_is_string(val) || w >= sizeof text)
+                ok = 0;
+            else
+                w += (size_t)snprintf(text + w, sizeof text - w, "%s=%s\n", k, json_string_value(val));
+        }
+        if (!ok || w >= sizeof text) {
+            rc = CORRUPT("state file %s: created vGPU %zu needs a string vgpu and an object of string keys " HINT, p,
+                         i + 1);
+            goto out;
+        }
+        text[w] = 0;
+        if (srv_vgpu_find(s, vg) >= 0) {
+            gos_log(LOG_NOTICE, "state file: vGPU %s (made by `vgpu create`) is now in the configuration file: the "
+                                "file's section wins", vg);
+            n_drop++;
+        } else if (srv_vgpu_create(s, vg, text, 0)) {
+            gos_log(LOG_WARNING, "state file: vGPU %s (made by `vgpu create`) is dropped: %s", vg, gos_last_error());
+            n_drop++;
+        } else {
+            made++;
+        }
+    }
+    gos_log(LOG_INFO, "state file %s: %d `vgpu set` change%s applied, %d vGPU%s made by `vgpu create`%s", p, applied,
+            applied == 1 ? "" : "s", made, made == 1 ? "" : "s", n_drop ? ", others dropped (above)" : "");
     if (n_drop)
         rc = srv_state_save(s);
 out:
@@ -170,7 +214,11 @@ int srv_state_save(struct srv *s)
                 json_array_append_new(ovs, json_pack("{s:s, s:s, s:s, s:s}", "vgpu", s->vgpus[v].cfg.name, "key",
                                                      keys[k], "value", o->value, "config", o->base));
         }
-    json_t *root = json_pack("{s:s, s:o}", "schema", "gpuos.vgpu-state/1", "overrides", ovs);
+    json_t *cr = json_array();
+    for (int v = 0; v < s->n_vgpus; v++)
+        if (s->vgpus[v].created && !s->vgpus[v].deleted)
+            json_array_append_new(cr, srv_vgpu_created_json(s, v));
+    json_t *root = json_pack("{s:s, s:o, s:o}", "schema", "gpuos.vgpu-state/1", "overrides", ovs, "created", cr);
     char *text = root ? json_dumps(root, JSON_INDENT(2)) : NULL;
     json_decref(root);
     if (!text)

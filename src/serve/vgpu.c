@@ -54,7 +54,7 @@ void srv_vgpu_record(struct srv *s, int v, struct gos_vgpu_rec *r)
     snprintf(r->queue, sizeof r->queue, "%s", gos_sched_mode_name(d->sched));
 }
 
-static int share(const char *v, int *out)
+int srv_vgpu_share(const char *v, int *out)
 {
     char *end;
     long x = strtol(v, &end, 10);
@@ -64,10 +64,38 @@ static int share(const char *v, int *out)
     return GOS_OK;
 }
 
+int srv_vgpu_fits(struct srv *s, int v, const struct gos_serve_vgpucfg *g)
+{
+    /* The shares of the device's vGPUs, this one changed or added, must fit
+     * (issue 15.6), as at start. */
+    static struct gos_serve_config trial; /* under the lock */
+    trial = s->cfg;
+    uint64_t totals[GOS_SERVE_MAX_DEVICES];
+    for (int i = 0; i < s->n_devs; i++)
+        totals[i] = s->devs[i].mem_total;
+    trial.n_vgpus = 0; /* the vGPUs in force (reloads add and remove) */
+    for (int i = 0; i < s->n_vgpus; i++)
+        if (!s->vgpus[i].removed)
+            trial.vgpus[trial.n_vgpus++] = i == v ? *g : s->vgpus[i].cfg;
+    if (v < 0 && trial.n_vgpus < GOS_MAX_VGPUS)
+        trial.vgpus[trial.n_vgpus++] = *g;
+    char warn[256];
+    int rc = gos_serve_config_check_memory(&trial, totals, warn, sizeof warn);
+    if (rc) {
+        char why[GOS_MSG_TEXT_MAX];
+        const char *e = gos_last_error(), *r = strstr(e, ": memory");
+        snprintf(why, sizeof why, "%s", r ? r + 2 : e); /* without the file's line */
+        return gos_fail(rc, "%s", why);
+    }
+    if (warn[0])
+        gos_log(LOG_WARNING, "%s", warn);
+    return GOS_OK;
+}
+
 int srv_vgpu_find(struct srv *s, const char *name)
 {
     for (int i = 0; i < s->n_vgpus; i++)
-        if (!strcmp(s->vgpus[i].cfg.name, name))
+        if (!s->vgpus[i].deleted && !strcmp(s->vgpus[i].cfg.name, name))
             return i;
     return -1;
 }
@@ -83,7 +111,7 @@ int srv_vgpu_set(struct srv *s, const char *name, const char *key, const char *v
     struct srv_dev *d = &s->devs[g->cfg.device];
     int rc, x = 0;
     if (!strcmp(key, "compute") || !strcmp(key, "copy")) {
-        if ((rc = share(value, &x)))
+        if ((rc = srv_vgpu_share(value, &x)))
             return rc;
         int comp = !strcmp(key, "compute") ? x : g->cfg.compute;
         int copy = !strcmp(key, "copy") ? x : g->cfg.copy;
@@ -102,32 +130,11 @@ int srv_vgpu_set(struct srv *s, const char *name, const char *key, const char *v
         if (q > d->mem_total)
             return gos_fail(GOS_EINVAL, "memory of %llu bytes is larger than the device (%llu bytes)",
                             (unsigned long long)q, (unsigned long long)d->mem_total);
-        /* The shares of the device's vGPUs, this one changed, must fit (issue
-         * 15.6), as at start. */
-        static struct gos_serve_config trial; /* under the lock */
-        trial = s->cfg;
-        uint64_t totals[GOS_SERVE_MAX_DEVICES];
-        for (int i = 0; i < s->n_devs; i++)
-            totals[i] = s->devs[i].mem_total;
-        trial.n_vgpus = 0; /* the vGPUs in force (reloads add and remove) */
-        for (int i = 0; i < s->n_vgpus; i++)
-            if (!s->vgpus[i].removed) {
-                trial.vgpus[trial.n_vgpus] = s->vgpus[i].cfg;
-                if (i == v) {
-                    trial.vgpus[trial.n_vgpus].mem_pct = pct;
-                    trial.vgpus[trial.n_vgpus].mem_bytes = bytes;
-                }
-                trial.n_vgpus++;
-            }
-        char warn[256];
-        if ((rc = gos_serve_config_check_memory(&trial, totals, warn, sizeof warn))) {
-            char why[GOS_MSG_TEXT_MAX];
-            const char *e = gos_last_error(), *r = strstr(e, ": memory");
-            snprintf(why, sizeof why, "%s", r ? r + 2 : e); /* without the file's line */
-            return gos_fail(rc, "%s", why);
-        }
-        if (warn[0])
-            gos_log(LOG_WARNING, "%s", warn);
+        struct gos_serve_vgpucfg trial = g->cfg;
+        trial.mem_pct = pct;
+        trial.mem_bytes = bytes;
+        if ((rc = srv_vgpu_fits(s, v, &trial)))
+            return rc;
         /* Shrinking below what is in use is allowed: new allocations fail until
          * enough is freed (nothing already allocated is revoked). */
         g->mem_quota = q;
@@ -165,12 +172,14 @@ int srv_vgpu_set_persist(struct srv *s, const char *name, const char *key, const
         return srv_vgpu_set(s, name, key, value); /* its message */
     struct srv_vgpu *g = &s->vgpus[v];
     struct srv_dev *d = &s->devs[g->cfg.device];
-    struct gos_serve_vgpucfg old_cfg = g->cfg;
+    struct gos_serve_vgpucfg old_cfg = g->cfg, old_file = g->file;
     struct srv_override old_ov = g->ov[k];
     uint64_t old_quota = g->mem_quota;
     int rc = srv_vgpu_set(s, name, key, value);
     if (rc)
         return rc;
+    if (g->created)
+        g->file = g->cfg; /* its definition is the state file's: no override */
     char now[32], file[32];
     srv_vgpu_file_value(&g->cfg, k, now, sizeof now);
     srv_vgpu_file_value(&g->file, k, file, sizeof file);
@@ -186,6 +195,7 @@ int srv_vgpu_set_persist(struct srv *s, const char *name, const char *key, const
         char why[512];
         snprintf(why, sizeof why, "%s", gos_last_error());
         g->cfg = old_cfg;
+        g->file = old_file;
         g->ov[k] = old_ov;
         g->mem_quota = old_quota;
         gos_sched_vgpu_set_shares(d->sched, g->id, g->cfg.compute, g->cfg.copy);
