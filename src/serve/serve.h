@@ -268,6 +268,8 @@ struct srv {
     pthread_cond_t idle; /* signalled when a client is freed */
     int stop;
     int listen_fd;
+    dev_t sock_dev; /* the socket file bound (unlinked at exit only while it is still this one) */
+    ino_t sock_ino;
     uid_t uid;
     int n_devs;
     struct srv_dev devs[GOS_SERVE_MAX_DEVICES];

@@ -1,0 +1,62 @@
+#!/bin/sh
+# t_hostile2.sh: the second attack campaign (issue 23) on the simulated device with
+# real processes, one block per item:
+#   2. credentials come from the socket: a client that names another process's
+#      pid in its HELLO gets none of that process's supplementary groups (a 0660
+#      segment of that group stays closed to it), while a real member of the
+#      group (SO_PEERGROUPS) attaches it;
+#   6. `socket =` naming a regular file, a symbolic link or a directory is
+#      refused at start and the file survives byte-exact; a stale socket is
+#      replaced; a file put over the socket while the daemon runs survives its
+#      exit;
+#   7. slowloris on /metrics: 80 slow connections from 8 loopback addresses
+#      (127.0.0.2-9), each sending a byte a second: at most 8 per address are
+#      held, a silent one is dropped within 8 s, and 9 of 9 scrapes from
+#      127.0.0.1 are answered meanwhile.
+set -u
+. tests/serve_lib.sh
+S="$B/tests/shm_client"
+MB=1048576
+
+# ---- 6. the socket path ----
+body="[device 0]
+sim = default
+[vgpu a]"
+printf 'precious\n' > "$T/file"
+for kind in file link dir; do
+    case $kind in
+    file) P="$T/file" ;;
+    link) ln -s "$T/file" "$T/link"; P="$T/link" ;;
+    dir) mkdir "$T/dir"; P="$T/dir" ;;
+    esac
+    { echo "socket = $P"; echo "$body"; } > "$T/c6"
+    out=$(timeout 10 "$G" serve --config "$T/c6" 2>&1) && fail "6 started on a $kind: $out"
+    echo "$out" | grep -q "exists and is not a socket" || fail "6 $kind: no clear refusal: $out"
+done
+[ "$(cat "$T/file")" = precious ] || fail "6 the regular file was changed"
+[ -L "$T/link" ] && [ -d "$T/dir" ] || fail "6 the link or the directory was removed"
+# a stale socket (nobody listening) is replaced
+$PY -c "import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])" "$T/s"
+[ -S "$T/s" ] || fail "6 no stale socket made"
+start_daemon "$body"
+r=$("$S" a stat 0x1 2>&1); echo "$r" | grep -q "stat rc=" || fail "6 daemon on a replaced stale socket: $r"
+# a file put over the socket while the daemon runs survives its exit
+mv "$T/s" "$T/s.old"
+printf 'precious\n' > "$T/s"
+kill -TERM "$DPID"; wait "$DPID"; rc=$?; DPID=
+[ $rc -eq 0 ] || fail "6 exit status $rc"
+[ "$(cat "$T/s" 2>/dev/null)" = precious ] || fail "6 the daemon unlinked a file that replaced its socket"
+rm -f "$T/s" "$T/s.old"
+
+# ---- 7. slowloris on /metrics ----
+PORT=$($PY -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
+start_daemon "metrics_listen = 127.0.0.1:$PORT
+$body"
+i=0; until grep -q "metrics on" "$T/serve.log"; do i=$((i + 1)); [ $i -gt 50 ] && fail "7 no metrics"; sleep 0.1; done
+r=$(timeout 30 $PY tests/slowloris.py "$PORT" 2>&1) || fail "7 slowloris.py: $r"
+echo "$r" | grep -q "scrapes=9/9" || fail "7 scrapes not answered under 80 slow connections: $r"
+echo "$r" | grep -q "held=64 " || fail "7 not 8 connections per address held: $r"
+echo "$r" | grep -q "idle_dropped=1" || fail "7 a silent connection was not dropped: $r"
+kill -0 "$DPID" || fail "7 daemon died"
+stop_daemon
+echo "t_hostile2: ok"
