@@ -13,6 +13,7 @@
  *   shm_client VGPU create KEY BYTES MODE    get with CREAT|EXCL|MODE: id=, rc=
  *   shm_client VGPU attach KEY               get + attach (+ detach): rc=
  *   shm_client VGPU rm KEY | stat KEY | chmod KEY MODE
+ *   $SHM_CLIENT_HELLO_PID: the pid this client claims in its HELLO (a lie)
  *   shm_client VGPU misuse KEY               mem_free of an attachment, a copy past
  *       its end, a detach of a non-segment: the three rcs
  *   shm_client VGPU work SEED N MB ROUNDS     swapping: N buffers of MB each; each
@@ -43,10 +44,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 static gpuos_vgpu *G;
+
+/* A tenant that lies about its pid (tests/t_hostile2.sh, issue 23.2): with
+ * $SHM_CLIENT_HELLO_PID set, getpid() (the pid the library puts in its HELLO)
+ * answers that number instead of this process's. */
+pid_t getpid(void)
+{
+    const char *e = getenv("SHM_CLIENT_HELLO_PID");
+    return e && *e ? (pid_t)atoi(e) : (pid_t)syscall(SYS_getpid);
+}
 
 static uint32_t pat(uint64_t i, uint32_t seed) { return (uint32_t)(i * 2654435761u) ^ (seed * 0x9e3779b9u); }
 
@@ -318,8 +329,9 @@ int main(int argc, char **argv)
         gpuos_shm_ds ds = {0};
         id = get_id(key);
         rc = id < 0 ? id : gpuos_shm_ctl(G, id, GPUOS_SHM_STAT, &ds);
-        printf("stat rc=%d nattch=%d uid=%u cuid=%u mode=%o bytes=%llu vgpu=%s error=%s\n", rc, ds.nattch, ds.uid,
-               ds.cuid, ds.mode, (unsigned long long)ds.bytes, ds.vgpu, rc ? gpuos_error() : "");
+        printf("stat rc=%d nattch=%d uid=%u cuid=%u mode=%o bytes=%llu vgpu=%s cpid=%d lpid=%d error=%s\n", rc,
+               ds.nattch, ds.uid, ds.cuid, ds.mode, (unsigned long long)ds.bytes, ds.vgpu, (int)ds.cpid, (int)ds.lpid,
+               rc ? gpuos_error() : "");
     } else if (!strcmp(cmd, "chmod") && argc == 5) {
         gpuos_shm_ds ds = {0};
         id = get_id(key);

@@ -39,6 +39,7 @@ done
 $PY -c "import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])" "$T/s"
 [ -S "$T/s" ] || fail "6 no stale socket made"
 start_daemon "$body"
+i=0; until grep -q "listening on $T/s" "$T/serve.log"; do i=$((i + 1)); [ $i -gt 100 ] && fail "6 not listening"; sleep 0.1; done
 r=$("$S" a stat 0x1 2>&1); echo "$r" | grep -q "stat rc=" || fail "6 daemon on a replaced stale socket: $r"
 # a file put over the socket while the daemon runs survives its exit
 mv "$T/s" "$T/s.old"
@@ -47,6 +48,30 @@ kill -TERM "$DPID"; wait "$DPID"; rc=$?; DPID=
 [ $rc -eq 0 ] || fail "6 exit status $rc"
 [ "$(cat "$T/s" 2>/dev/null)" = precious ] || fail "6 the daemon unlinked a file that replaced its socket"
 rm -f "$T/s" "$T/s.old"
+
+# ---- 2. credentials from the socket, never from the HELLO ----
+start_daemon "socket_mode = 0666
+$body"
+chmod 755 "$T"
+r=$(setpriv --reuid 4241 --regid 4300 --clear-groups "$S" a create 0x23 $MB 0660 2>&1)
+echo "$r" | grep -q "create rc=0" || fail "2 create by uid 4241 gid 4300: $r"
+# a process of uid 4241 with supplementary group 4300: the groups to borrow
+setpriv --reuid 4241 --regid 4241 --groups 4300 sleep 60 &
+V=$!
+i=0; until grep -q "^Groups:.*4300" "/proc/$V/status" 2>/dev/null; do i=$((i + 1)); [ $i -gt 50 ] && fail "2 no victim"; sleep 0.1; done
+LIAR="setpriv --reuid 4242 --regid 4242 --clear-groups env SHM_CLIENT_HELLO_PID=$V"
+r=$($LIAR "$S" a attach 0x23 2>&1); echo "$r" | grep -q "attach rc=-6" || fail "2 a forged HELLO pid lent its groups (attach): $r"
+r=$($LIAR "$S" a stat 0x23 2>&1); echo "$r" | grep -q "stat rc=-6" || fail "2 a forged HELLO pid lent its groups (stat): $r"
+# a real member of group 4300 (its supplementary groups, from the socket) attaches
+r=$(setpriv --reuid 4243 --regid 4243 --groups 4300 "$S" a attach 0x23 2>&1)
+echo "$r" | grep -q "attach rc=0" || fail "2 a member of the segment's group refused: $r"
+# what the daemon records is the kernel's pid, not the claimed one
+r=$(SHM_CLIENT_HELLO_PID=1 "$S" a create 0x24 $MB 0600 2>&1); echo "$r" | grep -q "create rc=0" || fail "2 create: $r"
+r=$("$S" a stat 0x24 2>&1); echo "$r" | grep -q "stat rc=0 " || fail "2 stat: $r"
+cpid=$(echo "$r" | sed -n 's/.* cpid=\([0-9-]*\) .*/\1/p')
+[ -n "$cpid" ] && [ "$cpid" -gt 1 ] || fail "2 the segment records the claimed pid 1 as its creator: $r"
+kill $V 2>/dev/null
+stop_daemon
 
 # ---- 7. slowloris on /metrics ----
 PORT=$($PY -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")

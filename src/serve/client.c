@@ -99,7 +99,7 @@ static int do_hello(struct srv_client *c, const struct gos_msg_hello *m, struct 
         return gos_fail(GOS_EPROTO, "HELLO sent twice");
     for (int v = 0; v < s->n_vgpus; v++)
         if (!strcmp(s->vgpus[v].cfg.name, m->vgpu) && !s->vgpus[v].removed) {
-            int rc = srv_vgpu_access(s, v, c->fd, c->uid, c->gid);
+            int rc = srv_vgpu_access(s, v, c->fd, c->pid, c->uid, c->gid);
             if (rc) {
                 srv_log(LOG_NOTICE, "client %u (pid %d) refused: %s", c->id, (int)c->pid, gos_last_error());
                 return rc;
@@ -123,11 +123,10 @@ static int do_hello(struct srv_client *c, const struct gos_msg_hello *m, struct 
                 s->vgpus[v].clients--;
                 if (rc)
                     return rc;
-                srv_log(LOG_DEBUG, "client %u (pid %d) of vGPU %s: executor pid %d", c->id, (int)m->pid, m->vgpu,
+                srv_log(LOG_DEBUG, "client %u (pid %d) of vGPU %s: executor pid %d", c->id, (int)c->pid, m->vgpu,
                         (int)c->x->pid);
             }
-            c->vgpu = v;
-            c->pid = (pid_t)m->pid;
+            c->vgpu = v; /* c->pid stays the kernel's (SO_PEERCRED), whatever m->pid says */
             s->vgpus[v].clients++;
             if (srv_ring_regrant(s, s->vgpus[v].cfg.device)) /* a lone client's ring is revoked now */
                 srv_ring_settle(s, s->vgpus[v].cfg.device, SRV_RING_SETTLE_MS);

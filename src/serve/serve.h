@@ -448,7 +448,10 @@ void srv_vgpu_file_value(const struct gos_serve_vgpucfg *f, int key, char *out, 
  * (`when`: "at start", "after reload", ...). Returns how many warnings. */
 int srv_check_oversubscription(struct srv *s, const char *when);
 /* Whether the peer on fd (uid) may open vGPU g: GOS_OK or GOS_EPERM naming why. */
-int srv_vgpu_access(struct srv *s, int v, int fd, uid_t uid, gid_t gid);
+int srv_vgpu_access(struct srv *s, int v, int fd, pid_t pid, uid_t uid, gid_t gid);
+/* The supplementary groups of the peer of socket fd (at most cap; SO_PEERGROUPS,
+ * else /proc of pid, the kernel-reported peer pid): how many were written. */
+int srv_peer_groups(int fd, pid_t pid, gid_t *out, int cap);
 
 /* reload.c: SIGHUP. Rereads the configuration file and applies it without
  * dropping clients, or keeps the running one (error logged) when it is invalid

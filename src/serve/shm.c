@@ -56,8 +56,8 @@ void srv_shm_init(struct srv *s)
 
 void srv_shm_fini(struct srv *s) { gos_shm_clear(&s->shm); }
 
-/* The caller's credentials: uid, gid and pid from SO_PEERCRED, supplementary
- * groups from /proc/<pid>/status (none if it cannot be read). */
+/* The caller's credentials: uid, gid, pid and supplementary groups as the
+ * kernel reported them for the socket (issue 23.2). */
 static void cred_of(struct srv_client *c, gos_shm_cred *cr)
 {
     memset(cr, 0, sizeof *cr);
@@ -66,24 +66,7 @@ static void cred_of(struct srv_client *c, gos_shm_cred *cr)
     cr->pid = c->pid;
     cr->admin = c->uid == 0;
     cr->vgpu = c->vgpu;
-    char path[64], line[1024];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)c->pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return;
-    while (fgets(line, sizeof line, f))
-        if (!strncmp(line, "Groups:", 7)) {
-            char *p = line + 7, *e;
-            for (;;) {
-                unsigned long g = strtoul(p, &e, 10);
-                if (e == p || cr->n_groups == GOS_SHM_MAX_GROUPS)
-                    break;
-                cr->groups[cr->n_groups++] = (gid_t)g;
-                p = e;
-            }
-            break;
-        }
-    fclose(f);
+    cr->n_groups = srv_peer_groups(c->fd, c->pid, cr->groups, GOS_SHM_MAX_GROUPS);
 }
 
 int srv_shm_get(struct srv_client *c, const struct gos_msg_shm_get *m, struct gos_rep_shm_get *r)

@@ -35,9 +35,9 @@
 #define GOS_SHM_EXCL 02000      /* with CREAT: fail if the key exists (IPC_EXCL) */
 #define GOS_SHM_MODE 0777       /* permission bits in flags */
 #define GOS_SHM_RDONLY 010000   /* attach flag, as SHM_RDONLY */
-#define GOS_SHM_MAX_GROUPS 32
+#define GOS_SHM_MAX_GROUPS 256 /* supplementary groups looked at */
 
-/* Who asks: from SO_PEERCRED and /proc/<pid>/status (Groups). */
+/* Who asks: from SO_PEERCRED and SO_PEERGROUPS (the kernel's, never the client's word). */
 typedef struct {
     uid_t uid;
     gid_t gid;
