@@ -5,6 +5,12 @@
 #      pid in its HELLO gets none of that process's supplementary groups (a 0660
 #      segment of that group stays closed to it), while a real member of the
 #      group (SO_PEERGROUPS) attaches it;
+#   5. copies larger than the caller's buffers, sizes that wrap: 2^40 and
+#      SIZE_MAX bytes from a 4 KB buffer followed by an unmapped page, 1 MB into
+#      a 4 KB allocation, HtoD/DtoH/DtoD, synchronous and asynchronous, memsets
+#      and 2D copies whose sizes wrap: GPUOS_EINVAL through libgpuos and
+#      CUDA_ERROR_INVALID_VALUE through the shim, on the ring and on the socket
+#      path ($GPUOS_RING=0), never a crash or a success; bytes intact;
 #   6. `socket =` naming a regular file, a symbolic link or a directory is
 #      refused at start and the file survives byte-exact; a stale socket is
 #      replaced; a file put over the socket while the daemon runs survives its
@@ -71,6 +77,19 @@ r=$("$S" a stat 0x24 2>&1); echo "$r" | grep -q "stat rc=0 " || fail "2 stat: $r
 cpid=$(echo "$r" | sed -n 's/.* cpid=\([0-9-]*\) .*/\1/p')
 [ -n "$cpid" ] && [ "$cpid" -gt 1 ] || fail "2 the segment records the claimed pid 1 as its creator: $r"
 kill $V 2>/dev/null
+stop_daemon
+
+# ---- 5. oversize and wrapping copies, ring and socket paths ----
+start_daemon "$body"
+for ring in 1 0; do
+    r=$(GPUOS_RING=$ring timeout 60 "$B/tests/hostile_client" oversize a 2>&1) || fail "5 libgpuos (ring=$ring): $r"
+    echo "$r" | grep -q "oversize copies refused: 52" || fail "5 libgpuos (ring=$ring): $r"
+    if [ -f "$B/shim/libcuda.so.1" ]; then
+        r=$(GPUOS_RING=$ring timeout 60 "$G" run --vgpu a -- "$B/tests/cudashim_drv" oversize 2>&1) ||
+            fail "5 shim (ring=$ring): $r"
+        echo "$r" | grep -q "oversize ok 51" || fail "5 shim (ring=$ring): $r"
+    fi
+done
 stop_daemon
 
 # ---- 7. slowloris on /metrics ----

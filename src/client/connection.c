@@ -304,6 +304,7 @@ void gpuos_close(gpuos_vgpu *g)
             munmap(g->hb[i].ptr, g->hb[i].bytes);
     pthread_mutex_destroy(&g->lock);
     gcl_pool_stop(g);
+    free(g->known);
     free(g->rx);
     free(g);
 }

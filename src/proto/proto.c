@@ -39,6 +39,7 @@ static const struct {
     {GOS_MSG_SHM_DT, "SHM_DT", sizeof(struct gos_msg_shm_dt), 0},
     {GOS_MSG_SHM_CTL, "SHM_CTL", sizeof(struct gos_msg_shm_ctl), -1},
     {GOS_MSG_COPY, "COPY", sizeof(struct gos_msg_copy), 0},
+    {GOS_MSG_COPY_CHECK, "COPY_CHECK", sizeof(struct gos_msg_copy), 0},
     {GOS_MSG_MODULE_LOAD, "MODULE_LOAD", sizeof(struct gos_msg_module_load), sizeof(struct gos_rep_handle)},
     {GOS_MSG_MODULE_UNLOAD, "MODULE_UNLOAD", sizeof(struct gos_msg_module_unload), 0},
     {GOS_MSG_FUNC_GET, "FUNC_GET", sizeof(struct gos_msg_func_get), sizeof(struct gos_rep_handle)},
@@ -186,11 +187,12 @@ int gos_proto_check(const struct gos_msg_hdr *h, const void *payload)
             return gos_fail(GOS_EPROTO, "HELLO vGPU name empty or not terminated");
         return GOS_OK;
     }
-    case GOS_MSG_COPY: {
+    case GOS_MSG_COPY:
+    case GOS_MSG_COPY_CHECK: {
         const struct gos_msg_copy *m = payload;
         if (m->dir > GOS_COPY_DTOD)
             return gos_fail(GOS_EPROTO, "COPY direction %u unknown", (unsigned)m->dir);
-        if (m->flags & ~(GOS_F_ASYNC | GOS_F_DIRECT))
+        if (m->flags & ~(h->type == GOS_MSG_COPY ? (GOS_F_ASYNC | GOS_F_DIRECT) : 0u))
             return gos_fail(GOS_EPROTO, "COPY flags 0x%x unknown", (unsigned)m->flags);
         return GOS_OK;
     }
@@ -309,6 +311,12 @@ int gos_proto_check_args(const struct gos_msg_hdr *h, const void *payload)
         const struct gos_msg_region_del *m = payload;
         if (m->region >= GOS_MAX_REGIONS)
             return gos_fail(GOS_EINVAL, "region %u out of range", (unsigned)m->region);
+        return GOS_OK;
+    }
+    case GOS_MSG_COPY_CHECK: {
+        const struct gos_msg_copy *m = payload;
+        if (m->bytes == 0 || m->bytes > GOS_COPY_MAX)
+            return gos_fail(GOS_EINVAL, "copy of %llu bytes (1..2^40)", (unsigned long long)m->bytes);
         return GOS_OK;
     }
     case GOS_MSG_COPY: {

@@ -56,6 +56,7 @@ enum gos_msg_type {
     GOS_MSG_SHM_CTL = 223,
     /* copies */
     GOS_MSG_COPY = 300,
+    GOS_MSG_COPY_CHECK = 301, /* struct gos_msg_copy, flags 0: is the device range the client's? nothing moves */
     /* code */
     GOS_MSG_MODULE_LOAD = 400,
     GOS_MSG_MODULE_UNLOAD = 401,
