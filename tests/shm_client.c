@@ -13,6 +13,8 @@
  *   shm_client VGPU create KEY BYTES MODE    get with CREAT|EXCL|MODE: id=, rc=
  *   shm_client VGPU attach KEY               get + attach (+ detach): rc=
  *   shm_client VGPU rm KEY | stat KEY | chmod KEY MODE
+ *   shm_client VGPU many KEY N BYTES    creates keys KEY..KEY+N-1 (CREAT|EXCL|0600)
+ *       until the first refusal: created=, then that refusal's rc= and error=
  *   $SHM_CLIENT_HELLO_PID: the pid this client claims in its HELLO (a lie)
  *   shm_client VGPU misuse KEY               mem_free of an attachment, a copy past
  *       its end, a detach of a non-segment: the three rcs
@@ -332,6 +334,12 @@ int main(int argc, char **argv)
         printf("stat rc=%d nattch=%d uid=%u cuid=%u mode=%o bytes=%llu vgpu=%s cpid=%d lpid=%d error=%s\n", rc,
                ds.nattch, ds.uid, ds.cuid, ds.mode, (unsigned long long)ds.bytes, ds.vgpu, (int)ds.cpid, (int)ds.lpid,
                rc ? gpuos_error() : "");
+    } else if (!strcmp(cmd, "many") && argc == 6) {
+        int n = atoi(argv[4]), k = 0;
+        uint64_t bytes = strtoull(argv[5], NULL, 0);
+        for (; k < n && !(rc = gpuos_shm_get(G, key + k, bytes, GPUOS_SHM_CREAT | GPUOS_SHM_EXCL | 0600, &id)); k++)
+            ;
+        printf("many created=%d rc=%d error=%s\n", k, rc, rc ? gpuos_error() : "");
     } else if (!strcmp(cmd, "chmod") && argc == 5) {
         gpuos_shm_ds ds = {0};
         id = get_id(key);

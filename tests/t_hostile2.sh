@@ -5,6 +5,12 @@
 #      pid in its HELLO gets none of that process's supplementary groups (a 0660
 #      segment of that group stays closed to it), while a real member of the
 #      group (SO_PEERGROUPS) attaches it;
+#   4. shared-memory segments per vGPU and per user: one tenant's vGPU holds
+#      at most shm_segments_per_vgpu (8 here), its uid at most
+#      shm_segments_per_user (12) over all its vGPUs, with a clear ELIMIT naming
+#      the key; another user still creates; each segment is charged to its
+#      creator's memory share; `gpuos shm rm --vgpu|--key|ID` works for root (the
+#      charge comes back, the tenant can create again) and is refused to others;
 #   5. copies larger than the caller's buffers, sizes that wrap: 2^40 and
 #      SIZE_MAX bytes from a 4 KB buffer followed by an unmapped page, 1 MB into
 #      a 4 KB allocation, HtoD/DtoH/DtoD, synchronous and asynchronous, memsets
@@ -77,6 +83,45 @@ r=$("$S" a stat 0x24 2>&1); echo "$r" | grep -q "stat rc=0 " || fail "2 stat: $r
 cpid=$(echo "$r" | sed -n 's/.* cpid=\([0-9-]*\) .*/\1/p')
 [ -n "$cpid" ] && [ "$cpid" -gt 1 ] || fail "2 the segment records the claimed pid 1 as its creator: $r"
 kill $V 2>/dev/null
+stop_daemon
+
+# ---- 4. segment limits per vGPU and per user, gpuos shm rm ----
+start_daemon "socket_mode = 0666
+shm_segments_per_vgpu = 8
+shm_segments_per_user = 12
+[device 0]
+sim = default
+[vgpu a]
+memory = 64M
+[vgpu b]
+memory = 64M
+[vgpu c]
+memory = 64M"
+T1="setpriv --reuid 4242 --regid 4242 --clear-groups"
+r=$($T1 "$S" a many 0x400 100 1 2>&1)
+echo "$r" | grep -q "many created=8 rc=-12 .*shm_segments_per_vgpu" || fail "4 per-vGPU limit: $r"
+r=$($T1 "$S" b many 0x500 100 1 2>&1)
+echo "$r" | grep -q "many created=4 rc=-12 .*uid 4242 .*shm_segments_per_user" || fail "4 per-user limit: $r"
+r=$(setpriv --reuid 4243 --regid 4243 --clear-groups "$S" c many 0x600 3 1 2>&1)
+echo "$r" | grep -q "many created=3 rc=0" || fail "4 another user was denied segments: $r"
+# each (2 MB-rounded) segment is charged to its creator's share
+[ "$(vgpu_field a mem_used)" = $((8 * 2 * MB)) ] || fail "4 a's charge: $(vgpu_field a mem_used)"
+[ "$(vgpu_field b mem_used)" = $((4 * 2 * MB)) ] || fail "4 b's charge: $(vgpu_field b mem_used)"
+# the operator removes them; nobody else may
+r=$($T1 "$G" shm rm --vgpu a 2>&1) && fail "4 uid 4242 ran shm rm: $r"
+echo "$r" | grep -q "only root or the daemon's owner" || fail "4 shm rm refusal: $r"
+r=$("$G" shm rm --vgpu a 2>&1) || fail "4 shm rm --vgpu a: $r"
+echo "$r" | grep -q "^8 segments marked removed" || fail "4 shm rm --vgpu a: $r"
+wait_field a mem_used 0
+r=$("$G" shm rm --key 0x500 2>&1); echo "$r" | grep -q "^1 segment marked removed" || fail "4 shm rm --key: $r"
+id=$("$G" shm list | awk '$1 == "0x00000501" {print $2}')
+[ -n "$id" ] || fail "4 no id of key 0x501: $("$G" shm list)"
+r=$("$G" shm rm "$id" 2>&1); echo "$r" | grep -q "^1 segment marked removed" || fail "4 shm rm ID: $r"
+[ "$(vgpu_field b mem_used)" = $((2 * 2 * MB)) ] || fail "4 b's charge after two rm: $(vgpu_field b mem_used)"
+r=$("$G" shm rm --key 0x500 2>&1) && fail "4 rm of a removed key succeeded: $r"
+echo "$r" | grep -q "no shared segment with key 0x500" || fail "4 rm of a missing key: $r"
+"$G" shm list | grep -q "0x0000040" && fail "4 a's segments still listed: $("$G" shm list)"
+r=$($T1 "$S" a many 0x700 2 1 2>&1); echo "$r" | grep -q "many created=2 rc=0" || fail "4 a cannot create after rm: $r"
 stop_daemon
 
 # ---- 5. oversize and wrapping copies, ring and socket paths ----

@@ -391,6 +391,27 @@ int gpuos_admin_set(const char *socket_path, const char *vgpu, const char *key, 
     return rc;
 }
 
+int gpuos_admin_shm_rm(const char *socket_path, int by, int value, const char *vgpu, int *removed)
+{
+    struct gos_msg_admin_shm_rm m = {.by = (uint32_t)by, .value = value};
+    if (by < GPUOS_SHM_RM_ID || by > GPUOS_SHM_RM_VGPU ||
+        (by == GPUOS_SHM_RM_VGPU && (!vgpu || !*vgpu || strlen(vgpu) >= sizeof m.vgpu)))
+        return gos_fail(GOS_EINVAL, "gpuos_admin_shm_rm needs an id, a key or a vGPU name");
+    if (by == GPUOS_SHM_RM_VGPU)
+        strcpy(m.vgpu, vgpu);
+    struct gos_rep_admin_shm_rm r = {0};
+    gpuos_vgpu g;
+    int rc = admin_open(socket_path, &g);
+    if (rc)
+        return rc;
+    rc = gcl_call(&g, GOS_MSG_ADMIN_SHM_RM, &m, sizeof m, -1, &r, sizeof r);
+    close(g.fd);
+    free(g.rx);
+    if (removed)
+        *removed = rc ? 0 : (int)r.removed;
+    return rc;
+}
+
 int gpuos_admin_shm_list(const char *socket_path, gpuos_shm_ds *out, int max, int *n)
 {
     if (!n || max < 0 || (max > 0 && !out))

@@ -52,6 +52,7 @@ static const struct {
     {GOS_MSG_ADMIN_LIST, "ADMIN_LIST", 0, -1},
     {GOS_MSG_ADMIN_SET, "ADMIN_SET", sizeof(struct gos_msg_admin_set), 0},
     {GOS_MSG_ADMIN_SHM_LIST, "ADMIN_SHM_LIST", 0, -1},
+    {GOS_MSG_ADMIN_SHM_RM, "ADMIN_SHM_RM", sizeof(struct gos_msg_admin_shm_rm), sizeof(struct gos_rep_admin_shm_rm)},
     {GOS_MSG_REPLY, "REPLY", -1, -1},
     {GOS_MSG_PMEM_ALLOC, "PMEM_ALLOC", sizeof(struct gos_msg_pmem_alloc), sizeof(struct gos_rep_pmem_alloc)},
     {GOS_MSG_PMEM_FREE, "PMEM_FREE", sizeof(struct gos_msg_pmem_free), 0},
@@ -216,6 +217,14 @@ int gos_proto_check(const struct gos_msg_hdr *h, const void *payload)
                             (unsigned)m->param_bytes, (size_t)(h->len - sizeof *m));
         if (m->flags & ~GOS_F_ASYNC)
             return gos_fail(GOS_EPROTO, "LAUNCH flags 0x%x unknown", (unsigned)m->flags);
+        return GOS_OK;
+    }
+    case GOS_MSG_ADMIN_SHM_RM: {
+        const struct gos_msg_admin_shm_rm *m = payload;
+        if (m->by > GOS_SHM_RM_VGPU)
+            return gos_fail(GOS_EPROTO, "ADMIN_SHM_RM selector %u unknown", (unsigned)m->by);
+        if (m->by == GOS_SHM_RM_VGPU && !gos_proto_str_ok(m->vgpu, sizeof m->vgpu, 0))
+            return gos_fail(GOS_EPROTO, "ADMIN_SHM_RM vGPU name empty or not terminated");
         return GOS_OK;
     }
     case GOS_MSG_ADMIN_SET: {

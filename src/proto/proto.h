@@ -73,6 +73,7 @@ enum gos_msg_type {
     GOS_MSG_ADMIN_LIST = 700,
     GOS_MSG_ADMIN_SET = 701,
     GOS_MSG_ADMIN_SHM_LIST = 702, /* gpuos shm list */
+    GOS_MSG_ADMIN_SHM_RM = 703,   /* gpuos shm rm (root or the daemon's owner) */
     /* daemon -> client */
     GOS_MSG_REPLY = 900,
     /* partition-local memory (issue 12; docs/readme-placement.md) */
@@ -282,6 +283,19 @@ struct gos_rep_admin_list {
     uint32_t n;
     uint32_t pad;
     /* n x struct gos_vgpu_rec follow */
+};
+
+/* ADMIN_SHM_RM: marks removed (destroyed at the last detach) the segment of id
+ * or key value, or every segment charged to vGPU vgpu; answers how many. */
+enum { GOS_SHM_RM_ID = 0, GOS_SHM_RM_KEY = 1, GOS_SHM_RM_VGPU = 2 };
+struct gos_msg_admin_shm_rm {
+    uint32_t by; /* GOS_SHM_RM_* */
+    int32_t value;
+    char vgpu[GOS_NAME_MAX];
+};
+struct gos_rep_admin_shm_rm {
+    uint32_t removed;
+    uint32_t pad;
 };
 
 struct gos_msg_admin_set {

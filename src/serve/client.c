@@ -730,6 +730,13 @@ static int msg_admin_shm_list(struct srv_client *c, const struct gos_msg_hdr *h,
     return reply(c, h->seq, h->type, 0, buf, n);
 }
 
+static int msg_admin_shm_rm(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_rep_admin_shm_rm r = {0};
+    int rc = srv_shm_rm(c, p, &r.removed);
+    return reply(c, h->seq, h->type, rc, rc ? NULL : &r, rc ? 0 : sizeof r);
+}
+
 static int msg_sync(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
 {
     if (c->n_sync == 8) {
@@ -837,6 +844,7 @@ static const struct msg_entry {
     {GOS_MSG_SHM_DT, 0, msg_shm_dt},
     {GOS_MSG_SHM_CTL, 0, msg_shm_ctl},
     {GOS_MSG_ADMIN_SHM_LIST, 1, msg_admin_shm_list},
+    {GOS_MSG_ADMIN_SHM_RM, 1, msg_admin_shm_rm},
     {GOS_MSG_PMEM_ALLOC, 0, msg_pmem_alloc},
     {GOS_MSG_PMEM_FREE, 0, msg_pmem_free},
     {GOS_MSG_PMEM_COPY, 0, msg_pmem_copy},
