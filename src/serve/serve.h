@@ -395,6 +395,16 @@ void srv_ring_gone(struct srv_client *c);
  * to ms for their executors to finish what they hold; returns how many did not. */
 int srv_ring_quiesce(struct srv *s, int ms);
 
+/* hostmem.c: host memory under pressure (issue 23.3). The bytes the daemon may
+ * still take (MemAvailable and every memory cgroup above it); *limit (may be
+ * NULL): the tightest cgroup limit, UINT64_MAX when none. */
+uint64_t srv_host_room(uint64_t *limit);
+/* What to leave free of the room for the daemon and its executors themselves. */
+uint64_t srv_host_reserve(uint64_t limit);
+/* OOM killer: the daemon at SRV_OOM_DAEMON (when it may lower its own score),
+ * each executor at SRV_OOM_EXECUTOR (executor.h, set by srv_exec_spawn). */
+void srv_oom_policy(void);
+
 /* shm.c: shared device memory (issue 10), lock held (dropped around device calls). */
 void srv_shm_init(struct srv *s);
 void srv_shm_limits(struct srv *s); /* cfg.shm_* into the table (start, reload) */

@@ -459,6 +459,7 @@ int srv_run(struct srv *s, const char *force_sim)
     pthread_condattr_destroy(&ca);
     pthread_mutex_init(&s->lock, NULL);
     s->uid = getuid();
+    srv_oom_policy();
     srv_shm_init(s);
     srv_exec_prepare(); /* failing here is reported by the first spawn */
     s->listen_fd = -1;
