@@ -91,12 +91,7 @@ shm_segments_per_vgpu = 8
 shm_segments_per_user = 12
 [device 0]
 sim = default
-[vgpu a]
-memory = 64M
-[vgpu b]
-memory = 64M
-[vgpu c]
-memory = 64M"
+$(vgpu_sections 64M a b c)"
 T1="setpriv --reuid 4242 --regid 4242 --clear-groups"
 r=$($T1 "$S" a many 0x400 100 1 2>&1)
 echo "$r" | grep -q "many created=8 rc=-12 .*shm_segments_per_vgpu" || fail "4 per-vGPU limit: $r"

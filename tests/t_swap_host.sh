@@ -52,14 +52,7 @@ start_daemon "memory_oversubscribe = 1
 sim = default
 swap = 2G
 swap_pool = 128M
-[vgpu v1]
-memory = 1G
-[vgpu v2]
-memory = 1G
-[vgpu v3]
-memory = 1G
-[vgpu v4]
-memory = 1G"
+$(vgpu_sections 1G v1 v2 v3 v4)"
 G=$G0
 grep -q "swap = 2048 MB, but this host can give" "$T/serve.log" || fail "no warning that the host cannot give swap = 2G"
 # -500 where the daemon may lower its score (CAP_SYS_RESOURCE), else it says so
