@@ -296,12 +296,12 @@ static int copy_args(gpuos_vgpu *g, uint32_t dir, gpuos_dptr d, gpuos_dptr s, co
 {
     if ((uint64_t)n > GOS_COPY_MAX)
         return gos_fail(GOS_EINVAL, "copy of %zu bytes: larger than any device (at most 2^40)", n);
-    if ((uint64_t)n > UINT64_MAX - d || (dir == GOS_COPY_DTOD && (uint64_t)n > UINT64_MAX - s))
+    if ((uint64_t)n > UINT64_MAX - d || (dir == GOS_OP_DTOD && (uint64_t)n > UINT64_MAX - s))
         return gos_fail(GOS_EINVAL, "copy of %zu bytes at 0x%llx: the device range wraps", n,
-                        (unsigned long long)(dir == GOS_COPY_DTOD && (uint64_t)n > UINT64_MAX - s ? s : d));
+                        (unsigned long long)(dir == GOS_OP_DTOD && (uint64_t)n > UINT64_MAX - s ? s : d));
     if (host && n > UINTPTR_MAX - (uintptr_t)host)
         return gos_fail(GOS_EINVAL, "copy of %zu bytes at host %p: the host range wraps", n, host);
-    if (known(g, d, n) && (dir != GOS_COPY_DTOD || known(g, s, n)))
+    if (known(g, d, n) && (dir != GOS_OP_DTOD || known(g, s, n)))
         return GOS_OK;
     struct gos_msg_copy m = {.dir = dir, .dptr = d, .dptr_src = s, .bytes = n};
     return gcl_call(g, GOS_MSG_COPY_CHECK, &m, sizeof m, -1, NULL, 0);
@@ -413,7 +413,7 @@ static int htod_pipeline(gpuos_vgpu *g, gpuos_dptr d, const void *src, size_t n)
                 return rc;
         }
         gcl_par_memcpy(g, (char *)g->stage + (size_t)slot * g->chunk, (const char *)src + done, len);
-        int rc = send_copy(g, GOS_COPY_HTOD, g->stage_region, (uint64_t)slot * g->chunk, d + done, 0, len, 0,
+        int rc = send_copy(g, GOS_OP_HTOD, g->stage_region, (uint64_t)slot * g->chunk, d + done, 0, len, 0,
                            &busy[slot]);
         if (rc)
             return rc;
@@ -437,7 +437,7 @@ static int dtoh_pipeline(gpuos_vgpu *g, void *dst, gpuos_dptr d, size_t n)
     int rc;
     for (; issued < nchunks && issued < (size_t)g->depth; issued++) {
         size_t off = issued * chunk, len = n - off < chunk ? n - off : chunk;
-        if ((rc = send_copy(g, GOS_COPY_DTOH, g->stage_region, (uint64_t)(issued % (size_t)g->depth) * g->chunk,
+        if ((rc = send_copy(g, GOS_OP_DTOH, g->stage_region, (uint64_t)(issued % (size_t)g->depth) * g->chunk,
                             d + off, 0, len, 0, &seqs[issued % (size_t)g->depth])))
             return rc;
     }
@@ -451,7 +451,7 @@ static int dtoh_pipeline(gpuos_vgpu *g, void *dst, gpuos_dptr d, size_t n)
         gcl_par_memcpy(g, (char *)dst + off, (char *)g->stage + (size_t)slot * g->chunk, len);
         if (issued < nchunks) {
             size_t o2 = issued * chunk, l2 = n - o2 < chunk ? n - o2 : chunk;
-            if ((rc = send_copy(g, GOS_COPY_DTOH, g->stage_region, (uint64_t)slot * g->chunk, d + o2, 0, l2, 0,
+            if ((rc = send_copy(g, GOS_OP_DTOH, g->stage_region, (uint64_t)slot * g->chunk, d + o2, 0, l2, 0,
                                 &seqs[slot])))
                 return rc;
             issued++;
@@ -464,7 +464,7 @@ static int dtoh_pipeline(gpuos_vgpu *g, void *dst, gpuos_dptr d, size_t n)
  * through a registered host buffer when host lies in one, else staged. */
 static int host_copy(gpuos_vgpu *g, uint32_t dir, gpuos_dptr d, void *dst, const void *src, size_t n, int async)
 {
-    const void *host = dir == GOS_COPY_HTOD ? src : dst;
+    const void *host = dir == GOS_OP_HTOD ? src : dst;
     if (!n)
         return GOS_OK;
     if (!host)
@@ -479,19 +479,19 @@ static int host_copy(gpuos_vgpu *g, uint32_t dir, gpuos_dptr d, void *dst, const
     g->small_n = n <= g->small;
     rc = b ? copy_shared(g, dir, b, host, d, n, async) : gcl_stage_ready(g);
     if (!b && !rc)
-        rc = dir == GOS_COPY_HTOD ? htod_pipeline(g, d, src, n) : dtoh_pipeline(g, dst, d, n);
+        rc = dir == GOS_OP_HTOD ? htod_pipeline(g, d, src, n) : dtoh_pipeline(g, dst, d, n);
     g->small_n = 0;
     return rc;
 }
 
 static int htod(gpuos_vgpu *g, gpuos_dptr d, const void *src, size_t n, int async)
 {
-    return host_copy(g, GOS_COPY_HTOD, d, NULL, src, n, async);
+    return host_copy(g, GOS_OP_HTOD, d, NULL, src, n, async);
 }
 
 static int dtoh(gpuos_vgpu *g, void *dst, gpuos_dptr d, size_t n, int async)
 {
-    return host_copy(g, GOS_COPY_DTOH, d, dst, NULL, n, async);
+    return host_copy(g, GOS_OP_DTOH, d, dst, NULL, n, async);
 }
 
 /* The socket path alone, for the ring's replays (ring.c). */
@@ -509,14 +509,14 @@ int gcl_sock_copy_host(gpuos_vgpu *g, uint32_t dir, gpuos_dptr d, void *dst, con
     int rc = gcl_stage_ready(g);
     if (rc || !n)
         return rc;
-    return dir == GOS_COPY_HTOD ? htod_pipeline(g, d, src, n) : dtoh_pipeline(g, dst, d, n);
+    return dir == GOS_OP_HTOD ? htod_pipeline(g, d, src, n) : dtoh_pipeline(g, dst, d, n);
 }
 
 static int dtod(gpuos_vgpu *g, gpuos_dptr dst, gpuos_dptr src, size_t n, int async)
 {
     if (!n)
         return GOS_OK;
-    int rc = copy_args(g, GOS_COPY_DTOD, dst, src, NULL, n);
+    int rc = copy_args(g, GOS_OP_DTOD, dst, src, NULL, n);
     if (rc)
         return rc;
     if (gcl_ring_ok(g))
@@ -527,7 +527,7 @@ static int dtod(gpuos_vgpu *g, gpuos_dptr dst, gpuos_dptr src, size_t n, int asy
 int gcl_sock_dtod(gpuos_vgpu *g, gpuos_dptr dst, gpuos_dptr src, size_t n, int async)
 {
     uint32_t seq = 0;
-    int rc = send_copy(g, GOS_COPY_DTOD, 0, 0, dst, src, n, async, &seq);
+    int rc = send_copy(g, GOS_OP_DTOD, 0, 0, dst, src, n, async, &seq);
     if (rc || async)
         return rc;
     return gcl_wait_reply(g, seq, GOS_MSG_COPY, NULL, NULL);

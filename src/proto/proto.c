@@ -191,7 +191,7 @@ int gos_proto_check(const struct gos_msg_hdr *h, const void *payload)
     case GOS_MSG_COPY:
     case GOS_MSG_COPY_CHECK: {
         const struct gos_msg_copy *m = payload;
-        if (m->dir > GOS_COPY_DTOD)
+        if (m->dir > GOS_OP_DTOD)
             return gos_fail(GOS_EPROTO, "COPY direction %u unknown", (unsigned)m->dir);
         if (m->flags & ~(h->type == GOS_MSG_COPY ? (GOS_F_ASYNC | GOS_F_DIRECT) : 0u))
             return gos_fail(GOS_EPROTO, "COPY flags 0x%x unknown", (unsigned)m->flags);
@@ -284,7 +284,7 @@ int gos_proto_check_args(const struct gos_msg_hdr *h, const void *payload)
     }
     case GOS_MSG_PMEM_COPY: {
         const struct gos_msg_pmem_copy *m = payload;
-        if (m->dir != GOS_COPY_HTOD && m->dir != GOS_COPY_DTOH)
+        if (m->dir != GOS_OP_HTOD && m->dir != GOS_OP_DTOH)
             return gos_fail(GOS_EINVAL, "partition-local copy direction %u (htod 0, dtoh 1)", (unsigned)m->dir);
         if (m->part > 1)
             return gos_fail(GOS_EINVAL, "no view of partition %u (0 or 1)", (unsigned)m->part);
@@ -332,9 +332,9 @@ int gos_proto_check_args(const struct gos_msg_hdr *h, const void *payload)
         const struct gos_msg_copy *m = payload;
         if (m->bytes == 0 || m->bytes > GOS_COPY_MAX)
             return gos_fail(GOS_EINVAL, "copy of %llu bytes (1..2^40)", (unsigned long long)m->bytes);
-        if (m->dir != GOS_COPY_DTOD && m->region >= GOS_MAX_REGIONS)
+        if (m->dir != GOS_OP_DTOD && m->region >= GOS_MAX_REGIONS)
             return gos_fail(GOS_EINVAL, "copy through region %u, out of range", (unsigned)m->region);
-        if (m->dir != GOS_COPY_DTOD && m->offset + m->bytes < m->offset)
+        if (m->dir != GOS_OP_DTOD && m->offset + m->bytes < m->offset)
             return gos_fail(GOS_EINVAL, "copy region range overflows");
         return GOS_OK;
     }

@@ -89,7 +89,7 @@ enum {
     GOS_F_ASYNC = 1u,  /* request flag: no reply on success */
     GOS_F_DIRECT = 2u, /* COPY: small-copy path (synchronous copy, CPU-timed; Gdev's direct I/O) */
 };
-enum { GOS_COPY_HTOD = 0, GOS_COPY_DTOH = 1, GOS_COPY_DTOD = 2 };
+enum { GOS_OP_HTOD = 0, GOS_OP_DTOH = 1, GOS_OP_DTOD = 2 };
 
 struct gos_msg_hdr {
     uint32_t magic;
@@ -328,7 +328,7 @@ struct gos_msg_pmem_free {
 };
 struct gos_msg_pmem_copy {
     uint64_t base;
-    uint32_t dir;    /* GOS_COPY_HTOD / GOS_COPY_DTOH */
+    uint32_t dir;    /* GOS_OP_HTOD / GOS_OP_DTOH */
     uint32_t part;   /* 0 / 1 */
     uint64_t offset; /* logical offset in the view */
     uint64_t bytes;

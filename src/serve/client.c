@@ -101,7 +101,7 @@ static int do_hello(struct srv_client *c, const struct gos_msg_hello *m, struct 
         if (!strcmp(s->vgpus[v].cfg.name, m->vgpu) && !s->vgpus[v].removed) {
             int rc = srv_vgpu_access(s, v, c->fd, c->pid, c->uid, c->gid);
             if (rc) {
-                srv_log(LOG_NOTICE, "client %u (pid %d) refused: %s", c->id, (int)c->pid, gos_last_error());
+                gos_log(LOG_NOTICE, "client %u (pid %d) refused: %s", c->id, (int)c->pid, gos_last_error());
                 return rc;
             }
             if (s->vgpus[v].clients >= s->cfg.max_clients_per_vgpu)
@@ -123,7 +123,7 @@ static int do_hello(struct srv_client *c, const struct gos_msg_hello *m, struct 
                 s->vgpus[v].clients--;
                 if (rc)
                     return rc;
-                srv_log(LOG_DEBUG, "client %u (pid %d) of vGPU %s: executor pid %d", c->id, (int)c->pid, m->vgpu,
+                gos_log(LOG_DEBUG, "client %u (pid %d) of vGPU %s: executor pid %d", c->id, (int)c->pid, m->vgpu,
                         (int)c->x->pid);
             }
             c->vgpu = v; /* c->pid stays the kernel's (SO_PEERCRED), whatever m->pid says */
@@ -212,10 +212,10 @@ static int copy_ranges(struct srv_client *c, const struct gos_msg_copy *m)
     if (!dst && !in_global(c, m->dptr, m->bytes))
         return gos_fail(GOS_EINVAL, "device range 0x%llx+%llu is not inside an allocation of this client",
                         (unsigned long long)m->dptr, (unsigned long long)m->bytes);
-    if (dst && dst->ro && m->dir != GOS_COPY_DTOH)
+    if (dst && dst->ro && m->dir != GOS_OP_DTOH)
         return gos_fail(GOS_EPERM, "device range 0x%llx+%llu is a read-only attachment (SHM_RDONLY)",
                         (unsigned long long)m->dptr, (unsigned long long)m->bytes);
-    if (m->dir == GOS_COPY_DTOD && !reachable(c, m->dptr_src, m->bytes))
+    if (m->dir == GOS_OP_DTOD && !reachable(c, m->dptr_src, m->bytes))
         return gos_fail(GOS_EINVAL, "source range 0x%llx+%llu is not inside an allocation of this client",
                         (unsigned long long)m->dptr_src, (unsigned long long)m->bytes);
     return GOS_OK;
@@ -235,14 +235,14 @@ static int do_copy(struct srv_client *c, uint32_t seq, const struct gos_msg_copy
     int rc = copy_ranges(c, m);
     if (rc)
         return rc;
-    if (m->dir == GOS_COPY_DTOD) {
-        o.op = OP_DTOD;
+    if (m->dir == GOS_OP_DTOD) {
+        o.op = GOS_OP_DTOD;
         o.dptr2 = m->dptr_src;
     } else {
         struct srv_region *g = srv_region_find(c, m->region, m->offset, m->bytes);
         if (!g)
             return GOS_EINVAL;
-        o.op = m->dir == GOS_COPY_HTOD ? OP_HTOD : OP_DTOH;
+        o.op = m->dir == GOS_OP_HTOD ? GOS_OP_HTOD : GOS_OP_DTOH;
         o.host = (char *)g->ptr + m->offset;
         o.host_off = m->offset;
         o.region = (int)m->region;
@@ -381,7 +381,7 @@ static int do_launch(struct srv_client *c, uint32_t seq, const struct gos_msg_la
     o.req_type = GOS_MSG_LAUNCH;
     o.async = !!(m->flags & GOS_F_ASYNC);
     o.region = -1;
-    o.op = OP_LAUNCH;
+    o.op = GOS_OP_LAUNCH;
     o.fn = c->funcs[m->func - 1];
     memcpy(o.cfg.grid, m->grid, sizeof m->grid);
     memcpy(o.cfg.block, m->block, sizeof m->block);
@@ -480,10 +480,10 @@ static int validate(struct srv_client *c, const struct gos_msg_hdr *h, const voi
         if (!reachable(c, m->dptr, m->bytes))
             return gos_fail(GOS_EINVAL, "device range 0x%llx+%llu is not inside an allocation of this client",
                             (unsigned long long)m->dptr, (unsigned long long)m->bytes);
-        if (m->dir == GOS_COPY_DTOD && !reachable(c, m->dptr_src, m->bytes))
+        if (m->dir == GOS_OP_DTOD && !reachable(c, m->dptr_src, m->bytes))
             return gos_fail(GOS_EINVAL, "source range 0x%llx+%llu is not inside an allocation of this client",
                             (unsigned long long)m->dptr_src, (unsigned long long)m->bytes);
-        if (m->dir != GOS_COPY_DTOD && !srv_region_find(c, m->region, m->offset, m->bytes))
+        if (m->dir != GOS_OP_DTOD && !srv_region_find(c, m->region, m->offset, m->bytes))
             return GOS_EINVAL;
     } else {
         const struct gos_msg_launch *m = p;
@@ -900,8 +900,8 @@ static void spin_for_input(struct srv *s, int fd)
     if (!s->spin_us)
         return;
     if (__atomic_add_fetch(&s->spinners, 1, __ATOMIC_RELAXED) <= s->max_spinners) {
-        uint64_t end = srv_now_ns() + (uint64_t)s->spin_us * 1000;
-        while (!readable(fd) && srv_now_ns() < end)
+        uint64_t end = gos_now_ns() + (uint64_t)s->spin_us * 1000;
+        while (!readable(fd) && gos_now_ns() < end)
             sched_yield();
     }
     __atomic_sub_fetch(&s->spinners, 1, __ATOMIC_RELAXED);
@@ -943,9 +943,9 @@ void *srv_client_main(void *arg)
                 pthread_mutex_lock(&s->lock);
                 gos_wire_reply(c->fd, 1, h.seq, t, GOS_EPROTO, why, NULL, 0);
                 pthread_mutex_unlock(&s->lock);
-                srv_log(LOG_WARNING, "client %u (pid %d) rejected: %s", c->id, (int)c->pid, why);
+                gos_log(LOG_WARNING, "client %u (pid %d) rejected: %s", c->id, (int)c->pid, why);
             } else if (strcmp(gos_last_error(), "connection closed")) {
-                srv_log(LOG_DEBUG, "client %u: %s", c->id, gos_last_error());
+                gos_log(LOG_DEBUG, "client %u: %s", c->id, gos_last_error());
             }
             break;
         }

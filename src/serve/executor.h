@@ -5,7 +5,7 @@
 #ifndef GOS_SERVE_EXECUTOR_H
 #define GOS_SERVE_EXECUTOR_H
 
-#include "serve/xproto.h"
+#include "proto/xproto.h"
 
 #include <pthread.h>
 #include <stdint.h>

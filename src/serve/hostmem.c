@@ -18,7 +18,7 @@
 #include "serve/serve.h"
 
 #include "common/status.h"
-#include "serve/log.h"
+#include "common/log.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -180,7 +180,7 @@ void srv_oom_policy(void)
     if (cur > SRV_OOM_DAEMON) {
         snprintf(b, sizeof b, "%d", SRV_OOM_DAEMON);
         if (lseek(fd, 0, SEEK_SET) != 0 || write(fd, b, strlen(b)) < 0)
-            srv_log(LOG_INFO, "oom_score_adj stays %d (lowering it to %d needs CAP_SYS_RESOURCE): under host memory "
+            gos_log(LOG_INFO, "oom_score_adj stays %d (lowering it to %d needs CAP_SYS_RESOURCE): under host memory "
                               "pressure the kernel may pick the daemon; executors are raised to %d",
                     cur, SRV_OOM_DAEMON, SRV_OOM_EXECUTOR);
     }

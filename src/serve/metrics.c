@@ -348,7 +348,7 @@ int srv_metrics_start(struct srv *s)
         return gos_fail(GOS_EIO, "metrics_listen = %s: cannot listen there (address in use or not local?)",
                         s->cfg.metrics_listen);
     s->metrics = d;
-    srv_log(LOG_NOTICE, "metrics on http://%s/metrics", s->cfg.metrics_listen);
+    gos_log(LOG_NOTICE, "metrics on http://%s/metrics", s->cfg.metrics_listen);
     return GOS_OK;
 }
 

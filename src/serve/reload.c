@@ -77,7 +77,7 @@ static int check(struct srv *s, const struct gos_serve_config *nc, int *map)
     if (rc)
         return rc;
     if (warn[0])
-        srv_log(LOG_WARNING, "reload: %s", warn);
+        gos_log(LOG_WARNING, "reload: %s", warn);
     if (s->n_vgpus + added > GOS_MAX_VGPUS)
         return gos_fail(GOS_EINVAL, "%s: %d new vGPUs would pass %d, counting removed ones (restart to reclaim them)",
                         what, added, GOS_MAX_VGPUS);
@@ -88,19 +88,19 @@ static int check(struct srv *s, const struct gos_serve_config *nc, int *map)
 static void restart_only(struct srv *s, const struct gos_serve_config *nc, const int *map)
 {
     if (!s->sock_from_cli && nc->socket[0] && strcmp(nc->socket, s->cfg.socket))
-        srv_log(LOG_WARNING, "reload: socket = %s takes effect at the next restart (still %s)", nc->socket,
+        gos_log(LOG_WARNING, "reload: socket = %s takes effect at the next restart (still %s)", nc->socket,
                 s->cfg.socket);
     if (nc->socket_mode != s->cfg.socket_mode)
-        srv_log(LOG_WARNING, "reload: socket_mode takes effect at the next restart");
+        gos_log(LOG_WARNING, "reload: socket_mode takes effect at the next restart");
     if (strcmp(nc->state, s->cfg.state))
-        srv_log(LOG_WARNING, "reload: state = takes effect at the next restart");
+        gos_log(LOG_WARNING, "reload: state = takes effect at the next restart");
     if (strcmp(nc->metrics_listen, s->cfg.metrics_listen))
-        srv_log(LOG_WARNING, "reload: metrics_listen takes effect at the next restart");
+        gos_log(LOG_WARNING, "reload: metrics_listen takes effect at the next restart");
     for (int i = 0; i < nc->n_devs; i++) {
         if (map[i] < 0)
-            srv_log(LOG_WARNING, "reload: new [device %s] ignored until the next restart", nc->devs[i].label);
+            gos_log(LOG_WARNING, "reload: new [device %s] ignored until the next restart", nc->devs[i].label);
         else if (dev_changed(&nc->devs[i], &s->cfg.devs[map[i]]))
-            srv_log(LOG_WARNING, "reload: changes to [device %s] take effect at the next restart",
+            gos_log(LOG_WARNING, "reload: changes to [device %s] take effect at the next restart",
                     nc->devs[i].label);
     }
 }
@@ -125,7 +125,7 @@ int srv_reload(struct srv *s)
     if (rc) {
         s->reload_failures++;
         s->last_reload_ok = 0;
-        srv_log(LOG_ERR, "reload rejected: %s; the running configuration stays in force", gos_last_error());
+        gos_log(LOG_ERR, "reload rejected: %s; the running configuration stays in force", gos_last_error());
         pthread_mutex_unlock(&s->lock);
         free(nc);
         srv_sd_notifyf("READY=1\nSTATUS=reload rejected; listening on %s", s->cfg.socket);
@@ -149,12 +149,12 @@ int srv_reload(struct srv *s)
             n->id = (uint32_t)i;
             n->mem_quota = quota_of(s, &g);
             if ((rc = gos_sched_vgpu_add(d->sched, n->id, g.compute, g.copy))) {
-                srv_log(LOG_ERR, "reload: vGPU %s not added: %s", g.name, gos_last_error());
+                gos_log(LOG_ERR, "reload: vGPU %s not added: %s", g.name, gos_last_error());
                 continue;
             }
             s->n_vgpus++;
             added++;
-            srv_log(LOG_INFO, "reload: vGPU %s added (compute %d %%, copy %d %%, memory %llu bytes)", g.name,
+            gos_log(LOG_INFO, "reload: vGPU %s added (compute %d %%, copy %d %%, memory %llu bytes)", g.name,
                     g.compute, g.copy, (unsigned long long)n->mem_quota);
         } else {
             struct srv_vgpu *o = &s->vgpus[i];
@@ -178,10 +178,10 @@ int srv_reload(struct srv *s)
             o->removed = 0;
             if (was_removed) {
                 revived++;
-                srv_log(LOG_INFO, "reload: vGPU %s is back", g.name);
+                gos_log(LOG_INFO, "reload: vGPU %s is back", g.name);
             } else if (differs) {
                 changed++;
-                srv_log(LOG_INFO, "reload: vGPU %s now compute %d %%, copy %d %%, memory %llu bytes", g.name,
+                gos_log(LOG_INFO, "reload: vGPU %s now compute %d %%, copy %d %%, memory %llu bytes", g.name,
                         eff.compute, eff.copy, (unsigned long long)o->mem_quota);
             }
         }
@@ -192,11 +192,11 @@ int srv_reload(struct srv *s)
             s->vgpus[i].removed = 1;
             removed++;
             if (s->vgpus[i].clients)
-                srv_log(LOG_INFO, "reload: vGPU %s removed: refused to new clients; its %d connected client%s "
+                gos_log(LOG_INFO, "reload: vGPU %s removed: refused to new clients; its %d connected client%s "
                                   "keep%s it until disconnecting", s->vgpus[i].cfg.name, s->vgpus[i].clients,
                         s->vgpus[i].clients == 1 ? "" : "s", s->vgpus[i].clients == 1 ? "s" : "");
             else
-                srv_log(LOG_INFO, "reload: vGPU %s removed", s->vgpus[i].cfg.name);
+                gos_log(LOG_INFO, "reload: vGPU %s removed", s->vgpus[i].cfg.name);
         }
     /* Global keys that apply to the next client. */
     s->cfg.chunk = nc->chunk;
@@ -218,14 +218,14 @@ int srv_reload(struct srv *s)
     srv_shm_limits(s);
     int dropped = srv_state_reconcile(s);
     if (dropped && s->state_path[0] && srv_state_save(s))
-        srv_log(LOG_ERR, "reload: %s", gos_last_error());
+        gos_log(LOG_ERR, "reload: %s", gos_last_error());
     s->reloads++;
     s->last_reload_ok = 1;
     s->last_reload_s = (double)time(NULL);
     int active = 0;
     for (int i = 0; i < s->n_vgpus; i++)
         active += !s->vgpus[i].removed;
-    srv_log(LOG_NOTICE, "reloaded %s: %d vGPU%s (%d added, %d changed, %d removed, %d back)", s->config_path,
+    gos_log(LOG_NOTICE, "reloaded %s: %d vGPU%s (%d added, %d changed, %d removed, %d back)", s->config_path,
             active, active == 1 ? "" : "s", added, changed, removed, revived);
     srv_check_oversubscription(s, "after reload");
     pthread_mutex_unlock(&s->lock);

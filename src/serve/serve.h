@@ -34,7 +34,7 @@
 #include "vmem/shm.h"
 #include "vmem/swap.h"
 #include "serve/executor.h"
-#include "serve/log.h"
+#include "common/log.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -43,7 +43,7 @@
 struct srv;
 struct srv_client;
 
-enum srv_op_kind { OP_HTOD, OP_DTOH, OP_DTOD, OP_LAUNCH };
+enum srv_op_kind { GOS_OP_HTOD, GOS_OP_DTOH, GOS_OP_DTOD, GOS_OP_LAUNCH };
 
 struct srv_region {
     int used;

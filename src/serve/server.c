@@ -144,7 +144,7 @@ static int open_devices(struct srv *s, const char *force_sim)
     if (rc0)
         return rc0;
     if (warn[0])
-        srv_log(LOG_WARNING, "%s", warn);
+        gos_log(LOG_WARNING, "%s", warn);
     if ((rc0 = srv_spatial_open(s)))
         return rc0;
     for (int v = 0; v < s->cfg.n_vgpus; v++) {
@@ -210,7 +210,7 @@ static int socket_dir(const char *path)
                             dir, strerror(e));
         }
         chmod(dir, 0755); /* whatever the umask */
-        srv_log(LOG_INFO, "created %s (mode 0755)", dir);
+        gos_log(LOG_INFO, "created %s (mode 0755)", dir);
         if (stat(dir, &st))
             return gos_fail(GOS_EIO, "%s: %s", dir, strerror(errno));
     }
@@ -350,7 +350,7 @@ static int accept_one(struct srv *s)
     c->gid = cr.gid;
     c->vgpu = -1;
     c->refs = 1;
-    c->born_ns = srv_now_ns();
+    c->born_ns = gos_now_ns();
     pthread_mutex_init(&c->wlock, NULL);
     pthread_mutex_lock(&s->lock);
     c->id = ++s->next_client_id;
@@ -401,7 +401,7 @@ static void fit_fd_limit(struct srv *s)
                                                    : (int)(rl.rlim_cur / (2 * per));
         if (fit < 1)
             fit = 1;
-        srv_log(LOG_WARNING, "max_clients %d does not fit the descriptor limit %llu: %d", s->cfg.max_clients,
+        gos_log(LOG_WARNING, "max_clients %d does not fit the descriptor limit %llu: %d", s->cfg.max_clients,
                 (unsigned long long)rl.rlim_cur, fit);
         s->cfg.max_clients = fit;
     }
@@ -438,7 +438,7 @@ static int srv_wait_clients(struct srv *s, int ms)
  * flood must not hold client slots forever). Called from the accept loop. */
 void srv_reap_idle(struct srv *s)
 {
-    uint64_t now = srv_now_ns(), limit = (uint64_t)s->cfg.hello_timeout_ms * 1000000ull;
+    uint64_t now = gos_now_ns(), limit = (uint64_t)s->cfg.hello_timeout_ms * 1000000ull;
     pthread_mutex_lock(&s->lock);
     for (struct srv_client *c = s->clients; c; c = c->next)
         if (c->vgpu < 0 && !c->dead && !c->reaped && now - c->born_ns > limit) {
@@ -466,7 +466,7 @@ int srv_run(struct srv *s, const char *force_sim)
     s->reserve_fd = -1;
     fit_fd_limit(s);
     for (int i = 0; i < s->cfg.n_warn; i++)
-        srv_log(LOG_WARNING, "%s", s->cfg.warn[i]);
+        gos_log(LOG_WARNING, "%s", s->cfg.warn[i]);
     /* Readers poll for the next request only where CPUs are plentiful: a poller
      * takes a CPU for up to spin_us after each request. */
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -506,10 +506,10 @@ int srv_run(struct srv *s, const char *force_sim)
         }
     if ((rc = srv_metrics_start(s)))
         goto fail;
-    srv_log(LOG_NOTICE, "listening on %s (%d device%s, %d vGPU%s, protocol %d)", s->cfg.socket, s->n_devs,
+    gos_log(LOG_NOTICE, "listening on %s (%d device%s, %d vGPU%s, protocol %d)", s->cfg.socket, s->n_devs,
             s->n_devs == 1 ? "" : "s", s->n_vgpus, s->n_vgpus == 1 ? "" : "s", GOS_PROTOCOL_VERSION);
     for (int i = 0; i < s->n_devs; i++)
-        srv_log(LOG_INFO, "device %s: %s%s, policy %s, queue %s, isolation %s", s->cfg.devs[i].label,
+        gos_log(LOG_INFO, "device %s: %s%s, policy %s, queue %s, isolation %s", s->cfg.devs[i].label,
                 s->devs[i].info.simulated ? "simulated " : "", s->devs[i].info.name,
                 gos_sched_policy_name(s->devs[i].sched), gos_sched_mode_name(s->devs[i].sched),
                 s->devs[i].isolation == GOS_ISOLATION_NONE  ? "none"
@@ -522,7 +522,7 @@ int srv_run(struct srv *s, const char *force_sim)
     for (;;) {
         /* While out of descriptors, the listener is left alone for a while: it
          * stays readable and accept would fail at once, a loop at 100 % CPU. */
-        uint64_t now = srv_now_ns();
+        uint64_t now = gos_now_ns();
         int listen = now >= backoff_until;
         struct pollfd pf[2] = {{.fd = sfd, .events = POLLIN}, {.fd = s->listen_fd, .events = POLLIN}};
         int wait_ms = listen ? 1000 : (int)((backoff_until - now) / 1000000 + 1);
@@ -540,11 +540,11 @@ int srv_run(struct srv *s, const char *force_sim)
                 srv_reload(s);
                 continue;
             }
-            srv_log(LOG_NOTICE, "%s: shutting down", strsignal((int)si.ssi_signo));
+            gos_log(LOG_NOTICE, "%s: shutting down", strsignal((int)si.ssi_signo));
             break;
         }
         if (listen && pf[1].revents && accept_one(s) < 0)
-            backoff_until = srv_now_ns() + 100000000ull;
+            backoff_until = gos_now_ns() + 100000000ull;
         srv_reap_idle(s);
     }
     rc = GOS_OK;
@@ -554,9 +554,9 @@ fail:
     pthread_mutex_lock(&s->lock);
     /* Work granted through rings (issue 9.4) is in the executors only: revoked
      * and waited for within the grace period like the rest. */
-    uint64_t grace0 = srv_now_ns();
+    uint64_t grace0 = gos_now_ns();
     int ring_busy = srv_ring_quiesce(s, s->cfg.shutdown_grace_ms);
-    int grace_left = s->cfg.shutdown_grace_ms - (int)((srv_now_ns() - grace0) / 1000000ull);
+    int grace_left = s->cfg.shutdown_grace_ms - (int)((gos_now_ns() - grace0) / 1000000ull);
     s->stop = 1;
     for (struct srv_client *c = s->clients; c; c = c->next)
         shutdown(c->fd, SHUT_RDWR);
@@ -573,7 +573,7 @@ fail:
         leftover = ring_busy;
     int abandoned = 0;
     if (leftover) {
-        srv_log(LOG_WARNING, "%d client(s) still busy after the grace period of %d ms: abandoning their work",
+        gos_log(LOG_WARNING, "%d client(s) still busy after the grace period of %d ms: abandoning their work",
                 leftover, s->cfg.shutdown_grace_ms);
         for (int i = 0; i < s->n_devs; i++)
             if (s->devs[i].dev && s->devs[i].isolation == GOS_ISOLATION_NONE)

@@ -301,7 +301,7 @@ int srv_shm_rm(struct srv_client *c, const struct gos_msg_admin_shm_rm *m, uint3
     if (!*removed)
         return gos_fail(GOS_EINVAL, m->by == GOS_SHM_RM_ID ? "no shared segment with id %d" : "no shared segment with key 0x%x",
                         m->value);
-    srv_log(LOG_NOTICE, "shm rm by uid %u: %u segment%s marked removed", (unsigned)c->uid, (unsigned)*removed,
+    gos_log(LOG_NOTICE, "shm rm by uid %u: %u segment%s marked removed", (unsigned)c->uid, (unsigned)*removed,
             *removed == 1 ? "" : "s");
     return GOS_OK;
 }

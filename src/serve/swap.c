@@ -39,8 +39,8 @@
 
 #include "common/status.h"
 #include "device/vmm_ops.h"
-#include "serve/log.h"
-#include "serve/xproto.h"
+#include "common/log.h"
+#include "proto/xproto.h"
 #include "vmem/swap_pool.h"
 
 #include <errno.h>
@@ -102,7 +102,7 @@ int srv_swap_init(struct srv *s, struct srv_dev *d, const struct gos_serve_devcf
                         (unsigned long long)(d->swp->pool.bytes >> 20), strerror(errno));
     uint64_t lim, room = srv_host_room(&lim), keep = srv_host_reserve(lim);
     if (d->swp->pool.bytes > (room > keep ? room - keep : 0))
-        srv_log(LOG_WARNING, "device %s: swap = %llu MB, but this host can give %llu MB now (%s%llu MB kept for the "
+        gos_log(LOG_WARNING, "device %s: swap = %llu MB, but this host can give %llu MB now (%s%llu MB kept for the "
                              "daemon and executors): evictions past that are refused with an error",
                 cfg->label, (unsigned long long)(d->swp->pool.bytes >> 20),
                 (unsigned long long)((room > keep ? room - keep : 0) >> 20),
@@ -210,13 +210,13 @@ static int step(struct srv *s, struct srv_dev *d, int evict, uint64_t id, uint64
     struct x_swap_rep rep = {0};
     if (evict) {
         if ((rc = gos_swap_pool_get(&d->swp->pool, o->bytes, &m.off))) {
-            srv_log(LOG_WARNING, "swap: vGPU %s: %s", s->vgpus[vgpu].cfg.name, gos_last_error());
+            gos_log(LOG_WARNING, "swap: vGPU %s: %s", s->vgpus[vgpu].cfg.name, gos_last_error());
             gos_swap_evicted(d->sw, id, 0);
             return GOS_OK;
         }
         if ((rc = host_can_take(s, d, vgpu, m.off, o->bytes, margin))) {
             gos_swap_pool_put(&d->swp->pool, m.off, o->bytes);
-            srv_log(LOG_WARNING, "%s", gos_last_error());
+            gos_log(LOG_WARNING, "%s", gos_last_error());
             gos_swap_evicted(d->sw, id, 0);
             return rc;
         }
@@ -233,7 +233,7 @@ static int step(struct srv *s, struct srv_dev *d, int evict, uint64_t id, uint64
     pthread_mutex_lock(&s->lock);
     double ms = ms_since(&t0);
     if (!rc)
-        srv_log(LOG_INFO, "swap: %s vGPU %s: %llu MB in %.1f ms (copy %.1f ms, %.2f GB/s; page-locking %.1f ms%s)",
+        gos_log(LOG_INFO, "swap: %s vGPU %s: %llu MB in %.1f ms (copy %.1f ms, %.2f GB/s; page-locking %.1f ms%s)",
                 evict ? "evicted" : "restored", s->vgpus[vgpu].cfg.name, (unsigned long long)(bytes >> 20), ms,
                 (double)rep.copy_ns * 1e-6, rep.copy_ns ? (double)bytes / (double)rep.copy_ns : 0.0,
                 (double)rep.register_ns * 1e-6, rep.pinned ? "" : "; NOT page-locked");
@@ -379,7 +379,7 @@ int srv_swap_need(struct srv_client *c, const struct gos_msg_hdr *h, const void 
         else {
             const struct gos_msg_copy *m = payload;
             struct gos_swap_range r[2] = {{m->dptr, m->bytes}, {m->dptr_src, m->bytes}};
-            rc = gos_swap_plan_copy(d->sw, c->vgpu, c->id, r, m->dir == GOS_COPY_DTOD ? 2 : 1, 0, pl);
+            rc = gos_swap_plan_copy(d->sw, c->vgpu, c->id, r, m->dir == GOS_OP_DTOD ? 2 : 1, 0, pl);
         }
         /* one of its allocations is in transition, or the memory it needs is
          * busy with other tenants' work: wait for it */

@@ -22,7 +22,7 @@ void srv_vgpu_record(struct srv *s, int v, struct gos_vgpu_rec *r)
     for (struct srv_client *c = s->clients; c; c = c->next)
         if (c->vgpu == v)
             srv_ring_charge(c); /* ring time (issue 9.4) counts as compute time */
-    gos_sched_vgpu_stats_get(d->sched, g->id, srv_now_ns(), &st);
+    gos_sched_vgpu_stats_get(d->sched, g->id, gos_now_ns(), &st);
     snprintf(r->name, sizeof r->name, "%s", g->cfg.name);
     r->id = g->id;
     r->device = (uint32_t)g->cfg.device;
@@ -127,7 +127,7 @@ int srv_vgpu_set(struct srv *s, const char *name, const char *key, const char *v
             return gos_fail(rc, "%s", why);
         }
         if (warn[0])
-            srv_log(LOG_WARNING, "%s", warn);
+            gos_log(LOG_WARNING, "%s", warn);
         /* Shrinking below what is in use is allowed: new allocations fail until
          * enough is freed (nothing already allocated is revoked). */
         g->mem_quota = q;
@@ -191,7 +191,7 @@ int srv_vgpu_set_persist(struct srv *s, const char *name, const char *key, const
         gos_sched_vgpu_set_shares(d->sched, g->id, g->cfg.compute, g->cfg.copy);
         return gos_fail(rc, "%s; the change was not made", why);
     }
-    srv_log(LOG_NOTICE, "vgpu set %s %s=%s%s", name, key, value, s->state_path[0] ? " (saved)" : "");
+    gos_log(LOG_NOTICE, "vgpu set %s %s=%s%s", name, key, value, s->state_path[0] ? " (saved)" : "");
     srv_check_oversubscription(s, "after vgpu set");
     return GOS_OK;
 }
@@ -211,7 +211,7 @@ int srv_check_oversubscription(struct srv *s, const char *when)
         /* (memory shares past 100 % are an error unless memory_oversubscribe:
          * gos_serve_config_check_memory) */
         if (comp > 100 || copy > 100) {
-            srv_log(LOG_WARNING,
+            gos_log(LOG_WARNING,
                     "device %s: compute shares sum to %d %%, copy shares to %d %% %s: oversubscribed, each vGPU "
                     "gets its share in proportion (less than written)",
                     s->cfg.devs[i].label, comp, copy, when);
