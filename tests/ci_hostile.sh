@@ -13,7 +13,7 @@ start=$(date +%s)
 make -s -j2 BUILD="$ABUILD" SANITIZE=1 NVCC=none \
     "$ABUILD/gpuos" "$ABUILD/tests/serve_client" "$ABUILD/tests/hostile_client" "$ABUILD/tests/fuzz_serve" "$ABUILD/tests/pmem_client" \
     "$ABUILD/tests/test_proto" "$ABUILD/tests/test_proto_fuzz" "$ABUILD/tests/test_client" "$ABUILD/bench/vgpu_bench" \
-    "$ABUILD/tests/ring_client" || exit 1
+    "$ABUILD/tests/ring_client" "$ABUILD/tests/shm_client" || exit 1
 built=$(date +%s)
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
@@ -33,7 +33,7 @@ run() {
 }
 for t in test_proto test_proto_fuzz test_client; do run "$ABUILD/tests/$t"; done
 for t in tests/t_serve.sh tests/t_serve_robust.sh tests/t_hostile.sh tests/t_hostile_config.sh tests/t_isolation.sh \
-    tests/t_pmem_client.sh tests/t_ring.sh tests/t_xshare.sh tests/t_vgpu_create.sh; do
+    tests/t_pmem_client.sh tests/t_ring.sh tests/t_xshare.sh tests/t_vgpu_create.sh tests/t_hostile2.sh; do
     run sh "$t"
 done
 # The fairness workload on the sanitized daemon: for memory and UB errors (the

@@ -11,6 +11,10 @@
  *   cudashim_drv sleep MS          busy for MS ms in 10 ms built-in sleep kernels
  *   cudashim_drv attrs             a few device attributes, one line
  *   cudashim_drv noinit            cuMemAlloc before cuInit
+ *   cudashim_drv oversize          copies and memsets larger than the buffers or
+ *                                  with sizes that wrap (issue 23.5): every one
+ *                                  CUDA_ERROR_INVALID_VALUE, no crash, the bytes
+ *                                  intact; prints "oversize ok N"
  * Exit 0 only when every check passed; each failure names itself. */
 #include <cuda.h>
 
@@ -20,6 +24,8 @@
 #include <time.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "cudashim_check.h"
 
@@ -434,6 +440,66 @@ static int oom(void)
     return r == CUDA_ERROR_OUT_OF_MEMORY ? 0 : 1;
 }
 
+/* The result of an asynchronous call, or of the synchronise after it. */
+static CUresult async_result(CUresult r) { return r ? r : cuCtxSynchronize(); }
+
+static int oversize(void)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+    /* a 4 KB host buffer with nothing mapped after it */
+    unsigned char *h = mmap(NULL, (size_t)pg * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    TRUE(h != MAP_FAILED && !mprotect(h + pg, (size_t)pg, PROT_NONE));
+    unsigned char back[4096];
+    pattern(h, 4096, 7);
+    CUdeviceptr d, d2;
+    CHECK(cuMemAlloc(&d, 4096));
+    CHECK(cuMemAlloc(&d2, 4096));
+    CHECK(cuMemcpyHtoD(d, h, 4096));
+    const size_t sizes[] = {(size_t)1 << 40, SIZE_MAX, SIZE_MAX - 4095, (size_t)1 << 20, 4097};
+    int n = 0;
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++, n += 9) {
+        size_t s = sizes[k];
+        EXPECT(cuMemcpyHtoD(d, h, s), CUDA_ERROR_INVALID_VALUE);
+        EXPECT(async_result(cuMemcpyHtoDAsync(d, h, s, NULL)), CUDA_ERROR_INVALID_VALUE);
+        EXPECT(cuMemcpyDtoH(h, d, s), CUDA_ERROR_INVALID_VALUE);
+        EXPECT(async_result(cuMemcpyDtoHAsync(h, d, s, NULL)), CUDA_ERROR_INVALID_VALUE);
+        EXPECT(cuMemcpyDtoD(d2, d, s), CUDA_ERROR_INVALID_VALUE);
+        EXPECT(cuMemcpy(d, (CUdeviceptr)(uintptr_t)h, s), CUDA_ERROR_INVALID_VALUE);
+        EXPECT(cuMemcpyHtoD(d + 4095, h + 4095, s), CUDA_ERROR_INVALID_VALUE);
+        EXPECT(cuMemsetD8(d, 0x5a, s), CUDA_ERROR_INVALID_VALUE);
+        EXPECT(async_result(cuMemsetD32Async(d, 0x5a5a5a5a, s, NULL)), CUDA_ERROR_INVALID_VALUE);
+    }
+    /* counts whose bytes wrap 2^64: nothing set, never a success */
+    EXPECT(cuMemsetD32(d, 0, ((size_t)1 << 62) + 1), CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuMemsetD16(d, 0, (size_t)1 << 63), CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuMemsetD32(d, 0, (size_t)1 << 62), CUDA_ERROR_INVALID_VALUE);
+    /* 2D: rows that wrap, a pitch times height past the allocation */
+    CUDA_MEMCPY2D c2 = {.srcMemoryType = CU_MEMORYTYPE_HOST, .srcHost = h, .srcPitch = 64,
+                        .dstMemoryType = CU_MEMORYTYPE_DEVICE, .dstDevice = d, .dstPitch = 64,
+                        .WidthInBytes = 64, .Height = SIZE_MAX / 32};
+    EXPECT(cuMemcpy2D(&c2), CUDA_ERROR_INVALID_VALUE);
+    c2.Height = 1;
+    c2.srcY = SIZE_MAX / 16;
+    EXPECT(cuMemcpy2D(&c2), CUDA_ERROR_INVALID_VALUE);
+    c2.srcY = 0;
+    c2.Height = 4096; /* 256 KB of rows: past the 4 KB allocation and the host buffer */
+    EXPECT(cuMemcpy2D(&c2), CUDA_ERROR_INVALID_VALUE);
+    n += 6;
+    /* nothing was written */
+    unsigned char want[4096];
+    pattern(want, 4096, 7);
+    TRUE(!memcmp(h, want, 4096));
+    CHECK(cuMemcpyDtoH(back, d, 4096));
+    TRUE(!memcmp(back, want, 4096));
+    CHECK(cuCtxSynchronize());
+    if (fails) {
+        fprintf(stderr, "%d checks failed\n", fails);
+        return 1;
+    }
+    printf("oversize ok %d\n", n);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -461,6 +527,8 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "oom"))
         return oom();
+    if (!strcmp(argv[1], "oversize"))
+        return oversize();
     if (!strcmp(argv[1], "attrs")) {
         int sms = 0, l2 = 0, ccmaj = 0, ccmin = 0, clk = 0;
         CHECK(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0));

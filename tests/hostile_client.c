@@ -23,6 +23,13 @@
  *                         gpuos_open must fail with ETIMEDOUT within the timeout
  *   sleep A NS            one launch of sleep_ns(NS), synchronised
  *   list-null             gpuos_admin_list(NULL output) must be EINVAL, no crash
+ *   oversize A            copies larger than the caller's buffers and sizes that
+ *                         wrap (issue 23.5): 2^40 and SIZE_MAX bytes from a 4 KB
+ *                         buffer followed by an unmapped page, 1 MB into a 4 KB
+ *                         allocation, each direction, synchronous and
+ *                         asynchronous: GPUOS_EINVAL (at the call or at
+ *                         gpuos_synchronize), never a crash or a success; the
+ *                         buffer's bytes intact, the session usable
  * The socket comes from $GPUOS_SOCKET. */
 #include "gpuos/gpuos.h"
 
@@ -32,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -202,6 +210,59 @@ static int cmd_args(const char *va)
     return 0;
 }
 
+/* rc of an asynchronous call, or of the synchronise after it when the call
+ * itself was accepted. */
+static int async_rc(gpuos_vgpu *g, int rc) { return rc ? rc : gpuos_synchronize(g); }
+
+static int cmd_oversize(const char *va)
+{
+    gpuos_vgpu *g = open_or_die(va);
+    long pg = sysconf(_SC_PAGESIZE);
+    /* a 4 KB host buffer with nothing mapped after it: a copy that reads or
+     * writes past it crashes */
+    unsigned char *h = mmap(NULL, (size_t)pg * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(h != MAP_FAILED && !mprotect(h + pg, (size_t)pg, PROT_NONE), "guard page");
+    unsigned char *back = malloc(4096), *shared = NULL;
+    for (int i = 0; i < 4096; i++)
+        h[i] = (unsigned char)(i * 29 + 5);
+    gpuos_dptr d, d2;
+    CHECK(!gpuos_mem_alloc(g, 4096, &d) && !gpuos_mem_alloc(g, 4096, &d2), "alloc");
+    CHECK(!gpuos_memcpy_htod(g, d, h, 4096), "htod");
+    CHECK(!gpuos_host_alloc(g, 4096, (void **)&shared), "host_alloc");
+    const size_t sizes[] = {(size_t)1 << 40, SIZE_MAX, SIZE_MAX - 4095, (size_t)1 << 20, 4097};
+    int tried = 0;
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        size_t n = sizes[k];
+        int rc[10] = {
+            gpuos_memcpy_htod(g, d, h, n),
+            async_rc(g, gpuos_memcpy_htod_async(g, d, h, n)),
+            gpuos_memcpy_dtoh(g, h, d, n),
+            async_rc(g, gpuos_memcpy_dtoh_async(g, h, d, n)),
+            gpuos_memcpy_dtod(g, d2, d, n),
+            async_rc(g, gpuos_memcpy_dtod_async(g, d2, d, n)),
+            gpuos_memcpy_htod(g, d, shared, n),
+            gpuos_memcpy_dtoh(g, shared, d, n),
+            gpuos_memcpy_htod(g, d + 4095, h + 4095, n), /* one byte in, the rest past the end */
+            gpuos_memcpy_dtoh(g, h + 4095, d + 4095, n),
+        };
+        for (int i = 0; i < 10; i++, tried++)
+            CHECK(rc[i] == GPUOS_EINVAL, "copy %d of %zu bytes: rc %d, want GPUOS_EINVAL", i, n, rc[i]);
+    }
+    /* a device address that wraps with a small size */
+    int rc = gpuos_memcpy_htod(g, UINT64_MAX - 15, h, 64);
+    CHECK(rc == GPUOS_EINVAL, "htod at a wrapping address: rc %d", rc);
+    rc = gpuos_memcpy_dtod(g, d, UINT64_MAX - 15, 64);
+    CHECK(rc == GPUOS_EINVAL, "dtod from a wrapping address: rc %d", rc);
+    /* nothing was written: the host buffer and the device bytes are intact */
+    for (int i = 0; i < 4096; i++)
+        CHECK(h[i] == (unsigned char)(i * 29 + 5), "host byte %d changed", i);
+    CHECK(!gpuos_memcpy_dtoh(g, back, d, 4096) && !memcmp(back, h, 4096), "device bytes changed");
+    roundtrip(g, 1 << 20);
+    gpuos_close(g);
+    printf("oversize copies refused: %d\n", tried + 2);
+    return 0;
+}
+
 static int cmd_open(const char *va, int n, double secs)
 {
     gpuos_vgpu **h = calloc((size_t)n, sizeof *h);
@@ -342,6 +403,8 @@ int main(int argc, char **argv)
         return cmd_overquota(argv[2]);
     if (!strcmp(c, "args") && argc == 3)
         return cmd_args(argv[2]);
+    if (!strcmp(c, "oversize") && argc == 3)
+        return cmd_oversize(argv[2]);
     if (!strcmp(c, "open") && argc == 5)
         return cmd_open(argv[2], atoi(argv[3]), atof(argv[4]));
     if (!strcmp(c, "queue") && argc == 3)

@@ -60,6 +60,12 @@ wait_field() {
     done
 }
 
+# vgpu_sections MEMORY NAME...: a [vgpu NAME] section of MEMORY for each name.
+vgpu_sections() {
+    m=$1; shift
+    for n in "$@"; do printf '[vgpu %s]\nmemory = %s\n' "$n" "$m"; done
+}
+
 # vgpus_ab MEMORY: the sections of two vGPUs a and b with equal shares and
 # MEMORY each, for a configuration body.
 vgpus_ab() {

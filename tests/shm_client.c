@@ -13,6 +13,16 @@
  *   shm_client VGPU create KEY BYTES MODE    get with CREAT|EXCL|MODE: id=, rc=
  *   shm_client VGPU attach KEY               get + attach (+ detach): rc=
  *   shm_client VGPU rm KEY | stat KEY | chmod KEY MODE
+ *   shm_client VGPU hold_alloc SEED N MB DIR   swapping under host memory pressure
+ *       (issue 23.3): allocates up to N buffers of MB, writing a pattern into
+ *       each, until the first refusal; touches DIR/ready.SEED, waits for
+ *       DIR/go.SEED, then reads every buffer it got back (a refused read is
+ *       retried for up to 10 s) and compares it word by word:
+ *       got=, alloc_rc=, check_rc= (a read that failed for good), retried=,
+ *       mismatches= (words wrong or never read), error= (the first refusal's)
+ *   shm_client VGPU many KEY N BYTES    creates keys KEY..KEY+N-1 (CREAT|EXCL|0600)
+ *       until the first refusal: created=, then that refusal's rc= and error=
+ *   $SHM_CLIENT_HELLO_PID: the pid this client claims in its HELLO (a lie)
  *   shm_client VGPU misuse KEY               mem_free of an attachment, a copy past
  *       its end, a detach of a non-segment: the three rcs
  *   shm_client VGPU work SEED N MB ROUNDS     swapping: N buffers of MB each; each
@@ -43,10 +53,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 static gpuos_vgpu *G;
+
+/* A tenant that lies about its pid (tests/t_hostile2.sh, issue 23.2): with
+ * $SHM_CLIENT_HELLO_PID set, getpid() (the pid the library puts in its HELLO)
+ * answers that number instead of this process's. */
+pid_t getpid(void)
+{
+    const char *e = getenv("SHM_CLIENT_HELLO_PID");
+    return e && *e ? (pid_t)atoi(e) : (pid_t)syscall(SYS_getpid);
+}
 
 static uint32_t pat(uint64_t i, uint32_t seed) { return (uint32_t)(i * 2654435761u) ^ (seed * 0x9e3779b9u); }
 
@@ -318,8 +338,58 @@ int main(int argc, char **argv)
         gpuos_shm_ds ds = {0};
         id = get_id(key);
         rc = id < 0 ? id : gpuos_shm_ctl(G, id, GPUOS_SHM_STAT, &ds);
-        printf("stat rc=%d nattch=%d uid=%u cuid=%u mode=%o bytes=%llu vgpu=%s error=%s\n", rc, ds.nattch, ds.uid,
-               ds.cuid, ds.mode, (unsigned long long)ds.bytes, ds.vgpu, rc ? gpuos_error() : "");
+        printf("stat rc=%d nattch=%d uid=%u cuid=%u mode=%o bytes=%llu vgpu=%s cpid=%d lpid=%d error=%s\n", rc,
+               ds.nattch, ds.uid, ds.cuid, ds.mode, (unsigned long long)ds.bytes, ds.vgpu, (int)ds.cpid, (int)ds.lpid,
+               rc ? gpuos_error() : "");
+    } else if (!strcmp(cmd, "hold_alloc") && argc == 7) {
+        uint32_t seed = (uint32_t)key;
+        int n = atoi(argv[4]), got = 0, arc = 0, crc = 0;
+        uint64_t bytes = strtoull(argv[5], NULL, 0) << 20, words = bytes / 4, bad = 0;
+        char err[512] = "", path[512];
+        if (n < 1 || n > 64 || !bytes)
+            return 2;
+        gpuos_dptr b[64];
+        uint32_t *h = malloc(bytes);
+        for (; got < n; got++) {
+            if ((arc = gpuos_mem_alloc(G, bytes, &b[got])))
+                break;
+            for (uint64_t i = 0; i < words; i++)
+                h[i] = pat(i, seed * 100 + (uint32_t)got);
+            if ((arc = gpuos_memcpy_htod(G, b[got], h, bytes))) {
+                gpuos_mem_free(G, b[got]);
+                break;
+            }
+        }
+        if (arc)
+            snprintf(err, sizeof err, "%s", gpuos_error());
+        snprintf(path, sizeof path, "%s/ready.%u", argv[6], seed);
+        touch(path);
+        snprintf(path, sizeof path, "%s/go.%u", argv[6], seed);
+        wait_file(path);
+        int retried = 0;
+        for (int k = 0; k < got; k++) {
+            int r = -1;
+            for (int t = 0; t < 100 && (r = gpuos_memcpy_dtoh(G, h, b[k], bytes)); t++) {
+                if (!retried++ && !err[0])
+                    snprintf(err, sizeof err, "%s", gpuos_error());
+                usleep(100000);
+            }
+            if (r) {
+                crc = r;
+                bad += words; /* never read back: counted lost */
+                continue;
+            }
+            for (uint64_t i = 0; i < words; i++)
+                bad += h[i] != pat(i, seed * 100 + (uint32_t)k);
+        }
+        printf("hold_alloc got=%d alloc_rc=%d check_rc=%d retried=%d mismatches=%llu error=%s\n", got, arc, crc,
+               retried, (unsigned long long)bad, err);
+    } else if (!strcmp(cmd, "many") && argc == 6) {
+        int n = atoi(argv[4]), k = 0;
+        uint64_t bytes = strtoull(argv[5], NULL, 0);
+        for (; k < n && !(rc = gpuos_shm_get(G, key + k, bytes, GPUOS_SHM_CREAT | GPUOS_SHM_EXCL | 0600, &id)); k++)
+            ;
+        printf("many created=%d rc=%d error=%s\n", k, rc, rc ? gpuos_error() : "");
     } else if (!strcmp(cmd, "chmod") && argc == 5) {
         gpuos_shm_ds ds = {0};
         id = get_id(key);

@@ -50,6 +50,12 @@ $VG
 [vgpu a]"
 refused 4: "one word" "$VG
 [vgpu a b]"
+refused 2: "shm_segments_per_vgpu must be an integer in 1..256" "shm_segments_per_vgpu = 0
+$VG"
+refused 2: "shm_segments_per_user must be an integer in 1..256" "shm_segments_per_user = 257
+$VG"
+refused 2: "shm_bytes_per_user must be 0" "shm_bytes_per_user = nan
+$VG"
 refused 2: "max_clients" "max_clients = 1e300
 $VG
 [vgpu a]"

@@ -95,6 +95,37 @@ static void test_shm_get(void **st)
     assert_string_equal(m, "rw-r-----");
 }
 
+/* Issue 23.4: one tenant cannot take the table from the others: segments per
+ * vGPU and per creator uid (removed ones count until their last detach) and
+ * bytes per creator uid, as SHMMNI and SHMALL per tenant. */
+static void test_shm_tenant_limits(void **st)
+{
+    gos_shm_table t;
+    gos_shm_init(&t, 0, 0, 0);
+    gos_shm_limits(&t, 3, 5, 10 * MB);
+    gos_shm_cred a = cred(1000, 100, 0), a2 = cred(1000, 100, 1), b = cred(2000, 200, 2);
+    int id[8], cr, x;
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(gos_shm_get(&t, &a, GOS_SHM_PRIVATE, 1, 0600, &id[i], &cr), GOS_OK);
+    assert_int_equal(gos_shm_get(&t, &a, GOS_SHM_PRIVATE, 1, 0600, &x, &cr), GOS_ELIMIT); /* vGPU 0: 3 */
+    assert_int_equal(t.err, ENOSPC);
+    /* another vGPU of the same uid: 2 more, then the uid's 5 */
+    assert_int_equal(gos_shm_get(&t, &a2, GOS_SHM_PRIVATE, 1, 0600, &id[3], &cr), GOS_OK);
+    assert_int_equal(gos_shm_get(&t, &a2, GOS_SHM_PRIVATE, 1, 0600, &id[4], &cr), GOS_OK);
+    assert_int_equal(gos_shm_get(&t, &a2, GOS_SHM_PRIVATE, 1, 0600, &x, &cr), GOS_ELIMIT);
+    /* everyone else is unaffected */
+    assert_int_equal(gos_shm_get(&t, &b, GOS_SHM_PRIVATE, 6 * MB, 0600, &id[5], &cr), GOS_OK);
+    assert_int_equal(gos_shm_get(&t, &b, GOS_SHM_PRIVATE, 5 * MB, 0600, &x, &cr), GOS_ELIMIT); /* 11 MB > 10 */
+    assert_int_equal(gos_shm_get(&t, &b, GOS_SHM_PRIVATE, 4 * MB, 0600, &id[6], &cr), GOS_OK);  /* exactly 10 */
+    /* a removed but attached segment still counts; its last detach frees the room */
+    gos_shm_slot *s;
+    assert_int_equal(gos_shm_attach(&t, &a, id[0], 0, &s), GOS_OK);
+    assert_int_equal(gos_shm_remove(&t, &a, id[0]), GOS_OK);
+    assert_int_equal(gos_shm_get(&t, &a, GOS_SHM_PRIVATE, 1, 0600, &x, &cr), GOS_ELIMIT);
+    assert_int_equal(gos_shm_detach(&t, id[0], 1), GOS_OK);
+    assert_int_equal(gos_shm_get(&t, &a, GOS_SHM_PRIVATE, 1, 0600, &x, &cr), GOS_OK);
+}
+
 static void test_shm_permissions(void **st)
 {
     gos_shm_table t;
@@ -592,6 +623,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shm_get),
+        cmocka_unit_test(test_shm_tenant_limits),
         cmocka_unit_test(test_shm_permissions),
         cmocka_unit_test(test_shm_remove),
         cmocka_unit_test(test_shm_list),

@@ -226,6 +226,15 @@ int gpuos_shm_detach(gpuos_vgpu *g, gpuos_dptr p);
 int gpuos_shm_ctl(gpuos_vgpu *g, int id, int cmd, gpuos_shm_ds *buf);
 /* Every segment the caller may read (root: all), as `gpuos shm list` shows. */
 int gpuos_admin_shm_list(const char *socket_path, gpuos_shm_ds *out, int max, int *n);
+/* `gpuos shm rm` (ipcrm): marks removed the segment with id (GPUOS_SHM_RM_ID) or
+ * key (GPUOS_SHM_RM_KEY) value, or every segment charged to vGPU vgpu
+ * (GPUOS_SHM_RM_VGPU), whoever owns them; destroyed at their last detach. Only
+ * root or the daemon's owner (GPUOS_EPERM otherwise); GPUOS_EINVAL when nothing
+ * matched. *removed: how many (may be NULL). */
+#define GPUOS_SHM_RM_ID 0
+#define GPUOS_SHM_RM_KEY 1
+#define GPUOS_SHM_RM_VGPU 2
+int gpuos_admin_shm_rm(const char *socket_path, int by, int value, const char *vgpu, int *removed);
 
 /* Partition-local memory (issue 12; docs/readme-placement.md, "vGPU clients").
  * gpuos_pmem_alloc asks the vGPU's device for bytes_per_view bytes in each of

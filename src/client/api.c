@@ -10,8 +10,10 @@ static int mem_alloc(gpuos_vgpu *g, size_t bytes, gpuos_dptr *out)
     struct gos_msg_mem_alloc m = {.bytes = bytes};
     struct gos_rep_mem_alloc r;
     int rc = gcl_call(g, GOS_MSG_MEM_ALLOC, &m, sizeof m, -1, &r, sizeof r);
-    if (!rc)
+    if (!rc) {
         *out = r.dptr;
+        gcl_known_add(g, r.dptr, bytes);
+    }
     return rc;
 }
 int gpuos_mem_alloc(gpuos_vgpu *g, size_t bytes, gpuos_dptr *out) { LOCKED(g, mem_alloc(g, bytes, out)); }
@@ -19,6 +21,7 @@ int gpuos_mem_alloc(gpuos_vgpu *g, size_t bytes, gpuos_dptr *out) { LOCKED(g, me
 static int mem_free(gpuos_vgpu *g, gpuos_dptr p)
 {
     struct gos_msg_mem_free m = {.dptr = p};
+    gcl_known_del(g, p); /* whatever the answer: at worst a later question */
     return gcl_call(g, GOS_MSG_MEM_FREE, &m, sizeof m, -1, NULL, 0);
 }
 int gpuos_mem_free(gpuos_vgpu *g, gpuos_dptr p) { LOCKED(g, mem_free(g, p)); }
@@ -103,6 +106,7 @@ static int module_global(gpuos_vgpu *g, gpuos_module m, const char *name, uint64
         *dptr = r.dptr;
         if (bytes)
             *bytes = (size_t)r.bytes;
+        gcl_known_add(g, r.dptr, r.bytes);
     }
     return rc;
 }

@@ -48,6 +48,13 @@ struct hostbuf {
     uint32_t region;
 };
 
+/* A device range this handle allocated (or looked up: a module global), sorted
+ * by address: copies inside one need no question to the daemon before host
+ * memory is touched (copies.c, issue 23.5). */
+struct gcl_known {
+    uint64_t p, n;
+};
+
 struct done_rec {
     uint32_t seq;
     int rc;
@@ -91,6 +98,8 @@ struct gpuos_vgpu {
     int depth;
     uint32_t stage_region;
     struct hostbuf hb[MAX_HOSTBUFS];
+    struct gcl_known *known;
+    int n_known, cap_known;
     /* replies that arrived while waiting for another */
     struct done_rec done[64];
     int n_done;
@@ -123,6 +132,10 @@ struct gpuos_vgpu {
         return rc_;                                                                              \
     } while (0)
 
+/* Device ranges of this handle (copies.c): add (a failure to remember costs only
+ * a question to the daemon later, never correctness), forget by base. */
+void gcl_known_add(gpuos_vgpu *g, uint64_t p, uint64_t n);
+void gcl_known_del(gpuos_vgpu *g, uint64_t p);
 int gcl_timeout_ms(void);
 int gcl_connect_to(const char *path, int tmo_ms, int *out);
 unsigned gcl_spin_us(void);

@@ -304,6 +304,7 @@ void gpuos_close(gpuos_vgpu *g)
             munmap(g->hb[i].ptr, g->hb[i].bytes);
     pthread_mutex_destroy(&g->lock);
     gcl_pool_stop(g);
+    free(g->known);
     free(g->rx);
     free(g);
 }
@@ -415,6 +416,27 @@ int gpuos_admin_delete(const char *socket_path, const char *vgpu, int force)
     strcpy(m.vgpu, vgpu);
     m.flags = force ? GOS_DELETE_FORCE : 0;
     return admin_call(socket_path, GOS_MSG_ADMIN_DELETE, &m, sizeof m);
+}
+
+int gpuos_admin_shm_rm(const char *socket_path, int by, int value, const char *vgpu, int *removed)
+{
+    struct gos_msg_admin_shm_rm m = {.by = (uint32_t)by, .value = value};
+    if (by < GPUOS_SHM_RM_ID || by > GPUOS_SHM_RM_VGPU ||
+        (by == GPUOS_SHM_RM_VGPU && (!vgpu || !*vgpu || strlen(vgpu) >= sizeof m.vgpu)))
+        return gos_fail(GOS_EINVAL, "gpuos_admin_shm_rm needs an id, a key or a vGPU name");
+    if (by == GPUOS_SHM_RM_VGPU)
+        strcpy(m.vgpu, vgpu);
+    struct gos_rep_admin_shm_rm r = {0};
+    gpuos_vgpu g;
+    int rc = admin_open(socket_path, &g);
+    if (rc)
+        return rc;
+    rc = gcl_call(&g, GOS_MSG_ADMIN_SHM_RM, &m, sizeof m, -1, &r, sizeof r);
+    close(g.fd);
+    free(g.rx);
+    if (removed)
+        *removed = rc ? 0 : (int)r.removed;
+    return rc;
 }
 
 int gpuos_admin_shm_list(const char *socket_path, gpuos_shm_ds *out, int max, int *n)

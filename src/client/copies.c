@@ -3,6 +3,8 @@
  * Process: a client program (libgpuos; the shim too). */
 #include "client/client_internal.h"
 #include "common/clock.h"
+#include "common/grow.h"
+#include "common/range.h"
 
 #include "proto/ring.h"
 
@@ -236,6 +238,72 @@ static int host_free(gpuos_vgpu *g, void *p)
 }
 int gpuos_host_free(gpuos_vgpu *g, void *p) { LOCKED(g, host_free(g, p)); }
 
+/* The first known range whose base is >= p. */
+static int known_at(const gpuos_vgpu *g, uint64_t p)
+{
+    int lo = 0, hi = g->n_known;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (g->known[mid].p < p)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+void gcl_known_add(gpuos_vgpu *g, uint64_t p, uint64_t n)
+{
+    int i = known_at(g, p);
+    if (i < g->n_known && g->known[i].p == p) {
+        g->known[i].n = n; /* a global looked up again */
+        return;
+    }
+    if (gos_grow((void **)&g->known, &g->cap_known, g->n_known, sizeof *g->known, 64))
+        return;
+    memmove(&g->known[i + 1], &g->known[i], (size_t)(g->n_known - i) * sizeof *g->known);
+    g->known[i] = (struct gcl_known){p, n};
+    g->n_known++;
+}
+
+void gcl_known_del(gpuos_vgpu *g, uint64_t p)
+{
+    int i = known_at(g, p);
+    if (i < g->n_known && g->known[i].p == p) {
+        memmove(&g->known[i], &g->known[i + 1], (size_t)(g->n_known - i - 1) * sizeof *g->known);
+        g->n_known--;
+    }
+}
+
+/* Whether [p, p + n) lies inside one known range (the one with the largest base <= p). */
+static int known(const gpuos_vgpu *g, uint64_t p, uint64_t n)
+{
+    int i = known_at(g, p + 1) - 1;
+    return i >= 0 && gos_range_within(g->known[i].p, g->known[i].n, p, n);
+}
+
+/* Issue 23.5: a copy's sizes against overflow and its device ranges against the
+ * client's memory, before a host byte is touched (a copy of 2^40 bytes from a 4
+ * KB buffer must be GPUOS_EINVAL, as the driver's CUDA_ERROR_INVALID_VALUE, not
+ * a crash in the staging; SIZE_MAX must not wrap into "nothing to copy").
+ * Ranges this handle allocated are checked here; any other (a segment
+ * attachment, memory of another kind) is asked of the daemon, whose checks
+ * every piece meets again anyway. */
+static int copy_args(gpuos_vgpu *g, uint32_t dir, gpuos_dptr d, gpuos_dptr s, const void *host, size_t n)
+{
+    if ((uint64_t)n > GOS_COPY_MAX)
+        return gos_fail(GOS_EINVAL, "copy of %zu bytes: larger than any device (at most 2^40)", n);
+    if ((uint64_t)n > UINT64_MAX - d || (dir == GOS_OP_DTOD && (uint64_t)n > UINT64_MAX - s))
+        return gos_fail(GOS_EINVAL, "copy of %zu bytes at 0x%llx: the device range wraps", n,
+                        (unsigned long long)(dir == GOS_OP_DTOD && (uint64_t)n > UINT64_MAX - s ? s : d));
+    if (host && n > UINTPTR_MAX - (uintptr_t)host)
+        return gos_fail(GOS_EINVAL, "copy of %zu bytes at host %p: the host range wraps", n, host);
+    if (known(g, d, n) && (dir != GOS_OP_DTOD || known(g, s, n)))
+        return GOS_OK;
+    struct gos_msg_copy m = {.dir = dir, .dptr = d, .dptr_src = s, .bytes = n};
+    return gcl_call(g, GOS_MSG_COPY_CHECK, &m, sizeof m, -1, NULL, 0);
+}
+
 /* The shared buffer holding [p, p+n), or NULL. */
 static struct hostbuf *hostbuf_of(gpuos_vgpu *g, const void *p, size_t n)
 {
@@ -361,7 +429,7 @@ static int htod_pipeline(gpuos_vgpu *g, gpuos_dptr d, const void *src, size_t n)
 static int dtoh_pipeline(gpuos_vgpu *g, void *dst, gpuos_dptr d, size_t n)
 {
     const size_t chunk = pipe_chunk(g, n);
-    size_t nchunks = (n + chunk - 1) / chunk, issued = 0;
+    size_t nchunks = n / chunk + (n % chunk != 0), issued = 0; /* (n + chunk - 1) would wrap near SIZE_MAX */
     uint32_t seqs[MAX_DEPTH] = {0};
     int rc;
     for (; issued < nchunks && issued < (size_t)g->depth; issued++) {
@@ -398,12 +466,15 @@ static int host_copy(gpuos_vgpu *g, uint32_t dir, gpuos_dptr d, void *dst, const
         return GOS_OK;
     if (!host)
         return gos_fail(GOS_EINVAL, "NULL host pointer");
+    int rc = copy_args(g, dir, d, 0, host, n);
+    if (rc)
+        return rc;
     struct hostbuf *b = hostbuf_of(g, host, n);
     if (gcl_ring_ok(g)) /* the fast path (issue 9.4; ring.c) */
         return gcl_ring_copy(g, dir, d, dst, src, n, async, b ? (int)b->region : -1,
                              b ? (uint64_t)((const char *)host - (const char *)b->ptr) : 0);
     g->small_n = n <= g->small;
-    int rc = b ? copy_shared(g, dir, b, host, d, n, async) : gcl_stage_ready(g);
+    rc = b ? copy_shared(g, dir, b, host, d, n, async) : gcl_stage_ready(g);
     if (!b && !rc)
         rc = dir == GOS_OP_HTOD ? htod_pipeline(g, d, src, n) : dtoh_pipeline(g, dst, d, n);
     g->small_n = 0;
@@ -442,6 +513,9 @@ static int dtod(gpuos_vgpu *g, gpuos_dptr dst, gpuos_dptr src, size_t n, int asy
 {
     if (!n)
         return GOS_OK;
+    int rc = copy_args(g, GOS_OP_DTOD, dst, src, NULL, n);
+    if (rc)
+        return rc;
     if (gcl_ring_ok(g))
         return gcl_ring_dtod(g, dst, src, n, async);
     return gcl_sock_dtod(g, dst, src, n, async);

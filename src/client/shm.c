@@ -44,6 +44,8 @@ int gpuos_shm_get(gpuos_vgpu *g, int key, size_t bytes, int flags, int *id)
     LOCKED(g, shm_get(g, key, bytes, flags, id));
 }
 
+static int shm_ctl(gpuos_vgpu *g, int id, int cmd, gpuos_shm_ds *buf);
+
 static int shm_attach(gpuos_vgpu *g, int id, int flags, gpuos_dptr *out)
 {
     if (!out)
@@ -53,8 +55,14 @@ static int shm_attach(gpuos_vgpu *g, int id, int flags, gpuos_dptr *out)
     struct gos_msg_shm_at m = {.id = id, .flags = (flags & GPUOS_SHM_RDONLY) ? GOS_SHM_F_RDONLY : 0};
     struct gos_rep_shm_at r = {0};
     int rc = gcl_call(g, GOS_MSG_SHM_AT, &m, sizeof m, -1, &r, sizeof r);
-    if (!rc)
+    if (!rc) {
         *out = r.dptr;
+        /* its extent, so that copies inside it need no question (copies.c);
+         * an attachment may always be read, so STAT is allowed */
+        gpuos_shm_ds ds;
+        if (!shm_ctl(g, id, GPUOS_SHM_STAT, &ds))
+            gcl_known_add(g, r.dptr, ds.bytes);
+    }
     return rc;
 }
 int gpuos_shm_attach(gpuos_vgpu *g, int id, gpuos_dptr *out) { LOCKED(g, shm_attach(g, id, 0, out)); }
@@ -66,6 +74,7 @@ int gpuos_shm_attach_flags(gpuos_vgpu *g, int id, int flags, gpuos_dptr *out)
 static int shm_detach(gpuos_vgpu *g, gpuos_dptr p)
 {
     struct gos_msg_shm_dt m = {.dptr = p};
+    gcl_known_del(g, p);
     return gcl_call(g, GOS_MSG_SHM_DT, &m, sizeof m, -1, NULL, 0);
 }
 int gpuos_shm_detach(gpuos_vgpu *g, gpuos_dptr p) { LOCKED(g, shm_detach(g, p)); }

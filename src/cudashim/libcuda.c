@@ -1061,8 +1061,18 @@ static CUresult copy2d(const CUDA_MEMCPY2D *c, int async)
     size_t spitch = c->srcPitch ? c->srcPitch : c->WidthInBytes, dpitch = c->dstPitch ? c->dstPitch : c->WidthInBytes;
     if (spitch < c->WidthInBytes || dpitch < c->WidthInBytes || !sp || !dp)
         return CUDA_ERROR_INVALID_VALUE;
-    sp += c->srcY * spitch + c->srcXInBytes;
-    dp += c->dstY * dpitch + c->dstXInBytes;
+    if (!c->Height || !c->WidthInBytes)
+        return CUDA_SUCCESS;
+    /* both sides' first byte and whole extent without wrapping (issue 23.5) */
+    uint64_t so, dO, sx, dx;
+    if (!shim_span(c->srcXInBytes, c->srcY, spitch, &so) || !shim_span(c->dstXInBytes, c->dstY, dpitch, &dO) ||
+        so + c->srcXInBytes > UINT64_MAX - sp || dO + c->dstXInBytes > UINT64_MAX - dp)
+        return CUDA_ERROR_INVALID_VALUE;
+    sp += so + c->srcXInBytes;
+    dp += dO + c->dstXInBytes;
+    if (!shim_span(sp, c->Height - 1, spitch, &sx) || !shim_span(dp, c->Height - 1, dpitch, &dx) ||
+        c->WidthInBytes > UINT64_MAX - sp - sx || c->WidthInBytes > UINT64_MAX - dp - dx)
+        return CUDA_ERROR_INVALID_VALUE;
     size_t rows = c->Height, w = c->WidthInBytes;
     if (spitch == w && dpitch == w) {
         w *= rows;
@@ -1152,12 +1162,13 @@ static CUresult memset_n(CUdeviceptr d, unsigned v, size_t elem, size_t count, i
     NEED_CTX();
     if (!count)
         return CUDA_SUCCESS;
-    if (!d || (d % elem))
-        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t span;
+    if (!d || (d % elem) || !shim_span(d, count, elem, &span) || span > SIZE_MAX)
+        return CUDA_ERROR_INVALID_VALUE; /* a count whose bytes wrap set nothing, never "success" */
     int rc = shim_ext_memset(S.g, d, v, (int)elem, count, async);
     if (rc != GPUOS_EUNSUPPORTED)
         return map_rc(rc, "cuMemset");
-    size_t bytes = elem * count;
+    size_t bytes = (size_t)span;
     uint64_t a = (d + 3) & ~(uint64_t)3, e = (d + bytes) & ~(uint64_t)3;
     gpuos_function f = a < e && e - a >= FILL_MIN ? fill_fn() : 0;
     if (!f)

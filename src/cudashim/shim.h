@@ -68,4 +68,16 @@ int shim_image_global(const void *image, size_t bytes, int cc, const char *name,
  * implementation or a stub naming itself. NULL when the name is unknown. */
 void *shim_proc_lookup(const char *symbol, int ptds);
 
+/* Issue 23.5: the bytes of count elements of elem bytes at p, into *bytes, when
+ * neither the product nor p + bytes wraps (else 0: CUDA_ERROR_INVALID_VALUE,
+ * before anything is touched). Self-contained: every file of the shim may use it. */
+static inline int shim_span(uint64_t p, uint64_t count, uint64_t elem, uint64_t *bytes)
+{
+    uint64_t b;
+    if (__builtin_mul_overflow(count, elem, &b) || b > UINT64_MAX - p)
+        return 0;
+    *bytes = b;
+    return 1;
+}
+
 #endif

@@ -40,6 +40,7 @@ static const struct {
     {GOS_MSG_SHM_DT, "SHM_DT", sizeof(struct gos_msg_shm_dt), 0},
     {GOS_MSG_SHM_CTL, "SHM_CTL", sizeof(struct gos_msg_shm_ctl), -1},
     {GOS_MSG_COPY, "COPY", sizeof(struct gos_msg_copy), 0},
+    {GOS_MSG_COPY_CHECK, "COPY_CHECK", sizeof(struct gos_msg_copy), 0},
     {GOS_MSG_MODULE_LOAD, "MODULE_LOAD", sizeof(struct gos_msg_module_load), sizeof(struct gos_rep_handle)},
     {GOS_MSG_MODULE_UNLOAD, "MODULE_UNLOAD", sizeof(struct gos_msg_module_unload), 0},
     {GOS_MSG_FUNC_GET, "FUNC_GET", sizeof(struct gos_msg_func_get), sizeof(struct gos_rep_handle)},
@@ -54,6 +55,7 @@ static const struct {
     {GOS_MSG_ADMIN_SHM_LIST, "ADMIN_SHM_LIST", 0, -1},
     {GOS_MSG_ADMIN_CREATE, "ADMIN_CREATE", sizeof(struct gos_msg_admin_create), 0},
     {GOS_MSG_ADMIN_DELETE, "ADMIN_DELETE", sizeof(struct gos_msg_admin_delete), 0},
+    {GOS_MSG_ADMIN_SHM_RM, "ADMIN_SHM_RM", sizeof(struct gos_msg_admin_shm_rm), sizeof(struct gos_rep_admin_shm_rm)},
     {GOS_MSG_REPLY, "REPLY", -1, -1},
     {GOS_MSG_PMEM_ALLOC, "PMEM_ALLOC", sizeof(struct gos_msg_pmem_alloc), sizeof(struct gos_rep_pmem_alloc)},
     {GOS_MSG_PMEM_FREE, "PMEM_FREE", sizeof(struct gos_msg_pmem_free), 0},
@@ -189,11 +191,12 @@ int gos_proto_check(const struct gos_msg_hdr *h, const void *payload)
             return gos_fail(GOS_EPROTO, "HELLO vGPU name empty or not terminated");
         return GOS_OK;
     }
-    case GOS_MSG_COPY: {
+    case GOS_MSG_COPY:
+    case GOS_MSG_COPY_CHECK: {
         const struct gos_msg_copy *m = payload;
         if (m->dir < GOS_OP_HTOD || m->dir > GOS_OP_DTOD)
             return gos_fail(GOS_EPROTO, "COPY direction %u unknown", (unsigned)m->dir);
-        if (m->flags & ~(GOS_F_ASYNC | GOS_F_DIRECT))
+        if (m->flags & ~(h->type == GOS_MSG_COPY ? (GOS_F_ASYNC | GOS_F_DIRECT) : 0u))
             return gos_fail(GOS_EPROTO, "COPY flags 0x%x unknown", (unsigned)m->flags);
         return GOS_OK;
     }
@@ -217,6 +220,14 @@ int gos_proto_check(const struct gos_msg_hdr *h, const void *payload)
                             (unsigned)m->param_bytes, (size_t)(h->len - sizeof *m));
         if (m->flags & ~GOS_F_ASYNC)
             return gos_fail(GOS_EPROTO, "LAUNCH flags 0x%x unknown", (unsigned)m->flags);
+        return GOS_OK;
+    }
+    case GOS_MSG_ADMIN_SHM_RM: {
+        const struct gos_msg_admin_shm_rm *m = payload;
+        if (m->by > GOS_SHM_RM_VGPU)
+            return gos_fail(GOS_EPROTO, "ADMIN_SHM_RM selector %u unknown", (unsigned)m->by);
+        if (m->by == GOS_SHM_RM_VGPU && !gos_proto_str_ok(m->vgpu, sizeof m->vgpu, 0))
+            return gos_fail(GOS_EPROTO, "ADMIN_SHM_RM vGPU name empty or not terminated");
         return GOS_OK;
     }
     case GOS_MSG_ADMIN_SET: {
@@ -329,6 +340,12 @@ int gos_proto_check_args(const struct gos_msg_hdr *h, const void *payload)
         const struct gos_msg_region_del *m = payload;
         if (m->region >= GOS_MAX_REGIONS)
             return gos_fail(GOS_EINVAL, "region %u out of range", (unsigned)m->region);
+        return GOS_OK;
+    }
+    case GOS_MSG_COPY_CHECK: {
+        const struct gos_msg_copy *m = payload;
+        if (m->bytes == 0 || m->bytes > GOS_COPY_MAX)
+            return gos_fail(GOS_EINVAL, "copy of %llu bytes (1..2^40)", (unsigned long long)m->bytes);
         return GOS_OK;
     }
     case GOS_MSG_COPY: {

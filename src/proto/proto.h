@@ -57,6 +57,7 @@ enum gos_msg_type {
     GOS_MSG_SHM_CTL = 223,
     /* copies */
     GOS_MSG_COPY = 300,
+    GOS_MSG_COPY_CHECK = 301, /* struct gos_msg_copy, flags 0: is the device range the client's? nothing moves */
     /* code */
     GOS_MSG_MODULE_LOAD = 400,
     GOS_MSG_MODULE_UNLOAD = 401,
@@ -75,6 +76,7 @@ enum gos_msg_type {
     GOS_MSG_ADMIN_SHM_LIST = 702, /* gpuos shm list */
     GOS_MSG_ADMIN_CREATE = 703,   /* gpuos vgpu create (issue 25) */
     GOS_MSG_ADMIN_DELETE = 704,   /* gpuos vgpu delete */
+    GOS_MSG_ADMIN_SHM_RM = 705,   /* gpuos shm rm (root or the daemon's owner) */
     /* daemon -> client */
     GOS_MSG_REPLY = 900,
     /* partition-local memory (issue 12; docs/readme-placement.md) */
@@ -293,6 +295,19 @@ struct gos_rep_admin_list {
     uint32_t n;
     uint32_t pad;
     /* n x struct gos_vgpu_rec follow */
+};
+
+/* ADMIN_SHM_RM: marks removed (destroyed at the last detach) the segment of id
+ * or key value, or every segment charged to vGPU vgpu; answers how many. */
+enum { GOS_SHM_RM_ID = 0, GOS_SHM_RM_KEY = 1, GOS_SHM_RM_VGPU = 2 };
+struct gos_msg_admin_shm_rm {
+    uint32_t by; /* GOS_SHM_RM_* */
+    int32_t value;
+    char vgpu[GOS_NAME_MAX];
+};
+struct gos_rep_admin_shm_rm {
+    uint32_t removed;
+    uint32_t pad;
 };
 
 struct gos_msg_admin_set {

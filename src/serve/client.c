@@ -95,7 +95,7 @@ static int do_hello(struct srv_client *c, const struct gos_msg_hello *m, struct 
         return gos_fail(GOS_EPROTO, "HELLO sent twice");
     for (int v = 0; v < s->n_vgpus; v++)
         if (!strcmp(s->vgpus[v].cfg.name, m->vgpu) && !s->vgpus[v].removed) {
-            int rc = srv_vgpu_access(s, v, c->fd, c->uid, c->gid);
+            int rc = srv_vgpu_access(s, v, c->fd, c->pid, c->uid, c->gid);
             if (rc) {
                 gos_log(LOG_NOTICE, "client %u (pid %d) refused: %s", c->id, (int)c->pid, gos_last_error());
                 return rc;
@@ -119,11 +119,10 @@ static int do_hello(struct srv_client *c, const struct gos_msg_hello *m, struct 
                 s->vgpus[v].clients--;
                 if (rc)
                     return rc;
-                gos_log(LOG_DEBUG, "client %u (pid %d) of vGPU %s: executor pid %d", c->id, (int)m->pid, m->vgpu,
+                gos_log(LOG_DEBUG, "client %u (pid %d) of vGPU %s: executor pid %d", c->id, (int)c->pid, m->vgpu,
                         (int)c->x->pid);
             }
-            c->vgpu = v;
-            c->pid = (pid_t)m->pid;
+            c->vgpu = v; /* c->pid stays the kernel's (SO_PEERCRED), whatever m->pid says */
             s->vgpus[v].clients++;
             if (s->vgpus[v].deleted && c->x) { /* deleted while its executor started (lock dropped) */
                 char why[GOS_NAME_MAX + 64];
@@ -189,11 +188,19 @@ static int do_free(struct srv_client *c, uint64_t dptr)
         else if (c->allocs[i].dptr == dptr && c->allocs[i].pmem)
             return gos_fail(GOS_EINVAL, "0x%llx is partition-local memory: free it with gpuos_pmem_free",
                             (unsigned long long)dptr);
+    int known = 0;
+    for (int i = 0; i < c->n_allocs; i++)
+        known |= c->allocs[i].dptr == dptr;
+    if (known) {
+        int rc = drain(c); /* the device may still be using it (the lock is dropped meanwhile) */
+        if (rc)
+            return rc;
+    }
+    /* looked up again after the drain: the client's executor may have been
+     * lost meanwhile, its allocations returned to the share already */
     for (int i = 0; i < c->n_allocs; i++)
         if (c->allocs[i].dptr == dptr) {
-            int rc = drain(c); /* the device may still be using it */
-            if (rc)
-                return rc;
+            int rc;
             uint64_t bytes = c->allocs[i].bytes;
             rc = c->x ? srv_exec_call(c->x, X_FREE, &dptr, 8, -1, NULL, 0) : gos_exec_mem_free(d->dev, dptr);
             if (d->sw)
@@ -202,7 +209,27 @@ static int do_free(struct srv_client *c, uint64_t dptr)
             c->allocs[i] = c->allocs[--c->n_allocs];
             return rc;
         }
+    if (known && c->exec_lost)
+        return gos_fail(GOS_EDEVICE, "vGPU %s: this client's executor is gone (%s); reconnect",
+                        s->vgpus[c->vgpu].cfg.name, c->x ? c->x->why : "");
     return gos_fail(GOS_EINVAL, "0x%llx is not an allocation of this client", (unsigned long long)dptr);
+}
+
+/* A copy's device ranges: inside the client's allocations or globals, the
+ * destination writable. */
+static int copy_ranges(struct srv_client *c, const struct gos_msg_copy *m)
+{
+    const struct srv_alloc *dst = find_alloc(c, m->dptr, m->bytes);
+    if (!dst && !in_global(c, m->dptr, m->bytes))
+        return gos_fail(GOS_EINVAL, "device range 0x%llx+%llu is not inside an allocation of this client",
+                        (unsigned long long)m->dptr, (unsigned long long)m->bytes);
+    if (dst && dst->ro && m->dir != GOS_OP_DTOH)
+        return gos_fail(GOS_EPERM, "device range 0x%llx+%llu is a read-only attachment (SHM_RDONLY)",
+                        (unsigned long long)m->dptr, (unsigned long long)m->bytes);
+    if (m->dir == GOS_OP_DTOD && !reachable(c, m->dptr_src, m->bytes))
+        return gos_fail(GOS_EINVAL, "source range 0x%llx+%llu is not inside an allocation of this client",
+                        (unsigned long long)m->dptr_src, (unsigned long long)m->bytes);
+    return GOS_OK;
 }
 
 static int do_copy(struct srv_client *c, uint32_t seq, const struct gos_msg_copy *m)
@@ -216,17 +243,10 @@ static int do_copy(struct srv_client *c, uint32_t seq, const struct gos_msg_copy
     o.region = -1;
     o.bytes = m->bytes;
     o.dptr = m->dptr;
-    const struct srv_alloc *dst = find_alloc(c, m->dptr, m->bytes);
-    if (!dst && !in_global(c, m->dptr, m->bytes))
-        return gos_fail(GOS_EINVAL, "device range 0x%llx+%llu is not inside an allocation of this client",
-                        (unsigned long long)m->dptr, (unsigned long long)m->bytes);
-    if (dst && dst->ro && m->dir != GOS_OP_DTOH)
-        return gos_fail(GOS_EPERM, "device range 0x%llx+%llu is a read-only attachment (SHM_RDONLY)",
-                        (unsigned long long)m->dptr, (unsigned long long)m->bytes);
+    int rc = copy_ranges(c, m);
+    if (rc)
+        return rc;
     if (m->dir == GOS_OP_DTOD) {
-        if (!reachable(c, m->dptr_src, m->bytes))
-            return gos_fail(GOS_EINVAL, "source range 0x%llx+%llu is not inside an allocation of this client",
-                            (unsigned long long)m->dptr_src, (unsigned long long)m->bytes);
         o.kind = GOS_OP_DTOD;
         o.dptr2 = m->dptr_src;
     } else {
@@ -580,6 +600,13 @@ static int msg_copy(struct srv_client *c, const struct gos_msg_hdr *h, void *p, 
     return answer_queued(c, h, rc, m->flags);
 }
 
+/* Issue 23.5: the client asks before it touches host memory for a range it
+ * did not allocate itself (a global, an attachment); the answer is do_copy's. */
+static int msg_copy_check(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    return reply(c, h->seq, h->type, copy_ranges(c, p), NULL, 0);
+}
+
 static int msg_module_load(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
 {
     struct gos_rep_handle r = {0};
@@ -715,6 +742,13 @@ static int msg_admin_shm_list(struct srv_client *c, const struct gos_msg_hdr *h,
     return reply(c, h->seq, h->type, 0, buf, n);
 }
 
+static int msg_admin_shm_rm(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_rep_admin_shm_rm r = {0};
+    int rc = srv_shm_rm(c, p, &r.removed);
+    return reply(c, h->seq, h->type, rc, rc ? NULL : &r, rc ? 0 : sizeof r);
+}
+
 static int msg_sync(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
 {
     if (c->n_sync == 8) {
@@ -823,6 +857,7 @@ static const struct msg_entry msg_table[] = {
     {GOS_MSG_REGION_ADD, MF_DEVICE | MF_KEEPS_FD, msg_region_add},
     {GOS_MSG_REGION_DEL, 0, msg_region_del},
     {GOS_MSG_COPY, MF_DEVICE | MF_QUEUED, msg_copy},
+    {GOS_MSG_COPY_CHECK, 0, msg_copy_check},
     {GOS_MSG_MODULE_LOAD, MF_DEVICE, msg_module_load},
     {GOS_MSG_MODULE_UNLOAD, MF_DEVICE, msg_module_unload},
     {GOS_MSG_FUNC_GET, MF_DEVICE, msg_func_get},
@@ -839,6 +874,7 @@ static const struct msg_entry msg_table[] = {
     {GOS_MSG_SHM_DT, MF_DEVICE, msg_shm_dt},
     {GOS_MSG_SHM_CTL, 0, msg_shm_ctl},
     {GOS_MSG_ADMIN_SHM_LIST, MF_BEFORE_HELLO, msg_admin_shm_list},
+    {GOS_MSG_ADMIN_SHM_RM, MF_BEFORE_HELLO, msg_admin_shm_rm},
     {GOS_MSG_ADMIN_CREATE, MF_BEFORE_HELLO, msg_admin_create},
     {GOS_MSG_ADMIN_DELETE, MF_BEFORE_HELLO, msg_admin_delete},
     {GOS_MSG_PMEM_ALLOC, MF_DEVICE, msg_pmem_alloc},

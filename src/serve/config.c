@@ -3,6 +3,7 @@
 #include "serve/config.h"
 
 #include "common/status.h"
+#include "vmem/shm.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -174,6 +175,8 @@ static const struct int_key int_keys[] = {
     IK(hello_timeout_ms, 1, 3600000),
     IK(shutdown_grace_ms, 0, 3600000),
     IK(memory_oversubscribe, 0, 1),
+    IK(shm_segments_per_vgpu, 1, GOS_SHM_SLOTS),
+    IK(shm_segments_per_user, 1, GOS_SHM_SLOTS),
 };
 
 #define BAD(...) (gos_fail(GOS_EINVAL, "%s:%d: " FIRST(__VA_ARGS__), what, line REST(__VA_ARGS__)))
@@ -196,6 +199,8 @@ int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_
     c.max_allocations = 65536;
     c.hello_timeout_ms = 10000;
     c.shutdown_grace_ms = 10000;
+    c.shm_segments_per_vgpu = 32;
+    c.shm_segments_per_user = 64;
     int line = 0, sect = 0, idx = -1; /* sect: 0 global, 1 device, 2 vgpu */
     char *copy = strdup(text), *save = NULL;
     if (!copy)
@@ -335,6 +340,12 @@ int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_
                     goto out;
                 }
                 c.max_queued_bytes = u;
+            } else if (!strcmp(k, "shm_bytes_per_user")) {
+                if (strcmp(v, "0") && gos_serve_parse_size(v, 4096, 1ull << 50, &u)) {
+                    rc = BAD("shm_bytes_per_user must be 0 (no limit) or a size between 4K and 1024T");
+                    goto out;
+                }
+                c.shm_bytes_per_user = strcmp(v, "0") ? u : 0;
             } else {
                 rc = BAD("unknown key \"%s\"", k);
                 goto out;

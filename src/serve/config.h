@@ -21,6 +21,9 @@
  *   shutdown_grace_ms = 10000    # SIGTERM: running work may finish this long, then
  *                                # it is abandoned and the daemon exits
  *   memory_oversubscribe = 0     # 1: memory shares may sum past 100 % (warning)
+ *   shm_segments_per_vgpu = 32   # shared segments one vGPU may hold (of 256 in all)
+ *   shm_segments_per_user = 64   # shared segments one uid may have created
+ *   shm_bytes_per_user = 0       # their bytes (0: only the memory shares bound them)
  *
  *   [device 0]                   # CUDA ordinal, or any label with `sim = CHIP`
  *   sim = default                # optional: a simulated chip ("default" or a file)
@@ -130,6 +133,8 @@ struct gos_serve_config {
     uint64_t max_queued_bytes;
     int hello_timeout_ms, shutdown_grace_ms;
     int memory_oversubscribe;
+    int shm_segments_per_vgpu, shm_segments_per_user; /* issue 23.4 */
+    uint64_t shm_bytes_per_user;                      /* 0: no limit but the memory shares */
     /* warnings found while parsing (oversubscribed compute or copy shares): the
      * daemon prints them */
     int n_warn;

@@ -225,6 +225,14 @@ int srv_exec_spawn(const char *sim, int ordinal, const char *mps_dir, struct srv
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
+        /* one tenant's context before everyone's daemon (hostmem.c) */
+        int oom = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+        if (oom >= 0) {
+            if (write(oom, SRV_OOM_EXECUTOR_STR, sizeof SRV_OOM_EXECUTOR_STR - 1) < 0) {
+                /* an executor keeps the daemon's score: nothing else to do */
+            }
+            close(oom);
+        }
         fexecve(4, argv, envp);
         _exit(127);
     }

@@ -12,6 +12,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* OOM scores chosen on purpose (issue 23.3; hostmem.c): an executor holds one
+ * tenant's context, the daemon everyone's, so the kernel takes an executor first. */
+#define SRV_OOM_DAEMON (-500)
+#define SRV_OOM_EXECUTOR 500
+#define SRV_OOM_EXECUTOR_STR "500"
+
 struct srv_exec {
     pid_t pid;
     int sock;

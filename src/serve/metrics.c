@@ -318,6 +318,10 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
     return ok;
 }
 
+#define SRV_METRICS_CONNS 128
+#define SRV_METRICS_PER_IP 8
+#define SRV_METRICS_IDLE_S 5
+
 int srv_metrics_start(struct srv *s)
 {
     if (!s->cfg.metrics_listen[0])
@@ -333,9 +337,14 @@ int srv_metrics_start(struct srv *s)
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL;
     if (sa.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
-    struct MHD_Daemon *d = M->start_daemon(flags, 0, NULL, NULL, answer, s, MHD_OPTION_SOCK_ADDR,
-                                            (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT, 16u,
-                                            MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
+    /* Slow clients (slowloris, issue 23.7) hold at most SRV_METRICS_PER_IP of
+     * SRV_METRICS_CONNS connections each, and each for at most
+     * SRV_METRICS_IDLE_S without a byte: scrapers from other addresses are
+     * answered whatever one address holds open. */
+    struct MHD_Daemon *d = M->start_daemon(
+        flags, 0, NULL, NULL, answer, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)SRV_METRICS_CONNS, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)SRV_METRICS_PER_IP,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)SRV_METRICS_IDLE_S, MHD_OPTION_END);
     if (!d)
         return gos_fail(GOS_EIO, "metrics_listen = %s: cannot listen there (address in use or not local?)",
                         s->cfg.metrics_listen);

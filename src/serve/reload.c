@@ -236,6 +236,10 @@ int srv_reload(struct srv *s)
     s->cfg.hello_timeout_ms = nc->hello_timeout_ms;
     s->cfg.shutdown_grace_ms = nc->shutdown_grace_ms;
     s->cfg.memory_oversubscribe = nc->memory_oversubscribe;
+    s->cfg.shm_segments_per_vgpu = nc->shm_segments_per_vgpu;
+    s->cfg.shm_segments_per_user = nc->shm_segments_per_user;
+    s->cfg.shm_bytes_per_user = nc->shm_bytes_per_user;
+    srv_shm_limits(s);
     int dropped = srv_state_reconcile(s);
     if ((dropped || taken) && s->state_path[0] && srv_state_save(s))
         gos_log(LOG_ERR, "reload: %s", gos_last_error());

@@ -287,6 +287,8 @@ struct srv {
     pthread_cond_t idle; /* signalled when a client is freed */
     int stop;
     int listen_fd;
+    dev_t sock_dev; /* the socket file bound (unlinked at exit only while it is still this one) */
+    ino_t sock_ino;
     uid_t uid;
     int n_devs;
     struct srv_dev devs[GOS_SERVE_MAX_DEVICES];
@@ -427,8 +429,19 @@ void srv_ring_gone(struct srv_client *c);
  * to ms for their executors to finish what they hold; returns how many did not. */
 int srv_ring_quiesce(struct srv *s, int ms);
 
+/* hostmem.c: host memory under pressure (issue 23.3). The bytes the daemon may
+ * still take (MemAvailable and every memory cgroup above it); *limit (may be
+ * NULL): the tightest cgroup limit, UINT64_MAX when none. */
+uint64_t srv_host_room(uint64_t *limit);
+/* What to leave free of the room for the daemon and its executors themselves. */
+uint64_t srv_host_reserve(uint64_t limit);
+/* OOM killer: the daemon at SRV_OOM_DAEMON (when it may lower its own score),
+ * each executor at SRV_OOM_EXECUTOR (executor.h, set by srv_exec_spawn). */
+void srv_oom_policy(void);
+
 /* shm.c: shared device memory (issue 10), lock held (dropped around device calls). */
 void srv_shm_init(struct srv *s);
+void srv_shm_limits(struct srv *s); /* cfg.shm_* into the table (start, reload) */
 void srv_shm_fini(struct srv *s);
 int srv_shm_get(struct srv_client *c, const struct gos_msg_shm_get *m, struct gos_rep_shm_get *r);
 int srv_shm_at(struct srv_client *c, const struct gos_msg_shm_at *m, struct gos_rep_shm_at *r);
@@ -437,6 +450,8 @@ int srv_shm_dt(struct srv_client *c, uint64_t dptr);
 int srv_shm_ctl(struct srv_client *c, const struct gos_msg_shm_ctl *m, struct gos_shm_rec *r, int *has_rec);
 /* ADMIN_SHM_LIST's reply body in out (room for GOS_SHM_LIST_MAX records); its length. */
 size_t srv_shm_list(struct srv_client *c, unsigned char *out);
+/* ADMIN_SHM_RM (gpuos shm rm): root or the daemon's owner only; *removed marked. */
+int srv_shm_rm(struct srv_client *c, const struct gos_msg_admin_shm_rm *m, uint32_t *removed);
 /* Detaches every segment c holds (it or its executor is gone). */
 void srv_shm_client_gone(struct srv_client *c);
 
@@ -480,7 +495,10 @@ void srv_vgpu_file_value(const struct gos_serve_vgpucfg *f, int key, char *out, 
  * (`when`: "at start", "after reload", ...). Returns how many warnings. */
 int srv_check_oversubscription(struct srv *s, const char *when);
 /* Whether the peer on fd (uid) may open vGPU g: GOS_OK or GOS_EPERM naming why. */
-int srv_vgpu_access(struct srv *s, int v, int fd, uid_t uid, gid_t gid);
+int srv_vgpu_access(struct srv *s, int v, int fd, pid_t pid, uid_t uid, gid_t gid);
+/* The supplementary groups of the peer of socket fd (at most cap; SO_PEERGROUPS,
+ * else /proc of pid, the kernel-reported peer pid): how many were written. */
+int srv_peer_groups(int fd, pid_t pid, gid_t *out, int cap);
 /* Whether the memory shares of the vGPUs in force still fit their devices with
  * vGPU v's configuration replaced by *g (v < 0: *g added): GOS_OK, or the
  * error of gos_serve_config_check_memory without the file's line. */

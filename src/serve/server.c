@@ -235,7 +235,15 @@ static int listen_on(struct srv *s, const char *path)
     int rc = socket_dir(path);
     if (rc)
         return rc;
-    /* A live daemon on the path wins; a stale file is replaced. */
+    /* Only a socket is ever replaced (issue 23.6): a regular file, a link or a
+     * directory at the path is refused, never renamed over or unlinked. */
+    struct stat st;
+    if (!lstat(path, &st) && !S_ISSOCK(st.st_mode))
+        return gos_fail(GOS_EBUSY, "%s exists and is not a socket (%s): refusing to replace it; remove it or "
+                                    "choose another socket with --socket or socket =",
+                        path, S_ISREG(st.st_mode) ? "a regular file" : S_ISLNK(st.st_mode) ? "a symbolic link"
+                                                  : S_ISDIR(st.st_mode) ? "a directory" : "not a socket");
+    /* A live daemon on the path wins; a stale socket is replaced. */
     int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
     if (probe >= 0 && connect(probe, (struct sockaddr *)&a, sizeof a) == 0) {
@@ -245,7 +253,8 @@ static int listen_on(struct srv *s, const char *path)
     if (probe >= 0)
         close(probe);
     snprintf(tmp, sizeof tmp, "%s.%d", path, (int)getpid() % 100000);
-    unlink(tmp);
+    if (!lstat(tmp, &st) && S_ISSOCK(st.st_mode))
+        unlink(tmp); /* a stale one of ours; anything else makes bind fail */
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return gos_fail(GOS_EIO, "socket: %s", strerror(errno));
@@ -258,7 +267,20 @@ static int listen_on(struct srv *s, const char *path)
         return gos_fail(e == EACCES ? GOS_EPERM : GOS_EIO, "listening on %s: %s", path, strerror(e));
     }
     s->listen_fd = fd;
+    if (!stat(path, &st)) {
+        s->sock_dev = st.st_dev;
+        s->sock_ino = st.st_ino;
+    }
     return GOS_OK;
+}
+
+/* Unlinks the socket at exit only while the path is still this daemon's own
+ * (not a file someone put there since). */
+static void unlink_socket(const struct srv *s)
+{
+    struct stat st;
+    if (!lstat(s->cfg.socket, &st) && S_ISSOCK(st.st_mode) && st.st_dev == s->sock_dev && st.st_ino == s->sock_ino)
+        unlink(s->cfg.socket);
 }
 
 /* Refuses a connection at once with a connection-level error (a REPLY of
@@ -420,6 +442,7 @@ int srv_run(struct srv *s, const char *force_sim)
     gos_cond_init(&s->idle);
     pthread_mutex_init(&s->lock, NULL);
     s->uid = getuid();
+    srv_oom_policy();
     srv_shm_init(s);
     srv_exec_prepare(); /* failing here is reported by the first spawn */
     s->listen_fd = -1;
@@ -562,7 +585,7 @@ fail:
     s->leaked = leftover != 0;
     if (s->listen_fd >= 0) {
         close(s->listen_fd);
-        unlink(s->cfg.socket);
+        unlink_socket(s);
     }
     if (!leftover) {
         char keep[512];

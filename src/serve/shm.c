@@ -53,12 +53,18 @@ void srv_shm_init(struct srv *s)
     gos_shm_init(&s->shm, GOS_SHM_SLOTS, 0, 0);
     s->shm.destroy = seg_destroy;
     s->shm.ctx = s;
+    srv_shm_limits(s);
+}
+
+void srv_shm_limits(struct srv *s)
+{
+    gos_shm_limits(&s->shm, s->cfg.shm_segments_per_vgpu, s->cfg.shm_segments_per_user, s->cfg.shm_bytes_per_user);
 }
 
 void srv_shm_fini(struct srv *s) { gos_shm_clear(&s->shm); }
 
-/* The caller's credentials: uid, gid and pid from SO_PEERCRED, supplementary
- * groups from /proc/<pid>/status (none if it cannot be read). */
+/* The caller's credentials: uid, gid, pid and supplementary groups as the
+ * kernel reported them for the socket (issue 23.2). */
 static void cred_of(struct srv_client *c, gos_shm_cred *cr)
 {
     memset(cr, 0, sizeof *cr);
@@ -67,24 +73,7 @@ static void cred_of(struct srv_client *c, gos_shm_cred *cr)
     cr->pid = c->pid;
     cr->admin = c->uid == 0;
     cr->vgpu = c->vgpu;
-    char path[64], line[1024];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)c->pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return;
-    while (fgets(line, sizeof line, f))
-        if (!strncmp(line, "Groups:", 7)) {
-            char *p = line + 7, *e;
-            for (;;) {
-                unsigned long g = strtoul(p, &e, 10);
-                if (e == p || cr->n_groups == GOS_SHM_MAX_GROUPS)
-                    break;
-                cr->groups[cr->n_groups++] = (gid_t)g;
-                p = e;
-            }
-            break;
-        }
-    fclose(f);
+    cr->n_groups = srv_peer_groups(c->fd, c->pid, cr->groups, GOS_SHM_MAX_GROUPS);
 }
 
 int srv_shm_get(struct srv_client *c, const struct gos_msg_shm_get *m, struct gos_rep_shm_get *r)
@@ -282,6 +271,40 @@ int srv_shm_ctl(struct srv_client *c, const struct gos_msg_shm_ctl *m, struct go
         return gos_shm_remove(&s->shm, &cr, m->id);
     }
     }
+}
+
+int srv_shm_rm(struct srv_client *c, const struct gos_msg_admin_shm_rm *m, uint32_t *removed)
+{
+    struct srv *s = c->srv;
+    *removed = 0;
+    /* ipcrm for the operator (issue 23.4): root or the daemon's owner, whose
+     * connection needs no HELLO and no vGPU */
+    if (c->uid != 0 && c->uid != s->uid)
+        return gos_fail(GOS_EPERM, "only root or the daemon's owner (uid %u) may remove any segment "
+                                   "(owners remove their own with gpuos_shm_ctl RMID)", (unsigned)s->uid);
+    int v = m->by == GOS_SHM_RM_VGPU ? srv_vgpu_find(s, m->vgpu) : -1;
+    if (m->by == GOS_SHM_RM_VGPU && v < 0)
+        return gos_fail(GOS_EINVAL, "no vGPU named \"%s\"", m->vgpu);
+    gos_shm_cred cr = {.uid = c->uid, .gid = c->gid, .pid = c->pid, .admin = 1, .vgpu = -1};
+    for (int i = 0; i < GOS_SHM_SLOTS; i++) {
+        gos_shm_slot *sl = &s->shm.slot[i];
+        if (!sl->used || sl->ds.removed || !sl->priv || ((struct srv_seg *)sl->priv)->fd < 0)
+            continue; /* free, already removed, or being created */
+        if ((m->by == GOS_SHM_RM_ID && sl->ds.id != m->value) || (m->by == GOS_SHM_RM_KEY && sl->ds.key != m->value) ||
+            (m->by == GOS_SHM_RM_VGPU && sl->ds.vgpu != v))
+            continue;
+        int id = sl->ds.id;
+        if (!gos_shm_remove(&s->shm, &cr, id))
+            (*removed)++;
+    }
+    if (!*removed && m->by == GOS_SHM_RM_VGPU)
+        return gos_fail(GOS_EINVAL, "vGPU %s holds no shared segment (removed ones excepted)", m->vgpu);
+    if (!*removed)
+        return gos_fail(GOS_EINVAL, m->by == GOS_SHM_RM_ID ? "no shared segment with id %d" : "no shared segment with key 0x%x",
+                        m->value);
+    gos_log(LOG_NOTICE, "shm rm by uid %u: %u segment%s marked removed", (unsigned)c->uid, (unsigned)*removed,
+            *removed == 1 ? "" : "s");
+    return GOS_OK;
 }
 
 size_t srv_shm_list(struct srv_client *c, unsigned char *out)

@@ -23,6 +23,17 @@
  * objects and gives their pool ranges back. A client that dies drops its objects
  * the same way; objects in transition are dropped when the step reports.
  *
+ * Host memory (issue 23.3): the pool's memfd is sparse, host memory is taken as
+ * evictions first touch a range of it, so an eviction that would grow the touched
+ * part asks the host first (hostmem.c: MemAvailable and every memory cgroup above
+ * the daemon, less a reserve for the daemon and executors). When the host cannot
+ * give it, that eviction and the rest of its plan are not carried out: the
+ * victims stay resident, the request that needed the room fails with
+ * GPUOS_ENOMEM saying so, and no tenant's bytes are lost. Evictions for a new
+ * allocation also leave room for the largest object's restore (which needs its
+ * victims evicted before its own range comes free), so what was swapped out
+ * can always come back.
+ *
  * All functions run with srv->lock held and drop it around executor calls.
  * Process: the daemon (gpuos serve). */
 #include "serve/serve.h"
@@ -50,6 +61,7 @@ struct srv_swobj {
 struct srv_swpool {
     int fd;                /* memfd of pool.bytes */
     gos_swap_pool pool;
+    uint64_t touched;      /* the pool's prefix that evictions have written (host memory taken) */
 };
 
 /* Gives o's pool range back (if it holds one). */
@@ -90,6 +102,13 @@ int srv_swap_init(struct srv *s, struct srv_dev *d, const struct gos_serve_devcf
     if (d->swp->fd < 0 || ftruncate(d->swp->fd, (off_t)d->swp->pool.bytes))
         return gos_fail(GOS_ENOMEM, "device %s: a host swap pool of %llu MB: %s", cfg->label,
                         (unsigned long long)(d->swp->pool.bytes >> 20), strerror(errno));
+    uint64_t lim, room = srv_host_room(&lim), keep = srv_host_reserve(lim);
+    if (d->swp->pool.bytes > (room > keep ? room - keep : 0))
+        gos_log(LOG_WARNING, "device %s: swap = %llu MB, but this host can give %llu MB now (%s%llu MB kept for the "
+                             "daemon and executors): evictions past that are refused with an error",
+                cfg->label, (unsigned long long)(d->swp->pool.bytes >> 20),
+                (unsigned long long)((room > keep ? room - keep : 0) >> 20),
+                lim != UINT64_MAX ? "inside a memory cgroup limit; " : "", (unsigned long long)(keep >> 20));
     return GOS_OK;
 }
 
@@ -152,15 +171,34 @@ static int wait_turn(struct srv *s, struct srv_client *c, int *waited_us)
 
 static double ms_since(uint64_t t0) { return (double)(gos_now_ns() - t0) * 1e-6; }
 
-/* One eviction or restore (lock held, dropped for the executor's work). */
-static void step(struct srv *s, struct srv_dev *d, int evict, uint64_t id)
+/* Whether the host can give the bytes an eviction into [off, off + bytes) of
+ * the pool would newly touch: GOS_OK, or GOS_ENOMEM saying why. */
+static int host_can_take(struct srv *s, struct srv_dev *d, int vgpu, uint64_t off, uint64_t bytes, uint64_t margin)
+{
+    if (off + bytes <= d->swp->touched)
+        return GOS_OK; /* pages the pool holds already */
+    uint64_t more = off + bytes - d->swp->touched, lim, room = srv_host_room(&lim),
+             keep = srv_host_reserve(lim) + margin;
+    if (room >= keep && more <= room - keep)
+        return GOS_OK;
+    return gos_fail(GOS_ENOMEM, "swap: host memory is short: evicting %llu MB of vGPU %s needs %llu MB more of it, "
+                                "the host can give %llu MB (%s%llu MB kept for the daemon, executors and restores); refused, "
+                                "nothing evicted or lost", (unsigned long long)(bytes >> 20), s->vgpus[vgpu].cfg.name,
+                    (unsigned long long)(more >> 20), (unsigned long long)(room > keep ? (room - keep) >> 20 : 0),
+                    lim != UINT64_MAX ? "memory cgroup limit; " : "", (unsigned long long)(keep >> 20));
+}
+
+/* One eviction or restore (lock held, dropped for the executor's work).
+ * GOS_ENOMEM (with the message) only when the host could not give an
+ * eviction its memory and margin more: the caller stops the plan there. */
+static int step(struct srv *s, struct srv_dev *d, int evict, uint64_t id, uint64_t margin)
 {
     gos_swap_obj *o = gos_swap_find(d->sw, id);
     struct srv_swobj *p = o ? o->priv : NULL;
     if (!o || !p || !p->c || !p->c->x) {
         if (o)
             evict ? gos_swap_evicted(d->sw, id, 0) : gos_swap_restored(d->sw, id, 0);
-        return;
+        return GOS_OK;
     }
     struct srv_client *owner = p->c;
     struct srv_exec *x = owner->x;
@@ -171,7 +209,13 @@ static void step(struct srv *s, struct srv_dev *d, int evict, uint64_t id)
         if ((rc = gos_swap_pool_get(&d->swp->pool, o->bytes, &m.off))) {
             gos_log(LOG_WARNING, "swap: vGPU %s: %s", s->vgpus[vgpu].cfg.name, gos_last_error());
             gos_swap_evicted(d->sw, id, 0);
-            return;
+            return GOS_OK;
+        }
+        if ((rc = host_can_take(s, d, vgpu, m.off, o->bytes, margin))) {
+            gos_swap_pool_put(&d->swp->pool, m.off, o->bytes);
+            gos_log(LOG_WARNING, "%s", gos_last_error());
+            gos_swap_evicted(d->sw, id, 0);
+            return rc;
         }
         p->off = m.off;
         p->bytes = o->bytes;
@@ -203,15 +247,32 @@ static void step(struct srv *s, struct srv_dev *d, int evict, uint64_t id)
     }
     if (dropped)
         obj_free(d, p);
+    if (evict && !rc && m.off + bytes > d->swp->touched)
+        d->swp->touched = m.off + bytes;
     srv_client_unref(owner);
+    return GOS_OK;
 }
 
-static void run_plan(struct srv *s, struct srv_dev *d, const gos_swap_plan *pl)
+/* Carries a plan out; when the host refuses an eviction the remaining steps
+ * are reported undone (victims stay resident, restores stay swapped) and its
+ * GOS_ENOMEM returned. */
+static int run_plan(struct srv *s, struct srv_dev *d, const gos_swap_plan *pl, uint64_t margin)
 {
+    int rc = GOS_OK;
     gos_swap_begin(d->sw, pl);
-    for (int i = 0; i < pl->n_steps; i++)
-        step(s, d, pl->step[i].evict, pl->step[i].id);
+    for (int i = 0; i < pl->n_steps; i++) {
+        if (rc) {
+            uint64_t id = pl->step[i].id;
+            gos_swap_obj *o = gos_swap_find(d->sw, id);
+            struct srv_swobj *p = o ? o->priv : NULL;
+            if (o && (pl->step[i].evict ? gos_swap_evicted(d->sw, id, 0) : gos_swap_restored(d->sw, id, 0)))
+                obj_free(d, p); /* its owner died meanwhile */
+            continue;
+        }
+        rc = step(s, d, pl->step[i].evict, pl->step[i].id, margin);
+    }
     gos_swap_end(d->sw, pl);
+    return rc;
 }
 
 int srv_swap_alloc(struct srv_client *c, uint64_t bytes, uint64_t *dptr)
@@ -235,8 +296,17 @@ int srv_swap_alloc(struct srv_client *c, uint64_t bytes, uint64_t *dptr)
         free(pl);
         return rc;
     }
-    run_plan(s, d, pl);
+    /* room kept for a restore of the largest object, this one included */
+    uint64_t largest = sz;
+    for (int i = 0; i < d->sw->n; i++)
+        if (d->sw->obj[i].bytes > largest)
+            largest = d->sw->obj[i].bytes;
+    rc = run_plan(s, d, pl, largest);
     free(pl);
+    if (rc) {
+        gos_swap_cancel_alloc(d->sw, sz);
+        return rc;
+    }
     struct srv_swobj *p = calloc(1, sizeof *p);
     if (!p) {
         gos_swap_cancel_alloc(d->sw, sz);
@@ -313,7 +383,7 @@ int srv_swap_need(struct srv_client *c, const struct gos_msg_hdr *h, const void 
             break;
     }
     if (!rc && pl->n_steps)
-        run_plan(s, d, pl);
+        rc = run_plan(s, d, pl, 0);
     free(pl);
     return rc;
 }

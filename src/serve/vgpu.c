@@ -7,6 +7,7 @@
 
 #include "common/status.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,7 +232,33 @@ int srv_check_oversubscription(struct srv *s, const char *when)
     return warnings;
 }
 
-int srv_vgpu_access(struct srv *s, int v, int fd, uid_t uid, gid_t gid)
+int srv_peer_groups(int fd, pid_t pid, gid_t *out, int cap)
+{
+    socklen_t len = (socklen_t)((size_t)cap * sizeof(gid_t));
+    /* The peer's supplementary groups as the kernel recorded them at connect()
+     * (Linux 4.13+); never from anything the client says (issue 23.2). */
+    if (!getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, out, &len))
+        return (int)(len / sizeof(gid_t));
+    if (errno != ENOPROTOOPT)
+        return 0; /* ERANGE (more than cap) or another error: no groups, fail closed */
+    /* Older kernels: the status of the pid SO_PEERCRED reported. */
+    char path[64], line[4096];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = pid > 0 ? fopen(path, "r") : NULL;
+    int n = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "Groups:", 7)) {
+            char *p = line + 7, *e;
+            for (unsigned long g; n < cap && (g = strtoul(p, &e, 10), e != p); p = e)
+                out[n++] = (gid_t)g;
+            break;
+        }
+    if (f)
+        fclose(f);
+    return n;
+}
+
+int srv_vgpu_access(struct srv *s, int v, int fd, pid_t pid, uid_t uid, gid_t gid)
 {
     const struct gos_serve_vgpucfg *g = &s->vgpus[v].cfg;
     if (!g->n_users && !g->n_groups)
@@ -240,12 +267,8 @@ int srv_vgpu_access(struct srv *s, int v, int fd, uid_t uid, gid_t gid)
         if (g->users[i] == uid)
             return GOS_OK;
     if (g->n_groups) {
-        gid_t groups[256];
-        socklen_t len = sizeof groups;
-        int n = 0;
-        /* The peer's supplementary groups as of connect() (Linux 4.13+). */
-        if (!getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len))
-            n = (int)(len / sizeof(gid_t));
+        gid_t groups[GOS_SHM_MAX_GROUPS];
+        int n = srv_peer_groups(fd, pid, groups, GOS_SHM_MAX_GROUPS);
         for (int i = 0; i < g->n_groups; i++) {
             if (g->groups[i] == gid)
                 return GOS_OK;

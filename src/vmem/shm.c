@@ -21,6 +21,14 @@ void gos_shm_init(gos_shm_table *t, int max_segments, uint64_t max_bytes, uint64
     t->max_segments = max_segments > 0 && max_segments <= GOS_SHM_SLOTS ? max_segments : GOS_SHM_SLOTS;
     t->max_bytes = max_bytes ? max_bytes : UINT64_MAX;
     t->max_total = max_total ? max_total : UINT64_MAX;
+    gos_shm_limits(t, 0, 0, 0);
+}
+
+void gos_shm_limits(gos_shm_table *t, int per_vgpu, int per_user, uint64_t bytes_per_user)
+{
+    t->max_per_vgpu = per_vgpu > 0 ? per_vgpu : GOS_SHM_SLOTS;
+    t->max_per_user = per_user > 0 ? per_user : GOS_SHM_SLOTS;
+    t->max_bytes_per_user = bytes_per_user ? bytes_per_user : UINT64_MAX;
 }
 
 gos_shm_slot *gos_shm_lookup(gos_shm_table *t, int id)
@@ -109,11 +117,36 @@ int gos_shm_get(gos_shm_table *t, const gos_shm_cred *c, int32_t key, uint64_t b
         return gos_fail(GOS_ELIMIT, "shared segments: %llu bytes more would pass the limit of %llu",
                         (unsigned long long)bytes, (unsigned long long)t->max_total);
     }
-    int n = 0, free_slot = -1;
+    int n = 0, free_slot = -1, of_vgpu = 0, of_user = 0;
+    uint64_t user_bytes = 0;
     for (int i = 0; i < GOS_SHM_SLOTS; i++) {
-        n += t->slot[i].used;
-        if (!t->slot[i].used && free_slot < 0)
+        const gos_shm_slot *s = &t->slot[i];
+        n += s->used;
+        if (!s->used && free_slot < 0)
             free_slot = i;
+        if (s->used && s->ds.vgpu == c->vgpu)
+            of_vgpu++;
+        if (s->used && s->ds.cuid == c->uid) {
+            of_user++;
+            user_bytes += s->ds.bytes;
+        }
+    }
+    /* one tenant cannot take the table from the others (issue 23.4) */
+    if (of_vgpu >= t->max_per_vgpu) {
+        t->err = ENOSPC;
+        return gos_fail(GOS_ELIMIT, "shared segments: this vGPU holds %d, its limit (shm_segments_per_vgpu; removed "
+                                    "ones count until their last detach)", of_vgpu);
+    }
+    if (of_user >= t->max_per_user) {
+        t->err = ENOSPC;
+        return gos_fail(GOS_ELIMIT, "shared segments: uid %u created %d, its limit (shm_segments_per_user)",
+                        (unsigned)c->uid, of_user);
+    }
+    if (bytes > t->max_bytes_per_user - (user_bytes < t->max_bytes_per_user ? user_bytes : t->max_bytes_per_user)) {
+        t->err = ENOSPC;
+        return gos_fail(GOS_ELIMIT, "shared segments: uid %u holds %llu bytes, %llu more would pass its limit of %llu "
+                                    "(shm_bytes_per_user)", (unsigned)c->uid, (unsigned long long)user_bytes,
+                        (unsigned long long)bytes, (unsigned long long)t->max_bytes_per_user);
     }
     if (n >= t->max_segments || free_slot < 0) {
         t->err = ENOSPC;

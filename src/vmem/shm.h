@@ -35,9 +35,9 @@
 #define GOS_SHM_EXCL 02000      /* with CREAT: fail if the key exists (IPC_EXCL) */
 #define GOS_SHM_MODE 0777       /* permission bits in flags */
 #define GOS_SHM_RDONLY 010000   /* attach flag, as SHM_RDONLY */
-#define GOS_SHM_MAX_GROUPS 32
+#define GOS_SHM_MAX_GROUPS 256 /* supplementary groups looked at */
 
-/* Who asks: from SO_PEERCRED and /proc/<pid>/status (Groups). */
+/* Who asks: from SO_PEERCRED and SO_PEERGROUPS (the kernel's, never the client's word). */
 typedef struct {
     uid_t uid;
     gid_t gid;
@@ -76,6 +76,11 @@ typedef struct {
     uint64_t max_bytes;    /* one segment, at most (SHMMAX) */
     uint64_t max_total;    /* all segments (SHMALL, bytes) */
     uint64_t total;        /* bytes of all live segments */
+    /* issue 23.4, as SHMMNI and SHMALL per tenant: live segments (removed ones
+     * still attached included) one vGPU and one creator uid may hold, and the
+     * bytes one creator uid may hold (0: no limit but the memory shares) */
+    int max_per_vgpu, max_per_user;
+    uint64_t max_bytes_per_user;
     int err;               /* SysV errno of the last failure */
     /* Called when a segment is destroyed (removed and detached), before its
      * slot is freed, so the daemon releases its memory and uncharges it. */
@@ -84,6 +89,8 @@ typedef struct {
 } gos_shm_table;
 
 void gos_shm_init(gos_shm_table *t, int max_segments, uint64_t max_bytes, uint64_t max_total);
+/* The per-tenant limits (see gos_shm_table); 0 leaves one unlimited. */
+void gos_shm_limits(gos_shm_table *t, int per_vgpu, int per_user, uint64_t bytes_per_user);
 /* shmget: the id of key's segment, creating it with CREAT (owner and creator:
  * the caller, mode flags & 0777, charged to c->vgpu); *created = 1 when it is
  * new (the daemon then allocates its memory, or calls gos_shm_forget on

@@ -1,0 +1,77 @@
+"""slowloris.py PORT: holds slow HTTP connections to 127.0.0.1:PORT (tests/t_hostile2.sh,
+issue 23.7) while scraping /metrics, and prints one line of results:
+
+  held=H refused=R idle_dropped=0|1 scrapes=OK/N
+
+Ten connections from each of 127.0.0.2 .. 127.0.0.9 (80 in all, loopback only)
+send a partial request line and then one byte a second, so that an inactivity
+timeout alone never drops them; one more from 127.0.0.10 sends nothing. After a
+second of that, nine scrapes from 127.0.0.1 (3 s timeout each) must be answered.
+'held': slow connections still open at the end (the server closed the others:
+'refused'); 'idle_dropped': the silent one was closed by the server within 8 s.
+Every wait is bounded (about 12 s in all)."""
+import socket
+import sys
+import time
+import urllib.request
+
+port = int(sys.argv[1])
+slow = []
+for a in range(2, 10):
+    for _ in range(10):
+        s = socket.socket()
+        s.bind(("127.0.0.%d" % a, 0))
+        s.settimeout(2)
+        try:
+            s.connect(("127.0.0.1", port))
+            s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+            slow.append(s)
+        except OSError:
+            s.close()
+idle = socket.socket()
+idle.bind(("127.0.0.10", 0))
+idle.settimeout(2)
+idle.connect(("127.0.0.1", port))
+
+
+def alive(s):
+    """Still open: a byte goes out and nothing (no EOF) comes back."""
+    try:
+        s.sendall(b"X")
+    except OSError:
+        return False
+    s.setblocking(False)
+    try:
+        s.recv(1)
+        return False  # EOF, or the server answered: no longer held
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        s.setblocking(True)
+        s.settimeout(2)
+
+
+t0 = time.time()
+ok = n = 0
+while time.time() - t0 < 10:
+    slow = [s for s in slow if alive(s) or s.close()]
+    if time.time() - t0 > 1 and n < 9:
+        n += 1
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=3) as r:
+                ok += r.status == 200 and b"gpuos_clients" in r.read()
+        except OSError:
+            pass
+    time.sleep(0.5)
+time.sleep(max(0, 8 - (time.time() - t0)))
+idle.setblocking(False)
+try:
+    dropped = idle.recv(1) == b""
+except BlockingIOError:
+    dropped = False
+except OSError:
+    dropped = True
+held = len([s for s in slow if alive(s)])
+print("held=%d refused=%d idle_dropped=%d scrapes=%d/%d" % (held, 80 - held, int(dropped), ok, n))
