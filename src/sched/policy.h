@@ -62,6 +62,10 @@ typedef struct gos_sched_policy {
                      uint64_t gpu_ns, uint64_t now);
     /* v is being removed (drop references to it). May be NULL. */
     void (*forget)(gos_sched *s, gos_vgpu *v);
+    /* v used gpu_ns of res outside a task's completion (gos_sched_charge: a
+     * running ring grant's time as it goes, issue 22). The core has already
+     * accounted the time. May be NULL. */
+    void (*charge)(gos_sched *s, gos_vgpu *v, int res, uint64_t gpu_ns, uint64_t now);
 } gos_sched_policy;
 
 extern const gos_sched_policy gos_sched_policy_fifo;
@@ -127,6 +131,7 @@ double gos_sched_util(const gos_sched *s, const gos_vgpu *v, int res, uint64_t n
  * Inactive vGPUs keep no positive credit (no banking: credits are not over-granted). */
 void gos_sched_credit_replenish(gos_sched *s, int res, uint64_t period_used);
 /* Debit measured GPU time. */
+void gos_sched_credit_charge(gos_sched *s, gos_vgpu *v, int res, uint64_t gpu_ns, uint64_t now);
 void gos_sched_credit_complete(gos_sched *s, gos_vgpu *v, int res, const gos_sched_task *t,
                                uint64_t gpu_ns, uint64_t now);
 

@@ -158,5 +158,6 @@ const gos_sched_policy gos_sched_policy_band = {
     .select_next = band_select_next,
     .replenish = gos_sched_credit_replenish,
     .complete = band_complete,
+    .charge = gos_sched_credit_charge,
     .forget = band_forget,
 };

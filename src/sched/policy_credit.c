@@ -51,6 +51,11 @@ void gos_sched_credit_complete(gos_sched *s, gos_vgpu *v, int res, const gos_sch
         v->res[res].credit -= (int64_t)gpu_ns;
 }
 
+void gos_sched_credit_charge(gos_sched *s, gos_vgpu *v, int res, uint64_t gpu_ns, uint64_t now)
+{
+    v->res[res].credit -= (int64_t)gpu_ns;
+}
+
 static gos_vgpu *credit_select_next(gos_sched *s, int res, uint64_t now, uint64_t *wake)
 {
     gos_vgpu *best = NULL;
@@ -78,4 +83,5 @@ const gos_sched_policy gos_sched_policy_credit = {
     .select_next = credit_select_next,
     .replenish = gos_sched_credit_replenish,
     .complete = gos_sched_credit_complete,
+    .charge = gos_sched_credit_charge,
 };

@@ -529,6 +529,8 @@ int gos_sched_charge(gos_sched *s, uint32_t vgpu, int kind, uint64_t gpu_ns, uin
     v->kind_done[kind] += n;
     uint64_t a = gpu_ns > s->now ? 0 : s->now - gpu_ns;
     window_add(s, &v->win[kind], a, s->now);
+    if (engine >= 0 && engine < s->nres && s->policy->charge)
+        s->policy->charge(s, v, engine, gpu_ns, s->now);
     return GOS_OK;
 }
 

@@ -204,7 +204,8 @@ gos_sched_task *gos_sched_next(gos_sched *s, int engine, uint64_t now_ns, uint64
 int gos_sched_done(gos_sched *s, gos_sched_task *t, uint64_t gpu_ns, uint64_t now_ns);
 
 /* Accounts gpu_ns of GPU time (n requests) of kind to vGPU vgpu at now_ns without
- * a task: work the scheduler granted in bulk (the fast path's rings, issue 9.4).
+ * a task's completion: a ring grant's time while it runs (issue 22), debited
+ * from the vGPU's credit too (Credit, BAND), as a completion's is.
  * GOS_EINVAL: unknown vGPU or kind. */
 int gos_sched_charge(gos_sched *s, uint32_t vgpu, int kind, uint64_t gpu_ns, uint64_t n, uint64_t now_ns);
 

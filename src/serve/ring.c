@@ -252,6 +252,8 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
     }
     uint64_t now = gos_now_ns(), b = atomic_load(&g->busy_ns);
     *gpu_ns = segment_cost(d, t, now, b); /* the rest, charged with the task */
+    if (!*gpu_ns)
+        *gpu_ns = 1; /* (0 would have the scheduler charge the task's whole wall time) */
     *busy_ns = b > busy_start ? b - busy_start : 0;
     t->wall_ns = now - start;
     return rc;
