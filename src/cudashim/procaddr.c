@@ -4,9 +4,10 @@
  * driver's entry points by base name ("cuMemAlloc") and gets the versioned
  * symbol cuda.h maps that name to (cuMemAlloc_v2), or its per-thread default
  * stream variant (cuMemcpyHtoD_v2_ptds). The table is generated from the cuda.h
- * at hand (tools/gen_cudashim_names.sh); every symbol in it is either
- * implemented in libcuda.c or a generated stub that names itself and returns
- * CUDA_ERROR_NOT_SUPPORTED (tools/gen_cudashim_stubs.sh). No cuda.h here: the
+ * at hand (tools/gen_cudashim_names.sh); every symbol in it is implemented
+ * in one of the files driver.h lists, an alias (aliases.txt) or a generated
+ * stub that names itself and returns CUDA_ERROR_NOT_SUPPORTED
+ * (tools/gen_cudashim_stubs.sh). No cuda.h here: the
  * entries are plain addresses. */
 #include "cudashim/shim.h"
 

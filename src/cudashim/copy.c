@@ -1,0 +1,203 @@
+/* copy.c: copies and memset of gpuos's libcuda.so.1 (in the CUDA program's
+ * process). Every stream is the client's one queue: an asynchronous copy is
+ * queued in order, a synchronous one waits for its own completion. Unified
+ * pointers are classified by the library's allocation tables (memory.c). */
+#include "cudashim/driver.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static CUresult htod(CUdeviceptr dst, const void *src, size_t n, int async)
+{
+    NEED_CTX();
+    if (!n)
+        return CUDA_SUCCESS;
+    if (!src || !dst)
+        return CUDA_ERROR_INVALID_VALUE;
+    int rc = async ? queued_one(gpuos_memcpy_htod_async(S.g, dst, src, n)) : gpuos_memcpy_htod(S.g, dst, src, n);
+    return map_rc(rc, "cuMemcpyHtoD");
+}
+static CUresult dtoh(void *dst, CUdeviceptr src, size_t n, int async)
+{
+    NEED_CTX();
+    if (!n)
+        return CUDA_SUCCESS;
+    if (!src || !dst)
+        return CUDA_ERROR_INVALID_VALUE;
+    int rc = async ? queued_one(gpuos_memcpy_dtoh_async(S.g, dst, src, n)) : gpuos_memcpy_dtoh(S.g, dst, src, n);
+    return map_rc(rc, "cuMemcpyDtoH");
+}
+static CUresult dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, int async)
+{
+    NEED_CTX();
+    if (!n)
+        return CUDA_SUCCESS;
+    if (!src || !dst)
+        return CUDA_ERROR_INVALID_VALUE;
+    int rc = async ? queued_one(gpuos_memcpy_dtod_async(S.g, dst, src, n)) : gpuos_memcpy_dtod(S.g, dst, src, n);
+    return map_rc(rc, "cuMemcpyDtoD");
+}
+static CUresult htoh(void *dst, const void *src, size_t n)
+{
+    NEED_CTX();
+    shim_sync(); /* stream order: earlier copies into src first */
+    memmove(dst, src, n);
+    return CUDA_SUCCESS;
+}
+
+/* Unified addressing: which side each pointer is on, from the allocations. */
+static CUresult copy_any(CUdeviceptr dst, CUdeviceptr src, size_t n, int async)
+{
+    int dd = ranges_find(dst, NULL), sd = ranges_find(src, NULL);
+    if (dd && sd)
+        return dtod(dst, src, n, async);
+    if (dd)
+        return htod(dst, (const void *)(uintptr_t)src, n, async);
+    if (sd)
+        return dtoh((void *)(uintptr_t)dst, src, n, async);
+    return htoh((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+}
+
+E CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *s, size_t n) { return htod(d, s, n, 0); }
+E CUresult cuMemcpyDtoH_v2(void *d, CUdeviceptr s, size_t n) { return dtoh(d, s, n, 0); }
+E CUresult cuMemcpyDtoD_v2(CUdeviceptr d, CUdeviceptr s, size_t n) { return dtod(d, s, n, 0); }
+E CUresult cuMemcpy(CUdeviceptr d, CUdeviceptr s, size_t n) { return copy_any(d, s, n, 0); }
+
+E CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, CUstream st)
+{
+    return stream_ok(st) ? htod(d, s, n, 1) : CUDA_ERROR_INVALID_HANDLE;
+}
+E CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, CUstream st)
+{
+    return stream_ok(st) ? dtoh(d, s, n, 1) : CUDA_ERROR_INVALID_HANDLE;
+}
+E CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st)
+{
+    return stream_ok(st) ? dtod(d, s, n, 1) : CUDA_ERROR_INVALID_HANDLE;
+}
+E CUresult cuMemcpyAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st)
+{
+    return stream_ok(st) ? copy_any(d, s, n, 1) : CUDA_ERROR_INVALID_HANDLE;
+}
+
+/* 2D copies: one copy when both sides are contiguous rows, else row by row (in
+ * queue order; arrays are not supported). Unified pointers are classified by the
+ * allocation table. */
+static CUresult copy2d(const CUDA_MEMCPY2D *c, int async)
+{
+    if (!c)
+        return CUDA_ERROR_INVALID_VALUE;
+    NEED_CTX();
+    CUmemorytype st = c->srcMemoryType, dt = c->dstMemoryType;
+    if (st == CU_MEMORYTYPE_ARRAY || dt == CU_MEMORYTYPE_ARRAY)
+        return shim_unsupported("cuMemcpy2D (CUDA arrays)");
+    uint64_t sp = st == CU_MEMORYTYPE_HOST ? (uint64_t)(uintptr_t)c->srcHost : c->srcDevice;
+    uint64_t dp = dt == CU_MEMORYTYPE_HOST ? (uint64_t)(uintptr_t)c->dstHost : c->dstDevice;
+    if (st == CU_MEMORYTYPE_UNIFIED)
+        st = ranges_find(sp, NULL) ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+    if (dt == CU_MEMORYTYPE_UNIFIED)
+        dt = ranges_find(dp, NULL) ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+    size_t spitch = c->srcPitch ? c->srcPitch : c->WidthInBytes, dpitch = c->dstPitch ? c->dstPitch : c->WidthInBytes;
+    if (spitch < c->WidthInBytes || dpitch < c->WidthInBytes || !sp || !dp)
+        return CUDA_ERROR_INVALID_VALUE;
+    sp += c->srcY * spitch + c->srcXInBytes;
+    dp += c->dstY * dpitch + c->dstXInBytes;
+    size_t rows = c->Height, w = c->WidthInBytes;
+    if (spitch == w && dpitch == w) {
+        w *= rows;
+        rows = 1;
+    }
+    CUresult r = CUDA_SUCCESS;
+    for (size_t y = 0; y < rows && !r; y++) {
+        uint64_t s1 = sp + y * spitch, d1 = dp + y * dpitch;
+        if (st == CU_MEMORYTYPE_DEVICE && dt == CU_MEMORYTYPE_DEVICE)
+            r = dtod(d1, s1, w, async);
+        else if (dt == CU_MEMORYTYPE_DEVICE)
+            r = htod(d1, (const void *)(uintptr_t)s1, w, async);
+        else if (st == CU_MEMORYTYPE_DEVICE)
+            r = dtoh((void *)(uintptr_t)d1, s1, w, async);
+        else
+            r = htoh((void *)(uintptr_t)d1, (const void *)(uintptr_t)s1, w);
+    }
+    return r;
+}
+E CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *c) { return copy2d(c, 0); }
+E CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *c) { return copy2d(c, 0); }
+E CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *c, CUstream s)
+{
+    return stream_ok(s) ? copy2d(c, 1) : CUDA_ERROR_INVALID_HANDLE;
+}
+
+#define FILL_MIN (64u << 10) /* below this a host copy is as quick as a launch */
+
+/* Memset: the 4-byte-aligned middle by the built-in fill kernel on the device
+ * (asynchronous, in queue order), the rest (and everything when there is no
+ * fill kernel) as a pattern written on the host and copied. */
+static int host_pattern(CUdeviceptr d, unsigned v, size_t elem, size_t bytes, int async)
+{
+    size_t chunk = bytes < (8u << 20) ? bytes : (8u << 20);
+    unsigned char *b = malloc(chunk);
+    if (!b)
+        return GPUOS_ENOMEM;
+    for (size_t i = 0; i < chunk; i += elem)
+        memcpy(b + i, &v, elem); /* little-endian: the low bytes of v */
+    int rc = 0;
+    for (size_t off = 0; off < bytes && !rc; off += chunk) {
+        size_t n = bytes - off < chunk ? bytes - off : chunk;
+        rc = async ? queued_one(gpuos_memcpy_htod_async(S.g, d + off, b, n)) : gpuos_memcpy_htod(S.g, d + off, b, n);
+    }
+    free(b);
+    return rc;
+}
+
+static CUresult memset_n(CUdeviceptr d, unsigned v, size_t elem, size_t count, int async)
+{
+    NEED_CTX();
+    if (!count)
+        return CUDA_SUCCESS;
+    if (!d || (d % elem))
+        return CUDA_ERROR_INVALID_VALUE;
+    int rc = shim_ext_memset(S.g, d, v, (int)elem, count, async);
+    if (rc != GPUOS_EUNSUPPORTED)
+        return map_rc(rc, "cuMemset");
+    size_t bytes = elem * count;
+    uint64_t a = (d + 3) & ~(uint64_t)3, e = (d + bytes) & ~(uint64_t)3;
+    gpuos_function f = a < e && e - a >= FILL_MIN ? builtin_fn(BI_FILL) : 0;
+    if (!f)
+        return map_rc(host_pattern(d, v, elem, bytes, async), "cuMemset");
+    uint32_t word = elem == 1 ? (v & 0xffu) * 0x01010101u : elem == 2 ? (v & 0xffffu) * 0x00010001u : v;
+    rc = a > d ? host_pattern(d, v, elem, (size_t)(a - d), 1) : 0;
+    if (!rc) {
+        struct {
+            uint64_t p;
+            uint32_t value, pad;
+            uint64_t count;
+        } prm = {a, word, 0, (e - a) / 4};
+        uint64_t blocks = (prm.count + 255) / 256;
+        gpuos_launch_config c = {.grid = {(unsigned)(blocks < 1056 ? blocks : 1056), 1, 1}, .block = {256, 1, 1}};
+        rc = queued_one(gpuos_launch(S.g, f, &c, &prm, sizeof prm));
+    }
+    if (!rc && d + bytes > e)
+        rc = host_pattern(e, v, elem, (size_t)(d + bytes - e), 1);
+    if (!rc && !async)
+        rc = shim_sync();
+    return map_rc(rc, "cuMemset");
+}
+
+E CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) { return memset_n(d, v, 1, n, 0); }
+E CUresult cuMemsetD16_v2(CUdeviceptr d, unsigned short v, size_t n) { return memset_n(d, v, 2, n, 0); }
+E CUresult cuMemsetD32_v2(CUdeviceptr d, unsigned int v, size_t n) { return memset_n(d, v, 4, n, 0); }
+E CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s)
+{
+    return stream_ok(s) ? memset_n(d, v, 1, n, 1) : CUDA_ERROR_INVALID_HANDLE;
+}
+E CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, CUstream s)
+{
+    return stream_ok(s) ? memset_n(d, v, 2, n, 1) : CUDA_ERROR_INVALID_HANDLE;
+}
+E CUresult cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstream s)
+{
+    return stream_ok(s) ? memset_n(d, v, 4, n, 1) : CUDA_ERROR_INVALID_HANDLE;
+}
+

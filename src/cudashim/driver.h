@@ -1,0 +1,168 @@
+/* driver.h: what the Driver API files of gpuos's libcuda.so.1 share (runs in the
+ * CUDA program's process; docs/readme-cudashim.md).
+ *
+ * The entry points live in one file per concern:
+ *   init.c     diagnostics, the process's state, cuInit, the library's own
+ *              built-in kernels (fill, stamp)
+ *   device.c   devices and their attributes
+ *   context.c  contexts (emulated: every context is the process's one client)
+ *   memory.c   device and host allocations, pointer attributes, memory pools
+ *   vmm.c      virtual memory management (cuMemCreate, cuMemMap, ...)
+ *   copy.c     copies (1D, 2D, 3D without arrays), memset (1D, 2D)
+ *   module.c   modules, libraries, kernels, function attributes
+ *   launch.c   launches (cuLaunchKernel[Ex], the CUDA 4 execution control API),
+ *              occupancy
+ *   stream.c   streams, events, host functions, stream capture queries
+ *   entry.c    cuGetProcAddress, cuGetExportTable (exports.c), profiler
+ * Every entry point is written once, as a plain function under the symbol
+ * cuda.h maps its base name to; the other names of the same function (legacy
+ * unversioned names, _ptds / _ptsz per-thread-default-stream variants) are
+ * rows of aliases.txt, which the link turns into symbols at the same address.
+ * cuda.h is included for its types only; nothing here loads NVIDIA's driver. */
+#ifndef GOS_CUDASHIM_DRIVER_H
+#define GOS_CUDASHIM_DRIVER_H
+
+#include <cuda.h>
+/* The legacy (unversioned) entry points defined under their own names (their
+ * signatures differ from the versioned ones'): cuda.h maps the base names. */
+#undef cuGetProcAddress
+#undef cuStreamGetCaptureInfo
+
+
+#include "cudashim/daemon_ext.h"
+#include "cudashim/shim.h"
+#include "gpuos/gpuos.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <time.h>
+
+#define E SHIM_EXPORT
+#define DRIVER_VERSION 13000
+#define BUILTIN_ESCAPE "gpuos-builtin"
+#define GOS_PARAM_BUF 4096 /* gpuos_params, GOS_PARAM_MAX */
+
+enum { MAGIC_CTX = 0x63747831, MAGIC_MOD = 0x6d6f6431, MAGIC_FN = 0x666e6331, MAGIC_STREAM = 0x73747231,
+       MAGIC_EVENT = 0x65767431, MAGIC_POOL = 0x706f6f31, MAGIC_DEAD = 0xdeadbeef };
+
+struct CUctx_st {
+    uint32_t magic;
+    int primary, refs;
+    unsigned flags;
+};
+struct CUmod_st {
+    uint32_t magic;
+    gpuos_module h;
+    int builtin;
+    void *image;
+    size_t bytes;
+};
+struct CUfunc_st {
+    uint32_t magic;
+    gpuos_function h;
+    struct CUmod_st *mod;
+    char name[4096]; /* C++ mangled names (cuFuncGetName) */
+    struct shim_kinfo k;
+    char why[160];
+    int max_dyn_smem;
+    /* the CUDA 4 execution control API (launch.c): block shape, dynamic
+     * shared memory and the parameter buffer set before cuLaunch[Grid] */
+    int block[3];
+    unsigned shared;
+    unsigned char params[GOS_PARAM_BUF];
+    size_t param_size;
+};
+struct CUstream_st {
+    uint32_t magic;
+    unsigned flags;
+    int priority;
+};
+struct CUevent_st {
+    uint32_t magic;
+    unsigned flags;
+    int recorded; /* 1: host clock in t; 2: GPU timestamp in the pool's slot; 3: no timing (queued) */
+    int slot;     /* its 8 bytes in the event pool, -1 none */
+    struct timespec t;
+};
+
+struct range {
+    uint64_t p, n;
+};
+
+/* The process's state (init.c). */
+struct shim_state {
+    pthread_mutex_t m;
+    int inited;
+    CUresult init_rc;
+    gpuos_vgpu *g;
+    gpuos_device_facts dev;
+    uint64_t quota;
+    int cc;
+    struct CUctx_st primary;
+    struct range *allocs;
+    int n_allocs, cap_allocs;
+    struct range hosts[64];
+    unsigned host_flags[64];
+    int n_hosts;
+};
+extern struct shim_state S;
+extern __thread struct CUctx_st *cur_ctx;
+
+/* A libgpuos status as a CUresult; `what` names the call in the trace. */
+CUresult map_rc(int rc, const char *what);
+/* Wait for the client's queue (every stream); queued_one counts an
+ * asynchronous request and waits every QUEUE_MAX of them (init.c). */
+int shim_sync(void);
+int queued_one(int rc);
+
+/* Every call after cuInit: the client, or the error cuInit ended with. */
+#define NEED_INIT()                                                                                                    \
+    do {                                                                                                               \
+        if (!S.inited)                                                                                                 \
+            return CUDA_ERROR_NOT_INITIALIZED;                                                                         \
+        if (S.init_rc)                                                                                                 \
+            return S.init_rc;                                                                                          \
+    } while (0)
+#define CHECK_DEV(d)                                                                                                   \
+    do {                                                                                                               \
+        NEED_INIT();                                                                                                   \
+        if ((d) != 0)                                                                                                  \
+            return CUDA_ERROR_INVALID_DEVICE;                                                                          \
+    } while (0)
+#define NEED_CTX()                                                                                                     \
+    do {                                                                                                               \
+        NEED_INIT();                                                                                                   \
+        if (!cur_ctx)                                                                                                  \
+            return CUDA_ERROR_INVALID_CONTEXT;                                                                         \
+    } while (0)
+
+int ctx_ok(CUcontext c);                          /* context.c */
+int stream_ok(CUstream s);                        /* stream.c: NULL, the two special streams, or ours */
+int mod_ok(const struct CUmod_st *m);             /* module.c */
+int func_ok(const struct CUfunc_st *f);           /* module.c */
+void ranges_add(uint64_t p, uint64_t n);          /* memory.c: the device allocations */
+int ranges_find(uint64_t p, struct range *out);   /* the allocation holding p; 0 if none */
+int ranges_del(uint64_t p);
+int host_find(const void *p, struct range *out);  /* memory.c: host memory shared with the daemon */
+
+/* The daemon's built-in kernels the library uses itself (init.c). */
+enum { BI_FILL, BI_STAMP, BI_N };
+gpuos_function builtin_fn(int which);
+
+/* copy.c: one copy in queue order (async: not waited for). */
+CUresult shim_htod(CUdeviceptr dst, const void *src, size_t n, int async);
+CUresult shim_dtoh(void *dst, CUdeviceptr src, size_t n, int async);
+CUresult shim_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, int async);
+
+/* launch.c: a launch with the kernel's parameter layout (params) or a packed
+ * buffer (extra); cluster may be NULL. */
+CUresult shim_launch(CUfunction f, const unsigned grid[3], const unsigned block[3], const unsigned cluster[3],
+                     unsigned smem, CUstream s, void **params, void **extra);
+
+/* Entry points with versioned names cuda.h no longer declares (their callers:
+ * cuGetProcAddress for programs built against an older CUDA). */
+CUresult cuCtxCreate_v2(CUcontext *c, unsigned int flags, CUdevice d);
+CUresult cuCtxCreate_v3(CUcontext *c, CUexecAffinityParam *p, int n, unsigned int flags, CUdevice d);
+CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags);
+
+#endif

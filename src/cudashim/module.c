@@ -1,0 +1,346 @@
+/* module.c: modules, libraries and kernels of gpuos's libcuda.so.1 (in the
+ * CUDA program's process). A module is loaded by the daemon's device from the
+ * image's bytes; the library reads each kernel's parameter layout from the same
+ * bytes (image.c). Libraries are modules and kernels functions: one handle
+ * serves as both. */
+#include "cudashim/driver.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static CUresult mod_load_in(struct CUmod_st **out, const void *image, int need_ctx)
+{
+    if (!out || !image)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (need_ctx)
+        NEED_CTX();
+    else
+        NEED_INIT();
+    struct CUmod_st *m = calloc(1, sizeof *m);
+    if (!m)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    m->magic = MAGIC_MOD;
+    int rc;
+    if (!strncmp(image, BUILTIN_ESCAPE, strlen(BUILTIN_ESCAPE))) {
+        m->builtin = 1;
+        rc = gpuos_module_load_builtin(S.g, "builtin", &m->h);
+    } else {
+        m->bytes = shim_image_size(image);
+        m->image = m->bytes ? malloc(m->bytes) : NULL;
+        if (!m->image) {
+            CUresult r = m->bytes ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_IMAGE;
+            free(m);
+            return r;
+        }
+        /* the wrapper cudart hands over points at the container itself */
+        memcpy(m->image, shim_image_unwrap(image), m->bytes);
+        rc = gpuos_module_load(S.g, m->image, m->bytes, &m->h);
+    }
+    if (rc) {
+        /* the driver refused the image; the device cannot run it (simulated) */
+        CUresult r = rc == GPUOS_EINVAL || rc == GPUOS_EDEVICE ? CUDA_ERROR_INVALID_IMAGE
+                     : rc == GPUOS_EUNSUPPORTED                ? CUDA_ERROR_NO_BINARY_FOR_GPU
+                                                               : map_rc(rc, "cuModuleLoadData");
+        if (shim_trace())
+            shim_log("module load: %s", gpuos_error());
+        else if (rc == GPUOS_EUNSUPPORTED) { /* e.g. a simulated device and a real image: say so once */
+            static int said;
+            if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+                shim_log("module load: %s", gpuos_error());
+        }
+        free(m->image);
+        free(m);
+        return r;
+    }
+    *out = m;
+    return CUDA_SUCCESS;
+}
+
+static CUresult mod_load(struct CUmod_st **out, const void *image) { return mod_load_in(out, image, 1); }
+
+E CUresult cuModuleLoadData(CUmodule *m, const void *image) { return mod_load((struct CUmod_st **)m, image); }
+E CUresult cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned int n, CUjit_option *o, void **v)
+{
+    return mod_load((struct CUmod_st **)m, image);
+}
+E CUresult cuModuleLoadFatBinary(CUmodule *m, const void *image) { return mod_load((struct CUmod_st **)m, image); }
+
+E CUresult cuModuleLoad(CUmodule *m, const char *path)
+{
+    if (!m || !path)
+        return CUDA_ERROR_INVALID_VALUE;
+    NEED_CTX();
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return CUDA_ERROR_FILE_NOT_FOUND;
+    CUresult r = CUDA_ERROR_INVALID_IMAGE;
+    char *img = NULL;
+    long n = fseek(f, 0, SEEK_END) ? -1 : ftell(f);
+    if (n > 0 && !fseek(f, 0, SEEK_SET) && (img = calloc(1, (size_t)n + 1)) && fread(img, 1, (size_t)n, f) == (size_t)n)
+        r = mod_load((struct CUmod_st **)m, img); /* text images end in the NUL calloc left */
+    fclose(f);
+    free(img);
+    return r;
+}
+
+int mod_ok(const struct CUmod_st *m) { return m && m->magic == MAGIC_MOD; }
+
+E CUresult cuModuleUnload(CUmodule m)
+{
+    NEED_INIT();
+    if (!mod_ok(m))
+        return CUDA_ERROR_INVALID_HANDLE;
+    shim_sync();
+    CUresult r = map_rc(gpuos_module_unload(S.g, m->h), "cuModuleUnload");
+    m->magic = MAGIC_DEAD;
+    free(m->image);
+    return r;
+}
+
+/* The built-in kernels' parameter layouts (kernels/exec.cu). */
+static void builtin_layout(const char *name, struct shim_kinfo *k)
+{
+    static const struct {
+        const char *name;
+        int n;
+        uint16_t off[4], size[4];
+    } t[] = {{"sleep_ns", 1, {0}, {8}},
+             {"loop", 1, {0}, {8}},
+             {"madd", 4, {0, 8, 16, 24}, {8, 8, 8, 4}},
+             {"mmul", 4, {0, 8, 16, 24}, {8, 8, 8, 4}},
+             {"fill", 4, {0, 8, 12, 16}, {8, 4, 4, 8}},
+             {"stamp", 1, {0}, {8}},
+             {"empty", 0, {0}, {0}}};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (!strcmp(t[i].name, name)) {
+            k->found = 1;
+            k->nparams = t[i].n;
+            for (int j = 0; j < t[i].n; j++) {
+                k->off[j] = t[i].off[j];
+                k->size[j] = t[i].size[j];
+            }
+            k->param_bytes = t[i].n ? t[i].off[t[i].n - 1] + t[i].size[t[i].n - 1] : 0;
+            k->max_threads = 1024;
+            k->regs = 32;
+        }
+}
+
+static CUresult func_get(struct CUfunc_st **out, struct CUmod_st *m, const char *name)
+{
+    if (!out || !name)
+        return CUDA_ERROR_INVALID_VALUE;
+    NEED_INIT();
+    if (!mod_ok(m))
+        return CUDA_ERROR_INVALID_HANDLE;
+    struct CUfunc_st *f = calloc(1, sizeof *f);
+    if (!f)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    int rc = gpuos_module_function(S.g, m->h, name, &f->h);
+    if (rc) {
+        free(f);
+        if (shim_trace())
+            shim_log("%s: %s", name, gpuos_error());
+        /* no such kernel: the simulated device says EINVAL, the GPU's driver
+         * CUDA_ERROR_NOT_FOUND (EDEVICE through the daemon) */
+        return rc == GPUOS_EINVAL || rc == GPUOS_EDEVICE ? CUDA_ERROR_NOT_FOUND : map_rc(rc, "cuModuleGetFunction");
+    }
+    f->magic = MAGIC_FN;
+    f->mod = m;
+    snprintf(f->name, sizeof f->name, "%s", name);
+    if (m->builtin)
+        builtin_layout(name, &f->k);
+    else
+        shim_image_kernel(m->image, m->bytes, S.cc, name, &f->k, f->why, sizeof f->why);
+    f->max_dyn_smem = 49152 - f->k.shared_bytes;
+    *out = f;
+    return CUDA_SUCCESS;
+}
+
+E CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
+{
+    return func_get((struct CUfunc_st **)f, m, name);
+}
+
+E CUresult cuModuleGetGlobal_v2(CUdeviceptr *p, size_t *bytes, CUmodule m, const char *name)
+{
+    NEED_INIT();
+    if (!mod_ok(m))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!name)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t size = 0;
+    if (m->builtin || shim_image_global(m->image, m->bytes, S.cc, name, &size))
+        return CUDA_ERROR_NOT_FOUND;
+    uint64_t addr = 0;
+    int rc = shim_ext_global(S.g, m->h, name, &addr);
+    if (rc == GPUOS_EUNSUPPORTED)
+        return (CUresult)shim_unsupported("cuModuleGetGlobal (device address of a global)");
+    if (rc)
+        return map_rc(rc, "cuModuleGetGlobal");
+    if (p)
+        *p = addr;
+    if (bytes)
+        *bytes = size;
+    return CUDA_SUCCESS;
+}
+
+E CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
+{
+    if (!mode)
+        return CUDA_ERROR_INVALID_VALUE;
+    *mode = CU_MODULE_EAGER_LOADING;
+    return CUDA_SUCCESS;
+}
+
+/* Libraries are modules; kernels are functions (one handle serves as both). */
+E CUresult cuLibraryLoadData(CUlibrary *l, const void *code, CUjit_option *jo, void **jv, unsigned int nj,
+                             CUlibraryOption *lo, void **lv, unsigned int nl)
+{
+    /* libraries belong to no context (the runtime loads its own before any) */
+    return mod_load_in((struct CUmod_st **)l, code, 0);
+}
+E CUresult cuLibraryUnload(CUlibrary l) { return cuModuleUnload((CUmodule)l); }
+E CUresult cuLibraryGetModule(CUmodule *m, CUlibrary l)
+{
+    if (!m)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!mod_ok((struct CUmod_st *)l))
+        return CUDA_ERROR_INVALID_HANDLE;
+    *m = (CUmodule)l;
+    return CUDA_SUCCESS;
+}
+E CUresult cuLibraryGetKernel(CUkernel *k, CUlibrary l, const char *name)
+{
+    return func_get((struct CUfunc_st **)k, (struct CUmod_st *)l, name);
+}
+E CUresult cuKernelGetFunction(CUfunction *f, CUkernel k)
+{
+    if (!f)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!k || ((struct CUfunc_st *)k)->magic != MAGIC_FN)
+        return CUDA_ERROR_INVALID_HANDLE;
+    *f = (CUfunction)k;
+    return CUDA_SUCCESS;
+}
+E CUresult cuKernelGetLibrary(CUlibrary *l, CUkernel k)
+{
+    if (!l)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!k || ((struct CUfunc_st *)k)->magic != MAGIC_FN)
+        return CUDA_ERROR_INVALID_HANDLE;
+    *l = (CUlibrary)((struct CUfunc_st *)k)->mod;
+    return CUDA_SUCCESS;
+}
+E CUresult cuLibraryGetGlobal(CUdeviceptr *p, size_t *bytes, CUlibrary l, const char *name)
+{
+    return cuModuleGetGlobal_v2(p, bytes, (CUmodule)l, name);
+}
+E CUresult cuFuncGetModule(CUmodule *m, CUfunction f)
+{
+    if (!m)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!f || f->magic != MAGIC_FN)
+        return CUDA_ERROR_INVALID_HANDLE;
+    *m = (CUmodule)f->mod;
+    return CUDA_SUCCESS;
+}
+E CUresult cuFuncGetName(const char **name, CUfunction f)
+{
+    if (!name)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!f || f->magic != MAGIC_FN)
+        return CUDA_ERROR_INVALID_HANDLE;
+    *name = f->name;
+    return CUDA_SUCCESS;
+}
+E CUresult cuFuncIsLoaded(CUfunctionLoadingState *st, CUfunction f)
+{
+    if (!st)
+        return CUDA_ERROR_INVALID_VALUE;
+    *st = CU_FUNCTION_LOADING_STATE_LOADED;
+    return CUDA_SUCCESS;
+}
+E CUresult cuFuncLoad(CUfunction f) { return CUDA_SUCCESS; }
+
+E CUresult cuFuncGetParamInfo(CUfunction f, size_t index, size_t *off, size_t *size)
+{
+    if (!f || f->magic != MAGIC_FN)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!f->k.found)
+        return shim_unsupported("cuFuncGetParamInfo (kernel without a cubin layout)");
+    if (index >= (size_t)f->k.nparams)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (off)
+        *off = f->k.off[index];
+    if (size)
+        *size = f->k.size[index];
+    return CUDA_SUCCESS;
+}
+
+E CUresult cuFuncGetAttribute(int *v, CUfunction_attribute a, CUfunction f)
+{
+    if (!v)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!f || f->magic != MAGIC_FN)
+        return CUDA_ERROR_INVALID_HANDLE;
+    switch (a) {
+    case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = f->k.max_threads ? f->k.max_threads : 1024; break;
+    case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: *v = f->k.shared_bytes; break;
+    case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES: *v = f->k.const_bytes; break;
+    case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: *v = f->k.local_bytes; break;
+    case CU_FUNC_ATTRIBUTE_NUM_REGS: *v = f->k.regs; break;
+    case CU_FUNC_ATTRIBUTE_PTX_VERSION: *v = S.cc; break;
+    case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *v = S.cc; break;
+    case CU_FUNC_ATTRIBUTE_CACHE_MODE_CA: *v = 0; break;
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *v = f->max_dyn_smem; break;
+    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: *v = -1; break;
+    case CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET: *v = 0; break;
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH: *v = 0; break;
+    case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED: *v = 1; break;
+    case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE: *v = 0; break;
+    default: return CUDA_ERROR_INVALID_VALUE;
+    }
+    return CUDA_SUCCESS;
+}
+
+E CUresult cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v)
+{
+    if (!f || f->magic != MAGIC_FN)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
+        if (v < 0 || v + f->k.shared_bytes > 232448)
+            return CUDA_ERROR_INVALID_VALUE;
+        f->max_dyn_smem = v;
+        return CUDA_SUCCESS;
+    }
+    if (a == CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT ||
+        a == CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED)
+        return CUDA_SUCCESS; /* hints */
+    return shim_unsupported("cuFuncSetAttribute (this attribute)");
+}
+E CUresult cuFuncSetCacheConfig(CUfunction f, CUfunc_cache c)
+{
+    if (!f || f->magic != MAGIC_FN)
+        return CUDA_ERROR_INVALID_HANDLE;
+    return CUDA_SUCCESS;
+}
+E CUresult cuKernelGetAttribute(int *v, CUfunction_attribute a, CUkernel k, CUdevice d)
+{
+    return cuFuncGetAttribute(v, a, (CUfunction)k);
+}
+E CUresult cuKernelSetAttribute(CUfunction_attribute a, int v, CUkernel k, CUdevice d)
+{
+    return cuFuncSetAttribute((CUfunction)k, a, v);
+}
+E CUresult cuKernelSetCacheConfig(CUkernel k, CUfunc_cache c, CUdevice d)
+{
+    return cuFuncSetCacheConfig((CUfunction)k, c);
+}
+E CUresult cuKernelGetName(const char **name, CUkernel k) { return cuFuncGetName(name, (CUfunction)k); }
+E CUresult cuKernelGetParamInfo(CUkernel k, size_t i, size_t *off, size_t *size)
+{
+    return cuFuncGetParamInfo((CUfunction)k, i, off, size);
+}

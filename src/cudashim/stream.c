@@ -1,0 +1,324 @@
+/* stream.c: streams, events and host functions of gpuos's libcuda.so.1 (in the
+ * CUDA program's process). All streams of a process are the client's one
+ * ordered queue (stronger ordering than CUDA promises: a correct program stays
+ * correct; concurrency between a program's own streams is lost), so a stream
+ * wait is already satisfied and a query waits. An event record is the built-in
+ * "stamp" kernel in queue order (GPU timestamps); the host clock where the
+ * daemon has no such kernel. */
+#include "cudashim/driver.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int stream_ok(CUstream s)
+{
+    return !s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD || s->magic == MAGIC_STREAM;
+}
+
+static CUresult stream_new(CUstream *s, unsigned flags, int priority)
+{
+    if (!s)
+        return CUDA_ERROR_INVALID_VALUE;
+    NEED_CTX();
+    struct CUstream_st *x = calloc(1, sizeof *x);
+    if (!x)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    x->magic = MAGIC_STREAM;
+    x->flags = flags;
+    x->priority = priority;
+    *s = x;
+    return CUDA_SUCCESS;
+}
+E CUresult cuStreamCreate(CUstream *s, unsigned int flags) { return stream_new(s, flags, 0); }
+E CUresult cuStreamCreateWithPriority(CUstream *s, unsigned int flags, int priority)
+{
+    return stream_new(s, flags, priority);
+}
+
+E CUresult cuStreamDestroy_v2(CUstream s)
+{
+    NEED_INIT();
+    if (!s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD || s->magic != MAGIC_STREAM)
+        return CUDA_ERROR_INVALID_HANDLE;
+    s->magic = MAGIC_DEAD; /* the handle memory is kept: late uses stay detectable */
+    return CUDA_SUCCESS;
+}
+
+/* Events. With the built-in "stamp" kernel, a record is a one-thread launch in
+ * queue order that writes the GPU's global timer (ns) into the event's 8 bytes
+ * of a small device pool, so elapsed times are GPU times between the work
+ * before each record, as CUDA's own events measure. Without it (or when the
+ * pool is full), a record waits for the queue and takes the host clock. */
+#define EV_SLOTS 4096
+static struct {
+    pthread_mutex_t lock;
+    uint64_t base; /* EV_SLOTS x 8 bytes of device memory, allocated on first use */
+    int tried;
+    unsigned char used[EV_SLOTS];
+} EV = {PTHREAD_MUTEX_INITIALIZER, 0, 0, {0}};
+
+static int event_slot(void)
+{
+    int slot = -1;
+    pthread_mutex_lock(&EV.lock);
+    if (!EV.tried) {
+        EV.tried = 1;
+        if (gpuos_mem_alloc(S.g, EV_SLOTS * 8, &EV.base))
+            EV.base = 0;
+    }
+    for (int i = 0; EV.base && i < EV_SLOTS && slot < 0; i++)
+        if (!EV.used[i]) {
+            EV.used[i] = 1;
+            slot = i;
+        }
+    pthread_mutex_unlock(&EV.lock);
+    return slot;
+}
+
+static void event_slot_free(int slot)
+{
+    if (slot < 0)
+        return;
+    pthread_mutex_lock(&EV.lock);
+    EV.used[slot] = 0;
+    pthread_mutex_unlock(&EV.lock);
+}
+
+static int event_record(struct CUevent_st *e)
+{
+    gpuos_function f = e->flags & CU_EVENT_DISABLE_TIMING ? 0 : builtin_fn(BI_STAMP);
+    if (f && e->slot < 0)
+        e->slot = event_slot();
+    if (f && e->slot >= 0) {
+        uint64_t p = EV.base + (uint64_t)e->slot * 8;
+        gpuos_launch_config c = {.grid = {1, 1, 1}, .block = {1, 1, 1}};
+        int rc = queued_one(gpuos_launch(S.g, f, &c, &p, sizeof p));
+        e->recorded = rc ? 0 : 2;
+        return rc;
+    }
+    if (e->flags & CU_EVENT_DISABLE_TIMING) { /* queued work to wait for, no time */
+        e->recorded = 3;
+        return GPUOS_OK;
+    }
+    int rc = shim_sync();
+    clock_gettime(CLOCK_MONOTONIC, &e->t);
+    e->recorded = 1;
+    return rc;
+}
+
+/* The event's time in ns on its clock (after the queue has drained). */
+static int event_ns(const struct CUevent_st *e, uint64_t *ns)
+{
+    if (e->recorded == 2)
+        return gpuos_memcpy_dtoh(S.g, ns, EV.base + (uint64_t)e->slot * 8, 8);
+    *ns = (uint64_t)e->t.tv_sec * 1000000000ull + (uint64_t)e->t.tv_nsec;
+    return GPUOS_OK;
+}
+
+/* Stream capture queries: gpuos offers no capture (CUDA graphs), so every
+ * stream answers "not capturing" with no graph and no dependencies (PyTorch
+ * asks before its first kernel). */
+static CUresult capture_none(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *g, const CUgraphNode **deps,
+                             const CUgraphEdgeData **edges, size_t *n)
+{
+    NEED_INIT();
+    if (!st)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!stream_ok(s))
+        return CUDA_ERROR_INVALID_HANDLE;
+    *st = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (id)
+        *id = 0;
+    if (g)
+        *g = NULL;
+    if (deps)
+        *deps = NULL;
+    if (edges)
+        *edges = NULL;
+    if (n)
+        *n = 0;
+    return CUDA_SUCCESS;
+}
+
+E CUresult cuStreamSynchronize(CUstream s)
+{
+    NEED_INIT();
+    if (!stream_ok(s))
+        return CUDA_ERROR_INVALID_HANDLE;
+    return map_rc(shim_sync(), "cuStreamSynchronize");
+}
+E CUresult cuStreamQuery(CUstream s)
+{
+    NEED_INIT();
+    if (!stream_ok(s))
+        return CUDA_ERROR_INVALID_HANDLE;
+    return map_rc(shim_sync(), "cuStreamQuery");
+}
+E CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags)
+{
+    NEED_INIT();
+    if (!stream_ok(s) || !e || e->magic != MAGIC_EVENT)
+        return CUDA_ERROR_INVALID_HANDLE;
+    return CUDA_SUCCESS; /* one queue: everything recorded before is ordered before */
+}
+E CUresult cuStreamGetPriority(CUstream s, int *p)
+{
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!stream_ok(s))
+        return CUDA_ERROR_INVALID_HANDLE;
+    *p = s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD ? s->priority : 0;
+    return CUDA_SUCCESS;
+}
+E CUresult cuStreamGetFlags(CUstream s, unsigned int *f)
+{
+    if (!f)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!stream_ok(s))
+        return CUDA_ERROR_INVALID_HANDLE;
+    *f = s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD ? s->flags : 0;
+    return CUDA_SUCCESS;
+}
+E CUresult cuStreamGetCtx(CUstream s, CUcontext *c)
+{
+    if (!c)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!stream_ok(s))
+        return CUDA_ERROR_INVALID_HANDLE;
+    *c = cur_ctx ? cur_ctx : &S.primary;
+    return CUDA_SUCCESS;
+}
+E CUresult cuEventRecord(CUevent e, CUstream s)
+{
+    NEED_INIT();
+    if (!e || e->magic != MAGIC_EVENT || !stream_ok(s))
+        return CUDA_ERROR_INVALID_HANDLE;
+    return map_rc(event_record(e), "cuEventRecord");
+}
+E CUresult cuEventRecordWithFlags(CUevent e, CUstream s, unsigned int flags)
+{
+    return cuEventRecord(e, s);
+}
+/* stream capture (CUDA graphs) is not offered: no stream is ever capturing */
+E CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *st)
+{
+    return capture_none(s, st, NULL, NULL, NULL, NULL, NULL);
+}
+E CUresult cuStreamGetCaptureInfo_v2(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *g,
+                                          const CUgraphNode **deps, size_t *n)
+{
+    return capture_none(s, st, id, g, deps, NULL, n);
+}
+E CUresult cuStreamGetCaptureInfo_v3(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *g,
+                                          const CUgraphNode **deps, const CUgraphEdgeData **edges, size_t *n)
+{
+    return capture_none(s, st, id, g, deps, edges, n);
+}
+/* the first form of the query (id only) */
+E CUresult cuStreamGetCaptureInfo(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id)
+{
+    return capture_none(s, st, id, NULL, NULL, NULL, NULL);
+}
+
+/* Host functions run once everything queued before them has completed: with
+ * one queue, after a synchronise, in the caller's thread. */
+static CUresult host_func(CUstream s, CUhostFn fn, void *data)
+{
+    NEED_INIT();
+    if (!fn)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!stream_ok(s))
+        return CUDA_ERROR_INVALID_HANDLE;
+    CUresult r = map_rc(shim_sync(), "cuLaunchHostFunc");
+    if (!r)
+        fn(data);
+    return r;
+}
+E CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void *data) { return host_func(s, fn, data); }
+
+static CUresult stream_callback(CUstream s, CUstreamCallback cb, void *data, unsigned flags)
+{
+    NEED_INIT();
+    if (!cb || flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!stream_ok(s))
+        return CUDA_ERROR_INVALID_HANDLE;
+    CUresult r = map_rc(shim_sync(), "cuStreamAddCallback");
+    cb(s, r, data);
+    return CUDA_SUCCESS;
+}
+E CUresult cuStreamAddCallback(CUstream s, CUstreamCallback cb, void *data, unsigned int flags)
+{
+    return stream_callback(s, cb, data, flags);
+}
+
+E CUresult cuStreamGetId(CUstream s, unsigned long long *id)
+{
+    if (!id)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!stream_ok(s))
+        return CUDA_ERROR_INVALID_HANDLE;
+    *id = (unsigned long long)(uintptr_t)s;
+    return CUDA_SUCCESS;
+}
+
+E CUresult cuEventCreate(CUevent *e, unsigned int flags)
+{
+    if (!e)
+        return CUDA_ERROR_INVALID_VALUE;
+    NEED_CTX();
+    struct CUevent_st *x = calloc(1, sizeof *x);
+    if (!x)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    x->magic = MAGIC_EVENT;
+    x->flags = flags;
+    x->slot = -1;
+    *e = x;
+    return CUDA_SUCCESS;
+}
+
+E CUresult cuEventDestroy_v2(CUevent e)
+{
+    NEED_INIT();
+    if (!e || e->magic != MAGIC_EVENT)
+        return CUDA_ERROR_INVALID_HANDLE;
+    e->magic = MAGIC_DEAD;
+    event_slot_free(e->slot); /* a record still queued writes bytes no one reads */
+    return CUDA_SUCCESS;
+}
+
+E CUresult cuEventQuery(CUevent e)
+{
+    NEED_INIT();
+    if (!e || e->magic != MAGIC_EVENT)
+        return CUDA_ERROR_INVALID_HANDLE;
+    /* one queue: the event is complete once the queue has drained to it; no
+     * partial query, so a query waits (never answers NOT_READY wrongly) */
+    return e->recorded >= 2 ? map_rc(shim_sync(), "cuEventQuery") : CUDA_SUCCESS;
+}
+E CUresult cuEventSynchronize(CUevent e) { return cuEventQuery(e); }
+
+E CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b)
+{
+    if (!ms)
+        return CUDA_ERROR_INVALID_VALUE;
+    NEED_INIT();
+    if (!a || a->magic != MAGIC_EVENT || !b || b->magic != MAGIC_EVENT)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!a->recorded || !b->recorded || a->recorded != b->recorded)
+        return CUDA_ERROR_INVALID_HANDLE; /* not recorded, or on different clocks */
+    uint64_t ta = 0, tb = 0;
+    int rc = a->recorded == 2 ? shim_sync() : GPUOS_OK;
+    if (!rc)
+        rc = event_ns(a, &ta);
+    if (!rc)
+        rc = event_ns(b, &tb);
+    if (rc)
+        return map_rc(rc, "cuEventElapsedTime");
+    *ms = (float)(((double)tb - (double)ta) / 1e6);
+    return CUDA_SUCCESS;
+}
+
