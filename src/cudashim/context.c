@@ -257,3 +257,97 @@ E CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest)
         *greatest = -5;
     return CUDA_SUCCESS;
 }
+
+/* The CUDA 2 era attach / detach: a reference on the current context. */
+E CUresult cuCtxAttach(CUcontext *c, unsigned int flags)
+{
+    if (!c || flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    NEED_CTX();
+    pthread_mutex_lock(&S.m);
+    cur_ctx->refs++;
+    pthread_mutex_unlock(&S.m);
+    *c = cur_ctx;
+    return CUDA_SUCCESS;
+}
+
+E CUresult cuCtxDetach(CUcontext c)
+{
+    NEED_INIT();
+    if (!ctx_ok(c))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    pthread_mutex_lock(&S.m);
+    int last = --c->refs <= 0 && c != &S.primary;
+    pthread_mutex_unlock(&S.m);
+    return last ? cuCtxDestroy_v2(c) : CUDA_SUCCESS;
+}
+
+/* Hints the driver may ignore too (shared memory banks, the persisting L2). */
+E CUresult cuCtxGetSharedMemConfig(CUsharedconfig *c)
+{
+    if (!c)
+        return CUDA_ERROR_INVALID_VALUE;
+    NEED_INIT();
+    *c = CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE;
+    return CUDA_SUCCESS;
+}
+E CUresult cuCtxSetSharedMemConfig(CUsharedconfig c)
+{
+    NEED_INIT();
+    return (unsigned)c <= CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+E CUresult cuCtxResetPersistingL2Cache(void)
+{
+    NEED_CTX();
+    return CUDA_SUCCESS;
+}
+
+/* One device per vGPU: there is no peer. */
+E CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags)
+{
+    NEED_CTX();
+    if (!ctx_ok(peer) || flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
+}
+E CUresult cuCtxDisablePeerAccess(CUcontext peer)
+{
+    NEED_CTX();
+    return ctx_ok(peer) ? CUDA_ERROR_PEER_ACCESS_NOT_ENABLED : CUDA_ERROR_INVALID_CONTEXT;
+}
+E CUresult cuDeviceCanAccessPeer(int *can, CUdevice d, CUdevice peer)
+{
+    if (!can)
+        return CUDA_ERROR_INVALID_VALUE;
+    CHECK_DEV(d);
+    if (peer != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    *can = 0;
+    return CUDA_SUCCESS;
+}
+E CUresult cuDeviceGetP2PAttribute(int *v, CUdevice_P2PAttribute a, CUdevice src, CUdevice dst)
+{
+    if (!v)
+        return CUDA_ERROR_INVALID_VALUE;
+    CHECK_DEV(src);
+    return CUDA_ERROR_INVALID_DEVICE; /* the only other device would be itself, which is no peer */
+}
+
+E CUresult cuDeviceGetExecAffinitySupport(int *v, CUexecAffinityType t, CUdevice d)
+{
+    if (!v)
+        return CUDA_ERROR_INVALID_VALUE;
+    CHECK_DEV(d);
+    *v = 0; /* SM partitions of a vGPU are the daemon's (green contexts), not the program's */
+    return CUDA_SUCCESS;
+}
+
+/* An event recorded on every stream of the context: with one queue, an
+ * ordinary record. */
+E CUresult cuCtxRecordEvent(CUcontext c, CUevent e)
+{
+    NEED_INIT();
+    if (c && !ctx_ok(c))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    return cuEventRecord(e, NULL);
+}

@@ -129,6 +129,56 @@ E CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *c, CUstream s)
     return stream_ok(s) ? copy2d(c, 1) : CUDA_ERROR_INVALID_HANDLE;
 }
 
+/* 3D copies without arrays: each slice is a 2D copy (a slice's rows follow the
+ * previous slice's in the pitched layout: row y of slice z is row y + z * Height). */
+static CUresult copy3d(const CUDA_MEMCPY3D *c, int async)
+{
+    if (!c)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (c->srcLOD || c->dstLOD || c->reserved0 || c->reserved1)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = CUDA_SUCCESS;
+    for (size_t z = 0; z < c->Depth && !r; z++) {
+        CUDA_MEMCPY2D s = {
+            .srcXInBytes = c->srcXInBytes, .srcY = c->srcY + (c->srcZ + z) * c->srcHeight,
+            .srcMemoryType = c->srcMemoryType, .srcHost = c->srcHost, .srcDevice = c->srcDevice,
+            .srcArray = c->srcArray, .srcPitch = c->srcPitch,
+            .dstXInBytes = c->dstXInBytes, .dstY = c->dstY + (c->dstZ + z) * c->dstHeight,
+            .dstMemoryType = c->dstMemoryType, .dstHost = c->dstHost, .dstDevice = c->dstDevice,
+            .dstArray = c->dstArray, .dstPitch = c->dstPitch,
+            .WidthInBytes = c->WidthInBytes, .Height = c->Height};
+        if ((z || c->srcZ) && !c->srcHeight)
+            return CUDA_ERROR_INVALID_VALUE;
+        if ((z || c->dstZ) && !c->dstHeight)
+            return CUDA_ERROR_INVALID_VALUE;
+        r = copy2d(&s, async);
+    }
+    return r;
+}
+E CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D *c) { return copy3d(c, 0); }
+E CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *c, CUstream s)
+{
+    return stream_ok(s) ? copy3d(c, 1) : CUDA_ERROR_INVALID_HANDLE;
+}
+
+/* One device: a peer copy is a device-to-device copy (both contexts are the
+ * process's one client). */
+E CUresult cuMemcpyPeer(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n)
+{
+    NEED_INIT();
+    if (!ctx_ok(dc) || !ctx_ok(sc))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    return dtod(d, s, n, 0);
+}
+E CUresult cuMemcpyPeerAsync(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream st)
+{
+    NEED_INIT();
+    if (!ctx_ok(dc) || !ctx_ok(sc))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    return stream_ok(st) ? dtod(d, s, n, 1) : CUDA_ERROR_INVALID_HANDLE;
+}
+
+
 #define FILL_MIN (64u << 10) /* below this a host copy is as quick as a launch */
 
 /* Memset: the 4-byte-aligned middle by the built-in fill kernel on the device
@@ -201,3 +251,46 @@ E CUresult cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstream s)
     return stream_ok(s) ? memset_n(d, v, 4, n, 1) : CUDA_ERROR_INVALID_HANDLE;
 }
 
+
+/* 2D memset: one memset when the rows are contiguous, else one per row (queued
+ * in order; the synchronous forms wait once at the end). */
+static CUresult memset_2d(CUdeviceptr d, size_t pitch, unsigned v, size_t elem, size_t w, size_t h, int async)
+{
+    NEED_CTX();
+    if (!w || !h)
+        return CUDA_SUCCESS;
+    if (pitch < w * elem)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (pitch == w * elem)
+        return memset_n(d, v, elem, w * h, async);
+    CUresult r = CUDA_SUCCESS;
+    for (size_t y = 0; y < h && !r; y++)
+        r = memset_n(d + y * pitch, v, elem, w, 1);
+    if (!r && !async)
+        r = map_rc(shim_sync(), "cuMemsetD2D");
+    return r;
+}
+E CUresult cuMemsetD2D8_v2(CUdeviceptr d, size_t pitch, unsigned char v, size_t w, size_t h)
+{
+    return memset_2d(d, pitch, v, 1, w, h, 0);
+}
+E CUresult cuMemsetD2D16_v2(CUdeviceptr d, size_t pitch, unsigned short v, size_t w, size_t h)
+{
+    return memset_2d(d, pitch, v, 2, w, h, 0);
+}
+E CUresult cuMemsetD2D32_v2(CUdeviceptr d, size_t pitch, unsigned int v, size_t w, size_t h)
+{
+    return memset_2d(d, pitch, v, 4, w, h, 0);
+}
+E CUresult cuMemsetD2D8Async(CUdeviceptr d, size_t pitch, unsigned char v, size_t w, size_t h, CUstream s)
+{
+    return stream_ok(s) ? memset_2d(d, pitch, v, 1, w, h, 1) : CUDA_ERROR_INVALID_HANDLE;
+}
+E CUresult cuMemsetD2D16Async(CUdeviceptr d, size_t pitch, unsigned short v, size_t w, size_t h, CUstream s)
+{
+    return stream_ok(s) ? memset_2d(d, pitch, v, 2, w, h, 1) : CUDA_ERROR_INVALID_HANDLE;
+}
+E CUresult cuMemsetD2D32Async(CUdeviceptr d, size_t pitch, unsigned int v, size_t w, size_t h, CUstream s)
+{
+    return stream_ok(s) ? memset_2d(d, pitch, v, 4, w, h, 1) : CUDA_ERROR_INVALID_HANDLE;
+}

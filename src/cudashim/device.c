@@ -159,6 +159,53 @@ static int attr_value(CUdevice_attribute a, int *v)
     return 1;
 }
 
+/* Attributes of what the vGPU offers rather than of the chip: answered here
+ * whatever the daemon's device says (its device can do more than a tenant in
+ * another process may: map this process's memory, managed memory, VMM, IPC,
+ * cooperative launches). */
+static int vgpu_attr(CUdevice_attribute a, int *v)
+{
+    switch (a) {
+    case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY:
+    case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS:
+    case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS:
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM:
+    case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH:
+    case CU_DEVICE_ATTRIBUTE_COOPERATIVE_MULTI_DEVICE_LAUNCH:
+    case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES:
+    case CU_DEVICE_ATTRIBUTE_DIRECT_MANAGED_MEM_ACCESS_FROM_HOST:
+    case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_HANDLE_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_SPARSE_CUDA_ARRAY_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_TIMELINE_SEMAPHORE_INTEROP_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS:
+    case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING:
+    case CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES:
+    case CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_HOST_NUMA_MEMORY_POOLS_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_HOST_NUMA_MULTINODE_IPC_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_HOST_MEMORY_POOLS_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
+        *v = 0;
+        return 1;
+    case CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED: /* bookkeeping only (memory.c) */
+    case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:  /* pool.c */
+    case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
+    case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY:     /* DEVICEMAP accepted, no device address */
+        *v = 1;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 E CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d)
 {
     if (!v)
@@ -166,7 +213,7 @@ E CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d)
     CHECK_DEV(d);
     if ((int)a <= 0 || a >= CU_DEVICE_ATTRIBUTE_MAX)
         return CUDA_ERROR_INVALID_VALUE;
-    if (!shim_ext_attribute(S.g, (int)a, v))
+    if (vgpu_attr(a, v) || !shim_ext_attribute(S.g, (int)a, v))
         return CUDA_SUCCESS;
     attr_value(a, v);
     return CUDA_SUCCESS;
@@ -198,7 +245,11 @@ E CUresult cuDeviceGetPCIBusId(char *bus, int len, CUdevice d)
     if (!bus || len <= 0)
         return CUDA_ERROR_INVALID_VALUE;
     CHECK_DEV(d);
-    snprintf(bus, (size_t)len, "0000:00:00.0");
+    int dom = 0, b = 0, dv = 0; /* the daemon's device's, 0 where it answers none (simulated) */
+    cuDeviceGetAttribute(&dom, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, d);
+    cuDeviceGetAttribute(&b, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, d);
+    cuDeviceGetAttribute(&dv, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, d);
+    snprintf(bus, (size_t)len, "%04x:%02x:%02x.0", (unsigned)dom, (unsigned)b, (unsigned)dv);
     return CUDA_SUCCESS;
 }
 

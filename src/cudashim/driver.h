@@ -23,6 +23,9 @@
 #define GOS_CUDASHIM_DRIVER_H
 
 #include <cuda.h>
+/* The library implements deprecated entry points too (cuCtxAttach, the CUDA 4
+ * execution control API): their declarations are not warnings here. */
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 /* The legacy (unversioned) entry points defined under their own names (their
  * signatures differ from the versioned ones'): cuda.h maps the base names. */
 #undef cuGetProcAddress
@@ -87,7 +90,9 @@ struct CUevent_st {
 
 struct range {
     uint64_t p, n;
+    unsigned flags; /* host memory: CU_MEMHOSTALLOC_* / CU_MEMHOSTREGISTER_* and HOST_REGISTERED */
 };
+#define HOST_REGISTERED 0x80000000u /* cuMemHostRegister: the program's own memory, not shared */
 
 /* The process's state (init.c). */
 struct shim_state {
@@ -101,9 +106,8 @@ struct shim_state {
     struct CUctx_st primary;
     struct range *allocs;
     int n_allocs, cap_allocs;
-    struct range hosts[64];
-    unsigned host_flags[64];
-    int n_hosts;
+    struct range *hosts;
+    int n_hosts, cap_hosts;
 };
 extern struct shim_state S;
 extern __thread struct CUctx_st *cur_ctx;
@@ -143,7 +147,7 @@ int func_ok(const struct CUfunc_st *f);           /* module.c */
 void ranges_add(uint64_t p, uint64_t n);          /* memory.c: the device allocations */
 int ranges_find(uint64_t p, struct range *out);   /* the allocation holding p; 0 if none */
 int ranges_del(uint64_t p);
-int host_find(const void *p, struct range *out);  /* memory.c: host memory shared with the daemon */
+int host_find(const void *p, struct range *out);  /* memory.c: host memory allocated or registered */
 
 /* The daemon's built-in kernels the library uses itself (init.c). */
 enum { BI_FILL, BI_STAMP, BI_N };

@@ -17,7 +17,7 @@ void ranges_add(uint64_t p, uint64_t n)
         pthread_mutex_unlock(&S.m);
         return;
     }
-    S.allocs[S.n_allocs++] = (struct range){p, n};
+    S.allocs[S.n_allocs++] = (struct range){p, n, 0};
     pthread_mutex_unlock(&S.m);
 }
 
@@ -87,14 +87,6 @@ E CUresult cuMemFree_v2(CUdeviceptr p)
     return map_rc(gpuos_mem_free(S.g, p), "cuMemFree");
 }
 
-E CUresult cuMemAllocAsync(CUdeviceptr *p, size_t bytes, CUstream s) { return cuMemAlloc_v2(p, bytes); }
-E CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s)
-{
-    NEED_INIT();
-    shim_sync(); /* the queued work that uses it first */
-    return cuMemFree_v2(p);
-}
-
 E CUresult cuMemGetInfo_v2(size_t *free_b, size_t *total)
 {
     NEED_CTX();
@@ -136,24 +128,50 @@ int host_find(const void *p, struct range *out)
     return found;
 }
 
+static int host_add(const void *p, size_t bytes, unsigned flags)
+{
+    pthread_mutex_lock(&S.m);
+    int rc = gos_grow((void **)&S.hosts, &S.cap_hosts, S.n_hosts, sizeof *S.hosts, 16);
+    if (!rc)
+        S.hosts[S.n_hosts++] = (struct range){(uint64_t)(uintptr_t)p, bytes, flags};
+    pthread_mutex_unlock(&S.m);
+    return rc;
+}
+
+/* Removes the entry starting at p; its flags, or -1 when there is none. */
+static long long host_del(const void *p)
+{
+    long long flags = -1;
+    pthread_mutex_lock(&S.m);
+    for (int i = 0; i < S.n_hosts; i++)
+        if (S.hosts[i].p == (uint64_t)(uintptr_t)p) {
+            flags = S.hosts[i].flags;
+            S.hosts[i] = S.hosts[--S.n_hosts];
+            break;
+        }
+    pthread_mutex_unlock(&S.m);
+    return flags;
+}
+
+/* Host memory shared with the daemon (its zero-copy path). CU_MEMHOSTALLOC_DEVICEMAP
+ * (what the runtime asks for under unified addressing) is accepted: the memory
+ * is pinned and copies from it are the daemon's fastest; only a device address
+ * for it cannot be given (cuMemHostGetDevicePointer): kernels on the vGPU run
+ * in another process and cannot reach this one's memory. */
 E CUresult cuMemHostAlloc(void **p, size_t bytes, unsigned int flags)
 {
     if (!p || !bytes)
         return CUDA_ERROR_INVALID_VALUE;
     NEED_CTX();
-    if (flags & CU_MEMHOSTALLOC_DEVICEMAP)
-        return shim_unsupported("cuMemHostAlloc (CU_MEMHOSTALLOC_DEVICEMAP)");
-    pthread_mutex_lock(&S.m);
-    int full = S.n_hosts == (int)(sizeof S.hosts / sizeof S.hosts[0]);
-    pthread_mutex_unlock(&S.m);
-    if (full)
-        return CUDA_ERROR_OUT_OF_MEMORY;
+    if (flags & ~(unsigned)(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED))
+        return CUDA_ERROR_INVALID_VALUE;
     CUresult r = map_rc(gpuos_host_alloc(S.g, bytes, p), "cuMemHostAlloc");
     if (r)
         return r;
-    pthread_mutex_lock(&S.m);
-    S.hosts[S.n_hosts++] = (struct range){(uint64_t)(uintptr_t)*p, bytes};
-    pthread_mutex_unlock(&S.m);
+    if (host_add(*p, bytes, flags)) {
+        gpuos_host_free(S.g, *p);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
     return CUDA_SUCCESS;
 }
 E CUresult cuMemAllocHost_v2(void **p, size_t bytes) { return cuMemHostAlloc(p, bytes, 0); }
@@ -161,28 +179,137 @@ E CUresult cuMemAllocHost_v2(void **p, size_t bytes) { return cuMemHostAlloc(p, 
 E CUresult cuMemFreeHost(void *p)
 {
     NEED_INIT();
-    int found = 0;
-    pthread_mutex_lock(&S.m);
-    for (int i = 0; i < S.n_hosts; i++)
-        if (S.hosts[i].p == (uint64_t)(uintptr_t)p) {
-            S.hosts[i] = S.hosts[--S.n_hosts];
-            found = 1;
-            break;
-        }
-    pthread_mutex_unlock(&S.m);
-    if (!found)
+    struct range r;
+    if (!host_find(p, &r) || r.p != (uint64_t)(uintptr_t)p || (r.flags & HOST_REGISTERED))
         return CUDA_ERROR_INVALID_VALUE;
+    host_del(p);
     shim_sync();
     return map_rc(gpuos_host_free(S.g, p), "cuMemFreeHost");
+}
+
+/* Registered memory stays the program's own (not shared with the daemon):
+ * copies from it take the ordinary path; the registration is bookkeeping for
+ * cuMemHostGetFlags and pointer attributes. */
+E CUresult cuMemHostRegister_v2(void *p, size_t bytes, unsigned int flags)
+{
+    NEED_CTX();
+    if (!p || !bytes)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (flags & (CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_READ_ONLY))
+        return shim_unsupported("cuMemHostRegister (I/O or read-only memory)");
+    if (host_find(p, NULL))
+        return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+    return host_add(p, bytes, flags | HOST_REGISTERED) ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+}
+
+E CUresult cuMemHostUnregister(void *p)
+{
+    NEED_INIT();
+    struct range r;
+    if (!host_find(p, &r) || r.p != (uint64_t)(uintptr_t)p || !(r.flags & HOST_REGISTERED))
+        return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+    shim_sync(); /* queued copies from it first */
+    host_del(p);
+    return CUDA_SUCCESS;
 }
 
 E CUresult cuMemHostGetFlags(unsigned int *flags, void *p)
 {
     NEED_INIT();
-    if (!flags || !host_find(p, NULL))
+    struct range r;
+    if (!flags || !host_find(p, &r) || (r.flags & HOST_REGISTERED))
         return CUDA_ERROR_INVALID_VALUE;
-    *flags = 0;
+    *flags = r.flags;
     return CUDA_SUCCESS;
+}
+
+E CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *d, void *p, unsigned int flags)
+{
+    NEED_INIT();
+    if (!d || flags || !host_find(p, NULL))
+        return CUDA_ERROR_INVALID_VALUE;
+    return shim_unsupported("cuMemHostGetDevicePointer (kernels on the vGPU cannot reach this process's memory)");
+}
+
+/* Managed (unified) memory would be this process's pages migrating to a device
+ * that another process drives. */
+E CUresult cuMemAllocManaged(CUdeviceptr *p, size_t bytes, unsigned int flags)
+{
+    return shim_unsupported("cuMemAllocManaged (managed memory: the vGPU's device is driven by another process)");
+}
+
+/* The granularity of device allocations: 2 MiB, the driver's answer for device
+ * memory on this GPU generation (minimum and recommended). */
+E CUresult cuMemGetAllocationGranularity(size_t *g, const CUmemAllocationProp *prop, CUmemAllocationGranularity_flags o)
+{
+    if (!g || !prop)
+        return CUDA_ERROR_INVALID_VALUE;
+    NEED_INIT();
+    if (prop->type != CU_MEM_ALLOCATION_TYPE_PINNED || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+        prop->location.id != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    *g = 2u << 20;
+    return CUDA_SUCCESS;
+}
+
+/* One attribute of p. `known` = 0: p is neither device memory of this process
+ * nor host memory allocated or registered here (cuPointerGetAttribute refuses
+ * such a pointer; cuPointerGetAttributes answers what CUDA answers for it). */
+static CUresult ptr_attr(void *data, CUpointer_attribute a, CUdeviceptr p, int dev, int known, const struct range *r)
+{
+    switch (a) {
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+        *(CUcontext *)data = known ? &S.primary : NULL;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+        *(unsigned *)data = !known ? 0 : dev ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+        if (!dev)
+            return known ? (CUresult)shim_unsupported("cuPointerGetAttribute (device address of host memory)")
+                         : CUDA_ERROR_INVALID_VALUE;
+        *(CUdeviceptr *)data = p;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+        if (dev || !known)
+            return CUDA_ERROR_INVALID_VALUE;
+        *(void **)data = (void *)(uintptr_t)p;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
+        *(int *)data = 1; /* one ordered queue: every memory operation is synchronous to it */
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+        *(unsigned long long *)data = known ? r->p : 0;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+    case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
+        *(int *)data = 0;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+        *(int *)data = known ? 0 : -2; /* -2: CU_DEVICE_INVALID */
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+        *(CUdeviceptr *)data = known ? r->p : 0;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+        *(size_t *)data = known ? r->n : 0;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MAPPED:
+        *(int *)data = known;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
+        *(unsigned long long *)data = CU_MEM_HANDLE_TYPE_NONE;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
+        *(unsigned *)data = known ? CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE : 0;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
+        *(CUmemoryPool *)data = NULL;
+        return CUDA_SUCCESS;
+    default:
+        return shim_unsupported("cuPointerGetAttribute (this attribute)");
+    }
 }
 
 E CUresult cuPointerGetAttribute(void *data, CUpointer_attribute a, CUdeviceptr p)
@@ -194,39 +321,30 @@ E CUresult cuPointerGetAttribute(void *data, CUpointer_attribute a, CUdeviceptr 
     int dev = ranges_find(p, &r), host = !dev && host_find((void *)(uintptr_t)p, &r);
     if (!dev && !host)
         return CUDA_ERROR_INVALID_VALUE;
-    switch (a) {
-    case CU_POINTER_ATTRIBUTE_CONTEXT:
-        *(CUcontext *)data = &S.primary;
-        return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
-        *(unsigned *)data = dev ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
-        return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
-        if (!dev)
-            return CUDA_ERROR_INVALID_VALUE;
-        *(CUdeviceptr *)data = p;
-        return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
-        if (dev)
-            return CUDA_ERROR_INVALID_VALUE;
-        *(void **)data = (void *)(uintptr_t)p;
-        return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
-        *(int *)data = 0;
-        return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
-        *(int *)data = 0;
-        return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
-        *(CUdeviceptr *)data = r.p;
-        return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
-        *(size_t *)data = r.n;
-        return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_MAPPED:
-        *(int *)data = 1;
-        return CUDA_SUCCESS;
-    default:
-        return shim_unsupported("cuPointerGetAttribute (this attribute)");
+    return ptr_attr(data, a, p, dev, 1, &r);
+}
+
+E CUresult cuPointerGetAttributes(unsigned int n, CUpointer_attribute *a, void **data, CUdeviceptr p)
+{
+    if (!a || !data)
+        return CUDA_ERROR_INVALID_VALUE;
+    NEED_INIT();
+    struct range r = {0, 0, 0};
+    int dev = ranges_find(p, &r), known = dev || host_find((void *)(uintptr_t)p, &r);
+    for (unsigned i = 0; i < n; i++) {
+        CUresult x = ptr_attr(data[i], a[i], p, dev, known, &r);
+        if (x && x != CUDA_ERROR_INVALID_VALUE)
+            return x; /* INVALID_VALUE: an attribute that does not apply to p is left as it was */
     }
+    return CUDA_SUCCESS;
+}
+
+E CUresult cuPointerSetAttribute(const void *value, CUpointer_attribute a, CUdeviceptr p)
+{
+    NEED_INIT();
+    if (!value || !ranges_find(p, NULL))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (a != CU_POINTER_ATTRIBUTE_SYNC_MEMOPS)
+        return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS; /* already so: one ordered queue */
 }

@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static CUresult mod_load_in(struct CUmod_st **out, const void *image, int need_ctx)
+/* Loads an image: `bytes` when the caller knows its size (a file, a link's
+ * output), else 0 and the extent is found from the image (shim_image_extent). */
+static CUresult mod_load_in(struct CUmod_st **out, const void *image, size_t bytes, int need_ctx)
 {
     if (!out || !image)
         return CUDA_ERROR_INVALID_VALUE;
@@ -26,15 +28,28 @@ static CUresult mod_load_in(struct CUmod_st **out, const void *image, int need_c
         m->builtin = 1;
         rc = gpuos_module_load_builtin(S.g, "builtin", &m->h);
     } else {
-        m->bytes = shim_image_size(image);
+        int skipped = 0;
+        const void *from = image;
+        if (bytes)
+            m->bytes = bytes;
+        else /* the wrapper cudart hands over points at the container itself */
+            from = shim_image_extent(image, S.cc, &m->bytes, &skipped);
+        if (shim_trace()) {
+            char d[512];
+            shim_image_describe(image, d, sizeof d);
+            shim_log("module load: %s", d);
+            if (skipped) {
+                shim_image_describe(from, d, sizeof d);
+                shim_log("module load: no code for this GPU there; %d container(s) on: %s", skipped, d);
+            }
+        }
         m->image = m->bytes ? malloc(m->bytes) : NULL;
         if (!m->image) {
             CUresult r = m->bytes ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_IMAGE;
             free(m);
             return r;
         }
-        /* the wrapper cudart hands over points at the container itself */
-        memcpy(m->image, shim_image_unwrap(image), m->bytes);
+        memcpy(m->image, from, m->bytes);
         rc = gpuos_module_load(S.g, m->image, m->bytes, &m->h);
     }
     if (rc) {
@@ -57,7 +72,7 @@ static CUresult mod_load_in(struct CUmod_st **out, const void *image, int need_c
     return CUDA_SUCCESS;
 }
 
-static CUresult mod_load(struct CUmod_st **out, const void *image) { return mod_load_in(out, image, 1); }
+static CUresult mod_load(struct CUmod_st **out, const void *image) { return mod_load_in(out, image, 0, 1); }
 
 E CUresult cuModuleLoadData(CUmodule *m, const void *image) { return mod_load((struct CUmod_st **)m, image); }
 E CUresult cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned int n, CUjit_option *o, void **v)
@@ -66,25 +81,48 @@ E CUresult cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned int n, CU
 }
 E CUresult cuModuleLoadFatBinary(CUmodule *m, const void *image) { return mod_load((struct CUmod_st **)m, image); }
 
+/* A whole image file, NUL-terminated (text images need it); *bytes is what
+ * to carry: the file, and its NUL when it is text (PTX). */
+static CUresult read_image(const char *path, char **img, size_t *bytes)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return CUDA_ERROR_FILE_NOT_FOUND;
+    CUresult r = CUDA_ERROR_INVALID_IMAGE;
+    long n = fseek(f, 0, SEEK_END) ? -1 : ftell(f);
+    *img = NULL;
+    if (n > 0 && !fseek(f, 0, SEEK_SET) && (*img = calloc(1, (size_t)n + 1)) &&
+        fread(*img, 1, (size_t)n, f) == (size_t)n) {
+        uint32_t magic;
+        memcpy(&magic, *img, sizeof magic);
+        int binary = magic == 0xBA55ED50u || !memcmp(*img, "\177ELF", 4);
+        *bytes = (size_t)n + !binary;
+        r = CUDA_SUCCESS;
+    }
+    fclose(f);
+    if (r) {
+        free(*img);
+        *img = NULL;
+    }
+    return r;
+}
+
 E CUresult cuModuleLoad(CUmodule *m, const char *path)
 {
     if (!m || !path)
         return CUDA_ERROR_INVALID_VALUE;
     NEED_CTX();
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return CUDA_ERROR_FILE_NOT_FOUND;
-    CUresult r = CUDA_ERROR_INVALID_IMAGE;
-    char *img = NULL;
-    long n = fseek(f, 0, SEEK_END) ? -1 : ftell(f);
-    if (n > 0 && !fseek(f, 0, SEEK_SET) && (img = calloc(1, (size_t)n + 1)) && fread(img, 1, (size_t)n, f) == (size_t)n)
-        r = mod_load((struct CUmod_st **)m, img); /* text images end in the NUL calloc left */
-    fclose(f);
+    char *img;
+    size_t n;
+    CUresult r = read_image(path, &img, &n);
+    if (!r)
+        r = mod_load_in((struct CUmod_st **)m, img, n, 1);
     free(img);
     return r;
 }
 
 int mod_ok(const struct CUmod_st *m) { return m && m->magic == MAGIC_MOD; }
+int func_ok(const struct CUfunc_st *f) { return f && f->magic == MAGIC_FN; }
 
 E CUresult cuModuleUnload(CUmodule m)
 {
@@ -198,7 +236,21 @@ E CUresult cuLibraryLoadData(CUlibrary *l, const void *code, CUjit_option *jo, v
                              CUlibraryOption *lo, void **lv, unsigned int nl)
 {
     /* libraries belong to no context (the runtime loads its own before any) */
-    return mod_load_in((struct CUmod_st **)l, code, 0);
+    return mod_load_in((struct CUmod_st **)l, code, 0, 0);
+}
+E CUresult cuLibraryLoadFromFile(CUlibrary *l, const char *path, CUjit_option *jo, void **jv, unsigned int nj,
+                                 CUlibraryOption *lo, void **lv, unsigned int nl)
+{
+    if (!l || !path)
+        return CUDA_ERROR_INVALID_VALUE;
+    NEED_INIT();
+    char *img;
+    size_t n;
+    CUresult r = read_image(path, &img, &n);
+    if (!r)
+        r = mod_load_in((struct CUmod_st **)l, img, n, 0);
+    free(img);
+    return r;
 }
 E CUresult cuLibraryUnload(CUlibrary l) { return cuModuleUnload((CUmodule)l); }
 E CUresult cuLibraryGetModule(CUmodule *m, CUlibrary l)
@@ -218,7 +270,7 @@ E CUresult cuKernelGetFunction(CUfunction *f, CUkernel k)
 {
     if (!f)
         return CUDA_ERROR_INVALID_VALUE;
-    if (!k || ((struct CUfunc_st *)k)->magic != MAGIC_FN)
+    if (!func_ok((struct CUfunc_st *)k))
         return CUDA_ERROR_INVALID_HANDLE;
     *f = (CUfunction)k;
     return CUDA_SUCCESS;
@@ -227,7 +279,7 @@ E CUresult cuKernelGetLibrary(CUlibrary *l, CUkernel k)
 {
     if (!l)
         return CUDA_ERROR_INVALID_VALUE;
-    if (!k || ((struct CUfunc_st *)k)->magic != MAGIC_FN)
+    if (!func_ok((struct CUfunc_st *)k))
         return CUDA_ERROR_INVALID_HANDLE;
     *l = (CUlibrary)((struct CUfunc_st *)k)->mod;
     return CUDA_SUCCESS;
@@ -240,7 +292,7 @@ E CUresult cuFuncGetModule(CUmodule *m, CUfunction f)
 {
     if (!m)
         return CUDA_ERROR_INVALID_VALUE;
-    if (!f || f->magic != MAGIC_FN)
+    if (!func_ok(f))
         return CUDA_ERROR_INVALID_HANDLE;
     *m = (CUmodule)f->mod;
     return CUDA_SUCCESS;
@@ -249,7 +301,7 @@ E CUresult cuFuncGetName(const char **name, CUfunction f)
 {
     if (!name)
         return CUDA_ERROR_INVALID_VALUE;
-    if (!f || f->magic != MAGIC_FN)
+    if (!func_ok(f))
         return CUDA_ERROR_INVALID_HANDLE;
     *name = f->name;
     return CUDA_SUCCESS;
@@ -265,7 +317,7 @@ E CUresult cuFuncLoad(CUfunction f) { return CUDA_SUCCESS; }
 
 E CUresult cuFuncGetParamInfo(CUfunction f, size_t index, size_t *off, size_t *size)
 {
-    if (!f || f->magic != MAGIC_FN)
+    if (!func_ok(f))
         return CUDA_ERROR_INVALID_HANDLE;
     if (!f->k.found)
         return shim_unsupported("cuFuncGetParamInfo (kernel without a cubin layout)");
@@ -282,7 +334,7 @@ E CUresult cuFuncGetAttribute(int *v, CUfunction_attribute a, CUfunction f)
 {
     if (!v)
         return CUDA_ERROR_INVALID_VALUE;
-    if (!f || f->magic != MAGIC_FN)
+    if (!func_ok(f))
         return CUDA_ERROR_INVALID_HANDLE;
     switch (a) {
     case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = f->k.max_threads ? f->k.max_threads : 1024; break;
@@ -308,7 +360,7 @@ E CUresult cuFuncGetAttribute(int *v, CUfunction_attribute a, CUfunction f)
 
 E CUresult cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v)
 {
-    if (!f || f->magic != MAGIC_FN)
+    if (!func_ok(f))
         return CUDA_ERROR_INVALID_HANDLE;
     if (a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
         if (v < 0 || v + f->k.shared_bytes > 232448)
@@ -323,7 +375,7 @@ E CUresult cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v)
 }
 E CUresult cuFuncSetCacheConfig(CUfunction f, CUfunc_cache c)
 {
-    if (!f || f->magic != MAGIC_FN)
+    if (!func_ok(f))
         return CUDA_ERROR_INVALID_HANDLE;
     return CUDA_SUCCESS;
 }
@@ -343,4 +395,97 @@ E CUresult cuKernelGetName(const char **name, CUkernel k) { return cuFuncGetName
 E CUresult cuKernelGetParamInfo(CUkernel k, size_t i, size_t *off, size_t *size)
 {
     return cuFuncGetParamInfo((CUfunction)k, i, off, size);
+}
+
+/* ------------------------------------------------------------------ */
+/* JIT linking. The linker is the driver's, in the daemon's process; what this
+ * library can do alone is the common case of one input (a PTX, cubin or fatbin
+ * image: numba's and CuPy's kernels), whose "linked" image is that input, which
+ * the daemon's driver then loads (and compiles, when PTX). A second input, or a
+ * library archive, needs the real linker and is refused, named. */
+struct CUlinkState_st {
+    uint32_t magic;
+    char *image;
+    size_t bytes;
+};
+#define MAGIC_LINK 0x6c6e6b31
+
+E CUresult cuLinkCreate_v2(unsigned int n, CUjit_option *o, void **v, CUlinkState *out)
+{
+    if (!out || (n && (!o || !v)))
+        return CUDA_ERROR_INVALID_VALUE;
+    NEED_CTX();
+    struct CUlinkState_st *l = calloc(1, sizeof *l);
+    if (!l)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    l->magic = MAGIC_LINK;
+    *out = l;
+    return CUDA_SUCCESS;
+}
+
+static CUresult link_take(struct CUlinkState_st *l, CUjitInputType type, char *img, size_t bytes)
+{
+    if (!l || l->magic != MAGIC_LINK) {
+        free(img);
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    if (type == CU_JIT_INPUT_LIBRARY || type == CU_JIT_INPUT_OBJECT || type == CU_JIT_INPUT_NVVM) {
+        free(img);
+        return shim_unsupported("cuLinkAddData (objects, archives, NVVM: the driver's linker runs in the daemon)");
+    }
+    if (l->image) {
+        free(img);
+        return shim_unsupported("cuLinkAddData (a second input: the driver's linker runs in the daemon)");
+    }
+    l->image = img;
+    l->bytes = bytes;
+    return CUDA_SUCCESS;
+}
+
+E CUresult cuLinkAddData_v2(CUlinkState l, CUjitInputType type, void *data, size_t size, const char *name,
+                            unsigned int n, CUjit_option *o, void **v)
+{
+    if (!data || !size)
+        return CUDA_ERROR_INVALID_VALUE;
+    char *img = malloc(size + 1);
+    if (!img)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    memcpy(img, data, size);
+    img[size] = 0; /* PTX given without its NUL */
+    size_t bytes = type == CU_JIT_INPUT_PTX && ((char *)data)[size - 1] ? size + 1 : size;
+    return link_take(l, type, img, bytes);
+}
+
+E CUresult cuLinkAddFile_v2(CUlinkState l, CUjitInputType type, const char *path, unsigned int n, CUjit_option *o,
+                            void **v)
+{
+    if (!path)
+        return CUDA_ERROR_INVALID_VALUE;
+    char *img;
+    size_t bytes;
+    CUresult r = read_image(path, &img, &bytes);
+    return r ? r : link_take(l, type, img, bytes);
+}
+
+E CUresult cuLinkComplete(CUlinkState l, void **out, size_t *size)
+{
+    if (!out || !size)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!l || l->magic != MAGIC_LINK)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!l->image)
+        return CUDA_ERROR_INVALID_VALUE; /* nothing added */
+    *out = l->image; /* owned by the state until cuLinkDestroy */
+    *size = l->bytes;
+    return CUDA_SUCCESS;
+}
+
+E CUresult cuLinkDestroy(CUlinkState l)
+{
+    if (!l || l->magic != MAGIC_LINK)
+        return CUDA_ERROR_INVALID_HANDLE;
+    l->magic = MAGIC_DEAD;
+    free(l->image);
+    free(l);
+    return CUDA_SUCCESS;
 }

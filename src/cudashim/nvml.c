@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define E SHIM_EXPORT
 
@@ -274,6 +275,96 @@ E nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t *
     return NVML_SUCCESS;
 }
 
+/* PCI: the daemon's device's domain, bus and device numbers (its attributes),
+ * as cuDeviceGetPCIBusId formats them. */
+typedef struct {
+    char busIdLegacy[16];
+    unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
+    char busId[32];
+} nvmlPciInfo_t;
+
+static void pci_numbers(unsigned *domain, unsigned *bus, unsigned *dev)
+{
+    int32_t v[51] = {0};
+    unsigned char ok[51] = {0};
+    *domain = *bus = *dev = 0;
+    if (!gpuos_device_attributes(N.g, v, ok, 51)) { /* 50 domain, 33 bus, 34 device (cuda.h) */
+        *domain = ok[50] ? (unsigned)v[50] : 0;
+        *bus = ok[33] ? (unsigned)v[33] : 0;
+        *dev = ok[34] ? (unsigned)v[34] : 0;
+    }
+}
+
+static nvmlReturn_t pci_info(nvmlDevice_t d, nvmlPciInfo_t *p)
+{
+    NEED_DEV(d);
+    if (!p)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    memset(p, 0, sizeof *p);
+    pci_numbers(&p->domain, &p->bus, &p->device);
+    snprintf(p->busId, sizeof p->busId, "%08x:%02x:%02x.0", p->domain, p->bus, p->device);
+    snprintf(p->busIdLegacy, sizeof p->busIdLegacy, "%04x:%02x:%02x.0", p->domain & 0xffff, p->bus, p->device);
+    return NVML_SUCCESS;
+}
+E nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t d, nvmlPciInfo_t *p) { return pci_info(d, p); }
+E nvmlReturn_t nvmlDeviceGetPciInfo_v2(nvmlDevice_t d, nvmlPciInfo_t *p) { return pci_info(d, p); }
+E nvmlReturn_t nvmlDeviceGetPciInfo(nvmlDevice_t d, nvmlPciInfo_t *p) { return pci_info(d, p); }
+
+/* One device: any bus id names it (the CUDA side formats it from the same
+ * numbers; PyTorch maps its device to NVML's this way). */
+E nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *bus, nvmlDevice_t *d)
+{
+    NEED();
+    if (!bus || !d)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *d = &N.d0;
+    return NVML_SUCCESS;
+}
+E nvmlReturn_t nvmlDeviceGetHandleByPciBusId(const char *bus, nvmlDevice_t *d)
+{
+    return nvmlDeviceGetHandleByPciBusId_v2(bus, d);
+}
+
+/* Processes on the device: a tenant sees itself only (with what its vGPU holds),
+ * never the other tenants. `entry` is the size of the caller's struct version
+ * (v1: pid, memory; v2/v3: and two instance ids). */
+static nvmlReturn_t processes(nvmlDevice_t d, unsigned int *count, void *infos, size_t entry)
+{
+    NEED_DEV(d);
+    if (!count)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    unsigned have = *count;
+    *count = 1;
+    if (have < 1 || !infos)
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    unsigned long long total = 0, used = 0;
+    nvmlReturn_t r = mem(&total, &used);
+    if (r)
+        return r;
+    unsigned char *e = infos;
+    memset(e, 0, entry);
+    unsigned pid = (unsigned)getpid(), none = 0xffffffffu;
+    memcpy(e, &pid, sizeof pid);
+    memcpy(e + 8, &used, sizeof used);
+    if (entry > 16) {
+        memcpy(e + 16, &none, sizeof none);
+        memcpy(e + 20, &none, sizeof none);
+    }
+    return NVML_SUCCESS;
+}
+E nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned int *n, void *p)
+{
+    return processes(d, n, p, 24);
+}
+E nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t d, unsigned int *n, void *p)
+{
+    return processes(d, n, p, 24);
+}
+E nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t d, unsigned int *n, void *p)
+{
+    return processes(d, n, p, 16);
+}
+
 /* Queries monitoring tools commonly make that a vGPU does not answer. */
 #define UNSUP(name)                                                                                                    \
     E nvmlReturn_t name(void);                                                                                         \
@@ -282,9 +373,6 @@ UNSUP(nvmlDeviceGetTemperature)
 UNSUP(nvmlDeviceGetPowerUsage)
 UNSUP(nvmlDeviceGetClockInfo)
 UNSUP(nvmlDeviceGetMaxClockInfo)
-UNSUP(nvmlDeviceGetPciInfo_v3)
-UNSUP(nvmlDeviceGetPciInfo)
-UNSUP(nvmlDeviceGetComputeRunningProcesses_v3)
 UNSUP(nvmlDeviceGetGraphicsRunningProcesses_v3)
 UNSUP(nvmlDeviceGetFanSpeed)
 UNSUP(nvmlDeviceGetPerformanceState)
@@ -315,3 +403,7 @@ UNSUP(nvmlDeviceGetSamples)
 UNSUP(nvmlDeviceGetFieldValues)
 UNSUP(nvmlEventSetCreate)
 UNSUP(nvmlDeviceGetSupportedEventTypes)
+UNSUP(nvmlDeviceGetNvLinkRemoteDeviceType)
+UNSUP(nvmlDeviceGetNvLinkRemotePciInfo_v2)
+UNSUP(nvmlDeviceGetNvLinkCapability)
+UNSUP(nvmlDeviceGetP2PStatus)

@@ -46,6 +46,15 @@ struct shim_kinfo {
  * section), or PTX text (NUL-terminated). 0 when not recognised. */
 size_t shim_image_size(const void *image);
 
+/* What to carry to the daemon for an image given by pointer: the image, or,
+ * when a fatbin container has no code for compute capability cc, the first
+ * container after it in the same loaded segment that has (*skipped = how many
+ * were passed over); *bytes its size. */
+const void *shim_image_extent(const void *image, int cc, size_t *bytes, int *skipped);
+
+/* One line for the trace: the container's entries (sm_90, ptx90, z = compressed). */
+void shim_image_describe(const void *image, char *buf, size_t len);
+
 /* The image itself: a fatbin container behind the runtime's wrapper
  * (__fatBinC_Wrapper_t, magic 0x466243b1) is where the wrapper points. */
 const void *shim_image_unwrap(const void *image);

@@ -322,3 +322,115 @@ E CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b)
     return CUDA_SUCCESS;
 }
 
+
+E CUresult cuStreamGetDevice(CUstream s, CUdevice *d)
+{
+    if (!d)
+        return CUDA_ERROR_INVALID_VALUE;
+    NEED_INIT();
+    if (!stream_ok(s))
+        return CUDA_ERROR_INVALID_HANDLE;
+    *d = 0;
+    return CUDA_SUCCESS;
+}
+
+/* Stream attributes: priority as set at creation; the hints (access policy,
+ * synchronisation policy, sync domains) are kept so that a program reads back
+ * what it set, and change nothing on one ordered queue. */
+static struct {
+    pthread_mutex_t m;
+    struct {
+        CUstream s;
+        CUstreamAttrID id;
+        CUstreamAttrValue v;
+    } kept[64];
+    int n;
+} SA = {.m = PTHREAD_MUTEX_INITIALIZER};
+
+E CUresult cuStreamSetAttribute(CUstream s, CUstreamAttrID id, const CUstreamAttrValue *v)
+{
+    NEED_INIT();
+    if (!v)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!stream_ok(s))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (id == CU_LAUNCH_ATTRIBUTE_PRIORITY) {
+        if (!s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD)
+            return CUDA_ERROR_INVALID_HANDLE;
+        s->priority = v->priority;
+        return CUDA_SUCCESS;
+    }
+    if (id != CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW && id != CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY &&
+        id != CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP && id != CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&SA.m);
+    int i;
+    for (i = 0; i < SA.n && !(SA.kept[i].s == s && SA.kept[i].id == id); i++)
+        ;
+    if (i < (int)(sizeof SA.kept / sizeof SA.kept[0])) { /* beyond: dropped (it changes nothing) */
+        SA.kept[i].s = s;
+        SA.kept[i].id = id;
+        SA.kept[i].v = *v;
+        if (i == SA.n)
+            SA.n++;
+    }
+    pthread_mutex_unlock(&SA.m);
+    return CUDA_SUCCESS;
+}
+
+E CUresult cuStreamGetAttribute(CUstream s, CUstreamAttrID id, CUstreamAttrValue *v)
+{
+    NEED_INIT();
+    if (!v)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!stream_ok(s))
+        return CUDA_ERROR_INVALID_HANDLE;
+    memset(v, 0, sizeof *v);
+    if (id == CU_LAUNCH_ATTRIBUTE_PRIORITY)
+        return cuStreamGetPriority(s, &v->priority);
+    pthread_mutex_lock(&SA.m);
+    for (int i = 0; i < SA.n; i++)
+        if (SA.kept[i].s == s && SA.kept[i].id == id)
+            *v = SA.kept[i].v;
+    pthread_mutex_unlock(&SA.m);
+    return CUDA_SUCCESS;
+}
+
+E CUresult cuStreamCopyAttributes(CUstream dst, CUstream src)
+{
+    NEED_INIT();
+    if (!stream_ok(dst) || !stream_ok(src))
+        return CUDA_ERROR_INVALID_HANDLE;
+    const CUstreamAttrID ids[] = {CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY,
+                                  CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP, CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN};
+    CUresult r = CUDA_SUCCESS;
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0] && !r; i++) {
+        CUstreamAttrValue v;
+        r = cuStreamGetAttribute(src, ids[i], &v);
+        if (!r)
+            r = cuStreamSetAttribute(dst, ids[i], &v);
+    }
+    return r;
+}
+
+/* The capture mode of this thread (PyTorch exchanges it around allocations). */
+static __thread CUstreamCaptureMode capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+E CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
+{
+    if (!mode || (unsigned)*mode > CU_STREAM_CAPTURE_MODE_RELAXED)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUstreamCaptureMode old = capture_mode;
+    capture_mode = *mode;
+    *mode = old;
+    return CUDA_SUCCESS;
+}
+
+/* Stream capture builds a CUDA graph for the daemon to replay: not offered yet
+ * (the graph entry points are stubs), refused at its start with one clear line. */
+E CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode)
+{
+    NEED_INIT();
+    if (!stream_ok(s))
+        return CUDA_ERROR_INVALID_HANDLE;
+    return shim_unsupported("cuStreamBeginCapture (stream capture and CUDA graphs)");
+}
