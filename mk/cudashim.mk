@@ -19,7 +19,8 @@ SHIM_ALIASES := src/cudashim/aliases.txt
 SHIM_DEFSYM = $(shell sed -n 's/^\(cu[A-Za-z0-9_]*\)[[:space:]]\{1,\}\(cu[A-Za-z0-9_]*\).*/-Wl,--defsym=\1=\2/p' $(SHIM_ALIASES))
 SHIM_OBJ := $(SHIM_CUDA:%=$(SHIM)/pic/src/cudashim/%.o)
 SHIM_PIC := $(SHIM_CORE:%.c=$(SHIM)/pic/%.o)
-EXTRA_BINS += $(SHIM)/libcuda.so.1 $(SHIM)/libnvidia-ml.so.1 $(BUILD)/tests/cudashim_drv $(BUILD)/tests/cudashim_exports
+EXTRA_BINS += $(SHIM)/libcuda.so.1 $(SHIM)/libnvidia-ml.so.1 $(BUILD)/tests/cudashim_drv $(BUILD)/tests/cudashim_exports \
+	$(BUILD)/tests/cudashim_legacy
 
 $(SHIM)/gen/names.inc: tools/gen_cudashim_names.sh $(CUDA_H)
 	$(Q)CC=$(CC) sh tools/gen_cudashim_names.sh $(CUDA_HOME)/include $(SHIM)/gen
@@ -50,12 +51,17 @@ $(BUILD)/tests/cudashim_drv: tests/cudashim_drv.c $(SHIM)/libcuda.so.1
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $< -L$(SHIM) -lcuda $(LDLIBS)
 
+# The CUDA 4 era API and what cuda.h added since (deprecated entry points on purpose).
+$(BUILD)/tests/cudashim_legacy: tests/cudashim_legacy.c tests/cudashim_check.h $(SHIM)/libcuda.so.1
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -Wno-deprecated-declarations -o $@ $< -L$(SHIM) -lcuda $(LDLIBS)
+
 $(BUILD)/tests/cudashim_exports: tests/cudashim_exports.c $(SHIM)/libcuda.so.1
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $< -L$(SHIM) -lcuda -ldl $(LDLIBS)
 
 -include $(SHIM_OBJ:.o=.d) $(SHIM_PIC:.o=.d) $(SHIM)/pic/src/cudashim/procaddr.d $(SHIM)/pic/src/cudashim/nvml.d
--include $(BUILD)/tests/cudashim_drv.d $(BUILD)/tests/cudashim_exports.d
+-include $(BUILD)/tests/cudashim_drv.d $(BUILD)/tests/cudashim_exports.d $(BUILD)/tests/cudashim_legacy.d
 endif
 ifneq ($(CUDA_H),)
 EXTRA_BINS += $(BUILD)/tests/cudashim_nvml

@@ -45,6 +45,18 @@ n=$(grep -c "gpuos libcuda: cuGraphCreate is not supported" "$T/err")
 [ "$n" = 1 ] || fail "unimplemented cuGraphCreate named $n times on stderr (want once): $(cat "$T/err")"
 grep -v "cuGraphCreate is not supported" "$T/err" | grep . && fail "unexpected stderr"
 
+# the CUDA 4 era API and what cuda.h added since (tests/cudashim_legacy.c):
+# kernels from image files by path, results against arithmetic done there
+printf 'gpuos-builtin' > "$T/builtin.img"
+printf 'SIMMOD\nvecadd=madd\n' > "$T/vecadd.img"
+out=$(timeout 60 "$G" run --vgpu a -- "$B/tests/cudashim_legacy" "$T" 2>"$T/err") || { cat "$T/err"; fail "cudashim_legacy: $out"; }
+[ "$out" = ok ] || fail "cudashim_legacy printed: $out"
+for l in "cuParamSetTexRef (texture references: the vGPU has no texture units to bind) is not supported" \
+         "cuMemHostGetDevicePointer (kernels on the vGPU cannot reach this process's memory) is not supported" \
+         "cuStreamBeginCapture (stream capture and CUDA graphs) is not supported"; do
+    [ "$(grep -cxF "gpuos libcuda: $l" "$T/err")" = 1 ] || fail "not named exactly once: $l: $(cat "$T/err")"
+done
+
 # cuGetExportTable: the runtime's private tables (no nvcc needed)
 out=$(timeout 60 "$G" run --vgpu a -- "$B/tests/cudashim_exports" 2>"$T/err") || { cat "$T/err"; fail "cudashim_exports: $out"; }
 [ "$out" = ok ] || fail "cudashim_exports printed: $out"

@@ -85,12 +85,12 @@ E CUresult cuModuleLoadFatBinary(CUmodule *m, const void *image) { return mod_lo
  * to carry: the file, and its NUL when it is text (PTX). */
 static CUresult read_image(const char *path, char **img, size_t *bytes)
 {
+    *img = NULL;
     FILE *f = fopen(path, "rb");
     if (!f)
         return CUDA_ERROR_FILE_NOT_FOUND;
     CUresult r = CUDA_ERROR_INVALID_IMAGE;
     long n = fseek(f, 0, SEEK_END) ? -1 : ftell(f);
-    *img = NULL;
     if (n > 0 && !fseek(f, 0, SEEK_SET) && (*img = calloc(1, (size_t)n + 1)) &&
         fread(*img, 1, (size_t)n, f) == (size_t)n) {
         uint32_t magic;

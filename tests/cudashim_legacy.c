@@ -1,0 +1,419 @@
+/* cudashim_legacy.c: a Driver API program of the CUDA 4 era and of what cuda.h
+ * added since (issue 21), linked against libcuda.so.1 (gpuos's, through `gpuos
+ * run`), for tests/t_cudashim.sh on the simulated device. Its kernels are the
+ * daemon's built-in madd (C = A + B, computed by the simulated device) and
+ * fill, loaded from image FILES by path (cuModuleLoad): the escape image
+ * "gpuos-builtin", and a SIMMOD image that names madd "vecadd".
+ *   cudashim_legacy DIR   DIR holds builtin.img and vecadd.img; prints "ok"
+ * Checks, each against arithmetic done here:
+ *   - cuFuncSetBlockShape / cuFuncSetSharedSize / cuParamSetv / Seti / Setf /
+ *     SetSize, cuLaunch, cuLaunchGrid, cuLaunchGridAsync: C = A + B exactly, a
+ *     fill of a float's bits; the errors (no block shape, too large a block or
+ *     buffer, a texture reference named once);
+ *   - every cuCtxCreate (v1 .. v4 through cuGetProcAddress), cuCtxAttach/Detach;
+ *   - cuMemAllocPitch, cuMemsetD2D8/16/32 (sync, async) and cuMemcpy2D: the
+ *     rows set, the pitch padding untouched; cuMemcpy3D of a box; cuMemcpyPeer;
+ *   - memory pools: stream-ordered allocation counted in the pool's attributes;
+ *     the allocation granularity; pointer attributes (plural) of device, host,
+ *     registered and unknown memory; DEVICEMAP host memory;
+ *   - a single-input JIT link loaded as a module; launch attribute hints and a
+ *     completion event; stream attributes; the capture mode exchange.
+ * Exit 0 only when every check passed; each failure names itself. */
+#include <cuda.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cudashim_check.h"
+
+#define N 64 /* madd's n: n x n floats */
+
+static CUdeviceptr dalloc(size_t n)
+{
+    CUdeviceptr p;
+    CHECK(cuMemAlloc(&p, n));
+    return p;
+}
+
+/* madd by the CUDA 4 API: C = A + B for n x n floats, checked exactly. */
+static void test_param_api(CUmodule m, CUmodule vec)
+{
+    CUfunction f, fv, fill;
+    CHECK(cuModuleGetFunction(&f, m, "madd"));
+    CHECK(cuModuleGetFunction(&fv, vec, "vecadd"));
+    CHECK(cuModuleGetFunction(&fill, m, "fill"));
+    size_t bytes = (size_t)N * N * 4;
+    float *a = malloc(bytes), *b = malloc(bytes), *c = malloc(bytes);
+    for (int i = 0; i < N * N; i++) {
+        a[i] = (float)(i % 1000) * 0.5f;
+        b[i] = (float)(i / 7) - 3.25f;
+    }
+    CUdeviceptr da = dalloc(bytes), db = dalloc(bytes), dc = dalloc(bytes);
+    CHECK(cuMemcpyHtoD(da, a, bytes));
+    CHECK(cuMemcpyHtoD(db, b, bytes));
+
+    /* errors first: no block shape yet */
+    EXPECT(cuLaunchGrid(f, 4, 1), CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuFuncSetBlockShape(f, 2048, 1, 1), CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuParamSetSize(f, 1u << 20), CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuParamSetv(f, 4090, &da, 8), CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuParamSetTexRef(f, CU_PARAM_TR_DEFAULT, NULL), CUDA_ERROR_NOT_SUPPORTED);
+    EXPECT(cuFuncSetBlockShape(NULL, 1, 1, 1), CUDA_ERROR_INVALID_HANDLE);
+
+    CUfunction fns[2] = {f, fv};
+    for (int k = 0; k < 2; k++) {
+        CUfunction g = fns[k];
+        CHECK(cuFuncSetBlockShape(g, 256, 1, 1));
+        CHECK(cuFuncSetSharedSize(g, 0));
+        CHECK(cuFuncSetCacheConfig(g, CU_FUNC_CACHE_PREFER_L1));
+        CHECK(cuParamSetv(g, 0, &da, sizeof da));
+        CHECK(cuParamSetv(g, 8, &db, sizeof db));
+        CHECK(cuParamSetv(g, 16, &dc, sizeof dc));
+        CHECK(cuParamSeti(g, 24, N));
+        CHECK(cuParamSetSize(g, 28));
+        CHECK(cuMemsetD32(dc, 0, (size_t)N * N));
+        if (k == 0) {
+            CHECK(cuLaunchGrid(g, 16, 1));
+        } else {
+            CUstream s;
+            CHECK(cuStreamCreate(&s, 0));
+            CHECK(cuLaunchGridAsync(g, 16, 1, s));
+            CHECK(cuStreamSynchronize(s));
+            CHECK(cuStreamDestroy(s));
+        }
+        CHECK(cuMemcpyDtoH(c, dc, bytes));
+        int bad = 0;
+        for (int i = 0; i < N * N; i++)
+            bad += c[i] != a[i] + b[i];
+        TRUE(bad == 0);
+    }
+    /* cuLaunch: one block; fill writes count words of a value set by cuParamSetf */
+    unsigned count = 100;
+    unsigned long long cnt = count;
+    CHECK(cuFuncSetBlockShape(fill, 128, 1, 1));
+    CHECK(cuParamSetv(fill, 0, &dc, 8));
+    CHECK(cuParamSetf(fill, 8, 1.5f));
+    CHECK(cuParamSeti(fill, 12, 0));
+    CHECK(cuParamSetv(fill, 16, &cnt, 8));
+    CHECK(cuParamSetSize(fill, 24));
+    CHECK(cuLaunch(fill));
+    CHECK(cuCtxSynchronize());
+    CHECK(cuMemcpyDtoH(c, dc, (count + 1) * 4));
+    int bad = 0;
+    for (unsigned i = 0; i < count; i++)
+        bad += c[i] != 1.5f;
+    TRUE(bad == 0);
+    TRUE(c[count] == a[count] + b[count]); /* nothing past count */
+    CHECK(cuMemFree(da));
+    CHECK(cuMemFree(db));
+    CHECK(cuMemFree(dc));
+    free(a);
+    free(b);
+    free(c);
+}
+
+static void test_contexts(void)
+{
+    CUdevice d;
+    CHECK(cuDeviceGet(&d, 0));
+    CUcontext cur, c1, c2, c3, c4, at;
+    CHECK(cuCtxGetCurrent(&cur));
+    void *p2, *p3, *p4;
+    CUdriverProcAddressQueryResult st;
+    CHECK(cuGetProcAddress("cuCtxCreate", &p2, 3020, 0, &st));
+    CHECK(cuGetProcAddress("cuCtxCreate", &p3, 11040, 0, &st));
+    CHECK(cuGetProcAddress("cuCtxCreate", &p4, 12050, 0, &st));
+    TRUE(p2 != p3 && p3 != p4 && p2 != p4);
+    CHECK(((CUresult(*)(CUcontext *, unsigned, CUdevice))p2)(&c2, 0, d));
+    CHECK(((CUresult(*)(CUcontext *, CUexecAffinityParam *, int, unsigned, CUdevice))p3)(&c3, NULL, 0, 0, d));
+    CHECK(((CUresult(*)(CUcontext *, CUctxCreateParams *, unsigned, CUdevice))p4)(&c4, NULL, 0, d));
+    CHECK(cuCtxCreate(&c1, NULL, 0, d));
+    CUcontext now;
+    CHECK(cuCtxGetCurrent(&now));
+    TRUE(now == c1); /* a new context is current */
+    CHECK(cuCtxAttach(&at, 0));
+    TRUE(at == c1);
+    CHECK(cuCtxDetach(at)); /* one reference left: still alive */
+    CHECK(cuCtxSynchronize());
+    CHECK(cuCtxDetach(c1)); /* the last: destroyed */
+    EXPECT(cuCtxSetCurrent(c1), CUDA_ERROR_INVALID_CONTEXT);
+    CHECK(cuCtxDestroy(c2));
+    CHECK(cuCtxDestroy(c3));
+    CHECK(cuCtxDestroy(c4));
+    CHECK(cuCtxSetCurrent(cur));
+    CUsharedconfig sc;
+    CHECK(cuCtxGetSharedMemConfig(&sc));
+    CHECK(cuCtxSetSharedMemConfig(CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE));
+    int can = 1;
+    CHECK(cuDeviceCanAccessPeer(&can, d, d));
+    TRUE(can == 0);
+}
+
+/* Pitched memory: rows set by 2D memsets, the padding kept; a 3D box copy. */
+static void test_pitch(void)
+{
+    const size_t w = 100, h = 37; /* bytes, rows */
+    CUdeviceptr p;
+    size_t pitch = 0;
+    CHECK(cuMemAllocPitch(&p, &pitch, w, h, 4));
+    TRUE(pitch >= w && pitch % 256 == 0);
+    unsigned char *host = malloc(pitch * h), *want = malloc(pitch * h);
+    CHECK(cuMemsetD8(p, 0xEE, pitch * h));
+    CHECK(cuMemsetD2D8(p, pitch, 0x11, w, h));
+    CHECK(cuMemsetD2D16(p + 2 * pitch, pitch, 0x2233, w / 2 - 1, 3));
+    CUstream s;
+    CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CHECK(cuMemsetD2D32Async(p + 10 * pitch + 4, pitch, 0x44556677u, 5, 2, s));
+    CHECK(cuStreamSynchronize(s));
+    memset(want, 0xEE, pitch * h);
+    for (size_t y = 0; y < h; y++)
+        memset(want + y * pitch, 0x11, w);
+    for (size_t y = 2; y < 5; y++)
+        for (size_t x = 0; x < w / 2 - 1; x++) {
+            want[y * pitch + 2 * x] = 0x33;
+            want[y * pitch + 2 * x + 1] = 0x22;
+        }
+    for (size_t y = 10; y < 12; y++)
+        for (size_t x = 0; x < 5; x++) {
+            uint32_t v = 0x44556677u;
+            memcpy(want + y * pitch + 4 + 4 * x, &v, 4);
+        }
+    CUDA_MEMCPY2D c = {.srcMemoryType = CU_MEMORYTYPE_DEVICE, .srcDevice = p, .srcPitch = pitch,
+                       .dstMemoryType = CU_MEMORYTYPE_HOST, .dstHost = host, .dstPitch = pitch,
+                       .WidthInBytes = pitch, .Height = h};
+    CHECK(cuMemcpy2D(&c));
+    TRUE(!memcmp(host, want, pitch * h));
+    /* a 3D box: 3 slices of 4 rows of 20 bytes from x = 8, y = 1, z = 2 of a
+     * volume of slices 8 rows high, into a packed host buffer */
+    unsigned char box[3 * 4 * 20];
+    CUDA_MEMCPY3D b = {.srcXInBytes = 8, .srcY = 1, .srcZ = 2, .srcMemoryType = CU_MEMORYTYPE_DEVICE,
+                       .srcDevice = p, .srcPitch = pitch, .srcHeight = 8,
+                       .dstMemoryType = CU_MEMORYTYPE_HOST, .dstHost = box, .dstPitch = 20, .dstHeight = 4,
+                       .WidthInBytes = 20, .Height = 4, .Depth = 3};
+    CHECK(cuMemcpy3D(&b));
+    int bad = 0;
+    for (int z = 0; z < 3; z++)
+        for (int y = 0; y < 4; y++)
+            bad += memcmp(box + (z * 4 + y) * 20, want + ((size_t)(2 + z) * 8 + 1 + y) * pitch + 8, 20) != 0;
+    TRUE(bad == 0);
+    /* a peer copy on one device is a device-to-device copy */
+    CUcontext ctx;
+    CHECK(cuCtxGetCurrent(&ctx));
+    CUdeviceptr q = dalloc(pitch);
+    CHECK(cuMemcpyPeer(q, ctx, p + 10 * pitch, ctx, pitch));
+    CHECK(cuMemcpyDtoH(host, q, pitch));
+    TRUE(!memcmp(host, want + 10 * pitch, pitch));
+    CHECK(cuMemFree(q));
+    CHECK(cuStreamDestroy(s));
+    CHECK(cuMemFree(p));
+    free(host);
+    free(want);
+}
+
+static void test_memory(void)
+{
+    CUdevice d;
+    CHECK(cuDeviceGet(&d, 0));
+    int v = 0;
+    CHECK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, d));
+    TRUE(v == 1);
+    CHECK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, d));
+    TRUE(v == 0); /* not offered: the attribute says so, whatever the chip can */
+    CUmemoryPool pool;
+    CHECK(cuDeviceGetDefaultMemPool(&pool, d));
+    CUstream s;
+    CHECK(cuStreamCreate(&s, 0));
+    cuuint64_t used0 = 1, used = 0, high = 0;
+    CHECK(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used0));
+    CUdeviceptr a, b;
+    CHECK(cuMemAllocAsync(&a, 1 << 20, s));
+    CHECK(cuMemAllocFromPoolAsync(&b, 3 << 20, pool, s));
+    CHECK(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used));
+    TRUE(used == used0 + (4 << 20));
+    CHECK(cuMemsetD32Async(b, 7, 16, s));
+    CHECK(cuMemFreeAsync(a, s));
+    CHECK(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used));
+    CHECK(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &high));
+    TRUE(used == used0 + (3 << 20) && high >= used0 + (4 << 20));
+    cuuint64_t thr = 1ull << 30, got = 0;
+    CHECK(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &thr));
+    CHECK(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &got));
+    TRUE(got == thr);
+    CHECK(cuMemFreeAsync(b, s));
+    CHECK(cuStreamSynchronize(s));
+    CHECK(cuStreamDestroy(s));
+
+    size_t g = 0;
+    CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED, .location = {CU_MEM_LOCATION_TYPE_DEVICE, 0}};
+    CHECK(cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
+    TRUE(g == 2u << 20);
+    prop.location.id = 3;
+    EXPECT(cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), CUDA_ERROR_INVALID_VALUE);
+
+    /* pointer attributes: device, DEVICEMAP host memory, registered, unknown */
+    CUdeviceptr dp = dalloc(4096);
+    void *hp = NULL;
+    CHECK(cuMemHostAlloc(&hp, 8192, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
+    unsigned hf = 0;
+    CHECK(cuMemHostGetFlags(&hf, hp));
+    TRUE(hf == (CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
+    CUdeviceptr mapped;
+    EXPECT(cuMemHostGetDevicePointer(&mapped, hp, 0), CUDA_ERROR_NOT_SUPPORTED);
+    static char mine[10000];
+    CHECK(cuMemHostRegister(mine, sizeof mine, CU_MEMHOSTREGISTER_PORTABLE));
+    EXPECT(cuMemHostRegister(mine, sizeof mine, 0), CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+    CUpointer_attribute at[3] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+                                 CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
+    struct {
+        CUdeviceptr p;
+        unsigned type;
+        size_t size;
+        int ordinal;
+    } want[4] = {{dp + 100, CU_MEMORYTYPE_DEVICE, 4096, 0},
+                 {(CUdeviceptr)(uintptr_t)hp + 8, CU_MEMORYTYPE_HOST, 8192, 0},
+                 {(CUdeviceptr)(uintptr_t)mine + 9999, CU_MEMORYTYPE_HOST, sizeof mine, 0},
+                 {(CUdeviceptr)(uintptr_t)&g, 0, 0, -2}};
+    for (int i = 0; i < 4; i++) {
+        unsigned type = 99;
+        size_t size = 99;
+        int ord = 99;
+        void *data[3] = {&type, &size, &ord};
+        CHECK(cuPointerGetAttributes(3, at, data, want[i].p));
+        TRUE(type == want[i].type && size == want[i].size && ord == want[i].ordinal);
+    }
+    unsigned type;
+    EXPECT(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(uintptr_t)&g),
+           CUDA_ERROR_INVALID_VALUE);
+    /* copies from registered memory */
+    for (size_t i = 0; i < sizeof mine; i++)
+        mine[i] = (char)(i * 7);
+    CHECK(cuMemcpyHtoD(dp, mine, 4096));
+    CHECK(cuMemcpyDtoH(hp, dp, 4096));
+    TRUE(!memcmp(hp, mine, 4096));
+    CHECK(cuMemHostUnregister(mine));
+    EXPECT(cuMemHostUnregister(mine), CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+    CHECK(cuMemFreeHost(hp));
+    CHECK(cuMemFree(dp));
+}
+
+/* A one-input link, launch attributes, streams. */
+static void test_link_launch(const char *simmod)
+{
+    CUlinkState l;
+    CHECK(cuLinkCreate(0, NULL, NULL, &l));
+    CHECK(cuLinkAddData(l, CU_JIT_INPUT_PTX, (void *)simmod, strlen(simmod), "vec", 0, NULL, NULL));
+    EXPECT(cuLinkAddData(l, CU_JIT_INPUT_PTX, (void *)simmod, strlen(simmod), "again", 0, NULL, NULL),
+           CUDA_ERROR_NOT_SUPPORTED);
+    void *img;
+    size_t n;
+    CHECK(cuLinkComplete(l, &img, &n));
+    TRUE(n == strlen(simmod) + 1);
+    CUmodule m;
+    CHECK(cuModuleLoadData(&m, img));
+    CHECK(cuLinkDestroy(l));
+    CUfunction f;
+    CHECK(cuModuleGetFunction(&f, m, "vecadd"));
+    size_t bytes = (size_t)N * N * 4;
+    CUdeviceptr a = dalloc(bytes), b = dalloc(bytes), c = dalloc(bytes);
+    CHECK(cuMemsetD32(a, 0x3f800000u, (size_t)N * N)); /* 1.0f */
+    CHECK(cuMemsetD32(b, 0x40000000u, (size_t)N * N)); /* 2.0f */
+    unsigned nn = N;
+    unsigned char buf[28];
+    memcpy(buf, &a, 8);
+    memcpy(buf + 8, &b, 8);
+    memcpy(buf + 16, &c, 8);
+    memcpy(buf + 24, &nn, 4);
+    size_t len = sizeof buf;
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &len, CU_LAUNCH_PARAM_END};
+    CUstream s;
+    CHECK(cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, -1));
+    CUevent done;
+    CHECK(cuEventCreate(&done, 0));
+    CUlaunchAttribute at[3];
+    memset(at, 0, sizeof at);
+    at[0].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    at[0].value.programmaticStreamSerializationAllowed = 1;
+    at[1].id = CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT;
+    at[1].value.launchCompletionEvent.event = done;
+    at[2].id = CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN;
+    at[2].value.memSyncDomain = CU_LAUNCH_MEM_SYNC_DOMAIN_REMOTE;
+    CUlaunchConfig cfg = {.gridDimX = 8, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 128, .blockDimY = 1,
+                          .blockDimZ = 1, .hStream = s, .attrs = at, .numAttrs = 3};
+    CHECK(cuLaunchKernelEx(&cfg, f, NULL, extra));
+    CHECK(cuEventSynchronize(done));
+    float out[N];
+    CHECK(cuMemcpyDtoH(out, c, sizeof out));
+    int bad = 0;
+    for (int i = 0; i < N; i++)
+        bad += out[i] != 3.0f;
+    TRUE(bad == 0);
+    at[0].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    at[0].value.cooperative = 1;
+    cfg.numAttrs = 1;
+    EXPECT(cuLaunchKernelEx(&cfg, f, NULL, extra), CUDA_ERROR_NOT_SUPPORTED);
+    int clusters = 0;
+    cfg.numAttrs = 0;
+    CHECK(cuOccupancyMaxActiveClusters(&clusters, f, &cfg));
+    TRUE(clusters > 0);
+    /* stream attributes read back; priority as created */
+    CUstreamAttrValue v, r;
+    memset(&v, 0, sizeof v);
+    v.accessPolicyWindow.num_bytes = 1 << 20;
+    v.accessPolicyWindow.hitRatio = 0.5f;
+    CHECK(cuStreamSetAttribute(s, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, &v));
+    CHECK(cuStreamGetAttribute(s, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, &r));
+    TRUE(r.accessPolicyWindow.num_bytes == 1 << 20 && r.accessPolicyWindow.hitRatio == 0.5f);
+    CHECK(cuStreamGetAttribute(s, CU_LAUNCH_ATTRIBUTE_PRIORITY, &r));
+    TRUE(r.priority == -1);
+    CUdevice sd = 7;
+    CHECK(cuStreamGetDevice(s, &sd));
+    TRUE(sd == 0);
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+    CHECK(cuThreadExchangeStreamCaptureMode(&mode));
+    TRUE(mode == CU_STREAM_CAPTURE_MODE_GLOBAL);
+    CHECK(cuThreadExchangeStreamCaptureMode(&mode));
+    TRUE(mode == CU_STREAM_CAPTURE_MODE_RELAXED);
+    EXPECT(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_ERROR_NOT_SUPPORTED);
+    CHECK(cuEventDestroy(done));
+    CHECK(cuStreamDestroy(s));
+    CHECK(cuModuleUnload(m));
+    CHECK(cuMemFree(a));
+    CHECK(cuMemFree(b));
+    CHECK(cuMemFree(c));
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: cudashim_legacy DIR (with builtin.img and vecadd.img)\n");
+        return 2;
+    }
+    char p1[4096], p2[4096];
+    snprintf(p1, sizeof p1, "%s/builtin.img", argv[1]);
+    snprintf(p2, sizeof p2, "%s/vecadd.img", argv[1]);
+    CUdevice d;
+    CUcontext c;
+    CHECK(cuInit(0));
+    CHECK(cuDeviceGet(&d, 0));
+    CHECK(cuDevicePrimaryCtxRetain(&c, d));
+    CHECK(cuCtxSetCurrent(c));
+    CUmodule m, vec;
+    EXPECT(cuModuleLoad(&m, "/nonexistent/k.cubin"), CUDA_ERROR_FILE_NOT_FOUND);
+    CHECK(cuModuleLoad(&m, p1));
+    CHECK(cuModuleLoad(&vec, p2));
+    test_param_api(m, vec);
+    test_contexts();
+    test_pitch();
+    test_memory();
+    test_link_launch("SIMMOD\nvecadd=madd\n");
+    CHECK(cuModuleUnload(vec));
+    CHECK(cuModuleUnload(m));
+    if (fails) {
+        fprintf(stderr, "%d check(s) failed\n", fails);
+        return 1;
+    }
+    printf("ok\n");
+    return 0;
+}
