@@ -17,7 +17,10 @@
  *     the allocation granularity; pointer attributes (plural) of device, host,
  *     registered and unknown memory; DEVICEMAP host memory;
  *   - a single-input JIT link loaded as a module; launch attribute hints and a
- *     completion event; stream attributes; the capture mode exchange.
+ *     completion event; stream attributes; the capture mode exchange;
+ *   - a library whose fatbin holds code for other GPUs only (as cuBLAS and
+ *     cuDNN ship them): it loads lazily, its kernel's launch fails with
+ *     CUDA_ERROR_NO_BINARY_FOR_GPU, an eager cuModuleLoadData of it fails.
  * Exit 0 only when every check passed; each failure names itself. */
 #include <cuda.h>
 
@@ -384,6 +387,44 @@ static void test_link_launch(const char *simmod)
     CHECK(cuMemFree(c));
 }
 
+/* A fatbin container of one cubin entry for sm_ARCH (a stand-in payload). */
+static size_t fatbin_for(unsigned char *b, unsigned arch)
+{
+    memset(b, 0, 16 + 0x40 + 64);
+    uint32_t magic = 0xBA55ED50u, ehdr = 0x40;
+    uint16_t ver = 1, hdr = 16, kind = 2;
+    uint64_t fat = 0x40 + 64, payload = 64;
+    memcpy(b, &magic, 4);
+    memcpy(b + 4, &ver, 2);
+    memcpy(b + 6, &hdr, 2);
+    memcpy(b + 8, &fat, 8);
+    unsigned char *e = b + 16;
+    memcpy(e, &kind, 2);
+    memcpy(e + 4, &ehdr, 4);
+    memcpy(e + 8, &payload, 8);
+    memcpy(e + 0x1c, &arch, 4);
+    memcpy(e + 0x40, "\177ELF", 4);
+    return 16 + 0x40 + 64;
+}
+
+static void test_lazy(void)
+{
+    static unsigned char img[256];
+    fatbin_for(img, 100); /* sm_100 only */
+    CUlibrary lib;
+    CHECK(cuLibraryLoadData(&lib, img, NULL, NULL, 0, NULL, NULL, 0));
+    CUkernel k;
+    CHECK(cuLibraryGetKernel(&k, lib, "gemm_sm100"));
+    CUfunction f;
+    CHECK(cuKernelGetFunction(&f, k));
+    EXPECT(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL), CUDA_ERROR_NO_BINARY_FOR_GPU);
+    CHECK(cuLibraryUnload(lib));
+    CUmodule m;
+    EXPECT(cuModuleLoadData(&m, img), CUDA_ERROR_NO_BINARY_FOR_GPU); /* eager: refused at once */
+    fatbin_for(img, 90); /* code for this GPU: carried to the daemon, whose simulated device refuses it */
+    EXPECT(cuLibraryLoadData(&lib, img, NULL, NULL, 0, NULL, NULL, 0), CUDA_ERROR_NO_BINARY_FOR_GPU);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -408,6 +449,7 @@ int main(int argc, char **argv)
     test_pitch();
     test_memory();
     test_link_launch("SIMMOD\nvecadd=madd\n");
+    test_lazy();
     CHECK(cuModuleUnload(vec));
     CHECK(cuModuleUnload(m));
     if (fails) {

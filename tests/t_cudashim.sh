@@ -38,6 +38,9 @@ memory = 64M
 compute = 50
 memory = 32M"
 
+# the compatibility table of docs/readme-cudashim.md is what the code says
+/usr/bin/python3 tools/gen_cudashim_compat.py --check || fail "compatibility table not current"
+
 # the Driver API program, byte-exact, with its error paths
 out=$(timeout 60 "$G" run --vgpu a -- "$D" all 67108864 2>"$T/err") || { cat "$T/err"; fail "cudashim_drv all: $out"; }
 [ "$out" = ok ] || fail "cudashim_drv all printed: $out"

@@ -344,10 +344,30 @@ E CUresult cuDeviceGetExecAffinitySupport(int *v, CUexecAffinityType t, CUdevice
 
 /* An event recorded on every stream of the context: with one queue, an
  * ordinary record. */
+
 E CUresult cuCtxRecordEvent(CUcontext c, CUevent e)
 {
     NEED_INIT();
     if (c && !ctx_ok(c))
         return CUDA_ERROR_INVALID_CONTEXT;
     return cuEventRecord(e, NULL);
+}
+E CUresult cuCtxWaitEvent(CUcontext c, CUevent e)
+{
+    NEED_INIT();
+    if (c && !ctx_ok(c))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    return cuStreamWaitEvent(NULL, e, 0); /* one queue: already satisfied */
+}
+
+E CUresult cuCtxGetExecAffinity(CUexecAffinityParam *p, CUexecAffinityType t)
+{
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    NEED_CTX();
+    if (t != CU_EXEC_AFFINITY_TYPE_SM_COUNT)
+        return CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY;
+    p->type = CU_EXEC_AFFINITY_TYPE_SM_COUNT;
+    p->param.smCount.val = (unsigned)S.dev.sm_count; /* what the context may use: the device's SMs */
+    return CUDA_SUCCESS;
 }

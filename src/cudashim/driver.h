@@ -57,6 +57,7 @@ struct CUmod_st {
     uint32_t magic;
     gpuos_module h;
     int builtin;
+    int nocode; /* a library without code for this GPU: not loaded by the daemon (module.c) */
     void *image;
     size_t bytes;
 };
@@ -68,6 +69,7 @@ struct CUfunc_st {
     struct shim_kinfo k;
     char why[160];
     int max_dyn_smem;
+    int traced; /* its first launch was logged (GPUOS_CUDASHIM_TRACE) */
     /* the CUDA 4 execution control API (launch.c): block shape, dynamic
      * shared memory and the parameter buffer set before cuLaunch[Grid] */
     int block[3];
@@ -157,6 +159,10 @@ gpuos_function builtin_fn(int which);
 CUresult shim_htod(CUdeviceptr dst, const void *src, size_t n, int async);
 CUresult shim_dtoh(void *dst, CUdeviceptr src, size_t n, int async);
 CUresult shim_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, int async);
+
+/* module.c: a module load; lazy = 1 for the runtime's registrations, which
+ * may hold no code for this GPU (loaded lazily as the driver does). */
+CUresult shim_module_load(CUmodule *m, const void *image, int lazy);
 
 /* launch.c: a launch with the kernel's parameter layout (params) or a packed
  * buffer (extra); cluster may be NULL. */

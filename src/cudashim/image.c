@@ -23,7 +23,6 @@
 #include "cudashim/shim.h"
 
 #include <dlfcn.h>
-#include <link.h>
 #include <elf.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,54 +117,10 @@ static int container_runs(const unsigned char *p, int cc)
     return 0;
 }
 
-struct seg_find {
-    uintptr_t p, end;
-};
-static int seg_cb(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    struct seg_find *s = arg;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        uintptr_t a = info->dlpi_addr + ph->p_vaddr;
-        if (ph->p_type == PT_LOAD && s->p >= a && s->p < a + ph->p_memsz) {
-            s->end = a + ph->p_memsz;
-            return 1;
-        }
-    }
-    return 0;
-}
-
-const void *shim_image_extent(const void *image, int cc, size_t *bytes, int *skipped)
+int shim_image_runs(const void *image, int cc)
 {
     const unsigned char *p = unwrap(image);
-    *bytes = shim_image_size(image);
-    *skipped = 0;
-    if (!p || rd32(p) != FATBIN_MAGIC || container_runs(p, cc))
-        return p;
-    /* The registered container has nothing for this GPU: the code for it may be
-     * in one of the containers that follow in the same loaded segment (a
-     * library's fatbin section is a run of containers); the driver, given the
-     * pointer alone, finds it there. Only mapped memory is walked. */
-    struct seg_find s = {(uintptr_t)p, 0};
-    if (!dl_iterate_phdr(seg_cb, &s))
-        return p;
-    const unsigned char *q = p + *bytes;
-    for (int n = 1; n < 65536; n++) {
-        while ((uintptr_t)q % 8 && (uintptr_t)q < s.end)
-            q++;
-        if ((uintptr_t)q + 16 > s.end || rd32(q) != FATBIN_MAGIC)
-            break;
-        size_t qn = (size_t)rd16(q + 6) + (size_t)rd64(q + 8);
-        if (!qn || (uintptr_t)q + qn > s.end)
-            break;
-        if (container_runs(q, cc)) {
-            *bytes = qn;
-            *skipped = n;
-            return q;
-        }
-        q += qn;
-    }
-    return p;
+    return !p || rd32(p) != FATBIN_MAGIC || container_runs(p, cc);
 }
 
 void shim_image_describe(const void *image, char *buf, size_t len)

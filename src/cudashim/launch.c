@@ -83,6 +83,10 @@ CUresult shim_launch(CUfunction f, const unsigned grid[3], const unsigned block[
         return CUDA_ERROR_INVALID_HANDLE;
     if (!stream_ok(s))
         return CUDA_ERROR_INVALID_HANDLE;
+    if (f->mod->nocode) {
+        shim_log("%s: its library has no code for this GPU", f->name);
+        return CUDA_ERROR_NO_BINARY_FOR_GPU;
+    }
     if ((unsigned long long)block[0] * block[1] * block[2] > 1024 || !grid[0] || !grid[1] || !grid[2] || !block[0] ||
         !block[1] || !block[2])
         return CUDA_ERROR_INVALID_VALUE;
@@ -131,6 +135,15 @@ CUresult shim_launch(CUfunction f, const unsigned grid[3], const unsigned block[
     }
     if (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD)
         c.priority = -s->priority; /* CUDA: lower number = higher priority */
+    if (shim_trace() && !__atomic_exchange_n(&f->traced, 1, __ATOMIC_RELAXED)) { /* its first launch */
+        char hex[2 * 96 + 1] = "";
+        for (size_t i = 0; i < len && i < 96; i++)
+            snprintf(hex + 2 * i, 3, "%02x", buf[i]);
+        shim_log("launch %s: grid %u,%u,%u block %u,%u,%u cluster %u,%u,%u smem %u; %d parameters (%s), %zu bytes: %s%s",
+                 f->name, grid[0], grid[1], grid[2], block[0], block[1], block[2], c.cluster[0], c.cluster[1],
+                 c.cluster[2], smem, f->k.nparams, extra ? "packed by the caller" : f->k.found ? "cubin layout" : "none",
+                 len, hex, len > 96 ? "..." : "");
+    }
     return map_rc(queued_one(gpuos_launch(S.g, f->h, &c, buf, len)), "cuLaunchKernel");
 }
 

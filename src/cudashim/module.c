@@ -10,8 +10,12 @@
 #include <string.h>
 
 /* Loads an image: `bytes` when the caller knows its size (a file, a link's
- * output), else 0 and the extent is found from the image (shim_image_extent). */
-static CUresult mod_load_in(struct CUmod_st **out, const void *image, size_t bytes, int need_ctx)
+ * output), else 0 and its size is read from the image. `lazy`: a library (or
+ * the runtime's registration of one) may hold no code for this GPU at all, as
+ * cuBLAS and cuDNN ship containers for other GPUs only; the driver, loading
+ * lazily, accepts them and fails only a kernel taken from them. So does this
+ * library: such a module is not carried to the daemon (m->nocode). */
+static CUresult mod_load_in(struct CUmod_st **out, const void *image, size_t bytes, int need_ctx, int lazy)
 {
     if (!out || !image)
         return CUDA_ERROR_INVALID_VALUE;
@@ -23,25 +27,17 @@ static CUresult mod_load_in(struct CUmod_st **out, const void *image, size_t byt
     if (!m)
         return CUDA_ERROR_OUT_OF_MEMORY;
     m->magic = MAGIC_MOD;
-    int rc;
+    int rc = 0;
     if (!strncmp(image, BUILTIN_ESCAPE, strlen(BUILTIN_ESCAPE))) {
         m->builtin = 1;
         rc = gpuos_module_load_builtin(S.g, "builtin", &m->h);
     } else {
-        int skipped = 0;
-        const void *from = image;
-        if (bytes)
-            m->bytes = bytes;
-        else /* the wrapper cudart hands over points at the container itself */
-            from = shim_image_extent(image, S.cc, &m->bytes, &skipped);
+        m->bytes = bytes ? bytes : shim_image_size(image);
+        m->nocode = lazy && !shim_image_runs(image, S.cc);
         if (shim_trace()) {
             char d[512];
             shim_image_describe(image, d, sizeof d);
-            shim_log("module load: %s", d);
-            if (skipped) {
-                shim_image_describe(from, d, sizeof d);
-                shim_log("module load: no code for this GPU there; %d container(s) on: %s", skipped, d);
-            }
+            shim_log("module load: %s%s", d, m->nocode ? ": no code for this GPU, loaded lazily (its kernels fail)" : "");
         }
         m->image = m->bytes ? malloc(m->bytes) : NULL;
         if (!m->image) {
@@ -49,8 +45,10 @@ static CUresult mod_load_in(struct CUmod_st **out, const void *image, size_t byt
             free(m);
             return r;
         }
-        memcpy(m->image, from, m->bytes);
-        rc = gpuos_module_load(S.g, m->image, m->bytes, &m->h);
+        /* the wrapper cudart hands over points at the container itself */
+        memcpy(m->image, bytes ? image : shim_image_unwrap(image), m->bytes);
+        if (!m->nocode)
+            rc = gpuos_module_load(S.g, m->image, m->bytes, &m->h);
     }
     if (rc) {
         /* the driver refused the image; the device cannot run it (simulated) */
@@ -72,7 +70,12 @@ static CUresult mod_load_in(struct CUmod_st **out, const void *image, size_t byt
     return CUDA_SUCCESS;
 }
 
-static CUresult mod_load(struct CUmod_st **out, const void *image) { return mod_load_in(out, image, 0, 1); }
+static CUresult mod_load(struct CUmod_st **out, const void *image) { return mod_load_in(out, image, 0, 1, 0); }
+
+CUresult shim_module_load(CUmodule *m, const void *image, int lazy)
+{
+    return mod_load_in((struct CUmod_st **)m, image, 0, 1, lazy);
+}
 
 E CUresult cuModuleLoadData(CUmodule *m, const void *image) { return mod_load((struct CUmod_st **)m, image); }
 E CUresult cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned int n, CUjit_option *o, void **v)
@@ -116,7 +119,7 @@ E CUresult cuModuleLoad(CUmodule *m, const char *path)
     size_t n;
     CUresult r = read_image(path, &img, &n);
     if (!r)
-        r = mod_load_in((struct CUmod_st **)m, img, n, 1);
+        r = mod_load_in((struct CUmod_st **)m, img, n, 1, 0);
     free(img);
     return r;
 }
@@ -130,7 +133,7 @@ E CUresult cuModuleUnload(CUmodule m)
     if (!mod_ok(m))
         return CUDA_ERROR_INVALID_HANDLE;
     shim_sync();
-    CUresult r = map_rc(gpuos_module_unload(S.g, m->h), "cuModuleUnload");
+    CUresult r = m->nocode ? CUDA_SUCCESS : map_rc(gpuos_module_unload(S.g, m->h), "cuModuleUnload");
     m->magic = MAGIC_DEAD;
     free(m->image);
     return r;
@@ -174,7 +177,9 @@ static CUresult func_get(struct CUfunc_st **out, struct CUmod_st *m, const char 
     struct CUfunc_st *f = calloc(1, sizeof *f);
     if (!f)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    int rc = gpuos_module_function(S.g, m->h, name, &f->h);
+    /* a kernel of a library without code for this GPU: a handle whose launch
+     * fails (CUDA_ERROR_NO_BINARY_FOR_GPU), as the driver's lazy loading does */
+    int rc = m->nocode ? GPUOS_OK : gpuos_module_function(S.g, m->h, name, &f->h);
     if (rc) {
         free(f);
         if (shim_trace())
@@ -208,7 +213,7 @@ E CUresult cuModuleGetGlobal_v2(CUdeviceptr *p, size_t *bytes, CUmodule m, const
     if (!name)
         return CUDA_ERROR_INVALID_VALUE;
     uint64_t size = 0;
-    if (m->builtin || shim_image_global(m->image, m->bytes, S.cc, name, &size))
+    if (m->builtin || m->nocode || shim_image_global(m->image, m->bytes, S.cc, name, &size))
         return CUDA_ERROR_NOT_FOUND;
     uint64_t addr = 0;
     int rc = shim_ext_global(S.g, m->h, name, &addr);
@@ -236,7 +241,7 @@ E CUresult cuLibraryLoadData(CUlibrary *l, const void *code, CUjit_option *jo, v
                              CUlibraryOption *lo, void **lv, unsigned int nl)
 {
     /* libraries belong to no context (the runtime loads its own before any) */
-    return mod_load_in((struct CUmod_st **)l, code, 0, 0);
+    return mod_load_in((struct CUmod_st **)l, code, 0, 0, 1);
 }
 E CUresult cuLibraryLoadFromFile(CUlibrary *l, const char *path, CUjit_option *jo, void **jv, unsigned int nj,
                                  CUlibraryOption *lo, void **lv, unsigned int nl)
@@ -248,7 +253,7 @@ E CUresult cuLibraryLoadFromFile(CUlibrary *l, const char *path, CUjit_option *j
     size_t n;
     CUresult r = read_image(path, &img, &n);
     if (!r)
-        r = mod_load_in((struct CUmod_st **)l, img, n, 0);
+        r = mod_load_in((struct CUmod_st **)l, img, n, 0, 1);
     free(img);
     return r;
 }

@@ -211,3 +211,27 @@ E CUresult cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool pool, CUmem
                                                                       : CU_MEM_ACCESS_FLAGS_PROT_NONE;
     return CUDA_SUCCESS;
 }
+
+/* The pools by location (CUDA 13): device 0's pinned pools only. */
+static int location_ok(const CUmemLocation *loc, CUmemAllocationType type)
+{
+    return loc && loc->type == CU_MEM_LOCATION_TYPE_DEVICE && loc->id == 0 && type == CU_MEM_ALLOCATION_TYPE_PINNED;
+}
+E CUresult cuMemGetDefaultMemPool(CUmemoryPool *pool, CUmemLocation *loc, CUmemAllocationType type)
+{
+    if (!pool || !location_ok(loc, type))
+        return CUDA_ERROR_INVALID_VALUE;
+    return cuDeviceGetDefaultMemPool(pool, 0);
+}
+E CUresult cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *loc, CUmemAllocationType type)
+{
+    if (!pool || !location_ok(loc, type))
+        return CUDA_ERROR_INVALID_VALUE;
+    return cuDeviceGetMemPool(pool, 0);
+}
+E CUresult cuMemSetMemPool(CUmemLocation *loc, CUmemAllocationType type, CUmemoryPool pool)
+{
+    if (!location_ok(loc, type))
+        return CUDA_ERROR_INVALID_VALUE;
+    return cuDeviceSetMemPool(0, pool);
+}

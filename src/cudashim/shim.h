@@ -46,11 +46,10 @@ struct shim_kinfo {
  * section), or PTX text (NUL-terminated). 0 when not recognised. */
 size_t shim_image_size(const void *image);
 
-/* What to carry to the daemon for an image given by pointer: the image, or,
- * when a fatbin container has no code for compute capability cc, the first
- * container after it in the same loaded segment that has (*skipped = how many
- * were passed over); *bytes its size. */
-const void *shim_image_extent(const void *image, int cc, size_t *bytes, int *skipped);
+/* 0 when the image is a fatbin container with neither a cubin this GPU runs
+ * (compute capability cc: same major, no higher minor) nor PTX it can compile
+ * (libraries ship containers for other GPUs only: sm_100, sm_120). */
+int shim_image_runs(const void *image, int cc);
 
 /* One line for the trace: the container's entries (sm_90, ptx90, z = compressed). */
 void shim_image_describe(const void *image, char *buf, size_t len);

@@ -434,3 +434,11 @@ E CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode)
         return CUDA_ERROR_INVALID_HANDLE;
     return shim_unsupported("cuStreamBeginCapture (stream capture and CUDA graphs)");
 }
+
+E CUresult cuStreamGetCtx_v2(CUstream s, CUcontext *c, CUgreenCtx *g)
+{
+    if (!c || !g)
+        return CUDA_ERROR_INVALID_VALUE;
+    *g = NULL; /* no green contexts: a vGPU's SM partition is the daemon's */
+    return cuStreamGetCtx(s, c);
+}
