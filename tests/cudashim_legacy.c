@@ -18,6 +18,10 @@
  *     registered and unknown memory; DEVICEMAP host memory;
  *   - a single-input JIT link loaded as a module; launch attribute hints and a
  *     completion event; stream attributes; the capture mode exchange;
+ *   - stream capture and a CUDA graph: nothing runs while capturing, each
+ *     launch of the graph runs the captured memset, kernel, copy, event and
+ *     host function in order (twice: twice the host function, the kernel's
+ *     sums of the second run); the capture's errors;
  *   - a library whose fatbin holds code for other GPUs only (as cuBLAS and
  *     cuDNN ship them): it loads lazily, its kernel's launch fails with
  *     CUDA_ERROR_NO_BINARY_FOR_GPU, an eager cuModuleLoadData of it fails.
@@ -378,13 +382,93 @@ static void test_link_launch(const char *simmod)
     TRUE(mode == CU_STREAM_CAPTURE_MODE_GLOBAL);
     CHECK(cuThreadExchangeStreamCaptureMode(&mode));
     TRUE(mode == CU_STREAM_CAPTURE_MODE_RELAXED);
-    EXPECT(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_ERROR_NOT_SUPPORTED);
     CHECK(cuEventDestroy(done));
     CHECK(cuStreamDestroy(s));
     CHECK(cuModuleUnload(m));
     CHECK(cuMemFree(a));
     CHECK(cuMemFree(b));
     CHECK(cuMemFree(c));
+}
+
+static void count_calls(void *p) { ++*(int *)p; }
+
+/* Capture: memset a, memset b, c = a + b (madd), copy c to d, an event, a host
+ * function; replayed twice; nothing of it runs during the capture. */
+static void test_graph(CUmodule m)
+{
+    CUfunction f;
+    CHECK(cuModuleGetFunction(&f, m, "madd"));
+    size_t bytes = (size_t)N * N * 4;
+    CUdeviceptr a = dalloc(bytes), b = dalloc(bytes), c = dalloc(bytes), d = dalloc(bytes);
+    CHECK(cuMemsetD32(c, 0, (size_t)N * N));
+    CHECK(cuMemsetD32(d, 0, (size_t)N * N));
+    CUstream s, other;
+    CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CHECK(cuStreamCreate(&other, CU_STREAM_NON_BLOCKING));
+    EXPECT(cuStreamBeginCapture(NULL, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    EXPECT(cuStreamBeginCapture(other, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_ERROR_ILLEGAL_STATE);
+    CUstreamCaptureStatus st;
+    cuuint64_t id = 0;
+    CUgraph cg = NULL;
+    const CUgraphNode *deps;
+    size_t nd = 9;
+    const CUgraphEdgeData *edges = (const CUgraphEdgeData *)1;
+    CHECK(cuStreamGetCaptureInfo(s, &st, &id, &cg, &deps, &edges, &nd));
+    TRUE(st == CU_STREAM_CAPTURE_STATUS_ACTIVE && id != 0 && cg != NULL && nd == 0 && !edges);
+    CHECK(cuStreamIsCapturing(other, &st));
+    TRUE(st == CU_STREAM_CAPTURE_STATUS_NONE);
+    CHECK(cuMemsetD32Async(a, 0x3f800000u, (size_t)N * N, s)); /* 1.0f */
+    CHECK(cuMemsetD32Async(b, 0x40400000u, (size_t)N * N, s)); /* 3.0f */
+    unsigned nn = N;
+    void *args[] = {&a, &b, &c, &nn};
+    CHECK(cuLaunchKernel(f, 16, 1, 1, 256, 1, 1, 0, s, args, NULL));
+    CHECK(cuMemcpyDtoDAsync(d, c, bytes, s));
+    CUevent ev;
+    CHECK(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+    CHECK(cuEventRecord(ev, s));
+    int calls = 0;
+    CHECK(cuLaunchHostFunc(s, count_calls, &calls));
+    EXPECT(cuStreamSynchronize(s), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CUgraph g;
+    EXPECT(cuStreamEndCapture(other, &g), CUDA_ERROR_ILLEGAL_STATE);
+    CHECK(cuStreamEndCapture(s, &g));
+    TRUE(g == cg);
+    CHECK(cuStreamIsCapturing(s, &st));
+    TRUE(st == CU_STREAM_CAPTURE_STATUS_NONE);
+    float out[N];
+    CHECK(cuMemcpyDtoH(out, d, sizeof out));
+    TRUE(calls == 0 && out[0] == 0.0f && out[N - 1] == 0.0f); /* nothing ran while capturing */
+    size_t nodes = 0;
+    CHECK(cuGraphGetNodes(g, NULL, &nodes));
+    TRUE(nodes == 6);
+    CUgraphExec e;
+    CHECK(cuGraphInstantiate(&e, g, 0));
+    CHECK(cuGraphDestroy(g)); /* the instance keeps its own copy */
+    CHECK(cuGraphLaunch(e, s));
+    CHECK(cuStreamSynchronize(s));
+    CHECK(cuMemcpyDtoH(out, d, sizeof out));
+    int bad = 0;
+    for (int i = 0; i < N; i++)
+        bad += out[i] != 4.0f;
+    TRUE(bad == 0 && calls == 1);
+    CHECK(cuMemsetD32(d, 0, (size_t)N * N));
+    CHECK(cuGraphLaunch(e, s));
+    CHECK(cuEventSynchronize(ev));
+    CHECK(cuStreamSynchronize(s));
+    CHECK(cuMemcpyDtoH(out, d, sizeof out));
+    bad = 0;
+    for (int i = 0; i < N; i++)
+        bad += out[i] != 4.0f;
+    TRUE(bad == 0 && calls == 2);
+    CHECK(cuGraphExecDestroy(e));
+    CHECK(cuEventDestroy(ev));
+    CHECK(cuStreamDestroy(s));
+    CHECK(cuStreamDestroy(other));
+    CHECK(cuMemFree(a));
+    CHECK(cuMemFree(b));
+    CHECK(cuMemFree(c));
+    CHECK(cuMemFree(d));
 }
 
 /* A fatbin container of one cubin entry for sm_ARCH (a stand-in payload). */
@@ -450,6 +534,7 @@ int main(int argc, char **argv)
     test_memory();
     test_link_launch("SIMMOD\nvecadd=madd\n");
     test_lazy();
+    test_graph(m);
     CHECK(cuModuleUnload(vec));
     CHECK(cuModuleUnload(m));
     if (fails) {

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static CUresult htod(CUdeviceptr dst, const void *src, size_t n, int async)
+CUresult shim_htod(CUdeviceptr dst, const void *src, size_t n, int async)
 {
     NEED_CTX();
     if (!n)
@@ -18,7 +18,7 @@ static CUresult htod(CUdeviceptr dst, const void *src, size_t n, int async)
     int rc = async ? queued_one(gpuos_memcpy_htod_async(S.g, dst, src, n)) : gpuos_memcpy_htod(S.g, dst, src, n);
     return map_rc(rc, "cuMemcpyHtoD");
 }
-static CUresult dtoh(void *dst, CUdeviceptr src, size_t n, int async)
+CUresult shim_dtoh(void *dst, CUdeviceptr src, size_t n, int async)
 {
     NEED_CTX();
     if (!n)
@@ -28,7 +28,7 @@ static CUresult dtoh(void *dst, CUdeviceptr src, size_t n, int async)
     int rc = async ? queued_one(gpuos_memcpy_dtoh_async(S.g, dst, src, n)) : gpuos_memcpy_dtoh(S.g, dst, src, n);
     return map_rc(rc, "cuMemcpyDtoH");
 }
-static CUresult dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, int async)
+CUresult shim_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, int async)
 {
     NEED_CTX();
     if (!n)
@@ -51,33 +51,45 @@ static CUresult copy_any(CUdeviceptr dst, CUdeviceptr src, size_t n, int async)
 {
     int dd = ranges_find(dst, NULL), sd = ranges_find(src, NULL);
     if (dd && sd)
-        return dtod(dst, src, n, async);
+        return shim_dtod(dst, src, n, async);
     if (dd)
-        return htod(dst, (const void *)(uintptr_t)src, n, async);
+        return shim_htod(dst, (const void *)(uintptr_t)src, n, async);
     if (sd)
-        return dtoh((void *)(uintptr_t)dst, src, n, async);
+        return shim_dtoh((void *)(uintptr_t)dst, src, n, async);
     return htoh((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
 }
 
-E CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *s, size_t n) { return htod(d, s, n, 0); }
-E CUresult cuMemcpyDtoH_v2(void *d, CUdeviceptr s, size_t n) { return dtoh(d, s, n, 0); }
-E CUresult cuMemcpyDtoD_v2(CUdeviceptr d, CUdeviceptr s, size_t n) { return dtod(d, s, n, 0); }
+E CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *s, size_t n) { return shim_htod(d, s, n, 0); }
+E CUresult cuMemcpyDtoH_v2(void *d, CUdeviceptr s, size_t n) { return shim_dtoh(d, s, n, 0); }
+E CUresult cuMemcpyDtoD_v2(CUdeviceptr d, CUdeviceptr s, size_t n) { return shim_dtod(d, s, n, 0); }
 E CUresult cuMemcpy(CUdeviceptr d, CUdeviceptr s, size_t n) { return copy_any(d, s, n, 0); }
 
 E CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, CUstream st)
 {
-    return stream_ok(st) ? htod(d, s, n, 1) : CUDA_ERROR_INVALID_HANDLE;
+    if (shim_capturing(st))
+        return shim_capture_copy(0, d, (uint64_t)(uintptr_t)s, n);
+    return stream_ok(st) ? shim_htod(d, s, n, 1) : CUDA_ERROR_INVALID_HANDLE;
 }
 E CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, CUstream st)
 {
-    return stream_ok(st) ? dtoh(d, s, n, 1) : CUDA_ERROR_INVALID_HANDLE;
+    if (shim_capturing(st))
+        return shim_capture_copy(1, (uint64_t)(uintptr_t)d, s, n);
+    return stream_ok(st) ? shim_dtoh(d, s, n, 1) : CUDA_ERROR_INVALID_HANDLE;
 }
 E CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st)
 {
-    return stream_ok(st) ? dtod(d, s, n, 1) : CUDA_ERROR_INVALID_HANDLE;
+    if (shim_capturing(st))
+        return shim_capture_copy(2, d, s, n);
+    return stream_ok(st) ? shim_dtod(d, s, n, 1) : CUDA_ERROR_INVALID_HANDLE;
 }
 E CUresult cuMemcpyAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st)
 {
+    if (shim_capturing(st)) {
+        int dd = ranges_find(d, NULL), sd = ranges_find(s, NULL);
+        if (!dd && !sd)
+            return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* host to host */
+        return shim_capture_copy(dd && sd ? 2 : dd ? 0 : 1, d, s, n);
+    }
     return stream_ok(st) ? copy_any(d, s, n, 1) : CUDA_ERROR_INVALID_HANDLE;
 }
 
@@ -112,11 +124,11 @@ static CUresult copy2d(const CUDA_MEMCPY2D *c, int async)
     for (size_t y = 0; y < rows && !r; y++) {
         uint64_t s1 = sp + y * spitch, d1 = dp + y * dpitch;
         if (st == CU_MEMORYTYPE_DEVICE && dt == CU_MEMORYTYPE_DEVICE)
-            r = dtod(d1, s1, w, async);
+            r = shim_dtod(d1, s1, w, async);
         else if (dt == CU_MEMORYTYPE_DEVICE)
-            r = htod(d1, (const void *)(uintptr_t)s1, w, async);
+            r = shim_htod(d1, (const void *)(uintptr_t)s1, w, async);
         else if (st == CU_MEMORYTYPE_DEVICE)
-            r = dtoh((void *)(uintptr_t)d1, s1, w, async);
+            r = shim_dtoh((void *)(uintptr_t)d1, s1, w, async);
         else
             r = htoh((void *)(uintptr_t)d1, (const void *)(uintptr_t)s1, w);
     }
@@ -168,14 +180,14 @@ E CUresult cuMemcpyPeer(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc
     NEED_INIT();
     if (!ctx_ok(dc) || !ctx_ok(sc))
         return CUDA_ERROR_INVALID_CONTEXT;
-    return dtod(d, s, n, 0);
+    return shim_dtod(d, s, n, 0);
 }
 E CUresult cuMemcpyPeerAsync(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream st)
 {
     NEED_INIT();
     if (!ctx_ok(dc) || !ctx_ok(sc))
         return CUDA_ERROR_INVALID_CONTEXT;
-    return stream_ok(st) ? dtod(d, s, n, 1) : CUDA_ERROR_INVALID_HANDLE;
+    return stream_ok(st) ? shim_dtod(d, s, n, 1) : CUDA_ERROR_INVALID_HANDLE;
 }
 
 
@@ -201,7 +213,7 @@ static int host_pattern(CUdeviceptr d, unsigned v, size_t elem, size_t bytes, in
     return rc;
 }
 
-static CUresult memset_n(CUdeviceptr d, unsigned v, size_t elem, size_t count, int async)
+CUresult shim_memset(CUdeviceptr d, unsigned v, size_t elem, size_t count, int async)
 {
     NEED_CTX();
     if (!count)
@@ -235,20 +247,26 @@ static CUresult memset_n(CUdeviceptr d, unsigned v, size_t elem, size_t count, i
     return map_rc(rc, "cuMemset");
 }
 
-E CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) { return memset_n(d, v, 1, n, 0); }
-E CUresult cuMemsetD16_v2(CUdeviceptr d, unsigned short v, size_t n) { return memset_n(d, v, 2, n, 0); }
-E CUresult cuMemsetD32_v2(CUdeviceptr d, unsigned int v, size_t n) { return memset_n(d, v, 4, n, 0); }
+E CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) { return shim_memset(d, v, 1, n, 0); }
+E CUresult cuMemsetD16_v2(CUdeviceptr d, unsigned short v, size_t n) { return shim_memset(d, v, 2, n, 0); }
+E CUresult cuMemsetD32_v2(CUdeviceptr d, unsigned int v, size_t n) { return shim_memset(d, v, 4, n, 0); }
 E CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s)
 {
-    return stream_ok(s) ? memset_n(d, v, 1, n, 1) : CUDA_ERROR_INVALID_HANDLE;
+    if (shim_capturing(s))
+        return shim_capture_memset(d, v, 1, n);
+    return stream_ok(s) ? shim_memset(d, v, 1, n, 1) : CUDA_ERROR_INVALID_HANDLE;
 }
 E CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, CUstream s)
 {
-    return stream_ok(s) ? memset_n(d, v, 2, n, 1) : CUDA_ERROR_INVALID_HANDLE;
+    if (shim_capturing(s))
+        return shim_capture_memset(d, v, 2, n);
+    return stream_ok(s) ? shim_memset(d, v, 2, n, 1) : CUDA_ERROR_INVALID_HANDLE;
 }
 E CUresult cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstream s)
 {
-    return stream_ok(s) ? memset_n(d, v, 4, n, 1) : CUDA_ERROR_INVALID_HANDLE;
+    if (shim_capturing(s))
+        return shim_capture_memset(d, v, 4, n);
+    return stream_ok(s) ? shim_memset(d, v, 4, n, 1) : CUDA_ERROR_INVALID_HANDLE;
 }
 
 
@@ -262,10 +280,10 @@ static CUresult memset_2d(CUdeviceptr d, size_t pitch, unsigned v, size_t elem, 
     if (pitch < w * elem)
         return CUDA_ERROR_INVALID_VALUE;
     if (pitch == w * elem)
-        return memset_n(d, v, elem, w * h, async);
+        return shim_memset(d, v, elem, w * h, async);
     CUresult r = CUDA_SUCCESS;
     for (size_t y = 0; y < h && !r; y++)
-        r = memset_n(d + y * pitch, v, elem, w, 1);
+        r = shim_memset(d + y * pitch, v, elem, w, 1);
     if (!r && !async)
         r = map_rc(shim_sync(), "cuMemsetD2D");
     return r;

@@ -6,13 +6,14 @@
  *              built-in kernels (fill, stamp)
  *   device.c   devices and their attributes
  *   context.c  contexts (emulated: every context is the process's one client)
- *   memory.c   device and host allocations, pointer attributes, memory pools
- *   vmm.c      virtual memory management (cuMemCreate, cuMemMap, ...)
+ *   memory.c   device and host allocations, pointer attributes
+ *   pool.c     stream-ordered allocation, memory pools
  *   copy.c     copies (1D, 2D, 3D without arrays), memset (1D, 2D)
  *   module.c   modules, libraries, kernels, function attributes
  *   launch.c   launches (cuLaunchKernel[Ex], the CUDA 4 execution control API),
  *              occupancy
- *   stream.c   streams, events, host functions, stream capture queries
+ *   stream.c   streams, events, host functions
+ *   graph.c    stream capture and CUDA graphs (a graph is the list captured)
  *   entry.c    cuGetProcAddress, cuGetExportTable (exports.c), profiler
  * Every entry point is written once, as a plain function under the symbol
  * cuda.h maps its base name to; the other names of the same function (legacy
@@ -155,10 +156,21 @@ int host_find(const void *p, struct range *out);  /* memory.c: host memory alloc
 enum { BI_FILL, BI_STAMP, BI_N };
 gpuos_function builtin_fn(int which);
 
-/* copy.c: one copy in queue order (async: not waited for). */
+/* copy.c: one copy or memset in queue order (async: not waited for). */
 CUresult shim_htod(CUdeviceptr dst, const void *src, size_t n, int async);
 CUresult shim_dtoh(void *dst, CUdeviceptr src, size_t n, int async);
 CUresult shim_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, int async);
+CUresult shim_memset(CUdeviceptr d, unsigned v, size_t elem, size_t count, int async);
+
+/* graph.c: stream capture. shim_capturing(s): s is the capturing stream, and
+ * what it is given goes into the graph (shim_capture_*) instead of the queue;
+ * copy direction 0 HtoD, 1 DtoH, 2 DtoD. */
+int shim_capturing(CUstream s);
+CUresult shim_capture_kernel(gpuos_function fn, const gpuos_launch_config *c, const void *params, size_t len);
+CUresult shim_capture_copy(int dir, uint64_t dst, uint64_t src, size_t n);
+CUresult shim_capture_memset(CUdeviceptr d, unsigned v, int elem, size_t count);
+CUresult shim_capture_host(CUhostFn fn, void *data);
+CUresult shim_capture_event(CUevent e);
 
 /* module.c: a module load; lazy = 1 for the runtime's registrations, which
  * may hold no code for this GPU (loaded lazily as the driver does). */
@@ -174,5 +186,6 @@ CUresult shim_launch(CUfunction f, const unsigned grid[3], const unsigned block[
 CUresult cuCtxCreate_v2(CUcontext *c, unsigned int flags, CUdevice d);
 CUresult cuCtxCreate_v3(CUcontext *c, CUexecAffinityParam *p, int n, unsigned int flags, CUdevice d);
 CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags);
+CUresult cuGraphInstantiate_v2(CUgraphExec *e, CUgraph g, CUgraphNode *err, char *log, size_t log_len);
 
 #endif

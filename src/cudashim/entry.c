@@ -19,6 +19,8 @@ E CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuui
         p = version < 11040 ? (void *)cuCtxCreate_v2 : (void *)cuCtxCreate_v3;
     else if (!strcmp(symbol, "cuGetProcAddress") && version < 12000)
         p = (void *)cuGetProcAddress;
+    else if (!strcmp(symbol, "cuGraphInstantiate") && version < 12000)
+        p = (void *)cuGraphInstantiate_v2;
     if (shim_trace())
         shim_log("cuGetProcAddress %s version %d flags %llu -> %s", symbol, version, (unsigned long long)flags,
                  p ? "found" : "not found");

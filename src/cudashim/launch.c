@@ -144,6 +144,8 @@ CUresult shim_launch(CUfunction f, const unsigned grid[3], const unsigned block[
                  c.cluster[2], smem, f->k.nparams, extra ? "packed by the caller" : f->k.found ? "cubin layout" : "none",
                  len, hex, len > 96 ? "..." : "");
     }
+    if (shim_capturing(s))
+        return shim_capture_kernel(f->h, &c, buf, len);
     return map_rc(queued_one(gpuos_launch(S.g, f->h, &c, buf, len)), "cuLaunchKernel");
 }
 

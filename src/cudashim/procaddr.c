@@ -31,5 +31,15 @@ void *shim_proc_lookup(const char *symbol, int ptds)
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (!strcmp(table[i].base, symbol))
             return ptds ? table[i].ptds : table[i].plain;
+    /* Asked by the symbol a base name maps to (the runtime asks for
+     * "cuGraphInstantiateWithFlags", which cuda.h declares as cuGraphInstantiate). */
+    static const char *const sym_names[] = {
+#define N(b, p, q) #p,
+#include "names.inc"
+#undef N
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (!strcmp(sym_names[i], symbol))
+            return ptds ? table[i].ptds : table[i].plain;
     return NULL;
 }

@@ -116,36 +116,13 @@ static int event_ns(const struct CUevent_st *e, uint64_t *ns)
     return GPUOS_OK;
 }
 
-/* Stream capture queries: gpuos offers no capture (CUDA graphs), so every
- * stream answers "not capturing" with no graph and no dependencies (PyTorch
- * asks before its first kernel). */
-static CUresult capture_none(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *g, const CUgraphNode **deps,
-                             const CUgraphEdgeData **edges, size_t *n)
-{
-    NEED_INIT();
-    if (!st)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (!stream_ok(s))
-        return CUDA_ERROR_INVALID_HANDLE;
-    *st = CU_STREAM_CAPTURE_STATUS_NONE;
-    if (id)
-        *id = 0;
-    if (g)
-        *g = NULL;
-    if (deps)
-        *deps = NULL;
-    if (edges)
-        *edges = NULL;
-    if (n)
-        *n = 0;
-    return CUDA_SUCCESS;
-}
-
 E CUresult cuStreamSynchronize(CUstream s)
 {
     NEED_INIT();
     if (!stream_ok(s))
         return CUDA_ERROR_INVALID_HANDLE;
+    if (shim_capturing(s))
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* as CUDA: no waiting inside a capture */
     return map_rc(shim_sync(), "cuStreamSynchronize");
 }
 E CUresult cuStreamQuery(CUstream s)
@@ -194,31 +171,13 @@ E CUresult cuEventRecord(CUevent e, CUstream s)
     NEED_INIT();
     if (!e || e->magic != MAGIC_EVENT || !stream_ok(s))
         return CUDA_ERROR_INVALID_HANDLE;
+    if (shim_capturing(s))
+        return shim_capture_event(e);
     return map_rc(event_record(e), "cuEventRecord");
 }
 E CUresult cuEventRecordWithFlags(CUevent e, CUstream s, unsigned int flags)
 {
     return cuEventRecord(e, s);
-}
-/* stream capture (CUDA graphs) is not offered: no stream is ever capturing */
-E CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *st)
-{
-    return capture_none(s, st, NULL, NULL, NULL, NULL, NULL);
-}
-E CUresult cuStreamGetCaptureInfo_v2(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *g,
-                                          const CUgraphNode **deps, size_t *n)
-{
-    return capture_none(s, st, id, g, deps, NULL, n);
-}
-E CUresult cuStreamGetCaptureInfo_v3(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *g,
-                                          const CUgraphNode **deps, const CUgraphEdgeData **edges, size_t *n)
-{
-    return capture_none(s, st, id, g, deps, edges, n);
-}
-/* the first form of the query (id only) */
-E CUresult cuStreamGetCaptureInfo(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id)
-{
-    return capture_none(s, st, id, NULL, NULL, NULL, NULL);
 }
 
 /* Host functions run once everything queued before them has completed: with
@@ -230,6 +189,8 @@ static CUresult host_func(CUstream s, CUhostFn fn, void *data)
         return CUDA_ERROR_INVALID_VALUE;
     if (!stream_ok(s))
         return CUDA_ERROR_INVALID_HANDLE;
+    if (shim_capturing(s))
+        return shim_capture_host(fn, data);
     CUresult r = map_rc(shim_sync(), "cuLaunchHostFunc");
     if (!r)
         fn(data);
@@ -425,15 +386,6 @@ E CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
     return CUDA_SUCCESS;
 }
 
-/* Stream capture builds a CUDA graph for the daemon to replay: not offered yet
- * (the graph entry points are stubs), refused at its start with one clear line. */
-E CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode)
-{
-    NEED_INIT();
-    if (!stream_ok(s))
-        return CUDA_ERROR_INVALID_HANDLE;
-    return shim_unsupported("cuStreamBeginCapture (stream capture and CUDA graphs)");
-}
 
 E CUresult cuStreamGetCtx_v2(CUstream s, CUcontext *c, CUgreenCtx *g)
 {
