@@ -64,11 +64,34 @@ D=$!
 i=0; while [ ! -S "$T/s" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 [ -S "$T/s" ] || { cat "$T/serve.log"; log "FAIL daemon did not start"; exit 1; }
 
+# A hostile tenant on p30 while NAME_hostile runs on p70: long spinning kernels
+# (50 ms built-in sleeps, 4 per synchronise), faulting kernels and kernels that
+# read another tenant's addresses, until it is stopped; its faults must be its own.
+SC="$B/tests/serve_client"
+hostile_start() {
+    "$SC" burst p30 50000000 600 4 > "$T/hostile.burst" 2>&1 &
+    HB=$!
+    rm -f "$T/stop"
+    ( while [ ! -f "$T/stop" ]; do "$SC" fault p30; "$SC" xread p30 0x7f0000000000 4096; "$SC" xwrite p30 0x7f0000200000 4096; done ) \
+        > "$T/hostile.faults" 2>&1 &
+    HF=$!
+    sleep 1
+}
+hostile_stop() {
+    touch "$T/stop"
+    kill "$HB" 2>/dev/null
+    wait "$HB" "$HF" 2>/dev/null
+    { echo "--- hostile tenant (p30): $(grep -c 'fault rc' "$T/hostile.faults") faulting launches, $(grep -c 'xread rc' "$T/hostile.faults") foreign reads"
+      sort "$T/hostile.faults" | uniq -c | sort -rn | head -8
+      echo "--- faults per vGPU"; "$G" vgpu list --json; } >> "$LOG"
+}
+
 # name|timeout|command (run natively and under gpuos run --vgpu p70)
 cat > "$T/progs" <<EOF
 torch_basic|45|python3 tests/gpu/progs/fw_torch.py basic
 drv_legacy|20|$P/drv_legacy $P/legacy.cubin
 torch_mlp|50|python3 tests/gpu/progs/fw_torch.py mlp
+torch_mlp_hostile|50|python3 tests/gpu/progs/fw_torch.py mlp
 torch_cnn|50|python3 tests/gpu/progs/fw_torch.py cnn
 triton_vadd|50|python3 tests/gpu/progs/fw_other.py triton_vadd
 cupy_raw|30|python3 tests/gpu/progs/fw_other.py cupy_raw
@@ -87,13 +110,15 @@ while IFS='|' read -r name to cmd; do
     el=$(( $(date +%s) - START ))
     [ $((el + 2 * to)) -le "$BUDGET" ] || { log "$name: skipped (budget: ${el}s elapsed, $((2 * to))s more needed)"; continue; }
     timeout "$to" $cmd > "$T/$name.native" 2>&1; rn=$?
+    case $name in *_hostile) hostile_start ;; esac
     GPUOS_CUDASHIM_TRACE=1 timeout "$to" "$G" run --vgpu p70 -- $cmd > "$T/$name.gpuos" 2> "$T/$name.err"; rg=$?
+    case $name in *_hostile) hostile_stop ;; esac
     { echo "=== $name native (rc $rn)"; cat "$T/$name.native" | tail -40
       echo "=== $name gpuos (rc $rg)"; cat "$T/$name.gpuos" | tail -40
-      echo "--- $name gpuos stderr (no cuGetProcAddress lines), last 60"
-      grep -v 'cuGetProcAddress' "$T/$name.err" | tail -60; } >> "$LOG"
-    { echo "=== $name"; grep -v 'cuGetProcAddress.*-> found' "$T/$name.err" | sed 's/0x[0-9a-f]*/0x./g' |
-        sort | uniq -c | sort -rn | head -80; } >> "$TR"
+      echo "--- $name gpuos stderr (no cuGetProcAddress / fatbin / local storage lines), last 80"
+      grep -v 'cuGetProcAddress\|module load: fatbin of .*sm_90\|CONTEXT_LOCAL_STORAGE' "$T/$name.err" | tail -80; } >> "$LOG"
+    { echo "=== $name"; grep -v 'cuGetProcAddress\|module load: fatbin of .*sm_90\|CONTEXT_LOCAL_STORAGE' "$T/$name.err" |
+        sed 's/0x[0-9a-f]*/0x./g' | sort | uniq -c | sort -rn | head -150; } >> "$TR"
     python3 - "$name" "$rn" "$rg" "$T/$name.native" "$T/$name.gpuos" "$first" >> "$T/json" <<'PY'
 import json, sys
 name, rn, rg, fn, fg, first = sys.argv[1:]
