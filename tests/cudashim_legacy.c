@@ -22,6 +22,7 @@
  *     launch of the graph runs the captured memset, kernel, copy, event and
  *     host function in order (twice: twice the host function, the kernel's
  *     sums of the second run); the capture's errors;
+ *   - a kernel that faults: CUDA_ERROR_ILLEGAL_ADDRESS, as the device named it;
  *   - a library whose fatbin holds code for other GPUs only (as cuBLAS and
  *     cuDNN ship them): it loads lazily, its kernel's launch fails with
  *     CUDA_ERROR_NO_BINARY_FOR_GPU, an eager cuModuleLoadData of it fails.
@@ -537,6 +538,13 @@ int main(int argc, char **argv)
     test_graph(m);
     CHECK(cuModuleUnload(vec));
     CHECK(cuModuleUnload(m));
+    /* last (the fault ends the context): a device fault is reported as the
+     * daemon's driver named it, not as a generic launch failure */
+    CHECK(cuModuleLoad(&m, p1));
+    CUfunction fault;
+    CHECK(cuModuleGetFunction(&fault, m, "fault"));
+    CHECK(cuLaunchKernel(fault, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL));
+    EXPECT(cuCtxSynchronize(), CUDA_ERROR_ILLEGAL_ADDRESS);
     if (fails) {
         fprintf(stderr, "%d check(s) failed\n", fails);
         return 1;

@@ -84,8 +84,10 @@ CUresult map_rc(int rc, const char *what)
         return CUDA_ERROR_OUT_OF_MEMORY;
     case GPUOS_EPERM:
         return CUDA_ERROR_NOT_PERMITTED;
-    case GPUOS_EDEVICE:
-        return CUDA_ERROR_LAUNCH_FAILED;
+    case GPUOS_EDEVICE: { /* the daemon's driver's own error where its message names it */
+        int r = shim_error_from_text(gpuos_error());
+        return r ? (CUresult)r : CUDA_ERROR_LAUNCH_FAILED;
+    }
     case GPUOS_ETIMEDOUT:
         return CUDA_ERROR_LAUNCH_TIMEOUT;
     default:

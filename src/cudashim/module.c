@@ -52,7 +52,9 @@ static CUresult mod_load_in(struct CUmod_st **out, const void *image, size_t byt
     }
     if (rc) {
         /* the driver refused the image; the device cannot run it (simulated) */
-        CUresult r = rc == GPUOS_EINVAL || rc == GPUOS_EDEVICE ? CUDA_ERROR_INVALID_IMAGE
+        int named = rc == GPUOS_EDEVICE ? shim_error_from_text(gpuos_error()) : 0;
+        CUresult r = named                                     ? (CUresult)named
+                     : rc == GPUOS_EINVAL || rc == GPUOS_EDEVICE ? CUDA_ERROR_INVALID_IMAGE
                      : rc == GPUOS_EUNSUPPORTED                ? CUDA_ERROR_NO_BINARY_FOR_GPU
                                                                : map_rc(rc, "cuModuleLoadData");
         if (shim_trace())

@@ -26,6 +26,9 @@ enum {
  * CUDA_ERROR_NOT_SUPPORTED. */
 int shim_unsupported(const char *name);
 
+/* The CUresult a daemon's device error message names (errors.c), 0 if none. */
+int shim_error_from_text(const char *msg);
+
 /* $GPUOS_CUDASHIM_TRACE set: every cuGetProcAddress / cuGetExportTable request
  * and every failing call is logged on stderr. */
 int shim_trace(void);
