@@ -376,8 +376,10 @@ E CUresult cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v)
         return CUDA_SUCCESS;
     }
     if (a == CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT ||
-        a == CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED)
-        return CUDA_SUCCESS; /* hints */
+        a == CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED || a == CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH ||
+        a == CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT || a == CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH ||
+        a == CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE)
+        return CUDA_SUCCESS; /* hints, or what the launch itself carries (its cluster shape) */
     return shim_unsupported("cuFuncSetAttribute (this attribute)");
 }
 E CUresult cuFuncSetCacheConfig(CUfunction f, CUfunc_cache c)

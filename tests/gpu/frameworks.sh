@@ -35,6 +35,7 @@ trap cleanup EXIT
 log() { echo "$*" | tee -a "$LOG"; }
 
 nvidia-smi --query-gpu=name,uuid,driver_version --format=csv,noheader | tee -a "$LOG"
+echo "commit ${GPUOS_COMMIT:-unknown}, $(date -u +%Y-%m-%dT%H:%MZ), FW_STEPS=${FW_STEPS:-100}" | tee -a "$LOG"
 log "== build the CUDA 4 era program ($NVCC)"
 "$NVCC" -cubin -arch sm_90 -o "$P/legacy.cubin" tests/gpu/progs/legacy.cu >>"$LOG" 2>&1 || log "FAIL nvcc legacy.cu"
 cc -O2 -std=c11 -D_GNU_SOURCE -Wno-deprecated-declarations -I"$CUDA_INC" -Itests/gpu/progs -o "$P/drv_legacy" \
@@ -91,16 +92,16 @@ cat > "$T/progs" <<EOF
 torch_basic|45|python3 tests/gpu/progs/fw_torch.py basic
 drv_legacy|20|$P/drv_legacy $P/legacy.cubin
 torch_mlp|50|python3 tests/gpu/progs/fw_torch.py mlp
-torch_mlp_hostile|50|python3 tests/gpu/progs/fw_torch.py mlp
 torch_cnn|50|python3 tests/gpu/progs/fw_torch.py cnn
+torch_matmul|40|python3 tests/gpu/progs/fw_torch.py matmul
+torch_graph|30|python3 tests/gpu/progs/fw_torch.py graph
+torch_oom|40|python3 tests/gpu/progs/fw_torch.py oom
+torch_mlp_hostile|50|python3 tests/gpu/progs/fw_torch.py mlp
 triton_vadd|50|python3 tests/gpu/progs/fw_other.py triton_vadd
 cupy_raw|30|python3 tests/gpu/progs/fw_other.py cupy_raw
 cupy_matmul|30|python3 tests/gpu/progs/fw_other.py cupy_matmul
-torch_matmul|40|python3 tests/gpu/progs/fw_torch.py matmul
-torch_oom|40|python3 tests/gpu/progs/fw_torch.py oom
-jax_matmul|50|python3 tests/gpu/progs/fw_other.py jax_matmul
-torch_graph|30|python3 tests/gpu/progs/fw_torch.py graph
 triton_matmul|40|python3 tests/gpu/progs/fw_other.py triton_matmul
+jax_matmul|40|python3 tests/gpu/progs/fw_other.py jax_matmul
 EOF
 ONLY=${FW_ONLY:-}
 echo '{"programs": [' > "$T/json"
