@@ -23,9 +23,11 @@
  *     host function in order (twice: twice the host function, the kernel's
  *     sums of the second run); the capture's errors;
  *   - a kernel that faults: CUDA_ERROR_ILLEGAL_ADDRESS, as the device named it;
- *   - a library whose fatbin holds code for other GPUs only (as cuBLAS and
- *     cuDNN ship them): it loads lazily, its kernel's launch fails with
- *     CUDA_ERROR_NO_BINARY_FOR_GPU, an eager cuModuleLoadData of it fails.
+ *   - libraries load lazily: one whose fatbin holds code for other GPUs only
+ *     (as cuBLAS and cuDNN ship them) loads, its kernel's launch fails with
+ *     CUDA_ERROR_NO_BINARY_FOR_GPU, an eager cuModuleLoadData of it fails; one
+ *     that runs is loaded at its first launch (which computes), a kernel it
+ *     lacks fails at its launch (NOT_FOUND).
  * Exit 0 only when every check passed; each failure names itself. */
 #include <cuda.h>
 
@@ -506,8 +508,49 @@ static void test_lazy(void)
     CHECK(cuLibraryUnload(lib));
     CUmodule m;
     EXPECT(cuModuleLoadData(&m, img), CUDA_ERROR_NO_BINARY_FOR_GPU); /* eager: refused at once */
-    fatbin_for(img, 90); /* code for this GPU: carried to the daemon, whose simulated device refuses it */
-    EXPECT(cuLibraryLoadData(&lib, img, NULL, NULL, 0, NULL, NULL, 0), CUDA_ERROR_NO_BINARY_FOR_GPU);
+    /* code for this GPU: carried to the daemon at the first launch, where the
+     * simulated device refuses it */
+    fatbin_for(img, 90);
+    CHECK(cuLibraryLoadData(&lib, img, NULL, NULL, 0, NULL, NULL, 0));
+    CHECK(cuLibraryGetKernel(&k, lib, "gemm_sm90"));
+    CHECK(cuKernelGetFunction(&f, k));
+    EXPECT(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL), CUDA_ERROR_NO_BINARY_FOR_GPU);
+    CHECK(cuLibraryUnload(lib));
+    /* a library that runs: loaded at its first launch, which computes; a
+     * kernel it lacks is NOT_FOUND at its launch */
+    static const char simmod[] = "SIMMOD\nvecadd=madd\n";
+    CHECK(cuLibraryLoadData(&lib, simmod, NULL, NULL, 0, NULL, NULL, 0));
+    CUmoduleLoadingMode mode;
+    CHECK(cuModuleGetLoadingMode(&mode));
+    TRUE(mode == CU_MODULE_LAZY_LOADING);
+    CHECK(cuLibraryGetKernel(&k, lib, "nosuch"));
+    CHECK(cuKernelGetFunction(&f, k));
+    EXPECT(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL), CUDA_ERROR_NOT_FOUND);
+    CHECK(cuLibraryGetKernel(&k, lib, "vecadd"));
+    CHECK(cuKernelGetFunction(&f, k));
+    size_t bytes = (size_t)N * N * 4;
+    CUdeviceptr a = dalloc(bytes), b = dalloc(bytes), c = dalloc(bytes);
+    CHECK(cuMemsetD32(a, 0x40a00000u, (size_t)N * N)); /* 5.0f */
+    CHECK(cuMemsetD32(b, 0x3f000000u, (size_t)N * N)); /* 0.5f */
+    unsigned nn = N;
+    unsigned char buf[28]; /* a SIMMOD image has no cubin layout: the packed form */
+    memcpy(buf, &a, 8);
+    memcpy(buf + 8, &b, 8);
+    memcpy(buf + 16, &c, 8);
+    memcpy(buf + 24, &nn, 4);
+    size_t len = sizeof buf;
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &len, CU_LAUNCH_PARAM_END};
+    CHECK(cuLaunchKernel(f, 16, 1, 1, 256, 1, 1, 0, NULL, NULL, extra));
+    float out[N];
+    CHECK(cuMemcpyDtoH(out, c, sizeof out));
+    int bad = 0;
+    for (int i = 0; i < N; i++)
+        bad += out[i] != 5.5f;
+    TRUE(bad == 0);
+    CHECK(cuLibraryUnload(lib));
+    CHECK(cuMemFree(a));
+    CHECK(cuMemFree(b));
+    CHECK(cuMemFree(c));
 }
 
 int main(int argc, char **argv)

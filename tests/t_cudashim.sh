@@ -158,9 +158,10 @@ PY
     [ "$out" = "none: no kernel nosuch in the cubin" ] || fail "unknown kernel: $out"
     # a runtime-API program (static cudart): the runtime gets every private
     # table it needs (the integrity hash it recomputes matches, else it would
-    # stop before loading its module), then loads its module, which the
-    # simulated device cannot run: a clear error naming that
-    printf '#include <cstdio>\nint main(){ void *p; cudaError_t e = cudaMalloc(&p, 16); printf("%%s\\n", cudaGetErrorName(e)); return e != 0; }\n' > "$T/rt.cu"
+    # stop before loading its module); its module is loaded lazily, so its
+    # allocation works, and its kernel's launch carries the module to the
+    # simulated device, which cannot run it: a clear error naming that
+    printf '#include <cstdio>\n__global__ void k(int *p) { *p = 1; }\nint main(){ int *p; cudaError_t a = cudaMalloc(&p, 16); k<<<1, 1>>>(p); cudaError_t e = cudaGetLastError(); printf("%%s\\n%%s\\n", cudaGetErrorName(a), cudaGetErrorName(e)); return e != 0; }\n' > "$T/rt.cu"
     "$NVCC" -o "$T/rt" "$T/rt.cu" || fail "nvcc rt"
     out=$(GPUOS_CUDASHIM_TRACE=1 timeout 30 "$G" run --vgpu a -- "$T/rt" 2>&1) && fail "runtime program ran on the simulated device: $out"
     for t in CUDART_INTERFACE TOOLS_RUNTIME_CALLBACK_HOOKS TOOLS_TLS CONTEXT_LOCAL_STORAGE CONTEXT_CHECKS INTEGRITY_CHECK; do
@@ -168,6 +169,7 @@ PY
     done
     echo "$out" | grep -q "INTEGRITY slot 1 (version [0-9]*2," || fail "integrity hash not asked for: $out"
     echo "$out" | grep -q "module load: the simulated device runs only builtin kernels" || fail "sim image error: $out"
+    echo "$out" | grep -qx "cudaSuccess" || fail "runtime program's allocation (its module is lazy): $out"
     echo "$out" | grep -qx "cudaErrorNoKernelImageForDevice" || fail "runtime program error: $out"
     out=$(timeout 30 "$G" run --vgpu a -- "$T/rt" 2>&1)
     [ "$(echo "$out" | grep -c "module load: the simulated device")" = 1 ] || fail "sim image error not named once: $out"

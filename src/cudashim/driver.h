@@ -58,7 +58,8 @@ struct CUmod_st {
     uint32_t magic;
     gpuos_module h;
     int builtin;
-    int nocode; /* a library without code for this GPU: not loaded by the daemon (module.c) */
+    int nocode; /* a library without code for this GPU: never loaded by the daemon (module.c) */
+    int loaded; /* the daemon holds it (h); a lazy library is loaded at its first kernel's use */
     void *image;
     size_t bytes;
 };
@@ -175,6 +176,10 @@ CUresult shim_capture_event(CUevent e);
 /* module.c: a module load; lazy = 1 for the runtime's registrations, which
  * may hold no code for this GPU (loaded lazily as the driver does). */
 CUresult shim_module_load(CUmodule *m, const void *image, int lazy);
+
+/* module.c: the daemon's handle of f, loading its lazy library first (at the
+ * kernel's first use, as CUDA_MODULE_LOADING=LAZY does). */
+CUresult shim_func_resolve(struct CUfunc_st *f);
 
 /* launch.c: a launch with the kernel's parameter layout (params) or a packed
  * buffer (extra); cluster may be NULL. */

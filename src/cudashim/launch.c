@@ -83,10 +83,9 @@ CUresult shim_launch(CUfunction f, const unsigned grid[3], const unsigned block[
         return CUDA_ERROR_INVALID_HANDLE;
     if (!stream_ok(s))
         return CUDA_ERROR_INVALID_HANDLE;
-    if (f->mod->nocode) {
-        shim_log("%s: its library has no code for this GPU", f->name);
-        return CUDA_ERROR_NO_BINARY_FOR_GPU;
-    }
+    CUresult lazy = shim_func_resolve(f);
+    if (lazy)
+        return lazy;
     if ((unsigned long long)block[0] * block[1] * block[2] > 1024 || !grid[0] || !grid[1] || !grid[2] || !block[0] ||
         !block[1] || !block[2])
         return CUDA_ERROR_INVALID_VALUE;
@@ -115,6 +114,10 @@ CUresult shim_launch(CUfunction f, const unsigned grid[3], const unsigned block[
         }
         if (!params)
             return CUDA_ERROR_INVALID_VALUE;
+        /* the whole parameter bank as the cubin sizes it (padding zeroed) */
+        size_t bank = f->k.param_bytes > 0 && (size_t)f->k.param_bytes <= sizeof buf ? (size_t)f->k.param_bytes : 0;
+        memset(buf, 0, bank);
+        len = bank;
         for (int i = 0; i < f->k.nparams; i++) {
             size_t end = (size_t)f->k.off[i] + f->k.size[i];
             if (end > sizeof buf)

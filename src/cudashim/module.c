@@ -9,12 +9,76 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* What a refused module load is for the program: the error the daemon's driver
+ * named, INVALID_IMAGE for an image it refused, NO_BINARY_FOR_GPU for one the
+ * device cannot run (a simulated device and a real image: said once). */
+static CUresult load_error(int rc)
+{
+    int named = rc == GPUOS_EDEVICE ? shim_error_from_text(gpuos_error()) : 0;
+    CUresult r = named                                     ? (CUresult)named
+                 : rc == GPUOS_EINVAL || rc == GPUOS_EDEVICE ? CUDA_ERROR_INVALID_IMAGE
+                 : rc == GPUOS_EUNSUPPORTED                ? CUDA_ERROR_NO_BINARY_FOR_GPU
+                                                           : map_rc(rc, "cuModuleLoadData");
+    if (shim_trace())
+        shim_log("module load: %s", gpuos_error());
+    else if (rc == GPUOS_EUNSUPPORTED) {
+        static int said;
+        if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+            shim_log("module load: %s", gpuos_error());
+    }
+    return r;
+}
+
+/* A lazy library is carried to the daemon at its first kernel's use. */
+static pthread_mutex_t lazy_lock = PTHREAD_MUTEX_INITIALIZER;
+static CUresult mod_ensure(struct CUmod_st *m)
+{
+    if (m->nocode)
+        return CUDA_ERROR_NO_BINARY_FOR_GPU;
+    pthread_mutex_lock(&lazy_lock);
+    int rc = m->loaded ? GPUOS_OK : gpuos_module_load(S.g, m->image, m->bytes, &m->h);
+    if (!rc)
+        m->loaded = 1;
+    pthread_mutex_unlock(&lazy_lock);
+    return rc ? load_error(rc) : CUDA_SUCCESS;
+}
+
+/* No such kernel: the simulated device says EINVAL, the GPU's driver
+ * CUDA_ERROR_NOT_FOUND (EDEVICE through the daemon). */
+static CUresult lookup(struct CUmod_st *m, const char *name, gpuos_function *h)
+{
+    int rc = gpuos_module_function(S.g, m->h, name, h);
+    if (rc && shim_trace())
+        shim_log("%s: %s", name, gpuos_error());
+    return !rc ? CUDA_SUCCESS
+           : rc == GPUOS_EINVAL || rc == GPUOS_EDEVICE ? CUDA_ERROR_NOT_FOUND
+                                                        : map_rc(rc, "cuModuleGetFunction");
+}
+
+CUresult shim_func_resolve(struct CUfunc_st *f)
+{
+    if (f->h || f->mod->builtin)
+        return CUDA_SUCCESS;
+    if (f->mod->nocode) {
+        shim_log("%s: its library has no code for this GPU", f->name);
+        return CUDA_ERROR_NO_BINARY_FOR_GPU;
+    }
+    CUresult r = mod_ensure(f->mod);
+    pthread_mutex_lock(&lazy_lock);
+    if (!r && !f->h)
+        r = lookup(f->mod, f->name, &f->h);
+    pthread_mutex_unlock(&lazy_lock);
+    return r;
+}
+
 /* Loads an image: `bytes` when the caller knows its size (a file, a link's
- * output), else 0 and its size is read from the image. `lazy`: a library (or
- * the runtime's registration of one) may hold no code for this GPU at all, as
- * cuBLAS and cuDNN ship containers for other GPUs only; the driver, loading
- * lazily, accepts them and fails only a kernel taken from them. So does this
- * library: such a module is not carried to the daemon (m->nocode). */
+ * output), else 0 and its size is read from the image. `lazy` (libraries, and
+ * the runtime's registrations of its fatbins): the image is kept here and
+ * carried to the daemon at its first kernel's use, as the driver's lazy loading
+ * (CUDA_MODULE_LOADING=LAZY, the default) does: PyTorch's libraries register
+ * thousands of fatbins and use a few. A lazy image may hold no code for this
+ * GPU at all, as cuBLAS and cuDNN ship containers for other GPUs only: it loads
+ * (m->nocode), and only a kernel taken from it fails, at its launch. */
 static CUresult mod_load_in(struct CUmod_st **out, const void *image, size_t bytes, int need_ctx, int lazy)
 {
     if (!out || !image)
@@ -31,13 +95,15 @@ static CUresult mod_load_in(struct CUmod_st **out, const void *image, size_t byt
     if (!strncmp(image, BUILTIN_ESCAPE, strlen(BUILTIN_ESCAPE))) {
         m->builtin = 1;
         rc = gpuos_module_load_builtin(S.g, "builtin", &m->h);
+        m->loaded = !rc;
     } else {
         m->bytes = bytes ? bytes : shim_image_size(image);
         m->nocode = lazy && !shim_image_runs(image, S.cc);
         if (shim_trace()) {
             char d[512];
             shim_image_describe(image, d, sizeof d);
-            shim_log("module load: %s%s", d, m->nocode ? ": no code for this GPU, loaded lazily (its kernels fail)" : "");
+            shim_log("module load: %s%s", d,
+                     m->nocode ? ": no code for this GPU, its kernels fail" : lazy ? ": lazily, at its first kernel's use" : "");
         }
         m->image = m->bytes ? malloc(m->bytes) : NULL;
         if (!m->image) {
@@ -47,23 +113,13 @@ static CUresult mod_load_in(struct CUmod_st **out, const void *image, size_t byt
         }
         /* the wrapper cudart hands over points at the container itself */
         memcpy(m->image, bytes ? image : shim_image_unwrap(image), m->bytes);
-        if (!m->nocode)
+        if (!lazy) {
             rc = gpuos_module_load(S.g, m->image, m->bytes, &m->h);
+            m->loaded = !rc;
+        }
     }
     if (rc) {
-        /* the driver refused the image; the device cannot run it (simulated) */
-        int named = rc == GPUOS_EDEVICE ? shim_error_from_text(gpuos_error()) : 0;
-        CUresult r = named                                     ? (CUresult)named
-                     : rc == GPUOS_EINVAL || rc == GPUOS_EDEVICE ? CUDA_ERROR_INVALID_IMAGE
-                     : rc == GPUOS_EUNSUPPORTED                ? CUDA_ERROR_NO_BINARY_FOR_GPU
-                                                               : map_rc(rc, "cuModuleLoadData");
-        if (shim_trace())
-            shim_log("module load: %s", gpuos_error());
-        else if (rc == GPUOS_EUNSUPPORTED) { /* e.g. a simulated device and a real image: say so once */
-            static int said;
-            if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
-                shim_log("module load: %s", gpuos_error());
-        }
+        CUresult r = load_error(rc);
         free(m->image);
         free(m);
         return r;
@@ -135,7 +191,7 @@ E CUresult cuModuleUnload(CUmodule m)
     if (!mod_ok(m))
         return CUDA_ERROR_INVALID_HANDLE;
     shim_sync();
-    CUresult r = m->nocode ? CUDA_SUCCESS : map_rc(gpuos_module_unload(S.g, m->h), "cuModuleUnload");
+    CUresult r = !m->loaded ? CUDA_SUCCESS : map_rc(gpuos_module_unload(S.g, m->h), "cuModuleUnload");
     m->magic = MAGIC_DEAD;
     free(m->image);
     return r;
@@ -179,16 +235,13 @@ static CUresult func_get(struct CUfunc_st **out, struct CUmod_st *m, const char 
     struct CUfunc_st *f = calloc(1, sizeof *f);
     if (!f)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    /* a kernel of a library without code for this GPU: a handle whose launch
-     * fails (CUDA_ERROR_NO_BINARY_FOR_GPU), as the driver's lazy loading does */
-    int rc = m->nocode ? GPUOS_OK : gpuos_module_function(S.g, m->h, name, &f->h);
-    if (rc) {
+    /* a kernel of a library not loaded yet (lazily, or without code for this
+     * GPU) is resolved at its first use (shim_func_resolve), as the driver's lazy
+     * loading does; the others are looked up now */
+    CUresult r = m->loaded ? lookup(m, name, &f->h) : CUDA_SUCCESS;
+    if (r) {
         free(f);
-        if (shim_trace())
-            shim_log("%s: %s", name, gpuos_error());
-        /* no such kernel: the simulated device says EINVAL, the GPU's driver
-         * CUDA_ERROR_NOT_FOUND (EDEVICE through the daemon) */
-        return rc == GPUOS_EINVAL || rc == GPUOS_EDEVICE ? CUDA_ERROR_NOT_FOUND : map_rc(rc, "cuModuleGetFunction");
+        return r;
     }
     f->magic = MAGIC_FN;
     f->mod = m;
@@ -217,6 +270,9 @@ E CUresult cuModuleGetGlobal_v2(CUdeviceptr *p, size_t *bytes, CUmodule m, const
     uint64_t size = 0;
     if (m->builtin || m->nocode || shim_image_global(m->image, m->bytes, S.cc, name, &size))
         return CUDA_ERROR_NOT_FOUND;
+    CUresult lr = m->builtin ? CUDA_SUCCESS : mod_ensure(m);
+    if (lr)
+        return lr;
     uint64_t addr = 0;
     int rc = shim_ext_global(S.g, m->h, name, &addr);
     if (rc == GPUOS_EUNSUPPORTED)
@@ -234,7 +290,7 @@ E CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
 {
     if (!mode)
         return CUDA_ERROR_INVALID_VALUE;
-    *mode = CU_MODULE_EAGER_LOADING;
+    *mode = CU_MODULE_LAZY_LOADING; /* libraries are carried to the daemon at their first kernel's use */
     return CUDA_SUCCESS;
 }
 
