@@ -4,7 +4,10 @@
  * daemon's built-in madd (C = A + B, computed by the simulated device) and
  * fill, loaded from image FILES by path (cuModuleLoad): the escape image
  * "gpuos-builtin", and a SIMMOD image that names madd "vecadd".
- *   cudashim_legacy DIR   DIR holds builtin.img and vecadd.img; prints "ok"
+ *   cudashim_legacy DIR [RECORD]   DIR holds builtin.img and vecadd.img; RECORD
+ *                                  the fatbin registrations recorded on a GPU
+ *                                  (tests/cudashim_torch_fatbins.txt); prints
+ *                                  "registered N" for those, then "ok"
  * Checks, each against arithmetic done here:
  *   - cuFuncSetBlockShape / cuFuncSetSharedSize / cuParamSetv / Seti / Setf /
  *     SetSize, cuLaunch, cuLaunchGrid, cuLaunchGridAsync: C = A + B exactly, a
@@ -474,25 +477,31 @@ static void test_graph(CUmodule m)
     CHECK(cuMemFree(d));
 }
 
-/* A fatbin container of one cubin entry for sm_ARCH (a stand-in payload). */
-static size_t fatbin_for(unsigned char *b, unsigned arch)
+/* A fatbin container of cubin entries for the given architectures (stand-in
+ * payloads; ptx = 1: the first is PTX). */
+static size_t fatbin_of(unsigned char *b, const unsigned *archs, int n, int ptx)
 {
-    memset(b, 0, 16 + 0x40 + 64);
-    uint32_t magic = 0xBA55ED50u, ehdr = 0x40;
-    uint16_t ver = 1, hdr = 16, kind = 2;
-    uint64_t fat = 0x40 + 64, payload = 64;
+    const uint64_t payload = 64, ehdr = 0x40;
+    uint64_t fat = (uint64_t)n * (ehdr + payload);
+    memset(b, 0, 16 + fat);
+    uint32_t magic = 0xBA55ED50u, eh = (uint32_t)ehdr;
+    uint16_t ver = 1, hdr = 16;
     memcpy(b, &magic, 4);
     memcpy(b + 4, &ver, 2);
     memcpy(b + 6, &hdr, 2);
     memcpy(b + 8, &fat, 8);
-    unsigned char *e = b + 16;
-    memcpy(e, &kind, 2);
-    memcpy(e + 4, &ehdr, 4);
-    memcpy(e + 8, &payload, 8);
-    memcpy(e + 0x1c, &arch, 4);
-    memcpy(e + 0x40, "\177ELF", 4);
-    return 16 + 0x40 + 64;
+    for (int i = 0; i < n; i++) {
+        unsigned char *e = b + 16 + (size_t)i * (ehdr + payload);
+        uint16_t kind = ptx && i == 0 ? 1 : 2;
+        memcpy(e, &kind, 2);
+        memcpy(e + 4, &eh, 4);
+        memcpy(e + 8, &payload, 8);
+        memcpy(e + 0x1c, &archs[i], 4);
+        memcpy(e + 0x40, "\177ELF", 4);
+    }
+    return 16 + fat;
 }
+static size_t fatbin_for(unsigned char *b, unsigned arch) { return fatbin_of(b, &arch, 1, 0); }
 
 static void test_lazy(void)
 {
@@ -553,10 +562,70 @@ static void test_lazy(void)
     CHECK(cuMemFree(c));
 }
 
+/* The recorded registrations (tests/cudashim_torch_fatbins.txt): each line's
+ * COUNT containers registered as libraries; returns how many. */
+static int test_record(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    TRUE(f != NULL);
+    if (!f)
+        return 0;
+    static unsigned char img[16 + 16 * 128];
+    char line[512];
+    int total = 0;
+    CUlibrary first_nocode = NULL, first_sm90 = NULL;
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '#' || line[0] == '\n')
+            continue;
+        char *p = line, *end;
+        long count = strtol(p, &end, 10);
+        unsigned archs[16];
+        int n = 0, ptx = 0, has90 = 0;
+        for (p = end; n < 16;) {
+            while (*p == ' ')
+                p++;
+            unsigned a;
+            if (sscanf(p, "sm_%u", &a) == 1 || (sscanf(p, "ptx%u", &a) == 1 && n == 0 && (ptx = 1))) {
+                archs[n++] = a;
+                has90 |= a == 90;
+            } else
+                break;
+            while (*p && *p != ' ' && *p != '\n')
+                p++;
+        }
+        TRUE(count > 0 && n > 0);
+        fatbin_of(img, archs, n, ptx);
+        for (long i = 0; i < count; i++) {
+            CUlibrary lib;
+            CHECK(cuLibraryLoadData(&lib, img, NULL, NULL, 0, NULL, NULL, 0));
+            if (!has90 && !first_nocode)
+                first_nocode = lib;
+            if (has90 && !first_sm90)
+                first_sm90 = lib;
+            total++;
+        }
+    }
+    fclose(f);
+    /* a kernel of each kind: no code here fails without the daemon; sm_90 code
+     * is carried, and the simulated device refuses it */
+    CUkernel k;
+    CUfunction fn;
+    CUlibrary libs[2] = {first_nocode, first_sm90};
+    for (int i = 0; i < 2; i++) {
+        TRUE(libs[i] != NULL);
+        if (!libs[i])
+            continue;
+        CHECK(cuLibraryGetKernel(&k, libs[i], "recorded_kernel"));
+        CHECK(cuKernelGetFunction(&fn, k));
+        EXPECT(cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL), CUDA_ERROR_NO_BINARY_FOR_GPU);
+    }
+    return total;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: cudashim_legacy DIR (with builtin.img and vecadd.img)\n");
+    if (argc != 2 && argc != 3) {
+        fprintf(stderr, "usage: cudashim_legacy DIR [RECORD] (DIR with builtin.img and vecadd.img)\n");
         return 2;
     }
     char p1[4096], p2[4096];
@@ -579,6 +648,11 @@ int main(int argc, char **argv)
     test_link_launch("SIMMOD\nvecadd=madd\n");
     test_lazy();
     test_graph(m);
+    if (argc == 3) {
+        int n = test_record(argv[2]);
+        TRUE(n > 1024); /* over the daemon's per-client module limit: lazily */
+        printf("registered %d\n", n);
+    }
     CHECK(cuModuleUnload(vec));
     CHECK(cuModuleUnload(m));
     /* last (the fault ends the context): a device fault is reported as the

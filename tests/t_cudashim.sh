@@ -52,8 +52,12 @@ grep -v "cuTexObjectDestroy is not supported" "$T/err" | grep . && fail "unexpec
 # kernels from image files by path, results against arithmetic done there
 printf 'gpuos-builtin' > "$T/builtin.img"
 printf 'SIMMOD\nvecadd=madd\n' > "$T/vecadd.img"
-out=$(timeout 60 "$G" run --vgpu a -- "$B/tests/cudashim_legacy" "$T" 2>"$T/err") || { cat "$T/err"; fail "cudashim_legacy: $out"; }
-[ "$out" = ok ] || fail "cudashim_legacy printed: $out"
+# and the fatbin registrations of PyTorch's libraries recorded on the H200
+out=$(timeout 60 "$G" run --vgpu a -- "$B/tests/cudashim_legacy" "$T" tests/cudashim_torch_fatbins.txt 2>"$T/err") ||
+    { cat "$T/err"; fail "cudashim_legacy: $out"; }
+want=$(awk '!/^#/ && NF { n += $1 } END { print n }' tests/cudashim_torch_fatbins.txt)
+[ "$out" = "registered $want
+ok" ] || fail "cudashim_legacy printed: $out (want registered $want, ok)"
 for l in "cuParamSetTexRef (texture references: the vGPU has no texture units to bind) is not supported" \
          "cuMemHostGetDevicePointer (kernels on the vGPU cannot reach this process's memory) is not supported"; do
     [ "$(grep -cxF "gpuos libcuda: $l" "$T/err")" = 1 ] || fail "not named exactly once: $l: $(cat "$T/err")"
