@@ -140,7 +140,9 @@ E CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep)
     return pool_ok(pool) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; /* nothing cached */
 }
 
-E CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute a, void *v)
+/* One attribute read (set = 0) or written; the high-water marks may only be
+ * reset (to 0), the current figures only read. */
+static CUresult pool_attribute(CUmemoryPool pool, CUmemPool_attribute a, void *v, int set)
 {
     NEED_INIT();
     if (!pool_ok(pool) || !v)
@@ -150,14 +152,33 @@ E CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute a, void 
     switch (a) {
     case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
     case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
-    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
-        pool->reuse[a - CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES] = *(int *)v;
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES: {
+        int *x = &pool->reuse[a - CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES];
+        if (set)
+            *x = *(int *)v;
+        else
+            *(int *)v = *x;
         break;
-    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: pool->threshold = *(cuuint64_t *)v; break;
+    }
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+        if (set)
+            pool->threshold = *(cuuint64_t *)v;
+        else
+            *(cuuint64_t *)v = pool->threshold;
+        break;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
+    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT:
+        if (set)
+            r = CUDA_ERROR_INVALID_VALUE;
+        else
+            *(cuuint64_t *)v = pool->used;
+        break;
     case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
     case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
-        if (*(cuuint64_t *)v)
-            r = CUDA_ERROR_INVALID_VALUE; /* may only be reset to 0 */
+        if (!set)
+            *(cuuint64_t *)v = pool->high;
+        else if (*(cuuint64_t *)v)
+            r = CUDA_ERROR_INVALID_VALUE;
         else
             pool->high = pool->used;
         break;
@@ -167,28 +188,13 @@ E CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute a, void 
     return r;
 }
 
+E CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute a, void *v)
+{
+    return pool_attribute(pool, a, v, 1);
+}
 E CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute a, void *v)
 {
-    NEED_INIT();
-    if (!pool_ok(pool) || !v)
-        return CUDA_ERROR_INVALID_VALUE;
-    pthread_mutex_lock(&pool_lock);
-    CUresult r = CUDA_SUCCESS;
-    switch (a) {
-    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
-    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
-    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
-        *(int *)v = pool->reuse[a - CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES];
-        break;
-    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: *(cuuint64_t *)v = pool->threshold; break;
-    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
-    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT: *(cuuint64_t *)v = pool->used; break;
-    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
-    case CU_MEMPOOL_ATTR_USED_MEM_HIGH: *(cuuint64_t *)v = pool->high; break;
-    default: r = CUDA_ERROR_INVALID_VALUE;
-    }
-    pthread_mutex_unlock(&pool_lock);
-    return r;
+    return pool_attribute(pool, a, v, 0);
 }
 
 E CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map, size_t n)
