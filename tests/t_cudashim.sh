@@ -40,6 +40,10 @@ memory = 32M"
 
 # the compatibility table of docs/readme-cudashim.md is what the code says
 /usr/bin/python3 tools/gen_cudashim_compat.py --check || fail "compatibility table not current"
+# and the frameworks table is what results/*/frameworks.json say
+sed -n '/<!-- frameworks: generated/,/<!-- frameworks: end/p' docs/readme-cudashim.md | sed '1d;$d' > "$T/fw.doc"
+/usr/bin/python3 tools/results_tables.py frameworks | sed '/^$/d' > "$T/fw.gen"
+cmp -s "$T/fw.doc" "$T/fw.gen" || fail "docs/readme-cudashim.md's frameworks table is not what tools/results_tables.py frameworks prints"
 
 # the Driver API program, byte-exact, with its error paths
 out=$(timeout 60 "$G" run --vgpu a -- "$D" all 67108864 2>"$T/err") || { cat "$T/err"; fail "cudashim_drv all: $out"; }

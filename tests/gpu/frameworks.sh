@@ -104,7 +104,7 @@ triton_matmul|40|python3 tests/gpu/progs/fw_other.py triton_matmul
 jax_matmul|40|python3 tests/gpu/progs/fw_other.py jax_matmul
 EOF
 ONLY=${FW_ONLY:-}
-echo '{"programs": [' > "$T/json"
+echo "{\"commit\": \"${GPUOS_COMMIT:-unknown}\", \"programs\": [" > "$T/json"
 first=1
 while IFS='|' read -r name to cmd; do
     [ -z "$ONLY" ] || case " $ONLY " in *" $name "*) ;; *) continue ;; esac
@@ -158,10 +158,16 @@ def close(a, b):
 match = int(rn) == 0 and int(rg) == 0 and len(rn_) > 0 and len(rn_) == len(rg_) and all(close(a, b) for a, b in zip(rn_, rg_))
 e = {"name": name, "native_rc": int(rn), "gpuos_rc": int(rg), "match": match, "native": tn, "gpuos": tg,
      "results_native": rn_, "results_gpuos": rg_}
-k = next((k for k in ("steps_per_s", "tflops", "vadd_GBps", "raw_launches_per_s") if k in tn and k in tg), None)
+import os
+errs = [l.strip() for l in open(os.path.splitext(fg)[0] + ".err", errors="replace")
+        if "Error" in l or "error:" in l or "is not supported" in l or "CUDA_ERROR" in l or " failed" in l] if os.path.exists(os.path.splitext(fg)[0] + ".err") else []
+if errs:
+    e["error"] = errs[-1][:200]
+k = next((k for k in ("steps_per_s", "tflops", "vadd_GBps", "raw_launches_per_s") if k in tn), None)
 if k:
     e["figure"] = k
-    e["ratio"] = round(tg[k] / tn[k], 4) if tn[k] else None
+    if k in tg and tn[k]:
+        e["ratio"] = round(tg[k] / tn[k], 4)
 print(("" if first == "1" else ",") + json.dumps(e))
 PY
     first=0
