@@ -366,44 +366,41 @@ E nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t d, unsigned int
 }
 
 /* Queries monitoring tools commonly make that a vGPU does not answer. */
-#define UNSUP(name)                                                                                                    \
-    E nvmlReturn_t name(void);                                                                                         \
-    nvmlReturn_t name(void) { return nvml_unsupported(#name); }
-UNSUP(nvmlDeviceGetTemperature)
-UNSUP(nvmlDeviceGetPowerUsage)
-UNSUP(nvmlDeviceGetClockInfo)
-UNSUP(nvmlDeviceGetMaxClockInfo)
-UNSUP(nvmlDeviceGetGraphicsRunningProcesses_v3)
-UNSUP(nvmlDeviceGetFanSpeed)
-UNSUP(nvmlDeviceGetPerformanceState)
-UNSUP(nvmlDeviceGetPowerManagementLimit)
-UNSUP(nvmlDeviceGetEnforcedPowerLimit)
-UNSUP(nvmlDeviceGetMigMode)
-UNSUP(nvmlDeviceGetPersistenceMode)
-UNSUP(nvmlDeviceGetComputeMode)
-UNSUP(nvmlDeviceGetEccMode)
-UNSUP(nvmlDeviceGetBAR1MemoryInfo)
-UNSUP(nvmlDeviceGetSerial)
-UNSUP(nvmlDeviceGetMinorNumber)
-UNSUP(nvmlDeviceGetBrand)
-UNSUP(nvmlDeviceGetCurrentClocksEventReasons)
-UNSUP(nvmlDeviceGetCurrentClocksThrottleReasons)
-UNSUP(nvmlDeviceGetTotalEnergyConsumption)
-UNSUP(nvmlDeviceGetNvLinkState)
-UNSUP(nvmlDeviceGetTopologyCommonAncestor)
-UNSUP(nvmlDeviceGetAttributes_v2)
-UNSUP(nvmlDeviceGetArchitecture)
-UNSUP(nvmlDeviceGetCpuAffinity)
-UNSUP(nvmlDeviceGetMemoryAffinity)
-UNSUP(nvmlDeviceGetNumGpuCores)
-UNSUP(nvmlSystemGetNVMLVersion)
-UNSUP(nvmlSystemGetProcessName)
-UNSUP(nvmlDeviceGetProcessUtilization)
-UNSUP(nvmlDeviceGetSamples)
-UNSUP(nvmlDeviceGetFieldValues)
-UNSUP(nvmlEventSetCreate)
-UNSUP(nvmlDeviceGetSupportedEventTypes)
-UNSUP(nvmlDeviceGetNvLinkRemoteDeviceType)
-UNSUP(nvmlDeviceGetNvLinkRemotePciInfo_v2)
-UNSUP(nvmlDeviceGetNvLinkCapability)
-UNSUP(nvmlDeviceGetP2PStatus)
+E nvmlReturn_t nvmlDeviceGetTemperature(void) { return nvml_unsupported("nvmlDeviceGetTemperature"); }
+E nvmlReturn_t nvmlDeviceGetPowerUsage(void) { return nvml_unsupported("nvmlDeviceGetPowerUsage"); }
+E nvmlReturn_t nvmlDeviceGetClockInfo(void) { return nvml_unsupported("nvmlDeviceGetClockInfo"); }
+E nvmlReturn_t nvmlDeviceGetMaxClockInfo(void) { return nvml_unsupported("nvmlDeviceGetMaxClockInfo"); }
+E nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(void) { return nvml_unsupported("nvmlDeviceGetGraphicsRunningProcesses_v3"); }
+E nvmlReturn_t nvmlDeviceGetFanSpeed(void) { return nvml_unsupported("nvmlDeviceGetFanSpeed"); }
+E nvmlReturn_t nvmlDeviceGetPerformanceState(void) { return nvml_unsupported("nvmlDeviceGetPerformanceState"); }
+E nvmlReturn_t nvmlDeviceGetPowerManagementLimit(void) { return nvml_unsupported("nvmlDeviceGetPowerManagementLimit"); }
+E nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(void) { return nvml_unsupported("nvmlDeviceGetEnforcedPowerLimit"); }
+E nvmlReturn_t nvmlDeviceGetMigMode(void) { return nvml_unsupported("nvmlDeviceGetMigMode"); }
+E nvmlReturn_t nvmlDeviceGetPersistenceMode(void) { return nvml_unsupported("nvmlDeviceGetPersistenceMode"); }
+E nvmlReturn_t nvmlDeviceGetComputeMode(void) { return nvml_unsupported("nvmlDeviceGetComputeMode"); }
+E nvmlReturn_t nvmlDeviceGetEccMode(void) { return nvml_unsupported("nvmlDeviceGetEccMode"); }
+E nvmlReturn_t nvmlDeviceGetBAR1MemoryInfo(void) { return nvml_unsupported("nvmlDeviceGetBAR1MemoryInfo"); }
+E nvmlReturn_t nvmlDeviceGetSerial(void) { return nvml_unsupported("nvmlDeviceGetSerial"); }
+E nvmlReturn_t nvmlDeviceGetMinorNumber(void) { return nvml_unsupported("nvmlDeviceGetMinorNumber"); }
+E nvmlReturn_t nvmlDeviceGetBrand(void) { return nvml_unsupported("nvmlDeviceGetBrand"); }
+E nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(void) { return nvml_unsupported("nvmlDeviceGetCurrentClocksEventReasons"); }
+E nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(void) { return nvml_unsupported("nvmlDeviceGetCurrentClocksThrottleReasons"); }
+E nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(void) { return nvml_unsupported("nvmlDeviceGetTotalEnergyConsumption"); }
+E nvmlReturn_t nvmlDeviceGetNvLinkState(void) { return nvml_unsupported("nvmlDeviceGetNvLinkState"); }
+E nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(void) { return nvml_unsupported("nvmlDeviceGetTopologyCommonAncestor"); }
+E nvmlReturn_t nvmlDeviceGetAttributes_v2(void) { return nvml_unsupported("nvmlDeviceGetAttributes_v2"); }
+E nvmlReturn_t nvmlDeviceGetArchitecture(void) { return nvml_unsupported("nvmlDeviceGetArchitecture"); }
+E nvmlReturn_t nvmlDeviceGetCpuAffinity(void) { return nvml_unsupported("nvmlDeviceGetCpuAffinity"); }
+E nvmlReturn_t nvmlDeviceGetMemoryAffinity(void) { return nvml_unsupported("nvmlDeviceGetMemoryAffinity"); }
+E nvmlReturn_t nvmlDeviceGetNumGpuCores(void) { return nvml_unsupported("nvmlDeviceGetNumGpuCores"); }
+E nvmlReturn_t nvmlSystemGetNVMLVersion(void) { return nvml_unsupported("nvmlSystemGetNVMLVersion"); }
+E nvmlReturn_t nvmlSystemGetProcessName(void) { return nvml_unsupported("nvmlSystemGetProcessName"); }
+E nvmlReturn_t nvmlDeviceGetProcessUtilization(void) { return nvml_unsupported("nvmlDeviceGetProcessUtilization"); }
+E nvmlReturn_t nvmlDeviceGetSamples(void) { return nvml_unsupported("nvmlDeviceGetSamples"); }
+E nvmlReturn_t nvmlDeviceGetFieldValues(void) { return nvml_unsupported("nvmlDeviceGetFieldValues"); }
+E nvmlReturn_t nvmlEventSetCreate(void) { return nvml_unsupported("nvmlEventSetCreate"); }
+E nvmlReturn_t nvmlDeviceGetSupportedEventTypes(void) { return nvml_unsupported("nvmlDeviceGetSupportedEventTypes"); }
+E nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(void) { return nvml_unsupported("nvmlDeviceGetNvLinkRemoteDeviceType"); }
+E nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(void) { return nvml_unsupported("nvmlDeviceGetNvLinkRemotePciInfo_v2"); }
+E nvmlReturn_t nvmlDeviceGetNvLinkCapability(void) { return nvml_unsupported("nvmlDeviceGetNvLinkCapability"); }
+E nvmlReturn_t nvmlDeviceGetP2PStatus(void) { return nvml_unsupported("nvmlDeviceGetP2PStatus"); }
