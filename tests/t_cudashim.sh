@@ -176,6 +176,8 @@ PY
         echo "$out" | grep -q "cuGetExportTable .* -> $t" || fail "runtime did not get table $t: $out"
     done
     echo "$out" | grep -q "INTEGRITY slot 1 (version [0-9]*2," || fail "integrity hash not asked for: $out"
+    echo "$out" | grep -q "module load: fatbin .*lazily, at its first kernel's use (used in place)" ||
+        fail "the runtime's fatbin was not registered lazily, in place: $out"
     echo "$out" | grep -q "module load: the simulated device runs only builtin kernels" || fail "sim image error: $out"
     echo "$out" | grep -qx "cudaSuccess" || fail "runtime program's allocation (its module is lazy): $out"
     echo "$out" | grep -qx "cudaErrorNoKernelImageForDevice" || fail "runtime program error: $out"

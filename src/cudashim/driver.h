@@ -59,7 +59,8 @@ struct CUmod_st {
     gpuos_module h;
     int builtin;
     int nocode; /* a library without code for this GPU: never loaded by the daemon (module.c) */
-    int loaded; /* the daemon holds it (h); a lazy library is loaded at its first kernel's use */
+    int loaded;   /* the daemon holds it (h); a lazy library is loaded at its first kernel's use */
+    int borrowed; /* image points into a loaded object's read-only fatbin section: not copied */
     void *image;
     size_t bytes;
 };

@@ -23,6 +23,7 @@
 #include "cudashim/shim.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <elf.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,6 +116,33 @@ static int container_runs(const unsigned char *p, int cc)
         off += ehdr + size;
     }
     return 0;
+}
+
+struct seg_find {
+    uintptr_t p, end;
+    int found;
+};
+static int seg_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    struct seg_find *s = arg;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && !(ph->p_flags & PF_W) && s->p >= a && s->end <= a + ph->p_memsz) {
+            s->found = 1;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int shim_image_mapped(const void *p, size_t n)
+{
+    struct seg_find s = {(uintptr_t)p, (uintptr_t)p + n, 0};
+    if (!p || !n || s.end < s.p)
+        return 0;
+    dl_iterate_phdr(seg_cb, &s);
+    return s.found;
 }
 
 int shim_image_runs(const void *image, int cc)

@@ -99,20 +99,26 @@ static CUresult mod_load_in(struct CUmod_st **out, const void *image, size_t byt
     } else {
         m->bytes = bytes ? bytes : shim_image_size(image);
         m->nocode = lazy && !shim_image_runs(image, S.cc);
-        if (shim_trace()) {
-            char d[512];
-            shim_image_describe(image, d, sizeof d);
-            shim_log("module load: %s%s", d,
-                     m->nocode ? ": no code for this GPU, its kernels fail" : lazy ? ": lazily, at its first kernel's use" : "");
-        }
-        m->image = m->bytes ? malloc(m->bytes) : NULL;
+        /* the wrapper cudart hands over points at the container itself; a
+         * container in a loaded object's fatbin section (the runtime's
+         * registrations: PyTorch's come to gigabytes) is used where it lies */
+        const void *from = bytes ? image : shim_image_unwrap(image);
+        m->borrowed = lazy && !bytes && shim_image_mapped(from, m->bytes);
+        m->image = m->borrowed ? (void *)from : m->bytes ? malloc(m->bytes) : NULL;
         if (!m->image) {
             CUresult r = m->bytes ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_IMAGE;
             free(m);
             return r;
         }
-        /* the wrapper cudart hands over points at the container itself */
-        memcpy(m->image, bytes ? image : shim_image_unwrap(image), m->bytes);
+        if (!m->borrowed)
+            memcpy(m->image, from, m->bytes);
+        if (shim_trace()) {
+            char d[512];
+            shim_image_describe(image, d, sizeof d);
+            shim_log("module load: %s%s%s", d,
+                     m->nocode ? ": no code for this GPU, its kernels fail" : lazy ? ": lazily, at its first kernel's use" : "",
+                     m->borrowed ? " (used in place)" : "");
+        }
         if (!lazy) {
             rc = gpuos_module_load(S.g, m->image, m->bytes, &m->h);
             m->loaded = !rc;
@@ -120,7 +126,8 @@ static CUresult mod_load_in(struct CUmod_st **out, const void *image, size_t byt
     }
     if (rc) {
         CUresult r = load_error(rc);
-        free(m->image);
+        if (!m->borrowed)
+            free(m->image);
         free(m);
         return r;
     }
@@ -193,7 +200,8 @@ E CUresult cuModuleUnload(CUmodule m)
     shim_sync();
     CUresult r = !m->loaded ? CUDA_SUCCESS : map_rc(gpuos_module_unload(S.g, m->h), "cuModuleUnload");
     m->magic = MAGIC_DEAD;
-    free(m->image);
+    if (!m->borrowed)
+        free(m->image);
     return r;
 }
 

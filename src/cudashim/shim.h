@@ -54,6 +54,10 @@ size_t shim_image_size(const void *image);
  * (libraries ship containers for other GPUs only: sm_100, sm_120). */
 int shim_image_runs(const void *image, int cc);
 
+/* 1 when [p, p + n) lies in a read-only segment of a loaded object (a
+ * library's or the program's fatbin section): it lives as long as the object. */
+int shim_image_mapped(const void *p, size_t n);
+
 /* One line for the trace: the container's entries (sm_90, ptx90, z = compressed). */
 void shim_image_describe(const void *image, char *buf, size_t len);
 
