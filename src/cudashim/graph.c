@@ -9,6 +9,7 @@
  * time per process (CUDA_ERROR_ILLEGAL_STATE for a second). Graphs built node
  * by node (cuGraphAdd*Node) are not offered: those entry points stay stubs. */
 #include "cudashim/driver.h"
+#include "common/grow.h"
 /* the first form (without edge data) is defined under its own name below */
 #undef cuStreamUpdateCaptureDependencies
 
@@ -73,17 +74,11 @@ static CUresult add(const struct node *x)
     pthread_mutex_lock(&CAP.m);
     CUresult r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
     struct CUgraph_st *g = CAP.g;
-    if (g) {
-        void *p = g->n == g->cap ? realloc(g->nodes, (size_t)(g->cap ? g->cap * 2 : 64) * sizeof *g->nodes) : g->nodes;
-        if (!p)
-            r = CUDA_ERROR_OUT_OF_MEMORY;
-        else {
-            if (g->n == g->cap)
-                g->cap = g->cap ? g->cap * 2 : 64;
-            g->nodes = p;
-            g->nodes[g->n++] = *x;
-            r = CUDA_SUCCESS;
-        }
+    if (g && gos_grow((void **)&g->nodes, &g->cap, g->n, sizeof *g->nodes, 64))
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    else if (g) {
+        g->nodes[g->n++] = *x;
+        r = CUDA_SUCCESS;
     }
     pthread_mutex_unlock(&CAP.m);
     return r;
@@ -390,7 +385,8 @@ E CUresult cuGraphLaunch(CUgraphExec e, CUstream s)
                 return CUDA_ERROR_OUT_OF_MEMORY;
             if (x->len)
                 memcpy(y.params, x->params, x->len);
-            r = add(&y);
+            if ((r = add(&y)))
+                free(y.params);
             continue;
         }
         switch (x->kind) {
