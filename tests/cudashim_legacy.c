@@ -25,6 +25,8 @@
  *     launch of the graph runs the captured memset, kernel, copy, event and
  *     host function in order (twice: twice the host function, the kernel's
  *     sums of the second run); the capture's errors;
+ *   - stream memory operations: writes in order, waits that hold, one that
+ *     cannot (refused), a batch;
  *   - a kernel that faults: CUDA_ERROR_ILLEGAL_ADDRESS, as the device named it;
  *   - libraries load lazily: one whose fatbin holds code for other GPUs only
  *     (as cuBLAS and cuDNN ship them) loads, its kernel's launch fails with
@@ -396,6 +398,40 @@ static void test_link_launch(const char *simmod)
     CHECK(cuMemFree(c));
 }
 
+/* Stream memory operations: writes in queue order, a wait for a value that
+ * holds, one that does not (refused, named), a batch. */
+static void test_memops(void)
+{
+    CUdeviceptr p = dalloc(64);
+    CUstream s;
+    CHECK(cuStreamCreate(&s, 0));
+    CHECK(cuMemsetD32Async(p, 0, 16, s));
+    CHECK(cuStreamWriteValue32(s, p, 0xdeadbeefu, 0));
+    CHECK(cuStreamWriteValue64(s, p + 8, 0x0123456789abcdefull, CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER));
+    CHECK(cuStreamWaitValue32(s, p, 0xdeadbeefu, CU_STREAM_WAIT_VALUE_EQ));
+    CHECK(cuStreamWaitValue64(s, p + 8, 0x0123456789abcdeeull, CU_STREAM_WAIT_VALUE_GEQ));
+    EXPECT(cuStreamWaitValue32(s, p, 0x1, CU_STREAM_WAIT_VALUE_EQ), CUDA_ERROR_NOT_SUPPORTED);
+    EXPECT(cuStreamWriteValue32(s, p + 2, 1, 0), CUDA_ERROR_INVALID_VALUE); /* misaligned */
+    CUstreamBatchMemOpParams ops[3];
+    memset(ops, 0, sizeof ops);
+    ops[0].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+    ops[0].writeValue.address = p + 16;
+    ops[0].writeValue.value = 7;
+    ops[1].memoryBarrier.operation = CU_STREAM_MEM_OP_BARRIER;
+    ops[2].waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
+    ops[2].waitValue.address = p + 16;
+    ops[2].waitValue.value = 4;
+    ops[2].waitValue.flags = CU_STREAM_WAIT_VALUE_AND;
+    CHECK(cuStreamBatchMemOp(s, 3, ops, 0));
+    uint32_t w[6];
+    CHECK(cuMemcpyDtoH(w, p, sizeof w));
+    uint64_t v64;
+    memcpy(&v64, &w[2], 8);
+    TRUE(w[0] == 0xdeadbeefu && w[1] == 0 && v64 == 0x0123456789abcdefull && w[4] == 7 && w[5] == 0);
+    CHECK(cuStreamDestroy(s));
+    CHECK(cuMemFree(p));
+}
+
 static void count_calls(void *p) { ++*(int *)p; }
 
 /* Capture: memset a, memset b, c = a + b (madd), copy c to d, an event, a host
@@ -648,6 +684,7 @@ int main(int argc, char **argv)
     test_link_launch("SIMMOD\nvecadd=madd\n");
     test_lazy();
     test_graph(m);
+    test_memops();
     if (argc == 3) {
         int n = test_record(argv[2]);
         TRUE(n > 1024); /* over the daemon's per-client module limit: lazily */

@@ -394,3 +394,92 @@ E CUresult cuStreamGetCtx_v2(CUstream s, CUcontext *c, CUgreenCtx *g)
     *g = NULL; /* no green contexts: a vGPU's SM partition is the daemon's */
     return cuStreamGetCtx(s, c);
 }
+
+/* ---- stream memory operations ----
+ * A write is a small copy in queue order (after everything queued before it,
+ * as on the stream). A wait is answered once the queue has drained: the value
+ * is read and must already hold; one that a later operation would write cannot
+ * be waited for inside the one queue, and is refused (named) rather than hung. */
+static CUresult write_value(CUstream s, CUdeviceptr addr, uint64_t v, size_t n)
+{
+    NEED_CTX();
+    if (!stream_ok(s))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!addr || addr % n)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (shim_capturing(s))
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    return shim_htod(addr, &v, n, 1); /* pageable: the bytes are taken at once */
+}
+
+static CUresult wait_value(CUstream s, CUdeviceptr addr, uint64_t v, size_t n, unsigned flags)
+{
+    NEED_CTX();
+    if (!stream_ok(s))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!addr || addr % n)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (shim_capturing(s))
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    uint64_t cur = 0;
+    CUresult r = map_rc(shim_sync(), "cuStreamWaitValue");
+    if (!r)
+        r = shim_dtoh(&cur, addr, n, 0);
+    if (r)
+        return r;
+    if (n == 4) {
+        cur = (uint32_t)cur;
+        v = (uint32_t)v;
+    }
+    int ok;
+    switch (flags & 0xf) {
+    case CU_STREAM_WAIT_VALUE_GEQ: ok = n == 4 ? (int32_t)(uint32_t)(cur - v) >= 0 : (int64_t)(cur - v) >= 0; break;
+    case CU_STREAM_WAIT_VALUE_EQ: ok = cur == v; break;
+    case CU_STREAM_WAIT_VALUE_AND: ok = (cur & v) != 0; break;
+    case CU_STREAM_WAIT_VALUE_NOR: ok = (n == 4 ? (uint32_t) ~(cur | v) : ~(cur | v)) != 0; break;
+    default: return CUDA_ERROR_INVALID_VALUE;
+    }
+    return ok ? CUDA_SUCCESS
+              : (CUresult)shim_unsupported("cuStreamWaitValue (a value not written yet: one queue cannot wait inside itself)");
+}
+
+E CUresult cuStreamWriteValue32_v2(CUstream s, CUdeviceptr addr, cuuint32_t v, unsigned int flags)
+{
+    return write_value(s, addr, v, 4);
+}
+E CUresult cuStreamWriteValue64_v2(CUstream s, CUdeviceptr addr, cuuint64_t v, unsigned int flags)
+{
+    return write_value(s, addr, v, 8);
+}
+E CUresult cuStreamWaitValue32_v2(CUstream s, CUdeviceptr addr, cuuint32_t v, unsigned int flags)
+{
+    return wait_value(s, addr, v, 4, flags);
+}
+E CUresult cuStreamWaitValue64_v2(CUstream s, CUdeviceptr addr, cuuint64_t v, unsigned int flags)
+{
+    return wait_value(s, addr, v, 8, flags);
+}
+
+E CUresult cuStreamBatchMemOp_v2(CUstream s, unsigned int count, CUstreamBatchMemOpParams *ops, unsigned int flags)
+{
+    if (count && !ops)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = CUDA_SUCCESS;
+    for (unsigned i = 0; i < count && !r; i++) {
+        const CUstreamBatchMemOpParams *o = &ops[i];
+        switch (o->operation) {
+        case CU_STREAM_MEM_OP_WRITE_VALUE_32: r = write_value(s, o->writeValue.address, o->writeValue.value, 4); break;
+        case CU_STREAM_MEM_OP_WRITE_VALUE_64: r = write_value(s, o->writeValue.address, o->writeValue.value64, 8); break;
+        case CU_STREAM_MEM_OP_WAIT_VALUE_32:
+            r = wait_value(s, o->waitValue.address, o->waitValue.value, 4, o->waitValue.flags);
+            break;
+        case CU_STREAM_MEM_OP_WAIT_VALUE_64:
+            r = wait_value(s, o->waitValue.address, o->waitValue.value64, 8, o->waitValue.flags);
+            break;
+        case CU_STREAM_MEM_OP_BARRIER:
+        case CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES: break; /* one ordered queue: already so */
+        default: r = CUDA_ERROR_INVALID_VALUE;
+        }
+    }
+    return r;
+}
