@@ -36,6 +36,7 @@
  * Exit 0 only when every check passed; each failure names itself. */
 #include <cuda.h>
 
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,6 +142,12 @@ static void test_contexts(void)
     CHECK(cuGetProcAddress("cuCtxCreate", &p3, 11040, 0, &st));
     CHECK(cuGetProcAddress("cuCtxCreate", &p4, 12050, 0, &st));
     TRUE(p2 != p3 && p3 != p4 && p2 != p4);
+    /* the form a caller built for an older CUDA expects */
+    void *ci;
+    CHECK(cuGetProcAddress("cuStreamGetCaptureInfo", &ci, 12000, 0, &st));
+    TRUE(ci == dlsym(RTLD_DEFAULT, "cuStreamGetCaptureInfo_v2"));
+    CHECK(cuGetProcAddress("cuStreamGetCaptureInfo", &ci, 13000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st));
+    TRUE(ci == dlsym(RTLD_DEFAULT, "cuStreamGetCaptureInfo_v3_ptsz"));
     CHECK(((CUresult(*)(CUcontext *, unsigned, CUdevice))p2)(&c2, 0, d));
     CHECK(((CUresult(*)(CUcontext *, CUexecAffinityParam *, int, unsigned, CUdevice))p3)(&c3, NULL, 0, 0, d));
     CHECK(((CUresult(*)(CUcontext *, CUctxCreateParams *, unsigned, CUdevice))p4)(&c4, NULL, 0, d));
@@ -307,6 +314,26 @@ static void test_memory(void)
     CHECK(cuMemcpyHtoD(dp, mine, 4096));
     CHECK(cuMemcpyDtoH(hp, dp, 4096));
     TRUE(!memcmp(hp, mine, 4096));
+    /* a batch: host to device, device to device, device to host, in order */
+    CUdeviceptr dq = dalloc(4096);
+    CUdeviceptr bd[3] = {dp, dq, (CUdeviceptr)(uintptr_t)hp}, bs[3] = {(CUdeviceptr)(uintptr_t)(mine + 100), dp, dq};
+    size_t bn[3] = {4096, 4096, 4096}, fail = 7;
+    memset(hp, 0, 4096);
+    CUmemcpyAttributes ca;
+    memset(&ca, 0, sizeof ca);
+    ca.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+    size_t ai = 0;
+    CHECK(cuMemcpyBatchAsync(bd, bs, bn, 3, &ca, &ai, 1, NULL));
+    CHECK(cuCtxSynchronize());
+    TRUE(!memcmp(hp, mine + 100, 4096));
+    CUresult (*b1)(CUdeviceptr *, CUdeviceptr *, size_t *, size_t, CUmemcpyAttributes *, size_t *, size_t, size_t *,
+                   CUstream) = NULL;
+    CUdriverProcAddressQueryResult q;
+    CHECK(cuGetProcAddress("cuMemcpyBatchAsync", (void **)&b1, 12080, 0, &q));
+    TRUE(b1 != NULL && (void *)b1 == dlsym(RTLD_DEFAULT, "cuMemcpyBatchAsync")); /* 12.8's form, with failIdx */
+    CHECK(b1(bd, bs, bn, 3, &ca, &ai, 1, &fail, NULL));
+    TRUE(fail == ~(size_t)0);
+    CHECK(cuMemFree(dq));
     CHECK(cuMemHostUnregister(mine));
     EXPECT(cuMemHostUnregister(mine), CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
     CHECK(cuMemFreeHost(hp));

@@ -173,6 +173,61 @@ E CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *c, CUstream s)
     return stream_ok(s) ? copy3d(c, 1) : CUDA_ERROR_INVALID_HANDLE;
 }
 
+/* A 3D peer copy: the same copy (one device; both contexts are the client's). */
+static CUresult copy3d_peer(const CUDA_MEMCPY3D_PEER *p, int async)
+{
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((p->srcContext && !ctx_ok(p->srcContext)) || (p->dstContext && !ctx_ok(p->dstContext)))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    CUDA_MEMCPY3D c = {.srcXInBytes = p->srcXInBytes, .srcY = p->srcY, .srcZ = p->srcZ, .srcLOD = p->srcLOD,
+                       .srcMemoryType = p->srcMemoryType, .srcHost = p->srcHost, .srcDevice = p->srcDevice,
+                       .srcArray = p->srcArray, .srcPitch = p->srcPitch, .srcHeight = p->srcHeight,
+                       .dstXInBytes = p->dstXInBytes, .dstY = p->dstY, .dstZ = p->dstZ, .dstLOD = p->dstLOD,
+                       .dstMemoryType = p->dstMemoryType, .dstHost = p->dstHost, .dstDevice = p->dstDevice,
+                       .dstArray = p->dstArray, .dstPitch = p->dstPitch, .dstHeight = p->dstHeight,
+                       .WidthInBytes = p->WidthInBytes, .Height = p->Height, .Depth = p->Depth};
+    return copy3d(&c, async);
+}
+E CUresult cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER *p) { return copy3d_peer(p, 0); }
+E CUresult cuMemcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER *p, CUstream s)
+{
+    return stream_ok(s) ? copy3d_peer(p, 1) : CUDA_ERROR_INVALID_HANDLE;
+}
+
+/* A batch of copies: each in queue order, directions by the allocation tables
+ * (the attributes are hints: access order, locations, compression). */
+E CUresult cuMemcpyBatchAsync_v2(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+                                 CUmemcpyAttributes *attrs, size_t *attr_idx, size_t n_attrs, CUstream s)
+{
+    if (count && (!dsts || !srcs || !sizes))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!stream_ok(s))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (shim_capturing(s))
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    CUresult r = CUDA_SUCCESS;
+    for (size_t i = 0; i < count && !r; i++)
+        r = copy_any(dsts[i], srcs[i], sizes[i], 1);
+    return r;
+}
+/* The first form reports the failing copy's index. */
+E CUresult cuMemcpyBatchAsync(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+                              CUmemcpyAttributes *attrs, size_t *attr_idx, size_t n_attrs, size_t *fail, CUstream s)
+{
+    if (count && (!dsts || !srcs || !sizes))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!stream_ok(s))
+        return CUDA_ERROR_INVALID_HANDLE;
+    CUresult r = CUDA_SUCCESS;
+    size_t i;
+    for (i = 0; i < count && !r; i++)
+        r = copy_any(dsts[i], srcs[i], sizes[i], 1);
+    if (fail)
+        *fail = r ? i - 1 : ~(size_t)0;
+    return r;
+}
+
 /* One device: a peer copy is a device-to-device copy (both contexts are the
  * process's one client). */
 E CUresult cuMemcpyPeer(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n)

@@ -31,6 +31,7 @@
  * signatures differ from the versioned ones'): cuda.h maps the base names. */
 #undef cuGetProcAddress
 #undef cuStreamGetCaptureInfo
+#undef cuMemcpyBatchAsync
 
 
 #include "cudashim/daemon_ext.h"
@@ -193,5 +194,16 @@ CUresult cuCtxCreate_v2(CUcontext *c, unsigned int flags, CUdevice d);
 CUresult cuCtxCreate_v3(CUcontext *c, CUexecAffinityParam *p, int n, unsigned int flags, CUdevice d);
 CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags);
 CUresult cuGraphInstantiate_v2(CUgraphExec *e, CUgraph g, CUgraphNode *err, char *log, size_t log_len);
+CUresult cuMemcpyBatchAsync(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count, CUmemcpyAttributes *attrs,
+                            size_t *attr_idx, size_t n_attrs, size_t *fail, CUstream s);
+/* aliases (aliases.txt) named by cuGetProcAddress for older callers */
+CUresult cuMemcpyBatchAsync_ptsz(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+                                 CUmemcpyAttributes *attrs, size_t *attr_idx, size_t n_attrs, size_t *fail, CUstream s);
+CUresult cuStreamGetCaptureInfo(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id);
+CUresult cuStreamGetCaptureInfo_ptsz(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id);
+CUresult cuStreamGetCaptureInfo_v2(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *g,
+                                   const CUgraphNode **deps, size_t *n);
+CUresult cuStreamGetCaptureInfo_v2_ptsz(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *g,
+                                        const CUgraphNode **deps, size_t *n);
 
 #endif

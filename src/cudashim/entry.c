@@ -21,6 +21,11 @@ E CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuui
         p = (void *)cuGetProcAddress;
     else if (!strcmp(symbol, "cuGraphInstantiate") && version < 12000)
         p = (void *)cuGraphInstantiate_v2;
+    else if (!strcmp(symbol, "cuMemcpyBatchAsync") && version < 13000)
+        p = ptds ? (void *)cuMemcpyBatchAsync_ptsz : (void *)cuMemcpyBatchAsync; /* with failIdx */
+    else if (!strcmp(symbol, "cuStreamGetCaptureInfo") && version < 12030)
+        p = version < 11030 ? (ptds ? (void *)cuStreamGetCaptureInfo_ptsz : (void *)cuStreamGetCaptureInfo)
+                            : (ptds ? (void *)cuStreamGetCaptureInfo_v2_ptsz : (void *)cuStreamGetCaptureInfo_v2);
     if (shim_trace())
         shim_log("cuGetProcAddress %s version %d flags %llu -> %s", symbol, version, (unsigned long long)flags,
                  p ? "found" : "not found");
