@@ -13,10 +13,14 @@ SHIM := $(BUILD)/shim
 # No sanitizers in a library that uninstrumented programs load.
 SHIM_CFLAGS := $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(CFLAGS)) -fPIC -fvisibility=hidden -I$(SHIM)/gen
 SHIM_CORE := $(CLIENT_SRC)
-SHIM_CUDA := libcuda image errors exports daemon_ext
+SHIM_CUDA := init device context memory pool copy module launch stream graph tmap entry image errors exports daemon_ext
+# the other names of the entry points (src/cudashim/aliases.txt): symbols at the same addresses
+SHIM_ALIASES := src/cudashim/aliases.txt
+SHIM_DEFSYM = $(shell sed -n 's/^\(cu[A-Za-z0-9_]*\)[[:space:]]\{1,\}\(cu[A-Za-z0-9_]*\).*/-Wl,--defsym=\1=\2/p' $(SHIM_ALIASES))
 SHIM_OBJ := $(SHIM_CUDA:%=$(SHIM)/pic/src/cudashim/%.o)
 SHIM_PIC := $(SHIM_CORE:%.c=$(SHIM)/pic/%.o)
-EXTRA_BINS += $(SHIM)/libcuda.so.1 $(SHIM)/libnvidia-ml.so.1 $(BUILD)/tests/cudashim_drv $(BUILD)/tests/cudashim_exports
+EXTRA_BINS += $(SHIM)/libcuda.so.1 $(SHIM)/libnvidia-ml.so.1 $(BUILD)/tests/cudashim_drv $(BUILD)/tests/cudashim_exports \
+	$(BUILD)/tests/cudashim_legacy
 
 $(SHIM)/gen/names.inc: tools/gen_cudashim_names.sh $(CUDA_H)
 	$(Q)CC=$(CC) sh tools/gen_cudashim_names.sh $(CUDA_HOME)/include $(SHIM)/gen
@@ -27,14 +31,14 @@ $(SHIM)/pic/%.o: %.c $(SHIM)/gen/names.inc
 	@$(if $(Q),echo "  CC    $< (PIC)")
 	$(Q)$(CC) $(SHIM_CFLAGS) -c -o $@ $<
 
-$(SHIM)/gen/stubs.c: $(SHIM)/gen/symbols.txt $(SHIM_OBJ) tools/gen_cudashim_stubs.sh
-	$(Q)sh tools/gen_cudashim_stubs.sh $(SHIM)/gen/symbols.txt $@ $(SHIM_OBJ)
+$(SHIM)/gen/stubs.c: $(SHIM)/gen/symbols.txt $(SHIM_OBJ) $(SHIM_ALIASES) tools/gen_cudashim_stubs.sh
+	$(Q)sh tools/gen_cudashim_stubs.sh $(SHIM)/gen/symbols.txt $(SHIM_ALIASES) $@ $(SHIM_OBJ)
 $(SHIM)/gen/stubs.o: $(SHIM)/gen/stubs.c
 	$(Q)$(CC) $(SHIM_CFLAGS) -Wno-missing-prototypes -c -o $@ $<
 
-$(SHIM)/libcuda.so.1: $(SHIM_OBJ) $(SHIM)/pic/src/cudashim/procaddr.o $(SHIM)/gen/stubs.o $(SHIM_PIC)
+$(SHIM)/libcuda.so.1: $(SHIM_OBJ) $(SHIM)/pic/src/cudashim/procaddr.o $(SHIM)/gen/stubs.o $(SHIM_PIC) $(SHIM_ALIASES)
 	@$(if $(Q),echo "  LINK  $@")
-	$(Q)$(CC) -shared -Wl,-soname,libcuda.so.1 -Wl,-z,defs -o $@ $^ -lpthread -lrt
+	$(Q)$(CC) -shared -Wl,-soname,libcuda.so.1 -Wl,-z,defs $(SHIM_DEFSYM) -o $@ $(filter %.o,$^) -lpthread -lrt
 	$(Q)ln -sf libcuda.so.1 $(SHIM)/libcuda.so
 
 $(SHIM)/libnvidia-ml.so.1: $(SHIM)/pic/src/cudashim/nvml.o $(SHIM_PIC)
@@ -47,12 +51,17 @@ $(BUILD)/tests/cudashim_drv: tests/cudashim_drv.c $(SHIM)/libcuda.so.1
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $< -L$(SHIM) -lcuda $(LDLIBS)
 
+# The CUDA 4 era API and what cuda.h added since (deprecated entry points on purpose).
+$(BUILD)/tests/cudashim_legacy: tests/cudashim_legacy.c tests/cudashim_check.h $(SHIM)/libcuda.so.1
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -Wno-deprecated-declarations -o $@ $< -L$(SHIM) -lcuda $(LDLIBS)
+
 $(BUILD)/tests/cudashim_exports: tests/cudashim_exports.c $(SHIM)/libcuda.so.1
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $< -L$(SHIM) -lcuda -ldl $(LDLIBS)
 
 -include $(SHIM_OBJ:.o=.d) $(SHIM_PIC:.o=.d) $(SHIM)/pic/src/cudashim/procaddr.d $(SHIM)/pic/src/cudashim/nvml.d
--include $(BUILD)/tests/cudashim_drv.d $(BUILD)/tests/cudashim_exports.d
+-include $(BUILD)/tests/cudashim_drv.d $(BUILD)/tests/cudashim_exports.d $(BUILD)/tests/cudashim_legacy.d
 endif
 ifneq ($(CUDA_H),)
 EXTRA_BINS += $(BUILD)/tests/cudashim_nvml

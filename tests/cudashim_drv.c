@@ -391,12 +391,11 @@ static void test_entry_points(void)
            CUDA_ERROR_NOT_FOUND);
     TRUE(p == NULL && st == CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
     /* an entry point gpuos does not implement: NOT_SUPPORTED, named on stderr once */
-    CUgraph g;
-    EXPECT(cuGraphCreate(&g, 0), CUDA_ERROR_NOT_SUPPORTED);
-    EXPECT(cuGraphCreate(&g, 0), CUDA_ERROR_NOT_SUPPORTED);
-    CUresult (*gc)(CUgraph *, unsigned) = NULL;
-    CHECK(cuGetProcAddress("cuGraphCreate", (void **)&gc, 13000, 0, &st));
-    TRUE(gc && gc(&g, 0) == CUDA_ERROR_NOT_SUPPORTED);
+    EXPECT(cuTexObjectDestroy(1), CUDA_ERROR_NOT_SUPPORTED);
+    EXPECT(cuTexObjectDestroy(1), CUDA_ERROR_NOT_SUPPORTED);
+    CUresult (*td)(CUtexObject) = NULL;
+    CHECK(cuGetProcAddress("cuTexObjectDestroy", (void **)&td, 13000, 0, &st));
+    TRUE(td && td(1) == CUDA_ERROR_NOT_SUPPORTED);
     const char *s = NULL;
     CHECK(cuGetErrorName(CUDA_ERROR_OUT_OF_MEMORY, &s));
     TRUE(s && !strcmp(s, "CUDA_ERROR_OUT_OF_MEMORY"));

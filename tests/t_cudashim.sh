@@ -38,12 +38,34 @@ memory = 64M
 compute = 50
 memory = 32M"
 
+# the compatibility table of docs/readme-cudashim.md is what the code says
+/usr/bin/python3 tools/gen_cudashim_compat.py --check || fail "compatibility table not current"
+# and the frameworks table is what results/*/frameworks.json say
+sed -n '/<!-- frameworks: generated/,/<!-- frameworks: end/p' docs/readme-cudashim.md | sed '1d;$d' > "$T/fw.doc"
+/usr/bin/python3 tools/results_tables.py frameworks | sed '/^$/d' > "$T/fw.gen"
+cmp -s "$T/fw.doc" "$T/fw.gen" || fail "docs/readme-cudashim.md's frameworks table is not what tools/results_tables.py frameworks prints"
+
 # the Driver API program, byte-exact, with its error paths
 out=$(timeout 60 "$G" run --vgpu a -- "$D" all 67108864 2>"$T/err") || { cat "$T/err"; fail "cudashim_drv all: $out"; }
 [ "$out" = ok ] || fail "cudashim_drv all printed: $out"
-n=$(grep -c "gpuos libcuda: cuGraphCreate is not supported" "$T/err")
-[ "$n" = 1 ] || fail "unimplemented cuGraphCreate named $n times on stderr (want once): $(cat "$T/err")"
-grep -v "cuGraphCreate is not supported" "$T/err" | grep . && fail "unexpected stderr"
+n=$(grep -c "gpuos libcuda: cuTexObjectDestroy is not supported" "$T/err")
+[ "$n" = 1 ] || fail "unimplemented cuTexObjectDestroy named $n times on stderr (want once): $(cat "$T/err")"
+grep -v "cuTexObjectDestroy is not supported" "$T/err" | grep . && fail "unexpected stderr"
+
+# the CUDA 4 era API and what cuda.h added since (tests/cudashim_legacy.c):
+# kernels from image files by path, results against arithmetic done there
+printf 'gpuos-builtin' > "$T/builtin.img"
+printf 'SIMMOD\nvecadd=madd\n' > "$T/vecadd.img"
+# and the fatbin registrations of PyTorch's libraries recorded on the H200
+out=$(timeout 60 "$G" run --vgpu a -- "$B/tests/cudashim_legacy" "$T" tests/cudashim_torch_fatbins.txt 2>"$T/err") ||
+    { cat "$T/err"; fail "cudashim_legacy: $out"; }
+want=$(awk '!/^#/ && NF { n += $1 } END { print n }' tests/cudashim_torch_fatbins.txt)
+[ "$out" = "registered $want
+ok" ] || fail "cudashim_legacy printed: $out (want registered $want, ok)"
+for l in "cuParamSetTexRef (texture references: the vGPU has no texture units to bind) is not supported" \
+         "cuMemHostGetDevicePointer (kernels on the vGPU cannot reach this process's memory) is not supported"; do
+    [ "$(grep -cxF "gpuos libcuda: $l" "$T/err")" = 1 ] || fail "not named exactly once: $l: $(cat "$T/err")"
+done
 
 # cuGetExportTable: the runtime's private tables (no nvcc needed)
 out=$(timeout 60 "$G" run --vgpu a -- "$B/tests/cudashim_exports" 2>"$T/err") || { cat "$T/err"; fail "cudashim_exports: $out"; }
@@ -144,16 +166,20 @@ PY
     [ "$out" = "none: no kernel nosuch in the cubin" ] || fail "unknown kernel: $out"
     # a runtime-API program (static cudart): the runtime gets every private
     # table it needs (the integrity hash it recomputes matches, else it would
-    # stop before loading its module), then loads its module, which the
-    # simulated device cannot run: a clear error naming that
-    printf '#include <cstdio>\nint main(){ void *p; cudaError_t e = cudaMalloc(&p, 16); printf("%%s\\n", cudaGetErrorName(e)); return e != 0; }\n' > "$T/rt.cu"
+    # stop before loading its module); its module is loaded lazily, so its
+    # allocation works, and its kernel's launch carries the module to the
+    # simulated device, which cannot run it: a clear error naming that
+    printf '#include <cstdio>\n__global__ void k(int *p) { *p = 1; }\nint main(){ int *p; cudaError_t a = cudaMalloc(&p, 16); k<<<1, 1>>>(p); cudaError_t e = cudaGetLastError(); printf("%%s\\n%%s\\n", cudaGetErrorName(a), cudaGetErrorName(e)); return e != 0; }\n' > "$T/rt.cu"
     "$NVCC" -o "$T/rt" "$T/rt.cu" || fail "nvcc rt"
     out=$(GPUOS_CUDASHIM_TRACE=1 timeout 30 "$G" run --vgpu a -- "$T/rt" 2>&1) && fail "runtime program ran on the simulated device: $out"
     for t in CUDART_INTERFACE TOOLS_RUNTIME_CALLBACK_HOOKS TOOLS_TLS CONTEXT_LOCAL_STORAGE CONTEXT_CHECKS INTEGRITY_CHECK; do
         echo "$out" | grep -q "cuGetExportTable .* -> $t" || fail "runtime did not get table $t: $out"
     done
     echo "$out" | grep -q "INTEGRITY slot 1 (version [0-9]*2," || fail "integrity hash not asked for: $out"
+    echo "$out" | grep -q "module load: fatbin .*lazily, at its first kernel's use (used in place)" ||
+        fail "the runtime's fatbin was not registered lazily, in place: $out"
     echo "$out" | grep -q "module load: the simulated device runs only builtin kernels" || fail "sim image error: $out"
+    echo "$out" | grep -qx "cudaSuccess" || fail "runtime program's allocation (its module is lazy): $out"
     echo "$out" | grep -qx "cudaErrorNoKernelImageForDevice" || fail "runtime program error: $out"
     out=$(timeout 30 "$G" run --vgpu a -- "$T/rt" 2>&1)
     [ "$(echo "$out" | grep -c "module load: the simulated device")" = 1 ] || fail "sim image error not named once: $out"

@@ -20,4 +20,5 @@ done
 # each macro follows a comment line (its documentation)
 awk '/^#define GOS_ENV_[A-Z0-9_]* "/ { if (prev !~ /\*\/$|^#define GOS_ENV_/) { print "undocumented: " $2; bad = 1 } } { prev = $0 } END { exit bad }' "$H" ||
     fail "a variable of $H has no comment"
+/usr/bin/python3 tools/gen_env_doc.py --check || fail "gpuos(1) ENVIRONMENT is not generated from $H"
 echo "ok: $(echo "$vars" | wc -w) variables, one place"

@@ -80,7 +80,28 @@ def numa():
     return "\n".join(rows)
 
 
-TABLES = {"topology": topology, "numa": numa}
+def frameworks():
+    """Unmodified programs natively and under `gpuos run` (tests/gpu/frameworks.sh):
+    one row per program of each committed frameworks.json."""
+    rows = ["| GPU (UUID), commit | program | works under gpuos (output = native) | figure | native | gpuos | gpuos / native | what stopped it |",
+            "|---|---|---|---|---|---|---|---|"]
+    for fp in sorted(glob.glob(os.path.join(ROOT, "GPU-*", "frameworks*.json")) +
+                     glob.glob(os.path.join(ROOT, "GPU-*", "*", "frameworks.json"))):
+        d = load(fp)
+        where = os.path.relpath(fp, ROOT).split(os.sep)[0][:12] + "..."
+        commit = d.get("commit", "")
+        for e in d["programs"]:
+            k = e.get("figure") or next((k for k in ("steps_per_s", "tflops", "vadd_GBps", "raw_launches_per_s")
+                                         if k in e["native"]), "")
+            works = "yes" if e["match"] else ("runs, output differs" if e["gpuos_rc"] == 0 else "no")
+            fig = lambda side: "%g" % e[side][k] if k and k in e[side] else "-"
+            ratio = "%.3f" % e["ratio"] if e.get("ratio") else "-"
+            rows.append(f"| {where}{', ' + commit if commit else ''} | {e['name']} | {works} | {k or '-'} | "
+                        f"{fig('native')} | {fig('gpuos')} | {ratio} | {e.get('error', '-') if not e['match'] else ''} |")
+    return "\n".join(rows)
+
+
+TABLES = {"topology": topology, "numa": numa, "frameworks": frameworks}
 
 if __name__ == "__main__":
     names = sys.argv[1:] or list(TABLES)

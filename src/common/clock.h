@@ -26,6 +26,12 @@ static inline uint64_t gos_now_ns(void)
     return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
+/* The clock as a timespec (an event's record time, say). */
+static inline void gos_now_timespec(struct timespec *t)
+{
+    clock_gettime(CLOCK_MONOTONIC, t);
+}
+
 /* The absolute deadline `ns` from now on the monotonic clock, for
  * pthread_cond_timedwait on a condition made by gos_cond_init. */
 static inline struct timespec gos_deadline_ns(uint64_t ns)

@@ -41,6 +41,9 @@
 /* shim: set (not "0"), every Driver-API call a program makes is logged on
  * stderr with its result. */
 #define GOS_ENV_CUDASHIM_TRACE "GPUOS_CUDASHIM_TRACE"
+/* shim: the real driver's libcuda.so.1, opened by path for its pure tensor-map
+ * encoders only (cuTensorMapEncode*; default: the usual driver folders). */
+#define GOS_ENV_REAL_LIBCUDA "GPUOS_REAL_LIBCUDA"
 /* client, programs of include/gpuos/pmem.h: the chart (gpuos.chip/1) to place
  * partition-local memory by, when the caller names none. */
 #define GOS_ENV_CHIP "GPUOS_CHIP"

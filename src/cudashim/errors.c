@@ -6,6 +6,7 @@
 #include "cudashim/shim.h"
 
 #include <stddef.h>
+#include <string.h>
 
 static const struct {
     CUresult r;
@@ -36,6 +37,12 @@ static const struct {
     {CUDA_ERROR_LAUNCH_TIMEOUT, "the launch timed out and was terminated"},
     {CUDA_ERROR_NOT_PERMITTED, "operation not permitted"},
     {CUDA_ERROR_NOT_SUPPORTED, "operation not supported"},
+    {CUDA_ERROR_ILLEGAL_ADDRESS, "an illegal memory access was encountered"},
+    {CUDA_ERROR_MISALIGNED_ADDRESS, "misaligned address"},
+    {CUDA_ERROR_ILLEGAL_INSTRUCTION, "an illegal instruction was encountered"},
+    {CUDA_ERROR_HARDWARE_STACK_ERROR, "hardware stack error"},
+    {CUDA_ERROR_NO_BINARY_FOR_GPU, "no kernel image is available for execution on the device"},
+    {CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "operation not permitted when stream is capturing"},
     {CUDA_ERROR_UNKNOWN, "unknown error"},
 };
 
@@ -62,4 +69,20 @@ SHIM_EXPORT CUresult cuGetErrorString(CUresult r, const char **s)
             return CUDA_SUCCESS;
         }
     return cuGetErrorName(r, s);
+}
+
+/* The CUresult a device error's message names ("... CUDA_ERROR_ILLEGAL_ADDRESS:
+ * ..." from the daemon's driver), 0 when it names none. */
+int shim_error_from_text(const char *msg)
+{
+    const char *p = msg ? strstr(msg, "CUDA_ERROR_") : NULL;
+    if (!p)
+        return 0;
+    size_t n = 0;
+    while ((p[n] >= 'A' && p[n] <= 'Z') || (p[n] >= '0' && p[n] <= '9') || p[n] == '_')
+        n++;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strlen(names[i].name) == n && !strncmp(names[i].name, p, n))
+            return (int)names[i].r;
+    return 0;
 }

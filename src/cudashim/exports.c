@@ -22,10 +22,8 @@
  *                                    process, the tables and the devices, which
  *                                    the runtime recomputes and compares
  * Any other id: CUDA_ERROR_NOT_SUPPORTED, named once (as before). */
-#include <cuda.h>
-
-#include "cudashim/daemon_ext.h"
-#include "cudashim/shim.h"
+#include "common/log.h"
+#include "cudashim/driver.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -87,12 +85,12 @@ static CUresult module_from_wrapper(CUmodule *m, const struct fatbinc_wrapper *w
     if (!m || !w)
         return CUDA_ERROR_INVALID_VALUE;
     if (w->magic != FATBINC_MAGIC || !w->data) {
-        fprintf(stderr, "gpuos libcuda: runtime module: not a fatbin wrapper (magic 0x%08x)\n", w->magic);
+        gos_log(LOG_NOTICE, "runtime module: not a fatbin wrapper (magic 0x%08x)", w->magic);
         return CUDA_ERROR_INVALID_IMAGE;
     }
-    CUresult r = cuModuleLoadData(m, w->data);
+    CUresult r = shim_module_load(m, w->data, 1);
     if (r && r != CUDA_ERROR_NOT_INITIALIZED)
-        fprintf(stderr, "gpuos libcuda: the runtime's module (fatbin of the program) did not load: %d%s\n", (int)r,
+        gos_log(LOG_NOTICE, "the runtime's module (fatbin of the program) did not load: %d%s", (int)r,
                 r == CUDA_ERROR_INVALID_IMAGE || r == CUDA_ERROR_NO_BINARY_FOR_GPU
                     ? " (the daemon's device cannot run this image: a simulated device runs only built-in kernels)"
                     : "");
@@ -133,7 +131,7 @@ static CUresult rt_module_ext2(const void *fatbin, CUmodule *m, void *a3, void *
         return shim_unsupported("cuGetExportTable {" CUDART_ID "} slot 8 with options");
     if (!m || !fatbin)
         return CUDA_ERROR_INVALID_VALUE;
-    return cuModuleLoadData(m, fatbin);
+    return shim_module_load(m, fatbin, 1);
 }
 
 static CUresult rt_load_compilers(void)

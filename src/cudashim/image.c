@@ -23,6 +23,7 @@
 #include "cudashim/shim.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <elf.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,6 +96,85 @@ size_t shim_image_size(const void *image)
         return elf_size(p);
     /* PTX or another text image (gpuos-builtin): NUL-terminated. */
     return strlen((const char *)p) + 1;
+}
+
+/* A fatbin container runs on compute capability cc when it holds a cubin of
+ * the same major and no higher minor, or PTX of no higher architecture (the
+ * driver compiles it). */
+static int container_runs(const unsigned char *p, int cc)
+{
+    size_t hdr = rd16(p + 6), total = hdr + rd64(p + 8), off = hdr;
+    while (off + 0x40 <= total) {
+        const unsigned char *e = p + off;
+        int kind = rd16(e), arch = (int)rd32(e + 0x1c);
+        uint32_t ehdr = rd32(e + 4);
+        uint64_t size = rd64(e + 8);
+        if (ehdr < 0x40 || off + ehdr + size > total)
+            break;
+        if ((kind == 2 && arch <= cc && arch / 10 == cc / 10) || (kind == 1 && arch <= cc))
+            return 1;
+        off += ehdr + size;
+    }
+    return 0;
+}
+
+struct seg_find {
+    uintptr_t p, end;
+    int found;
+};
+static int seg_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    struct seg_find *s = arg;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && !(ph->p_flags & PF_W) && s->p >= a && s->end <= a + ph->p_memsz) {
+            s->found = 1;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int shim_image_mapped(const void *p, size_t n)
+{
+    struct seg_find s = {(uintptr_t)p, (uintptr_t)p + n, 0};
+    if (!p || !n || s.end < s.p)
+        return 0;
+    dl_iterate_phdr(seg_cb, &s);
+    return s.found;
+}
+
+int shim_image_runs(const void *image, int cc)
+{
+    const unsigned char *p = unwrap(image);
+    return !p || rd32(p) != FATBIN_MAGIC || container_runs(p, cc);
+}
+
+void shim_image_describe(const void *image, char *buf, size_t len)
+{
+    const unsigned char *p = unwrap(image);
+    size_t used = 0;
+    buf[0] = 0;
+    if (!p || rd32(p) != FATBIN_MAGIC) {
+        snprintf(buf, len, "%s image of %zu bytes", p && !memcmp(p, ELFMAG, SELFMAG) ? "ELF" : "text",
+                 shim_image_size(image));
+        return;
+    }
+    size_t hdr = rd16(p + 6), total = hdr + rd64(p + 8), off = hdr;
+    used += (size_t)snprintf(buf + used, len - used, "fatbin of %zu bytes%s:", total,
+                             (const void *)p != image ? " (behind a wrapper)" : "");
+    for (int i = 0; off + 0x40 <= total && used < len; i++) {
+        const unsigned char *e = p + off;
+        uint32_t ehdr = rd32(e + 4);
+        uint64_t size = rd64(e + 8), flags = rd64(e + 0x28);
+        if (ehdr < 0x40 || off + ehdr + size > total)
+            break;
+        if (i < 24)
+            used += (size_t)snprintf(buf + used, len - used, " %s%u%s", rd16(e) == 1 ? "ptx" : "sm_", rd32(e + 0x1c),
+                                     flags & 0xa000 ? "z" : "");
+        off += ehdr + size;
+    }
 }
 
 struct elf {

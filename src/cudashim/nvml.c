@@ -10,6 +10,7 @@
  * queries programs commonly make return NVML_ERROR_NOT_SUPPORTED and name
  * themselves once on stderr. Nothing here loads NVIDIA's library. */
 #include "common/env.h"
+#include "common/log.h"
 #include "cudashim/shim.h"
 #include "gpuos/gpuos.h"
 
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define E SHIM_EXPORT
 
@@ -55,6 +57,12 @@ static struct {
     struct nvmlDevice_st d0;
 } N = {.m = PTHREAD_MUTEX_INITIALIZER};
 
+/* The NVML library's lines go through the one log (common/log.h), named once. */
+__attribute__((constructor)) static void nvml_log_name(void)
+{
+    gos_log_name("gpuos libnvidia-ml");
+}
+
 static int nvml_unsupported(const char *name)
 {
     static pthread_mutex_t l = PTHREAD_MUTEX_INITIALIZER;
@@ -67,7 +75,7 @@ static int nvml_unsupported(const char *name)
     if (!seen) {
         if (n < 64)
             snprintf(said[n++], sizeof said[0], "%s", name);
-        fprintf(stderr, "gpuos libnvidia-ml: %s is not supported\n", name);
+        gos_log(LOG_NOTICE, "%s is not supported", name);
     }
     pthread_mutex_unlock(&l);
     return NVML_ERROR_NOT_SUPPORTED;
@@ -83,7 +91,7 @@ E nvmlReturn_t nvmlInitWithFlags(unsigned int flags)
         if (!rc)
             rc = gpuos_device_info(N.g, &N.dev);
         if (rc) {
-            fprintf(stderr, "gpuos libnvidia-ml: nvmlInit: %s\n", gpuos_error());
+            gos_log(LOG_NOTICE, "nvmlInit: %s", gpuos_error());
             if (N.g)
                 gpuos_close(N.g);
             N.g = NULL;
@@ -227,7 +235,7 @@ static nvmlReturn_t mem(unsigned long long *total, unsigned long long *used)
 {
     uint64_t u = 0, q = 0;
     if (gpuos_mem_info(N.g, &u, &q, NULL)) {
-        fprintf(stderr, "gpuos libnvidia-ml: %s\n", gpuos_error());
+        gos_log(LOG_NOTICE, "%s", gpuos_error());
         return NVML_ERROR_GPU_IS_LOST;
     }
     *total = q;
@@ -266,7 +274,7 @@ E nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t *
         return NVML_ERROR_INVALID_ARGUMENT;
     gpuos_vgpu_facts f;
     if (gpuos_vgpu_info(N.g, &f)) {
-        fprintf(stderr, "gpuos libnvidia-ml: %s\n", gpuos_error());
+        gos_log(LOG_NOTICE, "%s", gpuos_error());
         return NVML_ERROR_GPU_IS_LOST;
     }
     double c = f.compute_util * 100 + 0.5, x = f.copy_util * 100 + 0.5;
@@ -275,44 +283,132 @@ E nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t *
     return NVML_SUCCESS;
 }
 
+/* PCI: the daemon's device's domain, bus and device numbers (its attributes),
+ * as cuDeviceGetPCIBusId formats them. */
+typedef struct {
+    char busIdLegacy[16];
+    unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
+    char busId[32];
+} nvmlPciInfo_t;
+
+static void pci_numbers(unsigned *domain, unsigned *bus, unsigned *dev)
+{
+    int32_t v[51] = {0};
+    unsigned char ok[51] = {0};
+    *domain = *bus = *dev = 0;
+    if (!gpuos_device_attributes(N.g, v, ok, 51)) { /* 50 domain, 33 bus, 34 device (cuda.h) */
+        *domain = ok[50] ? (unsigned)v[50] : 0;
+        *bus = ok[33] ? (unsigned)v[33] : 0;
+        *dev = ok[34] ? (unsigned)v[34] : 0;
+    }
+}
+
+static nvmlReturn_t pci_info(nvmlDevice_t d, nvmlPciInfo_t *p)
+{
+    NEED_DEV(d);
+    if (!p)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    memset(p, 0, sizeof *p);
+    pci_numbers(&p->domain, &p->bus, &p->device);
+    snprintf(p->busId, sizeof p->busId, "%08x:%02x:%02x.0", p->domain, p->bus, p->device);
+    snprintf(p->busIdLegacy, sizeof p->busIdLegacy, "%04x:%02x:%02x.0", p->domain & 0xffff, p->bus, p->device);
+    return NVML_SUCCESS;
+}
+E nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t d, nvmlPciInfo_t *p) { return pci_info(d, p); }
+E nvmlReturn_t nvmlDeviceGetPciInfo_v2(nvmlDevice_t d, nvmlPciInfo_t *p) { return pci_info(d, p); }
+E nvmlReturn_t nvmlDeviceGetPciInfo(nvmlDevice_t d, nvmlPciInfo_t *p) { return pci_info(d, p); }
+
+/* One device: any bus id names it (the CUDA side formats it from the same
+ * numbers; PyTorch maps its device to NVML's this way). */
+E nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *bus, nvmlDevice_t *d)
+{
+    NEED();
+    if (!bus || !d)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *d = &N.d0;
+    return NVML_SUCCESS;
+}
+E nvmlReturn_t nvmlDeviceGetHandleByPciBusId(const char *bus, nvmlDevice_t *d)
+{
+    return nvmlDeviceGetHandleByPciBusId_v2(bus, d);
+}
+
+/* Processes on the device: a tenant sees itself only (with what its vGPU holds),
+ * never the other tenants. `entry` is the size of the caller's struct version
+ * (v1: pid, memory; v2/v3: and two instance ids). */
+static nvmlReturn_t processes(nvmlDevice_t d, unsigned int *count, void *infos, size_t entry)
+{
+    NEED_DEV(d);
+    if (!count)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    unsigned have = *count;
+    *count = 1;
+    if (have < 1 || !infos)
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    unsigned long long total = 0, used = 0;
+    nvmlReturn_t r = mem(&total, &used);
+    if (r)
+        return r;
+    unsigned char *e = infos;
+    memset(e, 0, entry);
+    unsigned pid = (unsigned)getpid(), none = 0xffffffffu;
+    memcpy(e, &pid, sizeof pid);
+    memcpy(e + 8, &used, sizeof used);
+    if (entry > 16) {
+        memcpy(e + 16, &none, sizeof none);
+        memcpy(e + 20, &none, sizeof none);
+    }
+    return NVML_SUCCESS;
+}
+E nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned int *n, void *p)
+{
+    return processes(d, n, p, 24);
+}
+E nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t d, unsigned int *n, void *p)
+{
+    return processes(d, n, p, 24);
+}
+E nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t d, unsigned int *n, void *p)
+{
+    return processes(d, n, p, 16);
+}
+
 /* Queries monitoring tools commonly make that a vGPU does not answer. */
-#define UNSUP(name)                                                                                                    \
-    E nvmlReturn_t name(void);                                                                                         \
-    nvmlReturn_t name(void) { return nvml_unsupported(#name); }
-UNSUP(nvmlDeviceGetTemperature)
-UNSUP(nvmlDeviceGetPowerUsage)
-UNSUP(nvmlDeviceGetClockInfo)
-UNSUP(nvmlDeviceGetMaxClockInfo)
-UNSUP(nvmlDeviceGetPciInfo_v3)
-UNSUP(nvmlDeviceGetPciInfo)
-UNSUP(nvmlDeviceGetComputeRunningProcesses_v3)
-UNSUP(nvmlDeviceGetGraphicsRunningProcesses_v3)
-UNSUP(nvmlDeviceGetFanSpeed)
-UNSUP(nvmlDeviceGetPerformanceState)
-UNSUP(nvmlDeviceGetPowerManagementLimit)
-UNSUP(nvmlDeviceGetEnforcedPowerLimit)
-UNSUP(nvmlDeviceGetMigMode)
-UNSUP(nvmlDeviceGetPersistenceMode)
-UNSUP(nvmlDeviceGetComputeMode)
-UNSUP(nvmlDeviceGetEccMode)
-UNSUP(nvmlDeviceGetBAR1MemoryInfo)
-UNSUP(nvmlDeviceGetSerial)
-UNSUP(nvmlDeviceGetMinorNumber)
-UNSUP(nvmlDeviceGetBrand)
-UNSUP(nvmlDeviceGetCurrentClocksEventReasons)
-UNSUP(nvmlDeviceGetCurrentClocksThrottleReasons)
-UNSUP(nvmlDeviceGetTotalEnergyConsumption)
-UNSUP(nvmlDeviceGetNvLinkState)
-UNSUP(nvmlDeviceGetTopologyCommonAncestor)
-UNSUP(nvmlDeviceGetAttributes_v2)
-UNSUP(nvmlDeviceGetArchitecture)
-UNSUP(nvmlDeviceGetCpuAffinity)
-UNSUP(nvmlDeviceGetMemoryAffinity)
-UNSUP(nvmlDeviceGetNumGpuCores)
-UNSUP(nvmlSystemGetNVMLVersion)
-UNSUP(nvmlSystemGetProcessName)
-UNSUP(nvmlDeviceGetProcessUtilization)
-UNSUP(nvmlDeviceGetSamples)
-UNSUP(nvmlDeviceGetFieldValues)
-UNSUP(nvmlEventSetCreate)
-UNSUP(nvmlDeviceGetSupportedEventTypes)
+E nvmlReturn_t nvmlDeviceGetTemperature(void) { return nvml_unsupported("nvmlDeviceGetTemperature"); }
+E nvmlReturn_t nvmlDeviceGetPowerUsage(void) { return nvml_unsupported("nvmlDeviceGetPowerUsage"); }
+E nvmlReturn_t nvmlDeviceGetClockInfo(void) { return nvml_unsupported("nvmlDeviceGetClockInfo"); }
+E nvmlReturn_t nvmlDeviceGetMaxClockInfo(void) { return nvml_unsupported("nvmlDeviceGetMaxClockInfo"); }
+E nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(void) { return nvml_unsupported("nvmlDeviceGetGraphicsRunningProcesses_v3"); }
+E nvmlReturn_t nvmlDeviceGetFanSpeed(void) { return nvml_unsupported("nvmlDeviceGetFanSpeed"); }
+E nvmlReturn_t nvmlDeviceGetPerformanceState(void) { return nvml_unsupported("nvmlDeviceGetPerformanceState"); }
+E nvmlReturn_t nvmlDeviceGetPowerManagementLimit(void) { return nvml_unsupported("nvmlDeviceGetPowerManagementLimit"); }
+E nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(void) { return nvml_unsupported("nvmlDeviceGetEnforcedPowerLimit"); }
+E nvmlReturn_t nvmlDeviceGetMigMode(void) { return nvml_unsupported("nvmlDeviceGetMigMode"); }
+E nvmlReturn_t nvmlDeviceGetPersistenceMode(void) { return nvml_unsupported("nvmlDeviceGetPersistenceMode"); }
+E nvmlReturn_t nvmlDeviceGetComputeMode(void) { return nvml_unsupported("nvmlDeviceGetComputeMode"); }
+E nvmlReturn_t nvmlDeviceGetEccMode(void) { return nvml_unsupported("nvmlDeviceGetEccMode"); }
+E nvmlReturn_t nvmlDeviceGetBAR1MemoryInfo(void) { return nvml_unsupported("nvmlDeviceGetBAR1MemoryInfo"); }
+E nvmlReturn_t nvmlDeviceGetSerial(void) { return nvml_unsupported("nvmlDeviceGetSerial"); }
+E nvmlReturn_t nvmlDeviceGetMinorNumber(void) { return nvml_unsupported("nvmlDeviceGetMinorNumber"); }
+E nvmlReturn_t nvmlDeviceGetBrand(void) { return nvml_unsupported("nvmlDeviceGetBrand"); }
+E nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(void) { return nvml_unsupported("nvmlDeviceGetCurrentClocksEventReasons"); }
+E nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(void) { return nvml_unsupported("nvmlDeviceGetCurrentClocksThrottleReasons"); }
+E nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(void) { return nvml_unsupported("nvmlDeviceGetTotalEnergyConsumption"); }
+E nvmlReturn_t nvmlDeviceGetNvLinkState(void) { return nvml_unsupported("nvmlDeviceGetNvLinkState"); }
+E nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(void) { return nvml_unsupported("nvmlDeviceGetTopologyCommonAncestor"); }
+E nvmlReturn_t nvmlDeviceGetAttributes_v2(void) { return nvml_unsupported("nvmlDeviceGetAttributes_v2"); }
+E nvmlReturn_t nvmlDeviceGetArchitecture(void) { return nvml_unsupported("nvmlDeviceGetArchitecture"); }
+E nvmlReturn_t nvmlDeviceGetCpuAffinity(void) { return nvml_unsupported("nvmlDeviceGetCpuAffinity"); }
+E nvmlReturn_t nvmlDeviceGetMemoryAffinity(void) { return nvml_unsupported("nvmlDeviceGetMemoryAffinity"); }
+E nvmlReturn_t nvmlDeviceGetNumGpuCores(void) { return nvml_unsupported("nvmlDeviceGetNumGpuCores"); }
+E nvmlReturn_t nvmlSystemGetNVMLVersion(void) { return nvml_unsupported("nvmlSystemGetNVMLVersion"); }
+E nvmlReturn_t nvmlSystemGetProcessName(void) { return nvml_unsupported("nvmlSystemGetProcessName"); }
+E nvmlReturn_t nvmlDeviceGetProcessUtilization(void) { return nvml_unsupported("nvmlDeviceGetProcessUtilization"); }
+E nvmlReturn_t nvmlDeviceGetSamples(void) { return nvml_unsupported("nvmlDeviceGetSamples"); }
+E nvmlReturn_t nvmlDeviceGetFieldValues(void) { return nvml_unsupported("nvmlDeviceGetFieldValues"); }
+E nvmlReturn_t nvmlEventSetCreate(void) { return nvml_unsupported("nvmlEventSetCreate"); }
+E nvmlReturn_t nvmlDeviceGetSupportedEventTypes(void) { return nvml_unsupported("nvmlDeviceGetSupportedEventTypes"); }
+E nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(void) { return nvml_unsupported("nvmlDeviceGetNvLinkRemoteDeviceType"); }
+E nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(void) { return nvml_unsupported("nvmlDeviceGetNvLinkRemotePciInfo_v2"); }
+E nvmlReturn_t nvmlDeviceGetNvLinkCapability(void) { return nvml_unsupported("nvmlDeviceGetNvLinkCapability"); }
+E nvmlReturn_t nvmlDeviceGetP2PStatus(void) { return nvml_unsupported("nvmlDeviceGetP2PStatus"); }

@@ -26,6 +26,9 @@ enum {
  * CUDA_ERROR_NOT_SUPPORTED. */
 int shim_unsupported(const char *name);
 
+/* The CUresult a daemon's device error message names (errors.c), 0 if none. */
+int shim_error_from_text(const char *msg);
+
 /* $GPUOS_CUDASHIM_TRACE set: every cuGetProcAddress / cuGetExportTable request
  * and every failing call is logged on stderr. */
 int shim_trace(void);
@@ -45,6 +48,18 @@ struct shim_kinfo {
  * (header + payload), ELF (end of the section header table or of the last
  * section), or PTX text (NUL-terminated). 0 when not recognised. */
 size_t shim_image_size(const void *image);
+
+/* 0 when the image is a fatbin container with neither a cubin this GPU runs
+ * (compute capability cc: same major, no higher minor) nor PTX it can compile
+ * (libraries ship containers for other GPUs only: sm_100, sm_120). */
+int shim_image_runs(const void *image, int cc);
+
+/* 1 when [p, p + n) lies in a read-only segment of a loaded object (a
+ * library's or the program's fatbin section): it lives as long as the object. */
+int shim_image_mapped(const void *p, size_t n);
+
+/* One line for the trace: the container's entries (sm_90, ptx90, z = compressed). */
+void shim_image_describe(const void *image, char *buf, size_t len);
 
 /* The image itself: a fatbin container behind the runtime's wrapper
  * (__fatBinC_Wrapper_t, magic 0x466243b1) is where the wrapper points. */

@@ -447,6 +447,8 @@ static int se_module_load(gos_device *d, const void *image, size_t bytes, const 
                                           "SIMMOD images, not a %zu-byte GPU image", bytes);
     }
     p += 7;
+    while (end > p && !end[-1]) /* a text image's terminating NUL (what cuModuleLoadData carries) */
+        end--;
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);

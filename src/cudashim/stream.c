@@ -1,0 +1,486 @@
+/* stream.c: streams, events and host functions of gpuos's libcuda.so.1 (in the
+ * CUDA program's process). All streams of a process are the client's one
+ * ordered queue (stronger ordering than CUDA promises: a correct program stays
+ * correct; concurrency between a program's own streams is lost), so a stream
+ * wait is already satisfied and a query waits. An event record is the built-in
+ * "stamp" kernel in queue order (GPU timestamps); the host clock where the
+ * daemon has no such kernel. */
+#include "common/clock.h"
+#include "cudashim/driver.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int stream_ok(CUstream s)
+{
+    return !s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD || s->magic == MAGIC_STREAM;
+}
+
+static CUresult stream_new(CUstream *s, unsigned flags, int priority)
+{
+    if (!s)
+        return CUDA_ERROR_INVALID_VALUE;
+    NEED_CTX();
+    struct CUstream_st *x = calloc(1, sizeof *x);
+    if (!x)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    x->magic = MAGIC_STREAM;
+    x->flags = flags;
+    x->priority = priority;
+    *s = x;
+    return CUDA_SUCCESS;
+}
+E CUresult cuStreamCreate(CUstream *s, unsigned int flags) { return stream_new(s, flags, 0); }
+E CUresult cuStreamCreateWithPriority(CUstream *s, unsigned int flags, int priority)
+{
+    return stream_new(s, flags, priority);
+}
+
+E CUresult cuStreamDestroy_v2(CUstream s)
+{
+    NEED_INIT();
+    if (!s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD || s->magic != MAGIC_STREAM)
+        return CUDA_ERROR_INVALID_HANDLE;
+    s->magic = MAGIC_DEAD; /* the handle memory is kept: late uses stay detectable */
+    return CUDA_SUCCESS;
+}
+
+/* Events. With the built-in "stamp" kernel, a record is a one-thread launch in
+ * queue order that writes the GPU's global timer (ns) into the event's 8 bytes
+ * of a small device pool, so elapsed times are GPU times between the work
+ * before each record, as CUDA's own events measure. Without it (or when the
+ * pool is full), a record waits for the queue and takes the host clock. */
+#define EV_SLOTS 4096
+static struct {
+    pthread_mutex_t lock;
+    uint64_t base; /* EV_SLOTS x 8 bytes of device memory, allocated on first use */
+    int tried;
+    unsigned char used[EV_SLOTS];
+} EV = {PTHREAD_MUTEX_INITIALIZER, 0, 0, {0}};
+
+static int event_slot(void)
+{
+    int slot = -1;
+    pthread_mutex_lock(&EV.lock);
+    if (!EV.tried) {
+        EV.tried = 1;
+        if (gpuos_mem_alloc(S.g, EV_SLOTS * 8, &EV.base))
+            EV.base = 0;
+    }
+    for (int i = 0; EV.base && i < EV_SLOTS && slot < 0; i++)
+        if (!EV.used[i]) {
+            EV.used[i] = 1;
+            slot = i;
+        }
+    pthread_mutex_unlock(&EV.lock);
+    return slot;
+}
+
+static void event_slot_free(int slot)
+{
+    if (slot < 0)
+        return;
+    pthread_mutex_lock(&EV.lock);
+    EV.used[slot] = 0;
+    pthread_mutex_unlock(&EV.lock);
+}
+
+static int event_record(struct CUevent_st *e)
+{
+    gpuos_function f = e->flags & CU_EVENT_DISABLE_TIMING ? 0 : builtin_fn(BI_STAMP);
+    if (f && e->slot < 0)
+        e->slot = event_slot();
+    if (f && e->slot >= 0) {
+        uint64_t p = EV.base + (uint64_t)e->slot * 8;
+        gpuos_launch_config c = {.grid = {1, 1, 1}, .block = {1, 1, 1}};
+        int rc = queued_one(gpuos_launch(S.g, f, &c, &p, sizeof p));
+        e->recorded = rc ? 0 : 2;
+        return rc;
+    }
+    if (e->flags & CU_EVENT_DISABLE_TIMING) { /* queued work to wait for, no time */
+        e->recorded = 3;
+        return GPUOS_OK;
+    }
+    int rc = shim_sync();
+    gos_now_timespec(&e->t);
+    e->recorded = 1;
+    return rc;
+}
+
+/* The event's time in ns on its clock (after the queue has drained). */
+static int event_ns(const struct CUevent_st *e, uint64_t *ns)
+{
+    if (e->recorded == 2)
+        return gpuos_memcpy_dtoh(S.g, ns, EV.base + (uint64_t)e->slot * 8, 8);
+    *ns = (uint64_t)e->t.tv_sec * 1000000000ull + (uint64_t)e->t.tv_nsec;
+    return GPUOS_OK;
+}
+
+E CUresult cuStreamSynchronize(CUstream s)
+{
+    NEED_INIT();
+    if (!stream_ok(s))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (shim_capturing(s))
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* as CUDA: no waiting inside a capture */
+    return map_rc(shim_sync(), "cuStreamSynchronize");
+}
+E CUresult cuStreamQuery(CUstream s)
+{
+    NEED_INIT();
+    if (!stream_ok(s))
+        return CUDA_ERROR_INVALID_HANDLE;
+    return map_rc(shim_sync(), "cuStreamQuery");
+}
+E CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags)
+{
+    NEED_INIT();
+    if (!stream_ok(s) || !e || e->magic != MAGIC_EVENT)
+        return CUDA_ERROR_INVALID_HANDLE;
+    return CUDA_SUCCESS; /* one queue: everything recorded before is ordered before */
+}
+E CUresult cuStreamGetPriority(CUstream s, int *p)
+{
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!stream_ok(s))
+        return CUDA_ERROR_INVALID_HANDLE;
+    *p = s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD ? s->priority : 0;
+    return CUDA_SUCCESS;
+}
+E CUresult cuStreamGetFlags(CUstream s, unsigned int *f)
+{
+    if (!f)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!stream_ok(s))
+        return CUDA_ERROR_INVALID_HANDLE;
+    *f = s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD ? s->flags : 0;
+    return CUDA_SUCCESS;
+}
+E CUresult cuStreamGetCtx(CUstream s, CUcontext *c)
+{
+    if (!c)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!stream_ok(s))
+        return CUDA_ERROR_INVALID_HANDLE;
+    *c = cur_ctx ? cur_ctx : &S.primary;
+    return CUDA_SUCCESS;
+}
+E CUresult cuEventRecord(CUevent e, CUstream s)
+{
+    NEED_INIT();
+    if (!e || e->magic != MAGIC_EVENT || !stream_ok(s))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (shim_capturing(s))
+        return shim_capture_event(e);
+    return map_rc(event_record(e), "cuEventRecord");
+}
+E CUresult cuEventRecordWithFlags(CUevent e, CUstream s, unsigned int flags)
+{
+    return cuEventRecord(e, s);
+}
+
+/* Host functions run once everything queued before them has completed: with
+ * one queue, after a synchronise, in the caller's thread. */
+static CUresult host_func(CUstream s, CUhostFn fn, void *data)
+{
+    NEED_INIT();
+    if (!fn)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!stream_ok(s))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (shim_capturing(s))
+        return shim_capture_host(fn, data);
+    CUresult r = map_rc(shim_sync(), "cuLaunchHostFunc");
+    if (!r)
+        fn(data);
+    return r;
+}
+E CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void *data) { return host_func(s, fn, data); }
+
+static CUresult stream_callback(CUstream s, CUstreamCallback cb, void *data, unsigned flags)
+{
+    NEED_INIT();
+    if (!cb || flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!stream_ok(s))
+        return CUDA_ERROR_INVALID_HANDLE;
+    CUresult r = map_rc(shim_sync(), "cuStreamAddCallback");
+    cb(s, r, data);
+    return CUDA_SUCCESS;
+}
+E CUresult cuStreamAddCallback(CUstream s, CUstreamCallback cb, void *data, unsigned int flags)
+{
+    return stream_callback(s, cb, data, flags);
+}
+
+E CUresult cuStreamGetId(CUstream s, unsigned long long *id)
+{
+    if (!id)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!stream_ok(s))
+        return CUDA_ERROR_INVALID_HANDLE;
+    *id = (unsigned long long)(uintptr_t)s;
+    return CUDA_SUCCESS;
+}
+
+E CUresult cuEventCreate(CUevent *e, unsigned int flags)
+{
+    if (!e)
+        return CUDA_ERROR_INVALID_VALUE;
+    NEED_CTX();
+    struct CUevent_st *x = calloc(1, sizeof *x);
+    if (!x)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    x->magic = MAGIC_EVENT;
+    x->flags = flags;
+    x->slot = -1;
+    *e = x;
+    return CUDA_SUCCESS;
+}
+
+E CUresult cuEventDestroy_v2(CUevent e)
+{
+    NEED_INIT();
+    if (!e || e->magic != MAGIC_EVENT)
+        return CUDA_ERROR_INVALID_HANDLE;
+    e->magic = MAGIC_DEAD;
+    event_slot_free(e->slot); /* a record still queued writes bytes no one reads */
+    return CUDA_SUCCESS;
+}
+
+E CUresult cuEventQuery(CUevent e)
+{
+    NEED_INIT();
+    if (!e || e->magic != MAGIC_EVENT)
+        return CUDA_ERROR_INVALID_HANDLE;
+    /* one queue: the event is complete once the queue has drained to it; no
+     * partial query, so a query waits (never answers NOT_READY wrongly) */
+    return e->recorded >= 2 ? map_rc(shim_sync(), "cuEventQuery") : CUDA_SUCCESS;
+}
+E CUresult cuEventSynchronize(CUevent e) { return cuEventQuery(e); }
+
+E CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b)
+{
+    if (!ms)
+        return CUDA_ERROR_INVALID_VALUE;
+    NEED_INIT();
+    if (!a || a->magic != MAGIC_EVENT || !b || b->magic != MAGIC_EVENT)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!a->recorded || !b->recorded || a->recorded != b->recorded)
+        return CUDA_ERROR_INVALID_HANDLE; /* not recorded, or on different clocks */
+    uint64_t ta = 0, tb = 0;
+    int rc = a->recorded == 2 ? shim_sync() : GPUOS_OK;
+    if (!rc)
+        rc = event_ns(a, &ta);
+    if (!rc)
+        rc = event_ns(b, &tb);
+    if (rc)
+        return map_rc(rc, "cuEventElapsedTime");
+    *ms = (float)(((double)tb - (double)ta) / 1e6);
+    return CUDA_SUCCESS;
+}
+
+
+E CUresult cuStreamGetDevice(CUstream s, CUdevice *d)
+{
+    if (!d)
+        return CUDA_ERROR_INVALID_VALUE;
+    NEED_INIT();
+    if (!stream_ok(s))
+        return CUDA_ERROR_INVALID_HANDLE;
+    *d = 0;
+    return CUDA_SUCCESS;
+}
+
+/* Stream attributes: priority as set at creation; the hints (access policy,
+ * synchronisation policy, sync domains) are kept so that a program reads back
+ * what it set, and change nothing on one ordered queue. */
+static struct {
+    pthread_mutex_t m;
+    struct {
+        CUstream s;
+        CUstreamAttrID id;
+        CUstreamAttrValue v;
+    } kept[64];
+    int n;
+} SA = {.m = PTHREAD_MUTEX_INITIALIZER};
+
+E CUresult cuStreamSetAttribute(CUstream s, CUstreamAttrID id, const CUstreamAttrValue *v)
+{
+    NEED_INIT();
+    if (!v)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!stream_ok(s))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (id == CU_LAUNCH_ATTRIBUTE_PRIORITY) {
+        if (!s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD)
+            return CUDA_ERROR_INVALID_HANDLE;
+        s->priority = v->priority;
+        return CUDA_SUCCESS;
+    }
+    if (id != CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW && id != CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY &&
+        id != CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP && id != CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&SA.m);
+    int i;
+    for (i = 0; i < SA.n && !(SA.kept[i].s == s && SA.kept[i].id == id); i++)
+        ;
+    if (i < (int)(sizeof SA.kept / sizeof SA.kept[0])) { /* beyond: dropped (it changes nothing) */
+        SA.kept[i].s = s;
+        SA.kept[i].id = id;
+        SA.kept[i].v = *v;
+        if (i == SA.n)
+            SA.n++;
+    }
+    pthread_mutex_unlock(&SA.m);
+    return CUDA_SUCCESS;
+}
+
+E CUresult cuStreamGetAttribute(CUstream s, CUstreamAttrID id, CUstreamAttrValue *v)
+{
+    NEED_INIT();
+    if (!v)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!stream_ok(s))
+        return CUDA_ERROR_INVALID_HANDLE;
+    memset(v, 0, sizeof *v);
+    if (id == CU_LAUNCH_ATTRIBUTE_PRIORITY)
+        return cuStreamGetPriority(s, &v->priority);
+    pthread_mutex_lock(&SA.m);
+    for (int i = 0; i < SA.n; i++)
+        if (SA.kept[i].s == s && SA.kept[i].id == id)
+            *v = SA.kept[i].v;
+    pthread_mutex_unlock(&SA.m);
+    return CUDA_SUCCESS;
+}
+
+E CUresult cuStreamCopyAttributes(CUstream dst, CUstream src)
+{
+    NEED_INIT();
+    if (!stream_ok(dst) || !stream_ok(src))
+        return CUDA_ERROR_INVALID_HANDLE;
+    const CUstreamAttrID ids[] = {CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY,
+                                  CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP, CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN};
+    CUresult r = CUDA_SUCCESS;
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0] && !r; i++) {
+        CUstreamAttrValue v;
+        r = cuStreamGetAttribute(src, ids[i], &v);
+        if (!r)
+            r = cuStreamSetAttribute(dst, ids[i], &v);
+    }
+    return r;
+}
+
+/* The capture mode of this thread (PyTorch exchanges it around allocations). */
+static __thread CUstreamCaptureMode capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+E CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
+{
+    if (!mode || (unsigned)*mode > CU_STREAM_CAPTURE_MODE_RELAXED)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUstreamCaptureMode old = capture_mode;
+    capture_mode = *mode;
+    *mode = old;
+    return CUDA_SUCCESS;
+}
+
+
+E CUresult cuStreamGetCtx_v2(CUstream s, CUcontext *c, CUgreenCtx *g)
+{
+    if (!c || !g)
+        return CUDA_ERROR_INVALID_VALUE;
+    *g = NULL; /* no green contexts: a vGPU's SM partition is the daemon's */
+    return cuStreamGetCtx(s, c);
+}
+
+/* ---- stream memory operations ----
+ * A write is a small copy in queue order (after everything queued before it,
+ * as on the stream). A wait is answered once the queue has drained: the value
+ * is read and must already hold; one that a later operation would write cannot
+ * be waited for inside the one queue, and is refused (named) rather than hung. */
+static CUresult write_value(CUstream s, CUdeviceptr addr, uint64_t v, size_t n)
+{
+    NEED_CTX();
+    if (!stream_ok(s))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!addr || addr % n)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (shim_capturing(s))
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    return shim_htod(addr, &v, n, 1); /* pageable: the bytes are taken at once */
+}
+
+static CUresult wait_value(CUstream s, CUdeviceptr addr, uint64_t v, size_t n, unsigned flags)
+{
+    NEED_CTX();
+    if (!stream_ok(s))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!addr || addr % n)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (shim_capturing(s))
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    uint64_t cur = 0;
+    CUresult r = map_rc(shim_sync(), "cuStreamWaitValue");
+    if (!r)
+        r = shim_dtoh(&cur, addr, n, 0);
+    if (r)
+        return r;
+    if (n == 4) {
+        cur = (uint32_t)cur;
+        v = (uint32_t)v;
+    }
+    int ok;
+    switch (flags & 0xf) {
+    case CU_STREAM_WAIT_VALUE_GEQ: ok = n == 4 ? (int32_t)(uint32_t)(cur - v) >= 0 : (int64_t)(cur - v) >= 0; break;
+    case CU_STREAM_WAIT_VALUE_EQ: ok = cur == v; break;
+    case CU_STREAM_WAIT_VALUE_AND: ok = (cur & v) != 0; break;
+    case CU_STREAM_WAIT_VALUE_NOR: ok = (n == 4 ? (uint32_t) ~(cur | v) : ~(cur | v)) != 0; break;
+    default: return CUDA_ERROR_INVALID_VALUE;
+    }
+    return ok ? CUDA_SUCCESS
+              : (CUresult)shim_unsupported("cuStreamWaitValue (a value not written yet: one queue cannot wait inside itself)");
+}
+
+E CUresult cuStreamWriteValue32_v2(CUstream s, CUdeviceptr addr, cuuint32_t v, unsigned int flags)
+{
+    return write_value(s, addr, v, 4);
+}
+E CUresult cuStreamWriteValue64_v2(CUstream s, CUdeviceptr addr, cuuint64_t v, unsigned int flags)
+{
+    return write_value(s, addr, v, 8);
+}
+E CUresult cuStreamWaitValue32_v2(CUstream s, CUdeviceptr addr, cuuint32_t v, unsigned int flags)
+{
+    return wait_value(s, addr, v, 4, flags);
+}
+E CUresult cuStreamWaitValue64_v2(CUstream s, CUdeviceptr addr, cuuint64_t v, unsigned int flags)
+{
+    return wait_value(s, addr, v, 8, flags);
+}
+
+E CUresult cuStreamBatchMemOp_v2(CUstream s, unsigned int count, CUstreamBatchMemOpParams *ops, unsigned int flags)
+{
+    if (count && !ops)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = CUDA_SUCCESS;
+    for (unsigned i = 0; i < count && !r; i++) {
+        const CUstreamBatchMemOpParams *o = &ops[i];
+        switch (o->operation) {
+        case CU_STREAM_MEM_OP_WRITE_VALUE_32: r = write_value(s, o->writeValue.address, o->writeValue.value, 4); break;
+        case CU_STREAM_MEM_OP_WRITE_VALUE_64: r = write_value(s, o->writeValue.address, o->writeValue.value64, 8); break;
+        case CU_STREAM_MEM_OP_WAIT_VALUE_32:
+            r = wait_value(s, o->waitValue.address, o->waitValue.value, 4, o->waitValue.flags);
+            break;
+        case CU_STREAM_MEM_OP_WAIT_VALUE_64:
+            r = wait_value(s, o->waitValue.address, o->waitValue.value64, 8, o->waitValue.flags);
+            break;
+        case CU_STREAM_MEM_OP_BARRIER:
+        case CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES: break; /* one ordered queue: already so */
+        default: r = CUDA_ERROR_INVALID_VALUE;
+        }
+    }
+    return r;
+}

@@ -1,0 +1,104 @@
+# fw_other.py MODE: Triton, CuPy and JAX checks for tests/gpu/frameworks.sh
+# (issue 21), natively and under `gpuos run`. "RESULT" lines must agree with the
+# native run; "TIME key value" lines are figures.
+#   triton_vadd  triton_matmul  cupy_raw  cupy_matmul  jax_matmul
+import hashlib, sys, time
+
+mode = sys.argv[1]
+
+def h(b):
+    return hashlib.sha256(b).hexdigest()[:16]
+
+if mode.startswith("triton"):
+    import torch, triton, triton.language as tl
+
+    @triton.jit
+    def add_kernel(x, y, out, n, BLOCK: tl.constexpr):
+        i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = i < n
+        tl.store(out + i, tl.load(x + i, mask=m) + tl.load(y + i, mask=m), mask=m)
+
+    @triton.jit
+    def mm_kernel(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+        pm, pn = tl.program_id(0), tl.program_id(1)
+        rm = pm * BM + tl.arange(0, BM)
+        rn = pn * BN + tl.arange(0, BN)
+        rk = tl.arange(0, BK)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(0, K, BK):
+            x = tl.load(a + rm[:, None] * K + (k + rk)[None, :])
+            y = tl.load(b + (k + rk)[:, None] * N + rn[None, :])
+            acc += tl.dot(x, y)
+        tl.store(c + rm[:, None] * N + rn[None, :], acc.to(tl.float16))
+
+    torch.manual_seed(0)
+    if mode == "triton_vadd":
+        n = 1 << 24
+        x = torch.rand(n, device="cuda")
+        y = torch.rand(n, device="cuda")
+        o = torch.empty_like(x)
+        grid = (triton.cdiv(n, 1024),)
+        add_kernel[grid](x, y, o, n, BLOCK=1024)
+        torch.cuda.synchronize()
+        print("RESULT vadd", h(o.cpu().numpy().tobytes()), bool(torch.equal(o, x + y)))
+        t0 = time.perf_counter()
+        for _ in range(100):
+            add_kernel[grid](x, y, o, n, BLOCK=1024)
+        torch.cuda.synchronize()
+        print("TIME vadd_GBps %.1f" % (3 * 4 * n * 100 / (time.perf_counter() - t0) / 1e9))
+    else:
+        M = N = K = 4096
+        a = torch.randn(M, K, device="cuda", dtype=torch.float16)
+        b = torch.randn(K, N, device="cuda", dtype=torch.float16)
+        c = torch.empty(M, N, device="cuda", dtype=torch.float16)
+        grid = (M // 128, N // 128)
+        mm_kernel[grid](a, b, c, M, N, K, BM=128, BN=128, BK=64)
+        torch.cuda.synchronize()
+        print("RESULT matmul", h(c.cpu().numpy().tobytes()))
+        t0 = time.perf_counter()
+        for _ in range(20):
+            mm_kernel[grid](a, b, c, M, N, K, BM=128, BN=128, BK=64)
+        torch.cuda.synchronize()
+        print("TIME tflops %.2f" % (2 * M * N * K * 20 / (time.perf_counter() - t0) / 1e12))
+elif mode.startswith("cupy"):
+    import cupy as cp
+    if mode == "cupy_raw":
+        k = cp.RawKernel(r'''extern "C" __global__ void vadd(const float *a, const float *b, float *c, int n)
+        { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) c[i] = a[i] * 2.0f + b[i]; }''', "vadd")
+        n = 1 << 22
+        a = cp.arange(n, dtype=cp.float32)
+        b = cp.ones(n, dtype=cp.float32)
+        c = cp.empty_like(a)
+        k(((n + 255) // 256,), (256,), (a, b, c, cp.int32(n)))
+        print("RESULT raw", h(cp.asnumpy(c).tobytes()))
+        t0 = time.perf_counter()
+        for _ in range(200):
+            k(((n + 255) // 256,), (256,), (a, b, c, cp.int32(n)))
+        cp.cuda.runtime.deviceSynchronize()
+        print("TIME raw_launches_per_s %.0f" % (200 / (time.perf_counter() - t0)))
+    else:
+        rs = cp.random.RandomState(0)
+        a = rs.standard_normal((4096, 4096), dtype=cp.float32)
+        b = rs.standard_normal((4096, 4096), dtype=cp.float32)
+        c = cp.matmul(a, b)
+        print("RESULT matmul", h(cp.asnumpy(c).tobytes()))
+        cp.cuda.runtime.deviceSynchronize()
+        t0 = time.perf_counter()
+        for _ in range(20):
+            c = cp.matmul(a, b)
+        cp.cuda.runtime.deviceSynchronize()
+        print("TIME tflops %.2f" % (2 * 4096 ** 3 * 20 / (time.perf_counter() - t0) / 1e12))
+elif mode == "jax_matmul":
+    import os
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    import jax, jax.numpy as jnp
+    print("RESULT devices", [d.platform for d in jax.devices()])
+    k = jax.random.PRNGKey(0)
+    a = jax.random.normal(k, (4096, 4096), dtype=jnp.float32)
+    f = jax.jit(lambda x: (x @ x).sum())
+    print("RESULT sum %.6e" % float(f(a)))
+    t0 = time.perf_counter()
+    for _ in range(20):
+        r = f(a)
+    r.block_until_ready()
+    print("TIME tflops %.2f" % (2 * 4096 ** 3 * 20 / (time.perf_counter() - t0) / 1e12))
