@@ -143,5 +143,7 @@ int xe_ring_run(struct xe *x, const struct gos_ring_ent *e, unsigned char *data,
 void xe_ring_lock(struct xe *x, int on);
 /* Waits for everything the ring issued (under xe_ring_lock): a grant's end. */
 int xe_ring_drain(struct xe *x);
+/* Whether nothing the ring issued is left unwaited for (a hint, no lock). */
+int xe_ring_drained(const struct xe *x);
 
 #endif

@@ -166,8 +166,12 @@ static void *ring_main(void *arg)
             /* holding a grant with an empty ring: until the next entry, the
              * grant's end, or idle_yield_us with nothing to do */
             uint32_t idle = atomic_load_explicit(&r->gp->idle_yield_us, memory_order_relaxed);
-            struct held_wait w = {r, idle ? gos_now_ns() + (uint64_t)idle * 1000u : 0};
+            uint64_t t0 = gos_now_ns();
+            int drained = xe_ring_drained(r->x); /* nothing of the client's left on the device */
+            struct held_wait w = {r, idle ? t0 + (uint64_t)idle * 1000u : 0};
             gos_ring_wait(&c->sq_futex, &c->exec_sleeping, spin > 1000 ? 1000 : spin, 0, held_ready, &w);
+            if (drained)
+                bump(&r->gp->idle_ns, gos_now_ns() - t0);
             if (!pending(r)) {
                 yield(r, GOS_GRANT_NONE);
                 continue;

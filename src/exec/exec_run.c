@@ -299,6 +299,11 @@ int xe_ring_drain(struct xe *x)
     return rc;
 }
 
+int xe_ring_drained(const struct xe *x)
+{
+    return __atomic_load_n(&x->ring_ahead, __ATOMIC_RELAXED) == 0;
+}
+
 void xe_ring_lock(struct xe *x, int on)
 {
     if (on)

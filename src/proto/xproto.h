@@ -114,6 +114,7 @@ struct gos_grant_page {
     _Atomic uint64_t entries;      /* entries run */
     _Atomic uint64_t copy_busy_ns; /* the part of busy_ns and entries that were copies */
     _Atomic uint64_t copy_entries;
+    _Atomic uint64_t idle_ns; /* held a grant with an empty ring and nothing left on the device */
     /* a device fault through the ring ends the executor (its context is dead):
      * the error first, for the daemon to tell whom it concerns */
     _Alignas(64) char fault_msg[256];

@@ -200,12 +200,13 @@ static int yielded(void *arg)
 }
 
 /* What a piece of a grant costs its vGPU: its wall time while the device is
- * shared (the GPU was this tenant's), the executor's running time while its
- * client is alone (an idle lone client holds its grant at no one's expense). */
-static uint64_t segment_cost(struct srv_dev *d, struct srv_task *t, uint64_t now, uint64_t busy)
+ * shared (the GPU was this tenant's), and while its client is alone the wall
+ * time less what the executor spent idle (an empty ring, nothing left on the
+ * device): an idle lone client holds its grant at no one's expense. */
+static uint64_t segment_cost(struct srv_dev *d, struct srv_task *t, uint64_t now, uint64_t idle)
 {
-    uint64_t b = busy > t->ring_busy0 ? busy - t->ring_busy0 : 0;
-    return d->clients_now > 1 ? now - t->ring_t0 : b;
+    uint64_t wall = now - t->ring_t0, i = idle > t->ring_idle0 ? idle - t->ring_idle0 : 0;
+    return d->clients_now > 1 ? wall : i < wall ? wall - i : 0;
 }
 
 int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint64_t *busy_ns)
@@ -217,6 +218,7 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
     int rc = GOS_OK;
     uint64_t grant = d->grant_ns ? d->grant_ns : SRV_GRANT_PROCESS_NS;
     uint64_t busy_start = t->ring_busy0, start = t->ring_t0;
+    t->ring_idle0 = atomic_load(&g->idle_ns);
     for (;;) {
         uint64_t dl = atomic_load(&g->deadline_ns), now = gos_now_ns();
         /* wake at the deadline, and every 10 ms to see the executor's loss */
@@ -236,11 +238,11 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
         /* charged as it goes (every 10 ms at most): utilisation, Credit and
          * BAND see a long grant as it runs, not in one piece at its end */
         pthread_mutex_lock(&s->lock);
-        uint64_t b = atomic_load(&g->busy_ns), cost = segment_cost(d, t, now, b);
+        uint64_t idle = atomic_load(&g->idle_ns), cost = segment_cost(d, t, now, idle);
         if (cost && c->vgpu >= 0)
             gos_sched_charge(d->sched, s->vgpus[c->vgpu].id, t->st.kind, cost, 0, now);
         t->ring_t0 = now;
-        t->ring_busy0 = b;
+        t->ring_idle0 = idle;
         int others = gos_sched_queued(d->sched) > 0 || s->stop;
         pthread_mutex_unlock(&s->lock);
         if (now < atomic_load(&g->deadline_ns))
@@ -251,7 +253,7 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
             gos_ring_kick(&gos_ring_ctl(c->ring)->sq_futex, &gos_ring_ctl(c->ring)->exec_sleeping);
     }
     uint64_t now = gos_now_ns(), b = atomic_load(&g->busy_ns);
-    *gpu_ns = segment_cost(d, t, now, b); /* the rest, charged with the task */
+    *gpu_ns = segment_cost(d, t, now, atomic_load(&g->idle_ns)); /* the rest, charged with the task */
     if (!*gpu_ns)
         *gpu_ns = 1; /* (0 would have the scheduler charge the task's whole wall time) */
     *busy_ns = b > busy_start ? b - busy_start : 0;

@@ -122,6 +122,7 @@ struct srv_task {
      * its ring's entries from issue to its yield; charged its wall time */
     int ring;
     uint64_t ring_t0, ring_busy0, ring_busy; /* its start, the executor's busy_ns then, and since */
+    uint64_t ring_idle0; /* the executor's idle_ns at the start of the piece not charged yet */
 };
 
 struct srv_alloc {
