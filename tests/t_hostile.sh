@@ -66,6 +66,7 @@ wait_field b clients 0
 
 # 3b. queued requests per client
 out=$(timeout 30 "$H" queue a 2>&1) || fail "3b queue: $out"
+wait_field a clients 0 # released before the flood counts the slots
 
 # 3c. idle connections that never say HELLO are dropped after hello_timeout_ms
 timeout 30 "$H" flood 12 4 >"$T/flood" 2>&1 &

@@ -12,8 +12,11 @@
 . "$(dirname "$0")/serve_lib.sh"
 R="$B/tests/ring_client"
 [ -x "$R" ] || fail "no $R"
+# FORGE_SIM=none: the real GPU 0 (tools/gpu_final_stop27.sh)
+SIMLINE="sim = ${FORGE_SIM:-default}"
+[ "${FORGE_SIM:-default}" = none ] && SIMLINE=
 start_daemon "[device 0]
-sim = default
+$SIMLINE
 isolation = process
 policy = band
 [vgpu a]
