@@ -104,7 +104,8 @@ int xe_answer(struct xe *x, uint32_t type, int rc, uint32_t flags, const void *p
 
 /* exec_mem.c: the client's device ranges (the one range check, common/range.h),
  * regions, shared segments, swappable allocations and the swap pool. */
-void xe_al_add(struct xe *x, uint64_t dptr, uint64_t bytes);
+/* The new entry (NULL when the table cannot grow: the ring refuses that range). */
+struct xe_alloc *xe_al_add(struct xe *x, uint64_t dptr, uint64_t bytes);
 struct xe_alloc *xe_al_find(struct xe *x, uint64_t dptr);
 void xe_al_del(struct xe *x, uint64_t dptr);
 void xe_al_drop_module(struct xe *x, uint32_t slot);

@@ -167,11 +167,10 @@ static int h_module_global(struct xe *x, const struct x_hdr *h, void *p, int fd)
     int rc = m.module < SRV_MAX_MODULES && x->modules[m.module]
                  ? gos_exec_module_global(x->dev, x->modules[m.module], m.name, &r.dptr, &r.bytes)
                  : gos_fail(GOS_EINVAL, "module slot %u", (unsigned)m.module);
-    if (!rc && xe_al_check(x, r.dptr, r.bytes, 0, "global") != GOS_OK) {
-        xe_al_add(x, r.dptr, r.bytes); /* the ring may reach it, as copies through the daemon may */
-        if (x->n_al && x->al[x->n_al - 1].dptr == r.dptr)
-            x->al[x->n_al - 1].module = (int)m.module + 1;
-    }
+    struct xe_alloc *a;
+    /* the ring may reach it, as copies through the daemon may */
+    if (!rc && xe_al_check(x, r.dptr, r.bytes, 0, "global") != GOS_OK && (a = xe_al_add(x, r.dptr, r.bytes)))
+        a->module = (int)m.module + 1;
     return xe_answer(x, h->type, rc, 0, &r, sizeof r);
 }
 
@@ -192,12 +191,9 @@ static int h_shm_map(struct xe *x, const struct x_hdr *h, void *p, int fd)
     int rc = xe_shm_map(x, u, fd, (fl & X_SHM_MAP_RDONLY) != 0, &dptr);
     if (fd >= 0)
         close(fd);
-    if (!rc) {
-        xe_al_add(x, dptr, u);
-        struct xe_alloc *a = xe_al_find(x, dptr);
-        if (a)
-            a->ro = (fl & X_SHM_MAP_RDONLY) != 0;
-    }
+    struct xe_alloc *a;
+    if (!rc && (a = xe_al_add(x, dptr, u)))
+        a->ro = (fl & X_SHM_MAP_RDONLY) != 0;
     return xe_answer(x, h->type, rc, 0, &dptr, 8);
 }
 

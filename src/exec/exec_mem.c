@@ -15,11 +15,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-void xe_al_add(struct xe *x, uint64_t dptr, uint64_t bytes)
+struct xe_alloc *xe_al_add(struct xe *x, uint64_t dptr, uint64_t bytes)
 {
     if (gos_grow((void **)&x->al, &x->cap_al, x->n_al, sizeof *x->al, 64))
-        return; /* not in the table: the ring refuses it, the socket path still works */
-    x->al[x->n_al++] = (struct xe_alloc){.dptr = dptr, .bytes = bytes};
+        return NULL; /* not in the table: the ring refuses it, the socket path still works */
+    x->al[x->n_al] = (struct xe_alloc){.dptr = dptr, .bytes = bytes};
+    return &x->al[x->n_al++];
 }
 
 struct xe_alloc *xe_al_find(struct xe *x, uint64_t dptr)
