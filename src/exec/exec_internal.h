@@ -99,7 +99,8 @@ struct xe {
 
 struct xr;
 
-/* exec_main.c: answers a request on x's channel (an error carries its message). */
+/* exec_run.c: answers a request on x's channel (an error carries its message;
+ * every handler of exec_main.c and X_RUN's batches alike). */
 int xe_answer(struct xe *x, uint32_t type, int rc, uint32_t flags, const void *p, uint32_t n);
 
 /* exec_mem.c: the client's device ranges (the one range check, common/range.h),

@@ -18,6 +18,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+int xe_answer(struct xe *x, uint32_t type, int rc, uint32_t flags, const void *p, uint32_t n)
+{
+    /* an error answer carries its message as the payload */
+    const char *msg = rc ? gos_last_error() : NULL;
+    struct x_hdr h = {type, msg ? (uint32_t)strlen(msg) + 1 : n, rc, flags};
+    return x_send(x->sock, &h, msg ? msg : p, -1);
+}
+
 static uint32_t ring_ahead_limit(const struct xe *x)
 {
     if (!x->ring_entry_ns)
