@@ -70,6 +70,22 @@ p=$(tail -1 "$T/b2" | sed -n 's/^exact passes \([0-9]*\) ring_passes \([0-9]*\) 
 [ "${1:-0}" -ge 1 ] && [ "$1" = "${2:-x}" ] || fail "the survivor left its ring: $(tail -1 "$T/b2")"
 out=$(timeout 20 "$R" granted b) || fail "the ring is not in service after the kill: $out"
 
+# 5b. kill -9 of a client's executor while the grants rotate: the other client
+#     is intact on its ring, the killed one is told its executor is gone
+"$R" exact a 60 >"$T/a3" 2>&1 & A=$!
+i=0; until grep -q "^pass" "$T/a3" 2>/dev/null; do i=$((i + 1)); [ $i -gt 200 ] && fail "victim of the executor kill"; sleep 0.05; done
+timeout 120 "$R" exact b 3 >"$T/b3" 2>&1 & BP=$!
+sleep 1
+X=$(sed -n "s/.*(pid $A) of vGPU a: executor pid \([0-9]*\).*/\1/p" "$T/serve.log" | tail -1)
+[ -n "$X" ] || fail "no executor pid logged for client pid $A"
+kill -9 "$X"
+wait $A && fail "the client whose executor was killed went on: $(tail -2 "$T/a3")"
+grep -q "executor" "$T/a3" || fail "the client whose executor was killed was not told: $(tail -2 "$T/a3")"
+wait $BP || { cat "$T/b3"; fail "the other client lost data when an executor was killed mid-rotation"; }
+p=$(tail -1 "$T/b3" | sed -n 's/^exact passes \([0-9]*\) ring_passes \([0-9]*\) .*/\1 \2/p'); set -- $p
+[ "${1:-0}" -ge 1 ] && [ "$1" = "${2:-x}" ] || fail "the other client left its ring: $(tail -1 "$T/b3")"
+echo "executor kill mid-rotation: $(tail -1 "$T/a3" | cut -c1-120)"
+
 # 6. a fault through the ring: the error to that client, the daemon carries on
 out=$(timeout 60 "$R" fault a 2>&1) || fail "fault: $out"
 echo "$out"
