@@ -167,6 +167,17 @@ void srv_exec_fail(struct srv_exec *x, const char *why)
     mark_dead(x, 0, why);
 }
 
+void srv_exec_refate(struct srv_exec *x, const char *why)
+{
+    pthread_mutex_lock(&x->lock);
+    if (x->dead && !x->faulted) {
+        snprintf(x->fate, sizeof x->fate, "%s", why);
+        __atomic_store_n(&x->fated, 1, __ATOMIC_RELEASE);
+        snprintf(x->why, sizeof x->why, "%s", why);
+    }
+    pthread_mutex_unlock(&x->lock);
+}
+
 static int hello(struct srv_exec *x, struct srv_exec **out);
 
 int srv_exec_spawn(const char *sim, int ordinal, const char *mps_dir, struct srv_exec **out)

@@ -41,6 +41,9 @@ int srv_exec_adopt(struct srv_exec *ctl, struct srv_exec **out);
 /* Ends x because of something outside it (another MPS client's fault): its
  * callers get GPUOS_EDEVICE with why. */
 void srv_exec_fail(struct srv_exec *x, const char *why);
+/* A dead x whose channel merely broke (not faulted) gets the daemon's reason
+ * instead of the bare one (a shared executor lost to another client's fault). */
+void srv_exec_refate(struct srv_exec *x, const char *why);
 /* One request, its answer's payload copied into rep (at most repn bytes). */
 int srv_exec_call(struct srv_exec *x, uint32_t type, const void *req, uint32_t n, int fd, void *rep, size_t repn);
 /* The same, for a request whose answer carries a descriptor (*rfd, -1 if none). */

@@ -11,7 +11,9 @@
 
 #include "common/status.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 int srv_xshare_join(struct srv *s, int v, struct srv_exec **x, struct srv_xshare **sh)
 {
@@ -75,4 +77,26 @@ void srv_xshare_leave(struct srv_client *c)
         s->vgpus[c->vgpu].xshare = NULL;
     srv_exec_close(h->ctl); /* its last client: the process ends */
     free(h);
+}
+
+int srv_xshare_lost(struct srv_client *c)
+{
+    struct srv *s = c->srv;
+    if (!c->xshare || !c->x || !c->x->dead || c->x->faulted || c->x->fated)
+        return 0;
+    for (int i = 0; i < 50; i++) {
+        pthread_mutex_lock(&s->lock);
+        for (struct srv_client *o = s->clients; o; o = o->next)
+            if (o != c && o->xshare == c->xshare && o->x && o->x->dead && o->x->faulted) {
+                char why[400];
+                snprintf(why, sizeof why, "vGPU %s: the executor its clients share (executor = per-vgpu) was lost "
+                         "with client %u: %.200s", s->vgpus[c->vgpu].cfg.name, o->id, o->x->why);
+                srv_exec_refate(c->x, why);
+                pthread_mutex_unlock(&s->lock);
+                return 1;
+            }
+        pthread_mutex_unlock(&s->lock);
+        usleep(10000);
+    }
+    return 0;
 }
