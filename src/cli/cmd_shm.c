@@ -4,6 +4,7 @@
  * destroyed at its last detach) and the vGPU charged. Only segments the caller
  * may read are listed (root: all). */
 #include "cli/cli.h"
+#include "common/jsonio.h"
 #include "common/status.h"
 #include "gpuos/gpuos.h"
 #include "vmem/shm.h"
@@ -17,40 +18,36 @@
 
 static void help(FILE *f)
 {
-    fprintf(f, "usage: gpuos shm list [--socket PATH] [--json]\n"
+    fprintf(f, "usage: gpuos shm list [--socket PATH] [--json FILE|-]\n"
                "\n"
                "Shared device memory segments (gpuos_shm_get / attach / detach / ctl), like\n"
                "ipcs -m: key, id, owner, permissions, bytes, attachments, status, vGPU charged.\n"
-               "--json: schema gpuos.shm-list/1. The socket defaults to $GPUOS_SOCKET, else\n"
-               "/tmp/gpuos.sock.\n");
+               CLI_HELP_SOCKET CLI_HELP_JSON("the segments (gpuos.shm-list/1)"));
 }
 
 int cmd_shm(int argc, char **argv)
 {
-    const char *sock = NULL, *sub = NULL;
-    int json = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (cli_is_help(a))
-            return help(stdout), 0;
-        else if (!strcmp(a, "--socket") && i + 1 < argc)
-            sock = argv[++i];
-        else if (!strcmp(a, "--json"))
-            json = 1;
-        else if (a[0] == '-')
-            return cli_usage("shm", "unknown option \"%s\"", a);
-        else if (!sub)
-            sub = a;
-        else
-            return cli_usage("shm", "unexpected argument \"%s\"", a);
-    }
+    const char *sock = NULL, *sub = NULL, *json = NULL;
+    static const struct option opts[] = {CLI_OPT_HELP, CLI_OPT_SOCKET, CLI_OPT_JSON, CLI_OPT_END};
+    cli_args a = CLI_ARGS("shm", argc, argv, opts);
+    for (int o; (o = cli_next(&a)) != -1;)
+        switch (o) {
+        case 'h': help(stdout); return 0;
+        case CLI_SOCKET: sock = optarg; break;
+        case CLI_JSON: json = optarg; break;
+        case CLI_STOP: return a.rc;
+        }
+    if (optind < argc)
+        sub = argv[optind];
+    if (optind + 1 < argc)
+        return cli_usage("shm", "unexpected argument \"%s\"", argv[optind + 1]);
     if (sub && strcmp(sub, "list") && strcmp(sub, "ls"))
         return cli_usage("shm", "unknown subcommand \"%s\" (list)", sub);
     static gpuos_shm_ds seg[MAX_SEGS];
     static gos_shm_ds ds[MAX_SEGS];
     static const char *names[MAX_SEGS];
     int n = 0;
-    if (gpuos_admin_shm_list(sock, seg, MAX_SEGS, &n))
+    if (gpuos_admin_shm_list(cli_socket(sock), seg, MAX_SEGS, &n))
         return cli_fail();
     for (int i = 0; i < n; i++) {
         memset(&ds[i], 0, sizeof ds[i]);
@@ -71,13 +68,9 @@ int cmd_shm(int argc, char **argv)
     }
     if (json) {
         json_t *root = gos_shm_json(ds, n, names, n);
-        char *s = root ? json_dumps(root, JSON_INDENT(2)) : NULL;
-        if (!s)
-            return gos_fail(GOS_ENOMEM, "out of memory"), cli_fail();
-        puts(s);
-        free(s);
+        int rc = root ? gos_json_save_atomic(root, json) : gos_fail(GOS_ENOMEM, "out of memory");
         json_decref(root);
-        return 0;
+        return rc ? cli_fail() : 0;
     }
     gos_shm_print(stdout, ds, n, names, n);
     return 0;
