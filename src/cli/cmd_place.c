@@ -1,5 +1,5 @@
 /* cmd_place.c: `gpuos place --sms N --cluster K [--partition P] [--align] ...`:
- * SM sets that fit the tenant (issue 13, include/gpuos/smset.h). Each --sms
+ * SM sets that fit the tenant (issue 13, src/place/smset.h). Each --sms
  * starts a request; --cluster, --partition and --align apply to the latest one;
  * requests are served in order from one pool, as tenants arriving one after the
  * other. Prints each set (SM ids, GPCs, green-context groups) and what it can run
@@ -9,7 +9,7 @@
 #include "common/jsonio.h"
 #include "common/status.h"
 #include "device/green_ops.h"
-#include "gpuos/smset.h"
+#include "place/smset.h"
 #include "topology/topology.h"
 
 #include <jansson.h>
