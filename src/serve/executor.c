@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -316,8 +317,21 @@ void srv_exec_close(struct srv_exec *x)
     if (!x)
         return;
     if (x->shared) { /* its channel alone: the executor serves its other clients on */
-        shutdown(x->sock, SHUT_RDWR);
-        pthread_mutex_lock(&x->lock);
+        if (pthread_mutex_trylock(&x->lock) == 0) {
+            /* No call in flight: EOF to the executor, which releases what this
+             * client held and then closes its end; waiting for that (2 s at most)
+             * makes the release happen before the client counts as gone (the
+             * next client of the vGPU finds its memory free). */
+            shutdown(x->sock, SHUT_WR);
+            struct pollfd pf = {.fd = x->sock, .events = POLLIN};
+            char junk[512];
+            for (int waited = 0; waited < 2000 && poll(&pf, 1, 100) >= 0; waited += 100)
+                if ((pf.revents & (POLLIN | POLLHUP | POLLERR)) && read(x->sock, junk, sizeof junk) <= 0)
+                    break;
+        } else { /* a call in flight: end its exchange now */
+            shutdown(x->sock, SHUT_RDWR);
+            pthread_mutex_lock(&x->lock);
+        }
         close(x->sock);
         pthread_mutex_unlock(&x->lock);
         pthread_mutex_destroy(&x->lock);

@@ -220,6 +220,8 @@ struct srv_vgpu {
 struct srv_xshare {
     struct srv_exec *ctl;
     int refs;
+    int lost;       /* a client's fault ended it (lock held): why, for the others */
+    char why[400];
 };
 
 struct srv_dev {

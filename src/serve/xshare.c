@@ -82,20 +82,26 @@ void srv_xshare_leave(struct srv_client *c)
 int srv_xshare_lost(struct srv_client *c)
 {
     struct srv *s = c->srv;
-    if (!c->xshare || !c->x || !c->x->dead || c->x->faulted || c->x->fated)
+    if (!c->xshare || !c->x || !c->x->dead || c->x->faulted)
         return 0;
     for (int i = 0; i < 50; i++) {
+        if (__atomic_load_n(&c->x->fated, __ATOMIC_ACQUIRE))
+            return 1; /* the daemon gave it the reason already (session.c) */
         pthread_mutex_lock(&s->lock);
-        for (struct srv_client *o = s->clients; o; o = o->next)
+        int lost = c->xshare->lost;
+        char why[400];
+        snprintf(why, sizeof why, "%s", c->xshare->why);
+        for (struct srv_client *o = s->clients; o && !lost; o = o->next)
             if (o != c && o->xshare == c->xshare && o->x && o->x->dead && o->x->faulted) {
-                char why[400];
                 snprintf(why, sizeof why, "vGPU %s: the executor its clients share (executor = per-vgpu) was lost "
                          "with client %u: %.200s", s->vgpus[c->vgpu].cfg.name, o->id, o->x->why);
-                srv_exec_refate(c->x, why);
-                pthread_mutex_unlock(&s->lock);
-                return 1;
+                lost = 1;
             }
         pthread_mutex_unlock(&s->lock);
+        if (lost) {
+            srv_exec_refate(c->x, why);
+            return 1;
+        }
         usleep(10000);
     }
     return 0;
