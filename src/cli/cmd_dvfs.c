@@ -308,6 +308,12 @@ int cmd_dvfs(int argc, char **argv)
     const char *sub = argv[1];
     if (!strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help"))
         return help();
+    if (!strcmp(sub, "--options")) { /* the subcommands' one table */
+        gos_dvfs_config cfg;
+        opts o;
+        int stop;
+        return parse("dvfs", argc, argv, 0, &cfg, &o, &stop);
+    }
     static const struct {
         const char *name;
         int takes_pos; /* one positional argument (a directory) */
