@@ -29,6 +29,14 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; [ -f "$T/serve.log" ] && sed 's/^/    serve: /' "$T/serve.log" | tail -20; exit 1; }
 R="$T/root"
+wait_socket() { # SOCKET WHAT: the daemon $DPID listens there within 10 s
+    i=0
+    while [ ! -S "$1" ]; do
+        i=$((i + 1)); [ $i -gt 100 ] && fail "$2 did not come up"
+        kill -0 "$DPID" 2>/dev/null || fail "$2 exited at start"
+        sleep 0.1
+    done
+}
 
 make -s --no-print-directory install BUILD="$B" DESTDIR="$R" PREFIX=/usr >"$T/make.log" 2>&1 ||
     { cat "$T/make.log"; fail "make install failed"; }
@@ -114,12 +122,7 @@ out=$("$T/pmem" "$T/chart.json" 2>&1) || fail "pmem: $out"
 "$R/usr/bin/gpuos" serve --config "$R/etc/gpuos/gpuos.conf.example" --socket "$T/s" --sim default \
     2>"$T/serve.log" &
 DPID=$!
-i=0
-while [ ! -S "$T/s" ]; do
-    i=$((i + 1)); [ $i -gt 100 ] && fail "daemon did not come up"
-    kill -0 "$DPID" 2>/dev/null || fail "daemon exited at start"
-    sleep 0.1
-done
+wait_socket "$T/s" "daemon"
 out=$(LD_LIBRARY_PATH="$R/usr/lib" timeout 30 "$T/client_shared" "$T/s" training) || fail "shared client: $out"
 [ "$out" = "roundtrip ok 3145728" ] || fail "shared client: $out"
 out=$(timeout 30 "$T/client_static" "$T/s" inference) || fail "static client: $out"
@@ -186,12 +189,7 @@ if [ "$(id -u)" = 0 ] && command -v useradd >/dev/null && command -v setpriv >/d
     setpriv --reuid="$DU" --regid="$DG" --init-groups -- "$P/bin/gpuos" serve --config "$T/d/gpuos.conf" \
         --socket "$S" --sim default >/dev/null 2>"$T/serve.log" &
     DPID=$!
-    i=0
-    while [ ! -S "$S" ]; do
-        i=$((i + 1)); [ $i -gt 100 ] && fail "daemon (as $DU) did not come up"
-        kill -0 "$DPID" 2>/dev/null || fail "daemon (as $DU) exited at start"
-        sleep 0.1
-    done
+    wait_socket "$S" "daemon (as $DU)"
     [ "$(stat -c '%U:%G %a' "$S")" = "$DU:$DG 660" ] || fail "socket is $(stat -c '%U:%G %a' "$S")"
     # a member of the daemon's group: builds (shared and static) and runs clients
     export PKG_CONFIG_PATH="$P/lib/pkgconfig"; unset PKG_CONFIG_SYSROOT_DIR PKG_CONFIG_LIBDIR

@@ -72,6 +72,14 @@ int cli_parse_duration(const char *s, long *out)
     return 0;
 }
 
+int cli_parse_expiry(const char *cmd, const char *s, long *out)
+{
+    if (!cli_parse_duration(s, out))
+        return 0;
+    cli_usage(cmd, "--nfd-expiry wants a duration such as 24h, 7d or 0 (none), not \"%s\"", s);
+    return -1;
+}
+
 _Static_assert(sizeof GOS_CLI_DEFAULT_SOCKET == sizeof GOS_DEFAULT_SOCKET, "cli.h's default socket is proto.h's");
 
 const char *cli_socket(const char *opt)

@@ -77,6 +77,8 @@ const char *cli_socket(const char *opt);
 int cli_parse_int(const char *s, long lo, long hi, long *out);
 /* Parses a duration: seconds, or digits with s, m, h or d; 0 on success. */
 int cli_parse_duration(const char *s, long *out);
+/* --nfd-expiry (labels, probe): a duration, else the usage line said and -1. */
+int cli_parse_expiry(const char *cmd, const char *s, long *out);
 /* Parses a size in lo..hi bytes with the configuration's parser (gpuos.conf(5):
  * "1.5G", "64M", "4096"; K/M/G/T are powers of 1024); 0 on success, else the
  * reason in gos_last_error(). */

@@ -34,9 +34,8 @@ int cmd_labels(int argc, char **argv)
         case 'h': fputs(usage_text, stdout); return 0;
         case O_NFD: nfd = optarg; break;
         case O_EXPIRY:
-            if (cli_parse_duration(optarg, &expiry))
-                return cli_usage("labels", "--nfd-expiry wants a duration such as 24h, 7d or 0 (none), not \"%s\"",
-                                 optarg);
+            if (cli_parse_expiry("labels", optarg, &expiry))
+                return 2;
             break;
         case CLI_STOP: return a.rc;
         }

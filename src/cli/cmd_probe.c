@@ -126,9 +126,8 @@ int cmd_probe(int argc, char **argv)
         case CLI_JSON: json_out = optarg; break;
         case O_NFD: nfd = optarg; break;
         case O_EXPIRY:
-            if (cli_parse_duration(optarg, &expiry))
-                return cli_usage("probe", "--nfd-expiry wants a duration such as 24h, 7d or 0 (none), not \"%s\"",
-                                 optarg);
+            if (cli_parse_expiry("probe", optarg, &expiry))
+                return 2;
             break;
         case O_VERIFY:
             if (!strcmp(optarg, "all"))
