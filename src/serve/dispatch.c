@@ -274,8 +274,6 @@ static int issue_remote(struct srv_exec *x, int engine, struct srv_task *t, uint
     char msg[GOS_MSG_TEXT_MAX];
     uint64_t t0 = srv_now_ns();
     int rc = srv_exec_run(x, engine, buf, (uint32_t)bytes, (uint32_t)t->n_ops, rcs, msg, sizeof msg, gpu_ns);
-    if (rc && srv_xshare_lost(t->c)) /* a shared executor's broken channel: the fault's reason */
-        rc = gos_fail(GOS_EDEVICE, "%s", x->why);
     t->wall_ns = srv_now_ns() - t0;
     for (int i = 0; !rc && i < t->n_ops; i++)
         if ((t->ops[i].rc = rcs[i]))

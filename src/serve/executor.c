@@ -21,10 +21,42 @@ static int dead_rc(struct srv_exec *x)
     return gos_fail(GOS_EDEVICE, "%s", x->why);
 }
 
+/* A shared executor (x->share): a fault on one channel is the reason for all;
+ * a channel that merely broke waits up to 500 ms for a sibling's fault to be
+ * read (x->lock held: only this channel waits) and then gives that reason. */
+static const char *share_reason(struct srv_exec *x, int faulted, const char *why, char *buf, size_t n)
+{
+    struct srv_exec_share *sh = x->share;
+    for (int i = 0; i < 50; i++) {
+        pthread_mutex_lock(&sh->lock);
+        if (faulted && !sh->lost) {
+            sh->lost = 1;
+            snprintf(sh->why, sizeof sh->why, "vGPU %s: the executor its clients share (executor = per-vgpu) was lost "
+                     "to another client's fault: %.200s", sh->vgpu, why);
+        }
+        int lost = sh->lost;
+        if (lost)
+            snprintf(buf, n, "%s", sh->why);
+        pthread_mutex_unlock(&sh->lock);
+        if (faulted)
+            return why; /* its own fault: its own reason */
+        if (lost) {
+            snprintf(x->fate, sizeof x->fate, "%s", buf); /* another client's loss: not this one's fault */
+            __atomic_store_n(&x->fated, 1, __ATOMIC_RELEASE);
+            return buf;
+        }
+        usleep(10000);
+    }
+    return why;
+}
+
 static void mark_dead(struct srv_exec *x, int faulted, const char *why)
 {
     if (x->dead)
         return;
+    char shared_why[400];
+    if (x->share && !__atomic_load_n(&x->fated, __ATOMIC_ACQUIRE))
+        why = share_reason(x, faulted, why, shared_why, sizeof shared_why);
     if (__atomic_load_n(&x->fated, __ATOMIC_ACQUIRE)) { /* killed by the daemon: the reason is the daemon's */
         why = x->fate;
         faulted = 0;

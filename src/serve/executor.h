@@ -11,14 +11,24 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* executor = per-vgpu: what the channels of one shared executor know of its end.
+ * The executor answers the faulting client's request, then exits: its other
+ * clients' channels may break a moment before the daemon reads that answer. */
+struct srv_exec_share {
+    pthread_mutex_t lock;
+    int lost;      /* a channel saw a device fault */
+    char why[400]; /* the reason, for the others */
+    char vgpu[64];
+};
+
 struct srv_exec {
     pid_t pid;
     int sock;
     pthread_mutex_t lock;
     int dead;      /* set once; read without the lock as a hint */
     int faulted;   /* dead by a device fault (X_FAULTED), not by a broken channel */
-    char why[300]; /* why it is dead */
-    char fate[300]; /* set before the daemon kills it (srv_exec_fail) */
+    char why[400]; /* why it is dead */
+    char fate[400]; /* set before the daemon kills it (srv_exec_fail) */
     int fated;
     void *buf;
     size_t cap;
@@ -27,6 +37,7 @@ struct srv_exec {
     struct srv_dev_attrs attrs; /* its attributes (DEVICE_ATTRS) */
     int shared; /* a client's channel to a shared executor (executor = per-vgpu): closing it
                  * ends that client's part there, not the process */
+    struct srv_exec_share *share; /* set with shared: a broken channel waits for a sibling's fault */
 };
 
 /* Opens the daemon's own binary for later spawns (at start: a binary replaced

@@ -220,8 +220,7 @@ struct srv_vgpu {
 struct srv_xshare {
     struct srv_exec *ctl;
     int refs;
-    int lost;       /* a client's fault ended it (lock held): why, for the others */
-    char why[400];
+    struct srv_exec_share fate; /* a client's fault, for the others' channels (executor.h) */
 };
 
 struct srv_dev {
@@ -380,11 +379,6 @@ void srv_idle_wait(struct srv *s, uint64_t ns);
  * starts); leave ends c's part there, and the executor with its last client. */
 int srv_xshare_join(struct srv *s, int v, struct srv_exec **x, struct srv_xshare **sh);
 void srv_xshare_leave(struct srv_client *c);
-/* c's channel to its shared executor broke (lock not held): waits up to 500 ms
- * for another client of it to learn of a fault there (the executor answers the
- * faulting client, then exits: the others' channels may break first) and gives
- * c's loss that reason. 1 when it did. */
-int srv_xshare_lost(struct srv_client *c);
 
 /* grant.c: the expected GPU time a batch may reach (the grant and its slack);
  * grant_us = auto learns a switch's cost from an executor's batch (lock held). */

@@ -89,12 +89,6 @@ void srv_client_exec_check(struct srv_client *c)
     srv_exec_kill(c->x);
     /* executor = per-vgpu: its executor was every client of this vGPU's; the
      * others hear why (once: they are fated) */
-    if (c->xshare && !fated && c->x->faulted && !c->xshare->lost) { /* for the others, even after c is gone */
-        c->xshare->lost = 1;
-        snprintf(c->xshare->why, sizeof c->xshare->why,
-                 "vGPU %s: the executor its clients share (executor = per-vgpu) was lost with client %u: %.200s",
-                 v->cfg.name, c->id, c->x->why);
-    }
     if (c->xshare && !fated)
         for (struct srv_client *o = s->clients; o; o = o->next)
             if (o != c && o->xshare == c->xshare && o->x && !(o->x->dead && (o->x->faulted || o->x->fated))) {

@@ -13,7 +13,6 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 int srv_xshare_join(struct srv *s, int v, struct srv_exec **x, struct srv_xshare **sh)
 {
@@ -49,9 +48,12 @@ int srv_xshare_join(struct srv *s, int v, struct srv_exec **x, struct srv_xshare
                     break;
                 }
                 h->ctl = ctl;
+                pthread_mutex_init(&h->fate.lock, NULL);
+                snprintf(h->fate.vgpu, sizeof h->fate.vgpu, "%s", g->cfg.name);
                 g->xshare = h;
             }
             h->refs++;
+            (*x)->share = &h->fate; /* its channel hears of a sibling's fault (executor.c) */
             *sh = h;
             break;
         }
@@ -76,33 +78,7 @@ void srv_xshare_leave(struct srv_client *c)
     if (c->vgpu >= 0 && s->vgpus[c->vgpu].xshare == h)
         s->vgpus[c->vgpu].xshare = NULL;
     srv_exec_close(h->ctl); /* its last client: the process ends */
+    pthread_mutex_destroy(&h->fate.lock);
     free(h);
 }
 
-int srv_xshare_lost(struct srv_client *c)
-{
-    struct srv *s = c->srv;
-    if (!c->xshare || !c->x || !c->x->dead || c->x->faulted)
-        return 0;
-    for (int i = 0; i < 50; i++) {
-        if (__atomic_load_n(&c->x->fated, __ATOMIC_ACQUIRE))
-            return 1; /* the daemon gave it the reason already (session.c) */
-        pthread_mutex_lock(&s->lock);
-        int lost = c->xshare->lost;
-        char why[400];
-        snprintf(why, sizeof why, "%s", c->xshare->why);
-        for (struct srv_client *o = s->clients; o && !lost; o = o->next)
-            if (o != c && o->xshare == c->xshare && o->x && o->x->dead && o->x->faulted) {
-                snprintf(why, sizeof why, "vGPU %s: the executor its clients share (executor = per-vgpu) was lost "
-                         "with client %u: %.200s", s->vgpus[c->vgpu].cfg.name, o->id, o->x->why);
-                lost = 1;
-            }
-        pthread_mutex_unlock(&s->lock);
-        if (lost) {
-            srv_exec_refate(c->x, why);
-            return 1;
-        }
-        usleep(10000);
-    }
-    return 0;
-}
