@@ -7,11 +7,12 @@
 #   schemas: python3-jsonschema (every JSON file the tests write is validated)
 #   tests: scipy and sklearn for Debian's python3 (reference values), chromium
 #          (the HTML reports are rendered headless in a test),
-#          python3-prometheus-client (parses the metrics endpoint's text)
+#          python3-prometheus-client (parses the metrics endpoint's text),
+#          systemd (systemd-analyze verify / security --offline of the unit)
 # nvcc (the CUDA toolkit) is optional: without it the binary has no kernels and
 # only the simulated device works.
 set -eu
-pkgs="build-essential libjansson-dev libcmocka-dev libsystemd-dev libmicrohttpd-dev scdoc pkg-config man-db groff-base python3 python3-scipy python3-sklearn python3-jsonschema python3-prometheus-client chromium"
+pkgs="build-essential libjansson-dev libcmocka-dev libsystemd-dev libmicrohttpd-dev scdoc pkg-config man-db groff-base python3 python3-scipy python3-sklearn python3-jsonschema python3-prometheus-client chromium systemd"
 need=""
 for p in $pkgs; do
     dpkg -s "$p" >/dev/null 2>&1 || need="$need $p"
