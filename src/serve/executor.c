@@ -30,19 +30,25 @@ static const char *share_reason(struct srv_exec *x, int faulted, const char *why
     for (int i = 0; i < 50; i++) {
         pthread_mutex_lock(&sh->lock);
         if (faulted && !sh->lost) {
+            static const char own[] = "device fault in this client's context: ";
+            if (!strncmp(why, own, sizeof own - 1)) /* the error itself: whose it was is not known */
+                why += sizeof own - 1;
             sh->lost = 1;
             snprintf(sh->why, sizeof sh->why, "vGPU %s: the executor its clients share (executor = per-vgpu) was lost "
-                     "to another client's fault: %.200s", sh->vgpu, why);
+                     "to a device fault in its context: %.200s", sh->vgpu, why);
         }
         int lost = sh->lost;
         if (lost)
             snprintf(buf, n, "%s", sh->why);
         pthread_mutex_unlock(&sh->lock);
-        if (faulted)
-            return why; /* its own fault: its own reason */
+        /* One context: the sticky error meets whichever client syncs first, so
+         * no channel can tell whose launch faulted; every client (the first to
+         * see it too) gets the one reason, which names the CUDA error. */
         if (lost) {
-            snprintf(x->fate, sizeof x->fate, "%s", buf); /* another client's loss: not this one's fault */
-            __atomic_store_n(&x->fated, 1, __ATOMIC_RELEASE);
+            if (!faulted) { /* it saw no fault itself: not counted as this one's */
+                snprintf(x->fate, sizeof x->fate, "%s", buf);
+                __atomic_store_n(&x->fated, 1, __ATOMIC_RELEASE);
+            }
             return buf;
         }
         usleep(10000);
