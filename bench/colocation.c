@@ -21,7 +21,7 @@
 #include "device/device.h"
 #include "device/exec_ops.h"
 #include "device/green_ops.h"
-#include "gpuos/smset.h"
+#include "place/smset.h"
 #include "topology/topology.h"
 
 #include <jansson.h>

@@ -11,6 +11,7 @@ set -eu
 BUILD=${BUILD:-build}
 G=${GPUOS:-$BUILD/gpuos}
 RESULTS=${RESULTS:-results}
+mkdir -p "$RESULTS" || exit 1 # a results folder that does not exist yet is made
 GPUOS_COMMIT=${GPUOS_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 [ -x "$BUILD/bench/colocation" ] || { echo "bench/colocation.sh: build first (make)"; exit 1; }
 "$G" info --json "$RESULTS/.info.json" >/dev/null

@@ -18,8 +18,14 @@ echo "== chart ($G probe numa)"
 "$G" probe numa --json "$RES/chip.json" > "$RES/placement-chart.log" 2>&1 || { cat "$RES/placement-chart.log"; exit 1; }
 tail -8 "$RES/placement-chart.log"
 echo "== $B"
-"$B" --chart "$RES/chip.json" --out "$RES" 2>&1 | tee "$RES/placement.log"
+# The log is written aside and moved into place at the end: a caller that sends
+# this script's own output to placement.log too (sh bench/placement.sh >
+# $RES/placement.log) then cannot interleave with it (two writers at two offsets
+# of one file leave NUL bytes), and rc is the bench's, not tee's.
+"$B" --chart "$RES/chip.json" --out "$RES" > "$RES/.placement.log.$$" 2>&1
 rc=$?
+cat "$RES/.placement.log.$$"
+mv -f "$RES/.placement.log.$$" "$RES/placement.log"
 [ -f "$RES/placement-unequal.json" ] || rc=1
 drv=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)
 printf '{"date": "%s", "commit": "%s", "command": "sh bench/placement.sh", "driver": "%s", "host": "%s", "gpu_uuid": "%s", "seconds": %s}\n' \

@@ -181,8 +181,11 @@ static void print_row(const char *what, const char *who, uint64_t ws, const int 
         double v = bytes > 0 ? bytes / (s[k].med * 1e6) : s[k].med;
         printf(" %s %.4g%s", VNAME[vs[k]], v, unit);
     }
-    if (nv > 2 && vs[0] == V_LOCAL)
-        printf("  local/inter %.3f", bytes > 0 ? s[2].med / s[0].med : s[0].med / s[2].med);
+    /* local's figure over each other layout's: throughput with bytes (times
+     * inverted), else time; each ratio named by what it divides */
+    for (int k = 1; k < nv && vs[0] == V_LOCAL; k++)
+        if (vs[k] != V_REMOTE)
+            printf("  %s/%s %.3f", VNAME[V_LOCAL], VNAME[vs[k]], bytes > 0 ? s[k].med / s[0].med : s[0].med / s[k].med);
     printf("\n");
 }
 

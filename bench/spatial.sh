@@ -11,6 +11,7 @@ set -eu
 BUILD=${BUILD:-build}
 G=${GPUOS:-$BUILD/gpuos}
 RESULTS=${RESULTS:-results}
+mkdir -p "$RESULTS" || exit 1 # a results folder that does not exist yet is made
 SECONDS_RUN=${SECONDS_RUN:-3}
 GPUOS_COMMIT=${GPUOS_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 C="$BUILD/bench/spatial_client"

@@ -43,9 +43,9 @@ stop_daemon() {
     [ ! -e "$T/s" ] || fail "socket file left behind"
 }
 
-# vgpu_field NAME FIELD: one field of `gpuos vgpu list --json`.
+# vgpu_field NAME FIELD: one field of `gpuos vgpu list --json -`.
 vgpu_field() {
-    "$G" vgpu list --json | $PY -c "
+    "$G" vgpu list --json - | $PY -c "
 import json, sys
 for v in json.load(sys.stdin)['vgpus']:
     if v['name'] == sys.argv[1]: print(v[sys.argv[2]])" "$1" "$2"

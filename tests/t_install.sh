@@ -7,23 +7,58 @@
 # the header (nm -D), SONAME libgpuos.so.1, the static library holds only the
 # client's objects and the same global symbols, the man pages render with the right NAME lines and no groff
 # warnings, the unit's paths follow PREFIX, --version matches src/common/version.h,
-# and `make uninstall` removes every file it installed.
+# and `make uninstall` removes every file it installed. Every function of every
+# installed header links against the installed libraries (a generated program
+# naming each); the pmem.h host API round-trips bytes on the simulated chip. The
+# unit runs as User=gpuos with its sandbox, systemd-analyze security <= 3.0.
+# Then (as root) a real prefix: the daemon runs as a daemon user, and a member of
+# its group builds a client with pkg-config (shared and static), runs `gpuos vgpu
+# list` and an unmodified Driver-API program with `gpuos run`; a user outside the
+# group is refused in one line that names the group.
 set -u
 B=${BUILD:-build}
 T=$(mktemp -d)
 DPID=
-cleanup() { [ -n "$DPID" ] && kill -9 "$DPID" 2>/dev/null; rm -rf "$T"; }
+USERS= GROUPS_MADE=
+cleanup() {
+    [ -n "$DPID" ] && kill -9 "$DPID" 2>/dev/null && wait "$DPID" 2>/dev/null # before userdel: no process of its user
+    for u in $USERS; do userdel "$u" 2>/dev/null; done
+    for g in $GROUPS_MADE; do groupdel "$g" 2>/dev/null; done
+    rm -rf "$T"
+}
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; [ -f "$T/serve.log" ] && sed 's/^/    serve: /' "$T/serve.log" | tail -20; exit 1; }
 R="$T/root"
+wait_socket() { # SOCKET WHAT: the daemon $DPID listens there within 10 s
+    i=0
+    while [ ! -S "$1" ]; do
+        i=$((i + 1)); [ $i -gt 100 ] && fail "$2 did not come up"
+        kill -0 "$DPID" 2>/dev/null || fail "$2 exited at start"
+        sleep 0.1
+    done
+}
 
 make -s --no-print-directory install BUILD="$B" DESTDIR="$R" PREFIX=/usr >"$T/make.log" 2>&1 ||
     { cat "$T/make.log"; fail "make install failed"; }
-for f in usr/bin/gpuos usr/lib/libgpuos.so.1 usr/lib/libgpuos.a usr/include/gpuos/gpuos.h \
-    usr/lib/pkgconfig/gpuos.pc usr/share/man/man1/gpuos.1 usr/share/man/man8/gpuos-serve.8 \
-    usr/share/man/man5/gpuos.conf.5 usr/lib/systemd/system/gpuos.service etc/gpuos/gpuos.conf.example; do
+for f in usr/bin/gpuos usr/lib/libgpuos.so.1 usr/lib/libgpuos.a usr/lib/libgpuos-pmem.a usr/include/gpuos/gpuos.h \
+    usr/include/gpuos/pmem.h usr/include/gpuos/pmem_core.h usr/include/gpuos/pmem_dev.cuh \
+    usr/lib/pkgconfig/gpuos.pc usr/lib/pkgconfig/gpuos-pmem.pc usr/share/man/man1/gpuos.1 \
+    usr/share/man/man8/gpuos-serve.8 usr/share/man/man5/gpuos.conf.5 usr/lib/systemd/system/gpuos.service \
+    usr/lib/sysusers.d/gpuos.conf etc/gpuos/gpuos.conf.example; do
     [ -f "$R/$f" ] || fail "$f not installed"
 done
+# every header of include/gpuos/ is installed (none is public but not shipped)
+for h in include/gpuos/*; do [ -f "$R/usr/include/gpuos/${h##*/}" ] || fail "$h is not installed"; done
+# gpuos run's libraries, where the installed gpuos looks for them (when built: cuda.h)
+SHIM=
+if [ -f "$B/shim/libcuda.so.1" ]; then
+    SHIM=1
+    for f in libcuda.so.1 libnvidia-ml.so.1; do
+        [ -f "$R/usr/lib/gpuos/$f" ] || fail "$f not installed in LIBDIR/gpuos"
+        readelf -d "$R/usr/lib/gpuos/$f" | grep -q "SONAME.*\[$f\]" || fail "$f SONAME"
+    done
+    [ -e "$R/usr/lib/libcuda.so.1" ] && fail "libcuda.so.1 on the system's library path"
+fi
 [ "$(readlink "$R/usr/lib/libgpuos.so")" = libgpuos.so.1 ] || fail "libgpuos.so is not a link to libgpuos.so.1"
 
 # one version, from src/common/version.h
@@ -60,16 +95,34 @@ cc -std=c11 -Wall -Werror -static -o "$T/client_static" tests/install_client.c \
     $(pkg-config --static --cflags --libs gpuos) || fail "static build"
 readelf -d "$T/client_static" 2>/dev/null | grep -q NEEDED && fail "static client needs shared libraries"
 
+# every function declared in an installed header is in an installed library: a
+# program taking the address of each, linked statically against both .pc files
+{
+    echo '#include <gpuos/gpuos.h>'; echo '#include <gpuos/pmem.h>'; echo '#include <stdio.h>'
+    echo 'int main(void) { void *f[] = {'
+    for h in "$R"/usr/include/gpuos/*.h; do
+        sed -n 's/^[a-z][a-z0-9_ ]*[ *]\(gpuos_[a-z0-9_]*\|gos_[a-z0-9_]*\)(.*/    (void *)\1,/p' "$h"
+    done
+    echo '}; for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) if (!f[i]) return 1;'
+    printf '%s\n' 'printf("%zu\n", sizeof f / sizeof f[0]); return 0; }'
+} > "$T/all_calls.c"
+nfun=$(grep -c '(void \*)' "$T/all_calls.c")
+[ "$nfun" -ge 35 ] || fail "only $nfun functions read from the installed headers"
+cc -std=c11 -Wall -Werror -Wno-pedantic -o "$T/all_calls" "$T/all_calls.c" \
+    $(pkg-config --static --cflags --libs gpuos gpuos-pmem) 2>"$T/cc.err" ||
+    fail "a public header's function is in no installed library: $(grep -o "undefined reference to \`[a-z_]*'" "$T/cc.err" | sort -u | head -5 | tr '\n' ' ')"
+[ "$(LD_LIBRARY_PATH="$R/usr/lib" "$T/all_calls")" = "$nfun" ] || fail "all_calls"
+# pmem.h's host API as a user calls it (simulated chip, its chart)
+"$R/usr/bin/gpuos" probe numa --sim default --json "$T/chart.json" >/dev/null 2>&1 || fail "probe numa for pmem"
+cc -std=c11 -Wall -Werror -o "$T/pmem" tests/install_pmem.c $(pkg-config --cflags --libs gpuos-pmem) || fail "pmem build"
+out=$("$T/pmem" "$T/chart.json" 2>&1) || fail "pmem: $out"
+[ "$out" = "pmem ok 3145728 132" ] || fail "pmem: $out"
+
 # the installed daemon with the installed sample configuration (simulated device)
 "$R/usr/bin/gpuos" serve --config "$R/etc/gpuos/gpuos.conf.example" --socket "$T/s" --sim default \
     2>"$T/serve.log" &
 DPID=$!
-i=0
-while [ ! -S "$T/s" ]; do
-    i=$((i + 1)); [ $i -gt 100 ] && fail "daemon did not come up"
-    kill -0 "$DPID" 2>/dev/null || fail "daemon exited at start"
-    sleep 0.1
-done
+wait_socket "$T/s" "daemon"
 out=$(LD_LIBRARY_PATH="$R/usr/lib" timeout 30 "$T/client_shared" "$T/s" training) || fail "shared client: $out"
 [ "$out" = "roundtrip ok 3145728" ] || fail "shared client: $out"
 out=$(timeout 30 "$T/client_static" "$T/s" inference) || fail "static client: $out"
@@ -96,11 +149,81 @@ grep -qx 'ExecStart=/usr/bin/gpuos serve --config /etc/gpuos/gpuos.conf' "$U" ||
 grep -qx 'Type=notify' "$U" && grep -qx 'RuntimeDirectory=gpuos' "$U" &&
     grep -qx 'ExecReload=/bin/kill -HUP $MAINPID' "$U" || fail "unit keys"
 grep -q '^PrivateDevices=yes' "$U" && fail "PrivateDevices would hide /dev/nvidia*"
+for k in User=gpuos Group=gpuos ProtectSystem=strict ProtectHome=yes NoNewPrivileges=yes PrivateTmp=yes \
+    DevicePolicy=closed CapabilityBoundingSet=; do
+    grep -qx "$k" "$U" || fail "the unit lacks $k"
+done
+grep '^DeviceAllow=' "$U" | grep -v -e '=/dev/nvidia' -e '=char-nvidia-' && fail "a device other than NVIDIA's is allowed"
+grep -qx 'u gpuos - "gpuos GPU daemon" /var/lib/gpuos' "$R/usr/lib/sysusers.d/gpuos.conf" || fail "sysusers.d file"
+# the sandbox's exposure (offline: no running systemd needed)
+if systemd-analyze security --offline=true --help >/dev/null 2>&1; then
+    score=$(systemd-analyze security --offline=true "$U" 2>/dev/null | sed -n 's/.*Overall exposure level for gpuos.service: \([0-9.]*\).*/\1/p')
+    [ -n "$score" ] || fail "systemd-analyze security gave no score"
+    awk "BEGIN { exit !($score <= 3.0) }" || fail "systemd-analyze security: $score (above 3.0)"
+    echo "systemd-analyze security: $score"
+fi
 if command -v systemd-analyze >/dev/null 2>&1; then # every line of the unit parses (paths into the tree)
     mkdir "$T/unit"
     sed "s|/usr/bin/gpuos|$R/usr/bin/gpuos|" "$U" > "$T/unit/gpuos.service"
     systemd-analyze verify --man=no "$T/unit/gpuos.service" > "$T/verify" 2>&1
     [ -s "$T/verify" ] && fail "systemd-analyze verify: $(head -3 "$T/verify")"
+fi
+
+# A real prefix (no DESTDIR), used as an operator would, by users who are not root
+if [ "$(id -u)" = 0 ] && command -v useradd >/dev/null && command -v setpriv >/dev/null; then
+    P="$T/prefix"
+    chmod 755 "$T"
+    make -s --no-print-directory install BUILD="$B" PREFIX="$P" SYSUSERS= >"$T/make.log" 2>&1 ||
+        { cat "$T/make.log"; fail "make install PREFIX=$P"; }
+    n=$$; DG=gost$n DU=gosd$n MU=gosm$n OU=goso$n
+    groupadd "$DG" || fail "groupadd"; GROUPS_MADE="$DG"
+    useradd -M -N -g "$DG" -s /usr/sbin/nologin "$DU" && USERS="$DU" &&
+        useradd -M -N -g users -G "$DG" -s /bin/sh "$MU" && USERS="$USERS $MU" &&
+        useradd -M -N -g users -s /bin/sh "$OU" && USERS="$USERS $OU" || fail "useradd"
+    as() { u=$1; shift; setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups -- "$@"; }
+    mkdir "$T/d" "$T/run" "$T/m" "$T/o"
+    cp "$P/etc/gpuos/gpuos.conf.example" "$T/d/gpuos.conf"
+    chown "$DU:$DG" "$T/d" "$T/run" "$T/d/gpuos.conf"; chown "$MU" "$T/m"; chown "$OU" "$T/o"
+    S="$T/run/gpuos.sock"
+    # setpriv itself in the background (not the function): $! is the daemon's pid
+    setpriv --reuid="$DU" --regid="$DG" --init-groups -- "$P/bin/gpuos" serve --config "$T/d/gpuos.conf" \
+        --socket "$S" --sim default >/dev/null 2>"$T/serve.log" &
+    DPID=$!
+    wait_socket "$S" "daemon (as $DU)"
+    [ "$(stat -c '%U:%G %a' "$S")" = "$DU:$DG 660" ] || fail "socket is $(stat -c '%U:%G %a' "$S")"
+    # a member of the daemon's group: builds (shared and static) and runs clients
+    export PKG_CONFIG_PATH="$P/lib/pkgconfig"; unset PKG_CONFIG_SYSROOT_DIR PKG_CONFIG_LIBDIR
+    as "$MU" sh -c 'cd "$1" && cc -std=c11 -Wall -Werror -o shared "$2" $(pkg-config --cflags --libs gpuos) &&
+        cc -std=c11 -Wall -Werror -static -o static "$2" $(pkg-config --static --cflags --libs gpuos)' \
+        sh "$T/m" "$PWD/tests/install_client.c" || fail "a member of $DG could not build clients with pkg-config"
+    out=$(as "$MU" env LD_LIBRARY_PATH="$P/lib" timeout 30 "$T/m/shared" "$S" training 2>&1) || fail "member, shared: $out"
+    [ "$out" = "roundtrip ok 3145728" ] || fail "member, shared: $out"
+    out=$(as "$MU" timeout 30 "$T/m/static" "$S" inference 2>&1) || fail "member, static: $out"
+    [ "$out" = "roundtrip ok 3145728" ] || fail "member, static: $out"
+    out=$(as "$MU" env GPUOS_SOCKET="$S" "$P/bin/gpuos" vgpu list 2>&1) || fail "member: vgpu list: $out"
+    echo "$out" | grep -q '^training ' && echo "$out" | grep -q '^inference ' || fail "member: vgpu list: $out"
+    if [ -n "$SHIM" ]; then # an unmodified Driver-API program, the installed gpuos run and libcuda.so.1
+        cp "$B/tests/cudashim_drv" "$T/m/drv" && chown "$MU" "$T/m/drv"
+        quota=$(as "$MU" "$P/bin/gpuos" vgpu list --socket "$S" --json=- |
+            /usr/bin/python3 -c "import json,sys; print([v['mem_quota'] for v in json.load(sys.stdin)['vgpus'] if v['name'] == 'training'][0])")
+        out=$(as "$MU" timeout 60 "$P/bin/gpuos" run --socket="$S" --vgpu training -- "$T/m/drv" all "$quota" 2>"$T/run.err") ||
+            fail "member: gpuos run: $out $(cat "$T/run.err")"
+        [ "$out" = ok ] || fail "member: gpuos run printed: $out"
+    fi
+    # a user outside the group: refused, in one line naming the group
+    out=$(as "$OU" env GPUOS_SOCKET="$S" "$P/bin/gpuos" vgpu list 2>&1) && fail "a user outside $DG listed the vGPUs"
+    [ "$(echo "$out" | wc -l)" -eq 1 ] && echo "$out" | grep -q "permission denied: only root and members of group $DG may use it" ||
+        fail "outsider's message: $out"
+    out=$(as "$OU" timeout 30 "$T/m/static" "$S" inference 2>&1) && fail "a user outside $DG opened a vGPU"
+    echo "$out" | grep -q "members of group $DG" || fail "outsider's client: $out"
+    kill -TERM "$DPID"; wait "$DPID"; rc=$?; DPID=
+    [ "$rc" -eq 0 ] || fail "daemon (as $DU) exit $rc"
+    make -s --no-print-directory uninstall BUILD="$B" PREFIX="$P" >"$T/make.log" 2>&1 || fail "uninstall $P"
+    left=$(find "$P" -type f -o -type l)
+    [ -z "$left" ] || fail "left after uninstall of $P: $left"
+    echo "real prefix: daemon as $DU, member $MU served, outsider $OU refused: ok"
+else
+    echo "t_install: not root (or no useradd/setpriv): the real-prefix users part skipped"
 fi
 
 # default PREFIX=/usr/local; uninstall leaves nothing behind

@@ -61,6 +61,8 @@ def facts(c):
     f["gpc-sms-max"] = max(len(x["sms"]) for x in g)
     f["ragged"] = "true" if len({len(x["cluster_sms"]) for x in g}) > 1 else "false"
     mc = max([x.get("max_cluster", 0) for x in g]) or c["topology"].get("max_cluster_size", 0)
+    if not mc and max(len(x["cluster_sms"]) for x in g) > 2:  # known by its GPCs alone: what they host, up to 16
+        mc = min(16, max(len(x["cluster_sms"]) for x in g))
     for k in (2, 4, 8, 16):
         f[f"clusters-{k}"] = 0 if mc and k > mc else sum(
             (len(x["sms"]) if k <= 2 else len(x["cluster_sms"])) // k for x in g)
@@ -79,7 +81,6 @@ lines = set()
 if len(fs) == 1:
     lines |= {f"gpuos.io/{k}={v}" for k, v in fs[0].items()}
 else:
-    lines.add(f"gpuos.io/gpu-count={len(fs)}")
     for i, f in enumerate(fs):
         lines |= {f"gpuos.io/gpu-{i}.{k}={v}" for k, v in f.items()}
     lo = lambda k: min(f[k] for f in fs)
@@ -90,8 +91,8 @@ for l in sorted(lines):
     print(l)
 PYEOF
 }
-# the labels a file holds, for the keys python computes (product/simulated aside)
-have() { grep -v '^#' "$1" | grep -v -e '/product=' -e '\.product=' -e 'simulated=' | sort; }
+# the labels a file holds, for the keys python computes (simulated aside)
+have() { grep -v '^#' "$1" | grep -v -e 'simulated=' | sort; }
 check_format() {
     grep -v '^#' "$1" | grep -Ev '^gpuos\.io/[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?=([A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?)?$' &&
         fail "$1: a line is not a valid NFD label"
@@ -103,14 +104,41 @@ for k in 0 1 2 3 4 5; do
     check_format "$T/l$k"
     expect 0 "$T/c$k.json" > "$T/e$k"
     have "$T/l$k" > "$T/h$k"
-    # every expected line present; no key beyond product/simulated that python lacks
+    # every expected line present; no key beyond simulated that python lacks
     missing=$(comm -23 "$T/e$k" "$T/h$k"); extra=$(comm -13 "$T/e$k" "$T/h$k")
     [ -z "$missing$extra" ] || fail "labels of c$k: missing [$missing] extra [$extra]"
-    grep -q "^gpuos.io/product=py-chip-$k-test$" "$T/l$k" || fail "product label: $(grep product "$T/l$k")"
-    # stdout form equals the file
-    "$G" labels "$T/c$k.json" | cmp -s - "$T/l$k" || fail "labels to stdout differ from --nfd"
+    # nothing NVIDIA's GPU feature discovery publishes (nvidia.com/gpu.product, gpu.count)
+    grep -q -e 'product=' -e 'gpu-count=' "$T/l$k" && fail "a label GFD publishes: $(grep -e product -e gpu-count "$T/l$k")"
+    # stdout form equals the file (but for the expiry time, written a moment later)
+    "$G" labels "$T/c$k.json" | grep -v '^# +expiry-time=' > "$T/so"
+    grep -v '^# +expiry-time=' "$T/l$k" | cmp -s - "$T/so" || fail "labels to stdout differ from --nfd"
 done
 echo "labels of chip files: ok"
+
+# NFD's expiry: "# +expiry-time=" RFC 3339 UTC, 24 h ahead by default, --nfd-expiry
+# sets it, 0 leaves it out
+exp_in() { $PY -c "
+import datetime, re, sys
+m = re.findall(r'^# \+expiry-time=(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)$', open(sys.argv[1]).read(), re.M)
+assert len(m) == 1, m
+t = datetime.datetime.strptime(m[0], '%Y-%m-%dT%H:%M:%SZ').replace(tzinfo=datetime.timezone.utc)
+print(round((t - datetime.datetime.now(datetime.timezone.utc)).total_seconds()))" "$1"; }
+d=$(exp_in "$T/l0") || fail "no expiry line: $(head -3 "$T/l0")"
+[ "$d" -ge 86390 ] && [ "$d" -le 86401 ] || fail "default expiry $d s ahead, not 24 h"
+"$G" labels "$T/c0.json" --nfd "$T/x7" --nfd-expiry 7d || fail "--nfd-expiry 7d"
+d=$(exp_in "$T/x7"); [ "$d" -ge 604790 ] && [ "$d" -le 604801 ] || fail "7d expiry $d s ahead"
+"$G" labels "$T/c0.json" --nfd-expiry=0 | grep -q expiry && fail "--nfd-expiry=0 still writes an expiry"
+"$G" labels "$T/c0.json" --nfd-expiry 3x >/dev/null 2>&1 && fail "--nfd-expiry 3x accepted"
+# the temporary file is .NAME.tmp.PID beside it (NFD's watcher skips dot-files): a
+# directory of exactly that name in the way makes the write fail; without it the
+# same command succeeds
+mkdir "$T/fd"
+sh -c 'mkdir "$1/.gpuos.tmp.$$" && exec "$2" labels "$3" --nfd "$1/gpuos"' sh "$T/fd" "$G" "$T/c0.json" 2>/dev/null &&
+    fail "the temporary file is not .gpuos.tmp.PID"
+[ ! -e "$T/fd/gpuos" ] || fail "a feature file written despite the failed temporary"
+sh -c 'exec "$2" labels "$3" --nfd "$1/gpuos"' sh "$T/fd" "$G" "$T/c0.json" || fail "--nfd into features dir"
+[ "$(ls -A "$T/fd" | grep -vc '^\.gpuos\.tmp\.[0-9]*$')" -eq 1 ] || fail "left in the features dir: $(ls -A "$T/fd")"
+echo "NFD expiry and dot-file temporary: ok"
 
 # probe --nfd on the simulated GPUs: the chart found must give the truth's labels
 "$G" probe topology --sim "$T/c1.json" --nfd "$T/p1" >/dev/null || fail "probe --nfd c1"
@@ -134,7 +162,7 @@ expect 1 "$T/c0.json" "$T/c1.json" "$T/c4.json" | grep -v -e max-cluster-size > 
 have "$T/p3" | grep -v -e max-cluster-size > "$T/h"
 missing=$(comm -23 "$T/e" "$T/h")
 [ -z "$missing" ] || fail "three-GPU labels missing: $missing"
-grep -qx 'gpuos.io/gpu-count=3' "$T/p3" || fail "gpu-count"
+grep -q 'gpu-count=' "$T/p3" && fail "gpu-count: GFD's nvidia.com/gpu.count already says it"
 echo "probe --nfd on simulated GPUs: ok"
 
 # device selection among simulated GPUs (as nvidia-smi -i)
@@ -180,5 +208,5 @@ for args in "labels $T/notopo.json" "labels $T/missing.json" "labels" "labels $T
     [ "$(echo "$out" | wc -l)" -eq 1 ] || fail "not one line: $args: $out"
 done
 [ ! -e /nonexistent/dir/f ] || fail "partial file"
-ls "$T"/l0.tmp.* >/dev/null 2>&1 && fail "temporary label file left behind"
+ls -a "$T" | grep -q '^\.l0\.tmp\.' && fail "temporary label file left behind"
 echo "t_labels: ok"

@@ -31,7 +31,7 @@ echo "$out" | grep -q "no numa section" || fail "partition message: $out"
 "$G" place --sim default --chart /nonexistent.json --sms 8 >/dev/null 2>&1 && fail "missing chart accepted"
 for order in "--sms 64 --cluster 8 --sms 64 --cluster 2" "--sms 64 --cluster 2 --sms 64 --cluster 8"; do
     # shellcheck disable=SC2086
-    "$G" place --sim default --json $order >"$T/p.json" || fail "place $order"
+    "$G" place --sim default --json - $order >"$T/p.json" || fail "place $order"
     $PY - "$T/p.json" <<'PYEOF' || fail "JSON check ($order)"
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -51,7 +51,7 @@ PYEOF
 done
 # With a chart that has partitions: the set lies in the partition asked for.
 "$G" probe all --sim default --json "$T/chip.json" >/dev/null 2>&1 || fail "probe all"
-"$G" place --sim default --chart "$T/chip.json" --json --sms 40 --cluster 4 --partition 1 >"$T/q.json" ||
+"$G" place --sim default --chart "$T/chip.json" --json - --sms 40 --cluster 4 --partition 1 >"$T/q.json" ||
     fail "partition request"
 $PY - "$T/q.json" "$T/chip.json" <<'PYEOF' || fail "partition placement"
 import json, sys

@@ -13,9 +13,23 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 "$G" probe numa --sim default --json "$tmp/chart.json" > /dev/null
 "$B" --sim default --chart "$tmp/chart.json" --out "$tmp/out" --quick > "$tmp/log"
 for f in check locality gemv unequal; do test -s "$tmp/out/placement-$f.json"; done
-/usr/bin/python3 - "$tmp/out" <<'PY'
-import json, sys
+/usr/bin/python3 - "$tmp/out" "$tmp/log" <<'PY'
+import json, re, sys
 d = sys.argv[1]
+# the GEMV table's ratios are named by what they divide: local's GB/s over the
+# interleaved and the remap-only layouts', as placement-gemv.json has them
+log = open(sys.argv[2]).read()
+assert "\0" not in log and "local/inter " not in log, "the log holds NULs or the old label"
+g = json.load(open(d + "/placement-gemv.json"))["rows"]
+lines = [l for l in log.splitlines() if l.startswith("gemv") and "all-SMs" in l]
+assert lines and len(lines) == len(g), (lines, len(g))
+for l, r in zip(lines, g):
+    v = r["variants"]
+    for other in ("interleaved", "remap-only"):
+        m = re.search(r"local/%s (\d+\.\d+)" % other, l)
+        assert m, l
+        want = v[other]["ms_median"] / v["local"]["ms_median"]
+        assert abs(float(m.group(1)) - want) <= 0.0015 + 0.002 * want, (l, other, want)
 c = json.load(open(d + "/placement-check.json"))
 assert c["pass_99_7"] and all(v["fraction"] >= 0.997 for v in c["views"]), c["views"]
 rows = json.load(open(d + "/placement-locality.json"))["rows"]

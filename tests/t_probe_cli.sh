@@ -26,9 +26,10 @@ expect_error "trunc.json" "$G" probe --sim "$T/trunc.json"
 expect_error "bin.json" "$G" probe --sim "$T/bin.json"
 expect_error "needs a topology" "$G" probe --sim "$T/notopo.json"
 expect_error "cannot open" "$G" probe --sim "$T/missing.json"
-expect_error "unexpected argument" "$G" probe --frobnicate
-expect_error "--device needs" "$G" probe --device x
-expect_error "exclude each other" "$G" probe --device 0 --sim default
+expect_error "unknown option --frobnicate" "$G" probe --frobnicate
+expect_error "unexpected argument" "$G" probe frobnicate
+expect_error "--device \"x\": not an ordinal" "$G" probe --device x
+expect_error "only 1 simulated GPU" "$G" probe --device 1 --sim default
 expect_error "is not a size" "$G" probe numa --verify 3Q --sim default
 [ ! -s "$T/out" ] || fail "probe did work before rejecting a bad --verify"
 expect_error "unknown command" "$G" frobnicate

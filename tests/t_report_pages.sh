@@ -25,12 +25,27 @@ import json, re, sys
 c = json.load(open(sys.argv[1])); h = open(sys.argv[2]).read()
 m, t = c["memory"], c["topology"]
 svgs = re.findall(r"<svg.*?</svg>", h, re.S)
-# the one-partition curve, with its effective size in the legend
+# the one-partition curve, with its knee in the legend; the marker is that knee,
+# the headline, cited (paper 001 6.2.1, Fig. 7: 65.8 %); the every-SM curve's knee
+# (no capacity) is not marked; MiB throughout
 e = m["l2_effective_bytes_one_partition"] / 2**20
-assert f"one partition's SMs read every page (effective L2 {e:.1f} MB)" in h, "one-partition curve"
+assert f"one partition's SMs read every page (knee {e:.1f} MiB)" in h, "one-partition curve"
 curve = [s for s in svgs if "Read bandwidth against working-set size" in s][0]
 assert curve.count("<polyline") == 3, "three curves"
 assert "#d62728" in curve
+pct = 100 * m["l2_effective_bytes_one_partition"] / c["device"]["l2_bytes"]
+assert f"one partition: {e:.1f} MiB = {pct:.1f} % of L2 (paper 65.8 %, 6.2.1)" in curve, "headline marker"
+e1 = m["l2_effective_bytes_shared"] / 2**20
+assert f"{e1:.1f} MiB" not in curve.split("every SM reads every page")[0], "the every-SM knee is marked"
+assert not re.search(r"\d MB\b|\(MB\)", curve), "MB and MiB mixed in the curve"
+# the latency histograms mark the medians beside the paper's (Fig. 4, Fig. 5)
+hbm = [s for s in svgs if "HBM access latency" in s][0]
+tiers = c["numa"]["hbm_tiers"]
+assert "local median %.0f (paper ~490, Fig. 4)" % tiers["near_median"] in hbm, "HBM local marker"
+assert "remote median %.0f (paper ~655, Fig. 4)" % tiers["far_median"] in hbm, "HBM remote marker"
+l2h = [s for s in svgs if "L2 hit latency" in s][0]
+l2 = m["l2_latency_cycles"]
+assert "local median %.0f (paper ~309, Fig. 5)" % l2["local"] in l2h and "remote median %.0f (paper ~466, Fig. 5)" % l2["remote"] in l2h
 # the contention heat map: every cell the chart's gain, row by row
 heat = [s for s in svgs if "L2 contention of each free-floating SM" in s]
 assert len(heat) == 1, "contention heat map"
@@ -107,9 +122,45 @@ if "$G" report "$T/f1.json" "$T/f2.json" --markdown - >/dev/null 2>"$T/err"; the
 "$G" report --sim default,default --html "$T/dev.html" >/dev/null || fail "report --sim A,B"
 grep -q "<h1>Fleet: 2 GPUs</h1>" "$T/dev.html" || fail "report --sim A,B is not a fleet of two"
 "$G" report "$T/f1.json" --sim default --html "$T/x.html" 2>/dev/null && fail "chart files and --sim accepted together"
+# the DVFS report of a small simulated campaign: a colour scale under each heat map,
+# violins whose tails taper inside the plot (not cut at the top or bottom)
+$PY - "$T/dchip.json" <<'PYEOF'
+import json, sys
+json.dump({"schema": "gpuos.chip/1",
+           "device": {"name": "dvfs page chip", "uuid": "SIM-dvfs-page", "cc": "9.0", "sm_count": 8,
+                      "l2_bytes": 1 << 20, "mem_bytes": 1 << 30, "sm_clock_mhz": 1980},
+           "topology": {"gpcs": [{"sms": list(range(8)), "cluster_sms": list(range(8))}]},
+           "sim": {"seed": 7, "jitter": 0.03, "dvfs": {"freqs_mhz": [1980, 1605, 1260],
+                   "switch_ms": {"mean": 20, "sd": 2}, "outlier_rate": 0, "thermal_rate": 0}}},
+          open(sys.argv[1], "w"))
+PYEOF
+"$G" dvfs run --sim "$T/dchip.json" --freqs 1980,1605,1260 --sms 2 --max-iters 1500 --min 25 --max 25 --quiet \
+    --out "$T/drun" >/dev/null && "$G" dvfs analyze "$T/drun" --out "$T/dan" --quiet >/dev/null &&
+    "$G" dvfs report "$T/dan" --html "$T/dvfs.html" --quiet >/dev/null || fail "dvfs campaign for its page"
+$PY - "$T/dvfs.html" <<'PYEOF' || fail "dvfs page"
+import re, sys
+h = open(sys.argv[1]).read()
+legends = re.findall(r'<svg class=legend.*?</svg>', h, re.S)
+assert len(legends) == 2 and all("colour scale" in l and "linearGradient" in l for l in legends), "heat map legends"
+for l, which in zip(legends, ("best", "worst")):
+    lo, hi = map(float, re.findall(r'>([0-9.]+) ms<', l))
+    assert which in l and lo <= hi, l
+v = [s for s in re.findall(r"<svg.*?</svg>", h, re.S) if "Switching latency by direction" in s][0]
+H = int(re.search(r'height="(\d+)"', v).group(1))
+for d in re.findall(r'<path fill="[^"]*" stroke="#333" d="([^"]*)"', v):
+    pts = [tuple(map(float, p.split())) for p in re.findall(r"[ML]([-0-9.]+ [-0-9.]+)", d)]
+    ys = [y for _, y in pts]
+    assert min(ys) >= 30 - 0.5 and max(ys) <= H - 44 + 0.5, "violin leaves its plot"
+    half = len(pts) // 2
+    widths = [abs(pts[2 * half - 1 - i][0] - pts[i][0]) for i in range(half)]
+    assert max(widths) > 0 and widths[0] < 0.05 * max(widths) and widths[-1] < 0.05 * max(widths), \
+        "a violin is cut off (its ends are %.1f and %.1f of %.1f wide)" % (widths[0], widths[-1], max(widths))
+print("dvfs page: ok")
+PYEOF
+
 # a committed H200 chart (real data: markers close together, three curves) and the
 # fleet of every committed chart are laid out and checked too
-pages="full topo fleet"
+pages="full topo fleet dvfs"
 R=results/GPU-8e066ad9-2c08-1123-df7e-f621fe88e7ea/chip.json
 if [ -f "$R" ]; then
     "$G" report "$R" --html "$T/h200.html" >/dev/null || fail "report of $R"
@@ -117,7 +168,7 @@ if [ -f "$R" ]; then
     pages="$pages h200 results"
 fi
 for p in $pages; do
-    grep -qiE '<script|src="http|href="http|@import|url\(' "$T/$p.html" && fail "$p page not self-contained"
+    grep -qiE '<script|src="http|href="http|@import|url\([^#]' "$T/$p.html" && fail "$p page not self-contained"
 done
 
 if ! command -v chromium >/dev/null 2>&1; then
@@ -131,6 +182,8 @@ window.addEventListener('load', function () {
   var res = [];
   document.querySelectorAll('svg').forEach(function (svg, si) {
     var sr = svg.getBoundingClientRect(), ts = [];
+    var drawn = svg.querySelectorAll('path, rect, polyline, line, circle').length;
+    if (!(sr.width > 20 && sr.height > 20) || drawn < 2) res.push('svg ' + si + ' is empty (' + drawn + ' shapes)');
     svg.querySelectorAll('text').forEach(function (t) {
       var r = t.getBoundingClientRect();
       if (r.width > 0 && t.textContent.trim()) ts.push([t.textContent, r]);
@@ -166,6 +219,15 @@ for p in $pages; do
     esac
     n=$(echo "$line" | sed 's/SVGS=\([0-9]*\).*/\1/')
     [ "$n" -ge 3 ] || fail "$p page: only $n pictures laid out"
+    # every figure the page must have is in the laid-out page (and was not empty, above)
+    case $p in
+    full) figs="Floor plan|HBM access latency|L2 hit latency|Read bandwidth against working-set size|L2 contention of each free-floating SM|GPC pairs" ;;
+    dvfs) figs="Switching latency by direction|best latency of the pair|worst latency of the pair" ;;
+    *) figs= ;;
+    esac
+    echo "$figs" | tr '|' '\n' | while read -r fig; do
+        [ -z "$fig" ] || grep -q "$fig" "$T/$p.dom" || { echo "FAIL: $p page: no figure \"$fig\""; exit 1; }
+    done || exit 1
     timeout 90 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --user-data-dir="$T/prof" \
         --window-size=1250,2600 --screenshot="$T/$p.png" "file://$T/$p.html" >"$T/log" 2>&1 || fail "screenshot $p"
     [ "$(wc -c < "$T/$p.png")" -gt 40000 ] || fail "$p screenshot looks blank"

@@ -32,9 +32,9 @@ mkdir "$T/ok" "$T/bad"
 "$G" probe numa --sim default --json "$T/numa.json" >/dev/null || fail "probe numa"
 "$B/bench/placement_bench" --sim default --chart "$T/numa.json" --out "$T/ok" --quick >/dev/null || fail "placement_bench"
 BUILD="$B" sh bench/load.sh 2 8 "$T/ok/load.json" >/dev/null 2>&1 || fail "bench/load.sh"
-"$G" place --sim default --sms 16 --cluster 4 --verify --sms 8 --cluster 2 --json > "$T/ok/place.json" 2>/dev/null || fail "place"
+"$G" place --sim default --sms 16 --cluster 4 --verify --sms 8 --cluster 2 --json - > "$T/ok/place.json" 2>/dev/null || fail "place"
 # a refused request (exit 1) is a document of its own shape
-"$G" place --sim default --sms 16 --cluster 4 --sms 200 --json > "$T/ok/place-refused.json" 2>/dev/null
+"$G" place --sim default --sms 16 --cluster 4 --sms 200 --json - > "$T/ok/place-refused.json" 2>/dev/null
 [ $? -eq 1 ] || fail "place: an impossible request was not refused"
 # the kinds only a real GPU makes (bench/colocation.sh, bench/spatial.sh): the committed ones
 for k in colocation spatial-vgpu; do
@@ -50,13 +50,13 @@ while [ ! -S "$T/s" ]; do
     i=$((i + 1)); [ $i -gt 100 ] && fail "daemon did not come up"
     sleep 0.1
 done
-"$G" vgpu list --socket "$T/s" --json > "$T/ok/vgpu-list.json" || fail "vgpu list"
+"$G" vgpu list --socket "$T/s" --json - > "$T/ok/vgpu-list.json" || fail "vgpu list"
 "$G" vgpu set a compute=40 --socket "$T/s" >/dev/null 2>&1 || fail "vgpu set"
 cp "$T/state.json" "$T/ok/vgpu-state.json" || fail "no state file after vgpu set"
 # gpuos shm (branch shmswap): the listing of the daemon's segments, where the command exists
 HAVE_SHM=
 if "$G" shm --help >/dev/null 2>&1; then
-    "$G" shm list --socket "$T/s" --json > "$T/ok/shm-list.json" || fail "shm list --json"
+    "$G" shm list --socket "$T/s" --json - > "$T/ok/shm-list.json" || fail "shm list --json"
     HAVE_SHM=1
 fi
 kill -TERM "$DPID"; wait "$DPID"; DPID=

@@ -81,7 +81,7 @@ grep -q "^a  *0 band   mrq      60%     40%" "$T/list" || { cat "$T/list"; fail 
 $PY - "$G" <<'PY' || fail "compute_util of a busy vGPU"
 import json, subprocess, sys, time
 def rec():
-    out = subprocess.run([sys.argv[1], "vgpu", "list", "--json"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.argv[1], "vgpu", "list", "--json", "-"], capture_output=True, text=True, check=True).stdout
     return next(v for v in json.loads(out)["vgpus"] if v["name"] == "a"), time.monotonic()
 first, t0 = rec()
 utils = []

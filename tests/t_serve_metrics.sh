@@ -14,13 +14,15 @@ $PY tests/metrics_check.py --selftest || fail "metrics_check.py accepts malforme
 PORT=$($PY -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
 URL="http://127.0.0.1:$PORT/metrics"
 scrape() { $PY tests/metrics_check.py "$URL" "$T/m.json" >"$T/mc.out" 2>&1 || { cat "$T/mc.out"; fail "scrape of $URL"; }; }
-# m SERIES: the value of one series of the last scrape (labels in any order)
+# m SERIES: the value of the one series of the last scrape whose labels include
+# those given (in any order; the device's dcgm-exporter labels need not be named)
 m() { $PY -c "
 import json, re, sys
 d = json.load(open('$T/m.json'))
 name, lab = re.match(r'([^{]*)\{(.*)\}$', sys.argv[1]).groups()
-key = name + '{' + ','.join(sorted(re.findall(r'[a-z_]+=\"[^\"]*\"', lab))) + '}'
-print(repr(d[key]) if key in d else 'MISSING')" "$1"; }
+want = set(re.findall(r'[A-Za-z_]+=\"[^\"]*\"', lab))
+hit = [v for k, v in d.items() if k.split('{')[0] == name and want <= set(re.findall(r'[A-Za-z_]+=\"[^\"]*\"', k))]
+print(repr(hit[0]) if len(hit) == 1 else 'MISSING' if not hit else 'AMBIGUOUS')" "$1"; }
 # near A B TOL: |A - B| <= TOL
 near() { $PY -c "import sys; a,b,t=map(float,sys.argv[1:]); sys.exit(0 if abs(a-b)<=t else 1)" "$1" "$2" "$3"; }
 ge() { $PY -c "import sys; a,b=map(float,sys.argv[1:]); sys.exit(0 if a>=b else 1)" "$1" "$2"; }
@@ -76,7 +78,7 @@ echo "$out" | grep -q "metrics_listen = 127.0.0.1:$PORT: cannot listen there" ||
 [ ! -S "$T/s2" ] || fail "socket of the failed daemon left"
 
 scrape
-A='device="0",vgpu="a"'; B='device="0",vgpu="b"'
+A='gpu="0",vgpu="a"'; B='gpu="0",vgpu="b"'
 [ "$(m "gpuos_vgpu_share_ratio{$A,engine=\"compute\"}")" = 0.6 ] || fail "share of a: $(m "gpuos_vgpu_share_ratio{$A,engine=\"compute\"}")"
 [ "$(m "gpuos_vgpu_share_ratio{$A,engine=\"copy\"}")" = 0.4 ] || fail "copy share of a"
 [ "$(m "gpuos_vgpu_memory_quota_bytes{$A}")" = 67108864.0 ] || fail "quota of a: $(m "gpuos_vgpu_memory_quota_bytes{$A}")"
@@ -86,40 +88,59 @@ A='device="0",vgpu="a"'; B='device="0",vgpu="b"'
 [ "$(m "gpuos_vgpu_faults_total{$A}")" = 0.0 ] || fail "faults"
 [ "$(m "gpuos_vgpu_busy_seconds_total{$B,engine=\"compute\"}")" = 0.0 ] || fail "busy before any work"
 [ "$(m "gpuos_vgpu_info{$A,policy=\"band\",queue=\"mrq\",state=\"active\"}")" = 1.0 ] || fail "info of a"
-$PY -c "
-import json, sys
-d = json.load(open('$T/m.json'))
-ok = [k for k, v in d.items() if v == 1 and k.startswith('gpuos_device_info{backend=\"sim\",device=\"0\",name=\"NVIDIA H200\",uuid=\"SIM-')]
-sys.exit(0 if len(ok) == 1 else 1)" || fail "gpuos_device_info of device 0"
+# every device's series carry dcgm-exporter's labels of that GPU, every one the same set
+$PY - "$T/m.json" "$(hostname)" <<'PY' || fail "dcgm-exporter's labels / gpuos_device_info / gpuos_build_info"
+import json, re, sys
+d, host = json.load(open(sys.argv[1])), sys.argv[2]
+lab = lambda k: dict(re.findall(r'([A-Za-z_]+)="([^"]*)"', k))
+info = {lab(k)["gpu"]: lab(k) for k, v in d.items() if k.startswith("gpuos_device_info{") and v == 1}
+assert sorted(info) == ["0", "1"], info
+for g, l in info.items():
+    assert l["device"] == "nvidia" + g and l["modelName"] == "NVIDIA H200" and l["Hostname"] == host, l
+    assert l["UUID"].startswith("SIM-") and l["backend"] == "sim" and l["gpuos_device"] == g, l
+dcgm = ("gpu", "UUID", "device", "modelName", "Hostname")
+for k in d:
+    name = k.split("{")[0]
+    if name.startswith(("gpuos_vgpu_", "gpuos_device_", "gpuos_chip_")):
+        l = lab(k)
+        assert all(x in l for x in dcgm), k
+        assert {x: l[x] for x in dcgm} == {x: info[l["gpu"]][x] for x in dcgm}, k
+b = [lab(k) for k, v in d.items() if k.startswith("gpuos_build_info{") and v == 1]
+v = re.search(r'GOS_VERSION "(.*)"', open("src/common/version.h").read()).group(1)
+assert len(b) == 1 and b[0]["version"] == v and int(b[0]["protocol"]) >= 1, b
+PY
 # the chip's facts: device 1 from its chip = file, device 0 from the simulated chip
 $PY - "$T/m.json" "$T/expect.json" <<'PY' || fail "chip metrics"
-import json, sys
+import json, re, sys
 m, e = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 def get(name, **lab):
-    key = name + "{" + ",".join('%s="%s"' % kv for kv in sorted(lab.items())) + "}"
-    if key not in m:
-        sys.exit("missing " + key)
-    return m[key]
-assert get("gpuos_chip_gpcs", device="1") == e["gpcs"], (get("gpuos_chip_gpcs", device="1"), e["gpcs"])
+    want = {'%s="%s"' % kv for kv in lab.items()}
+    hit = [v for k, v in m.items() if k.split("{")[0] == name and want <= set(re.findall(r'[A-Za-z_]+="[^"]*"', k))]
+    if len(hit) != 1:
+        sys.exit("%d series of %s %s" % (len(hit), name, lab))
+    return hit[0]
+assert get("gpuos_chip_gpcs", gpu="1") == e["gpcs"], (get("gpuos_chip_gpcs", gpu="1"), e["gpcs"])
 for i, n in enumerate(e["sms"]):
-    assert get("gpuos_chip_gpc_sms", device="1", gpc=str(i)) == n
-    assert get("gpuos_chip_gpc_cluster_sms", device="1", gpc=str(i)) == e["cluster"][i]
-assert 'gpuos_chip_gpc_sms{device="1",gpc="%d"}' % e["gpcs"] not in m
+    assert get("gpuos_chip_gpc_sms", gpu="1", gpc=str(i)) == n
+    assert get("gpuos_chip_gpc_cluster_sms", gpu="1", gpc=str(i)) == e["cluster"][i]
+assert not [k for k in m if k.startswith("gpuos_chip_gpc_sms{") and 'gpu="1"' in k and 'gpc="%d"' % e["gpcs"] in k]
 e["conc"] = {int(k): v for k, v in e["conc"].items()}
 for k, n in e["conc"].items():
-    assert get("gpuos_chip_concurrent_clusters", device="1", size=str(k)) == n, (k, n)
-assert get("gpuos_chip_max_cluster_size", device="1") == e["max_cluster"]
-assert get("gpuos_chip_partitions", device="1") == len(e["parts"])
+    assert get("gpuos_chip_concurrent_clusters", gpu="1", size=str(k)) == n, (k, n)
+assert get("gpuos_chip_max_cluster_size", gpu="1") == e["max_cluster"]
+assert get("gpuos_chip_partitions", gpu="1") == len(e["parts"])
 for i, n in enumerate(e["parts"]):
-    assert get("gpuos_chip_partition_sms", device="1", partition=str(i)) == n
+    assert get("gpuos_chip_partition_sms", gpu="1", partition=str(i)) == n
 # device 0: the simulated H200's own truth: more large-cluster SMs in GPC 0, 132 SMs in all
-g0 = int(get("gpuos_chip_gpcs", device="0"))
+g0 = int(get("gpuos_chip_gpcs", gpu="0"))
 assert g0 == e["gpcs"], g0
-assert get("gpuos_chip_gpc_cluster_sms", device="0", gpc="0") > 8
-assert get("gpuos_chip_concurrent_clusters", device="0", size="8") > e["conc"][8]
-assert sum(get("gpuos_chip_gpc_sms", device="0", gpc=str(i)) for i in range(g0)) == 132
-assert get("gpuos_chip_partitions", device="0") >= 1
-assert get("gpuos_device_memory_bytes", device="0") > 1e10
+assert get("gpuos_chip_gpc_cluster_sms", gpu="0", gpc="0") > 8
+assert get("gpuos_chip_concurrent_clusters", gpu="0", size="8") > e["conc"][8]
+assert sum(get("gpuos_chip_gpc_sms", gpu="0", gpc=str(i)) for i in range(g0)) == 132
+assert get("gpuos_chip_partitions", gpu="0") >= 1
+# the simulated chip's largest cluster, as its probe finds it (and its labels say)
+assert get("gpuos_chip_max_cluster_size", gpu="0") == 16, get("gpuos_chip_max_cluster_size", gpu="0")
+assert get("gpuos_device_memory_bytes", gpu="0") > 1e10
 PY
 
 # memory and clients: a client holding 10,000,000 bytes

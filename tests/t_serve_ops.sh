@@ -197,6 +197,6 @@ grep -q "^open .* 1.0 GiB " "$T/list" || { cat "$T/list"; fail "human units: 1G"
 "$G" vgpu list --bytes >"$T/list" || fail "vgpu list --bytes"
 grep -q "^mine .*  *0  *67108864  " "$T/list" || { cat "$T/list"; fail "--bytes"; }
 [ "$(vgpu_field open mem_quota)" = 1073741824 ] || fail "--json mem_quota not in bytes"
-"$G" vgpu list --json --bytes >/dev/null 2>&1 && fail "--json --bytes accepted"
+"$G" vgpu list --json - --bytes >/dev/null 2>&1 && fail "--json - --bytes accepted"
 stop_daemon
 echo "t_serve_ops: ok"

@@ -21,7 +21,7 @@ hup() {
         sleep 0.1
     done
 }
-listed() { "$G" vgpu list --json | $PY -c "import json,sys; print(' '.join(v['name'] for v in json.load(sys.stdin)['vgpus']))"; }
+listed() { "$G" vgpu list --json - | $PY -c "import json,sys; print(' '.join(v['name'] for v in json.load(sys.stdin)['vgpus']))"; }
 
 BASE="[device 0]
 sim = default

@@ -38,7 +38,7 @@ grep -q "producer rc=0 waited=0 match=1 detach=0" "$T/prod" || fail "producer di
 [ "$(vgpu_field b mem_used)" = 0 ] || fail "b charged: $(vgpu_field b mem_used)"
 "$G" shm list > "$T/list" || fail "shm list"
 grep -Eq "^0x00000051 +[0-9]+ +0 +rw------- +4194304 +0 .*a$" "$T/list" || fail "shm list: $(cat "$T/list")"
-"$G" shm list --json > "$T/list.json" || fail "shm list --json"
+"$G" shm list --json - > "$T/list.json" || fail "shm list --json"
 $PY - "$T/list.json" <<'PY' || fail "shm list --json: $(cat "$T/list.json")"
 import json, sys
 r = json.load(open(sys.argv[1]))

@@ -36,7 +36,7 @@ r=$(timeout 120 "$S" b work 22 3 16 24 2>&1) || fail "b: $r"
 wait $WA || fail "a: $(cat "$T/wa")"
 echo "$r" | grep -q "work rc=0 mismatches=0" || fail "b not byte-exact: $r"
 grep -q "work rc=0 mismatches=0" "$T/wa" || fail "a not byte-exact: $(cat "$T/wa")"
-"$G" vgpu list --json > "$T/v.json"
+"$G" vgpu list --json - > "$T/v.json"
 $PY - "$T/v.json" <<'PY' || fail "vgpu list: $(cat "$T/v.json")"
 import json, sys
 v = {x["name"]: x for x in json.load(open(sys.argv[1]))["vgpus"]}
@@ -52,7 +52,7 @@ WA=$!
 timeout 120 "$S" b work 44 3 16 80 > "$T/wb2" 2>&1 &
 WB=$!
 sleep 1
-"$G" vgpu list --json > "$T/v2.json"
+"$G" vgpu list --json - > "$T/v2.json"
 $PY - "$T/v2.json" <<'PY' || fail "vgpu list while running: $(cat "$T/v2.json")"
 import json, sys
 v = {x["name"]: x for x in json.load(open(sys.argv[1]))["vgpus"]}

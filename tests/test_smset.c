@@ -1,4 +1,4 @@
-/* test_smset.c: the SM-set allocator (include/gpuos/smset.h) and the simulated
+/* test_smset.c: the SM-set allocator (src/place/smset.h) and the simulated
  * green contexts, on random chips whose truth is known (tests/chipgen.h, with the
  * H200's clusters of 2: two SMs of one GPC, eligible and free-floating apart).
  * Every capability is recomputed here from the generator's truth, never from the
@@ -17,7 +17,7 @@
 #include "common/status.h"
 #include "device/device.h"
 #include "device/green_ops.h"
-#include "gpuos/smset.h"
+#include "place/smset.h"
 #include "chipgen.h"
 
 #include <stdio.h>

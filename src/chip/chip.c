@@ -620,3 +620,19 @@ int gos_chip_same_topology(const gos_chip *a, const gos_chip *b, char *why, int 
         }
     return 1;
 }
+
+int gos_chip_max_cluster(const gos_chip *c)
+{
+    int m = 0, eligible = 0;
+    for (int g = 0; g < c->n_gpcs; g++) {
+        m = c->gpcs[g].max_cluster > m ? c->gpcs[g].max_cluster : m;
+        eligible = c->gpcs[g].n_cluster > eligible ? c->gpcs[g].n_cluster : eligible;
+    }
+    if (!m) {
+        json_t *v = json_object_get(json_object_get(c->json, "topology"), "max_cluster_size");
+        m = json_is_integer(v) ? (int)json_integer_value(v) : 0;
+    }
+    if (!m && eligible > 2)
+        m = eligible < 16 ? eligible : 16;
+    return m;
+}

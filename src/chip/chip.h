@@ -91,6 +91,12 @@ int gos_chip_save(const gos_chip *c, const char *path);
 gos_chip *gos_chip_new(void);
 void gos_chip_free(gos_chip *c);
 
+/* The largest thread-block cluster the chip launches: as measured (the GPCs'
+ * max_cluster, else topology.max_cluster_size), else, for a chip known by its
+ * GPCs alone (a simulated chip's truth), the largest GPC's cluster-eligible SMs
+ * up to 16 (sm_90's non-portable limit, the most the probe tries); 0: unknown. */
+int gos_chip_max_cluster(const gos_chip *c);
+
 /* The built-in chip shaped like a typical H200 (paper 001 figure 3; default_chip.c). */
 const char *gos_chip_default_json(void);
 

@@ -1,11 +1,17 @@
+/* cli.c: what the commands share (cli.h): messages, the option grammar, values. */
 #include "cli/cli.h"
+#include "common/env.h"
 
 #include "common/status.h"
+#include "proto/proto.h"
+#include "serve/config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 int cli_fail(void)
@@ -38,32 +44,98 @@ int cli_parse_int(const char *s, long lo, long hi, long *out)
     return 0;
 }
 
-int cli_parse_size(const char *s, unsigned long long *out)
+int cli_parse_size(const char *s, unsigned long long lo, unsigned long long hi, unsigned long long *out)
 {
-    if (!s || !*s || *s == '-')
+    uint64_t v;
+    if (!s || gos_serve_parse_size(s, lo, hi, &v))
         return -1;
+    *out = v;
+    return 0;
+}
+
+int cli_parse_duration(const char *s, long *out)
+{
     char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s)
+    if (!s || !isdigit((unsigned char)*s))
         return -1;
-    unsigned shift = 0;
+    errno = 0;
+    long v = strtol(s, &end, 10), m = 1;
     switch (*end) {
-    case 0: break;
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
-    case 't': case 'T': shift = 40; end++; break;
+    case 0: case 's': break;
+    case 'm': m = 60; break;
+    case 'h': m = 3600; break;
+    case 'd': m = 86400; break;
     default: return -1;
     }
-    if (*end == 'B' || *end == 'b' || (*end == 'i' && end[1] == 'B' && end++ && end++))
-        end += (*end == 'B' || *end == 'b');
-    if (*end)
+    if (errno || (*end && end[1]) || v > 3650L * 86400 / m)
         return -1;
-    if (shift && v > (~0ULL >> shift))
-        return -1;
-    *out = v << shift;
+    *out = v * m;
     return 0;
+}
+
+int cli_parse_expiry(const char *cmd, const char *s, long *out)
+{
+    if (!cli_parse_duration(s, out))
+        return 0;
+    cli_usage(cmd, "--nfd-expiry wants a duration such as 24h, 7d or 0 (none), not \"%s\"", s);
+    return -1;
+}
+
+_Static_assert(sizeof GOS_CLI_DEFAULT_SOCKET == sizeof GOS_DEFAULT_SOCKET, "cli.h's default socket is proto.h's");
+
+const char *cli_socket(const char *opt)
+{
+    const char *e = getenv(GOS_ENV_SOCKET);
+    return opt ? opt : e && *e ? e : GOS_DEFAULT_SOCKET;
+}
+
+int cli_next(cli_args *a)
+{
+    const struct option *o = a->opts;
+    int in_order = o->val == CLI_IN_ORDER;
+    if (!a->started) {
+        a->started = 1;
+        optind = 0; /* glibc: a fresh scan (commands call each other: report runs probe) */
+        size_t k = 0;
+        a->shorts[k++] = in_order ? '+' : ':';
+        if (in_order)
+            a->shorts[k++] = ':';
+        for (const struct option *p = o; p->name && k + 3 < sizeof a->shorts; p++)
+            if (p->val > 0 && p->val < 128) {
+                a->shorts[k++] = (char)p->val;
+                if (p->has_arg == required_argument)
+                    a->shorts[k++] = ':';
+            }
+        a->shorts[k] = 0;
+        if (a->argc > 1 && !strcmp(a->argv[1], "--options")) { /* the table, for the tests */
+            for (const struct option *p = o; p->name; p++)
+                if (p->val != CLI_IN_ORDER)
+                    printf("--%s\n", p->name);
+            a->rc = 0;
+            return CLI_STOP;
+        }
+    }
+    opterr = 0;
+    int c = getopt_long(a->argc, a->argv, a->shorts, in_order ? o + 1 : o, NULL);
+    if (c == '?' || c == ':') {
+        const char *arg = optind > 0 && optind <= a->argc ? a->argv[optind - 1] : "?";
+        char shortopt[3] = {'-', (char)optopt, 0};
+        if (strncmp(arg, "--", 2) && optopt > 0 && optopt < 128)
+            arg = shortopt;
+        if (c == ':')
+            a->rc = cli_usage(a->cmd, "%s needs a value", arg);
+        else if (!strncmp(arg, "--", 2) && strchr(arg, '=')) {
+            const char *eq = strchr(arg, '=');
+            int known = 0;
+            for (const struct option *p = o; p->name; p++)
+                known |= strlen(p->name) == (size_t)(eq - arg - 2) && !strncmp(p->name, arg + 2, (size_t)(eq - arg - 2));
+            a->rc = known ? cli_usage(a->cmd, "%.*s takes no value", (int)(eq - arg), arg)
+                          : cli_usage(a->cmd, "unknown option %s", arg);
+        } else
+            a->rc = cli_usage(a->cmd, "unknown option %s", arg);
+        return CLI_STOP;
+    }
+    return c;
 }
 
 int cli_open_device(const char *sim, int ordinal, gos_device **out)
@@ -80,4 +152,16 @@ int cli_open_device(const char *sim, int ordinal, gos_device **out)
     return gos_device_open(&spec, out);
 }
 
-int cli_is_help(const char *a) { return !strcmp(a, "--help") || !strcmp(a, "-h"); }
+
+int cli_open_one(const char *device, const char *sim, gos_device **out)
+{
+    if (!device && (!sim || !strchr(sim, ',')))
+        return cli_open_device(sim, -1, out);
+    cli_devices sel;
+    int rc = cli_select_devices(device, sim, &sel);
+    if (rc)
+        return rc;
+    if (sel.n != 1)
+        return gos_fail(GOS_EINVAL, "--device %s selects %d GPUs: this command takes one", device ? device : sim, sel.n);
+    return cli_open_selected(&sel, 0, out);
+}

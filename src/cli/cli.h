@@ -11,15 +11,78 @@
  * errors: rc == GOS_EINVAL from argument parsing should use cli_usage). */
 int cli_fail(void);
 
-/* 1 when a is "--help" or "-h". */
-int cli_is_help(const char *a);
 /* Prints "gpuos CMD: <message>; see gpuos CMD --help" and returns 2. */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Parses a non-negative integer option value; 0 on success. */
+/* One option grammar for every command: getopt_long over a table of struct
+ * option (--opt value and --opt=value; an entry whose val is a character is also
+ * the short option -val; long-only options use values from CLI_LONG up). GNU
+ * permutation: options and positional arguments in any order, "--" ends the
+ * options; a table whose first entry is CLI_IN_ORDER stops at the first
+ * positional argument (gpuos run: the program's own arguments follow).
+ *
+ *   cli_args a = CLI_ARGS("info", argc, argv, opts);
+ *   for (int o; (o = cli_next(&a)) != -1;)
+ *       switch (o) {
+ *       case 'h': help(); return 0;
+ *       case CLI_JSON: json = optarg; break;
+ *       case CLI_STOP: return a.rc;   // a usage error (said), or --options
+ *       }
+ *   positional arguments: argv[optind..argc)
+ *
+ * Unknown options and missing values end with one line and exit status 2.
+ * `gpuos CMD --options` lists the table's long options, one per line (the tests
+ * check the man pages and --help against it). */
+#include <getopt.h>
+enum {
+    CLI_STOP = -2,
+    CLI_LONG = 256,
+    CLI_SOCKET,   /* --socket PATH      (cli_socket) */
+    CLI_JSON,     /* --json FILE|-      ('-': standard output) */
+    CLI_DEVICE,   /* --device SEL       (cli_select_devices / cli_open_one) */
+    CLI_SIM,      /* --sim CHIP[,CHIP]  */
+    CLI_IN_ORDER, /* first entry: stop at the first positional argument */
+    CLI_FIRST_OWN /* a command's own long-only options start here */
+};
+#define CLI_OPT_HELP {"help", no_argument, NULL, 'h'}
+#define CLI_OPT_SOCKET {"socket", required_argument, NULL, CLI_SOCKET}
+#define CLI_OPT_JSON {"json", required_argument, NULL, CLI_JSON}
+#define CLI_OPT_DEVICE {"device", required_argument, NULL, CLI_DEVICE}
+#define CLI_OPT_SIM {"sim", required_argument, NULL, CLI_SIM}
+#define CLI_OPT_END {NULL, 0, NULL, 0}
+/* The help lines of the shared options, the same in every command. */
+#define CLI_HELP_SOCKET "  --socket PATH    the daemon's socket (default $GPUOS_SOCKET, else " GOS_CLI_DEFAULT_SOCKET ")\n"
+#define CLI_HELP_JSON(what) "  --json FILE|-    " what " as JSON into FILE ('-': standard output, no text)\n"
+#define CLI_HELP_DEVICE                                                                                      \
+    "  --device SEL     GPUs as nvidia-smi -i: an ordinal, 'all', a UUID (or a unique prefix),\n"                \
+    "                   a PCI bus id, or a comma-separated list of them\n"
+#define CLI_HELP_SIM "  --sim CHIP       the simulated chip of a gpuos.chip/1 file or 'default' (A,B,...: one GPU each)\n"
+#define GOS_CLI_DEFAULT_SOCKET "/run/gpuos/gpuos.sock" /* = GOS_DEFAULT_SOCKET (proto.h), checked in cli.c */
+
+typedef struct {
+    const char *cmd;
+    int argc;
+    char **argv;
+    const struct option *opts;
+    char shorts[64];
+    int started, rc;
+} cli_args;
+#define CLI_ARGS(cmd, argc, argv, opts) {(cmd), (argc), (argv), (opts), "", 0, 0}
+int cli_next(cli_args *a);
+
+/* The socket a command talks to: the option, else $GPUOS_SOCKET, else the default. */
+const char *cli_socket(const char *opt);
+
+/* Parses an integer option value in lo..hi; 0 on success. */
 int cli_parse_int(const char *s, long lo, long hi, long *out);
-/* Parses a size with optional K/M/G/T suffix (powers of 1024). */
-int cli_parse_size(const char *s, unsigned long long *out);
+/* Parses a duration: seconds, or digits with s, m, h or d; 0 on success. */
+int cli_parse_duration(const char *s, long *out);
+/* --nfd-expiry (labels, probe): a duration, else the usage line said and -1. */
+int cli_parse_expiry(const char *cmd, const char *s, long *out);
+/* Parses a size in lo..hi bytes with the configuration's parser (gpuos.conf(5):
+ * "1.5G", "64M", "4096"; K/M/G/T are powers of 1024); 0 on success, else the
+ * reason in gos_last_error(). */
+int cli_parse_size(const char *s, unsigned long long lo, unsigned long long hi, unsigned long long *out);
 
 /* Opens the device a command asked for:
  *   sim != NULL          -> the simulated chip (file or "default");
@@ -42,6 +105,9 @@ typedef struct {
 } cli_devices;
 int cli_select_devices(const char *device, const char *sim, cli_devices *out);
 int cli_open_selected(const cli_devices *s, int i, gos_device **out);
+/* Commands of one GPU (place, dvfs): --device SEL must name exactly one; neither
+ * --device nor --sim: GPU 0 or the simulated fallback (cli_open_device). */
+int cli_open_one(const char *device, const char *sim, gos_device **out);
 
 /* Command entry points, the table of main.c (plain externs). */
 int cmd_info(int argc, char **argv);

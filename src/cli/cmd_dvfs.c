@@ -19,12 +19,12 @@
 #include <string.h>
 
 static const char *usage_text =
-    "usage: gpuos dvfs run --freqs MHZ,MHZ[,...] [--device N | --sim CHIP] [--rse PCT]\n"
+    "usage: gpuos dvfs run --freqs MHZ,MHZ[,...] [--device SEL | --sim CHIP] [--rse PCT]\n"
     "                      [--min N] [--max N] [--out RUN] [--sms N|all] [--max-iters N]\n"
-    "                      [--rse-raw] [--json SUMMARY] [--allow-clock-changes] [--quiet]\n"
+    "                      [--rse-raw] [--json FILE|-] [--allow-clock-changes] [--quiet]\n"
     "       gpuos dvfs analyze RUN --out DIR [--quiet]\n"
     "       gpuos dvfs report DIR --html OUT.html\n"
-    "       gpuos dvfs probe [--device N | --sim CHIP] [--freqs MHZ,...] [--json OUT]\n"
+    "       gpuos dvfs probe [--device SEL | --sim CHIP] [--freqs MHZ,...] [--json FILE|-]\n"
     "\n"
     "SM frequency switching latency (paper 000): a per-SM timing workload with %globaltimer\n"
     "stamps, CPU-GPU timer synchronisation, phase 1 calibration, phase 2/3 switching runs\n"
@@ -42,7 +42,10 @@ static const char *usage_text =
     "analyze: writes DIR/<init>_<target>_<host>_<gpu>.csv per pair and DIR/summary.json.\n"
     "report: heatmaps of best/worst latency, increasing vs decreasing switches, table II.\n"
     "probe: the timing workload's iteration time at the current clock, how many iterations\n"
-    "     separate 15 MHz steps, the timer synchronisation uncertainty, throttle reasons.\n";
+    "     separate 15 MHz steps, the timer synchronisation uncertainty, throttle reasons.\n"
+    "\n" CLI_HELP_DEVICE "                   (one GPU)\n" CLI_HELP_SIM
+    CLI_HELP_JSON("run: the campaign's summary (gpuos.dvfs-campaign/1); probe: gpuos.dvfs-probe/1")
+    "  --quiet, -q      no progress or tables\n";
 
 static int help(void)
 {
@@ -72,113 +75,84 @@ static int parse_freqs(const char *s, gos_dvfs_config *cfg)
 /* Common option parsing (cfg starts from the defaults; one positional argument
  * when takes_pos); returns 0, or the exit status when it should stop. */
 typedef struct {
-    const char *sim, *out, *json, *html, *pos;
-    long device;
+    const char *sim, *device, *out, *json, *html, *pos;
     int allow, quiet, have_freqs;
 } opts;
 
-/* Where the value of option a goes when it is a plain string (--sim, --out,
- * --json, --html), else NULL. */
-static const char **string_option(opts *o, const char *a)
-{
-    static const char *const names[] = {"--sim", "--out", "--json", "--html"};
-    const char **slots[] = {&o->sim, &o->out, &o->json, &o->html};
-    for (int k = 0; k < 4; k++)
-        if (!strcmp(a, names[k]))
-            return slots[k];
-    return NULL;
-}
-
 static int parse(const char *sub, int argc, char **argv, int takes_pos, gos_dvfs_config *cfg, opts *o, int *stop)
 {
-    *stop = 0;
+    *stop = 1;
     gos_dvfs_config_default(cfg);
     memset(o, 0, sizeof *o);
-    o->device = -1;
     char cmd[16];
     snprintf(cmd, sizeof cmd, "dvfs %s", sub);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    enum { O_FREQS = CLI_FIRST_OWN, O_OUT, O_HTML, O_RSE, O_MIN, O_MAX, O_MAX_ITERS, O_SMS, O_RSE_RAW, O_ALLOW };
+    static const struct option table[] = {CLI_OPT_HELP,
+                                          {"freqs", required_argument, NULL, O_FREQS},
+                                          CLI_OPT_DEVICE,
+                                          CLI_OPT_SIM,
+                                          {"rse", required_argument, NULL, O_RSE},
+                                          {"min", required_argument, NULL, O_MIN},
+                                          {"max", required_argument, NULL, O_MAX},
+                                          {"out", required_argument, NULL, O_OUT},
+                                          {"sms", required_argument, NULL, O_SMS},
+                                          {"max-iters", required_argument, NULL, O_MAX_ITERS},
+                                          {"rse-raw", no_argument, NULL, O_RSE_RAW},
+                                          CLI_OPT_JSON,
+                                          {"allow-clock-changes", no_argument, NULL, O_ALLOW},
+                                          {"quiet", no_argument, NULL, 'q'},
+                                          {"html", required_argument, NULL, O_HTML},
+                                          CLI_OPT_END};
+    cli_args a = CLI_ARGS(cmd, argc, argv, table);
+    for (int c; (c = cli_next(&a)) != -1;) {
         long x;
-#define NEED()                                                                                   \
-    do {                                                                                         \
-        if (!v) {                                                                                \
-            *stop = 1;                                                                           \
-            return cli_usage(cmd, "%s needs a value", a);                                        \
-        }                                                                                        \
-        i++;                                                                                     \
-    } while (0)
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            *stop = 1;
-            return help();
-        } else if (!strcmp(a, "--freqs")) {
-            NEED();
-            if (parse_freqs(v, cfg)) {
-                *stop = 1;
-                return cli_usage(cmd, "--freqs wants MHz values separated by commas, got \"%s\"", v);
-            }
+        switch (c) {
+        case 'h': return help();
+        case O_FREQS:
+            if (parse_freqs(optarg, cfg))
+                return cli_usage(cmd, "--freqs wants MHz values separated by commas, got \"%s\"", optarg);
             o->have_freqs = 1;
-        } else if (!strcmp(a, "--device")) {
-            NEED();
-            if (cli_parse_int(v, 0, 1024, &o->device)) {
-                *stop = 1;
-                return cli_usage(cmd, "bad --device \"%s\"", v);
-            }
-        } else if (string_option(o, a)) {
-            NEED();
-            *string_option(o, a) = v;
-        } else if (!strcmp(a, "--rse")) {
-            NEED();
+            break;
+        case CLI_DEVICE: o->device = optarg; break;
+        case CLI_SIM: o->sim = optarg; break;
+        case O_OUT: o->out = optarg; break;
+        case CLI_JSON: o->json = optarg; break;
+        case O_HTML: o->html = optarg; break;
+        case O_RSE: {
             char *end;
-            double r = strtod(v, &end);
-            if (end == v || *end || !(r > 0 && r < 100)) {
-                *stop = 1;
-                return cli_usage(cmd, "--rse wants a percentage in (0, 100), got \"%s\"", v);
-            }
+            double r = strtod(optarg, &end);
+            if (end == optarg || *end || !(r > 0 && r < 100))
+                return cli_usage(cmd, "--rse wants a percentage in (0, 100), got \"%s\"", optarg);
             cfg->rse = r / 100;
-        } else if (!strcmp(a, "--min") || !strcmp(a, "--max") || !strcmp(a, "--max-iters")) {
-            NEED();
-            if (cli_parse_int(v, 2, 100000000, &x)) {
-                *stop = 1;
-                return cli_usage(cmd, "bad %s \"%s\"", a, v);
-            }
-            if (!strcmp(a, "--min"))
-                cfg->min_n = (int)x;
-            else if (!strcmp(a, "--max"))
-                cfg->max_n = (int)x;
-            else
-                cfg->max_iters = (int)x;
-        } else if (!strcmp(a, "--sms")) {
-            NEED();
-            if (!strcmp(v, "all"))
-                cfg->n_record = 0;
-            else if (cli_parse_int(v, 1, 100000, &x)) {
-                *stop = 1;
-                return cli_usage(cmd, "--sms wants a count or \"all\", got \"%s\"", v);
-            } else
-                cfg->n_record = (int)x;
-        } else if (!strcmp(a, "--rse-raw")) {
-            cfg->rse_raw = 1;
-        } else if (!strcmp(a, "--allow-clock-changes")) {
-            o->allow = 1;
-        } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
-            o->quiet = 1;
-        } else if (a[0] == '-' && a[1]) {
-            *stop = 1;
-            return cli_usage(cmd, "unknown option %s", a);
-        } else if (!o->pos && takes_pos) {
-            o->pos = a;
-        } else {
-            *stop = 1;
-            return cli_usage(cmd, "unexpected argument \"%s\"", a);
+            break;
         }
-#undef NEED
+        case O_MIN:
+        case O_MAX:
+        case O_MAX_ITERS:
+            if (cli_parse_int(optarg, 2, 100000000, &x))
+                return cli_usage(cmd, "bad %s \"%s\"", argv[optind - 1], optarg);
+            *(c == O_MIN ? &cfg->min_n : c == O_MAX ? &cfg->max_n : &cfg->max_iters) = (int)x;
+            break;
+        case O_SMS:
+            if (!strcmp(optarg, "all"))
+                cfg->n_record = 0;
+            else if (cli_parse_int(optarg, 1, 100000, &x))
+                return cli_usage(cmd, "--sms wants a count or \"all\", got \"%s\"", optarg);
+            else
+                cfg->n_record = (int)x;
+            break;
+        case O_RSE_RAW: cfg->rse_raw = 1; break;
+        case O_ALLOW: o->allow = 1; break;
+        case 'q': o->quiet = 1; break;
+        case CLI_STOP: return a.rc;
+        }
     }
-    if (o->sim && o->device >= 0) {
-        *stop = 1;
-        return cli_usage(cmd, "--sim and --device exclude each other");
+    for (int i = optind; i < argc; i++) {
+        if (o->pos || !takes_pos)
+            return cli_usage(cmd, "unexpected argument \"%s\"", argv[i]);
+        o->pos = argv[i];
     }
+    *stop = 0;
     return 0;
 }
 
@@ -231,7 +205,7 @@ static int dvfs_run(int argc, char **argv, gos_dvfs_config cfg, opts o)
         return 1;
     }
     gos_device *d;
-    if ((rc = cli_open_device(o.sim, (int)o.device, &d)))
+    if ((rc = cli_open_one(o.device, o.sim, &d)))
         return cli_fail();
     if (gos_dvfs_clock_permission(d, o.allow)) { /* fell back? never on a real GPU without the flag */
         rc = cli_fail(); /* before close: it prints the permission message */
@@ -317,7 +291,7 @@ static int dvfs_probe(int argc, char **argv, gos_dvfs_config cfg, opts o)
     if (o.allow)
         return cli_usage("dvfs probe", "probe never changes clocks; --allow-clock-changes does not apply");
     gos_device *d;
-    if (cli_open_device(o.sim, (int)o.device, &d))
+    if (cli_open_one(o.device, o.sim, &d))
         return cli_fail();
     char command[1024];
     gos_command_line(command, sizeof command, "gpuos", argc, argv);
@@ -334,6 +308,12 @@ int cmd_dvfs(int argc, char **argv)
     const char *sub = argv[1];
     if (!strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help"))
         return help();
+    if (!strcmp(sub, "--options")) { /* the subcommands' one table */
+        gos_dvfs_config cfg;
+        opts o;
+        int stop;
+        return parse("dvfs", argc, argv, 0, &cfg, &o, &stop);
+    }
     static const struct {
         const char *name;
         int takes_pos; /* one positional argument (a directory) */

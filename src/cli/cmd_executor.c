@@ -12,21 +12,39 @@
 
 int cmd_executor(int argc, char **argv)
 {
-    int fd = -1, ordinal = 0;
+    long fd = -1, ordinal = 0;
     const char *sim = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--fd") && i + 1 < argc)
-            fd = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--sim") && i + 1 < argc)
-            sim = argv[++i];
-        else if (!strcmp(argv[i], "--ordinal") && i + 1 < argc)
-            ordinal = atoi(argv[++i]);
-        else
-            return cli_usage("executor", "unknown argument \"%s\" (spawned by gpuos serve only)", argv[i]);
-    }
+    enum { O_FD = CLI_FIRST_OWN, O_ORDINAL };
+    static const struct option opts[] = {CLI_OPT_HELP, {"fd", required_argument, NULL, O_FD}, CLI_OPT_SIM,
+                                         {"ordinal", required_argument, NULL, O_ORDINAL}, CLI_OPT_END};
+    cli_args a = CLI_ARGS("executor", argc, argv, opts);
+    for (int o; (o = cli_next(&a)) != -1;)
+        switch (o) {
+        case 'h':
+            printf("usage: gpuos executor --fd N [--ordinal N] [--sim CHIP]\n"
+                   "Not a command to run by hand: gpuos serve spawns one executor process per\n"
+                   "client (or per vGPU) to carry out its device work in a context of its own\n"
+                   "(isolation = process | mps; see gpuos-serve(8) and gpuos.conf(5)).\n"
+                   "  --fd N        the daemon's end of the executor channel\n"
+                   "  --ordinal N   the CUDA device\n"
+                   "  --sim CHIP    the simulated chip instead of a GPU\n");
+            return 0;
+        case O_FD:
+            if (cli_parse_int(optarg, 0, 1 << 20, &fd))
+                return cli_usage("executor", "--fd wants a descriptor number, not \"%s\"", optarg);
+            break;
+        case O_ORDINAL:
+            if (cli_parse_int(optarg, 0, 1023, &ordinal))
+                return cli_usage("executor", "--ordinal wants a GPU ordinal, not \"%s\"", optarg);
+            break;
+        case CLI_SIM: sim = optarg; break;
+        case CLI_STOP: return a.rc;
+        }
+    if (optind < argc)
+        return cli_usage("executor", "unexpected argument \"%s\" (spawned by gpuos serve only)", argv[optind]);
     if (fd < 0)
         return cli_usage("executor", "--fd N is required (spawned by gpuos serve only)");
-    if (gos_executor_main(fd, sim, ordinal))
+    if (gos_executor_main((int)fd, sim, (int)ordinal))
         return cli_fail();
     return 0;
 }

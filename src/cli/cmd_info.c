@@ -1,4 +1,4 @@
-/* cmd_info.c: `gpuos info [--sim CHIP] [--json OUT]`: the devices of this machine
+/* cmd_info.c: `gpuos info [--device SEL] [--sim CHIP] [--json FILE|-]`: the devices of this machine
  * like `nvidia-smi -L`, with the facts the device layer knows. Without a GPU it
  * says why and lists the built-in simulated chip, labelled as simulated. */
 #include "cli/cli.h"
@@ -76,23 +76,24 @@ static json_t *info_json(const gos_device_info *I)
 int cmd_info(int argc, char **argv)
 {
     const char *sim = NULL, *json_out = NULL, *device = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: gpuos info [--device SEL] [--sim CHIP.json|default[,...]] [--json OUT|-]\n"
+    static const struct option opts[] = {CLI_OPT_HELP, CLI_OPT_DEVICE, CLI_OPT_SIM, CLI_OPT_JSON, CLI_OPT_END};
+    cli_args a = CLI_ARGS("info", argc, argv, opts);
+    for (int o; (o = cli_next(&a)) != -1;)
+        switch (o) {
+        case 'h':
+            printf("usage: gpuos info [--device SEL] [--sim CHIP[,CHIP...]] [--json FILE|-]\n"
                    "Lists the GPUs of this machine (name, UUID, compute capability, SMs, L2,\n"
                    "memory, driver, clocks, clock-event reasons). Without a GPU, says why and\n"
-                   "lists the built-in simulated H200. --device: ordinals, 'all', UUIDs or PCI bus\n"
-                   "ids, comma-separated (as nvidia-smi -i); --sim A,B simulates one GPU per chip.\n");
+                   "lists the built-in simulated H200.\n" CLI_HELP_DEVICE CLI_HELP_SIM CLI_HELP_JSON(
+                       "the list (schema gpuos.info/1)"));
             return 0;
-        } else if (!strcmp(argv[i], "--sim") && i + 1 < argc)
-            sim = argv[++i];
-        else if (!strcmp(argv[i], "--device") && i + 1 < argc)
-            device = argv[++i];
-        else if (!strcmp(argv[i], "--json") && i + 1 < argc)
-            json_out = argv[++i];
-        else
-            return cli_usage("info", "unexpected argument \"%s\"", argv[i]);
-    }
+        case CLI_SIM: sim = optarg; break;
+        case CLI_DEVICE: device = optarg; break;
+        case CLI_JSON: json_out = optarg; break;
+        case CLI_STOP: return a.rc;
+        }
+    if (optind < argc)
+        return cli_usage("info", "unexpected argument \"%s\"", argv[optind]);
     json_t *list = json_array();
     int n = 0;
     if (!sim) {

@@ -8,33 +8,41 @@
 #include <string.h>
 
 static const char usage_text[] =
-    "usage: gpuos labels CHIP.json [MORE.json...] [--nfd FILE]\n"
+    "usage: gpuos labels CHIP.json [MORE.json...] [--nfd FILE] [--nfd-expiry DURATION]\n"
     "Writes the scheduling facts of charts (gpuos probe --json) as node-feature-discovery\n"
     "labels, key=value lines: GPC configuration, clusters of 2/4/8/16 at once, largest\n"
     "cluster, free-floating SMs, partition sizes, hash granularity. Several charts are\n"
     "the GPUs of one node in index order: per-GPU labels (gpuos.io/gpu-N.*) and node\n"
     "labels holding the worst GPU. Without --nfd the labels go to standard output; with\n"
-    "it, into FILE atomically (e.g. /etc/kubernetes/node-feature-discovery/features.d/gpuos).\n";
+    "it, into FILE atomically (e.g. /etc/kubernetes/node-feature-discovery/features.d/gpuos).\n"
+    "  --nfd FILE             the feature file (written through .FILE.tmp.PID beside it)\n"
+    "  --nfd-expiry DURATION  NFD drops the labels this long after the file was written\n"
+    "                         unless it is rewritten (default 24h; s, m, h, d; 0: never)\n";
 
 int cmd_labels(int argc, char **argv)
 {
     const char *nfd = NULL;
     const char *paths[64];
     int n = 0;
-    for (int i = 1; i < argc; i++) {
-        if (cli_is_help(argv[i])) {
-            fputs(usage_text, stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--nfd")) {
-            if (i + 1 >= argc)
-                return cli_usage("labels", "--nfd needs an output file");
-            nfd = argv[++i];
-        } else if (argv[i][0] == '-' && argv[i][1])
-            return cli_usage("labels", "unexpected argument \"%s\"", argv[i]);
-        else if (n == 64)
+    long expiry = GOS_NFD_EXPIRY_S;
+    enum { O_NFD = CLI_FIRST_OWN, O_EXPIRY };
+    static const struct option opts[] = {CLI_OPT_HELP, {"nfd", required_argument, NULL, O_NFD},
+                                         {"nfd-expiry", required_argument, NULL, O_EXPIRY}, CLI_OPT_END};
+    cli_args a = CLI_ARGS("labels", argc, argv, opts);
+    for (int o; (o = cli_next(&a)) != -1;)
+        switch (o) {
+        case 'h': fputs(usage_text, stdout); return 0;
+        case O_NFD: nfd = optarg; break;
+        case O_EXPIRY:
+            if (cli_parse_expiry("labels", optarg, &expiry))
+                return 2;
+            break;
+        case CLI_STOP: return a.rc;
+        }
+    for (int i = optind; i < argc; i++) {
+        if (n == 64)
             return cli_usage("labels", "at most 64 charts");
-        else
-            paths[n++] = argv[i];
+        paths[n++] = argv[i];
     }
     if (!n)
         return cli_usage("labels", "a chart (CHIP.json) is required");
@@ -43,8 +51,8 @@ int cmd_labels(int argc, char **argv)
     for (int i = 0; i < n && !rc; i++)
         rc = gos_chip_load(paths[i], &chips[i]);
     if (!rc)
-        rc = nfd ? gos_labels_save((const gos_chip *const *)chips, n, nfd)
-                 : gos_labels_write((const gos_chip *const *)chips, n, stdout);
+        rc = nfd ? gos_labels_save((const gos_chip *const *)chips, n, expiry, nfd)
+                 : gos_labels_write((const gos_chip *const *)chips, n, expiry, stdout);
     for (int i = 0; i < n; i++)
         gos_chip_free(chips[i]);
     return rc ? cli_fail() : 0;

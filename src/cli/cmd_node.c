@@ -12,14 +12,13 @@
 #include <string.h>
 
 static const char usage_text[] =
-    "usage: gpuos node [--device SEL] [--sim CHIP,CHIP,...] [--bytes SIZE] [--trials N] [--json OUT|-]\n"
+    "usage: gpuos node [--device SEL] [--sim CHIP,CHIP,...] [--bytes SIZE] [--trials N] [--json FILE|-]\n"
     "Every GPU of this node and the links between every ordered pair: whether the\n"
     "source can access the destination's memory (peer access), the copy bandwidth\n"
     "(GB/s, median of N copies of SIZE, default 256M x 5) and the latency of a 4-byte\n"
-    "copy (us, median of N batches of 100).\n"
-    "  --device SEL  all (default), ordinals, UUIDs or PCI bus ids, comma-separated\n"
-    "  --sim LIST    simulated GPUs, one per chip ('default' or gpuos.chip/1 files)\n"
-    "  --json OUT    also write the view as gpuos.node/1 ('-' = stdout, no text)\n";
+    "copy (us, median of N batches of 100).\n" CLI_HELP_DEVICE "                   (default: all)\n" CLI_HELP_SIM
+    "  --bytes SIZE     bytes per bandwidth copy, 4K..16G (e.g. 1.5G)\n"
+    "  --trials N       copies and latency batches per pair (default 5)\n" CLI_HELP_JSON("the view (gpuos.node/1)");
 
 struct link {
     int can;
@@ -31,26 +30,29 @@ int cmd_node(int argc, char **argv)
     const char *device = NULL, *sim = NULL, *json_out = NULL;
     unsigned long long bytes = 256ull << 20;
     long trials = 5;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (cli_is_help(a)) {
-            fputs(usage_text, stdout);
-            return 0;
-        } else if (!strcmp(a, "--device") && i + 1 < argc)
-            device = argv[++i];
-        else if (!strcmp(a, "--sim") && i + 1 < argc)
-            sim = argv[++i];
-        else if (!strcmp(a, "--json") && i + 1 < argc)
-            json_out = argv[++i];
-        else if (!strcmp(a, "--bytes") && i + 1 < argc) {
-            if (cli_parse_size(argv[++i], &bytes) || bytes < 4096 || bytes > (16ull << 30))
-                return cli_usage("node", "--bytes needs a size from 4K to 16G");
-        } else if (!strcmp(a, "--trials") && i + 1 < argc) {
-            if (cli_parse_int(argv[++i], 1, 1000, &trials))
+    enum { O_BYTES = CLI_FIRST_OWN, O_TRIALS };
+    static const struct option opts[] = {CLI_OPT_HELP, CLI_OPT_DEVICE, CLI_OPT_SIM, CLI_OPT_JSON,
+                                         {"bytes", required_argument, NULL, O_BYTES},
+                                         {"trials", required_argument, NULL, O_TRIALS}, CLI_OPT_END};
+    cli_args args = CLI_ARGS("node", argc, argv, opts);
+    for (int o; (o = cli_next(&args)) != -1;)
+        switch (o) {
+        case 'h': fputs(usage_text, stdout); return 0;
+        case CLI_DEVICE: device = optarg; break;
+        case CLI_SIM: sim = optarg; break;
+        case CLI_JSON: json_out = optarg; break;
+        case O_BYTES:
+            if (cli_parse_size(optarg, 4096, 16ull << 30, &bytes))
+                return cli_usage("node", "--bytes needs a size from 4K to 16G: %s", gos_last_error());
+            break;
+        case O_TRIALS:
+            if (cli_parse_int(optarg, 1, 1000, &trials))
                 return cli_usage("node", "--trials needs a count 1..1000");
-        } else
-            return cli_usage("node", "unexpected or incomplete argument \"%s\"", a);
-    }
+            break;
+        case CLI_STOP: return args.rc;
+        }
+    if (optind < argc)
+        return cli_usage("node", "unexpected argument \"%s\"", argv[optind]);
     cli_devices sel;
     int rc = cli_select_devices(device ? device : "all", sim, &sel);
     if (rc == GOS_ENODEV && !device && !sim) {

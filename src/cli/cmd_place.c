@@ -1,15 +1,15 @@
 /* cmd_place.c: `gpuos place --sms N --cluster K [--partition P] [--align] ...`:
- * SM sets that fit the tenant (issue 13, include/gpuos/smset.h). Each --sms
+ * SM sets that fit the tenant (issue 13, src/place/smset.h). Each --sms
  * starts a request; --cluster, --partition and --align apply to the latest one;
  * requests are served in order from one pool, as tenants arriving one after the
  * other. Prints each set (SM ids, GPCs, green-context groups) and what it can run
- * (clusters of each size at once); --json prints the same as JSON on stdout. */
+ * (clusters of each size at once); --json FILE|- writes the same as JSON. */
 #include "cli/cli.h"
 #include "chip/chip.h"
 #include "common/jsonio.h"
 #include "common/status.h"
 #include "device/green_ops.h"
-#include "gpuos/smset.h"
+#include "place/smset.h"
 #include "topology/topology.h"
 
 #include <jansson.h>
@@ -20,22 +20,22 @@
 #define MAX_REQ 32
 
 static const char *usage_text =
-    "usage: gpuos place --sms N --cluster K [--partition P] [--align] [--sms N ...]\n"
-    "                   [--chart CHIP.json] [--sim CHIP.json|default] [--device N] [--json]\n"
+    "usage: gpuos place --sms N [--cluster K] [--partition P] [--align] [--sms N ...]\n"
+    "                   [--chart CHIP.json] [--device SEL | --sim CHIP] [--verify] [--json FILE|-]\n"
     "Gives each request a set of SMs, composed of the device's green-context groups,\n"
     "on which N SMs can run thread-block clusters of K at once (clusters > 2 need K\n"
     "cluster-eligible SMs of one GPC). Requests are served in the order given, from\n"
     "one pool; a request that cannot be met is refused with what the rest can run.\n"
-    "  --sms N        SMs that must run clusters of K (starts a new request)\n"
-    "  --cluster K    largest cluster size the tenant launches, 1..16 (default 1)\n"
-    "  --partition P  every SM in memory partition P (needs a chart with a numa section)\n"
-    "  --align        whole GPCs only: no other set shares a GPC with this one\n"
-    "  --chart FILE   the chip's chart (gpuos probe --json); default: chart the\n"
-    "                 topology now\n"
-    "  --verify       run each set's green context: one block per SM on exactly its\n"
-    "                 SMs, the promised clusters at once (and whether one more fits);\n"
-    "                 exit 1 if a set does not deliver\n"
-    "  --json         the sets and the groups as JSON on stdout\n";
+    "  --sms N          SMs that must run clusters of K (starts a new request)\n"
+    "  --cluster K      largest cluster size the tenant launches, 1..16 (default 1)\n"
+    "  --partition P    every SM in memory partition P (needs a chart with a numa section)\n"
+    "  --align          whole GPCs only: no other set shares a GPC with this one\n"
+    "  --chart FILE     the chip's chart (gpuos probe --json); default: chart the\n"
+    "                   topology now\n"
+    "  --verify         run each set's green context: one block per SM on exactly its\n"
+    "                   SMs, the promised clusters at once (and whether one more fits);\n"
+    "                   exit 1 if a set does not deliver\n" CLI_HELP_DEVICE "                   (one GPU)\n" CLI_HELP_SIM
+    CLI_HELP_JSON("the sets and the groups (gpuos.place/1)");
 
 static void print_list(const int *v, int n)
 {
@@ -97,55 +97,63 @@ static json_t *set_json(const gos_smset *s)
 
 int cmd_place(int argc, char **argv)
 {
-    const char *sim = NULL, *chart_path = NULL;
-    long ordinal = -1;
-    int as_json = 0, n_req = 0, verify = 0, bad = 0;
+    const char *sim = NULL, *chart_path = NULL, *device = NULL, *json_out = NULL;
+    int n_req = 0, verify = 0, bad = 0;
     gos_smset_req req[MAX_REQ];
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    enum { O_SMS = CLI_FIRST_OWN, O_CLUSTER, O_PARTITION, O_ALIGN, O_CHART, O_VERIFY };
+    static const struct option opts[] = {CLI_OPT_HELP,
+                                         {"sms", required_argument, NULL, O_SMS},
+                                         {"cluster", required_argument, NULL, O_CLUSTER},
+                                         {"partition", required_argument, NULL, O_PARTITION},
+                                         {"align", no_argument, NULL, O_ALIGN},
+                                         {"chart", required_argument, NULL, O_CHART},
+                                         {"verify", no_argument, NULL, O_VERIFY},
+                                         CLI_OPT_DEVICE,
+                                         CLI_OPT_SIM,
+                                         CLI_OPT_JSON,
+                                         CLI_OPT_END};
+    cli_args a = CLI_ARGS("place", argc, argv, opts);
+    for (int o; (o = cli_next(&a)) != -1;) {
         long x;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(usage_text, stdout);
-            return 0;
-        } else if (!strcmp(a, "--json"))
-            as_json = 1;
-        else if (!strcmp(a, "--verify"))
-            verify = 1;
-        else if (!strcmp(a, "--align")) {
+        switch (o) {
+        case 'h': fputs(usage_text, stdout); return 0;
+        case CLI_JSON: json_out = optarg; break;
+        case O_VERIFY: verify = 1; break;
+        case O_ALIGN:
             if (!n_req)
                 return cli_usage("place", "--align before any --sms");
             req[n_req - 1].gpc_align = 1;
-        } else if (!v)
-            return cli_usage("place", "unexpected argument \"%s\" (or its value is missing)", a);
-        else if (!strcmp(a, "--sim"))
-            sim = argv[++i];
-        else if (!strcmp(a, "--chart"))
-            chart_path = argv[++i];
-        else if (!strcmp(a, "--device")) {
-            if (cli_parse_int(v, 0, 63, &ordinal))
-                return cli_usage("place", "--device wants a GPU ordinal, not \"%s\"", v);
-            i++;
-        } else if (!strcmp(a, "--sms")) {
-            if (cli_parse_int(v, 1, GOS_SMSET_MAX_SMS, &x))
-                return cli_usage("place", "--sms wants 1..%d, not \"%s\"", GOS_SMSET_MAX_SMS, v);
+            break;
+        case CLI_SIM: sim = optarg; break;
+        case O_CHART: chart_path = optarg; break;
+        case CLI_DEVICE: device = optarg; break;
+        case O_SMS:
+            if (cli_parse_int(optarg, 1, GOS_SMSET_MAX_SMS, &x))
+                return cli_usage("place", "--sms wants 1..%d, not \"%s\"", GOS_SMSET_MAX_SMS, optarg);
             if (n_req == MAX_REQ)
                 return cli_usage("place", "at most %d requests", MAX_REQ);
             req[n_req++] = (gos_smset_req){.sms = (int)x, .cluster = 1, .partition = -1, .gpc_align = 0};
-            i++;
-        } else if (!strcmp(a, "--cluster") || !strcmp(a, "--partition")) {
-            int is_cl = !strcmp(a, "--cluster");
+            break;
+        case O_CLUSTER:
+        case O_PARTITION: {
+            int is_cl = o == O_CLUSTER;
+            const char *name = is_cl ? "--cluster" : "--partition";
             if (!n_req)
-                return cli_usage("place", "%s before any --sms", a);
-            if (cli_parse_int(v, is_cl ? 1 : 0, is_cl ? GOS_SMSET_MAX_CLUSTER : 7, &x))
-                return cli_usage("place", "%s wants %s, not \"%s\"", a, is_cl ? "1..16" : "a partition 0..7", v);
+                return cli_usage("place", "%s before any --sms", name);
+            if (cli_parse_int(optarg, is_cl ? 1 : 0, is_cl ? GOS_SMSET_MAX_CLUSTER : 7, &x))
+                return cli_usage("place", "%s wants %s, not \"%s\"", name, is_cl ? "1..16" : "a partition 0..7", optarg);
             if (is_cl)
                 req[n_req - 1].cluster = (int)x;
             else
                 req[n_req - 1].partition = (int)x;
-            i++;
-        } else
-            return cli_usage("place", "unexpected argument \"%s\"", a);
+            break;
+        }
+        case CLI_STOP: return a.rc;
+        }
     }
+    if (optind < argc)
+        return cli_usage("place", "unexpected argument \"%s\"", argv[optind]);
+    int as_json = json_out != NULL, quiet = as_json && !strcmp(json_out, "-");
     if (!n_req)
         return cli_usage("place", "no request: give --sms N [--cluster K]");
     gos_chip *chart = NULL;
@@ -154,7 +162,7 @@ int cmd_place(int argc, char **argv)
     gos_device *d = NULL;
     gos_smset_pool *pool = NULL;
     json_t *sets = json_array();
-    int rc = cli_open_device(sim, (int)ordinal, &d);
+    int rc = cli_open_one(device, sim, &d);
     if (rc)
         goto fail;
     if (chart && chart->device.sm_count != d->info.sm_count) {
@@ -174,7 +182,7 @@ int cmd_place(int argc, char **argv)
     }
     if ((rc = gos_smset_pool_open(d, chart, &pool)))
         goto fail;
-    if (!as_json)
+    if (!quiet)
         printf("%s%s (%d SMs): %d green-context groups\n", gos_dev_label(d), d->info.name, d->info.sm_count,
                gos_smset_pool_groups(pool));
     int refused = 0;
@@ -191,7 +199,7 @@ int cmd_place(int argc, char **argv)
             continue;
         }
         json_t *sj = set_json(&s);
-        if (!as_json)
+        if (!quiet)
             print_set(&s);
         if (verify) {
             gos_smset_check ck;
@@ -206,7 +214,7 @@ int cmd_place(int argc, char **argv)
                                           "blocks_outside_set", ck.outside, "one_block_per_sm_at_once",
                                           ck.all_at_once, "cluster", ck.cluster, "promised_clusters", ck.promised,
                                           "promised_fit", ck.promised_fit, "one_more_fits", ck.one_more_fits));
-            if (!as_json)
+            if (!quiet)
                 printf("  verified: %s: %d blocks on %d distinct SMs of the set%s, %d outside; %d clusters of "
                        "%d at once: %s; one more: %s\n", ok ? "OK" : "FAILED", s.n_sms, ck.sms_seen,
                        ck.all_at_once ? " at once" : "", ck.outside, ck.promised, ck.cluster,
@@ -229,11 +237,10 @@ int cmd_place(int argc, char **argv)
                                 d->info.name, "uuid", d->info.uuid, "simulated", d->info.simulated, "sets",
                                 sets, "groups", groups);
         sets = NULL;
-        char *text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        rc = gos_json_save_atomic(doc, json_out);
         json_decref(doc);
-        if (text)
-            puts(text);
-        free(text);
+        if (rc)
+            goto fail;
     }
     json_decref(sets);
     gos_smset_pool_free(pool);

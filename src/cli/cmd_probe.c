@@ -12,26 +12,22 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 static const char usage_text[] =
-    "usage: gpuos probe [topology|numa|memory|all] [--device SEL] [--sim CHIP.json|default[,...]]\n"
-    "                   [--json OUT.json|DIR|-] [--nfd FILE] [--verify SIZE|all] [--repeat N]\n"
+    "usage: gpuos probe [topology|numa|memory|all] [--device SEL] [--sim CHIP[,CHIP...]]\n"
+    "                   [--json FILE|DIR|-] [--nfd FILE] [--nfd-expiry DURATION] [--verify SIZE|all]\n"
+    "                   [--repeat N]\n"
     "Charts this GPU die: GPCs and free-floating SMs (topology), memory partitions,\n"
     "address hash and latency tiers (numa), L2/HBM costs (memory); all of them by\n"
     "default. Without --device or --sim it uses GPU 0, or, when there is no GPU, the\n"
-    "built-in simulated H200 (labelled as simulated).\n"
-    "  --device SEL real GPU N only (fails without one); 'all', a UUID, a PCI bus id,\n"
-    "               or a comma-separated list of them (as nvidia-smi -i)\n"
-    "  --sim CHIP   the simulated chip of a gpuos.chip/1 file, or 'default'; A,B,...\n"
-    "               simulates one GPU per chip\n"
-    "  --json OUT   also write the chart as gpuos.chip/1 ('-' = stdout, no text); with\n"
-    "               several GPUs OUT is a directory and each chart is OUT/<uuid>.json\n"
-    "  --nfd FILE   also write node-feature-discovery labels (see gpuos labels --help)\n"
-    "  --verify S   numa: classify every 4 KB page of an S-byte allocation (or 'all')\n"
-    "  --repeat N   sections that support it measure N times and report the spread\n";
+    "built-in simulated H200 (labelled as simulated).\n" CLI_HELP_DEVICE CLI_HELP_SIM
+    CLI_HELP_JSON("the chart (gpuos.chip/1)") "                   with several GPUs a directory: DIR/<uuid>.json each\n"
+    "  --nfd FILE       also write node-feature-discovery labels (see gpuos labels --help)\n"
+    "  --nfd-expiry D   the labels' lifetime (default 24h; 0: never expire)\n"
+    "  --verify SIZE    numa: classify every 4 KB page of a SIZE-byte allocation (or 'all')\n"
+    "  --repeat N       sections that support it measure N times and report the spread\n";
 
 /* Whether the chart can be written to path: the temporary file gos_chip_save
  * writes first is created and removed, so that a probe of minutes does not end
@@ -114,51 +110,43 @@ int cmd_probe(int argc, char **argv)
 {
     const char *section = "all", *sim = NULL, *json_out = NULL, *verify = NULL, *device = NULL, *nfd = NULL;
     unsigned long long verify_bytes = 0;
-    long ordinal = -1, repeats = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(usage_text, stdout);
-            return 0;
-        } else if (gos_chart_is_section(a))
-            section = a;
-        else if (!strcmp(a, "--device")) {
-            if (i + 1 >= argc)
-                return cli_usage("probe", "--device needs a GPU number 0..63, 'all', a UUID or a PCI bus id");
-            device = argv[++i];
-            if (!cli_parse_int(device, 0, 63, &ordinal))
-                ;
-            else if (strcmp(device, "all") && strncasecmp(device, "GPU-", 4) && strncasecmp(device, "MIG-", 4) &&
-                     strncasecmp(device, "SIM-", 4) && !strchr(device, ':') && !strchr(device, ','))
-                return cli_usage("probe", "--device needs a GPU number 0..63, 'all', a UUID or a PCI bus id");
-        } else if (!strcmp(a, "--sim")) {
-            if (i + 1 >= argc)
-                return cli_usage("probe", "--sim needs a chip file or 'default'");
-            sim = argv[++i];
-        } else if (!strcmp(a, "--json")) {
-            if (i + 1 >= argc)
-                return cli_usage("probe", "--json needs an output path");
-            json_out = argv[++i];
-        } else if (!strcmp(a, "--nfd")) {
-            if (i + 1 >= argc)
-                return cli_usage("probe", "--nfd needs an output file");
-            nfd = argv[++i];
-        } else if (!strcmp(a, "--verify")) {
-            if (i + 1 >= argc)
-                return cli_usage("probe", "--verify needs a size (e.g. 16G) or 'all'");
-            if (!strcmp(argv[i + 1], "all"))
+    long repeats = 1, expiry = GOS_NFD_EXPIRY_S;
+    enum { O_NFD = CLI_FIRST_OWN, O_EXPIRY, O_VERIFY, O_REPEAT };
+    static const struct option opts[] = {CLI_OPT_HELP, CLI_OPT_DEVICE, CLI_OPT_SIM, CLI_OPT_JSON,
+                                         {"nfd", required_argument, NULL, O_NFD},
+                                         {"nfd-expiry", required_argument, NULL, O_EXPIRY},
+                                         {"verify", required_argument, NULL, O_VERIFY},
+                                         {"repeat", required_argument, NULL, O_REPEAT}, CLI_OPT_END};
+    cli_args a = CLI_ARGS("probe", argc, argv, opts);
+    for (int o; (o = cli_next(&a)) != -1;)
+        switch (o) {
+        case 'h': fputs(usage_text, stdout); return 0;
+        case CLI_DEVICE: device = optarg; break;
+        case CLI_SIM: sim = optarg; break;
+        case CLI_JSON: json_out = optarg; break;
+        case O_NFD: nfd = optarg; break;
+        case O_EXPIRY:
+            if (cli_parse_expiry("probe", optarg, &expiry))
+                return 2;
+            break;
+        case O_VERIFY:
+            if (!strcmp(optarg, "all"))
                 verify_bytes = GOS_CHART_VERIFY_ALL;
-            else if (cli_parse_size(argv[i + 1], &verify_bytes) || !verify_bytes)
-                return cli_usage("probe", "--verify: \"%s\" is not a size (e.g. 16G) or 'all'", argv[i + 1]);
-            verify = argv[++i];
-        } else if (!strcmp(a, "--repeat")) {
-            if (i + 1 >= argc || cli_parse_int(argv[++i], 1, 100, &repeats))
+            else if (cli_parse_size(optarg, 1, ~0ull, &verify_bytes))
+                return cli_usage("probe", "--verify: %s (e.g. 16G, 1.5G) or 'all'", gos_last_error());
+            verify = optarg;
+            break;
+        case O_REPEAT:
+            if (cli_parse_int(optarg, 1, 100, &repeats))
                 return cli_usage("probe", "--repeat needs a count 1..100");
-        } else
-            return cli_usage("probe", "unexpected argument \"%s\"", a);
+            break;
+        case CLI_STOP: return a.rc;
+        }
+    for (int i = optind; i < argc; i++) {
+        if (!gos_chart_is_section(argv[i]))
+            return cli_usage("probe", "unexpected argument \"%s\" (sections: topology, numa, memory, all)", argv[i]);
+        section = argv[i];
     }
-    if (sim && ordinal >= 0)
-        return cli_usage("probe", "--sim and --device exclude each other");
     if (verify && strcmp(section, "numa") && strcmp(section, "all"))
         return cli_usage("probe", "--verify belongs to the numa section");
     cli_devices sel;
@@ -176,7 +164,7 @@ int cmd_probe(int argc, char **argv)
         rc = probe_one(&sel, i, section, json_out, verify_bytes, repeats, argc, argv, nfd ? &kept[i] : NULL);
     }
     if (!rc && nfd)
-        rc = gos_labels_save((const gos_chip *const *)kept, sel.n, nfd) ? cli_fail() : 0;
+        rc = gos_labels_save((const gos_chip *const *)kept, sel.n, expiry, nfd) ? cli_fail() : 0;
     for (int i = 0; i < sel.n; i++)
         gos_chip_free(kept[i]);
     return rc;

@@ -12,7 +12,7 @@
 
 static const char usage_text[] =
     "usage: gpuos report CHIP.json [MORE.json...] [--html OUT.html] [--markdown OUT.md|-]\n"
-    "       gpuos report --device SEL [--sim CHIP[,...]] --html OUT.html\n"
+    "       gpuos report [--device SEL | --sim CHIP[,...]] --html OUT.html\n"
     "Renders a chart written by `gpuos probe --json` as one self-contained HTML page:\n"
     "floor plan coloured by memory partition, HBM and L2 latency histograms, the\n"
     "bandwidth-versus-working-set curve, and the figures beside paper 001's.\n"
@@ -21,8 +21,8 @@ static const char usage_text[] =
     "  MORE.json       charts of the same GPU whose verification / repeat results\n"
     "                  complete CHIP.json's (e.g. from `probe numa --verify all`);\n"
     "                  charts of different GPUs make a fleet page comparing them\n"
-    "  --device SEL    chart these GPUs first (gpuos probe --device SEL: 'all', ordinals,\n"
-    "                  UUIDs, PCI bus ids) and render them (one GPU: its page; more: the fleet)\n";
+    CLI_HELP_DEVICE "                   charted first (gpuos probe), then rendered (one GPU: its page;\n"
+    "                   more: the fleet)\n" CLI_HELP_SIM;
 
 /* Charts the selected GPUs with `gpuos probe` into dir; the paths into paths[]. */
 static int probe_selected(const char *device, const char *sim, const char *dir, char paths[][4096], int max, int *n)
@@ -41,8 +41,11 @@ static int probe_selected(const char *device, const char *sim, const char *dir, 
         args[k++] = "--device", args[k++] = (char *)device;
     if (sim)
         args[k++] = "--sim", args[k++] = (char *)sim;
+    int oind = optind; /* cmd_probe parses args with getopt: its own scan */
     args[k] = NULL;
-    if (cmd_probe(k, args))
+    int prc = cmd_probe(k, args);
+    optind = oind;
+    if (prc)
         return gos_fail(GOS_EIO, "charting the GPUs failed (above)");
     *n = 0;
     DIR *d = opendir(dir);
@@ -61,29 +64,24 @@ int cmd_report(int argc, char **argv)
     static char paths[CLI_MAX_DEVICES][4096];
     const char *in[CLI_MAX_DEVICES];
     int n_in = 0;
-    for (int i = 1; i < argc; i++) {
-        if (cli_is_help(argv[i])) {
-            fputs(usage_text, stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--html")) {
-            if (i + 1 >= argc)
-                return cli_usage("report", "--html needs an output path");
-            out = argv[++i];
-        } else if (!strcmp(argv[i], "--markdown")) {
-            if (i + 1 >= argc)
-                return cli_usage("report", "--markdown needs an output path or -");
-            md = argv[++i];
-        } else if (!strcmp(argv[i], "--device") || !strcmp(argv[i], "--sim")) {
-            if (i + 1 >= argc)
-                return cli_usage("report", "%s needs a value", argv[i]);
-            *(!strcmp(argv[i], "--device") ? &device : &sim) = argv[i + 1];
-            i++;
-        } else if (argv[i][0] == '-' && argv[i][1])
-            return cli_usage("report", "unknown option \"%s\"", argv[i]);
-        else if (n_in < CLI_MAX_DEVICES)
-            in[n_in++] = argv[i];
-        else
+    enum { O_HTML = CLI_FIRST_OWN, O_MARKDOWN };
+    static const struct option opts[] = {CLI_OPT_HELP, {"html", required_argument, NULL, O_HTML},
+                                         {"markdown", required_argument, NULL, O_MARKDOWN}, CLI_OPT_DEVICE,
+                                         CLI_OPT_SIM, CLI_OPT_END};
+    cli_args a = CLI_ARGS("report", argc, argv, opts);
+    for (int o; (o = cli_next(&a)) != -1;)
+        switch (o) {
+        case 'h': fputs(usage_text, stdout); return 0;
+        case O_HTML: out = optarg; break;
+        case O_MARKDOWN: md = optarg; break;
+        case CLI_DEVICE: device = optarg; break;
+        case CLI_SIM: sim = optarg; break;
+        case CLI_STOP: return a.rc;
+        }
+    for (int i = optind; i < argc; i++) {
+        if (n_in == CLI_MAX_DEVICES)
             return cli_usage("report", "at most %d charts", CLI_MAX_DEVICES);
+        in[n_in++] = argv[i];
     }
     if ((device || sim) && n_in)
         return cli_usage("report", "either chart files or --device/--sim, not both");

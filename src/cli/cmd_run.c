@@ -24,10 +24,9 @@ static void help(FILE *f)
                "libcuda.so.1 and libnvidia-ml.so.1 come first on its LD_LIBRARY_PATH, so every\n"
                "CUDA Driver API call (and the CUDA runtime's, which goes through it) is carried\n"
                "out by the daemon within the vGPU's shares, and NVML reports the vGPU's share.\n"
-               "  --vgpu NAME    default $GPUOS_VGPU, else the daemon's only vGPU\n"
-               "  --socket PATH  default $GPUOS_SOCKET, else /tmp/gpuos.sock\n"
-               "  --libdir DIR   where libcuda.so.1 is (default $GPUOS_LIBDIR, else shim/ beside\n"
-               "                 the gpuos binary, else ../lib/gpuos)\n"
+               "  --vgpu NAME      default $GPUOS_VGPU, else the daemon's only vGPU\n" CLI_HELP_SOCKET
+               "  --libdir DIR     where gpuos's libcuda.so.1 is (default $GPUOS_LIBDIR, else shim/\n"
+               "                   beside the gpuos binary, else ../lib/gpuos beside it: make install's)\n"
                "Entry points gpuos does not implement return CUDA_ERROR_NOT_SUPPORTED and are\n"
                "named once on stderr; $GPUOS_CUDASHIM_TRACE=1 logs every entry point and export\n"
                "table the program asks for.\n");
@@ -42,7 +41,7 @@ static int find_libdir(const char *opt, char *out, size_t len)
     if (given) {
         snprintf(cand, sizeof cand, "%s/libcuda.so.1", given);
         if (access(cand, R_OK))
-            return gos_fail(GOS_ENODEV, "no gpuos libcuda.so.1 in %s (build it with make; it needs cuda.h)", given);
+            return gos_fail(GOS_ENODEV, "no gpuos libcuda.so.1 in %s (--libdir or $GPUOS_LIBDIR)", given);
         if (!realpath(given, out))
             return gos_fail(GOS_EINVAL, "%s: %s", given, strerror(errno));
         return GOS_OK;
@@ -64,44 +63,34 @@ static int find_libdir(const char *opt, char *out, size_t len)
         }
     }
     return gos_fail(GOS_ENODEV,
-                    "gpuos's libcuda.so.1 is not built (looked in %s/shim and %s/../lib/gpuos; it needs cuda.h "
-                    "at build time); give --libdir",
+                    "gpuos's libcuda.so.1 is neither in %s/shim (the build tree) nor in %s/../lib/gpuos (make "
+                    "install); give --libdir (a build without cuda.h has none)",
                     exe, exe);
 }
 
 int cmd_run(int argc, char **argv)
 {
     const char *vgpu = NULL, *sock = NULL, *libdir = NULL;
-    int i = 1;
-    for (; i < argc; i++) {
-        if (cli_is_help(argv[i])) {
-            help(stdout);
-            return 0;
+    enum { O_VGPU = CLI_FIRST_OWN, O_LIBDIR };
+    static const struct option opts[] = {{"", no_argument, NULL, CLI_IN_ORDER}, CLI_OPT_HELP,
+                                         {"vgpu", required_argument, NULL, O_VGPU}, CLI_OPT_SOCKET,
+                                         {"libdir", required_argument, NULL, O_LIBDIR}, CLI_OPT_END};
+    cli_args a = CLI_ARGS("run", argc, argv, opts);
+    for (int o; (o = cli_next(&a)) != -1;)
+        switch (o) {
+        case 'h': help(stdout); return 0;
+        case O_VGPU: vgpu = optarg; break;
+        case CLI_SOCKET: sock = optarg; break;
+        case O_LIBDIR: libdir = optarg; break;
+        case CLI_STOP: return a.rc;
         }
-        if (!strcmp(argv[i], "--")) {
-            i++;
-            break;
-        }
-        if (i + 1 < argc && !strcmp(argv[i], "--vgpu"))
-            vgpu = argv[++i];
-        else if (i + 1 < argc && !strcmp(argv[i], "--socket"))
-            sock = argv[++i];
-        else if (i + 1 < argc && !strcmp(argv[i], "--libdir"))
-            libdir = argv[++i];
-        else if (argv[i][0] == '-')
-            return cli_usage("run", "unknown option %s", argv[i]);
-        else
-            break; /* the program, without "--" */
-    }
+    int i = optind;
     if (i >= argc)
         return cli_usage("run", "no program to run");
     char dir[PATH_MAX];
     if (find_libdir(libdir, dir, sizeof dir))
         return cli_fail();
-    if (!sock) {
-        const char *e = getenv(GOS_ENV_SOCKET);
-        sock = e && *e ? e : "/tmp/gpuos.sock";
-    }
+    sock = cli_socket(sock);
     /* The daemon must be there and serve the vGPU. */
     static gpuos_vgpu_facts v[GOS_MAX_VGPUS];
     int n = 0;

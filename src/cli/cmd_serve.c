@@ -1,8 +1,9 @@
 /* cmd_serve.c: `gpuos serve`, the daemon that owns the GPU(s) and hosts virtual
- * GPUs (pillar 3). See src/serve/config.h for the configuration file. */
+ * GPUs (pillar 3). The configuration file: gpuos.conf(5), src/serve/config.h. */
 #include "cli/cli.h"
 #include "common/env.h"
 #include "common/status.h"
+#include "serve/config.h"
 #include "serve/serve.h"
 
 #include <stdio.h>
@@ -26,16 +27,16 @@ static void help(FILE *f)
             "file (state = PATH) and survive a restart. Without a GPU it stops and says so:\n"
             "pass --sim default to serve the simulated chip.\n"
             "\n"
-            "  --config FILE   devices and vGPUs (format: src/serve/config.h)\n"
-            "  --socket PATH   overrides the file's socket (else $GPUOS_SOCKET, else\n"
-            "                  " GOS_DEFAULT_SOCKET "; its directory is created if absent)\n"
-            "  --sim CHIP      run every device on the simulated chip (\"default\" or a file)\n"
-            "  --log-level L   err, warning, notice, info (default) or debug\n"
-            "  --verbose       the same as --log-level debug (client departures too)\n"
+            "  --config FILE    devices and vGPUs (gpuos.conf(5))\n" CLI_HELP_SOCKET
+            "                   (the file's socket = comes before $GPUOS_SOCKET; the directory is\n"
+            "                   created if absent)\n"
+            "  --sim CHIP       run every device on the simulated chip (\"default\" or a file)\n"
+            "  --log-level L    err, warning, notice, info (default) or debug\n"
+            "  --verbose, -v    the same as --log-level debug (client departures too)\n"
             "\n"
             "example configuration:\n"
             "  socket_mode = 0660\n"
-            "  metrics_listen = 127.0.0.1:9400\n"
+            "  metrics_listen = 127.0.0.1:" GOS_METRICS_PORT_STR "\n"
             "  [device 0]\n"
             "  policy = band\n"
             "  queue = mrq\n"
@@ -48,33 +49,36 @@ static void help(FILE *f)
             "  copy = 50\n"
             "  memory = 8G\n"
             "  users = bob\n"
-            "(every key: docs/readme-vgpu.md, \"Configuration keys\")\n");
+            "(every key: gpuos.conf(5); the daemon: gpuos-serve(8))\n");
 }
 
 int cmd_serve(int argc, char **argv)
 {
     const char *config = NULL, *sock = NULL, *sim = NULL;
     int verbose = 0, level = LOG_INFO;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (cli_is_help(a))
-            return help(stdout), 0;
-        else if (!strcmp(a, "--config") && i + 1 < argc) {
-            config = argv[++i];
-        } else if (!strcmp(a, "--socket") && i + 1 < argc) {
-            sock = argv[++i];
-        } else if (!strcmp(a, "--sim") && i + 1 < argc) {
-            sim = argv[++i];
-        } else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) {
+    enum { O_CONFIG = CLI_FIRST_OWN, O_LEVEL };
+    static const struct option opts[] = {CLI_OPT_HELP, {"config", required_argument, NULL, O_CONFIG}, CLI_OPT_SOCKET,
+                                         CLI_OPT_SIM, {"log-level", required_argument, NULL, O_LEVEL},
+                                         {"verbose", no_argument, NULL, 'v'}, CLI_OPT_END};
+    cli_args a = CLI_ARGS("serve", argc, argv, opts);
+    for (int o; (o = cli_next(&a)) != -1;)
+        switch (o) {
+        case 'h': help(stdout); return 0;
+        case O_CONFIG: config = optarg; break;
+        case CLI_SOCKET: sock = optarg; break;
+        case CLI_SIM: sim = optarg; break;
+        case 'v':
             verbose = 1;
             level = LOG_DEBUG;
-        } else if (!strcmp(a, "--log-level") && i + 1 < argc) {
-            if (gos_log_parse_level(argv[++i], &level))
+            break;
+        case O_LEVEL:
+            if (gos_log_parse_level(optarg, &level))
                 return cli_usage("serve", "%s", gos_last_error());
-        } else {
-            return cli_usage("serve", "unknown or incomplete argument \"%s\"", a);
+            break;
+        case CLI_STOP: return a.rc;
         }
-    }
+    if (optind < argc)
+        return cli_usage("serve", "unexpected argument \"%s\"", argv[optind]);
     if (!config)
         return cli_usage("serve", "--config FILE is required");
     struct srv *s = calloc(1, sizeof *s);

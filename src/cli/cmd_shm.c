@@ -5,6 +5,7 @@
  * may read are listed (root: all). `gpuos shm rm ID | --key K | --vgpu V`, as
  * ipcrm, for the operator (root or the daemon's owner; issue 23.4). */
 #include "cli/cli.h"
+#include "common/jsonio.h"
 #include "common/status.h"
 #include "gpuos/gpuos.h"
 #include "vmem/shm.h"
@@ -20,16 +21,17 @@
 
 static void help(FILE *f)
 {
-    fprintf(f, "usage: gpuos shm list [--socket PATH] [--json]\n"
+    fprintf(f, "usage: gpuos shm list [--socket PATH] [--json FILE|-]\n"
                "       gpuos shm rm ID | --key KEY | --vgpu NAME [--socket PATH]\n"
                "\n"
-               "list: shared device memory segments (gpuos_shm_get / attach / detach / ctl),\n"
-               "like ipcs -m: key, id, owner, permissions, bytes, attachments, status, vGPU\n"
-               "charged. --json: schema gpuos.shm-list/1.\n"
+               "Shared device memory segments (gpuos_shm_get / attach / detach / ctl), like\n"
+               "ipcs -m: key, id, owner, permissions, bytes, attachments, status, vGPU charged.\n"
                "rm: like ipcrm, marks removed the segment of that id or key, or every segment\n"
                "charged to the vGPU, whoever owns them (root or the daemon's owner only);\n"
                "each is destroyed at its last detach.\n"
-               "The socket defaults to $GPUOS_SOCKET, else /run/gpuos/gpuos.sock.\n");
+               "  --key KEY        rm: the segment of that key\n"
+               "  --vgpu NAME      rm: every segment charged to that vGPU\n"
+               CLI_HELP_SOCKET CLI_HELP_JSON("the segments (gpuos.shm-list/1)"));
 }
 
 /* An id or key: decimal, 0x hex or 0 octal, within int32 (a key may be negative). */
@@ -57,44 +59,53 @@ static int shm_rm(const char *sock, int by, const char *arg)
 
 int cmd_shm(int argc, char **argv)
 {
-    const char *sock = NULL, *sub = NULL, *rm_arg = NULL;
-    int json = 0, rm_by = -1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (cli_is_help(a))
-            return help(stdout), 0;
-        else if (!strcmp(a, "--socket") && i + 1 < argc)
-            sock = argv[++i];
-        else if (!strcmp(a, "--json"))
-            json = 1;
-        else if ((!strcmp(a, "--key") || !strcmp(a, "--vgpu")) && i + 1 < argc && sub && !strcmp(sub, "rm") &&
-                 !rm_arg) {
-            rm_by = a[2] == 'k' ? GPUOS_SHM_RM_KEY : GPUOS_SHM_RM_VGPU;
-            rm_arg = argv[++i];
-        } else if (a[0] == '-' && a[1])
-            return cli_usage("shm", "unknown option \"%s\"", a);
-        else if (!sub)
-            sub = a;
-        else if (!strcmp(sub, "rm") && !rm_arg) {
-            rm_by = GPUOS_SHM_RM_ID;
-            rm_arg = a;
-        } else
-            return cli_usage("shm", "unexpected argument \"%s\"", a);
-    }
+    const char *sock = NULL, *sub = NULL, *json = NULL, *rm_arg = NULL;
+    int rm_by = -1;
+    enum { O_KEY = 1000, O_VGPU };
+    static const struct option opts[] = {CLI_OPT_HELP, CLI_OPT_SOCKET, CLI_OPT_JSON,
+                                         {"key", required_argument, NULL, O_KEY},
+                                         {"vgpu", required_argument, NULL, O_VGPU}, CLI_OPT_END};
+    cli_args a = CLI_ARGS("shm", argc, argv, opts);
+    for (int o; (o = cli_next(&a)) != -1;)
+        switch (o) {
+        case 'h': help(stdout); return 0;
+        case CLI_SOCKET: sock = optarg; break;
+        case CLI_JSON: json = optarg; break;
+        case O_KEY:
+        case O_VGPU:
+            if (rm_arg)
+                return cli_usage("shm", "rm takes one of ID, --key KEY, --vgpu NAME");
+            rm_by = o == O_KEY ? GPUOS_SHM_RM_KEY : GPUOS_SHM_RM_VGPU;
+            rm_arg = optarg;
+            break;
+        case CLI_STOP: return a.rc;
+        }
+    if (optind < argc)
+        sub = argv[optind];
     if (sub && !strcmp(sub, "rm")) {
+        if (optind + 1 < argc) {
+            if (rm_arg || optind + 2 < argc)
+                return cli_usage("shm", "rm takes one of ID, --key KEY, --vgpu NAME");
+            rm_by = GPUOS_SHM_RM_ID;
+            rm_arg = argv[optind + 1];
+        }
         if (!rm_arg)
             return cli_usage("shm", "rm needs ID, --key KEY or --vgpu NAME");
         if (json)
             return cli_usage("shm", "rm takes no --json");
-        return shm_rm(sock, rm_by, rm_arg);
+        return shm_rm(cli_socket(sock), rm_by, rm_arg);
     }
+    if (rm_arg)
+        return cli_usage("shm", "--key and --vgpu belong to rm");
+    if (optind + 1 < argc)
+        return cli_usage("shm", "unexpected argument \"%s\"", argv[optind + 1]);
     if (sub && strcmp(sub, "list") && strcmp(sub, "ls"))
         return cli_usage("shm", "unknown subcommand \"%s\" (list, rm)", sub);
     static gpuos_shm_ds seg[MAX_SEGS];
     static gos_shm_ds ds[MAX_SEGS];
     static const char *names[MAX_SEGS];
     int n = 0;
-    if (gpuos_admin_shm_list(sock, seg, MAX_SEGS, &n))
+    if (gpuos_admin_shm_list(cli_socket(sock), seg, MAX_SEGS, &n))
         return cli_fail();
     for (int i = 0; i < n; i++) {
         memset(&ds[i], 0, sizeof ds[i]);
@@ -115,13 +126,9 @@ int cmd_shm(int argc, char **argv)
     }
     if (json) {
         json_t *root = gos_shm_json(ds, n, names, n);
-        char *s = root ? json_dumps(root, JSON_INDENT(2)) : NULL;
-        if (!s)
-            return gos_fail(GOS_ENOMEM, "out of memory"), cli_fail();
-        puts(s);
-        free(s);
+        int rc = root ? gos_json_save_atomic(root, json) : gos_fail(GOS_ENOMEM, "out of memory");
         json_decref(root);
-        return 0;
+        return rc ? cli_fail() : 0;
     }
     gos_shm_print(stdout, ds, n, names, n);
     return 0;

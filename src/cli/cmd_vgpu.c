@@ -15,7 +15,7 @@
 
 static void help(FILE *f)
 {
-    fprintf(f, "usage: gpuos vgpu list [--socket PATH] [--json | --bytes]\n"
+    fprintf(f, "usage: gpuos vgpu list [--socket PATH] [--json FILE|- | --bytes]\n"
                "       gpuos vgpu set NAME key=value... [--socket PATH]\n"
                "       gpuos vgpu create NAME device=D compute=PCT memory=PCT%%|SIZE [copy=PCT]\n"
                "                         [users=U,...] [groups=G,...] [--socket PATH]\n"
@@ -25,7 +25,7 @@ static void help(FILE *f)
                "      compute and copy utilisation over the last scheduling period, engine time\n"
                "      BAND held idle waiting for it (HELD), memory used, clients. Memory in\n"
                "      KiB/MiB/GiB (powers of 1024); --bytes prints bytes; --json (raw bytes, as\n"
-               "      always) adds the cumulative GPU time.\n"
+               "      always; gpuos.vgpu-list/1) adds the cumulative GPU time.\n"
                "set:  change a share at run time; keys: compute=PCT, copy=PCT, memory=PCT%%|SIZE.\n"
                "      Only the daemon's owner or root may. The daemon keeps the change in its\n"
                "      state file: it survives a restart until the configuration file's value\n"
@@ -38,7 +38,9 @@ static void help(FILE *f)
                "delete: removes a vGPU made by create; refused while clients are attached\n"
                "      unless --force, which ends them (their calls fail naming the deletion).\n"
                "      create and delete: the daemon's owner or root only.\n"
-               "The socket defaults to $GPUOS_SOCKET, else " GOS_DEFAULT_SOCKET ".\n");
+               
+               "\n" CLI_HELP_SOCKET CLI_HELP_JSON("list: the vGPUs")
+               "  --bytes          list: memory in bytes\n");
 }
 
 /* 1536 -> "1.5 KiB": powers of 1024, one decimal, bytes below 1 KiB. */
@@ -59,7 +61,7 @@ static const char *human(uint64_t b, char *out, size_t n)
     return out;
 }
 
-static int list(const char *sock, int json, int bytes)
+static int list(const char *sock, const char *json, int bytes)
 {
     gpuos_vgpu_facts v[GOS_MAX_VGPUS];
     int n = 0;
@@ -84,12 +86,9 @@ static int list(const char *sock, int json, int bytes)
                                (json_int_t)v[i].mem_swapped, "evictions", (json_int_t)v[i].evictions, "restores",
                                (json_int_t)v[i].restores));
         json_t *root = json_pack("{s:s, s:o}", "schema", "gpuos.vgpu-list/1", "vgpus", arr);
-        gos_json_trace(root);
-        char *s = json_dumps(root, JSON_INDENT(2));
-        puts(s);
-        free(s);
+        int rc = root ? gos_json_save_atomic(root, json) : gos_fail(GOS_ENOMEM, "out of memory");
         json_decref(root);
-        return 0;
+        return rc ? cli_fail() : 0;
     }
     printf("%-12s %3s %-6s %-4s %7s %7s %7s %8s %8s %8s %12s %12s %12s %12s %7s %6s %-9s\n", "VGPU", "DEV", "POLICY",
            "Q", "COMPUTE", "COPY", "MEM", "UTIL-C", "UTIL-X", "HELD", "MEM-USED", "MEM-QUOTA", "RESIDENT", "SWAPPED",
@@ -149,11 +148,13 @@ static int sub_args(int argc, char **argv, int at, int is_create, const char **s
         const char *a = argv[i];
         if (i == at)
             continue;
-        if (cli_is_help(a)) {
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             help(stdout);
             return 1;
         } else if (!strcmp(a, "--socket") && i + 1 < argc) {
             *sock = argv[++i];
+        } else if (!strncmp(a, "--socket=", 9)) {
+            *sock = a + 9;
         } else if (!is_create && !strcmp(a, "--force")) {
             *force = 1;
         } else if (a[0] == '-') {
@@ -202,35 +203,37 @@ static int vgpu_delete(int argc, char **argv, int at)
 int cmd_vgpu(int argc, char **argv)
 {
     int at = 1;
-    while (at + 1 < argc && !strcmp(argv[at], "--socket"))
-        at += 2;
+    while (at < argc && (!strcmp(argv[at], "--socket") || !strncmp(argv[at], "--socket=", 9)))
+        at += argv[at][8] == '=' ? 1 : 2;
     if (at < argc && (!strcmp(argv[at], "create") || !strcmp(argv[at], "delete")))
         return argv[at][0] == 'c' ? vgpu_create(argc, argv, at) : vgpu_delete(argc, argv, at);
 
-    const char *sock = NULL, *sub = NULL, *name = NULL;
+    const char *sock = NULL, *sub = NULL, *name = NULL, *json = NULL;
     const char *kv[16];
-    int nkv = 0, json = 0, bytes = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (cli_is_help(a))
-            return help(stdout), 0;
-        else if (!strcmp(a, "--socket") && i + 1 < argc) {
-            sock = argv[++i];
-        } else if (!strcmp(a, "--json")) {
-            json = 1;
-        } else if (!strcmp(a, "--bytes")) {
-            bytes = 1;
-        } else if (a[0] == '-') {
-            return cli_usage("vgpu", "unknown option \"%s\"", a);
-        } else if (!sub) {
-            sub = a;
-        } else if (!name && !strchr(a, '=')) {
-            name = a;
-        } else if (strchr(a, '=') && nkv < 16) {
-            kv[nkv++] = a;
-        } else {
-            return cli_usage("vgpu", "unexpected argument \"%s\"", a);
+    int nkv = 0, bytes = 0;
+    enum { O_BYTES = CLI_FIRST_OWN };
+    static const struct option opts[] = {CLI_OPT_HELP, CLI_OPT_SOCKET, CLI_OPT_JSON,
+                                         {"bytes", no_argument, NULL, O_BYTES}, CLI_OPT_END};
+    cli_args a = CLI_ARGS("vgpu", argc, argv, opts);
+    for (int o; (o = cli_next(&a)) != -1;)
+        switch (o) {
+        case 'h': help(stdout); return 0;
+        case CLI_SOCKET: sock = optarg; break;
+        case CLI_JSON: json = optarg; break;
+        case O_BYTES: bytes = 1; break;
+        case CLI_STOP: return a.rc;
         }
+    sock = cli_socket(sock);
+    for (int i = optind; i < argc; i++) {
+        const char *arg = argv[i];
+        if (!sub)
+            sub = arg;
+        else if (!name && !strchr(arg, '='))
+            name = arg;
+        else if (strchr(arg, '=') && nkv < 16)
+            kv[nkv++] = arg;
+        else
+            return cli_usage("vgpu", "unexpected argument \"%s\"", arg);
     }
     if (!sub || !strcmp(sub, "list") || !strcmp(sub, "ls")) {
         if (name || nkv)

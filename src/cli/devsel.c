@@ -81,9 +81,25 @@ static int add_matching(cli_devices *s, const cli_devices *pool, const char *id)
     return add(s, pool->sim[hit], pool->ordinal[hit]);
 }
 
+/* Each item of a --device list has one of the selector forms, before any
+ * device is looked at (a typo says so, not "no GPU"). */
+static int selector_ok(const char *device)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", device);
+    for (char *save, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
+        if (!is_number(t) && strcmp(t, "all") && strncasecmp(t, "GPU-", 4) && strncasecmp(t, "MIG-", 4) &&
+            strncasecmp(t, "SIM-", 4) && !strchr(t, ':'))
+            return gos_fail(GOS_EINVAL,
+                            "--device \"%s\": not an ordinal, 'all', a UUID (GPU-...) or a PCI bus id (0000:17:00.0)", t);
+    return *device ? GOS_OK : gos_fail(GOS_EINVAL, "--device needs a GPU selector");
+}
+
 int cli_select_devices(const char *device, const char *sim, cli_devices *out)
 {
     memset(out, 0, sizeof *out);
+    if (device && selector_ok(device))
+        return GOS_EINVAL;
     cli_devices pool;
     memset(&pool, 0, sizeof pool);
     if (sim) {

@@ -5,6 +5,8 @@
 #include "common/env.h"
 #include "common/clock.h"
 
+#include <sys/stat.h>
+
 const char *gpuos_error(void) { return gos_last_error(); }
 
 int gcl_timeout_ms(void)
@@ -12,6 +14,31 @@ int gcl_timeout_ms(void)
     const char *t = getenv(GOS_ENV_TIMEOUT_MS);
     long v = t ? strtol(t, NULL, 10) : 0;
     return v > 0 ? (int)(v < 86400000 ? v : 86400000) : 120000;
+}
+
+/* EACCES on the socket: who may use the daemon (the socket's group, e.g. the
+ * unit's gpuos), in one line. */
+static int denied(const char *path)
+{
+    struct stat st;
+    char name[64] = "", line[1024];
+    if (stat(path, &st))
+        return gos_fail(GOS_EPERM, "cannot reach gpuos serve at %s: permission denied", path);
+    /* the group's name from /etc/group itself: no NSS in a static libgpuos */
+    FILE *f = fopen("/etc/group", "re");
+    while (f && !name[0] && fgets(line, sizeof line, f)) {
+        char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (c2 && strtoul(c2 + 1, NULL, 10) == st.st_gid && c2[1] != ':')
+            snprintf(name, sizeof name, "%.*s", (int)(c1 - line), line);
+    }
+    if (f)
+        fclose(f);
+    if (!name[0])
+        snprintf(name, sizeof name, "%u", (unsigned)st.st_gid);
+    return gos_fail(GOS_EPERM,
+                    "cannot reach gpuos serve at %s: permission denied: only root and members of group %s may "
+                    "use it (mode %04o; an administrator adds you: usermod -aG %s USER, then log in again)",
+                    path, name, (unsigned)(st.st_mode & 07777), name);
 }
 
 /* Connects within timeout_ms (issue 15.3): a daemon that does not accept (its
@@ -55,8 +82,9 @@ int gcl_connect_to(const char *path, int tmo_ms, int *out)
             if (e == EAGAIN)
                 return gos_fail(GOS_ETIMEDOUT, "gpuos serve at %s accepted no connection within %d ms "
                                 "($GPUOS_TIMEOUT_MS): it is overloaded or stuck", path, tmo_ms);
-            return gos_fail(e == EACCES ? GOS_EPERM : GOS_EIO, "cannot reach gpuos serve at %s: %s%s", path,
-                            strerror(e), e == EACCES ? " (the socket's permissions exclude you)" : "");
+            if (e == EACCES)
+                return denied(path);
+            return gos_fail(GOS_EIO, "cannot reach gpuos serve at %s: %s", path, strerror(e));
         }
         usleep(us);
     }

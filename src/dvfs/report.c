@@ -106,6 +106,20 @@ static void heatmap(FILE *f, const char *title, const rpair *ps, int np, const i
         fprintf(f, "</tr>\n");
     }
     fprintf(f, "</table>\n");
+    /* the colour scale: green (fastest) to red (slowest) over the map's range */
+    char c0[32], c1[32], c2[32];
+    color(0, c0, sizeof c0), color(0.5, c1, sizeof c1), color(1, c2, sizeof c2);
+    fprintf(f, "<svg class=legend xmlns=\"http://www.w3.org/2000/svg\" width=\"360\" height=\"34\" "
+               "font-family=\"sans-serif\" font-size=\"11\"><defs><linearGradient id=\"g%d\">"
+               "<stop offset=\"0\" stop-color=\"%s\"/><stop offset=\"0.5\" stop-color=\"%s\"/>"
+               "<stop offset=\"1\" stop-color=\"%s\"/></linearGradient></defs>"
+               "<rect x=\"60\" y=\"2\" width=\"240\" height=\"14\" fill=\"url(#g%d)\" stroke=\"#888\"/>"
+               "<line x1=\"60\" y1=\"16\" x2=\"60\" y2=\"19\" stroke=\"#888\"/><line x1=\"300\" y1=\"16\" x2=\"300\" "
+               "y2=\"19\" stroke=\"#888\"/>"
+               "<text x=\"56\" y=\"13\" text-anchor=\"end\">%.2f ms</text>"
+               "<text x=\"304\" y=\"13\">%.2f ms</text>"
+               "<text x=\"180\" y=\"30\" text-anchor=\"middle\">%s latency of the pair (colour scale)</text></svg>\n",
+            worst, c0, c1, c2, worst, isfinite(lo) ? lo : 0, isfinite(hi) ? hi : 0, worst ? "worst" : "best");
 }
 
 static void distributions(FILE *f, const rpair *ps, int np)

@@ -1,5 +1,5 @@
-/* smset.c: the SM-set allocator (include/gpuos/smset.h has the rules). */
-#include "gpuos/smset.h"
+/* smset.c: the SM-set allocator (src/place/smset.h has the rules). */
+#include "place/smset.h"
 
 #include "chip/chip.h"
 #include "common/status.h"

@@ -119,11 +119,16 @@ static void hbm_histogram(FILE *f, json_t *numa)
     if (!n) {
         fprintf(f, "<p>No HBM latency histogram in this chart (numa section not probed).</p>\n");
     } else {
-        char lab[64];
-        snprintf(lab, sizeof lab, "threshold %.0f", num(numa, "threshold_cycles"));
-        gos_svg_series s = {"HBM, reference SM", "#1f77b4", x, y, n};
-        gos_svg_frame fr = {"HBM access latency from one SM (C.1)", "cycles", "samples", 820, 300,
-                            num(numa, "threshold_cycles"), lab, 0, NULL};
+        /* the headline: the near and far tiers' medians beside the paper's */
+        json_t *tiers = json_object_get(numa, "hbm_tiers");
+        double near = num(tiers, "near_median"), far = num(tiers, "far_median");
+        char lab[96], l1[96], l2[96];
+        snprintf(lab, sizeof lab, "HBM, reference SM (tiers split at %.0f cycles)", num(numa, "threshold_cycles"));
+        snprintf(l1, sizeof l1, "local median %.0f (paper ~490, Fig. 4)", near);
+        snprintf(l2, sizeof l2, "remote median %.0f (paper ~655, Fig. 4)", far);
+        gos_svg_series s = {lab, "#1f77b4", x, y, n};
+        gos_svg_frame fr = {"HBM access latency from one SM (paper 001 C.1, Fig. 4)", "cycles", "samples", 820, 300,
+                            isnan(near) ? 0 : near, l1, isnan(far) ? 0 : far, l2};
         gos_svg_histogram(f, &fr, &s, 1, bin);
     }
     free(x);
@@ -141,7 +146,12 @@ static void l2_histograms(FILE *f, json_t *mem)
     } else {
         gos_svg_series s[2] = {{"local L2 hit", "#1f77b4", x[0], y[0], n0},
                                {"remote L2 hit", "#ff7f0e", x[1], y[1], n1}};
-        gos_svg_frame fr = {"L2 hit latency, local and remote (C.2)", "cycles", "samples", 820, 300, 0, NULL, 0, NULL};
+        double lo = num(l2, "local"), re = num(l2, "remote");
+        char l1[96], l2t[96];
+        snprintf(l1, sizeof l1, "local median %.0f (paper ~309, Fig. 5)", lo);
+        snprintf(l2t, sizeof l2t, "remote median %.0f (paper ~466, Fig. 5)", re);
+        gos_svg_frame fr = {"L2 hit latency, local and remote (paper 001 C.2, Fig. 5)", "cycles", "samples", 820, 300,
+                            isnan(lo) ? 0 : lo, l1, isnan(re) ? 0 : re, l2t};
         gos_svg_histogram(f, &fr, s, 2, bin);
     }
     for (int i = 0; i < 2; i++) {
@@ -180,12 +190,13 @@ static void l2_curve(FILE *f, json_t *mem, double l2_bytes)
         fprintf(f, "<p>No bandwidth curve in this chart.</p>\n");
         return;
     }
-    char lab[3][128], k[64], p[64];
+    char lab[3][128], k[160], p[64];
     double e0 = num(mem, "l2_effective_bytes"), e1 = num(mem, "l2_effective_bytes_shared"),
            e2 = num(mem, "l2_effective_bytes_one_partition");
-    snprintf(lab[0], sizeof lab[0], "each page read by one SM (effective L2 %.1f MB)", e0 / (1 << 20));
-    snprintf(lab[1], sizeof lab[1], "every SM reads every page (effective L2 %.1f MB)", e1 / (1 << 20));
-    snprintf(lab[2], sizeof lab[2], "one partition's SMs read every page (effective L2 %.1f MB)", e2 / (1 << 20));
+    /* MiB throughout (the L2 of a datasheet's "60 MB" is 60 MiB); GB/s decimal */
+    snprintf(lab[0], sizeof lab[0], "each page read by one SM (knee %.1f MiB)", e0 / (1 << 20));
+    snprintf(lab[1], sizeof lab[1], "every SM reads every page (knee %.1f MiB)", e1 / (1 << 20));
+    snprintf(lab[2], sizeof lab[2], "one partition's SMs read every page (knee %.1f MiB)", e2 / (1 << 20));
     gos_svg_series s[3];
     int ns = 0;
     if (n0)
@@ -194,11 +205,20 @@ static void l2_curve(FILE *f, json_t *mem, double l2_bytes)
         s[ns++] = (gos_svg_series){lab[1], "#9467bd", x[1], y[1], n1};
     if (n2)
         s[ns++] = (gos_svg_series){lab[2], "#d62728", x[2], y[2], n2};
-    double knee = !isnan(e1) ? e1 : e0;
-    snprintf(k, sizeof k, "effective L2 %.1f MB", knee / (1 << 20));
-    snprintf(p, sizeof p, "physical L2 %.0f MB", l2_bytes / (1 << 20));
-    gos_svg_frame fr = {"Read bandwidth against working-set size (6.2.1)", "working set (MB)", "GB/s", 820, 320,
-                        isnan(knee) ? 0 : knee / (1 << 20), k, l2_bytes / (1 << 20), p};
+    /* The marker is the headline: the knee of one partition's SMs reading every
+     * page, the capacity replication leaves (paper 001 6.2.1, Fig. 7: 65.8 %);
+     * without that curve, the one-reader-per-page knee, the whole L2. The
+     * every-SM curve's knee is no capacity (neighbours hit each other's lines)
+     * and is not marked. */
+    double knee = !isnan(e2) ? e2 : e0;
+    if (!isnan(e2))
+        snprintf(k, sizeof k, "one partition: %.1f MiB = %.1f %% of L2 (paper 65.8 %%, 6.2.1)",
+                 e2 / (1 << 20), 100 * e2 / l2_bytes);
+    else
+        snprintf(k, sizeof k, "knee %.1f MiB = %.1f %% of L2 (one reader per page)", e0 / (1 << 20), 100 * e0 / l2_bytes);
+    snprintf(p, sizeof p, "physical L2 %.0f MiB", l2_bytes / (1 << 20));
+    gos_svg_frame fr = {"Read bandwidth against working-set size (paper 001 6.2.1)", "working set (MiB)", "GB/s", 820,
+                        320, isnan(knee) ? 0 : knee / (1 << 20), k, l2_bytes / (1 << 20), p};
     gos_svg_lines(f, &fr, s, ns);
     for (int i = 0; i < 3; i++) {
         free(x[i]);
@@ -415,7 +435,7 @@ static void write_html(FILE *f, const gos_chip *c)
     gos_html_escape(f, c->device.name);
     fprintf(f, "</h1>\n<p>%s", c->device.simulated ? "<span class=\"sim\">SIMULATED device</span> &middot; " : "");
     gos_html_escape(f, c->device.uuid);
-    fprintf(f, " &middot; %d SMs &middot; L2 %.0f MB &middot; %.1f GB HBM</p>\n", c->device.sm_count,
+    fprintf(f, " &middot; %d SMs &middot; L2 %.0f MiB &middot; %.1f GB HBM</p>\n", c->device.sm_count,
             c->device.l2_bytes / 1048576.0, c->device.mem_bytes / 1e9);
     json_t *prov = json_object_get(root, "probe");
     if (!prov)

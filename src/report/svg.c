@@ -85,6 +85,8 @@ static void marker(FILE *f, const frame_t *t, double x, const char *label, int r
     const char *anchor = "start";
     if (lx + w > t->w - MR - 2)
         lx = X(t, x) - 4, anchor = "end";
+    if (*anchor == 'e' && lx - w < ML + 2) /* fits on neither side: as far right as it fits */
+        lx = fmax(ML + 2, t->w - MR - 2 - w), anchor = "start";
     fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#c00\" stroke-dasharray=\"5,4\"/>"
                "<text x=\"%.1f\" y=\"%d\" fill=\"#c00\" text-anchor=\"%s\" stroke=\"#fff\" stroke-width=\"3\" "
                "paint-order=\"stroke\">",
@@ -258,11 +260,20 @@ void gos_svg_heatmap(FILE *f, const gos_svg_heat *h)
 
 /* Mirrored Gaussian-kernel density of v[0..n) (Silverman's bandwidth) around
  * x = cx, half width half_w at the densest point, in frame t. */
+/* Silverman's rule of thumb: the Gaussian kernel's width for n values. */
+static double kernel_width(const double *v, int n)
+{
+    if (n <= 0)
+        return 0;
+    double sd = n >= 2 ? gos_sd(v, (size_t)n, 1) : 1;
+    return 1.06 * (sd > 0 ? sd : 1) * pow((double)n, -0.2);
+}
+
 static void violin(FILE *f, const frame_t *t, const double *v, int n, double cx, double half_w, const char *fill)
 {
     if (n <= 0)
         return;
-    double sd = n >= 2 ? gos_sd(v, (size_t)n, 1) : 1, h = 1.06 * (sd > 0 ? sd : 1) * pow((double)n, -0.2);
+    double h = kernel_width(v, n);
     enum { STEPS = 80 };
     double dens[STEPS + 1], mx = 0;
     for (int s = 0; s <= STEPS; s++) {
@@ -289,13 +300,19 @@ static void violin(FILE *f, const frame_t *t, const double *v, int n, double cx,
 void gos_svg_violins(FILE *f, const gos_svg_frame *fr, const gos_svg_series *s, int ns)
 {
     frame_t t = {.x0 = 0, .x1 = ns > 0 ? ns : 1, .y0 = INFINITY, .y1 = -INFINITY, .w = fr->width, .h = fr->height};
-    for (int i = 0; i < ns; i++)
+    double reach = 0, lo = INFINITY; /* each density's tails: 3 kernel widths past its values */
+    for (int i = 0; i < ns; i++) {
         for (int k = 0; k < s[i].n; k++)
             t.y0 = fmin(t.y0, s[i].y[k]), t.y1 = fmax(t.y1, s[i].y[k]);
+        reach = fmax(reach, 3 * kernel_width(s[i].y, s[i].n));
+    }
+    lo = t.y0;
     if (!(t.y1 > t.y0))
         t.y0 = (isfinite(t.y0) ? t.y0 : 0) - 1, t.y1 = t.y0 + 2;
     double pad = 0.05 * (t.y1 - t.y0);
-    t.y0 -= pad, t.y1 += pad;
+    t.y0 -= fmax(pad, reach), t.y1 += fmax(pad, reach);
+    if (lo >= 0 && t.y0 < 0) /* latencies: no axis below 0 */
+        t.y0 = 0;
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
                "font-family=\"sans-serif\" font-size=\"11\">\n", t.w, t.h, t.w, t.h);
     fprintf(f, "<text x=\"%d\" y=\"18\" font-size=\"13\" font-weight=\"bold\">", ML);

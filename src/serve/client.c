@@ -459,8 +459,22 @@ static int validate(struct srv_client *c, const struct msg_entry *e, const struc
     if (rc || c->vgpu < 0)
         return rc;
     srv_client_exec_probe(c);
+    if (c->x && !c->x->dead && c->x->share && h->type == GOS_MSG_SYNC) {
+        /* executor = per-vgpu: a sibling's channel saw the shared executor's
+         * fault; this client (on its ring, no exchange of its own) hears it now */
+        char why[400] = "";
+        pthread_mutex_lock(&c->x->share->lock);
+        if (c->x->share->lost)
+            snprintf(why, sizeof why, "%s", c->x->share->why);
+        pthread_mutex_unlock(&c->x->share->lock);
+        if (why[0])
+            srv_exec_fail(c->x, why);
+    }
     if (c->x && c->x->dead) {
         srv_client_exec_check(c);
+        if (h->type == GOS_MSG_SYNC && !c->sticky_rc) /* a SYNC with nothing queued says it too */
+            sticky(c, gos_fail(GOS_EDEVICE, "vGPU %s: this client's executor is gone (%s); reconnect",
+                               s->vgpus[c->vgpu].cfg.name, c->x->why));
         if (e->flags & MF_DEVICE)
             return gos_fail(GOS_EDEVICE, "vGPU %s: this client's executor is gone (%s); reconnect",
                             s->vgpus[c->vgpu].cfg.name, c->x->why);

@@ -81,6 +81,9 @@
 #include <sys/types.h>
 
 #define GOS_SERVE_MAX_DEVICES 8
+/* The metrics port gpuos documents and ships in its sample configuration: not
+ * dcgm-exporter's 9400, which runs beside it on GPU nodes. */
+#define GOS_METRICS_PORT_STR "9841"
 #define GOS_SERVE_MAX_IDS 32 /* users = / groups = entries per vGPU */
 
 struct gos_serve_devcfg {

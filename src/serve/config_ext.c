@@ -26,7 +26,7 @@ int gos_serve_parse_listen(const char *v, struct sockaddr_storage *sa, socklen_t
     char host[128];
     const char *colon = strrchr(v, ':');
     if (!colon || colon == v || (size_t)(colon - v) >= sizeof host)
-        return gos_fail(GOS_EINVAL, "metrics_listen \"%s\" must be HOST:PORT (e.g. 127.0.0.1:9400)", v);
+        return gos_fail(GOS_EINVAL, "metrics_listen \"%s\" must be HOST:PORT (e.g. 127.0.0.1:" GOS_METRICS_PORT_STR ")", v);
     memcpy(host, v, (size_t)(colon - v));
     host[colon - v] = 0;
     char *end;

@@ -272,9 +272,12 @@ static int issue_remote(struct srv_exec *x, int engine, struct srv_task *t, uint
     uint64_t t0 = gos_now_ns();
     int rc = srv_exec_run(x, engine, buf, (uint32_t)bytes, (uint32_t)t->n_ops, rcs, msg, sizeof msg, gpu_ns);
     t->wall_ns = gos_now_ns() - t0;
+    /* a fault in a shared executor: its one reason (executor.c), not the op's
+     * bare CUDA error, which any client of the context may have met first */
+    const char *omsg = x->dead && x->share ? x->why : msg;
     for (int i = 0; !rc && i < t->n_ops; i++)
         if ((t->ops[i].rc = rcs[i]))
-            t->ops[i].msg = strdup(msg);
+            t->ops[i].msg = strdup(omsg);
     free(buf);
     free(rcs);
     return rc;

@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -22,10 +23,48 @@ static int dead_rc(struct srv_exec *x)
     return gos_fail(GOS_EDEVICE, "%s", x->why);
 }
 
+/* A shared executor (x->share): a fault on one channel is the reason for all;
+ * a channel that merely broke waits up to 500 ms for a sibling's fault to be
+ * read (x->lock held: only this channel waits) and then gives that reason. */
+static const char *share_reason(struct srv_exec *x, int faulted, const char *why, char *buf, size_t n)
+{
+    struct srv_exec_share *sh = x->share;
+    for (int i = 0; i < 50; i++) {
+        pthread_mutex_lock(&sh->lock);
+        if (faulted && !sh->lost) {
+            static const char own[] = "device fault in this client's context: ";
+            if (!strncmp(why, own, sizeof own - 1)) /* the error itself: whose it was is not known */
+                why += sizeof own - 1;
+            sh->lost = 1;
+            snprintf(sh->why, sizeof sh->why, "vGPU %s: the executor its clients share (executor = per-vgpu) was lost "
+                     "to a device fault in its context: %.200s", sh->vgpu, why);
+        }
+        int lost = sh->lost;
+        if (lost)
+            snprintf(buf, n, "%s", sh->why);
+        pthread_mutex_unlock(&sh->lock);
+        /* One context: the sticky error meets whichever client syncs first, so
+         * no channel can tell whose launch faulted; every client (the first to
+         * see it too) gets the one reason, which names the CUDA error. */
+        if (lost) {
+            if (!faulted) { /* it saw no fault itself: not counted as this one's */
+                snprintf(x->fate, sizeof x->fate, "%s", buf);
+                __atomic_store_n(&x->fated, 1, __ATOMIC_RELEASE);
+            }
+            return buf;
+        }
+        usleep(10000);
+    }
+    return why;
+}
+
 static void mark_dead(struct srv_exec *x, int faulted, const char *why)
 {
     if (x->dead)
         return;
+    char shared_why[400];
+    if (x->share && !__atomic_load_n(&x->fated, __ATOMIC_ACQUIRE))
+        why = share_reason(x, faulted, why, shared_why, sizeof shared_why);
     if (__atomic_load_n(&x->fated, __ATOMIC_ACQUIRE)) { /* killed by the daemon: the reason is the daemon's */
         why = x->fate;
         faulted = 0;
@@ -167,6 +206,17 @@ void srv_exec_fail(struct srv_exec *x, const char *why)
      * no exchange (a synchronise with nothing queued, as after the ring) gets
      * the fate too */
     mark_dead(x, 0, why);
+}
+
+void srv_exec_refate(struct srv_exec *x, const char *why)
+{
+    pthread_mutex_lock(&x->lock);
+    if (x->dead && !x->faulted) {
+        snprintf(x->fate, sizeof x->fate, "%s", why);
+        __atomic_store_n(&x->fated, 1, __ATOMIC_RELEASE);
+        snprintf(x->why, sizeof x->why, "%s", why);
+    }
+    pthread_mutex_unlock(&x->lock);
 }
 
 static int hello(struct srv_exec *x, struct srv_exec **out);
@@ -331,8 +381,21 @@ void srv_exec_close(struct srv_exec *x)
     if (!x)
         return;
     if (x->shared) { /* its channel alone: the executor serves its other clients on */
-        shutdown(x->sock, SHUT_RDWR);
-        pthread_mutex_lock(&x->lock);
+        if (pthread_mutex_trylock(&x->lock) == 0) {
+            /* No call in flight: EOF to the executor, which releases what this
+             * client held and then closes its end; waiting for that (2 s at most)
+             * makes the release happen before the client counts as gone (the
+             * next client of the vGPU finds its memory free). */
+            shutdown(x->sock, SHUT_WR);
+            struct pollfd pf = {.fd = x->sock, .events = POLLIN};
+            char junk[512];
+            for (int waited = 0; waited < 2000 && poll(&pf, 1, 100) >= 0; waited += 100)
+                if ((pf.revents & (POLLIN | POLLHUP | POLLERR)) && read(x->sock, junk, sizeof junk) <= 0)
+                    break;
+        } else { /* a call in flight: end its exchange now */
+            shutdown(x->sock, SHUT_RDWR);
+            pthread_mutex_lock(&x->lock);
+        }
         close(x->sock);
         pthread_mutex_unlock(&x->lock);
         pthread_mutex_destroy(&x->lock);

@@ -17,6 +17,15 @@
 #define SRV_OOM_DAEMON (-500)
 #define SRV_OOM_EXECUTOR 500
 #define SRV_OOM_EXECUTOR_STR "500"
+/* executor = per-vgpu: what the channels of one shared executor know of its end.
+ * The executor answers the faulting client's request, then exits: its other
+ * clients' channels may break a moment before the daemon reads that answer. */
+struct srv_exec_share {
+    pthread_mutex_t lock;
+    int lost;      /* a channel saw a device fault */
+    char why[400]; /* the reason, for the others */
+    char vgpu[64];
+};
 
 struct srv_exec {
     pid_t pid;
@@ -24,8 +33,8 @@ struct srv_exec {
     pthread_mutex_t lock;
     int dead;      /* set once; read without the lock as a hint */
     int faulted;   /* dead by a device fault (X_FAULTED), not by a broken channel */
-    char why[300]; /* why it is dead */
-    char fate[300]; /* set before the daemon kills it (srv_exec_fail) */
+    char why[400]; /* why it is dead */
+    char fate[400]; /* set before the daemon kills it (srv_exec_fail) */
     int fated;
     void *buf;
     size_t cap;
@@ -34,6 +43,7 @@ struct srv_exec {
     struct srv_dev_attrs attrs; /* its attributes (DEVICE_ATTRS) */
     int shared; /* a client's channel to a shared executor (executor = per-vgpu): closing it
                  * ends that client's part there, not the process */
+    struct srv_exec_share *share; /* set with shared: a broken channel waits for a sibling's fault */
 };
 
 /* Opens the daemon's own binary for later spawns (at start: a binary replaced
@@ -52,6 +62,9 @@ void srv_exec_lost(struct srv_exec *x, int faulted, const char *why);
 /* Ends x because of something outside it (another MPS client's fault): its
  * callers get GPUOS_EDEVICE with why. */
 void srv_exec_fail(struct srv_exec *x, const char *why);
+/* A dead x whose channel merely broke (not faulted) gets the daemon's reason
+ * instead of the bare one (a shared executor lost to another client's fault). */
+void srv_exec_refate(struct srv_exec *x, const char *why);
 /* One request, its answer's payload copied into rep (at most repn bytes). */
 int srv_exec_call(struct srv_exec *x, uint32_t type, const void *req, uint32_t n, int fd, void *rep, size_t repn);
 /* The same, for a request whose answer carries a descriptor (*rfd, -1 if none). */

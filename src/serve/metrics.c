@@ -3,7 +3,10 @@
  * GET /metrics answers the text exposition format 0.0.4. Every figure is read
  * under the daemon's lock at the moment of the scrape.
  *
- * Per vGPU (labels vgpu, device; engine = compute | copy where it applies):
+ * Every device's series carry dcgm-exporter's labels of that GPU (gpu, UUID,
+ * device = nvidia<gpu>, modelName, Hostname), so that they join its DCGM_FI_*
+ * series on the same node; vGPU series add vgpu.
+ * Per vGPU (labels vgpu and the device's; engine = compute | copy where it applies):
  *   gpuos_vgpu_info{policy,queue,state}      1; state active | removed
  *   gpuos_vgpu_share_ratio                   assigned share (0.6 = 60 %)
  *   gpuos_vgpu_utilization_ratio             GPU time over the last period
@@ -11,8 +14,9 @@
  *   gpuos_vgpu_band_held_seconds_total       engine time BAND held idle for it
  *   gpuos_vgpu_memory_used_bytes, gpuos_vgpu_memory_quota_bytes
  *   gpuos_vgpu_clients, gpuos_vgpu_tasks_total, gpuos_vgpu_faults_total
- * Per device (label device = the [device] section's label):
- *   gpuos_device_info{name,uuid,backend}, gpuos_device_memory_bytes,
+ * Per device:
+ *   gpuos_device_info{gpuos_device (the [device] section's label),backend},
+ *   gpuos_device_memory_bytes,
  *   gpuos_device_grant_seconds, gpuos_device_switch_seconds,
  *   gpuos_device_switches_total (isolation = process / mps: grants, switches)
  *   and, when its chip is known (the simulated chip, or chip = FILE):
@@ -20,7 +24,7 @@
  *   gpuos_chip_max_cluster_size, gpuos_chip_concurrent_clusters{size},
  *   gpuos_chip_partitions, gpuos_chip_partition_sms{partition},
  *   gpuos_chip_hash_granularity_bytes
- * Daemon: gpuos_clients, gpuos_config_reloads_total,
+ * Daemon: gpuos_build_info{version,protocol}, gpuos_clients, gpuos_config_reloads_total,
  *   gpuos_config_reload_failures_total, gpuos_config_last_reload_successful,
  *   gpuos_config_last_reload_success_timestamp_seconds.
  * Process: the daemon (gpuos serve). */
@@ -28,12 +32,14 @@
 
 #include "chip/chip.h"
 #include "common/status.h"
+#include "common/version.h"
 #include "serve/syslibs.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct buf {
     char *p;
@@ -96,6 +102,22 @@ static void family(struct buf *b, const char *name, const char *type, const char
     put(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* The labels of device i, dcgm-exporter's (so that gpuos's series join its
+ * DCGM_FI_* series): gpu (the index), UUID, device ("nvidia<index>"), modelName,
+ * Hostname. */
+static const char *dev_labels(struct srv *s, int i, char *out, size_t n)
+{
+    static char host[256];
+    if (!host[0] && (gethostname(host, sizeof host - 1) || !host[0]))
+        snprintf(host, sizeof host, "localhost");
+    const gos_device_info *d = &s->devs[i].info;
+    int gpu = s->cfg.devs[i].ordinal >= 0 ? s->cfg.devs[i].ordinal : i;
+    char uuid[256], model[256], h[512];
+    snprintf(out, n, "gpu=\"%d\",UUID=\"%s\",device=\"nvidia%d\",modelName=\"%s\",Hostname=\"%s\"", gpu,
+             esc(d->uuid, uuid, sizeof uuid), gpu, esc(d->name, model, sizeof model), esc(host, h, sizeof h));
+    return out;
+}
+
 static const gos_chip *chip_of(struct srv *s, int i)
 {
     return s->chips[i] ? s->chips[i] : s->devs[i].dev ? s->devs[i].dev->chip : NULL;
@@ -150,7 +172,7 @@ static void vgpu_sample(struct buf *b, int f, const struct gos_vgpu_rec *r, uint
 
 static void chip_families(struct buf *b, struct srv *s)
 {
-    char l[128];
+    char l[1200];
     int any = 0;
     for (int i = 0; i < s->n_devs; i++)
         any |= chip_of(s, i) != NULL;
@@ -159,27 +181,25 @@ static void chip_families(struct buf *b, struct srv *s)
     family(b, "gpuos_chip_gpcs", "gauge", "GPCs of the device's chip (0: topology not known).");
     for (int i = 0; i < s->n_devs; i++)
         if (chip_of(s, i))
-            put(b, "gpuos_chip_gpcs{device=\"%s\"} %d\n", esc(s->cfg.devs[i].label, l, sizeof l),
+            put(b, "gpuos_chip_gpcs{%s} %d\n", dev_labels(s, i, l, sizeof l),
                 chip_of(s, i)->n_gpcs);
     family(b, "gpuos_chip_gpc_sms", "gauge", "SMs of each GPC.");
     for (int i = 0; i < s->n_devs; i++)
         for (int g = 0; chip_of(s, i) && g < chip_of(s, i)->n_gpcs; g++)
-            put(b, "gpuos_chip_gpc_sms{device=\"%s\",gpc=\"%d\"} %d\n", esc(s->cfg.devs[i].label, l, sizeof l), g,
+            put(b, "gpuos_chip_gpc_sms{%s,gpc=\"%d\"} %d\n", dev_labels(s, i, l, sizeof l), g,
                 chip_of(s, i)->gpcs[g].n_sms);
     family(b, "gpuos_chip_gpc_cluster_sms", "gauge", "SMs of each GPC that clusters larger than 2 can use.");
     for (int i = 0; i < s->n_devs; i++)
         for (int g = 0; chip_of(s, i) && g < chip_of(s, i)->n_gpcs; g++)
-            put(b, "gpuos_chip_gpc_cluster_sms{device=\"%s\",gpc=\"%d\"} %d\n",
-                esc(s->cfg.devs[i].label, l, sizeof l), g, chip_of(s, i)->gpcs[g].n_cluster);
+            put(b, "gpuos_chip_gpc_cluster_sms{%s,gpc=\"%d\"} %d\n",
+                dev_labels(s, i, l, sizeof l), g, chip_of(s, i)->gpcs[g].n_cluster);
     family(b, "gpuos_chip_max_cluster_size", "gauge", "Largest thread-block cluster the chip accepts (0: unknown).");
     for (int i = 0; i < s->n_devs; i++) {
         const gos_chip *c = chip_of(s, i);
         if (!c)
             continue;
-        int mx = 0;
-        for (int g = 0; g < c->n_gpcs; g++)
-            mx = c->gpcs[g].max_cluster > mx ? c->gpcs[g].max_cluster : mx;
-        put(b, "gpuos_chip_max_cluster_size{device=\"%s\"} %d\n", esc(s->cfg.devs[i].label, l, sizeof l), mx);
+        int mx = gos_chip_max_cluster(c);
+        put(b, "gpuos_chip_max_cluster_size{%s} %d\n", dev_labels(s, i, l, sizeof l), mx);
     }
     family(b, "gpuos_chip_concurrent_clusters", "gauge",
            "Clusters of `size` blocks (one per SM) the chip runs at once: whole clusters per GPC.");
@@ -189,32 +209,32 @@ static void chip_families(struct buf *b, struct srv *s)
             int n = 0;
             for (int g = 0; g < c->n_gpcs; g++)
                 n += (k <= 2 ? c->gpcs[g].n_sms : c->gpcs[g].n_cluster) / k;
-            put(b, "gpuos_chip_concurrent_clusters{device=\"%s\",size=\"%d\"} %d\n",
-                esc(s->cfg.devs[i].label, l, sizeof l), k, n);
+            put(b, "gpuos_chip_concurrent_clusters{%s,size=\"%d\"} %d\n",
+                dev_labels(s, i, l, sizeof l), k, n);
         }
     }
     family(b, "gpuos_chip_partitions", "gauge", "Memory partitions (L2 / NUMA) of the chip (0: not known).");
     for (int i = 0; i < s->n_devs; i++)
         if (chip_of(s, i))
-            put(b, "gpuos_chip_partitions{device=\"%s\"} %d\n", esc(s->cfg.devs[i].label, l, sizeof l),
+            put(b, "gpuos_chip_partitions{%s} %d\n", dev_labels(s, i, l, sizeof l),
                 chip_of(s, i)->n_parts);
     family(b, "gpuos_chip_partition_sms", "gauge", "SMs of each memory partition.");
     for (int i = 0; i < s->n_devs; i++)
         for (int p = 0; chip_of(s, i) && p < chip_of(s, i)->n_parts; p++)
-            put(b, "gpuos_chip_partition_sms{device=\"%s\",partition=\"%d\"} %d\n",
-                esc(s->cfg.devs[i].label, l, sizeof l), p, chip_of(s, i)->parts[p].n_sms);
+            put(b, "gpuos_chip_partition_sms{%s,partition=\"%d\"} %d\n",
+                dev_labels(s, i, l, sizeof l), p, chip_of(s, i)->parts[p].n_sms);
     family(b, "gpuos_chip_hash_granularity_bytes", "gauge",
            "Granularity of the address hash over memory partitions (0: not known).");
     for (int i = 0; i < s->n_devs; i++)
         if (chip_of(s, i))
-            put(b, "gpuos_chip_hash_granularity_bytes{device=\"%s\"} %llu\n", esc(s->cfg.devs[i].label, l, sizeof l),
+            put(b, "gpuos_chip_hash_granularity_bytes{%s} %llu\n", dev_labels(s, i, l, sizeof l),
                 (unsigned long long)chip_of(s, i)->hash_granularity);
 }
 
 char *srv_metrics_text(struct srv *s, size_t *len)
 {
     struct buf b = {0};
-    char l1[128], l2[256], l3[256], l4[128];
+    char l1[1200], l2[256], l3[256], l4[128];
     static struct gos_vgpu_rec recs[GOS_MAX_VGPUS]; /* under the lock */
     int listed[GOS_MAX_VGPUS], n = 0;
     for (int v = 0; v < s->n_vgpus; v++)
@@ -225,8 +245,8 @@ char *srv_metrics_text(struct srv *s, size_t *len)
     family(&b, "gpuos_vgpu_info", "gauge", "A virtual GPU (state: active, or removed at a reload with clients left).");
     for (int i = 0; i < n; i++) {
         struct srv_vgpu *g = &s->vgpus[listed[i]];
-        put(&b, "gpuos_vgpu_info{vgpu=\"%s\",device=\"%s\",policy=\"%s\",queue=\"%s\",state=\"%s\"} 1\n",
-            esc(g->cfg.name, l2, sizeof l2), esc(s->cfg.devs[g->cfg.device].label, l1, sizeof l1),
+        put(&b, "gpuos_vgpu_info{vgpu=\"%s\",%s,policy=\"%s\",queue=\"%s\",state=\"%s\"} 1\n",
+            esc(g->cfg.name, l2, sizeof l2), dev_labels(s, g->cfg.device, l1, sizeof l1),
             esc(recs[i].policy, l3, sizeof l3), esc(recs[i].queue, l4, sizeof l4),
             g->removed ? "removed" : "active");
     }
@@ -234,38 +254,39 @@ char *srv_metrics_text(struct srv *s, size_t *len)
         family(&b, vfam[f].name, vfam[f].type, vfam[f].help);
         for (int i = 0; i < n; i++) {
             struct srv_vgpu *g = &s->vgpus[listed[i]];
-            char lab[512];
-            snprintf(lab, sizeof lab, "vgpu=\"%s\",device=\"%s\"", esc(g->cfg.name, l2, sizeof l2),
-                     esc(s->cfg.devs[g->cfg.device].label, l1, sizeof l1));
+            char lab[1600];
+            snprintf(lab, sizeof lab, "vgpu=\"%s\",%s", esc(g->cfg.name, l2, sizeof l2),
+                     dev_labels(s, g->cfg.device, l1, sizeof l1));
             vgpu_sample(&b, f, &recs[i], g->faults, lab);
         }
     }
     family(&b, "gpuos_device_info", "gauge", "A device of the daemon.");
     for (int i = 0; i < s->n_devs; i++) {
         const gos_device_info *d = &s->devs[i].info;
-        put(&b, "gpuos_device_info{device=\"%s\",name=\"%s\",uuid=\"%s\",backend=\"%s\"} 1\n",
-            esc(s->cfg.devs[i].label, l1, sizeof l1), esc(d->name, l2, sizeof l2), esc(d->uuid, l3, sizeof l3),
-            esc(d->backend, l4, sizeof l4));
+        put(&b, "gpuos_device_info{%s,gpuos_device=\"%s\",backend=\"%s\"} 1\n", dev_labels(s, i, l1, sizeof l1),
+            esc(s->cfg.devs[i].label, l2, sizeof l2), esc(d->backend, l4, sizeof l4));
     }
     family(&b, "gpuos_device_memory_bytes", "gauge", "Device memory.");
     for (int i = 0; i < s->n_devs; i++)
-        put(&b, "gpuos_device_memory_bytes{device=\"%s\"} %llu\n", esc(s->cfg.devs[i].label, l1, sizeof l1),
+        put(&b, "gpuos_device_memory_bytes{%s} %llu\n", dev_labels(s, i, l1, sizeof l1),
             (unsigned long long)s->devs[i].mem_total);
     family(&b, "gpuos_device_grant_seconds", "gauge",
            "The longest batch of one client's work (grant_us; with auto, from the measured switch cost).");
     for (int i = 0; i < s->n_devs; i++)
-        put(&b, "gpuos_device_grant_seconds{device=\"%s\"} %.6f\n", esc(s->cfg.devs[i].label, l1, sizeof l1),
+        put(&b, "gpuos_device_grant_seconds{%s} %.6f\n", dev_labels(s, i, l1, sizeof l1),
             (double)s->devs[i].grant_ns / 1e9);
     family(&b, "gpuos_device_switch_seconds", "gauge",
            "Measured cost of a switch between two executors' batches (moving average; 0: none yet).");
     for (int i = 0; i < s->n_devs; i++)
-        put(&b, "gpuos_device_switch_seconds{device=\"%s\"} %.6f\n", esc(s->cfg.devs[i].label, l1, sizeof l1),
+        put(&b, "gpuos_device_switch_seconds{%s} %.6f\n", dev_labels(s, i, l1, sizeof l1),
             (double)s->devs[i].switch_ns / 1e9);
     family(&b, "gpuos_device_switches_total", "counter", "Batches that followed another executor's on the device.");
     for (int i = 0; i < s->n_devs; i++)
-        put(&b, "gpuos_device_switches_total{device=\"%s\"} %llu\n", esc(s->cfg.devs[i].label, l1, sizeof l1),
+        put(&b, "gpuos_device_switches_total{%s} %llu\n", dev_labels(s, i, l1, sizeof l1),
             (unsigned long long)s->devs[i].switches);
     chip_families(&b, s);
+    family(&b, "gpuos_build_info", "gauge", "The daemon's version and client protocol (always 1).");
+    put(&b, "gpuos_build_info{version=\"%s\",protocol=\"%d\"} 1\n", GOS_VERSION, GOS_PROTOCOL_VERSION);
     family(&b, "gpuos_clients", "gauge", "Connections to the daemon (vGPU clients and admin commands).");
     put(&b, "gpuos_clients %d\n", s->n_clients);
     family(&b, "gpuos_config_reloads_total", "counter", "Successful configuration reloads (SIGHUP).");

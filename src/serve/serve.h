@@ -234,6 +234,7 @@ struct srv_vgpu {
 struct srv_xshare {
     struct srv_exec *ctl;
     int refs;
+    struct srv_exec_share fate; /* a client's fault, for the others' channels (executor.h) */
 };
 
 struct srv_dev {

@@ -92,11 +92,17 @@ void srv_client_exec_check(struct srv_client *c)
      * others hear why (once: they are fated) */
     if (c->xshare && !fated)
         for (struct srv_client *o = s->clients; o; o = o->next)
-            if (o != c && o->xshare == c->xshare && o->x && !o->x->dead) {
+            if (o != c && o->xshare == c->xshare && o->x && !(o->x->dead && (o->x->faulted || o->x->fated))) {
                 char why[400];
-                snprintf(why, sizeof why, "vGPU %s: the executor its clients share (executor = per-vgpu) was lost "
-                         "with client %u: %.200s", v->cfg.name, c->id, c->x->why);
-                srv_exec_fail(o->x, why);
+                if (c->x->share && c->x->share->lost) /* the share's one reason (executor.c) */
+                    snprintf(why, sizeof why, "%s", c->x->why);
+                else
+                    snprintf(why, sizeof why, "vGPU %s: the executor its clients share (executor = per-vgpu) was lost "
+                             "with client %u: %.200s", v->cfg.name, c->id, c->x->why);
+                if (o->x->dead) /* its channel broke first: the bare reason gives way */
+                    srv_exec_refate(o->x, why);
+                else
+                    srv_exec_fail(o->x, why);
             }
     /* isolation = mps: one server, one fate. A fault of an executor of the
      * current server ends every other client of that GPU with a clear error

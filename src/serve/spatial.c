@@ -1,7 +1,7 @@
 /* spatial.c: spatial vGPUs in `gpuos serve` (issue 13; docs/readme-smset.md).
  *
  * A vGPU with `sms = N` (and `cluster = K`) gets an SM set from the allocator
- * (include/gpuos/smset.h) on which N SMs run clusters of K at once. Each set has
+ * (src/place/smset.h) on which N SMs run clusters of K at once. Each set has
  * a scheduler of its own (an extra srv_dev that shares the device: same memory,
  * modules, copy engines' streams of its own, and a compute stream on the set's
  * green context), so vGPUs on different sets run at the same time on disjoint SMs,
@@ -22,7 +22,7 @@
 #include "chip/chip.h"
 #include "common/status.h"
 #include "device/green_ops.h"
-#include "gpuos/smset.h"
+#include "place/smset.h"
 #include "topology/topology.h"
 
 #include <stdio.h>

@@ -12,6 +12,7 @@
 
 #include "common/status.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 int srv_xshare_join(struct srv *s, int v, struct srv_exec **x, struct srv_xshare **sh)
@@ -48,9 +49,12 @@ int srv_xshare_join(struct srv *s, int v, struct srv_exec **x, struct srv_xshare
                     break;
                 }
                 h->ctl = ctl;
+                pthread_mutex_init(&h->fate.lock, NULL);
+                snprintf(h->fate.vgpu, sizeof h->fate.vgpu, "%s", g->cfg.name);
                 g->xshare = h;
             }
             h->refs++;
+            (*x)->share = &h->fate; /* its channel hears of a sibling's fault (executor.c) */
             *sh = h;
             break;
         }
@@ -75,5 +79,7 @@ void srv_xshare_leave(struct srv_client *c)
     if (c->vgpu >= 0 && s->vgpus[c->vgpu].xshare == h)
         s->vgpus[c->vgpu].xshare = NULL;
     srv_exec_close(h->ctl); /* its last client: the process ends */
+    pthread_mutex_destroy(&h->fate.lock);
     free(h);
 }
+

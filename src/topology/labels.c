@@ -8,23 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
-
-static int max_cluster(const gos_chip *c)
-{
-    int m = 0;
-    for (int g = 0; g < c->n_gpcs; g++)
-        m = c->gpcs[g].max_cluster > m ? c->gpcs[g].max_cluster : m;
-    if (!m) {
-        json_t *v = json_object_get(json_object_get(c->json, "topology"), "max_cluster_size");
-        m = json_is_integer(v) ? (int)json_integer_value(v) : 0;
-    }
-    return m;
-}
 
 int gos_labels_concurrent_clusters(const gos_chip *c, int k)
 {
-    int mc = max_cluster(c);
+    int mc = gos_chip_max_cluster(c);
     if (k < 1 || (mc && k > mc))
         return 0;
     int n = 0;
@@ -58,7 +47,7 @@ struct facts {
     int sm_count, gpcs, sms_min, sms_max, ragged, clusters[4], max_cluster, free_sms, cluster_sms;
     int parts;
     long long granularity;
-    char config[96], part_sms[64], product[64];
+    char config[96], part_sms[64];
     int simulated;
 };
 
@@ -82,7 +71,7 @@ static int facts_of(const gos_chip *c, struct facts *f)
     }
     for (int i = 0; i < 4; i++)
         f->clusters[i] = gos_labels_concurrent_clusters(c, 1 << (i + 1));
-    f->max_cluster = max_cluster(c);
+    f->max_cluster = gos_chip_max_cluster(c);
     char summary[128], *p;
     gos_topo_summary(c, summary, sizeof summary);
     while ((p = strstr(summary, " + ")))
@@ -94,14 +83,12 @@ static int facts_of(const gos_chip *c, struct facts *f)
         pos += snprintf(f->part_sms + pos, pos < (int)sizeof f->part_sms ? sizeof f->part_sms - pos : 0,
                         "%s%d", i ? "_" : "", c->parts[i].n_sms);
     f->granularity = (long long)c->hash_granularity;
-    label_value(c->device.name, f->product, sizeof f->product);
     f->simulated = c->device.simulated;
     return GOS_OK;
 }
 
 static void write_facts(FILE *out, const char *pre, const struct facts *f)
 {
-    fprintf(out, "%s%sproduct=%s\n", GOS_NFD_PREFIX, pre, f->product[0] ? f->product : "unknown");
     if (f->simulated)
         fprintf(out, "%s%ssimulated=true\n", GOS_NFD_PREFIX, pre);
     fprintf(out, "%s%ssm-count=%d\n", GOS_NFD_PREFIX, pre, f->sm_count);
@@ -124,7 +111,7 @@ static void write_facts(FILE *out, const char *pre, const struct facts *f)
         fprintf(out, "%s%shash-granularity=%lld\n", GOS_NFD_PREFIX, pre, f->granularity);
 }
 
-int gos_labels_write(const gos_chip *const *charts, int n, FILE *out)
+int gos_labels_write(const gos_chip *const *charts, int n, long expiry_s, FILE *out)
 {
     if (n < 1)
         return gos_fail(GOS_EINVAL, "no chart to label");
@@ -136,6 +123,13 @@ int gos_labels_write(const gos_chip *const *charts, int n, FILE *out)
         if ((rc = facts_of(charts[i], &f[i])))
             goto done;
     fprintf(out, "# gpuos node-feature-discovery labels (gpuos labels / gpuos probe --nfd)\n");
+    if (expiry_s > 0) { /* NFD drops the labels after this time unless the file is rewritten */
+        char when[32];
+        time_t t = time(NULL) + expiry_s;
+        struct tm tm;
+        strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+        fprintf(out, "# +expiry-time=%s\n", when);
+    }
     if (n == 1) {
         write_facts(out, "", &f[0]);
         goto done;
@@ -156,14 +150,11 @@ int gos_labels_write(const gos_chip *const *charts, int n, FILE *out)
         w.simulated |= f[i].simulated;
         if (strcmp(f[i].config, w.config))
             snprintf(w.config, sizeof w.config, "mixed");
-        if (strcmp(f[i].product, w.product))
-            snprintf(w.product, sizeof w.product, "mixed");
         if (f[i].parts != w.parts || strcmp(f[i].part_sms, w.part_sms))
             w.parts = 0;
         if (f[i].granularity != w.granularity)
             w.granularity = 0;
     }
-    fprintf(out, "%sgpu-count=%d\n", GOS_NFD_PREFIX, n);
     write_facts(out, "", &w);
     for (int i = 0; i < n; i++) {
         char pre[32];
@@ -175,15 +166,19 @@ done:
     return rc;
 }
 
-int gos_labels_save(const gos_chip *const *charts, int n, const char *path)
+int gos_labels_save(const gos_chip *const *charts, int n, long expiry_s, const char *path)
 {
+    /* NFD's watcher reads every file of features.d but dot-files: the temporary
+     * one is .NAME.tmp.PID beside it */
     char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof tmp)
+    const char *slash = strrchr(path, '/');
+    int dir = slash ? (int)(slash - path + 1) : 0;
+    if (snprintf(tmp, sizeof tmp, "%.*s.%s.tmp.%d", dir, path, path + dir, (int)getpid()) >= (int)sizeof tmp)
         return gos_fail(GOS_EINVAL, "path too long: %s", path);
     FILE *f = fopen(tmp, "w");
     if (!f)
         return gos_fail(GOS_EIO, "cannot write %s: %m", path);
-    int rc = gos_labels_write(charts, n, f);
+    int rc = gos_labels_write(charts, n, expiry_s, f);
     if (fclose(f) && !rc)
         rc = gos_fail(GOS_EIO, "cannot write %s: %m", path);
     if (!rc && rename(tmp, path))

@@ -78,7 +78,7 @@ export GPUOS_SOCKET="$T/s" GPUOS_TIMEOUT_MS=120000
 D=$!
 i=0; while [ ! -S "$T/s" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 [ -S "$T/s" ] || { cat "$T/serve.log"; log "FAIL daemon did not start"; exit 1; }
-"$G" vgpu list --json > "$T/vgpus.json"
+"$G" vgpu list --json - > "$T/vgpus.json"
 
 # native vs gpuos: stdout compared, stderr kept in the log
 both() { # name vgpu program args...
@@ -159,15 +159,15 @@ log "matmul 4096 x20: speed through gpuos / native = $ratio (goal >= 0.9)"
 fi
 if want shares; then
 # shares: two unmodified programs at once on p70 and p30
-"$G" vgpu list --json > "$T/before.json"
+"$G" vgpu list --json - > "$T/before.json"
 "$G" run --vgpu p70 -- "$P/drv_matmul" 2048 0 8 > "$T/s70" 2>&1 &
 a=$!
 "$G" run --vgpu p30 -- "$P/drv_matmul" 2048 0 8 > "$T/s30" 2>&1 &
 b=$!
 sleep 4
-"$G" vgpu list --json > "$T/mid.json"
+"$G" vgpu list --json - > "$T/mid.json"
 wait $a; wait $b
-"$G" vgpu list --json > "$T/after.json"
+"$G" vgpu list --json - > "$T/after.json"
 cat "$T/s70" "$T/s30" >> "$LOG"
 put shares.p70_program "$(cat "$T/s70")"
 put shares.p30_program "$(cat "$T/s30")"

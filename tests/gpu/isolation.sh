@@ -48,7 +48,7 @@ CONF
     wait $OW; orc=$?
     ow=$(tail -1 "$T/owner")
     after=$(timeout 60 "$C" copy a 1000000 >/dev/null 2>&1 && echo works || echo fails)
-    faults=$("$G" vgpu list --json | python3 -c "import json,sys; print([v['faults'] for v in json.load(sys.stdin)['vgpus']])" 2>/dev/null)
+    faults=$("$G" vgpu list --json - | python3 -c "import json,sys; print([v['faults'] for v in json.load(sys.stdin)['vgpus']])" 2>/dev/null)
     echo "RESULT mode=$mode a=$A"
     echo "  xread:  $xr"
     echo "  xwrite: $xw"

@@ -11,13 +11,13 @@ OUT=${OUT:-out}
 mkdir -p "$OUT"
 "$G" probe topology --device 0 --json "$OUT/smset-chart.json" >"$OUT/smset.log"
 rc=0
-"$G" place --device 0 --chart "$OUT/smset-chart.json" --verify --json --sms 64 --cluster 8 --sms 64 --cluster 2 \
+"$G" place --device 0 --chart "$OUT/smset-chart.json" --verify --json - --sms 64 --cluster 8 --sms 64 --cluster 2 \
     >"$OUT/smset-a-first.json" 2>>"$OUT/smset.log" || rc=1
-"$G" place --device 0 --chart "$OUT/smset-chart.json" --verify --json --sms 64 --cluster 2 --sms 64 --cluster 8 \
+"$G" place --device 0 --chart "$OUT/smset-chart.json" --verify --json - --sms 64 --cluster 2 --sms 64 --cluster 8 \
     >"$OUT/smset-b-first.json" 2>>"$OUT/smset.log" || rc=1
-"$G" place --device 0 --chart "$OUT/smset-chart.json" --verify --json --sms 32 --cluster 8 --sms 24 --cluster 4 --sms 16 --cluster 16 \
+"$G" place --device 0 --chart "$OUT/smset-chart.json" --verify --json - --sms 32 --cluster 8 --sms 24 --cluster 4 --sms 16 --cluster 16 \
     --sms 40 --cluster 2 --sms 16 --cluster 1 >"$OUT/smset-mixed.json" 2>>"$OUT/smset.log" || true
-"$G" place --device 0 --chart "$OUT/smset-chart.json" --verify --json --sms 16 --cluster 1 --align --sms 48 --cluster 8 \
+"$G" place --device 0 --chart "$OUT/smset-chart.json" --verify --json - --sms 16 --cluster 1 --align --sms 48 --cluster 8 \
     --align >"$OUT/smset-align.json" 2>>"$OUT/smset.log" || rc=1
 # A measurement, not a check: do green contexts work inside an MPS client?
 if command -v nvidia-cuda-mps-control >/dev/null 2>&1; then

@@ -23,8 +23,8 @@
  * The pool is plain data over the chart and the groups (tested on simulated chips
  * of known truth); gos_smset_pool_open builds it from a device, gos_smset_green
  * turns a set into a green context whose streams run exactly on its SMs. */
-#ifndef GPUOS_SMSET_H
-#define GPUOS_SMSET_H
+#ifndef GOS_PLACE_SMSET_H
+#define GOS_PLACE_SMSET_H
 
 #ifdef __cplusplus
 extern "C" {
