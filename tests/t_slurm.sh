@@ -68,7 +68,7 @@ else
 fi
 cat > "$W/job.sh" <<EOF
 #!/bin/sh
-q=\$($T/bin/gpuos vgpu list --socket $T/s --json | /usr/bin/python3 -c "
+q=\$($T/bin/gpuos vgpu list --socket $T/s --json - | /usr/bin/python3 -c "
 import json, sys
 for v in json.load(sys.stdin)['vgpus']:
     if v['name'] == sys.argv[1]: print(v['mem_quota'])" "slurm-\$SLURM_JOB_ID-0")
@@ -108,7 +108,7 @@ for v in "$VA:30" "$VB:70"; do
         [ "$(vgpu_field "$n" "$f")" = "$p" ] || slurm_fail "vGPU $n: $f is $(vgpu_field "$n" "$f"), expected $p"
     done
 done
-[ "$("$G" vgpu list --json | $PY -c 'import json,sys; print(len(json.load(sys.stdin)["vgpus"]))')" = 2 ] ||
+[ "$("$G" vgpu list --json - | $PY -c 'import json,sys; print(len(json.load(sys.stdin)["vgpus"]))')" = 2 ] ||
     slurm_fail "not two vGPUs: $("$G" vgpu list)"
 for j in A B; do
     v=$([ $j = A ] && echo "$VA" || echo "$VB")
