@@ -43,7 +43,7 @@ echo "$out" | grep -q "ring_passes 1" || fail "ring not granted after the wreck:
 # 4. a second busy client: the grant rotates, both stay on their rings, byte-exact
 timeout 120 "$R" exact a 4 >"$T/a1" 2>&1 &
 A=$!
-i=0; until grep -q "^pass" "$T/a1" 2>/dev/null; do i=$((i + 1)); [ $i -gt 200 ] && fail "first client"; sleep 0.05; done
+i=0; until grep -q "^pass" "$T/a1" 2>/dev/null; do i=$((i + 1)); [ $i -gt 1200 ] && fail "first client"; sleep 0.05; done
 out=$(timeout 120 "$R" exact b 1.5) || fail "second client: $out"
 echo "$out"
 wait $A || { cat "$T/a1"; fail "first client lost data while sharing the device"; }
@@ -57,7 +57,7 @@ done
 # 5. kill -9 of a client mid-ring: the other is intact and keeps its ring
 "$R" exact a 60 >"$T/a2" 2>&1 & # no timeout(1) in between: the kill must hit the client
 A=$!
-i=0; until grep -q "^pass" "$T/a2" 2>/dev/null; do i=$((i + 1)); [ $i -gt 200 ] && fail "victim"; sleep 0.05; done
+i=0; until grep -q "^pass" "$T/a2" 2>/dev/null; do i=$((i + 1)); [ $i -gt 1200 ] && fail "victim"; sleep 0.05; done
 timeout 120 "$R" exact b 3 >"$T/b2" 2>&1 &
 BP=$!
 sleep 1
@@ -73,7 +73,7 @@ out=$(timeout 20 "$R" granted b) || fail "the ring is not in service after the k
 # 5b. kill -9 of a client's executor while the grants rotate: the other client
 #     is intact on its ring, the killed one is told its executor is gone
 "$R" exact a 60 >"$T/a3" 2>&1 & A=$!
-i=0; until grep -q "^pass" "$T/a3" 2>/dev/null; do i=$((i + 1)); [ $i -gt 200 ] && fail "victim of the executor kill"; sleep 0.05; done
+i=0; until grep -q "^pass" "$T/a3" 2>/dev/null; do i=$((i + 1)); [ $i -gt 1200 ] && fail "victim of the executor kill"; sleep 0.05; done
 timeout 120 "$R" exact b 3 >"$T/b3" 2>&1 & BP=$!
 sleep 1
 X=$(sed -n "s/.*(pid $A) of vGPU a: executor pid \([0-9]*\).*/\1/p" "$T/serve.log" | tail -1)

@@ -134,8 +134,15 @@ static int await_grant(struct xr *r, uint32_t need)
         }
     }
     struct grant_wait w = {r};
-    while (!gos_ring_wait(&r->gp->state_futex, &r->gp->exec_sleeping, 50, 0, grant_ready, &w))
-        ;
+    /* every 2 ms without a grant the bell is rung again: a ring the daemon
+     * missed (its grant task was completing while want was raised) waits no
+     * longer than that */
+    while (!gos_ring_wait(&r->gp->state_futex, &r->gp->exec_sleeping, 50, 2000000ull, grant_ready, &w)) {
+        uint64_t one = 1;
+        if (r->bell >= 0 && atomic_load_explicit(&r->gp->want, memory_order_acquire) && write(r->bell, &one, sizeof one) < 0) {
+            /* a full counter still wakes the daemon's reader */
+        }
+    }
     if (atomic_load_explicit(&r->stop, memory_order_acquire))
         return -1;
     return r->gen ? 0 : 1;
