@@ -218,6 +218,7 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
     int rc = GOS_OK;
     uint64_t grant = d->grant_ns ? d->grant_ns : SRV_GRANT_PROCESS_NS;
     uint64_t busy_start = t->ring_busy0, start = t->ring_t0;
+    t->ring_copy0 = atomic_load(&g->copy_busy_ns);
     t->ring_idle0 = atomic_load(&g->idle_ns);
     for (;;) {
         uint64_t dl = atomic_load(&g->deadline_ns), now = gos_now_ns();
@@ -239,10 +240,21 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
          * BAND see a long grant as it runs, not in one piece at its end */
         pthread_mutex_lock(&s->lock);
         uint64_t idle = atomic_load(&g->idle_ns), cost = segment_cost(d, t, now, idle);
-        if (cost && c->vgpu >= 0)
-            gos_sched_charge(d->sched, s->vgpus[c->vgpu].id, t->st.kind, cost, 0, now);
+        uint64_t busy = atomic_load(&g->busy_ns), cb = atomic_load(&g->copy_busy_ns);
+        if (cost && c->vgpu >= 0) {
+            /* copies and kernels of one grant charged to their own engines, in
+             * the proportion the executor spent on each */
+            uint64_t db = busy - t->ring_busy0, dc = cb - t->ring_copy0;
+            uint64_t copy = db && dc <= db ? (uint64_t)((double)cost * (double)dc / (double)db) : 0;
+            if (copy)
+                gos_sched_charge(d->sched, s->vgpus[c->vgpu].id, GOS_SCHED_COPY, copy, 0, now);
+            if (cost > copy)
+                gos_sched_charge(d->sched, s->vgpus[c->vgpu].id, GOS_SCHED_COMPUTE, cost - copy, 0, now);
+        }
         t->ring_t0 = now;
         t->ring_idle0 = idle;
+        t->ring_busy0 = busy;
+        t->ring_copy0 = cb;
         int others = gos_sched_queued(d->sched) > 0 || s->stop;
         pthread_mutex_unlock(&s->lock);
         if (now < atomic_load(&g->deadline_ns))

@@ -123,6 +123,7 @@ struct srv_task {
     int ring;
     uint64_t ring_t0, ring_busy0, ring_busy; /* its start, the executor's busy_ns then, and since */
     uint64_t ring_idle0; /* the executor's idle_ns at the start of the piece not charged yet */
+    uint64_t ring_copy0; /* its copy_busy_ns then */
 };
 
 struct srv_alloc {
