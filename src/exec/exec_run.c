@@ -197,8 +197,13 @@ int xe_ring_run(struct xe *x, const struct gos_ring_ent *e, unsigned char *data,
             goto out;
         ring_ahead_done(x);
     }
-    /* checked and resolved per kind, then issued by the one runner */
+    /* checked and resolved per kind, then issued by the one runner (a launch's
+     * parameters in l, which lives as long as o) */
     struct gos_op o = {.kind = e->op, .dptr = e->dptr, .dptr2 = e->dptr2, .bytes = e->bytes};
+    struct {
+        struct gos_msg_launch m;
+        unsigned char p[GOS_PARAM_MAX];
+    } l;
     switch (e->op) {
     case GOS_OP_HTOD:
     case GOS_OP_DTOH: {
@@ -240,10 +245,6 @@ int xe_ring_run(struct xe *x, const struct gos_ring_ent *e, unsigned char *data,
         if (e->param_bytes > GOS_PARAM_MAX)
             return gos_fail(GOS_EINVAL, "kernel parameters of %u bytes (at most %d)", (unsigned)e->param_bytes,
                             GOS_PARAM_MAX);
-        struct {
-            struct gos_msg_launch m;
-            unsigned char p[GOS_PARAM_MAX];
-        } l;
         memset(&l.m, 0, sizeof l.m);
         memcpy(l.m.grid, e->grid, sizeof l.m.grid);
         memcpy(l.m.block, e->block, sizeof l.m.block);
