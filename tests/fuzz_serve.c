@@ -380,7 +380,7 @@ static void config_invariants(const struct gos_serve_config *c)
             exit(1);                                                                             \
         }                                                                                        \
     } while (0)
-    INV(c->n_vgpus >= 1 && c->n_vgpus <= GOS_MAX_VGPUS);
+    INV(c->n_vgpus >= 0 && c->n_vgpus <= GOS_MAX_VGPUS);
     INV(c->n_devs >= 1 && c->n_devs <= GOS_SERVE_MAX_DEVICES);
     INV(c->socket_mode <= 0777);
     INV(c->chunk == 0 || (c->chunk >= 4096 && c->chunk <= (1ull << 30)));
