@@ -14,20 +14,8 @@
 # Everything lands in one archive $OUT/final.tar.gz (the device tool returns at
 # most 8 files) with $OUT/summary.txt.
 set -u
-OUT=${OUT:-out}
-mkdir -p "$OUT"
-W=$(mktemp -d)/final
-mkdir -p "$W"
-export GPUOS=$PWD/build/gpuos BUILD=build
-{ nvidia-smi --query-gpu=name,uuid,driver_version,memory.total --format=csv,noheader; hostname; date -u
-  echo "commit ${GPUOS_COMMIT:-unknown}"; echo "command sh tools/gpu_final.sh"; } > "$W/machine.txt"
-S="$W/summary.txt"
-part() { # name seconds command...
-    n=$1; s=$2; shift 2
-    t0=$(date +%s)
-    timeout "$s" "$@" > "$W/$n.log" 2>&1; rc=$?
-    echo "$n rc=$rc $(( $(date +%s) - t0 ))s" | tee -a "$S"
-}
+. tools/gpu_lib.sh
+gpu_run_begin final tools/gpu_final.sh
 mkdir -p "$W/cudashim" "$W/shm" "$W/placement" "$W/bench"
 part cudashim 200 env OUT="$W/cudashim" sh tests/gpu/cudashim.sh
 part ring 45 env RING_SIM=none sh tests/t_ring.sh

@@ -12,20 +12,9 @@
 #      beside them), 8 tenants under process, BAND 2/4/8 on rings.
 # Everything lands in $OUT/final.tar.gz with $OUT/summary.txt.
 set -u
-OUT=${OUT:-out}
-mkdir -p "$OUT"
-W=$(mktemp -d)/final
+. tools/gpu_lib.sh
+gpu_run_begin final tools/gpu_final_stop27.sh
 mkdir -p "$W/bench" "$W/fw" "$W/h2"
-export GPUOS=$PWD/build/gpuos BUILD=build
-{ nvidia-smi --query-gpu=name,uuid,driver_version,memory.total --format=csv,noheader; hostname; date -u
-  echo "commit ${GPUOS_COMMIT:-unknown}"; echo "command sh tools/gpu_final_stop27.sh"; } > "$W/machine.txt"
-S="$W/summary.txt"
-part() { # name seconds command...
-    n=$1; s=$2; shift 2
-    t0=$(date +%s)
-    timeout "$s" "$@" > "$W/$n.log" 2>&1; rc=$?
-    echo "$n rc=$rc $(( $(date +%s) - t0 ))s" | tee -a "$S"
-}
 part ring 45 env RING_SIM=none sh tests/t_ring.sh
 part isolation 30 env ISOLATION_MODES="process" sh tests/gpu/isolation.sh
 part forge 30 env FORGE_SIM=none sh tests/t_ring_forge.sh

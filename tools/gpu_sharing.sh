@@ -12,20 +12,9 @@
 #   4. BAND with 2, 4, 8 vGPUs on rings.
 # Everything lands in $OUT/sharing.tar.gz with $OUT/summary.txt.
 set -u
-OUT=${OUT:-out}
-mkdir -p "$OUT"
-W=$(mktemp -d)/sharing
+. tools/gpu_lib.sh
+gpu_run_begin sharing tools/gpu_sharing.sh
 mkdir -p "$W/bench"
-export GPUOS=$PWD/build/gpuos BUILD=build
-{ nvidia-smi --query-gpu=name,uuid,driver_version,memory.total --format=csv,noheader; hostname; date -u
-  echo "commit ${GPUOS_COMMIT:-unknown}"; echo "command sh tools/gpu_sharing.sh"; } > "$W/machine.txt"
-S="$W/summary.txt"
-part() { # name seconds command...
-    n=$1; s=$2; shift 2
-    t0=$(date +%s)
-    timeout "$s" "$@" > "$W/$n.log" 2>&1; rc=$?
-    echo "$n rc=$rc $(( $(date +%s) - t0 ))s" | tee -a "$S"
-}
 # SHARING_QUICK=1: 1.5 s windows, 2 and 4 tenants, process and mps (a short lease)
 Q=${SHARING_QUICK:-0}
 if [ "$Q" = 1 ]; then QA=--quick; MODES=process,mps; ISO="process"; else QA=; MODES=process,mps,none; ISO="process mps"; fi

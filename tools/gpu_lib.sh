@@ -1,0 +1,21 @@
+# tools/gpu_lib.sh: sourced by the device-machine scripts (gpu_final.sh,
+# gpu_sharing.sh, gpu_final_stop27.sh): gpu_run_begin NAME SCRIPT makes the work
+# folder $W ($OUT too), records the machine in $W/machine.txt and sets $S, the
+# summary; part NAME SECONDS COMMAND... runs one part under its limit into
+# $W/NAME.log and adds its exit code and time to $S.
+gpu_run_begin() { # name script
+    OUT=${OUT:-out}
+    mkdir -p "$OUT"
+    W=$(mktemp -d)/$1
+    mkdir -p "$W"
+    export GPUOS=$PWD/build/gpuos BUILD=build
+    { nvidia-smi --query-gpu=name,uuid,driver_version,memory.total --format=csv,noheader; hostname; date -u
+      echo "commit ${GPUOS_COMMIT:-unknown}"; echo "command sh $2"; } > "$W/machine.txt"
+    S="$W/summary.txt"
+}
+part() { # name seconds command...
+    n=$1; s=$2; shift 2
+    t0=$(date +%s)
+    timeout "$s" "$@" > "$W/$n.log" 2>&1; rc=$?
+    echo "$n rc=$rc $(( $(date +%s) - t0 ))s" | tee -a "$S"
+}
