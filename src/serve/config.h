@@ -70,6 +70,7 @@
  * users, groups.
  *
  * Errors name the file, the line and the problem.
+ * Process: the daemon (gpuos serve).
  * Process: the daemon (gpuos serve). */
 #ifndef GOS_SERVE_CONFIG_H
 #define GOS_SERVE_CONFIG_H

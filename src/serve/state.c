@@ -22,6 +22,7 @@
  * Where: `state = PATH` in the configuration (`state = none`: not persisted);
  * default $STATE_DIRECTORY/vgpu-state.json under systemd (StateDirectory=),
  * else CONFIG.state beside the configuration file.
+ * Process: the daemon (gpuos serve).
  * Process: the daemon (gpuos serve). */
 #include "serve/serve.h"
 

@@ -16,7 +16,8 @@
  *     which kills their executors with the reason (their requests then fail
  *     with "vGPU X was deleted ...") or, isolation = none, closes their
  *     connections. A deleted vGPU is gone from lists at once; its table slot is
- *     reused by a later create once nothing refers to it any more. */
+ *     reused by a later create once nothing refers to it any more.
+ * Process: the daemon (gpuos serve). */
 #include "serve/serve.h"
 
 #include "common/status.h"
