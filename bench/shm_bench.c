@@ -15,7 +15,7 @@
  * turns  Two vGPUs of M bytes each (buffers of B bytes) on a pool of P bytes
  *        (default: the device's free memory) that cannot hold both: A allocates
  *        and writes its set, B allocates (A's buffers evicted as the swap policy
- *        of src/vmem/swap.c picks them), A runs (all of A restored, B evicted),
+ *        of src/vmem/swap_policy.c picks them), A runs (all of A restored, B evicted),
  *        B runs. Each buffer holds v_b + (i & 0xffff) in word i (written by the
  *        built-in fill and madd kernels); every buffer of the running vGPU is
  *        copied back and checked word by word at each turn. Host swap space is
@@ -32,7 +32,7 @@
 #include "device/device.h"
 #include "device/exec_ops.h"
 #include "device/vmm_ops.h"
-#include "vmem/swap.h"
+#include "vmem/swap_policy.h"
 #include "proto/wire.h"
 
 #include <jansson.h>

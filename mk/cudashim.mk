@@ -41,7 +41,7 @@ $(SHIM)/libcuda.so.1: $(SHIM_OBJ) $(SHIM)/pic/src/cudashim/procaddr.o $(SHIM)/ge
 	$(Q)$(CC) -shared -Wl,-soname,libcuda.so.1 -Wl,-z,defs $(SHIM_DEFSYM) -o $@ $(filter %.o,$^) -lpthread -lrt
 	$(Q)ln -sf libcuda.so.1 $(SHIM)/libcuda.so
 
-$(SHIM)/libnvidia-ml.so.1: $(SHIM)/pic/src/cudashim/nvml.o $(SHIM_PIC)
+$(SHIM)/libnvidia-ml.so.1: $(SHIM)/pic/src/cudashim/nvidia_ml.o $(SHIM_PIC)
 	@$(if $(Q),echo "  LINK  $@")
 	$(Q)$(CC) -shared -Wl,-soname,libnvidia-ml.so.1 -Wl,-z,defs -o $@ $^ -lpthread -lrt
 	$(Q)ln -sf libnvidia-ml.so.1 $(SHIM)/libnvidia-ml.so
@@ -60,7 +60,7 @@ $(BUILD)/tests/cudashim_exports: tests/cudashim_exports.c $(SHIM)/libcuda.so.1
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $< -L$(SHIM) -lcuda -ldl $(LDLIBS)
 
--include $(SHIM_OBJ:.o=.d) $(SHIM_PIC:.o=.d) $(SHIM)/pic/src/cudashim/procaddr.d $(SHIM)/pic/src/cudashim/nvml.d
+-include $(SHIM_OBJ:.o=.d) $(SHIM_PIC:.o=.d) $(SHIM)/pic/src/cudashim/procaddr.d $(SHIM)/pic/src/cudashim/nvidia_ml.d
 -include $(BUILD)/tests/cudashim_drv.d $(BUILD)/tests/cudashim_exports.d $(BUILD)/tests/cudashim_legacy.d
 endif
 ifneq ($(CUDA_H),)

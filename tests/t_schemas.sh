@@ -183,7 +183,7 @@ mut("vgpu-bench-wrong-schema", vb, ["schema"], "set", "gpuos.vgpu-bench/2")
 if have_shm:
     sl = json.load(open(os.path.join(ok, "shm-list.json")))
     # the listing of an empty daemon holds no segment: one of the shape
-    # src/vmem/shm.c gos_shm_json writes, to validate and to mutate
+    # src/vmem/segtable.c gos_shm_json writes, to validate and to mutate
     seg = {"key": 81, "id": 0, "uid": 0, "gid": 0, "cuid": 0, "cgid": 0, "mode": "0600", "bytes": 4194304,
            "nattch": 1, "removed": False, "vgpu": "a", "cpid": 100, "lpid": 100}
     sl["segments"].append(seg)

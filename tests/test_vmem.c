@@ -23,8 +23,8 @@
 
 #include "common/rng.h"
 #include "common/status.h"
-#include "vmem/shm.h"
-#include "vmem/swap.h"
+#include "vmem/segtable.h"
+#include "vmem/swap_policy.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -8,7 +8,7 @@
 #include "common/jsonio.h"
 #include "common/status.h"
 #include "gpuos/gpuos.h"
-#include "vmem/shm.h"
+#include "vmem/segtable.h"
 
 #include <errno.h>
 #include <jansson.h>

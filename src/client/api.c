@@ -142,7 +142,7 @@ static int launch(gpuos_vgpu *g, gpuos_function f, const gpuos_launch_config *c,
         m.block[i] = c->block[i] ? c->block[i] : 1;
         m.cluster[i] = cl ? (c->cluster[i] ? c->cluster[i] : 1) : 0;
     }
-    /* the fast path (issue 9.4; ring.c); a launch with a priority goes to the
+    /* the fast path (issue 9.4; fastpath.c); a launch with a priority goes to the
      * scheduler, which orders a vGPU's work by it (a ring's entries run in
      * their order within the ring's grants) */
     if (gcl_ring_ok(g) && !c->priority)

@@ -105,7 +105,7 @@ struct gpuos_vgpu {
     int n_done;
     int broken; /* the connection is unusable */
     uint32_t vgpu_id, client_id;
-    /* the fast path (issue 9.4; ring.c, proto/ring.h) */
+    /* the fast path (issue 9.4; fastpath.c, proto/ring.h) */
     void *ring;                  /* NULL: none (isolation = none, GPUOS_RING=0) */
     uint32_t ring_tail;          /* entries submitted */
     uint32_t ring_checked;       /* entries whose completion was looked at */
@@ -154,9 +154,9 @@ int gcl_stage_setup(gpuos_vgpu *g, size_t chunk, int depth);
 int gcl_stage_ready(gpuos_vgpu *g);
 size_t gcl_env_size(const char *name, size_t dflt);
 void gcl_facts_from(gpuos_vgpu_facts *o, const struct gos_vgpu_rec *r);
-void gcl_shm_ds_from(gpuos_shm_ds *o, const struct gos_shm_rec *r); /* shm.c */
+void gcl_shm_ds_from(gpuos_shm_ds *o, const struct gos_shm_rec *r); /* shm_api.c */
 int gcl_sync(gpuos_vgpu *g);
-/* ring.c: the fast path (issue 9.4). open at connect (no ring is no error);
+/* fastpath.c: the fast path (issue 9.4). open at connect (no ring is no error);
  * ok: requests may go through it now (attached, granted, working); drain: every
  * submitted entry completed and revoked ones sent over the socket (before any
  * socket request that touches the device); the rest run one request through it. */

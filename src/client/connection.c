@@ -196,7 +196,7 @@ int gcl_send_req(gpuos_vgpu *g, uint16_t type, const void *a, size_t alen, const
         *seq = ++g->seq;
     if (g->broken)
         return gos_fail(GOS_EIO, "the connection to gpuos serve is broken");
-    switch (type) { /* requests that touch the device: after everything in the ring (ring.c) */
+    switch (type) { /* requests that touch the device: after everything in the ring (fastpath.c) */
     case GOS_MSG_COPY:
     case GOS_MSG_LAUNCH:
     case GOS_MSG_SYNC:

@@ -470,7 +470,7 @@ static int host_copy(gpuos_vgpu *g, uint32_t dir, gpuos_dptr d, void *dst, const
     if (rc)
         return rc;
     struct hostbuf *b = hostbuf_of(g, host, n);
-    if (gcl_ring_ok(g)) /* the fast path (issue 9.4; ring.c) */
+    if (gcl_ring_ok(g)) /* the fast path (issue 9.4; fastpath.c) */
         return gcl_ring_copy(g, dir, d, dst, src, n, async, b ? (int)b->region : -1,
                              b ? (uint64_t)((const char *)host - (const char *)b->ptr) : 0);
     g->small_n = n <= g->small;
@@ -491,7 +491,7 @@ static int dtoh(gpuos_vgpu *g, void *dst, gpuos_dptr d, size_t n, int async)
     return host_copy(g, GOS_OP_DTOH, d, dst, NULL, n, async);
 }
 
-/* The socket path alone, for the ring's replays (ring.c). */
+/* The socket path alone, for the ring's replays (fastpath.c). */
 int gcl_sock_copy_region(gpuos_vgpu *g, uint32_t dir, uint32_t region, uint64_t off, gpuos_dptr d, size_t n, int async)
 {
     uint32_t seq = 0;

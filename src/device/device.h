@@ -87,7 +87,7 @@ void gos_device_close(gos_device *d);
  * driver cannot be loaded). Never fails hard. */
 int gos_cuda_device_count(void);
 
-/* Backend constructors (device.c picks one). */
+/* Backend constructors (backend.c picks one). */
 int gos_sim_open(const char *chip_path, gos_device **out);
 int gos_cuda_open(int ordinal, gos_device **out);
 

@@ -14,7 +14,7 @@
  *                throttle checks
  *   trace.c      the trace directory contract (docs/contracts.md)
  *   analyze.c    offline phases 1 and 3 from a trace directory
- *   report.c     the HTML report (heatmaps, distributions, table II)
+ *   report_html.c the HTML report (heatmaps, distributions, table II)
  *   probe.c      everything except the switch, at the current clock
  * Everything here talks to the GPU only through device/dvfs_ops.h. */
 #ifndef GOS_DVFS_H
@@ -237,7 +237,7 @@ void gos_dvfs_campaign_free(gos_dvfs_campaign *res);
  * summary.json into out_dir. Prints a table to `log` if not NULL. */
 int gos_dvfs_analyze(const char *run_dir, const char *out_dir, FILE *log);
 
-/* ---- report.c ---- */
+/* ---- report_html.c ---- */
 
 int gos_dvfs_report(const char *analysis_dir, const char *html_path);
 

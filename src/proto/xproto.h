@@ -48,7 +48,7 @@ enum {
     X_VALLOC,      /* u64 bytes -> u64 dptr */
     X_EVICT,       /* u64 dptr + fd of a memfd of its size */
     X_RESTORE,     /* u64 dptr + fd */
-    /* partition-local memory (issue 12; serve/pmem.c, the same code both ways) */
+    /* partition-local memory (issue 12; exec/exec_pmem.c, the same code both ways) */
     X_PMEM_ALLOC,  /* struct x_pmem_alloc -> struct gos_rep_pmem_alloc */
     X_PMEM_FREE,   /* u64 base */
     X_PMEM_COPY,   /* struct gos_msg_pmem_copy (region: the executor's slot) */

@@ -3,7 +3,7 @@
 #include "serve/config.h"
 
 #include "common/status.h"
-#include "vmem/shm.h"
+#include "vmem/segtable.h"
 
 #include <ctype.h>
 #include <errno.h>

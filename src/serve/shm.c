@@ -1,5 +1,5 @@
 /* shm.c: the daemon's shared device memory (issue 10; docs/readme-shm.md): the
- * System V segment table of src/vmem/shm.c with its device side.
+ * System V segment table of src/vmem/segtable.c with its device side.
  *
  * A segment is one physical allocation made by the creating client's executor
  * (device/vmm_ops.h: created exportable, its descriptor sent to the daemon, the

@@ -3,7 +3,7 @@
  * executors (isolation = process).
  *
  * Client allocations are then VMM allocations of the client's executor
- * (X_VALLOC, 2 MB rounded), registered with the swap policy of src/vmem/swap.c.
+ * (X_VALLOC, 2 MB rounded), registered with the swap policy of src/vmem/swap_policy.c.
  * An allocation that does not fit the pool (`swap_pool`, default the device's
  * memory) evicts other vGPUs' idle allocations: the owner's executor copies them
  * into the daemon's host swap pool (one memfd of `swap` bytes, created once;

@@ -1,5 +1,5 @@
-/* shm.c: the SysV-semantics segment table (shm.h). */
-#include "vmem/shm.h"
+/* segtable.c: the SysV-semantics segment table (segtable.h). */
+#include "vmem/segtable.h"
 
 #include "common/status.h"
 

@@ -1,4 +1,4 @@
-/* swap.h: the daemon's swap policy and accounting (issue 10.2; paper 002
+/* swap_policy.h: the daemon's swap policy and accounting (issue 10.2; paper 002
  * section 4.3, Gdev's data swapping).
  *
  * Pure bookkeeping, no device and no locking (the daemon holds its lock): every
@@ -27,8 +27,8 @@
  * Transitions survive their owners: removing an object in transition (its
  * client died) marks it, and the step's report then drops it, so accounting is
  * exact whatever dies when. */
-#ifndef GOS_VMEM_SWAP_H
-#define GOS_VMEM_SWAP_H
+#ifndef GOS_VMEM_SWAP_POLICY_H
+#define GOS_VMEM_SWAP_POLICY_H
 
 #include <stdint.h>
 

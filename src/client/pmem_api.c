@@ -1,4 +1,4 @@
-/* pmem.c: partition-local memory in libgpuos (issue 12; gpuos.h,
+/* pmem_api.c: partition-local memory in libgpuos (issue 12; gpuos.h,
  * docs/readme-placement.md). The daemon's side is src/serve/pmem_cl.c; the
  * device work is src/place/pmem.c in the client's executor. Host data moves
  * through a bounce region of this allocation's own (never the copy pipeline's

@@ -1,4 +1,4 @@
-/* device.c: choosing a backend, closing the pillars, labels (device.h). The
+/* backend.c: choosing a backend, closing the pillars, labels (device.h). The
  * pillars' checked wrappers are in topo.c, mem.c, dvfs.c, exec.c. */
 #include "device/device.h"
 

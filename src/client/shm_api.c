@@ -1,4 +1,4 @@
-/* shm.c: shared device memory in libgpuos (issue 10; gpuos.h, docs/readme-shm.md):
+/* shm_api.c: shared device memory in libgpuos (issue 10; gpuos.h, docs/readme-shm.md):
  * System V segments of the daemon, mapped into this handle's executor.
  * Process: a client program (libgpuos; the shim too). */
 #include "client/client_internal.h"

@@ -1,4 +1,4 @@
-/* nvml.c: gpuos's libnvidia-ml.so.1 for tenants (docs/readme-cudashim.md).
+/* nvidia_ml.c: gpuos's libnvidia-ml.so.1 for tenants (docs/readme-cudashim.md).
  *
  * A program run with `gpuos run` that asks NVML about "its GPU" gets its vGPU:
  * one device, named as the real one, whose memory total is the vGPU's memory

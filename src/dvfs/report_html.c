@@ -1,4 +1,4 @@
-/* report.c: `gpuos dvfs report DIR --html OUT`: one self-contained HTML page
+/* report_html.c: `gpuos dvfs report DIR --html OUT`: one self-contained HTML page
  * (inline SVG, no scripts) from an analysis directory (summary.json and the
  * per-pair CSV files), laid out as paper 000 section VII presents results:
  *   - heatmaps of the best-case (min) and worst-case (max) latency per pair,

@@ -1,5 +1,5 @@
-/* swap.c: the swap policy and accounting (swap.h). */
-#include "vmem/swap.h"
+/* swap_policy.c: the swap policy and accounting (swap_policy.h). */
+#include "vmem/swap_policy.h"
 
 #include "common/grow.h"
 #include "common/status.h"

@@ -1,4 +1,4 @@
-/* ring.c: libgpuos's side of the fast path (issue 9.4; proto/ring.h).
+/* fastpath.c: libgpuos's side of the fast path (issue 9.4; proto/ring.h).
  *
  * At connect the library creates the ring (a sealed memfd) and hands it to the
  * daemon, which passes it to this client's executor and grants it while the
@@ -210,7 +210,7 @@ static void finish(gpuos_vgpu *g, uint32_t upto)
         if (rc == GOS_RING_REVOKED) {
             /* Everything submitted has completed: nothing can run out of order
              * any more, so the executor may stop revoking before this replay
-             * blocks (the daemon waits for that acknowledgement, see ring.c). */
+             * blocks (the daemon waits for that acknowledgement, see serve/ring.c). */
             if (atomic_load_explicit(&ctl(g)->cq_done, memory_order_acquire) == g->ring_tail &&
                 !(s->flags & GOS_RING_F_ASYNC) && s->op != GOS_OP_LAUNCH)
                 atomic_store_explicit(&ctl(g)->client_ack, g->ring_tail, memory_order_release);

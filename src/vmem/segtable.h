@@ -1,4 +1,4 @@
-/* shm.h: the daemon's table of shared device memory segments with System V
+/* segtable.h: the daemon's table of shared device memory segments with System V
  * semantics (issue 10.1; paper 002 section 4.2: Gdev's cuShmGet / cuShmAt /
  * cuShmDt / cuShmCtl after shmget / shmat / shmdt / shmctl).
  *
@@ -21,8 +21,8 @@
  *
  * Segments are charged to the creating client's vGPU (vgpu); the daemon checks
  * that vGPU's memory share before creating (gos_shm_charged sums a vGPU's). */
-#ifndef GOS_VMEM_SHM_H
-#define GOS_VMEM_SHM_H
+#ifndef GOS_VMEM_SEGTABLE_H
+#define GOS_VMEM_SEGTABLE_H
 
 #include <jansson.h>
 #include <stdint.h>
