@@ -8,6 +8,9 @@
  *  - a slot we do not implement (CUDART_INTERFACE slot 3) returns
  *    CUDA_ERROR_NOT_SUPPORTED (named once);
  *  - the primary-context slot gives the context cuDevicePrimaryCtxRetain gives;
+ *  - the tools TLS slot gives the thread's current context and the tools
+ *    context slot the number cuCtxGetId gives, through pushes, pops and
+ *    contexts created and destroyed (a number is never given twice);
  *  - context-local storage: put / get / overwrite / delete per (context, key),
  *    NULL = current context, a missing key CUDA_ERROR_INVALID_HANDLE;
  *  - context checks report nothing;
@@ -47,6 +50,8 @@ typedef CUresult (*check_fn)(CUcontext, uint32_t *, const void **);
 typedef CUresult (*integrity_fn)(uint32_t, uint64_t, uint64_t[2]);
 typedef CUresult (*module_fn)(CUmodule *, const void *);
 typedef CUresult (*noarg_fn)(void);
+typedef CUresult (*tls_fn)(CUcontext *);
+typedef CUresult (*number_fn)(CUcontext, unsigned long long *);
 
 int main(void)
 {
@@ -57,13 +62,15 @@ int main(void)
         {"6bd5fb6c-5bf4-e74a-8987-d93912fd9df9", 13}, {"42d85a81-23f6-cb47-8298-f6e78a3aecdc", 4},
         {"a094798c-2e74-2e74-93f2-0800200c0a66", 7},  {"c693336e-1121-df11-a8c3-68f355d89593", 0},
         {"263e8860-7cd2-6143-92f6-bbd5006dfa7e", 4},  {"d4082055-bde6-704b-8d34-ba123c66e1f2", 3},
+        {"21318c60-9714-3248-8ca6-41ff7324c8f2", 95},
     };
-    const void *t[6], *again;
+    enum { N_KNOWN = sizeof known / sizeof known[0] };
+    const void *t[N_KNOWN], *again;
     if (cuInit(0) != CUDA_SUCCESS) {
         fprintf(stderr, "FAIL cuInit\n");
         return 1;
     }
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < N_KNOWN; i++) {
         CUuuid u = id(known[i].id);
         TRUE(cuGetExportTable(&t[i], &u) == CUDA_SUCCESS && t[i]);
         TRUE(cuGetExportTable(&again, &u) == CUDA_SUCCESS && again == t[i]);
@@ -79,7 +86,8 @@ int main(void)
     TRUE(cuGetExportTable(&x, NULL) == CUDA_ERROR_INVALID_VALUE);
     if (fails)
         return 1;
-    void *const *rt = t[0], *const *cls = t[3], *const *chk = t[4], *const *integ = t[5];
+    void *const *rt = t[0], *const *tls = t[1], *const *cls = t[3], *const *chk = t[4], *const *integ = t[5],
+                *const *tctx = t[6];
 
     /* an unimplemented slot names itself and fails */
     TRUE(((noarg_fn)rt[3])() == CUDA_ERROR_NOT_SUPPORTED);
@@ -91,6 +99,32 @@ int main(void)
     TRUE(cuDevicePrimaryCtxRetain(&pr, 0) == CUDA_SUCCESS && pr == pc);
     TRUE(((primary_fn)rt[2])(&pc, 7) == CUDA_ERROR_INVALID_DEVICE);
     TRUE(cuCtxSetCurrent(pr) == CUDA_SUCCESS);
+
+    /* the thread's context and the context number (what cuBLASLt asks) */
+    tls_fn current = (tls_fn)tls[2];
+    number_fn number = (number_fn)tctx[4];
+    unsigned long long seen[9], na = 0, nb = 0;
+    CUcontext here = NULL;
+    TRUE(current(&here) == CUDA_SUCCESS && here == pr);
+    TRUE(number(pr, &na) == CUDA_SUCCESS && cuCtxGetId(pr, &nb) == CUDA_SUCCESS && na == nb && na != 0);
+    TRUE(number(NULL, &nb) == CUDA_SUCCESS && nb == na);
+    TRUE(number(pr, NULL) == CUDA_ERROR_INVALID_VALUE);
+    seen[0] = na;
+    for (int i = 1; i < 9; i++) {
+        CUcontext c = NULL, popped = NULL;
+        TRUE(cuCtxCreate(&c, NULL, 0, 0) == CUDA_SUCCESS);
+        TRUE(current(&here) == CUDA_SUCCESS && here == c);
+        TRUE(number(c, &seen[i]) == CUDA_SUCCESS && cuCtxGetId(c, &nb) == CUDA_SUCCESS && nb == seen[i]);
+        for (int j = 0; j < i; j++)
+            TRUE(seen[j] != seen[i]);
+        TRUE(cuCtxPushCurrent(pr) == CUDA_SUCCESS && current(&here) == CUDA_SUCCESS && here == pr);
+        TRUE(cuCtxPopCurrent(&popped) == CUDA_SUCCESS && popped == pr);
+        TRUE(current(&here) == CUDA_SUCCESS && here == c);
+        TRUE(cuCtxSetCurrent(pr) == CUDA_SUCCESS && cuCtxDestroy(c) == CUDA_SUCCESS);
+        TRUE(number(c, &nb) == CUDA_ERROR_INVALID_CONTEXT);
+    }
+    TRUE(number(pr, &nb) == CUDA_SUCCESS && nb == seen[0]);
+    TRUE(((noarg_fn)tctx[5])() == CUDA_ERROR_NOT_SUPPORTED); /* na slot of it we do not know */
 
     /* the module slot checks the wrapper */
     struct {

@@ -63,9 +63,11 @@ static CUresult ctx_new(CUcontext *c, unsigned flags, CUdevice d)
     struct CUctx_st *x = calloc(1, sizeof *x);
     if (!x)
         return CUDA_ERROR_OUT_OF_MEMORY;
+    static unsigned long long next_id = 1; /* the primary context is 1 */
     x->magic = MAGIC_CTX;
     x->flags = flags;
     x->refs = 1;
+    x->id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED);
     cur_ctx = x;
     *c = x;
     return CUDA_SUCCESS;
@@ -194,7 +196,7 @@ E CUresult cuCtxGetId(CUcontext c, unsigned long long *id)
         c = cur_ctx;
     if (!ctx_ok(c))
         return CUDA_ERROR_INVALID_CONTEXT;
-    *id = (unsigned long long)(uintptr_t)c;
+    *id = c == &S.primary ? 1 : c->id; /* a destroyed context's address may come back; its id does not */
     return CUDA_SUCCESS;
 }
 

@@ -54,6 +54,7 @@ struct CUctx_st {
     uint32_t magic;
     int primary, refs;
     unsigned flags;
+    unsigned long long id; /* cuCtxGetId: unique in the process, never reused (the primary's is 1) */
 };
 struct CUmod_st {
     uint32_t magic;
