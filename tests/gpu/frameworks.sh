@@ -7,6 +7,10 @@
 #                                        the order below, while FW_BUDGET_S lasts)
 #   FW_STEPS=100                          training steps of torch_mlp / torch_cnn
 #   FW_BUDGET_S=330                       no program is started that could end later
+#   FW_KEEP_ERR=1                         every gpuos run's whole stderr in $OUT/err/
+#   FW_PROBE_TRITON=1                     after triton_vadd's native run: each cubin
+#                                        Triton compiled, as the real driver and
+#                                        as gpuos's image reader see it ($OUT/triton/)
 # Per program: native stdout+stderr, gpuos stdout, gpuos stderr with
 # GPUOS_CUDASHIM_TRACE=1 (the Driver API calls that failed, the export tables
 # and entry points asked for). "RESULT" lines are compared (torch losses to 1e-3
@@ -40,6 +44,23 @@ log "== build the CUDA 4 era program ($NVCC)"
 "$NVCC" -cubin -arch sm_90 -o "$P/legacy.cubin" tests/gpu/progs/legacy.cu >>"$LOG" 2>&1 || log "FAIL nvcc legacy.cu"
 cc -O2 -std=c11 -D_GNU_SOURCE -Wno-deprecated-declarations -I"$CUDA_INC" -Itests/gpu/progs -o "$P/drv_legacy" \
     tests/gpu/progs/drv_legacy.c -L"$B/shim" -lcuda >>"$LOG" 2>&1 || log "FAIL cc drv_legacy"
+if [ "${FW_PROBE_TRITON:-0}" = 1 ]; then
+    export TRITON_CACHE_DIR="$T/triton-cache"
+    cc -O2 -std=c11 -I"$CUDA_INC" -o "$P/drv_paraminfo" tests/gpu/progs/drv_paraminfo.c -lcuda >>"$LOG" 2>&1 ||
+        log "FAIL cc drv_paraminfo"
+fi
+# Triton's cubins as the real driver and as gpuos's image reader see them
+probe_triton() {
+    mkdir -p "$OUT/triton"
+    find "$TRITON_CACHE_DIR" -name '*.cubin' | while read -r c; do
+        k=$(basename "$c" .cubin)
+        cp "$c" "$OUT/triton/"
+        cp "$(dirname "$c")/$k.json" "$OUT/triton/" 2>/dev/null
+        { echo "=== $k (real driver)"; "$P/drv_paraminfo" "$c" "$k" 2>&1
+          echo "=== $k (gpuos image reader)"; "$B/tests/cudashim_image" "$c" "$k" 90 2>&1; } >> "$OUT/triton/probe.txt"
+    done
+    log "--- Triton cubins probed: $(grep -c '^=== .*real' "$OUT/triton/probe.txt" 2>/dev/null)"
+}
 # what PyTorch's driver layer asks of NVML (it asserts on each symbol)
 lib=$(python3 -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib"))' 2>/dev/null)
 [ -n "$lib" ] && { echo "--- nvml symbols named in torch's libraries"; strings "$lib"/libc10_cuda.so "$lib"/libtorch_cuda.so 2>/dev/null |
@@ -111,9 +132,11 @@ while IFS='|' read -r name to cmd; do
     el=$(( $(date +%s) - START ))
     [ $((el + 2 * to)) -le "$BUDGET" ] || { log "$name: skipped (budget: ${el}s elapsed, $((2 * to))s more needed)"; continue; }
     timeout "$to" $cmd > "$T/$name.native" 2>&1; rn=$?
+    [ "$name" = triton_vadd ] && [ "${FW_PROBE_TRITON:-0}" = 1 ] && probe_triton
     case $name in *_hostile) hostile_start ;; esac
     GPUOS_CUDASHIM_TRACE=1 timeout "$to" "$G" run --vgpu p70 -- $cmd > "$T/$name.gpuos" 2> "$T/$name.err"; rg=$?
     case $name in *_hostile) hostile_stop ;; esac
+    [ "${FW_KEEP_ERR:-0}" = 1 ] && { mkdir -p "$OUT/err"; gzip -c "$T/$name.err" > "$OUT/err/$name.err.gz"; }
     { echo "=== $name native (rc $rn)"; cat "$T/$name.native" | tail -40
       echo "=== $name gpuos (rc $rg)"; cat "$T/$name.gpuos" | tail -40
       echo "--- $name gpuos stderr (no cuGetProcAddress / fatbin / local storage lines), last 80"
