@@ -502,8 +502,13 @@ static int oversize(void)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: cudashim_drv all QUOTA | oom | sleep MS\n");
+        fprintf(stderr, "usage: cudashim_drv all QUOTA | oom | sleep MS | fpe\n");
         return 2;
+    }
+    if (!strcmp(argv[1], "fpe")) { /* a library's integer division by zero, after cuInit */
+        cuInit(0);
+        volatile int one = 1, zero = 0; /* both read at run time: a real idiv, not 1/x folded to a compare */
+        return one / zero;
     }
     if (!strcmp(argv[1], "noinit")) {
         CUdeviceptr p;

@@ -107,6 +107,12 @@ set -- $facts
 want="sms $2 l2 $(awk -v m="$3" 'BEGIN { printf "%d", m * 1048576 }') cc $1"
 [ "${out%% clock*}" = "$want" ] || fail "attributes: $out; the chip: $want"
 
+# traced, a fatal signal in the program prints where it happened, then kills it as usual
+out=$(GPUOS_CUDASHIM_TRACE=1 "$G" run --vgpu a -- "$D" fpe 2>&1); rc=$?
+[ $rc = 136 ] || fail "a division by zero under the trace: exit $rc (want 136, SIGFPE): $out"
+echo "$out" | grep -q "^gpuos libcuda: fatal signal, backtrace" || fail "no backtrace of the fatal signal: $out"
+echo "$out" | grep -q "cudashim_drv(main+0x\|cudashim_drv(+0x" || fail "the backtrace names no frame of the program: $out"
+
 # a call before cuInit; no daemon behind the library
 LD_LIBRARY_PATH="$B/shim" "$D" noinit || fail "cuMemAlloc before cuInit must be CUDA_ERROR_NOT_INITIALIZED"
 out=$(GPUOS_SOCKET="$T/none" GPUOS_VGPU=a LD_LIBRARY_PATH="$B/shim" timeout 20 "$D" all 1 2>&1) && fail "ran without a daemon"
@@ -128,6 +134,18 @@ out=$("$G" run --vgpu a -- /nonexistent/prog 2>&1); rc=$?
 # the environment the program gets
 out=$("$G" run --vgpu b -- sh -c 'echo "$GPUOS_VGPU ${LD_LIBRARY_PATH%%:*}"')
 [ "$out" = "b $(cd "$B/shim" && pwd -P)" ] || fail "environment: $out"
+
+# parameter layouts of kernels with very long names (PyTorch's distribution
+# kernels: ~470 characters; a reader that cut the section name short launched
+# them without parameters): a cubin-shaped ELF written by tests/elf_kernel.py
+long=k$(printf '%0650d' 0 | tr 0 x)
+python3 tests/elf_kernel.py "$T/long.cubin" "$long" 26 "0:8,8:8,16:8,24:4,32:8,40:8" || fail "elf_kernel.py"
+out=$("$B/tests/cudashim_image" "$T/long.cubin" "$long" 90)
+[ "$out" = "params 6 0:8 8:8 16:8 24:4 32:8 40:8 bytes 48 regs 26" ] || fail "layout of a 651-character kernel name: $out"
+# a kernel whose .nv.info section is missing has no known layout (never "no parameters")
+python3 tests/elf_kernel.py "$T/noinfo.cubin" "$long" 26 "0:8" --no-info || fail "elf_kernel.py --no-info"
+out=$("$B/tests/cudashim_image" "$T/noinfo.cubin" "$long" 90)
+case "$out" in "none: the cubin has no .nv.info section of kernel kxxx"*) ;; *) fail "kernel without .nv.info: $out" ;; esac
 
 NVCC=${NVCC:-$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null)}
 if [ -n "$NVCC" ] && [ -x "$NVCC" ]; then

@@ -38,8 +38,10 @@
 /* cli (gpuos run): the folder holding the shim's libcuda.so.1 (--libdir
  * wins; default: beside the binary). */
 #define GOS_ENV_LIBDIR "GPUOS_LIBDIR"
-/* shim: set (not "0"), every Driver-API call a program makes is logged on
- * stderr with its result. */
+/* shim: 1, the export tables, module loads, launches and refusals of a
+ * program's Driver-API calls are logged on stderr, and a fatal signal prints a
+ * backtrace; 2, also every attribute, occupancy and limit it asks, with the
+ * value answered. */
 #define GOS_ENV_CUDASHIM_TRACE "GPUOS_CUDASHIM_TRACE"
 /* shim: the real driver's libcuda.so.1, opened by path for its pure tensor-map
  * encoders only (cuTensorMapEncode*; default: the usual driver folders). */

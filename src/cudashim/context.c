@@ -224,6 +224,8 @@ E CUresult cuCtxGetLimit(size_t *v, CUlimit l)
     case CU_LIMIT_MAX_L2_FETCH_GRANULARITY: *v = 64; break;
     default: return CUDA_ERROR_UNSUPPORTED_LIMIT;
     }
+    if (shim_trace() >= 2)
+        shim_log("cuCtxGetLimit %d = %zu", (int)l, *v);
     return CUDA_SUCCESS;
 }
 E CUresult cuCtxSetLimit(CUlimit l, size_t v)

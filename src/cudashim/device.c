@@ -213,9 +213,10 @@ E CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d)
     CHECK_DEV(d);
     if ((int)a <= 0 || a >= CU_DEVICE_ATTRIBUTE_MAX)
         return CUDA_ERROR_INVALID_VALUE;
-    if (vgpu_attr(a, v) || !shim_ext_attribute(S.g, (int)a, v))
-        return CUDA_SUCCESS;
-    attr_value(a, v);
+    if (!vgpu_attr(a, v) && shim_ext_attribute(S.g, (int)a, v))
+        attr_value(a, v);
+    if (shim_trace() >= 2)
+        shim_log("cuDeviceGetAttribute %d = %d", (int)a, *v);
     return CUDA_SUCCESS;
 }
 

@@ -309,20 +309,33 @@ static void cubin_kernel(const unsigned char *p, size_t n, const char *name, str
         snprintf(why, why_len, "no kernel %s in the cubin", name);
         return;
     }
-    char sec[300];
+    /* C++ kernel names run to thousands of characters (PyTorch's distribution
+     * kernels: ~470): the section names are built at their full length */
+    size_t sec_len = strlen(name) + sizeof ".nv.constant0.";
+    char *sec = malloc(sec_len);
+    if (!sec) {
+        snprintf(why, why_len, "out of memory");
+        return;
+    }
     Elf64_Shdr s;
     struct kctx c = {k, sym};
-    snprintf(sec, sizeof sec, ".nv.info.%s", name);
-    if (elf_find(&f, sec, &s, NULL))
-        nv_attrs(p + s.sh_offset, s.sh_size, kernel_attr, &c);
+    snprintf(sec, sec_len, ".nv.info.%s", name);
+    if (!elf_find(&f, sec, &s, NULL)) {
+        snprintf(why, why_len, "the cubin has no .nv.info section of kernel %.200s%s", name,
+                 strlen(name) > 200 ? "..." : "");
+        free(sec);
+        return;
+    }
+    nv_attrs(p + s.sh_offset, s.sh_size, kernel_attr, &c);
     if (elf_find(&f, ".nv.info", &s, NULL))
         nv_attrs(p + s.sh_offset, s.sh_size, global_attr, &c);
-    snprintf(sec, sizeof sec, ".nv.shared.%s", name);
+    snprintf(sec, sec_len, ".nv.shared.%s", name);
     if (elf_find(&f, sec, &s, NULL))
         k->shared_bytes = (int)s.sh_size;
-    snprintf(sec, sizeof sec, ".nv.constant0.%s", name);
+    snprintf(sec, sec_len, ".nv.constant0.%s", name);
     if (elf_find(&f, sec, &s, NULL))
         k->const_bytes = 0; /* the parameter bank: not user constant memory */
+    free(sec);
     k->max_threads = 1024;
     if (!k->param_bytes && k->nparams)
         k->param_bytes = k->off[k->nparams - 1] + k->size[k->nparams - 1];

@@ -10,10 +10,13 @@
 #include "common/log.h"
 #include "cudashim/driver.h"
 
+#include <execinfo.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------------ */
 /* diagnostics */
@@ -29,9 +32,40 @@ int shim_trace(void)
     static int t = -1;
     if (t < 0) {
         const char *v = getenv(GOS_ENV_CUDASHIM_TRACE);
-        t = v && *v && strcmp(v, "0");
+        int n = v ? atoi(v) : 0;
+        t = !v || !*v || !strcmp(v, "0") ? 0 : n >= 2 ? 2 : 1;
     }
     return t;
+}
+
+/* Traced, a fatal signal in the program (a library dividing by a value we
+ * answered, say) names where it happened: the signal and a backtrace of
+ * "object(+offset)" frames on stderr, then the default action. */
+static void shim_fatal(int sig)
+{
+    static const char head[] = "gpuos libcuda: fatal signal, backtrace (GPUOS_CUDASHIM_TRACE):\n";
+    void *frames[48];
+    int n = backtrace(frames, 48);
+    if (write(2, head, sizeof head - 1) < 0)
+        n = 0;
+    backtrace_symbols_fd(frames, n, 2);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+__attribute__((constructor)) static void shim_fatal_trace(void)
+{
+    if (!shim_trace())
+        return;
+    static const int sigs[] = {SIGFPE, SIGSEGV, SIGBUS, SIGILL};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        struct sigaction sa, old;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = shim_fatal;
+        sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+        if (!sigaction(sigs[i], NULL, &old) && old.sa_handler == SIG_DFL) /* never over the program's own */
+            sigaction(sigs[i], &sa, NULL);
+    }
 }
 
 /* The shim's lines go through the one log (common/log.h), named once. */

@@ -31,6 +31,9 @@ E CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f, int
     if (!func_ok(f))
         return CUDA_ERROR_INVALID_HANDLE;
     *n = occupancy(f, threads, dyn);
+    if (shim_trace() >= 2)
+        shim_log("cuOccupancyMaxActiveBlocksPerMultiprocessor %.80s, %d threads, %zu dynamic = %d", f->name, threads,
+                 dyn, *n);
     return CUDA_SUCCESS;
 }
 E CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *n, CUfunction f, int threads, size_t dyn,
@@ -57,6 +60,8 @@ E CUresult cuOccupancyMaxPotentialBlockSize(int *grid, int *block, CUfunction f,
     }
     *block = best_b;
     *grid = occupancy(f, best_b, fn ? fn(best_b) : dyn) * S.dev.sm_count;
+    if (shim_trace() >= 2)
+        shim_log("cuOccupancyMaxPotentialBlockSize %.80s = grid %d block %d", f->name, *grid, *block);
     return CUDA_SUCCESS;
 }
 E CUresult cuOccupancyMaxPotentialBlockSizeWithFlags(int *grid, int *block, CUfunction f, CUoccupancyB2DSize fn,
@@ -72,6 +77,8 @@ E CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *dyn, CUfunction f, in
         return CUDA_ERROR_INVALID_HANDLE;
     size_t per = 233472 / (size_t)blocks;
     *dyn = per > (size_t)f->k.shared_bytes + 1024 ? per - (size_t)f->k.shared_bytes - 1024 : 0;
+    if (shim_trace() >= 2)
+        shim_log("cuOccupancyAvailableDynamicSMemPerBlock %.80s, %d blocks = %zu", f->name, blocks, *dyn);
     return CUDA_SUCCESS;
 }
 
@@ -318,6 +325,8 @@ E CUresult cuOccupancyMaxActiveClusters(int *n, CUfunction f, const CUlaunchConf
     int per_sm = occupancy(f, threads, cfg->sharedMemBytes);
     int sms = S.dev.sm_count > 0 ? S.dev.sm_count : 1, gpcs = (sms + 15) / 16, sm_per_gpc = sms / gpcs;
     *n = gpcs * (per_sm * sm_per_gpc / (int)cs);
+    if (shim_trace() >= 2)
+        shim_log("cuOccupancyMaxActiveClusters %.80s, cluster %u, %d threads = %d", f->name, cs, threads, *n);
     return CUDA_SUCCESS;
 }
 

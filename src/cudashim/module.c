@@ -424,8 +424,13 @@ E CUresult cuFuncGetAttribute(int *v, CUfunction_attribute a, CUfunction f)
     case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH: *v = 0; break;
     case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED: *v = 1; break;
     case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE: *v = 0; break;
-    default: return CUDA_ERROR_INVALID_VALUE;
+    default:
+        if (shim_trace() >= 2)
+            shim_log("cuFuncGetAttribute %d of %.80s: not known", (int)a, f->name);
+        return CUDA_ERROR_INVALID_VALUE;
     }
+    if (shim_trace() >= 2)
+        shim_log("cuFuncGetAttribute %d of %.80s = %d", (int)a, f->name, *v);
     return CUDA_SUCCESS;
 }
 
