@@ -8,6 +8,7 @@
 #   FW_STEPS=100                          training steps of torch_mlp / torch_cnn
 #   FW_BUDGET_S=330                       no program is started that could end later
 #   FW_KEEP_ERR=1                         every gpuos run's whole stderr in $OUT/err/
+#   FW_TRACE=2                            GPUOS_CUDASHIM_TRACE of the gpuos runs (default 1)
 #   FW_PROBE_TRITON=1                     after triton_vadd's native run: each cubin
 #                                        Triton compiled, as the real driver and
 #                                        as gpuos's image reader see it ($OUT/triton/)
@@ -134,7 +135,7 @@ while IFS='|' read -r name to cmd; do
     timeout "$to" $cmd > "$T/$name.native" 2>&1; rn=$?
     [ "$name" = triton_vadd ] && [ "${FW_PROBE_TRITON:-0}" = 1 ] && probe_triton
     case $name in *_hostile) hostile_start ;; esac
-    GPUOS_CUDASHIM_TRACE=1 timeout "$to" "$G" run --vgpu p70 -- $cmd > "$T/$name.gpuos" 2> "$T/$name.err"; rg=$?
+    GPUOS_CUDASHIM_TRACE=${FW_TRACE:-1} timeout "$to" "$G" run --vgpu p70 -- $cmd > "$T/$name.gpuos" 2> "$T/$name.err"; rg=$?
     case $name in *_hostile) hostile_stop ;; esac
     [ "${FW_KEEP_ERR:-0}" = 1 ] && { mkdir -p "$OUT/err"; gzip -c "$T/$name.err" > "$OUT/err/$name.err.gz"; }
     { echo "=== $name native (rc $rn)"; cat "$T/$name.native" | tail -40
