@@ -559,6 +559,33 @@ int main(int argc, char **argv)
         CHECK(cuCtxSynchronize());
         return 0;
     }
+    if (!strcmp(argv[1], "clusters")) {
+        /* what cuBLAS asks before its first GEMM: how many clusters of 1..16
+         * blocks of a kernel holding all of an SM's shared memory run at once */
+        CUmodule m;
+        CUfunction f;
+        int smem = 0;
+        CHECK(cuModuleLoadData(&m, "gpuos-builtin"));
+        CHECK(cuModuleGetFunction(&f, m, "empty"));
+        CHECK(cuDeviceGetAttribute(&smem, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 0));
+        CHECK(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem));
+        CHECK(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1));
+        printf("clusters");
+        for (unsigned cs = 1; cs <= 16; cs++) {
+            CUlaunchAttribute at;
+            memset(&at, 0, sizeof at);
+            at.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+            at.value.clusterDim.x = cs;
+            at.value.clusterDim.y = at.value.clusterDim.z = 1;
+            CUlaunchConfig cfg = {.gridDimX = cs, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 128, .blockDimY = 1,
+                                  .blockDimZ = 1, .sharedMemBytes = (unsigned)smem, .attrs = &at, .numAttrs = 1};
+            int n = -1;
+            CHECK(cuOccupancyMaxActiveClusters(&n, f, &cfg));
+            printf(" %d", n);
+        }
+        printf("\n");
+        return 0;
+    }
     fprintf(stderr, "cudashim_drv: unknown mode %s\n", argv[1]);
     return 2;
 }

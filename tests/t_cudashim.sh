@@ -113,6 +113,21 @@ out=$(GPUOS_CUDASHIM_TRACE=1 "$G" run --vgpu a -- "$D" fpe 2>&1); rc=$?
 echo "$out" | grep -q "^gpuos libcuda: fatal signal, backtrace" || fail "no backtrace of the fatal signal: $out"
 echo "$out" | grep -q "cudashim_drv(main+0x\|cudashim_drv(+0x" || fail "the backtrace names no frame of the program: $out"
 
+# the GPCs' shape as cuBLAS asks it (clusters of 1..16 blocks at one block per
+# SM): what the daemon's device measured, the same as `gpuos probe topology`
+# finds by launching clusters on the same chip
+out=$("$G" run --vgpu a -- "$D" clusters 2>&1) || fail "clusters: $out"
+"$G" probe topology --sim default --json "$T/topo.json" >/dev/null 2>&1 || fail "probe topology"
+/usr/bin/python3 - "$T/topo.json" "$out" <<'PY' || fail "cluster occupancy differs from the chart: $out"
+import json, sys
+t = json.load(open(sys.argv[1]))["topology"]
+got = [int(x) for x in sys.argv[2].split()[1:]]
+assert len(got) == 16 and got[0] == sum(len(g["sms"]) for g in t["gpcs"]), got
+for cs, n in t["max_concurrent_clusters"].items():
+    assert got[int(cs) - 1] == n, (cs, got[int(cs) - 1], n)
+assert all(n > 0 for n in got), got  # every size up to 16 runs somewhere on this chip
+PY
+
 # a call before cuInit; no daemon behind the library
 LD_LIBRARY_PATH="$B/shim" "$D" noinit || fail "cuMemAlloc before cuInit must be CUDA_ERROR_NOT_INITIALIZED"
 out=$(GPUOS_SOCKET="$T/none" GPUOS_VGPU=a LD_LIBRARY_PATH="$B/shim" timeout 20 "$D" all 1 2>&1) && fail "ran without a daemon"

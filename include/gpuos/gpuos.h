@@ -163,7 +163,12 @@ int gpuos_vgpu_info(gpuos_vgpu *g, gpuos_vgpu_facts *out);
 /* The real device's attributes by CUDA attribute number (value[a], valid[a] for
  * 0 <= a < n): what gpuos's libcuda answers cuDeviceGetAttribute with.
  * The simulated device answers those its chip knows (SMs, compute capability,
- * clocks, L2, ...). */
+ * clocks, L2, ...). Above CUDA's numbers, value[GPUOS_ATTR_CLUSTERS + cs - 1]
+ * (cs = 1..GPUOS_ATTR_CLUSTERS_MAX) is how many clusters of cs blocks the device
+ * runs at once at one block per SM (what cuOccupancyMaxActiveClusters answers
+ * for a kernel holding all of an SM's shared memory). */
+#define GPUOS_ATTR_CLUSTERS 240
+#define GPUOS_ATTR_CLUSTERS_MAX 16
 int gpuos_device_attributes(gpuos_vgpu *g, int32_t *value, unsigned char *valid, int n);
 /* Memory of this vGPU: used and quota (its share), and the device total. */
 int gpuos_mem_info(gpuos_vgpu *g, uint64_t *used, uint64_t *quota, uint64_t *total);

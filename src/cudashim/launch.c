@@ -308,9 +308,26 @@ static unsigned config_cluster(const CUlaunchConfig *cfg)
     return 1;
 }
 
-/* How many clusters of the configuration's size can run at once: the blocks
- * the SMs hold (occupancy x SMs) in whole clusters; a cluster lives in one GPC,
- * so each GPC's share is rounded down (GPCs of 16 SMs, the H100/H200's). */
+/* How many clusters of the configuration's size can run at once. The daemon's
+ * device measured the GPCs' shape: t(cs), the clusters of cs blocks at one block
+ * per SM (GPUOS_ATTR_CLUSTERS). With k blocks per SM a GPC of g SMs holds
+ * floor(k g / cs) clusters: t(cs / k) when k divides cs, else at least k t(cs).
+ * Without the table (an old daemon), the blocks the SMs hold in whole clusters
+ * per GPC of 16 SMs. */
+_Static_assert(CU_DEVICE_ATTRIBUTE_MAX <= GPUOS_ATTR_CLUSTERS, "CUDA's attribute numbers reach the clusters table");
+static int clusters_measured(int cs, int per_sm, int *n)
+{
+    int t;
+    if (cs < 1 || cs > GPUOS_ATTR_CLUSTERS_MAX || per_sm < 1)
+        return 0;
+    if (cs % per_sm == 0)
+        return !shim_ext_attribute(S.g, GPUOS_ATTR_CLUSTERS + cs / per_sm - 1, n);
+    if (shim_ext_attribute(S.g, GPUOS_ATTR_CLUSTERS + cs - 1, &t))
+        return 0;
+    *n = per_sm * t;
+    return 1;
+}
+
 E CUresult cuOccupancyMaxActiveClusters(int *n, CUfunction f, const CUlaunchConfig *cfg)
 {
     if (!n || !cfg)
@@ -323,8 +340,10 @@ E CUresult cuOccupancyMaxActiveClusters(int *n, CUfunction f, const CUlaunchConf
     if (!cs || cs > 16 || threads <= 0)
         return CUDA_ERROR_INVALID_CLUSTER_SIZE;
     int per_sm = occupancy(f, threads, cfg->sharedMemBytes);
-    int sms = S.dev.sm_count > 0 ? S.dev.sm_count : 1, gpcs = (sms + 15) / 16, sm_per_gpc = sms / gpcs;
-    *n = gpcs * (per_sm * sm_per_gpc / (int)cs);
+    if (!clusters_measured((int)cs, per_sm, n)) {
+        int sms = S.dev.sm_count > 0 ? S.dev.sm_count : 1, gpcs = (sms + 15) / 16, sm_per_gpc = sms / gpcs;
+        *n = gpcs * (per_sm * sm_per_gpc / (int)cs);
+    }
     if (shim_trace() >= 2)
         shim_log("cuOccupancyMaxActiveClusters %.80s, cluster %u, %d threads = %d", f->name, cs, threads, *n);
     return CUDA_SUCCESS;

@@ -390,11 +390,44 @@ static int ex_device_attributes(gos_device *d, int32_t *value, uint8_t *valid, i
     CUresult (*get)(int *, CUdevice_attribute, CUdevice) = GOS_CU(cuDeviceGetAttribute);
     if (!get)
         return gos_fail(GOS_EUNSUPPORTED, "the CUDA driver lacks cuDeviceGetAttribute");
-    for (int a = 1; a < n; a++) {
+    for (int a = 1; a < n && a < GOS_ATTR_CLUSTERS; a++) {
         int v = 0;
         valid[a] = get(&v, (CUdevice_attribute)a, c->dev) == CUDA_SUCCESS;
         value[a] = valid[a] ? v : 0;
     }
+    /* the GPCs' shape: clusters of each size at one block per SM (the built-in
+     * empty kernel asking for all of a block's opt-in shared memory) */
+    CUfunction f;
+    CUresult (*occ)(int *, CUfunction, const CUlaunchConfig *) = GOS_CU(cuOccupancyMaxActiveClusters);
+    int smem = valid[CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN]
+                   ? value[CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN]
+                   : 0;
+    if (n < GOS_ATTR_CLUSTERS + GOS_ATTR_CLUSTERS_MAX || !occ || smem <= 0 || gos_cuda_enter(d) ||
+        gos_cuda_function(d, "exec", "empty", &f) ||
+        CU_CALL(cuFuncSetAttribute, f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem) ||
+        CU_CALL(cuFuncSetAttribute, f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1))
+        return GOS_OK; /* not known: the shim estimates */
+    for (int cs = 1; cs <= GOS_ATTR_CLUSTERS_MAX; cs++) {
+        CUlaunchAttribute at;
+        memset(&at, 0, sizeof at);
+        at.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        at.value.clusterDim.x = (unsigned)cs;
+        at.value.clusterDim.y = at.value.clusterDim.z = 1;
+        CUlaunchConfig cfg;
+        memset(&cfg, 0, sizeof cfg);
+        cfg.gridDimX = (unsigned)cs;
+        cfg.gridDimY = cfg.gridDimZ = 1;
+        cfg.blockDimX = 32;
+        cfg.blockDimY = cfg.blockDimZ = 1;
+        cfg.sharedMemBytes = (unsigned)smem;
+        cfg.attrs = &at;
+        cfg.numAttrs = 1;
+        int k = 0;
+        int i = GOS_ATTR_CLUSTERS + cs - 1;
+        valid[i] = occ(&k, f, &cfg) == CUDA_SUCCESS;
+        value[i] = valid[i] ? k : 0;
+    }
+    CU_CALL(cuFuncSetAttribute, f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 0);
     return GOS_OK;
 }
 

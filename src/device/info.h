@@ -42,6 +42,16 @@ typedef struct {
     unsigned caps; /* GOS_CAP_* bits */
 } gos_device_info;
 
+/* gos_exec_device_attributes answers CUDA's attribute numbers (all below
+ * GOS_ATTR_CLUSTERS) and, above them, value[GOS_ATTR_CLUSTERS + cs - 1] for
+ * cs = 1..GOS_ATTR_CLUSTERS_MAX: how many clusters of cs blocks run at once at
+ * one block per SM (cuOccupancyMaxActiveClusters of a kernel holding all of an
+ * SM's shared memory, non-portable sizes allowed), the GPCs' shape, which cuBLAS
+ * probes before its first GEMM and divides by. The same numbers are the public
+ * GPUOS_ATTR_CLUSTERS* of gpuos_device_attributes (gpuos.h). */
+#define GOS_ATTR_CLUSTERS 240
+#define GOS_ATTR_CLUSTERS_MAX 16
+
 /* Backend capabilities (gos_device_info.caps): what callers above the device
  * layer ask instead of which backend runs. */
 /* set_clock changes a real, system-wide setting of the machine: a campaign needs

@@ -746,6 +746,21 @@ static int se_device_attributes(gos_device *d, int32_t *value, uint8_t *valid, i
             value[t[k].a] = (int32_t)t[k].v;
             valid[t[k].a] = 1;
         }
+    /* the GPCs' shape from the chip's truth: a cluster lives in one GPC, and
+     * clusters of more than 2 only on its cluster-eligible SMs, up to the
+     * largest size the GPC allows */
+    const gos_chip *ch = d->chip;
+    for (int cs = 1; ch && ch->n_gpcs > 0 && cs <= GOS_ATTR_CLUSTERS_MAX && GOS_ATTR_CLUSTERS + cs - 1 < n; cs++) {
+        int k = 0;
+        for (int g = 0; g < ch->n_gpcs; g++) {
+            const gos_gpc *p = &ch->gpcs[g];
+            int sms = cs > 2 && p->n_cluster > 0 ? p->n_cluster : p->n_sms;
+            if (!p->max_cluster || cs <= p->max_cluster)
+                k += sms / cs;
+        }
+        value[GOS_ATTR_CLUSTERS + cs - 1] = k;
+        valid[GOS_ATTR_CLUSTERS + cs - 1] = 1;
+    }
     return GOS_OK;
 }
 

@@ -258,7 +258,8 @@ struct gos_rep_device_info {
 };
 
 /* DEVICE_ATTRS: value[a] for attribute number a (CUdevice_attribute), valid[a]
- * whether the device answered it (the simulated device: what its chip knows). */
+ * whether the device answered it (the simulated device: what its chip knows);
+ * above CUDA's numbers, the clusters table of device/info.h (GOS_ATTR_CLUSTERS). */
 #define GOS_DEVICE_ATTRS_MAX 256
 struct gos_rep_device_attrs {
     int32_t value[GOS_DEVICE_ATTRS_MAX];
