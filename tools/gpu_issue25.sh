@@ -24,8 +24,11 @@ fi
 . tests/serve_lib.sh
 . tests/slurm_lib.sh
 slurm_have || { echo "FAIL: no Slurm here and no SLURM_ROOT (tools/slurm_root.sh)"; exit 1; }
-done_all() { cp "$T"/*.log "$T/slurm.conf" "$OUT/" 2>/dev/null; slurm_stop; }
+done_all() { cp "$T"/*.log "$T/slurm.conf" "$T"/cgroup.conf "$W"/*.out "$W"/*.err "$W"/*.burst "$OUT/" 2>/dev/null; slurm_stop; }
 trap done_all EXIT
+trap 'echo "gpu_issue25: stopped (signal) at: $(tail -1 "$OUT/progress.txt" 2>/dev/null)"; exit 1' TERM INT
+step() { echo "$(date -u +%T) $*" >> "$OUT/progress.txt"; }
+step start
 slurm_stage "$C" "$B/tests/cudashim_drv"
 W="$T/w"
 dev="[device 0]"
@@ -36,6 +39,7 @@ printf 'socket = %s\nsocket_mode = 0666\nstate = %s/state.json\n%s\n' "$T/s" "$T
 DPID=$!
 i=0; while [ ! -S "$T/s" ]; do i=$((i + 1)); [ $i -gt 600 ] && fail "daemon did not come up"; sleep 0.1; done
 slurm_start
+step "slurm up"
 
 # the job: the Driver-API program on its vGPU (its quota from the list), then
 # spin kernels from $W/go on, for SECS seconds
@@ -55,11 +59,13 @@ while [ ! -f "$W/A.ready" ] || [ ! -f "$W/B.ready" ]; do
     i=$((i + 1)); [ $i -gt 1200 ] && slurm_fail "jobs not ready in 120 s: $(cat "$W/A.out" "$W/B.out" 2>&1)"; sleep 0.1
 done
 "$G" vgpu list > "$OUT/vgpus.txt"
+step "both jobs ready (the Driver-API program ran in each)"
 touch "$W/go"
 i=0
 while [ -n "$(squeue -h 2>/dev/null)" ]; do
     i=$((i + 1)); [ $i -gt $(((SECS + 60) * 10)) ] && slurm_fail "jobs did not end"; sleep 0.1
 done
+step "jobs ended"
 la=$(sed -n 's/^launches //p' "$W/A.burst") lb=$(sed -n 's/^launches //p' "$W/B.burst")
 [ -n "$la" ] && [ -n "$lb" ] || slurm_fail "no launch counts: $(cat "$W/A.burst" "$W/B.burst")"
 pct=$(awk -v a="$la" -v b="$lb" 'BEGIN { printf "%.2f", 100 * a / (a + b) }')
