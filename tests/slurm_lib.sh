@@ -82,12 +82,20 @@ slurm_fail() {
 
 # slurm_start: the scripts' settings, munge, the cluster; waits until gn1 is idle.
 slurm_start() {
+    sc=$(command -v scontrol)
+    if [ -n "${SLURM_ROOT:-}" ]; then
+        # slurmd runs the Prolog with an environment of its own: a relocated
+        # scontrol needs its libraries named again
+        printf '#!/bin/sh\nLD_LIBRARY_PATH=%s exec %s "$@"\n' "$LD_LIBRARY_PATH" "$sc" > "$T/bin/scontrol"
+        chmod 755 "$T/bin/scontrol"
+        sc=$T/bin/scontrol
+    fi
     cat > "$T/gpuos-slurm.conf" <<EOC
 GPUOS=$T/bin/gpuos
 GPUOS_SOCKET=$T/s
 GPUOS_SHIM_DIR=$T/shim
 GPUOS_SLURM_LOG=$T/gpuos-slurm.log
-SCONTROL=$(command -v scontrol)
+SCONTROL=$sc
 EOC
     for s in prolog epilog taskprolog; do
         printf '#!/bin/sh\nGPUOS_SLURM_CONF=%s/gpuos-slurm.conf exec %s/slurm/gpuos-%s "$@"\n' "$T" "$T" "$s" > "$T/$s"
