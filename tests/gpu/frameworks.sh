@@ -9,6 +9,9 @@
 #   FW_BUDGET_S=330                       no program is started that could end later
 #   FW_KEEP_ERR=1                         every gpuos run's whole stderr in $OUT/err/
 #   FW_TRACE=2                            GPUOS_CUDASHIM_TRACE of the gpuos runs (default 1)
+#   FW_PROBE_EXPORTS=1                    the private tables cuBLASLt asks, natively and
+#                                        under gpuos run (tests/gpu/progs/drv_exports.c,
+#                                        $OUT/exports.txt)
 #   FW_PROBE_TRITON=1                     after triton_vadd's native run: each cubin
 #                                        Triton compiled, as the real driver and
 #                                        as gpuos's image reader see it ($OUT/triton/)
@@ -108,6 +111,14 @@ hostile_stop() {
       sort "$T/hostile.faults" | uniq -c | sort -rn | head -8
       echo "--- faults per vGPU"; "$G" vgpu list --json; } >> "$LOG"
 }
+
+if [ "${FW_PROBE_EXPORTS:-0}" = 1 ]; then
+    cc -O2 -std=c11 -I"$CUDA_INC" -o "$P/drv_exports" tests/gpu/progs/drv_exports.c -lcuda >>"$LOG" 2>&1 ||
+        log "FAIL cc drv_exports"
+    { echo "=== native"; "$P/drv_exports" 2>&1; echo "=== gpuos"; "$G" run --vgpu p70 -- "$P/drv_exports" 2>&1; } \
+        > "$OUT/exports.txt"
+    log "--- private tables: $(grep -c bytes_written "$OUT/exports.txt") answers in $OUT/exports.txt"
+fi
 
 # name|timeout|command (run natively and under gpuos run --vgpu p70)
 cat > "$T/progs" <<EOF

@@ -1,0 +1,79 @@
+/* drv_exports.c: what the real driver's private tables that cuBLASLt asks for
+ * answer, seen from outside (issue 21): each table's size field, and how many
+ * bytes the tools-TLS thread-context slot (2) and the tools-context number slot
+ * (4) write into a buffer filled with 0xAA (a 4-byte and an 8-byte answer look
+ * alike to a caller that zeroed its variable, not to one that did not), beside
+ * cuCtxGetCurrent and cuCtxGetId. Run natively (links the real libcuda) and
+ * under `gpuos run` (gpuos's) by tests/gpu/frameworks.sh (FW_PROBE_EXPORTS=1);
+ * prints "key value" lines. */
+#include <cuda.h>
+
+#include <stdio.h>
+#include <string.h>
+
+static void id(CUuuid *u, const char *s)
+{
+    for (int i = 0; i < 16; i++) {
+        while (*s == '-')
+            s++;
+        unsigned v;
+        sscanf(s, "%2x", &v);
+        u->bytes[i] = (char)v;
+        s += 2;
+    }
+}
+
+static void show(const char *what, const unsigned char *b, int n)
+{
+    int written = 0;
+    for (int i = 0; i < n; i++)
+        if (b[i] != 0xAA)
+            written = i + 1;
+    printf("%s bytes_written %d value", what, written);
+    for (int i = 0; i < n; i++)
+        printf("%s%02x", i % 8 ? "" : " ", b[i]);
+    printf("\n");
+}
+
+int main(void)
+{
+    CUdevice dev;
+    CUcontext ctx = NULL, cur = NULL;
+    if (cuInit(0) || cuDeviceGet(&dev, 0) || cuDevicePrimaryCtxRetain(&ctx, dev) || cuCtxSetCurrent(ctx)) {
+        fprintf(stderr, "drv_exports: no context\n");
+        return 1;
+    }
+    const void *tls = NULL, *tctx = NULL;
+    CUuuid u;
+    id(&u, "42d85a81-23f6-cb47-8298-f6e78a3aecdc");
+    printf("tls rc %d\n", (int)cuGetExportTable(&tls, &u));
+    id(&u, "21318c60-9714-3248-8ca6-41ff7324c8f2");
+    printf("tctx rc %d\n", (int)cuGetExportTable(&tctx, &u));
+    unsigned long long cid = 0;
+    cuCtxGetCurrent(&cur);
+    cuCtxGetId(ctx, &cid);
+    printf("cuCtxGetCurrent %p cuCtxGetId %llu\n", (void *)cur, cid);
+    if (tls) {
+        void *const *t = tls;
+        printf("tls size %zu\n", (size_t)t[0]);
+        unsigned char b[16];
+        memset(b, 0xAA, sizeof b);
+        int rc = ((CUresult(*)(void *))t[2])(b);
+        printf("tls slot2 rc %d\n", rc);
+        show("tls slot2", b, 16);
+    }
+    if (tctx) {
+        void *const *t = tctx;
+        printf("tctx size %zu\n", (size_t)t[0]);
+        unsigned char b[16];
+        memset(b, 0xAA, sizeof b);
+        int rc = ((CUresult(*)(CUcontext, void *))t[4])(ctx, b);
+        printf("tctx slot4 rc %d\n", rc);
+        show("tctx slot4", b, 16);
+        memset(b, 0xAA, sizeof b);
+        rc = ((CUresult(*)(CUcontext, void *))t[4])(NULL, b);
+        printf("tctx slot4(NULL) rc %d\n", rc);
+        show("tctx slot4(NULL)", b, 16);
+    }
+    return 0;
+}
