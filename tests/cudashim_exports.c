@@ -59,10 +59,10 @@ int main(void)
         const char *id;
         size_t slots; /* 0: no size field */
     } known[] = {
-        {"6bd5fb6c-5bf4-e74a-8987-d93912fd9df9", 13}, {"42d85a81-23f6-cb47-8298-f6e78a3aecdc", 4},
+        {"6bd5fb6c-5bf4-e74a-8987-d93912fd9df9", 13}, {"42d85a81-23f6-cb47-8298-f6e78a3aecdc", 3},
         {"a094798c-2e74-2e74-93f2-0800200c0a66", 7},  {"c693336e-1121-df11-a8c3-68f355d89593", 0},
         {"263e8860-7cd2-6143-92f6-bbd5006dfa7e", 4},  {"d4082055-bde6-704b-8d34-ba123c66e1f2", 3},
-        {"21318c60-9714-3248-8ca6-41ff7324c8f2", 95},
+        {"21318c60-9714-3248-8ca6-41ff7324c8f2", 93},
     };
     enum { N_KNOWN = sizeof known / sizeof known[0] };
     const void *t[N_KNOWN], *again;
@@ -107,7 +107,7 @@ int main(void)
     CUcontext here = NULL;
     TRUE(current(&here) == CUDA_SUCCESS && here == pr);
     TRUE(number(pr, &na) == CUDA_SUCCESS && cuCtxGetId(pr, &nb) == CUDA_SUCCESS && na == nb && na != 0);
-    TRUE(number(NULL, &nb) == CUDA_SUCCESS && nb == na);
+    TRUE(number(NULL, &nb) == CUDA_SUCCESS && nb == 0); /* no context: 0, as the driver */
     TRUE(number(pr, NULL) == CUDA_ERROR_INVALID_VALUE);
     seen[0] = na;
     for (int i = 1; i < 9; i++) {

@@ -45,6 +45,15 @@ int main(void)
     }
     const void *tls = NULL, *tctx = NULL;
     CUuuid u;
+    /* ids the runtimes ask for that gpuos does not serve: what the driver answers */
+    static const char *other[] = {"f8cff951-2146-8b4e-b9e2-fb469e7c0dd9", "da9151d3-3ae6-cc41-a5c0-4f26d533e328",
+                                  "00000000-0000-0000-0000-000000000000"};
+    for (int i = 0; i < 3; i++) {
+        const void *t = NULL;
+        id(&u, other[i]);
+        CUresult r = cuGetExportTable(&t, &u);
+        printf("table %s rc %d size %zu\n", other[i], (int)r, t ? (size_t) * (void *const *)t : (size_t)0);
+    }
     id(&u, "42d85a81-23f6-cb47-8298-f6e78a3aecdc");
     printf("tls rc %d\n", (int)cuGetExportTable(&tls, &u));
     id(&u, "21318c60-9714-3248-8ca6-41ff7324c8f2");
