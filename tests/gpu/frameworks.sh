@@ -194,8 +194,13 @@ match = int(rn) == 0 and int(rg) == 0 and len(rn_) > 0 and len(rn_) == len(rg_) 
 e = {"name": name, "native_rc": int(rn), "gpuos_rc": int(rg), "match": match, "native": tn, "gpuos": tg,
      "results_native": rn_, "results_gpuos": rg_}
 import os
+def is_error(l):
+    if "cuGetProcAddress" in l or "export table:" in l:  # the trace's own lines name functions, not failures
+        return False
+    return ("Error" in l or "error:" in l or "is not supported" in l or "CUDA_ERROR" in l or " failed" in l or
+            "Floating point exception" in l or "fatal signal" in l or "Segmentation fault" in l)
 errs = [l.strip() for l in open(os.path.splitext(fg)[0] + ".err", errors="replace")
-        if "Error" in l or "error:" in l or "is not supported" in l or "CUDA_ERROR" in l or " failed" in l] if os.path.exists(os.path.splitext(fg)[0] + ".err") else []
+        if is_error(l)] if os.path.exists(os.path.splitext(fg)[0] + ".err") else []
 if errs:
     e["error"] = errs[-1][:200]
 k = next((k for k in ("steps_per_s", "tflops", "vadd_GBps", "raw_launches_per_s") if k in tn), None)
