@@ -11,7 +11,8 @@
 #   FW_TRACE=2                            GPUOS_CUDASHIM_TRACE of the gpuos runs (default 1)
 #   FW_PROBE_EXPORTS=1                    the private tables cuBLASLt asks, natively and
 #                                        under gpuos run (tests/gpu/progs/drv_exports.c,
-#                                        $OUT/exports.txt)
+#                                        $OUT/exports.txt), and the slots of those gpuos does
+#                                        not serve, called blind (drv_tables.c, $OUT/tables.txt)
 #   FW_PROBE_TRITON=1                     after triton_vadd's native run: each cubin
 #                                        Triton compiled, as the real driver and
 #                                        as gpuos's image reader see it ($OUT/triton/)
@@ -118,6 +119,8 @@ if [ "${FW_PROBE_EXPORTS:-0}" = 1 ]; then
     { echo "=== native"; "$P/drv_exports" 2>&1; echo "=== gpuos"; "$G" run --vgpu p70 -- "$P/drv_exports" 2>&1; } \
         > "$OUT/exports.txt"
     log "--- private tables: $(grep -c bytes_written "$OUT/exports.txt") answers in $OUT/exports.txt"
+    cc -O2 -std=c11 -D_GNU_SOURCE -I"$CUDA_INC" -o "$P/drv_tables" tests/gpu/progs/drv_tables.c -lcuda >>"$LOG" 2>&1 &&
+        timeout 60 "$P/drv_tables" > "$OUT/tables.txt" 2>&1
 fi
 
 # name|timeout|command (run natively and under gpuos run --vgpu p70)
