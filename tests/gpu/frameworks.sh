@@ -51,7 +51,7 @@ cc -O2 -std=c11 -D_GNU_SOURCE -Wno-deprecated-declarations -I"$CUDA_INC" -Itests
     tests/gpu/progs/drv_legacy.c -L"$B/shim" -lcuda >>"$LOG" 2>&1 || log "FAIL cc drv_legacy"
 if [ "${FW_PROBE_TRITON:-0}" = 1 ]; then
     export TRITON_CACHE_DIR="$T/triton-cache"
-    cc -O2 -std=c11 -I"$CUDA_INC" -o "$P/drv_paraminfo" tests/gpu/progs/drv_paraminfo.c -lcuda >>"$LOG" 2>&1 ||
+    cc -O2 -std=c11 -D_GNU_SOURCE -I"$CUDA_INC" -Itests/gpu/progs -o "$P/drv_paraminfo" tests/gpu/progs/drv_paraminfo.c -lcuda >>"$LOG" 2>&1 ||
         log "FAIL cc drv_paraminfo"
 fi
 # Triton's cubins as the real driver and as gpuos's image reader see them
@@ -114,12 +114,12 @@ hostile_stop() {
 }
 
 if [ "${FW_PROBE_EXPORTS:-0}" = 1 ]; then
-    cc -O2 -std=c11 -I"$CUDA_INC" -o "$P/drv_exports" tests/gpu/progs/drv_exports.c -lcuda >>"$LOG" 2>&1 ||
+    cc -O2 -std=c11 -D_GNU_SOURCE -I"$CUDA_INC" -Itests/gpu/progs -o "$P/drv_exports" tests/gpu/progs/drv_exports.c -lcuda >>"$LOG" 2>&1 ||
         log "FAIL cc drv_exports"
     { echo "=== native"; "$P/drv_exports" 2>&1; echo "=== gpuos"; "$G" run --vgpu p70 -- "$P/drv_exports" 2>&1; } \
         > "$OUT/exports.txt"
     log "--- private tables: $(grep -c bytes_written "$OUT/exports.txt") answers in $OUT/exports.txt"
-    cc -O2 -std=c11 -D_GNU_SOURCE -I"$CUDA_INC" -o "$P/drv_tables" tests/gpu/progs/drv_tables.c -lcuda >>"$LOG" 2>&1 &&
+    cc -O2 -std=c11 -D_GNU_SOURCE -I"$CUDA_INC" -Itests/gpu/progs -o "$P/drv_tables" tests/gpu/progs/drv_tables.c -lcuda >>"$LOG" 2>&1 &&
         timeout 60 "$P/drv_tables" > "$OUT/tables.txt" 2>&1
 fi
 

@@ -27,6 +27,21 @@ static inline double now_s(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+/* A CUuuid from its text "xxxxxxxx-xxxx-..." (the private tables' ids). */
+static inline CUuuid uuid_of(const char *s)
+{
+    CUuuid u;
+    for (int i = 0; i < 16; i++) {
+        while (*s == '-')
+            s++;
+        unsigned v = 0;
+        sscanf(s, "%2x", &v);
+        u.bytes[i] = (char)v;
+        s += 2;
+    }
+    return u;
+}
+
 static inline CUcontext init_ctx(void)
 {
     CUdevice d;

@@ -6,22 +6,10 @@
  * cuCtxGetCurrent and cuCtxGetId. Run natively (links the real libcuda) and
  * under `gpuos run` (gpuos's) by tests/gpu/frameworks.sh (FW_PROBE_EXPORTS=1);
  * prints "key value" lines. */
-#include <cuda.h>
+#include "common.h"
 
 #include <stdio.h>
 #include <string.h>
-
-static void id(CUuuid *u, const char *s)
-{
-    for (int i = 0; i < 16; i++) {
-        while (*s == '-')
-            s++;
-        unsigned v;
-        sscanf(s, "%2x", &v);
-        u->bytes[i] = (char)v;
-        s += 2;
-    }
-}
 
 static void show(const char *what, const unsigned char *b, int n)
 {
@@ -50,13 +38,13 @@ int main(void)
                                   "00000000-0000-0000-0000-000000000000"};
     for (int i = 0; i < 3; i++) {
         const void *t = NULL;
-        id(&u, other[i]);
+        u = uuid_of(other[i]);
         CUresult r = cuGetExportTable(&t, &u);
         printf("table %s rc %d size %zu\n", other[i], (int)r, t ? (size_t) * (void *const *)t : (size_t)0);
     }
-    id(&u, "42d85a81-23f6-cb47-8298-f6e78a3aecdc");
+    u = uuid_of("42d85a81-23f6-cb47-8298-f6e78a3aecdc");
     printf("tls rc %d\n", (int)cuGetExportTable(&tls, &u));
-    id(&u, "21318c60-9714-3248-8ca6-41ff7324c8f2");
+    u = uuid_of("21318c60-9714-3248-8ca6-41ff7324c8f2");
     printf("tctx rc %d\n", (int)cuGetExportTable(&tctx, &u));
     unsigned long long cid = 0;
     cuCtxGetCurrent(&cur);

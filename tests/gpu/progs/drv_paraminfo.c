@@ -8,22 +8,11 @@
  * device memory each (so a vector kernel with n = 0 touches nothing).
  * Prints "param I OFF SIZE", "attr NAME VALUE", "launch HOW rc N" lines; built
  * and run by tests/gpu/frameworks.sh (FW_PROBE_TRITON=1) against the real libcuda. */
-#include <cuda.h>
+#include "common.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define CK(x)                                                                                                          \
-    do {                                                                                                               \
-        CUresult r_ = (x);                                                                                             \
-        if (r_) {                                                                                                      \
-            const char *s_ = NULL;                                                                                     \
-            cuGetErrorName(r_, &s_);                                                                                   \
-            fprintf(stderr, "drv_paraminfo: %s: %s\n", #x, s_ ? s_ : "?");                                             \
-            return 1;                                                                                                  \
-        }                                                                                                              \
-    } while (0)
 
 int main(int argc, char **argv)
 {

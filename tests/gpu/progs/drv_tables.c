@@ -6,7 +6,7 @@
  * and what it returned and which bytes of each buffer it wrote are printed.
  * Nothing is interpreted here; real driver only (tests/gpu/frameworks.sh
  * FW_PROBE_TABLES=1). */
-#include <cuda.h>
+#include "common.h"
 
 #include <signal.h>
 #include <stdint.h>
@@ -16,18 +16,6 @@
 #include <unistd.h>
 
 typedef uint64_t (*fn4)(uintptr_t, uintptr_t, uintptr_t, uintptr_t);
-
-static void id(CUuuid *u, const char *s)
-{
-    for (int i = 0; i < 16; i++) {
-        while (*s == '-')
-            s++;
-        unsigned v;
-        sscanf(s, "%2x", &v);
-        u->bytes[i] = (char)v;
-        s += 2;
-    }
-}
 
 static void call(const char *tab, int slot, void *f, int first_zero)
 {
@@ -72,7 +60,7 @@ int main(void)
     for (int t = 0; t < 2; t++) {
         CUuuid u;
         const void *tab = NULL;
-        id(&u, ids[t]);
+        u = uuid_of(ids[t]);
         if (cuGetExportTable(&tab, &u) || !tab) {
             printf("%s: not served\n", ids[t]);
             continue;
