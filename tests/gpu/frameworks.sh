@@ -119,7 +119,7 @@ if [ "${FW_PROBE_EXPORTS:-0}" = 1 ]; then
     { echo "=== native"; "$P/drv_exports" 2>&1; echo "=== gpuos"; "$G" run --vgpu p70 -- "$P/drv_exports" 2>&1; } \
         > "$OUT/exports.txt"
     log "--- private tables: $(grep -c bytes_written "$OUT/exports.txt") answers in $OUT/exports.txt"
-    cc -O2 -std=c11 -D_GNU_SOURCE -I"$CUDA_INC" -Itests/gpu/progs -o "$P/drv_tables" tests/gpu/progs/drv_tables.c -lcuda >>"$LOG" 2>&1 &&
+    cc -O2 -std=c11 -D_GNU_SOURCE -I"$CUDA_INC" -Itests/gpu/progs -o "$P/drv_tables" tests/gpu/progs/drv_tables.c -lcuda -ldl >>"$LOG" 2>&1 &&
         timeout 60 "$P/drv_tables" > "$OUT/tables.txt" 2>&1
 fi
 

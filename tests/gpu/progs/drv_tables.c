@@ -8,6 +8,7 @@
  * FW_PROBE_TABLES=1). */
 #include "common.h"
 
+#include <dlfcn.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -71,6 +72,30 @@ int main(void)
         for (size_t i = 1; i < n && i < 32; i++) {
             call(ids[t], (int)i, s[i], 0);
             call(ids[t], (int)i, s[i], 1);
+        }
+    }
+    /* what f8cff951 slot 2 returns points at: 512 bytes, and each word that points
+     * into a loaded object named by dladdr */
+    CUuuid u8 = uuid_of(ids[0]);
+    const void *t8 = NULL;
+    if (!cuGetExportTable(&t8, &u8) && t8) {
+        void *const *s = t8;
+        const unsigned char *o = (const unsigned char *)((uintptr_t(*)(void))s[2])();
+        const unsigned char *o2 = (const unsigned char *)((uintptr_t(*)(void))s[2])();
+        printf("f8cff951 slot 2 object %p (again %p)\n", (const void *)o, (const void *)o2);
+        for (int i = 0; o && i < 512; i += 8) {
+            uint64_t w;
+            memcpy(&w, o + i, 8);
+            Dl_info di;
+            const char *what = "";
+            char buf[256] = "";
+            if (w > 0x10000 && dladdr((void *)(uintptr_t)w, &di) && di.dli_fname) {
+                snprintf(buf, sizeof buf, " -> %s%s%s+0x%lx", di.dli_fname, di.dli_sname ? ":" : "",
+                         di.dli_sname ? di.dli_sname : "",
+                         (unsigned long)(w - (uintptr_t)(di.dli_sname ? di.dli_saddr : di.dli_fbase)));
+                what = buf;
+            }
+            printf("  +%03x %016llx%s\n", i, (unsigned long long)w, what);
         }
     }
     return 0;
