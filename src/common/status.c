@@ -7,12 +7,12 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The public codes (include/gpuos/gpuos.h) are the internal ones: the client
- * library returns GOS_E* unchanged, so each pair must stay equal. */
 /* gpuos_device_attributes' clusters table is the device layer's (device/info.h) */
 _Static_assert(GPUOS_ATTR_CLUSTERS == GOS_ATTR_CLUSTERS && GPUOS_ATTR_CLUSTERS_MAX == GOS_ATTR_CLUSTERS_MAX,
                "public and internal cluster-table numbers differ");
 
+/* The public codes (include/gpuos/gpuos.h) are the internal ones: the client
+ * library returns GOS_E* unchanged, so each pair must stay equal. */
 #define GOS_SAME_CODE(n) _Static_assert((int)GPUOS_##n == (int)GOS_##n, "public and internal codes differ: " #n)
 GOS_SAME_CODE(OK);
 GOS_SAME_CODE(EINVAL);

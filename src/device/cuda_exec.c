@@ -403,11 +403,11 @@ static int ex_device_attributes(gos_device *d, int32_t *value, uint8_t *valid, i
                    ? value[CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN]
                    : 0;
     if (n < GOS_ATTR_CLUSTERS + GOS_ATTR_CLUSTERS_MAX || !occ || smem <= 0 || gos_cuda_enter(d) ||
-        gos_cuda_function(d, "exec", "empty", &f) ||
-        CU_CALL(cuFuncSetAttribute, f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem) ||
-        CU_CALL(cuFuncSetAttribute, f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1))
+        gos_cuda_function(d, "exec", "empty", &f))
         return GOS_OK; /* not known: the shim estimates */
-    for (int cs = 1; cs <= GOS_ATTR_CLUSTERS_MAX; cs++) {
+    int set = !CU_CALL(cuFuncSetAttribute, f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem) &&
+              !CU_CALL(cuFuncSetAttribute, f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
+    for (int cs = 1; set && cs <= GOS_ATTR_CLUSTERS_MAX; cs++) {
         CUlaunchAttribute at;
         memset(&at, 0, sizeof at);
         at.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
