@@ -35,6 +35,7 @@
 #include "device/exec_builtin.h"
 #include "device/exec_ops.h"
 #include "device/sim_internal.h"
+#include "device/topo_ops.h"
 
 #include "common/range.h"
 #include "common/grow.h"
@@ -746,19 +747,15 @@ static int se_device_attributes(gos_device *d, int32_t *value, uint8_t *valid, i
             value[t[k].a] = (int32_t)t[k].v;
             valid[t[k].a] = 1;
         }
-    /* the GPCs' shape from the chip's truth: a cluster lives in one GPC, and
-     * clusters of more than 2 only on its cluster-eligible SMs, up to the
-     * largest size the GPC allows */
-    const gos_chip *ch = d->chip;
-    for (int cs = 1; ch && ch->n_gpcs > 0 && cs <= GOS_ATTR_CLUSTERS_MAX && GOS_ATTR_CLUSTERS + cs - 1 < n; cs++) {
-        int k = 0;
-        for (int g = 0; g < ch->n_gpcs; g++) {
-            const gos_gpc *p = &ch->gpcs[g];
-            int sms = cs > 2 && p->n_cluster > 0 ? p->n_cluster : p->n_sms;
-            if (!p->max_cluster || cs <= p->max_cluster)
-                k += sms / cs;
-        }
-        value[GOS_ATTR_CLUSTERS + cs - 1] = k;
+    /* the GPCs' shape as the simulated chip places clusters (its one model of
+     * that, the one `probe topology` charts): one launch per size at one block
+     * per SM; a size no GPC hosts runs 0 */
+    int sms[GOS_MAX_SMS], nb;
+    for (int cs = 1; cs <= GOS_ATTR_CLUSTERS_MAX && GOS_ATTR_CLUSTERS + cs - 1 < n; cs++) {
+        int rc = gos_topo_cluster_probe(d, cs, sms, GOS_MAX_SMS, &nb);
+        if (rc && (cs == 1 || rc != GOS_EUNSUPPORTED))
+            break; /* no cluster model at all: the table stays unknown */
+        value[GOS_ATTR_CLUSTERS + cs - 1] = rc ? 0 : nb / cs;
         valid[GOS_ATTR_CLUSTERS + cs - 1] = 1;
     }
     return GOS_OK;
