@@ -62,6 +62,7 @@ static int drain(struct srv_client *c)
     struct srv *s = c->srv;
     if (c->outstanding > 0) {
         c->kick = 0;
+        srv_ring_end_soon(c);
         srv_dev_kick(dev_of(c), -1); /* this reader waits: the dispatchers run it */
     }
     while (c->outstanding > 0) {
@@ -1013,6 +1014,7 @@ void *srv_client_main(void *arg)
     free(payload);
     pthread_mutex_lock(&s->lock);
     c->dead = 1;
+    srv_ring_wake(c);
     shutdown(c->fd, SHUT_RDWR);
     if (c->vgpu >= 0) {
         srv_client_cancel(c);

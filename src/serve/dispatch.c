@@ -387,6 +387,7 @@ static void complete(struct srv_dev *d, struct srv_task *t, int rc, const char *
         struct srv_client *c = t->c;
         srv_grant_learn(d, c->x->pid, rc ? 0 : t->wall_ns, t->ring_busy);
         c->ring_queued = 0;
+        atomic_store(&c->ring_end, 0);
         srv_ring_charge(c);
         /* entries left at the grant's end: the next grant is queued at once */
         if (!rc && !c->dead && c->gp && atomic_load(&c->gp->want) && !c->x->dead)

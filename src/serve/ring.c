@@ -180,15 +180,40 @@ void srv_ring_issue(struct srv_dev *d, struct srv_task *t)
     atomic_store(&g->kind, gos_sched_engine_count(d->sched) == 1 || d->clients_now <= 1 ? GOS_GRANT_ANY
                            : t->st.kind == GOS_SCHED_COPY     ? GOS_GRANT_COPY
                                                               : GOS_GRANT_COMPUTE);
-    atomic_store(&g->deadline_ns, t->ring_t0 + (d->grant_ns ? d->grant_ns : SRV_GRANT_PROCESS_NS));
+    atomic_store(&g->deadline_ns, atomic_load(&t->c->ring_end) ? t->ring_t0
+                                  : t->ring_t0 + (d->grant_ns ? d->grant_ns : SRV_GRANT_PROCESS_NS));
     uint32_t gen = atomic_load(&g->gen) + 1;
     atomic_store(&g->gen, gen ? gen : 1);
     atomic_store(&g->state, GOS_GRANT_RUN);
     gos_ring_kick(&g->state_futex, &g->exec_sleeping);
 }
 
+/* The grant of `holder` is about to end and others wait (lock held): every
+ * other ring of the device that wants a grant is told its turn may come, so
+ * its executor spins for it (proto/xproto.h, turn). */
+static void turn_notice(struct srv_dev *d, struct srv_client *holder)
+{
+    struct srv *s = d->srv;
+    for (struct srv_client *c = s->clients; c; c = c->next)
+        if (c != holder && c->gp && c->vgpu >= 0 && &s->devs[device_of(c)] == d && !c->dead &&
+            atomic_load(&c->gp->want)) {
+            atomic_fetch_add(&c->gp->turn, 1);
+            gos_ring_kick(&c->gp->state_futex, &c->gp->exec_sleeping);
+        }
+}
+
+void srv_ring_end_soon(struct srv_client *c)
+{
+    if (!c->gp || !c->ring || !c->ring_queued)
+        return;
+    atomic_store(&c->ring_end, 1);
+    atomic_store(&c->gp->deadline_ns, gos_now_ns()); /* a grant running now: its executor yields when the ring is empty */
+    gos_ring_kick(&gos_ring_ctl(c->ring)->sq_futex, &gos_ring_ctl(c->ring)->exec_sleeping);
+}
+
 struct yield_wait {
     struct gos_grant_page *g;
+    struct srv_client *c;
     uint32_t gen;
     uint64_t until;
 };
@@ -196,7 +221,14 @@ struct yield_wait {
 static int yielded(void *arg)
 {
     struct yield_wait *w = arg;
-    return atomic_load(&w->g->done_gen) == w->gen || gos_now_ns() >= w->until;
+    return atomic_load(&w->g->done_gen) == w->gen || gos_now_ns() >= w->until ||
+           __atomic_load_n(&w->c->dead, __ATOMIC_ACQUIRE);
+}
+
+void srv_ring_wake(struct srv_client *c)
+{
+    if (c->gp)
+        gos_ring_kick(&c->gp->yield_futex, &c->gp->daemon_sleeping);
 }
 
 /* What a piece of a grant costs its vGPU: its wall time while the device is
@@ -214,19 +246,37 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
     struct srv *s = d->srv;
     struct srv_client *c = t->c;
     struct gos_grant_page *g = c->gp;
-    struct yield_wait w = {g, atomic_load(&g->gen), 0};
+    struct yield_wait w = {g, c, atomic_load(&g->gen), 0};
     int rc = GOS_OK;
     uint64_t grant = d->grant_ns ? d->grant_ns : SRV_GRANT_PROCESS_NS;
     uint64_t busy_start = t->ring_busy0, start = t->ring_t0;
     t->ring_copy0 = atomic_load(&g->copy_busy_ns);
     t->ring_idle0 = atomic_load(&g->idle_ns);
+    pthread_mutex_lock(&s->lock);
+    int others = gos_sched_queued(d->sched) > 0 || atomic_load(&c->ring_end), told = 0;
+    pthread_mutex_unlock(&s->lock);
     for (;;) {
         uint64_t dl = atomic_load(&g->deadline_ns), now = gos_now_ns();
         /* wake at the deadline, and every 10 ms to see the executor's loss */
         w.until = (dl > now ? dl : now) + 200000ull;
         if (w.until > now + 10000000ull)
             w.until = now + 10000000ull;
-        gos_ring_wait(&g->yield_futex, &g->daemon_sleeping, 0, 0, yielded, &w);
+        unsigned spin = 0;
+        if (others && now + GOS_GRANT_TURN_AHEAD_NS < dl) {
+            w.until = dl - GOS_GRANT_TURN_AHEAD_NS; /* wake just before the hand-over */
+        } else if (others) {
+            /* the hand-over is near: the waiting executors are told to spin
+             * for their grants, and this thread spins for the yield, so that
+             * neither side pays a futex wake-up between two tenants' work */
+            if (!told) {
+                pthread_mutex_lock(&s->lock);
+                turn_notice(d, c);
+                pthread_mutex_unlock(&s->lock);
+                told = 1;
+            }
+            spin = GOS_GRANT_TURN_SPIN_US;
+        }
+        gos_ring_wait(&g->yield_futex, &g->daemon_sleeping, spin, 0, yielded, &w);
         if (atomic_load(&g->done_gen) == w.gen)
             break;
         if (srv_exec_hungup(c->x)) {
@@ -255,7 +305,7 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
         t->ring_idle0 = idle;
         t->ring_busy0 = busy;
         t->ring_copy0 = cb;
-        int others = gos_sched_queued(d->sched) > 0 || s->stop;
+        others = gos_sched_queued(d->sched) > 0 || s->stop || atomic_load(&c->ring_end);
         pthread_mutex_unlock(&s->lock);
         if (now < atomic_load(&g->deadline_ns))
             continue;

@@ -195,6 +195,8 @@ struct srv_client {
     void *ring;
     struct gos_grant_page *gp; /* the ring's grant page (the daemon's and the executor's only) */
     int ring_queued;           /* a grant task of it is queued or running */
+    _Atomic int ring_end;      /* a socket request waits for all of it: that grant ends
+                                * at once (srv_ring_end_soon), not at its deadline */
     uint64_t ring_busy_seen, ring_entries_seen, ring_copy_seen, ring_copy_entries_seen;
 };
 
@@ -410,6 +412,14 @@ int srv_ring_queue(struct srv_client *c);
  * yields: *gpu_ns its wall time, *busy_ns what the executor spent running. */
 void srv_ring_issue(struct srv_dev *d, struct srv_task *t);
 int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint64_t *busy_ns);
+/* A socket request of c waits for everything of c (a free, a synchronise over
+ * the socket; lock held): its ring's grant, queued or running, ends as soon as
+ * what its ring holds is done instead of lasting to its deadline, which the
+ * daemon moves on and on while nobody else waits. */
+void srv_ring_end_soon(struct srv_client *c);
+/* c is dead (lock held): the dispatcher awaiting its grant ends it now, and
+ * what c held is released at once, not at the grant's next look. */
+void srv_ring_wake(struct srv_client *c);
 /* How long an idle ring keeps a grant while others wait. */
 #define SRV_RING_IDLE_YIELD_US 200
 /* Waits on the daemon's idle condition (a client freed, a join done) for at
