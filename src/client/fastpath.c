@@ -40,6 +40,13 @@
  * at most RING_COPY_SPIN_MAX_US. */
 #define RING_COPY_SPIN_BYTES_PER_US 16000u
 #define RING_COPY_SPIN_MAX_US 20000u
+/* A wait for a synchronisation spins on past ring_wait_us, up to this long,
+ * while the executor holds its grant (ctl.running): the work it waits for is
+ * on the GPU, and a kernel of about ring_wait_us otherwise ends just after the
+ * client fell asleep, paying a futex wake-up per kernel (17 us per 1 ms
+ * kernel on an H200 host, results/GPU-f62118f5-.../final-5c37b5f). Without a
+ * grant it sleeps: a tenant waiting for its turn takes no core. */
+#define RING_HELD_SPIN_MAX_US 20000u
 
 struct gcl_ring_res {
     int32_t rc[GOS_RING_SLOTS];
@@ -130,8 +137,10 @@ static int wait_entry(gpuos_vgpu *g, uint32_t idx, unsigned spin)
     uint64_t t0 = gos_ring_now_ns(), limit = (uint64_t)g->timeout_ms * 1000000ull;
     if (!spin)
         spin = g->ring_wait_us;
-    while (!gos_ring_wait(&k->cq_futex, &k->client_sleeping, spin, 20000000ull, reached, &w)) {
-        spin = 0;
+    unsigned held = g->ring_wait_us ? RING_HELD_SPIN_MAX_US : 0; /* GPUOS_RING_WAIT_US=0: no spinning */
+    while (!gos_ring_wait_held(&k->cq_futex, &k->client_sleeping, spin, &k->running, held, 20000000ull, reached,
+                               &w)) {
+        spin = held = 0;
         pid_t pid = (pid_t)atomic_load_explicit(&k->exec_pid, memory_order_relaxed);
         char path[64], st[256] = "";
         snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);

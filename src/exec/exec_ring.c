@@ -83,6 +83,7 @@ static int take(struct xr *r)
     if (gp_state(r) == GOS_GRANT_RUN && g != atomic_load_explicit(&r->gp->done_gen, memory_order_acquire)) {
         r->gen = g;
         r->kind = atomic_load_explicit(&r->gp->kind, memory_order_acquire);
+        atomic_store_explicit(&gos_ring_ctl(r->base)->running, 1, memory_order_relaxed);
         return 1;
     }
     return 0;
@@ -90,12 +91,15 @@ static int take(struct xr *r)
 
 struct grant_wait {
     struct xr *r;
+    uint32_t turn; /* the turn notice seen */
 };
 
 static int grant_ready(void *arg)
 {
-    struct xr *r = ((struct grant_wait *)arg)->r;
-    return atomic_load_explicit(&r->stop, memory_order_acquire) || gp_state(r) == GOS_GRANT_REVOKE || take(r);
+    struct grant_wait *w = arg;
+    struct xr *r = w->r;
+    return atomic_load_explicit(&r->stop, memory_order_acquire) || gp_state(r) == GOS_GRANT_REVOKE || take(r) ||
+           atomic_load_explicit(&r->gp->turn, memory_order_acquire) != w->turn;
 }
 
 /* Ends the grant held: what it issued is waited for (the next tenant's grant
@@ -116,6 +120,7 @@ static void yield(struct xr *r, uint32_t want)
     }
     atomic_store_explicit(&r->gp->want, want, memory_order_release);
     atomic_store_explicit(&r->gp->done_gen, r->gen, memory_order_release);
+    atomic_store_explicit(&gos_ring_ctl(r->base)->running, 0, memory_order_relaxed);
     r->gen = 0;
     gos_ring_kick(&r->gp->yield_futex, &r->gp->daemon_sleeping);
 }
@@ -133,13 +138,25 @@ static int await_grant(struct xr *r, uint32_t need)
             /* a full counter still wakes the daemon's reader */
         }
     }
-    struct grant_wait w = {r};
-    /* every 2 ms without a grant the bell is rung again: a ring the daemon
-     * missed (its grant task was completing while want was raised) waits no
-     * longer than that */
-    while (!gos_ring_wait(&r->gp->state_futex, &r->gp->exec_sleeping, 50, 2000000ull, grant_ready, &w)) {
+    struct grant_wait w = {r, atomic_load_explicit(&r->gp->turn, memory_order_acquire)};
+    unsigned spin = 50;
+    for (;;) {
+        /* every 2 ms without a grant the bell is rung again: a ring the daemon
+         * missed (its grant task was completing while want was raised) waits no
+         * longer than that */
+        int woken = gos_ring_wait(&r->gp->state_futex, &r->gp->exec_sleeping, spin, 2000000ull, grant_ready, &w);
+        spin = 0;
+        if (r->gen || atomic_load_explicit(&r->stop, memory_order_acquire) || gp_state(r) == GOS_GRANT_REVOKE)
+            break;
+        uint32_t turn = atomic_load_explicit(&r->gp->turn, memory_order_acquire);
+        if (turn != w.turn) { /* a grant ends soon: spin through the hand-over */
+            w.turn = turn;
+            spin = GOS_GRANT_TURN_SPIN_US;
+            continue;
+        }
         uint64_t one = 1;
-        if (r->bell >= 0 && atomic_load_explicit(&r->gp->want, memory_order_acquire) && write(r->bell, &one, sizeof one) < 0) {
+        if (!woken && r->bell >= 0 && atomic_load_explicit(&r->gp->want, memory_order_acquire) &&
+            write(r->bell, &one, sizeof one) < 0) {
             /* a full counter still wakes the daemon's reader */
         }
     }

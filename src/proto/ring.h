@@ -82,6 +82,8 @@ struct gos_ring_ctl {
     _Atomic uint32_t cq_futex;     /* bumped after advancing cq_done (client waits here) */
     _Atomic uint32_t exec_sleeping;
     _Atomic uint32_t revoked_upto; /* entries before this one may have been revoked */
+    _Atomic uint32_t running;      /* the executor holds its grant: what was submitted is
+                                    * being run (a hint for the client's spin only) */
     /* the executor's counters, for the client to read (the daemon charges the
      * grant page's copies of them, which the client cannot write) */
     _Alignas(64) _Atomic uint64_t busy_ns; /* time spent running entries */
@@ -110,6 +112,13 @@ static inline void gos_ring_relax(void)
     __builtin_ia32_pause();
 #elif defined(__aarch64__)
     __asm__ __volatile__("yield");
+/* gos_ring_wait_held without the held word. */
+static inline int gos_ring_wait(_Atomic uint32_t *word, _Atomic uint32_t *sleeping, unsigned spin_us,
+                                uint64_t timeout_ns, int (*ready)(void *), void *arg)
+{
+    return gos_ring_wait_held(word, sleeping, spin_us, NULL, 0, timeout_ns, ready, arg);
+}
+
 #endif
 }
 
@@ -124,20 +133,22 @@ static inline void gos_ring_kick(_Atomic uint32_t *word, _Atomic uint32_t *sleep
 }
 
 /* Waits until ready(arg) or timeout_ns (0: forever) passed: spin for spin_us,
- * then futex waits on word (bumped by every change worth a look). *sleeping is
- * raised while asleep so the other side knows to wake it. Returns 1 when ready,
- * 0 on timeout. */
-static inline int gos_ring_wait(_Atomic uint32_t *word, _Atomic uint32_t *sleeping, unsigned spin_us,
-                                uint64_t timeout_ns, int (*ready)(void *), void *arg)
+ * and on up to held_us while *held (when not NULL) is set, then futex waits on
+ * word (bumped by every change worth a look). *sleeping is raised while asleep
+ * so the other side knows to wake it. Returns 1 when ready, 0 on timeout. */
+static inline int gos_ring_wait_held(_Atomic uint32_t *word, _Atomic uint32_t *sleeping, unsigned spin_us,
+                                     _Atomic uint32_t *held, unsigned held_us, uint64_t timeout_ns,
+                                     int (*ready)(void *), void *arg)
 {
     uint64_t t0 = gos_ring_now_ns(), spin_end = t0 + (uint64_t)spin_us * 1000u;
+    uint64_t held_end = t0 + (uint64_t)held_us * 1000u;
     for (;;) {
         if (ready(arg))
             return 1;
         uint64_t now = gos_ring_now_ns();
         if (timeout_ns && now - t0 >= timeout_ns)
             return 0;
-        if (now < spin_end) {
+        if (now < spin_end || (held && now < held_end && atomic_load_explicit(held, memory_order_relaxed))) {
             gos_ring_relax();
             continue;
         }
@@ -149,6 +160,13 @@ static inline int gos_ring_wait(_Atomic uint32_t *word, _Atomic uint32_t *sleepi
         }
         atomic_fetch_sub_explicit(sleeping, 1, memory_order_seq_cst);
     }
+}
+
+/* gos_ring_wait_held without the held word. */
+static inline int gos_ring_wait(_Atomic uint32_t *word, _Atomic uint32_t *sleeping, unsigned spin_us,
+                                uint64_t timeout_ns, int (*ready)(void *), void *arg)
+{
+    return gos_ring_wait_held(word, sleeping, spin_us, NULL, 0, timeout_ns, ready, arg);
 }
 
 #endif

@@ -95,6 +95,10 @@ enum { GOS_GRANT_WAIT = 0, GOS_GRANT_RUN = 1, GOS_GRANT_REVOKE = 2 };
  * the other kind (a fence runs under either). Under SDQ every grant is ANY. */
 enum { GOS_GRANT_NONE = 0, GOS_GRANT_COMPUTE = 1, GOS_GRANT_COPY = 2, GOS_GRANT_ANY = 3 };
 #define GOS_GRANT_FOREVER UINT64_MAX
+/* How long an executor told of its turn spins for its grant, and how long before
+ * a grant's deadline the daemon tells the waiting ones and spins for the yield. */
+#define GOS_GRANT_TURN_SPIN_US 2000u
+#define GOS_GRANT_TURN_AHEAD_NS 100000ull
 struct gos_grant_page {
     /* the daemon's */
     _Atomic uint32_t state;    /* GOS_GRANT_* */
@@ -104,6 +108,10 @@ struct gos_grant_page {
     _Atomic uint64_t deadline_ns; /* RUN until this gos_now_ns instant */
     _Atomic uint32_t idle_yield_us; /* an empty ring yields after this long (0: never; a lone client) */
     _Atomic uint32_t kind;     /* the grant's GOS_GRANT_COMPUTE, _COPY or _ANY */
+    _Atomic uint32_t turn;     /* bumped (with state_futex) when another ring's grant
+                                * is about to end while this one wants: its executor
+                                * spins for up to GOS_GRANT_TURN_SPIN_US instead of
+                                * sleeping, so the hand-over pays no wake-up */
     /* the executor's */
     _Alignas(64) _Atomic uint32_t done_gen; /* the last generation it finished */
     _Atomic uint32_t want;          /* the kind of grant its waiting entries need (GOS_GRANT_NONE: none) */
