@@ -205,7 +205,25 @@ print(f"figures: {n_pts} switches ({n_out} outliers) in {sum(len(d) for d in dat
       f"{n_checked} boxes of {chosen} as numpy's")
 PYEOF
 
+# two GPUs without a pair in common: no ranges across them, no boxes, still a bar each
+$PY - "$T/c3.json" "$T/c4.json" <<'PYEOF'
+import json, sys
+c = json.load(open(sys.argv[1])); c["device"]["uuid"] = "GPU-sim-fig-4"
+json.dump(c, open(sys.argv[2], "w"))
+PYEOF
+"$G" dvfs run --sim "$T/c4.json" --freqs 1980,1410 --sms 2 --max-iters 2500 --min 25 --max 25 --quiet \
+    --out "$T/r4" >/dev/null || fail "campaign 4"
+"$G" dvfs report "$T/r4" "$T/a1" --html "$T/apart.html" --quiet || fail "report of GPUs without a common pair"
+$PY - "$T/apart.html" <<'PYEOF' || fail "GPUs without a common pair"
+import re, sys
+h = open(sys.argv[1]).read()
+assert "No pair was measured on two GPUs" in h and 'data-figure="boxes"' not in h and "across the GPUs [ms]" not in h
+r = re.findall(r'data-figure="ranges.*?</svg>', h, re.S)
+assert len(r) == 2 and all(len(re.findall(r'<rect class="range"', s)) == 2 for s in r), r
+PYEOF
+
 # bad input: one line naming the directory or file
+"$G" dvfs report --help | grep -q "gpuos dvfs report DIR\.\.\. --html OUT" || fail "dvfs report --help synopsis"
 set +e; "$G" dvfs report --html "$T/x.html" 2>"$T/err"; rc=$?; set -e
 [ "$rc" -eq 2 ] && grep -q "which directory" "$T/err" || fail "report without a directory: $rc $(cat "$T/err")"
 expect_err "$T/c1.json: not a directory" "$G" dvfs report "$T/c1.json" --html "$T/x.html"

@@ -193,8 +193,10 @@ void gos_dvfs_fig_fleet(FILE *f, const gos_dvfs_rgpu *gs, int n)
     fprintf(f, "<h2>Fleet view (paper 000, figures 7-9)</h2>\n<p>Figures 7 and 8: for each pair measured on at "
                "least two GPUs, the largest minus the smallest best-case (minimum) and worst-case (maximum) "
                "latency over the GPUs; beside them, the range each GPU's pairs span.</p>\n<div class=figs>\n");
-    range_heatmap(f, fp, fr, nf, 0);
-    range_heatmap(f, fp, fr, nf, 1);
+    if (ncand) {
+        range_heatmap(f, fp, fr, nf, 0);
+        range_heatmap(f, fp, fr, nf, 1);
+    }
     fprintf(f, "</div>\n<div class=figs>\n");
     range_bars(f, gs, n, 0);
     range_bars(f, gs, n, 1);
@@ -202,7 +204,7 @@ void gos_dvfs_fig_fleet(FILE *f, const gos_dvfs_rgpu *gs, int n)
     qsort(cand, ncand, sizeof *cand, cmp_spread);
     int nc = ncand < GOS_DVFS_FLEET_BOX_PAIRS ? ncand : GOS_DVFS_FLEET_BOX_PAIRS;
     if (nc == 0) {
-        fprintf(f, "<p>No pair was measured on two GPUs: no box plots.</p>\n");
+        fprintf(f, "<p>No pair was measured on two GPUs: no ranges across the GPUs, no box plots.</p>\n");
     } else {
         fprintf(f, "<p>Figure 9: the %d pair%s with the highest boundary spread, max(range of the minimum, range "
                    "of the maximum) over the GPUs:",
