@@ -4,8 +4,9 @@
 Runs build/tests/stats_tool (tests/stats_tool.c) on seeded random samples and
 compares means, variances, standard errors, confidence intervals, t quantiles,
 Welch and Student t-tests, numpy quantiles, DBSCAN labels (exact), silhouette
-scores and the paper's adaptive DBSCAN (algorithm 3, re-implemented here over
-sklearn). Exits non-zero on the first disagreement."""
+scores, the paper's adaptive DBSCAN (algorithm 3, re-implemented here over
+sklearn) and box-plot numbers (numpy quartiles, scipy's IQR, whiskers at the most
+extreme values within 1.5 IQR as matplotlib's boxplot draws them). Exits non-zero on the first disagreement."""
 import json, math, os, subprocess, sys, tempfile
 import numpy as np
 from scipy import stats
@@ -160,5 +161,30 @@ for i, x in enumerate([np.concatenate([rng.normal(20, 2, 380), rng.uniform(40, 2
     checks += 1
     if r["min_samples"] != mp or r["labels"] != list(lab):
         sys.exit(f"FAIL adaptive dbscan {i}: minPts {r['min_samples']} vs {mp} or labels differ")
+
+def box_ref(x):
+    """matplotlib.cbook.boxplot_stats(x, whis=1.5), in numpy."""
+    q1, med, q3 = np.percentile(x, [25, 50, 75])
+    iqr = float(stats.iqr(x))  # scipy: q3 - q1, linear interpolation
+    lo = x[x >= q1 - 1.5 * iqr].min()
+    hi = x[x <= q3 + 1.5 * iqr].max()
+    return q1, med, q3, iqr, lo, hi, int((x < lo).sum()), int((x > hi).sum())
+
+
+for i, x in enumerate(list(samples()) + [np.array([3.0]), np.array([2.0, 9.0]), np.full(7, 4.25),
+                                         np.concatenate([rng.normal(20, 1, 60), [2, 45, 46, 80]]),
+                                         np.round(rng.standard_cauchy(200), 1)]):
+    b = tool("box", save(f"box{i}", x))
+    q1, med, q3, iqr, lo, hi, nl, nh = box_ref(np.asarray(x, dtype=float))
+    for k, want in (("q1", q1), ("median", med), ("q3", q3), ("lo", lo), ("hi", hi)):
+        close(f"box {i} {k}", b[k], float(want), rel=1e-14, abs_=0)
+    close(f"box {i} iqr", b["q3"] - b["q1"], iqr, rel=1e-12, abs_=1e-12)
+    checks += 1
+    if (b["n_low"], b["n_high"], b["n"]) != (nl, nh, len(x)):
+        sys.exit(f"FAIL box {i}: fliers {b['n_low']}/{b['n_high']} vs {nl}/{nh}")
+b = tool("box", save("box-empty", []))
+checks += 1
+if b["rc"] != -1:
+    sys.exit("FAIL box of no values")
 
 print(f"ref_stats: {checks} checks agree with numpy/scipy/sklearn")

@@ -7,7 +7,8 @@
  *   stats_tool tdist P DF T             t quantile of P and two-sided p of T
  *   stats_tool dbscan EPS MINPTS DIM FILE  labels
  *   stats_tool silhouette DIM FILE LABELS  score
- *   stats_tool adaptive FILE            the paper's adaptive DBSCAN (mult 0.15) */
+ *   stats_tool adaptive FILE            the paper's adaptive DBSCAN (mult 0.15)
+ *   stats_tool box FILE                 box-plot numbers (quartiles, Tukey whiskers) */
 #include "common/status.h"
 #include "stats/dbscan.h"
 #include "stats/silhouette.h"
@@ -121,6 +122,21 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < n; i++)
             printf("%s%d", i ? "," : "", lab[i]);
         printf("]}\n");
+        return 0;
+    }
+    if (!strcmp(mode, "box") && argc == 3) {
+        size_t n;
+        double *x = load(argv[2], &n);
+        gos_sort_doubles(x, n);
+        gos_box b;
+        int rc = gos_boxplot_sorted(x, n, &b);
+        if (rc) {
+            printf("{\"rc\": %d}\n", rc);
+            return 0;
+        }
+        printf("{\"rc\": %d, \"n\": %zu, \"q1\": %.17g, \"median\": %.17g, \"q3\": %.17g, \"lo\": %.17g, "
+               "\"hi\": %.17g, \"n_low\": %zu, \"n_high\": %zu}\n",
+               rc, b.n, b.q1, b.median, b.q3, b.lo, b.hi, b.n_low, b.n_high);
         return 0;
     }
     fprintf(stderr, "stats_tool: bad arguments\n");

@@ -6,7 +6,8 @@
 #   - a simulated campaign with a chip of known per-pair latencies (one pair
 #     with two clusters) is saved, re-analysed offline, and recovers the
 #     latencies it was given; the offline analysis reproduces the online one;
-#   - the HTML report renders from the analysis.
+#   - the HTML report renders from the analysis, and from the run directory
+#     (analysed on the fly) with the same figures.
 set -eu
 G=${GPUOS:-build/gpuos}
 PY=/usr/bin/python3
@@ -41,7 +42,8 @@ expect_err 1 "2..128 frequencies" "$G" dvfs run --sim default --freqs 1980
 expect_err 2 "--out DIR is required" "$G" dvfs analyze "$T"
 expect_err 1 "run.json" "$G" dvfs analyze "$T/nowhere" --out "$T/a"
 expect_err 2 "--html OUT is required" "$G" dvfs report "$T"
-expect_err 1 "summary.json" "$G" dvfs report "$T/nowhere" --html "$T/x.html"
+expect_err 1 "nowhere: No such file" "$G" dvfs report "$T/nowhere" --html "$T/x.html"
+expect_err 1 "neither a dvfs run directory" "$G" dvfs report "$T" --html "$T/x.html"
 "$G" dvfs --help | grep -q "allow-clock-changes" || fail "dvfs --help"
 "$G" dvfs run --help | grep -q "usage: gpuos dvfs run" || fail "dvfs run --help"
 
@@ -83,6 +85,13 @@ PYEOF
 "$G" dvfs report "$T/an" --html "$T/report.html" >/dev/null || fail "report"
 grep -q "table II" "$T/report.html" || fail "report lacks table II"
 grep -q "<svg" "$T/report.html" || fail "report lacks the distribution plot"
+# the run directory itself: analysed on the fly, the same figures
+"$G" dvfs report "$T/run" --html "$T/report-run.html" >/dev/null || fail "report of the run directory"
+"$PY" - "$T/report.html" "$T/report-run.html" <<'PYEOF' || fail "figures of the run and of its analysis differ"
+import re, sys
+a, b = (re.findall(r"<svg.*?</svg>", open(f).read(), re.S) for f in sys.argv[1:])
+assert len(a) >= 9 and a == b, (len(a), len(b))
+PYEOF
 "$PY" - "$T" <<'PYEOF'
 import json, math, os, re, sys, glob
 T = sys.argv[1]

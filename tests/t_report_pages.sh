@@ -9,6 +9,8 @@
 #     sections say they were not probed, the heat maps are still there;
 #   - a fleet of three GPUs (three chart files): one row and one floor plan each,
 #     the configuration counts add up to three; --markdown of a fleet is refused;
+#   - the DVFS page of one simulated GPU (heat maps, violins, the scatter of every
+#     switch) and of two (the fleet view);
 #   - on every page, no two labels of a picture overlap and none leaves its picture:
 #     a copy of the page with a checking script (the page itself has none) is laid
 #     out by Chromium, which measures every <text> box (--dump-dom).
@@ -137,6 +139,18 @@ PYEOF
 "$G" dvfs run --sim "$T/dchip.json" --freqs 1980,1605,1260 --sms 2 --max-iters 1500 --min 25 --max 25 --quiet \
     --out "$T/drun" >/dev/null && "$G" dvfs analyze "$T/drun" --out "$T/dan" --quiet >/dev/null &&
     "$G" dvfs report "$T/dan" --html "$T/dvfs.html" --quiet >/dev/null || fail "dvfs campaign for its page"
+# a second GPU (a UUID as long as a real one) makes the fleet page of two
+$PY - "$T/dchip.json" "$T/dchip2.json" <<'PYEOF'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["device"]["uuid"] = "GPU-7e3a5c1d-0b2f-4e8a-9d6c-1f0e2d3c4b5a"
+c["sim"]["seed"] = 8
+c["sim"]["dvfs"]["switch_ms"] = {"mean": 26, "sd": 3}
+json.dump(c, open(sys.argv[2], "w"))
+PYEOF
+"$G" dvfs run --sim "$T/dchip2.json" --freqs 1980,1605,1260 --sms 2 --max-iters 1500 --min 25 --max 25 --quiet \
+    --out "$T/drun2" >/dev/null && "$G" dvfs report "$T/dan" "$T/drun2" --html "$T/dvfsfleet.html" --quiet ||
+    fail "dvfs fleet page"
 $PY - "$T/dvfs.html" <<'PYEOF' || fail "dvfs page"
 import re, sys
 h = open(sys.argv[1]).read()
@@ -160,7 +174,7 @@ PYEOF
 
 # a committed H200 chart (real data: markers close together, three curves) and the
 # fleet of every committed chart are laid out and checked too
-pages="full topo fleet dvfs"
+pages="full topo fleet dvfs dvfsfleet"
 R=results/GPU-8e066ad9-2c08-1123-df7e-f621fe88e7ea/chip.json
 if [ -f "$R" ]; then
     "$G" report "$R" --html "$T/h200.html" >/dev/null || fail "report of $R"
@@ -222,7 +236,8 @@ for p in $pages; do
     # every figure the page must have is in the laid-out page (and was not empty, above)
     case $p in
     full) figs="Floor plan|HBM access latency|L2 hit latency|Read bandwidth against working-set size|L2 contention of each free-floating SM|GPC pairs" ;;
-    dvfs) figs="Switching latency by direction|best latency of the pair|worst latency of the pair" ;;
+    dvfs) figs="Switching latency by direction|best latency of the pair|worst latency of the pair|1980 → 1605 MHz: 25 switches" ;;
+    dvfsfleet) figs="Range of the best-case latency across the GPUs|Range of the worst-case latency across the GPUs|Best-case (minimum) latency of each pair, per GPU|Worst-case (maximum) latency of each pair, per GPU|whose boundaries spread most across the GPUs|1260 → 1605 MHz: 25 switches" ;;
     *) figs= ;;
     esac
     echo "$figs" | tr '|' '\n' | while read -r fig; do

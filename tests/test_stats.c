@@ -110,12 +110,45 @@ static void test_dbscan(void **st)
     assert_int_equal(r.min_samples, 5); /* ceil(0.04 * 103) */
 }
 
+static void test_boxplot(void **state)
+{
+    (void)state;
+    /* numpy: percentile([1, 2, 3, 4, 100], [25, 50, 75]) = 2, 3, 4; IQR 2, fences -1 and 7 */
+    const double x[] = {1, 2, 3, 4, 100};
+    gos_box b;
+    assert_int_equal(gos_boxplot_sorted(x, 5, &b), 0);
+    assert_true(b.q1 == 2 && b.median == 3 && b.q3 == 4);
+    assert_true(b.lo == 1 && b.hi == 4);
+    assert_int_equal(b.n_low, 0);
+    assert_int_equal(b.n_high, 1);
+    /* interpolated quartiles (h = 0.75, 2.25): 1.75, 3.5 of 1..6; whiskers reach both ends */
+    const double y[] = {1, 2, 3, 4, 5, 6};
+    assert_int_equal(gos_boxplot_sorted(y, 6, &b), 0);
+    assert_true(fabs(b.q1 - 2.25) < 1e-15 && fabs(b.median - 3.5) < 1e-15 && fabs(b.q3 - 4.75) < 1e-15);
+    assert_true(b.lo == 1 && b.hi == 6 && b.n_low == 0 && b.n_high == 0);
+    /* one value: everything is that value; none: an error */
+    const double z[] = {7};
+    assert_int_equal(gos_boxplot_sorted(z, 1, &b), 0);
+    assert_true(b.q1 == 7 && b.q3 == 7 && b.lo == 7 && b.hi == 7);
+    assert_int_equal(gos_boxplot_sorted(z, 0, &b), -1);
+    /* q1 1, q3 1.75, fences -0.125 and 2.875: 3.5 is beyond, a value exactly on
+     * the fence is inside (matplotlib: x <= q3 + 1.5 IQR) */
+    double w[] = {0, 1, 1, 1, 2, 3.5};
+    assert_int_equal(gos_boxplot_sorted(w, 6, &b), 0);
+    assert_true(b.q1 == 1 && b.q3 == 1.75);
+    assert_true(b.hi == 2 && b.n_high == 1);
+    assert_true(b.lo == 0 && b.n_low == 0);
+    w[5] = 2.875;
+    assert_int_equal(gos_boxplot_sorted(w, 6, &b), 0);
+    assert_true(b.hi == 2.875 && b.n_high == 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_moments),   cmocka_unit_test(test_t_distribution),
         cmocka_unit_test(test_ttests),    cmocka_unit_test(test_quantiles),
-        cmocka_unit_test(test_dbscan),
+        cmocka_unit_test(test_dbscan),    cmocka_unit_test(test_boxplot),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,8 @@
  *   run      a switching-latency campaign (changes SM clocks: on a real GPU only
  *            with --allow-clock-changes; clocks are restored on every exit path)
  *   analyze  phases 1 and 3 + outlier filtering from a saved trace directory
- *   report   an HTML page from an analysis directory
+ *   report   an HTML page from analysis or run directories (several: one GPU
+ *            each, and the fleet view)
  *   probe    everything except the switch, at the current clock (never changes
  *            a clock): timing workload, timer synchronisation, throttle reasons */
 #include "cli/cli.h"
@@ -23,7 +24,7 @@ static const char *usage_text =
     "                      [--min N] [--max N] [--out RUN] [--sms N|all] [--max-iters N]\n"
     "                      [--rse-raw] [--json FILE|-] [--allow-clock-changes] [--quiet]\n"
     "       gpuos dvfs analyze RUN --out DIR [--quiet]\n"
-    "       gpuos dvfs report DIR --html OUT.html\n"
+    "       gpuos dvfs report DIR... --html OUT.html [--quiet]\n"
     "       gpuos dvfs probe [--device SEL | --sim CHIP] [--freqs MHZ,...] [--json FILE|-]\n"
     "\n"
     "SM frequency switching latency (paper 000): a per-SM timing workload with %globaltimer\n"
@@ -40,7 +41,12 @@ static const char *usage_text =
     "     --sms: SMs whose iterations are recorded (default 16 spread over the chip; every\n"
     "     SM runs the workload).\n"
     "analyze: writes DIR/<init>_<target>_<host>_<gpu>.csv per pair and DIR/summary.json.\n"
-    "report: heatmaps of best/worst latency, increasing vs decreasing switches, table II.\n"
+    "report: DIR is an analysis (summary.json) or a run directory (run.json, analysed on the\n"
+    "     fly). Per GPU: heatmaps of best/worst latency, increasing vs decreasing switches,\n"
+    "     table II, a scatter of every measured switch per pair (paper 000 figures 5, 6).\n"
+    "     Several DIRs, one GPU each (by the UUID in run.json; the same GPU twice is an\n"
+    "     error), add the fleet view: ranges of the best and worst case across the GPUs and\n"
+    "     per GPU, box plots of the 3 pairs that spread most (figures 7-9).\n"
     "probe: the timing workload's iteration time at the current clock, how many iterations\n"
     "     separate 15 MHz steps, the timer synchronisation uncertainty, throttle reasons.\n"
     "\n" CLI_HELP_DEVICE "                   (one GPU)\n" CLI_HELP_SIM
@@ -72,10 +78,13 @@ static int parse_freqs(const char *s, gos_dvfs_config *cfg)
     return cfg->n_freqs > 0 ? 0 : -1;
 }
 
-/* Common option parsing (cfg starts from the defaults; one positional argument
- * when takes_pos); returns 0, or the exit status when it should stop. */
+/* Common option parsing (cfg starts from the defaults; takes_pos: 0 no
+ * positional argument, 1 one, 2 any number); returns 0, or the exit status
+ * when it should stop. */
 typedef struct {
     const char *sim, *device, *out, *json, *html, *pos;
+    char **all_pos; /* every positional argument (takes_pos 2) */
+    int n_pos;
     int allow, quiet, have_freqs;
 } opts;
 
@@ -148,9 +157,11 @@ static int parse(const char *sub, int argc, char **argv, int takes_pos, gos_dvfs
         }
     }
     for (int i = optind; i < argc; i++) {
-        if (o->pos || !takes_pos)
+        if ((o->pos && takes_pos < 2) || !takes_pos)
             return cli_usage(cmd, "unexpected argument \"%s\"", argv[i]);
-        o->pos = argv[i];
+        if (!o->pos)
+            o->pos = argv[i], o->all_pos = argv + i;
+        o->n_pos++;
     }
     *stop = 0;
     return 0;
@@ -267,18 +278,19 @@ static int dvfs_run(int argc, char **argv, gos_dvfs_config cfg, opts o)
     return 0;
 }
 
-/* `analyze RUN --out DIR` and `report DIR --html OUT`: a directory in, a path out. */
+/* `analyze RUN --out DIR` and `report DIR... --html OUT`: directories in, a path out. */
 static int dvfs_dir_step(int argc, char **argv, gos_dvfs_config cfg, opts o)
 {
     int report = !strcmp(argv[0], "report");
     char cmd[16];
     snprintf(cmd, sizeof cmd, "dvfs %s", argv[0]);
     if (!o.pos)
-        return cli_usage(cmd, report ? "which analysis directory? (gpuos dvfs report DIR --html OUT)"
+        return cli_usage(cmd, report ? "which directory? (gpuos dvfs report DIR... --html OUT)"
                                      : "which trace directory? (gpuos dvfs analyze RUN --out DIR)");
     if (!(report ? o.html : o.out))
         return cli_usage(cmd, "%s is required", report ? "--html OUT" : "--out DIR");
-    if (report ? gos_dvfs_report(o.pos, o.html) : gos_dvfs_analyze(o.pos, o.out, o.quiet ? NULL : stdout))
+    if (report ? gos_dvfs_report((const char *const *)o.all_pos, o.n_pos, o.html)
+               : gos_dvfs_analyze(o.pos, o.out, o.quiet ? NULL : stdout))
         return cli_fail();
     if (report && !o.quiet)
         printf("wrote %s\n", o.html);
@@ -316,9 +328,9 @@ int cmd_dvfs(int argc, char **argv)
     }
     static const struct {
         const char *name;
-        int takes_pos; /* one positional argument (a directory) */
+        int takes_pos; /* positional arguments (directories): 1 one, 2 several */
         int (*fn)(int, char **, gos_dvfs_config, opts);
-    } subs[] = {{"run", 0, dvfs_run}, {"analyze", 1, dvfs_dir_step}, {"report", 1, dvfs_dir_step},
+    } subs[] = {{"run", 0, dvfs_run}, {"analyze", 1, dvfs_dir_step}, {"report", 2, dvfs_dir_step},
                 {"probe", 0, dvfs_probe}};
     for (size_t k = 0; k < sizeof subs / sizeof subs[0]; k++)
         if (!strcmp(sub, subs[k].name)) {

@@ -14,7 +14,8 @@
  *                throttle checks
  *   trace.c      the trace directory contract (docs/contracts.md)
  *   analyze.c    offline phases 1 and 3 from a trace directory
- *   report_html.c the HTML report (heatmaps, distributions, table II)
+ *   report_html.c the HTML report (heatmaps, distributions, table II; report.h:
+ *                its inputs, the scatter and fleet figures)
  *   probe.c      everything except the switch, at the current clock
  * Everything here talks to the GPU only through device/dvfs_ops.h. */
 #ifndef GOS_DVFS_H
@@ -239,7 +240,9 @@ int gos_dvfs_analyze(const char *run_dir, const char *out_dir, FILE *log);
 
 /* ---- report_html.c ---- */
 
-int gos_dvfs_report(const char *analysis_dir, const char *html_path);
+/* One page from analysis (summary.json) or run (run.json) directories; with
+ * several, one GPU each (told apart by device.uuid), the fleet view too. */
+int gos_dvfs_report(const char *const *dirs, int n_dirs, const char *html_path);
 
 /* ---- probe.c ---- */
 

@@ -1,13 +1,18 @@
-/* report_html.c: `gpuos dvfs report DIR --html OUT`: one self-contained HTML page
- * (inline SVG, no scripts) from an analysis directory (summary.json and the
- * per-pair CSV files), laid out as paper 000 section VII presents results:
+/* report_html.c: `gpuos dvfs report DIR... --html OUT`: one self-contained HTML
+ * page (inline SVG, no scripts) from analysis directories (summary.json and the
+ * per-pair CSV files) or run directories (analysed on the fly, report_input.c),
+ * laid out as paper 000 section VII presents results, per GPU:
  *   - heatmaps of the best-case (min) and worst-case (max) latency per pair,
  *     initial frequency in rows, target in columns, green (low) to red (high);
  *   - the distribution of latencies for increasing against decreasing switches
  *     (mirrored density "violins", figure 4);
  *   - table II: min/mean/max of the per-pair worst-case and best-case latencies
- *     with the transitions where the extremes occur. */
-#include "dvfs/dvfs.h"
+ *     with the transitions where the extremes occur;
+ *   - every measured switch of each pair (figures_scatter.c, figures 5, 6).
+ * With several directories (one GPU each, told apart by the UUID in their
+ * metadata; the same GPU twice is an error) the page opens with the fleet view
+ * (figures_fleet.c, figures 7-9), then each GPU's section. */
+#include "dvfs/report.h"
 
 #include "common/jsonio.h"
 #include "report/svg.h"
@@ -19,14 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
-    int init, target;
-    double min, mean, max;
-    size_t n;
-    double *lat; /* kept latencies */
-    size_t n_lat;
-} rpair;
-
 /* green (t = 0) -> yellow -> red (t = 1) */
 static void color(double t, char *buf, size_t len)
 {
@@ -37,45 +34,8 @@ static void color(double t, char *buf, size_t len)
     snprintf(buf, len, "rgb(%d,%d,70)", r, g + 20);
 }
 
-static int read_latencies(const char *path, rpair *p)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return gos_fail(GOS_EIO, "cannot read %s", path);
-    char line[256];
-    size_t cap = 64;
-    p->lat = malloc(cap * sizeof *p->lat);
-    p->n_lat = 0;
-    if (!p->lat || !fgets(line, sizeof line, f) || strncmp(line, "measurement,latency_ms,outlier,cluster", 38)) {
-        fclose(f);
-        return gos_fail(GOS_EINVAL, "%s: not a per-pair latency file (header)", path);
-    }
-    int lineno = 1;
-    while (fgets(line, sizeof line, f)) {
-        lineno++;
-        int k, out, cl;
-        double ms;
-        if (sscanf(line, "%d,%lf,%d,%d", &k, &ms, &out, &cl) != 4) {
-            fclose(f);
-            return gos_fail(GOS_EINVAL, "%s:%d: expected measurement,latency_ms,outlier,cluster", path, lineno);
-        }
-        if (out)
-            continue;
-        if (p->n_lat == cap) {
-            double *nl = realloc(p->lat, (cap *= 2) * sizeof *nl);
-            if (!nl) {
-                fclose(f);
-                return gos_fail(GOS_ENOMEM, "out of memory");
-            }
-            p->lat = nl;
-        }
-        p->lat[p->n_lat++] = ms;
-    }
-    fclose(f);
-    return GOS_OK;
-}
-
-static void heatmap(FILE *f, const char *title, const rpair *ps, int np, const int *fr, int nf, int worst)
+static void heatmap(FILE *f, int hl, int gi, const char *title, const gos_dvfs_rpair *ps, int np, const int *fr, int nf,
+                    int worst)
 {
     double lo = INFINITY, hi = -INFINITY;
     for (int i = 0; i < np; i++) {
@@ -83,14 +43,14 @@ static void heatmap(FILE *f, const char *title, const rpair *ps, int np, const i
         lo = fmin(lo, v);
         hi = fmax(hi, v);
     }
-    fprintf(f, "<h2>%s</h2>\n<table class=hm><tr><th>init \\ target [MHz]</th>", title);
+    fprintf(f, "<h%d>%s</h%d>\n<table class=hm><tr><th>init \\ target [MHz]</th>", hl, title, hl);
     for (int j = 0; j < nf; j++)
         fprintf(f, "<th>%d</th>", fr[j]);
     fprintf(f, "</tr>\n");
     for (int i = 0; i < nf; i++) {
         fprintf(f, "<tr><th>%d</th>", fr[i]);
         for (int j = 0; j < nf; j++) {
-            const rpair *p = NULL;
+            const gos_dvfs_rpair *p = NULL;
             for (int k = 0; k < np; k++)
                 if (ps[k].init == fr[i] && ps[k].target == fr[j])
                     p = &ps[k];
@@ -110,19 +70,19 @@ static void heatmap(FILE *f, const char *title, const rpair *ps, int np, const i
     char c0[32], c1[32], c2[32];
     color(0, c0, sizeof c0), color(0.5, c1, sizeof c1), color(1, c2, sizeof c2);
     fprintf(f, "<svg class=legend xmlns=\"http://www.w3.org/2000/svg\" width=\"360\" height=\"34\" "
-               "font-family=\"sans-serif\" font-size=\"11\"><defs><linearGradient id=\"g%d\">"
+               "font-family=\"sans-serif\" font-size=\"11\"><defs><linearGradient id=\"g%d_%d\">"
                "<stop offset=\"0\" stop-color=\"%s\"/><stop offset=\"0.5\" stop-color=\"%s\"/>"
                "<stop offset=\"1\" stop-color=\"%s\"/></linearGradient></defs>"
-               "<rect x=\"60\" y=\"2\" width=\"240\" height=\"14\" fill=\"url(#g%d)\" stroke=\"#888\"/>"
+               "<rect x=\"60\" y=\"2\" width=\"240\" height=\"14\" fill=\"url(#g%d_%d)\" stroke=\"#888\"/>"
                "<line x1=\"60\" y1=\"16\" x2=\"60\" y2=\"19\" stroke=\"#888\"/><line x1=\"300\" y1=\"16\" x2=\"300\" "
                "y2=\"19\" stroke=\"#888\"/>"
                "<text x=\"56\" y=\"13\" text-anchor=\"end\">%.2f ms</text>"
                "<text x=\"304\" y=\"13\">%.2f ms</text>"
                "<text x=\"180\" y=\"30\" text-anchor=\"middle\">%s latency of the pair (colour scale)</text></svg>\n",
-            worst, c0, c1, c2, worst, isfinite(lo) ? lo : 0, isfinite(hi) ? hi : 0, worst ? "worst" : "best");
+            gi, worst, c0, c1, c2, gi, worst, isfinite(lo) ? lo : 0, isfinite(hi) ? hi : 0, worst ? "worst" : "best");
 }
 
-static void distributions(FILE *f, const rpair *ps, int np)
+static void distributions(FILE *f, int hl, const gos_dvfs_rpair *ps, int np)
 {
     size_t ni = 0, nd = 0;
     for (int i = 0; i < np; i++)
@@ -145,10 +105,10 @@ static void distributions(FILE *f, const rpair *ps, int np)
         else
             wdec[wb++] = ps[i].max;
     }
-    fprintf(f, "<h2>Increasing vs decreasing switches</h2>\n<p>Every kept measurement (outliers "
+    fprintf(f, "<h%d>Increasing vs decreasing switches</h%d>\n<p>Every kept measurement (outliers "
                "removed); bar: mean. Increasing: %zu measurements over %zu pairs; decreasing: %zu over "
                "%zu pairs.",
-            a, wa, b, wb);
+            hl, hl, a, wa, b, wb);
     if (wa)
         fprintf(f, " Mean worst case per pair: increasing %.2f ms", gos_mean(winc, wa));
     if (wb)
@@ -166,9 +126,9 @@ out:
     free(wdec);
 }
 
-static void table2(FILE *f, const rpair *ps, int np)
+static void table2(FILE *f, int hl, const gos_dvfs_rpair *ps, int np)
 {
-    fprintf(f, "<h2>Summary (paper 000, table II layout)</h2>\n<table class=t2>\n");
+    fprintf(f, "<h%d>Summary (paper 000, table II layout)</h%d>\n<table class=t2>\n", hl, hl);
     for (int worst = 1; worst >= 0; worst--) {
         int imin = 0, imax = 0;
         double sum = 0;
@@ -180,7 +140,7 @@ static void table2(FILE *f, const rpair *ps, int np)
             if (v > (worst ? ps[imax].max : ps[imax].min))
                 imax = i;
         }
-        const rpair *a = &ps[imin], *b = &ps[imax];
+        const gos_dvfs_rpair *a = &ps[imin], *b = &ps[imax];
         fprintf(f, "<tr><th colspan=2>The %s-case latencies</th></tr>\n", worst ? "worst" : "best");
         fprintf(f, "<tr><td>Min [ms]</td><td>%.3f</td></tr><tr><td>transition [MHz]</td><td>(%d&rarr;%d)</td></tr>\n",
                 worst ? a->max : a->min, a->init, a->target);
@@ -191,82 +151,110 @@ static void table2(FILE *f, const rpair *ps, int np)
     fprintf(f, "</table>\n");
 }
 
-static int cmp_desc(const void *a, const void *b) { return *(const int *)b - *(const int *)a; }
-
-int gos_dvfs_report(const char *dir, const char *html)
+/* One GPU: where its numbers come from, its heat maps, distributions, table II
+ * and every measured switch; headings at level hl. */
+static void gpu_section(FILE *f, const gos_dvfs_rgpu *g, int gi, int hl)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/summary.json", dir);
-    json_t *s;
-    int rc = gos_json_load(path, &s), np = 0, nf = 0, fr[GOS_DVFS_MAX_FREQS];
-    if (rc)
-        return rc;
-    json_t *pairs = json_object_get(s, "pairs"), *jf = json_object_get(s, "freqs_mhz");
-    if (!json_is_array(pairs) || !json_is_array(jf) ||
-        strcmp(json_string_value(json_object_get(s, "schema")) ? json_string_value(json_object_get(s, "schema")) : "",
-               "gpuos.dvfs-summary/1")) {
-        json_decref(s);
-        return gos_fail(GOS_EINVAL, "%s: not a gpuos.dvfs-summary/1 file (run gpuos dvfs analyze)", path);
+    fprintf(f, "<p>");
+    gos_html_escape(f, g->name);
+    if (g->simulated)
+        fprintf(f, " (<b>simulated</b>)");
+    if (g->uuid[0]) {
+        fprintf(f, " <code>");
+        gos_html_escape(f, g->uuid);
+        fprintf(f, "</code>");
     }
-    for (size_t i = 0; i < json_array_size(jf) && nf < GOS_DVFS_MAX_FREQS; i++)
-        fr[nf++] = (int)json_integer_value(json_array_get(jf, i));
-    qsort(fr, nf, sizeof *fr, cmp_desc);
-    rpair *ps = calloc(json_array_size(pairs) + 1, sizeof *ps);
-    if (!ps) {
-        json_decref(s);
+    fprintf(f, ", host ");
+    gos_html_escape(f, g->host);
+    fprintf(f, ", run ");
+    gos_html_escape(f, g->run);
+    fprintf(f, "%s. Latencies after DBSCAN outlier filtering (paper 000, algorithm 3); %d pairs with "
+               "measurements, %zu excluded in calibration.</p>\n",
+            g->from_run ? " (analysed for this page)" : "", g->np, g->n_excluded);
+    heatmap(f, hl, gi, "Best-case (minimum) switching latency [ms]", g->ps, g->np, g->fr, g->nf, 0);
+    heatmap(f, hl, gi, "Worst-case (maximum) switching latency [ms]", g->ps, g->np, g->fr, g->nf, 1);
+    distributions(f, hl, g->ps, g->np);
+    table2(f, hl, g->ps, g->np);
+    gos_dvfs_fig_scatter(f, g, hl);
+}
+
+static void fleet_table(FILE *f, const gos_dvfs_rgpu *gs, int n)
+{
+    fprintf(f, "<table class=t2><tr><th>GPU (UUID)</th><th>name</th><th>host</th><th>directory</th>"
+               "<th>pairs</th><th>switches kept</th><th>best case [ms]</th><th>worst case [ms]</th></tr>\n");
+    for (int g = 0; g < n; g++) {
+        size_t kept = 0;
+        double lo = INFINITY, hi = -INFINITY;
+        for (int i = 0; i < gs[g].np; i++) {
+            kept += gs[g].ps[i].n_lat;
+            lo = fmin(lo, gs[g].ps[i].min);
+            hi = fmax(hi, gs[g].ps[i].max);
+        }
+        fprintf(f, "<tr><td><a href=\"#gpu%d\">", g);
+        gos_html_escape(f, gs[g].uuid);
+        fprintf(f, "</a></td><td>");
+        gos_html_escape(f, gs[g].name);
+        fprintf(f, "%s</td><td>", gs[g].simulated ? " (simulated)" : "");
+        gos_html_escape(f, gs[g].host);
+        fprintf(f, "</td><td>");
+        gos_html_escape(f, gs[g].dir);
+        fprintf(f, "</td><td>%d</td><td>%zu</td><td>%.3f</td><td>%.3f</td></tr>\n", gs[g].np, kept, lo, hi);
+    }
+    fprintf(f, "</table>\n");
+}
+
+int gos_dvfs_report(const char *const *dirs, int n, const char *html)
+{
+    if (n < 1)
+        return gos_fail(GOS_EINVAL, "no directory to report");
+    gos_dvfs_rgpu *gs = calloc((size_t)n, sizeof *gs);
+    if (!gs)
         return gos_fail(GOS_ENOMEM, "out of memory");
-    }
-    for (size_t i = 0; i < json_array_size(pairs) && !rc; i++) {
-        json_t *p = json_array_get(pairs, i);
-        json_t *file = json_object_get(p, "file");
-        if (!json_is_string(file) || !json_is_number(json_object_get(p, "min_ms")))
-            continue;
-        rpair *r = &ps[np];
-        r->init = (int)json_integer_value(json_object_get(p, "init_mhz"));
-        r->target = (int)json_integer_value(json_object_get(p, "target_mhz"));
-        r->min = json_number_value(json_object_get(p, "min_ms"));
-        r->mean = json_number_value(json_object_get(p, "mean_ms"));
-        r->max = json_number_value(json_object_get(p, "max_ms"));
-        r->n = (size_t)json_integer_value(json_object_get(p, "n"));
-        char fp[4400];
-        snprintf(fp, sizeof fp, "%s/%s", dir, json_string_value(file));
-        rc = read_latencies(fp, r);
-        np++;
+    int rc = GOS_OK;
+    for (int i = 0; i < n && !rc; i++) {
+        if ((rc = gos_dvfs_rgpu_load(dirs[i], &gs[i])))
+            break;
+        if (n > 1 && !gs[i].uuid[0])
+            rc = gos_fail(GOS_EINVAL, "%s: no device uuid in its metadata (run.json \"device\"): the GPUs of a "
+                                      "fleet are told apart by it", dirs[i]);
+        for (int j = 0; j < i && !rc; j++)
+            if (n > 1 && !strcmp(gs[i].uuid, gs[j].uuid))
+                rc = gos_fail(GOS_EINVAL, "%s: GPU %s is already in the report (from %s)", dirs[i], gs[i].uuid,
+                              dirs[j]);
     }
     FILE *f = NULL;
-    if (!rc && np == 0)
-        rc = gos_fail(GOS_EINVAL, "%s: no pair has measurements to report", path);
     if (!rc && !(f = fopen(html, "w")))
         rc = gos_fail(GOS_EIO, "cannot write %s", html);
     if (!rc) {
-        json_t *dev = json_object_get(s, "device");
-        const char *name = json_string_value(json_object_get(dev, "name"));
         fprintf(f, "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>gpuos dvfs report</title>\n"
-                   "<style>body{font-family:sans-serif;margin:2em;max-width:1100px}"
+                   "<style>body{font-family:sans-serif;margin:2em;max-width:1300px}"
                    "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;padding:4px 8px;"
-                   "text-align:right}td.na{background:#eee}.t2 td:first-child{text-align:left}</style>"
-                   "</head><body>\n<h1>SM frequency switching latency</h1>\n<p>");
-        gos_html_escape(f, name ? name : "unknown device");
-        if (json_is_true(json_object_get(dev, "simulated")))
-            fprintf(f, " (<b>simulated</b>)");
-        fprintf(f, ", host ");
-        gos_html_escape(f, json_string_value(json_object_get(s, "host")) ? json_string_value(json_object_get(s, "host")) : "?");
-        fprintf(f, ", run ");
-        gos_html_escape(f, json_string_value(json_object_get(s, "run")) ? json_string_value(json_object_get(s, "run")) : "?");
-        fprintf(f, ". Latencies after DBSCAN outlier filtering (paper 000, algorithm 3); %d pairs with "
-                   "measurements, %zu excluded in calibration.</p>\n",
-                np, json_array_size(json_object_get(s, "excluded_pairs")));
-        heatmap(f, "Best-case (minimum) switching latency [ms]", ps, np, fr, nf, 0);
-        heatmap(f, "Worst-case (maximum) switching latency [ms]", ps, np, fr, nf, 1);
-        distributions(f, ps, np);
-        table2(f, ps, np);
+                   "text-align:right}td.na{background:#eee}.t2 td:first-child{text-align:left}"
+                   ".figs{display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start}</style>"
+                   "</head><body>\n");
+        if (n == 1) {
+            fprintf(f, "<h1>SM frequency switching latency</h1>\n");
+            gpu_section(f, &gs[0], 0, 2);
+        } else {
+            fprintf(f, "<h1>SM frequency switching latency: fleet of %d GPUs</h1>\n", n);
+            fleet_table(f, gs, n);
+            gos_dvfs_fig_fleet(f, gs, n);
+            for (int g = 0; g < n; g++) {
+                fprintf(f, "<section id=\"gpu%d\" data-gpu=\"", g);
+                gos_html_escape(f, gs[g].uuid);
+                fprintf(f, "\">\n<h2>GPU ");
+                gos_html_escape(f, gs[g].uuid);
+                fprintf(f, "</h2>\n");
+                gpu_section(f, &gs[g], g, 3);
+                fprintf(f, "</section>\n");
+            }
+        }
         fprintf(f, "</body></html>\n");
         if (fclose(f))
             rc = gos_fail(GOS_EIO, "cannot write %s", html);
     }
-    for (int i = 0; i < np; i++)
-        free(ps[i].lat);
-    free(ps);
-    json_decref(s);
+    for (int i = 0; i < n; i++) /* zeroed or (partly) loaded */
+        gos_dvfs_rgpu_free(&gs[i]);
+    free(gs);
     return rc;
 }

@@ -337,3 +337,262 @@ void gos_svg_violins(FILE *f, const gos_svg_frame *fr, const gos_svg_series *s, 
     }
     fprintf(f, "</svg>\n");
 }
+
+/* ---- scatter, box plots, range bars (the DVFS figures of paper 000) ---- */
+
+static const char *const palette[] = {"#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2",
+                                      "#17becf", "#bcbd22", "#7f7f7f", "#ff7f0e", "#aec7e8"};
+#define OUTLIER_COLOR "#d62728"
+
+const char *gos_svg_color(int i) { return palette[((i % 10) + 10) % 10]; }
+
+/* Legend entries side by side, wrapped into rows of the picture's width. */
+typedef struct {
+    const char *label, *color;
+    int ring; /* a hollow ring (outliers, fliers) instead of a swatch */
+} lentry;
+
+static double lentry_w(const lentry *e) { return 16 + text_w(e->label) + 14; }
+
+static int hlegend_rows(const lentry *e, int n, int left, int w)
+{
+    int rows = n > 0;
+    double x = left;
+    for (int i = 0; i < n; i++) {
+        if (x > left && x + lentry_w(&e[i]) > w - MR)
+            rows++, x = left;
+        x += lentry_w(&e[i]);
+    }
+    return rows;
+}
+
+static void hlegend(FILE *f, const lentry *e, int n, int left, int w, int y0)
+{
+    double x = left;
+    int y = y0;
+    for (int i = 0; i < n; i++) {
+        if (x > left && x + lentry_w(&e[i]) > w - MR)
+            y += LEGEND_ROW, x = left;
+        if (e[i].ring)
+            fprintf(f, "<circle cx=\"%.1f\" cy=\"%d\" r=\"4\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\"/>",
+                    x + 6, y + 5, e[i].color);
+        else
+            fprintf(f, "<rect x=\"%.1f\" y=\"%d\" width=\"12\" height=\"10\" fill=\"%s\"/>", x, y, e[i].color);
+        fprintf(f, "<text x=\"%.1f\" y=\"%d\">", x + 16, y + 9);
+        gos_html_escape(f, e[i].label);
+        fprintf(f, "</text>\n");
+        x += lentry_w(&e[i]);
+    }
+}
+
+/* Opens an <svg> with title, y grid and labels, the plot's outline and the y
+ * label; no x axis (the caller's). total_h: the picture's height. */
+static void y_axes(FILE *f, const char *title, const char *ylabel, const char *id, const frame_t *t, int total_h)
+{
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+               "font-family=\"sans-serif\" font-size=\"11\"",
+            t->w, total_h, t->w, total_h);
+    if (id) {
+        fprintf(f, " data-figure=\"");
+        gos_html_escape(f, id);
+        fprintf(f, "\"");
+    }
+    fprintf(f, ">\n<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n", t->w, total_h);
+    fprintf(f, "<text x=\"%d\" y=\"18\" font-size=\"13\" font-weight=\"bold\">", ML);
+    gos_html_escape(f, title);
+    fprintf(f, "</text>\n");
+    double sy = nice_step(t->y1 - t->y0, 5);
+    for (double v = ceil(t->y0 / sy) * sy; v <= t->y1 + 1e-9 * sy; v += sy)
+        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+                   "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
+                ML, Y(t, v), t->w - MR, Y(t, v), ML - 4, Y(t, v) + 4, fabs(v) < 1e-9 * sy ? 0 : v);
+    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#444\"/>\n", ML, MT,
+            t->w - ML - MR, t->h - MT - MB);
+    fprintf(f, "<text x=\"14\" y=\"%d\" text-anchor=\"middle\" transform=\"rotate(-90 14 %d)\">",
+            (t->h + MT - MB) / 2, (t->h + MT - MB) / 2);
+    gos_html_escape(f, ylabel);
+    fprintf(f, "</text>\n");
+}
+
+/* y range over [lo, hi] padded by 8 % (no axis below 0 for values >= 0) */
+static void pad_y(frame_t *t, double lo, double hi)
+{
+    if (!(hi >= lo))
+        lo = 0, hi = 1;
+    double pad = hi > lo ? 0.08 * (hi - lo) : fmax(0.05 * fabs(hi), 0.5);
+    t->y0 = lo - pad, t->y1 = hi + pad;
+    if (lo >= 0 && t->y0 < 0)
+        t->y0 = 0;
+}
+
+/* width of a bold 13 px title, with its left margin */
+static int title_w(const char *s) { return ML + (int)(1.2 * text_w(s)) + 10; }
+
+void gos_svg_scatter(FILE *f, const gos_svg_scatter_t *s)
+{
+    frame_t t = {.w = s->width, .h = s->height, .x0 = INFINITY, .x1 = -INFINITY};
+    t.w = t.w > title_w(s->title) ? t.w : title_w(s->title);
+    double lo = INFINITY, hi = -INFINITY;
+    int n_out = 0;
+    for (int i = 0; i < s->n; i++) {
+        t.x0 = fmin(t.x0, s->x[i]), t.x1 = fmax(t.x1, s->x[i]);
+        lo = fmin(lo, s->y[i]), hi = fmax(hi, s->y[i]);
+        n_out += s->group[i] < 0;
+    }
+    if (!(t.x1 >= t.x0))
+        t.x0 = 0, t.x1 = 1;
+    double xp = t.x1 > t.x0 ? 0.03 * (t.x1 - t.x0) : 1;
+    t.x0 -= xp, t.x1 += xp;
+    pad_y(&t, lo, hi);
+    lentry e[GOS_SVG_MAX_GROUPS + 1];
+    int ne = 0;
+    for (int g = 0; g < s->n_groups && g < GOS_SVG_MAX_GROUPS; g++)
+        e[ne++] = (lentry){s->group_labels[g], gos_svg_color(g), 0};
+    if (n_out)
+        e[ne++] = (lentry){s->outlier_label ? s->outlier_label : "outlier", OUTLIER_COLOR, 1};
+    int rows = hlegend_rows(e, ne, ML, t.w), total = t.h + LEGEND_ROW * rows + 4;
+    y_axes(f, s->title, s->ylabel, s->id, &t, total);
+    double sx = nice_step(t.x1 - t.x0, 6);
+    for (double v = ceil(t.x0 / sx) * sx; v <= t.x1 + 1e-9 * sx; v += sx)
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#ddd\"/>"
+                   "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n",
+                X(&t, v), MT, X(&t, v), t.h - MB, X(&t, v), t.h - MB + 14, fabs(v) < 1e-9 * sx ? 0 : v);
+    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">", (t.w + ML - MR) / 2, t.h - 12);
+    gos_html_escape(f, s->xlabel);
+    fprintf(f, "</text>\n");
+    for (int i = 0; i < s->n; i++) {
+        int g = s->group[i];
+        if (g < 0)
+            fprintf(f, "<circle class=\"pt outlier\" cx=\"%.2f\" cy=\"%.2f\" r=\"3.5\" fill=\"none\" stroke=\"%s\" "
+                       "stroke-width=\"1.5\" data-x=\"%.9g\" data-y=\"%.9g\"/>\n",
+                    X(&t, s->x[i]), Y(&t, s->y[i]), OUTLIER_COLOR, s->x[i], s->y[i]);
+        else
+            fprintf(f, "<circle class=\"pt\" cx=\"%.2f\" cy=\"%.2f\" r=\"2.6\" fill=\"%s\" fill-opacity=\"0.8\" "
+                       "data-x=\"%.9g\" data-y=\"%.9g\"/>\n",
+                    X(&t, s->x[i]), Y(&t, s->y[i]), gos_svg_color(g), s->x[i], s->y[i]);
+    }
+    hlegend(f, e, ne, ML, t.w, t.h + 2);
+    fprintf(f, "</svg>\n");
+}
+
+void gos_svg_boxplot(FILE *f, const gos_svg_boxes_t *b)
+{
+    int ns = b->n_series > 0 ? b->n_series : 1;
+    double gw = ns * 30 + 24, lo = INFINITY, hi = -INFINITY;
+    for (int g = 0; g < b->n_groups; g++)
+        gw = fmax(gw, text_w(b->group_labels[g]) + 16);
+    for (int i = 0; i < b->n_groups * b->n_series; i++)
+        if (b->box[i].n)
+            lo = fmin(lo, b->v[i][0]), hi = fmax(hi, b->v[i][b->box[i].n - 1]);
+    frame_t t = {.x0 = 0, .x1 = b->n_groups > 0 ? b->n_groups : 1, .h = b->height};
+    t.w = ML + (int)ceil(gw * t.x1) + MR;
+    t.w = t.w > title_w(b->title) ? t.w : title_w(b->title);
+    lentry e[GOS_SVG_MAX_GROUPS];
+    int ne = 0;
+    for (int s = 0; s < b->n_series && ne < GOS_SVG_MAX_GROUPS; s++, ne++) {
+        e[ne] = (lentry){b->series_labels[s], b->series_colors[s], 0};
+        t.w = t.w > ML + (int)lentry_w(&e[ne]) + MR ? t.w : ML + (int)lentry_w(&e[ne]) + MR;
+    }
+    pad_y(&t, lo, hi);
+    int rows = hlegend_rows(e, ne, ML, t.w), total = t.h + LEGEND_ROW * rows + 4;
+    y_axes(f, b->title, b->ylabel, b->id, &t, total);
+    double span = (X(&t, 1) - X(&t, 0)) * 0.8 / ns, hw = fmin(12, 0.35 * span);
+    for (int g = 0; g < b->n_groups; g++) {
+        if (g)
+            fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#ccc\" stroke-dasharray=\"3,3\"/>\n",
+                    X(&t, g), MT, X(&t, g), t.h - MB);
+        fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">", X(&t, g + 0.5), t.h - MB + 16);
+        gos_html_escape(f, b->group_labels[g]);
+        fprintf(f, "</text>\n");
+        for (int s = 0; s < b->n_series; s++) {
+            const gos_box *x = &b->box[g * b->n_series + s];
+            const double *v = b->v[g * b->n_series + s];
+            if (!x->n)
+                continue;
+            double cx = X(&t, g + 0.1) + span * (s + 0.5);
+            const char *col = b->series_colors[s];
+            fprintf(f, "<g class=\"box\" data-group=\"%d\" data-series=\"%d\" data-n=\"%zu\" data-q1=\"%.9g\" "
+                       "data-median=\"%.9g\" data-q3=\"%.9g\" data-lo=\"%.9g\" data-hi=\"%.9g\">\n",
+                    g, s, x->n, x->q1, x->median, x->q3, x->lo, x->hi);
+            fprintf(f, "<line class=\"whisker\" x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#333\"/>"
+                       "<line class=\"whisker\" x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#333\"/>\n",
+                    cx, Y(&t, x->lo), cx, Y(&t, x->q1), cx, Y(&t, x->q3), cx, Y(&t, x->hi));
+            fprintf(f, "<line class=\"cap\" x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#333\"/>"
+                       "<line class=\"cap\" x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#333\"/>\n",
+                    cx - hw / 2, Y(&t, x->lo), cx + hw / 2, Y(&t, x->lo), cx - hw / 2, Y(&t, x->hi), cx + hw / 2,
+                    Y(&t, x->hi));
+            fprintf(f, "<rect class=\"iqr\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\" "
+                       "fill-opacity=\"0.6\" stroke=\"#333\"/>\n",
+                    cx - hw, Y(&t, x->q3), 2 * hw, fmax(Y(&t, x->q1) - Y(&t, x->q3), 0), col);
+            fprintf(f, "<line class=\"median\" x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#000\" "
+                       "stroke-width=\"2\"/>\n",
+                    cx - hw, Y(&t, x->median), cx + hw, Y(&t, x->median));
+            for (size_t k = 0; k < x->n; k++)
+                if (k < x->n_low || k >= x->n - x->n_high)
+                    fprintf(f, "<circle class=\"flier\" cx=\"%.2f\" cy=\"%.2f\" r=\"2.5\" fill=\"none\" "
+                               "stroke=\"%s\" data-y=\"%.9g\"/>\n",
+                            cx, Y(&t, v[k]), col, v[k]);
+            fprintf(f, "</g>\n");
+        }
+    }
+    hlegend(f, e, ne, ML, t.w, t.h + 2);
+    fprintf(f, "</svg>\n");
+}
+
+void gos_svg_ranges(FILE *f, const gos_svg_ranges_t *r)
+{
+    enum { ROW = 26, TOP = 34, BOT = 40 };
+    double lw = 0, hi = 0;
+    for (int i = 0; i < r->rows; i++) {
+        lw = fmax(lw, text_w(r->labels[i]));
+        if (isfinite(r->hi[i]))
+            hi = fmax(hi, r->hi[i]);
+    }
+    int left = (int)lw + 14, w = r->width, h = TOP + ROW * r->rows + BOT;
+    w = w > left + 240 ? w : left + 240;
+    w = w > title_w(r->title) ? w : title_w(r->title);
+    double x1 = hi > 0 ? hi : 1, sx = nice_step(x1, 6);
+    x1 = ceil(x1 * 1.02 / sx) * sx;
+#define RX(v) (left + (v) / x1 * (w - left - MR))
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+               "font-family=\"sans-serif\" font-size=\"11\"",
+            w, h, w, h);
+    if (r->id) {
+        fprintf(f, " data-figure=\"");
+        gos_html_escape(f, r->id);
+        fprintf(f, "\"");
+    }
+    fprintf(f, ">\n<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n", w, h);
+    fprintf(f, "<text x=\"%d\" y=\"18\" font-size=\"13\" font-weight=\"bold\">", ML);
+    gos_html_escape(f, r->title);
+    fprintf(f, "</text>\n");
+    int yb = TOP + ROW * r->rows;
+    for (double v = 0; v <= x1 + 1e-9 * sx; v += sx)
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#ddd\"/>"
+                   "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n",
+                RX(v), TOP, RX(v), yb, RX(v), yb + 14, fabs(v) < 1e-9 * sx ? 0 : v);
+    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#444\"/>\n", left, TOP,
+            w - left - MR, ROW * r->rows);
+    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">", (w + left - MR) / 2, h - 6);
+    gos_html_escape(f, r->xlabel);
+    fprintf(f, "</text>\n");
+    for (int i = 0; i < r->rows; i++) {
+        int y = TOP + ROW * i;
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">", left - 6, y + ROW / 2 + 4);
+        gos_html_escape(f, r->labels[i]);
+        fprintf(f, "</text>\n");
+        if (!isfinite(r->lo[i]) || !isfinite(r->hi[i]))
+            continue;
+        fprintf(f, "<rect class=\"range\" x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"12\" fill=\"%s\" "
+                   "fill-opacity=\"0.45\" stroke=\"%s\" data-lo=\"%.9g\" data-hi=\"%.9g\"/>\n",
+                RX(r->lo[i]), y + ROW / 2 - 6, fmax(RX(r->hi[i]) - RX(r->lo[i]), 1.5), r->color, r->color, r->lo[i],
+                r->hi[i]);
+        if (r->off)
+            for (int k = r->off[i]; k < r->off[i + 1]; k++)
+                fprintf(f, "<line class=\"tick\" x1=\"%.2f\" y1=\"%d\" x2=\"%.2f\" y2=\"%d\" stroke=\"#222\" "
+                           "data-v=\"%.9g\"/>\n",
+                        RX(r->ticks[k]), y + ROW / 2 - 8, RX(r->ticks[k]), y + ROW / 2 + 8, r->ticks[k]);
+    }
+#undef RX
+    fprintf(f, "</svg>\n");
+}

@@ -1,7 +1,7 @@
 /* stats.h: the descriptive and inferential statistics of the switching-latency
  * methodology (paper 000, sections V-A and V-B): moments, standard error,
  * Student t quantiles, confidence intervals, Welch and Student t-tests and
- * quantiles. Pure C, no allocation except in gos_quantile (a sorted copy).
+ * quantiles, box plots. Pure C, no allocation except in gos_quantile (a sorted copy).
  *
  * Conventions (checked against numpy/scipy by tests/ref_stats.py):
  *   variance/sd with ddof (0: population, 1: sample, numpy's ddof);
@@ -69,6 +69,18 @@ int gos_ttest_student_x(const double *a, size_t na, const double *b, size_t nb, 
  * (NaN if out of memory or n == 0). */
 double gos_quantile_sorted(const double *x, size_t n, double q);
 double gos_quantile(const double *x, size_t n, double q);
+
+/* A box plot's numbers of x[0..n) sorted ascending (boxplot.c): quartiles as
+ * gos_quantile (numpy's linear method), whiskers (Tukey) at the smallest and
+ * largest values within 1.5 IQR below q1 / above q3; n_low and n_high values
+ * lie beyond them (fliers: x[0..n_low) and x[n-n_high..n)). -1 when n == 0. */
+typedef struct {
+    size_t n;
+    double q1, median, q3;
+    double lo, hi; /* whisker ends */
+    size_t n_low, n_high;
+} gos_box;
+int gos_boxplot_sorted(const double *x, size_t n, gos_box *b);
 
 /* Ascending sort of doubles (qsort). */
 void gos_sort_doubles(double *x, size_t n);
