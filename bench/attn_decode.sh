@@ -12,7 +12,7 @@
 # (default results/<gpu-uuid>): chip.json, attn-decode-ours.json (the kernel),
 # attn-decode.json (everything), the logs and attn-provenance.json; when $OUT is
 # set (the device tool) they are copied there too. The markdown table is printed
-# last. Bounded: the kernel program gets 150 s, the Python side 120 s.
+# last. Bounded: the kernel program gets 120 s, the Python side 100 s.
 set -u
 BUILD=${BUILD:-build}
 G=${GPUOS:-$BUILD/gpuos}
@@ -45,19 +45,19 @@ fi
 tail -4 "$RES/attn-chart.log"
 echo "== $B (batch $BATCH, context $CTX)"
 rm -rf "$RES/tmp"
-timeout 150 "$B" --chart "$RES/chip.json" --out "$RES" --batch "$BATCH" --ctx "$CTX" ${ATTN_ARGS:-} \
+timeout 120 "$B" --chart "$RES/chip.json" --out "$RES" --batch "$BATCH" --ctx "$CTX" ${ATTN_ARGS:-} \
     > "$RES/.attn-kernel.log.$$" 2>&1
 rc=$?
 mv -f "$RES/.attn-kernel.log.$$" "$RES/attn-kernel.log"
 cat "$RES/attn-kernel.log"
-[ $rc -eq 124 ] && echo "attn_decode.sh: the kernel program ran past 150 s"
+[ $rc -eq 124 ] && echo "attn_decode.sh: the kernel program ran past 120 s"
 if [ -f "$RES/attn-decode-ours.json" ] && grep -q '"rows"' "$RES/attn-decode-ours.json" && [ $rc -ne 124 ]; then
     echo "== SDPA ($PY bench/attn_decode_ref.py)"
-    timeout 120 "$PY" bench/attn_decode_ref.py --ours "$RES/attn-decode-ours.json" --out "$RES/attn-decode.json" \
+    timeout 100 "$PY" bench/attn_decode_ref.py --ours "$RES/attn-decode-ours.json" --out "$RES/attn-decode.json" \
         > "$RES/.attn-sdpa.log.$$" 2>&1
     rc2=$?
     mv -f "$RES/.attn-sdpa.log.$$" "$RES/attn-sdpa.log"
-    [ $rc2 -eq 124 ] && echo "attn_decode.sh: the SDPA side ran past 120 s"
+    [ $rc2 -eq 124 ] && echo "attn_decode.sh: the SDPA side ran past 100 s"
     [ $rc -eq 0 ] && rc=$rc2
 else
     [ $rc -eq 0 ] && rc=1

@@ -95,6 +95,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ours", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--budget", type=float, default=75.0, help="no new shape starts past this many seconds")
     a = ap.parse_args()
     t_start = time.time()
     ours = json.load(open(a.ours))
@@ -111,6 +112,9 @@ def main():
     print(f"generator: {len(ours['hash_golden'])} golden values match")
 
     rows = ours["rows"]
+    if not rows:
+        print("attn_decode_ref: the kernel program wrote no rows")
+        return 1
     H = rows[0]["kv_heads"]
     HQ = rows[0]["q_heads"]
     G = HQ // H
@@ -128,8 +132,14 @@ def main():
 
     out_rows = []
     all_ok = ours.get("ok", False)
+    skipped = list(ours.get("skipped", []))
     for r in rows:
         B, L = r["batch"], r["ctx"]
+        if time.time() - t_start > a.budget:
+            print(f"B={B} L={L}: SDPA skipped, past the time budget of {a.budget:.0f} s")
+            skipped.append({"batch": B, "ctx": L, "sdpa_skipped": True})
+            all_ok = False
+            continue
         k = K[:B, :, :L]
         v = V[:B, :, :L]
         if L != Lmax:
@@ -180,7 +190,7 @@ def main():
         torch.cuda.empty_cache()
 
     doc = {k_: ours[k_] for k_ in ours if k_ != "rows"}
-    doc.update(schema="gpuos.attn-decode/1", torch=torch.__version__, rows=out_rows, ok=all_ok,
+    doc.update(schema="gpuos.attn-decode/1", torch=torch.__version__, rows=out_rows, skipped=skipped, ok=all_ok,
                sdpa_seconds=time.time() - t_start,
                tolerance="rel l2 <= 1e-2 and max abs err <= 1.6e-2 x max |SDPA| (bf16 outputs)")
     with open(a.out, "w") as f:
