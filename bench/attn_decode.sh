@@ -9,9 +9,10 @@
 # lease may be another physical GPU), runs the kernel's variants on batch sizes
 # ATTN_BATCH x contexts ATTN_CTX, then bench/attn_decode_ref.py (python3 with
 # torch) checks the outputs against SDPA and times SDPA. Results go to $RES
-# (default results/<gpu-uuid>): chip.json, attn-decode-ours.json (the kernel),
-# attn-decode.json (everything), the logs and attn-provenance.json; when $OUT is
-# set (the device tool) they are copied there too. The markdown table is printed
+# (default $OUT where the device tool sets it, else results/<gpu-uuid>):
+# chip.json, attn-decode-ours.json (the kernel), attn-decode.json (everything),
+# the logs and attn-provenance.json; the kernel's raw outputs ($RES/tmp) are
+# removed at the end unless KEEP_TMP is set. The markdown table is printed
 # last. Bounded: the kernel program gets 120 s, the Python side 100 s.
 set -u
 BUILD=${BUILD:-build}
@@ -23,7 +24,7 @@ CTX=${ATTN_CTX:-1024,8192,32768}
 t0=$(date +%s)
 uuid=$(nvidia-smi --query-gpu=uuid --format=csv,noheader 2>/dev/null | head -1)
 [ -n "$uuid" ] || { echo "attn_decode.sh: no GPU (nvidia-smi gave no UUID)"; exit 1; }
-RES=${RES:-results/$uuid}
+RES=${RES:-${OUT:-results/$uuid}}
 mkdir -p "$RES"
 GOS_COMMIT=${GOS_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 export GOS_COMMIT
@@ -44,7 +45,7 @@ if ! "$G" probe numa --json "$RES/chip.json" > "$RES/attn-chart.log" 2>&1; then
 fi
 tail -4 "$RES/attn-chart.log"
 echo "== $B (batch $BATCH, context $CTX)"
-rm -rf "$RES/tmp"
+rm -rf "$RES/tmp" "$RES/attn-decode-ours.json" "$RES/attn-decode.json"
 timeout 120 "$B" --chart "$RES/chip.json" --out "$RES" --batch "$BATCH" --ctx "$CTX" ${ATTN_ARGS:-} \
     > "$RES/.attn-kernel.log.$$" 2>&1
 rc=$?
