@@ -67,6 +67,14 @@ def gen_q(B, HQ, dev):
 
 
 def timed(fn, rounds, repeats, flush):
+    if flush.device.type != "cuda":  # --device cpu (a check of this script without a GPU): wall clock
+        us = []
+        for _ in range(rounds * repeats):
+            t = time.perf_counter()
+            fn()
+            us.append(1e6 * (time.perf_counter() - t))
+        us.sort()
+        return {"us_median": us[len(us) // 2], "us_min": us[0], "us_max": us[-1], "launches": len(us)}
     us = []
     fn()
     torch.cuda.synchronize()
@@ -96,11 +104,12 @@ def main():
     ap.add_argument("--ours", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--budget", type=float, default=75.0, help="no new shape starts past this many seconds")
+    ap.add_argument("--device", default="cuda", help="cpu: check this script's plumbing without a GPU")
     a = ap.parse_args()
     t_start = time.time()
     ours = json.load(open(a.ours))
     top = os.path.dirname(os.path.abspath(a.ours))
-    dev = torch.device("cuda")
+    dev = torch.device(a.device)
     torch.manual_seed(0)
 
     # the generator first: the program's golden values
@@ -126,9 +135,11 @@ def main():
     K = gen_kv(Bmax, H, Lmax, SALT_K, dev)
     V = gen_kv(Bmax, H, Lmax, SALT_V, dev)
     Q = gen_q(Bmax, HQ, dev)
-    torch.cuda.synchronize()
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
     print(f"K, V [{Bmax}, {H}, {Lmax}, {D}] bf16 generated in {time.time() - t0:.1f} s")
-    total_mem = torch.cuda.get_device_properties(0).total_memory
+    total_mem = torch.cuda.get_device_properties(0).total_memory if dev.type == "cuda" else 0
+    allocated = torch.cuda.memory_allocated if dev.type == "cuda" else (lambda: 0)
 
     out_rows = []
     all_ok = ours.get("ok", False)
@@ -167,7 +178,7 @@ def main():
         forms["packed"] = timed(lambda: F.scaled_dot_product_attention(qp, k, v), rounds, repeats, flush)
         q4 = q.view(B, HQ, 1, D)
         kv_one = B * H * L * D * 2  # bytes of K (or V); a GQA fallback that repeats K/V needs 2 G of them
-        if 2.5 * G * kv_one + torch.cuda.memory_allocated() < 0.8 * total_mem:
+        if dev.type != "cuda" or 2.5 * G * kv_one + allocated() < 0.8 * total_mem:
             try:
                 g_out = F.scaled_dot_product_attention(q4, k, v, enable_gqa=True).reshape(B, HQ, D)
                 check["gqa_form_max_abs_diff_vs_packed"] = float((g_out.float() - ref.float()).abs().max())
@@ -176,7 +187,8 @@ def main():
                                      rounds, repeats, flush)
             except Exception as e:  # noqa: BLE001 (an unsupported form is reported, not fatal)
                 forms["gqa"] = {"error": str(e).splitlines()[0][:200]}
-                torch.cuda.empty_cache()
+                if dev.type == "cuda":
+                    torch.cuda.empty_cache()
         else:
             forms["gqa"] = {"error": "skipped: a K/V repeat would not fit"}
         best = min((f for f in forms if "us_median" in forms[f]), key=lambda f: forms[f]["us_median"])
@@ -187,7 +199,8 @@ def main():
         print(f"B={B} L={L}: SDPA {sdpa['us_median']:.1f} us ({best}), max abs err {max_abs:.3g} "
               f"(rel l2 {rel_l2:.2g}) {'match' if match else 'MISMATCH'}", flush=True)
         del k, v, ref, mine, diff
-        torch.cuda.empty_cache()
+        if dev.type == "cuda":
+            torch.cuda.empty_cache()
 
     doc = {k_: ours[k_] for k_ in ours if k_ != "rows"}
     doc.update(schema="gpuos.attn-decode/1", torch=torch.__version__, rows=out_rows, skipped=skipped, ok=all_ok,
