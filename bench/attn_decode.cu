@@ -11,8 +11,9 @@
 //
 // The kernel (bench/attn_plan.h has the layout): bf16 paged KV cache, 16-token
 // pages, head_dim 128, GQA with 4 query heads per KV head, one query token per
-// sequence, split-K as flash-decoding does. A block of 8 warps takes one task
-// (sequence, KV head, split); warp w reads pages w, w + 8, ... of the split,
+// sequence, split-K as flash-decoding does. A block of 4 warps (two blocks per
+// SM, so that one block's task start hides behind the other's loads) takes one
+// task (sequence, KV head, split); warp w reads pages w, w + 4, ... of the split,
 // each page as 16 coalesced 16-byte loads per lane (K then V block, 4 KB each,
 // one remap per block), an L2 bulk prefetch two pages ahead, fp32 scores and
 // an online softmax per warp; the warps merge in shared memory, and the split
@@ -23,7 +24,7 @@
 // flushed before every launch, CUDA events around the one launch):
 //   plain        ordinary grid (one block per task, hardware scheduling) on a
 //                cudaMalloc'd (interleaved) page pool: what people run
-//   rt-inter     the partition-aware runtime (one block per SM, %smid, per-
+//   rt-inter     the partition-aware runtime (two blocks per SM, %smid, per-
 //                partition queues) on the same interleaved pool: rt-inter -
 //                plain is the runtime's cost
 //   rt-local     the runtime with every page in its partition's gos_pmem view
@@ -76,7 +77,7 @@ static void die(const char *fmt, const char *a)
 #define THREADS (ATTN_WARPS * 32)
 #define AHEAD 2                        // pages prefetched into L2 ahead of each warp
 #define NEG_BIG (-1e30f)               // finite "minus infinity": no inf - inf
-#define RT_SMEM (120 << 10)            // dynamic shared memory of the runtime kernel: one block per SM
+#define RT_SMEM (80 << 10)             // dynamic shared memory of the runtime kernel: two blocks per SM, never three
 #define FLUSH_BYTES (256ull << 20)     // written before every timed launch (L2 is 60 MB)
 
 struct attn_args {
@@ -95,7 +96,8 @@ struct attn_args {
 struct __align__(16) attn_smem { // 16: ps rows are read as float4
     float ps[ATTN_WARPS][2][ATTN_PAGE][ATTN_G]; // probabilities of a warp's page (double-buffered)
     float wm[ATTN_WARPS][ATTN_G], wl[ATTN_WARPS][ATTN_G];
-    float wacc[ATTN_WARPS][ATTN_G][ATTN_D];
+    float wacc[ATTN_WARPS][ATTN_G][ATTN_D]; // also the combine's [splits][G] maxima/weights and sums
+    float csum[ATTN_G];
     unsigned last;
 };
 
@@ -131,6 +133,7 @@ __device__ __forceinline__ void bf16x8(const uint4 &u, float f[8])
 }
 
 #define FULL 0xffffffffu
+static_assert(2 * ATTN_MAX_SPLITS * ATTN_G <= ATTN_WARPS * ATTN_G * ATTN_D, "the combine's stage fits in wacc");
 
 // One step of the recursive-halving sum over lanes: of sc[0..N), the lane keeps
 // the half its lane bit O selects, summed with the partner's (lane ^ O) copy of
@@ -344,18 +347,41 @@ __device__ void attn_task(const attn_args &a, const gos_pmem_view &v0, const gos
         if (sm.last) {
             __threadfence();
             const size_t t0 = (size_t)bh * S;
+            // the splits' maxima and sums into shared memory (wacc is free now),
+            // then one warp per head: the overall max, each split's weight, the sum
+            float *cm = &sm.wacc[0][0][0], *cl = cm + ATTN_MAX_SPLITS * ATTN_G; // [s][g]
+            for (uint32_t e = threadIdx.x; e < S * ATTN_G; e += THREADS) {
+                cm[e] = __ldcg(&a.part_ml[(t0 * ATTN_G + e) * 2]);
+                cl[e] = __ldcg(&a.part_ml[(t0 * ATTN_G + e) * 2 + 1]);
+            }
+            __syncthreads();
+            if (warp < ATTN_G) {
+                const int g = warp;
+                float M = NEG_BIG, L = 0.f;
+                for (uint32_t s = lane; s < S; s += 32)
+                    M = fmaxf(M, cm[s * ATTN_G + g]);
+#pragma unroll
+                for (int o = 16; o >= 1; o >>= 1)
+                    M = fmaxf(M, __shfl_xor_sync(FULL, M, o));
+                for (uint32_t s = lane; s < S; s += 32) {
+                    float f = exp2f(cm[s * ATTN_G + g] - M);
+                    cm[s * ATTN_G + g] = f;
+                    L = fmaf(cl[s * ATTN_G + g], f, L);
+                }
+#pragma unroll
+                for (int o = 16; o >= 1; o >>= 1)
+                    L += __shfl_xor_sync(FULL, L, o);
+                if (lane == 0)
+                    sm.csum[g] = L;
+            }
+            __syncthreads();
             for (int e = threadIdx.x; e < ATTN_G * ATTN_D; e += THREADS) {
                 const int g = e / ATTN_D, d = e % ATTN_D;
-                float M = NEG_BIG, L = 0.f, O = 0.f;
+                float O = 0.f;
+#pragma unroll 4
                 for (uint32_t s = 0; s < S; s++)
-                    M = fmaxf(M, __ldcg(&a.part_ml[((t0 + s) * ATTN_G + g) * 2]));
-                for (uint32_t s = 0; s < S; s++) {
-                    const size_t ts = (t0 + s) * ATTN_G + g;
-                    float f = exp2f(__ldcg(&a.part_ml[ts * 2]) - M);
-                    L = fmaf(__ldcg(&a.part_ml[ts * 2 + 1]), f, L);
-                    O = fmaf(__ldcg(&a.part_o[ts * ATTN_D + d]), f, O);
-                }
-                a.out[((size_t)b * q_heads + h * ATTN_G + g) * ATTN_D + d] = __float2bfloat16_rn(O / L);
+                    O = fmaf(__ldcg(&a.part_o[((t0 + s) * ATTN_G + g) * ATTN_D + d]), cm[s * ATTN_G + g], O);
+                a.out[((size_t)b * q_heads + h * ATTN_G + g) * ATTN_D + d] = __float2bfloat16_rn(O / sm.csum[g]);
             }
         }
     }
@@ -363,15 +389,17 @@ __device__ void attn_task(const attn_args &a, const gos_pmem_view &v0, const gos
 }
 
 // Ordinary grid: block i does task i.
-__global__ void __launch_bounds__(THREADS, 1) attn_plain(attn_args a, gos_pmem_view v0, gos_pmem_view v1)
+__global__ void __launch_bounds__(THREADS, ATTN_BLOCKS_PER_SM) attn_plain(attn_args a, gos_pmem_view v0, gos_pmem_view v1)
 {
     __shared__ attn_smem sm;
     attn_task<true>(a, v0, v1, blockIdx.x, sm);
 }
 
-// The partition-aware runtime: one block per SM, tasks from its partition's queue.
+// The partition-aware runtime: ATTN_BLOCKS_PER_SM persistent blocks per SM (the
+// dynamic shared memory admits no more), each taking tasks from its SM's
+// partition's queue.
 template <bool LIN>
-__global__ void __launch_bounds__(THREADS, 1)
+__global__ void __launch_bounds__(THREADS, ATTN_BLOCKS_PER_SM)
     attn_rt(attn_args a, gos_pmem_view v0, gos_pmem_view v1, gos_prt_table t, unsigned *ctr)
 {
     __shared__ attn_smem sm;
@@ -640,8 +668,8 @@ int main(int argc, char **argv)
     int occ_plain = 0, occ_rt = 0;
     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ_plain, attn_plain, THREADS, 0));
     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ_rt, attn_rt<false>, THREADS, RT_SMEM));
-    if (occ_rt != 1)
-        die("%s", "the runtime kernel must run one block per SM");
+    if (occ_rt != ATTN_BLOCKS_PER_SM)
+        die("%s", "the runtime kernel must run exactly ATTN_BLOCKS_PER_SM blocks per SM");
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
@@ -762,14 +790,14 @@ int main(int argc, char **argv)
                 unsigned *c = ctr + 2 * ctr_next++;
                 if (v == V_RT_INTER) {
                     a.n0 = 0xffffffffu;
-                    attn_rt<true><<<sms, THREADS, RT_SMEM>>>(a, LV, LV, t, c);
+                    attn_rt<true><<<ATTN_BLOCKS_PER_SM * sms, THREADS, RT_SMEM>>>(a, LV, LV, t, c);
                 } else {
                     a.n0 = (uint32_t)n0;
                     const gos_pmem_view *w = v == V_RT_LOCAL ? PV : SV;
                     if (v == V_RT_REMOTE)
-                        attn_rt<false><<<sms, THREADS, RT_SMEM>>>(a, PV[1], PV[0], t, c);
+                        attn_rt<false><<<ATTN_BLOCKS_PER_SM * sms, THREADS, RT_SMEM>>>(a, PV[1], PV[0], t, c);
                     else
-                        attn_rt<false><<<sms, THREADS, RT_SMEM>>>(a, w[0], w[1], t, c);
+                        attn_rt<false><<<ATTN_BLOCKS_PER_SM * sms, THREADS, RT_SMEM>>>(a, w[0], w[1], t, c);
                 }
             }
             CK(cudaGetLastError());

@@ -36,10 +36,12 @@
 #define ATTN_D 128            /* head dimension */
 #define ATTN_PAGE 16          /* tokens per page */
 #define ATTN_G 4              /* query heads per KV head */
-#define ATTN_WARPS 8          /* warps per block; pps is a multiple */
+#define ATTN_WARPS 4          /* warps per block; pps is a multiple */
+#define ATTN_BLOCKS_PER_SM 2  /* blocks resident per SM (one's task start hides behind the other) */
 #define ATTN_UNIT 4096        /* bytes of a page's K (or V) block */
 #define ATTN_SLOT 8192        /* bytes of a page slot: K block, then V block */
 #define ATTN_MAX_PPS 128      /* at most 16 pages per warp and task */
+#define ATTN_MAX_SPLITS 256   /* per (sequence, KV head): the combine stages them in shared memory */
 #define ATTN_MAXCTX (1u << 20) /* token stride of the generator's index */
 
 #define ATTN_SALT_Q 0x1b873593u
@@ -55,11 +57,30 @@ typedef struct {
     uint32_t n_tasks;
 } attn_plan;
 
-/* Pages per split: a multiple of ATTN_WARPS (every warp of a block gets the same
- * number of pages), a power of two times 8 up to ATTN_MAX_PPS, chosen so that
- * there are 2..4 tasks per SM where the problem is big enough (balance within a
- * partition's queue) and as few as one split otherwise. Returns 0, or -1 for a
- * shape it cannot plan (zero sizes, ctx > ATTN_MAXCTX, ids past 32 bits). */
+/* The split size's cost model, in ns (H200-shaped; only the choice depends on it):
+ * a task costs a fixed start and end (ticket or block launch, page-table and
+ * first-page latency, merge, partial write) plus its pages at the share of HBM
+ * bandwidth that the busy block slots each get, at most what one block's loads in
+ * flight can pull. Tasks run in rounds of `slots` (ATTN_BLOCKS_PER_SM per SM). */
+#define ATTN_COST_TASK_NS 3000.0
+#define ATTN_COST_HBM_BPS 4.3e12
+#define ATTN_COST_BLOCK_BPS 64e9
+
+ATTN_HD double attn_plan_cost(uint64_t n_kv, uint32_t pages, uint32_t pps, uint32_t slots)
+{
+    uint64_t tasks = n_kv * ((pages + pps - 1) / pps);
+    uint64_t rounds = (tasks + slots - 1) / slots, busy = tasks < slots ? tasks : slots;
+    double per_block = ATTN_COST_HBM_BPS / (double)busy;
+    if (per_block > ATTN_COST_BLOCK_BPS)
+        per_block = ATTN_COST_BLOCK_BPS;
+    return (double)rounds * (ATTN_COST_TASK_NS + 1e9 * pps * (double)ATTN_SLOT / per_block);
+}
+
+/* Pages per split: a power of two times ATTN_WARPS (every warp of a block gets the
+ * same number of pages) up to ATTN_MAX_PPS, the cheapest by attn_plan_cost (the
+ * smaller on a tie) among those giving at most ATTN_MAX_SPLITS splits per head.
+ * Returns 0, or -1 for a shape it cannot plan (zero sizes, ctx > ATTN_MAXCTX or
+ * more than ATTN_MAX_SPLITS splits of ATTN_MAX_PPS pages, slot ids past 31 bits). */
 ATTN_HD int attn_plan_make(attn_plan *p, uint32_t batch, uint32_t kv_heads, uint32_t ctx, uint32_t sms)
 {
     if (!batch || !kv_heads || !ctx || !sms || ctx > ATTN_MAXCTX || (uint64_t)batch * kv_heads > (1u << 20))
@@ -69,14 +90,22 @@ ATTN_HD int attn_plan_make(attn_plan *p, uint32_t batch, uint32_t kv_heads, uint
     p->ctx = ctx;
     p->pages = (ctx + ATTN_PAGE - 1) / ATTN_PAGE;
     p->n_kv = batch * kv_heads;
-    uint64_t total = (uint64_t)p->n_kv * p->pages;
-    if (total >= (1ull << 31))
+    if ((uint64_t)p->n_kv * p->pages >= (1ull << 31))
         return -1;
-    uint64_t k = total / (2ull * sms * ATTN_WARPS);
-    uint32_t f = 1;
-    while (f * 2 <= k && f * 2 <= ATTN_MAX_PPS / ATTN_WARPS)
-        f *= 2;
-    p->pps = ATTN_WARPS * f;
+    const uint32_t slots = sms * ATTN_BLOCKS_PER_SM;
+    double best = 0;
+    p->pps = 0;
+    for (uint32_t pps = ATTN_WARPS; pps <= ATTN_MAX_PPS; pps *= 2) {
+        if ((p->pages + pps - 1) / pps > ATTN_MAX_SPLITS)
+            continue;
+        double c = attn_plan_cost(p->n_kv, p->pages, pps, slots);
+        if (!p->pps || c < best) {
+            best = c;
+            p->pps = pps;
+        }
+    }
+    if (!p->pps)
+        return -1;
     p->splits = (p->pages + p->pps - 1) / p->pps;
     p->n_tasks = p->n_kv * p->splits;
     return 0;

@@ -1,7 +1,7 @@
 /* test_attn_plan.c: the decode-attention benchmark's plan (bench/attn_plan.h),
  * on the CPU:
- *   - split-K: pages per split a multiple of the block's 8 warps and at most 128,
- *     at least 2 tasks per SM unless the splits are already the smallest; the
+ *   - split-K: pages per split a power of two times the block's 4 warps, at most
+ *     128, the cheapest by the plan's cost model, at most 256 splits per head; the
  *     tasks cover every (sequence, head, page) exactly once;
  *   - pages: with the runtime's queue split (gos_prt_split, by SM count, equal
  *     and unequal partitions), the page table is a bijection onto the slots and
@@ -27,9 +27,14 @@ static void check_shape(uint32_t batch, uint32_t heads, uint32_t ctx, uint32_t s
     assert_int_equal(p.pps % ATTN_WARPS, 0);
     assert_true(p.pps >= ATTN_WARPS && p.pps <= ATTN_MAX_PPS);
     assert_true((uint64_t)p.splits * p.pps >= p.pages && (uint64_t)(p.splits - 1) * p.pps < p.pages);
+    assert_true(p.splits <= ATTN_MAX_SPLITS);
     assert_int_equal(p.n_tasks, batch * heads * p.splits);
-    if (p.pps > ATTN_WARPS)
-        assert_true(p.n_tasks >= 2 * sms);
+    assert_true((p.pps & (p.pps - 1)) == 0); /* with ATTN_WARPS a power of two */
+    /* the cheapest split size by the cost model among the allowed ones */
+    for (uint32_t pps = ATTN_WARPS; pps <= ATTN_MAX_PPS; pps *= 2)
+        if ((p.pages + pps - 1) / pps <= ATTN_MAX_SPLITS)
+            assert_true(attn_plan_cost(p.n_kv, p.pages, p.pps, sms * ATTN_BLOCKS_PER_SM) <=
+                        attn_plan_cost(p.n_kv, p.pages, pps, sms * ATTN_BLOCKS_PER_SM));
 
     uint32_t n = p.n_kv * p.pages;
     uint8_t *seen = calloc(n, 1);
@@ -93,11 +98,14 @@ static void test_plan(void **state)
     /* the benchmark's shapes on a 132-SM H200: the splits it will use */
     attn_plan p = {0};
     attn_plan_make(&p, 1, 8, 1024, 132);
-    assert_int_equal(p.pps, 8);
-    assert_int_equal(p.n_tasks, 64);
+    assert_int_equal(p.pps, 4);
+    assert_int_equal(p.n_tasks, 128);
+    attn_plan_make(&p, 1, 8, 8192, 132);
+    assert_int_equal(p.pps, 16);
+    assert_int_equal(p.n_tasks, 256);
     attn_plan_make(&p, 8, 8, 8192, 132);
-    assert_int_equal(p.pps, 64);
-    assert_int_equal(p.n_tasks, 512);
+    assert_int_equal(p.pps, 128);
+    assert_int_equal(p.n_tasks, 256);
     attn_plan_make(&p, 128, 8, 32768, 132);
     assert_int_equal(p.pps, 128);
     assert_int_equal(p.n_tasks, 16384);
@@ -140,6 +148,11 @@ static void test_refused(void **state)
     assert_int_equal(attn_plan_make(&p, 1, 8, 1024, 0), -1);
     assert_int_equal(attn_plan_make(&p, 1, 8, ATTN_MAXCTX + 1, 132), -1);
     assert_int_equal(attn_plan_make(&p, 4096, 64, ATTN_MAXCTX, 132), -1); /* slot ids past 31 bits */
+    /* one long sequence: splits grow to stay within 256 per head, then it is refused */
+    assert_int_equal(attn_plan_make(&p, 1, 1, 262144, 132), 0);
+    assert_true(p.splits <= ATTN_MAX_SPLITS && p.pps >= 64);
+    assert_int_equal(attn_plan_make(&p, 1, 1, ATTN_MAX_SPLITS * ATTN_MAX_PPS * ATTN_PAGE, 132), 0);
+    assert_int_equal(attn_plan_make(&p, 1, 1, ATTN_MAX_SPLITS * ATTN_MAX_PPS * ATTN_PAGE + 1, 132), -1);
 }
 
 int main(void)
