@@ -662,22 +662,25 @@ int main(int argc, char **argv)
     CK(cudaMemset(ctr, 0, 2 * CTR_PAIRS * sizeof(unsigned)));
     CK(cudaFuncSetAttribute(attn_rt<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, RT_SMEM));
     CK(cudaFuncSetAttribute(attn_rt<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, RT_SMEM));
+    CK(cudaFuncSetAttribute(attn_rt<true>, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
+    CK(cudaFuncSetAttribute(attn_rt<false>, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
     cudaFuncAttributes fa_plain, fa_rt;
     CK(cudaFuncGetAttributes(&fa_plain, attn_plain));
     CK(cudaFuncGetAttributes(&fa_rt, attn_rt<false>));
     int occ_plain = 0, occ_rt = 0;
     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ_plain, attn_plain, THREADS, 0));
     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ_rt, attn_rt<false>, THREADS, RT_SMEM));
-    if (occ_rt != ATTN_BLOCKS_PER_SM)
-        die("%s", "the runtime kernel must run exactly ATTN_BLOCKS_PER_SM blocks per SM");
+    if (occ_rt != ATTN_BLOCKS_PER_SM || occ_plain != ATTN_BLOCKS_PER_SM) // correct either way, but not as planned
+        printf("WARNING: %d (runtime) and %d (plain) blocks per SM, planned for %d\n", occ_rt, occ_plain,
+               ATTN_BLOCKS_PER_SM);
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
 
     printf("attn_decode on %s (%u SMs), chart %s: views of %.2f GB (allocated and probed in %.3f s), "
-           "plain kernel %d regs %d block(s)/SM, runtime kernel %d regs\n",
+           "plain kernel %d regs %d blocks/SM, runtime kernel %d regs %d blocks/SM\n",
            prop.name, sms, chart ? chart : "$GPUOS_CHIP", view_bytes / 1e9, alloc_s, fa_plain.numRegs, occ_plain,
-           fa_rt.numRegs);
+           fa_rt.numRegs, occ_rt);
 
     char path[1200];
     snprintf(path, sizeof path, "%s/attn-decode-ours.json", out);
@@ -694,8 +697,9 @@ int main(int argc, char **argv)
     fprintf(js, " \"gpu\": \"%s\", \"sms\": %u, \"view_bytes\": %llu, \"alloc_probe_s\": %.4f,\n", prop.name, sms,
             (unsigned long long)view_bytes, alloc_s);
     fprintf(js, " \"kernel\": {\"head_dim\": %d, \"page_tokens\": %d, \"gqa_group\": %d, \"warps\": %d, "
-                "\"regs_plain\": %d, \"regs_rt\": %d, \"blocks_per_sm_plain\": %d, \"rt_dynamic_smem\": %d},\n",
-            ATTN_D, ATTN_PAGE, ATTN_G, ATTN_WARPS, fa_plain.numRegs, fa_rt.numRegs, occ_plain, RT_SMEM);
+                "\"regs_plain\": %d, \"regs_rt\": %d, \"blocks_per_sm_plain\": %d, \"blocks_per_sm_rt\": %d, "
+                "\"rt_dynamic_smem\": %d},\n",
+            ATTN_D, ATTN_PAGE, ATTN_G, ATTN_WARPS, fa_plain.numRegs, fa_rt.numRegs, occ_plain, occ_rt, RT_SMEM);
     fprintf(js, " \"timing\": {\"rounds\": %d, \"repeats\": %d, \"l2_flush_bytes\": %llu},\n", rounds, repeats,
             (unsigned long long)FLUSH_BYTES);
     // golden values of the generator, which the Python side checks first
