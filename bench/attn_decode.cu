@@ -182,7 +182,7 @@ __device__ void attn_task(const attn_args &a, const gos_pmem_view &v0, const gos
             acc[g][i] = 0.f;
     }
 
-    // this warp's pages: pg0 + warp + 8 i, i < npw (<= 16); lane i holds the i-th slot
+    // this warp's pages: pg0 + warp + 4 i, i < npw (<= 32); lane i holds the i-th slot
     const uint32_t npw = pg0 + warp < pg1 ? (pg1 - pg0 - warp + ATTN_WARPS - 1) / ATTN_WARPS : 0;
     const uint32_t *ptb = a.pt + (size_t)bh * P.pages;
     const uint32_t myslot = (uint32_t)lane < npw ? __ldg(ptb + pg0 + warp + lane * ATTN_WARPS) : 0;
