@@ -13,6 +13,9 @@ DIR/attn-decode.json and prints the markdown table last.
 SDPA is timed in two forms and the faster is reported: "gqa" (q [B, 32, 1, 128],
 k/v [B, 8, L, 128], enable_gqa=True) and "packed" (the 4 query heads of a KV
 head as 4 query rows: q [B, 8, 4, 128]; the same attention, no K/V repeat).
+
+--device cpu runs the same plumbing without a GPU (wall-clock timing, tiny
+shapes): how this script was checked off the GPU machine.
 """
 import argparse
 import json
