@@ -6,6 +6,7 @@
 #   make install    PREFIX=/usr/local DESTDIR= (mk/install.mk)
 #   make test-gpu   everything that needs the real GPU (run through the device tool)
 #   make bench      benchmarks (bench/)
+#   make attn-decode  build/bench/attn_decode (needs nvcc; bench/attn_decode.sh runs it)
 #   make V=1        show the commands
 # Without nvcc the kernel table is empty; without cuda.h the cuda backend is a stub
 # that says so. Both builds give a working binary for the simulated device.

@@ -19,6 +19,7 @@ if "$GPUOS" info --json - 2>/dev/null | grep -q '"simulated": false'; then
     step sh bench/vgpu.sh
     step sh bench/placement.sh
     step sh bench/placement_client.sh
+    step sh bench/attn_decode.sh
     step sh bench/shm.sh
 else
     echo "== no GPU: bench/vgpu.sh skipped (it measures native vs gpuos on a real GPU)"
