@@ -12,7 +12,8 @@
 # (default $OUT where the device tool sets it, else results/<gpu-uuid>):
 # chip.json, attn-decode-ours.json (the kernel), attn-decode.json (everything),
 # the logs and attn-provenance.json; the kernel's raw outputs ($RES/tmp) are
-# removed at the end unless KEEP_TMP is set. The markdown table is printed
+# removed at the end unless KEEP_TMP is set. ATTN_NO_BUILD=1 uses build/ as it
+# is (a machine without the build's headers). The markdown table is printed
 # last. Bounded: the kernel program gets 120 s, the Python side 100 s.
 set -u
 BUILD=${BUILD:-build}
@@ -34,7 +35,9 @@ copy_out() {
     fi
 }
 echo "== build ($B)"
-if ! make -j"$(nproc 2>/dev/null || echo 4)" BUILD="$BUILD" "$BUILD/gpuos" "$B" > "$RES/attn-build.log" 2>&1; then
+if [ -n "${ATTN_NO_BUILD:-}" ] && [ -x "$B" ] && [ -x "$G" ]; then
+    echo "    (ATTN_NO_BUILD: the carried build is used as it is)"
+elif ! make -j"$(nproc 2>/dev/null || echo 4)" BUILD="$BUILD" "$BUILD/gpuos" "$B" > "$RES/attn-build.log" 2>&1; then
     tail -30 "$RES/attn-build.log"; copy_out; echo "attn_decode.sh: FAILED (build)"; exit 1
 fi
 grep -A2 -E "Function properties for _Z(10attn_plain|7attn_rtILb0)" "$BUILD/bench/attn_decode.ptxas.log" 2>/dev/null |

@@ -29,7 +29,8 @@ def section():
     out = ["# ENVIRONMENT", "",
            "Every variable gpuos reads (src/common/env.h; the process that reads it first).", ""]
     for c in order:
-        out += [", ".join("*%s*" % v for v in groups[c]), "\t" + c, ""]
+        # scdoc reads * as bold: a literal one in the text is escaped
+        out += [", ".join("*%s*" % v for v in groups[c]), "\t" + c.replace("*", "\\*"), ""]
     return "\n".join(out) + "\n"
 
 page = open(PAGE).read()
