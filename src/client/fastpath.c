@@ -137,7 +137,8 @@ static int wait_entry(gpuos_vgpu *g, uint32_t idx, unsigned spin)
     uint64_t t0 = gos_ring_now_ns(), limit = (uint64_t)g->timeout_ms * 1000000ull;
     if (!spin)
         spin = g->ring_wait_us;
-    unsigned held = g->ring_wait_us ? RING_HELD_SPIN_MAX_US : 0; /* GPUOS_RING_WAIT_US=0: no spinning */
+    /* GPUOS_RING_WAIT_US=0: no spinning */
+    unsigned held = g->ring_wait_us && gos_ring_cores_to_spare() ? RING_HELD_SPIN_MAX_US : 0;
     while (!gos_ring_wait_held(&k->cq_futex, &k->client_sleeping, spin, &k->running, held, 20000000ull, reached,
                                &w)) {
         spin = held = 0;

@@ -44,6 +44,10 @@ struct xr {
     int bell;                  /* the device's doorbell (eventfd), -1 none */
     uint32_t gen;              /* the grant held (0: none) */
     uint32_t kind;             /* its kind */
+    /* the grant's synchronisations: how many, the first's wait, the shortest
+     * later one (the switch's cost, gos_grant_page.switch_ns) */
+    uint32_t fences;
+    uint64_t fence_first_ns, fence_min_ns;
 };
 
 /* The grant an entry needs. */
@@ -83,6 +87,7 @@ static int take(struct xr *r)
     if (gp_state(r) == GOS_GRANT_RUN && g != atomic_load_explicit(&r->gp->done_gen, memory_order_acquire)) {
         r->gen = g;
         r->kind = atomic_load_explicit(&r->gp->kind, memory_order_acquire);
+        r->fences = 0;
         atomic_store_explicit(&gos_ring_ctl(r->base)->running, 1, memory_order_relaxed);
         return 1;
     }
@@ -119,6 +124,10 @@ static void yield(struct xr *r, uint32_t want)
         }
     }
     atomic_store_explicit(&r->gp->want, want, memory_order_release);
+    if (r->fences >= 3 && r->fence_first_ns > r->fence_min_ns) {
+        atomic_store_explicit(&r->gp->switch_ns, r->fence_first_ns - r->fence_min_ns, memory_order_relaxed);
+        atomic_store_explicit(&r->gp->switch_gen, r->gen, memory_order_relaxed);
+    }
     atomic_store_explicit(&r->gp->done_gen, r->gen, memory_order_release);
     atomic_store_explicit(&gos_ring_ctl(r->base)->running, 0, memory_order_relaxed);
     r->gen = 0;
@@ -258,6 +267,12 @@ static void *ring_main(void *arg)
                     bump(&r->gp->copy_entries, 1);
                     bump(&c->copy_busy_ns, dt);
                     bump(&c->copy_entries, 1);
+                }
+                if (e.op == GOS_OP_FENCE && !rc) {
+                    if (!r->fences++)
+                        r->fence_first_ns = dt;
+                    else if (r->fences == 2 || dt < r->fence_min_ns)
+                        r->fence_min_ns = dt;
                 }
                 bump(&r->gp->busy_ns, dt);
                 bump(&r->gp->entries, 1);

@@ -22,6 +22,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <linux/futex.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -120,6 +121,25 @@ static inline int gos_ring_wait(_Atomic uint32_t *word, _Atomic uint32_t *sleepi
 }
 
 #endif
+}
+
+/* Whether this host has cores to spare for the long spins (a synchronising
+ * client while its executor holds the grant, an executor told its turn, the
+ * daemon at a hand-over): at least GOS_RING_SPIN_MIN_CPUS usable CPUs, as
+ * CUDA spins only while it has more cores than contexts. On a host of two
+ * cores those spinners would starve the very executor they wait for. */
+#define GOS_RING_SPIN_MIN_CPUS 4
+static inline int gos_ring_cores_to_spare(void)
+{
+    static _Atomic int spare = -1;
+    int s = atomic_load_explicit(&spare, memory_order_relaxed);
+    if (s < 0) {
+        cpu_set_t set;
+        int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : (int)sysconf(_SC_NPROCESSORS_ONLN);
+        s = n >= GOS_RING_SPIN_MIN_CPUS;
+        atomic_store_explicit(&spare, s, memory_order_relaxed);
+    }
+    return s;
 }
 
 /* After a change the other side may wait for: bumps word and wakes it if it

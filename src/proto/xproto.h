@@ -123,6 +123,12 @@ struct gos_grant_page {
     _Atomic uint64_t copy_busy_ns; /* the part of busy_ns and entries that were copies */
     _Atomic uint64_t copy_entries;
     _Atomic uint64_t idle_ns; /* held a grant with an empty ring and nothing left on the device */
+    /* what the GPU's switch to this context cost, as the grant saw it: its first
+     * synchronisation's wait beyond the shortest of its later ones (a context
+     * switch delays the first kernel of a grant; the daemon's grant_us = auto
+     * learns it), for generation switch_gen; 0: not measured (fewer than 3) */
+    _Atomic uint64_t switch_ns;
+    _Atomic uint32_t switch_gen;
     /* a device fault through the ring ends the executor (its context is dead):
      * the error first, for the daemon to tell whom it concerns */
     _Alignas(64) char fault_msg[256];

@@ -385,7 +385,15 @@ static void complete(struct srv_dev *d, struct srv_task *t, int rc, const char *
         srv_grant_learn(d, t->c->x->pid, rc ? 0 : t->wall_ns, gpu_ns);
     if (t->ring) {
         struct srv_client *c = t->c;
-        srv_grant_learn(d, c->x->pid, rc ? 0 : t->wall_ns, t->ring_busy);
+        /* the executor's own measure of the GPU's switch when it has one (a
+         * context switch hides inside the first synchronisation's wait, which
+         * counts as busy), else the grant's time beyond its running time */
+        uint64_t sw = c->gp && atomic_load(&c->gp->switch_gen) == atomic_load(&c->gp->done_gen)
+                          ? atomic_load(&c->gp->switch_ns) : 0;
+        if (sw)
+            srv_grant_learn(d, c->x->pid, rc ? 0 : sw + 1, 1);
+        else
+            srv_grant_learn(d, c->x->pid, rc ? 0 : t->wall_ns, t->ring_busy);
         c->ring_queued = 0;
         atomic_store(&c->ring_end, 0);
         srv_ring_charge(c);

@@ -172,6 +172,10 @@ void *srv_bell_main(void *arg)
 void srv_ring_issue(struct srv_dev *d, struct srv_task *t)
 {
     struct gos_grant_page *g = t->c->gp;
+    struct srv *s = d->srv;
+    pthread_mutex_lock(&s->lock);
+    uint64_t len = srv_grant_for(d, s->vgpus[t->c->vgpu].id);
+    pthread_mutex_unlock(&s->lock);
     t->ring_t0 = gos_now_ns();
     t->ring_busy0 = atomic_load(&g->busy_ns);
     atomic_store(&g->want, GOS_GRANT_NONE);
@@ -180,8 +184,7 @@ void srv_ring_issue(struct srv_dev *d, struct srv_task *t)
     atomic_store(&g->kind, gos_sched_engine_count(d->sched) == 1 || d->clients_now <= 1 ? GOS_GRANT_ANY
                            : t->st.kind == GOS_SCHED_COPY     ? GOS_GRANT_COPY
                                                               : GOS_GRANT_COMPUTE);
-    atomic_store(&g->deadline_ns, atomic_load(&t->c->ring_end) ? t->ring_t0
-                                  : t->ring_t0 + (d->grant_ns ? d->grant_ns : SRV_GRANT_PROCESS_NS));
+    atomic_store(&g->deadline_ns, atomic_load(&t->c->ring_end) ? t->ring_t0 : t->ring_t0 + len);
     uint32_t gen = atomic_load(&g->gen) + 1;
     atomic_store(&g->gen, gen ? gen : 1);
     atomic_store(&g->state, GOS_GRANT_RUN);
@@ -262,9 +265,10 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
         if (w.until > now + 10000000ull)
             w.until = now + 10000000ull;
         unsigned spin = 0;
-        if (others && now + GOS_GRANT_TURN_AHEAD_NS < dl) {
+        int ahead = others && gos_ring_cores_to_spare(); /* a host of few cores: no spinning for the hand-over */
+        if (ahead && now + GOS_GRANT_TURN_AHEAD_NS < dl) {
             w.until = dl - GOS_GRANT_TURN_AHEAD_NS; /* wake just before the hand-over */
-        } else if (others) {
+        } else if (ahead) {
             /* the hand-over is near: the waiting executors are told to spin
              * for their grants, and this thread spins for the yield, so that
              * neither side pays a futex wake-up between two tenants' work */
