@@ -140,8 +140,12 @@ static void partgen_numa(gos_rng *r, json_t *doc, int k, int sm_of_code[][64], c
     for (int t = 0; t < n_rel; t++)
         json_array_append_new(tiers, json_pack("{s:f, s:f, s:s}", "cycles", cyc[t], "l2_cycles", 0.62 * cyc[t],
                                                "relation", rel[t]));
-    json_object_set_new(doc, "numa", json_pack("{s:o, s:o, s:{s:o}, s:o}", "partitions", parts, "dies", dies,
-                                               "hash", "parities", par, "tiers", tiers));
+    uint32_t all = 0;
+    for (int j = 0; j < k; j++)
+        all |= masks[j];
+    json_object_set_new(doc, "numa", json_pack("{s:o, s:o, s:{s:I, s:o}, s:o}", "partitions", parts, "dies", dies,
+                                               "hash", "granularity_bytes", (json_int_t)1 << __builtin_ctz(all),
+                                               "parities", par, "tiers", tiers));
 }
 
 static json_t *partgen_b200(uint64_t seed, partgen_truth *t)

@@ -11,7 +11,8 @@
 #     their relations, and parities spanning the truth's (GF(2) row spaces);
 #   both: tier cycles within 4 % of the truth's, no physical bits, a 256 MB
 #   verification in agreement with the prediction, the chart read back (report)
-#   and reproduced when it is itself simulated; bad /2 input fails in one line.
+#   and reproduced when it is itself simulated; chip and chart validate against
+#   schemas/chip.schema.json; bad /2 input fails in one line.
 set -eu
 G=${GPUOS:-build/gpuos}
 B=${BUILD:-build}
@@ -27,6 +28,7 @@ for shape in b200 mi300x; do
     "$B/tests/partgen" $shape $s "$T/chip.json" "$T/truth.json" || fail "partgen $shape $s"
     "$G" probe numa --sim "$T/chip.json" --verify 256M --json "$T/out.json" >"$T/log" 2>&1 ||
         { cat "$T/log"; fail "$shape seed $s: probe numa"; }
+    $PY tests/schema_check.py --known-only "$T/chip.json" "$T/out.json" >"$T/sc" || { cat "$T/sc"; fail "$shape: schema"; }
     $PY - "$T/truth.json" "$T/out.json" "$shape $s" <<'PY' || fail "$shape seed $s: not recovered"
 import json, sys
 t, c, what = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3]
