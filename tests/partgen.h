@@ -286,7 +286,7 @@ static json_t *partgen_mi300x(uint64_t seed, partgen_truth *t)
 
 /* The truth as JSON (partitions as SM lists, dies as lists of those indices,
  * the masks, tiers): what tests/t_parts.sh compares a probe's chart with. */
-static json_t *partgen_truth_json(const partgen_truth *T)
+static inline json_t *partgen_truth_json(const partgen_truth *T)
 {
     json_t *parts = json_array(), *dies = json_array(), *masks = json_array(), *tiers = json_array();
     for (int p = 0; p < T->n_parts; p++) {

@@ -2,9 +2,9 @@
  * histogram (issue 26: N partitions, several dies, several tiers).
  *
  * The samples between the 0.5 and 99.5 percentiles go into bins of 0.25 % of
- * the median, smoothed with a Gaussian of 1 % of the median; every local
+ * the median, smoothed with a Gaussian of 0.6 % of the median; every local
  * maximum is a candidate peak. Two neighbouring peaks stay apart only when the
- * valley between them falls below half the lower peak: overlapping peaks (the
+ * valley between them falls below 70 % of the lower peak: overlapping peaks (the
  * B200's twin intra-die peaks, paper 001 section 6.1.1) are one tier, because
  * latency alone cannot tell them apart. A tier must hold 2 % of the samples
  * (fewer is a slow tail, interference adds latency, never a tier); the
@@ -44,7 +44,7 @@ int gos_tiers_find_n(const uint32_t *v, int n, gos_tiers_n *out)
     }
     qsort(s, m, sizeof *s, cmp_u32);
     double lo = s[m / 200], hi = s[m - 1 - m / 200], med = med_sorted(s, m);
-    double w = fmax(0.25, 0.0025 * med), sd = fmax(1.0, 0.01 * med) / w; /* bin; kernel in bins */
+    double w = fmax(0.25, 0.0025 * med), sd = fmax(1.0, 0.006 * med) / w; /* bin; kernel in bins */
     int nb = (int)((hi - lo) / w) + 1, r = (int)ceil(3 * sd);
     if (nb > 100000)
         nb = 100000;
@@ -76,7 +76,7 @@ int gos_tiers_find_n(const uint32_t *v, int n, gos_tiers_n *out)
             double val = 1e300;
             for (int b = pk[i]; b <= pk[i + 1]; b++)
                 val = fmin(val, k[b]);
-            if (val > 0.5 * fmin(k[pk[i]], k[pk[i + 1]])) {
+            if (val > 0.7 * fmin(k[pk[i]], k[pk[i + 1]])) {
                 int drop = k[pk[i]] < k[pk[i + 1]] ? i : i + 1;
                 memmove(pk + drop, pk + drop + 1, (np - drop - 1) * sizeof *pk);
                 np--;
