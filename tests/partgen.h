@@ -6,8 +6,8 @@
  *                        twin local peaks overlap (the other partition of the
  *                        die 0.4..0.9 noise sd above the own), the other die
  *                        ~920 cycles against ~552 (paper 001 section 6.1.1);
- *   partgen_mi300x(seed) eight dies of 38 compute units (one GPC each), two
- *                        partitions per die (19 CUs, a random split), three
+ *   partgen_mi300x(seed) eight dies of 38 compute units, two partitions per
+ *                        die (19 CUs each, one GPC-like group each), three
  *                        tiers ~707 / ~817 / ~926 (appendix G).
  *
  * Both: SM ids a random permutation, partition codes paired into dies at
@@ -225,15 +225,18 @@ static json_t *partgen_mi300x(uint64_t seed, partgen_truth *t)
     gos_rng r;
     gos_rng_seed(&r, seed * 104729 + 300);
     partgen_truth T = {0};
-    int size[8], total;
-    for (int g = 0; g < 8; g++)
-        size[g] = 38;
-    static int gsms[8][40];
-    json_t *doc = partgen_doc(&r, "Simulated MI300X-like (eight dies)", 8, size, gsms, &total);
+    int size[16], total;
+    for (int g = 0; g < 16; g++)
+        size[g] = 19;
+    static int gsms[16][40];
+    json_t *doc = partgen_doc(&r, "Simulated MI300X-like (eight dies)", 16, size, gsms, &total);
     static int sm_of_code[32][64];
     int n_of_code[32] = {0};
-    /* die g's CUs: a random half to each of its two partitions; which codes
-     * pair into a die is drawn by partgen_numa, so fill after it. */
+    for (int c = 0; c < 16; c++) { /* partition c: the CUs of GPC c (half an XCD) */
+        n_of_code[c] = 19;
+        for (int i = 0; i < 19; i++)
+            sm_of_code[c][i] = gsms[c][i];
+    }
     double jitter = 0.01 + 0.01 * gos_rng_uniform(&r);
     double cyc[3] = {707 * (0.98 + 0.04 * gos_rng_uniform(&r)), 817 * (0.98 + 0.04 * gos_rng_uniform(&r)),
                      926 * (0.98 + 0.04 * gos_rng_uniform(&r))};
@@ -243,23 +246,6 @@ static json_t *partgen_mi300x(uint64_t seed, partgen_truth *t)
     partgen_numa(&r, tmp, 4, sm_of_code, n_of_code, cyc, 3, die_of_code, masks);
     json_t *numa = json_incref(json_object_get(tmp, "numa"));
     json_decref(tmp);
-    json_t *parts = json_object_get(numa, "partitions");
-    for (int d = 0; d < 8; d++) {
-        int c[2], nc = 0;
-        for (int x = 0; x < 16; x++)
-            if (die_of_code[x] == d)
-                c[nc++] = x;
-        int v[38];
-        for (int i = 0; i < 38; i++)
-            v[i] = gsms[d][i];
-        gos_rng_shuffle(&r, v, 38);
-        for (int h = 0; h < 2; h++) {
-            n_of_code[c[h]] = 19;
-            for (int i = 0; i < 19; i++)
-                sm_of_code[c[h]][i] = v[19 * h + i];
-            json_object_set_new(json_array_get(parts, c[h]), "sms", partgen_ints(sm_of_code[c[h]], 19));
-        }
-    }
     json_object_set_new(doc, "numa", numa);
     T.sm_count = total;
     T.n_parts = 16;

@@ -12,7 +12,8 @@
 #   both: tier cycles within 4 % of the truth's, no physical bits, a 256 MB
 #   verification in agreement with the prediction, the chart read back (report)
 #   and reproduced when it is itself simulated; chip and chart validate against
-#   schemas/chip.schema.json; bad /2 input fails in one line.
+#   schemas/chip.schema.json; node labels and `place --partition` on a chart of
+#   16 partitions; bad /2 input fails in one line.
 set -eu
 G=${GPUOS:-build/gpuos}
 B=${BUILD:-build}
@@ -87,6 +88,25 @@ assert split(a) == split(b)
 assert len(a["tiers"]) == len(b["tiers"]) and len(a.get("dies", [])) == len(b.get("dies", []))
 PY
 done
+
+# A 16-partition chart of everything (topology, numa, memory): node labels, and
+# `gpuos place --partition` giving SM sets inside partitions 9 and 15.
+"$B/tests/partgen" mi300x $SEED "$T/m.json" "$T/mt.json"
+"$G" probe all --sim "$T/m.json" --json "$T/mall.json" >"$T/log" 2>&1 || { cat "$T/log"; fail "probe all, MI300X shape"; }
+"$G" labels "$T/mall.json" >"$T/labels" || fail "labels"
+for l in partitions=16 dies=8 latency-tiers=3 partition-sms-min=19; do
+    grep -q "^gpuos.io/$l\$" "$T/labels" || { cat "$T/labels"; fail "label $l"; }
+done
+"$G" place --sim "$T/m.json" --chart "$T/mall.json" --sms 16 --partition 9 --sms 8 --partition 15 --verify \
+    --json "$T/place.json" >/dev/null 2>&1 || fail "place --partition on 16 partitions"
+$PY - "$T/mall.json" "$T/place.json" <<'PY' || fail "place: sets outside their partitions"
+import json, sys
+c, p = (json.load(open(f)) for f in sys.argv[1:3])
+parts = [set(x["sms"]) for x in c["numa"]["partitions"]]
+for s in p["sets"]:
+    assert s["partition"] == s["request"]["partition"] and set(s["sms"]) <= parts[s["partition"]], s
+PY
+if "$G" place --sim "$T/m.json" --chart "$T/mall.json" --sms 8 --partition 32 >"$T/o" 2>"$T/e"; then fail "partition 32 accepted"; fi
 
 # Bad gpuos.chip/2 input: one line, non-zero exit, never a crash.
 "$B/tests/partgen" mi300x 1 "$T/m.json" "$T/mt.json"
