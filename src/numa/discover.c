@@ -353,6 +353,25 @@ static int find_l2(gos_device *d, const gos_mem_buf *b, const uint8_t *par, gos_
     return rc;
 }
 
+/* Which path the histogram calls for. Two tiers with a near share of 35..65 %
+ * (Otsu, as always) are two partitions, unless the histogram's peaks show three
+ * or more tiers of at least 10 % each: a real H200's slow tail is lumpy (peaks
+ * of 2-5 % above the far tier, seen in every committed chart), never a tier of
+ * its own. Anything else with two or more peaks: N partitions (parts.c). */
+static int use_n_path(gos_numa_model *m, int n)
+{
+    gos_tiers two;
+    int otsu = gos_tiers_find(m->hist_samples, n, &two) == GOS_OK && two.frac_low >= 0.35 && two.frac_low <= 0.65;
+    if (gos_tiers_find_n(m->hist_samples, n, &m->tiers_n) != GOS_OK || m->tiers_n.n < 2)
+        return 0;
+    if (!otsu)
+        return 1;
+    int big = 0;
+    for (int t = 0; t < m->tiers_n.n; t++)
+        big += m->tiers_n.fraction[t] >= 0.10;
+    return big >= 3 && big == m->tiers_n.n;
+}
+
 /* The two-partition model in the N-partition fields: one parity, two tiers. */
 static void two_as_n(gos_numa_model *m)
 {
@@ -407,10 +426,7 @@ int gos_numa_discover(gos_device *d, const gos_numa_opts *o, gos_numa_model *m)
     if ((rc = gos_mem_latency(d, GOS_LAT_HBM, m->ref_sm, m->ref_sm, a, n, m->hist_samples)))
         goto fail;
     m->n_hist = n;
-    /* More than two tiers, or a near tier of well under half the lines: N
-     * partitions (parts.c). Two tiers of about half each: the path below. */
-    if (gos_tiers_find_n(m->hist_samples, n, &m->tiers_n) == GOS_OK &&
-        (m->tiers_n.n >= 3 || (m->tiers_n.n == 2 && m->tiers_n.fraction[0] < 0.35))) {
+    if (use_n_path(m, n)) {
         m->t_hist_s = gos_now_s() - t;
         t = gos_now_s();
         rc = gos_numa_discover_n(d, o, b, a, n, m);

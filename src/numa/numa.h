@@ -14,8 +14,8 @@
  * Partitions are numbered by the model: partition 0 is the one holding the
  * reference SM (the first SM probed); the chip file carries the SM sets, whose
  * order has no meaning. Two partitions (one XOR parity, as on H100/H200/B200)
- * take the path above; a histogram with more than two tiers, or a near tier
- * holding well under half the samples, takes the N-partition path of parts.c
+ * take the path above; a histogram whose near tier is far from half the lines,
+ * or with three or more tiers of 10 % each, takes the N-partition path of parts.c
  * (peaks.c finds the tiers, gf2.c the parities): 2^k partitions, dies where a
  * tier says so, the hash as k parities. */
 #ifndef GOS_NUMA_H

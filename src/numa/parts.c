@@ -5,7 +5,7 @@
  *   1. tiers: the histogram's peaks (peaks.c); the near tier is the lowest;
  *   2. affinity: every SM probes the same reference lines (twice, the minimum);
  *      its near set is the lines below the first threshold. Near sets of two
- *      partitions are disjoint, so SMs whose near sets overlap by more than half
+ *      partitions are disjoint, so SMs whose near sets overlap by 30 % or more
  *      (Jaccard) are one partition; the partitions found must be 2^k;
  *   3. tiers by partition pair: the median latency from the SMs of partition a
  *      to the lines near to partition b, put in the nearest tier; the lowest
@@ -185,8 +185,8 @@ int gos_numa_discover_n(gos_device *d, const gos_numa_opts *o, const gos_mem_buf
     m->hbm_remote = T->median[T->n - 1];
     m->have_tiers = 1;
     int ns = m->sm_count, rc = GOS_OK;
-    /* 2. Enough reference lines for a dozen near ones per partition. */
-    int want = (int)ceil(12.0 / fmax(T->fraction[0], 0.01));
+    /* 2. Enough reference lines for two dozen near ones per partition. */
+    int want = (int)ceil(24.0 / fmax(T->fraction[0], 0.01));
     int nref = o->affinity_per_sm > want ? o->affinity_per_sm : want;
     nref = nref > n ? n : nref > 2048 ? 2048 : nref;
     uint32_t *lat = malloc((size_t)ns * nref * sizeof *lat), *tmp = malloc((size_t)ns * nref * sizeof *tmp);
@@ -219,7 +219,7 @@ int gos_numa_discover_n(gos_device *d, const gos_numa_opts *o, const gos_mem_buf
             if (j > bj)
                 bj = j, best = c;
         }
-        if (best >= 0 && bj > 0.5) {
+        if (best >= 0 && bj >= 0.3) { /* two partitions' near sets are disjoint */
             cl[s] = best;
             members[best]++;
             m->sm_sep[s] = bj;
@@ -254,6 +254,16 @@ int gos_numa_discover_n(gos_device *d, const gos_numa_opts *o, const gos_mem_buf
         if (owners > 1) {
             rc = gos_fail(GOS_EAMBIGUOUS, "reference line %d is near to %d groups of SMs: no partitions", i,
                           owners);
+            goto out;
+        }
+    }
+    for (int c = 0; c < ncl; c++) {
+        int k = 0;
+        for (int i = 0; i < nref; i++)
+            k += cons[(size_t)c * nref + i];
+        if (k < 4) {
+            rc = gos_fail(GOS_EAMBIGUOUS, "the SMs of partition %d (SM %d) agree on %d near lines of %d: "
+                                          "too few to place them", c, rep[c], k, nref);
             goto out;
         }
     }
