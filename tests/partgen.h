@@ -6,6 +6,8 @@
  *                        twin local peaks overlap (the other partition of the
  *                        die 0.4..0.9 noise sd above the own), the other die
  *                        ~920 cycles against ~552 (paper 001 section 6.1.1);
+ *   partgen_b200_split   the same with the twins 15..25 % apart: four
+ *                        partitions, two dies, three tiers, all resolvable;
  *   partgen_mi300x(seed) eight dies of 38 compute units, two partitions per
  *                        die (19 CUs each, one GPC-like group each), three
  *                        tiers ~707 / ~817 / ~926 (appendix G).
@@ -148,7 +150,9 @@ static void partgen_numa(gos_rng *r, json_t *doc, int k, int sm_of_code[][64], c
                                                "parities", par, "tiers", tiers));
 }
 
-static json_t *partgen_b200(uint64_t seed, partgen_truth *t)
+/* split = 1: the twin partitions of a die 15..25 % apart (resolvable): the truth
+ * is then all four partitions, both dies, three tiers and both parities. */
+static json_t *partgen_b200_split(uint64_t seed, int split, partgen_truth *t)
 {
     gos_rng r;
     gos_rng_seed(&r, seed * 7919 + 26);
@@ -183,6 +187,8 @@ static json_t *partgen_b200(uint64_t seed, partgen_truth *t)
     double jitter = 0.02 + 0.01 * gos_rng_uniform(&r);
     double own = 552 * (0.97 + 0.06 * gos_rng_uniform(&r));
     double twin = own * (1 + jitter * (0.4 + 0.5 * gos_rng_uniform(&r)));
+    if (split)
+        twin = own * (1.15 + 0.1 * gos_rng_uniform(&r));
     double other = 920 * (0.97 + 0.06 * gos_rng_uniform(&r));
     double cyc[3] = {own, twin, other};
     int die_of_code[32];
@@ -203,22 +209,43 @@ static json_t *partgen_b200(uint64_t seed, partgen_truth *t)
         }
     }
     T.sm_count = total;
-    T.n_parts = 2;
-    for (int c = 0; c < 4; c++)
-        for (int i = 0; i < n_of_code[c]; i++)
-            T.part_of[sm_of_code[c][i]] = die_of_code[c] == die_of_code[0] ? 0 : 1;
-    T.n_dies = 0;
-    T.n_masks = 1;
-    T.n_tiers = 2;
-    T.tier_cycles[0] = 0.5 * (own + twin);
-    T.tier_cycles[1] = other;
-    T.relation[0] = "same_partition";
-    T.relation[1] = "other_partition";
+    if (split) {
+        T.n_parts = 4;
+        for (int c = 0; c < 4; c++) {
+            for (int i = 0; i < n_of_code[c]; i++)
+                T.part_of[sm_of_code[c][i]] = c;
+            T.die_of_part[c] = die_of_code[c];
+        }
+        T.n_dies = 2;
+        T.n_masks = 2;
+        T.masks[0] = masks[0];
+        T.masks[1] = masks[1];
+        T.n_tiers = 3;
+        for (int i = 0; i < 3; i++)
+            T.tier_cycles[i] = cyc[i];
+        T.relation[0] = "same_partition";
+        T.relation[1] = "same_die";
+        T.relation[2] = "other_die";
+    } else {
+        T.n_parts = 2;
+        for (int c = 0; c < 4; c++)
+            for (int i = 0; i < n_of_code[c]; i++)
+                T.part_of[sm_of_code[c][i]] = die_of_code[c] == die_of_code[0] ? 0 : 1;
+        T.n_dies = 0;
+        T.n_masks = 1;
+        T.n_tiers = 2;
+        T.tier_cycles[0] = 0.5 * (own + twin);
+        T.tier_cycles[1] = other;
+        T.relation[0] = "same_partition";
+        T.relation[1] = "other_partition";
+    }
     json_object_set_new(doc, "sim", json_pack("{s:I, s:f}", "seed", (json_int_t)(seed % 1000000007), "jitter", jitter));
     if (t)
         *t = T;
     return doc;
 }
+
+static inline json_t *partgen_b200(uint64_t seed, partgen_truth *t) { return partgen_b200_split(seed, 0, t); }
 
 static json_t *partgen_mi300x(uint64_t seed, partgen_truth *t)
 {

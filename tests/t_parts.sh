@@ -5,7 +5,8 @@
 # PARTS_SEED=N replays one):
 #   - B200-like (tests/partgen.h): two dies of two partitions whose twin local
 #     peaks overlap: the chart has the two dies' SM sets as its partitions, the
-#     die parity's in-page bits, two tiers (twin peaks one tier);
+#     die parity's in-page bits, two tiers (twin peaks one tier); with the twins
+#     apart (b200-split), all four partitions, both dies, three tiers;
 #   - MI300X-like: 304 compute units, 16 partitions in 8 dies, 3 tiers: the
 #     chart has the 16 SM sets, the 8 dies (as sets of SM sets), the tiers with
 #     their relations, and parities spanning the truth's (GF(2) row spaces);
@@ -23,7 +24,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 SEED=${PARTS_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 echo "t_parts: seed $SEED (replay: PARTS_SEED=$SEED sh tests/t_parts.sh)"
 
-for shape in b200 mi300x; do
+for shape in b200 b200-split mi300x; do
   for k in 0 1; do
     s=$((SEED + k))
     "$B/tests/partgen" $shape $s "$T/chip.json" "$T/truth.json" || fail "partgen $shape $s"

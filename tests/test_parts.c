@@ -295,6 +295,9 @@ static void test_probe_shapes(void **state)
         json_t *doc = partgen_b200(g_seed + k, &t);
         check_probe(doc, &t, "B200-like");
         json_decref(doc);
+        doc = partgen_b200_split(g_seed + k, 1, &t);
+        check_probe(doc, &t, "B200-like, twins apart");
+        json_decref(doc);
         doc = partgen_mi300x(g_seed + k, &t);
         check_probe(doc, &t, "MI300X-like");
         json_decref(doc);
