@@ -189,7 +189,7 @@ int gos_numa_discover_n(gos_device *d, const gos_numa_opts *o, const gos_mem_buf
     int want = (int)ceil(24.0 / fmax(T->fraction[0], 0.01));
     int nref = o->affinity_per_sm > want ? o->affinity_per_sm : want;
     nref = nref > n ? n : nref > 2048 ? 2048 : nref;
-    uint32_t *lat = malloc((size_t)ns * nref * sizeof *lat), *tmp = malloc((size_t)ns * nref * sizeof *tmp);
+    uint32_t *lat = malloc((size_t)ns * nref * sizeof *lat), *tmp = malloc((size_t)(ns > 2 ? ns : 2) * nref * sizeof *tmp);
     unsigned char *near = malloc((size_t)ns * nref), *cons = calloc((size_t)GOS_MAX_PARTS, nref);
     int *cl = malloc(ns * sizeof *cl), ncl = 0, members[GOS_MAX_PARTS] = {0};
     uint64_t *bases = NULL;
