@@ -219,6 +219,16 @@ static void test_chip_format(void **state)
     assert_int_equal(c->n_tiers, 0);
     assert_true(c->has_latency && c->n_in_page_bits > 0);
     gos_chip_free(c);
+    /* two partitions given by parities alone: the /1 fields are filled from them */
+    assert_int_equal(gos_chip_parse("{\"schema\":\"gpuos.chip/2\",\"device\":{\"sm_count\":4},\"numa\":{"
+                                    "\"partitions\":[{\"sms\":[0,1]},{\"sms\":[2,3]}],\"hash\":{\"parities\":"
+                                    "[{\"in_page_bits\":[12,14],\"physical_bits\":[30]}]}}}", "two", &c),
+                     GOS_OK);
+    assert_int_equal(c->n_in_page_bits, 2);
+    assert_int_equal(c->in_page_bits[1], 14);
+    assert_int_equal(c->n_physical_bits, 1);
+    assert_int_equal(c->hash_granularity, 4096);
+    gos_chip_free(c);
     /* impossible shapes: a clear error */
     json_t *numa = json_object_get(doc, "numa");
     json_array_remove(json_object_get(json_object_get(numa, "hash"), "parities"), 0);

@@ -250,6 +250,20 @@ static int parse_numa_v2(gos_chip *c, json_t *numa, json_t *hash, const char *wh
             c->parity[j].phys = ph | in;
         }
         c->n_parities = (int)json_array_size(pa);
+        if (c->n_parities == 1) { /* the /1 fields say the same, or are filled from it */
+            uint32_t in = 0;
+            for (int i = 0; i < c->n_in_page_bits; i++)
+                in |= 1u << c->in_page_bits[i];
+            if (!c->n_in_page_bits && !c->n_physical_bits) {
+                for (int b = 7; b <= 20; b++)
+                    if (c->parity[0].in_page >> b & 1)
+                        c->in_page_bits[c->n_in_page_bits++] = b;
+                for (int b = 7; b < 48; b++)
+                    if ((c->parity[0].phys >> b & 1) && !(c->parity[0].in_page >> b & 1))
+                        c->physical_bits[c->n_physical_bits++] = b;
+            } else if (in != c->parity[0].in_page)
+                return gos_fail(GOS_EINVAL, "%s: in_page_bits of parities[0] and of numa.hash differ", where);
+        }
         if (c->n_parts && c->n_parts != 1 << c->n_parities)
             return gos_fail(GOS_EINVAL, "%s: %d partitions, but %d parities make %d (a hash of parities "
                                         "needs 2^k partitions)", where, c->n_parts, c->n_parities,
