@@ -276,7 +276,7 @@ static int parse_numa_v2(gos_chip *c, json_t *numa, json_t *hash, const char *wh
         for (int i = 0; i < c->n_physical_bits; i++)
             c->parity[0].phys |= 1ull << c->physical_bits[i];
     }
-    if (c->n_parities && !c->hash_granularity) {
+    if (pa && !c->hash_granularity) { /* /2 parities given: their lowest bit (a /1 file reads as before) */
         uint32_t all = 0;
         for (int j = 0; j < c->n_parities; j++)
             all |= c->parity[j].in_page;
