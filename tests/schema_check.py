@@ -5,7 +5,7 @@
     schema_check.py [--known-only] [--expect-invalid] PATH...
 
 PATH: files or directories (searched recursively for *.json). A document's
-"schema" member ("gpuos.chip/1") names schemas/chip.schema.json; a document with
+"schema" member ("gpuos.chip/1", "gpuos.chip/2") names schemas/chip.schema.json; a document with
 t_request_ns and no "schema" is a DVFS measurement (the one schemaless file gpuos
 writes). With --known-only every document must be one of these (a file gpuos
 writes without a schema is an error); otherwise documents claiming no gpuos
@@ -29,6 +29,8 @@ def validators():
             name = f[: -len(".schema.json")]
             key = "dvfs-measurement" if name == "dvfs-measurement" else "gpuos.%s/1" % name
             out[key] = Draft202012Validator(s)
+            if name == "chip":  # gpuos.chip/2 (issue 26) adds fields; /1 files stay valid
+                out["gpuos.chip/2"] = out[key]
     return out
 
 

@@ -19,7 +19,7 @@ usage --cluster 8
 usage --sms 0
 usage --sms 64 --cluster 17
 usage --sms 64 --cluster x
-usage --sms 64 --partition 9
+usage --sms 64 --partition 32
 usage --sms 64 --bogus
 usage --sms
 usage --align

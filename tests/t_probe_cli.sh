@@ -88,7 +88,7 @@ def tpcs(c):
 assert gpcs(a) == gpcs(b), (gpcs(a), gpcs(b))
 assert tpcs(a) == tpcs(b)
 assert b["device"]["simulated"] is True
-assert b["schema"] == "gpuos.chip/1"
+assert b["schema"] == "gpuos.chip/2"  # written as /2 (issue 26), read from /1
 PYEOF
 done
 echo "probe CLI: ok"

@@ -87,7 +87,7 @@ PYEOF
 $PY tests/schema_check.py --known-only "$T/ok" > "$T/ok.log" || { cat "$T/ok.log"; fail "fresh files do not validate"; }
 for k in chip info node vgpu-list vgpu-state dvfs-probe sched-sim place load placement-check placement-locality placement-gemv placement-unequal colocation spatial-vgpu vgpu-bench \
     ${HAVE_SHM:+shm-list} ${HAVE_SHM_BENCH:+shm-bench} ${HAVE_CUDASHIM:+cudashim-gpu}; do
-    grep -q "gpuos.$k/1 [1-9]" "$T/ok.log" || fail "no $k document checked: $(tail -1 "$T/ok.log")"
+    grep -q "gpuos.$k/[12] [1-9]" "$T/ok.log" || fail "no $k document checked: $(tail -1 "$T/ok.log")"
 done
 $PY tests/schema_check.py results > "$T/res.log" || { cat "$T/res.log"; fail "committed results do not validate"; }
 tail -1 "$T/res.log"
@@ -116,7 +116,9 @@ mut("chip-sms-not-ints", c, ["topology", "gpcs", 0, "sms"], "set", ["a", "b"])
 mut("chip-partition-sms-string", c, ["numa", "partitions", 1, "sms"], "set", "0-65")
 mut("chip-curve-gbps-string", c, ["memory", "l2_curve", "gbps", 0], "set", "fast")
 mut("chip-probe-no-date", c, ["probe", "date"], "del")
-mut("chip-wrong-schema", c, ["schema"], "set", "gpuos.chip/2")
+mut("chip-wrong-schema", c, ["schema"], "set", "gpuos.chip/3")
+mut("chip-tier-relation", c, ["numa", "tiers", 0, "relation"], "set", "next_door")
+mut("chip-parity-bits-string", c, ["numa", "hash", "parities", 0, "in_page_bits"], "set", "12 13")
 mut("info-no-uuid", docs["info"], ["devices", 0, "uuid"], "del")
 mut("info-sm-count-float", docs["info"], ["devices", 0, "sm_count"], "set", 13.5)
 mut("node-link-gbps-string", docs["node"], ["links", 0, "gbps"], "set", "350")

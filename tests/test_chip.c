@@ -35,7 +35,7 @@ static void test_rejects(void **state)
     expect_reject("", "not valid JSON");
     expect_reject("{\"schema\":\"gpuos.chip/1\",", "not valid JSON");
     expect_reject("[1,2]", "top level");
-    expect_reject("{\"schema\":\"gpuos.chip/2\",\"device\":{\"sm_count\":4}}", "schema");
+    expect_reject("{\"schema\":\"gpuos.chip/3\",\"device\":{\"sm_count\":4}}", "schema");
     expect_reject("{\"schema\":\"gpuos.chip/1\"}", "device");
     expect_reject("{\"schema\":\"gpuos.chip/1\",\"device\":{}}", "sm_count");
     expect_reject("{\"schema\":\"gpuos.chip/1\",\"device\":{\"sm_count\":0}}", "sm_count");

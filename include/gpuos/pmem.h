@@ -20,7 +20,8 @@
  *
  * Rules: a view is half of the allocation (each aligned pair of granularity
  * units gives one unit to each partition), so N bytes per view take 2N of device
- * memory; the chart must be of this very GPU (each GPU's partition numbering and
+ * memory (with a chart of P = 2^k partitions, P views of 1/P each, P x N bytes;
+ * gos_pmem_n_parts says P); the chart must be of this very GPU (each GPU's partition numbering and
  * SM sets are its own; same SM count and, where both are known, same UUID), and
  * must hold the in-page hash (`gpuos probe numa` writes it). Partition numbers
  * are the chart's. Functions return 0 or a negative GOS_E* / GPUOS_E* code
@@ -50,16 +51,19 @@ typedef struct {
 
 enum { GOS_PMEM_SPLIT_SMS = 0, GOS_PMEM_SPLIT_EQUAL = 1 };
 
-/* Opens the device, reads the chart, allocates two views of bytes_per_view
- * bytes each and measures the page parities. */
+/* Opens the device, reads the chart, allocates two views (one per partition)
+ * of bytes_per_view bytes each and measures the page parities. */
 int gos_pmem_open(const gos_pmem_opts *o, uint64_t bytes_per_view, gos_pmem **out);
 /* Frees the memory (and the device when gos_pmem_open opened it). */
 void gos_pmem_close(gos_pmem *pm);
 const char *gos_pmem_error(void);
 
-/* The view of partition `part` (0 or 1), with a device address for the parity
- * table: pass it to kernels by value. */
+/* The view of partition `part` (0 or 1; 0 .. N-1 with an N-partition chart),
+ * with a device address for the parity table: pass it to kernels by value. */
 int gos_pmem_get_view(const gos_pmem *pm, int part, gos_pmem_view *out);
+/* The chart's memory partitions: 2, or 2^k (gpuos.chip/2, k hash parities):
+ * one view each. */
+int gos_pmem_n_parts(const gos_pmem *pm);
 uint64_t gos_pmem_view_bytes(const gos_pmem *pm);
 int gos_pmem_sm_count(const gos_pmem *pm);
 
@@ -69,7 +73,7 @@ int gos_pmem_write(gos_pmem *pm, int part, uint64_t off, const void *src, uint64
 int gos_pmem_read(gos_pmem *pm, int part, uint64_t off, void *dst, uint64_t n);
 
 /* The runtime table: every SM works for its chart partition except idle[0..n_idle);
- * n_tasks split over the two queues by working SM count (GOS_PMEM_SPLIT_SMS) or
+ * n_tasks split over the two queues (one per partition) by working SM count (GOS_PMEM_SPLIT_SMS) or
  * half and half (GOS_PMEM_SPLIT_EQUAL; a partition without working SMs gets
  * nothing either way). */
 int gos_pmem_runtime(const gos_pmem *pm, const int *idle, int n_idle, uint32_t n_tasks, int split,

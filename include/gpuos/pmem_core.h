@@ -14,7 +14,15 @@
  * allocation, all of it in partition P (as far as the measured parity is right).
  *
  * Remap cost: one byte load from the parity table (one byte per 2 MB page, stays
- * in L1/L2), a popcount and a few integer operations. */
+ * in L1/L2), a popcount and a few integer operations.
+ *
+ * N = 2^k partitions (gpuos.chip/2, k hash parities): k in-page bits whose
+ * columns of the parities' masks are independent select, in every group of 2^k
+ * units that differ only in them, one unit per partition; logical unit j of
+ * view P is the unit of group j (j's bits with zeros inserted at the selector
+ * bits) whose selector value inv[P ^ code(group)] puts it in P. The parity
+ * table then holds each 2 MB page's k-bit code. Views of a two-partition chart
+ * keep n_parities 0 or 1 and the pair rule above, bit for bit. */
 #ifndef GOS_PMEM_CORE_H
 #define GOS_PMEM_CORE_H
 
@@ -31,17 +39,26 @@
  * (ordinary interleaved memory, the baseline "without placement"). */
 #define GOS_PMEM_LINEAR 0xffffffffu
 
-/* One partition's view of an allocation. Passed by value to kernels (40 bytes).
+#define GOS_PMEM_MAX_PARITIES 5 /* up to 32 partitions */
+
+/* One partition's view of an allocation. Passed by value to kernels (the first
+ * 40 bytes are the two-partition view; the rest describes N partitions).
  * `parity` is the address of the parity table: a device address in the views
  * that gos_pmem_get_view() returns, a host pointer in host-side copies of it. */
 typedef struct gos_pmem_view {
     uint64_t base;   /* the allocation's device address, 2 MB aligned */
     uint64_t bytes;  /* logical bytes of the view */
-    uint64_t parity; /* uint8_t[pages of 2 MB]: partition of in-page offset 0 */
-    uint32_t mask;   /* in-page hash bits (bits 7..20) */
+    uint64_t parity; /* uint8_t[pages of 2 MB]: partition (code) of in-page offset 0 */
+    uint32_t mask;   /* in-page hash bits (bits 7..20); N partitions: all parities' */
     uint32_t shift;  /* log2 granularity = lowest bit of mask */
-    uint32_t part;   /* 0 / 1, or GOS_PMEM_LINEAR */
+    uint32_t part;   /* 0 / 1 (0 .. N-1), or GOS_PMEM_LINEAR */
     uint32_t pad_;
+    /* N = 2^k partitions, k = n_parities >= 2 (0 or 1: the pair rule) */
+    uint32_t n_parities;
+    uint32_t masks[GOS_PMEM_MAX_PARITIES]; /* in-page bits of parity j */
+    uint8_t sel[GOS_PMEM_MAX_PARITIES];    /* selector bits, ascending */
+    uint8_t inv[1 << GOS_PMEM_MAX_PARITIES]; /* code -> selector value */
+    uint8_t pad2_[3];
 } gos_pmem_view;
 
 GOS_HD uint32_t gos_pmem_parity32(uint32_t x)
@@ -53,7 +70,16 @@ GOS_HD uint32_t gos_pmem_parity32(uint32_t x)
 #endif
 }
 
-/* Partition (0/1) of the byte at `off` from the allocation's base. */
+/* The in-page code of an offset (bit j: parity j), N partitions. */
+GOS_HD uint32_t gos_pmem_code_in_page(const gos_pmem_view *v, uint64_t off)
+{
+    uint32_t c = 0, o = (uint32_t)off & 0x1fffffu;
+    for (uint32_t j = 0; j < v->n_parities && j < GOS_PMEM_MAX_PARITIES; j++)
+        c |= gos_pmem_parity32(o & v->masks[j]) << j;
+    return c;
+}
+
+/* Partition (0/1; 0 .. N-1) of the byte at `off` from the allocation's base. */
 GOS_HD uint32_t gos_pmem_home(const gos_pmem_view *v, uint64_t off)
 {
     const uint8_t *par = (const uint8_t *)(uintptr_t)v->parity;
@@ -62,7 +88,23 @@ GOS_HD uint32_t gos_pmem_home(const gos_pmem_view *v, uint64_t off)
 #else
     uint32_t page = par[off >> 21];
 #endif
+    if (v->n_parities > 1)
+        return page ^ gos_pmem_code_in_page(v, off);
     return page ^ gos_pmem_parity32((uint32_t)off & v->mask & 0x1fffffu);
+}
+
+/* N partitions: logical byte `off` of view v->part. O(k). */
+GOS_HD uint64_t gos_pmem_addr_n(const gos_pmem_view *v, uint64_t off)
+{
+    uint64_t lo = off & ((1ull << v->shift) - 1), x = (off >> v->shift) << v->shift;
+    for (uint32_t i = 0; i < v->n_parities && i < GOS_PMEM_MAX_PARITIES; i++) { /* a zero at each selector */
+        uint32_t b = v->sel[i];
+        x = ((x >> b) << (b + 1)) | (x & ((1ull << b) - 1));
+    }
+    uint32_t t = v->inv[(gos_pmem_home(v, x) ^ v->part) & ((1u << GOS_PMEM_MAX_PARITIES) - 1)];
+    for (uint32_t i = 0; i < v->n_parities && i < GOS_PMEM_MAX_PARITIES; i++)
+        x |= (uint64_t)(t >> i & 1) << v->sel[i];
+    return v->base + x + lo;
 }
 
 /* Device address of logical byte `off` of the view. O(1). */
@@ -70,6 +112,8 @@ GOS_HD uint64_t gos_pmem_addr(const gos_pmem_view *v, uint64_t off)
 {
     if (v->part == GOS_PMEM_LINEAR)
         return v->base + off;
+    if (v->n_parities > 1)
+        return gos_pmem_addr_n(v, off);
     uint64_t lo = off & ((1ull << v->shift) - 1);
     uint64_t pair = (off >> v->shift) << (v->shift + 1); /* offset of unit 2j */
     uint64_t pick = (uint64_t)(gos_pmem_home(v, pair) ^ v->part);
@@ -84,14 +128,47 @@ GOS_HD uint64_t gos_pmem_addr(const gos_pmem_view *v, uint64_t off)
  * partition's counter (one atomic per task) until the queue is empty. There is
  * no stealing: a task's data sits in its partition's view, and stealing would
  * make it remote. */
-#define GOS_PRT_MAX_SMS 256
+#define GOS_PRT_MAX_SMS 512
+#define GOS_PRT_MAX_PARTS 32
 #define GOS_PRT_NONE 0xffffffffu
 
 typedef struct gos_prt_table {
     uint32_t n_tasks;
-    uint32_t first[2], count[2]; /* partition p's queue: first[p] .. first[p] + count[p] */
-    int8_t part_of_sm[GOS_PRT_MAX_SMS]; /* 0 / 1; -1: no work on this SM */
+    uint32_t first[GOS_PRT_MAX_PARTS], count[GOS_PRT_MAX_PARTS]; /* partition p's queue: first[p] .. first[p] + count[p] */
+    int8_t part_of_sm[GOS_PRT_MAX_SMS]; /* 0 / 1 (0 .. N-1); -1: no work on this SM */
 } gos_prt_table;
+
+/* Working SMs of each of the np partitions into n[0..np). */
+GOS_HD void gos_prt_sm_counts_n(const gos_prt_table *t, uint32_t *n, int np)
+{
+    for (int p = 0; p < np; p++)
+        n[p] = 0;
+    for (int s = 0; s < GOS_PRT_MAX_SMS; s++)
+        if (t->part_of_sm[s] >= 0 && t->part_of_sm[s] < np)
+            n[t->part_of_sm[s]]++;
+}
+
+/* Splits n_tasks into np queues in proportion to w[0..np): queue p ends at the
+ * rounded share of the weights up to p (halves round up the earlier queue), so
+ * two queues split exactly as gos_prt_split does. */
+GOS_HD void gos_prt_split_n(gos_prt_table *t, uint32_t n_tasks, const uint32_t *w, int np)
+{
+    uint64_t tot = 0, cum = 0;
+    for (int p = 0; p < np; p++)
+        tot += w[p];
+    uint32_t start = 0;
+    t->n_tasks = n_tasks;
+    for (int p = 0; p < GOS_PRT_MAX_PARTS; p++)
+        t->first[p] = t->count[p] = 0;
+    for (int p = 0; p < np; p++) {
+        cum += w[p];
+        uint32_t end = p == np - 1 ? n_tasks : tot ? (uint32_t)(((uint64_t)n_tasks * cum + tot / 2) / tot)
+                                               : (p == 0 ? n_tasks : start);
+        t->first[p] = start;
+        t->count[p] = end - start;
+        start = end;
+    }
+}
 
 /* Working SMs per partition. */
 GOS_HD void gos_prt_sm_counts(const gos_prt_table *t, uint32_t n[2])
@@ -128,22 +205,27 @@ GOS_HD int gos_prt_finish(gos_prt_table *t, int n, const int *idle, int n_idle, 
             return i + 1;
         t->part_of_sm[idle[i]] = -1;
     }
-    uint32_t w[2];
-    gos_prt_sm_counts(t, w);
-    if (!w[0] && !w[1])
+    int np = 2; /* the partitions: 2, or as many as the SMs name */
+    for (int s = 0; s < GOS_PRT_MAX_SMS; s++)
+        if (t->part_of_sm[s] >= np && t->part_of_sm[s] < GOS_PRT_MAX_PARTS)
+            np = t->part_of_sm[s] + 1;
+    uint32_t w[GOS_PRT_MAX_PARTS], any = 0;
+    gos_prt_sm_counts_n(t, w, np);
+    for (int p = 0; p < np; p++)
+        any |= w[p];
+    if (!any)
         return -1;
-    if (equal) {
-        w[0] = w[0] ? 1 : 0;
-        w[1] = w[1] ? 1 : 0;
-    }
-    gos_prt_split(t, n_tasks, w);
+    if (equal)
+        for (int p = 0; p < np; p++)
+            w[p] = w[p] ? 1 : 0;
+    gos_prt_split_n(t, n_tasks, w, np);
     return 0;
 }
 
 /* The task behind ticket `ticket` of partition p's queue, or GOS_PRT_NONE. */
 GOS_HD uint32_t gos_prt_task(const gos_prt_table *t, uint32_t p, uint32_t ticket)
 {
-    return p < 2 && ticket < t->count[p] ? t->first[p] + ticket : GOS_PRT_NONE;
+    return p < GOS_PRT_MAX_PARTS && ticket < t->count[p] ? t->first[p] + ticket : GOS_PRT_NONE;
 }
 
 /* The partition-local index of task `task` (its position in its queue), which is

@@ -29,8 +29,12 @@ static void print_sms(FILE *f, const int *v, int n)
 
 static int same_model(const gos_numa_model *a, const gos_numa_model *b)
 {
-    if (a->in_page_mask != b->in_page_mask)
+    if (a->in_page_mask != b->in_page_mask || a->n_parts != b->n_parts || a->n_parities != b->n_parities ||
+        a->n_dies != b->n_dies)
         return 0;
+    for (int j = 0; j < a->n_parities; j++)
+        if (a->masks[j] != b->masks[j])
+            return 0;
     for (int s = 0; s < a->sm_count; s++)
         if (a->part_of[s] != b->part_of[s])
             return 0;
@@ -42,21 +46,59 @@ static void print_model(FILE *f, const gos_device *d, const gos_numa_model *m, c
     fprintf(f, "NUMA (%s%s), reference SM %d\n", gos_dev_label(d), d->info.name, m->ref_sm);
     fprintf(f, "  HBM latency from SM %d, %d lines (cycles):\n", m->ref_sm, m->n_hist);
     gos_hist_print(f, m->hist_samples, m->n_hist, 24, 50, m->tiers.threshold);
-    fprintf(f, "  threshold %.0f cycles: near tier %.0f (MAD %.0f, %.1f %%), far tier %.0f (MAD %.0f), %d outliers\n",
-            m->tiers.threshold, m->tiers.low, m->tiers.low_spread, 100 * m->tiers.frac_low,
-            m->tiers.high, m->tiers.high_spread, m->tiers.n_outliers);
+    if (m->multi) {
+        fprintf(f, "  %d tiers (cycles):", m->n_tiers);
+        for (int t = 0; t < m->n_tiers; t++)
+            fprintf(f, "%s %.0f %s (%.1f %% of lines)", t ? "," : "", m->tier[t].cycles,
+                    gos_relation_name(m->tier[t].relation), 100 * m->tiers_n.fraction[t]);
+        fprintf(f, "; thresholds");
+        for (int t = 0; t + 1 < m->tiers_n.n; t++)
+            fprintf(f, " %.0f", m->tiers_n.threshold[t]);
+        fprintf(f, ", %d outliers\n", m->tiers_n.n_outliers);
+    } else
+        fprintf(f, "  threshold %.0f cycles: near tier %.0f (MAD %.0f, %.1f %%), far tier %.0f (MAD %.0f), %d outliers\n",
+                m->tiers.threshold, m->tiers.low, m->tiers.low_spread, 100 * m->tiers.frac_low,
+                m->tiers.high, m->tiers.high_spread, m->tiers.n_outliers);
     for (int p = 0; p < c->n_parts; p++) {
         fprintf(f, "  partition %d: %3d SMs  ", p, c->parts[p].n_sms);
         print_sms(f, c->parts[p].sms, c->parts[p].n_sms);
         fputc('\n', f);
     }
-    fprintf(f, "  hash: in-page bits");
-    for (int i = 0; i < c->n_in_page_bits; i++)
-        fprintf(f, " %d", c->in_page_bits[i]);
-    if (!c->n_in_page_bits)
-        fprintf(f, " (none)");
-    fprintf(f, ", granularity %llu B, plus one parity per 2 MB page\n",
-            (unsigned long long)m->granularity);
+    if (m->multi) {
+        if (m->n_dies) {
+            fprintf(f, "  dies:");
+            for (int k = 0; k < m->n_dies; k++) {
+                fprintf(f, "%s {", k ? "," : "");
+                for (int p = 0, first = 1; p < m->n_parts; p++)
+                    if (m->die_of_part[p] == k) {
+                        fprintf(f, "%s%d", first ? "" : " ", p);
+                        first = 0;
+                    }
+                fprintf(f, "}");
+            }
+            fputc('\n', f);
+        } else
+            fprintf(f, "  dies: not told apart by the tiers\n");
+        fprintf(f, "  hash: %d parities (partition code bit j), in-page bits", m->n_parities);
+        for (int j = 0; j < m->n_parities; j++) {
+            fprintf(f, " {");
+            for (int b = GOS_HASH_LO, first = 1; b <= GOS_HASH_HI; b++)
+                if (m->masks[j] >> b & 1) {
+                    fprintf(f, "%s%d", first ? "" : " ", b);
+                    first = 0;
+                }
+            fprintf(f, "}");
+        }
+        fprintf(f, ", granularity %llu B, plus one code per 2 MB page\n", (unsigned long long)m->granularity);
+    } else {
+        fprintf(f, "  hash: in-page bits");
+        for (int i = 0; i < c->n_in_page_bits; i++)
+            fprintf(f, " %d", c->in_page_bits[i]);
+        if (!c->n_in_page_bits)
+            fprintf(f, " (none)");
+        fprintf(f, ", granularity %llu B, plus one parity per 2 MB page\n",
+                (unsigned long long)m->granularity);
+    }
     fprintf(f, "  affinity: every SM on %s reference lines, one SM at a time; ", "the same");
     if (m->n_ambiguous) {
         fprintf(f, "%d ambiguous SMs (separation < 0.3):", m->n_ambiguous);
@@ -67,9 +109,13 @@ static void print_model(FILE *f, const gos_device *d, const gos_numa_model *m, c
         double lo = 1e9;
         for (int s = 0; s < m->sm_count; s++)
             lo = fabs(m->sm_sep[s]) < lo ? fabs(m->sm_sep[s]) : lo;
-        fprintf(f, "all clear (smallest separation %.2f of the tier gap)\n", lo);
+        if (m->multi)
+            fprintf(f, "all clear (smallest near-set overlap with its partition %.2f)\n", lo);
+        else
+            fprintf(f, "all clear (smallest separation %.2f of the tier gap)\n", lo);
     }
-    fprintf(f, "  all SMs probing at once agree on %.1f %% of SMs\n", 100 * m->concurrent_agreement);
+    if (!m->multi)
+        fprintf(f, "  all SMs probing at once agree on %.1f %% of SMs\n", 100 * m->concurrent_agreement);
     fprintf(f, "  latency (cycles): HBM local %.0f remote %.0f, L2 hit local %.0f remote %.0f\n",
             m->hbm_local, m->hbm_remote, m->l2_local, m->l2_remote);
     fprintf(f, "  time: %.3f s (histogram %.3f, hash %.3f, affinity %.3f, L2 %.3f)\n",

@@ -1,4 +1,5 @@
-/* chip.c: reading, validating and writing gpuos.chip/1 (docs/contracts.md). */
+/* chip.c: reading, validating and writing gpuos.chip/2, reading gpuos.chip/1
+ * unchanged (docs/contracts.md). */
 #include "chip/chip.h"
 
 #include "common/jsonio.h"
@@ -10,7 +11,13 @@
 #include <string.h>
 #include <unistd.h>
 
-gos_chip *gos_chip_new(void) { return calloc(1, sizeof(gos_chip)); }
+gos_chip *gos_chip_new(void)
+{
+    gos_chip *c = calloc(1, sizeof(gos_chip));
+    if (c)
+        memset(c->pair_tier, -1, sizeof c->pair_tier);
+    return c;
+}
 
 void gos_chip_free(gos_chip *c)
 {
@@ -192,6 +199,172 @@ static int numa_member(json_t *numa, const char *key, const char *what, char *wh
     return GOS_OK;
 }
 
+static const char *const rel_names[GOS_REL_COUNT] = {"unknown", "same_partition", "same_die", "other_die",
+                                                     "other_partition"};
+
+const char *gos_relation_name(int rel) { return rel >= 0 && rel < GOS_REL_COUNT ? rel_names[rel] : "unknown"; }
+
+int gos_relation_parse(const char *s)
+{
+    for (int i = 0; i < GOS_REL_COUNT; i++)
+        if (s && strcmp(s, rel_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+/* Bits of an optional int array obj[key] in lo..hi as a mask. */
+static int read_bits(json_t *obj, const char *key, const char *where, int lo, int hi, uint64_t *mask)
+{
+    int v[GOS_MAX_HASH_BITS], n = 0, rc;
+    if ((rc = read_int_array(obj, key, where, v, GOS_MAX_HASH_BITS, lo, hi, &n, 0)))
+        return rc;
+    *mask = 0;
+    for (int i = 0; i < n; i++)
+        *mask |= 1ull << v[i];
+    return GOS_OK;
+}
+
+/* gpuos.chip/2: numa.hash.parities, numa.dies, numa.tiers (docs/contracts.md). */
+static int parse_numa_v2(gos_chip *c, json_t *numa, json_t *hash, const char *what)
+{
+    char where[300];
+    int rc;
+    json_t *pa = json_object_get(hash, "parities");
+    if (pa) {
+        snprintf(where, sizeof where, "%s: numa.hash.parities", what);
+        if (!json_is_array(pa) || json_array_size(pa) < 1 || json_array_size(pa) > GOS_MAX_PARITIES)
+            return gos_fail(GOS_EINVAL, "%s: expected an array of 1..%d parities", where, GOS_MAX_PARITIES);
+        for (size_t j = 0; j < json_array_size(pa); j++) {
+            char w2[340];
+            snprintf(w2, sizeof w2, "%s[%zu]", where, j);
+            json_t *o = json_array_get(pa, j);
+            uint64_t in = 0, ph = 0;
+            if (!json_is_object(o))
+                return gos_fail(GOS_EINVAL, "%s: expected an object", w2);
+            if ((rc = read_bits(o, "in_page_bits", w2, 7, 20, &in)) ||
+                (rc = read_bits(o, "physical_bits", w2, 7, 47, &ph)))
+                return rc;
+            if (!in && !ph)
+                return gos_fail(GOS_EINVAL, "%s: a parity of no bits", w2);
+            c->parity[j].in_page = (uint32_t)in;
+            c->parity[j].phys = ph | in;
+        }
+        c->n_parities = (int)json_array_size(pa);
+        if (c->n_parities == 1) { /* the /1 fields say the same, or are filled from it */
+            uint32_t in = 0;
+            for (int i = 0; i < c->n_in_page_bits; i++)
+                in |= 1u << c->in_page_bits[i];
+            if (!c->n_in_page_bits && !c->n_physical_bits) {
+                for (int b = 7; b <= 20; b++)
+                    if (c->parity[0].in_page >> b & 1)
+                        c->in_page_bits[c->n_in_page_bits++] = b;
+                for (int b = 7; b < 48; b++)
+                    if ((c->parity[0].phys >> b & 1) && !(c->parity[0].in_page >> b & 1))
+                        c->physical_bits[c->n_physical_bits++] = b;
+            } else if (in != c->parity[0].in_page)
+                return gos_fail(GOS_EINVAL, "%s: in_page_bits of parities[0] and of numa.hash differ", where);
+        }
+        if (c->n_parts && c->n_parts != 1 << c->n_parities)
+            return gos_fail(GOS_EINVAL, "%s: %d partitions, but %d parities make %d (a hash of parities "
+                                        "needs 2^k partitions)", where, c->n_parts, c->n_parities,
+                            1 << c->n_parities);
+    } else if (c->n_parts == 2 && (c->n_in_page_bits || c->n_physical_bits)) {
+        c->n_parities = 1; /* a /1 chart: one parity */
+        for (int i = 0; i < c->n_in_page_bits; i++)
+            c->parity[0].in_page |= 1u << c->in_page_bits[i];
+        c->parity[0].phys = c->parity[0].in_page;
+        for (int i = 0; i < c->n_physical_bits; i++)
+            c->parity[0].phys |= 1ull << c->physical_bits[i];
+    }
+    if (pa && !c->hash_granularity) { /* /2 parities given: their lowest bit (a /1 file reads as before) */
+        uint32_t all = 0;
+        for (int j = 0; j < c->n_parities; j++)
+            all |= c->parity[j].in_page;
+        if (all)
+            c->hash_granularity = 1ull << __builtin_ctz(all);
+    }
+    for (int p = 0; p < GOS_MAX_PARTS; p++)
+        for (int q = 0; q < GOS_MAX_PARTS; q++)
+            c->pair_tier[p][q] = -1;
+    json_t *dies = json_object_get(numa, "dies");
+    if (dies) {
+        snprintf(where, sizeof where, "%s: numa.dies", what);
+        if (!c->n_parts)
+            return gos_fail(GOS_EINVAL, "%s: dies without numa.partitions", where);
+        if (!json_is_array(dies) || json_array_size(dies) < 1 || (int)json_array_size(dies) > c->n_parts)
+            return gos_fail(GOS_EINVAL, "%s: expected an array of 1..%d dies", where, c->n_parts);
+        for (int p = 0; p < c->n_parts; p++)
+            c->die_of_part[p] = -1;
+        for (size_t k = 0; k < json_array_size(dies); k++) {
+            char w2[340];
+            int v[GOS_MAX_PARTS], n;
+            snprintf(w2, sizeof w2, "%s[%zu]", where, k);
+            json_t *o = json_array_get(dies, k);
+            if (!json_is_object(o))
+                return gos_fail(GOS_EINVAL, "%s: expected an object", w2);
+            if ((rc = read_int_array(o, "partitions", w2, v, GOS_MAX_PARTS, 0, c->n_parts - 1, &n, 1)))
+                return rc;
+            if (!n)
+                return gos_fail(GOS_EINVAL, "%s.partitions: empty", w2);
+            for (int i = 0; i < n; i++) {
+                if (c->die_of_part[v[i]] >= 0)
+                    return gos_fail(GOS_EINVAL, "%s: partition %d is in die %d and die %zu", w2, v[i],
+                                    c->die_of_part[v[i]], k);
+                c->die_of_part[v[i]] = (int)k;
+            }
+        }
+        for (int p = 0; p < c->n_parts; p++)
+            if (c->die_of_part[p] < 0)
+                return gos_fail(GOS_EINVAL, "%s: partition %d is in no die", where, p);
+        c->n_dies = (int)json_array_size(dies);
+    }
+    json_t *tiers = json_object_get(numa, "tiers");
+    if (tiers) {
+        snprintf(where, sizeof where, "%s: numa.tiers", what);
+        if (!json_is_array(tiers) || json_array_size(tiers) < 1 || json_array_size(tiers) > GOS_MAX_TIERS)
+            return gos_fail(GOS_EINVAL, "%s: expected an array of 1..%d tiers", where, GOS_MAX_TIERS);
+        for (size_t t = 0; t < json_array_size(tiers); t++) {
+            char w2[340];
+            snprintf(w2, sizeof w2, "%s[%zu]", where, t);
+            json_t *o = json_array_get(tiers, t);
+            gos_tier *T = &c->tiers[t];
+            if (!json_is_object(o))
+                return gos_fail(GOS_EINVAL, "%s: expected an object", w2);
+            if ((rc = get_number(o, "cycles", w2, &T->cycles, 1)) ||
+                (rc = get_number(o, "l2_cycles", w2, &T->l2_cycles, 0)))
+                return rc;
+            if (!(T->cycles > 0 && T->cycles < 1e7) || !(T->l2_cycles >= 0 && T->l2_cycles < 1e7))
+                return gos_fail(GOS_EINVAL, "%s: cycles must be positive", w2);
+            if (t && T->cycles < c->tiers[t - 1].cycles)
+                return gos_fail(GOS_EINVAL, "%s: tiers must be in ascending cycles", w2);
+            json_t *r = json_object_get(o, "relation");
+            T->relation = GOS_REL_UNKNOWN;
+            if (r && (!json_is_string(r) || (T->relation = gos_relation_parse(json_string_value(r))) < 0))
+                return gos_fail(GOS_EINVAL, "%s.relation: expected one of same_partition, same_die, "
+                                            "other_die, other_partition, unknown", w2);
+            if ((T->relation == GOS_REL_SAME_DIE || T->relation == GOS_REL_OTHER_DIE) && !c->n_dies)
+                return gos_fail(GOS_EINVAL, "%s.relation: %s without numa.dies", w2,
+                                gos_relation_name(T->relation));
+            json_t *pairs = json_object_get(o, "pairs");
+            if (pairs && !json_is_array(pairs))
+                return gos_fail(GOS_EINVAL, "%s.pairs: expected an array of [partition, partition]", w2);
+            for (size_t i = 0; i < json_array_size(pairs); i++) {
+                int ab[2], n;
+                json_t *w = json_pack("{s:O}", "p", json_array_get(pairs, i));
+                rc = read_int_array(w, "p", w2, ab, 2, 0, c->n_parts ? c->n_parts - 1 : 0, &n, 1);
+                json_decref(w);
+                if (rc)
+                    return rc;
+                if (n != 2 || !c->n_parts)
+                    return gos_fail(GOS_EINVAL, "%s.pairs[%zu]: expected [partition, partition]", w2, i);
+                c->pair_tier[ab[0]][ab[1]] = c->pair_tier[ab[1]][ab[0]] = (signed char)t;
+            }
+        }
+        c->n_tiers = (int)json_array_size(tiers);
+    }
+    return GOS_OK;
+}
+
 static int parse_numa(gos_chip *c, json_t *numa, const char *what)
 {
     int hi = c->device.sm_count - 1, rc;
@@ -248,7 +421,7 @@ static int parse_numa(gos_chip *c, json_t *numa, const char *what)
             return gos_fail(GOS_EINVAL, "%s: latencies must be positive", where);
         c->has_latency = 1;
     }
-    return GOS_OK;
+    return parse_numa_v2(c, numa, hash, what);
 }
 
 /* root[key], when present, must be an object; parse() reads it. */
@@ -309,8 +482,10 @@ int gos_chip_parse(const char *text, const char *what, gos_chip **out)
         rc = gos_fail(GOS_EINVAL, "%s: top level is not a JSON object", what);
         goto fail;
     }
-    if (!json_is_string(schema) || strcmp(json_string_value(schema), GOS_CHIP_SCHEMA) != 0) {
-        rc = gos_fail(GOS_EINVAL, "%s: \"schema\" is not \"%s\"", what, GOS_CHIP_SCHEMA);
+    if (!json_is_string(schema) || (strcmp(json_string_value(schema), GOS_CHIP_SCHEMA) != 0 &&
+                                    strcmp(json_string_value(schema), GOS_CHIP_SCHEMA_V1) != 0)) {
+        rc = gos_fail(GOS_EINVAL, "%s: \"schema\" is not \"%s\" (or \"%s\")", what, GOS_CHIP_SCHEMA,
+                      GOS_CHIP_SCHEMA_V1);
         goto fail;
     }
     if ((rc = parse_device(c, json_object_get(root, "device"), what)))
@@ -443,6 +618,11 @@ int gos_chip_validate(const gos_chip *c, const char *what)
                 owner[s] = p;
             }
     }
+    if (c->n_parities && c->n_parts && c->n_parts != 1 << c->n_parities)
+        return gos_fail(GOS_EINVAL, "%s: %d partitions but a hash of %d parities (2^k partitions needed)", what,
+                        c->n_parts, c->n_parities);
+    if (c->n_parts > GOS_MAX_PARTS || c->n_dies > c->n_parts || c->n_tiers > GOS_MAX_TIERS)
+        return gos_fail(GOS_EINVAL, "%s: too many partitions, dies or tiers", what);
     for (int i = 0; i < c->n_in_page_bits; i++)
         if (c->in_page_bits[i] < 7 || c->in_page_bits[i] > 20)
             return gos_fail(GOS_EINVAL, "%s: in-page hash bit %d outside 7..20", what, c->in_page_bits[i]);
@@ -489,7 +669,7 @@ json_t *gos_chip_to_json(const gos_chip *c)
         }
         json_object_set_new(topo, "gpcs", gpcs);
     }
-    if (c->n_parts || c->hash_granularity || c->n_in_page_bits || c->has_latency) {
+    if (c->n_parts || c->hash_granularity || c->n_in_page_bits || c->has_latency || c->n_parities) {
         json_t *numa = gos_json_child(root, "numa");
         if (c->n_parts) {
             json_t *parts = json_array();
@@ -503,11 +683,66 @@ json_t *gos_chip_to_json(const gos_chip *c)
         if (c->hash_granularity || c->n_in_page_bits || c->n_physical_bits) {
             json_t *h = gos_json_child(numa, "hash");
             json_object_set_new(h, "granularity_bytes", json_integer((json_int_t)c->hash_granularity));
-            json_object_set_new(h, "in_page_bits", gos_json_ints(c->in_page_bits, c->n_in_page_bits));
+            if (c->n_parities <= 1)
+                json_object_set_new(h, "in_page_bits", gos_json_ints(c->in_page_bits, c->n_in_page_bits));
             if (c->n_physical_bits)
                 json_object_set_new(h, "physical_bits", gos_json_ints(c->physical_bits, c->n_physical_bits));
         }
-        if (c->has_latency) {
+        if (c->n_parities) {
+            json_t *h = gos_json_child(numa, "hash"), *pa = json_array();
+            for (int j = 0; j < c->n_parities; j++) {
+                int in[32], ph[64], ni = 0, np = 0;
+                for (int b = 0; b < 64; b++) {
+                    if (b < 32 && (c->parity[j].in_page >> b & 1))
+                        in[ni++] = b;
+                    if ((c->parity[j].phys >> b & 1) && !(b < 32 && (c->parity[j].in_page >> b & 1)))
+                        ph[np++] = b;
+                }
+                json_t *o = json_pack("{s:o}", "in_page_bits", gos_json_ints(in, ni));
+                if (np)
+                    json_object_set_new(o, "physical_bits", gos_json_ints(ph, np));
+                json_array_append_new(pa, o);
+            }
+            json_object_set_new(h, "parities", pa);
+            if (c->n_parities != 1) { /* the /1 single-parity fields would mislead */
+                json_object_del(h, "in_page_bits");
+                json_object_del(h, "physical_bits");
+            }
+        }
+        if (c->n_dies) {
+            json_t *dies = json_array();
+            for (int k = 0; k < c->n_dies; k++) {
+                int v[GOS_MAX_PARTS], n = 0;
+                for (int p = 0; p < c->n_parts; p++)
+                    if (c->die_of_part[p] == k)
+                        v[n++] = p;
+                json_array_append_new(dies, json_pack("{s:o}", "partitions", gos_json_ints(v, n)));
+            }
+            json_object_set_new(numa, "dies", dies);
+        }
+        if (c->n_tiers) {
+            json_t *tiers = json_array();
+            for (int t = 0; t < c->n_tiers; t++) {
+                const gos_tier *T = &c->tiers[t];
+                json_t *o = json_pack("{s:f, s:s}", "cycles", T->cycles, "relation", gos_relation_name(T->relation));
+                if (T->l2_cycles > 0)
+                    json_object_set_new(o, "l2_cycles", json_real(T->l2_cycles));
+                json_t *pairs = json_array();
+                for (int a = 0; a < c->n_parts; a++)
+                    for (int b = a; b < c->n_parts; b++)
+                        if (c->pair_tier[a][b] == t)
+                            json_array_append_new(pairs, json_pack("[i,i]", a, b));
+                if (json_array_size(pairs))
+                    json_object_set_new(o, "pairs", pairs);
+                else
+                    json_decref(pairs);
+                json_array_append_new(tiers, o);
+            }
+            json_object_set_new(numa, "tiers", tiers);
+        }
+        if (c->n_parts != 2 && c->n_parts) /* the /1 local/remote pair: two partitions only */
+            json_object_del(numa, "latency_cycles");
+        if (c->has_latency && c->n_parts == 2) {
             json_t *l = gos_json_child(numa, "latency_cycles");
             json_object_set_new(l, "hbm_local", json_real(c->lat_hbm_local));
             json_object_set_new(l, "hbm_remote", json_real(c->lat_hbm_remote));
@@ -635,4 +870,54 @@ int gos_chip_max_cluster(const gos_chip *c)
     if (!m && eligible > 2)
         m = eligible < 16 ? eligible : 16;
     return m;
+}
+
+int gos_chip_hash_code(const gos_chip *c, uint64_t pa)
+{
+    int code = 0;
+    for (int j = 0; j < c->n_parities; j++)
+        code |= __builtin_parityll(pa & c->parity[j].phys) << j;
+    return code;
+}
+
+void gos_chip_set_parities(gos_chip *c, const gos_parity *p, int k, int physical)
+{
+    c->n_parities = k;
+    uint32_t all = 0;
+    for (int j = 0; j < k; j++) {
+        c->parity[j] = p[j];
+        c->parity[j].phys = physical ? p[j].phys | p[j].in_page : p[j].in_page;
+        all |= p[j].in_page;
+    }
+    c->n_in_page_bits = c->n_physical_bits = 0;
+    if (k == 1) {
+        for (int b = 7; b <= 20; b++)
+            if (p[0].in_page >> b & 1)
+                c->in_page_bits[c->n_in_page_bits++] = b;
+        if (physical)
+            for (int b = 0; b < 48; b++)
+                if (c->parity[0].phys >> b & 1)
+                    c->physical_bits[c->n_physical_bits++] = b;
+    }
+    c->hash_granularity = all ? 1ull << __builtin_ctz(all) : (2ull << 20);
+}
+
+int gos_chip_tier_of(const gos_chip *c, int a, int b)
+{
+    if (a < 0 || b < 0 || a >= c->n_parts || b >= c->n_parts)
+        return -1;
+    if (c->pair_tier[a][b] >= 0)
+        return c->pair_tier[a][b];
+    int want[3] = {GOS_REL_SAME_PART, -1, -1};
+    if (a != b) {
+        int same = c->n_dies && c->die_of_part[a] == c->die_of_part[b];
+        want[0] = same ? GOS_REL_SAME_DIE : GOS_REL_OTHER_DIE;
+        want[1] = GOS_REL_OTHER_PART;
+        want[2] = same ? GOS_REL_SAME_PART : -1; /* unresolved partitions of one die */
+    }
+    for (int k = 0; k < 3; k++)
+        for (int t = 0; t < c->n_tiers; t++)
+            if (want[k] >= 0 && c->tiers[t].relation == want[k])
+                return t;
+    return -1;
 }

@@ -1,4 +1,5 @@
-/* chip.h: the gpuos.chip/1 description of one GPU die (docs/contracts.md).
+/* chip.h: the gpuos.chip/2 description of one GPU (docs/contracts.md); gpuos.chip/1
+ * files are read unchanged (a /1 file is a /2 file without tiers, dies, parities).
  *
  * One format is both what `gpuos probe` writes and what the simulated device
  * reads. gos_chip holds the fields every pillar shares in plain C; the parsed
@@ -10,11 +11,40 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#define GOS_CHIP_SCHEMA "gpuos.chip/1"
-#define GOS_MAX_SMS 256   /* SM ids are 0..GOS_MAX_SMS-1 */
+#define GOS_CHIP_SCHEMA "gpuos.chip/2"
+#define GOS_CHIP_SCHEMA_V1 "gpuos.chip/1" /* still read */
+#define GOS_MAX_SMS 512   /* SM ids are 0..GOS_MAX_SMS-1 (MI300X-like: 304 CUs) */
 #define GOS_MAX_GPCS 32
-#define GOS_MAX_PARTS 8
+#define GOS_MAX_PARTS 32  /* memory partitions: 2^k with k <= GOS_MAX_PARITIES */
+#define GOS_MAX_PARITIES 5
+#define GOS_MAX_TIERS 8
 #define GOS_MAX_HASH_BITS 48
+
+/* What separates the SM from the memory of a latency tier (numa.tiers[].relation). */
+enum {
+    GOS_REL_UNKNOWN = 0,  /* "unknown": only the partition pairs are known */
+    GOS_REL_SAME_PART,    /* "same_partition": local */
+    GOS_REL_SAME_DIE,     /* "same_die": another partition of the SM's die */
+    GOS_REL_OTHER_DIE,    /* "other_die" */
+    GOS_REL_OTHER_PART,   /* "other_partition": remote, dies not told apart */
+    GOS_REL_COUNT
+};
+const char *gos_relation_name(int rel);
+int gos_relation_parse(const char *s); /* -1 when unknown */
+
+/* One latency tier: HBM cycles (median) of the accesses it holds. */
+typedef struct {
+    double cycles;
+    double l2_cycles; /* L2-hit latency of the same relation; 0 unknown */
+    int relation;     /* GOS_REL_* */
+} gos_tier;
+
+/* One parity of the partition hash: partition code bit j of a physical address
+ * is the parity of its bits in in_page (7..20) and phys (any, simulated chips). */
+typedef struct {
+    uint32_t in_page;
+    uint64_t phys;
+} gos_parity;
 
 typedef struct {
     int n_sms;
@@ -58,6 +88,19 @@ typedef struct gos_chip {
     int has_latency;
     double lat_hbm_local, lat_hbm_remote, lat_l2_local, lat_l2_remote; /* cycles */
 
+    /* gpuos.chip/2. Partition p of parts[] is the one of hash code p: code bit j
+     * is parity[j] of the address (the probe's codes are relative to a measured
+     * per-2 MB-page constant, so only the partition of SMs and the masks' span
+     * are facts). A /1 chart with two partitions reads as one parity (the
+     * in_page_bits / physical_bits above) and no tiers or dies. */
+    int n_parities;                       /* 0: none known; n_parts == 1 << n_parities */
+    gos_parity parity[GOS_MAX_PARITIES];
+    int n_dies;                           /* 0: unknown (one die) */
+    int die_of_part[GOS_MAX_PARTS];
+    int n_tiers;                          /* 0: none listed (latency_cycles may be) */
+    gos_tier tiers[GOS_MAX_TIERS];        /* ascending cycles */
+    signed char pair_tier[GOS_MAX_PARTS][GOS_MAX_PARTS]; /* tier of SMs of p on memory of q, -1 */
+
     /* sim section (read only by the simulated device); has_sim = 0 when absent */
     int has_sim;
     uint64_t sim_seed;
@@ -67,7 +110,7 @@ typedef struct gos_chip {
     json_t *json; /* the whole document as read (owned), or NULL */
 } gos_chip;
 
-/* Reads and validates a gpuos.chip/1 file. On error returns a GOS_E* code with a
+/* Reads and validates a gpuos.chip/1 or /2 file. On error returns a GOS_E* code with a
  * one-line message naming the file and the problem; *out is untouched.
  * `path` may be "default" for the built-in simulated H200. */
 int gos_chip_load(const char *path, gos_chip **out);
@@ -108,5 +151,13 @@ int gos_chip_tpc_partner(const gos_chip *c, int sm);
 /* Whether two chips have the same topology (GPC sets, cluster sets, TPC pairs),
  * order-insensitive. On mismatch writes a description into why. */
 int gos_chip_same_topology(const gos_chip *a, const gos_chip *b, char *why, int whylen);
+
+/* The partition code of a physical address (simulated chips: in_page | phys). */
+int gos_chip_hash_code(const gos_chip *c, uint64_t pa);
+/* Sets the hash from k parities (also the /1 fields when k == 1). */
+void gos_chip_set_parities(gos_chip *c, const gos_parity *p, int k, int physical);
+/* The tier of SMs of partition a on memory of b: from pair_tier, else by the
+ * relation (dies), else -1. */
+int gos_chip_tier_of(const gos_chip *c, int a, int b);
 
 #endif

@@ -140,8 +140,8 @@ int cmd_place(int argc, char **argv)
             const char *name = is_cl ? "--cluster" : "--partition";
             if (!n_req)
                 return cli_usage("place", "%s before any --sms", name);
-            if (cli_parse_int(optarg, is_cl ? 1 : 0, is_cl ? GOS_SMSET_MAX_CLUSTER : 7, &x))
-                return cli_usage("place", "%s wants %s, not \"%s\"", name, is_cl ? "1..16" : "a partition 0..7", optarg);
+            if (cli_parse_int(optarg, is_cl ? 1 : 0, is_cl ? GOS_SMSET_MAX_CLUSTER : GOS_MAX_PARTS - 1, &x))
+                return cli_usage("place", "%s wants %s, not \"%s\"", name, is_cl ? "1..16" : "a partition 0..31", optarg);
             if (is_cl)
                 req[n_req - 1].cluster = (int)x;
             else

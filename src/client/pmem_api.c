@@ -188,8 +188,8 @@ int gpuos_pmem_runtime(const gpuos_pmem *m, const int *idle, int n_idle, uint32_
     if (!m || !t || (split != 0 && split != 1) || n_idle < 0 || (n_idle && !idle))
         return gos_fail(GOS_EINVAL, "gpuos_pmem_runtime: bad arguments");
     int n = (int)m->a.sm_count;
-    if (n > GOS_PRT_MAX_SMS)
-        return gos_fail(GOS_EUNSUPPORTED, "more than %d SMs", GOS_PRT_MAX_SMS);
+    if (n > GOS_PRT_MAX_SMS || n > (int)sizeof m->a.part_of_sm)
+        return gos_fail(GOS_EUNSUPPORTED, "more than %d SMs", (int)sizeof m->a.part_of_sm);
     memset(t, 0, sizeof *t);
     for (int s = 0; s < GOS_PRT_MAX_SMS; s++)
         t->part_of_sm[s] = s < n ? m->a.part_of_sm[s] : -1;

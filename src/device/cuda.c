@@ -2,6 +2,7 @@
  * by exact symbol (cuda_internal.h), device discovery and facts, the primary context, the
  * embedded kernel modules and the launch helper. The pillars' primitives are in
  * cuda_topo.c, cuda_mem.c, cuda_dvfs.c, cuda_exec.c. */
+#define GOS_CUDA_MAX_SMS 256
 #include "device/cuda_internal.h"
 #include "device/dvfs_ops.h"
 #include "device/exec_ops.h"
@@ -296,9 +297,11 @@ int gos_cuda_open(int ordinal, gos_device **out)
     I->mem_bytes = mem;
     I->max_smem_per_block_optin = smem;
     CU_CALL(cuDriverGetVersion, &I->driver_cuda_version);
-    if (I->sm_count > GOS_MAX_SMS) {
-        rc = gos_fail(GOS_EUNSUPPORTED, "%s has %d SMs; gpuos supports up to %d", I->name,
-                      I->sm_count, GOS_MAX_SMS);
+    /* The chart holds GOS_MAX_SMS (512, simulated chips); the embedded kernels'
+     * per-SM tables (the .cu kernels, cuda_mem.c, cuda_topo.c, cuda_dvfs.c) 256. */
+    if (I->sm_count > GOS_MAX_SMS || I->sm_count > GOS_CUDA_MAX_SMS) {
+        rc = gos_fail(GOS_EUNSUPPORTED, "%s has %d SMs; gpuos supports up to %d on a GPU", I->name,
+                      I->sm_count, GOS_CUDA_MAX_SMS);
         goto fail;
     }
     if ((rc = CU_CALL(cuDevicePrimaryCtxRetain, &c->ctx, c->dev))) {

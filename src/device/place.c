@@ -41,6 +41,10 @@ int gos_place_run(gos_device *d, struct gos_place_job *j)
     const gos_prt_table *t = &j->rt;
     if (t->first[0] != 0 || t->first[1] != t->count[0] || t->count[0] + t->count[1] != t->n_tasks)
         return gos_fail(GOS_EINVAL, "job: the queues do not cover tasks 0..%u once", t->n_tasks);
+    for (int s = 0; s < GOS_PRT_MAX_SMS; s++) /* the jobs' counters and views are a pair */
+        if (t->part_of_sm[s] > 1)
+            return gos_fail(GOS_EUNSUPPORTED, "job: SM %d works for partition %d; the runtime's jobs run "
+                                              "two partitions only", s, t->part_of_sm[s]);
     uint32_t n[2];
     gos_prt_sm_counts(t, n);
     for (int s = d->info.sm_count; s < GOS_PRT_MAX_SMS; s++)

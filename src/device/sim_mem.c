@@ -3,6 +3,14 @@
  * virtual page maps to a random (seeded) physical 2 MB frame, so the hash bits
  * above bit 20 behave as on real hardware (docs/readme-numa.md).
  *
+ * N partitions (gpuos.chip/2): the home partition of a physical address is its
+ * hash code (numa.hash.parities, one bit per parity, 2^k partitions); the HBM
+ * latency from an SM of partition a to memory of partition b is the cycles of
+ * the tier gos_chip_tier_of(a, b) gives (numa.tiers: by partition pairs, or by
+ * relation: same partition, another partition of the same die (numa.dies),
+ * another die), L2 hits the tier's l2_cycles (0.6 x its cycles when absent).
+ * A chip without tiers uses latency_cycles (local / remote) as before.
+ *
  * Truth comes from the chip (d->chip): numa.partitions (SM -> partition; SMs in
  * none count as partition 0), the hash bits numa.hash.physical_bits plus
  * in_page_bits, latency_cycles (the paper's H200 values when absent), and the
@@ -27,7 +35,7 @@
  * 2 MB frame (seeded from sim.seed), so physical bits above 20 differ from page
  * to page as on hardware. The home partition of a physical address is the parity
  * of its physical hash bits (two partitions; one partition makes everything
- * local; more are refused). Latencies are the chip's local/remote values times
+ * local; more need numa.hash.parities). Latencies are the chip's local/remote values times
  * gos_sim_noise(), plus rare upward outliers. Bandwidths follow the bottleneck
  * of the traffic (HBM behind each partition, the fabric, the SMs' issue rate)
  * and a steep L2 cliff at the effective capacity. */
@@ -58,9 +66,11 @@ typedef struct {
 
 typedef struct {
     uint64_t phys_mask; /* physical hash bits */
-    int n_parts;        /* 1 or 2 */
+    const gos_chip *chip;
+    int n_parts;        /* 1, 2 (one parity) or 2^k (k parities) */
     int part_of[GOS_MAX_SMS];
     double hbm_local, hbm_remote, l2_local, l2_remote;
+    double hbm[GOS_MAX_PARTS][GOS_MAX_PARTS], l2[GOS_MAX_PARTS][GOS_MAX_PARTS]; /* [SM's][home] */
     double hbm_part_gbps, fabric_gbps, sm_hbm_gbps, l2_gbps, l2_eff_shared, l2_eff_private,
         outlier_rate;
     int replicate;
@@ -102,14 +112,16 @@ static int sim_mem_get(gos_device *d, sim_mem **out)
     const gos_chip *c = d->chip;
     if (!c)
         return gos_fail(GOS_EINVAL, "simulated device without a chip");
-    if (c->n_parts > 2)
+    if (c->n_parts > 2 && c->n_parities < 2)
         return gos_fail(GOS_EUNSUPPORTED,
-                        "simulated memory model: %d partitions; only 1 or 2 (one XOR parity) are modelled",
+                        "simulated memory model: %d partitions; only 1 or 2 (one XOR parity), or 2^k "
+                        "with numa.hash.parities, are modelled",
                         c->n_parts);
     sim_mem *m = calloc(1, sizeof *m);
     if (!m)
         return gos_fail(GOS_ENOMEM, "out of memory");
-    m->n_parts = c->n_parts == 2 ? 2 : 1;
+    m->n_parts = c->n_parts >= 2 ? c->n_parts : 1;
+    m->chip = c;
     for (int p = 0; p < c->n_parts; p++)
         for (int i = 0; i < c->parts[p].n_sms; i++)
             m->part_of[c->parts[p].sms[i]] = p;
@@ -124,6 +136,26 @@ static int sim_mem_get(gos_device *d, sim_mem **out)
     m->hbm_remote = c->has_latency ? c->lat_hbm_remote : 655;
     m->l2_local = c->has_latency ? c->lat_l2_local : 309;
     m->l2_remote = c->has_latency ? c->lat_l2_remote : 466;
+    for (int a = 0; a < m->n_parts; a++)
+        for (int b = 0; b < m->n_parts; b++) {
+            int t = c->n_tiers ? gos_chip_tier_of(c, a, b) : -1;
+            if (c->n_tiers && t < 0) {
+                free(m);
+                return gos_fail(GOS_EINVAL, "chip numa.tiers: no tier for SMs of partition %d on memory of "
+                                            "partition %d", a, b);
+            }
+            if (t >= 0) {
+                m->hbm[a][b] = c->tiers[t].cycles;
+                m->l2[a][b] = c->tiers[t].l2_cycles > 0 ? c->tiers[t].l2_cycles : 0.6 * c->tiers[t].cycles;
+            } else {
+                m->hbm[a][b] = a == b ? m->hbm_local : m->hbm_remote;
+                m->l2[a][b] = a == b ? m->l2_local : m->l2_remote;
+            }
+        }
+    if (c->n_tiers) {
+        m->hbm_local = m->hbm[0][0], m->l2_local = m->l2[0][0];
+        m->hbm_remote = m->hbm[0][m->n_parts - 1], m->l2_remote = m->l2[0][m->n_parts - 1];
+    }
     json_t *sm = json_object_get(json_object_get(c->json, "sim"), "mem");
     m->hbm_part_gbps = json_num(sm, "hbm_gbps_per_partition", 2245);
     m->fabric_gbps = json_num(sm, "fabric_gbps", 1274);
@@ -231,6 +263,8 @@ static int home_of(const sim_mem *m, uint64_t va)
         if (b && va >= b->pub.base && va - b->pub.base < b->pub.bytes) {
             uint64_t off = va - b->pub.base;
             uint64_t pa = ((uint64_t)b->frame[off / GOS_PAGE_2M] << 21) | (off & (GOS_PAGE_2M - 1));
+            if (m->n_parts > 2)
+                return gos_chip_hash_code(m->chip, pa);
             return m->n_parts == 2 ? __builtin_parityll(pa & m->phys_mask) : 0;
         }
     }
@@ -261,7 +295,7 @@ static int sim_latency(gos_device *d, int mode, int sm, int other, const uint64_
     int rc = sim_mem_get(d, &m);
     if (rc || (rc = check_sm(d, sm)) || (mode != GOS_LAT_HBM && (rc = check_sm(d, other))))
         return rc;
-    int ps = m->n_parts == 2 ? m->part_of[sm] : 0, po = m->n_parts == 2 ? m->part_of[other] : 0;
+    int ps = m->n_parts >= 2 ? m->part_of[sm] : 0, po = m->n_parts >= 2 ? m->part_of[other] : 0;
     for (int i = 0; i < n; i++) {
         int h = home_of(m, addrs[i]);
         if (h < 0)
@@ -269,19 +303,19 @@ static int sim_latency(gos_device *d, int mode, int sm, int other, const uint64_
                             (unsigned long long)addrs[i]);
         double base;
         if (mode == GOS_LAT_HBM) {
-            base = h == ps ? m->hbm_local : m->hbm_remote;
+            base = m->hbm[ps][h];
         } else if (mode == GOS_LAT_L2) {
             /* `other` left the line in its home L2 and, if remote to it, a replica
              * in its own partition. */
             int local_copy = h == ps || (m->replicate && po == ps);
-            base = local_copy ? m->l2_local : m->l2_remote;
+            base = local_copy ? m->l2[ps][ps] : m->l2[ps][h];
         } else {
             /* sm loaded (home copy + replica in ps if remote), other discarded the
              * home copy only; the reload finds the replica or goes to HBM. */
             if (h == ps)
-                base = m->hbm_local;
+                base = m->hbm[ps][ps];
             else
-                base = m->replicate ? m->l2_local : m->hbm_remote;
+                base = m->replicate ? m->l2[ps][ps] : m->hbm[ps][h];
         }
         cycles[i] = cyc(sample(d, m, &m->lat_rng, base));
     }
@@ -315,10 +349,10 @@ static int sim_sweep(gos_device *d, const int *sms, int n_sms, uint64_t base, ui
                             (unsigned long long)va);
         /* Work goes in chunks to whichever prober asks: model as round robin. */
         int sm = sms[(i / 64) % (uint64_t)n_sms];
-        int p = m->n_parts == 2 ? m->part_of[sm] : 0;
+        int p = m->n_parts >= 2 ? m->part_of[sm] : 0;
         double best = 1e30;
         for (int s = 0; s < samples; s++) {
-            double v = sample(d, m, &m->sweep_rng, h == p ? m->hbm_local : m->hbm_remote);
+            double v = sample(d, m, &m->sweep_rng, m->hbm[p][h]);
             if (v < best)
                 best = v;
         }
@@ -335,11 +369,11 @@ static int sim_read_bw(gos_device *d, const int *sms, int n_sms, const gos_mem_b
     int rc = sim_mem_get(d, &m);
     if (rc)
         return rc;
-    double sm_in[2] = {0, 0}, pg_in[2] = {0, 0};
+    double sm_in[GOS_MAX_PARTS] = {0}, pg_in[GOS_MAX_PARTS] = {0};
     for (int k = 0; k < n_sms; k++) {
         if ((rc = check_sm(d, sms[k])))
             return rc;
-        sm_in[m->n_parts == 2 ? m->part_of[sms[k]] : 0] += 1.0 / n_sms;
+        sm_in[m->n_parts >= 2 ? m->part_of[sms[k]] : 0] += 1.0 / n_sms;
     }
     for (int i = 0; i < n_pages; i++) {
         uint64_t off = (uint64_t)pages[i] * 4096;
@@ -349,16 +383,17 @@ static int sim_read_bw(gos_device *d, const int *sms, int n_sms, const gos_mem_b
     }
     /* Traffic (fractions of the bytes) from SMs of partition a to memory of h. */
     double bytes = 4096.0 * n_pages * passes;
-    double to_home[2] = {0, 0}, cross[2] = {0, 0};
-    for (int a = 0; a < 2; a++)
-        for (int h = 0; h < 2; h++) {
+    double to_home[GOS_MAX_PARTS] = {0}, cross[GOS_MAX_PARTS] = {0};
+    int np = m->n_parts > 2 ? m->n_parts : 2;
+    for (int a = 0; a < np; a++)
+        for (int h = 0; h < np; h++) {
             double f = sm_in[a] * pg_in[h];
             to_home[h] += f;
             if (a != h)
                 cross[a] += f;
         }
     double t_hbm = bytes / (n_sms * m->sm_hbm_gbps);
-    for (int h = 0; h < 2; h++) {
+    for (int h = 0; h < np; h++) {
         t_hbm = fmax(t_hbm, bytes * to_home[h] / m->hbm_part_gbps);
         t_hbm = fmax(t_hbm, bytes * cross[h] / m->fabric_gbps);
     }

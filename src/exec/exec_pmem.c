@@ -42,6 +42,11 @@ int srv_pmem_alloc(gos_device *d, struct srv_pmem_set *s, const gos_chip *chart,
     if (rc)
         return rc;
     gos_pmem_view v;
+    if (gos_pmem_n_parts(pm) != 2) { /* the protocol's views are the two-partition pair */
+        gos_pmem_close(pm);
+        return gos_fail(GOS_EUNSUPPORTED, "partition-local memory for vGPU clients: two partitions only "
+                                          "(this chart has %d)", chart->n_parts);
+    }
     if ((rc = gos_pmem_get_view(pm, 0, &v))) {
         gos_pmem_close(pm);
         return rc;

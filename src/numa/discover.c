@@ -353,9 +353,47 @@ static int find_l2(gos_device *d, const gos_mem_buf *b, const uint8_t *par, gos_
     return rc;
 }
 
+/* Which path the histogram calls for. Two tiers with a near share of 35..65 %
+ * (Otsu, as always) are two partitions, unless the histogram's peaks show three
+ * or more tiers of at least 10 % each: a real H200's slow tail is lumpy (peaks
+ * of 2-5 % above the far tier, seen in every committed chart), never a tier of
+ * its own. Anything else with two or more peaks: N partitions (parts.c). */
+static int use_n_path(gos_numa_model *m, int n)
+{
+    gos_tiers two;
+    int otsu = gos_tiers_find(m->hist_samples, n, &two) == GOS_OK && two.frac_low >= 0.35 && two.frac_low <= 0.65;
+    if (gos_tiers_find_n(m->hist_samples, n, &m->tiers_n) != GOS_OK || m->tiers_n.n < 2)
+        return 0;
+    if (!otsu)
+        return 1;
+    int big = 0;
+    for (int t = 0; t < m->tiers_n.n; t++)
+        big += m->tiers_n.fraction[t] >= 0.10;
+    return big >= 3 && big == m->tiers_n.n;
+}
+
+/* The two-partition model in the N-partition fields: one parity, two tiers. */
+static void two_as_n(gos_numa_model *m)
+{
+    m->n_parts = 2;
+    m->n_parities = 1;
+    m->masks[0] = m->in_page_mask;
+    m->rep_sm[0] = m->rep_sm[1] = -1;
+    for (int s = 0; s < m->sm_count; s++)
+        if (m->rep_sm[m->part_of[s] & 1] < 0)
+            m->rep_sm[m->part_of[s] & 1] = s;
+    m->n_tiers = 2;
+    m->tier[0] = (gos_tier){.cycles = m->hbm_local, .l2_cycles = m->l2_local, .relation = GOS_REL_SAME_PART};
+    m->tier[1] = (gos_tier){.cycles = m->hbm_remote, .l2_cycles = m->l2_remote, .relation = GOS_REL_OTHER_PART};
+    m->pair_tier[0][0] = m->pair_tier[1][1] = 0;
+    m->pair_tier[0][1] = m->pair_tier[1][0] = 1;
+    m->n_dies = 0;
+}
+
 int gos_numa_discover(gos_device *d, const gos_numa_opts *o, gos_numa_model *m)
 {
     memset(m, 0, sizeof *m);
+    memset(m->pair_tier, -1, sizeof m->pair_tier);
     m->sm_count = d->info.sm_count;
     m->ref_sm = 0;
     double t0 = gos_now_s(), t;
@@ -388,6 +426,16 @@ int gos_numa_discover(gos_device *d, const gos_numa_opts *o, gos_numa_model *m)
     if ((rc = gos_mem_latency(d, GOS_LAT_HBM, m->ref_sm, m->ref_sm, a, n, m->hist_samples)))
         goto fail;
     m->n_hist = n;
+    if (use_n_path(m, n)) {
+        m->t_hist_s = gos_now_s() - t;
+        t = gos_now_s();
+        rc = gos_numa_discover_n(d, o, b, a, n, m);
+        m->t_affinity_s = gos_now_s() - t;
+        free(a);
+        gos_mem_free(d, b);
+        m->t_total_s = gos_now_s() - t0;
+        return rc;
+    }
     if ((rc = gos_tiers_find(m->hist_samples, n, &m->tiers))) {
         m->t_hist_s = gos_now_s() - t;
         goto fail;
@@ -431,6 +479,7 @@ int gos_numa_discover(gos_device *d, const gos_numa_opts *o, gos_numa_model *m)
     free(par);
     gos_mem_free(d, b);
     m->t_total_s = gos_now_s() - t0;
+    two_as_n(m);
     return GOS_OK;
 fail:
     free(a);
@@ -444,28 +493,41 @@ fail:
 
 int gos_numa_model_to_chip(const gos_numa_model *m, gos_chip *c)
 {
-    c->n_parts = 2;
-    for (int p = 0; p < 2; p++) {
+    int np = m->n_parts >= 2 ? m->n_parts : 2;
+    c->n_parts = np;
+    for (int p = 0; p < np; p++) {
         c->parts[p].n_sms = 0;
         for (int s = 0; s < m->sm_count; s++)
             if (m->part_of[s] == p)
                 c->parts[p].sms[c->parts[p].n_sms++] = s;
     }
+    gos_parity par[GOS_MAX_PARITIES] = {{0}};
+    int kp = m->n_parities ? m->n_parities : 1;
+    for (int j = 0; j < kp; j++)
+        par[j].in_page = m->n_parities ? m->masks[j] : m->in_page_mask;
+    gos_chip_set_parities(c, par, kp, 0); /* physical bits are never measurable */
     c->hash_granularity = m->granularity;
-    c->n_in_page_bits = 0;
-    for (int b = GOS_HASH_LO; b <= GOS_HASH_HI; b++)
-        if (m->in_page_mask >> b & 1)
-            c->in_page_bits[c->n_in_page_bits++] = b;
-    c->n_physical_bits = 0;
-    c->has_latency = 1;
+    c->has_latency = np == 2;
     c->lat_hbm_local = m->hbm_local;
     c->lat_hbm_remote = m->hbm_remote;
     c->lat_l2_local = m->l2_local;
     c->lat_l2_remote = m->l2_remote;
+    c->n_tiers = m->n_tiers;
+    memcpy(c->tiers, m->tier, sizeof c->tiers);
+    memset(c->pair_tier, -1, sizeof c->pair_tier);
+    for (int p = 0; p < np && m->n_tiers; p++)
+        for (int q = 0; q < np; q++)
+            c->pair_tier[p][q] = m->pair_tier[p][q];
+    c->n_dies = m->n_dies;
+    memcpy(c->die_of_part, m->die_of_part, sizeof c->die_of_part);
     if (!c->json)
         c->json = json_object();
     json_t *numa = gos_json_child(c->json, "numa");
     json_object_del(gos_json_child(numa, "hash"), "physical_bits"); /* never measurable */
+    if (m->multi)
+        json_object_set_new(numa, "tier_thresholds_cycles", gos_json_reals(m->tiers_n.threshold, m->tiers_n.n - 1));
+    else
+        json_object_del(numa, "tier_thresholds_cycles");
     const gos_tiers *T = &m->tiers;
     GOS_JSON_PUT(numa, GOS_JI("reference_sm", m->ref_sm), GOS_JR("threshold_cycles", T->threshold),
                  GOS_JO("hbm_tiers",
@@ -486,32 +548,59 @@ int gos_numa_model_to_chip(const gos_numa_model *m, gos_chip *c)
                                                       GOS_JO("far", gos_json_reals(m->sm_far, m->sm_count)),
                                                       GOS_JO("separation", gos_json_reals(m->sm_sep, m->sm_count)))),
                  GOS_JO("ambiguous_sms", gos_json_ints(m->ambiguous, m->n_ambiguous)),
-                 GOS_JR("concurrent_probe_agreement", m->concurrent_agreement), GOS_JO("hash_flip_fraction", ev),
+                 GOS_JO("hash_flip_fraction", ev),
                  GOS_JO("time_s", GOS_JSON_OBJ(GOS_JR("histogram", m->t_hist_s), GOS_JR("hash", m->t_hash_s),
                                                GOS_JR("affinity", m->t_affinity_s), GOS_JR("l2", m->t_l2_s),
                                                GOS_JR("total", m->t_total_s))));
+    if (!m->multi)
+        json_object_set_new(numa, "concurrent_probe_agreement", json_real(m->concurrent_agreement));
+    else
+        json_object_del(numa, "concurrent_probe_agreement");
     return GOS_OK;
 }
 
 int gos_numa_model_from_chip(const gos_chip *c, gos_numa_model *m)
 {
     memset(m, 0, sizeof *m);
-    if (c->n_parts != 2)
-        return gos_fail(GOS_EINVAL, "chip has %d memory partitions; the NUMA model needs 2",
-                        c->n_parts);
+    memset(m->pair_tier, -1, sizeof m->pair_tier);
+    int multi = c->n_parts > 2;
+    if (c->n_parts < 2 || (multi && (c->n_parities < 2 || c->n_parts != 1 << c->n_parities)))
+        return gos_fail(GOS_EINVAL, "chip has %d memory partitions; the NUMA model needs 2, or 2^k with "
+                                    "k hash parities (numa.hash.parities)", c->n_parts);
+    m->multi = multi;
+    m->n_parts = c->n_parts;
     m->sm_count = c->device.sm_count;
     for (int s = 0; s < GOS_MAX_SMS; s++)
         m->part_of[s] = 0;
-    for (int p = 0; p < 2; p++)
+    for (int p = 0; p < c->n_parts; p++)
+        m->rep_sm[p] = c->parts[p].n_sms ? c->parts[p].sms[0] : 0;
+    for (int p = 0; p < c->n_parts; p++)
         for (int i = 0; i < c->parts[p].n_sms; i++)
             m->part_of[c->parts[p].sms[i]] = p;
-    for (int i = 0; i < c->n_in_page_bits; i++)
-        m->in_page_mask |= 1u << c->in_page_bits[i];
+    if (multi) {
+        m->n_parities = c->n_parities;
+        for (int j = 0; j < c->n_parities; j++)
+            m->in_page_mask |= m->masks[j] = c->parity[j].in_page;
+    } else {
+        for (int i = 0; i < c->n_in_page_bits; i++)
+            m->in_page_mask |= 1u << c->in_page_bits[i];
+        m->n_parities = 1;
+        m->masks[0] = m->in_page_mask;
+    }
     m->granularity = c->hash_granularity;
+    m->n_tiers = c->n_tiers;
+    memcpy(m->tier, c->tiers, sizeof m->tier);
+    for (int p = 0; p < c->n_parts; p++)
+        for (int q = 0; q < c->n_parts; q++)
+            m->pair_tier[p][q] = (signed char)gos_chip_tier_of(c, p, q);
+    m->n_dies = c->n_dies;
+    memcpy(m->die_of_part, c->die_of_part, sizeof m->die_of_part);
     json_t *numa = json_object_get(c->json, "numa");
     json_t *thr = json_object_get(numa, "threshold_cycles");
     if (json_is_number(thr))
         m->tiers.threshold = json_number_value(thr);
+    else if (c->n_tiers >= 2)
+        m->tiers.threshold = 0.5 * (c->tiers[0].cycles + c->tiers[1].cycles);
     else if (c->has_latency)
         m->tiers.threshold = 0.5 * (c->lat_hbm_local + c->lat_hbm_remote);
     else
@@ -530,6 +619,11 @@ int gos_numa_model_from_chip(const gos_chip *c, gos_numa_model *m)
         m->tiers.high = m->hbm_remote = c->lat_hbm_remote;
         m->l2_local = c->lat_l2_local;
         m->l2_remote = c->lat_l2_remote;
+    } else if (c->n_tiers >= 2) {
+        m->tiers.low = m->hbm_local = c->tiers[0].cycles;
+        m->tiers.high = m->hbm_remote = c->tiers[c->n_tiers - 1].cycles;
+        m->l2_local = c->tiers[0].l2_cycles;
+        m->l2_remote = c->tiers[c->n_tiers - 1].l2_cycles;
     }
     return GOS_OK;
 }

@@ -37,15 +37,33 @@ void gos_memory_figures_free(gos_memory_figures *f)
     f->l2_samples[0] = f->l2_samples[1] = NULL;
 }
 
-/* n random lines of buffer whose predicted partition is q. */
+/* The two partitions the figures compare: 0 and 1, or with N partitions 0 and
+ * one in the farthest tier from it (the "remote" of a local/remote pair). */
+static void pair_of(const gos_numa_model *m, int side[2])
+{
+    side[0] = 0;
+    side[1] = 1;
+    if (m->n_parts <= 2)
+        return;
+    for (int q = 1; q < m->n_parts; q++)
+        if (m->pair_tier[0][q] > m->pair_tier[0][side[1]])
+            side[1] = q;
+}
+
+/* 0 / 1: which side of the pair partition p is, -1 neither. */
+static int side_of(const int side[2], int p) { return p == side[0] ? 0 : p == side[1] ? 1 : -1; }
+
+/* n random lines of buffer whose predicted partition is side q of the pair. */
 typedef struct {
     const gos_numa_map *map;
     gos_rng *r;
+    int side[2];
 } line_pick;
 
 static int pick_lines(void *ctx, int q, int n, uint64_t *out)
 {
     const line_pick *k = ctx;
+    q = k->side[q & 1];
     for (int i = 0, tries = 0; i < n; tries++) {
         if (tries > 1000 * n + 1000)
             return gos_fail(GOS_EAMBIGUOUS, "no lines of partition %d in the buffer", q);
@@ -69,8 +87,9 @@ static int first_sm(const gos_numa_model *m, int p)
 static int l2_latency(gos_device *d, const gos_numa_model *m, const gos_numa_map *map, gos_rng *r,
                       gos_memory_figures *f)
 {
-    int n = L2_SAMPLES, sm[2] = {first_sm(m, 0), first_sm(m, 1)};
     line_pick k = {.map = map, .r = r};
+    pair_of(m, k.side);
+    int n = L2_SAMPLES, sm[2] = {first_sm(m, k.side[0]), first_sm(m, k.side[1])};
     int rc = gos_l2_hits(d, sm, 2, n, pick_lines, &k, f->l2_samples, &f->l2_local, &f->l2_remote);
     if (rc)
         return rc;
@@ -105,13 +124,18 @@ static int hbm_bandwidth(gos_device *d, const gos_numa_model *m, const gos_numa_
         rc = gos_fail(GOS_ENOMEM, "out of memory");
         goto out;
     }
+    int side[2];
+    pair_of(m, side);
     for (uint64_t i = 0; i < np; i++) {
-        int p = gos_numa_partition_of(map, i * 4096);
+        int p = side_of(side, gos_numa_partition_of(map, i * 4096));
         if (p >= 0)
             pg[p][npg[p]++] = (uint32_t)i;
     }
-    for (int s = 0; s < m->sm_count; s++)
-        sms[m->part_of[s]][nsm[m->part_of[s]]++] = s;
+    for (int s = 0; s < m->sm_count; s++) {
+        int p = side_of(side, m->part_of[s]);
+        if (p >= 0)
+            sms[p][nsm[p]++] = s;
+    }
     f->bw_ws_bytes = 4096ull * (npg[0] < npg[1] ? npg[0] : npg[1]);
     for (int p = 0; p < 2; p++) {
         if (!nsm[p] || !npg[0] || !npg[1]) {

@@ -13,8 +13,11 @@
  *
  * Partitions are numbered by the model: partition 0 is the one holding the
  * reference SM (the first SM probed); the chip file carries the SM sets, whose
- * order has no meaning. Only two partitions (one XOR parity, as on H100/H200/
- * B200) are inferred; a chip without two tiers is reported as ambiguous. */
+ * order has no meaning. Two partitions (one XOR parity, as on H100/H200/B200)
+ * take the path above; a histogram whose near tier is far from half the lines,
+ * or with three or more tiers of 10 % each, takes the N-partition path of parts.c
+ * (peaks.c finds the tiers, gf2.c the parities): 2^k partitions, dies where a
+ * tier says so, the hash as k parities. */
 #ifndef GOS_NUMA_H
 #define GOS_NUMA_H
 
@@ -41,6 +44,20 @@ typedef struct {
  * when a slow tail drew the split), then the tiers' medians and spreads. GOS_EAMBIGUOUS when the data do not show two separated tiers (a tier
  * under 5 % of the samples, or medians closer than 3 spreads). */
 int gos_tiers_find(const uint32_t *v, int n, gos_tiers *out);
+
+/* ---- peaks.c ----------------------------------------------------------------- */
+
+typedef struct {
+    int n;                                  /* tiers found */
+    double median[GOS_MAX_TIERS];           /* ascending */
+    double fraction[GOS_MAX_TIERS];         /* share of the samples */
+    double threshold[GOS_MAX_TIERS];        /* [i]: between tier i and i + 1 */
+    int samples, n_outliers;                /* above the top tier */
+} gos_tiers_n;
+
+/* Any number of tiers from the histogram's peaks (overlapping peaks are one
+ * tier). GOS_EAMBIGUOUS when no tier holds 2 % of the samples. */
+int gos_tiers_find_n(const uint32_t *v, int n, gos_tiers_n *out);
 
 /* Median of v[0..n) (GOS_LAT_NONE ignored); 0 when empty. */
 double gos_lat_median(const uint32_t *v, int n);
@@ -99,6 +116,19 @@ typedef struct {
     uint32_t *l2_samples[2]; /* local, remote L2-hit samples (owned) */
     int n_l2;
     double t_hist_s, t_hash_s, t_affinity_s, t_l2_s, t_total_s;
+    /* N partitions (both paths fill them; the two-partition path with n_parts 2,
+     * one parity in_page_mask). Partition p has hash code p. */
+    int n_parts;
+    int n_parities;
+    uint32_t masks[GOS_MAX_PARITIES];      /* in-page bits of each parity */
+    int rep_sm[GOS_MAX_PARTS];             /* the SM that probes for each partition */
+    gos_tiers_n tiers_n;                   /* the reference SM's histogram tiers */
+    int n_tiers;
+    gos_tier tier[GOS_MAX_TIERS];          /* cycles, l2_cycles, relation */
+    signed char pair_tier[GOS_MAX_PARTS][GOS_MAX_PARTS];
+    int n_dies;                            /* 0: not told by the tiers */
+    int die_of_part[GOS_MAX_PARTS];
+    int multi;                             /* took the N-partition path */
 } gos_numa_model;
 
 typedef struct {
@@ -135,9 +165,12 @@ int gos_numa_probers(const gos_numa_model *m, int sms[GOS_MAX_SMS]);
 
 typedef struct {
     uint64_t base, bytes, n_pages2m;
-    uint32_t in_page_mask;
+    uint32_t in_page_mask;  /* masks[0] */
+    int n_parities;
+    uint32_t masks[GOS_MAX_PARITIES];
     uint8_t *parity; /* per 2 MB page: 0 / 1 (partition of offset 0 if the in-page
-                        parity is 0), 0xff when the probe was inconclusive */
+                        parity is 0), 0xff when the probe was inconclusive; with
+                        k parities the k-bit code of offset 0 */
     double t_probe_s;
     int n_unknown;
 } gos_numa_map;
@@ -154,8 +187,41 @@ void gos_numa_map_free(gos_numa_map *map);
 int gos_numa_partition_of(const gos_numa_map *map, uint64_t offset);
 
 /* Partition the SM that measured `sample` (a sweep word) found the probed line
- * in, from the SM's own tiers; -1 when the sample is missing. */
+ * in, from the SM's own tiers; -1 when the sample is missing. With more than
+ * two partitions a far sample only says "not the SM's partition": -2. */
 int gos_numa_classify(const gos_numa_model *m, uint32_t sample);
+
+/* Whether `sample` agrees with the line being in partition `want`: 1, 0, or -1
+ * when the sample is missing (any number of partitions). */
+int gos_numa_agrees(const gos_numa_model *m, uint32_t sample, int want);
+
+/* The code of the in-page parities of a byte offset (bit j: parity j). */
+static inline int gos_numa_code_in_page(const uint32_t *masks, int k, uint64_t off)
+{
+    int c = 0;
+    for (int j = 0; j < k; j++)
+        c |= __builtin_parityll(off & masks[j] & (GOS_PAGE_2M - 1)) << j;
+    return c;
+}
+
+/* ---- parts.c / gf2.c: the N-partition path ------------------------------------ */
+
+/* Steps 2-5 for N partitions after the reference histogram (`a`, the n
+ * addresses probed, their samples in m->hist_samples); b the probe buffer. */
+int gos_numa_discover_n(gos_device *d, const gos_numa_opts *o, const gos_mem_buf *b, const uint64_t *a,
+                        int n, gos_numa_model *m);
+
+/* Hash codes from labelled offsets (gf2.c). The caller probes: label(ctx,
+ * offs, n, labels) fills labels[i] with the partition (cluster) of the line at
+ * offset offs[i] from the reference base (the bases all hold the reference
+ * partition's lines), majority over bases done by the caller. See gf2.c. */
+typedef int (*gos_gf2_labeler)(void *ctx, const uint64_t *xor_offs, int n, int *labels);
+int gos_gf2_codes(int n_clusters, int ref, gos_gf2_labeler label, void *ctx, int *code_of, uint32_t *masks,
+                  int *k_out);
+
+/* Per-page codes of an N-partition map (numa_map.c). */
+int gos_numa_label_lines(gos_device *d, const gos_numa_model *m, const uint64_t *addrs, int n, int reps,
+                         int *labels);
 
 /* ---- verify.c -------------------------------------------------------------- */
 

@@ -23,6 +23,8 @@
  * known, else the reference threshold. */
 static double sm_threshold(const gos_numa_model *m, int sm)
 {
+    if (m->multi) /* the SM's far median mixes tiers: the near tier's own threshold */
+        return m->tiers.threshold;
     if (sm >= 0 && sm < GOS_MAX_SMS && m->sm_near[sm] > 0 && m->sm_far[sm] > m->sm_near[sm])
         return 0.5 * (m->sm_near[sm] + m->sm_far[sm]);
     return m->tiers.threshold;
@@ -36,7 +38,20 @@ int gos_numa_classify(const gos_numa_model *m, uint32_t sample)
     if (sm >= m->sm_count || lat == 0xffff)
         return -1;
     int near = lat < sm_threshold(m, sm);
+    if (m->multi)
+        return near ? m->part_of[sm] : -2;
     return near ? m->part_of[sm] : 1 - m->part_of[sm];
+}
+
+int gos_numa_agrees(const gos_numa_model *m, uint32_t sample, int want)
+{
+    int got = gos_numa_classify(m, sample);
+    if (got == -1)
+        return -1;
+    if (!m->multi)
+        return got == want;
+    int sm = (int)(sample >> 16);
+    return (got >= 0) == (want == m->part_of[sm]);
 }
 
 /* How far a sample sits from its SM's threshold, in units of the tier gap. */
@@ -59,13 +74,15 @@ int gos_numa_probers(const gos_numa_model *m, int sms[GOS_MAX_SMS])
         return m->sm_count;
     }
     /* want / 2 per partition, evenly spaced through each partition's SMs. */
-    int n = 0;
-    for (int p = 0; p < 2; p++) {
+    int n = 0, np = m->n_parts > 2 ? m->n_parts : 2;
+    for (int p = 0; p < np; p++) {
         int list[GOS_MAX_SMS], k = 0;
         for (int s = 0; s < m->sm_count; s++)
             if (m->part_of[s] == p)
                 list[k++] = s;
-        int take = p == 0 ? want / 2 : want - want / 2;
+        int take = p < np - 1 ? want / np : want - (np - 1) * (want / np);
+        if (take < 1)
+            take = 1;
         if (take > k)
             take = k;
         for (int j = 0; j < take; j++)
@@ -74,6 +91,46 @@ int gos_numa_probers(const gos_numa_model *m, int sms[GOS_MAX_SMS])
     if (n == 0)
         sms[n++] = m->ref_sm;
     return n;
+}
+
+/* N partitions: three lines of each 2 MB page, each labelled by the partition
+ * whose SM sees it fastest (gos_numa_label_lines); the page's code is the
+ * majority of label ^ in-page code. */
+static int build_n(gos_device *d, const gos_numa_model *m, const gos_mem_buf *b, gos_numa_map *map)
+{
+    enum { L = 3 };
+    uint64_t np = map->n_pages2m, n = np * L;
+    uint64_t *a = malloc((n ? n : 1) * sizeof *a);
+    int *lab = malloc((n ? n : 1) * sizeof *lab), rc;
+    if (!a || !lab || n > 0x7fffffff) {
+        free(a);
+        free(lab);
+        return gos_fail(GOS_ENOMEM, "out of memory");
+    }
+    for (uint64_t i = 0; i < n; i++)
+        a[i] = b->base + gos_sweep_offset(i, GOS_PAGE_2M / L) / GOS_LINE * GOS_LINE;
+    if (!(rc = gos_numa_label_lines(d, m, a, (int)n, 2, lab)))
+        for (uint64_t p = 0; p < np; p++) {
+            int v[L], nv = 0;
+            for (int k = 0; k < L; k++) {
+                uint64_t i = p * L + k;
+                if (lab[i] >= 0)
+                    v[nv++] = lab[i] ^ gos_numa_code_in_page(map->masks, map->n_parities, a[i] - b->base);
+            }
+            int best = -1;
+            for (int x = 0; x < nv && best < 0; x++) {
+                int c = 0;
+                for (int y = 0; y < nv; y++)
+                    c += v[y] == v[x];
+                if (2 * c > nv || (nv == 1))
+                    best = v[x];
+            }
+            map->parity[p] = best < 0 ? 0xff : (uint8_t)best;
+            map->n_unknown += best < 0;
+        }
+    free(a);
+    free(lab);
+    return rc;
 }
 
 int gos_numa_map_build(gos_device *d, const gos_numa_model *m, const gos_mem_buf *b,
@@ -92,6 +149,20 @@ int gos_numa_map_build(gos_device *d, const gos_numa_model *m, const gos_mem_buf
     map->bytes = b->bytes;
     map->n_pages2m = np;
     map->in_page_mask = m->in_page_mask;
+    map->n_parities = m->n_parities ? m->n_parities : 1;
+    for (int j = 0; j < map->n_parities; j++)
+        map->masks[j] = m->n_parities ? m->masks[j] : m->in_page_mask;
+    if (m->multi) {
+        free(s);
+        int rc = build_n(d, m, b, map);
+        if (rc) {
+            gos_numa_map_free(map);
+            return rc;
+        }
+        map->t_probe_s = gos_now_s() - t0;
+        *out = map;
+        return GOS_OK;
+    }
     const uint64_t stride = GOS_PAGE_2M / PROBES_PER_PAGE;
     int sms[GOS_MAX_SMS], nsm = gos_numa_probers(m, sms);
     int rc = gos_mem_sweep(d, sms, nsm, b->base, n, stride, 2, s);
@@ -140,5 +211,7 @@ int gos_numa_partition_of(const gos_numa_map *map, uint64_t offset)
     uint8_t p = map->parity[offset / GOS_PAGE_2M];
     if (p == 0xff)
         return -1;
+    if (map->n_parities > 1)
+        return p ^ gos_numa_code_in_page(map->masks, map->n_parities, offset);
     return p ^ gos_hash_in_page(map->in_page_mask, offset);
 }

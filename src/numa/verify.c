@@ -55,7 +55,7 @@ static int reprobe(gos_device *d, const gos_numa_model *m, const gos_numa_map *m
             if (med == GOS_LAT_NONE)
                 continue;
             uint32_t word = (med > 0xfffe ? 0xfffe : med) | ((uint32_t)m->ref_sm << 16);
-            v->resolved += gos_numa_classify(m, word) == gos_numa_partition_of(map, off[i]);
+            v->resolved += gos_numa_agrees(m, word, gos_numa_partition_of(map, off[i])) == 1;
         }
         v->reprobed = (uint64_t)n;
     }
@@ -103,14 +103,14 @@ int gos_numa_verify_run(gos_device *d, const gos_numa_model *m, uint64_t bytes, 
         if ((rc = gos_mem_sweep(d, sms, nsm, b->base + first * UNIT, n, UNIT, samples, s)))
             goto out;
         for (uint64_t i = 0; i < n; i++) {
-            int got = gos_numa_classify(m, s[i]);
             uint64_t off = first * UNIT + gos_sweep_offset(i, UNIT);
             int want = gos_numa_partition_of(map, off);
-            if (got < 0 || want < 0)
+            int ok = want < 0 ? -1 : gos_numa_agrees(m, s[i], want);
+            if (ok < 0)
                 v->unknown++;
             else
                 v->classified++;
-            if (got >= 0 && got == want)
+            if (ok == 1)
                 v->agree++;
             else if (want >= 0 && n_redo < (int)MAX_REPROBE)
                 redo[n_redo++] = off;

@@ -75,6 +75,8 @@ int gos_pmem_check(gos_pmem *pm, int samples, gos_pmem_check_result *r)
     gos_pmem_view v[2];
     if (samples < 1 || samples > 16)
         return gos_fail(GOS_EINVAL, "check: samples %d outside 1..16", samples);
+    if (gos_pmem_n_parts(pm) != 2) /* gos_pmem_truth_part checks N views on a simulated chip */
+        return gos_fail(GOS_EUNSUPPORTED, "check: two partitions only (the chart has %d)", gos_pmem_n_parts(pm));
     int rc = gos_pmem_get_view(pm, 0, &v[0]);
     if (rc || (rc = gos_pmem_get_view(pm, 1, &v[1])))
         return rc;

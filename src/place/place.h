@@ -53,5 +53,7 @@ int gos_pmem_check(gos_pmem *pm, int samples, gos_pmem_check_result *r);
  * answers GOS_EUNSUPPORTED): units[p] logical units of view p, in_target[p] of
  * them in partition p by that truth (chart numbering). */
 int gos_pmem_truth(gos_pmem *pm, uint64_t units[2], uint64_t in_target[2]);
+/* The same for the view of partition p of any of the chart's N partitions. */
+int gos_pmem_truth_part(gos_pmem *pm, int p, uint64_t *units, uint64_t *in_target);
 
 #endif

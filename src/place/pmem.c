@@ -29,17 +29,65 @@ struct gos_pmem {
     uint64_t n_pages2m;
     uint64_t view_bytes;
     uint32_t mask, shift;
+    int n_parts, k;          /* 2 and 1, or 2^k partitions of k parities */
+    uint32_t masks[GOS_PMEM_MAX_PARITIES];
+    uint8_t sel[GOS_PMEM_MAX_PARITIES], inv[1 << GOS_PMEM_MAX_PARITIES];
     int scrambled;            /* meta holds the scrambled table at offset 1 MB */
     double t_alloc_s, t_parity_s;
 };
 
 const char *gos_pmem_error(void) { return gos_last_error(); }
 
+/* N partitions: k selector bits, ascending, whose columns in the parities'
+ * masks are independent (lowest first), and the inverse of that k x k matrix
+ * as a table code -> selector value. 0, or a one-line error. */
+static int selectors(const uint32_t *masks, int k, uint8_t *sel, uint8_t *inv, const char *what)
+{
+    int n = 0;
+    uint32_t col[GOS_PMEM_MAX_PARITIES];
+    for (int b = GOS_HASH_LO; b <= GOS_HASH_HI && n < k; b++) {
+        uint32_t c = 0;
+        for (int j = 0; j < k; j++)
+            c |= (masks[j] >> b & 1u) << j;
+        /* independent of the columns chosen: no combination of them gives c */
+        int dep = c == 0;
+        for (uint32_t t = 1; !dep && t < 1u << n; t++) {
+            uint32_t x = 0;
+            for (int i = 0; i < n; i++)
+                if (t >> i & 1)
+                    x ^= col[i];
+            dep = x == c;
+        }
+        if (!dep) {
+            sel[n] = (uint8_t)b;
+            col[n++] = c;
+        }
+    }
+    if (n < k)
+        return gos_fail(GOS_EINVAL, "%s: the %d parities' in-page bits do not reach all %d partitions in a "
+                                    "2 MB page: no partition-local views", what, k, 1 << k);
+    for (uint32_t t = 0; t < 1u << k; t++) { /* selector value t moves the code by A t */
+        uint32_t x = 0;
+        for (int i = 0; i < k; i++)
+            if (t >> i & 1)
+                x ^= col[i];
+        inv[x] = (uint8_t)t;
+    }
+    return GOS_OK;
+}
+
 static int chart_check(const gos_chip *c, const char *what)
 {
+    if (c->n_parts > 2 && c->n_parities >= 2 && c->n_parts == 1 << c->n_parities) {
+        uint32_t m[GOS_PMEM_MAX_PARITIES];
+        uint8_t sel[GOS_PMEM_MAX_PARITIES], inv[1 << GOS_PMEM_MAX_PARITIES];
+        for (int j = 0; j < c->n_parities; j++)
+            m[j] = c->parity[j].in_page;
+        return selectors(m, c->n_parities, sel, inv, what);
+    }
     if (c->n_parts != 2)
-        return gos_fail(GOS_EINVAL, "%s: the chart has %d memory partitions, placement needs 2 "
-                                    "(chart this GPU with `gpuos probe numa --json FILE`)",
+        return gos_fail(GOS_EINVAL, "%s: the chart has %d memory partitions, placement needs 2, or 2^k "
+                                    "with k hash parities (chart this GPU with `gpuos probe numa --json FILE`)",
                         what, c->n_parts);
     if (c->n_in_page_bits < 1)
         return gos_fail(GOS_EINVAL, "%s: the chart has no in-page hash bits (numa.hash.in_page_bits); "
@@ -97,22 +145,36 @@ int gos_pmem_create(gos_device *d, const gos_chip *chart, uint64_t bytes, gos_pm
     if (bytes == 0)
         return gos_fail(GOS_EINVAL, "cannot allocate 0 bytes per view");
     uint32_t mask = 0;
-    for (int i = 0; i < chart->n_in_page_bits; i++)
-        mask |= 1u << chart->in_page_bits[i];
+    int np = chart->n_parts, k = np > 2 ? chart->n_parities : 1;
+    uint32_t masks[GOS_PMEM_MAX_PARITIES] = {0};
+    if (np > 2)
+        for (int j = 0; j < k; j++)
+            mask |= masks[j] = chart->parity[j].in_page;
+    else
+        for (int i = 0; i < chart->n_in_page_bits; i++)
+            mask |= 1u << chart->in_page_bits[i];
+    masks[0] = np > 2 ? masks[0] : mask;
     uint32_t shift = (uint32_t)__builtin_ctz(mask);
     uint64_t unit = 1ull << shift;
-    if (bytes > d->info.mem_bytes / 2)
+    if (bytes > d->info.mem_bytes / (uint64_t)np)
         return gos_fail(GOS_EINVAL, "%llu bytes per view need %llu bytes of device memory; the GPU has %llu",
-                        (unsigned long long)bytes, 2 * (unsigned long long)bytes,
+                        (unsigned long long)bytes, (unsigned long long)np * bytes,
                         (unsigned long long)d->info.mem_bytes);
     uint64_t units = (bytes + unit - 1) / unit;
-    uint64_t total = (2 * units * unit + GOS_PAGE_2M - 1) / GOS_PAGE_2M * GOS_PAGE_2M;
+    uint64_t total = ((uint64_t)np * units * unit + GOS_PAGE_2M - 1) / GOS_PAGE_2M * GOS_PAGE_2M;
     gos_pmem *pm = calloc(1, sizeof *pm);
     if (!pm)
         return gos_fail(GOS_ENOMEM, "out of memory");
     pm->d = d;
     pm->mask = mask;
     pm->shift = shift;
+    pm->n_parts = np;
+    pm->k = k;
+    memcpy(pm->masks, masks, sizeof masks);
+    if (np > 2 && (rc = selectors(masks, k, pm->sel, pm->inv, "chart"))) {
+        free(pm);
+        return rc;
+    }
     pm->view_bytes = bytes;
     gos_numa_map *map = NULL;
     if ((rc = gos_numa_model_from_chip(chart, &pm->model)))
@@ -202,20 +264,31 @@ void gos_pmem_times(const gos_pmem *pm, double *alloc_s, double *parity_s)
 
 static gos_pmem_view make_view(const gos_pmem *pm, int part, uint64_t parity)
 {
-    return (gos_pmem_view){.base = pm->buf->base, .bytes = pm->view_bytes, .parity = parity,
-                           .mask = pm->mask, .shift = pm->shift, .part = (uint32_t)part};
+    gos_pmem_view v = {.base = pm->buf->base, .bytes = pm->view_bytes, .parity = parity,
+                       .mask = pm->mask, .shift = pm->shift, .part = (uint32_t)part};
+    if (pm->n_parts > 2) {
+        v.n_parities = (uint32_t)pm->k;
+        memcpy(v.masks, pm->masks, sizeof v.masks);
+        memcpy(v.sel, pm->sel, sizeof v.sel);
+        memcpy(v.inv, pm->inv, sizeof v.inv);
+    }
+    return v;
 }
+
+int gos_pmem_n_parts(const gos_pmem *pm) { return pm ? pm->n_parts : 0; }
 
 int gos_pmem_get_view(const gos_pmem *pm, int part, gos_pmem_view *out)
 {
-    if (!pm || part < 0 || part > 1)
-        return gos_fail(GOS_EINVAL, "no view of partition %d (0 or 1)", part);
+    if (!pm || part < 0 || part >= pm->n_parts)
+        return gos_fail(GOS_EINVAL, "no view of partition %d (0..%d)", part, pm ? pm->n_parts - 1 : 1);
     *out = make_view(pm, part, pm->meta->base);
     return GOS_OK;
 }
 
 int gos_pmem_scrambled_views(gos_pmem *pm, gos_pmem_view out[2])
 {
+    if (pm->n_parts != 2)
+        return gos_fail(GOS_EUNSUPPORTED, "scrambled views: two partitions only (this chart has %d)", pm->n_parts);
     if (!pm->scrambled) {
         uint8_t *t = malloc(pm->n_pages2m);
         if (!t)
@@ -237,8 +310,8 @@ int gos_pmem_scrambled_views(gos_pmem *pm, gos_pmem_view out[2])
 /* Copies [off, off + n) of view `part` unit by unit (whole units batched). */
 static int copy(gos_pmem *pm, int to_device, int part, uint64_t off, uint8_t *h, uint64_t n)
 {
-    if (!pm || part < 0 || part > 1)
-        return gos_fail(GOS_EINVAL, "no view of partition %d (0 or 1)", part);
+    if (!pm || part < 0 || part >= pm->n_parts)
+        return gos_fail(GOS_EINVAL, "no view of partition %d (0..%d)", part, pm ? pm->n_parts - 1 : 1);
     if (off > pm->view_bytes || n > pm->view_bytes - off)
         return gos_fail(GOS_EINVAL, "bytes %llu..%llu are outside the view (%llu bytes)",
                         (unsigned long long)off, (unsigned long long)(off + n),
@@ -304,34 +377,40 @@ int gos_pmem_runtime(const gos_pmem *pm, const int *idle, int n_idle, uint32_t n
     return GOS_OK;
 }
 
-int gos_pmem_truth(gos_pmem *pm, uint64_t units[2], uint64_t in_target[2])
+int gos_pmem_truth_part(gos_pmem *pm, int p, uint64_t *units, uint64_t *in_target)
 {
-    int ref = -1;
+    int ref = -1; /* an SM of partition p: truth says 0 for lines local to it */
     for (int s = 0; s < pm->model.sm_count && ref < 0; s++)
-        if (pm->model.part_of[s] == 0)
+        if (pm->model.part_of[s] == p)
             ref = s;
     if (ref < 0)
-        return gos_fail(GOS_EINVAL, "truth: the chart has no SM in partition 0");
+        return gos_fail(GOS_EINVAL, "truth: the chart has no SM in partition %d", p);
     uint64_t unit = 1ull << pm->shift, n = (pm->view_bytes + unit - 1) / unit;
     uint64_t batch = n < COPY_BATCH ? n : COPY_BATCH;
     uint64_t *a = malloc(batch * sizeof *a);
     uint8_t *h = malloc(batch);
     int rc = a && h ? GOS_OK : gos_fail(GOS_ENOMEM, "out of memory");
-    for (int p = 0; p < 2 && !rc; p++) {
-        gos_pmem_view v = make_view(pm, p, (uint64_t)(uintptr_t)pm->parity);
-        units[p] = n;
-        in_target[p] = 0;
-        for (uint64_t j = 0; j < n && !rc; j += batch) {
-            uint64_t k = n - j < batch ? n - j : batch;
-            for (uint64_t i = 0; i < k; i++)
-                a[i] = gos_pmem_addr(&v, (j + i) * unit);
-            if ((rc = gos_place_truth(pm->d, a, k, ref, h)))
-                break;
-            for (uint64_t i = 0; i < k; i++)
-                in_target[p] += h[i] == (uint8_t)p;
-        }
+    gos_pmem_view v = make_view(pm, p, (uint64_t)(uintptr_t)pm->parity);
+    *units = n;
+    *in_target = 0;
+    for (uint64_t j = 0; j < n && !rc; j += batch) {
+        uint64_t k = n - j < batch ? n - j : batch;
+        for (uint64_t i = 0; i < k; i++)
+            a[i] = gos_pmem_addr(&v, (j + i) * unit);
+        if ((rc = gos_place_truth(pm->d, a, k, ref, h)))
+            break;
+        for (uint64_t i = 0; i < k; i++)
+            *in_target += h[i] == 0;
     }
     free(a);
     free(h);
+    return rc;
+}
+
+int gos_pmem_truth(gos_pmem *pm, uint64_t units[2], uint64_t in_target[2])
+{
+    int rc = GOS_OK;
+    for (int p = 0; p < 2 && !rc; p++)
+        rc = gos_pmem_truth_part(pm, p, &units[p], &in_target[p]);
     return rc;
 }

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+_Static_assert(GOS_SMSET_MAX_SMS >= GOS_MAX_SMS, "a set may hold every SM of a chip");
+
 struct gos_smset_pool {
     int n_gpcs;
     int gpc_of[GOS_MAX_SMS];   /* -1: not in the chart */

@@ -30,7 +30,7 @@
 extern "C" {
 #endif
 
-#define GOS_SMSET_MAX_SMS 256
+#define GOS_SMSET_MAX_SMS 512 /* = GOS_MAX_SMS */
 #define GOS_SMSET_MAX_GROUPS 64
 #define GOS_SMSET_MAX_GPCS 32
 #define GOS_SMSET_MAX_CLUSTER 16

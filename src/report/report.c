@@ -18,6 +18,22 @@
 static const char *part_color[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
                                    "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
 
+/* Partition p's colour: the table for up to 8 partitions (H200 charts keep
+ * theirs), else hues spread evenly (returns a static buffer of 8 slots). */
+static const char *part_colour(int p, int n)
+{
+    static char buf[8][8];
+    if (n <= 8)
+        return part_color[p & 7];
+    double h = 6.0 * p / n, x = 1 - fabs(fmod(h, 2) - 1), rgb[3] = {0};
+    int i = (int)h % 6;
+    static const int at[6][3] = {{0, 1, 2}, {1, 0, 2}, {2, 0, 1}, {2, 1, 0}, {1, 2, 0}, {0, 2, 1}};
+    rgb[at[i][0]] = 1, rgb[at[i][1]] = x, rgb[at[i][2]] = 0;
+    char *b = buf[p & 7];
+    snprintf(b, 8, "#%02x%02x%02x", (int)(40 + 150 * rgb[0]), (int)(40 + 150 * rgb[1]), (int)(40 + 150 * rgb[2]));
+    return b;
+}
+
 static double num(json_t *o, const char *path)
 {
     /* "a.b.c" */
@@ -74,7 +90,7 @@ static void floor_plan(FILE *f, const gos_chip *c)
             fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" rx=\"3\" fill=\"%s\" stroke=\"#222\"%s>"
                        "<title>SM %d, partition %d%s</title></rect>"
                        "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#fff\">%d</text>\n",
-                    x, y, cell, cell, part_of[s] >= 0 ? part_color[part_of[s]] : "#999",
+                    x, y, cell, cell, part_of[s] >= 0 ? part_colour(part_of[s], c->n_parts) : "#999",
                     fl ? " stroke-dasharray=\"4,3\" stroke-width=\"2.5\"" : "", s, part_of[s],
                     fl ? ", free-floating" : "", x + cell / 2, y + cell / 2 + 4, s);
         }
@@ -85,7 +101,7 @@ static void floor_plan(FILE *f, const gos_chip *c)
         if (p < c->n_parts)
             fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"10\" fill=\"%s\"/><text x=\"%d\" y=\"%d\">"
                        "partition %d: %d SMs</text>\n",
-                    x, y - 9, part_color[p], x + 16, y, p, c->parts[p].n_sms);
+                    x, y - 9, part_colour(p, c->n_parts), x + 16, y, p, c->parts[p].n_sms);
         else if (c->n_gpcs)
             fprintf(f, "<text x=\"%d\" y=\"%d\">dashed outline: free-floating SM</text>\n", x, y);
     }
@@ -336,14 +352,43 @@ static void paper_table(FILE *f, int md, const gos_chip *c, json_t *root)
         fprintf(f, "| figure | this chip | paper 001 (H200) | difference | note |\n|---|---|---|---|---|\n");
     else
         fprintf(f, "<table><tr><th>figure</th><th>this chip</th><th>paper 001 (H200)</th><th>difference</th><th>note</th></tr>\n");
-    row(f, md, "HBM latency, local", c->has_latency ? c->lat_hbm_local : NAN, "cycles", 490,
-        "~490 cycles (Fig. 4)", "median of the near tier");
-    row(f, md, "HBM latency, remote", c->has_latency ? c->lat_hbm_remote : NAN, "cycles", 655,
-        "~655 cycles (Fig. 4)", "median of the far tier");
-    row(f, md, "L2 hit latency, local", c->has_latency ? c->lat_l2_local : NAN, "cycles", 309,
-        "~309 cycles (Fig. 5)", "median");
-    row(f, md, "L2 hit latency, remote", c->has_latency ? c->lat_l2_remote : NAN, "cycles", 466,
-        "~466 cycles (Fig. 5)", "median");
+    /* Without the /1 pair (N partitions), the lowest and the highest tier. */
+    int tn = !c->has_latency && c->n_tiers >= 2;
+    double hl = c->has_latency ? c->lat_hbm_local : tn ? c->tiers[0].cycles : NAN;
+    double hr = c->has_latency ? c->lat_hbm_remote : tn ? c->tiers[c->n_tiers - 1].cycles : NAN;
+    double ll = c->has_latency ? c->lat_l2_local : tn && c->tiers[0].l2_cycles > 0 ? c->tiers[0].l2_cycles : NAN;
+    double lr = c->has_latency ? c->lat_l2_remote
+                : tn && c->tiers[c->n_tiers - 1].l2_cycles > 0 ? c->tiers[c->n_tiers - 1].l2_cycles : NAN;
+    row(f, md, "HBM latency, local", hl, "cycles", 490, "~490 cycles (Fig. 4)", "median of the near tier");
+    row(f, md, "HBM latency, remote", hr, "cycles", 655, "~655 cycles (Fig. 4)",
+        tn ? "median of the farthest tier" : "median of the far tier");
+    row(f, md, "L2 hit latency, local", ll, "cycles", 309, "~309 cycles (Fig. 5)", "median");
+    row(f, md, "L2 hit latency, remote", lr, "cycles", 466, "~466 cycles (Fig. 5)", "median");
+    if (c->n_parts > 2 || c->n_tiers > 2 || c->n_dies) { /* gpuos.chip/2: N partitions, dies, tiers */
+        char txt[512] = "", dz[64] = "-";
+        for (int t = 0; t < c->n_tiers; t++)
+            snprintf(txt + strlen(txt), sizeof txt - strlen(txt), "%s%.0f (%s)", t ? ", " : "", c->tiers[t].cycles,
+                     gos_relation_name(c->tiers[t].relation));
+        cells(f, md, "latency tiers", c->n_tiers ? txt : "-", "2 tiers on H200 and B200, 3 on MI300X (App. G)", "",
+              "HBM cycles by SM-to-memory relation");
+        if (c->n_dies)
+            snprintf(dz, sizeof dz, "%d dies of %d partitions", c->n_dies, c->n_parts);
+        else
+            snprintf(dz, sizeof dz, "%d partitions, dies not told apart", c->n_parts);
+        cells(f, md, "memory partitions", dz, "B200: the boundary between dies", "", "");
+        txt[0] = 0;
+        for (int j = 0; j < c->n_parities; j++) {
+            snprintf(txt + strlen(txt), sizeof txt - strlen(txt), "%s{", j ? " " : "");
+            for (int b = 7, first = 1; b <= 20; b++)
+                if (c->parity[j].in_page >> b & 1) {
+                    snprintf(txt + strlen(txt), sizeof txt - strlen(txt), "%s%d", first ? "" : " ", b);
+                    first = 0;
+                }
+            snprintf(txt + strlen(txt), sizeof txt - strlen(txt), "}");
+        }
+        cells(f, md, "hash parities (in-page bits)", c->n_parities ? txt : "-", "one parity on H200", "",
+              "partition code bit j = parity j");
+    }
     double fs = num(mem, "l2_effective_fraction_shared"), fp = num(mem, "l2_effective_fraction");
     row(f, md, "effective L2, every SM reads every page", isnan(fs) ? NAN : 100 * fs, "%", 65.8,
         "65.8 % of 60 MB (Fig. 7)", "the paper's setting; onset of the bandwidth cliff");

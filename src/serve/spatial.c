@@ -45,11 +45,16 @@ static int device_chart(struct srv *s, int dev, const gos_chip **chart, gos_chip
     }
     gos_topo_opts o;
     gos_topo_default_opts(&o);
-    gos_topo_result r;
-    int rc = gos_topo_probe(s->devs[dev].dev, &o, &r);
-    if (rc)
+    gos_topo_result *r = malloc(sizeof *r); /* ~190 KB with 512 SMs: off the stack */
+    if (!r)
+        return gos_fail(GOS_ENOMEM, "out of memory");
+    int rc = gos_topo_probe(s->devs[dev].dev, &o, r);
+    if (rc) {
+        free(r);
         return gos_fail(rc, "device %s: charting the topology for spatial vGPUs: %s", c->label, gos_last_error());
-    *chart = *probed = r.chip;
+    }
+    *chart = *probed = r->chip;
+    free(r);
     return GOS_OK;
 }
 

@@ -45,9 +45,9 @@ static void label_value(const char *in, char *out, size_t len)
 /* The facts of one chart; -1 = unknown. */
 struct facts {
     int sm_count, gpcs, sms_min, sms_max, ragged, clusters[4], max_cluster, free_sms, cluster_sms;
-    int parts;
+    int parts, dies, tiers, part_min, part_max;
     long long granularity;
-    char config[96], part_sms[64];
+    char config[96], part_sms[64]; /* "" when the SM counts do not fit a label value */
     int simulated;
 };
 
@@ -79,9 +79,19 @@ static int facts_of(const gos_chip *c, struct facts *f)
     label_value(summary, f->config, sizeof f->config);
     f->parts = c->n_parts;
     f->part_sms[0] = 0;
-    for (int i = 0, pos = 0; i < c->n_parts; i++)
+    f->part_min = 1 << 30;
+    f->part_max = 0;
+    int pos = 0;
+    for (int i = 0; i < c->n_parts; i++) {
         pos += snprintf(f->part_sms + pos, pos < (int)sizeof f->part_sms ? sizeof f->part_sms - pos : 0,
                         "%s%d", i ? "_" : "", c->parts[i].n_sms);
+        f->part_min = c->parts[i].n_sms < f->part_min ? c->parts[i].n_sms : f->part_min;
+        f->part_max = c->parts[i].n_sms > f->part_max ? c->parts[i].n_sms : f->part_max;
+    }
+    if (pos > 63) /* a label value holds 63 characters: then min and max only */
+        f->part_sms[0] = 0;
+    f->dies = c->n_dies;
+    f->tiers = c->n_tiers;
     f->granularity = (long long)c->hash_granularity;
     f->simulated = c->device.simulated;
     return GOS_OK;
@@ -105,8 +115,17 @@ static void write_facts(FILE *out, const char *pre, const struct facts *f)
     fprintf(out, "%s%sfree-floating-sms=%d\n", GOS_NFD_PREFIX, pre, f->free_sms);
     if (f->parts) {
         fprintf(out, "%s%spartitions=%d\n", GOS_NFD_PREFIX, pre, f->parts);
-        fprintf(out, "%s%spartition-sms=%s\n", GOS_NFD_PREFIX, pre, f->part_sms);
+        if (f->part_sms[0])
+            fprintf(out, "%s%spartition-sms=%s\n", GOS_NFD_PREFIX, pre, f->part_sms);
+        if (f->parts > 2) { /* gpuos.chip/2: N partitions */
+            fprintf(out, "%s%spartition-sms-min=%d\n", GOS_NFD_PREFIX, pre, f->part_min);
+            fprintf(out, "%s%spartition-sms-max=%d\n", GOS_NFD_PREFIX, pre, f->part_max);
+        }
     }
+    if (f->dies)
+        fprintf(out, "%s%sdies=%d\n", GOS_NFD_PREFIX, pre, f->dies);
+    if (f->tiers > 2)
+        fprintf(out, "%s%slatency-tiers=%d\n", GOS_NFD_PREFIX, pre, f->tiers);
     if (f->granularity)
         fprintf(out, "%s%shash-granularity=%lld\n", GOS_NFD_PREFIX, pre, f->granularity);
 }
@@ -150,8 +169,13 @@ int gos_labels_write(const gos_chip *const *charts, int n, long expiry_s, FILE *
         w.simulated |= f[i].simulated;
         if (strcmp(f[i].config, w.config))
             snprintf(w.config, sizeof w.config, "mixed");
-        if (f[i].parts != w.parts || strcmp(f[i].part_sms, w.part_sms))
+        if (f[i].parts != w.parts || strcmp(f[i].part_sms, w.part_sms) || f[i].part_min != w.part_min ||
+            f[i].part_max != w.part_max)
             w.parts = 0;
+        if (f[i].dies != w.dies)
+            w.dies = 0;
+        if (f[i].tiers != w.tiers)
+            w.tiers = 0;
         if (f[i].granularity != w.granularity)
             w.granularity = 0;
     }

@@ -3,12 +3,12 @@
 #define GOS_UNIONFIND_H
 
 typedef struct {
-    int parent[256];
+    int parent[512]; /* SM ids: GOS_MAX_SMS */
 } gos_uf;
 
 static inline void gos_uf_init(gos_uf *u)
 {
-    for (int i = 0; i < 256; i++)
+    for (int i = 0; i < 512; i++)
         u->parent[i] = i;
 }
 
