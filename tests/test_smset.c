@@ -502,7 +502,7 @@ static void test_bad_requests(void **state)
     gos_smset_pool *p;
     assert_int_equal(gos_smset_pool_open(d, d->chip, &p), GOS_OK);
     gos_smset s;
-    gos_smset_req bad[] = {{0, 2, -1, 0}, {8, 0, -1, 0}, {8, 17, -1, 0}, {8, 2, 2, 0}, {8, 2, -2, 0}, {300, 2, -1, 0}};
+    gos_smset_req bad[] = {{0, 2, -1, 0}, {8, 0, -1, 0}, {8, 17, -1, 0}, {8, 2, 2, 0}, {8, 2, -2, 0}, {GOS_MAX_SMS + 1, 2, -1, 0}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         assert_int_equal(gos_smset_alloc(p, &bad[i], &s), GOS_EINVAL);
     gos_smset_req big = {.sms = 128, .cluster = 8, .partition = -1};

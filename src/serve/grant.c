@@ -8,21 +8,24 @@
  * Process: the daemon (gpuos serve). */
 #include "serve/serve.h"
 
-/* A ring's grant for vGPU id (lock held): the device's grant, but no longer than
- * the vGPU's share of one scheduling period (at least SRV_GRANT_SHARE_MIN_NS).
- * A grant cannot be taken back once issued, and a small share is picked
- * whenever its busy neighbour is between two requests: with a whole 16 ms grant
- * each time, a 10 % vGPU next to a 90 % one got 14-20 % of the GPU, its debt
- * beyond one period forgiven (policy_credit.c). */
+#include <string.h>
+
+/* A ring's grant for vGPU id (lock held): the device's grant, but under Credit
+ * and BAND no longer than what the vGPU is owed (its credit), at least
+ * SRV_GRANT_SHARE_MIN_NS. A grant cannot be taken back once issued, and a vGPU
+ * over its share is still picked whenever its busy neighbour is between two
+ * requests (the engine is not left idle): with a whole 16 ms grant each time, a
+ * 10 % vGPU next to a busy 90 % one got 13-20 % of the GPU on the simulated
+ * device (14 % on the H200), its debt beyond one period forgiven
+ * (policy_credit.c). */
 uint64_t srv_grant_for(struct srv_dev *d, uint32_t id)
 {
     uint64_t g = d->grant_ns ? d->grant_ns : SRV_GRANT_PROCESS_NS;
     gos_sched_vgpu_stats st;
-    if (gos_sched_vgpu_stats_get(d->sched, id, gos_now_ns(), &st) || st.compute_share <= 0)
+    if (!strcmp(gos_sched_policy_name(d->sched), "fifo") || gos_sched_vgpu_stats_get(d->sched, id, gos_now_ns(), &st))
         return g;
-    uint64_t cap = gos_sched_period_ns(d->sched) / 100u * (uint64_t)st.compute_share;
-    if (cap < SRV_GRANT_SHARE_MIN_NS)
-        cap = SRV_GRANT_SHARE_MIN_NS;
+    uint64_t cap = st.compute_credit_ns > (int64_t)SRV_GRANT_SHARE_MIN_NS ? (uint64_t)st.compute_credit_ns
+                                                                          : SRV_GRANT_SHARE_MIN_NS;
     return g < cap ? g : cap;
 }
 

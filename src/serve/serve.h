@@ -436,7 +436,7 @@ void srv_xshare_leave(struct srv_client *c);
  * grant_us = auto learns a switch's cost from an executor's batch (lock held). */
 uint64_t srv_grant_limit(const struct srv_dev *d);
 uint64_t srv_grant_for(struct srv_dev *d, uint32_t vgpu_id);
-/* The shortest grant srv_grant_for gives a small share. */
+/* The shortest grant srv_grant_for gives a vGPU over its share. */
 #define SRV_GRANT_SHARE_MIN_NS 2000000ull
 void srv_grant_learn(struct srv_dev *d, pid_t executor, uint64_t wall_ns, uint64_t gpu_ns);
 void srv_ring_charge(struct srv_client *c);
