@@ -25,6 +25,17 @@ void gos_html_escape(FILE *f, const char *s)
     }
 }
 
+/* One escaped text label at (x, y), anchored "start", "middle" or "end"; a
+ * whole coordinate is written as an integer, another with one decimal. */
+static void label(FILE *f, double x, double y, const char *anchor, const char *text)
+{
+    fprintf(f, x == (double)(long)x ? "<text x=\"%.0f\"" : "<text x=\"%.1f\"", x);
+    fprintf(f, y == (double)(long)y ? " y=\"%.0f\"" : " y=\"%.1f\"", y);
+    fprintf(f, " text-anchor=\"%s\">", anchor);
+    gos_html_escape(f, text);
+    fprintf(f, "</text>\n");
+}
+
 static double nice_step(double span, int want)
 {
     double raw = span / want, p = pow(10, floor(log10(raw))), m = raw / p;
@@ -209,15 +220,11 @@ void gos_svg_heatmap(FILE *f, const gos_svg_heat *h)
     gos_html_escape(f, h->col_label);
     fprintf(f, "</text>\n");
     for (int c = 0; c < h->cols; c++) {
-        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">", left + c * cw + cw / 2, top - 6);
-        gos_html_escape(f, h->col_names[c]);
-        fprintf(f, "</text>\n");
+        label(f, left + c * cw + cw / 2, top - 6, "middle", h->col_names[c]);
     }
     for (int r = 0; r < h->rows; r++) {
         int y = top + r * ch;
-        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">", left - 6, y + ch / 2 + 4);
-        gos_html_escape(f, h->row_names[r]);
-        fprintf(f, "</text>\n");
+        label(f, left - 6, y + ch / 2 + 4, "end", h->row_names[r]);
         for (int c = 0; c < h->cols; c++) {
             double v = h->v[r * h->cols + c];
             int x = left + c * cw, dark = 0;
@@ -331,9 +338,7 @@ void gos_svg_violins(FILE *f, const gos_svg_frame *fr, const gos_svg_series *s, 
     for (int i = 0; i < ns; i++) {
         double cx = X(&t, i + 0.5);
         violin(f, &t, s[i].y, s[i].n, cx, half_w, s[i].color);
-        fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">", cx, t.h - MB + 16);
-        gos_html_escape(f, s[i].label);
-        fprintf(f, "</text>\n");
+        label(f, cx, t.h - MB + 16, "middle", s[i].label);
     }
     fprintf(f, "</svg>\n");
 }
@@ -457,9 +462,7 @@ void gos_svg_scatter(FILE *f, const gos_svg_scatter_t *s)
         fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#ddd\"/>"
                    "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n",
                 X(&t, v), MT, X(&t, v), t.h - MB, X(&t, v), t.h - MB + 14, fabs(v) < 1e-9 * sx ? 0 : v);
-    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">", (t.w + ML - MR) / 2, t.h - 12);
-    gos_html_escape(f, s->xlabel);
-    fprintf(f, "</text>\n");
+    label(f, (t.w + ML - MR) / 2, t.h - 12, "middle", s->xlabel);
     for (int i = 0; i < s->n; i++) {
         int g = s->group[i];
         if (g < 0)
@@ -501,9 +504,7 @@ void gos_svg_boxplot(FILE *f, const gos_svg_boxes_t *b)
         if (g)
             fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#ccc\" stroke-dasharray=\"3,3\"/>\n",
                     X(&t, g), MT, X(&t, g), t.h - MB);
-        fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">", X(&t, g + 0.5), t.h - MB + 16);
-        gos_html_escape(f, b->group_labels[g]);
-        fprintf(f, "</text>\n");
+        label(f, X(&t, g + 0.5), t.h - MB + 16, "middle", b->group_labels[g]);
         for (int s = 0; s < b->n_series; s++) {
             const gos_box *x = &b->box[g * b->n_series + s];
             const double *v = b->v[g * b->n_series + s];
@@ -573,14 +574,10 @@ void gos_svg_ranges(FILE *f, const gos_svg_ranges_t *r)
                 RX(v), TOP, RX(v), yb, RX(v), yb + 14, fabs(v) < 1e-9 * sx ? 0 : v);
     fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#444\"/>\n", left, TOP,
             w - left - MR, ROW * r->rows);
-    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">", (w + left - MR) / 2, h - 6);
-    gos_html_escape(f, r->xlabel);
-    fprintf(f, "</text>\n");
+    label(f, (w + left - MR) / 2, h - 6, "middle", r->xlabel);
     for (int i = 0; i < r->rows; i++) {
         int y = TOP + ROW * i;
-        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">", left - 6, y + ROW / 2 + 4);
-        gos_html_escape(f, r->labels[i]);
-        fprintf(f, "</text>\n");
+        label(f, left - 6, y + ROW / 2 + 4, "end", r->labels[i]);
         if (!isfinite(r->lo[i]) || !isfinite(r->hi[i]))
             continue;
         fprintf(f, "<rect class=\"range\" x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"12\" fill=\"%s\" "

@@ -52,7 +52,7 @@
  *   grant_us = auto              # a batch of one client's queued work (one grant
  *                                # to its executor) lasts this long at most, by the
  *                                # client's recent GPU time per op; auto (the
- *                                # default with executors): 40 x the measured cost
+ *                                # default with executors): 100 x the measured cost
  *                                # of a switch between executors, 4000..16000;
  *                                # 1000 with isolation = none
  *
