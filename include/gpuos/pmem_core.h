@@ -41,10 +41,24 @@
 
 #define GOS_PMEM_MAX_PARITIES 5 /* up to 32 partitions */
 
-/* One partition's view of an allocation. Passed by value to kernels (the first
- * 40 bytes are the two-partition view; the rest describes N partitions).
+/* N partitions' selector tables, GOS_PMEM_EXT_BYTES in front of a view's
+ * parity table (read only by views of n_parities >= 2). Kept out of the view
+ * itself: a view is passed by value to kernels and selected at run time
+ * (p ? v1 : v0), and a view with these arrays in it was copied to local memory
+ * at every remap (decode attention's remap-only time 337 -> 586 us on an H200,
+ * results/GPU-.../stop29c-d7b031b). */
+typedef struct gos_pmem_ext {
+    uint32_t masks[GOS_PMEM_MAX_PARITIES];   /* in-page bits of parity j */
+    uint8_t sel[GOS_PMEM_MAX_PARITIES];      /* selector bits, ascending */
+    uint8_t inv[1 << GOS_PMEM_MAX_PARITIES]; /* code -> selector value */
+    uint8_t pad_[7];
+} gos_pmem_ext;
+#define GOS_PMEM_EXT_BYTES 64u
+
+/* One partition's view of an allocation. Passed by value to kernels (40 bytes).
  * `parity` is the address of the parity table: a device address in the views
- * that gos_pmem_get_view() returns, a host pointer in host-side copies of it. */
+ * that gos_pmem_get_view() returns, a host pointer in host-side copies of it;
+ * for N partitions its gos_pmem_ext lies GOS_PMEM_EXT_BYTES before it. */
 typedef struct gos_pmem_view {
     uint64_t base;   /* the allocation's device address, 2 MB aligned */
     uint64_t bytes;  /* logical bytes of the view */
@@ -52,14 +66,13 @@ typedef struct gos_pmem_view {
     uint32_t mask;   /* in-page hash bits (bits 7..20); N partitions: all parities' */
     uint32_t shift;  /* log2 granularity = lowest bit of mask */
     uint32_t part;   /* 0 / 1 (0 .. N-1), or GOS_PMEM_LINEAR */
-    uint32_t pad_;
-    /* N = 2^k partitions, k = n_parities >= 2 (0 or 1: the pair rule) */
-    uint32_t n_parities;
-    uint32_t masks[GOS_PMEM_MAX_PARITIES]; /* in-page bits of parity j */
-    uint8_t sel[GOS_PMEM_MAX_PARITIES];    /* selector bits, ascending */
-    uint8_t inv[1 << GOS_PMEM_MAX_PARITIES]; /* code -> selector value */
-    uint8_t pad2_[3];
+    uint32_t n_parities; /* N = 2^k partitions: k >= 2 (0 or 1: the pair rule) */
 } gos_pmem_view;
+
+GOS_HD const gos_pmem_ext *gos_pmem_ext_of(const gos_pmem_view *v)
+{
+    return (const gos_pmem_ext *)(uintptr_t)(v->parity - GOS_PMEM_EXT_BYTES);
+}
 
 GOS_HD uint32_t gos_pmem_parity32(uint32_t x)
 {
@@ -74,8 +87,9 @@ GOS_HD uint32_t gos_pmem_parity32(uint32_t x)
 GOS_HD uint32_t gos_pmem_code_in_page(const gos_pmem_view *v, uint64_t off)
 {
     uint32_t c = 0, o = (uint32_t)off & 0x1fffffu;
+    const gos_pmem_ext *e = gos_pmem_ext_of(v);
     for (uint32_t j = 0; j < v->n_parities && j < GOS_PMEM_MAX_PARITIES; j++)
-        c |= gos_pmem_parity32(o & v->masks[j]) << j;
+        c |= gos_pmem_parity32(o & e->masks[j]) << j;
     return c;
 }
 
@@ -97,13 +111,14 @@ GOS_HD uint32_t gos_pmem_home(const gos_pmem_view *v, uint64_t off)
 GOS_HD uint64_t gos_pmem_addr_n(const gos_pmem_view *v, uint64_t off)
 {
     uint64_t lo = off & ((1ull << v->shift) - 1), x = (off >> v->shift) << v->shift;
+    const gos_pmem_ext *e = gos_pmem_ext_of(v);
     for (uint32_t i = 0; i < v->n_parities && i < GOS_PMEM_MAX_PARITIES; i++) { /* a zero at each selector */
-        uint32_t b = v->sel[i];
+        uint32_t b = e->sel[i];
         x = ((x >> b) << (b + 1)) | (x & ((1ull << b) - 1));
     }
-    uint32_t t = v->inv[(gos_pmem_home(v, x) ^ v->part) & ((1u << GOS_PMEM_MAX_PARITIES) - 1)];
+    uint32_t t = e->inv[(gos_pmem_home(v, x) ^ v->part) & ((1u << GOS_PMEM_MAX_PARITIES) - 1)];
     for (uint32_t i = 0; i < v->n_parities && i < GOS_PMEM_MAX_PARITIES; i++)
-        x |= (uint64_t)(t >> i & 1) << v->sel[i];
+        x |= (uint64_t)(t >> i & 1) << e->sel[i];
     return v->base + x + lo;
 }
 

@@ -25,7 +25,8 @@ struct gos_pmem {
     int own_dev;
     gos_numa_model model;
     gos_mem_buf *buf, *meta;
-    uint8_t *parity;          /* host copy, one byte per 2 MB page */
+    uint8_t *parity;          /* host copy, one byte per 2 MB page, GOS_PMEM_EXT_BYTES
+                               * after its gos_pmem_ext (as on the device) */
     uint64_t n_pages2m;
     uint64_t view_bytes;
     uint32_t mask, shift;
@@ -131,6 +132,15 @@ static int upload_table(gos_pmem *pm, uint64_t off, const uint8_t *t)
     return gos_place_copy_units(pm->d, 1, &a, 1, (uint32_t)pm->n_pages2m, (void *)t);
 }
 
+/* The main table with its gos_pmem_ext in front (device: at the meta page's
+ * start, the table GOS_PMEM_EXT_BYTES in). */
+static int upload_main(gos_pmem *pm)
+{
+    uint64_t a = pm->meta->base;
+    int rc = gos_place_copy_units(pm->d, 1, &a, 1, GOS_PMEM_EXT_BYTES, pm->parity - GOS_PMEM_EXT_BYTES);
+    return rc ? rc : upload_table(pm, GOS_PMEM_EXT_BYTES, pm->parity);
+}
+
 int gos_pmem_create(gos_device *d, const gos_chip *chart, uint64_t bytes, gos_pmem **out)
 {
     int rc = chart_check(chart, "chart");
@@ -184,10 +194,16 @@ int gos_pmem_create(gos_device *d, const gos_chip *chart, uint64_t bytes, gos_pm
         goto fail;
     pm->t_alloc_s = gos_now_s() - t0;
     pm->n_pages2m = pm->buf->bytes / GOS_PAGE_2M;
-    if (!(pm->parity = malloc(pm->n_pages2m))) {
+    uint8_t *tab = calloc(1, GOS_PMEM_EXT_BYTES + pm->n_pages2m);
+    if (!tab) {
         rc = gos_fail(GOS_ENOMEM, "out of memory");
         goto fail;
     }
+    pm->parity = tab + GOS_PMEM_EXT_BYTES;
+    gos_pmem_ext *ext = (gos_pmem_ext *)tab;
+    memcpy(ext->masks, pm->masks, sizeof ext->masks);
+    memcpy(ext->sel, pm->sel, sizeof ext->sel);
+    memcpy(ext->inv, pm->inv, sizeof ext->inv);
     /* Pages whose probes were inconclusive are probed again (three tries). */
     memset(pm->parity, 0xff, pm->n_pages2m);
     uint64_t unknown = pm->n_pages2m;
@@ -210,7 +226,7 @@ int gos_pmem_create(gos_device *d, const gos_chip *chart, uint64_t bytes, gos_pm
         goto fail;
     }
     pm->t_parity_s = gos_now_s() - t0 - pm->t_alloc_s;
-    if ((rc = upload_table(pm, 0, pm->parity)))
+    if ((rc = upload_main(pm)))
         goto fail;
     *out = pm;
     return GOS_OK;
@@ -244,7 +260,7 @@ void gos_pmem_close(gos_pmem *pm)
     gos_mem_free(pm->d, pm->meta);
     gos_mem_free(pm->d, pm->buf);
     gos_numa_model_free(&pm->model);
-    free(pm->parity);
+    free(pm->parity ? pm->parity - GOS_PMEM_EXT_BYTES : NULL);
     if (pm->own_dev)
         gos_device_close(pm->d);
     free(pm);
@@ -266,12 +282,8 @@ static gos_pmem_view make_view(const gos_pmem *pm, int part, uint64_t parity)
 {
     gos_pmem_view v = {.base = pm->buf->base, .bytes = pm->view_bytes, .parity = parity,
                        .mask = pm->mask, .shift = pm->shift, .part = (uint32_t)part};
-    if (pm->n_parts > 2) {
-        v.n_parities = (uint32_t)pm->k;
-        memcpy(v.masks, pm->masks, sizeof v.masks);
-        memcpy(v.sel, pm->sel, sizeof v.sel);
-        memcpy(v.inv, pm->inv, sizeof v.inv);
-    }
+    if (pm->n_parts > 2)
+        v.n_parities = (uint32_t)pm->k; /* its tables in front of the parity table */
     return v;
 }
 
@@ -281,7 +293,7 @@ int gos_pmem_get_view(const gos_pmem *pm, int part, gos_pmem_view *out)
 {
     if (!pm || part < 0 || part >= pm->n_parts)
         return gos_fail(GOS_EINVAL, "no view of partition %d (0..%d)", part, pm ? pm->n_parts - 1 : 1);
-    *out = make_view(pm, part, pm->meta->base);
+    *out = make_view(pm, part, pm->meta->base + GOS_PMEM_EXT_BYTES);
     return GOS_OK;
 }
 
