@@ -511,22 +511,10 @@ int shim_export_table(const void **table, const unsigned char id[16])
             *table = tables[i].table;
             return SHIM_SUCCESS;
         }
-    /* {f8cff951-...} and {da9151d3-...}: tables every static CUDA runtime asks
-     * at its start (cuBLASLt reads the GPU's architecture through the first:
-     * without it "Unsupported GPU architecture"); NVIDIA's driver serves them
-     * after its cuInit, without a context, so its own are handed on. */
-    static const unsigned char driver_global[][16] = {
-        {0xf8, 0xcf, 0xf9, 0x51, 0x21, 0x46, 0x8b, 0x4e, 0xb9, 0xe2, 0xfb, 0x46, 0x9e, 0x7c, 0x0d, 0xd9},
-        {0xda, 0x91, 0x51, 0xd3, 0x3a, 0xe6, 0xcc, 0x41, 0xa5, 0xc0, 0x4f, 0x26, 0xd5, 0x33, 0xe3, 0x28}};
-    for (size_t i = 0; i < sizeof driver_global / sizeof driver_global[0]; i++) {
-        int (*real)(const void **, const unsigned char *) =
-            memcmp(driver_global[i], id, 16) ? NULL : (int (*)(const void **, const unsigned char *))shim_real_fn("cuGetExportTable");
-        if (real && real(table, id) == SHIM_SUCCESS && *table) {
-            if (shim_trace())
-                shim_log("cuGetExportTable %s -> NVIDIA's driver's own (no context)", u);
-            return SHIM_SUCCESS;
-        }
-    }
+    /* {f8cff951-...} and {da9151d3-...} (asked by every static CUDA runtime at
+     * its start) stay refused: handing on NVIDIA's own (its cuInit, no context)
+     * changed nothing in cuBLASLt's "Unsupported GPU architecture" on an H200
+     * (results/GPU-19afb852-.../stop29c-d7b031b). */
     if (shim_trace())
         shim_log("cuGetExportTable %s -> not supported", u);
     *table = NULL;

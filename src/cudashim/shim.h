@@ -29,8 +29,8 @@ int shim_unsupported(const char *name);
 
 /* An entry point of NVIDIA's own libcuda.so.1 ($GPUOS_REAL_LIBCUDA, else the
  * usual system folders; cuInit'ed once, never a context), NULL without it
- * (tmap.c): for what the driver computes without a device, tensor-map encoding
- * and the driver-global private tables (exports.c). */
+ * (tmap.c): for what the driver computes without a device, tensor-map
+ * encoding. */
 void *shim_real_fn(const char *name);
 
 /* The CUresult a daemon's device error message names (errors.c), 0 if none. */
