@@ -268,10 +268,12 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
         int ahead = others && gos_ring_cores_to_spare(); /* a host of few cores: no spinning for the hand-over */
         if (ahead && now + GOS_GRANT_TURN_AHEAD_NS < dl) {
             w.until = dl - GOS_GRANT_TURN_AHEAD_NS; /* wake just before the hand-over */
-        } else if (ahead) {
+        } else if (ahead && now < dl + GOS_GRANT_TURN_SPIN_US * 1000ull) {
             /* the hand-over is near: the waiting executors are told to spin
              * for their grants, and this thread spins for the yield, so that
-             * neither side pays a futex wake-up between two tenants' work */
+             * neither side pays a futex wake-up between two tenants' work
+             * (not past the spin's length: an entry that outlasts the
+             * deadline by more is waited for asleep) */
             if (!told) {
                 pthread_mutex_lock(&s->lock);
                 turn_notice(d, c);
