@@ -224,6 +224,24 @@ static int read_bits(json_t *obj, const char *key, const char *where, int lo, in
     return GOS_OK;
 }
 
+/* a JSON array of 1..max entries at `where`, or a one-line error naming it */
+static int check_array(const json_t *a, size_t max, const char *where, const char *what)
+{
+    if (!json_is_array(a) || json_array_size(a) < 1 || json_array_size(a) > max)
+        return gos_fail(GOS_EINVAL, "%s: expected an array of 1..%zu %s", where, max, what);
+    return GOS_OK;
+}
+
+/* element i of array a, an object, with its place ("where[i]") in w2 */
+static json_t *object_at(json_t *a, size_t i, const char *where, char *w2, size_t len)
+{
+    snprintf(w2, len, "%s[%zu]", where, i);
+    json_t *o = json_array_get(a, i);
+    if (!json_is_object(o))
+        gos_fail(GOS_EINVAL, "%s: expected an object", w2);
+    return json_is_object(o) ? o : NULL;
+}
+
 /* gpuos.chip/2: numa.hash.parities, numa.dies, numa.tiers (docs/contracts.md). */
 static int parse_numa_v2(gos_chip *c, json_t *numa, json_t *hash, const char *what)
 {
@@ -232,15 +250,14 @@ static int parse_numa_v2(gos_chip *c, json_t *numa, json_t *hash, const char *wh
     json_t *pa = json_object_get(hash, "parities");
     if (pa) {
         snprintf(where, sizeof where, "%s: numa.hash.parities", what);
-        if (!json_is_array(pa) || json_array_size(pa) < 1 || json_array_size(pa) > GOS_MAX_PARITIES)
-            return gos_fail(GOS_EINVAL, "%s: expected an array of 1..%d parities", where, GOS_MAX_PARITIES);
+        if ((rc = check_array(pa, GOS_MAX_PARITIES, where, "parities")))
+            return rc;
         for (size_t j = 0; j < json_array_size(pa); j++) {
             char w2[340];
-            snprintf(w2, sizeof w2, "%s[%zu]", where, j);
-            json_t *o = json_array_get(pa, j);
+            json_t *o = object_at(pa, j, where, w2, sizeof w2);
             uint64_t in = 0, ph = 0;
-            if (!json_is_object(o))
-                return gos_fail(GOS_EINVAL, "%s: expected an object", w2);
+            if (!o)
+                return GOS_EINVAL;
             if ((rc = read_bits(o, "in_page_bits", w2, 7, 20, &in)) ||
                 (rc = read_bits(o, "physical_bits", w2, 7, 47, &ph)))
                 return rc;
@@ -291,8 +308,8 @@ static int parse_numa_v2(gos_chip *c, json_t *numa, json_t *hash, const char *wh
         snprintf(where, sizeof where, "%s: numa.dies", what);
         if (!c->n_parts)
             return gos_fail(GOS_EINVAL, "%s: dies without numa.partitions", where);
-        if (!json_is_array(dies) || json_array_size(dies) < 1 || (int)json_array_size(dies) > c->n_parts)
-            return gos_fail(GOS_EINVAL, "%s: expected an array of 1..%d dies", where, c->n_parts);
+        if ((rc = check_array(dies, (size_t)c->n_parts, where, "dies")))
+            return rc;
         for (int p = 0; p < c->n_parts; p++)
             c->die_of_part[p] = -1;
         for (size_t k = 0; k < json_array_size(dies); k++) {
@@ -321,15 +338,14 @@ static int parse_numa_v2(gos_chip *c, json_t *numa, json_t *hash, const char *wh
     json_t *tiers = json_object_get(numa, "tiers");
     if (tiers) {
         snprintf(where, sizeof where, "%s: numa.tiers", what);
-        if (!json_is_array(tiers) || json_array_size(tiers) < 1 || json_array_size(tiers) > GOS_MAX_TIERS)
-            return gos_fail(GOS_EINVAL, "%s: expected an array of 1..%d tiers", where, GOS_MAX_TIERS);
+        if ((rc = check_array(tiers, GOS_MAX_TIERS, where, "tiers")))
+            return rc;
         for (size_t t = 0; t < json_array_size(tiers); t++) {
             char w2[340];
-            snprintf(w2, sizeof w2, "%s[%zu]", where, t);
-            json_t *o = json_array_get(tiers, t);
+            json_t *o = object_at(tiers, t, where, w2, sizeof w2);
             gos_tier *T = &c->tiers[t];
-            if (!json_is_object(o))
-                return gos_fail(GOS_EINVAL, "%s: expected an object", w2);
+            if (!o)
+                return GOS_EINVAL;
             if ((rc = get_number(o, "cycles", w2, &T->cycles, 1)) ||
                 (rc = get_number(o, "l2_cycles", w2, &T->l2_cycles, 0)))
                 return rc;
