@@ -85,6 +85,8 @@ echo "ok   --device SEL: one grammar (info, probe, node, place, report, dvfs)"
 
 # --socket: one default, after $GPUOS_SOCKET; --socket=PATH the same as --socket PATH
 for args in "vgpu list" "shm list" "run -- true"; do
+    # a build without cuda.h has no libcuda.so.1 for run: it refuses before the socket
+    [ "$args" = "run -- true" ] && [ ! -e "${BUILD:-build}/shim/libcuda.so.1" ] && continue
     out=$(env -u GPUOS_SOCKET "$G" $args 2>&1) && fail "$args without a daemon succeeded"
     echo "$out" | grep -q "/run/gpuos/gpuos.sock" || fail "$args: not the default socket: $out"
     out=$(GPUOS_SOCKET="$T/env.sock" "$G" $args 2>&1)
@@ -113,9 +115,12 @@ out=$("$G" serve --config "$T/c.conf" --socket "$T/s" 2>&1) && fail "chunk = 3Q 
 echo "$out" | grep -q "chunk must be a size" || fail "config chunk = 3Q: $out"
 out=$("$G" info --sim 2>&1); [ $? -eq 2 ] && echo "$out" | grep -q -- "--sim needs a value" || fail "--sim without value: $out"
 out=$("$G" vgpu list --bytes=1 2>&1); [ $? -eq 2 ] && echo "$out" | grep -q -- "--bytes takes no value" || fail "--bytes=1: $out"
-# gpuos run stops at the program: its options are the program's
-out=$("$G" run --socket "$T/none" -- sh -c 'echo --frobnicate' 2>&1)
-echo "$out" | grep -q "cannot reach gpuos serve at $T/none" || fail "run parsed the program's arguments: $out"
+# gpuos run stops at the program: its options are the program's (a build
+# without cuda.h has no libcuda.so.1 for run)
+if [ -e "${BUILD:-build}/shim/libcuda.so.1" ]; then
+    out=$("$G" run --socket "$T/none" -- sh -c 'echo --frobnicate' 2>&1)
+    echo "$out" | grep -q "cannot reach gpuos serve at $T/none" || fail "run parsed the program's arguments: $out"
+fi
 # serve and executor point at the pages, not at source files or at themselves
 "$G" serve --help | grep -q "gpuos.conf(5)" || fail "serve --help does not name gpuos.conf(5)"
 "$G" serve --help | grep -q "src/" && fail "serve --help points at source files"

@@ -35,7 +35,7 @@ expect_error "is not a size" "$G" probe numa --verify 3Q --sim default
 expect_error "unknown command" "$G" frobnicate
 # --device demands real hardware: on this machine (no GPU) it fails clearly.
 if ! nvidia-smi -L >/dev/null 2>&1; then
-    expect_error "GPU" "$G" probe topology --device 0
+    expect_error "GPU\|without the CUDA toolkit" "$G" probe topology --device 0
 fi
 # An unwritable output path fails clearly and leaves no partial file.
 expect_error "cannot write" "$G" probe topology --sim default --json /nonexistent/dir/out.json
