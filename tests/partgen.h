@@ -152,6 +152,31 @@ static void partgen_numa(gos_rng *r, json_t *doc, int k, int sm_of_code[][64], c
 
 /* split = 1: the twin partitions of a die 15..25 % apart (resolvable): the truth
  * is then all four partitions, both dies, three tiers and both parities. */
+/* The truth of a chip whose partition c is code c (its SMs sm_of_code[c]) in
+ * die die_of_code[c], hashed by masks[0..n_masks), with three tiers: the same
+ * partition, the same die, another die. */
+static void partgen_truth_dies(partgen_truth *T, int n_parts, int sm_of_code[][64], const int *n_of_code,
+                               const int *die_of_code, int n_dies, const uint32_t *masks, int n_masks,
+                               const double cyc[3])
+{
+    T->n_parts = n_parts;
+    for (int c = 0; c < n_parts; c++) {
+        for (int i = 0; i < n_of_code[c]; i++)
+            T->part_of[sm_of_code[c][i]] = c;
+        T->die_of_part[c] = die_of_code[c];
+    }
+    T->n_dies = n_dies;
+    T->n_masks = n_masks;
+    for (int j = 0; j < n_masks; j++)
+        T->masks[j] = masks[j];
+    T->n_tiers = 3;
+    for (int i = 0; i < 3; i++)
+        T->tier_cycles[i] = cyc[i];
+    T->relation[0] = "same_partition";
+    T->relation[1] = "same_die";
+    T->relation[2] = "other_die";
+}
+
 static json_t *partgen_b200_split(uint64_t seed, int split, partgen_truth *t)
 {
     gos_rng r;
@@ -210,22 +235,7 @@ static json_t *partgen_b200_split(uint64_t seed, int split, partgen_truth *t)
     }
     T.sm_count = total;
     if (split) {
-        T.n_parts = 4;
-        for (int c = 0; c < 4; c++) {
-            for (int i = 0; i < n_of_code[c]; i++)
-                T.part_of[sm_of_code[c][i]] = c;
-            T.die_of_part[c] = die_of_code[c];
-        }
-        T.n_dies = 2;
-        T.n_masks = 2;
-        T.masks[0] = masks[0];
-        T.masks[1] = masks[1];
-        T.n_tiers = 3;
-        for (int i = 0; i < 3; i++)
-            T.tier_cycles[i] = cyc[i];
-        T.relation[0] = "same_partition";
-        T.relation[1] = "same_die";
-        T.relation[2] = "other_die";
+        partgen_truth_dies(&T, 4, sm_of_code, n_of_code, die_of_code, 2, masks, 2, cyc);
     } else {
         T.n_parts = 2;
         for (int c = 0; c < 4; c++)
@@ -275,22 +285,7 @@ static json_t *partgen_mi300x(uint64_t seed, partgen_truth *t)
     json_decref(tmp);
     json_object_set_new(doc, "numa", numa);
     T.sm_count = total;
-    T.n_parts = 16;
-    for (int c = 0; c < 16; c++) {
-        for (int i = 0; i < n_of_code[c]; i++)
-            T.part_of[sm_of_code[c][i]] = c;
-        T.die_of_part[c] = die_of_code[c];
-    }
-    T.n_dies = 8;
-    T.n_masks = 4;
-    for (int j = 0; j < 4; j++)
-        T.masks[j] = masks[j];
-    T.n_tiers = 3;
-    for (int i = 0; i < 3; i++)
-        T.tier_cycles[i] = cyc[i];
-    T.relation[0] = "same_partition";
-    T.relation[1] = "same_die";
-    T.relation[2] = "other_die";
+    partgen_truth_dies(&T, 16, sm_of_code, n_of_code, die_of_code, 8, masks, 4, cyc);
     json_object_set_new(doc, "sim", json_pack("{s:I, s:f}", "seed", (json_int_t)(seed % 1000000007), "jitter", jitter));
     if (t)
         *t = T;

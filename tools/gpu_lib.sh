@@ -19,3 +19,19 @@ part() { # name seconds command...
     timeout "$s" "$@" > "$W/$n.log" 2>&1; rc=$?
     echo "$n rc=$rc $(( $(date +%s) - t0 ))s" | tee -a "$S"
 }
+# The quick sharing table (2 and 4 tenants, process and mps, beside plain
+# processes), BAND on rings with 2, 4 and 8 vGPUs and the 10 % vGPU next to a busy
+# 90 % one (issue 22) into $W/{sharing,fairness,forge}.log; sharing_summary
+# prints their figures.
+sharing_parts() {
+    part sharing 150 build/bench/vgpu_bench --gpuos build/gpuos --results "$W/bench" --seconds 3 --quick \
+        --isolation process,mps --only launch,sharing --vgpus 2,4
+    part fairness 75 build/bench/vgpu_bench --gpuos build/gpuos --out "$W/fair.json" --seconds 2 \
+        --isolation process --only fairness --policies band --vgpus 2,4,8
+    part forge 45 env FORGE_SIM=none sh tests/t_ring_forge.sh
+}
+sharing_summary() {
+    grep -h "launch us\|^sharing.*tenants" "$W/sharing.log"
+    grep -h "^fairness\|error" "$W/fairness.log" | head -12
+    tail -3 "$W/forge.log"
+}

@@ -22,17 +22,11 @@ part attn 90 env RES="$W/attn" OUT="$W/attn" ATTN_NO_BUILD=1 ATTN_BATCH=1,32 ATT
 part frameworks 200 env OUT="$W/fw" FW_BUDGET_S=190 FW_KEEP_ERR=1 CUBLASLT_LOG_LEVEL=2 \
     FW_ONLY="${FW_ONLY:-torch_basic torch_matmul cupy_matmul torch_mlp}" GPUOS_COMMIT="${GPUOS_COMMIT:-unknown}" \
     sh tests/gpu/frameworks.sh
-part sharing 150 build/bench/vgpu_bench --gpuos build/gpuos --results "$W/bench" --seconds 3 --quick \
-    --isolation process,mps --only launch,sharing --vgpus 2,4
-part fairness 75 build/bench/vgpu_bench --gpuos build/gpuos --out "$W/fair.json" --seconds 2 \
-    --isolation process --only fairness --policies band --vgpus 2,4,8
-part forge 45 env FORGE_SIM=none sh tests/t_ring_forge.sh
+sharing_parts
 cp "$W/machine.txt" "$S" "$OUT/"
 cp "$W/fw/frameworks.json" "$W/chip.json" "$OUT/" 2>/dev/null
 (cd "$(dirname "$W")" && tar czf "$OUT/stop29c.tar.gz" stop29c)
 grep -h "^=== \|RESULT\|TIME\|Unsupported\|Error\]\|rc [0-9]" "$W/fw/frameworks.log" | head -40
-grep -h "launch us\|^sharing.*tenants" "$W/sharing.log"
-grep -h "^fairness\|error" "$W/fairness.log" | head -12
-tail -4 "$W/forge.log"
+sharing_summary
 tail -6 "$W/numa.log"; tail -5 "$W/attn.log"
 cat "$S"

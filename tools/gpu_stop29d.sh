@@ -9,16 +9,10 @@ gpu_run_begin stop29d tools/gpu_stop29d.sh
 mkdir -p "$W/bench" "$W/attn"
 part attn 90 env RES="$W/attn" OUT="$W/attn" ATTN_NO_BUILD=1 ATTN_BATCH=1,32,128 ATTN_CTX=8192 \
     GOS_COMMIT="${GPUOS_COMMIT:-unknown}" sh bench/attn_decode.sh
-part sharing 150 build/bench/vgpu_bench --gpuos build/gpuos --results "$W/bench" --seconds 3 --quick \
-    --isolation process,mps --only launch,sharing --vgpus 2,4
-part fairness 75 build/bench/vgpu_bench --gpuos build/gpuos --out "$W/fair.json" --seconds 2 \
-    --isolation process --only fairness --policies band --vgpus 2,4,8
-part forge 45 env FORGE_SIM=none sh tests/t_ring_forge.sh
+sharing_parts
 cp "$W/machine.txt" "$S" "$OUT/"
 cp "$W/attn/attn-decode.json" "$W/attn/attn-decode-ours.json" "$OUT/" 2>/dev/null
 (cd "$(dirname "$W")" && tar czf "$OUT/stop29d.tar.gz" stop29d)
 tail -6 "$W/attn.log"
-grep -h "launch us\|^sharing.*tenants" "$W/sharing.log"
-grep -h "^fairness\|error" "$W/fairness.log" | head -12
-tail -3 "$W/forge.log"
+sharing_summary
 cat "$S"

@@ -3,7 +3,7 @@
  * The library is loaded by unmodified CUDA programs instead of NVIDIA's libcuda
  * and carries every Driver API call out through libgpuos (include/gpuos/gpuos.h)
  * on a virtual GPU of a running `gpuos serve`. It loads NVIDIA's driver only for
- * what that computes without a device or context (shim_real_fn, tmap.c).
+ * what that computes without a device or context (tensor maps, tmap.c).
  * This header has no CUDA types: image.c and procaddr.c are compiled without
  * cuda.h (the generated stubs have no prototypes). */
 #ifndef GOS_CUDASHIM_H
@@ -26,12 +26,6 @@ enum {
  * ("gpuos libcuda: cuXxx is not supported"), and returns
  * CUDA_ERROR_NOT_SUPPORTED. */
 int shim_unsupported(const char *name);
-
-/* An entry point of NVIDIA's own libcuda.so.1 ($GPUOS_REAL_LIBCUDA, else the
- * usual system folders; cuInit'ed once, never a context), NULL without it
- * (tmap.c): for what the driver computes without a device, tensor-map
- * encoding. */
-void *shim_real_fn(const char *name);
 
 /* The CUresult a daemon's device error message names (errors.c), 0 if none. */
 int shim_error_from_text(const char *msg);

@@ -15,7 +15,7 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 
-void *shim_real_fn(const char *name)
+static void *real_fn(const char *name)
 {
     static pthread_mutex_t l = PTHREAD_MUTEX_INITIALIZER;
     static void *h;
@@ -51,7 +51,7 @@ E CUresult cuTensorMapEncodeTiled(CUtensorMap *m, CUtensorMapDataType t, cuuint3
 {
     CUresult (*f)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *, const cuuint64_t *,
                   const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle,
-                  CUtensorMapL2promotion, CUtensorMapFloatOOBfill) = (void *)shim_real_fn("cuTensorMapEncodeTiled");
+                  CUtensorMapL2promotion, CUtensorMapFloatOOBfill) = (void *)real_fn("cuTensorMapEncodeTiled");
     if (!f)
         return shim_unsupported("cuTensorMapEncodeTiled (no NVIDIA libcuda.so.1 to encode tensor maps)");
     return f(m, t, rank, addr, dim, strides, box, estrides, il, sw, l2, oob);
@@ -66,7 +66,7 @@ E CUresult cuTensorMapEncodeIm2col(CUtensorMap *m, CUtensorMapDataType t, cuuint
     CUresult (*f)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *, const cuuint64_t *,
                   const int *, const int *, cuuint32_t, cuuint32_t, const cuuint32_t *, CUtensorMapInterleave,
                   CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill) =
-        (void *)shim_real_fn("cuTensorMapEncodeIm2col");
+        (void *)real_fn("cuTensorMapEncodeIm2col");
     if (!f)
         return shim_unsupported("cuTensorMapEncodeIm2col (no NVIDIA libcuda.so.1 to encode tensor maps)");
     return f(m, t, rank, addr, dim, strides, lower, upper, channels, pixels, estrides, il, sw, l2, oob);
@@ -81,7 +81,7 @@ E CUresult cuTensorMapEncodeIm2colWide(CUtensorMap *m, CUtensorMapDataType t, cu
     CUresult (*f)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *, const cuuint64_t *,
                   int, int, cuuint32_t, cuuint32_t, const cuuint32_t *, CUtensorMapInterleave,
                   CUtensorMapIm2ColWideMode, CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill) =
-        (void *)shim_real_fn("cuTensorMapEncodeIm2colWide");
+        (void *)real_fn("cuTensorMapEncodeIm2colWide");
     if (!f)
         return shim_unsupported("cuTensorMapEncodeIm2colWide (no NVIDIA libcuda.so.1 to encode tensor maps)");
     return f(m, t, rank, addr, dim, strides, lower, upper, channels, pixels, estrides, il, mode, sw, l2, oob);
@@ -89,7 +89,7 @@ E CUresult cuTensorMapEncodeIm2colWide(CUtensorMap *m, CUtensorMapDataType t, cu
 
 E CUresult cuTensorMapReplaceAddress(CUtensorMap *m, void *addr)
 {
-    CUresult (*f)(CUtensorMap *, void *) = (void *)shim_real_fn("cuTensorMapReplaceAddress");
+    CUresult (*f)(CUtensorMap *, void *) = (void *)real_fn("cuTensorMapReplaceAddress");
     if (!f)
         return shim_unsupported("cuTensorMapReplaceAddress (no NVIDIA libcuda.so.1 to encode tensor maps)");
     return f(m, addr);

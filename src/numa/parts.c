@@ -28,20 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int cmp_u32(const void *x, const void *y)
-{
-    uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
-    return (a > b) - (a < b);
-}
-
-static double median_u32(uint32_t *v, int n)
-{
-    if (n <= 0)
-        return 0;
-    qsort(v, n, sizeof *v, cmp_u32);
-    return n % 2 ? v[n / 2] : 0.5 * ((double)v[n / 2 - 1] + v[n / 2]);
-}
-
 /* n lines probed `reps` times from SM s; the minimum per line into out. */
 static int probe_min(gos_device *d, int s, const uint64_t *addrs, int n, int reps, uint32_t *out)
 {
@@ -293,8 +279,8 @@ int gos_numa_discover_n(gos_device *d, const gos_numa_opts *o, const gos_mem_buf
             else if (x >= thr)
                 w[nf++] = x;
         }
-        m->sm_near[s] = median_u32(v, nn);
-        m->sm_far[s] = median_u32(w, nf);
+        m->sm_near[s] = gos_lat_median(v, nn);
+        m->sm_far[s] = gos_lat_median(w, nf);
     }
     /* 3. Tier of each partition pair. */
     m->n_tiers = T->n;
@@ -313,7 +299,7 @@ int gos_numa_discover_n(gos_device *d, const gos_numa_opts *o, const gos_mem_buf
                 rc = gos_fail(GOS_EAMBIGUOUS, "no reference line is near to partition %d", q);
                 goto out;
             }
-            double med = median_u32(tmp, k);
+            double med = gos_lat_median(tmp, k);
             int bt = 0;
             for (int t = 1; t < T->n; t++)
                 if (fabs(med - T->median[t]) < fabs(med - T->median[bt]))

@@ -23,25 +23,27 @@
  * context switches on the H200 (the same run). */
 uint64_t srv_grant_for(struct srv_dev *d, uint32_t id)
 {
-    uint64_t g = d->grant_ns ? d->grant_ns : SRV_GRANT_PROCESS_NS;
-    gos_sched_vgpu_stats st;
-    if (!strcmp(gos_sched_policy_name(d->sched), "fifo") || gos_sched_vgpu_stats_get(d->sched, id, gos_now_ns(), &st))
+    uint64_t g = d->grant_ns ? d->grant_ns : SRV_GRANT_PROCESS_NS, now = gos_now_ns();
+    if (!strcmp(gos_sched_policy_name(d->sched), "fifo"))
         return g;
-    int n = 0, sum = 0;
+    gos_sched_vgpu_stats own = {0}, o;
+    int n = 0, sum = 0, found = 0;
     uint32_t ids[GOS_SCHED_MAX_VGPUS];
     int k = gos_sched_vgpu_ids(d->sched, ids, GOS_SCHED_MAX_VGPUS);
-    for (int i = 0; i < k; i++) {
-        gos_sched_vgpu_stats o;
-        if (!gos_sched_vgpu_stats_get(d->sched, ids[i], gos_now_ns(), &o) &&
+    for (int i = 0; i < k; i++) /* the busy vGPUs (and this one): how many, their shares */
+        if (!gos_sched_vgpu_stats_get(d->sched, ids[i], now, &o) &&
             (o.compute_queued || o.compute_util_pct > 0 || ids[i] == id)) {
             n++;
             sum += o.compute_share;
+            if (ids[i] == id) {
+                own = o;
+                found = 1;
+            }
         }
-    }
-    if (n < 2 || st.compute_share * n >= sum) /* alone, or at least an equal split */
+    if (!found || n < 2 || own.compute_share * n >= sum) /* alone, or at least an equal split */
         return g;
-    uint64_t cap = st.compute_credit_ns > (int64_t)SRV_GRANT_SHARE_MIN_NS ? (uint64_t)st.compute_credit_ns
-                                                                          : SRV_GRANT_SHARE_MIN_NS;
+    uint64_t cap = own.compute_credit_ns > (int64_t)SRV_GRANT_SHARE_MIN_NS ? (uint64_t)own.compute_credit_ns
+                                                                           : SRV_GRANT_SHARE_MIN_NS;
     return g < cap ? g : cap;
 }
 
