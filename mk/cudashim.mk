@@ -24,7 +24,7 @@ EXTRA_BINS += $(SHIM)/libcuda.so.1 $(SHIM)/libnvidia-ml.so.1 $(BUILD)/tests/cuda
 
 $(SHIM)/gen/names.inc: tools/gen_cudashim_names.sh $(CUDA_H)
 	$(Q)CC=$(CC) sh tools/gen_cudashim_names.sh $(CUDA_HOME)/include $(SHIM)/gen
-$(SHIM)/gen/symbols.txt $(SHIM)/gen/symbols.inc $(SHIM)/gen/errors.inc: $(SHIM)/gen/names.inc
+$(SHIM)/gen/symbols.txt $(SHIM)/gen/symbols.inc $(SHIM)/gen/errors.inc $(SHIM)/gen/versions.inc: $(SHIM)/gen/names.inc
 
 $(SHIM)/pic/%.o: %.c $(SHIM)/gen/names.inc
 	@mkdir -p $(dir $@)

@@ -387,6 +387,43 @@ static void test_entry_points(void)
     TRUE(p && p == dlsym(RTLD_DEFAULT, "cuCtxCreate_v2"));
     CHECK(cuGetProcAddress("cuCtxCreate", &p, 13000, CU_GET_PROC_ADDRESS_DEFAULT, &st));
     TRUE(p && p == dlsym(RTLD_DEFAULT, "cuCtxCreate_v4"));
+    /* the signature a caller of each CUDA version was built for (cudaTypedefs.h):
+     * a v2 caller of cuStreamGetCtx reads the green context the v1 never writes */
+    static const struct {
+        const char *base;
+        int version;
+        unsigned long long flags;
+        const char *want;
+    } versioned[] = {
+        {"cuStreamGetCtx", 12040, 0, "cuStreamGetCtx"},
+        {"cuStreamGetCtx", 12050, 0, "cuStreamGetCtx_v2"},
+        {"cuCtxGetDevice", 12090, 0, "cuCtxGetDevice"},
+        {"cuCtxGetDevice", 13000, 0, "cuCtxGetDevice_v2"},
+        {"cuCtxSynchronize", 13000, 0, "cuCtxSynchronize_v2"},
+        {"cuStreamBeginCapture", 10000, 0, "cuStreamBeginCapture"},
+        {"cuStreamBeginCapture", 10010, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, "cuStreamBeginCapture_v2_ptsz"},
+        {"cuStreamGetCaptureInfo", 10010, 0, "cuStreamGetCaptureInfo"},
+        {"cuStreamGetCaptureInfo", 11030, 0, "cuStreamGetCaptureInfo_v2"},
+        {"cuStreamGetCaptureInfo", 12030, 0, "cuStreamGetCaptureInfo_v3"},
+        {"cuGetProcAddress", 11030, 0, "cuGetProcAddress"},
+        {"cuGetProcAddress", 12000, 0, "cuGetProcAddress_v2"},
+        {"cuMemcpyBatchAsync", 12080, 0, "cuMemcpyBatchAsync"},
+        {"cuMemcpyBatchAsync", 13000, 0, "cuMemcpyBatchAsync_v2"},
+        {"cuMemAlloc", 3020, 0, "cuMemAlloc_v2"},
+    };
+    for (size_t i = 0; i < sizeof versioned / sizeof versioned[0]; i++) {
+        p = NULL;
+        CHECK(cuGetProcAddress(versioned[i].base, &p, versioned[i].version, versioned[i].flags, &st));
+        q = dlsym(RTLD_DEFAULT, versioned[i].want);
+        if (!p || p != q) {
+            fprintf(stderr, "cuGetProcAddress %s at %d: not %s\n", versioned[i].base, versioned[i].version,
+                    versioned[i].want);
+            TRUE(0);
+        }
+    }
+    /* a name newer than the caller's CUDA: not found, the version too low */
+    EXPECT(cuGetProcAddress("cuMemAllocAsync", &p, 11010, CU_GET_PROC_ADDRESS_DEFAULT, &st), CUDA_ERROR_NOT_FOUND);
+    TRUE(p == NULL && st == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
     EXPECT(cuGetProcAddress("cuNoSuchEntryPoint", &p, 13000, CU_GET_PROC_ADDRESS_DEFAULT, &st),
            CUDA_ERROR_NOT_FOUND);
     TRUE(p == NULL && st == CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);

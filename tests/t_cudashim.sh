@@ -45,6 +45,22 @@ sed -n '/<!-- frameworks: generated/,/<!-- frameworks: end/p' docs/readme-cudash
 /usr/bin/python3 tools/results_tables.py frameworks | sed '/^$/d' > "$T/fw.gen"
 cmp -s "$T/fw.doc" "$T/fw.gen" || fail "docs/readme-cudashim.md's frameworks table is not what tools/results_tables.py frameworks prints"
 
+# cuGetProcAddress's versions (from cudaTypedefs.h) agree with cuda.h: a base
+# name's newest signature is the symbol cuda.h maps it to, but for the names
+# whose newest signature cuda.h does not make the default (or names only
+# through a macro: cuGraphInstantiateWithFlags)
+if [ -s "$B/shim/gen/versions.inc" ]; then
+    awk -F'[(), ]+' 'NR == FNR { if ($1 == "N") def[$2] = $3; next }
+        { last[$2] = $4 }
+        END { for (b in last) { d = (b in def) ? def[b] : "-"; if (last[b] != d) print b, last[b], d } }' \
+        "$B/shim/gen/names.inc" "$B/shim/gen/versions.inc" | sort > "$T/vers"
+    printf '%s\n' "cuCtxGetDevice cuCtxGetDevice_v2 cuCtxGetDevice" "cuCtxSynchronize cuCtxSynchronize_v2 cuCtxSynchronize" \
+        "cuGraphInstantiate cuGraphInstantiate_v2 cuGraphInstantiateWithFlags" \
+        "cuGraphInstantiateWithFlags cuGraphInstantiateWithFlags -" \
+        "cuStreamGetCtx cuStreamGetCtx_v2 cuStreamGetCtx" | sort > "$T/vers.want"
+    cmp -s "$T/vers" "$T/vers.want" || fail "versions.inc against names.inc: $(diff "$T/vers.want" "$T/vers")"
+fi
+
 # the Driver API program, byte-exact, with its error paths
 out=$(timeout 60 "$G" run --vgpu a -- "$D" all 67108864 2>"$T/err") || { cat "$T/err"; fail "cudashim_drv all: $out"; }
 [ "$out" = ok ] || fail "cudashim_drv all printed: $out"

@@ -31,6 +31,26 @@ awk 'NR == FNR { b[NR] = $1; next } { printf "N(%s, %s, %s)\n", b[FNR], $2, $3 }
 mv "$out/names.inc.tmp" "$out/names.inc"
 sed 's/.*/S(&)/' "$out/symbols.txt.tmp" > "$out/symbols.inc"
 mv "$out/symbols.txt.tmp" "$out/symbols.txt"
+# V(base, version, symbol, ptds_symbol) lines: which symbol cuGetProcAddress
+# gives for a base name asked at a CUDA version. cudaTypedefs.h names every
+# signature a base name has had (PFN_cuCtxCreate_v3020, _v11040, _v12050);
+# the k-th of them, oldest first, is the symbol base_vk (base for k = 1), which
+# holds for every name of CUDA 13.0's headers. A row whose symbol cuda.h does
+# not declare is left out (the base name's default stands).
+if [ -f "$inc/cudaTypedefs.h" ]; then
+    tr '\n' ' ' < "$inc/cudaTypedefs.h" | grep -oE '\*PFN_cu[A-Za-z0-9_]+\)' |
+        sed -nE 's/^\*PFN_(cu[A-Za-z0-9_]*)_v([0-9]+)\)$/\1 \2/p' | sort -u -k1,1 -k2,2n |
+        awk -v syms="$out/symbols.txt" '
+            BEGIN { while ((getline s < syms) > 0) have[s] = 1 }
+            { k = ($1 == prev) ? k + 1 : 1; prev = $1
+              sym = (k == 1) ? $1 : $1 "_v" k
+              if (!have[sym]) next
+              pt = have[sym "_ptds"] ? sym "_ptds" : have[sym "_ptsz"] ? sym "_ptsz" : sym
+              printf "V(%s, %s, %s, %s)\n", $1, $2, sym, pt }' > "$out/versions.inc.tmp"
+else
+    : > "$out/versions.inc.tmp"
+fi
+mv "$out/versions.inc.tmp" "$out/versions.inc"
 # E(CUDA_ERROR_X) lines: every CUresult name of this cuda.h (cuGetErrorName).
 grep -oE '^[[:space:]]*CUDA_(SUCCESS|ERROR_[A-Z0-9_]+)[[:space:]]*=' "$h" | sed -E 's/[[:space:]=]//g; s/.*/E(&)/' |
     sort -u > "$out/errors.inc"

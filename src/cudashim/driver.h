@@ -32,6 +32,7 @@
 #undef cuGetProcAddress
 #undef cuStreamGetCaptureInfo
 #undef cuMemcpyBatchAsync
+#undef cuStreamBeginCapture
 
 
 #include "cudashim/daemon_ext.h"

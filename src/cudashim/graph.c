@@ -162,6 +162,8 @@ E CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode)
         shim_log("cuStreamBeginCapture: another stream is capturing (one capture at a time)");
     return r;
 }
+/* CUDA 10.0's signature (cuGetProcAddress at 10000): no mode, global capture. */
+E CUresult cuStreamBeginCapture(CUstream s) { return cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL); }
 
 E CUresult cuStreamEndCapture(CUstream s, CUgraph *out)
 {

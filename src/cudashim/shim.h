@@ -79,10 +79,12 @@ void shim_image_kernel(const void *image, size_t bytes, int cc, const char *name
 int shim_image_global(const void *image, size_t bytes, int cc, const char *name, uint64_t *size);
 
 /* ---- cuGetProcAddress (procaddr.c) ---- */
-/* The entry point for `symbol` (a base name such as "cuMemAlloc"): the versioned
- * symbol cuda.h maps it to (per-thread-default-stream variant when `ptds`), an
- * implementation or a stub naming itself. NULL when the name is unknown. */
-void *shim_proc_lookup(const char *symbol, int ptds);
+/* The entry point for `symbol` (a base name such as "cuMemAlloc") as a caller
+ * built for CUDA `version` knows it: the newest signature of the name no newer
+ * than `version` (per-thread-default-stream variant when `ptds`), an
+ * implementation or a stub naming itself. NULL when the name is unknown, or,
+ * with *too_old set, when it is newer than `version`. */
+void *shim_proc_lookup(const char *symbol, int version, int ptds, int *too_old);
 
 /* Issue 23.5: the bytes of count elements of elem bytes at p, into *bytes, when
  * neither the product nor p + bytes wraps (else 0: CUDA_ERROR_INVALID_VALUE,
