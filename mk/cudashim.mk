@@ -74,3 +74,14 @@ EXTRA_BINS += $(BUILD)/tests/cudashim_image
 $(BUILD)/tests/cudashim_image: tests/cudashim_image.c src/cudashim/image.c src/cudashim/shim.h
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(filter-out -MMD -MP,$(CFLAGS)) -o $@ tests/cudashim_image.c src/cudashim/image.c
+# A Driver API call tracer for finding faults (tools/cutrace/cutrace.c):
+# build/shim/trace/libcuda.so.1 in front of NVIDIA's libcuda or ours.
+ifneq ($(CUDA_H),)
+EXTRA_BINS += $(SHIM)/trace/libcuda.so.1
+$(SHIM)/trace/tramp.S: $(SHIM)/gen/symbols.txt tools/cutrace/gen_tramp.sh
+	@mkdir -p $(dir $@)
+	$(Q)sh tools/cutrace/gen_tramp.sh $< $@
+$(SHIM)/trace/libcuda.so.1: tools/cutrace/cutrace.c tools/cutrace/entry.S $(SHIM)/trace/tramp.S
+	@$(if $(Q),echo "  LINK  $@")
+	$(Q)$(CC) $(filter-out -MMD -MP,$(SHIM_CFLAGS)) -shared -Wl,-soname,libcuda.so.1 -Wl,-z,defs -o $@ $^ -ldl -lpthread
+endif

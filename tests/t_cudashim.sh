@@ -21,6 +21,9 @@
 #  - a CUDA runtime program built by plain nvcc gets every table, then fails
 #    cleanly at its module, which the simulated device cannot run (when nvcc is
 #    here; docs/readme-cudashim.md, "The CUDA runtime").
+#  - the Driver API call tracer (tools/cutrace) in front of our libcuda changes
+#    nothing the runtime program sees, and logs each call with its answer;
+#    tools/cutrace/diff.py finds an attribute answered differently.
 set -u
 . tests/serve_lib.sh
 D="$B/tests/cudashim_drv"
@@ -232,6 +235,28 @@ PY
     echo "$out" | grep -qx "cudaErrorNoKernelImageForDevice" || fail "runtime program error: $out"
     out=$(timeout 30 "$G" run --vgpu a -- "$T/rt" 2>&1)
     [ "$(echo "$out" | grep -c "module load: the simulated device")" = 1 ] || fail "sim image error not named once: $out"
+    # the Driver API call tracer (tools/cutrace) in front of our libcuda: the
+    # runtime program gets the same answers (its integrity hash still matches,
+    # so its allocation works), and the log names each call with its answer:
+    # the simulated chip's SM count, the launch that fails
+    tr=$PWD/$B/shim/trace
+    if [ -f "$tr/libcuda.so.1" ]; then
+        timeout 30 "$G" run --vgpu a -- "$T/rt" > "$T/rt.plain" 2>/dev/null
+        CUTRACE_REAL=$PWD/$B/shim/libcuda.so.1 CUTRACE_OUT=$T/ct timeout 30 "$G" run --vgpu a -- \
+            sh -c 'LD_LIBRARY_PATH=$0:$LD_LIBRARY_PATH exec "$@"' "$tr" "$T/rt" > "$T/rt.traced" 2>/dev/null
+        cmp -s "$T/rt.plain" "$T/rt.traced" || fail "traced runtime program: $(cat "$T/rt.traced")"
+        ct=$(ls "$T"/ct.* 2>/dev/null | head -1)
+        [ -n "$ct" ] || fail "no cutrace log"
+        sms=$(echo "$facts" | awk '{ print $2 }')
+        grep -q "^[0-9]* [0-9]* 0 cuDeviceGetAttribute@[0-9]* rc=0 a=[0-9a-f]*,10,0,[0-9a-f]* out=$sms\$" "$ct" ||
+            fail "trace lacks the SM count ($sms): $(grep cuDeviceGetAttribute "$ct" | head -3)"
+        grep -q " cuGetExportTable(d4082055) .* rc=0 " "$ct" || fail "trace lacks the integrity table"
+        grep -q " cuLaunchKernel[_a-z]*@[0-9a-z]* rc=209 " "$ct" || fail "trace lacks the failing launch: $(grep Launch "$ct")"
+        /usr/bin/python3 tools/cutrace/diff.py "$ct" "$ct" > "$T/ct.same" || fail "a log differs from itself: $(cat "$T/ct.same")"
+        sed "s/\(cuDeviceGetAttribute@[0-9]* rc=0 a=[0-9a-f]*,10,.* out=\)$sms\$/\1$((sms + 1))/" "$ct" > "$T/ct.other"
+        /usr/bin/python3 tools/cutrace/diff.py "$ct" "$T/ct.other" > "$T/ct.diff" && fail "diff.py found no difference"
+        grep -qx "  16: $sms / $((sms + 1))" "$T/ct.diff" || fail "diff.py: $(cat "$T/ct.diff")"
+    fi
 else
     echo "no nvcc: cubin layouts and the runtime program not checked"
 fi
