@@ -36,6 +36,22 @@ export GPUOS_SOCKET="$T/s" GPUOS_TIMEOUT_MS=120000
 D=$!
 i=0; while [ ! -S "$T/s" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 [ -S "$T/s" ] || { cat "$T/serve.log"; echo "FAIL daemon did not start"; exit 1; }
+# the driver's answers to a library's first queries (tests/gpu/progs/drv_answers.c),
+# natively and on the vGPU: $OUT/answers.{native,gpuos}, their differences
+NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+P=$B/gpu-progs
+mkdir -p "$P"
+if "$NVCC" -fatbin -gencode arch=compute_90,code=sm_90 -o "$P/kernels.fatbin" tests/gpu/progs/kernels.cu &&
+    cc -O2 -std=c11 -D_GNU_SOURCE -I"$(dirname "$(dirname "$NVCC")")/include" -Itests/gpu/progs -o "$P/drv_answers" \
+        tests/gpu/progs/drv_answers.c -L"$B/shim" -lcuda; then
+    "$P/drv_answers" > "$OUT/answers.native" 2>&1
+    "$G" run --vgpu p70 -- "$P/drv_answers" > "$OUT/answers.gpuos" 2>&1
+    diff "$OUT/answers.native" "$OUT/answers.gpuos" > "$OUT/answers.diff"
+    echo "=== drv_answers: $(grep -c '^<' "$OUT/answers.diff") of $(wc -l < "$OUT/answers.native") answers differ"
+    grep '^[<>]' "$OUT/answers.diff" | head -120
+else
+    echo "FAIL building drv_answers"
+fi
 cmd_of() {
     case $1 in
         torch_*) echo "python3 tests/gpu/progs/fw_torch.py ${1#torch_}" ;;

@@ -166,12 +166,28 @@ static int int_out(const char *n)
 {
     static const char *const list[] = {"cuDeviceGetAttribute", "cuDeviceGet",      "cuDeviceGetCount",
                                        "cuCtxGetDevice",       "cuDriverGetVersion", "cuFuncGetAttribute",
-                                       "cuPointerGetAttribute", NULL};
+                                       "cuPointerGetAttribute", "cuOccupancyMaxActiveClusters",
+                                       "cuOccupancyMaxPotentialClusterSize", "cuKernelGetAttribute", NULL};
     size_t len = strcspn(n, "@");
     for (int i = 0; list[i]; i++)
         if (strlen(list[i]) == len && !strncmp(list[i], n, len))
             return 1;
     return 0;
+}
+
+/* A CUlaunchConfig (cuda.h: grid and block dimensions, dynamic shared
+ * memory, stream, attributes, their count) and its cluster attributes (id 4,
+ * CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION; an attribute is an id and a 64-byte
+ * value, 72 bytes). */
+static void launch_config(FILE *o, const unsigned *c)
+{
+    const unsigned char *attrs = *(const unsigned char *const *)(c + 10);
+    unsigned na = c[12];
+    fprintf(o, " grid=%ux%ux%u block=%ux%ux%u smem=%u nattrs=%u", c[0], c[1], c[2], c[3], c[4], c[5], c[6], na);
+    for (unsigned i = 0; attrs && i < na && i < 8; i++) {
+        const unsigned *v = (const unsigned *)(attrs + 72 * i + 8);
+        fprintf(o, " attr%u=%u:%u,%u,%u", i, *(const unsigned *)(attrs + 72 * i), v[0], v[1], v[2]);
+    }
 }
 
 void *cutrace_post(long rax);
@@ -187,6 +203,10 @@ void *cutrace_post(long rax)
                 (unsigned long)f->a[0], (unsigned long)f->a[1], (unsigned long)f->a[2], (unsigned long)f->a[3]);
         if (rc == 0 && f->a[0] && int_out(n))
             fprintf(o, " out=%d", *(int *)f->a[0]);
+        if (rc == 0 && f->a[0] && !strncmp(n, "cuCtxGetLimit", 13))
+            fprintf(o, " out=%zu", *(size_t *)f->a[0]);
+        if (!strncmp(n, "cuOccupancyMaxActiveClusters", 28) && f->a[2])
+            launch_config(o, (const unsigned *)f->a[2]);
         if (rc == 0 && n[0] == '{' && strstr(n, "c693336e") && strstr(n, "[2]") && f->a[0])
             fprintf(o, " out=%lx", (unsigned long)*(void **)f->a[0]); /* context-local store get */
         fputc('\n', o);
