@@ -395,10 +395,43 @@ static void test_link_launch(const char *simmod)
     at[0].value.cooperative = 1;
     cfg.numAttrs = 1;
     EXPECT(cuLaunchKernelEx(&cfg, f, NULL, extra), CUDA_ERROR_NOT_SUPPORTED);
-    int clusters = 0;
+    /* cluster occupancy as driver 580 answers it (tests/gpu/progs/drv_answers.c
+     * on an H200): none in the configuration, 0; above 8 blocks only with the
+     * non-portable size allowed; above 16, 0; bigger clusters, fewer of them */
+    int clusters = -1, c2 = 0, c8 = 0, c12 = 0, np = -1, size = 0;
     cfg.numAttrs = 0;
     CHECK(cuOccupancyMaxActiveClusters(&clusters, f, &cfg));
-    TRUE(clusters > 0);
+    TRUE(clusters == 0);
+    at[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    at[0].value.clusterDim.x = 2;
+    at[0].value.clusterDim.y = at[0].value.clusterDim.z = 1;
+    cfg.numAttrs = 1;
+    CHECK(cuOccupancyMaxActiveClusters(&c2, f, &cfg));
+    at[0].value.clusterDim.x = 4;
+    at[0].value.clusterDim.y = 2;
+    CHECK(cuOccupancyMaxActiveClusters(&c8, f, &cfg));
+    TRUE(c2 > 0 && c8 > 0 && c8 < c2);
+    at[0].value.clusterDim.x = 12;
+    at[0].value.clusterDim.y = 1;
+    CHECK(cuFuncGetAttribute(&np, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, f));
+    TRUE(np == 0);
+    EXPECT(cuOccupancyMaxActiveClusters(&c12, f, &cfg), CUDA_ERROR_INVALID_CLUSTER_SIZE);
+    CHECK(cuOccupancyMaxPotentialClusterSize(&size, f, &cfg));
+    TRUE(size == 8);
+    CHECK(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1));
+    CHECK(cuFuncGetAttribute(&np, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, f));
+    TRUE(np == 1);
+    CHECK(cuOccupancyMaxActiveClusters(&c12, f, &cfg));
+    TRUE(c12 > 0 && c12 <= c8);
+    CHECK(cuOccupancyMaxPotentialClusterSize(&size, f, &cfg));
+    TRUE(size == 16);
+    at[0].value.clusterDim.x = 32;
+    c12 = -1;
+    CHECK(cuOccupancyMaxActiveClusters(&c12, f, &cfg));
+    TRUE(c12 == 0);
+    at[0].value.clusterDim.x = 0;
+    EXPECT(cuOccupancyMaxActiveClusters(&c12, f, &cfg), CUDA_ERROR_INVALID_CLUSTER_SIZE);
+    CHECK(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 0));
     /* stream attributes read back; priority as created */
     CUstreamAttrValue v, r;
     memset(&v, 0, sizeof v);

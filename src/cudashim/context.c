@@ -157,8 +157,8 @@ E CUresult cuCtxGetDevice_v2(CUdevice *d, CUcontext c)
     if (!d)
         return CUDA_ERROR_INVALID_VALUE;
     NEED_INIT();
-    if (c && !ctx_ok(c))
-        return CUDA_ERROR_INVALID_CONTEXT;
+    if (c ? !ctx_ok(c) : !cur_ctx)
+        return CUDA_ERROR_INVALID_CONTEXT; /* none given and none current, as the driver: the runtime then makes one */
     *d = 0;
     return CUDA_SUCCESS;
 }
@@ -218,10 +218,15 @@ E CUresult cuCtxGetLimit(size_t *v, CUlimit l)
     NEED_INIT();
     switch (l) {
     case CU_LIMIT_STACK_SIZE: *v = 1024; break;
-    case CU_LIMIT_PRINTF_FIFO_SIZE: *v = 1 << 20; break;
+    case CU_LIMIT_PRINTF_FIFO_SIZE: *v = 8650752; break; /* driver 580's, not the 1 MiB cuda.h's comment says */
     case CU_LIMIT_MALLOC_HEAP_SIZE: *v = 8 << 20; break;
     case CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT: *v = 2048; break;
     case CU_LIMIT_MAX_L2_FETCH_GRANULARITY: *v = 64; break;
+    /* no L2 set aside for persisting lines on a vGPU (the driver's own context
+     * answers 30 % of CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE) */
+    case CU_LIMIT_PERSISTING_L2_CACHE_SIZE: *v = 0; break;
+    case CU_LIMIT_SHMEM_SIZE: *v = 232448; break; /* a plain context's: CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN */
+    case CU_LIMIT_CIG_ENABLED: *v = 0; break;     /* cuBLAS asks before its first GEMM */
     default: return CUDA_ERROR_UNSUPPORTED_LIMIT;
     }
     if (shim_trace() >= 2)

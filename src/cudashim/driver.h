@@ -75,6 +75,7 @@ struct CUfunc_st {
     struct shim_kinfo k;
     char why[160];
     int max_dyn_smem;
+    int nonportable; /* CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED: clusters up to 16 blocks, not 8 */
     int traced; /* its first launch was logged (GPUOS_CUDASHIM_TRACE) */
     /* the CUDA 4 execution control API (launch.c): block shape, dynamic
      * shared memory and the parameter buffer set before cuLaunch[Grid] */

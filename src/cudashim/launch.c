@@ -297,15 +297,15 @@ E CUresult cuFuncSetSharedMemConfig(CUfunction f, CUsharedconfig c)
     return (unsigned)c <= CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-/* Clusters: the cluster size in the launch configuration's attributes (1 when
- * none). */
-static unsigned config_cluster(const CUlaunchConfig *cfg)
+/* Clusters: the cluster size in the launch configuration's attributes (-1
+ * when none). */
+static long config_cluster(const CUlaunchConfig *cfg)
 {
-    for (unsigned i = 0; i < cfg->numAttrs; i++)
+    for (unsigned i = 0; cfg->attrs && i < cfg->numAttrs; i++)
         if (cfg->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
-            return cfg->attrs[i].value.clusterDim.x * cfg->attrs[i].value.clusterDim.y *
+            return (long)cfg->attrs[i].value.clusterDim.x * cfg->attrs[i].value.clusterDim.y *
                    cfg->attrs[i].value.clusterDim.z;
-    return 1;
+    return -1;
 }
 
 /* How many clusters of the configuration's size can run at once. The daemon's
@@ -335,17 +335,32 @@ E CUresult cuOccupancyMaxActiveClusters(int *n, CUfunction f, const CUlaunchConf
     NEED_INIT();
     if (!func_ok(f))
         return CUDA_ERROR_INVALID_HANDLE;
-    unsigned cs = config_cluster(cfg);
+    /* As driver 580 answers on an H200 (tests/gpu/progs/drv_answers.c, which
+     * cuBLAS's probing of every cluster shape before its first GEMM depends on):
+     * no cluster in the configuration (and none required by the kernel, which
+     * gpuos does not read): 0; an empty one: an error; above 8 blocks without
+     * the non-portable size allowed: an error; above 16 with it: 0 clusters;
+     * and at most 8 blocks of a cluster on one SM. */
+    long cs = config_cluster(cfg);
     int threads = (int)(cfg->blockDimX * cfg->blockDimY * cfg->blockDimZ);
-    if (!cs || cs > 16 || threads <= 0)
+    if (cs < 0) {
+        *n = 0;
+        return CUDA_SUCCESS;
+    }
+    if (!cs || threads <= 0 || (cs > 8 && !f->nonportable))
         return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+    if (cs > 16) {
+        *n = 0;
+        return CUDA_SUCCESS;
+    }
     int per_sm = occupancy(f, threads, cfg->sharedMemBytes);
+    per_sm = per_sm > 8 ? 8 : per_sm;
     if (!clusters_measured((int)cs, per_sm, n)) {
         int sms = S.dev.sm_count > 0 ? S.dev.sm_count : 1, gpcs = (sms + 15) / 16, sm_per_gpc = sms / gpcs;
         *n = gpcs * (per_sm * sm_per_gpc / (int)cs);
     }
     if (shim_trace() >= 2)
-        shim_log("cuOccupancyMaxActiveClusters %.80s, cluster %u, %d threads = %d", f->name, cs, threads, *n);
+        shim_log("cuOccupancyMaxActiveClusters %.80s, cluster %ld, %d threads = %d", f->name, cs, threads, *n);
     return CUDA_SUCCESS;
 }
 
@@ -356,6 +371,6 @@ E CUresult cuOccupancyMaxPotentialClusterSize(int *size, CUfunction f, const CUl
     NEED_INIT();
     if (!func_ok(f))
         return CUDA_ERROR_INVALID_HANDLE;
-    *size = S.dev.cc_major >= 9 ? 8 : 1; /* the portable size; 16 needs the non-portable attribute */
+    *size = S.dev.cc_major >= 9 ? (f->nonportable ? 16 : 8) : 1; /* 16 needs the non-portable size allowed */
     return CUDA_SUCCESS;
 }

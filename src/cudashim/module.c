@@ -422,7 +422,7 @@ E CUresult cuFuncGetAttribute(int *v, CUfunction_attribute a, CUfunction f)
     case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
     case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
     case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH: *v = 0; break;
-    case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED: *v = 1; break;
+    case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED: *v = f->nonportable; break;
     case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE: *v = 0; break;
     default:
         if (shim_trace() >= 2)
@@ -444,8 +444,11 @@ E CUresult cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v)
         f->max_dyn_smem = v;
         return CUDA_SUCCESS;
     }
-    if (a == CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT ||
-        a == CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED || a == CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH ||
+    if (a == CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED) {
+        f->nonportable = v != 0;
+        return CUDA_SUCCESS;
+    }
+    if (a == CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT || a == CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH ||
         a == CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT || a == CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH ||
         a == CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE)
         return CUDA_SUCCESS; /* hints, or what the launch itself carries (its cluster shape) */

@@ -43,6 +43,7 @@ struct shim_kinfo {
     uint16_t off[SHIM_MAX_PARAMS], size[SHIM_MAX_PARAMS];
     int param_bytes;           /* total, from the parameter bank size */
     int regs, shared_bytes, local_bytes, const_bytes, max_threads;
+    int reserved_smem; /* its .nv.shared section starts with the 1 KiB the system reserves (sm_90) */
 };
 
 /* Size of an image given by pointer only (cuModuleLoadData): fatbin container

@@ -54,12 +54,15 @@ int main(int argc, char **argv)
         printf("attr %d rc %d value %d\n", a, (int)r, r ? 0 : v);
     }
     CUmodule m = load_kernels(argv[0]);
-    CUfunction f;
+    CUfunction f, g;
+    CK(cuModuleGetFunction(&g, m, "matmul"));
     CK(cuModuleGetFunction(&f, m, "cluster_info"));
     for (int a = 0; a < CU_FUNC_ATTRIBUTE_MAX + 2; a++) {
-        int v = 0;
+        int v = 0, w = 0;
         CUresult r = cuFuncGetAttribute(&v, (CUfunction_attribute)a, f);
-        printf("fattr %d rc %d value %d\n", a, (int)r, r ? 0 : v);
+        printf("fattr cluster_info %d rc %d value %d\n", a, (int)r, r ? 0 : v);
+        r = cuFuncGetAttribute(&w, (CUfunction_attribute)a, g);
+        printf("fattr matmul %d rc %d value %d\n", a, (int)r, r ? 0 : w);
     }
     static const unsigned shapes[][3] = {{0, 1, 1}, {1, 1, 1}, {2, 1, 1},  {3, 1, 1},  {4, 1, 1},  {5, 1, 1},
                                          {6, 1, 1}, {7, 1, 1}, {8, 1, 1},  {9, 1, 1},  {10, 1, 1}, {12, 1, 1},
