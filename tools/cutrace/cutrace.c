@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 extern const char cutrace_names[];
@@ -190,6 +191,31 @@ static void launch_config(FILE *o, const unsigned *c)
     }
 }
 
+/* The tables gpuos serves (src/cudashim/exports.c): their slots are not dumped. */
+static int known_table(const char *n)
+{
+    static const char *const ids[] = {"{6bd5fb6c}", "{42d85a81}", "{21318c60}", "{a094798c}",
+                                      "{c693336e}", "{263e8860}", "{d4082055}", NULL};
+    for (int i = 0; ids[i]; i++)
+        if (!strncmp(n, ids[i], 10))
+            return 1;
+    return 0;
+}
+
+/* 32 bytes at argument k where it points at readable memory (read through
+ * process_vm_readv, which fails on a bad address instead of faulting), after
+ * the call: what a slot of a table nobody documents wrote. */
+static void dump(FILE *o, int k, long a)
+{
+    unsigned char b[32];
+    struct iovec l = {b, sizeof b}, r = {(void *)a, sizeof b};
+    if ((unsigned long)a < 4096 || process_vm_readv(getpid(), &l, 1, &r, 1, 0) != (ssize_t)sizeof b)
+        return;
+    fprintf(o, " *a%d=", k);
+    for (size_t i = 0; i < sizeof b; i++)
+        fprintf(o, "%02x%s", b[i], i % 8 == 7 && i + 1 < sizeof b ? "." : "");
+}
+
 void *cutrace_post(long rax);
 void *cutrace_post(long rax)
 {
@@ -207,6 +233,9 @@ void *cutrace_post(long rax)
             fprintf(o, " out=%zu", *(size_t *)f->a[0]);
         if (!strncmp(n, "cuOccupancyMaxActiveClusters", 28) && f->a[2])
             launch_config(o, (const unsigned *)f->a[2]);
+        if (n[0] == '{' && !known_table(n))
+            for (int k = 0; k < 4; k++)
+                dump(o, k, f->a[k]);
         if (rc == 0 && n[0] == '{' && strstr(n, "c693336e") && strstr(n, "[2]") && f->a[0])
             fprintf(o, " out=%lx", (unsigned long)*(void **)f->a[0]); /* context-local store get */
         fputc('\n', o);
@@ -279,11 +308,14 @@ API int cuGetExportTable(const void **table, const unsigned char *id)
         return 500;
     int rc = ((int (*)(const void **, const unsigned char *))real_get)(table, id);
     char ids[40] = "?";
+    long first = 0;
     if (id)
         snprintf(ids, sizeof ids, "%02x%02x%02x%02x", id[0], id[1], id[2], id[3]);
-    if (rc == 0 && table && *table)
+    if (rc == 0 && table && *table) {
+        first = *(const long *)*table;
         *table = cutrace_export((void *)*table, id);
-    logf_line("cuGetExportTable(%s) %ld%ld rc=%d -> %p", ids, 0, 0, rc, table ? (void *)*table : NULL);
+    }
+    logf_line("cuGetExportTable(%s) size=%lx%.0ld rc=%d -> %p", ids, first, 0, rc, table ? (void *)*table : NULL);
     return rc;
 }
 
