@@ -248,7 +248,7 @@ PY
         ct=$(ls "$T"/ct.* 2>/dev/null | head -1)
         [ -n "$ct" ] || fail "no cutrace log"
         sms=$(echo "$facts" | awk '{ print $2 }')
-        grep -q "^[0-9]* [0-9]* 0 cuDeviceGetAttribute@[0-9]* rc=0 a=[0-9a-f]*,10,0,[0-9a-f]* out=$sms\$" "$ct" ||
+        grep -q "^[0-9]* [0-9]* 0 cuDeviceGetAttribute@[0-9]* rc=0 a=[0-9a-f]*,10,0,[0-9a-f]* ns=[0-9]* out=$sms\$" "$ct" ||
             fail "trace lacks the SM count ($sms): $(grep cuDeviceGetAttribute "$ct" | head -3)"
         grep -q " cuGetExportTable(d4082055) .* rc=0 " "$ct" || fail "trace lacks the integrity table"
         grep -q " cuLaunchKernel[_a-z]*@[0-9a-z]* rc=209 " "$ct" || fail "trace lacks the failing launch: $(grep Launch "$ct")"

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -47,6 +48,7 @@ struct frame {
     int idx;
     void *ret;
     long a[6];
+    long t0; /* ns, CLOCK_MONOTONIC */
 };
 static __thread struct frame stack[DEPTH];
 static __thread int depth;
@@ -117,6 +119,13 @@ static FILE *log_file(void)
     return out;
 }
 
+static long now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000L + t.tv_nsec;
+}
+
 static int missing(void) { return 500; /* CUDA_ERROR_NOT_FOUND */ }
 
 /* An anonymous trampoline for real function fn, named nm (copied). */
@@ -159,6 +168,7 @@ void *cutrace_pre(int idx, void **ret_slot, long *saved)
     f->ret = *ret_slot;
     for (int k = 0; k < 6; k++)
         f->a[k] = saved[5 - k]; /* saved holds r9 .. rdi */
+    f->t0 = now_ns();
     return fn;
 }
 
@@ -219,14 +229,16 @@ static void dump(FILE *o, int k, long a)
 void *cutrace_post(long rax);
 void *cutrace_post(long rax)
 {
+    long t1 = now_ns();
     struct frame *f = &stack[--depth];
     const char *n = name[f->idx];
     int rc = (int)rax;
     pthread_mutex_lock(&mu);
     FILE *o = log_file();
     if (seq < max_lines || rc != 0) {
-        fprintf(o, "%ld %ld %d %s rc=%d a=%lx,%lx,%lx,%lx", seq, (long)syscall(SYS_gettid), depth, n, rc,
-                (unsigned long)f->a[0], (unsigned long)f->a[1], (unsigned long)f->a[2], (unsigned long)f->a[3]);
+        fprintf(o, "%ld %ld %d %s rc=%d a=%lx,%lx,%lx,%lx ns=%ld", seq, (long)syscall(SYS_gettid), depth, n, rc,
+                (unsigned long)f->a[0], (unsigned long)f->a[1], (unsigned long)f->a[2], (unsigned long)f->a[3],
+                t1 - f->t0);
         if (rc == 0 && f->a[0] && int_out(n))
             fprintf(o, " out=%d", *(int *)f->a[0]);
         if (rc == 0 && f->a[0] && !strncmp(n, "cuCtxGetLimit", 13))

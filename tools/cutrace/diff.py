@@ -45,6 +45,7 @@ def read(spec):
                               "rc": int(rc.group(1)) if rc else None,
                               "a": re.search(r"a=(\S+)", rest).group(1).split(",") if "a=" in rest else [],
                               "out": re.search(r"out=(\S+)", rest).group(1) if "out=" in rest else None,
+                              "ns": int(re.search(r"ns=(\d+)", rest).group(1)) if " ns=" in rest else 0,
                               "raw": raw.rstrip("\n")})
     return calls
 
@@ -93,6 +94,22 @@ def main(argv):
     slots_v = {c["name"] for c in vg if is_slot(c)}
     print("export-table slots used natively only: %s" % (" ".join(sorted(slots_n - slots_v)) or "none"))
     print("export-table slots used on the vGPU only: %s" % (" ".join(sorted(slots_v - slots_n)) or "none"))
+    # time spent in each call (outermost calls only: depth 0), native against vGPU
+    def spent(calls):
+        t = collections.defaultdict(lambda: [0, 0])
+        for c in calls:
+            if c["raw"].split(" ", 3)[2] == "0":
+                t[c["base"]][0] += 1
+                t[c["base"]][1] += c["ns"]
+        return t
+    tn, tv = spent(nat), spent(vg)
+    rows = sorted(set(tn) | set(tv), key=lambda k: -(tv.get(k, [0, 0])[1] - tn.get(k, [0, 0])[1]))
+    print("time in the driver by call, the most added on the vGPU first (calls, ms: native / vGPU):")
+    for k in rows[:25]:
+        a, b = tn.get(k, [0, 0]), tv.get(k, [0, 0])
+        print("  %-44s %7d %9.2f / %7d %9.2f" % (k[:44], a[0], a[1] / 1e6, b[0], b[1] / 1e6))
+    print("  %-44s %7d %9.2f / %7d %9.2f" % ("all", sum(v[0] for v in tn.values()), sum(v[1] for v in tn.values()) / 1e6,
+                                             sum(v[0] for v in tv.values()), sum(v[1] for v in tv.values()) / 1e6))
     print("the vGPU log's last calls:")
     for c in sorted(vg, key=lambda c: (c["file"], c["seq"]))[-25:]:
         print("  " + c["raw"])
