@@ -13,6 +13,13 @@
  *                                  to this client, the session still works after
  *   ring_client wreck VGPU         sets the ring's tail far ahead (a corrupt ring)
  *                                  and exits: the executor stops that ring only
+ *   ring_client behind VGPU        a small asynchronous HtoD behind a 300 ms kernel
+ *                                  returns at once and lands in order with the
+ *                                  bytes of the moment of the call; 2000 fills of
+ *                                  one word each, back to back, land in order
+ *                                  (the executor's look-ahead waits for half of
+ *                                  its entries, not all); a refused asynchronous
+ *                                  copy is the next synchronise's error
  *   ring_client busy VGPU S [forge] 1 ms kernels, synchronised, for S seconds;
  *                                  prints how many; forge: a thread meanwhile
  *                                  writes every word of the ring's control
@@ -401,6 +408,64 @@ static void *forge_main(void *arg)
     return NULL;
 }
 
+static int cmd_behind(const char *va)
+{
+    gpuos_vgpu *g = open_or_die(va);
+    gpuos_function fill = fill_fn(g), sl;
+    gpuos_module m;
+    CHECK(!gpuos_module_load_builtin(g, "builtin", &m) && !gpuos_module_function(g, m, "sleep_ns", &sl), "sleep_ns");
+    CHECK(granted(g), "no ring granted");
+    const size_t words = 2048;
+    gpuos_dptr p;
+    CHECK(!gpuos_mem_alloc(g, words * 4, &p), "alloc");
+    uint64_t ns = 300000000ull, e0 = entries(g);
+    gpuos_launch_config c1 = {{1, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, 0};
+    unsigned char b[64], want[64];
+    pattern(want, sizeof want, 7);
+    memcpy(b, want, sizeof b);
+    double t0 = now_s();
+    CHECK(!gpuos_launch(g, sl, &c1, &ns, 8), "sleep kernel");
+    CHECK(!gpuos_memcpy_htod_async(g, p, b, sizeof b), "asynchronous HtoD");
+    double dt = now_s() - t0;
+    memset(b, 0, sizeof b); /* the copy took the bytes at the call */
+    CHECK(!gpuos_synchronize(g), "synchronise");
+    double total = now_s() - t0;
+    CHECK(dt < 0.1 && total >= 0.25, "HtoD behind a 300 ms kernel returned after %.3f s (all done after %.3f s)", dt,
+          total);
+    CHECK(!gpuos_memcpy_dtoh(g, b, p, sizeof b) && !memcmp(b, want, sizeof b), "the asynchronous HtoD's bytes");
+    /* word i gets i + 1, one launch each, after a fill of the whole buffer */
+    struct {
+        uint64_t p;
+        uint32_t value, pad;
+        uint64_t count;
+    } prm = {p, 0xdeadbeefu, 0, words};
+    gpuos_launch_config c = {{(uint32_t)((words + 255) / 256), 1, 1}, {256, 1, 1}, {0, 0, 0}, 0, 0};
+    CHECK(!gpuos_launch(g, fill, &c, &prm, sizeof prm), "fill all");
+    for (size_t i = 0; i < words; i++) {
+        prm.p = p + 4 * i;
+        prm.value = (uint32_t)i + 1;
+        prm.count = 1;
+        CHECK(!gpuos_launch(g, fill, &c1, &prm, sizeof prm), "fill word %zu", i);
+    }
+    CHECK(!gpuos_synchronize(g), "synchronise the fills");
+    uint32_t *w = malloc(words * 4);
+    CHECK(w && !gpuos_memcpy_dtoh(g, w, p, words * 4), "read back");
+    for (size_t i = 0; i < words; i++)
+        CHECK(w[i] == i + 1, "word %zu: %u after %zu fills in order", i, w[i], words);
+    free(w);
+    CHECK(entries(g) - e0 >= words, "only %llu ring entries for %zu launches", (unsigned long long)(entries(g) - e0),
+          words);
+    /* an asynchronous copy the executor refuses (past the allocation's end) */
+    int rc = gpuos_memcpy_htod_async(g, p + words * 4 - 16, want, sizeof want);
+    int sync_rc = gpuos_synchronize(g);
+    CHECK(rc || sync_rc, "an asynchronous HtoD past the allocation was not refused");
+    CHECK(!gpuos_synchronize(g), "the session after the refused copy");
+    gpuos_mem_free(g, p);
+    printf("behind htod_return_s %.4f total_s %.3f ok\n", dt, total);
+    gpuos_close(g);
+    return 0;
+}
+
 static int cmd_busy(const char *va, double secs, int forge)
 {
     gpuos_vgpu *g = open_or_die(va);
@@ -443,6 +508,8 @@ int main(int argc, char **argv)
         return cmd_fault(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "wreck"))
         return cmd_wreck(argv[2]);
+    if (argc == 3 && !strcmp(argv[1], "behind"))
+        return cmd_behind(argv[2]);
     if ((argc == 4 || argc == 5) && !strcmp(argv[1], "busy"))
         return cmd_busy(argv[2], atof(argv[3]), argc == 5 && !strcmp(argv[4], "forge"));
     fprintf(stderr, "ring_client: bad command\n");

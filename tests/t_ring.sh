@@ -31,6 +31,10 @@ out=$(GPUOS_RING=0 timeout 60 "$R" exact a) || fail "exact without the ring: $ou
 echo "$out" | grep -q "ring_passes 0 entries 0 granted 0" || fail "GPUOS_RING=0 still used a ring: $out"
 
 # 2. hostile entries: refused to that client, executor and daemon unharmed
+# asynchronous work does not wait for the GPU: a small HtoD behind a long
+# kernel, 2000 back-to-back launches in order, a refused copy reported later
+out=$(timeout 60 "$R" behind a 2>&1) || fail "behind: $out"
+echo "$out" | tail -1
 out=$(timeout 60 "$R" hostile a 2>&1) || fail "hostile: $out"
 echo "$out" | tail -1
 # 3. a corrupt ring (tail far ahead): that ring stops, nobody else is hurt

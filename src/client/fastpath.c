@@ -385,6 +385,15 @@ int gcl_ring_copy(gpuos_vgpu *g, uint32_t dir, gpuos_dptr d, void *dst, const vo
     int rc;
     if (n <= g->ring_inline) {
         e.flags = GOS_RING_F_INLINE;
+        /* An asynchronous HtoD's bytes are in the slot, which is not reused
+         * before the executor is done with the entry: nothing to wait for (an
+         * error is the next synchronise's, as a launch's). Waiting here would
+         * hold the program until the GPU reached the copy (a memset of a few
+         * bytes behind queued kernels: PyTorch's zero_grad every step). */
+        if (dir == GOS_OP_HTOD && async) {
+            e.flags |= GOS_RING_F_ASYNC;
+            return submit(g, &e, src, n, &idx);
+        }
         if ((rc = submit(g, &e, dir == GOS_OP_HTOD ? src : NULL, dir == GOS_OP_HTOD ? n : 0, &idx)) ||
             (rc = complete(g, idx, 0)))
             return rc;

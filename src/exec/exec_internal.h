@@ -95,6 +95,14 @@ struct xe {
     uint32_t ring_ahead;      /* asynchronous entries issued since the stream was last waited for */
     uint64_t ring_ahead_t0;   /* when the first of them was issued */
     uint64_t ring_entry_ns;   /* measured device time per asynchronous entry (0: not yet) */
+    /* the look-ahead's half-way mark: an event recorded after the first
+     * half_n of the ring_ahead entries, so that reaching the limit waits for
+     * those only and the device keeps the rest (no drain to empty) */
+    void *half_ev;            /* created on first use; NULL when events cannot be had */
+    int half_set;             /* recorded and not yet waited for */
+    uint32_t half_n;          /* entries up to the mark */
+    uint32_t since_half;      /* entries issued since the last mark */
+    uint64_t half_t0;         /* when the first entry after the mark was issued */
 };
 
 struct xr;

@@ -34,16 +34,64 @@ static uint32_t ring_ahead_limit(const struct xe *x)
     return n < 1 ? 1 : n > XE_RING_AHEAD_MAX ? XE_RING_AHEAD_MAX : (uint32_t)n;
 }
 
+/* n entries issued since t0 completed now: learn their time. */
+static void ring_learn(struct xe *x, uint32_t n, uint64_t t0)
+{
+    if (!n)
+        return;
+    uint64_t per = (gos_ring_now_ns() - t0) / n;
+    x->ring_entry_ns = x->ring_entry_ns ? (3 * x->ring_entry_ns + per) / 4 : per;
+    if (!x->ring_entry_ns)
+        x->ring_entry_ns = 1;
+}
+
 /* The stream was waited for with ring_ahead entries on it: learn their time. */
 static void ring_ahead_done(struct xe *x)
 {
-    if (x->ring_ahead) {
-        uint64_t per = (gos_ring_now_ns() - x->ring_ahead_t0) / x->ring_ahead;
-        x->ring_entry_ns = x->ring_entry_ns ? (3 * x->ring_entry_ns + per) / 4 : per;
-        if (!x->ring_entry_ns)
-            x->ring_entry_ns = 1;
-    }
+    ring_learn(x, x->ring_ahead, x->ring_ahead_t0);
     x->ring_ahead = 0;
+    x->half_set = 0;
+    x->since_half = 0;
+}
+
+/* The look-ahead is full: wait for the entries before the half-way mark when
+ * there is one (the device keeps the later ones queued: a client issuing small
+ * kernels back to back keeps the GPU busy), else for the stream. */
+static int ring_ahead_wait(struct xe *x, void *st)
+{
+    int rc;
+    if (x->half_set && x->half_n < x->ring_ahead) {
+        if ((rc = gos_exec_event_sync(x->dev, x->half_ev)))
+            return rc;
+        ring_learn(x, x->half_n, x->ring_ahead_t0);
+        x->ring_ahead -= x->half_n;
+        x->ring_ahead_t0 = x->half_t0;
+        x->half_set = 0;
+        if (x->ring_ahead < ring_ahead_limit(x))
+            return GOS_OK;
+    }
+    if ((rc = gos_exec_stream_sync(x->dev, st)))
+        return rc;
+    ring_ahead_done(x);
+    return GOS_OK;
+}
+
+/* One more asynchronous entry on the stream: the mark goes after half the limit. */
+static void ring_ahead_issued(struct xe *x, void *st)
+{
+    if (!x->ring_ahead++)
+        x->ring_ahead_t0 = gos_ring_now_ns();
+    uint32_t half = ring_ahead_limit(x) / 2;
+    if (x->half_set || !half || ++x->since_half < half)
+        return;
+    if (!x->half_ev && gos_exec_event_create(x->dev, &x->half_ev))
+        x->half_ev = NULL;
+    if (x->half_ev && !gos_exec_event_record(x->dev, x->half_ev, st)) {
+        x->half_set = 1;
+        x->half_n = x->ring_ahead;
+        x->half_t0 = gos_ring_now_ns();
+        x->since_half = 0;
+    }
 }
 
 /* The device operation of one RUN entry (already checked by the daemon: the
@@ -192,11 +240,8 @@ int xe_ring_run(struct xe *x, const struct gos_ring_ent *e, unsigned char *data,
     /* Bounded look-ahead: at most XE_RING_AHEAD asynchronous entries on the
      * device at a time, so that a revoked grant leaves little work behind it
      * (the rest comes back to the client and through the daemon's scheduler). */
-    if (!sync && x->ring_ahead >= ring_ahead_limit(x)) {
-        if ((rc = gos_exec_stream_sync(x->dev, st)))
-            goto out;
-        ring_ahead_done(x);
-    }
+    if (!sync && x->ring_ahead >= ring_ahead_limit(x) && (rc = ring_ahead_wait(x, st)))
+        goto out;
     /* checked and resolved per kind, then issued by the one runner (a launch's
      * parameters in l, which lives as long as o) */
     struct gos_op o = {.kind = e->op, .dptr = e->dptr, .dptr2 = e->dptr2, .bytes = e->bytes};
@@ -286,9 +331,10 @@ int xe_ring_run(struct xe *x, const struct gos_ring_ent *e, unsigned char *data,
         if (e->op == GOS_OP_FENCE)
             ring_ahead_done(x);
         x->ring_ahead = 0;
+        x->half_set = 0;
+        x->since_half = 0;
     } else if (!rc) {
-        if (!x->ring_ahead++)
-            x->ring_ahead_t0 = gos_ring_now_ns();
+        ring_ahead_issued(x, st);
     }
 out:
     if (rc == GOS_EDEVICE) {
