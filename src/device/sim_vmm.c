@@ -344,14 +344,34 @@ out:
     return rc;
 }
 
-/* 1: [p, p + n) inside one mapping (and writable there when write), 0 not
- * mapped, -1 mapped read-only and write asked. */
-static int mapped_locked(const struct sim_vmm *s, uint64_t p, uint64_t n, int write)
+/* The mapping holding address p (lock held), or -1. */
+static int map_holding(const struct sim_vmm *s, uint64_t p)
 {
     for (int i = 0; i < s->n_maps; i++)
-        if (p >= s->maps[i].va && n <= s->maps[i].bytes && p - s->maps[i].va <= s->maps[i].bytes - n)
-            return write && s->maps[i].ro ? -1 : 1;
-    return 0;
+        if (p >= s->maps[i].va && p - s->maps[i].va < s->maps[i].bytes)
+            return i;
+    return -1;
+}
+
+/* 1: [p, p + n) mapped (and writable there when write), 0 not mapped, -1
+ * mapped read-only and write asked. The range may cross from one mapping into
+ * the next one adjacent to it (two allocations mapped side by side are one
+ * range on a GPU); a gap anywhere is not mapped. */
+static int mapped_locked(const struct sim_vmm *s, uint64_t p, uint64_t n, int write)
+{
+    int ro = 0;
+    if (!n)
+        return map_holding(s, p) >= 0;
+    if (p > UINT64_MAX - n)
+        return 0;
+    for (uint64_t at = p, end = p + n; at < end;) {
+        int i = map_holding(s, at);
+        if (i < 0)
+            return 0;
+        ro |= s->maps[i].ro;
+        at = s->maps[i].va + s->maps[i].bytes;
+    }
+    return write && ro ? -1 : 1;
 }
 
 int gos_sim_vmm_mapped(gos_device *d, uint64_t p, uint64_t n)

@@ -12,6 +12,7 @@
 #include "exec/exec.h"
 #include "exec/exec_op.h"
 #include "exec/exec_pmem.h"
+#include "exec/exec_vmm.h"
 
 #include "common/range.h"
 #include "device/device.h"
@@ -63,6 +64,7 @@ struct xe {
     gos_vmm_buf *vb; /* swappable allocations (X_VALLOC) */
     int n_vb, cap_vb;
     struct srv_pmem_set pmem; /* partition-local allocations (issue 12) */
+    gos_vmm_tab vmm;          /* its CUDA VMM objects (X_VMM_*; exec_vmm.c) */
     /* the daemon's swap pool (X_EVICT_POOL), mapped once */
     char *pool;
     uint64_t pool_bytes;
@@ -77,7 +79,8 @@ struct xe {
         GOS_RANGE_HEAD;
         int evicted;
         int module; /* a module global (MODULE_GLOBAL): its module's slot + 1; 0: memory */
-        int ro;     /* a read-only attachment (SHM_RDONLY): no copy may write it */
+        int ro;     /* a read-only attachment (SHM_RDONLY) or VMM mapping: no copy may write it */
+        int vmm;    /* a run of adjacent VMM mappings (xe_al_vmm_sync), not an allocation */
     } *al;
     int n_al, cap_al;
     uint32_t fmap[SRV_MAX_FUNCS];     /* client's function handle - 1 -> funcs index + 1 (0: none) */
@@ -118,6 +121,9 @@ struct xe_alloc *xe_al_add(struct xe *x, uint64_t dptr, uint64_t bytes);
 struct xe_alloc *xe_al_find(struct xe *x, uint64_t dptr);
 void xe_al_del(struct xe *x, uint64_t dptr);
 void xe_al_drop_module(struct xe *x, uint32_t slot);
+/* The ranges of x's reachable VMM mappings (gos_vmmtab_runs) in al again,
+ * after a map, unmap or access change. */
+int xe_al_vmm_sync(struct xe *x);
 /* GOS_OK when [p, p+n) lies in one of this client's allocations (write: not a
  * read-only attachment, else GOS_EPERM); GOS_RING_REVOKED when it is swapped
  * out (the socket path restores it first); GOS_EINVAL naming what otherwise. */

@@ -225,6 +225,24 @@ static int h_pmem_check(struct xe *x, const struct x_hdr *h, void *p, int fd)
     return xe_answer(x, h->type, rc, 0, &r, sizeof r);
 }
 
+/* CUDA's VMM (exec_vmm.c): the daemon checked ownership and charged; the
+ * table here checks again. An unmap waits for what the ring issued, which may
+ * still use the range; the ring's checks see the change at once (al). */
+static int h_vmm(struct xe *x, const struct x_hdr *h, void *p, int fd)
+{
+    struct x_vmm m;
+    memcpy(&m, p, sizeof m);
+    uint64_t out = 0;
+    int rc = h->type == X_VMM_UNMAP ? xe_ring_drain(x) : GOS_OK;
+    if (!rc)
+        rc = gos_vmmx_op(x->dev, &x->vmm, h->type, &m, &out);
+    /* (an unmap that stopped half-way changed the table too; a range al
+     * has no room for is refused by the ring, the socket path still works) */
+    if (h->type == X_VMM_MAP || h->type == X_VMM_UNMAP || h->type == X_VMM_ACCESS)
+        xe_al_vmm_sync(x);
+    return xe_answer(x, h->type, rc, 0, &out, 8);
+}
+
 static int h_run(struct xe *x, const struct x_hdr *h, void *p, int fd) { return xe_run(x, p, h->len); }
 
 static int adopt(struct xe *ctl, int fd);
@@ -313,6 +331,13 @@ static const struct xe_msg {
     {X_RING, 8, X_TAKES_FD, h_ring},
     {X_GRANT, 0, X_TAKES_FD, h_grant},
     {X_BELL, 0, X_TAKES_FD, h_bell},
+    {X_VMM_RESERVE, sizeof(struct x_vmm), 0, h_vmm},
+    {X_VMM_UNRESERVE, sizeof(struct x_vmm), 0, h_vmm},
+    {X_VMM_CREATE, sizeof(struct x_vmm), 0, h_vmm},
+    {X_VMM_RELEASE, sizeof(struct x_vmm), 0, h_vmm},
+    {X_VMM_MAP, sizeof(struct x_vmm), 0, h_vmm},
+    {X_VMM_UNMAP, sizeof(struct x_vmm), 0, h_vmm},
+    {X_VMM_ACCESS, sizeof(struct x_vmm), 0, h_vmm},
 };
 
 static const struct xe_msg *xe_msg_find(uint32_t type)

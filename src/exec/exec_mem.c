@@ -48,6 +48,26 @@ void xe_al_drop_module(struct xe *x, uint32_t s)
             i++;
 }
 
+static int al_run(void *ctx, uint64_t va, uint64_t bytes, int ro)
+{
+    struct xe_alloc *a = xe_al_add(ctx, va, bytes);
+    if (!a)
+        return gos_fail(GOS_ENOMEM, "executor out of host memory");
+    a->vmm = 1;
+    a->ro = ro;
+    return GOS_OK;
+}
+
+int xe_al_vmm_sync(struct xe *x)
+{
+    for (int i = 0; i < x->n_al;)
+        if (x->al[i].vmm)
+            x->al[i] = x->al[--x->n_al];
+        else
+            i++;
+    return gos_vmmtab_runs(&x->vmm, al_run, x);
+}
+
 int xe_al_check(struct xe *x, uint64_t p, uint64_t n, int write, const char *what)
 {
     int i = gos_range_find(x->al, x->n_al, sizeof *x->al, p, n);
@@ -255,9 +275,10 @@ void xe_mem_release(struct xe *x)
 {
     for (int i = 0; i < x->n_al; i++) {
         uint64_t p = x->al[i].dptr;
-        if (!x->al[i].module && xe_shm_unmap(x, p) != GOS_OK && srv_pmem_free(&x->pmem, p) != GOS_OK)
-            xe_mem_free(x, p); /* (a module global goes with its module) */
+        if (!x->al[i].module && !x->al[i].vmm && xe_shm_unmap(x, p) != GOS_OK && srv_pmem_free(&x->pmem, p) != GOS_OK)
+            xe_mem_free(x, p); /* (a module global goes with its module, VMM runs with the table) */
     }
+    gos_vmmx_release_all(x->dev, &x->vmm);
     srv_pmem_release_all(&x->pmem);
     for (int i = 0; i < GOS_XE_SHM_MAX; i++)
         if (x->shm[i].va)

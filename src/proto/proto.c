@@ -16,6 +16,7 @@ _Static_assert(sizeof(struct gos_vgpu_rec) == 256, "vgpu record layout (issue 9:
 _Static_assert(sizeof(struct gos_rep_device_info) == 256, "device info layout");
 _Static_assert(sizeof(struct gos_rep_hdr) == 8, "reply header layout");
 _Static_assert(sizeof(struct gos_shm_rec) == 120, "shm record layout");
+_Static_assert(sizeof(struct gos_msg_vmm_map) == 24 && sizeof(struct gos_msg_vmm_access) == 24, "vmm layouts");
 _Static_assert(sizeof(struct gos_rep_shm_list) + GOS_SHM_LIST_MAX * sizeof(struct gos_shm_rec) +
                        sizeof(struct gos_rep_hdr) + GOS_MSG_TEXT_MAX <= GOS_PROTO_MAX_PAYLOAD,
                "shm list fits one message");
@@ -62,6 +63,13 @@ static const struct {
     {GOS_MSG_PMEM_COPY, "PMEM_COPY", sizeof(struct gos_msg_pmem_copy), 0},
     {GOS_MSG_PMEM_CHECK, "PMEM_CHECK", sizeof(struct gos_msg_pmem_check), sizeof(struct gos_rep_pmem_check)},
     {GOS_MSG_RING, "RING", sizeof(struct gos_msg_ring), 0},
+    {GOS_MSG_VMM_RESERVE, "VMM_RESERVE", sizeof(struct gos_msg_vmm_reserve), sizeof(struct gos_rep_vmm)},
+    {GOS_MSG_VMM_UNRESERVE, "VMM_UNRESERVE", sizeof(struct gos_msg_vmm_range), 0},
+    {GOS_MSG_VMM_CREATE, "VMM_CREATE", sizeof(struct gos_msg_vmm_create), sizeof(struct gos_rep_vmm)},
+    {GOS_MSG_VMM_RELEASE, "VMM_RELEASE", sizeof(struct gos_msg_vmm_release), 0},
+    {GOS_MSG_VMM_MAP, "VMM_MAP", sizeof(struct gos_msg_vmm_map), 0},
+    {GOS_MSG_VMM_UNMAP, "VMM_UNMAP", sizeof(struct gos_msg_vmm_range), 0},
+    {GOS_MSG_VMM_ACCESS, "VMM_ACCESS", sizeof(struct gos_msg_vmm_access), 0},
 };
 #define N_TYPES (int)(sizeof table / sizeof table[0])
 
@@ -253,11 +261,34 @@ int gos_proto_check(const struct gos_msg_hdr *h, const void *payload)
             return gos_fail(GOS_EPROTO, "ADMIN_DELETE padding not zero");
         return GOS_OK;
     }
+    case GOS_MSG_VMM_ACCESS: {
+        const struct gos_msg_vmm_access *m = payload;
+        if (m->access != GOS_VMM_ACCESS_NONE && m->access != GOS_VMM_ACCESS_READ && m->access != GOS_VMM_ACCESS_RW)
+            return gos_fail(GOS_EPROTO, "VMM_ACCESS access %u unknown (none 0, read 1, read-write 3)",
+                            (unsigned)m->access);
+        if (m->pad)
+            return gos_fail(GOS_EPROTO, "VMM_ACCESS padding not zero");
+        return GOS_OK;
+    }
     case GOS_MSG_REPLY:
         return check_reply(h, payload);
     default:
         return GOS_OK;
     }
+}
+
+/* A VMM size (what) of 1..2^50 bytes in whole granules, and an address (when
+ * va is not NULL) that is a non-zero multiple of the granule whose range does
+ * not wrap: what the CUDA driver refuses with CUDA_ERROR_INVALID_VALUE. */
+static int check_vmm_range(const char *what, const uint64_t *va, uint64_t bytes)
+{
+    if (!bytes || bytes > GOS_ALLOC_MAX || bytes % GOS_VMM_GRANULE)
+        return gos_fail(GOS_EINVAL, "%s of %llu bytes: not a positive multiple of the 2 MiB granularity (at most "
+                                    "2^50)", what, (unsigned long long)bytes);
+    if (va && (!*va || *va % GOS_VMM_GRANULE || *va > UINT64_MAX - bytes))
+        return gos_fail(GOS_EINVAL, "%s at 0x%llx: not a multiple of the 2 MiB granularity", what,
+                        (unsigned long long)*va);
+    return GOS_OK;
 }
 
 static int check_dims(const uint32_t v[3], const char *what, int allow_zero)
@@ -315,6 +346,34 @@ int gos_proto_check_args(const struct gos_msg_hdr *h, const void *payload)
         if (m->offset > GOS_ALLOC_MAX || m->region_off > GOS_COPY_MAX)
             return gos_fail(GOS_EINVAL, "partition-local copy: offset out of range");
         return GOS_OK;
+    }
+    case GOS_MSG_VMM_RESERVE: {
+        const struct gos_msg_vmm_reserve *m = payload;
+        if (m->align & (m->align - 1) || m->align > (1ull << 40))
+            return gos_fail(GOS_EINVAL, "address reservation aligned to %llu bytes: not a power of two up to 2^40",
+                            (unsigned long long)m->align);
+        return check_vmm_range("address reservation", NULL, m->bytes);
+    }
+    case GOS_MSG_VMM_CREATE:
+        return check_vmm_range("physical allocation", NULL, ((const struct gos_msg_vmm_create *)payload)->bytes);
+    case GOS_MSG_VMM_RELEASE:
+        return ((const struct gos_msg_vmm_release *)payload)->handle
+                   ? GOS_OK
+                   : gos_fail(GOS_EINVAL, "release of VMM handle 0");
+    case GOS_MSG_VMM_UNRESERVE:
+    case GOS_MSG_VMM_UNMAP: {
+        const struct gos_msg_vmm_range *m = payload;
+        return check_vmm_range(h->type == GOS_MSG_VMM_UNMAP ? "unmap" : "address free", &m->va, m->bytes);
+    }
+    case GOS_MSG_VMM_MAP: {
+        const struct gos_msg_vmm_map *m = payload;
+        if (!m->handle)
+            return gos_fail(GOS_EINVAL, "map of VMM handle 0");
+        return check_vmm_range("map", &m->va, m->bytes);
+    }
+    case GOS_MSG_VMM_ACCESS: {
+        const struct gos_msg_vmm_access *m = payload;
+        return check_vmm_range("set access", &m->va, m->bytes);
     }
     case GOS_MSG_PMEM_CHECK: {
         const struct gos_msg_pmem_check *m = payload;

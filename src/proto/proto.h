@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 /* Bump this if any of the messages, structs or constants below change. */
-#define GOS_PROTOCOL_VERSION 3 /* 2: kernel names up to 4095 characters (C++ mangled names); 3: one gos_op_kind (a COPY's dir from 1) */
+#define GOS_PROTOCOL_VERSION 4 /* 2: kernel names up to 4095 characters (C++ mangled names); 3: one gos_op_kind (a COPY's dir from 1); 4: VMM_* */
 /* Where clients and `gpuos serve` meet when neither --socket, the configuration
  * file's socket = nor $GPUOS_SOCKET says otherwise (the systemd unit's
  * RuntimeDirectory=gpuos). */
@@ -86,6 +86,15 @@ enum gos_msg_type {
     GOS_MSG_PMEM_CHECK = 243, /* where the views' units are: latency probes, and the device's truth */
     /* the shared-memory fast path (issue 9.4; proto/ring.h): + one memfd */
     GOS_MSG_RING = 230,
+    /* CUDA's virtual memory management for tenants (cuMemCreate, cuMemMap, ...;
+     * serve/vmm_cl.c): addresses, physical memory and mappings apart */
+    GOS_MSG_VMM_RESERVE = 250,   /* struct gos_msg_vmm_reserve -> struct gos_rep_vmm */
+    GOS_MSG_VMM_UNRESERVE = 251, /* struct gos_msg_vmm_range */
+    GOS_MSG_VMM_CREATE = 252,    /* struct gos_msg_vmm_create -> struct gos_rep_vmm (the handle) */
+    GOS_MSG_VMM_RELEASE = 253,   /* struct gos_msg_vmm_release */
+    GOS_MSG_VMM_MAP = 254,       /* struct gos_msg_vmm_map */
+    GOS_MSG_VMM_UNMAP = 255,     /* struct gos_msg_vmm_range (after the client's queued work) */
+    GOS_MSG_VMM_ACCESS = 256,    /* struct gos_msg_vmm_access */
 };
 
 enum {
@@ -376,6 +385,46 @@ struct gos_rep_pmem_check {
     int32_t truth_rc;      /* 0: truth_in is valid; GOS_EUNSUPPORTED: a GPU has no truth */
     uint32_t unit_bytes;
     double check_s;
+};
+
+/* Virtual memory management (CUDA's cuMemAddressReserve, cuMemCreate, cuMemMap,
+ * cuMemSetAccess; serve/vmm_cl.c). Every size and address is a multiple of
+ * GOS_VMM_GRANULE (what the driver reports for device memory on the H100 / H200).
+ * A reservation is addresses only (not charged); physical memory is charged to
+ * the vGPU's memory share from CREATE until it is both released and unmapped
+ * (CUDA's semantics: a released handle's memory lives on while mapped). A
+ * mapping of a handle's first `bytes` at va lies inside one of the client's
+ * reservations and overlaps no other; it is reachable by copies and kernels
+ * once its access is READ or READWRITE (mapped memory starts inaccessible, as
+ * in CUDA). UNMAP and ACCESS take whole mappings (one or several adjacent
+ * ones). Handles are the daemon's, unique across its clients; a client names
+ * only its own. */
+#define GOS_VMM_GRANULE (2ull << 20)
+#define GOS_VMM_MAX_RESERVATIONS 1024 /* per client; handles and mappings: max_allocations */
+enum { GOS_VMM_ACCESS_NONE = 0, GOS_VMM_ACCESS_READ = 1, GOS_VMM_ACCESS_RW = 3 };
+struct gos_msg_vmm_reserve {
+    uint64_t bytes;
+    uint64_t align; /* 0: the granule; else a power of two */
+};
+struct gos_msg_vmm_range {
+    uint64_t va, bytes;
+};
+struct gos_msg_vmm_create {
+    uint64_t bytes;
+};
+struct gos_msg_vmm_release {
+    uint64_t handle;
+};
+struct gos_msg_vmm_map {
+    uint64_t va, bytes, handle; /* the handle's first bytes at va */
+};
+struct gos_msg_vmm_access {
+    uint64_t va, bytes;
+    uint32_t access; /* GOS_VMM_ACCESS_* */
+    uint32_t pad;
+};
+struct gos_rep_vmm {
+    uint64_t value; /* RESERVE: the address; CREATE: the handle */
 };
 
 /* The reply: status (GOS_OK or GOS_E*), the request type, the length of the

@@ -72,6 +72,24 @@ enum {
      * entries it may not run yet); both before X_RING */
     X_GRANT,       /* fd of the grant page (struct gos_grant_page) -> nothing */
     X_BELL,        /* fd of the device's eventfd -> nothing */
+    /* CUDA's VMM for tenants (exec/exec_vmm.c, the same code on the daemon's
+     * device under isolation = none): struct x_vmm -> u64 (RESERVE: the
+     * address, CREATE: the device's handle); the daemon checked and charged */
+    X_VMM_RESERVE,
+    X_VMM_UNRESERVE,
+    X_VMM_CREATE,
+    X_VMM_RELEASE,
+    X_VMM_MAP,
+    X_VMM_UNMAP,   /* waits for what the ring issued first */
+    X_VMM_ACCESS,
+};
+
+struct x_vmm {
+    uint64_t va, bytes;
+    uint64_t handle; /* the device's (CREATE's answer) */
+    uint64_t align;  /* RESERVE */
+    uint32_t access; /* ACCESS: GOS_VMM_ACCESS_* */
+    uint32_t pad;
 };
 
 /* The grant page: what the daemon decides and what it charges, shared by the
