@@ -288,6 +288,31 @@ typedef struct {
 } gpuos_pmem_check_result;
 int gpuos_pmem_check(gpuos_pmem *m, int samples, gpuos_pmem_check_result *r);
 
+/* Virtual memory management, CUDA's (cuMemAddressReserve, cuMemCreate,
+ * cuMemMap, cuMemSetAccess; what gpuos's libcuda answers them with). Addresses
+ * and physical memory apart: a reservation is device addresses only (not
+ * charged); physical memory of a handle is charged to the vGPU's memory share
+ * (GPUOS_EBUSY past it) from gpuos_vmm_create until it is both released and
+ * unmapped: a released handle's memory lives on while it is mapped. Every size
+ * and address is a multiple of GPUOS_VMM_GRANULE (else GPUOS_EINVAL). A handle's
+ * first `bytes` map at va inside a reservation of this handle; copies and
+ * kernels reach the mapping once its access is GPUOS_VMM_READ or _READWRITE
+ * (it starts with none, as in CUDA), and two mappings side by side as one range.
+ * Unmap and set access take whole mappings, one or several adjacent ones;
+ * unmap waits for this handle's work first. Handles and ranges are this
+ * vGPU handle's own: any other (another tenant's) is GPUOS_EINVAL. Everything is
+ * released when the handle closes or its process dies. align: 0 or a power of
+ * two (the reservation's start is a multiple of it). */
+#define GPUOS_VMM_GRANULE (2u << 20)
+enum { GPUOS_VMM_NONE = 0, GPUOS_VMM_READ = 1, GPUOS_VMM_READWRITE = 3 };
+int gpuos_vmm_reserve(gpuos_vgpu *g, size_t bytes, size_t align, gpuos_dptr *va);
+int gpuos_vmm_unreserve(gpuos_vgpu *g, gpuos_dptr va, size_t bytes);
+int gpuos_vmm_create(gpuos_vgpu *g, size_t bytes, uint64_t *handle);
+int gpuos_vmm_release(gpuos_vgpu *g, uint64_t handle);
+int gpuos_vmm_map(gpuos_vgpu *g, gpuos_dptr va, size_t bytes, uint64_t handle);
+int gpuos_vmm_unmap(gpuos_vgpu *g, gpuos_dptr va, size_t bytes);
+int gpuos_vmm_set_access(gpuos_vgpu *g, gpuos_dptr va, size_t bytes, int access);
+
 /* Administration without opening a vGPU (what `gpuos vgpu` uses). */
 int gpuos_admin_list(const char *socket_path, gpuos_vgpu_facts *out, int max, int *n);
 int gpuos_admin_set(const char *socket_path, const char *vgpu, const char *key, const char *value);

@@ -136,6 +136,8 @@ struct gpuos_vgpu {
  * a question to the daemon later, never correctness), forget by base. */
 void gcl_known_add(gpuos_vgpu *g, uint64_t p, uint64_t n);
 void gcl_known_del(gpuos_vgpu *g, uint64_t p);
+/* Forgets every range whose base lies in [p, p + n) (VMM mappings unmapped). */
+void gcl_known_del_within(gpuos_vgpu *g, uint64_t p, uint64_t n);
 int gcl_timeout_ms(void);
 int gcl_connect_to(const char *path, int tmo_ms, int *out);
 unsigned gcl_spin_us(void);

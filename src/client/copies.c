@@ -275,6 +275,15 @@ void gcl_known_del(gpuos_vgpu *g, uint64_t p)
     }
 }
 
+void gcl_known_del_within(gpuos_vgpu *g, uint64_t p, uint64_t n)
+{
+    int i = known_at(g, p), j = i;
+    while (j < g->n_known && g->known[j].p - p < n)
+        j++;
+    memmove(&g->known[i], &g->known[j], (size_t)(g->n_known - j) * sizeof *g->known);
+    g->n_known -= j - i;
+}
+
 /* Whether [p, p + n) lies inside one known range (the one with the largest base <= p). */
 static int known(const gpuos_vgpu *g, uint64_t p, uint64_t n)
 {

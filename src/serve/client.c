@@ -152,12 +152,10 @@ static int do_alloc(struct srv_client *c, uint64_t bytes, uint64_t *dptr)
     struct srv *s = c->srv;
     struct srv_vgpu *v = &s->vgpus[c->vgpu];
     struct srv_dev *d = dev_of(c);
-    /* Usage may exceed the quota (`vgpu set` shrank it): the difference would
-     * wrap (issue 15.2). */
-    if (v->mem_used >= v->mem_quota || bytes > v->mem_quota - v->mem_used)
-        return gos_fail(GOS_EBUSY, "vGPU %s: allocating %llu bytes would exceed its memory share "
-                                   "(%llu of %llu bytes used)", v->cfg.name, (unsigned long long)bytes,
-                        (unsigned long long)v->mem_used, (unsigned long long)v->mem_quota);
+    char what[48];
+    snprintf(what, sizeof what, "allocating %llu bytes", (unsigned long long)bytes);
+    if (srv_share_room(c, bytes, what))
+        return GOS_EBUSY;
     if (srv_alloc_room(c))
         return GOS_ENOMEM;
     v->mem_used += bytes; /* reserved while the lock is dropped */
@@ -188,6 +186,9 @@ static int do_free(struct srv_client *c, uint64_t dptr)
                             (unsigned long long)dptr);
         else if (c->allocs[i].dptr == dptr && c->allocs[i].pmem)
             return gos_fail(GOS_EINVAL, "0x%llx is partition-local memory: free it with gpuos_pmem_free",
+                            (unsigned long long)dptr);
+        else if (c->allocs[i].dptr == dptr && c->allocs[i].vmm)
+            return gos_fail(GOS_EINVAL, "0x%llx is mapped VMM memory: unmap it and release its handle",
                             (unsigned long long)dptr);
     int known = 0;
     for (int i = 0; i < c->n_allocs; i++)
@@ -700,9 +701,10 @@ static int msg_shm_dt(struct srv_client *c, const struct gos_msg_hdr *h, void *p
     return reply(c, h->seq, h->type, rc, NULL, 0);
 }
 
-/* Partition-local memory (issue 12; pmem_cl.c): after the client's queued work.
- * An executor found dead by the request is accounted for at once. */
-static int pmem_reply(struct srv_client *c, const struct gos_msg_hdr *h, int rc, const void *body, size_t n)
+/* Partition-local memory (issue 12; pmem_cl.c) and VMM (vmm_cl.c): after the
+ * client's queued work. An executor found dead by the request is accounted
+ * for at once. */
+static int dev_reply(struct srv_client *c, const struct gos_msg_hdr *h, int rc, const void *body, size_t n)
 {
     int r = reply(c, h->seq, h->type, rc, rc ? NULL : body, rc ? 0 : n);
     if (c->x && c->x->dead)
@@ -714,7 +716,7 @@ static int msg_pmem_alloc(struct srv_client *c, const struct gos_msg_hdr *h, voi
 {
     struct gos_rep_pmem_alloc r = {0};
     int rc = srv_pmem_do_alloc(c, p, &r);
-    return pmem_reply(c, h, rc, &r, sizeof r);
+    return dev_reply(c, h, rc, &r, sizeof r);
 }
 
 static int msg_pmem_free(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
@@ -722,7 +724,7 @@ static int msg_pmem_free(struct srv_client *c, const struct gos_msg_hdr *h, void
     int rc = drain(c);
     if (!rc)
         rc = srv_pmem_do_free(c, ((const struct gos_msg_pmem_free *)p)->base);
-    return pmem_reply(c, h, rc, NULL, 0);
+    return dev_reply(c, h, rc, NULL, 0);
 }
 
 static int msg_pmem_copy(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
@@ -730,7 +732,7 @@ static int msg_pmem_copy(struct srv_client *c, const struct gos_msg_hdr *h, void
     int rc = drain(c);
     if (!rc)
         rc = srv_pmem_do_copy(c, p);
-    return pmem_reply(c, h, rc, NULL, 0);
+    return dev_reply(c, h, rc, NULL, 0);
 }
 
 static int msg_pmem_check(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
@@ -739,7 +741,26 @@ static int msg_pmem_check(struct srv_client *c, const struct gos_msg_hdr *h, voi
     int rc = drain(c);
     if (!rc)
         rc = srv_pmem_do_check(c, p, &r);
-    return pmem_reply(c, h, rc, &r, sizeof r);
+    return dev_reply(c, h, rc, &r, sizeof r);
+}
+
+/* CUDA's VMM (vmm_cl.c). An unmap or an access change waits for the client's
+ * queued work, which may still use the range. */
+static int msg_vmm(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_rep_vmm r = {0};
+    int rc;
+    switch (h->type) {
+    case GOS_MSG_VMM_RESERVE: rc = srv_vmm_reserve(c, p, &r); break;
+    case GOS_MSG_VMM_UNRESERVE: rc = srv_vmm_unreserve(c, p); break;
+    case GOS_MSG_VMM_CREATE: rc = srv_vmm_create(c, p, &r); break;
+    case GOS_MSG_VMM_RELEASE: rc = srv_vmm_release(c, p); break;
+    case GOS_MSG_VMM_MAP: rc = srv_vmm_map(c, p); break;
+    default:
+        if (!(rc = drain(c)))
+            rc = h->type == GOS_MSG_VMM_UNMAP ? srv_vmm_unmap(c, p) : srv_vmm_access(c, p);
+    }
+    return dev_reply(c, h, rc, &r, (size_t)gos_proto_reply_body(h->type));
 }
 
 static int msg_shm_ctl(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
@@ -897,6 +918,13 @@ static const struct msg_entry msg_table[] = {
     {GOS_MSG_PMEM_COPY, MF_DEVICE, msg_pmem_copy},
     {GOS_MSG_PMEM_CHECK, MF_DEVICE, msg_pmem_check},
     {GOS_MSG_RING, 0, msg_ring},
+    {GOS_MSG_VMM_RESERVE, MF_DEVICE, msg_vmm},
+    {GOS_MSG_VMM_UNRESERVE, MF_DEVICE, msg_vmm},
+    {GOS_MSG_VMM_CREATE, MF_DEVICE, msg_vmm},
+    {GOS_MSG_VMM_RELEASE, MF_DEVICE, msg_vmm},
+    {GOS_MSG_VMM_MAP, MF_DEVICE, msg_vmm},
+    {GOS_MSG_VMM_UNMAP, MF_DEVICE, msg_vmm},
+    {GOS_MSG_VMM_ACCESS, MF_DEVICE, msg_vmm},
 };
 
 static const struct msg_entry *msg_find(uint16_t type)

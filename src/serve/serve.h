@@ -35,6 +35,7 @@
 #include "sched/sched.h"
 #include "serve/config.h"
 #include "vmem/segtable.h"
+#include "vmem/vmmtab.h"
 #include "vmem/swap_policy.h"
 #include "serve/executor.h"
 #include "common/log.h"
@@ -135,7 +136,8 @@ struct srv_alloc {
     void *vbuf; /* isolation = none: the daemon's mapping of it (gos_vmm_buf) */
     int pmem;       /* a partition-local allocation (issue 12; pmem_cl.c): both views */
     uint64_t extra; /* charged to the share beyond bytes (its parity table's page) */
-    int ro;     /* a read-only attachment (SHM_RDONLY): no copy may write it */
+    int ro;     /* a read-only attachment (SHM_RDONLY) or VMM mapping: no copy may write it */
+    int vmm;    /* a run of adjacent VMM mappings (vmm_cl.c): not charged here, never freed by MEM_FREE */
 };
 
 struct srv_client {
@@ -193,6 +195,10 @@ struct srv_client {
     } globals[SRV_MAX_GLOBALS];
     int n_globals;
     struct srv_pmem_set *pmem_set; /* isolation = none: its partition-local allocations */
+    /* CUDA's VMM (vmm_cl.c): what it holds, by the daemon's handles (ownership,
+     * charges), and under isolation = none the daemon's device's own table */
+    gos_vmm_tab vmm;
+    gos_vmm_tab *vmm_dev;
     /* the fast path (issue 9.4; ring.c): the client's ring, mapped here to
      * grant and revoke it and to charge the time its executor reports */
     void *ring;
@@ -323,6 +329,7 @@ struct srv {
     int reserve_fd;    /* given up at the descriptor limit to refuse a connection */
     unsigned long n_refused; /* connections refused (limits, descriptors) */
     int leaked;        /* srv_run gave up on threads that still run: do not free */
+    uint64_t next_vmm_handle; /* VMM handles are the daemon's, never reused (vmm_cl.c) */
 };
 
 
@@ -491,6 +498,25 @@ int srv_pmem_do_free(struct srv_client *c, uint64_t base);
 int srv_pmem_do_copy(struct srv_client *c, const struct gos_msg_pmem_copy *m);
 int srv_pmem_do_check(struct srv_client *c, const struct gos_msg_pmem_check *m, struct gos_rep_pmem_check *r);
 void srv_pmem_client_gone(struct srv_client *c);
+/* CUDA's VMM for clients (vmm_cl.c; lock held, dropped around the device
+ * work, which runs on the client's executor or, under isolation = none, on the
+ * daemon's device). Each checks that everything named is c's own; CREATE
+ * charges the vGPU's memory share until the memory is released and unmapped;
+ * mappings with access are listed in c->allocs (runs of adjacent ones) for the
+ * range checks of copies and kernels. UNMAP's caller drained c's work.
+ * client_gone: c or its executor is gone; its charges returned, its entries
+ * dropped (isolation = none: the device's objects released). */
+int srv_vmm_reserve(struct srv_client *c, const struct gos_msg_vmm_reserve *m, struct gos_rep_vmm *r);
+int srv_vmm_unreserve(struct srv_client *c, const struct gos_msg_vmm_range *m);
+int srv_vmm_create(struct srv_client *c, const struct gos_msg_vmm_create *m, struct gos_rep_vmm *r);
+int srv_vmm_release(struct srv_client *c, const struct gos_msg_vmm_release *m);
+int srv_vmm_map(struct srv_client *c, const struct gos_msg_vmm_map *m);
+int srv_vmm_unmap(struct srv_client *c, const struct gos_msg_vmm_range *m);
+int srv_vmm_access(struct srv_client *c, const struct gos_msg_vmm_access *m);
+void srv_vmm_client_gone(struct srv_client *c);
+/* session.c: whether bytes more fit the vGPU's memory share of c (GOS_EBUSY
+ * naming the share otherwise; what: "allocating 4096 bytes"). */
+int srv_share_room(struct srv_client *c, uint64_t bytes, const char *what);
 /* Before a COPY or LAUNCH of c is queued: what it needs made resident. */
 int srv_swap_need(struct srv_client *c, const struct gos_msg_hdr *h, const void *payload);
 void srv_swap_record(struct srv *s, int v, uint64_t *resident, uint64_t *swapped);

@@ -25,6 +25,7 @@ static void client_free(struct srv_client *c)
         struct srv_vgpu *v = &s->vgpus[c->vgpu];
         srv_shm_client_gone(c); /* attachments: the segments' counts, not this vGPU's share */
         srv_swap_client_gone(c);
+        srv_vmm_client_gone(c); /* its mappings' runs out of allocs, its handles' charges back */
         for (int i = 0; i < c->n_allocs; i++) {
             if (!c->x && !c->allocs[i].pmem)
                 gos_exec_mem_free(d->dev, c->allocs[i].dptr);
@@ -67,6 +68,17 @@ int srv_alloc_room(struct srv_client *c)
     return gos_grow((void **)&c->allocs, &c->cap_allocs, c->n_allocs, sizeof *c->allocs, 16);
 }
 
+int srv_share_room(struct srv_client *c, uint64_t bytes, const char *what)
+{
+    struct srv_vgpu *v = &c->srv->vgpus[c->vgpu];
+    /* Usage may exceed the quota (`vgpu set` shrank it): the difference would
+     * wrap (issue 15.2). */
+    if (v->mem_used >= v->mem_quota || bytes > v->mem_quota - v->mem_used)
+        return gos_fail(GOS_EBUSY, "vGPU %s: %s would exceed its memory share (%llu of %llu bytes used)",
+                        v->cfg.name, what, (unsigned long long)v->mem_used, (unsigned long long)v->mem_quota);
+    return GOS_OK;
+}
+
 void srv_client_exec_check(struct srv_client *c)
 {
     if (!c->x || !c->x->dead || c->exec_lost || c->vgpu < 0)
@@ -84,6 +96,7 @@ void srv_client_exec_check(struct srv_client *c)
      * attachments of shared segments are gone too (the segments stay). */
     srv_shm_client_gone(c);
     srv_swap_client_gone(c);
+    srv_vmm_client_gone(c);
     for (int i = 0; i < c->n_allocs; i++)
         v->mem_used -= c->allocs[i].bytes + c->allocs[i].extra;
     c->n_allocs = 0;
