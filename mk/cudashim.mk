@@ -13,14 +13,14 @@ SHIM := $(BUILD)/shim
 # No sanitizers in a library that uninstrumented programs load.
 SHIM_CFLAGS := $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(CFLAGS)) -fPIC -fvisibility=hidden -I$(SHIM)/gen
 SHIM_CORE := $(CLIENT_SRC)
-SHIM_CUDA := init device context memory pool copy module launch stream graph tmap entry image errors exports daemon_ext
+SHIM_CUDA := init device context memory vmm pool copy module launch stream graph tmap entry image errors exports daemon_ext
 # the other names of the entry points (src/cudashim/aliases.txt): symbols at the same addresses
 SHIM_ALIASES := src/cudashim/aliases.txt
 SHIM_DEFSYM = $(shell sed -n 's/^\(cu[A-Za-z0-9_]*\)[[:space:]]\{1,\}\(cu[A-Za-z0-9_]*\).*/-Wl,--defsym=\1=\2/p' $(SHIM_ALIASES))
 SHIM_OBJ := $(SHIM_CUDA:%=$(SHIM)/pic/src/cudashim/%.o)
 SHIM_PIC := $(SHIM_CORE:%.c=$(SHIM)/pic/%.o)
 EXTRA_BINS += $(SHIM)/libcuda.so.1 $(SHIM)/libnvidia-ml.so.1 $(BUILD)/tests/cudashim_drv $(BUILD)/tests/cudashim_exports \
-	$(BUILD)/tests/cudashim_legacy
+	$(BUILD)/tests/cudashim_legacy $(BUILD)/tests/cudashim_vmm
 
 $(SHIM)/gen/names.inc: tools/gen_cudashim_names.sh $(CUDA_H)
 	$(Q)CC=$(CC) sh tools/gen_cudashim_names.sh $(CUDA_HOME)/include $(SHIM)/gen
@@ -56,12 +56,18 @@ $(BUILD)/tests/cudashim_legacy: tests/cudashim_legacy.c tests/cudashim_check.h $
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -Wno-deprecated-declarations -o $@ $< -L$(SHIM) -lcuda $(LDLIBS)
 
+# CUDA's VMM on a vGPU (tests/t_cudashim_vmm.sh).
+$(BUILD)/tests/cudashim_vmm: tests/cudashim_vmm.c tests/cudashim_check.h $(SHIM)/libcuda.so.1
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $< -L$(SHIM) -lcuda $(LDLIBS)
+
 $(BUILD)/tests/cudashim_exports: tests/cudashim_exports.c $(SHIM)/libcuda.so.1
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $< -L$(SHIM) -lcuda -ldl $(LDLIBS)
 
 -include $(SHIM_OBJ:.o=.d) $(SHIM_PIC:.o=.d) $(SHIM)/pic/src/cudashim/procaddr.d $(SHIM)/pic/src/cudashim/nvidia_ml.d
--include $(BUILD)/tests/cudashim_drv.d $(BUILD)/tests/cudashim_exports.d $(BUILD)/tests/cudashim_legacy.d
+-include $(BUILD)/tests/cudashim_drv.d $(BUILD)/tests/cudashim_exports.d $(BUILD)/tests/cudashim_legacy.d \
+	$(BUILD)/tests/cudashim_vmm.d
 endif
 ifneq ($(CUDA_H),)
 EXTRA_BINS += $(BUILD)/tests/cudashim_nvml

@@ -7,6 +7,7 @@
  *   device.c   devices and their attributes
  *   context.c  contexts (emulated: every context is the process's one client)
  *   memory.c   device and host allocations, pointer attributes
+ *   vmm.c      virtual memory management (cuMemCreate, cuMemMap, ...)
  *   pool.c     stream-ordered allocation, memory pools
  *   copy.c     copies (1D, 2D, 3D without arrays), memset (1D, 2D)
  *   module.c   modules, libraries, kernels, function attributes
@@ -102,6 +103,7 @@ struct range {
     unsigned flags; /* host memory: CU_MEMHOSTALLOC_* / CU_MEMHOSTREGISTER_* and HOST_REGISTERED */
 };
 #define HOST_REGISTERED 0x80000000u /* cuMemHostRegister: the program's own memory, not shared */
+#define RANGE_VMM 0x40000000u       /* device memory: a VMM mapping (vmm.c), not cuMemFree's */
 
 /* The process's state (init.c). */
 struct shim_state {
@@ -154,6 +156,7 @@ int stream_ok(CUstream s);                        /* stream.c: NULL, the two spe
 int mod_ok(const struct CUmod_st *m);             /* module.c */
 int func_ok(const struct CUfunc_st *f);           /* module.c */
 void ranges_add(uint64_t p, uint64_t n);          /* memory.c: the device allocations */
+void ranges_add_flags(uint64_t p, uint64_t n, unsigned flags); /* ... with RANGE_VMM */
 int ranges_find(uint64_t p, struct range *out);   /* the allocation holding p; 0 if none */
 int ranges_del(uint64_t p);
 int host_find(const void *p, struct range *out);  /* memory.c: host memory allocated or registered */

@@ -10,16 +10,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-void ranges_add(uint64_t p, uint64_t n)
+void ranges_add_flags(uint64_t p, uint64_t n, unsigned flags)
 {
     pthread_mutex_lock(&S.m);
     if (gos_grow((void **)&S.allocs, &S.cap_allocs, S.n_allocs, sizeof *S.allocs, 64)) {
         pthread_mutex_unlock(&S.m);
         return;
     }
-    S.allocs[S.n_allocs++] = (struct range){p, n, 0};
+    S.allocs[S.n_allocs++] = (struct range){p, n, flags};
     pthread_mutex_unlock(&S.m);
 }
+
+void ranges_add(uint64_t p, uint64_t n) { ranges_add_flags(p, n, 0); }
 
 /* The allocation holding p (its base and size); 0 if none. */
 int ranges_find(uint64_t p, struct range *out)
@@ -82,6 +84,9 @@ E CUresult cuMemFree_v2(CUdeviceptr p)
     NEED_INIT();
     if (!p)
         return CUDA_SUCCESS;
+    struct range r;
+    if (ranges_find(p, &r) && (r.flags & RANGE_VMM))
+        return CUDA_ERROR_INVALID_VALUE; /* a VMM mapping: cuMemUnmap, cuMemRelease (vmm.c) */
     if (!ranges_del(p))
         return CUDA_ERROR_INVALID_VALUE;
     return map_rc(gpuos_mem_free(S.g, p), "cuMemFree");
@@ -239,7 +244,8 @@ E CUresult cuMemAllocManaged(CUdeviceptr *p, size_t bytes, unsigned int flags)
 }
 
 /* The granularity of device allocations: 2 MiB, the driver's answer for device
- * memory on this GPU generation (minimum and recommended). */
+ * memory on this GPU generation (minimum and recommended), and what vmm.c's
+ * cuMemCreate / cuMemMap / cuMemAddressReserve require (GOS_VMM_GRANULE). */
 E CUresult cuMemGetAllocationGranularity(size_t *g, const CUmemAllocationProp *prop, CUmemAllocationGranularity_flags o)
 {
     if (!g || !prop)
