@@ -233,6 +233,69 @@ static void test_payload_rules(void **state)
     assert_int_equal(gos_proto_check_args(&h, &pk), GOS_OK);
 }
 
+/* VMM (proto.h GOS_MSG_VMM_*): a wrong size or an unknown access is a
+ * protocol violation; sizes and addresses off the 2 MiB granularity, handle 0,
+ * alignments that are not powers of two and ranges that wrap are argument
+ * errors (CUDA_ERROR_INVALID_VALUE in the shim). */
+static void test_vmm_rules(void **state)
+{
+    (void)state;
+    struct gos_msg_hdr h;
+    const uint64_t G = GOS_VMM_GRANULE;
+    struct gos_msg_vmm_map m = {.va = 8 * G, .bytes = 2 * G, .handle = 5};
+    gos_proto_hdr(&h, GOS_MSG_VMM_MAP, 1, 16); /* a range's size, not a map's */
+    int rc = gos_proto_check_hdr(&h);
+    assert_int_equal(rc, GOS_EPROTO);
+    assert_non_null(strstr(gos_last_error(), "VMM_MAP payload is 16 bytes, expected 24"));
+    gos_proto_hdr(&h, GOS_MSG_VMM_MAP, 1, sizeof m);
+    assert_int_equal(gos_proto_check(&h, &m), GOS_OK);
+    assert_int_equal(gos_proto_check_args(&h, &m), GOS_OK);
+    m.va = 8 * G + 4096;
+    reject_arg(&h, &m, "not a multiple of the 2 MiB granularity");
+    m.va = UINT64_MAX - G + 1; /* aligned, but the range wraps */
+    reject_arg(&h, &m, "not a multiple of the 2 MiB granularity");
+    m.va = 8 * G;
+    m.bytes = G / 2;
+    reject_arg(&h, &m, "map of 1048576 bytes");
+    m.bytes = 2 * G;
+    m.handle = 0;
+    reject_arg(&h, &m, "VMM handle 0");
+
+    struct gos_msg_vmm_access a = {.va = 8 * G, .bytes = G, .access = GOS_VMM_ACCESS_READ};
+    gos_proto_hdr(&h, GOS_MSG_VMM_ACCESS, 1, sizeof a);
+    assert_int_equal(gos_proto_check(&h, &a), GOS_OK);
+    a.access = 2;
+    reject(&h, &a, "VMM_ACCESS access 2 unknown");
+    a.access = GOS_VMM_ACCESS_RW;
+    a.pad = 1;
+    reject(&h, &a, "padding");
+    a.pad = 0;
+    a.bytes = 0;
+    reject_arg(&h, &a, "set access of 0 bytes");
+
+    struct gos_msg_vmm_reserve r = {.bytes = 4 * G, .align = 3 * G};
+    gos_proto_hdr(&h, GOS_MSG_VMM_RESERVE, 1, sizeof r);
+    reject_arg(&h, &r, "not a power of two");
+    r.align = 0;
+    assert_int_equal(gos_proto_check_args(&h, &r), GOS_OK);
+    r.align = 8 * G;
+    assert_int_equal(gos_proto_check_args(&h, &r), GOS_OK);
+    r.bytes = GOS_ALLOC_MAX + G;
+    reject_arg(&h, &r, "at most 2^50");
+
+    struct gos_msg_vmm_create c = {.bytes = G + 1};
+    gos_proto_hdr(&h, GOS_MSG_VMM_CREATE, 1, sizeof c);
+    reject_arg(&h, &c, "physical allocation of 2097153 bytes");
+    struct gos_msg_vmm_release rl = {0};
+    gos_proto_hdr(&h, GOS_MSG_VMM_RELEASE, 1, sizeof rl);
+    reject_arg(&h, &rl, "release of VMM handle 0");
+    struct gos_msg_vmm_range u = {.va = 0, .bytes = G};
+    gos_proto_hdr(&h, GOS_MSG_VMM_UNMAP, 1, sizeof u);
+    reject_arg(&h, &u, "unmap at 0x0");
+    assert_string_equal(gos_proto_name(GOS_MSG_VMM_UNRESERVE), "VMM_UNRESERVE");
+    assert_int_equal(gos_proto_reply_body(GOS_MSG_VMM_CREATE), sizeof(struct gos_rep_vmm));
+}
+
 static void test_reply_rules(void **state)
 {
     (void)state;
@@ -372,6 +435,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_header_bytes),     cmocka_unit_test(test_header_rules),
         cmocka_unit_test(test_payload_rules),    cmocka_unit_test(test_reply_rules),
+        cmocka_unit_test(test_vmm_rules),
         cmocka_unit_test(test_wire_roundtrip_with_fd), cmocka_unit_test(test_config),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -25,6 +25,8 @@
 #include "common/status.h"
 #include "vmem/segtable.h"
 #include "vmem/swap_policy.h"
+#include "vmem/vmmtab.h"
+#include "proto/proto.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -619,10 +621,82 @@ static void test_swap_random(void **st)
     gos_swap_free(&s);
 }
 
+/* vmmtab.c: a client's VMM objects. A mapping only inside a reservation and
+ * over nothing else, at most its handle's bytes; released memory is freed with
+ * its last mapping (the bytes the daemon then gives back to the share); unmap
+ * takes whole adjacent mappings; a reservation with something mapped stays;
+ * reachable runs merge adjacent mappings of one access and leave out none. */
+static int run_rec(void *ctx, uint64_t va, uint64_t bytes, int ro)
+{
+    uint64_t *r = ctx;
+    r[r[0] * 3 + 1] = va;
+    r[r[0] * 3 + 2] = bytes;
+    r[r[0] * 3 + 3] = (uint64_t)ro;
+    r[0]++;
+    return 0;
+}
+
+static void test_vmmtab(void **state)
+{
+    (void)state;
+    gos_vmm_tab t = {0};
+    const uint64_t G = 2 * MB, va = 100 * G;
+    assert_int_equal(gos_vmmtab_resv_add(&t, va, 8 * G, va, 8 * G), GOS_OK);
+    assert_int_equal(gos_vmmtab_handle_add(&t, 1, 11, 2 * G), GOS_OK);
+    assert_int_equal(gos_vmmtab_handle_add(&t, 2, 12, 2 * G), GOS_OK);
+    assert_int_equal(gos_vmmtab_check_map(&t, va, 4 * G, 1), GOS_EINVAL);      /* more than the handle */
+    assert_int_equal(gos_vmmtab_check_map(&t, va + 7 * G, 2 * G, 1), GOS_EINVAL); /* past the reservation */
+    assert_int_equal(gos_vmmtab_check_map(&t, va, 2 * G, 3), GOS_EINVAL);      /* not this client's */
+    assert_int_equal(gos_vmmtab_check_map(&t, va, 2 * G, 1), GOS_OK);
+    assert_int_equal(gos_vmmtab_map_add(&t, va, 2 * G, 1), GOS_OK);
+    assert_int_equal(gos_vmmtab_check_map(&t, va + G, 2 * G, 2), GOS_EINVAL);  /* overlaps */
+    assert_int_equal(gos_vmmtab_map_add(&t, va + 2 * G, 2 * G, 2), GOS_OK);
+    assert_int_equal(gos_vmmtab_bytes(&t), 4 * G);
+
+    uint64_t runs[1 + 3 * 4] = {0};
+    assert_int_equal(gos_vmmtab_runs(&t, run_rec, runs), 0);
+    assert_int_equal(runs[0], 0); /* no access yet: nothing reachable */
+    gos_vmmtab_access(&t, va, 4 * G, GOS_VMM_ACCESS_RW);
+    assert_int_equal(gos_vmmtab_runs(&t, run_rec, runs), 0);
+    assert_int_equal(runs[0], 1); /* two handles, one range */
+    assert_true(runs[1] == va && runs[2] == 4 * G && runs[3] == 0);
+    gos_vmmtab_access(&t, va + 2 * G, 2 * G, GOS_VMM_ACCESS_READ);
+    memset(runs, 0, sizeof runs);
+    gos_vmmtab_runs(&t, run_rec, runs);
+    assert_int_equal(runs[0], 2);
+    assert_true(runs[4] == va + 2 * G && runs[5] == 2 * G && runs[6] == 1);
+
+    /* release while mapped: nothing freed yet, the handle is no longer live */
+    uint64_t freed = 99;
+    assert_int_equal(gos_vmmtab_release(&t, 1, &freed), GOS_OK);
+    assert_int_equal(freed, 0);
+    assert_null(gos_vmmtab_live(&t, 1));
+    assert_int_equal(gos_vmmtab_release(&t, 1, &freed), GOS_EINVAL);
+    assert_int_equal(gos_vmmtab_bytes(&t), 4 * G);
+    assert_int_equal(gos_vmmtab_cover(&t, va, 3 * G), GOS_EINVAL);
+    assert_int_equal(gos_vmmtab_cover(&t, va + G, G), GOS_EINVAL);
+    assert_int_equal(gos_vmmtab_cover(&t, va, 4 * G), GOS_OK);
+    assert_int_equal(gos_vmmtab_resv_find(&t, va, 8 * G), -1); /* still mapped */
+    gos_vmmtab_map_del(&t, gos_vmmtab_map_at(&t, va), &freed);
+    assert_int_equal(freed, 2 * G); /* its last mapping: gone */
+    assert_int_equal(gos_vmmtab_bytes(&t), 2 * G);
+    gos_vmmtab_map_del(&t, gos_vmmtab_map_at(&t, va + 2 * G), &freed);
+    assert_int_equal(freed, 0); /* handle 2 is not released */
+    assert_int_equal(gos_vmmtab_release(&t, 2, &freed), GOS_OK);
+    assert_int_equal(freed, 2 * G);
+    assert_int_equal(gos_vmmtab_resv_find(&t, va, 4 * G), -1); /* not exactly a reservation */
+    int i = gos_vmmtab_resv_find(&t, va, 8 * G);
+    assert_int_equal(i, 0);
+    gos_vmmtab_resv_del(&t, i);
+    assert_int_equal(t.n_r + t.n_h + t.n_m, 0);
+    gos_vmmtab_free(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shm_get),
+        cmocka_unit_test(test_vmmtab),
         cmocka_unit_test(test_shm_tenant_limits),
         cmocka_unit_test(test_shm_permissions),
         cmocka_unit_test(test_shm_remove),
