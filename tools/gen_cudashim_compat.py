@@ -69,8 +69,8 @@ REASONS = [
     ("CUDA_EXTRES_INTEROP", "external memory and semaphores (Vulkan, D3D): another API's resources cannot be "
                             "imported into a vGPU driven by the daemon"),
     ("CUDA_GRAPHICS", "graphics interoperability: a vGPU has no display"),
-    ("CUDA_VA", "virtual memory management: device address ranges belong to the daemon's context (JAX/XLA and "
-                "PyTorch's expandable segments need it)"),
+    ("cuMemMapArrayAsync", "sparse CUDA arrays: not carried to the daemon (CUDA arrays are not)"),
+    ("CUDA_VA", "virtual memory management: not carried to the daemon"),
     ("CUDA_MULTICAST", "multicast objects: one device per vGPU"),
     ("CUDA_PEER_ACCESS", "one device per vGPU: no peer"),
     ("CUDA_MEMOP", "stream memory operations (wait / write value): not carried to the daemon"),
