@@ -6,7 +6,7 @@
 set -u
 . tools/gpu_lib.sh
 gpu_run_begin stop31 tools/gpu_stop31.sh
-part cutrace "${CT_PART_S:-240}" env OUT="$W" CT_PROGS="${CT_PROGS:-torch_matmul cupy_matmul}" sh tests/gpu/cutrace.sh
+[ "${CT_PART_S:-240}" -gt 0 ] && part cutrace "${CT_PART_S:-240}" env OUT="$W" CT_PROGS="${CT_PROGS:-torch_matmul cupy_matmul}" sh tests/gpu/cutrace.sh
 if [ "${FW_PART_S:-0}" -gt 0 ]; then
     mkdir -p "$W/fw"
     part frameworks "$FW_PART_S" env OUT="$W/fw" FW_BUDGET_S="$((FW_PART_S - 10))" FW_KEEP_ERR=1 \

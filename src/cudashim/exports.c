@@ -22,6 +22,8 @@
  *   TOOLS_HOOKS      {a094798c-...}  two buffers the runtime writes into (2, 6)
  *   CTX_LOCAL_STORE  {c693336e-...}  put / delete / get per (context, key)
  *   CTX_CHECKS       {263e8860-...}  always "nothing to report"
+ *   CUBLASLT_UNKNOWN {1734dc26-...}  16 slots cuBLASLt asks for, each a named
+ *                                    stub (its meaning not known)
  *   INTEGRITY        {d4082055-...}  HMAC-MD2 (RFC 1319 / RFC 2104) over the
  *                                    process, the tables and the devices, which
  *                                    the runtime recomputes and compares
@@ -50,6 +52,7 @@ typedef void *slot;
 #define CLS_ID "c693336e-1121-df11-a8c3-68f355d89593"
 #define CHECKS_ID "263e8860-7cd2-6143-92f6-bbd5006dfa7e"
 #define INTEGRITY_ID "d4082055-bde6-704b-8d34-ba123c66e1f2"
+#define LT_ID "1734dc26-800d-4745-8726-c0f1e7dd8bca"
 
 STUB(CUDART, 3)
 STUB(CUDART, 4)
@@ -65,6 +68,22 @@ STUB(HOOKS, 5)
 STUB(CLS, 3)
 STUB(CHECKS, 1)
 STUB(INTEGRITY, 2)
+STUB(LT, 1)
+STUB(LT, 2)
+STUB(LT, 3)
+STUB(LT, 4)
+STUB(LT, 5)
+STUB(LT, 6)
+STUB(LT, 7)
+STUB(LT, 8)
+STUB(LT, 9)
+STUB(LT, 10)
+STUB(LT, 11)
+STUB(LT, 12)
+STUB(LT, 13)
+STUB(LT, 14)
+STUB(LT, 15)
+STUB(LT, 16)
 
 static void traced(const char *what)
 {
@@ -470,6 +489,20 @@ SHIM_EXPORT void gpuos_shim_md2(const void *msg, size_t n, unsigned char out[16]
 }
 
 /* ------------------------------------------------------------------ */
+/* {1734dc26-...}: asked by cuBLASLt 13 before the heuristics of a bf16 GEMM
+ * (PyTorch's 8192^3 product). The driver's table has 16 slots (size 0x88);
+ * cuBLASLt calls slot 4 (two objects out) and slot 13 on them; what they mean
+ * is not known. Refusing the table made cuBLASLt dereference it anyway
+ * (SIGSEGV under cublasLtTSTMatmulAlgoGetHeuristic, results/GPU-e7aac9fd-.../
+ * frameworks-858d86a); every slot here names itself and answers
+ * CUDA_ERROR_NOT_SUPPORTED, which cuBLASLt can see. */
+static const slot lt_table[17] = {(slot)(17 * sizeof(slot)),
+                                  (slot)stub_LT_1,  (slot)stub_LT_2,  (slot)stub_LT_3,  (slot)stub_LT_4,
+                                  (slot)stub_LT_5,  (slot)stub_LT_6,  (slot)stub_LT_7,  (slot)stub_LT_8,
+                                  (slot)stub_LT_9,  (slot)stub_LT_10, (slot)stub_LT_11, (slot)stub_LT_12,
+                                  (slot)stub_LT_13, (slot)stub_LT_14, (slot)stub_LT_15, (slot)stub_LT_16};
+
+/* ------------------------------------------------------------------ */
 
 static const struct {
     unsigned char id[16];
@@ -497,6 +530,9 @@ static const struct {
     {{0xd4, 0x08, 0x20, 0x55, 0xbd, 0xe6, 0x70, 0x4b, 0x8d, 0x34, 0xba, 0x12, 0x3c, 0x66, 0xe1, 0xf2},
      "INTEGRITY_CHECK",
      integrity_table},
+    {{0x17, 0x34, 0xdc, 0x26, 0x80, 0x0d, 0x47, 0x45, 0x87, 0x26, 0xc0, 0xf1, 0xe7, 0xdd, 0x8b, 0xca},
+     "CUBLASLT_UNKNOWN",
+     lt_table},
 };
 
 int shim_export_table(const void **table, const unsigned char id[16])

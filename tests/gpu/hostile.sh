@@ -1,0 +1,62 @@
+#!/bin/sh
+# tests/gpu/hostile.sh: what slows a PyTorch training job on a 70 % vGPU next to
+# a hostile tenant on a 30 % one (issue 21), one kind of hostility at a time:
+# the MLP of tests/gpu/progs/fw_torch.py natively, alone on p70, next to p30's
+# long spinning kernels (serve_client burst: 50 ms x 4 per synchronise; and 5 ms
+# x 4), next to p30's faulting and foreign-address kernels only. Device
+# machine, repository root, build/ present. Prints "case steps_per_s ratio".
+set -u
+B=${BUILD:-build}
+G=${GPUOS:-$B/gpuos}
+SC=$B/tests/serve_client
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+T=$(mktemp -d)
+D=
+cleanup() { [ -n "$D" ] && kill -TERM "$D" 2>/dev/null; sleep 1; [ -n "$D" ] && kill -9 "$D" 2>/dev/null; rm -rf "$T"; }
+trap cleanup EXIT
+cat > "$T/conf" <<CONF
+socket = $T/s
+[device 0]
+policy = band
+queue = mrq
+isolation = process
+[vgpu p70]
+compute = 70
+memory = 70%
+[vgpu p30]
+compute = 30
+memory = 20%
+CONF
+export GPUOS_SOCKET="$T/s" GPUOS_TIMEOUT_MS=120000 FW_STEPS=${FW_STEPS:-200}
+"$G" serve --config "$T/conf" 2>"$OUT/hostile-serve.log" &
+D=$!
+i=0; while [ ! -S "$T/s" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+[ -S "$T/s" ] || { echo "FAIL daemon did not start"; exit 1; }
+MLP="python3 tests/gpu/progs/fw_torch.py mlp"
+sps() { sed -n 's/^TIME steps_per_s //p' "$1"; }
+timeout 60 $MLP > "$T/native" 2>&1
+nat=$(sps "$T/native")
+echo "native $nat 1"
+run_case() { # name
+    timeout 90 "$G" run --vgpu p70 -- $MLP > "$T/$1" 2>&1
+    v=$(sps "$T/$1")
+    echo "$1 ${v:--} $(awk -v a="${v:-0}" -v b="$nat" 'BEGIN { printf "%.4f", a / b }')"
+    cp "$T/$1" "$OUT/hostile-$1.txt"
+}
+run_case alone
+for ns in 50000000 5000000; do
+    "$SC" burst p30 $ns 600 4 > "$T/burst" 2>&1 &
+    HB=$!
+    sleep 1
+    run_case "burst_${ns}ns"
+    kill $HB 2>/dev/null; wait $HB 2>/dev/null
+done
+rm -f "$T/stop"
+( while [ ! -f "$T/stop" ]; do "$SC" fault p30; "$SC" xread p30 0x7f0000000000 4096; "$SC" xwrite p30 0x7f0000200000 4096; done ) \
+    > "$T/faults" 2>&1 &
+HF=$!
+sleep 1
+run_case faults
+touch "$T/stop"; wait $HF 2>/dev/null
+echo "faults during the faults case: $(grep -c 'fault rc' "$T/faults") faulting launches"
