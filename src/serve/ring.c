@@ -326,6 +326,18 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
         *gpu_ns = 1; /* (0 would have the scheduler charge the task's whole wall time) */
     *busy_ns = b > busy_start ? b - busy_start : 0;
     t->wall_ns = now - start;
+    /* GPUOS_GRANT_LOG=1 in the daemon's environment: one line per grant (how
+     * long it ran, against its deadline), for studying rotations
+     * (docs/readme-fastpath.md, "Known problems") */
+    static _Atomic int grant_log = -1;
+    if (atomic_load(&grant_log) < 0)
+        atomic_store(&grant_log, getenv("GPUOS_GRANT_LOG") != NULL);
+    if (atomic_load(&grant_log))
+        gos_log(LOG_INFO,
+                "grant vgpu %d: %.3f ms wall (the last %.3f ms charged at its end), %+.3f ms past its deadline, "
+                "idle_yield %u us",
+                c->vgpu, (double)t->wall_ns / 1e6, (double)*gpu_ns / 1e6,
+                ((double)now - (double)atomic_load(&g->deadline_ns)) / 1e6, (unsigned)atomic_load(&g->idle_yield_us));
     return rc;
 }
 
