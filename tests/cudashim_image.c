@@ -34,6 +34,6 @@ int main(int argc, char **argv)
     printf("params %d", k.nparams);
     for (int i = 0; i < k.nparams; i++)
         printf(" %u:%u", k.off[i], k.size[i]);
-    printf(" bytes %d regs %d\n", k.param_bytes, k.regs);
+    printf(" bytes %d regs %d shared %d\n", k.param_bytes, k.regs, k.shared_bytes);
     return 0;
 }
