@@ -35,6 +35,9 @@
 #define GOS_ENV_RING_INLINE "GPUOS_RING_INLINE"
 #define GOS_ENV_RING_PIECE "GPUOS_RING_PIECE"
 #define GOS_ENV_RING_WAIT_US "GPUOS_RING_WAIT_US"
+/* serve: one log line per ring grant (its length against its deadline), any
+ * value (docs/readme-fastpath.md, "Known problems"). */
+#define GOS_ENV_GRANT_LOG "GPUOS_GRANT_LOG"
 /* cli (gpuos run): the folder holding the shim's libcuda.so.1 (--libdir
  * wins; default: beside the binary). */
 #define GOS_ENV_LIBDIR "GPUOS_LIBDIR"

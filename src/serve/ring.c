@@ -18,6 +18,7 @@
  * Process: the daemon (gpuos serve). */
 #include "serve/serve.h"
 
+#include "common/env.h"
 #include "common/status.h"
 #include "proto/ring.h"
 
@@ -331,7 +332,7 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
      * (docs/readme-fastpath.md, "Known problems") */
     static _Atomic int grant_log = -1;
     if (atomic_load(&grant_log) < 0)
-        atomic_store(&grant_log, getenv("GPUOS_GRANT_LOG") != NULL);
+        atomic_store(&grant_log, getenv(GOS_ENV_GRANT_LOG) != NULL);
     if (atomic_load(&grant_log))
         gos_log(LOG_INFO,
                 "grant vgpu %d: %.3f ms wall (the last %.3f ms charged at its end), %+.3f ms past its deadline, "
