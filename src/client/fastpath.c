@@ -161,9 +161,9 @@ static int wait_entry(gpuos_vgpu *g, uint32_t idx, unsigned spin)
                  * names it): its answer to a synchronise over the socket says
                  * so. It may learn a moment after this ring did (another
                  * client's fault is read by another thread): ask again for up
-                 * to 200 ms before answering without the reason. */
+                 * to 1 s (a loaded host) before answering without the reason. */
                 int rc = GOS_OK;
-                for (int i = 0; i < 20 && !rc; i++) {
+                for (int i = 0; i < 100 && !rc; i++) {
                     if (i)
                         usleep(10000);
                     rc = gcl_call(g, GOS_MSG_SYNC, NULL, 0, -1, NULL, 0);

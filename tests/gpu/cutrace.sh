@@ -8,7 +8,6 @@
 # NAME.{native,gpuos}.out (the programs' output) and NAME.diff; prints each diff.
 set -u
 B=${BUILD:-build}
-G=${GPUOS:-$B/gpuos}
 OUT=${OUT:-out}/cutrace
 TRACE=$PWD/$B/shim/trace
 [ -f "$TRACE/libcuda.so.1" ] || { echo "FAIL $TRACE/libcuda.so.1 not built"; exit 1; }
@@ -17,25 +16,14 @@ for d in /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/local/nvidia/lib64; do
     [ -e "$d/libcuda.so.1" ] && { REAL=$d/libcuda.so.1; break; }
 done
 case $REAL in /*) ;; *) echo "FAIL NVIDIA's libcuda.so.1 not found"; exit 1 ;; esac
-T=$(mktemp -d)
 mkdir -p "$OUT"
-D=
-cleanup() { [ -n "$D" ] && kill -TERM "$D" 2>/dev/null; sleep 1; [ -n "$D" ] && kill -9 "$D" 2>/dev/null; rm -rf "$T"; }
-trap cleanup EXIT
-cat > "$T/conf" <<CONF
-socket = $T/s
-[device 0]
+. tests/gpu/daemon_lib.sh
+gpu_daemon "[device 0]
 policy = band
 isolation = process
 [vgpu p70]
 compute = 70
-memory = 70%
-CONF
-export GPUOS_SOCKET="$T/s" GPUOS_TIMEOUT_MS=120000
-"$G" serve --config "$T/conf" 2>"$T/serve.log" &
-D=$!
-i=0; while [ ! -S "$T/s" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
-[ -S "$T/s" ] || { cat "$T/serve.log"; echo "FAIL daemon did not start"; exit 1; }
+memory = 70%" "$OUT/serve.log"
 # the driver's answers to a library's first queries (tests/gpu/progs/drv_answers.c),
 # natively and on the vGPU: $OUT/answers.{native,gpuos}, their differences
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
@@ -74,4 +62,3 @@ for name in ${CT_PROGS:-torch_basic cupy_matmul}; do
     grep -v "^rc " "$OUT/$name.gpuos.out" | grep -i "error\|unsupported\|fail" | head -5 | cut -c1-240
     head -70 "$OUT/$name.diff" | cut -c1-240
 done
-cp "$T/serve.log" "$OUT/serve.log"

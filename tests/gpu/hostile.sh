@@ -6,18 +6,11 @@
 # x 4), next to p30's faulting and foreign-address kernels only. Device
 # machine, repository root, build/ present. Prints "case steps_per_s ratio".
 set -u
-B=${BUILD:-build}
-G=${GPUOS:-$B/gpuos}
+. tests/gpu/daemon_lib.sh
 SC=$B/tests/serve_client
 OUT=${OUT:-out}
 mkdir -p "$OUT"
-T=$(mktemp -d)
-D=
-cleanup() { [ -n "$D" ] && kill -TERM "$D" 2>/dev/null; sleep 1; [ -n "$D" ] && kill -9 "$D" 2>/dev/null; rm -rf "$T"; }
-trap cleanup EXIT
-cat > "$T/conf" <<CONF
-socket = $T/s
-[device 0]
+gpu_daemon "[device 0]
 policy = band
 queue = mrq
 isolation = process
@@ -26,13 +19,8 @@ compute = 70
 memory = 70%
 [vgpu p30]
 compute = 30
-memory = 20%
-CONF
-export GPUOS_SOCKET="$T/s" GPUOS_TIMEOUT_MS=120000 FW_STEPS=${FW_STEPS:-200}
-"$G" serve --config "$T/conf" 2>"$OUT/hostile-serve.log" &
-D=$!
-i=0; while [ ! -S "$T/s" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
-[ -S "$T/s" ] || { echo "FAIL daemon did not start"; exit 1; }
+memory = 20%" "$OUT/hostile-serve.log"
+export FW_STEPS=${FW_STEPS:-200}
 MLP="python3 tests/gpu/progs/fw_torch.py mlp"
 sps() { sed -n 's/^TIME steps_per_s //p' "$1"; }
 timeout 60 $MLP > "$T/native" 2>&1
