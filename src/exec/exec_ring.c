@@ -193,8 +193,11 @@ static int held_ready(void *arg)
  * likely end after the grant's deadline. */
 static int over_deadline(struct xr *r)
 {
-    uint64_t per = r->x->ring_entry_ns, dl = atomic_load_explicit(&r->gp->deadline_ns, memory_order_acquire);
-    return per && gos_now_ns() + per * ((uint64_t)r->x->ring_ahead + 1) > dl;
+    xe_ring_lock(r->x, 1); /* the socket path's engine switch waits for the ring's stream too */
+    uint64_t per = r->x->ring_entry_ns, ahead = r->x->ring_ahead;
+    xe_ring_lock(r->x, 0);
+    uint64_t dl = atomic_load_explicit(&r->gp->deadline_ns, memory_order_acquire);
+    return per && gos_now_ns() + per * (ahead + 1) > dl;
 }
 
 static void *ring_main(void *arg)
