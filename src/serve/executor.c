@@ -24,12 +24,16 @@ static int dead_rc(struct srv_exec *x)
 }
 
 /* A shared executor (x->share): a fault on one channel is the reason for all;
- * a channel that merely broke waits up to 2 s for a sibling's fault to be
- * read (x->lock held: only this channel waits) and then gives that reason. */
+ * a channel that merely broke waits up to 500 ms for a sibling's fault to be
+ * read (x->lock held: only this channel waits) and then gives that reason.
+ * (Known flaw, t_xshare on a loaded host: a channel whose exchange runs with
+ * the daemon's lock held, X_REGION_ADD for one, waits in vain, since the
+ * sibling's fault is recorded under that lock, srv_client_exec_probe; the
+ * client then hears "executor channel closed", not the fault.) */
 static const char *share_reason(struct srv_exec *x, int faulted, const char *why, char *buf, size_t n)
 {
     struct srv_exec_share *sh = x->share;
-    for (int i = 0; i < 200; i++) { /* (500 ms was too short on a loaded CI host: t_xshare) */
+    for (int i = 0; i < 50; i++) {
         pthread_mutex_lock(&sh->lock);
         if (faulted && !sh->lost) {
             static const char own[] = "device fault in this client's context: ";
