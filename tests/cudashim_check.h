@@ -1,6 +1,7 @@
 /* cudashim_check.h: the checks of the Driver API test programs run under
  * `gpuos run` (tests/cudashim_drv.c, tests/cudashim_exports.c): CHECK ends the
- * program on an unexpected error, EXPECT and TRUE count a failure and go on. */
+ * program on an unexpected error, EXPECT and TRUE count a failure and go on;
+ * check_primary_context makes device 0's primary context current. */
 #ifndef GOS_TESTS_CUDASHIM_CHECK_H
 #define GOS_TESTS_CUDASHIM_CHECK_H
 
@@ -41,5 +42,17 @@ static int fails;
             fails++;                                                                                                   \
         }                                                                                                              \
     } while (0)
+
+/* cuInit, device 0's primary context, current: how the programs start. */
+static inline CUcontext check_primary_context(void)
+{
+    CUdevice d;
+    CUcontext c;
+    CHECK(cuInit(0));
+    CHECK(cuDeviceGet(&d, 0));
+    CHECK(cuDevicePrimaryCtxRetain(&c, d));
+    CHECK(cuCtxSetCurrent(c));
+    return c;
+}
 
 #endif

@@ -29,16 +29,6 @@
 
 #include "cudashim_check.h"
 
-static CUcontext setup(void)
-{
-    CUdevice d;
-    CUcontext c;
-    CHECK(cuInit(0));
-    CHECK(cuDeviceGet(&d, 0));
-    CHECK(cuDevicePrimaryCtxRetain(&c, d));
-    CHECK(cuCtxSetCurrent(c));
-    return c;
-}
 
 static void pattern(unsigned char *p, size_t n, unsigned seed)
 {
@@ -551,7 +541,7 @@ int main(int argc, char **argv)
         CUdeviceptr p;
         return cuMemAlloc(&p, 16) == CUDA_ERROR_NOT_INITIALIZED ? 0 : 1;
     }
-    CUcontext c = setup();
+    CUcontext c = check_primary_context();
     if (!strcmp(argv[1], "all") && argc == 3) {
         test_devices(strtoull(argv[2], NULL, 0));
         test_copies();

@@ -727,12 +727,7 @@ int main(int argc, char **argv)
     char p1[4096], p2[4096];
     snprintf(p1, sizeof p1, "%s/builtin.img", argv[1]);
     snprintf(p2, sizeof p2, "%s/vecadd.img", argv[1]);
-    CUdevice d;
-    CUcontext c;
-    CHECK(cuInit(0));
-    CHECK(cuDeviceGet(&d, 0));
-    CHECK(cuDevicePrimaryCtxRetain(&c, d));
-    CHECK(cuCtxSetCurrent(c));
+    check_primary_context();
     CUmodule m, vec;
     EXPECT(cuModuleLoad(&m, "/nonexistent/k.cubin"), CUDA_ERROR_FILE_NOT_FOUND);
     CHECK(cuModuleLoad(&m, p1));

@@ -260,12 +260,7 @@ int main(int argc, char **argv)
 {
     if (argc < 2)
         return 2;
-    CUdevice d;
-    CUcontext ctx;
-    CHECK(cuInit(0));
-    CHECK(cuDeviceGet(&d, 0));
-    CHECK(cuDevicePrimaryCtxRetain(&ctx, d));
-    CHECK(cuCtxSetCurrent(ctx));
+    check_primary_context();
     if (!strcmp(argv[1], "basic"))
         basic();
     else if (!strcmp(argv[1], "oom"))

@@ -38,15 +38,18 @@ void xe_al_del(struct xe *x, uint64_t dptr)
         *a = x->al[--x->n_al];
 }
 
-/* Forgets the globals of module slot s (its unload): the ring may not reach them. */
-void xe_al_drop_module(struct xe *x, uint32_t s)
+/* Forgets the ranges of module slot + 1 (module > 0) or the VMM runs (module 0). */
+static void al_drop(struct xe *x, int module)
 {
     for (int i = 0; i < x->n_al;)
-        if (x->al[i].module == (int)s + 1)
+        if (module ? x->al[i].module == module : x->al[i].vmm)
             x->al[i] = x->al[--x->n_al];
         else
             i++;
 }
+
+/* Forgets the globals of module slot s (its unload): the ring may not reach them. */
+void xe_al_drop_module(struct xe *x, uint32_t s) { al_drop(x, (int)s + 1); }
 
 static int al_run(void *ctx, uint64_t va, uint64_t bytes, int ro)
 {
@@ -60,11 +63,7 @@ static int al_run(void *ctx, uint64_t va, uint64_t bytes, int ro)
 
 int xe_al_vmm_sync(struct xe *x)
 {
-    for (int i = 0; i < x->n_al;)
-        if (x->al[i].vmm)
-            x->al[i] = x->al[--x->n_al];
-        else
-            i++;
+    al_drop(x, 0);
     return gos_vmmtab_runs(&x->vmm, al_run, x);
 }
 

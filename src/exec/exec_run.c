@@ -45,13 +45,19 @@ static void ring_learn(struct xe *x, uint32_t n, uint64_t t0)
         x->ring_entry_ns = 1;
 }
 
+/* Nothing of the ring's is on the device any more. */
+static void ring_ahead_reset(struct xe *x)
+{
+    x->ring_ahead = 0;
+    x->half_set = 0;
+    x->since_half = 0;
+}
+
 /* The stream was waited for with ring_ahead entries on it: learn their time. */
 static void ring_ahead_done(struct xe *x)
 {
     ring_learn(x, x->ring_ahead, x->ring_ahead_t0);
-    x->ring_ahead = 0;
-    x->half_set = 0;
-    x->since_half = 0;
+    ring_ahead_reset(x);
 }
 
 /* The look-ahead is full: wait for the entries before the half-way mark when
@@ -330,9 +336,8 @@ int xe_ring_run(struct xe *x, const struct gos_ring_ent *e, unsigned char *data,
         rc = gos_exec_stream_sync(x->dev, st); /* as a native synchronous copy waits */
         if (e->op == GOS_OP_FENCE)
             ring_ahead_done(x);
-        x->ring_ahead = 0;
-        x->half_set = 0;
-        x->since_half = 0;
+        else
+            ring_ahead_reset(x);
     } else if (!rc) {
         ring_ahead_issued(x, st);
     }

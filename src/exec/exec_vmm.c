@@ -1,7 +1,8 @@
 /* exec_vmm.c: VMM operations of one client on a device (exec_vmm.h). The
  * device layer does the work (cuMemCreate / cuMemMap / ... on a GPU, memfds
  * and mmap on the simulated device); this file keeps the client's table in
- * step with it. */
+ * step with it.
+ * Process: the executor, and the daemon under isolation = none. */
 #include "exec/exec_vmm.h"
 
 #include "common/status.h"

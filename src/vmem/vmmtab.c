@@ -1,6 +1,7 @@
 /* vmmtab.c: a client's VMM objects as tables (vmmtab.h). Linear searches: a
  * client holds at most max_allocations handles and mappings, and every lookup
- * is one request's. */
+ * is one request's.
+ * Process: the daemon and the executor. */
 #include "vmem/vmmtab.h"
 
 #include "common/grow.h"

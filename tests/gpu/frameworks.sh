@@ -30,7 +30,7 @@ OUT=${OUT:-out}
 P="$B/gpu-progs"
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 CUDA_INC=$(dirname "$(dirname "$NVCC")")/include
-T=$(mktemp -d)
+. tests/gpu/daemon_lib.sh
 mkdir -p "$OUT" "$P"
 LOG="$OUT/frameworks.log"
 TR="$OUT/trace.txt"
@@ -38,9 +38,6 @@ TR="$OUT/trace.txt"
 : > "$TR"
 START=$(date +%s)
 BUDGET=${FW_BUDGET_S:-330}
-D=
-cleanup() { [ -n "$D" ] && kill -TERM "$D" 2>/dev/null; sleep 1; [ -n "$D" ] && kill -9 "$D" 2>/dev/null; rm -rf "$T"; }
-trap cleanup EXIT
 log() { echo "$*" | tee -a "$LOG"; }
 
 nvidia-smi --query-gpu=name,uuid,driver_version --format=csv,noheader | tee -a "$LOG"
@@ -71,25 +68,7 @@ lib=$(python3 -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__f
 [ -n "$lib" ] && { echo "--- nvml symbols named in torch's libraries"; strings "$lib"/libc10_cuda.so "$lib"/libtorch_cuda.so 2>/dev/null |
     grep -E '^nvml[A-Za-z_0-9]+$' | sort -u | tr '\n' ' '; echo; } >> "$LOG"
 
-cat > "$T/conf" <<CONF
-socket = $T/s
-[device 0]
-${FW_SIM:+sim = default}
-policy = band
-queue = mrq
-isolation = process
-[vgpu p70]
-compute = 70
-memory = 70%
-[vgpu p30]
-compute = 30
-memory = 20%
-CONF
-export GPUOS_SOCKET="$T/s" GPUOS_TIMEOUT_MS=120000
-"$G" serve --config "$T/conf" 2>"$T/serve.log" &
-D=$!
-i=0; while [ ! -S "$T/s" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
-[ -S "$T/s" ] || { cat "$T/serve.log"; log "FAIL daemon did not start"; exit 1; }
+gpu_daemon "$(pair_70_30 "${FW_SIM:+sim = default}")" "$T/serve.log"
 
 # A hostile tenant on p30 while NAME_hostile runs on p70: long spinning kernels
 # (50 ms built-in sleeps, 4 per synchronise), faulting kernels and kernels that
@@ -98,19 +77,16 @@ SC="$B/tests/serve_client"
 hostile_start() {
     "$SC" burst p30 50000000 600 4 > "$T/hostile.burst" 2>&1 &
     HB=$!
-    rm -f "$T/stop"
-    ( while [ ! -f "$T/stop" ]; do "$SC" fault p30; "$SC" xread p30 0x7f0000000000 4096; "$SC" xwrite p30 0x7f0000200000 4096; done ) \
-        > "$T/hostile.faults" 2>&1 &
-    HF=$!
+    faults_start "$T/hostile.faults"
     sleep 1
 }
 hostile_stop() {
-    touch "$T/stop"
+    faults_stop
     kill "$HB" 2>/dev/null
-    wait "$HB" "$HF" 2>/dev/null
+    wait "$HB" 2>/dev/null
     { echo "--- hostile tenant (p30): $(grep -c 'fault rc' "$T/hostile.faults") faulting launches, $(grep -c 'xread rc' "$T/hostile.faults") foreign reads"
       sort "$T/hostile.faults" | uniq -c | sort -rn | head -8
-      echo "--- faults per vGPU"; "$G" vgpu list --json; } >> "$LOG"
+      echo "--- faults per vGPU"; "$G" vgpu list --json -; } >> "$LOG"
 }
 
 if [ "${FW_PROBE_EXPORTS:-0}" = 1 ]; then

@@ -10,16 +10,7 @@ set -u
 SC=$B/tests/serve_client
 OUT=${OUT:-out}
 mkdir -p "$OUT"
-gpu_daemon "[device 0]
-policy = band
-queue = mrq
-isolation = process
-[vgpu p70]
-compute = 70
-memory = 70%
-[vgpu p30]
-compute = 30
-memory = 20%" "$OUT/hostile-serve.log"
+gpu_daemon "$(pair_70_30)" "$OUT/hostile-serve.log"
 export FW_STEPS=${FW_STEPS:-200}
 MLP="python3 tests/gpu/progs/fw_torch.py mlp"
 sps() { sed -n 's/^TIME steps_per_s //p' "$1"; }
@@ -40,11 +31,8 @@ for ns in 50000000 5000000; do
     run_case "burst_${ns}ns"
     kill $HB 2>/dev/null; wait $HB 2>/dev/null
 done
-rm -f "$T/stop"
-( while [ ! -f "$T/stop" ]; do "$SC" fault p30; "$SC" xread p30 0x7f0000000000 4096; "$SC" xwrite p30 0x7f0000200000 4096; done ) \
-    > "$T/faults" 2>&1 &
-HF=$!
+faults_start "$T/faults"
 sleep 1
 run_case faults
-touch "$T/stop"; wait $HF 2>/dev/null
+faults_stop
 echo "faults during the faults case: $(grep -c 'fault rc' "$T/faults") faulting launches"

@@ -27,6 +27,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -257,14 +258,18 @@ void *cutrace_post(long rax)
     return f->ret;
 }
 
-static void logf_line(const char *fmt, const char *a, long b, long c, int rc, void *res)
+/* One line of a call cutrace makes itself (cuGetProcAddress, cuGetExportTable). */
+__attribute__((format(printf, 1, 2))) static void logf_line(const char *fmt, ...)
 {
+    va_list ap;
+    va_start(ap, fmt);
     pthread_mutex_lock(&mu);
     FILE *o = log_file();
     fprintf(o, "%ld %ld %d ", seq++, (long)syscall(SYS_gettid), depth);
-    fprintf(o, fmt, a, b, c, rc, res);
+    vfprintf(o, fmt, ap);
     fputc('\n', o);
     pthread_mutex_unlock(&mu);
+    va_end(ap);
 }
 
 static void *gpa_result(const char *sym, void *fn, int version, unsigned long long flags);
@@ -282,7 +287,7 @@ API int cuGetProcAddress(const char *sym, void **pfn, int version, unsigned long
     int rc = ((gpa1_t)real_gpa)(sym, pfn, version, flags);
     if (rc == 0 && pfn)
         *pfn = gpa_result(sym, *pfn, version, flags);
-    logf_line("cuGetProcAddress(%s) v=%ld f=%ld rc=%d -> %p", sym, version, (long)flags, rc, pfn ? *pfn : NULL);
+    logf_line("cuGetProcAddress(%s) v=%d f=%llu rc=%d -> %p", sym, version, flags, rc, pfn ? *pfn : NULL);
     return rc;
 }
 
@@ -294,7 +299,7 @@ static int gpa2(void *real, const char *sym, void **pfn, int version, unsigned l
     int rc = ((gpa2_t)real)(sym, pfn, version, flags, status);
     if (rc == 0 && pfn)
         *pfn = gpa_result(sym, *pfn, version, flags);
-    logf_line("cuGetProcAddress_v2(%s) v=%ld f=%ld rc=%d -> %p", sym, version, (long)flags, rc, pfn ? *pfn : NULL);
+    logf_line("cuGetProcAddress_v2(%s) v=%d f=%llu rc=%d -> %p", sym, version, flags, rc, pfn ? *pfn : NULL);
     return rc;
 }
 
@@ -327,7 +332,7 @@ API int cuGetExportTable(const void **table, const unsigned char *id)
         first = *(const long *)*table;
         *table = cutrace_export((void *)*table, id);
     }
-    logf_line("cuGetExportTable(%s) size=%lx%.0ld rc=%d -> %p", ids, first, 0, rc, table ? (void *)*table : NULL);
+    logf_line("cuGetExportTable(%s) size=%lx rc=%d -> %p", ids, first, rc, table ? (void *)*table : NULL);
     return rc;
 }
 
