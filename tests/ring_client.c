@@ -430,8 +430,10 @@ static int cmd_behind(const char *va)
     memset(b, 0, sizeof b); /* the copy took the bytes at the call */
     CHECK(!gpuos_synchronize(g), "synchronise");
     double total = now_s() - t0;
-    CHECK(dt < 0.1 && total >= 0.25, "HtoD behind a 300 ms kernel returned after %.3f s (all done after %.3f s)", dt,
-          total);
+    /* a property, not a speed: the copy returned well before the kernel it is
+     * queued behind could end (waiting for it, as before, makes dt ~ total) */
+    CHECK(total >= 0.25 && dt < total / 2, "HtoD behind a 300 ms kernel returned after %.3f s (all done after %.3f s)",
+          dt, total);
     CHECK(!gpuos_memcpy_dtoh(g, b, p, sizeof b) && !memcmp(b, want, sizeof b), "the asynchronous HtoD's bytes");
     /* word i gets i + 1, one launch each, after a fill of the whole buffer */
     struct {
