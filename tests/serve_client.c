@@ -7,8 +7,9 @@
  *                           and checks the refusal is GPUOS_EBUSY naming the share
  *   burst VGPU NS SECONDS   bursty launches of sleep_ns(NS) (launch, sync, repeat)
  *   burst VGPU NS SECONDS K K launches per synchronise (K > 1 keeps a queue full)
- *   stream VGPU NS SECONDS GAP_US EVERY  launches of sleep_ns(NS) without waiting, a
- *                           pause of GAP_US after every EVERY (a Python loop's steps)
+ *   stream VGPU NS SECONDS GAP_US EVERY [COPY]  launches of sleep_ns(NS) without waiting,
+ *                           a pause of GAP_US after every EVERY (a Python loop's steps),
+ *                           a small asynchronous HtoD copy after every COPY (PyTorch's memsets)
  *   copyload VGPU BYTES SECONDS  repeated pageable htod copies
  *   die VGPU BYTES MS       starts a large copy and _exit()s after MS ms, mid-copy
  *   hold VGPU BYTES SECONDS allocates and sits (concurrency tests)
@@ -154,15 +155,21 @@ static int cmd_burst(const char *name, uint64_t ns, double secs, int batch)
 /* A streaming tenant with pauses, as a Python training loop is: launches
  * without waiting, a pause of gap_us after every `every` of them (the
  * interpreter between two steps), a synchronise every 1000. */
-static int cmd_stream(const char *name, uint64_t ns, double secs, unsigned gap_us, int every)
+static int cmd_stream(const char *name, uint64_t ns, double secs, unsigned gap_us, int every, int copy_every)
 {
     gpuos_vgpu *g = open_or_die(name);
     gpuos_function f = sleep_fn(g);
+    gpuos_dptr d = 0;
+    uint32_t word = 0;
+    if (copy_every > 0)
+        CHECK(!gpuos_mem_alloc(g, 4096, &d), "alloc");
     double end = now_s() + secs;
     long n = 0;
     while (now_s() < end) {
         launch_sleep(g, f, ns);
         n++;
+        if (copy_every > 0 && n % copy_every == 0)
+            CHECK(!gpuos_memcpy_htod_async(g, d, &word, sizeof word), "htod async");
         if (every > 0 && n % every == 0)
             usleep(gap_us);
         if (n % 1000 == 0)
@@ -662,8 +669,9 @@ int main(int argc, char **argv)
         return cmd_copy(argv[2], strtoull(argv[3], NULL, 0));
     if (!strcmp(c, "quota") && argc == 4)
         return cmd_quota(argv[2], strtoull(argv[3], NULL, 0));
-    if (!strcmp(c, "stream") && argc == 7)
-        return cmd_stream(argv[2], strtoull(argv[3], NULL, 0), atof(argv[4]), (unsigned)atoi(argv[5]), atoi(argv[6]));
+    if (!strcmp(c, "stream") && (argc == 7 || argc == 8))
+        return cmd_stream(argv[2], strtoull(argv[3], NULL, 0), atof(argv[4]), (unsigned)atoi(argv[5]), atoi(argv[6]),
+                          argc == 8 ? atoi(argv[7]) : 0);
     if (!strcmp(c, "burst") && argc >= 5)
         return cmd_burst(argv[2], strtoull(argv[3], NULL, 0), atof(argv[4]), argc > 5 ? atoi(argv[5]) : 1);
     if (!strcmp(c, "copyload") && argc == 5)

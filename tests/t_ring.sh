@@ -58,6 +58,20 @@ for o in "$out" "$(tail -1 "$T/a1")"; do
     [ "${1:-0}" -ge 1 ] && [ "$1" = "${2:-x}" ] || fail "a busy client left its ring while sharing: $o"
 done
 
+# 4b. a streaming tenant mixing small copies into its launches (PyTorch's
+#     memsets are inline HtoD copies) next to a tenant of 50 ms kernels keeps
+#     a fair part of its alone rate: its compute grant runs its copies too (a
+#     hand-over at each copy once cost it a 50 ms kernel each: 0.5 % of alone)
+SC="$B/tests/serve_client"
+n_alone=$(timeout 60 "$SC" stream a 20000 2 400 40 10 | sed -n 's/^launches //p')
+timeout 60 "$SC" burst b 50000000 6 4 >"$T/hb" 2>&1 & HB=$!
+sleep 0.5
+n_next=$(timeout 60 "$SC" stream a 20000 2 400 40 10 | sed -n 's/^launches //p')
+wait $HB || { cat "$T/hb"; fail "the long-kernel tenant failed"; }
+echo "stream with copies: alone ${n_alone:-0} launches, next to 50 ms kernels ${n_next:-0}"
+awk -v a="${n_alone:-0}" -v b="${n_next:-0}" 'BEGIN { exit !(a > 0 && b >= 0.15 * a) }' ||
+    fail "a streaming tenant with copies got ${n_next:-0} launches next to 50 ms kernels, ${n_alone:-0} alone"
+
 # 5. kill -9 of a client mid-ring: the other is intact and keeps its ring
 "$R" exact a 60 >"$T/a2" 2>&1 & # no timeout(1) in between: the kill must hit the client
 A=$!

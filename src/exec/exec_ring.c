@@ -57,9 +57,32 @@ static uint32_t kind_of(const struct gos_ring_ent *e)
     return e->op == GOS_OP_LAUNCH ? GOS_GRANT_COMPUTE : e->op == GOS_OP_FENCE ? GOS_GRANT_ANY : GOS_GRANT_COPY;
 }
 
+/* Whether a grant of kind `grant` runs an entry needing `need`. A compute
+ * grant runs the client's copies too: the GPU's time is this tenant's, and
+ * handing it over for each small copy (PyTorch's memsets are inline HtoD
+ * copies, three per training step) cost a training loop one of its
+ * neighbour's 50 ms kernels every time (issue 21, hostile.sh). A copy grant
+ * runs no launch: another tenant's kernels may be on the GPU meanwhile. */
 static int fits(uint32_t grant, uint32_t need)
 {
-    return grant == GOS_GRANT_ANY || need == GOS_GRANT_ANY || grant == need;
+    return grant == GOS_GRANT_ANY || need == GOS_GRANT_ANY || grant == need ||
+           (grant == GOS_GRANT_COMPUTE && need == GOS_GRANT_COPY);
+}
+
+/* The grant to ask for when the entry at head needs `need`: a compute grant
+ * when a launch is queued behind a copy (it would need one next; a compute
+ * grant runs both), so that a client mixing the two asks once. The kinds are
+ * read from the shared slots: a client rewriting them only changes its own
+ * request. */
+static uint32_t need_ahead(const struct xr *r, uint32_t tail, uint32_t need)
+{
+    if (need != GOS_GRANT_COPY)
+        return need;
+    /* (a forged tail: one ring at most) */
+    for (uint32_t i = r->head + 1, n = 0; i != tail && n < GOS_RING_SLOTS; i++, n++)
+        if (((volatile const struct gos_ring_ent *)gos_ring_slot(r->base, i))->op == GOS_OP_LAUNCH)
+            return GOS_GRANT_COMPUTE;
+    return need;
 }
 
 static int pending(void *arg)
@@ -248,6 +271,7 @@ static void *ring_main(void *arg)
                 if (r->gen && !fits(r->kind, need)) /* the other engine's work: its own grant */
                     yield(r, need);
                 if (!r->gen && gp_state(r) != GOS_GRANT_REVOKE) {
+                    need = need_ahead(r, tail, need);
                     int g = await_grant(r, need);
                     if (g < 0)
                         return NULL;
@@ -326,11 +350,11 @@ static void *ring_main(void *arg)
                 _exit(3); /* the context is dead: the client has its error, the daemon sees us gone */
             /* the grant's end: the next entry waits for the next grant */
             if (r->gp && r->gen && gos_now_ns() >= atomic_load_explicit(&r->gp->deadline_ns, memory_order_acquire)) {
-                uint32_t want = GOS_GRANT_NONE;
-                if (r->head != atomic_load_explicit(&c->sq_tail, memory_order_acquire)) {
+                uint32_t want = GOS_GRANT_NONE, now_tail = atomic_load_explicit(&c->sq_tail, memory_order_acquire);
+                if (r->head != now_tail) {
                     struct gos_ring_ent nx;
                     memcpy(&nx, gos_ring_slot(r->base, r->head), offsetof(struct gos_ring_ent, rc));
-                    want = kind_of(&nx) == GOS_GRANT_ANY ? r->kind : kind_of(&nx);
+                    want = kind_of(&nx) == GOS_GRANT_ANY ? r->kind : need_ahead(r, now_tail, kind_of(&nx));
                 }
                 yield(r, want);
             }

@@ -17,10 +17,19 @@ sps() { sed -n 's/^TIME steps_per_s //p' "$1"; }
 timeout 60 $MLP > "$T/native" 2>&1
 nat=$(sps "$T/native")
 echo "native $nat 1"
+# the grants of a case, by vGPU, from the daemon's GPUOS_GRANT_LOG lines
+# after line $1 of its log: count, mean and longest wall time
+grants() {
+    tail -n +"$(($1 + 1))" "$OUT/hostile-serve.log" | sed -n 's/.*grant vgpu \([0-9]*\): \([0-9.]*\) ms wall.*/\1 \2/p' |
+        awk '{ n[$1]++; s[$1] += $2; if ($2 > m[$1]) m[$1] = $2 }
+             END { for (v in n) printf "  grants of vgpu %s: %d, mean %.3f ms, longest %.3f ms\n", v, n[v], s[v] / n[v], m[v] }'
+}
 run_case() { # name
+    l0=$(wc -l < "$OUT/hostile-serve.log")
     timeout 90 "$G" run --vgpu p70 -- $MLP > "$T/$1" 2>&1
     v=$(sps "$T/$1")
     echo "$1 ${v:--} $(awk -v a="${v:-0}" -v b="$nat" 'BEGIN { printf "%.4f", a / b }')"
+    grants "$l0"
     cp "$T/$1" "$OUT/hostile-$1.txt"
 }
 run_case alone

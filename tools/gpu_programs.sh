@@ -1,0 +1,32 @@
+#!/bin/sh
+# tools/gpu_programs.sh: issue 21's GPU run (device machine, repository root,
+# build/ carried), each part optional by its time limit: the Driver API calls
+# of real programs natively and on a vGPU, side by side (CT_PART_S, CT_PROGS,
+# tests/gpu/cutrace.sh), the frameworks (FW_PART_S, FW_ONLY,
+# tests/gpu/frameworks.sh), a training job next to each kind of hostile tenant
+# (HS_PART_S, tests/gpu/hostile.sh, the daemon's GPUOS_GRANT_LOG on), PyTorch's
+# expandable segments on VMM (EX_PART_S, tests/gpu/expandable.sh) and issue
+# 22's quick sharing table (SH=1, gpu_lib.sh's sharing_parts). The work folder
+# is $OUT/$GPU_RUN.tar.gz (default "programs": too many files for $OUT itself).
+set -u
+. tools/gpu_lib.sh
+RUN=${GPU_RUN:-programs}
+gpu_run_begin "$RUN" tools/gpu_programs.sh
+[ "${CT_PART_S:-0}" -gt 0 ] && part cutrace "${CT_PART_S:-240}" env OUT="$W" CT_PROGS="${CT_PROGS:-torch_matmul cupy_matmul}" sh tests/gpu/cutrace.sh
+if [ "${FW_PART_S:-0}" -gt 0 ]; then
+    mkdir -p "$W/fw"
+    part frameworks "$FW_PART_S" env OUT="$W/fw" FW_BUDGET_S="$((FW_PART_S - 10))" FW_KEEP_ERR=1 \
+        ${FW_ONLY:+FW_ONLY="$FW_ONLY"} GPUOS_COMMIT="${GPUOS_COMMIT:-unknown}" sh tests/gpu/frameworks.sh
+    cp "$W/fw/frameworks.json" "$OUT/" 2>/dev/null
+fi
+[ "${HS_PART_S:-0}" -gt 0 ] && part hostile "$HS_PART_S" env OUT="$W" GPUOS_GRANT_LOG=1 sh tests/gpu/hostile.sh
+[ "${EX_PART_S:-0}" -gt 0 ] && part expandable "$EX_PART_S" env OUT="$W" sh tests/gpu/expandable.sh
+[ "${SH:-0}" = 1 ] && sharing_parts
+cp "$W/machine.txt" "$S" "$OUT/"
+(cd "$(dirname "$W")" && tar czf "$OUT/$RUN.tar.gz" "$RUN")
+[ -f "$W/cutrace.log" ] && cut -c1-240 "$W/cutrace.log" | head -200
+[ -f "$W/frameworks.log" ] && tail -20 "$W/frameworks.log"
+[ -f "$W/hostile.log" ] && cat "$W/hostile.log"
+[ -f "$W/expandable.log" ] && cat "$W/expandable.log"
+[ "${SH:-0}" = 1 ] && sharing_summary
+cat "$S"
