@@ -283,6 +283,14 @@ static void test_memory(void)
     TRUE(hf == (CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
     CUdeviceptr mapped;
     EXPECT(cuMemHostGetDevicePointer(&mapped, hp, 0), CUDA_ERROR_NOT_SUPPORTED);
+    /* a memset by the unified address of page-locked host memory sets it, in order */
+    uint32_t *hw = hp;
+    memset(hp, 0, 8192);
+    CHECK(cuMemsetD32Async((CUdeviceptr)(uintptr_t)hp + 16, 0xA5A5F00Du, 4, 0));
+    CHECK(cuStreamSynchronize(0));
+    TRUE(hw[3] == 0 && hw[4] == 0xA5A5F00Du && hw[7] == 0xA5A5F00Du && hw[8] == 0);
+    CHECK(cuMemsetD8((CUdeviceptr)(uintptr_t)hp + 8191, 0x7e, 1));
+    TRUE(((unsigned char *)hp)[8191] == 0x7e && ((unsigned char *)hp)[8190] == 0);
     static char mine[10000];
     CHECK(cuMemHostRegister(mine, sizeof mine, CU_MEMHOSTREGISTER_PORTABLE));
     EXPECT(cuMemHostRegister(mine, sizeof mine, 0), CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);

@@ -1,6 +1,6 @@
 /* cudashim_nvml.c: what an NVML monitoring tool asks, through whatever
  * libnvidia-ml.so.1 the loader finds (gpuos's under `gpuos run`): device count,
- * name, UUID, memory and utilisation; one line each, for tests/t_cudashim.sh and
+ * name, UUID, memory, utilisation and the driver's version; one line each, for tests/t_cudashim.sh and
  * tests/gpu/cudashim.sh. The types are NVML's documented ABI. */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -46,5 +46,9 @@ int main(void)
     printf("count %u\nname %s\nuuid %s\nmem_total %llu\nmem_used %llu\nmem_free %llu\nutil_gpu %u\nutil_mem %u\n", n,
            nm, id, m.total, m.used, m.free, u.gpu, u.memory);
     printf("temperature_rc %d\n", temp(d, 0, &t));
+    int (*drv)(char *, unsigned) = (int (*)(char *, unsigned))dlsym(h, "nvmlSystemGetDriverVersion");
+    char dv[96] = "";
+    r = drv ? drv(dv, sizeof dv) : -1;
+    printf("driver_version %s\ndriver_version_rc %d\n", r ? "-" : dv, r);
     return 0;
 }

@@ -452,8 +452,28 @@ static int cmd_module(const char *name)
     CHECK(!gpuos_memcpy_dtoh(g, gr, gd, sizeof gr), "global after kernel");
     for (int i = 0; i < 2048; i++)
         CHECK(gr[i] == (i < 1024 ? gw[i] : gv), "global word %d after the kernel", i);
+    /* a second module's function outlives the first's unload; the first's does not */
+    gpuos_module m2;
+    gpuos_function f2;
+    CHECK(!gpuos_module_load(g, img, sizeof img - 1, &m2) && !gpuos_module_function(g, m2, "mykernel", &f2),
+          "a second module");
     CHECK(!gpuos_module_unload(g, m), "unload");
     CHECK(gpuos_memcpy_dtoh(g, gr, gd, 64) == GPUOS_EINVAL, "the global must be gone with its module");
+    gpuos_params_init(&p);
+    val = 0x2B0B;
+    gpuos_params_add(&p, &dp, 8);
+    gpuos_params_add(&p, &val, 4);
+    gpuos_params_add(&p, &pad, 4);
+    gpuos_params_add(&p, &count, 8);
+    CHECK(!gpuos_launch(g, f2, &c, p.buf, p.len) && !gpuos_synchronize(g),
+          "another module's function after an unload: %s", gpuos_error());
+    CHECK(!gpuos_memcpy_dtoh(g, back, d, sizeof back) && back[0] == val && back[1023] == val,
+          "another module's kernel after an unload");
+    int rc = gpuos_launch(g, f, &c, p.buf, p.len);
+    if (!rc)
+        rc = gpuos_synchronize(g);
+    CHECK(rc == GPUOS_EINVAL, "a function of the unloaded module must be refused (rc %d)", rc);
+    CHECK(!gpuos_module_unload(g, m2), "unload of the second");
     CHECK(gpuos_module_load(g, bad, sizeof bad - 1, &m) == GPUOS_EINVAL, "a global of 0 bytes must be refused");
     gpuos_close(g);
     printf("module ok\n");

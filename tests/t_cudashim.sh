@@ -106,6 +106,12 @@ echo "$out" | grep -qx "mem_used 0" || fail "nvml memory used: $out"
 echo "$out" | grep -qx "name NVIDIA H200" || fail "nvml name: $out"
 echo "$out" | grep -qx "temperature_rc 3" || fail "nvml unsupported query must be NOT_SUPPORTED (3): $out"
 grep -qx "gpuos libnvidia-ml: nvmlDeviceGetTemperature is not supported" "$T/err" || fail "nvml stderr: $(cat "$T/err")"
+# the driver's version as X.Y.Z from the kernel module's file (XLA parses it); none without one
+printf 'NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Tue Oct 28 2025\nGCC version:  gcc 12\n' > "$T/nvver"
+out=$(GPUOS_NVIDIA_VERSION_FILE="$T/nvver" timeout 30 "$G" run --vgpu b -- "$B/tests/cudashim_nvml" 2>/dev/null)
+echo "$out" | grep -qx "driver_version 580.159.04" || fail "nvml driver version: $out"
+out=$(GPUOS_NVIDIA_VERSION_FILE="$T/none" timeout 30 "$G" run --vgpu b -- "$B/tests/cudashim_nvml" 2>/dev/null)
+echo "$out" | grep -qx "driver_version_rc 3" || fail "nvml driver version without the driver's file: $out"
 
 # NVML utilisation is the daemon's measure of the vGPU: busy while a program
 # runs 10 ms kernels on it, the other vGPU idle

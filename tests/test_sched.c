@@ -388,6 +388,50 @@ static void test_band_hold_mrq_pipeline(void **state)
 }
 
 /* A capped vGPU waits for the next period even on an idle GPU, and says when. */
+/* Ring grants as the daemon runs them (serve/ring.c): both vGPUs always have a
+ * grant queued; a grant is charged every 10 ms while it runs (gos_sched_charge)
+ * and the rest at its end. vGPU 1 (70 %) holds 15 ms grants, vGPU 2 (30 %)
+ * 50 ms kernels that outlast its grant. BAND must give vGPU 1 its 70 % of the
+ * time: a credit bounded to one period (30 ms) forgave vGPU 2 the rest of each
+ * kernel's debt, and vGPU 1 got 45 % of the H200 (issue 21, hostile.sh). */
+static void test_band_long_grants(void **state)
+{
+    (void)state;
+    gos_sched *s = mk("band", GOS_SCHED_MRQ);
+    gos_sched_vgpu_add(s, 1, 70, 70);
+    gos_sched_vgpu_add(s, 2, 30, 30);
+    gos_sched_task t[2][2]; /* [vGPU][which]: the next grant is queued before the last one's end */
+    int cur[2] = {0, 0};
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++)
+            task_init(&t[i][j], (uint32_t)i + 1, (uint32_t)i + 1, GOS_SCHED_COMPUTE, 0);
+    uint64_t now = 0, got[2] = {0, 0}, len[2] = {15 * MS, 50 * MS};
+    gos_sched_submit(s, &t[0][0], now);
+    gos_sched_submit(s, &t[1][0], now);
+    while (now < 20000 * MS) {
+        uint64_t wake;
+        gos_sched_task *x = gos_sched_next(s, 0, now, &wake);
+        assert_non_null(x);
+        int i = x->vgpu == 2;
+        uint64_t left = len[i];
+        while (left > 10 * MS) { /* charged as it runs */
+            now += 10 * MS;
+            left -= 10 * MS;
+            assert_int_equal(gos_sched_charge(s, x->vgpu, GOS_SCHED_COMPUTE, 10 * MS, 0, now), GOS_OK);
+        }
+        now += left;
+        cur[i] ^= 1;
+        gos_sched_submit(s, &t[i][cur[i]], now); /* (serve/dispatch.c, complete: entries left) */
+        assert_int_equal(gos_sched_done(s, x, left, now), GOS_OK);
+        if (now > 2000 * MS) /* after a warm-up */
+            got[i] += len[i];
+    }
+    double f = (double)got[0] / (double)(got[0] + got[1]);
+    printf("band, 15 ms grants against 50 ms kernels: %.1f %% for the 70 %% vGPU\n", 100 * f);
+    assert_true(f > 0.67 && f < 0.73);
+    gos_sched_free(s);
+}
+
 static void test_caps(void **state)
 {
     (void)state;
@@ -671,6 +715,7 @@ int main(void)
         cmocka_unit_test(test_credit_demotes_overdrawn),
         cmocka_unit_test(test_band_hold),
         cmocka_unit_test(test_band_hold_mrq_pipeline),
+        cmocka_unit_test(test_band_long_grants),
         cmocka_unit_test(test_caps),
         cmocka_unit_test(test_remove_returns_tasks),
         cmocka_unit_test(test_monotonic_time),

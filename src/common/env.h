@@ -49,6 +49,9 @@
 /* shim: the real driver's libcuda.so.1, opened by path for its pure tensor-map
  * encoders only (cuTensorMapEncode*; default: the usual driver folders). */
 #define GOS_ENV_REAL_LIBCUDA "GPUOS_REAL_LIBCUDA"
+/* shim: the kernel driver's version file that libnvidia-ml.so.1's
+ * nvmlSystemGetDriverVersion reads (default: /proc/driver/nvidia/version). */
+#define GOS_ENV_NVIDIA_VERSION_FILE "GPUOS_NVIDIA_VERSION_FILE"
 /* client, programs of include/gpuos/pmem.h: the chart (gpuos.chip/1) to place
  * partition-local memory by, when the caller names none. */
 #define GOS_ENV_CHIP "GPUOS_CHIP"

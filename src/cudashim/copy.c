@@ -286,10 +286,23 @@ CUresult shim_memset(CUdeviceptr d, unsigned v, size_t elem, size_t count, int a
     uint64_t span;
     if (!d || (d % elem) || !shim_span(d, count, elem, &span) || span > SIZE_MAX)
         return CUDA_ERROR_INVALID_VALUE; /* a count whose bytes wrap set nothing, never "success" */
+    size_t bytes = (size_t)span;
+    struct range h;
+    if (host_find((void *)(uintptr_t)d, &h) && d + bytes <= h.p + h.n) {
+        /* page-locked host memory by its unified address (XLA's autotuner
+         * clears a host-mapped flag so): set on the host once the stream's
+         * earlier work is done, as it would be in queue order */
+        int src = shim_sync();
+        if (src)
+            return map_rc(src, "cuMemset");
+        unsigned char *b = (unsigned char *)(uintptr_t)d;
+        for (size_t i = 0; i < bytes; i += elem)
+            memcpy(b + i, &v, elem); /* little-endian: the low bytes of v */
+        return CUDA_SUCCESS;
+    }
     int rc = shim_ext_memset(S.g, d, v, (int)elem, count, async);
     if (rc != GPUOS_EUNSUPPORTED)
         return map_rc(rc, "cuMemset");
-    size_t bytes = (size_t)span;
     uint64_t a = (d + 3) & ~(uint64_t)3, e = (d + bytes) & ~(uint64_t)3;
     gpuos_function f = a < e && e - a >= FILL_MIN ? builtin_fn(BI_FILL) : 0;
     if (!f)

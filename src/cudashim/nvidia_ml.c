@@ -155,10 +155,26 @@ static nvmlReturn_t copy_str(char *dst, unsigned int len, const char *s)
     return NVML_SUCCESS;
 }
 
+/* The kernel driver's version as NVIDIA's NVML gives it ("580.159.04"; XLA
+ * parses it), from the driver's own /proc file; NOT_SUPPORTED without one. */
 E nvmlReturn_t nvmlSystemGetDriverVersion(char *v, unsigned int len)
 {
     NEED();
-    return copy_str(v, len, "gpuos");
+    if (!v)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    char line[256], ver[32] = "";
+    const char *path = getenv(GOS_ENV_NVIDIA_VERSION_FILE);
+    FILE *f = fopen(path && *path ? path : "/proc/driver/nvidia/version", "r");
+    if (f) {
+        /* "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Tue ..." */
+        if (fgets(line, sizeof line, f))
+            for (char *t = strtok(line, " \t\n"); t && !ver[0]; t = strtok(NULL, " \t\n"))
+                if (t[0] >= '0' && t[0] <= '9' && strchr(t, '.') && strspn(t, "0123456789.") == strlen(t) &&
+                    strlen(t) < sizeof ver)
+                    snprintf(ver, sizeof ver, "%s", t);
+        fclose(f);
+    }
+    return ver[0] ? copy_str(v, len, ver) : NVML_ERROR_NOT_SUPPORTED;
 }
 E nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *v)
 {

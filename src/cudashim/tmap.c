@@ -6,9 +6,10 @@
  * context); the format is the driver's own. So this is the one place the
  * library asks NVIDIA's driver for anything: it opens the real libcuda.so.1 by
  * its path ($GPUOS_REAL_LIBCUDA, else the usual system locations), takes the
- * encoders only, and never creates a context there (the driver may need its
- * cuInit, which opens the device without a context or memory). Without the real
- * library the encoders are refused, named once. */
+ * encoders only, and creates no context there unless an encoder refuses
+ * without one (real_ctx_push; the driver may need its cuInit, which opens the
+ * device without a context or memory). Without the real library the encoders
+ * are refused, named once. */
 #include "common/env.h"
 #include "cudashim/driver.h"
 
@@ -44,6 +45,53 @@ static void *real_fn(const char *name)
     return f;
 }
 
+/* NVIDIA's encoder may refuse without a current context
+ * (CUDA_ERROR_INVALID_CONTEXT: XLA's calls were, on driver 580): then the real
+ * driver's primary context of its first device is made current around the
+ * call. It is the one context gpuos makes in a program's process, only then:
+ * it runs nothing and holds nothing of the program's, but the driver's own
+ * memory for a context (a few hundred MB) is not charged to the vGPU. */
+static int real_ctx_push(void)
+{
+    static pthread_mutex_t l = PTHREAD_MUTEX_INITIALIZER;
+    static CUcontext ctx;
+    static int tried;
+    pthread_mutex_lock(&l);
+    if (!tried) {
+        tried = 1;
+        CUresult (*get)(CUdevice *, int) = (CUresult(*)(CUdevice *, int))real_fn("cuDeviceGet");
+        CUresult (*retain)(CUcontext *, CUdevice) =
+            (CUresult(*)(CUcontext *, CUdevice))real_fn("cuDevicePrimaryCtxRetain");
+        CUdevice dev;
+        if (!get || !retain || get(&dev, 0) || retain(&ctx, dev))
+            ctx = NULL;
+        if (shim_trace())
+            shim_log("tensor maps: NVIDIA's encoder wants a context: %s",
+                     ctx ? "its primary context, retained in this process" : "none could be made");
+    }
+    CUcontext c = ctx;
+    pthread_mutex_unlock(&l);
+    CUresult (*push)(CUcontext) = (CUresult(*)(CUcontext))real_fn("cuCtxPushCurrent_v2");
+    return c && push && !push(c);
+}
+
+static void real_ctx_pop(void)
+{
+    CUresult (*pop)(CUcontext *) = (CUresult(*)(CUcontext *))real_fn("cuCtxPopCurrent_v2");
+    CUcontext c;
+    if (pop)
+        pop(&c);
+}
+
+/* r = NVIDIA's encoder's answer to `call` (an expression using f), called
+ * again inside its context when it wants one. */
+#define ENCODE(r, call)                                                                                                \
+    CUresult r = (call);                                                                                               \
+    if (r == CUDA_ERROR_INVALID_CONTEXT && real_ctx_push()) {                                                          \
+        r = (call);                                                                                                    \
+        real_ctx_pop();                                                                                                \
+    }
+
 E CUresult cuTensorMapEncodeTiled(CUtensorMap *m, CUtensorMapDataType t, cuuint32_t rank, void *addr,
                                   const cuuint64_t *dim, const cuuint64_t *strides, const cuuint32_t *box,
                                   const cuuint32_t *estrides, CUtensorMapInterleave il, CUtensorMapSwizzle sw,
@@ -54,7 +102,8 @@ E CUresult cuTensorMapEncodeTiled(CUtensorMap *m, CUtensorMapDataType t, cuuint3
                   CUtensorMapL2promotion, CUtensorMapFloatOOBfill) = (void *)real_fn("cuTensorMapEncodeTiled");
     if (!f)
         return shim_unsupported("cuTensorMapEncodeTiled (no NVIDIA libcuda.so.1 to encode tensor maps)");
-    return f(m, t, rank, addr, dim, strides, box, estrides, il, sw, l2, oob);
+    ENCODE(r, f(m, t, rank, addr, dim, strides, box, estrides, il, sw, l2, oob));
+    return r;
 }
 
 E CUresult cuTensorMapEncodeIm2col(CUtensorMap *m, CUtensorMapDataType t, cuuint32_t rank, void *addr,
@@ -69,7 +118,8 @@ E CUresult cuTensorMapEncodeIm2col(CUtensorMap *m, CUtensorMapDataType t, cuuint
         (void *)real_fn("cuTensorMapEncodeIm2col");
     if (!f)
         return shim_unsupported("cuTensorMapEncodeIm2col (no NVIDIA libcuda.so.1 to encode tensor maps)");
-    return f(m, t, rank, addr, dim, strides, lower, upper, channels, pixels, estrides, il, sw, l2, oob);
+    ENCODE(r, f(m, t, rank, addr, dim, strides, lower, upper, channels, pixels, estrides, il, sw, l2, oob));
+    return r;
 }
 
 E CUresult cuTensorMapEncodeIm2colWide(CUtensorMap *m, CUtensorMapDataType t, cuuint32_t rank, void *addr,
@@ -84,7 +134,8 @@ E CUresult cuTensorMapEncodeIm2colWide(CUtensorMap *m, CUtensorMapDataType t, cu
         (void *)real_fn("cuTensorMapEncodeIm2colWide");
     if (!f)
         return shim_unsupported("cuTensorMapEncodeIm2colWide (no NVIDIA libcuda.so.1 to encode tensor maps)");
-    return f(m, t, rank, addr, dim, strides, lower, upper, channels, pixels, estrides, il, mode, sw, l2, oob);
+    ENCODE(r, f(m, t, rank, addr, dim, strides, lower, upper, channels, pixels, estrides, il, mode, sw, l2, oob));
+    return r;
 }
 
 E CUresult cuTensorMapReplaceAddress(CUtensorMap *m, void *addr)
@@ -92,5 +143,6 @@ E CUresult cuTensorMapReplaceAddress(CUtensorMap *m, void *addr)
     CUresult (*f)(CUtensorMap *, void *) = (void *)real_fn("cuTensorMapReplaceAddress");
     if (!f)
         return shim_unsupported("cuTensorMapReplaceAddress (no NVIDIA libcuda.so.1 to encode tensor maps)");
-    return f(m, addr);
+    ENCODE(r, f(m, addr));
+    return r;
 }

@@ -57,6 +57,7 @@ struct xe {
     struct xe_region regions[GOS_MAX_REGIONS];
     void *modules[SRV_MAX_MODULES];
     void *funcs[SRV_MAX_FUNCS];
+    uint16_t fmod[SRV_MAX_FUNCS]; /* by funcs index: its module's slot */
     int n_funcs;
     void *out;
     size_t out_cap;

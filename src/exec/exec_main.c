@@ -89,6 +89,19 @@ static int h_region_add(struct xe *x, const struct x_hdr *h, void *p, int fd)
     return xe_answer(x, h->type, xe_region_add(x, &m, fd), 0, NULL, 0);
 }
 
+/* A module gone from its slot: its globals and its functions with it (the
+ * client's handles of them now name nothing; those of other modules live on:
+ * JAX's autotuner unloads each candidate's module between launches of
+ * cuBLAS's kernels). */
+static void drop_module(struct xe *x, uint32_t slot)
+{
+    x->modules[slot] = NULL;
+    xe_al_drop_module(x, slot);
+    for (int i = 0; i < x->n_funcs; i++)
+        if (x->fmod[i] == slot)
+            x->funcs[i] = NULL;
+}
+
 static int h_module_load(struct xe *x, const struct x_hdr *h, void *p, int fd)
 {
     struct x_module m;
@@ -102,8 +115,7 @@ static int h_module_load(struct xe *x, const struct x_hdr *h, void *p, int fd)
         rc = GOS_EINVAL;
     if (!rc && x->modules[m.slot]) {
         gos_exec_module_unload(x->dev, x->modules[m.slot]);
-        x->modules[m.slot] = NULL;
-        xe_al_drop_module(x, m.slot);
+        drop_module(x, m.slot);
     }
     if (!rc)
         rc = gos_exec_module_load(x->dev, img, m.bytes, m.name[0] ? m.name : NULL, &x->modules[m.slot]);
@@ -118,14 +130,8 @@ static int h_module_unload(struct xe *x, const struct x_hdr *h, void *p, int fd)
     memcpy(&slot, p, 4);
     int rc = slot < SRV_MAX_MODULES && x->modules[slot] ? gos_exec_module_unload(x->dev, x->modules[slot])
                                                         : gos_fail(GOS_EINVAL, "module slot %u", (unsigned)slot);
-    if (slot < SRV_MAX_MODULES) {
-        x->modules[slot] = NULL;
-        xe_al_drop_module(x, slot);
-        /* the daemon forgets every function handle with any unload */
-        memset(x->funcs, 0, sizeof x->funcs);
-        memset(x->fmap, 0, sizeof x->fmap);
-        x->n_funcs = 0;
-    }
+    if (slot < SRV_MAX_MODULES)
+        drop_module(x, slot);
     return xe_answer(x, h->type, rc, 0, NULL, 0);
 }
 
@@ -143,6 +149,7 @@ static int h_function(struct xe *x, const struct x_hdr *h, void *p, int fd)
     else if (!(rc = gos_exec_function(x->dev, x->modules[m.module], m.name, &x->funcs[x->n_funcs]))) {
         snprintf(x->fbuiltin[x->n_funcs], sizeof x->fbuiltin[0], "%s",
                  x->mod_builtin[m.module] && strlen(m.name) < sizeof x->fbuiltin[0] ? m.name : "");
+        x->fmod[x->n_funcs] = (uint16_t)m.module;
         idx = (uint32_t)++x->n_funcs;
         if (m.pad >= 1 && m.pad <= SRV_MAX_FUNCS)
             x->fmap[m.pad - 1] = idx;

@@ -97,6 +97,10 @@ struct gos_sched {
     gos_vgpu vgpus[GOS_SCHED_MAX_VGPUS];
     gos_sched_task *running[GOS_SCHED_MAX_ENGINES];
     gos_sched_hold hold[GOS_SCHED_MAX_ENGINES];
+    /* the longest task lately on each engine (its start to its end: a ring
+     * grant charged in pieces counts whole), decaying towards the newer ones:
+     * credit's bound (policy_credit.c) */
+    uint64_t longest[GOS_SCHED_MAX_ENGINES];
     uint32_t total_queued;
 };
 
@@ -127,7 +131,8 @@ double gos_sched_util(const gos_sched *s, const gos_vgpu *v, int res, uint64_t n
 
 /* Credit accounting shared by credit and band (policy_credit.c): every active
  * vGPU receives period_used * share / sum of active shares (credit is redistributed,
- * never created from idle time), then credit is clamped to [-period, +period].
+ * never created from idle time), then credit is clamped to [-bound, +bound], bound
+ * the period or the longest task lately on that engine, whichever is longer.
  * Inactive vGPUs keep no positive credit (no banking: credits are not over-granted). */
 void gos_sched_credit_replenish(gos_sched *s, int res, uint64_t period_used);
 /* Debit measured GPU time. */

@@ -32,15 +32,18 @@ void gos_sched_credit_replenish(gos_sched *s, int res, uint64_t period_used)
          * idle stretch does not over-grant everyone to the clamp. */
         int64_t grant = (int64_t)((double)period_used * r->share / active_sum);
         r->credit += grant;
-        /* Bounded to one period either way. (Clamping an active vGPU to its own
-         * period grant, share x period, loses what a small-share vGPU is owed while
-         * another runs kernels longer than that grant: BAND 2.8 points off with
-         * 1 ms / 10 ms kernels, shares 40/30/20/10 and a 10 ms period; 0.05 with
-         * this bound.) */
-        if (r->credit > (int64_t)s->period)
-            r->credit = (int64_t)s->period;
-        if (r->credit < -(int64_t)s->period)
-            r->credit = -(int64_t)s->period;
+        /* Bounded to one period either way, or to the longest task lately when
+         * that is longer. (Clamping an active vGPU to its own period grant,
+         * share x period, loses what a small-share vGPU is owed while another
+         * runs kernels longer than that grant: BAND 2.8 points off with 1 ms /
+         * 10 ms kernels, shares 40/30/20/10 and a 10 ms period; 0.05 with this
+         * bound. A period's bound forgave a 30 % vGPU of 50 ms kernels the debt
+         * of each beyond 30 ms, and its 70 % neighbour got 45 % of the H200.) */
+        int64_t bound = (int64_t)(s->longest[res] > s->period ? s->longest[res] : s->period);
+        if (r->credit > bound)
+            r->credit = bound;
+        if (r->credit < -bound)
+            r->credit = -bound;
     }
 }
 

@@ -500,6 +500,8 @@ int gos_sched_done(gos_sched *s, gos_sched_task *t, uint64_t gpu_ns, uint64_t no
     t->next = t->prev = NULL;
     if (gpu_ns == 0)
         gpu_ns = s->now - t->start_ns;
+    uint64_t len = s->now - t->start_ns, *lo = &s->longest[engine];
+    *lo = len >= *lo ? len : *lo - (*lo - len) / 16;
     gos_vgpu *v = gos_sched_find(s, t->vgpu);
     if (v) {
         gos_sched_res *r = &v->res[engine];

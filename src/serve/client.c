@@ -337,6 +337,7 @@ static int do_func_get(struct srv_client *c, const struct gos_msg_func_get *m, u
         if (rc)
             return rc;
     }
+    c->fn_module[c->n_funcs] = (uint16_t)mi;
     c->funcs[c->n_funcs++] = fn;
     *h = (uint64_t)c->n_funcs;
     return GOS_OK;
@@ -647,7 +648,8 @@ static int msg_module_unload(struct srv_client *c, const struct gos_msg_hdr *h, 
             c->modules[mi] = NULL;
             drop_globals(c, mi);
             for (int i = 0; i < c->n_funcs; i++)
-                c->funcs[i] = NULL; /* handles die with any unload: look them up again */
+                if (c->fn_module[i] == (uint16_t)mi)
+                    c->funcs[i] = NULL; /* its functions die with it, the other modules' live on */
         }
     }
     return reply(c, h->seq, h->type, rc, NULL, 0);

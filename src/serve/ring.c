@@ -333,12 +333,20 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
     static _Atomic int grant_log = -1;
     if (atomic_load(&grant_log) < 0)
         atomic_store(&grant_log, getenv(GOS_ENV_GRANT_LOG) != NULL);
-    if (atomic_load(&grant_log))
+    if (atomic_load(&grant_log)) {
+        gos_sched_vgpu_stats st = {0};
+        pthread_mutex_lock(&s->lock);
+        if (c->vgpu >= 0)
+            gos_sched_vgpu_stats_get(d->sched, s->vgpus[c->vgpu].id, now, &st);
+        pthread_mutex_unlock(&s->lock);
         gos_log(LOG_INFO,
                 "grant vgpu %d: %.3f ms wall (the last %.3f ms charged at its end), %+.3f ms past its deadline, "
-                "idle_yield %u us",
+                "idle_yield %u us, wants %u, entries %llu; credit %+.3f ms, utilisation %.0f %%",
                 c->vgpu, (double)t->wall_ns / 1e6, (double)*gpu_ns / 1e6,
-                ((double)now - (double)atomic_load(&g->deadline_ns)) / 1e6, (unsigned)atomic_load(&g->idle_yield_us));
+                ((double)now - (double)atomic_load(&g->deadline_ns)) / 1e6, (unsigned)atomic_load(&g->idle_yield_us),
+                (unsigned)atomic_load(&g->want), (unsigned long long)atomic_load(&g->entries),
+                (double)st.compute_credit_ns / 1e6, st.compute_util_pct);
+    }
     return rc;
 }
 

@@ -176,6 +176,7 @@ struct srv_client {
     struct srv_region regions[GOS_MAX_REGIONS];
     void *modules[SRV_MAX_MODULES];
     void *funcs[SRV_MAX_FUNCS];
+    uint16_t fn_module[SRV_MAX_FUNCS]; /* each function's module (an unload ends its functions only) */
     int n_funcs;
 
     /* isolation = process: the executor that owns this client's context (issue 9).
