@@ -291,6 +291,18 @@ static void test_memory(void)
     TRUE(hw[3] == 0 && hw[4] == 0xA5A5F00Du && hw[7] == 0xA5A5F00Du && hw[8] == 0);
     CHECK(cuMemsetD8((CUdeviceptr)(uintptr_t)hp + 8191, 0x7e, 1));
     TRUE(((unsigned char *)hp)[8191] == 0x7e && ((unsigned char *)hp)[8190] == 0);
+    /* and copies by it: read, written, to and from device memory */
+    uint32_t rd[2] = {0, 0}, wr[2] = {0x600DF00Du, 0x0BADCAFEu};
+    CHECK(cuMemcpyDtoH(rd, (CUdeviceptr)(uintptr_t)hp + 16, 8));
+    TRUE(rd[0] == 0xA5A5F00Du && rd[1] == 0xA5A5F00Du);
+    CHECK(cuMemcpyHtoDAsync((CUdeviceptr)(uintptr_t)hp + 64, wr, 8, 0));
+    CHECK(cuStreamSynchronize(0));
+    TRUE(hw[16] == wr[0] && hw[17] == wr[1]);
+    CUdeviceptr dv = dalloc(64);
+    CHECK(cuMemcpyDtoD(dv, (CUdeviceptr)(uintptr_t)hp + 64, 8));
+    CHECK(cuMemcpyDtoD((CUdeviceptr)(uintptr_t)hp + 128, dv, 8));
+    TRUE(hw[32] == wr[0] && hw[33] == wr[1]);
+    CHECK(cuMemFree(dv));
     static char mine[10000];
     CHECK(cuMemHostRegister(mine, sizeof mine, CU_MEMHOSTREGISTER_PORTABLE));
     EXPECT(cuMemHostRegister(mine, sizeof mine, 0), CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);

@@ -50,5 +50,9 @@ int main(void)
     char dv[96] = "";
     r = drv ? drv(dv, sizeof dv) : -1;
     printf("driver_version %s\ndriver_version_rc %d\n", r ? "-" : dv, r);
+    int (*mig)(void *, unsigned *, unsigned *) = (int (*)(void *, unsigned *, unsigned *))dlsym(h, "nvmlDeviceGetMigMode");
+    unsigned mc = 9, mp = 9;
+    r = mig ? mig(d, &mc, &mp) : -1;
+    printf("mig_mode_rc %d\nmig_mode %u %u\n", r, mc, mp);
     return 0;
 }

@@ -104,6 +104,7 @@ echo "$out" | grep -qx "count 1" || fail "nvml count: $out"
 echo "$out" | grep -qx "mem_total 33554432" || fail "nvml memory total is not the share: $out"
 echo "$out" | grep -qx "mem_used 0" || fail "nvml memory used: $out"
 echo "$out" | grep -qx "name NVIDIA H200" || fail "nvml name: $out"
+echo "$out" | grep -qx "mig_mode 0 0" || fail "nvml: a vGPU shows no MIG mode: $out"
 echo "$out" | grep -qx "temperature_rc 3" || fail "nvml unsupported query must be NOT_SUPPORTED (3): $out"
 grep -qx "gpuos libnvidia-ml: nvmlDeviceGetTemperature is not supported" "$T/err" || fail "nvml stderr: $(cat "$T/err")"
 # the driver's version as X.Y.Z from the kernel module's file (XLA parses it); none without one

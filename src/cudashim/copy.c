@@ -8,6 +8,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+static CUresult htoh(void *dst, const void *src, size_t n);
+
+/* The page-locked host memory (cuMemHostAlloc, cuMemHostRegister) that a
+ * "device" address of n bytes names by its unified address, NULL when it is
+ * not such (a device allocation of the same number stays device memory): XLA
+ * clears and reads its host-mapped flags so. */
+static void *pinned_at(CUdeviceptr d, size_t n)
+{
+    struct range h;
+    if (ranges_find(d, NULL) || !host_find((void *)(uintptr_t)d, &h) || n > h.p + h.n - d)
+        return NULL;
+    return (void *)(uintptr_t)d;
+}
+
 CUresult shim_htod(CUdeviceptr dst, const void *src, size_t n, int async)
 {
     NEED_CTX();
@@ -15,6 +29,9 @@ CUresult shim_htod(CUdeviceptr dst, const void *src, size_t n, int async)
         return CUDA_SUCCESS;
     if (!src || !dst)
         return CUDA_ERROR_INVALID_VALUE;
+    void *hd = pinned_at(dst, n);
+    if (hd)
+        return htoh(hd, src, n);
     int rc = async ? queued_one(gpuos_memcpy_htod_async(S.g, dst, src, n)) : gpuos_memcpy_htod(S.g, dst, src, n);
     return map_rc(rc, "cuMemcpyHtoD");
 }
@@ -25,6 +42,9 @@ CUresult shim_dtoh(void *dst, CUdeviceptr src, size_t n, int async)
         return CUDA_SUCCESS;
     if (!src || !dst)
         return CUDA_ERROR_INVALID_VALUE;
+    void *hs = pinned_at(src, n);
+    if (hs)
+        return htoh(dst, hs, n);
     int rc = async ? queued_one(gpuos_memcpy_dtoh_async(S.g, dst, src, n)) : gpuos_memcpy_dtoh(S.g, dst, src, n);
     return map_rc(rc, "cuMemcpyDtoH");
 }
@@ -35,6 +55,11 @@ CUresult shim_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, int async)
         return CUDA_SUCCESS;
     if (!src || !dst)
         return CUDA_ERROR_INVALID_VALUE;
+    void *hd = pinned_at(dst, n), *hs = pinned_at(src, n);
+    if (hd && hs)
+        return htoh(hd, hs, n);
+    if (hd || hs)
+        return hd ? shim_dtoh(hd, src, n, async) : shim_htod(dst, hs, n, async);
     int rc = async ? queued_one(gpuos_memcpy_dtod_async(S.g, dst, src, n)) : gpuos_memcpy_dtod(S.g, dst, src, n);
     return map_rc(rc, "cuMemcpyDtoD");
 }
@@ -287,8 +312,7 @@ CUresult shim_memset(CUdeviceptr d, unsigned v, size_t elem, size_t count, int a
     if (!d || (d % elem) || !shim_span(d, count, elem, &span) || span > SIZE_MAX)
         return CUDA_ERROR_INVALID_VALUE; /* a count whose bytes wrap set nothing, never "success" */
     size_t bytes = (size_t)span;
-    struct range h;
-    if (host_find((void *)(uintptr_t)d, &h) && d + bytes <= h.p + h.n) {
+    if (pinned_at(d, bytes)) {
         /* page-locked host memory by its unified address (XLA's autotuner
          * clears a host-mapped flag so): set on the host once the stream's
          * earlier work is done, as it would be in queue order */

@@ -237,6 +237,16 @@ E nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char *uuid, unsigned int len)
     return copy_str(uuid, len, N.dev.uuid);
 }
 
+/* A vGPU is not a MIG instance, and shows no MIG mode (XLA asks). */
+E nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t d, unsigned int *current, unsigned int *pending)
+{
+    NEED_DEV(d);
+    if (!current || !pending)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *current = *pending = 0; /* NVML_DEVICE_MIG_DISABLE */
+    return NVML_SUCCESS;
+}
+
 E nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t d, int *major, int *minor)
 {
     NEED_DEV(d);
@@ -399,7 +409,6 @@ E nvmlReturn_t nvmlDeviceGetFanSpeed(void) { return nvml_unsupported("nvmlDevice
 E nvmlReturn_t nvmlDeviceGetPerformanceState(void) { return nvml_unsupported("nvmlDeviceGetPerformanceState"); }
 E nvmlReturn_t nvmlDeviceGetPowerManagementLimit(void) { return nvml_unsupported("nvmlDeviceGetPowerManagementLimit"); }
 E nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(void) { return nvml_unsupported("nvmlDeviceGetEnforcedPowerLimit"); }
-E nvmlReturn_t nvmlDeviceGetMigMode(void) { return nvml_unsupported("nvmlDeviceGetMigMode"); }
 E nvmlReturn_t nvmlDeviceGetPersistenceMode(void) { return nvml_unsupported("nvmlDeviceGetPersistenceMode"); }
 E nvmlReturn_t nvmlDeviceGetComputeMode(void) { return nvml_unsupported("nvmlDeviceGetComputeMode"); }
 E nvmlReturn_t nvmlDeviceGetEccMode(void) { return nvml_unsupported("nvmlDeviceGetEccMode"); }
