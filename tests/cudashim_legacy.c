@@ -281,8 +281,16 @@ static void test_memory(void)
     unsigned hf = 0;
     CHECK(cuMemHostGetFlags(&hf, hp));
     TRUE(hf == (CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
-    CUdeviceptr mapped;
-    EXPECT(cuMemHostGetDevicePointer(&mapped, hp, 0), CUDA_ERROR_NOT_SUPPORTED);
+    /* mapped host memory: the executor maps it at this process's address, the
+     * device address is the host's (unified addressing) */
+    CUdeviceptr mapped = 0;
+    CHECK(cuMemHostGetDevicePointer(&mapped, hp, 0));
+    TRUE(mapped == (CUdeviceptr)(uintptr_t)hp);
+    CHECK(cuMemHostGetDevicePointer(&mapped, (char *)hp + 4096, 0));
+    TRUE(mapped == (CUdeviceptr)(uintptr_t)hp + 4096);
+    CHECK(cuPointerGetAttribute(&mapped, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, (CUdeviceptr)(uintptr_t)hp + 8));
+    TRUE(mapped == (CUdeviceptr)(uintptr_t)hp + 8);
+    EXPECT(cuMemHostGetDevicePointer(&mapped, hp, 1), CUDA_ERROR_INVALID_VALUE);
     /* a memset by the unified address of page-locked host memory sets it, in order */
     uint32_t *hw = hp;
     memset(hp, 0, 8192);
@@ -306,6 +314,7 @@ static void test_memory(void)
     static char mine[10000];
     CHECK(cuMemHostRegister(mine, sizeof mine, CU_MEMHOSTREGISTER_PORTABLE));
     EXPECT(cuMemHostRegister(mine, sizeof mine, 0), CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+    EXPECT(cuMemHostGetDevicePointer(&mapped, mine, 0), CUDA_ERROR_NOT_SUPPORTED); /* the program's own pages */
     CUpointer_attribute at[3] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_RANGE_SIZE,
                                  CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
     struct {

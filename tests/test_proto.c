@@ -131,6 +131,19 @@ static void test_payload_rules(void **state)
     a.bytes = 1ull << 50;
     assert_int_equal(gos_proto_check_args(&h, &a), GOS_OK);
 
+    /* a shared region's client address: page-aligned, a user address, no wrap */
+    struct gos_msg_region_add ra = {.bytes = 8192, .addr = 0x7f0000001000ull};
+    gos_proto_hdr(&h, GOS_MSG_REGION_ADD, 1, sizeof ra);
+    assert_int_equal(gos_proto_check_args(&h, &ra), GOS_OK);
+    ra.addr = 0x7f0000001008ull;
+    reject_arg(&h, &ra, "page-aligned");
+    ra.addr = UINT64_MAX & ~4095ull;
+    reject_arg(&h, &ra, "page-aligned user address");
+    ra.addr = 1ull << 56;
+    reject_arg(&h, &ra, "user address");
+    ra.addr = 0;
+    assert_int_equal(gos_proto_check_args(&h, &ra), GOS_OK);
+
     unsigned char buf[sizeof(struct gos_msg_launch) + 16];
     struct gos_msg_launch l = {.func = 1, .grid = {4, 1, 1}, .block = {128, 1, 1}, .param_bytes = 16};
     memcpy(buf, &l, sizeof l);

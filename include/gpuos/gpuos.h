@@ -70,6 +70,11 @@ int gpuos_mem_free(gpuos_vgpu *g, gpuos_dptr p);
 /* Host memory shared with the daemon and pinned by it (zero-copy path). */
 int gpuos_host_alloc(gpuos_vgpu *g, size_t bytes, void **out);
 int gpuos_host_free(gpuos_vgpu *g, void *p);
+/* The address at which this client's kernels reach memory of gpuos_host_alloc()
+ * (mapped host memory, CUDA's cuMemHostGetDevicePointer): p itself when its
+ * executor could map it there (unified addressing), else GPUOS_EUNSUPPORTED
+ * (and always under isolation = none: the daemon's context). */
+int gpuos_host_device_pointer(gpuos_vgpu *g, const void *p, gpuos_dptr *out);
 
 /* Synchronous copies: return when the data has arrived. `src`/`dst` may be any
  * host memory; memory from gpuos_host_alloc() takes the zero-copy path. One

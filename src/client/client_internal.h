@@ -46,6 +46,7 @@ struct hostbuf {
     void *ptr;
     size_t bytes;
     uint32_t region;
+    uint32_t flags; /* GOS_REGION_F_*: the daemon's answer */
 };
 
 /* A device range this handle allocated (or looked up: a module global), sorted
@@ -151,6 +152,9 @@ int gcl_send_req(gpuos_vgpu *g, uint16_t type, const void *a, size_t alen, const
 int gcl_call(gpuos_vgpu *g, uint16_t type, const void *req, size_t reqlen, int fd, void *out, size_t outlen);
 int gcl_make_memfd(size_t bytes, void **ptr, int *fdout);
 int gcl_region_new(gpuos_vgpu *g, size_t bytes, void **ptr, uint32_t *region);
+/* The same, asking that the client's kernels reach it at *ptr (host_alloc);
+ * *flags: GOS_REGION_F_* answered. */
+int gcl_region_new_mapped(gpuos_vgpu *g, size_t bytes, void **ptr, uint32_t *region, uint32_t *flags);
 int gcl_region_del(gpuos_vgpu *g, uint32_t region);
 int gcl_stage_setup(gpuos_vgpu *g, size_t chunk, int depth);
 int gcl_stage_ready(gpuos_vgpu *g);

@@ -141,13 +141,13 @@ int gcl_make_memfd(size_t bytes, void **ptr, int *fdout)
 }
 
 /* Creates and registers a shared region. */
-int gcl_region_new(gpuos_vgpu *g, size_t bytes, void **ptr, uint32_t *region)
+static int region_new(gpuos_vgpu *g, size_t bytes, void **ptr, uint32_t *region, int mapped, uint32_t *flags)
 {
     int fd = -1, rc = gcl_make_memfd(bytes, ptr, &fd);
     if (rc)
         return rc;
-    struct gos_msg_region_add m = {.bytes = bytes};
-    struct gos_rep_region_add r;
+    struct gos_msg_region_add m = {.bytes = bytes, .addr = mapped ? (uint64_t)(uintptr_t)*ptr : 0};
+    struct gos_rep_region_add r = {0};
     rc = gcl_call(g, GOS_MSG_REGION_ADD, &m, sizeof m, fd, &r, sizeof r);
     close(fd);
     if (rc) {
@@ -155,7 +155,17 @@ int gcl_region_new(gpuos_vgpu *g, size_t bytes, void **ptr, uint32_t *region)
         return rc;
     }
     *region = r.region;
+    if (flags)
+        *flags = r.flags;
     return GOS_OK;
+}
+int gcl_region_new(gpuos_vgpu *g, size_t bytes, void **ptr, uint32_t *region)
+{
+    return region_new(g, bytes, ptr, region, 0, NULL);
+}
+int gcl_region_new_mapped(gpuos_vgpu *g, size_t bytes, void **ptr, uint32_t *region, uint32_t *flags)
+{
+    return region_new(g, bytes, ptr, region, 1, flags);
 }
 
 int gcl_region_del(gpuos_vgpu *g, uint32_t region)
@@ -214,7 +224,7 @@ static int host_alloc(gpuos_vgpu *g, size_t bytes, void **out)
         return gos_fail(GOS_EINVAL, "gpuos_host_alloc of 0 bytes");
     if (slot < 0)
         return gos_fail(GOS_EBUSY, "more than %d shared host buffers", MAX_HOSTBUFS);
-    int rc = gcl_region_new(g, bytes, &g->hb[slot].ptr, &g->hb[slot].region);
+    int rc = gcl_region_new_mapped(g, bytes, &g->hb[slot].ptr, &g->hb[slot].region, &g->hb[slot].flags);
     if (rc) {
         g->hb[slot].ptr = NULL;
         return rc;
@@ -237,6 +247,26 @@ static int host_free(gpuos_vgpu *g, void *p)
     return gos_fail(GOS_EINVAL, "%p was not allocated with gpuos_host_alloc", p);
 }
 int gpuos_host_free(gpuos_vgpu *g, void *p) { LOCKED(g, host_free(g, p)); }
+
+static int host_device_pointer(gpuos_vgpu *g, const void *p, gpuos_dptr *out)
+{
+    if (!out)
+        return gos_fail(GOS_EINVAL, "gpuos_host_device_pointer without a result pointer");
+    for (int i = 0; i < MAX_HOSTBUFS; i++)
+        if (g->hb[i].ptr && (const char *)p >= (const char *)g->hb[i].ptr &&
+            (const char *)p < (const char *)g->hb[i].ptr + g->hb[i].bytes) {
+            if (!(g->hb[i].flags & GOS_REGION_F_SAME_VA))
+                return gos_fail(GOS_EUNSUPPORTED, "host memory at %p: the executor could not map it at this "
+                                                  "address (kernels cannot reach it)", p);
+            *out = (gpuos_dptr)(uintptr_t)p;
+            return GOS_OK;
+        }
+    return gos_fail(GOS_EINVAL, "%p was not allocated with gpuos_host_alloc", p);
+}
+int gpuos_host_device_pointer(gpuos_vgpu *g, const void *p, gpuos_dptr *out)
+{
+    LOCKED(g, host_device_pointer(g, p, out));
+}
 
 /* The first known range whose base is >= p. */
 static int known_at(const gpuos_vgpu *g, uint64_t p)

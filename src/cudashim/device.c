@@ -198,7 +198,7 @@ static int vgpu_attr(CUdevice_attribute a, int *v)
     case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:  /* pool.c */
     case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: /* vmm.c */
     case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
-    case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY:     /* DEVICEMAP accepted, no device address */
+    case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY:     /* DEVICEMAP: at the host's address where the executor maps it there */
         *v = 1;
         return 1;
     default:

@@ -160,9 +160,10 @@ static long long host_del(const void *p)
 
 /* Host memory shared with the daemon (its zero-copy path). CU_MEMHOSTALLOC_DEVICEMAP
  * (what the runtime asks for under unified addressing) is accepted: the memory
- * is pinned and copies from it are the daemon's fastest; only a device address
- * for it cannot be given (cuMemHostGetDevicePointer): kernels on the vGPU run
- * in another process and cannot reach this one's memory. */
+ * is pinned and copies from it are the daemon's fastest. Kernels on the vGPU run
+ * in the executor's process: they reach it where the executor could map it at
+ * this process's own address (unified addressing, as CUDA's: the device address
+ * is the host's; host_dptr), else no device address is given. */
 E CUresult cuMemHostAlloc(void **p, size_t bytes, unsigned int flags)
 {
     if (!p || !bytes)
@@ -228,12 +229,26 @@ E CUresult cuMemHostGetFlags(unsigned int *flags, void *p)
     return CUDA_SUCCESS;
 }
 
+/* The device address of host memory from cuMemHostAlloc: p itself where the
+ * executor maps it at p (XLA's kernels spin on such a semaphore and write such
+ * a flag); registered memory is the program's own, never the executor's. */
+static CUresult host_dptr(const struct range *r, void *p, CUdeviceptr *d)
+{
+    gpuos_dptr dp;
+    if ((r->flags & HOST_REGISTERED) || gpuos_host_device_pointer(S.g, p, &dp))
+        return shim_unsupported("cuMemHostGetDevicePointer (kernels on the vGPU cannot reach this memory: "
+                                "registered, or its executor could not map it at this address)");
+    *d = (CUdeviceptr)dp;
+    return CUDA_SUCCESS;
+}
+
 E CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *d, void *p, unsigned int flags)
 {
-    NEED_INIT();
-    if (!d || flags || !host_find(p, NULL))
+    NEED_CTX();
+    struct range r;
+    if (!d || flags || !host_find(p, &r))
         return CUDA_ERROR_INVALID_VALUE;
-    return shim_unsupported("cuMemHostGetDevicePointer (kernels on the vGPU cannot reach this process's memory)");
+    return host_dptr(&r, p, d);
 }
 
 /* Managed (unified) memory would be this process's pages migrating to a device
@@ -272,8 +287,7 @@ static CUresult ptr_attr(void *data, CUpointer_attribute a, CUdeviceptr p, int d
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
         if (!dev)
-            return known ? (CUresult)shim_unsupported("cuPointerGetAttribute (device address of host memory)")
-                         : CUDA_ERROR_INVALID_VALUE;
+            return known ? host_dptr(r, (void *)(uintptr_t)p, (CUdeviceptr *)data) : CUDA_ERROR_INVALID_VALUE;
         *(CUdeviceptr *)data = p;
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_HOST_POINTER:

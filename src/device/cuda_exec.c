@@ -107,7 +107,19 @@ static int ex_mem_info(gos_device *d, uint64_t *free_b, uint64_t *total_b)
 static int ex_host_register(gos_device *d, void *p, size_t bytes)
 {
     int rc = gos_cuda_enter(d);
-    return rc ? rc : CU_CALL(cuMemHostRegister, p, bytes, CU_MEMHOSTREGISTER_PORTABLE);
+    /* mapped too: a region a client asked at its own address is reached by
+     * kernels there (exec_mem.c, xe_region_add) */
+    return rc ? rc : CU_CALL(cuMemHostRegister, p, bytes, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP);
+}
+
+static int ex_host_device_ptr(gos_device *d, void *p, uint64_t *dptr)
+{
+    CUdeviceptr dp = 0;
+    int rc = gos_cuda_enter(d);
+    if (!rc)
+        rc = CU_CALL(cuMemHostGetDevicePointer, &dp, p, 0);
+    *dptr = rc ? 0 : (uint64_t)dp;
+    return rc;
 }
 
 static int ex_host_unregister(gos_device *d, void *p)
@@ -438,6 +450,7 @@ const struct gos_exec_ops gos_cuda_exec_ops = {
     .mem_free = ex_mem_free,
     .mem_info = ex_mem_info,
     .host_register = ex_host_register,
+    .host_device_ptr = ex_host_device_ptr,
     .host_unregister = ex_host_unregister,
     .host_alloc = ex_host_alloc,
     .host_free = ex_host_free,

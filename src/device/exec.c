@@ -59,6 +59,14 @@ int gos_exec_host_unregister(gos_device *d, void *p)
     return EXEC(d)->host_unregister(d, p);
 }
 
+int gos_exec_host_device_ptr(gos_device *d, void *p, uint64_t *dptr)
+{
+    NEED(d, host_device_ptr, "mapped host memory");
+    NONNULL(p, "host memory");
+    NONNULL(dptr, "result pointer");
+    return EXEC(d)->host_device_ptr(d, p, dptr);
+}
+
 int gos_exec_host_alloc(gos_device *d, size_t bytes, void **p)
 {
     NEED(d, host_alloc, "pinned host memory");

@@ -53,6 +53,9 @@ struct gos_exec_ops {
     /* Page-locks existing host memory (a client's shared region) for DMA. */
     int (*host_register)(gos_device *d, void *p, size_t bytes);
     int (*host_unregister)(gos_device *d, void *p);
+    /* The device's address of registered host memory p (the same number where
+     * the GPU uses the host's: unified addressing). */
+    int (*host_device_ptr)(gos_device *d, void *p, uint64_t *dptr);
     /* Pinned host memory owned by the backend (bounce buffers, benchmarks). */
     int (*host_alloc)(gos_device *d, size_t bytes, void **p);
     int (*host_free)(gos_device *d, void *p);
@@ -117,6 +120,7 @@ int gos_exec_mem_free(gos_device *d, uint64_t dptr);
 int gos_exec_mem_info(gos_device *d, uint64_t *free_b, uint64_t *total_b);
 int gos_exec_host_register(gos_device *d, void *p, size_t bytes);
 int gos_exec_host_unregister(gos_device *d, void *p);
+int gos_exec_host_device_ptr(gos_device *d, void *p, uint64_t *dptr);
 int gos_exec_host_alloc(gos_device *d, size_t bytes, void **p);
 int gos_exec_host_free(gos_device *d, void *p);
 int gos_exec_stream_create(gos_device *d, void **stream);

@@ -255,6 +255,12 @@ static int se_mem_info(gos_device *d, uint64_t *free_b, uint64_t *total_b)
 }
 
 static int se_host_register(gos_device *d, void *p, size_t bytes) { return GOS_OK; }
+/* unified addressing, as the H200's: the host's address */
+static int se_host_device_ptr(gos_device *d, void *p, uint64_t *dptr)
+{
+    *dptr = (uint64_t)(uintptr_t)p;
+    return GOS_OK;
+}
 static int se_host_unregister(gos_device *d, void *p) { return GOS_OK; }
 static int se_host_alloc(gos_device *d, size_t bytes, void **p)
 {
@@ -769,6 +775,7 @@ const struct gos_exec_ops gos_sim_exec_ops = {
     .mem_free = se_mem_free,
     .mem_info = se_mem_info,
     .host_register = se_host_register,
+    .host_device_ptr = se_host_device_ptr,
     .host_unregister = se_host_unregister,
     .host_alloc = se_host_alloc,
     .host_free = se_host_free,

@@ -131,7 +131,7 @@ int xe_al_vmm_sync(struct xe *x);
 int xe_al_check(struct xe *x, uint64_t p, uint64_t n, int write, const char *what);
 /* The host address of [offset, offset + bytes) of region r, or NULL (error set). */
 void *xe_host_of(struct xe *x, uint32_t r, uint64_t offset, uint64_t bytes);
-int xe_region_add(struct xe *x, const struct x_region *m, int fd);
+int xe_region_add(struct xe *x, const struct x_region *m, int fd, uint32_t *flags);
 void xe_region_drop(struct xe *x, uint32_t r);
 int xe_shm_new(struct xe *x, uint64_t bytes, int *fd);
 int xe_shm_map(struct xe *x, uint64_t bytes, int fd, int ro, uint64_t *dptr);

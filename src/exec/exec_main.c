@@ -85,8 +85,10 @@ static int h_swap_pool(struct xe *x, const struct x_hdr *h, void *p, int fd)
 static int h_region_add(struct xe *x, const struct x_hdr *h, void *p, int fd)
 {
     struct x_region m;
+    uint32_t flags = 0;
     memcpy(&m, p, sizeof m);
-    return xe_answer(x, h->type, xe_region_add(x, &m, fd), 0, NULL, 0);
+    int rc = xe_region_add(x, &m, fd, &flags);
+    return xe_answer(x, h->type, rc, 0, &flags, sizeof flags);
 }
 
 /* A module gone from its slot: its globals and its functions with it (the

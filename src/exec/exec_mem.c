@@ -248,16 +248,35 @@ void xe_region_drop(struct xe *x, uint32_t r)
     memset(g, 0, sizeof *g);
 }
 
-int xe_region_add(struct xe *x, const struct x_region *m, int fd)
+/* Maps a client's region (and pins it). Asked for its client's address (mapped
+ * host memory), it goes there when that is free in this process (never over a
+ * mapping of ours: MAP_FIXED_NOREPLACE) and the device reaches the pinned pages
+ * at that same address (unified addressing); *flags says whether it did. */
+int xe_region_add(struct xe *x, const struct x_region *m, int fd, uint32_t *flags)
 {
+    *flags = 0;
     if (fd < 0 || m->slot >= GOS_MAX_REGIONS)
         return gos_fail(GOS_EPROTO, "REGION_ADD without descriptor or slot");
     xe_region_drop(x, m->slot);
-    void *p = mmap(NULL, m->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    void *p = MAP_FAILED;
+    if (m->addr) {
+        p = mmap((void *)(uintptr_t)m->addr, m->bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
+        if (p != MAP_FAILED && p != (void *)(uintptr_t)m->addr) { /* an old kernel took it as a hint */
+            munmap(p, m->bytes);
+            p = MAP_FAILED;
+        }
+    }
+    int same = p != MAP_FAILED;
+    if (!same)
+        p = mmap(NULL, m->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     if (p == MAP_FAILED)
         return gos_fail(GOS_ENOMEM, "executor: mapping a region of %llu bytes", (unsigned long long)m->bytes);
-    x->regions[m->slot] = (struct xe_region){p, m->bytes, gos_exec_host_register(x->dev, p, m->bytes) == GOS_OK};
+    int pinned = gos_exec_host_register(x->dev, p, m->bytes) == GOS_OK;
+    uint64_t dp = 0;
+    if (same && pinned && gos_exec_host_device_ptr(x->dev, p, &dp) == GOS_OK && dp == m->addr)
+        *flags = GOS_REGION_F_SAME_VA;
+    x->regions[m->slot] = (struct xe_region){p, m->bytes, pinned};
     return GOS_OK;
 }
 

@@ -315,6 +315,9 @@ int gos_proto_check_args(const struct gos_msg_hdr *h, const void *payload)
         const struct gos_msg_region_add *m = payload;
         if (m->bytes == 0 || m->bytes > GOS_COPY_MAX)
             return gos_fail(GOS_EINVAL, "shared region of %llu bytes (1..2^40)", (unsigned long long)m->bytes);
+        if ((m->addr & 4095) || m->addr > UINT64_MAX - m->bytes || (m->addr && m->addr + m->bytes > (1ull << 56)))
+            return gos_fail(GOS_EINVAL, "shared region at 0x%llx+%llu: not a page-aligned user address",
+                            (unsigned long long)m->addr, (unsigned long long)m->bytes);
         return GOS_OK;
     }
     case GOS_MSG_SHM_GET: {

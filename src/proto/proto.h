@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 /* Bump this if any of the messages, structs or constants below change. */
-#define GOS_PROTOCOL_VERSION 4 /* 2: kernel names up to 4095 characters (C++ mangled names); 3: one gos_op_kind (a COPY's dir from 1); 4: VMM_* */
+#define GOS_PROTOCOL_VERSION 5 /* 2: kernel names up to 4095 characters (C++ mangled names); 3: one gos_op_kind (a COPY's dir from 1); 4: VMM_*; 5: REGION_ADD's addr */
 /* Where clients and `gpuos serve` meet when neither --socket, the configuration
  * file's socket = nor $GPUOS_SOCKET says otherwise (the systemd unit's
  * RuntimeDirectory=gpuos). */
@@ -144,10 +144,15 @@ struct gos_msg_mem_free {
 
 struct gos_msg_region_add {
     uint64_t bytes; /* the fd's size must be at least this, and sealed against shrinking */
+    /* where the client has it mapped (page-aligned), for kernels to reach it by
+     * that address (mapped host memory: cuMemHostAlloc(DEVICEMAP)); 0: no need */
+    uint64_t addr;
 };
+/* gos_rep_region_add.flags: kernels of this client reach the region at addr */
+enum { GOS_REGION_F_SAME_VA = 1 };
 struct gos_rep_region_add {
     uint32_t region;
-    uint32_t pad;
+    uint32_t flags; /* GOS_REGION_F_* */
 };
 struct gos_msg_region_del {
     uint32_t region;

@@ -209,6 +209,7 @@ struct x_region {
     uint32_t slot;
     uint32_t pad;
     uint64_t bytes;
+    uint64_t addr; /* the client's address of it, to map it at too (0: anywhere); answered u32 GOS_REGION_F_* */
 };
 
 struct x_module {

@@ -594,7 +594,8 @@ static int msg_mem_free(struct srv_client *c, const struct gos_msg_hdr *h, void 
 static int msg_region_add(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
 {
     struct gos_rep_region_add r = {0};
-    int rc = srv_region_add(c, ((struct gos_msg_region_add *)p)->bytes, fd, &r.region);
+    const struct gos_msg_region_add *m = p;
+    int rc = srv_region_add(c, m->bytes, m->addr, fd, &r.region, &r.flags);
     if (rc && fd >= 0)
         close(fd);
     return reply(c, h->seq, h->type, rc, &r, sizeof r);

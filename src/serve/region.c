@@ -20,10 +20,15 @@ static struct srv_dev *dev_of(struct srv_client *c)
     return &c->srv->devs[c->srv->vgpus[c->vgpu].cfg.device];
 }
 
-int srv_region_add(struct srv_client *c, uint64_t bytes, int fd, uint32_t *id)
+/* A client's shared region (its memfd fd of at least bytes): mapped here and,
+ * with an executor, there too; there at the client's own address addr when
+ * asked and free (*flags GOS_REGION_F_SAME_VA: the client's kernels reach it by
+ * that address). */
+int srv_region_add(struct srv_client *c, uint64_t bytes, uint64_t addr, int fd, uint32_t *id, uint32_t *flags)
 {
     struct srv_dev *d = dev_of(c);
     struct stat st;
+    *flags = 0;
     if (fd < 0)
         return gos_fail(GOS_EPROTO, "REGION_ADD without a file descriptor");
     if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < bytes)
@@ -46,8 +51,8 @@ int srv_region_add(struct srv_client *c, uint64_t bytes, int fd, uint32_t *id)
     if (p == MAP_FAILED)
         return gos_fail(GOS_ENOMEM, "mapping a region of %llu bytes: %s", (unsigned long long)bytes, strerror(errno));
     if (c->x) { /* the executor maps (and pins) the same pages in its own process */
-        struct x_region xr = {.slot = (uint32_t)r, .bytes = bytes};
-        int rc = srv_exec_call(c->x, X_REGION_ADD, &xr, sizeof xr, fd, NULL, 0);
+        struct x_region xr = {.slot = (uint32_t)r, .bytes = bytes, .addr = addr};
+        int rc = srv_exec_call(c->x, X_REGION_ADD, &xr, sizeof xr, fd, flags, 4);
         if (rc) {
             munmap(p, bytes);
             return rc;

@@ -388,7 +388,7 @@ void srv_spatial_close(struct srv_dev *d);
 /* region.c (lock held): a region from the client's memfd (REGION_ADD); the
  * region holding [off, off + n) of region r, or NULL with an error; dropping
  * one (unmapped once no task uses it); a task's reference released. */
-int srv_region_add(struct srv_client *c, uint64_t bytes, int fd, uint32_t *id);
+int srv_region_add(struct srv_client *c, uint64_t bytes, uint64_t addr, int fd, uint32_t *id, uint32_t *flags);
 int srv_alloc_room(struct srv_client *c);
 struct srv_region *srv_region_find(struct srv_client *c, uint32_t r, uint64_t off, uint64_t n);
 void srv_region_drop(struct srv_client *c, int r);
