@@ -30,6 +30,9 @@
  *   xread VGPU ADDR WORDS   raw kernel xcopy(own <- ADDR): prints "xread rc=R match=M"
  *                           (M: words equal to the owner's pattern) and the error
  *   xwrite VGPU ADDR WORDS  raw kernel xcopy(ADDR <- own words 0xBAD0BAD0)
+ *   hostmap VGPU WANT       gpuos_host_device_pointer of gpuos_host_alloc memory: WANT
+ *                           "same" (the host address, inside and at its start) or "none"
+ *                           (GPUOS_EUNSUPPORTED); foreign memory is GPUOS_EINVAL
  *   fault VGPU              built-in kernel fault; then the same session must refuse
  *                           work with GPUOS_EDEVICE, and a new session must work
  * The socket comes from $GPUOS_SOCKET. */
@@ -178,6 +181,32 @@ static int cmd_stream(const char *name, uint64_t ns, double secs, unsigned gap_u
     CHECK(!gpuos_synchronize(g), "sync");
     printf("launches %ld\n", n);
     gpuos_close(g);
+    return 0;
+}
+
+static int cmd_hostmap(const char *name, const char *want)
+{
+    gpuos_vgpu *g = open_or_die(name);
+    void *h[2];
+    gpuos_dptr d = 0;
+    for (int i = 0; i < 2; i++)
+        CHECK(!gpuos_host_alloc(g, 3 << 20, &h[i]), "host alloc");
+    for (int i = 0; i < 2; i++) {
+        int rc = gpuos_host_device_pointer(g, (char *)h[i] + 12345, &d);
+        if (!strcmp(want, "same"))
+            CHECK(!rc && d == (gpuos_dptr)(uintptr_t)h[i] + 12345, "device address of mapped host memory: rc %d, %s",
+                  rc, rc ? gpuos_error() : "another address");
+        else
+            CHECK(rc == GPUOS_EUNSUPPORTED, "no device address wanted: rc %d", rc);
+    }
+    static char mine[64];
+    CHECK(gpuos_host_device_pointer(g, mine, &d) == GPUOS_EINVAL, "memory not from gpuos_host_alloc must be refused");
+    CHECK(gpuos_host_device_pointer(g, h[0], NULL) == GPUOS_EINVAL, "no result pointer must be refused");
+    for (int i = 0; i < 2; i++)
+        CHECK(!gpuos_host_free(g, h[i]), "host free");
+    CHECK(gpuos_host_device_pointer(g, h[0], &d) == GPUOS_EINVAL, "freed memory must be refused");
+    gpuos_close(g);
+    printf("hostmap %s ok\n", want);
     return 0;
 }
 
@@ -685,6 +714,8 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *c = argv[1];
+    if (!strcmp(c, "hostmap") && argc == 4)
+        return cmd_hostmap(argv[2], argv[3]);
     if (!strcmp(c, "copy") && argc == 4)
         return cmd_copy(argv[2], strtoull(argv[3], NULL, 0));
     if (!strcmp(c, "quota") && argc == 4)

@@ -41,6 +41,8 @@ addr_of() { # waits for the owner's address file
 # ---- isolation = process (the default: no isolation line) ----
 start_daemon "$(echo "$CONF" | sed 's/^ISO$//')"
 [ "$(vgpu_field a isolation)" = process ] || fail "default isolation is not process"
+# mapped host memory: the executor maps it at the client's own address
+out=$(timeout 20 "$C" hostmap a same 2>&1) || fail "process: mapped host memory at the client's address: $out"
 
 timeout 60 "$C" owner a $W 4 "$T/addr" >"$T/owner" 2>&1 &
 OW=$!
@@ -94,6 +96,7 @@ rm -f "$T/addr" "$T/s"
 start_daemon "$(echo "$CONF" | sed 's/^ISO$/isolation = mps/')"
 [ "$(vgpu_field a isolation)" = mps ] || fail "isolation mps not reported"
 out=$(timeout 20 "$C" module a 2>&1) || fail "mps: modules, globals and launches in an executor: $out"
+out=$(timeout 20 "$C" hostmap a same 2>&1) || fail "mps: mapped host memory at the client's address: $out"
 timeout 60 "$C" owner a $W 6 "$T/addr" >"$T/owner" 2>&1 &
 OW=$!
 A=$(addr_of "$T/addr")
@@ -112,6 +115,7 @@ rm -f "$T/addr" "$T/s"
 start_daemon "$(echo "$CONF" | sed 's/^ISO$/isolation = none/')"
 [ "$(vgpu_field a isolation)" = none ] || fail "isolation none not reported"
 out=$(timeout 20 "$C" module a 2>&1) || fail "none: modules, globals and launches in the daemon's context: $out"
+out=$(timeout 20 "$C" hostmap a none 2>&1) || fail "none: mapped host memory has no device address there: $out"
 timeout 60 "$C" owner a $W 3 "$T/addr" >"$T/owner" 2>&1 &
 OW=$!
 A=$(addr_of "$T/addr")
