@@ -27,10 +27,7 @@
 set -u
 . tests/serve_lib.sh
 D="$B/tests/cudashim_drv"
-if [ ! -f "$B/shim/libcuda.so.1" ]; then
-    echo "SKIP: $B/shim/libcuda.so.1 not built (no cuda.h at build time)"
-    exit 0
-fi
+need_shim
 
 start_daemon "[device 0]
 sim = default

@@ -15,10 +15,7 @@
 set -u
 . tests/serve_lib.sh
 V="$B/tests/cudashim_vmm"
-if [ ! -f "$B/shim/libcuda.so.1" ]; then
-    echo "SKIP: $B/shim/libcuda.so.1 not built (no cuda.h at build time)"
-    exit 0
-fi
+need_shim
 
 for iso in "isolation = process" "isolation = none" "isolation = process
 executor = per-vgpu"; do

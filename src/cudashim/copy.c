@@ -8,7 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static CUresult htoh(void *dst, const void *src, size_t n);
+static CUresult htoh(void *dst, const void *src, size_t n)
+{
+    NEED_CTX();
+    shim_sync(); /* stream order: earlier copies into src first */
+    memmove(dst, src, n);
+    return CUDA_SUCCESS;
+}
 
 /* The page-locked host memory (cuMemHostAlloc, cuMemHostRegister) that a
  * "device" address of n bytes names by its unified address, NULL when it is
@@ -62,13 +68,6 @@ CUresult shim_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, int async)
         return hd ? shim_dtoh(hd, src, n, async) : shim_htod(dst, hs, n, async);
     int rc = async ? queued_one(gpuos_memcpy_dtod_async(S.g, dst, src, n)) : gpuos_memcpy_dtod(S.g, dst, src, n);
     return map_rc(rc, "cuMemcpyDtoD");
-}
-static CUresult htoh(void *dst, const void *src, size_t n)
-{
-    NEED_CTX();
-    shim_sync(); /* stream order: earlier copies into src first */
-    memmove(dst, src, n);
-    return CUDA_SUCCESS;
 }
 
 /* Unified addressing: which side each pointer is on, from the allocations. */
@@ -283,6 +282,13 @@ E CUresult cuMemcpyPeerAsync(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUconte
 
 #define FILL_MIN (64u << 10) /* below this a host copy is as quick as a launch */
 
+/* n bytes of elem-byte copies of v (little-endian: the low bytes of v). */
+static void pattern(unsigned char *b, size_t n, unsigned v, size_t elem)
+{
+    for (size_t i = 0; i < n; i += elem)
+        memcpy(b + i, &v, elem);
+}
+
 /* Memset: the 4-byte-aligned middle by the built-in fill kernel on the device
  * (asynchronous, in queue order), the rest (and everything when there is no
  * fill kernel) as a pattern written on the host and copied. */
@@ -292,8 +298,7 @@ static int host_pattern(CUdeviceptr d, unsigned v, size_t elem, size_t bytes, in
     unsigned char *b = malloc(chunk);
     if (!b)
         return GPUOS_ENOMEM;
-    for (size_t i = 0; i < chunk; i += elem)
-        memcpy(b + i, &v, elem); /* little-endian: the low bytes of v */
+    pattern(b, chunk, v, elem);
     int rc = 0;
     for (size_t off = 0; off < bytes && !rc; off += chunk) {
         size_t n = bytes - off < chunk ? bytes - off : chunk;
@@ -319,9 +324,7 @@ CUresult shim_memset(CUdeviceptr d, unsigned v, size_t elem, size_t count, int a
         int src = shim_sync();
         if (src)
             return map_rc(src, "cuMemset");
-        unsigned char *b = (unsigned char *)(uintptr_t)d;
-        for (size_t i = 0; i < bytes; i += elem)
-            memcpy(b + i, &v, elem); /* little-endian: the low bytes of v */
+        pattern((unsigned char *)(uintptr_t)d, bytes, v, elem);
         return CUDA_SUCCESS;
     }
     int rc = shim_ext_memset(S.g, d, v, (int)elem, count, async);

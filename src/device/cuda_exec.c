@@ -1,4 +1,5 @@
-/* cuda_exec.c: pillar 3 execution on a real GPU (exec_ops.h), for the daemon.
+/* cuda_exec.c: pillar 3 execution on a real GPU (exec_ops.h), in whichever
+ * process opens the device: the daemon (isolation = none) or an executor.
  *
  * Everything runs in the device's primary context (made current on every call,
  * since the daemon calls from several threads). Streams are non-blocking; events

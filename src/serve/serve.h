@@ -389,7 +389,6 @@ void srv_spatial_close(struct srv_dev *d);
  * region holding [off, off + n) of region r, or NULL with an error; dropping
  * one (unmapped once no task uses it); a task's reference released. */
 int srv_region_add(struct srv_client *c, uint64_t bytes, uint64_t addr, int fd, uint32_t *id, uint32_t *flags);
-int srv_alloc_room(struct srv_client *c);
 struct srv_region *srv_region_find(struct srv_client *c, uint32_t r, uint64_t off, uint64_t n);
 void srv_region_drop(struct srv_client *c, int r);
 void srv_region_unref(struct srv_client *c, int r);
@@ -515,8 +514,10 @@ int srv_vmm_map(struct srv_client *c, const struct gos_msg_vmm_map *m);
 int srv_vmm_unmap(struct srv_client *c, const struct gos_msg_vmm_range *m);
 int srv_vmm_access(struct srv_client *c, const struct gos_msg_vmm_access *m);
 void srv_vmm_client_gone(struct srv_client *c);
-/* session.c: whether bytes more fit the vGPU's memory share of c (GOS_EBUSY
+/* vgpu.c: room for one more entry in c's allocation table (GOS_ENOMEM
+ * otherwise); whether bytes more fit the memory share of c's vGPU (GOS_EBUSY
  * naming the share otherwise; what: "allocating 4096 bytes"). */
+int srv_alloc_room(struct srv_client *c);
 int srv_share_room(struct srv_client *c, uint64_t bytes, const char *what);
 /* Before a COPY or LAUNCH of c is queued: what it needs made resident. */
 int srv_swap_need(struct srv_client *c, const struct gos_msg_hdr *h, const void *payload);

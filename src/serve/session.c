@@ -5,7 +5,6 @@
  * Process: the daemon (gpuos serve). */
 #include "serve/serve.h"
 
-#include "common/grow.h"
 #include "common/status.h"
 
 #include <stdio.h>
@@ -59,24 +58,6 @@ static void client_free(struct srv_client *c)
     free(c->allocs);
     free(c);
     pthread_cond_broadcast(&s->idle);
-}
-
-/* Room for one more entry in the client's allocation table (allocations,
- * attachments, partition-local memory): GOS_OK, or GOS_ENOMEM with a message. */
-int srv_alloc_room(struct srv_client *c)
-{
-    return gos_grow((void **)&c->allocs, &c->cap_allocs, c->n_allocs, sizeof *c->allocs, 16);
-}
-
-int srv_share_room(struct srv_client *c, uint64_t bytes, const char *what)
-{
-    struct srv_vgpu *v = &c->srv->vgpus[c->vgpu];
-    /* Usage may exceed the quota (`vgpu set` shrank it): the difference would
-     * wrap (issue 15.2). */
-    if (v->mem_used >= v->mem_quota || bytes > v->mem_quota - v->mem_used)
-        return gos_fail(GOS_EBUSY, "vGPU %s: %s would exceed its memory share (%llu of %llu bytes used)",
-                        v->cfg.name, what, (unsigned long long)v->mem_used, (unsigned long long)v->mem_quota);
-    return GOS_OK;
 }
 
 void srv_client_exec_check(struct srv_client *c)

@@ -27,6 +27,19 @@ static inline double now_s(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+/* cuInit, device 0's primary context, current: how the programs start (exit 1
+ * naming the call that failed). */
+static inline CUcontext primary_context(void)
+{
+    CUdevice dev;
+    CUcontext ctx;
+    CK(cuInit(0));
+    CK(cuDeviceGet(&dev, 0));
+    CK(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CK(cuCtxSetCurrent(ctx));
+    return ctx;
+}
+
 /* A CUuuid from its text "xxxxxxxx-xxxx-..." (the private tables' ids). */
 static inline CUuuid uuid_of(const char *s)
 {

@@ -25,12 +25,7 @@ static void show(const char *what, const unsigned char *b, int n)
 
 int main(void)
 {
-    CUdevice dev;
-    CUcontext ctx = NULL, cur = NULL;
-    if (cuInit(0) || cuDeviceGet(&dev, 0) || cuDevicePrimaryCtxRetain(&ctx, dev) || cuCtxSetCurrent(ctx)) {
-        fprintf(stderr, "drv_exports: no context\n");
-        return 1;
-    }
+    CUcontext ctx = primary_context(), cur = NULL;
     const void *tls = NULL, *tctx = NULL;
     CUuuid u;
     /* ids the runtimes ask for that gpuos does not serve: what the driver answers */

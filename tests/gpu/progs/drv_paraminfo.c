@@ -29,14 +29,9 @@ int main(int argc, char **argv)
     size_t n = fread(img, 1, sizeof img, fp);
     fclose(fp);
     (void)n;
-    CUdevice dev;
-    CUcontext ctx;
     CUmodule mod;
     CUfunction f;
-    CK(cuInit(0));
-    CK(cuDeviceGet(&dev, 0));
-    CK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CK(cuCtxSetCurrent(ctx));
+    primary_context();
     CK(cuModuleLoadData(&mod, img));
     CK(cuModuleGetFunction(&f, mod, argv[2]));
     size_t total = 0;

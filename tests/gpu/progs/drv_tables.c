@@ -53,10 +53,7 @@ static void call(const char *tab, int slot, void *f, int first_zero)
 
 int main(void)
 {
-    CUdevice dev;
-    CUcontext ctx;
-    if (cuInit(0) || cuDeviceGet(&dev, 0) || cuDevicePrimaryCtxRetain(&ctx, dev) || cuCtxSetCurrent(ctx))
-        return 1;
+    primary_context();
     static const char *ids[] = {"f8cff951-2146-8b4e-b9e2-fb469e7c0dd9", "da9151d3-3ae6-cc41-a5c0-4f26d533e328"};
     for (int t = 0; t < 2; t++) {
         CUuuid u;
