@@ -425,6 +425,23 @@ static int cmd_info(const char *name)
     return 0;
 }
 
+/* A connection that only asks questions, as the NVML shim's does beside a
+ * framework's own: the vGPU's facts and memory every 5 ms for secs seconds. */
+static int cmd_watch(const char *name, double secs)
+{
+    gpuos_vgpu *g = open_or_die(name);
+    gpuos_vgpu_facts v;
+    uint64_t used, quota;
+    long n = 0;
+    for (double end = now_s() + secs; now_s() < end; n++) {
+        CHECK(!gpuos_vgpu_info(g, &v) && !gpuos_mem_info(g, &used, &quota, NULL), "vgpu info");
+        usleep(5000);
+    }
+    gpuos_close(g);
+    printf("watched %ld\n", n);
+    return 0;
+}
+
 static int cmd_module(const char *name)
 {
     gpuos_vgpu *g = open_or_die(name);
@@ -749,6 +766,8 @@ int main(int argc, char **argv)
         return cmd_prio(argv[2], atoi(argv[3]), strtoull(argv[4], NULL, 0), atoi(argv[5]));
     if (!strcmp(c, "fill") && argc == 4)
         return cmd_fill(argv[2], argv[3]);
+    if (!strcmp(c, "watch") && argc == 4)
+        return cmd_watch(argv[2], atof(argv[3]));
     if (!strcmp(c, "module") && argc == 3)
         return cmd_module(argv[2]);
     fprintf(stderr, "serve_client: bad command\n");

@@ -14,6 +14,7 @@ R="$B/tests/ring_client"
 # RING_SIM=none: the real GPU 0 (tools/gpu_issue9.sh), under isolation = ${RING_ISOLATION:-process}
 SIMLINE="sim = ${RING_SIM:-default}"
 [ "${RING_SIM:-default}" = none ] && SIMLINE=
+export GPUOS_GRANT_LOG=1 # each grant's line in the daemon's log (1b counts them)
 start_daemon "[device 0]
 $SIMLINE
 isolation = ${RING_ISOLATION:-process}
@@ -29,6 +30,22 @@ n=$(echo "$out" | sed -n 's/.* entries \([0-9]*\) .*/\1/p')
 # the socket path alone (GPUOS_RING=0) gives the same bytes
 out=$(GPUOS_RING=0 timeout 60 "$R" exact a) || fail "exact without the ring: $out"
 echo "$out" | grep -q "ring_passes 0 entries 0 granted 0" || fail "GPUOS_RING=0 still used a ring: $out"
+
+# 1b. a lone client beside a connection that only asks questions (the NVML
+#     shim's, which PyTorch and JAX open too) keeps one grant: nobody waits, so
+#     the grant is neither cut short before a launch nor handed to nobody (it
+#     was every few milliseconds, each time a drain and a new grant: PyTorch's
+#     bf16 product ran at 0.945 x native alone on the H200)
+SC="$B/tests/serve_client"
+"$SC" watch a 4 > "$T/watch" 2>&1 & WP=$!
+sleep 0.3
+g0=$(grep -c "grant vgpu 0:" "$T/serve.log")
+out=$(timeout 60 "$SC" stream a 200000 1.5 0 0) || fail "stream beside a watcher: $out"
+sleep 0.2
+g1=$(grep -c "grant vgpu 0:" "$T/serve.log")
+wait $WP || fail "the watching connection failed: $(cat "$T/watch")"
+echo "lone client beside a watching connection: $(echo "$out" | tail -1), $((g1 - g0)) grants"
+[ $((g1 - g0)) -le 4 ] || fail "a lone client took $((g1 - g0)) grants in 1.5 s beside an idle connection"
 
 # 2. hostile entries: refused to that client, executor and daemon unharmed
 # asynchronous work does not wait for the GPU: a small HtoD behind a long
@@ -62,7 +79,6 @@ done
 #     memsets are inline HtoD copies) next to a tenant of 50 ms kernels keeps
 #     a fair part of its alone rate: its compute grant runs its copies too (a
 #     hand-over at each copy once cost it a 50 ms kernel each: 0.5 % of alone)
-SC="$B/tests/serve_client"
 n_alone=$(timeout 60 "$SC" stream a 20000 2 400 40 10 | sed -n 's/^launches //p')
 timeout 60 "$SC" burst b 50000000 6 4 >"$T/hb" 2>&1 & HB=$!
 sleep 0.5

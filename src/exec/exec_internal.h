@@ -34,6 +34,8 @@
 #define XE_RING_AHEAD 4
 #define XE_RING_AHEAD_NS 1000000ull
 #define XE_RING_AHEAD_MAX 64
+/* marks in the look-ahead (one per half of the limit, and one to spare) */
+#define XE_RING_MARKS 4
 /* Inline HtoD data is copied into one of these private pinned buffers and the
  * entry answered once its copy is issued (the slot is the client's again): the
  * host buffer may be reused and every later request sees the data, as CUDA
@@ -99,14 +101,17 @@ struct xe {
     uint32_t ring_ahead;      /* asynchronous entries issued since the stream was last waited for */
     uint64_t ring_ahead_t0;   /* when the first of them was issued */
     uint64_t ring_entry_ns;   /* measured device time per asynchronous entry (0: not yet) */
-    /* the look-ahead's half-way mark: an event recorded after the first
-     * half_n of the ring_ahead entries, so that reaching the limit waits for
-     * those only and the device keeps the rest (no drain to empty) */
-    void *half_ev;            /* created on first use; NULL when events cannot be had */
-    int half_set;             /* recorded and not yet waited for */
-    uint32_t half_n;          /* entries up to the mark */
-    uint32_t since_half;      /* entries issued since the last mark */
-    uint64_t half_t0;         /* when the first entry after the mark was issued */
+    /* the look-ahead's marks: an event recorded after every half of the limit,
+     * oldest first, so that reaching the limit waits for the oldest only and the
+     * device keeps the later entries (no drain to empty: with one mark the
+     * second wait of every two found it behind the last entry and drained) */
+    struct xe_mark {
+        void *ev;             /* created on first use */
+        uint32_t n;           /* entries between the previous mark and this one */
+        uint64_t t;           /* when it was recorded */
+    } mark[XE_RING_MARKS];
+    uint32_t mark_head, mark_n; /* the oldest, how many are recorded and not waited for */
+    uint32_t since_mark;      /* entries issued since the newest mark */
 };
 
 struct xr;

@@ -448,8 +448,9 @@ static void xe_free(struct xe *x)
             gos_exec_module_unload(x->dev, x->modules[i]);
     if (x->ring_bounce)
         gos_exec_host_free(x->dev, x->ring_bounce);
-    if (x->half_ev)
-        gos_exec_event_destroy(x->dev, x->half_ev);
+    for (int i = 0; i < XE_RING_MARKS; i++)
+        if (x->mark[i].ev)
+            gos_exec_event_destroy(x->dev, x->mark[i].ev);
     for (int e = 0; e < XE_ENGINES; e++)
         gos_exec_engine_free(x->dev, x->streams[e], x->ev[e]);
     pthread_mutex_unlock(&x->lock);

@@ -213,9 +213,12 @@ static int held_ready(void *arg)
 }
 
 /* Whether the next entry, issued now behind what is on the device, would
- * likely end after the grant's deadline. */
+ * likely end after the grant's deadline, while other clients share the device
+ * (the daemon's idle_yield_us; alone, the daemon keeps the deadline ahead). */
 static int over_deadline(struct xr *r)
 {
+    if (!atomic_load_explicit(&r->gp->idle_yield_us, memory_order_relaxed))
+        return 0; /* no other client works on the device: nobody to stop short for */
     xe_ring_lock(r->x, 1); /* the socket path's engine switch waits for the ring's stream too */
     uint64_t per = r->x->ring_entry_ns, ahead = r->x->ring_ahead;
     xe_ring_lock(r->x, 0);
@@ -238,7 +241,13 @@ static void *ring_main(void *arg)
             uint64_t t0 = gos_now_ns();
             int drained = xe_ring_drained(r->x); /* nothing of the client's left on the device */
             struct held_wait w = {r, idle ? t0 + (uint64_t)idle * 1000u : 0};
-            gos_ring_wait(&c->sq_futex, &c->exec_sleeping, spin > 1000 ? 1000 : spin, 0, held_ready, &w);
+            /* asleep until the first of them (the daemon may move the deadline meanwhile) */
+            for (unsigned s = spin > 1000 ? 1000 : spin;; s = 0) {
+                uint64_t dl = atomic_load_explicit(&r->gp->deadline_ns, memory_order_acquire), now = gos_now_ns();
+                uint64_t end = w.until && w.until < dl ? w.until : dl;
+                if (gos_ring_wait(&c->sq_futex, &c->exec_sleeping, s, end > now ? end - now : 1, held_ready, &w))
+                    break;
+            }
             if (drained)
                 bump(&r->gp->idle_ns, gos_now_ns() - t0);
             if (!pending(r)) {

@@ -54,8 +54,8 @@ static void ring_learn(struct xe *x, uint32_t n, uint64_t t0)
 static void ring_ahead_reset(struct xe *x)
 {
     x->ring_ahead = 0;
-    x->half_set = 0;
-    x->since_half = 0;
+    x->mark_n = 0;
+    x->since_mark = 0;
 }
 
 /* The stream was waited for with ring_ahead entries on it: learn their time. */
@@ -65,43 +65,48 @@ static void ring_ahead_done(struct xe *x)
     ring_ahead_reset(x);
 }
 
-/* The look-ahead is full: wait for the entries before the half-way mark when
- * there is one (the device keeps the later ones queued: a client issuing small
- * kernels back to back keeps the GPU busy), else for the stream. */
+/* The look-ahead is full: wait for the oldest marks until it is not (the
+ * device keeps the entries behind them queued: a client issuing kernels back
+ * to back keeps the GPU busy), for the stream when no mark is left. */
 static int ring_ahead_wait(struct xe *x, void *st)
 {
     int rc;
-    if (x->half_set && x->half_n < x->ring_ahead) {
-        if ((rc = gos_exec_event_sync(x->dev, x->half_ev)))
+    while (x->mark_n && x->ring_ahead >= ring_ahead_limit(x)) {
+        struct xe_mark *m = &x->mark[x->mark_head];
+        if ((rc = gos_exec_event_sync(x->dev, m->ev)))
             return rc;
-        ring_learn(x, x->half_n, x->ring_ahead_t0);
-        x->ring_ahead -= x->half_n;
-        x->ring_ahead_t0 = x->half_t0;
-        x->half_set = 0;
-        if (x->ring_ahead < ring_ahead_limit(x))
-            return GOS_OK;
+        ring_learn(x, m->n, x->ring_ahead_t0);
+        x->ring_ahead -= m->n;
+        x->ring_ahead_t0 = m->t;
+        x->mark_head = (x->mark_head + 1) % XE_RING_MARKS;
+        x->mark_n--;
     }
+    if (x->ring_ahead < ring_ahead_limit(x))
+        return GOS_OK;
     if ((rc = gos_exec_stream_sync(x->dev, st)))
         return rc;
     ring_ahead_done(x);
     return GOS_OK;
 }
 
-/* One more asynchronous entry on the stream: the mark goes after half the limit. */
+/* One more asynchronous entry on the stream: a mark after every half of the
+ * limit (while a slot is free; events that cannot be had leave the stream's
+ * wait). */
 static void ring_ahead_issued(struct xe *x, void *st)
 {
     if (!x->ring_ahead++)
         x->ring_ahead_t0 = gos_ring_now_ns();
     uint32_t half = ring_ahead_limit(x) / 2;
-    if (x->half_set || !half || ++x->since_half < half)
+    if (++x->since_mark < (half ? half : 1) || x->mark_n == XE_RING_MARKS)
         return;
-    if (!x->half_ev && gos_exec_event_create(x->dev, &x->half_ev))
-        x->half_ev = NULL;
-    if (x->half_ev && !gos_exec_event_record(x->dev, x->half_ev, st)) {
-        x->half_set = 1;
-        x->half_n = x->ring_ahead;
-        x->half_t0 = gos_ring_now_ns();
-        x->since_half = 0;
+    struct xe_mark *m = &x->mark[(x->mark_head + x->mark_n) % XE_RING_MARKS];
+    if (!m->ev && gos_exec_event_create(x->dev, &m->ev))
+        m->ev = NULL;
+    if (m->ev && !gos_exec_event_record(x->dev, m->ev, st)) {
+        m->n = x->since_mark;
+        m->t = gos_ring_now_ns();
+        x->mark_n++;
+        x->since_mark = 0;
     }
 }
 

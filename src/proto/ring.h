@@ -175,7 +175,9 @@ static inline int gos_ring_wait_held(_Atomic uint32_t *word, _Atomic uint32_t *s
         uint32_t seen = atomic_load_explicit(word, memory_order_seq_cst);
         atomic_fetch_add_explicit(sleeping, 1, memory_order_seq_cst);
         if (!ready(arg)) {
-            struct timespec ts = {0, 10000000}; /* re-check every 10 ms: a lost wake-up costs no hang */
+            /* re-check every 10 ms (a lost wake-up costs no hang), or at the timeout */
+            uint64_t left = timeout_ns && timeout_ns - (now - t0) < 10000000u ? timeout_ns - (now - t0) : 10000000u;
+            struct timespec ts = {0, (long)left};
             syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT, seen, &ts, NULL, 0);
         }
         atomic_fetch_sub_explicit(sleeping, 1, memory_order_seq_cst);

@@ -130,7 +130,7 @@ static int do_hello(struct srv_client *c, const struct gos_msg_hello *m, struct 
                 snprintf(why, sizeof why, "vGPU %s was deleted (gpuos vgpu delete --force)", m->vgpu);
                 srv_exec_fail(c->x, why);
             }
-            srv_ring_rotation(s, s->vgpus[v].cfg.device); /* a lone client's ring now yields when idle */
+            srv_ring_rotation(s, s->vgpus[v].cfg.device); /* counted from its first task (c->worked) */
             r->vgpu_id = (uint32_t)v;
             r->device = (uint32_t)s->vgpus[v].cfg.device;
             r->server_version = GOS_PROTOCOL_VERSION;
@@ -804,6 +804,7 @@ static int msg_sync(struct srv_client *c, const struct gos_msg_hdr *h, void *p, 
         c->sticky_msg[0] = 0;
         return bad ? -1 : 0;
     }
+    srv_ring_end_soon(c); /* it waits for all of c: a grant of its ring ends now, not at its deadline */
     return 0;
 }
 

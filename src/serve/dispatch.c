@@ -104,6 +104,10 @@ static struct srv_task *task_new(struct srv_client *c, int kind, int priority)
     t->st.vgpu = (uint32_t)c->vgpu;
     t->st.kind = kind;
     t->st.priority = priority;
+    if (!c->worked) { /* its first: it shares the device from now on */
+        c->worked = 1;
+        srv_ring_rotation(c->srv, c->srv->vgpus[c->vgpu].cfg.device);
+    }
     c->refs++;
     c->outstanding++;
     if (c->pending_tail)

@@ -205,6 +205,9 @@ struct srv_client {
     void *ring;
     struct gos_grant_page *gp; /* the ring's grant page (the daemon's and the executor's only) */
     int ring_queued;           /* a grant task of it is queued or running */
+    int worked;                /* it has asked for the device (a task): only such clients
+                                * share it (srv_ring_rotation); a connection that only
+                                * asks questions (the NVML shim's) is nobody's neighbour */
     _Atomic int ring_end;      /* a socket request waits for all of it: that grant ends
                                 * at once (srv_ring_end_soon), not at its deadline */
     uint64_t ring_busy_seen, ring_entries_seen, ring_copy_seen, ring_copy_entries_seen;
@@ -293,7 +296,8 @@ struct srv_dev {
     int bell_fd;
     pthread_t bell_thread;
     int bell_started;
-    int clients_now; /* clients on it (srv_ring_rotation): a lone one's grants are of any kind */
+    int clients_now; /* clients on it that have asked for it (srv_ring_rotation): a lone one's
+                      * grants are of any kind and never yield to nobody */
 };
 
 struct srv {
