@@ -383,7 +383,10 @@ int gcl_ring_copy(gpuos_vgpu *g, uint32_t dir, gpuos_dptr d, void *dst, const vo
     e.bytes = n;
     uint32_t idx;
     int rc;
-    if (n <= g->ring_inline) {
+    /* a small copy travels inline in the slot, but an asynchronous DtoH into
+     * registered host memory goes there directly, answered once issued (CUDA's
+     * own contract for pinned memory: the shim's event marks are such copies) */
+    if (n <= g->ring_inline && !(async && region >= 0 && dir == GOS_OP_DTOH)) {
         e.flags = GOS_RING_F_INLINE;
         /* An asynchronous HtoD's bytes are in the slot, which is not reused
          * before the executor is done with the entry: nothing to wait for (an

@@ -96,6 +96,8 @@ struct CUevent_st {
     int recorded; /* 1: host clock in t; 2: GPU timestamp in the pool's slot; 3: no timing (queued) */
     int slot;     /* its 8 bytes in the event pool, -1 none */
     struct timespec t;
+    uint64_t seq; /* the number its last record writes into the pool's host word (0: none) */
+    uint64_t at;  /* when (gos_now_ns) */
 };
 
 struct range {
