@@ -19,6 +19,7 @@
 #include <cuda.h>
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <time.h>
@@ -212,12 +213,19 @@ static void test_memset(void)
     free(want);
 }
 
-static unsigned host_fn_saw;
+/* A host function: reads what a copy queued before it wrote into pinned
+ * memory, writes what a copy queued after it takes, and may call no CUDA. */
+static struct {
+    uint32_t *pin; /* [0]: in, [1]: out */
+    pthread_t caller, ran_in;
+    CUresult inside;
+} hf;
 static void host_fn(void *arg)
 {
-    unsigned v = 0;
-    cuMemcpyDtoH(&v, *(CUdeviceptr *)arg + 100, 4);
-    host_fn_saw = v;
+    (void)arg;
+    hf.pin[1] = hf.pin[0] + 1;
+    hf.ran_in = pthread_self();
+    hf.inside = cuCtxSynchronize();
 }
 
 /* The built-in module: fill through kernelParams and through the packed
@@ -353,10 +361,27 @@ static void test_launch(void)
     for (size_t i = 0; i < words; i++)
         good &= h[i] == 7;
     TRUE(good);
-    /* a host function runs after the work queued before it */
+    /* a host function runs after the work queued before it (here behind a
+     * 100 ms kernel, without the caller waiting for it: in another thread) and
+     * before the work queued after it; CUDA calls inside it are refused */
+    CHECK(cuMemHostAlloc((void **)&hf.pin, 8, 0));
+    hf.pin[0] = hf.pin[1] = 0;
+    hf.caller = pthread_self();
     CHECK(cuMemsetD32Async(a, 9, words, s));
-    CHECK(cuLaunchHostFunc(s, host_fn, &a));
-    TRUE(host_fn_saw == 9);
+    ns = 100000000ull;
+    clock_gettime(CLOCK_MONOTONIC, &h0);
+    CHECK(cuLaunchKernel(sleepk, 1, 1, 1, 1, 1, 1, 0, s, sargs, NULL));
+    CHECK(cuMemcpyDtoHAsync(&hf.pin[0], a + 100, 4, s));
+    CHECK(cuLaunchHostFunc(s, host_fn, NULL));
+    CHECK(cuMemcpyHtoDAsync(a + 200, &hf.pin[1], 4, s));
+    clock_gettime(CLOCK_MONOTONIC, &h1);
+    host_ms = (double)(h1.tv_sec - h0.tv_sec) * 1e3 + (double)(h1.tv_nsec - h0.tv_nsec) / 1e6;
+    TRUE(host_ms < 90.0);
+    unsigned got = 0;
+    CHECK(cuMemcpyDtoH(&got, a + 200, 4));
+    TRUE(hf.pin[1] == 10 && got == 10);
+    TRUE(!pthread_equal(hf.ran_in, hf.caller) && hf.inside == CUDA_ERROR_NOT_PERMITTED);
+    CHECK(cuMemFreeHost(hf.pin));
     /* error paths on handles */
     CUevent e2;
     CHECK(cuEventCreate(&e2, 0));

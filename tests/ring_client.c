@@ -7,7 +7,7 @@
  *   ring_client share VGPU S BYTES prints its executor's pid, allocates BYTES of
  *                                  device memory, byte-exact passes for S seconds
  *   ring_client hostile VGPU       writes malformed entries into its own ring
- *                                  (bad opcode, flags, ranges, lengths, functions,
+ *                                  (bad opcode, flags, ranges, lengths, functions, gates,
  *                                  geometry), and rewrites slots while the
  *                                  executor reads them: each refused with an error
  *                                  to this client, the session still works after
@@ -304,6 +304,11 @@ static int cmd_hostile(const char *va)
          GPUOS_EINVAL, "grid"},
         {"fill of a foreign range", {.op = GOS_OP_LAUNCH, .func = f, .grid = {1, 1, 1}, .block = {32, 1, 1},
                                      .param_bytes = 24}, GPUOS_EINVAL, "not inside an allocation"},
+        {"gate on no region", {.op = GOS_OP_GATE, .region = 63, .dptr2 = UINT64_MAX}, GPUOS_EINVAL, "region"},
+        {"gate word unaligned", {.op = GOS_OP_GATE, .region = g->stage_region, .offset = 4, .dptr2 = UINT64_MAX},
+         GPUOS_EINVAL, "8-aligned"},
+        {"gate word past its region", {.op = GOS_OP_GATE, .region = g->stage_region, .offset = UINT64_MAX - 7,
+                                       .dptr2 = UINT64_MAX}, GPUOS_EINVAL, "region"},
     };
     struct {
         uint64_t p;

@@ -95,6 +95,12 @@ int gpuos_memcpy_dtod(gpuos_vgpu *g, gpuos_dptr dst, gpuos_dptr src, size_t n);
 int gpuos_memcpy_htod_async(gpuos_vgpu *g, gpuos_dptr dst, const void *src, size_t n);
 int gpuos_memcpy_dtoh_async(gpuos_vgpu *g, void *dst, gpuos_dptr src, size_t n);
 int gpuos_memcpy_dtod_async(gpuos_vgpu *g, gpuos_dptr dst, gpuos_dptr src, size_t n);
+/* A gate in the queue: work queued after it waits until *word >= value, the
+ * device going on with the work before it (CUDA's host functions: the program's
+ * own thread runs the function once the work before it is done, then opens the
+ * gate). word: 8-aligned memory of gpuos_host_alloc(), written by the program.
+ * GPUOS_EUNSUPPORTED without the fast path (isolation = none, GPUOS_RING=0). */
+int gpuos_gate(gpuos_vgpu *g, const uint64_t *word, uint64_t value);
 
 /* Modules: image bytes (fatbin, cubin or PTX text), or the daemon's built-in
  * module by name: "builtin" (kernels loop, madd, mmul, fill, empty with the same

@@ -175,6 +175,9 @@ int gcl_ring_copy(gpuos_vgpu *g, uint32_t dir, gpuos_dptr d, void *dst, const vo
 int gcl_ring_dtod(gpuos_vgpu *g, gpuos_dptr dst, gpuos_dptr src, size_t n, int async);
 int gcl_ring_launch(gpuos_vgpu *g, const struct gos_msg_launch *m, const void *params);
 int gcl_ring_fence(gpuos_vgpu *g);
+/* A GATE entry (proto/ring.h): later entries wait until *word >= value; word
+ * lies at offset off of region (memory of gpuos_host_alloc). */
+int gcl_ring_gate(gpuos_vgpu *g, const uint64_t *word, uint64_t value, uint32_t region, uint64_t off);
 /* copies.c: the socket path, for the ring's replays */
 int gcl_sock_copy_region(gpuos_vgpu *g, uint32_t dir, uint32_t region, uint64_t off, gpuos_dptr d, size_t n, int async);
 int gcl_sock_copy_host(gpuos_vgpu *g, uint32_t dir, gpuos_dptr d, void *dst, const void *src, size_t n);

@@ -569,6 +569,17 @@ int gcl_sock_dtod(gpuos_vgpu *g, gpuos_dptr dst, gpuos_dptr src, size_t n, int a
     return gcl_wait_reply(g, seq, GOS_MSG_COPY, NULL, NULL);
 }
 
+static int gate(gpuos_vgpu *g, const uint64_t *word, uint64_t value)
+{
+    struct hostbuf *b = word ? hostbuf_of(g, word, sizeof *word) : NULL;
+    if (!b || (uintptr_t)word % 8)
+        return gos_fail(GOS_EINVAL, "a gate's word must be 8-aligned memory of gpuos_host_alloc");
+    if (!gcl_ring_ok(g))
+        return gos_fail(GOS_EUNSUPPORTED, "gates need the ring (isolation = process or mps, GPUOS_RING on)");
+    return gcl_ring_gate(g, word, value, b->region, (uint64_t)((const char *)word - (const char *)b->ptr));
+}
+int gpuos_gate(gpuos_vgpu *g, const uint64_t *word, uint64_t value) { LOCKED(g, gate(g, word, value)); }
+
 int gpuos_memcpy_htod(gpuos_vgpu *g, gpuos_dptr dst, const void *src, size_t n) { LOCKED(g, htod(g, dst, src, n, 0)); }
 int gpuos_memcpy_dtoh(gpuos_vgpu *g, void *dst, gpuos_dptr src, size_t n) { LOCKED(g, dtoh(g, dst, src, n, 0)); }
 int gpuos_memcpy_dtod(gpuos_vgpu *g, gpuos_dptr dst, gpuos_dptr src, size_t n) { LOCKED(g, dtod(g, dst, src, n, 0)); }

@@ -25,6 +25,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdatomic.h>
+#include <time.h>
 
 /* The executor spins this long for the next entry before it sleeps
  * (GPUOS_RING_SPIN_US): long enough for a client that submits back to back,
@@ -176,6 +177,20 @@ static int wait_entry(gpuos_vgpu *g, uint32_t idx, unsigned spin)
     return GOS_OK;
 }
 
+/* A revoked GATE: what follows goes over the socket in order, so this client
+ * waits for the word itself (its writer is another thread of the program). */
+static int replay_gate(gpuos_vgpu *g, const struct gos_ring_ent *s)
+{
+    const volatile uint64_t *w = (const volatile uint64_t *)(uintptr_t)s->dptr;
+    for (uint64_t t0 = gos_ring_now_ns(); *w < s->dptr2;) {
+        if (gos_ring_now_ns() - t0 > (uint64_t)g->timeout_ms * 1000000u)
+            return gos_fail(GOS_ETIMEDOUT, "a gate (a host function) stayed closed for %d ms", g->timeout_ms);
+        struct timespec ts = {0, 20000};
+        nanosleep(&ts, NULL);
+    }
+    return GOS_OK;
+}
+
 /* Sends a revoked entry over the socket (its slot still holds the request). */
 static int replay(gpuos_vgpu *g, struct gos_ring_ent *s)
 {
@@ -202,6 +217,7 @@ static int replay(gpuos_vgpu *g, struct gos_ring_ent *s)
         rc = gcl_send_req(g, GOS_MSG_LAUNCH, &m, sizeof m, s->data, s->param_bytes, -1, &seq);
         break;
     }
+    case GOS_OP_GATE: rc = replay_gate(g, s); break;
     default: rc = gcl_call(g, GOS_MSG_SYNC, NULL, 0, -1, NULL, 0); break;
     }
     g->ring_replaying = 0;
@@ -383,10 +399,12 @@ int gcl_ring_copy(gpuos_vgpu *g, uint32_t dir, gpuos_dptr d, void *dst, const vo
     e.bytes = n;
     uint32_t idx;
     int rc;
-    /* a small copy travels inline in the slot, but an asynchronous DtoH into
-     * registered host memory goes there directly, answered once issued (CUDA's
-     * own contract for pinned memory: the shim's event marks are such copies) */
-    if (n <= g->ring_inline && !(async && region >= 0 && dir == GOS_OP_DTOH)) {
+    /* a small copy travels inline in the slot, but an asynchronous one from or
+     * into registered host memory goes by the region, answered once issued and
+     * read or written when it runs (CUDA's contract for pinned memory: a host
+     * function queued before it may write its bytes; the shim's event marks are
+     * such copies) */
+    if (n <= g->ring_inline && !(async && region >= 0)) {
         e.flags = GOS_RING_F_INLINE;
         /* An asynchronous HtoD's bytes are in the slot, which is not reused
          * before the executor is done with the entry: nothing to wait for (an
@@ -444,6 +462,20 @@ int gcl_ring_launch(gpuos_vgpu *g, const struct gos_msg_launch *m, const void *p
     e.param_bytes = m->param_bytes;
     uint32_t idx;
     return submit(g, &e, params, m->param_bytes, &idx);
+}
+
+int gcl_ring_gate(gpuos_vgpu *g, const uint64_t *word, uint64_t value, uint32_t region, uint64_t off)
+{
+    struct gos_ring_ent e;
+    memset(&e, 0, offsetof(struct gos_ring_ent, rc));
+    e.op = GOS_OP_GATE;
+    e.flags = GOS_RING_F_ASYNC;
+    e.region = region;
+    e.offset = off;
+    e.dptr = (uint64_t)(uintptr_t)word; /* for a replay here */
+    e.dptr2 = value;
+    uint32_t idx;
+    return submit(g, &e, NULL, 0, &idx);
 }
 
 int gcl_ring_fence(gpuos_vgpu *g)

@@ -133,10 +133,16 @@ int shim_sync(void);
 int queued_one(int rc);
 
 /* Every call after cuInit: the client, or the error cuInit ended with. */
+/* Set while a host function runs (stream.c): CUDA calls from it are refused, as
+ * CUDA refuses them (CUDA_ERROR_NOT_PERMITTED), instead of waiting on their own
+ * host function's gate. */
+extern _Thread_local int shim_in_host_fn;
 #define NEED_INIT()                                                                                                    \
     do {                                                                                                               \
         if (!S.inited)                                                                                                 \
             return CUDA_ERROR_NOT_INITIALIZED;                                                                         \
+        if (shim_in_host_fn)                                                                                           \
+            return CUDA_ERROR_NOT_PERMITTED;                                                                           \
         if (S.init_rc)                                                                                                 \
             return S.init_rc;                                                                                          \
     } while (0)

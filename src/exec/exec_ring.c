@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -54,7 +55,9 @@ struct xr {
 /* The grant an entry needs. */
 static uint32_t kind_of(const struct gos_ring_ent *e)
 {
-    return e->op == GOS_OP_LAUNCH ? GOS_GRANT_COMPUTE : e->op == GOS_OP_FENCE ? GOS_GRANT_ANY : GOS_GRANT_COPY;
+    return e->op == GOS_OP_LAUNCH                          ? GOS_GRANT_COMPUTE
+           : e->op == GOS_OP_FENCE || e->op == GOS_OP_GATE ? GOS_GRANT_ANY
+                                                           : GOS_GRANT_COPY;
 }
 
 /* Whether a grant of kind `grant` runs an entry needing `need`. A compute
@@ -226,6 +229,33 @@ static int over_deadline(struct xr *r)
     return per && gos_now_ns() + per * (ahead + 1) > dl;
 }
 
+/* A GATE entry at the head (exec_run.c checks it): waits until its host word
+ * reaches its value, the device going on with what was issued before it. 0:
+ * open (or not a word of this client's: the entry is refused), 1: the grant's
+ * deadline passed first (the entry stays for the next grant), -1: stop. The
+ * word is read under the executor's lock, which a region's removal takes. */
+static int gate_wait(struct xr *r, const struct gos_ring_ent *e)
+{
+    for (unsigned i = 0;; i++) {
+        xe_ring_lock(r->x, 1);
+        const volatile uint64_t *w = e->offset % 8 ? NULL : xe_host_of(r->x, e->region, e->offset, 8);
+        int open = !w || *w >= e->dptr2;
+        xe_ring_lock(r->x, 0);
+        if (open || gp_state(r) == GOS_GRANT_REVOKE)
+            return 0;
+        if (atomic_load_explicit(&r->stop, memory_order_acquire))
+            return -1;
+        if (gos_now_ns() >= atomic_load_explicit(&r->gp->deadline_ns, memory_order_acquire))
+            return 1;
+        if (i < 4096) { /* a host function of a few microseconds: spin */
+            gos_ring_relax();
+        } else {
+            struct timespec ts = {0, 20000};
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
 static void *ring_main(void *arg)
 {
     struct xr *r = arg;
@@ -286,6 +316,15 @@ static void *ring_main(void *arg)
                         return NULL;
                     if (!g && !fits(r->kind, need)) { /* granted the other kind meanwhile: hand it back */
                         yield(r, need);
+                        continue;
+                    }
+                }
+                if (r->gen && e.op == GOS_OP_GATE) {
+                    int g = gate_wait(r, &e);
+                    if (g < 0)
+                        return NULL;
+                    if (g) { /* closed past the deadline: the next grant tries again */
+                        yield(r, GOS_GRANT_COMPUTE);
                         continue;
                     }
                 }

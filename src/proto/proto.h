@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 /* Bump this if any of the messages, structs or constants below change. */
-#define GOS_PROTOCOL_VERSION 5 /* 2: kernel names up to 4095 characters (C++ mangled names); 3: one gos_op_kind (a COPY's dir from 1); 4: VMM_*; 5: REGION_ADD's addr */
+#define GOS_PROTOCOL_VERSION 6 /* 2: kernel names up to 4095 characters (C++ mangled names); 3: one gos_op_kind (a COPY's dir from 1); 4: VMM_*; 5: REGION_ADD's addr; 6: ring GATE entries */
 /* Where clients and `gpuos serve` meet when neither --socket, the configuration
  * file's socket = nor $GPUOS_SOCKET says otherwise (the systemd unit's
  * RuntimeDirectory=gpuos). */
@@ -110,6 +110,7 @@ enum gos_op_kind {
     GOS_OP_DTOD,     /* device (dptr2) -> device (dptr) */
     GOS_OP_LAUNCH,   /* a kernel */
     GOS_OP_FENCE,    /* ring only: waits for everything before it */
+    GOS_OP_GATE,     /* ring only: later entries wait for a word of host memory */
 };
 
 struct gos_msg_hdr {

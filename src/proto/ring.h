@@ -46,7 +46,11 @@
  *   GOS_OP_DTOH    dptr -> region/offset (or into the slot's data)
  *   GOS_OP_DTOD    dptr2 -> dptr
  *   GOS_OP_LAUNCH  func, geometry, param_bytes of parameters in data
- *   GOS_OP_FENCE   waits for everything before it; answers the first asynchronous error */
+ *   GOS_OP_FENCE   waits for everything before it; answers the first asynchronous error
+ *   GOS_OP_GATE    the entries after it wait until the u64 at region/offset (host memory,
+ *                  8-aligned) is at least dptr2 (dptr: the client's own address of that
+ *                  word, for its replay over the socket); the device goes on with what is
+ *                  before it (CUDA's host functions: subsequent work waits for them) */
 enum { GOS_RING_F_INLINE = 1u, GOS_RING_F_ASYNC = 2u };
 
 struct gos_ring_ent {
