@@ -45,6 +45,7 @@ struct xr {
     int bell;                  /* the device's doorbell (eventfd), -1 none */
     uint32_t gen;              /* the grant held (0: none) */
     uint32_t ran;              /* entries run in this grant */
+    uint64_t len_ns;           /* the grant's length as the daemon gave it */
     uint32_t kind;             /* its kind */
     /* the grant's synchronisations: how many, the first's wait, the shortest
      * later one (the switch's cost, gos_grant_page.switch_ns) */
@@ -114,6 +115,8 @@ static int take(struct xr *r)
     if (gp_state(r) == GOS_GRANT_RUN && g != atomic_load_explicit(&r->gp->done_gen, memory_order_acquire)) {
         r->gen = g;
         r->ran = 0;
+        uint64_t dl = atomic_load_explicit(&r->gp->deadline_ns, memory_order_acquire), now = gos_now_ns();
+        r->len_ns = dl > now ? dl - now : 0;
         r->kind = atomic_load_explicit(&r->gp->kind, memory_order_acquire);
         r->fences = 0;
         atomic_store_explicit(&gos_ring_ctl(r->base)->running, 1, memory_order_relaxed);
@@ -216,8 +219,9 @@ static int held_ready(void *arg)
 }
 
 /* Whether the next entry, issued now behind what is on the device, would
- * likely end after the grant's deadline, while other clients share the device
- * (the daemon's idle_yield_us; alone, the daemon keeps the deadline ahead). */
+ * likely end after the grant's deadline or more than the grant's length from
+ * now, while other clients share the device (the daemon's idle_yield_us; alone,
+ * the daemon keeps the deadline ahead). */
 static int over_deadline(struct xr *r)
 {
     if (!atomic_load_explicit(&r->gp->idle_yield_us, memory_order_relaxed))
@@ -225,8 +229,12 @@ static int over_deadline(struct xr *r)
     xe_ring_lock(r->x, 1); /* the socket path's engine switch waits for the ring's stream too */
     uint64_t per = r->x->ring_entry_ns, ahead = r->x->ring_ahead;
     xe_ring_lock(r->x, 0);
-    uint64_t dl = atomic_load_explicit(&r->gp->deadline_ns, memory_order_acquire);
-    return per && gos_now_ns() + per * (ahead + 1) > dl;
+    uint64_t dl = atomic_load_explicit(&r->gp->deadline_ns, memory_order_acquire), now = gos_now_ns();
+    /* nor more than the grant's own length ahead: the daemon moves the
+     * deadline on while nobody waits, but a neighbour that asks meanwhile
+     * would wait for every unpreemptible kernel issued by then */
+    uint64_t end = now + per * (ahead + 1);
+    return per && (end > dl || per * (ahead + 1) > r->len_ns);
 }
 
 /* A GATE entry at the head (exec_run.c checks it): waits until its host word
