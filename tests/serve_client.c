@@ -425,6 +425,29 @@ static int cmd_info(const char *name)
     return 0;
 }
 
+/* A gate its client keeps closed for secs seconds, with a launch queued behind
+ * it (a host function that takes long, or a hostile ring); opened, the launch
+ * runs and the queue synchronises. */
+static int cmd_gate(const char *name, double secs)
+{
+    gpuos_vgpu *g = open_or_die(name);
+    gpuos_function f = sleep_fn(g);
+    uint64_t *w = NULL;
+    CHECK(!gpuos_host_alloc(g, 4096, (void **)&w), "host alloc");
+    w[0] = 0;
+    CHECK(gpuos_gate(g, w + 1, 0) == GPUOS_OK && gpuos_gate(g, (uint64_t *)((char *)w + 4), 1) == GPUOS_EINVAL &&
+              gpuos_gate(g, (const uint64_t *)&secs, 1) == GPUOS_EINVAL,
+          "gates on unaligned or unregistered words must be refused");
+    CHECK(!gpuos_gate(g, w, 1), "gate: %s", gpuos_error());
+    launch_sleep(g, f, 1000000);
+    usleep((useconds_t)(secs * 1e6));
+    __atomic_store_n(w, 1, __ATOMIC_RELEASE);
+    CHECK(!gpuos_synchronize(g), "synchronise after the gate opened: %s", gpuos_error());
+    printf("gate held %.1f s, then opened\n", secs);
+    gpuos_close(g);
+    return 0;
+}
+
 /* A connection that only asks questions, as the NVML shim's does beside a
  * framework's own: the vGPU's facts and memory every 5 ms for secs seconds. */
 static int cmd_watch(const char *name, double secs)
@@ -766,6 +789,8 @@ int main(int argc, char **argv)
         return cmd_prio(argv[2], atoi(argv[3]), strtoull(argv[4], NULL, 0), atoi(argv[5]));
     if (!strcmp(c, "fill") && argc == 4)
         return cmd_fill(argv[2], argv[3]);
+    if (!strcmp(c, "gate") && argc == 4)
+        return cmd_gate(argv[2], atof(argv[3]));
     if (!strcmp(c, "watch") && argc == 4)
         return cmd_watch(argv[2], atof(argv[3]));
     if (!strcmp(c, "module") && argc == 3)

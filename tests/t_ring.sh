@@ -88,6 +88,18 @@ echo "stream with copies: alone ${n_alone:-0} launches, next to 50 ms kernels ${
 awk -v a="${n_alone:-0}" -v b="${n_next:-0}" 'BEGIN { exit !(a > 0 && b >= 0.15 * a) }' ||
     fail "a streaming tenant with copies got ${n_next:-0} launches next to 50 ms kernels, ${n_alone:-0} alone"
 
+# 4c. a gate its client keeps closed (a slow host function, or a hostile ring)
+#     holds only that client: the other streams on, and once opened the work
+#     behind it runs
+n_b=$(timeout 60 "$SC" stream b 20000 1.5 0 0 | sed -n 's/^launches //p')
+timeout 60 "$SC" gate a 2.5 >"$T/gate" 2>&1 & GP=$!
+sleep 0.3
+n_gate=$(timeout 60 "$SC" stream b 20000 1.5 0 0 | sed -n 's/^launches //p')
+wait $GP || fail "the gated client: $(cat "$T/gate")"
+echo "stream beside a closed gate: ${n_gate:-0} launches (alone ${n_b:-0}); $(cat "$T/gate")"
+awk -v a="${n_b:-0}" -v b="${n_gate:-0}" 'BEGIN { exit !(a > 0 && b >= 0.35 * a) }' ||
+    fail "a tenant beside a closed gate got ${n_gate:-0} launches, ${n_b:-0} alone"
+
 # 5. kill -9 of a client mid-ring: the other is intact and keeps its ring
 "$R" exact a 60 >"$T/a2" 2>&1 & # no timeout(1) in between: the kill must hit the client
 A=$!
