@@ -432,6 +432,67 @@ static void test_band_long_grants(void **state)
     gos_sched_free(s);
 }
 
+/* A ring grant at its deadline goes on while BAND would pick its vGPU again
+ * (gos_sched_keeps, serve/ring.c): the shares still hold, and the 70 % vGPU
+ * keeps grants it would only have handed back to itself. */
+static void test_band_keeps(void **state)
+{
+    (void)state;
+    gos_sched *s = mk("band", GOS_SCHED_MRQ);
+    gos_sched_vgpu_add(s, 1, 70, 70);
+    gos_sched_vgpu_add(s, 2, 30, 30);
+    assert_false(gos_sched_keeps(s, 0, 0)); /* nothing runs */
+    gos_sched_task t[2][2];
+    int cur[2] = {0, 0}, kept = 0, handed = 0;
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++)
+            task_init(&t[i][j], (uint32_t)i + 1, (uint32_t)i + 1, GOS_SCHED_COMPUTE, 0);
+    uint64_t now = 0, got[2] = {0, 0}, len[2] = {15 * MS, 50 * MS};
+    gos_sched_submit(s, &t[0][0], now);
+    gos_sched_submit(s, &t[1][0], now);
+    while (now < 20000 * MS) {
+        uint64_t wake;
+        gos_sched_task *x = gos_sched_next(s, 0, now, &wake);
+        assert_non_null(x);
+        int i = x->vgpu == 2;
+        for (;;) {
+            uint64_t left = len[i];
+            while (left > 10 * MS) {
+                now += 10 * MS;
+                left -= 10 * MS;
+                assert_int_equal(gos_sched_charge(s, x->vgpu, GOS_SCHED_COMPUTE, 10 * MS, 0, now), GOS_OK);
+            }
+            now += left;
+            if (now > 2000 * MS)
+                got[i] += len[i];
+            if (i || !gos_sched_keeps(s, 0, now)) /* (the 50 ms kernels: one per grant) */
+                break;
+            kept++;
+            assert_int_equal(gos_sched_charge(s, x->vgpu, GOS_SCHED_COMPUTE, left, 0, now), GOS_OK);
+        }
+        handed++;
+        cur[i] ^= 1;
+        gos_sched_submit(s, &t[i][cur[i]], now);
+        assert_int_equal(gos_sched_done(s, x, len[i] % (10 * MS) ? len[i] % (10 * MS) : 10 * MS, now), GOS_OK);
+    }
+    double f = (double)got[0] / (double)(got[0] + got[1]);
+    printf("band, kept grants: %.1f %% for the 70 %% vGPU, %d grants kept, %d handed over\n", 100 * f, kept, handed);
+    assert_true(f > 0.67 && f < 0.73);
+    assert_true(kept > handed / 4);
+    gos_sched_free(s);
+    /* FIFO never keeps */
+    s = mk("fifo", GOS_SCHED_SDQ);
+    gos_sched_vgpu_add(s, 1, 50, 50);
+    gos_sched_vgpu_add(s, 2, 50, 50);
+    task_init(&t[0][0], 1, 1, GOS_SCHED_COMPUTE, 0);
+    task_init(&t[1][0], 2, 2, GOS_SCHED_COMPUTE, 0);
+    gos_sched_submit(s, &t[0][0], 0);
+    gos_sched_submit(s, &t[1][0], 0);
+    assert_non_null(gos_sched_next(s, 0, 0, NULL));
+    assert_false(gos_sched_keeps(s, 0, MS));
+    gos_sched_free(s);
+}
+
 static void test_caps(void **state)
 {
     (void)state;
@@ -716,6 +777,7 @@ int main(void)
         cmocka_unit_test(test_band_hold),
         cmocka_unit_test(test_band_hold_mrq_pipeline),
         cmocka_unit_test(test_band_long_grants),
+        cmocka_unit_test(test_band_keeps),
         cmocka_unit_test(test_caps),
         cmocka_unit_test(test_remove_returns_tasks),
         cmocka_unit_test(test_monotonic_time),

@@ -66,6 +66,11 @@ typedef struct gos_sched_policy {
      * running ring grant's time as it goes, issue 22). The core has already
      * accounted the time. May be NULL. */
     void (*charge)(gos_sched *s, gos_vgpu *v, int res, uint64_t gpu_ns, uint64_t now);
+    /* Whether the vGPU of res's running task would be served before every vGPU
+     * with work queued on res, were its task queued again now (a ring grant at
+     * its deadline goes on instead of being handed back to the same vGPU). May be
+     * NULL: never. */
+    bool (*keeps)(gos_sched *s, int res, uint64_t now);
 } gos_sched_policy;
 
 extern const gos_sched_policy gos_sched_policy_fifo;

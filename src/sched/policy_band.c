@@ -75,36 +75,54 @@ static bool moved_on(const gos_sched *s, const gos_vgpu *x, uint32_t client, int
     return false;
 }
 
+/* BAND's order of two vGPUs: not demoted first, then the most owed, then the
+ * least used. */
+struct band_key {
+    double r, c;
+    bool d;
+};
+
+static struct band_key band_key(gos_sched *s, gos_vgpu *v, int res, uint64_t now, int sum)
+{
+    double r = ratio_active(s, v, res, now, sum);
+    return (struct band_key){r, owed(v, res), v->res[res].credit < 0 && r > 1.0 /* demoted */};
+}
+
+static bool band_before(struct band_key a, struct band_key b)
+{
+    return a.d != b.d ? !a.d : a.c != b.c ? a.c > b.c : a.r < b.r;
+}
+
 /* The vGPU BAND serves next among the eligible ones, except `skip` (may be NULL). */
 static gos_vgpu *band_pick(gos_sched *s, int res, uint64_t now, gos_vgpu *skip)
 {
     gos_vgpu *best = NULL;
-    double br = 0, bc = 0;
-    bool bd = false;
+    struct band_key bk = {0, 0, false};
     int sum = gos_sched_active_share_sum(s, res);
     for (int i = 0; i < GOS_SCHED_MAX_VGPUS; i++) {
         gos_vgpu *v = &s->vgpus[i];
         if (v == skip || !gos_sched_eligible(s, v, res))
             continue;
-        double r = ratio_active(s, v, res, now, sum), c = owed(v, res);
-        bool d = v->res[res].credit < 0 && r > 1.0; /* demoted */
-        bool better;
-        if (!best)
-            better = true;
-        else if (d != bd)
-            better = !d;
-        else if (c != bc)
-            better = c > bc;
-        else
-            better = r < br;
-        if (better) {
+        struct band_key k = band_key(s, v, res, now, sum);
+        if (!best || band_before(k, bk)) {
             best = v;
-            br = r;
-            bc = c;
-            bd = d;
+            bk = k;
         }
     }
     return best;
+}
+
+/* The running task's vGPU goes before every other eligible one (ties go to the
+ * others: a hand-over then costs one drain, not a starved neighbour). */
+static bool band_keeps(gos_sched *s, int res, uint64_t now)
+{
+    const gos_sched_task *t = s->running[res];
+    gos_vgpu *x = t ? gos_sched_find(s, t->vgpu) : NULL;
+    if (!x || gos_sched_capped(s, x, res))
+        return false;
+    gos_vgpu *n = band_pick(s, res, now, x);
+    int sum = gos_sched_active_share_sum(s, res);
+    return !n || band_before(band_key(s, x, res, now, sum), band_key(s, n, res, now, sum));
 }
 
 static gos_vgpu *band_select_next(gos_sched *s, int res, uint64_t now, uint64_t *wake)
@@ -160,4 +178,5 @@ const gos_sched_policy gos_sched_policy_band = {
     .complete = band_complete,
     .charge = gos_sched_credit_charge,
     .forget = band_forget,
+    .keeps = band_keeps,
 };

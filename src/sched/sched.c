@@ -536,6 +536,14 @@ int gos_sched_charge(gos_sched *s, uint32_t vgpu, int kind, uint64_t gpu_ns, uin
     return GOS_OK;
 }
 
+bool gos_sched_keeps(gos_sched *s, int engine, uint64_t now_ns)
+{
+    if (engine < 0 || engine >= s->nres || !s->running[engine] || !s->policy->keeps)
+        return false;
+    advance(s, now_ns);
+    return s->policy->keeps(s, engine, s->now);
+}
+
 gos_sched_task *gos_sched_running(const gos_sched *s, int engine)
 {
     return engine >= 0 && engine < s->nres ? s->running[engine] : NULL;

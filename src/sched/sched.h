@@ -209,6 +209,11 @@ int gos_sched_done(gos_sched *s, gos_sched_task *t, uint64_t gpu_ns, uint64_t no
  * GOS_EINVAL: unknown vGPU or kind. */
 int gos_sched_charge(gos_sched *s, uint32_t vgpu, int kind, uint64_t gpu_ns, uint64_t n, uint64_t now_ns);
 
+/* Whether the policy would serve the vGPU of engine's running task again before
+ * every vGPU with work queued there (BAND; false under the others, and when
+ * nothing runs). */
+bool gos_sched_keeps(gos_sched *s, int engine, uint64_t now_ns);
+
 /* The task in flight on an engine, or NULL. */
 gos_sched_task *gos_sched_running(const gos_sched *s, int engine);
 

@@ -245,14 +245,15 @@ static uint64_t segment_cost(struct srv_dev *d, struct srv_task *t, uint64_t now
     return d->clients_now > 1 ? wall : i < wall ? wall - i : 0;
 }
 
-/* Whether anything waits for the grant of c to end (lock held): another task
- * of the device's, one of c's own that waits behind it (a request of the other
- * engine is released to the scheduler only once the grant is done), a socket
- * request or SYNC that waits for all of c, the daemon's end. */
+/* What waits for the grant of c to end (lock held): 2: one of c's own requests
+ * (one of the other engine is released to the scheduler only once the grant is
+ * done; a socket request or SYNC that waits for all of c), or the daemon's end;
+ * 1: another task of the device's; 0: nothing. */
 static int waiting(struct srv_dev *d, struct srv_client *c)
 {
-    return gos_sched_queued(d->sched) > 0 || c->pending_head || c->n_sync || d->srv->stop ||
-           atomic_load(&c->ring_end);
+    if (c->pending_head || c->n_sync || d->srv->stop || atomic_load(&c->ring_end))
+        return 2;
+    return gos_sched_queued(d->sched) > 0;
 }
 
 int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint64_t *busy_ns)
@@ -279,8 +280,8 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
             w.until = now + 10000000ull;
         unsigned spin = 0;
         int ahead = others && gos_ring_cores_to_spare(); /* a host of few cores: no spinning for the hand-over */
-        if (ahead && now + GOS_GRANT_TURN_AHEAD_NS < dl) {
-            w.until = dl - GOS_GRANT_TURN_AHEAD_NS; /* wake just before the hand-over */
+        if (others && now + GOS_GRANT_TURN_AHEAD_NS < dl) {
+            w.until = dl - GOS_GRANT_TURN_AHEAD_NS; /* wake just before the hand-over (keep, or tell) */
         } else if (ahead && now < dl + GOS_GRANT_TURN_SPIN_US * 1000ull) {
             /* the hand-over is near: the waiting executors are told to spin
              * for their grants, and this thread spins for the yield, so that
@@ -339,6 +340,21 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
             if (atomic_load(&c->ring_end))
                 atomic_store(&g->deadline_ns, now);
             continue;
+        }
+        if (others == 1 && ran && now + GOS_GRANT_TURN_AHEAD_NS >= atomic_load(&g->deadline_ns)) {
+            /* others wait, but the policy would pick this vGPU again: the grant
+             * goes on, charged as it runs, instead of a drain and a new grant for
+             * the same tenant (a 70 % vGPU next to 50 ms kernels handed over to
+             * itself six times per kernel of the other) */
+            pthread_mutex_lock(&s->lock);
+            int keep = gos_sched_keeps(d->sched, gos_sched_engine_for(d->sched, t->st.kind), now);
+            uint64_t len = keep ? srv_grant_for(d, s->vgpus[c->vgpu].id) : 0;
+            pthread_mutex_unlock(&s->lock);
+            if (keep) {
+                atomic_store(&g->deadline_ns, now + len);
+                told = 0;
+                continue;
+            }
         }
         if (now < atomic_load(&g->deadline_ns))
             continue;
