@@ -55,9 +55,13 @@ E CUresult cuStreamDestroy_v2(CUstream s)
  * pool is full), a record waits for the queue and takes the host clock.
  *
  * Completion: every record (timing or not) is also followed in queue order by
- * a sequence number written into the event's device word and copied (an
- * asynchronous copy into host memory of gpuos_host_alloc) into its host word,
- * so that a query reads that word, NOT_READY until the work before the record
+ * a sequence number written into the event's host word (memory of
+ * gpuos_host_alloc): by the built-in fill kernel, one thread, where the device
+ * reaches that memory at its own address (mapped host memory, isolation =
+ * process or mps), else written into a device word and copied asynchronously
+ * from there (two copies: each a pause of the copy engine between kernels,
+ * which Triton's and CuPy's event-timed loops measured as 3-4 %), so that a
+ * query reads that word, NOT_READY until the work before the record
  * is done, and a synchronise waits for it alone, not for the queue behind it
  * (JAX's dispatch records and waits for an event per call: each one drained the
  * queue and its 4096^3 product ran at 0.77 x native). A word still short after
@@ -72,10 +76,11 @@ static struct {
                     * words), allocated on first use */
     uint64_t *done; /* EV_HOST_WORDS x 8 bytes of gpuos_host_alloc memory: the
                      * sequence numbers the queue reached; NULL: queries synchronise */
+    int reached;    /* the device writes done[] itself (gpuos_host_device_pointer) */
     uint64_t seq;
     int tried;
     unsigned char used[EV_SLOTS];
-} EV = {PTHREAD_MUTEX_INITIALIZER, 0, NULL, 0, 0, {0}};
+} EV = {PTHREAD_MUTEX_INITIALIZER, 0, NULL, 0, 0, 0, {0}};
 
 static int event_slot(void)
 {
@@ -89,6 +94,8 @@ static int event_slot(void)
         if (EV.base && !gpuos_host_alloc(S.g, EV_HOST_WORDS * 8, &h)) {
             memset(h, 0, EV_HOST_WORDS * 8);
             EV.done = h;
+            uint64_t dp = 0;
+            EV.reached = builtin_fn(BI_FILL) && !gpuos_host_device_pointer(S.g, h, &dp) && dp == (uintptr_t)h;
         }
     }
     for (int i = 0; EV.base && i < EV_SLOTS && slot < 0; i++)
@@ -109,17 +116,30 @@ static void event_slot_free(int slot)
     pthread_mutex_unlock(&EV.lock);
 }
 
-/* The record's completion mark: a new sequence number into the event's device
- * word, then copied into its host word, both queued. */
+/* The record's completion mark: a new sequence number (32 bits) into the
+ * event's host word, queued (the fill kernel, or a device word and a copy). */
 static int event_mark(struct CUevent_st *e)
 {
     pthread_mutex_lock(&EV.lock);
-    uint64_t seq = ++EV.seq;
+    uint64_t seq = ++EV.seq & 0xffffffffu; /* (the fill kernel writes 32 bits) */
+    if (!seq)
+        seq = ++EV.seq & 0xffffffffu;
     pthread_mutex_unlock(&EV.lock);
-    uint64_t dw = EV.base + (uint64_t)(EV_SLOTS + e->slot) * 8;
-    int rc = queued_one(gpuos_memcpy_htod_async(S.g, dw, &seq, 8));
-    if (!rc)
-        rc = queued_one(gpuos_memcpy_dtoh_async(S.g, &EV.done[e->slot], dw, 8));
+    int rc;
+    if (EV.reached) { /* one thread of the fill kernel writes the low word */
+        struct {
+            uint64_t p;
+            uint32_t value, pad;
+            uint64_t count;
+        } prm = {(uint64_t)(uintptr_t)&EV.done[e->slot], (uint32_t)seq, 0, 1};
+        gpuos_launch_config c = {.grid = {1, 1, 1}, .block = {1, 1, 1}};
+        rc = queued_one(gpuos_launch(S.g, builtin_fn(BI_FILL), &c, &prm, sizeof prm));
+    } else {
+        uint64_t dw = EV.base + (uint64_t)(EV_SLOTS + e->slot) * 8;
+        rc = queued_one(gpuos_memcpy_htod_async(S.g, dw, &seq, 8));
+        if (!rc)
+            rc = queued_one(gpuos_memcpy_dtoh_async(S.g, &EV.done[e->slot], dw, 8));
+    }
     if (!rc) {
         e->seq = seq;
         e->at = gos_now_ns();
@@ -128,10 +148,13 @@ static int event_mark(struct CUevent_st *e)
 }
 
 /* Whether the queue reached the event's last record (its host word). */
-static int event_reached(const struct CUevent_st *e)
+static int mark_reached(int slot, uint64_t seq)
 {
-    return __atomic_load_n(&EV.done[e->slot], __ATOMIC_ACQUIRE) >= e->seq;
+    uint32_t w = (uint32_t)__atomic_load_n(&EV.done[slot], __ATOMIC_ACQUIRE);
+    return (int32_t)(w - (uint32_t)seq) >= 0; /* (numbers wrap at 2^32) */
 }
+
+static int event_reached(const struct CUevent_st *e) { return mark_reached(e->slot, e->seq); }
 
 static int event_record(struct CUevent_st *e)
 {
@@ -278,7 +301,7 @@ static void *hf_main(void *arg)
             pthread_cond_wait(&HF.cond, &HF.lock);
         struct hf_item it = HF.q[HF.head];
         pthread_mutex_unlock(&HF.lock);
-        for (uint64_t t0 = gos_now_ns(); __atomic_load_n(&EV.done[HF.slot], __ATOMIC_ACQUIRE) < it.seq;)
+        for (uint64_t t0 = gos_now_ns(); !mark_reached(HF.slot, it.seq);)
             if (gos_now_ns() - t0 > 50000u) {
                 struct timespec ts = {0, 20000};
                 nanosleep(&ts, NULL);

@@ -83,6 +83,7 @@ struct sim_mod {
     struct sim_global globals[8]; /* SIMMOD "@name=bytes" lines: zeroed device memory */
 };
 
+#define SIM_HOST_RANGES 64
 struct sim_exec {
     pthread_mutex_t lock;
     uint64_t eng_free[N_ENG];
@@ -94,6 +95,11 @@ struct sim_exec {
     int n_allocs, cap_allocs;
     int abandoned; /* atomic: shutdown gave up on running work (se_abandon) */
     int faulted;   /* atomic: the fault kernel ran; the context is dead (sticky) */
+    /* registered host memory (host_register), which kernels reach at its own
+     * address (unified addressing, as the H200's mapped host memory) */
+    struct {
+        uint64_t p, n;
+    } host[SIM_HOST_RANGES];
 };
 
 #define SIM_FAULT_MSG "CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered (simulated: kernel fault)"
@@ -254,14 +260,35 @@ static int se_mem_info(gos_device *d, uint64_t *free_b, uint64_t *total_b)
     return GOS_OK;
 }
 
-static int se_host_register(gos_device *d, void *p, size_t bytes) { return GOS_OK; }
+static int se_host_register(gos_device *d, void *p, size_t bytes)
+{
+    struct sim_exec *s = S(d);
+    pthread_mutex_lock(&s->lock);
+    for (int i = 0; i < SIM_HOST_RANGES; i++)
+        if (!s->host[i].n) {
+            s->host[i].p = (uint64_t)(uintptr_t)p;
+            s->host[i].n = bytes;
+            break;
+        }
+    pthread_mutex_unlock(&s->lock);
+    return GOS_OK; /* (beyond SIM_HOST_RANGES: registered, but no kernel reaches it) */
+}
 /* unified addressing, as the H200's: the host's address */
 static int se_host_device_ptr(gos_device *d, void *p, uint64_t *dptr)
 {
     *dptr = (uint64_t)(uintptr_t)p;
     return GOS_OK;
 }
-static int se_host_unregister(gos_device *d, void *p) { return GOS_OK; }
+static int se_host_unregister(gos_device *d, void *p)
+{
+    struct sim_exec *s = S(d);
+    pthread_mutex_lock(&s->lock);
+    for (int i = 0; i < SIM_HOST_RANGES; i++)
+        if (s->host[i].n && s->host[i].p == (uint64_t)(uintptr_t)p)
+            s->host[i].n = 0;
+    pthread_mutex_unlock(&s->lock);
+    return GOS_OK;
+}
 static int se_host_alloc(gos_device *d, size_t bytes, void **p)
 {
     *p = malloc(bytes ? bytes : 1);
@@ -326,9 +353,18 @@ static int inside(gos_device *d, const struct sim_exec *s, uint64_t p, uint64_t 
 
 /* As inside(), for a write: a read-only VMM mapping (a SHM_RDONLY
  * attachment) is not writable. */
+/* Whether [p, p + n) lies in registered host memory (lock held). */
+static int host_range(const struct sim_exec *s, uint64_t p, uint64_t n)
+{
+    for (int i = 0; i < SIM_HOST_RANGES; i++)
+        if (s->host[i].n && gos_range_within(s->host[i].p, s->host[i].n, p, n))
+            return 1;
+    return 0;
+}
+
 static int inside_w(gos_device *d, const struct sim_exec *s, uint64_t p, uint64_t n)
 {
-    return inside(d, s, p, n) && gos_sim_vmm_access(d, p, n, 1) >= 0;
+    return host_range(s, p, n) || (inside(d, s, p, n) && gos_sim_vmm_access(d, p, n, 1) >= 0);
 }
 
 static int check_dev(gos_device *d, struct sim_exec *s, uint64_t p, uint64_t n, const char *what)
@@ -659,10 +695,19 @@ static int se_launch(gos_device *d, void *fn, const struct gos_launch_cfg *c, vo
         if (!ok)
             return gos_fail(GOS_EINVAL, "fill: illegal address 0x%llx (+%llu words)", (unsigned long long)dptr,
                             (unsigned long long)count);
-        uint32_t *p = (uint32_t *)(uintptr_t)dptr;
-        for (uint64_t i = 0; i < count; i++)
-            p[i] = v;
         dur += (double)count * 4 / 2000.0;
+        pthread_mutex_lock(&s->lock);
+        int host = host_range(s, dptr, count * 4);
+        uint64_t end = enqueue(s, stream, ENG_COMPUTE, dur);
+        pthread_mutex_unlock(&s->lock);
+        /* device memory is written at once (its readers are queued behind);
+         * mapped host memory, which the program reads when it likes, at the
+         * kernel's modelled end (the caller waits for it, as for the queue) */
+        int rc = host ? sleep_until(&s->abandoned, end) : GOS_OK;
+        uint32_t *p = (uint32_t *)(uintptr_t)dptr;
+        for (uint64_t i = 0; !rc && i < count; i++)
+            p[i] = v;
+        return rc;
     }
     pthread_mutex_lock(&s->lock);
     enqueue(s, stream, ENG_COMPUTE, dur);

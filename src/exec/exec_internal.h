@@ -49,6 +49,7 @@ struct xe_region {
     void *ptr;
     uint64_t bytes;
     int pinned;
+    int same_va; /* mapped at the client's address, reached by the device there */
 };
 
 struct xe {
@@ -136,6 +137,9 @@ int xe_al_vmm_sync(struct xe *x);
 int xe_al_check(struct xe *x, uint64_t p, uint64_t n, int write, const char *what);
 /* The host address of [offset, offset + bytes) of region r, or NULL (error set). */
 void *xe_host_of(struct xe *x, uint32_t r, uint64_t offset, uint64_t bytes);
+/* Whether [p, p + n) lies in a region the device reaches at the client's own
+ * address (mapped host memory: a built-in kernel's argument may point there). */
+int xe_region_reached(const struct xe *x, uint64_t p, uint64_t n);
 int xe_region_add(struct xe *x, const struct x_region *m, int fd, uint32_t *flags);
 void xe_region_drop(struct xe *x, uint32_t r);
 int xe_shm_new(struct xe *x, uint64_t bytes, int *fd);

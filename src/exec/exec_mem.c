@@ -276,8 +276,17 @@ int xe_region_add(struct xe *x, const struct x_region *m, int fd, uint32_t *flag
     uint64_t dp = 0;
     if (same && pinned && gos_exec_host_device_ptr(x->dev, p, &dp) == GOS_OK && dp == m->addr)
         *flags = GOS_REGION_F_SAME_VA;
-    x->regions[m->slot] = (struct xe_region){p, m->bytes, pinned};
+    x->regions[m->slot] = (struct xe_region){p, m->bytes, pinned, *flags == GOS_REGION_F_SAME_VA};
     return GOS_OK;
+}
+
+int xe_region_reached(const struct xe *x, uint64_t p, uint64_t n)
+{
+    for (int i = 0; i < GOS_MAX_REGIONS; i++)
+        if (x->regions[i].same_va &&
+            gos_range_within((uint64_t)(uintptr_t)x->regions[i].ptr, x->regions[i].bytes, p, n))
+            return 1;
+    return 0;
 }
 
 void *xe_host_of(struct xe *x, uint32_t r, uint64_t offset, uint64_t bytes)

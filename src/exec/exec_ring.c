@@ -238,12 +238,16 @@ static int over_deadline(struct xr *r)
 }
 
 /* A GATE entry at the head (exec_run.c checks it): waits until its host word
- * reaches its value, the device going on with what was issued before it. 0:
- * open (or not a word of this client's: the entry is refused), 1: the grant's
- * deadline passed first (the entry stays for the next grant), -1: stop. The
- * word is read under the executor's lock, which a region's removal takes. */
-static int gate_wait(struct xr *r, const struct gos_ring_ent *e)
+ * reaches its value, the device going on with what was issued before it. Held
+ * (a grant): 0 open (or not a word of this client's: the entry is refused), 1
+ * give the grant back (its deadline passed, or the gate stayed closed for the
+ * idle yield while others share the device), -1 stop. Not held: until it opens
+ * (0) or stop (-1), polling more slowly as it stays closed. The word is read
+ * under the executor's lock, which a region's removal takes. */
+static int gate_wait(struct xr *r, const struct gos_ring_ent *e, int held)
 {
+    uint64_t t0 = gos_now_ns();
+    uint64_t idle = held ? (uint64_t)atomic_load_explicit(&r->gp->idle_yield_us, memory_order_relaxed) * 1000u : 0;
     for (unsigned i = 0;; i++) {
         xe_ring_lock(r->x, 1);
         const volatile uint64_t *w = e->offset % 8 ? NULL : xe_host_of(r->x, e->region, e->offset, 8);
@@ -253,12 +257,14 @@ static int gate_wait(struct xr *r, const struct gos_ring_ent *e)
             return 0;
         if (atomic_load_explicit(&r->stop, memory_order_acquire))
             return -1;
-        if (gos_now_ns() >= atomic_load_explicit(&r->gp->deadline_ns, memory_order_acquire))
+        uint64_t now = gos_now_ns();
+        if (held && (now >= atomic_load_explicit(&r->gp->deadline_ns, memory_order_acquire) ||
+                     (idle && now - t0 >= idle)))
             return 1;
         if (i < 4096) { /* a host function of a few microseconds: spin */
             gos_ring_relax();
         } else {
-            struct timespec ts = {0, 20000};
+            struct timespec ts = {0, now - t0 < 1000000u ? 20000 : 200000};
             nanosleep(&ts, NULL);
         }
     }
@@ -315,6 +321,15 @@ static void *ring_main(void *arg)
                 granted = 0; /* no grant page: nothing runs here, the socket path takes it */
             } else {
                 uint32_t need = kind_of(&e);
+                /* a closed gate: the grant goes back once it stays closed (no GPU
+                 * time is wasted on it), and a grant is asked for once it opens */
+                if (e.op == GOS_OP_GATE && gp_state(r) != GOS_GRANT_REVOKE) {
+                    int g = r->gen ? gate_wait(r, &e, 1) : 0;
+                    if (g > 0)
+                        yield(r, GOS_GRANT_NONE);
+                    if (g < 0 || (!r->gen && gate_wait(r, &e, 0) < 0))
+                        return NULL;
+                }
                 if (r->gen && !fits(r->kind, need)) /* the other engine's work: its own grant */
                     yield(r, need);
                 if (!r->gen && gp_state(r) != GOS_GRANT_REVOKE) {
@@ -324,15 +339,6 @@ static void *ring_main(void *arg)
                         return NULL;
                     if (!g && !fits(r->kind, need)) { /* granted the other kind meanwhile: hand it back */
                         yield(r, need);
-                        continue;
-                    }
-                }
-                if (r->gen && e.op == GOS_OP_GATE) {
-                    int g = gate_wait(r, &e);
-                    if (g < 0)
-                        return NULL;
-                    if (g) { /* closed past the deadline: the next grant tries again */
-                        yield(r, GOS_GRANT_COMPUTE);
                         continue;
                     }
                 }

@@ -329,8 +329,9 @@ int xe_ring_run(struct xe *x, const struct gos_ring_ent *e, unsigned char *data,
             int n = 0;
             if ((rc = gos_exec_builtin_ranges(x->fbuiltin[fi], c, r, &n)))
                 return rc;
-            for (int i = 0; i < n; i++)
-                if (r[i].bytes && (rc = xe_al_check(x, r[i].ptr, r[i].bytes, 0, "kernel argument")))
+            for (int i = 0; i < n; i++) /* device memory, or mapped host memory at its own address */
+                if (r[i].bytes && !xe_region_reached(x, r[i].ptr, r[i].bytes) &&
+                    (rc = xe_al_check(x, r[i].ptr, r[i].bytes, 0, "kernel argument")))
                     return rc;
         }
         break;

@@ -89,6 +89,17 @@ static int in_global(const struct srv_client *c, uint64_t p, uint64_t n)
 
 static int reachable(struct srv_client *c, uint64_t p, uint64_t n) { return find_alloc(c, p, n) || in_global(c, p, n); }
 
+/* A built-in kernel's argument: device memory, or mapped host memory at the
+ * client's address (its executor maps the region there). */
+static int kernel_reachable(struct srv_client *c, uint64_t p, uint64_t n)
+{
+    for (int i = 0; i < GOS_MAX_REGIONS; i++)
+        if (c->regions[i].used && !c->regions[i].deleted && c->regions[i].same_va &&
+            gos_range_within(c->regions[i].same_va, c->regions[i].bytes, p, n))
+            return 1;
+    return reachable(c, p, n);
+}
+
 static int do_hello(struct srv_client *c, const struct gos_msg_hello *m, struct gos_rep_hello *r)
 {
     struct srv *s = c->srv;
@@ -537,7 +548,7 @@ static int validate(struct srv_client *c, const struct msg_entry *e, const struc
         } else if ((rc = gos_exec_launch_ranges(d->dev, c->funcs[m->func - 1], &cfg, r, &n)))
             return rc;
         for (int i = 0; i < n; i++)
-            if (r[i].bytes && !reachable(c, r[i].ptr, r[i].bytes))
+            if (r[i].bytes && !kernel_reachable(c, r[i].ptr, r[i].bytes))
                 return gos_fail(GOS_EINVAL, "kernel argument range 0x%llx+%llu is not inside an allocation of "
                                 "this client", (unsigned long long)r[i].ptr, (unsigned long long)r[i].bytes);
         cost += m->param_bytes;

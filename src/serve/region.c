@@ -70,6 +70,7 @@ int srv_region_add(struct srv_client *c, uint64_t bytes, uint64_t addr, int fd, 
     /* Pinned pages make the region the bounce buffer itself (zero-copy path);
      * with an executor, its own registration is the one that counts. */
     g->pinned = c->x ? 1 : gos_exec_host_register(d->dev, p, bytes) == GOS_OK;
+    g->same_va = *flags & GOS_REGION_F_SAME_VA ? addr : 0;
     *id = (uint32_t)r;
     return GOS_OK;
 }

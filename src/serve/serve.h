@@ -58,6 +58,8 @@ struct srv_region {
     int refs;     /* tasks using it */
     int deleted;  /* unmapped when refs reaches 0 */
     int pinned;
+    uint64_t same_va; /* the client's address, when its executor maps it there too
+                       * (GOS_REGION_F_SAME_VA: the device reaches it by that address) */
 };
 
 /* One request of a client: a copy or a launch, the device operation it is
