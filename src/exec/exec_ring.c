@@ -244,11 +244,12 @@ static int over_deadline(struct xr *r)
  * idle yield while others share the device), -1 stop. Not held: until it opens
  * (0) or stop (-1), polling more slowly as it stays closed. The word is read
  * under the executor's lock, which a region's removal takes. */
+#define GATE_SPIN_NS 2000000ull
 static int gate_wait(struct xr *r, const struct gos_ring_ent *e, int held)
 {
     uint64_t t0 = gos_now_ns();
     uint64_t idle = held ? (uint64_t)atomic_load_explicit(&r->gp->idle_yield_us, memory_order_relaxed) * 1000u : 0;
-    for (unsigned i = 0;; i++) {
+    for (;;) {
         xe_ring_lock(r->x, 1);
         const volatile uint64_t *w = e->offset % 8 ? NULL : xe_host_of(r->x, e->region, e->offset, 8);
         int open = !w || *w >= e->dptr2;
@@ -261,10 +262,14 @@ static int gate_wait(struct xr *r, const struct gos_ring_ent *e, int held)
         if (held && (now >= atomic_load_explicit(&r->gp->deadline_ns, memory_order_acquire) ||
                      (idle && now - t0 >= idle)))
             return 1;
-        if (i < 4096) { /* a host function of a few microseconds: spin */
+        /* spin for 2 ms: the gate opens when the GPU has done the work before
+         * it and the host function has run, and a sleep costs 60-100 us on a
+         * virtual machine, idle GPU time for everything queued behind the gate
+         * (JAX ends every call with a host function) */
+        if (now - t0 < (held ? GATE_SPIN_NS : GATE_SPIN_NS / 10)) { /* (without a grant: less) */
             gos_ring_relax();
         } else {
-            struct timespec ts = {0, now - t0 < 1000000u ? 20000 : 200000};
+            struct timespec ts = {0, now - t0 < 10 * GATE_SPIN_NS ? 20000 : 200000};
             nanosleep(&ts, NULL);
         }
     }
