@@ -394,12 +394,18 @@ static void test_band_hold_mrq_pipeline(void **state)
  * 50 ms kernels that outlast its grant. BAND must give vGPU 1 its 70 % of the
  * time: a credit bounded to one period (30 ms) forgave vGPU 2 the rest of each
  * kernel's debt, and vGPU 1 got 45 % of the H200 (issue 21, hostile.sh). */
-static void test_band_long_grants(void **state)
+/* Drives BAND as the daemon drives ring grants: a 70 % vGPU of 15 ms grants
+ * against a 30 % one of 50 ms kernels, charged every 10 ms as they run, the
+ * next grant queued before the last one ends. With keep, a grant at its end
+ * goes on while gos_sched_keeps says BAND would pick its vGPU again (the 50 ms
+ * kernels: one per grant). Returns the 70 % vGPU's part of the GPU after a
+ * warm-up; *kept and *handed count the grants kept and handed over. */
+static double band_70_30(bool keep, int *kept, int *handed)
 {
-    (void)state;
     gos_sched *s = mk("band", GOS_SCHED_MRQ);
     gos_sched_vgpu_add(s, 1, 70, 70);
     gos_sched_vgpu_add(s, 2, 30, 30);
+    assert_false(gos_sched_keeps(s, 0, 0)); /* nothing runs */
     gos_sched_task t[2][2]; /* [vGPU][which]: the next grant is queued before the last one's end */
     int cur[2] = {0, 0};
     for (int i = 0; i < 2; i++)
@@ -408,28 +414,44 @@ static void test_band_long_grants(void **state)
     uint64_t now = 0, got[2] = {0, 0}, len[2] = {15 * MS, 50 * MS};
     gos_sched_submit(s, &t[0][0], now);
     gos_sched_submit(s, &t[1][0], now);
+    *kept = *handed = 0;
     while (now < 20000 * MS) {
         uint64_t wake;
         gos_sched_task *x = gos_sched_next(s, 0, now, &wake);
         assert_non_null(x);
         int i = x->vgpu == 2;
-        uint64_t left = len[i];
-        while (left > 10 * MS) { /* charged as it runs */
-            now += 10 * MS;
-            left -= 10 * MS;
-            assert_int_equal(gos_sched_charge(s, x->vgpu, GOS_SCHED_COMPUTE, 10 * MS, 0, now), GOS_OK);
+        uint64_t left;
+        for (;;) {
+            left = len[i];
+            while (left > 10 * MS) { /* charged as it runs */
+                now += 10 * MS;
+                left -= 10 * MS;
+                assert_int_equal(gos_sched_charge(s, x->vgpu, GOS_SCHED_COMPUTE, 10 * MS, 0, now), GOS_OK);
+            }
+            now += left;
+            if (now > 2000 * MS) /* after a warm-up */
+                got[i] += len[i];
+            if (!keep || i || !gos_sched_keeps(s, 0, now))
+                break;
+            (*kept)++;
+            assert_int_equal(gos_sched_charge(s, x->vgpu, GOS_SCHED_COMPUTE, left, 0, now), GOS_OK);
         }
-        now += left;
+        (*handed)++;
         cur[i] ^= 1;
         gos_sched_submit(s, &t[i][cur[i]], now); /* (serve/dispatch.c, complete: entries left) */
         assert_int_equal(gos_sched_done(s, x, left, now), GOS_OK);
-        if (now > 2000 * MS) /* after a warm-up */
-            got[i] += len[i];
     }
-    double f = (double)got[0] / (double)(got[0] + got[1]);
+    gos_sched_free(s);
+    return (double)got[0] / (double)(got[0] + got[1]);
+}
+
+static void test_band_long_grants(void **state)
+{
+    (void)state;
+    int kept, handed;
+    double f = band_70_30(false, &kept, &handed);
     printf("band, 15 ms grants against 50 ms kernels: %.1f %% for the 70 %% vGPU\n", 100 * f);
     assert_true(f > 0.67 && f < 0.73);
-    gos_sched_free(s);
 }
 
 /* A ring grant at its deadline goes on while BAND would pick its vGPU again
@@ -438,56 +460,20 @@ static void test_band_long_grants(void **state)
 static void test_band_keeps(void **state)
 {
     (void)state;
-    gos_sched *s = mk("band", GOS_SCHED_MRQ);
-    gos_sched_vgpu_add(s, 1, 70, 70);
-    gos_sched_vgpu_add(s, 2, 30, 30);
-    assert_false(gos_sched_keeps(s, 0, 0)); /* nothing runs */
-    gos_sched_task t[2][2];
-    int cur[2] = {0, 0}, kept = 0, handed = 0;
-    for (int i = 0; i < 2; i++)
-        for (int j = 0; j < 2; j++)
-            task_init(&t[i][j], (uint32_t)i + 1, (uint32_t)i + 1, GOS_SCHED_COMPUTE, 0);
-    uint64_t now = 0, got[2] = {0, 0}, len[2] = {15 * MS, 50 * MS};
-    gos_sched_submit(s, &t[0][0], now);
-    gos_sched_submit(s, &t[1][0], now);
-    while (now < 20000 * MS) {
-        uint64_t wake;
-        gos_sched_task *x = gos_sched_next(s, 0, now, &wake);
-        assert_non_null(x);
-        int i = x->vgpu == 2;
-        for (;;) {
-            uint64_t left = len[i];
-            while (left > 10 * MS) {
-                now += 10 * MS;
-                left -= 10 * MS;
-                assert_int_equal(gos_sched_charge(s, x->vgpu, GOS_SCHED_COMPUTE, 10 * MS, 0, now), GOS_OK);
-            }
-            now += left;
-            if (now > 2000 * MS)
-                got[i] += len[i];
-            if (i || !gos_sched_keeps(s, 0, now)) /* (the 50 ms kernels: one per grant) */
-                break;
-            kept++;
-            assert_int_equal(gos_sched_charge(s, x->vgpu, GOS_SCHED_COMPUTE, left, 0, now), GOS_OK);
-        }
-        handed++;
-        cur[i] ^= 1;
-        gos_sched_submit(s, &t[i][cur[i]], now);
-        assert_int_equal(gos_sched_done(s, x, len[i] % (10 * MS) ? len[i] % (10 * MS) : 10 * MS, now), GOS_OK);
-    }
-    double f = (double)got[0] / (double)(got[0] + got[1]);
+    int kept, handed;
+    double f = band_70_30(true, &kept, &handed);
     printf("band, kept grants: %.1f %% for the 70 %% vGPU, %d grants kept, %d handed over\n", 100 * f, kept, handed);
     assert_true(f > 0.67 && f < 0.73);
     assert_true(kept > handed / 4);
-    gos_sched_free(s);
     /* FIFO never keeps */
-    s = mk("fifo", GOS_SCHED_SDQ);
+    gos_sched *s = mk("fifo", GOS_SCHED_SDQ);
+    gos_sched_task t[2];
     gos_sched_vgpu_add(s, 1, 50, 50);
     gos_sched_vgpu_add(s, 2, 50, 50);
-    task_init(&t[0][0], 1, 1, GOS_SCHED_COMPUTE, 0);
-    task_init(&t[1][0], 2, 2, GOS_SCHED_COMPUTE, 0);
-    gos_sched_submit(s, &t[0][0], 0);
-    gos_sched_submit(s, &t[1][0], 0);
+    task_init(&t[0], 1, 1, GOS_SCHED_COMPUTE, 0);
+    task_init(&t[1], 2, 2, GOS_SCHED_COMPUTE, 0);
+    gos_sched_submit(s, &t[0], 0);
+    gos_sched_submit(s, &t[1], 0);
     assert_non_null(gos_sched_next(s, 0, 0, NULL));
     assert_false(gos_sched_keeps(s, 0, MS));
     gos_sched_free(s);

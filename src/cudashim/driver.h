@@ -132,11 +132,11 @@ CUresult map_rc(int rc, const char *what);
 int shim_sync(void);
 int queued_one(int rc);
 
-/* Every call after cuInit: the client, or the error cuInit ended with. */
 /* Set while a host function runs (stream.c): CUDA calls from it are refused, as
  * CUDA refuses them (CUDA_ERROR_NOT_PERMITTED), instead of waiting on their own
  * host function's gate. */
 extern _Thread_local int shim_in_host_fn;
+/* Every call after cuInit: the client, or the error cuInit ended with. */
 #define NEED_INIT()                                                                                                    \
     do {                                                                                                               \
         if (!S.inited)                                                                                                 \

@@ -156,6 +156,23 @@ static int mark_reached(int slot, uint64_t seq)
 
 static int event_reached(const struct CUevent_st *e) { return mark_reached(e->slot, e->seq); }
 
+/* Waits for a mark until `until` (gos_now_ns): 1 reached, 0 not by then.
+ * Spinning 2 ms first, then polling every 20 us, as CUDA's default
+ * spin-then-yield: a sleep costs 60-100 us on a virtual machine, and what waits
+ * behind a mark (a host function's gate) waits that much longer. */
+static int mark_wait(int slot, uint64_t seq, uint64_t until)
+{
+    for (uint64_t t0 = gos_now_ns(), now = t0; now < until; now = gos_now_ns()) {
+        if (mark_reached(slot, seq))
+            return 1;
+        if (now - t0 > 2000000u) {
+            struct timespec ts = {0, 20000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    return mark_reached(slot, seq);
+}
+
 static int event_record(struct CUevent_st *e)
 {
     gpuos_function f = e->flags & CU_EVENT_DISABLE_TIMING ? 0 : builtin_fn(BI_STAMP);
@@ -301,13 +318,7 @@ static void *hf_main(void *arg)
             pthread_cond_wait(&HF.cond, &HF.lock);
         struct hf_item it = HF.q[HF.head];
         pthread_mutex_unlock(&HF.lock);
-        /* spinning 2 ms first: the next work waits behind this function's
-         * gate, and a sleep costs 60-100 us on a virtual machine */
-        for (uint64_t t0 = gos_now_ns(); !mark_reached(HF.slot, it.seq);)
-            if (gos_now_ns() - t0 > 2000000u) {
-                struct timespec ts = {0, 20000};
-                nanosleep(&ts, NULL);
-            }
+        mark_wait(HF.slot, it.seq, UINT64_MAX); /* (a faulted queue never writes it: nothing to call) */
         hf_call(&it, CUDA_SUCCESS);
         __atomic_store_n(&EV.done[EV_SLOTS], it.seq, __ATOMIC_RELEASE); /* the gate opens */
         pthread_mutex_lock(&HF.lock);
@@ -434,8 +445,10 @@ E CUresult cuEventQuery(CUevent e)
         return CUDA_ERROR_INVALID_HANDLE;
     if (e->recorded < 2)
         return CUDA_SUCCESS;
-    if (e->seq && (event_reached(e) || gos_now_ns() - e->at < EV_PATIENCE_NS))
-        return event_reached(e) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+    if (e->seq && event_reached(e))
+        return CUDA_SUCCESS;
+    if (e->seq && gos_now_ns() - e->at < EV_PATIENCE_NS)
+        return CUDA_ERROR_NOT_READY;
     return map_rc(shim_sync(), "cuEventQuery"); /* no mark, or none for long: the queue's own answer */
 }
 
@@ -446,18 +459,10 @@ E CUresult cuEventSynchronize(CUevent e)
         return CUDA_ERROR_INVALID_HANDLE;
     if (e->recorded < 2)
         return CUDA_SUCCESS;
-    /* the event's host word alone (the queue behind it goes on), spinning
-     * 2 ms and then polling every 20 us, as CUDA's default spin-then-yield (a
-     * sleep costs 60-100 us on a virtual machine) */
-    for (uint64_t t0 = gos_now_ns(), now = t0; e->seq && now - e->at < EV_PATIENCE_NS; now = gos_now_ns()) {
-        if (event_reached(e))
-            return CUDA_SUCCESS;
-        if (now - t0 > 2000000u) {
-            struct timespec ts = {0, 20000};
-            nanosleep(&ts, NULL);
-        }
-    }
-    return map_rc(shim_sync(), "cuEventSynchronize");
+    /* the event's host word alone (the queue behind it goes on) */
+    if (e->seq && mark_wait(e->slot, e->seq, e->at + EV_PATIENCE_NS))
+        return CUDA_SUCCESS;
+    return map_rc(shim_sync(), "cuEventSynchronize"); /* no mark, or none for long */
 }
 
 E CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b)

@@ -351,8 +351,6 @@ static int inside(gos_device *d, const struct sim_exec *s, uint64_t p, uint64_t 
     return gos_sim_vmm_mapped(d, p, n); /* VMM memory (sim_vmm.c): mapped ranges */
 }
 
-/* As inside(), for a write: a read-only VMM mapping (a SHM_RDONLY
- * attachment) is not writable. */
 /* Whether [p, p + n) lies in registered host memory (lock held). */
 static int host_range(const struct sim_exec *s, uint64_t p, uint64_t n)
 {
@@ -362,6 +360,8 @@ static int host_range(const struct sim_exec *s, uint64_t p, uint64_t n)
     return 0;
 }
 
+/* As inside(), for a write: a read-only VMM mapping (a SHM_RDONLY
+ * attachment) is not writable; registered host memory is. */
 static int inside_w(gos_device *d, const struct sim_exec *s, uint64_t p, uint64_t n)
 {
     return host_range(s, p, n) || (inside(d, s, p, n) && gos_sim_vmm_access(d, p, n, 1) >= 0);

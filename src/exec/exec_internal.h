@@ -137,6 +137,9 @@ int xe_al_vmm_sync(struct xe *x);
 int xe_al_check(struct xe *x, uint64_t p, uint64_t n, int write, const char *what);
 /* The host address of [offset, offset + bytes) of region r, or NULL (error set). */
 void *xe_host_of(struct xe *x, uint32_t r, uint64_t offset, uint64_t bytes);
+/* A GATE entry's host word (8-aligned, inside one of the client's regions), or
+ * NULL with the error set. */
+const volatile uint64_t *xe_gate_word(struct xe *x, const struct gos_ring_ent *e);
 /* Whether [p, p + n) lies in a region the device reaches at the client's own
  * address (mapped host memory: a built-in kernel's argument may point there). */
 int xe_region_reached(const struct xe *x, uint64_t p, uint64_t n);

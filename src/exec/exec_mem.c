@@ -280,6 +280,15 @@ int xe_region_add(struct xe *x, const struct x_region *m, int fd, uint32_t *flag
     return GOS_OK;
 }
 
+const volatile uint64_t *xe_gate_word(struct xe *x, const struct gos_ring_ent *e)
+{
+    if (e->offset % 8) {
+        gos_fail(GOS_EINVAL, "gate word at offset %llu is not 8-aligned", (unsigned long long)e->offset);
+        return NULL;
+    }
+    return xe_host_of(x, e->region, e->offset, 8);
+}
+
 int xe_region_reached(const struct xe *x, uint64_t p, uint64_t n)
 {
     for (int i = 0; i < GOS_MAX_REGIONS; i++)

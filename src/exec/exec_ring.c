@@ -251,7 +251,7 @@ static int gate_wait(struct xr *r, const struct gos_ring_ent *e, int held)
     uint64_t idle = held ? (uint64_t)atomic_load_explicit(&r->gp->idle_yield_us, memory_order_relaxed) * 1000u : 0;
     for (;;) {
         xe_ring_lock(r->x, 1);
-        const volatile uint64_t *w = e->offset % 8 ? NULL : xe_host_of(r->x, e->region, e->offset, 8);
+        const volatile uint64_t *w = xe_gate_word(r->x, e);
         int open = !w || *w >= e->dptr2;
         xe_ring_lock(r->x, 0);
         if (open || gp_state(r) == GOS_GRANT_REVOKE)

@@ -338,9 +338,7 @@ int xe_ring_run(struct xe *x, const struct gos_ring_ent *e, unsigned char *data,
     }
     case GOS_OP_FENCE: rc = GOS_OK; break;
     case GOS_OP_GATE: /* opened already (exec_ring.c's gate_wait): no device work */
-        if (e->offset % 8)
-            return gos_fail(GOS_EINVAL, "gate word at offset %llu is not 8-aligned", (unsigned long long)e->offset);
-        return xe_host_of(x, e->region, e->offset, 8) ? GOS_OK : GOS_EINVAL;
+        return xe_gate_word(x, e) ? GOS_OK : GOS_EINVAL;
     default: return gos_fail(GOS_EPROTO, "ring entry opcode %u unknown", (unsigned)e->op);
     }
     if (e->op == GOS_OP_FENCE)
