@@ -31,6 +31,8 @@ typedef struct {
     uint64_t used_period;        /* GPU ns accounted in the current period */
     uint64_t last_dispatch;      /* dispatch counter value (round-robin order) */
     int in_flight;               /* tasks of this vGPU on this resource's engine */
+    uint64_t longest;            /* its longest task lately on that engine, decaying
+                                  * as the engine's does (BAND's hold, policy_band.c) */
 } gos_sched_res;
 
 typedef struct gos_vgpu {
