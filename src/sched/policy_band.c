@@ -13,8 +13,8 @@
  *     while it is under its share (credit left, by measured time), the
  *     engine is held for a short wait (band_wait, or an eighth of the longest
  *     recent task of the vGPU that would run instead when that is longer: see
- *     hold_for) if X is owed more than the vGPU that would run instead: a closed-loop client is between two requests exactly
- *     when the scheduler picks, and without the wait whoever is queued (typically
+ *     hold_for) if X is owed more than the vGPU that would run instead: a
+ *     closed-loop client is between two requests exactly when the scheduler picks, and without the wait whoever is queued (typically
  *     the vGPU with long kernels) takes the engine every time. If X submits within
  *     the wait it runs at once; if the wait expires, the normal choice runs (no
  *     burst: no emergency). The hold is gos_sched_next() returning NULL with the
@@ -129,9 +129,10 @@ static bool band_keeps(gos_sched *s, int res, uint64_t now)
 /* A hold lasts band_wait, or an eighth of the longest task lately of the vGPU
  * that would run instead when that is longer (at most a quarter period): what
  * the hold risks, idle time, stays small beside what it saves X, a wait behind
- * a whole task of n. With the fixed 500 us a 70 % vGPU that asks again 1 ms
- * after its grant's end got 36 % of the GPU next to 50 ms kernels, every gap
- * of its pipeline one of them (0.70 with this). */
+ * a whole task of n. With the fixed 500 us a 70 % vGPU that asks again 0.9 ms
+ * after a grant that ran dry got 27 % of the GPU next to 50 ms kernels, every
+ * gap of its pipeline one of them; 69 % with this (test_sched,
+ * test_band_hold_long_neighbour). */
 static void hold_for(const gos_sched *s, gos_sched_hold *h, const gos_vgpu *n, int res)
 {
     uint64_t w = n->res[res].longest / 8, cap = s->period / 4;
