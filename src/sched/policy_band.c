@@ -14,8 +14,9 @@
  *     engine is held for a short wait (band_wait, or an eighth of the longest
  *     recent task of the vGPU that would run instead when that is longer: see
  *     hold_for) if X is owed more than the vGPU that would run instead: a
- *     closed-loop client is between two requests exactly when the scheduler picks, and without the wait whoever is queued (typically
- *     the vGPU with long kernels) takes the engine every time. If X submits within
+ *     closed-loop client is between two requests exactly when the scheduler
+ *     picks, and without the wait whoever is queued (typically the vGPU with
+ *     long kernels) takes the engine every time. If X submits within
  *     the wait it runs at once; if the wait expires, the normal choice runs (no
  *     burst: no emergency). The hold is gos_sched_next() returning NULL with the
  *     wait's end as wake time; nothing blocks. In MRQ the hold ends as soon as the
