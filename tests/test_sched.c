@@ -499,7 +499,7 @@ static void test_band_keeps(void **state)
  * BAND's hold waits for it longer when the vGPU that would run instead has
  * long tasks (an eighth of its longest lately, policy_band.c), so the gaps are
  * not each a 50 ms kernel of the neighbour. With the fixed 500 us hold a gap
- * of 1 ms left the 70 % vGPU 36 % of the GPU. */
+ * of 0.9 ms left the 70 % vGPU 26.7 % of the GPU. */
 static void test_band_hold_long_neighbour(void **state)
 {
     (void)state;

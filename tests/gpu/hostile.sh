@@ -11,7 +11,9 @@ SC=$B/tests/serve_client
 OUT=${OUT:-out}
 mkdir -p "$OUT"
 gpu_daemon "$(pair_70_30)" "$OUT/hostile-serve.log"
-export FW_STEPS=${FW_STEPS:-1000} # some 2-4 s timed: a 200-step window (0.4-0.6 s) held one or two of the hostile tenant's 50 ms kernels or 170 ms fault teardowns more or less by chance
+# 1000 steps, some 2-4 s timed: a 200-step window (0.4-0.6 s) held one or two
+# of the hostile tenant's 50 ms kernels or 170 ms fault teardowns by chance
+export FW_STEPS=${FW_STEPS:-1000}
 MLP="python3 tests/gpu/progs/fw_torch.py mlp"
 sps() { sed -n 's/^TIME steps_per_s //p' "$1"; }
 timeout 60 $MLP > "$T/native" 2>&1
