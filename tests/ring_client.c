@@ -27,6 +27,11 @@
  *                                  client_ack, the executor's counters zeroed):
  *                                  issue 23.1, the schedule and the charge must
  *                                  not change
+ *   ring_client pauses VGPU N MS   N rounds of a 100 us kernel and a synchronise,
+ *                                  MS milliseconds of host time between them
+ *                                  (a program that hashes or prints between
+ *                                  bursts); prints the rounds and how many
+ *                                  went through the ring
  * Uses libgpuos's internals (client_internal.h) to reach the ring. */
 #define CLIENT_NAME "ring_client"
 #include "client_util.h"
@@ -500,6 +505,26 @@ static int cmd_busy(const char *va, double secs, int forge)
     return 0;
 }
 
+static int cmd_pauses(const char *va, int n, double ms)
+{
+    gpuos_vgpu *g = open_or_die(va);
+    gpuos_module m;
+    gpuos_function f;
+    CHECK(!gpuos_module_load_builtin(g, "builtin", &m) && !gpuos_module_function(g, m, "sleep_ns", &f), "sleep_ns");
+    uint64_t ns = 100000;
+    gpuos_launch_config c = {{1, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, 0};
+    uint64_t e0 = entries(g);
+    for (int i = 0; i < n; i++) {
+        CHECK(!gpuos_launch(g, f, &c, &ns, 8) && !gpuos_synchronize(g), "round %d", i);
+        long us = (long)(ms * 1000);
+        struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+        nanosleep(&ts, NULL);
+    }
+    printf("pauses rounds %d ring_entries %llu\n", n, (unsigned long long)(entries(g) - e0));
+    gpuos_close(g);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -519,6 +544,8 @@ int main(int argc, char **argv)
         return cmd_behind(argv[2]);
     if ((argc == 4 || argc == 5) && !strcmp(argv[1], "busy"))
         return cmd_busy(argv[2], atof(argv[3]), argc == 5 && !strcmp(argv[4], "forge"));
+    if (argc == 5 && !strcmp(argv[1], "pauses"))
+        return cmd_pauses(argv[2], atoi(argv[3]), atof(argv[4]));
     fprintf(stderr, "ring_client: bad command\n");
     return 2;
 }

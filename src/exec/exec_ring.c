@@ -207,15 +207,25 @@ static int await_grant(struct xr *r, uint32_t need)
 
 struct held_wait {
     struct xr *r;
-    uint64_t until; /* idle yield instant (0: none) */
+    uint64_t t0; /* since when the ring is empty */
 };
+
+/* When a grant held with an empty ring since t0 is given back for idleness
+ * (UINT64_MAX: never). The daemon's idle_yield_us is read each time: it
+ * becomes non-zero when a second client starts working on the device, and an
+ * executor that has kept its grant idle for long then yields at once. */
+static uint64_t idle_end(const struct held_wait *w)
+{
+    uint32_t idle = atomic_load_explicit(&w->r->gp->idle_yield_us, memory_order_relaxed);
+    return idle ? w->t0 + (uint64_t)idle * 1000u : UINT64_MAX;
+}
 
 static int held_ready(void *arg)
 {
     struct held_wait *w = arg;
     uint64_t now = gos_now_ns();
     return pending(w->r) || now >= atomic_load_explicit(&w->r->gp->deadline_ns, memory_order_acquire) ||
-           (w->until && now >= w->until) || gp_state(w->r) == GOS_GRANT_REVOKE;
+           now >= idle_end(w) || gp_state(w->r) == GOS_GRANT_REVOKE;
 }
 
 /* Whether the next entry, issued now behind what is on the device, would
@@ -286,19 +296,25 @@ static void *ring_main(void *arg)
         if (r->gp && r->gen) {
             /* holding a grant with an empty ring: until the next entry, the
              * grant's end, or idle_yield_us with nothing to do */
-            uint32_t idle = atomic_load_explicit(&r->gp->idle_yield_us, memory_order_relaxed);
-            uint64_t t0 = gos_now_ns();
+            uint64_t t0 = gos_now_ns(), counted = t0;
             int drained = xe_ring_drained(r->x); /* nothing of the client's left on the device */
-            struct held_wait w = {r, idle ? t0 + (uint64_t)idle * 1000u : 0};
-            /* asleep until the first of them (the daemon may move the deadline meanwhile) */
+            struct held_wait w = {r, t0};
+            /* asleep until the first of them (the daemon may move the deadline
+             * meanwhile: a lone client keeps its grant idle); the idle time is
+             * published as it passes, so that the daemon's charge of a long
+             * idle grant, taken as it runs, leaves it out */
             for (unsigned s = spin > 1000 ? 1000 : spin;; s = 0) {
                 uint64_t dl = atomic_load_explicit(&r->gp->deadline_ns, memory_order_acquire), now = gos_now_ns();
-                uint64_t end = w.until && w.until < dl ? w.until : dl;
-                if (gos_ring_wait(&c->sq_futex, &c->exec_sleeping, s, end > now ? end - now : 1, held_ready, &w))
+                uint64_t end = idle_end(&w) < dl ? idle_end(&w) : dl;
+                int ready = gos_ring_wait(&c->sq_futex, &c->exec_sleeping, s, end > now ? end - now : 1, held_ready, &w);
+                if (drained) {
+                    now = gos_now_ns();
+                    bump(&r->gp->idle_ns, now - counted);
+                    counted = now;
+                }
+                if (ready)
                     break;
             }
-            if (drained)
-                bump(&r->gp->idle_ns, gos_now_ns() - t0);
             if (!pending(r)) {
                 yield(r, GOS_GRANT_NONE);
                 continue;

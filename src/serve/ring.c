@@ -131,8 +131,10 @@ void srv_ring_rotation(struct srv *s, int device)
         if (c->vgpu >= 0 && !c->dead && c->worked && device_of(c) == device)
             n++;
     for (struct srv_client *c = s->clients; c; c = c->next)
-        if (c->gp && c->vgpu >= 0 && device_of(c) == device)
-            atomic_store(&c->gp->idle_yield_us, n > 1 ? SRV_RING_IDLE_YIELD_US : 0);
+        if (c->gp && c->vgpu >= 0 && device_of(c) == device &&
+            atomic_exchange(&c->gp->idle_yield_us, n > 1 ? SRV_RING_IDLE_YIELD_US : 0) != (n > 1 ? SRV_RING_IDLE_YIELD_US : 0) &&
+            c->ring) /* an executor idle on its grant sees the change at once (it yields if idle for long enough) */
+            gos_ring_kick(&gos_ring_ctl(c->ring)->sq_futex, &gos_ring_ctl(c->ring)->exec_sleeping);
     s->devs[device].clients_now = n;
 }
 
@@ -273,9 +275,9 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
     for (;;) {
         uint64_t dl = atomic_load(&g->deadline_ns), now = gos_now_ns();
         /* wake at the deadline, and every 10 ms to see the executor's loss;
-         * while nobody else waits and the executor works, half-way to the
-         * deadline, to move it on before it passes (below) */
-        w.until = !others && ran ? now + (dl > now ? (dl - now) / 2 : 0) : (dl > now ? dl : now) + 200000ull;
+         * while nobody else waits, half-way to the deadline, to move it on
+         * before it passes (below) */
+        w.until = !others ? now + (dl > now ? (dl - now) / 2 : 0) : (dl > now ? dl : now) + 200000ull;
         if (w.until > now + 10000000ull)
             w.until = now + 10000000ull;
         unsigned spin = 0;
@@ -328,14 +330,18 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
         t->ring_copy0 = cb;
         others = waiting(d, c);
         pthread_mutex_unlock(&s->lock);
-        if (!others && ran) {
-            /* nobody waits and the executor works: the grant goes on, its
-             * deadline kept ahead of the executor, which would otherwise hold
-             * back a launch that might end past it and yield at it to nobody (a
-             * drain and a new grant every few milliseconds: PyTorch's bf16
-             * product ran at 0.945 x native alone). srv_ring_end_soon's
-             * deadline stands. An idle executor still yields at its deadline
-             * (what needs a client quiet, a swap, gets it). */
+        if (!others) {
+            /* nobody waits: the grant goes on, its deadline kept ahead of the
+             * executor, which would otherwise hold back a launch that might
+             * end past it and yield at it to nobody (a drain and a new grant
+             * every few milliseconds: PyTorch's bf16 product ran at 0.945 x
+             * native alone). An idle executor keeps it too: a program that
+             * stops to compute on the host for longer than a grant (a hash, a
+             * print) found its grant gone and paid the doorbell, the bell's
+             * thread, this dispatcher and the executor's wake-up before its
+             * next kernel. What needs the client quiet ends it: a request of
+             * its own or another task of the device (waiting), a swap
+             * (swap.c) and srv_ring_end_soon, whose deadline stands. */
             atomic_store(&g->deadline_ns, now + grant);
             if (atomic_load(&c->ring_end))
                 atomic_store(&g->deadline_ns, now);
@@ -358,10 +364,8 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
         }
         if (now < atomic_load(&g->deadline_ns))
             continue;
-        if (!others) /* nobody waits: the grant goes on */
-            atomic_store(&g->deadline_ns, now + grant);
-        else /* an idle executor waits on its ring: it sees the deadline passed */
-            gos_ring_kick(&gos_ring_ctl(c->ring)->sq_futex, &gos_ring_ctl(c->ring)->exec_sleeping);
+        /* others wait: an idle executor waits on its ring and sees the deadline passed */
+        gos_ring_kick(&gos_ring_ctl(c->ring)->sq_futex, &gos_ring_ctl(c->ring)->exec_sleeping);
     }
     uint64_t now = gos_now_ns(), b = atomic_load(&g->busy_ns);
     *gpu_ns = segment_cost(d, t, now, atomic_load(&g->idle_ns)); /* the rest, charged with the task */

@@ -153,12 +153,20 @@ static int others_busy(struct srv_dev *d, int vgpu)
 
 /* Waits a little for other tenants' work (lock dropped); 0 when it is time to
  * give up (SRV_SWAP_WAIT_MS). The caller's own hold is let go meanwhile, so
- * two tenants waiting for each other's memory cannot block each other. */
+ * two tenants waiting for each other's memory cannot block each other. The
+ * grants of the tenants whose memory is busy end once their rings are empty
+ * (srv_ring_end_soon): a lone client's idle grant is otherwise kept while no
+ * task of the device waits (ring.c), and its memory would stay busy. */
 #define SRV_SWAP_WAIT_MS 30000
-static int wait_turn(struct srv *s, struct srv_client *c, int *waited_us)
+static int wait_turn(struct srv *s, struct srv_dev *d, struct srv_client *c, int *waited_us)
 {
     if (*waited_us >= SRV_SWAP_WAIT_MS * 1000)
         return 0;
+    for (int i = 0; i < d->sw->n; i++) {
+        struct srv_swobj *p = d->sw->obj[i].priv;
+        if (d->sw->obj[i].busy && p && p->c && p->c != c)
+            srv_ring_end_soon(p->c);
+    }
     int hold = c->swap_hold;
     c->swap_hold = 0;
     pthread_mutex_unlock(&s->lock);
@@ -289,7 +297,7 @@ int srv_swap_alloc(struct srv_client *c, uint64_t bytes, uint64_t *dptr)
     for (;;) {
         mark_busy(d);
         rc = gos_swap_plan_alloc(d->sw, c->vgpu, sz, pl);
-        if (rc != GOS_ENOMEM || !others_busy(d, c->vgpu) || !wait_turn(s, c, &waited))
+        if (rc != GOS_ENOMEM || !others_busy(d, c->vgpu) || !wait_turn(s, d, c, &waited))
             break;
     }
     if (rc) {
@@ -379,7 +387,7 @@ int srv_swap_need(struct srv_client *c, const struct gos_msg_hdr *h, const void 
         }
         /* one of its allocations is in transition, or the memory it needs is
          * busy with other tenants' work: wait for it */
-        if (!(rc == GOS_EBUSY || (rc == GOS_ENOMEM && others_busy(d, c->vgpu))) || !wait_turn(s, c, &waited))
+        if (!(rc == GOS_EBUSY || (rc == GOS_ENOMEM && others_busy(d, c->vgpu))) || !wait_turn(s, d, c, &waited))
             break;
     }
     if (!rc && pl->n_steps)
