@@ -83,7 +83,7 @@ def numa():
 def frameworks():
     """Unmodified programs natively and under `gpuos run` (tests/gpu/frameworks.sh):
     one row per program of each committed frameworks.json."""
-    rows = ["| GPU (UUID), commit | program | works under gpuos (output = native) | figure | native | gpuos | gpuos / native | what stopped it |",
+    rows = ["| GPU (UUID), commit | program | works under gpuos (output = native) | figure | native | gpuos | gpuos / native (mean of both natives) | what stopped it |",
             "|---|---|---|---|---|---|---|---|"]
     for fp in sorted(glob.glob(os.path.join(ROOT, "GPU-*", "frameworks*.json")) +
                      glob.glob(os.path.join(ROOT, "GPU-*", "*", "frameworks.json"))):
@@ -95,9 +95,12 @@ def frameworks():
                                          if k in e["native"]), "")
             works = "yes" if e["match"] else ("runs, output differs" if e["gpuos_rc"] == 0 else "no")
             fig = lambda side: "%g" % e[side][k] if k and k in e[side] else "-"
+            native = fig("native")
+            if k and k in e.get("native_after", {}):  # run natively before and after gpuos: both
+                native += " / %g after" % e["native_after"][k]
             ratio = "%.3f" % e["ratio"] if e.get("ratio") else "-"
             rows.append(f"| {where}{', ' + commit if commit else ''} | {e['name']} | {works} | {k or '-'} | "
-                        f"{fig('native')} | {fig('gpuos')} | {ratio} | {e.get('error', '-') if not e['match'] else ''} |")
+                        f"{native} | {fig('gpuos')} | {ratio} | {e.get('error', '-') if not e['match'] else ''} |")
     return "\n".join(rows)
 
 

@@ -123,6 +123,11 @@ bool gos_sched_capped(const gos_sched *s, const gos_vgpu *v, int res);
 bool gos_sched_active(const gos_sched *s, const gos_vgpu *v, int res);
 /* Sum of the shares on res of the active vGPUs. */
 int gos_sched_active_share_sum(const gos_sched *s, int res);
+/* The longest task lately on res: the engine's, or the longest of an active
+ * vGPU's own when that is longer (a vGPU's own decays only with its own tasks:
+ * a dozen short grants of one vGPU forget the engine's 50 ms kernel of
+ * another before that one's next). Credit's bound (policy_credit.c). */
+uint64_t gos_sched_longest_active(const gos_sched *s, int res);
 /* Starts a hold of engine res for v (after a task of `client`) from now until `until`. */
 void gos_sched_hold_begin(gos_sched *s, int res, gos_vgpu *v, uint32_t client, uint64_t now,
                           uint64_t until);

@@ -222,6 +222,15 @@ uint64_t gos_sched_band_wait_ns(const gos_sched *s) { return s->band_wait; }
 void gos_sched_set_band_charge_hold(gos_sched *s, bool charge) { s->band_charge_hold = charge; }
 bool gos_sched_band_charge_hold(const gos_sched *s) { return s->band_charge_hold; }
 
+uint64_t gos_sched_longest_active(const gos_sched *s, int res)
+{
+    uint64_t l = s->longest[res];
+    for (int i = 0; i < GOS_SCHED_MAX_VGPUS; i++)
+        if (gos_sched_active(s, &s->vgpus[i], res) && s->vgpus[i].res[res].longest > l)
+            l = s->vgpus[i].res[res].longest;
+    return l;
+}
+
 /* ---- time -------------------------------------------------------------------- */
 
 /* The longest task lately: a longer one at once, a shorter one by 1/16 of the

@@ -1,7 +1,7 @@
 # fw_other.py MODE: Triton, CuPy and JAX checks for tests/gpu/frameworks.sh
 # (issue 21), natively and under `gpuos run`. "RESULT" lines must agree with the
 # native run; "TIME key value" lines are figures.
-#   triton_vadd  triton_matmul  cupy_raw  cupy_matmul  jax_matmul
+#   triton_vadd  triton_matmul  cupy_raw  cupy_hostfn  cupy_matmul  jax_matmul
 import hashlib, sys, time
 
 mode = sys.argv[1]
@@ -86,6 +86,45 @@ elif mode.startswith("cupy"):
             if key == "raw_launches_per_s":
                 print("TIME raw_launch_us %.2f" % ((t1 - t0) / 200 * 1e6))
                 print("TIME raw_sync_us %.1f" % ((t2 - t1) * 1e6))
+    elif mode == "cupy_hostfn":
+        # what a host function costs between two kernels (JAX ends every call
+        # with one): 300 us spinning kernels back to back, then each followed
+        # by a host function; the difference per kernel is the figure
+        k = cp.RawKernel(r'''extern "C" __global__ void spin(unsigned long long ns, unsigned long long *out)
+        { unsigned long long t0, t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+          do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - t0 < ns);
+          if (threadIdx.x == 0) out[blockIdx.x] += 1; }''', "spin")
+        import ctypes
+        out = cp.zeros(1, dtype=cp.uint64)
+        st = cp.cuda.get_current_stream()
+        # the host function is C's free(NULL), through the Driver API: a Python
+        # one would wait for the interpreter's lock, which the launching
+        # thread holds
+        cuda = ctypes.CDLL("libcuda.so.1")
+        free_fn = ctypes.cast(ctypes.CDLL(None).free, ctypes.c_void_p)
+        cuda.cuLaunchHostFunc.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        calls = []
+        def noop(arg):
+            calls.append(arg)
+        reps = 200
+        fig = {}
+        for key in ("plain", "hostfn", "plain_again"):
+            k((1,), (32,), (cp.uint64(300000), out))
+            cp.cuda.runtime.deviceSynchronize()
+            t0 = time.perf_counter()
+            for i in range(reps):
+                k((1,), (32,), (cp.uint64(300000), out))
+                if key == "hostfn":
+                    if cuda.cuLaunchHostFunc(st.ptr, free_fn, None):
+                        raise SystemExit("cuLaunchHostFunc failed")
+            cp.cuda.runtime.deviceSynchronize()
+            fig[key] = (time.perf_counter() - t0) / reps * 1e6
+        st.launch_host_func(noop, 7)  # and one of Python's
+        cp.cuda.runtime.deviceSynchronize()
+        print("RESULT hostfn calls", calls, "kernels", int(out.get()[0]))
+        print("TIME steps_per_s %.1f" % (1e6 / fig["hostfn"]))
+        print("TIME kernel_us %.2f" % ((fig["plain"] + fig["plain_again"]) / 2))
+        print("TIME hostfn_us %.2f" % (fig["hostfn"] - (fig["plain"] + fig["plain_again"]) / 2))
     else:
         rs = cp.random.RandomState(0)
         a = rs.standard_normal((4096, 4096), dtype=cp.float32)
