@@ -228,6 +228,23 @@ static void host_fn(void *arg)
     hf.inside = cuCtxSynchronize();
 }
 
+/* A host function that waits (up to 5 s) until the caller says go, then
+ * writes its value into pinned memory. */
+struct waiting_fn {
+    volatile int go, waited;
+    unsigned *pin, value;
+};
+static void waiting_fn(void *arg)
+{
+    struct waiting_fn *w = arg;
+    for (int i = 0; i < 5000 && !w->go; i++) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    w->waited = w->go;
+    *w->pin = w->value;
+}
+
 /* The built-in module: fill through kernelParams and through the packed
  * buffer, a cluster launch with cuLaunchKernelEx, sleep timed by events. */
 static void test_launch(void)
@@ -382,6 +399,45 @@ static void test_launch(void)
     TRUE(hf.pin[1] == 10 && got == 10);
     TRUE(!pthread_equal(hf.ran_in, hf.caller) && hf.inside == CUDA_ERROR_NOT_PERMITTED);
     CHECK(cuMemFreeHost(hf.pin));
+    /* a host function on a stream of the program's own (JAX's callback
+     * stream) holds back the work queued after it on that stream and on the
+     * legacy stream, not another stream's: here it waits until the other
+     * stream's memset is seen done through an event, which never happens when
+     * it holds back everything queued after it */
+    {
+        CUstream sa, sb;
+        CUevent ea;
+        unsigned *pin;
+        CHECK(cuStreamCreate(&sa, CU_STREAM_NON_BLOCKING));
+        CHECK(cuStreamCreate(&sb, CU_STREAM_NON_BLOCKING));
+        CHECK(cuEventCreate(&ea, CU_EVENT_DISABLE_TIMING));
+        CHECK(cuMemHostAlloc((void **)&pin, 8, 0));
+        pin[0] = pin[1] = 0;
+        struct waiting_fn w1 = {0, 0, &pin[0], 42}, w2 = {1, 0, &pin[1], 43};
+        CHECK(cuLaunchHostFunc(sb, waiting_fn, &w1));
+        CHECK(cuMemsetD32Async(a + 304, 5, 1, sa));
+        CHECK(cuEventRecord(ea, sa));
+        CUresult q = CUDA_ERROR_NOT_READY;
+        for (int i = 0; i < 1500 && q == CUDA_ERROR_NOT_READY; i++) { /* (the event's patience is 2 s) */
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+            q = cuEventQuery(ea);
+        }
+        TRUE(q == CUDA_SUCCESS); /* the other stream's work ran while the function waited */
+        w1.go = 1;
+        CHECK(cuMemcpyHtoDAsync(a + 308, &pin[0], 4, sb)); /* after it on its stream: its value */
+        CHECK(cuLaunchHostFunc(sb, waiting_fn, &w2));
+        CHECK(cuMemcpyHtoDAsync(a + 312, &pin[1], 4, NULL)); /* the legacy stream waits for it too */
+        CHECK(cuStreamSynchronize(sb));
+        CHECK(cuCtxSynchronize());
+        unsigned got3[3] = {0, 0, 0};
+        CHECK(cuMemcpyDtoH(got3, a + 304, sizeof got3));
+        TRUE(w1.waited && got3[0] == 5 && got3[1] == 42 && got3[2] == 43);
+        CHECK(cuMemFreeHost(pin));
+        CHECK(cuEventDestroy(ea));
+        CHECK(cuStreamDestroy(sa));
+        CHECK(cuStreamDestroy(sb));
+    }
     /* error paths on handles */
     CUevent e2;
     CHECK(cuEventCreate(&e2, 0));

@@ -31,6 +31,7 @@ static void *pinned_at(CUdeviceptr d, size_t n)
 CUresult shim_htod(CUdeviceptr dst, const void *src, size_t n, int async)
 {
     NEED_CTX();
+    shim_hf_before(async);
     if (!n)
         return CUDA_SUCCESS;
     if (!src || !dst)
@@ -44,6 +45,7 @@ CUresult shim_htod(CUdeviceptr dst, const void *src, size_t n, int async)
 CUresult shim_dtoh(void *dst, CUdeviceptr src, size_t n, int async)
 {
     NEED_CTX();
+    shim_hf_before(async);
     if (!n)
         return CUDA_SUCCESS;
     if (!src || !dst)
@@ -57,6 +59,7 @@ CUresult shim_dtoh(void *dst, CUdeviceptr src, size_t n, int async)
 CUresult shim_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, int async)
 {
     NEED_CTX();
+    shim_hf_before(async);
     if (!n)
         return CUDA_SUCCESS;
     if (!src || !dst)
@@ -311,6 +314,7 @@ static int host_pattern(CUdeviceptr d, unsigned v, size_t elem, size_t bytes, in
 CUresult shim_memset(CUdeviceptr d, unsigned v, size_t elem, size_t count, int async)
 {
     NEED_CTX();
+    shim_hf_before(async);
     if (!count)
         return CUDA_SUCCESS;
     uint64_t span;

@@ -160,7 +160,13 @@ extern _Thread_local int shim_in_host_fn;
     } while (0)
 
 int ctx_ok(CUcontext c);                          /* context.c */
-int stream_ok(CUstream s);                        /* stream.c: NULL, the two special streams, or ours */
+int stream_ok(CUstream s);                        /* stream.c: NULL, the two special streams, or ours;
+                                                   * also this thread's stream of the next operation */
+/* Before an operation is queued (stream.c): the gate of a host function on
+ * another stream is queued first when the operation must wait for it, i.e.
+ * unless it is asynchronous (async) on an explicitly created stream other
+ * than the host function's (that of this thread's last stream_ok). */
+void shim_hf_before(int async);
 int mod_ok(const struct CUmod_st *m);             /* module.c */
 int func_ok(const struct CUfunc_st *f);           /* module.c */
 void ranges_add(uint64_t p, uint64_t n);          /* memory.c: the device allocations */

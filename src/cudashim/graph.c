@@ -377,6 +377,8 @@ E CUresult cuGraphLaunch(CUgraphExec e, CUstream s)
     if (!stream_ok(s))
         return CUDA_ERROR_INVALID_HANDLE;
     int capture = capture_status(s, NULL, NULL);
+    if (!capture)
+        shim_hf_before(1);
     CUresult r = CUDA_SUCCESS;
     for (int i = 0; i < e->g.n && !r; i++) {
         const struct node *x = &e->g.nodes[i];

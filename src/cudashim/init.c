@@ -150,6 +150,7 @@ static int queued;
 
 int shim_sync(void)
 {
+    shim_hf_before(0); /* a synchronise waits for every host function too */
     __atomic_store_n(&queued, 0, __ATOMIC_RELAXED);
     return gpuos_synchronize(S.g);
 }

@@ -156,6 +156,7 @@ CUresult shim_launch(CUfunction f, const unsigned grid[3], const unsigned block[
     }
     if (shim_capturing(s))
         return shim_capture_kernel(f->h, &c, buf, len);
+    shim_hf_before(1);
     return map_rc(queued_one(gpuos_launch(S.g, f->h, &c, buf, len)), "cuLaunchKernel");
 }
 

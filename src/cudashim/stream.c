@@ -14,10 +14,19 @@
 #include <string.h>
 #include <time.h>
 
+static _Thread_local CUstream op_stream; /* this thread's last stream_ok (shim_hf_before) */
+
 int stream_ok(CUstream s)
 {
-    return !s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD || s->magic == MAGIC_STREAM;
+    int ok = !s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD || s->magic == MAGIC_STREAM;
+    if (ok)
+        op_stream = s;
+    return ok;
 }
+
+/* A stream of the program's own making (not the legacy or per-thread default,
+ * which every blocking stream waits for and is waited for by). */
+static int made_stream(CUstream s) { return s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD; }
 
 static CUresult stream_new(CUstream *s, unsigned flags, int priority)
 {
@@ -175,6 +184,7 @@ static int mark_wait(int slot, uint64_t seq, uint64_t until)
 
 static int event_record(struct CUevent_st *e)
 {
+    shim_hf_before(1);
     gpuos_function f = e->flags & CU_EVENT_DISABLE_TIMING ? 0 : builtin_fn(BI_STAMP);
     if (e->slot < 0)
         e->slot = event_slot();
@@ -282,6 +292,43 @@ E CUresult cuEventRecordWithFlags(CUevent e, CUstream s, unsigned int flags)
  * also finds every earlier one done. A function must not call CUDA (CUDA's
  * rule: here a synchronise inside it would wait for its own gate). */
 #define HF_MAX 1024
+/* A host function on a stream the program made (JAX's callback stream,
+ * which waits for an event of its compute stream before each call's host
+ * function) gates only what is queued after it on that stream, and on the
+ * legacy stream: its gate goes into the queue (the one queue of every
+ * stream) only before the next operation that must wait for it
+ * (shim_hf_before), or a synchronise. Queued at once, it held every later
+ * kernel of the compute stream until the function had run: JAX's 4096^3
+ * product at 0.92-0.94 x native. */
+static struct {
+    pthread_mutex_t lock;
+    CUstream s;   /* the stream of the host function whose gate waits, if seq */
+    uint64_t seq; /* that gate's value (0: none waits) */
+} HG = {PTHREAD_MUTEX_INITIALIZER, NULL, 0};
+
+/* Queues the waiting gate (HG.lock held). A gate refused (no fast path any
+ * more) is waited for here: what follows is queued once the function ran. */
+static void hg_flush_locked(void)
+{
+    uint64_t seq = HG.seq;
+    HG.seq = 0;
+    if (seq && gpuos_gate(S.g, &EV.done[EV_SLOTS], seq))
+        while ((int64_t)(__atomic_load_n(&EV.done[EV_SLOTS], __ATOMIC_ACQUIRE) - seq) < 0) {
+            struct timespec ts = {0, 20000};
+            nanosleep(&ts, NULL);
+        }
+}
+
+void shim_hf_before(int async)
+{
+    if (!__atomic_load_n(&HG.seq, __ATOMIC_ACQUIRE))
+        return;
+    CUstream s = async ? op_stream : NULL; /* synchronous: the legacy stream's */
+    pthread_mutex_lock(&HG.lock);
+    if (HG.seq && (!made_stream(s) || s == HG.s))
+        hg_flush_locked();
+    pthread_mutex_unlock(&HG.lock);
+}
 struct hf_item {
     CUhostFn fn;
     CUstreamCallback cb;
@@ -338,9 +385,11 @@ static void hf_forked(void)
     pthread_cond_init(&HF.cond, NULL);
 }
 
-/* Queues it (mark, gate, the thread's item); -1: run it synchronously. */
+/* Queues it (mark, gate or the gate kept waiting in HG, the thread's item); -1:
+ * run it synchronously. */
 static int hf_queue(struct hf_item *it)
 {
+    shim_hf_before(1); /* an earlier one's gate on the same stream: before this one's mark */
     pthread_mutex_lock(&HF.lock);
     if (!HF.tried) {
         HF.tried = 1;
@@ -359,7 +408,18 @@ static int hf_queue(struct hf_item *it)
     int rc = -1;
     if (HF.slot >= 0 && HF.n < HF_MAX) {
         struct CUevent_st m = {.slot = HF.slot};
-        if (!event_mark(&m) && !gpuos_gate(S.g, &EV.done[EV_SLOTS], m.seq)) {
+        int ok = !event_mark(&m);
+        if (ok && made_stream(it->s)) { /* its gate waits for what must wait for it */
+            pthread_mutex_lock(&HG.lock);
+            if (HG.seq && HG.s != it->s)
+                hg_flush_locked(); /* (one waiting gate at a time: another stream's goes in now) */
+            HG.s = it->s;
+            __atomic_store_n(&HG.seq, m.seq, __ATOMIC_RELEASE);
+            pthread_mutex_unlock(&HG.lock);
+        } else if (ok) {
+            ok = !gpuos_gate(S.g, &EV.done[EV_SLOTS], m.seq);
+        }
+        if (ok) {
             it->seq = m.seq;
             HF.q[(HF.head + HF.n++) % HF_MAX] = *it;
             pthread_cond_signal(&HF.cond);

@@ -561,6 +561,15 @@ bool gos_sched_keeps(gos_sched *s, int engine, uint64_t now_ns)
     return s->policy->keeps(s, engine, s->now);
 }
 
+void gos_sched_nobody_waits(gos_sched *s, int engine, uint64_t now_ns)
+{
+    if (engine < 0 || engine >= s->nres || !s->running[engine])
+        return;
+    advance(s, now_ns);
+    if (s->running[engine]->start_ns < s->now)
+        s->running[engine]->start_ns = s->now;
+}
+
 gos_sched_task *gos_sched_running(const gos_sched *s, int engine)
 {
     return engine >= 0 && engine < s->nres ? s->running[engine] : NULL;

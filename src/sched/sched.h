@@ -83,7 +83,7 @@ typedef struct gos_sched_task {
                                            chains the returned tasks (NULL-ended) */
     uint64_t seq;        /* submission order */
     uint64_t submit_ns;  /* now_ns at submission */
-    uint64_t start_ns;   /* now_ns when gos_sched_next() handed it out */
+    uint64_t start_ns;   /* now_ns when gos_sched_next() handed it out (or gos_sched_nobody_waits) */
     int engine;          /* engine it ran on, -1 while queued */
 } gos_sched_task;
 
@@ -213,6 +213,13 @@ int gos_sched_charge(gos_sched *s, uint32_t vgpu, int kind, uint64_t gpu_ns, uin
  * every vGPU with work queued there (BAND; false under the others, and when
  * nothing runs). */
 bool gos_sched_keeps(gos_sched *s, int engine, uint64_t now_ns);
+
+/* Nothing waited for engine until now_ns while its running task ran (a ring
+ * grant kept while its client is alone on the device, serve/ring.c): the
+ * task's length, as the longest task lately counts it (BAND's holds, the
+ * credit's bound), starts again from now_ns. A lone client's grant kept for
+ * seconds is not a task that keeps anyone waiting for seconds. */
+void gos_sched_nobody_waits(gos_sched *s, int engine, uint64_t now_ns);
 
 /* The task in flight on an engine, or NULL. */
 gos_sched_task *gos_sched_running(const gos_sched *s, int engine);

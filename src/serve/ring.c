@@ -329,6 +329,8 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
         t->ring_busy0 = busy;
         t->ring_copy0 = cb;
         others = waiting(d, c);
+        if (!others) /* (the grant's length as the longest task counts it starts again) */
+            gos_sched_nobody_waits(d->sched, gos_sched_engine_for(d->sched, t->st.kind), now);
         pthread_mutex_unlock(&s->lock);
         if (!others) {
             /* nobody waits: the grant goes on, its deadline kept ahead of the
