@@ -38,7 +38,9 @@ static struct {
     __typeof__(&cuMemcpyHtoDAsync) htod;
     __typeof__(&cuMemcpyDtoHAsync) dtoh;
     __typeof__(&cuLaunchKernelEx) launch;
+    __typeof__(&cuStreamWriteValue32) write32; /* NULL: none (or refused once) */
 } P;
+static CUfunction fill_fn; /* the built-in fill, once handed out (ex_launch's one-word writes) */
 static _Thread_local gos_device *cur_dev;
 static int abandoned; /* atomic: shutdown gave up on running work (ex_abandon) */
 
@@ -71,6 +73,7 @@ static int ex_init(gos_device *d)
     P.htod = GOS_CU(cuMemcpyHtoDAsync);
     P.dtoh = GOS_CU(cuMemcpyDtoHAsync);
     P.launch = GOS_CU(cuLaunchKernelEx);
+    P.write32 = GOS_CU(cuStreamWriteValue32);
     if (!P.setcur || !P.record || !P.query || !P.elapsed || !P.htod || !P.dtoh || !P.launch)
         return gos_fail(GOS_EUNSUPPORTED, "the CUDA driver lacks an entry point the daemon needs "
                                           "(cuEventRecord, cuLaunchKernelEx, ...)");
@@ -276,6 +279,8 @@ static int ex_function(gos_device *d, void *mod, const char *name, void **fn)
                 builtin_fns[i].f = f;
                 snprintf(builtin_fns[i].name, sizeof builtin_fns[i].name, "%s", name);
                 n_builtin_fns++;
+                if (!strcmp(name, "fill"))
+                    __atomic_store_n(&fill_fn, f, __ATOMIC_RELEASE);
             }
             pthread_mutex_unlock(&builtin_lock);
         }
@@ -289,12 +294,40 @@ static int ex_function(gos_device *d, void *mod, const char *name, void **fn)
     return rc;
 }
 
+/* A fill of one word by one block (the completion marks of gpuos's libcuda:
+ * every event record and host function has one) is a stream memory write,
+ * not a kernel: a one-thread kernel between two others costs the GPU a few
+ * microseconds, the write ordered behind them (with its memory barrier) much
+ * less. The word is device memory or mapped host memory the kernel would
+ * write at the same address. 1: written, 0: launch the kernel instead (the
+ * write refused turns the path off for good). */
+static int fill_as_write(CUfunction f, const struct gos_launch_cfg *c, void *stream)
+{
+    struct {
+        uint64_t p;
+        uint32_t value, pad;
+        uint64_t count;
+    } prm;
+    if (!P.write32 || f != __atomic_load_n(&fill_fn, __ATOMIC_ACQUIRE) || c->param_bytes != sizeof prm ||
+        c->grid[0] * c->grid[1] * c->grid[2] != 1)
+        return 0;
+    memcpy(&prm, c->params, sizeof prm);
+    if (prm.count != 1 || !prm.p || prm.p % 4)
+        return 0;
+    if (P.write32(stream, (CUdeviceptr)prm.p, prm.value, 0) == CUDA_SUCCESS)
+        return 1;
+    P.write32 = NULL; /* (this driver or memory refuses stream writes: kernels from here on) */
+    return 0;
+}
+
 static int ex_launch(gos_device *d, void *fn, const struct gos_launch_cfg *c, void *stream)
 {
     CUfunction f = fn;
     int rc = fast_enter(d);
     if (rc)
         return rc;
+    if (fill_as_write(f, c, stream))
+        return GOS_OK;
     if (c->smem > 48 * 1024 &&
         (rc = CU_CALL(cuFuncSetAttribute, f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)c->smem)))
         return rc;
