@@ -27,6 +27,10 @@
  *                                  client_ack, the executor's counters zeroed):
  *                                  issue 23.1, the schedule and the charge must
  *                                  not change
+ *   ring_client fills VGPU S       for S seconds: a fill of 4096 words with the round's
+ *                                  value, a 1 ms kernel, the words read back and
+ *                                  checked (launches mostly: compute grants);
+ *                                  prints the rounds and how many went through the ring
  *   ring_client pauses VGPU N MS   N rounds of a 100 us kernel and a synchronise,
  *                                  MS milliseconds of host time between them
  *                                  (a program that hashes or prints between
@@ -505,6 +509,40 @@ static int cmd_busy(const char *va, double secs, int forge)
     return 0;
 }
 
+static int cmd_fills(const char *va, double secs)
+{
+    gpuos_vgpu *g = open_or_die(va);
+    gpuos_module m;
+    gpuos_function sl, fill = fill_fn(g);
+    CHECK(!gpuos_module_load_builtin(g, "builtin", &m) && !gpuos_module_function(g, m, "sleep_ns", &sl), "sleep_ns");
+    enum { W = 4096 };
+    gpuos_dptr p;
+    uint32_t *w = malloc(W * 4);
+    CHECK(w && !gpuos_mem_alloc(g, W * 4, &p), "fills buffer");
+    uint64_t ns = 1000000, e0 = entries(g);
+    gpuos_launch_config c = {{W / 256, 1, 1}, {256, 1, 1}, {0, 0, 0}, 0, 0}, c1 = {{1, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, 0};
+    long k = 0;
+    double t0 = now_s();
+    while (now_s() - t0 < secs) {
+        struct {
+            uint64_t p;
+            uint32_t v, pad;
+            uint64_t count;
+        } prm = {p, (uint32_t)(0x5EED0000u + (uint32_t)k), 0, W};
+        CHECK(!gpuos_launch(g, fill, &c, &prm, sizeof prm) && !gpuos_launch(g, sl, &c1, &ns, 8) &&
+                  !gpuos_memcpy_dtoh(g, w, p, W * 4),
+              "round %ld", k);
+        for (int i = 0; i < W; i++)
+            CHECK(w[i] == prm.v, "round %ld: word %d is 0x%08x, expected 0x%08x", k, i, w[i], prm.v);
+        k++;
+    }
+    printf("fills rounds %ld ring_entries %llu\n", k, (unsigned long long)(entries(g) - e0));
+    free(w);
+    gpuos_mem_free(g, p);
+    gpuos_close(g);
+    return 0;
+}
+
 static int cmd_pauses(const char *va, int n, double ms)
 {
     gpuos_vgpu *g = open_or_die(va);
@@ -544,6 +582,8 @@ int main(int argc, char **argv)
         return cmd_behind(argv[2]);
     if ((argc == 4 || argc == 5) && !strcmp(argv[1], "busy"))
         return cmd_busy(argv[2], atof(argv[3]), argc == 5 && !strcmp(argv[4], "forge"));
+    if (argc == 4 && !strcmp(argv[1], "fills"))
+        return cmd_fills(argv[2], atof(argv[3]));
     if (argc == 5 && !strcmp(argv[1], "pauses"))
         return cmd_pauses(argv[2], atoi(argv[3]), atof(argv[4]));
     fprintf(stderr, "ring_client: bad command\n");

@@ -89,6 +89,7 @@ int srv_ring_queue(struct srv_client *c)
         return gos_fail(GOS_ENOMEM, "daemon out of host memory");
     t->ring = 1;
     c->ring_queued = 1;
+    c->ring_task = t;
     srv_client_release(c);
     return GOS_OK;
 }
@@ -182,6 +183,8 @@ static void task_finish(struct srv_task *t, int rc, const char *msg, uint64_t gp
         c->released_n--;
     if (c->last_task == t)
         c->last_task = NULL;
+    if (c->ring_task == t) /* (a grant task dropped unrun: its client or vGPU went away) */
+        c->ring_task = NULL;
     for (int i = 0; i < t->n_ops; i++) {
         struct srv_op *o = &t->ops[i];
         int orc = rc ? rc : o->rc;
@@ -382,6 +385,20 @@ static void hand(struct srv_dev *d, int engine, struct srv_task *t, int issued)
     pthread_cond_signal(&d->cond[engine]);
 }
 
+/* A grant task's end for its ring (lock held). */
+static void ring_task_end(struct srv_task *t, int rc)
+{
+    struct srv_client *c = t->c;
+    c->ring_queued = 0;
+    if (c->ring_task == t)
+        c->ring_task = NULL;
+    atomic_store(&c->ring_end, 0);
+    srv_ring_charge(c);
+    /* entries left at the grant's end: the next grant is queued at once */
+    if (!rc && !c->dead && c->gp && atomic_load(&c->gp->want) && !c->x->dead)
+        srv_ring_queue(c);
+}
+
 /* A task's end (lock held): accounts it and answers its client. */
 static void complete(struct srv_dev *d, struct srv_task *t, int rc, const char *msg, uint64_t gpu_ns)
 {
@@ -398,15 +415,16 @@ static void complete(struct srv_dev *d, struct srv_task *t, int rc, const char *
             srv_grant_learn(d, c->x->pid, rc ? 0 : sw + 1, 1);
         else
             srv_grant_learn(d, c->x->pid, rc ? 0 : t->wall_ns, t->ring_busy);
-        c->ring_queued = 0;
-        atomic_store(&c->ring_end, 0);
-        srv_ring_charge(c);
-        /* entries left at the grant's end: the next grant is queued at once */
-        if (!rc && !c->dead && c->gp && atomic_load(&c->gp->want) && !c->x->dead)
-            srv_ring_queue(c);
+        ring_task_end(t, rc);
     }
     gos_sched_done(d->sched, &t->st, gpu_ns, gos_now_ns());
     task_finish(t, rc, msg, gpu_ns);
+}
+
+void srv_ring_companion_done(struct srv_task *t, int rc)
+{
+    ring_task_end(t, rc);
+    task_finish(t, rc, rc ? gos_last_error() : "", 0);
 }
 
 /* complete() with this thread's last error as the message when rc says one

@@ -172,26 +172,45 @@ void *srv_bell_main(void *arg)
     return NULL;
 }
 
-void srv_ring_issue(struct srv_dev *d, struct srv_task *t)
+/* Issues the grant of task t: kind, deadline, a new generation (its own in
+ * t->ring_gen), RUN, and the executor woken. */
+static void grant(struct srv_task *t, uint32_t kind, uint64_t deadline)
 {
     struct gos_grant_page *g = t->c->gp;
+    t->ring_busy0 = atomic_load(&g->busy_ns);
+    atomic_store(&g->want, GOS_GRANT_NONE);
+    atomic_store(&g->kind, kind);
+    atomic_store(&g->deadline_ns, deadline);
+    uint32_t gen = atomic_load(&g->gen) + 1;
+    t->ring_gen = gen ? gen : 1;
+    atomic_store(&g->gen, t->ring_gen);
+    atomic_store(&g->state, GOS_GRANT_RUN);
+    gos_ring_kick(&g->state_futex, &g->exec_sleeping);
+}
+
+void srv_ring_issue(struct srv_dev *d, struct srv_task *t)
+{
     struct srv *s = d->srv;
     pthread_mutex_lock(&s->lock);
     uint64_t len = srv_grant_for(d, s->vgpus[t->c->vgpu].id);
     pthread_mutex_unlock(&s->lock);
     t->ring_t0 = gos_now_ns();
-    t->ring_busy0 = atomic_load(&g->busy_ns);
-    atomic_store(&g->want, GOS_GRANT_NONE);
     /* a lone client's grant, or any under SDQ, runs copies and launches alike:
      * no hand-over at every change between them */
-    atomic_store(&g->kind, gos_sched_engine_count(d->sched) == 1 || d->clients_now <= 1 ? GOS_GRANT_ANY
-                           : t->st.kind == GOS_SCHED_COPY     ? GOS_GRANT_COPY
-                                                              : GOS_GRANT_COMPUTE);
-    atomic_store(&g->deadline_ns, atomic_load(&t->c->ring_end) ? t->ring_t0 : t->ring_t0 + len);
-    uint32_t gen = atomic_load(&g->gen) + 1;
-    atomic_store(&g->gen, gen ? gen : 1);
-    atomic_store(&g->state, GOS_GRANT_RUN);
-    gos_ring_kick(&g->state_futex, &g->exec_sleeping);
+    uint64_t dl = atomic_load(&t->c->ring_end) ? t->ring_t0 : t->ring_t0 + len;
+    grant(t, gos_sched_engine_count(d->sched) == 1 || d->clients_now <= 1 ? GOS_GRANT_ANY
+             : t->st.kind == GOS_SCHED_COPY                               ? GOS_GRANT_COPY
+                                                                          : GOS_GRANT_COMPUTE,
+          dl);
+    /* under mps, a companion whose kernels overlap these (ring_pair.c) */
+    pthread_mutex_lock(&s->lock);
+    struct srv_task *co = srv_ring_pair_pick(d, t);
+    pthread_mutex_unlock(&s->lock);
+    if (co) {
+        co->ring_t0 = t->ring_t0;
+        grant(co, GOS_GRANT_COMPUTE, dl);
+        t->co = co;
+    }
 }
 
 /* The grant of `holder` is about to end and others wait (lock held): every
@@ -258,6 +277,15 @@ static int waiting(struct srv_dev *d, struct srv_client *c)
     return gos_sched_queued(d->sched) > 0;
 }
 
+/* The grant's deadline, and its companion's (ring_pair.c), whose own
+ * srv_ring_end_soon stands. */
+static void set_deadline(struct srv_task *t, uint64_t v)
+{
+    atomic_store(&t->c->gp->deadline_ns, v);
+    if (t->co)
+        atomic_store(&t->co->c->gp->deadline_ns, atomic_load(&t->co->c->ring_end) ? gos_now_ns() : v);
+}
+
 int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint64_t *busy_ns)
 {
     struct srv *s = d->srv;
@@ -280,6 +308,8 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
         w.until = !others ? now + (dl > now ? (dl - now) / 2 : 0) : (dl > now ? dl : now) + 200000ull;
         if (w.until > now + 10000000ull)
             w.until = now + 10000000ull;
+        if (t->co && w.until > now + 1000000ull) /* (a companion's yield is seen within 1 ms) */
+            w.until = now + 1000000ull;
         unsigned spin = 0;
         int ahead = others && gos_ring_cores_to_spare(); /* a host of few cores: no spinning for the hand-over */
         if (others && now + GOS_GRANT_TURN_AHEAD_NS < dl) {
@@ -313,6 +343,18 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
         pthread_mutex_lock(&s->lock);
         uint64_t idle = atomic_load(&g->idle_ns), cost = segment_cost(d, t, now, idle);
         uint64_t busy = atomic_load(&g->busy_ns), cb = atomic_load(&g->copy_busy_ns);
+        if (t->co) { /* the wall time shared with a companion: half each */
+            uint64_t half = cost / 2;
+            if (half && t->co->c->vgpu >= 0)
+                gos_sched_charge(d->sched, s->vgpus[t->co->c->vgpu].id, GOS_SCHED_COMPUTE, half, 0, now);
+            t->co->ring_t0 = now;
+            cost -= half;
+            int crc;
+            if (srv_ring_pair_over(t->co, &crc)) {
+                srv_ring_companion_done(t->co, crc);
+                t->co = NULL;
+            }
+        }
         if (cost && c->vgpu >= 0) {
             /* copies and kernels of one grant charged to their own engines, in
              * the proportion the executor spent on each */
@@ -344,9 +386,9 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
              * next kernel. What needs the client quiet ends it: a request of
              * its own or another task of the device (waiting), a swap
              * (swap.c) and srv_ring_end_soon, whose deadline stands. */
-            atomic_store(&g->deadline_ns, now + grant);
+            set_deadline(t, now + grant);
             if (atomic_load(&c->ring_end))
-                atomic_store(&g->deadline_ns, now);
+                set_deadline(t, now);
             continue;
         }
         if (others == 1 && ran && now + GOS_GRANT_TURN_AHEAD_NS >= atomic_load(&g->deadline_ns)) {
@@ -359,7 +401,7 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
             uint64_t len = keep ? srv_grant_for(d, s->vgpus[c->vgpu].id) : 0;
             pthread_mutex_unlock(&s->lock);
             if (keep) {
-                atomic_store(&g->deadline_ns, now + len);
+                set_deadline(t, now + len);
                 told = 0;
                 continue;
             }
@@ -371,6 +413,17 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
     }
     uint64_t now = gos_now_ns(), b = atomic_load(&g->busy_ns);
     *gpu_ns = segment_cost(d, t, now, atomic_load(&g->idle_ns)); /* the rest, charged with the task */
+    if (t->co) { /* the companion: half of the rest, then its own end */
+        uint64_t half = *gpu_ns / 2;
+        pthread_mutex_lock(&s->lock);
+        if (half && t->co->c->vgpu >= 0)
+            gos_sched_charge(d->sched, s->vgpus[t->co->c->vgpu].id, GOS_SCHED_COMPUTE, half, 0, now);
+        pthread_mutex_unlock(&s->lock);
+        *gpu_ns -= half;
+        t->co->ring_t0 = now;
+        srv_ring_pair_end(d, t->co);
+        t->co = NULL;
+    }
     if (!*gpu_ns)
         *gpu_ns = 1; /* (0 would have the scheduler charge the task's whole wall time) */
     *busy_ns = b > busy_start ? b - busy_start : 0;

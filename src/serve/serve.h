@@ -130,6 +130,13 @@ struct srv_task {
     uint64_t ring_t0, ring_busy0, ring_busy; /* its start, the executor's busy_ns then, and since */
     uint64_t ring_idle0; /* the executor's idle_ns at the start of the piece not charged yet */
     uint64_t ring_copy0; /* its copy_busy_ns then */
+    /* isolation = mps (ring_pair.c): the companion grant issued beside this
+     * one, whose kernels overlap this one's (awaited and charged with it), and
+     * for a companion, the generation of its grant; a companion was taken out
+     * of the scheduler's queue and never runs there */
+    struct srv_task *co;
+    int companion;
+    uint32_t ring_gen;
 };
 
 struct srv_alloc {
@@ -207,6 +214,7 @@ struct srv_client {
     void *ring;
     struct gos_grant_page *gp; /* the ring's grant page (the daemon's and the executor's only) */
     int ring_queued;           /* a grant task of it is queued or running */
+    struct srv_task *ring_task; /* that task */
     int worked;                /* it has asked for the device (a task): only such clients
                                 * share it (srv_ring_rotation); a connection that only
                                 * asks questions (the NVML shim's) is nobody's neighbour */
@@ -438,6 +446,24 @@ void srv_ring_end_soon(struct srv_client *c);
 void srv_ring_wake(struct srv_client *c);
 /* How long an idle ring keeps a grant while others wait. */
 #define SRV_RING_IDLE_YIELD_US 200
+/* ring_pair.c: under isolation = mps, a compute grant of t may have a
+ * companion: the queued grant task of another ring of the device whose vGPU
+ * has the same compute share and whose entries take about as long (within a
+ * factor of SRV_PAIR_RATIO), taken out of the scheduler's queue (lock held;
+ * NULL: none). The two grants run at once, their kernels overlap on the GPU
+ * (MPS's concurrency), and each is charged half of their common wall time:
+ * what the hardware gives two such tenants. */
+#define SRV_PAIR_RATIO 2
+struct srv_task *srv_ring_pair_pick(struct srv_dev *d, struct srv_task *t);
+/* Whether the companion's grant is over: it yielded, its client left, or its
+ * executor is gone (*rc then says so). */
+int srv_ring_pair_over(const struct srv_task *co, int *rc);
+/* Ends the companion's grant now (lock not held): waits for its yield, charges
+ * its tail and completes it (srv_ring_companion_done). */
+void srv_ring_pair_end(struct srv_dev *d, struct srv_task *co);
+/* dispatch.c: a companion grant's end (lock held): its ring's bookkeeping and
+ * its client's answer, as a completed grant's, without the scheduler. */
+void srv_ring_companion_done(struct srv_task *t, int rc);
 /* Waits on the daemon's idle condition (a client freed, a join done) for at
  * most ns (lock held). */
 void srv_idle_wait(struct srv *s, uint64_t ns);

@@ -1,0 +1,107 @@
+/* ring_pair.c: two rings' grants at once under isolation = mps (issue 22.3).
+ *
+ * Every executor of an mps device is a client of the device's MPS server, so
+ * kernels of two executors run on the GPU at the same time; with one grant at
+ * a time (ring.c) that concurrency was never used, and two tenants that
+ * synchronise after every kernel each left the GPU idle for a ring round trip
+ * per kernel. A compute grant may now have one companion: the queued grant
+ * task of another ring of the device, taken out of the scheduler's queue,
+ * issued with the same deadline and awaited and charged by the same
+ * dispatcher (srv_ring_await). Each of the two is charged half of their common
+ * wall time. That is what the hardware gives them only when their work is
+ * alike, so a companion must be a vGPU of the same compute share whose ring
+ * entries take about as long (the executor's mean entry time, within a factor
+ * of SRV_PAIR_RATIO), on a vGPU without an SM set; any other mix (70/30, 200
+ * us next to 20 ms kernels) keeps taking turns, and the policy keeps its
+ * shares exactly as before. Process: the daemon (gpuos serve). */
+#include "serve/serve.h"
+
+#include "common/env.h"
+#include "common/log.h"
+#include "common/status.h"
+#include "proto/ring.h"
+
+#include <stdlib.h>
+
+/* A ring's mean time per entry so far, by its executor's counters (ns; 0:
+ * nothing run yet). */
+static uint64_t mean_entry_ns(const struct srv_client *c)
+{
+    uint64_t e = atomic_load(&c->gp->entries);
+    return e ? atomic_load(&c->gp->busy_ns) / e : 0;
+}
+
+struct srv_task *srv_ring_pair_pick(struct srv_dev *d, struct srv_task *t)
+{
+    struct srv *s = d->srv;
+    struct srv_client *a = t->c;
+    if (d->isolation != GOS_ISOLATION_MPS || t->st.kind != GOS_SCHED_COMPUTE || s->stop || a->vgpu < 0 ||
+        atomic_load(&a->ring_end))
+        return NULL;
+    const struct gos_serve_vgpucfg *va = &s->vgpus[a->vgpu].cfg;
+    uint64_t ma = mean_entry_ns(a);
+    if (va->sms || !ma)
+        return NULL;
+    for (struct srv_client *c = s->clients; c; c = c->next) {
+        struct srv_task *u = c->ring_task;
+        if (c == a || !u || u->dispatched || u->st.kind != GOS_SCHED_COMPUTE || !c->gp || !c->ring || c->vgpu < 0 ||
+            c->dead || (c->x && c->x->dead) || &s->devs[s->vgpus[c->vgpu].cfg.device] != d ||
+            atomic_load(&c->ring_end) || atomic_load(&c->gp->state) == GOS_GRANT_REVOKE)
+            continue;
+        const struct gos_serve_vgpucfg *vb = &s->vgpus[c->vgpu].cfg;
+        uint64_t mb = mean_entry_ns(c);
+        if (vb->sms || vb->compute != va->compute || !mb || ma > SRV_PAIR_RATIO * mb || mb > SRV_PAIR_RATIO * ma)
+            continue;
+        if (gos_sched_cancel(d->sched, &u->st))
+            continue; /* not in the scheduler's queue (yet) */
+        u->dispatched = 1;
+        u->companion = 1;
+        if (getenv(GOS_ENV_GRANT_LOG)) /* (GPUOS_GRANT_LOG: ring.c's line per grant, and this) */
+            gos_log(LOG_INFO, "grant vgpu %d: companion of vgpu %d's grant (mean entry %.1f / %.1f us)", c->vgpu,
+                    a->vgpu, (double)mb / 1e3, (double)ma / 1e3);
+        return u;
+    }
+    return NULL;
+}
+
+int srv_ring_pair_over(const struct srv_task *co, int *rc)
+{
+    const struct srv_client *c = co->c;
+    *rc = GOS_OK;
+    if (atomic_load(&c->gp->done_gen) == co->ring_gen || __atomic_load_n(&c->dead, __ATOMIC_ACQUIRE))
+        return 1;
+    if (srv_exec_hungup(c->x)) {
+        *rc = gos_fail(GOS_EDEVICE, "executor (pid %d) is gone", (int)c->x->pid);
+        return 1;
+    }
+    return 0;
+}
+
+struct pair_wait {
+    const struct srv_task *co;
+    int rc;
+};
+
+static int pair_over(void *arg)
+{
+    struct pair_wait *w = arg;
+    return srv_ring_pair_over(w->co, &w->rc);
+}
+
+void srv_ring_pair_end(struct srv_dev *d, struct srv_task *co)
+{
+    struct srv *s = d->srv;
+    struct srv_client *c = co->c;
+    struct gos_grant_page *g = c->gp;
+    atomic_store(&g->deadline_ns, gos_now_ns()); /* its entry in progress ends it */
+    gos_ring_kick(&gos_ring_ctl(c->ring)->sq_futex, &gos_ring_ctl(c->ring)->exec_sleeping);
+    struct pair_wait w = {co, GOS_OK};
+    while (!gos_ring_wait(&g->yield_futex, &g->daemon_sleeping, 0, 10000000ull, pair_over, &w)) {
+    }
+    pthread_mutex_lock(&s->lock);
+    uint64_t now = gos_now_ns();
+    if (c->vgpu >= 0 && now > co->ring_t0) /* its tail, the GPU its alone */
+        gos_sched_charge(d->sched, s->vgpus[c->vgpu].id, GOS_SCHED_COMPUTE, now - co->ring_t0, 0, now);
+    srv_ring_companion_done(co, w.rc);
+    pthread_mutex_unlock(&s->lock);
+}
