@@ -343,12 +343,10 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
         pthread_mutex_lock(&s->lock);
         uint64_t idle = atomic_load(&g->idle_ns), cost = segment_cost(d, t, now, idle);
         uint64_t busy = atomic_load(&g->busy_ns), cb = atomic_load(&g->copy_busy_ns);
-        if (t->co) { /* the wall time shared with a companion: half each */
-            uint64_t half = cost / 2;
-            if (half && t->co->c->vgpu >= 0)
-                gos_sched_charge(d->sched, s->vgpus[t->co->c->vgpu].id, GOS_SCHED_COMPUTE, half, 0, now);
+        if (t->co) { /* the wall time shared with a companion: the whole of it to each (ring_pair.c) */
+            if (cost && t->co->c->vgpu >= 0)
+                gos_sched_charge(d->sched, s->vgpus[t->co->c->vgpu].id, GOS_SCHED_COMPUTE, cost, 0, now);
             t->co->ring_t0 = now;
-            cost -= half;
             int crc;
             if (srv_ring_pair_over(t->co, &crc)) {
                 srv_ring_companion_done(t->co, crc);
@@ -413,13 +411,11 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
     }
     uint64_t now = gos_now_ns(), b = atomic_load(&g->busy_ns);
     *gpu_ns = segment_cost(d, t, now, atomic_load(&g->idle_ns)); /* the rest, charged with the task */
-    if (t->co) { /* the companion: half of the rest, then its own end */
-        uint64_t half = *gpu_ns / 2;
+    if (t->co) { /* the companion: the rest, then its own end */
         pthread_mutex_lock(&s->lock);
-        if (half && t->co->c->vgpu >= 0)
-            gos_sched_charge(d->sched, s->vgpus[t->co->c->vgpu].id, GOS_SCHED_COMPUTE, half, 0, now);
+        if (*gpu_ns && t->co->c->vgpu >= 0)
+            gos_sched_charge(d->sched, s->vgpus[t->co->c->vgpu].id, GOS_SCHED_COMPUTE, *gpu_ns, 0, now);
         pthread_mutex_unlock(&s->lock);
-        *gpu_ns -= half;
         t->co->ring_t0 = now;
         srv_ring_pair_end(d, t->co);
         t->co = NULL;

@@ -7,13 +7,17 @@
  * per kernel. A compute grant may now have one companion: the queued grant
  * task of another ring of the device, taken out of the scheduler's queue,
  * issued with the same deadline and awaited and charged by the same
- * dispatcher (srv_ring_await). Each of the two is charged half of their common
- * wall time. That is what the hardware gives them only when their work is
- * alike, so a companion must be a vGPU of the same compute share whose ring
- * entries take about as long (the executor's mean entry time, within a factor
- * of SRV_PAIR_RATIO), on a vGPU without an SM set; any other mix (70/30, 200
- * us next to 20 ms kernels) keeps taking turns, and the policy keeps its
- * shares exactly as before. Process: the daemon (gpuos serve). */
+ * dispatcher (srv_ring_await). Each of the two is charged the whole of their
+ * common wall time, as if it had had the GPU alone: kernels that leave room on
+ * the GPU run as fast beside a companion as alone, and a half each let paired
+ * vGPUs take twice their share (BAND with eight vGPUs 15 points off on the
+ * H200); kernels that fill it make each pay for time it shared, alike for both.
+ * So pairing never gains a vGPU share, only the GPU work. A companion must be
+ * a vGPU of the same compute share whose ring entries take about as long (the
+ * executor's mean entry time, within a factor of SRV_PAIR_RATIO), on a vGPU
+ * without an SM set, the one of those most owed (its credit); any other mix
+ * (70/30, 200 us next to 20 ms kernels) keeps taking turns. Process: the
+ * daemon (gpuos serve). */
 #include "serve/serve.h"
 
 #include "common/env.h"
@@ -42,6 +46,8 @@ struct srv_task *srv_ring_pair_pick(struct srv_dev *d, struct srv_task *t)
     uint64_t ma = mean_entry_ns(a);
     if (va->sms || !ma)
         return NULL;
+    struct srv_task *best = NULL;
+    int64_t best_credit = 0;
     for (struct srv_client *c = s->clients; c; c = c->next) {
         struct srv_task *u = c->ring_task;
         if (c == a || !u || u->dispatched || u->st.kind != GOS_SCHED_COMPUTE || !c->gp || !c->ring || c->vgpu < 0 ||
@@ -52,16 +58,21 @@ struct srv_task *srv_ring_pair_pick(struct srv_dev *d, struct srv_task *t)
         uint64_t mb = mean_entry_ns(c);
         if (vb->sms || vb->compute != va->compute || !mb || ma > SRV_PAIR_RATIO * mb || mb > SRV_PAIR_RATIO * ma)
             continue;
-        if (gos_sched_cancel(d->sched, &u->st))
-            continue; /* not in the scheduler's queue (yet) */
-        u->dispatched = 1;
-        u->companion = 1;
-        if (getenv(GOS_ENV_GRANT_LOG)) /* (GPUOS_GRANT_LOG: ring.c's line per grant, and this) */
-            gos_log(LOG_INFO, "grant vgpu %d: companion of vgpu %d's grant (mean entry %.1f / %.1f us)", c->vgpu,
-                    a->vgpu, (double)mb / 1e3, (double)ma / 1e3);
-        return u;
+        gos_sched_vgpu_stats st = {0};
+        gos_sched_vgpu_stats_get(d->sched, s->vgpus[c->vgpu].id, gos_now_ns(), &st);
+        if (!best || st.compute_credit_ns > best_credit) { /* the most owed of them */
+            best = u;
+            best_credit = st.compute_credit_ns;
+        }
     }
-    return NULL;
+    if (!best || gos_sched_cancel(d->sched, &best->st))
+        return NULL; /* (not in the scheduler's queue yet) */
+    best->dispatched = 1;
+    best->companion = 1;
+    if (getenv(GOS_ENV_GRANT_LOG)) /* (GPUOS_GRANT_LOG: ring.c's line per grant, and this) */
+        gos_log(LOG_INFO, "grant vgpu %d: companion of vgpu %d's grant (mean entry %.1f / %.1f us)", best->c->vgpu,
+                a->vgpu, (double)mean_entry_ns(best->c) / 1e3, (double)ma / 1e3);
+    return best;
 }
 
 int srv_ring_pair_over(const struct srv_task *co, int *rc)

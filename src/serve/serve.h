@@ -451,8 +451,7 @@ void srv_ring_wake(struct srv_client *c);
  * has the same compute share and whose entries take about as long (within a
  * factor of SRV_PAIR_RATIO), taken out of the scheduler's queue (lock held;
  * NULL: none). The two grants run at once, their kernels overlap on the GPU
- * (MPS's concurrency), and each is charged half of their common wall time:
- * what the hardware gives two such tenants. */
+ * (MPS's concurrency), and each is charged their whole common wall time. */
 #define SRV_PAIR_RATIO 2
 struct srv_task *srv_ring_pair_pick(struct srv_dev *d, struct srv_task *t);
 /* Whether the companion's grant is over: it yielded, its client left, or its
