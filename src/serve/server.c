@@ -60,6 +60,10 @@ static int open_devices(struct srv *s, const char *force_sim)
         if (d->executor_per_vgpu && d->isolation == GOS_ISOLATION_NONE)
             return gos_fail(GOS_EINVAL, "device %d: executor = per-vgpu needs isolation = process or mps (under none "
                             "there are no executors)", i);
+        d->overlap = c->overlap;
+        if (d->overlap && d->isolation != GOS_ISOLATION_MPS)
+            return gos_fail(GOS_EINVAL, "device %d: overlap = pairs needs isolation = mps (only an MPS server runs "
+                            "two executors' kernels at once)", i);
         d->ordinal = spec.ordinal;
         snprintf(d->sim, sizeof d->sim, "%s", spec.sim ? spec.sim : "");
         int rc;
