@@ -71,14 +71,18 @@ static void pattern(unsigned char *p, size_t n, unsigned seed)
     }
 }
 
-static gpuos_function fill_fn(gpuos_vgpu *g)
+/* A kernel of the daemon's built-in module. */
+static gpuos_function builtin_fn(gpuos_vgpu *g, const char *name)
 {
     gpuos_module m;
     gpuos_function f;
     CHECK(!gpuos_module_load_builtin(g, "builtin", &m), "builtin module");
-    CHECK(!gpuos_module_function(g, m, "fill", &f), "fill");
+    CHECK(!gpuos_module_function(g, m, name, &f), "%s", name);
     return f;
 }
+
+static gpuos_function fill_fn(gpuos_vgpu *g) { return builtin_fn(g, "fill"); }
+static gpuos_function sleep_fn(gpuos_vgpu *g) { return builtin_fn(g, "sleep_ns"); }
 
 /* One pass: every size class both ways, pageable and pinned, DtoD, a launch. */
 static void pass(gpuos_vgpu *g, gpuos_function fill, unsigned seed)
@@ -368,9 +372,7 @@ static int cmd_fault(const char *va)
 {
     gpuos_vgpu *g = open_or_die(va);
     CHECK(granted(g), "not granted");
-    gpuos_module m;
-    gpuos_function f;
-    CHECK(!gpuos_module_load_builtin(g, "builtin", &m) && !gpuos_module_function(g, m, "fault", &f), "fault kernel");
+    gpuos_function f = builtin_fn(g, "fault");
     gpuos_launch_config c = {{1, 1, 1}, {1, 1, 1}, {0, 0, 0}, 0, 0};
     int rc = gpuos_launch(g, f, &c, NULL, 0);
     int rs = gpuos_synchronize(g);
@@ -425,9 +427,7 @@ static void *forge_main(void *arg)
 static int cmd_behind(const char *va)
 {
     gpuos_vgpu *g = open_or_die(va);
-    gpuos_function fill = fill_fn(g), sl;
-    gpuos_module m;
-    CHECK(!gpuos_module_load_builtin(g, "builtin", &m) && !gpuos_module_function(g, m, "sleep_ns", &sl), "sleep_ns");
+    gpuos_function fill = fill_fn(g), sl = sleep_fn(g);
     CHECK(granted(g), "no ring granted");
     const size_t words = 2048;
     gpuos_dptr p;
@@ -485,9 +485,7 @@ static int cmd_behind(const char *va)
 static int cmd_busy(const char *va, double secs, int forge)
 {
     gpuos_vgpu *g = open_or_die(va);
-    gpuos_module m;
-    gpuos_function f;
-    CHECK(!gpuos_module_load_builtin(g, "builtin", &m) && !gpuos_module_function(g, m, "sleep_ns", &f), "sleep_ns");
+    gpuos_function f = sleep_fn(g);
     struct forger w = {g, 0};
     pthread_t t;
     if (forge)
@@ -512,9 +510,7 @@ static int cmd_busy(const char *va, double secs, int forge)
 static int cmd_fills(const char *va, double secs)
 {
     gpuos_vgpu *g = open_or_die(va);
-    gpuos_module m;
-    gpuos_function sl, fill = fill_fn(g);
-    CHECK(!gpuos_module_load_builtin(g, "builtin", &m) && !gpuos_module_function(g, m, "sleep_ns", &sl), "sleep_ns");
+    gpuos_function sl = sleep_fn(g), fill = fill_fn(g);
     enum { W = 4096 };
     gpuos_dptr p;
     uint32_t *w = malloc(W * 4);
@@ -546,9 +542,7 @@ static int cmd_fills(const char *va, double secs)
 static int cmd_pauses(const char *va, int n, double ms)
 {
     gpuos_vgpu *g = open_or_die(va);
-    gpuos_module m;
-    gpuos_function f;
-    CHECK(!gpuos_module_load_builtin(g, "builtin", &m) && !gpuos_module_function(g, m, "sleep_ns", &f), "sleep_ns");
+    gpuos_function f = sleep_fn(g);
     uint64_t ns = 100000;
     gpuos_launch_config c = {{1, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, 0};
     uint64_t e0 = entries(g);

@@ -22,6 +22,14 @@ compute = 35
 [vgpu c]
 compute = 30"
 pairs() { grep -c "companion of" "$T/serve.log"; }
+# busy_two A B SECS: ring_client busy on vGPUs A and B at once; A's output in
+# $T/ba, B's in $out
+busy_two() {
+    timeout 60 "$R" busy "$1" "$3" > "$T/ba" 2>&1 &
+    BA=$!
+    out=$(timeout 60 "$R" busy "$2" "$3") || fail "busy $2 beside $1: $out"
+    wait $BA || fail "busy $1 beside $2: $(cat "$T/ba")"
+}
 
 # 1. two busy clients of equal shares checking every byte they read back:
 #    companions, both exact, every round through the ring
@@ -49,10 +57,7 @@ done
 
 # 2. two busy clients of 1 ms kernels: both work, both vGPUs charged alike
 a0=$(vgpu_field a compute_ns); b0=$(vgpu_field b compute_ns)
-timeout 60 "$R" busy a 1.5 > "$T/ba" 2>&1 &
-BA=$!
-out=$(timeout 60 "$R" busy b 1.5) || fail "busy b: $out"
-wait $BA || fail "busy a: $(cat "$T/ba")"
+busy_two a b 1.5
 ka=$(sed -n 's/^busy kernels \([0-9]*\)/\1/p' "$T/ba"); kb=$(echo "$out" | sed -n 's/^busy kernels \([0-9]*\)/\1/p')
 echo "busy pair: a $ka kernels, b $kb kernels, $(( $(pairs) - n1 )) companion grants"
 [ "${ka:-0}" -ge 200 ] && [ "${kb:-0}" -ge 200 ] || fail "a busy pair starved one: a ${ka:-0}, b ${kb:-0} kernels in 1.5 s"
@@ -65,10 +70,7 @@ echo "charged: a $((ca / 1000000)) ms, b $((cb / 1000000)) ms"
 
 # 3. unequal shares (35 / 30): never companions
 n2=$(pairs)
-timeout 60 "$R" busy a 1 > "$T/ba" 2>&1 &
-BA=$!
-out=$(timeout 60 "$R" busy c 1) || fail "busy c: $out"
-wait $BA || fail "busy a beside c: $(cat "$T/ba")"
+busy_two a c 1
 [ "$(pairs)" = "$n2" ] || fail "vGPUs of 35 % and 30 % ran as companions"
 
 # 4. a companion killed -9 mid-pair: the other stays exact, the daemon lives, the
@@ -97,10 +99,7 @@ compute = 35
 [vgpu b]
 compute = 35"
 n5=$(pairs)
-timeout 60 "$R" busy a 1 > "$T/ba" 2>&1 &
-BA=$!
-out=$(timeout 60 "$R" busy b 1) || fail "busy b (overlap off): $out"
-wait $BA || fail "busy a (overlap off): $(cat "$T/ba")"
+busy_two a b 1
 [ "$(pairs)" = "$n5" ] || fail "companion grants without overlap = pairs"
 stop_daemon
 

@@ -73,6 +73,15 @@ static int parse_int(const char *v, long lo, long hi, long *out)
     return 0;
 }
 
+/* A key of two words: *out 0 for the first, 1 for the second; -1 otherwise. */
+static int parse_two(const char *v, const char *w0, const char *w1, int *out)
+{
+    if (strcmp(v, w0) && strcmp(v, w1))
+        return -1;
+    *out = !strcmp(v, w1);
+    return 0;
+}
+
 /* Percentages of a share: a finite number in (0, 100]. */
 static int parse_pct(const char *v, double *out)
 {
@@ -389,20 +398,12 @@ int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_
                     goto out;
                 }
             } else if (!strcmp(k, "overlap")) {
-                if (!strcmp(v, "off"))
-                    d->overlap = 0;
-                else if (!strcmp(v, "pairs"))
-                    d->overlap = 1;
-                else {
+                if (parse_two(v, "off", "pairs", &d->overlap)) {
                     rc = BAD("overlap must be off or pairs");
                     goto out;
                 }
             } else if (!strcmp(k, "executor")) {
-                if (!strcmp(v, "per-client"))
-                    d->executor_per_vgpu = 0;
-                else if (!strcmp(v, "per-vgpu"))
-                    d->executor_per_vgpu = 1;
-                else {
+                if (parse_two(v, "per-client", "per-vgpu", &d->executor_per_vgpu)) {
                     rc = BAD("executor must be per-client or per-vgpu");
                     goto out;
                 }
