@@ -313,7 +313,7 @@ static void hg_flush_locked(void)
     uint64_t seq = HG.seq;
     HG.seq = 0;
     if (seq && gpuos_gate(S.g, &EV.done[EV_SLOTS], seq))
-        while ((int64_t)(__atomic_load_n(&EV.done[EV_SLOTS], __ATOMIC_ACQUIRE) - seq) < 0) {
+        while ((int32_t)((uint32_t)__atomic_load_n(&EV.done[EV_SLOTS], __ATOMIC_ACQUIRE) - (uint32_t)seq) < 0) {
             struct timespec ts = {0, 20000};
             nanosleep(&ts, NULL);
         }
@@ -381,6 +381,8 @@ static void hf_forked(void)
     HF.tried = 0; /* the child has no host-function thread */
     HF.slot = -1;
     HF.n = 0;
+    HG.seq = 0; /* (nor a gate of the parent's to wait for) */
+    pthread_mutex_init(&HG.lock, NULL);
     pthread_mutex_init(&HF.lock, NULL);
     pthread_cond_init(&HF.cond, NULL);
 }

@@ -306,7 +306,8 @@ static void *ring_main(void *arg)
             for (unsigned s = spin > 1000 ? 1000 : spin;; s = 0) {
                 uint64_t dl = atomic_load_explicit(&r->gp->deadline_ns, memory_order_acquire), now = gos_now_ns();
                 uint64_t end = idle_end(&w) < dl ? idle_end(&w) : dl;
-                int ready = gos_ring_wait(&c->sq_futex, &c->exec_sleeping, s, end > now ? end - now : 1, held_ready, &w);
+                uint64_t left = end > now ? end - now : 1;
+                int ready = gos_ring_wait(&c->sq_futex, &c->exec_sleeping, s, left, held_ready, &w);
                 if (drained) {
                     now = gos_now_ns();
                     bump(&r->gp->idle_ns, now - counted);

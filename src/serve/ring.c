@@ -130,10 +130,10 @@ void srv_ring_rotation(struct srv *s, int device)
     for (struct srv_client *c = s->clients; c; c = c->next)
         if (c->vgpu >= 0 && !c->dead && c->worked && device_of(c) == device)
             n++;
+    uint32_t idle = n > 1 ? SRV_RING_IDLE_YIELD_US : 0;
     for (struct srv_client *c = s->clients; c; c = c->next)
-        if (c->gp && c->vgpu >= 0 && device_of(c) == device &&
-            atomic_exchange(&c->gp->idle_yield_us, n > 1 ? SRV_RING_IDLE_YIELD_US : 0) != (n > 1 ? SRV_RING_IDLE_YIELD_US : 0) &&
-            c->ring) /* an executor idle on its grant sees the change at once (it yields if idle for long enough) */
+        if (c->gp && c->vgpu >= 0 && device_of(c) == device && atomic_exchange(&c->gp->idle_yield_us, idle) != idle &&
+            c->ring) /* an executor idle on its grant sees the change at once (and yields if idle for long enough) */
             gos_ring_kick(&gos_ring_ctl(c->ring)->sq_futex, &gos_ring_ctl(c->ring)->exec_sleeping);
     s->devs[device].clients_now = n;
 }
