@@ -242,7 +242,9 @@ static void test_credit_demotes_overdrawn(void **state)
 /* Brings two BAND vGPUs (1: short tasks, 2: long) on `engine` to a known state at
  * 10 ms with a 10 ms period: vGPU 2 used 9 ms, vGPU 1 100 us; the period's 9.1 ms
  * are redistributed 50/50, so vGPU 1 has 4.45 ms of credit and vGPU 2 -4.45 ms. */
-static gos_sched *band_two(int engine, int kind, gos_sched_task *a, gos_sched_task *b)
+/* BAND with a 10 ms period and a 500 us wait, vGPUs 1 and 2 of 50 % each, a
+ * task of kind for each (clients 10 and 20). */
+static gos_sched *band_50_50(int kind, gos_sched_task *a, gos_sched_task *b)
 {
     gos_sched *s;
     assert_int_equal(gos_sched_new("band", GOS_SCHED_MRQ, 10 * MS, &s), GOS_OK);
@@ -251,6 +253,12 @@ static gos_sched *band_two(int engine, int kind, gos_sched_task *a, gos_sched_ta
     gos_sched_vgpu_add(s, 2, 50, 50);
     task_init(a, 1, 10, kind, 0);
     task_init(b, 2, 20, kind, 0);
+    return s;
+}
+
+static gos_sched *band_two(int engine, int kind, gos_sched_task *a, gos_sched_task *b)
+{
+    gos_sched *s = band_50_50(kind, a, b);
     gos_sched_submit(s, b, 0);
     assert_ptr_equal(gos_sched_next(s, engine, 0, NULL), b);
     gos_sched_submit(s, a, 500 * US);
@@ -281,14 +289,8 @@ static gos_sched *band_two(int engine, int kind, gos_sched_task *a, gos_sched_ta
 static void test_band_hold_after_lone_grant(void **state)
 {
     (void)state;
-    gos_sched *s;
-    assert_int_equal(gos_sched_new("band", GOS_SCHED_MRQ, 10 * MS, &s), GOS_OK);
-    assert_int_equal(gos_sched_set_band_wait(s, 500 * US), GOS_OK);
-    gos_sched_vgpu_add(s, 1, 50, 50);
-    gos_sched_vgpu_add(s, 2, 50, 50);
     gos_sched_task a, b, b2;
-    task_init(&a, 1, 10, GOS_SCHED_COMPUTE, 0);
-    task_init(&b, 2, 20, GOS_SCHED_COMPUTE, 0);
+    gos_sched *s = band_50_50(GOS_SCHED_COMPUTE, &a, &b);
     task_init(&b2, 2, 20, GOS_SCHED_COMPUTE, 0);
     gos_sched_submit(s, &b, 0);
     assert_ptr_equal(gos_sched_next(s, 0, 0, NULL), &b);

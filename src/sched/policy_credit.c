@@ -36,12 +36,13 @@ void gos_sched_credit_replenish(gos_sched *s, int res, uint64_t period_used)
         /* Bounded to one period either way, or to the longest task lately when
          * that is longer: an active vGPU's own longest counts (a dozen 2 ms
          * grants of the 70 % vGPU made the engine's forget the other's 50 ms
-         * kernel: 58 % instead of 70, test_band_short_grants). (Clamping an active vGPU to its own period grant,
-         * share x period, loses what a small-share vGPU is owed while another
-         * runs kernels longer than that grant: BAND 2.8 points off with 1 ms /
-         * 10 ms kernels, shares 40/30/20/10 and a 10 ms period; 0.05 with this
-         * bound. A period's bound forgave a 30 % vGPU of 50 ms kernels the debt
-         * of each beyond 30 ms, and its 70 % neighbour got 45 % of the H200.) */
+         * kernel: 58 % instead of 70, test_band_short_grants). (Clamping an
+         * active vGPU to its own period grant, share x period, loses what a
+         * small-share vGPU is owed while another runs kernels longer than that
+         * grant: BAND 2.8 points off with 1 ms / 10 ms kernels, shares
+         * 40/30/20/10 and a 10 ms period; 0.05 with this bound. A period's
+         * bound forgave a 30 % vGPU of 50 ms kernels the debt of each beyond
+         * 30 ms, and its 70 % neighbour got 45 % of the H200.) */
         int64_t bound = (int64_t)(longest > s->period ? longest : s->period);
         if (r->credit > bound)
             r->credit = bound;

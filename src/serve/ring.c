@@ -194,6 +194,7 @@ void srv_ring_issue(struct srv_dev *d, struct srv_task *t)
     struct srv *s = d->srv;
     pthread_mutex_lock(&s->lock);
     uint64_t len = srv_grant_for(d, s->vgpus[t->c->vgpu].id);
+    struct srv_task *co = srv_ring_pair_pick(d, t); /* under mps, one whose kernels overlap these (ring_pair.c) */
     pthread_mutex_unlock(&s->lock);
     t->ring_t0 = gos_now_ns();
     /* a lone client's grant, or any under SDQ, runs copies and launches alike:
@@ -203,10 +204,6 @@ void srv_ring_issue(struct srv_dev *d, struct srv_task *t)
              : t->st.kind == GOS_SCHED_COPY                               ? GOS_GRANT_COPY
                                                                           : GOS_GRANT_COMPUTE,
           dl);
-    /* under mps, a companion whose kernels overlap these (ring_pair.c) */
-    pthread_mutex_lock(&s->lock);
-    struct srv_task *co = srv_ring_pair_pick(d, t);
-    pthread_mutex_unlock(&s->lock);
     if (co) {
         co->ring_t0 = t->ring_t0;
         grant(co, GOS_GRANT_COMPUTE, dl);
@@ -251,6 +248,20 @@ static int yielded(void *arg)
            __atomic_load_n(&w->c->dead, __ATOMIC_ACQUIRE);
 }
 
+/* Whether grant gen of c is over: yielded, its client gone (*rc GOS_OK), or
+ * its executor lost (*rc says so). */
+static int grant_over(struct srv_client *c, uint32_t gen, int *rc)
+{
+    *rc = GOS_OK;
+    if (atomic_load(&c->gp->done_gen) == gen)
+        return 1;
+    if (srv_exec_hungup(c->x)) {
+        *rc = gos_fail(GOS_EDEVICE, "executor (pid %d) is gone", (int)c->x->pid);
+        return 1;
+    }
+    return __atomic_load_n(&c->dead, __ATOMIC_ACQUIRE); /* the client left: its executor ends with it */
+}
+
 void srv_ring_wake(struct srv_client *c)
 {
     if (c->gp)
@@ -287,7 +298,10 @@ static void set_deadline(struct srv_task *t, uint64_t v)
         atomic_store(&t->co->c->gp->deadline_ns, atomic_load(&t->co->c->ring_end) ? gos_now_ns() : v);
 }
 
-void srv_ring_charge_split(struct srv_dev *d, struct srv_task *t, uint64_t cost, uint64_t now)
+/* Charges cost ns of t's grant to its vGPU (lock held): to the copy and
+ * compute engines in the proportion its executor spent on each since the last
+ * charge. */
+static void charge_split(struct srv_dev *d, struct srv_task *t, uint64_t cost, uint64_t now)
 {
     struct srv *s = d->srv;
     struct srv_client *c = t->c;
@@ -305,6 +319,29 @@ void srv_ring_charge_split(struct srv_dev *d, struct srv_task *t, uint64_t cost,
     t->ring_t0 = now;
     t->ring_busy0 = busy;
     t->ring_copy0 = cb;
+}
+
+/* Ends a companion's grant now (ring_pair.c; lock not held): its executor
+ * yields after the entry in progress; then its tail (the GPU its alone) is
+ * charged and it completes. */
+static void companion_end(struct srv_dev *d, struct srv_task *co)
+{
+    struct srv *s = d->srv;
+    struct srv_client *c = co->c;
+    struct gos_grant_page *g = c->gp;
+    atomic_store(&g->deadline_ns, gos_now_ns());
+    gos_ring_kick(&gos_ring_ctl(c->ring)->sq_futex, &gos_ring_ctl(c->ring)->exec_sleeping);
+    struct yield_wait w = {g, c, co->ring_gen, 0};
+    int rc;
+    do {
+        w.until = gos_now_ns() + 10000000ull; /* (every 10 ms: its executor's loss) */
+        gos_ring_wait(&g->yield_futex, &g->daemon_sleeping, 0, 10000000ull, yielded, &w);
+    } while (!grant_over(c, co->ring_gen, &rc));
+    pthread_mutex_lock(&s->lock);
+    uint64_t now = gos_now_ns();
+    charge_split(d, co, now > co->ring_t0 ? now - co->ring_t0 : 0, now);
+    srv_ring_companion_done(co, rc);
+    pthread_mutex_unlock(&s->lock);
 }
 
 int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint64_t *busy_ns)
@@ -350,14 +387,8 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
             spin = GOS_GRANT_TURN_SPIN_US;
         }
         gos_ring_wait(&g->yield_futex, &g->daemon_sleeping, spin, w.until > now ? w.until - now : 1, yielded, &w);
-        if (atomic_load(&g->done_gen) == w.gen)
+        if (grant_over(c, w.gen, &rc))
             break;
-        if (srv_exec_hungup(c->x)) {
-            rc = gos_fail(GOS_EDEVICE, "executor (pid %d) is gone", (int)c->x->pid);
-            break;
-        }
-        if (__atomic_load_n(&c->dead, __ATOMIC_ACQUIRE))
-            break; /* the client left: its executor ends with it (the client's release) */
         now = gos_now_ns();
         /* charged as it goes (every 10 ms at most): utilisation, Credit and
          * BAND see a long grant as it runs, not in one piece at its end */
@@ -365,15 +396,15 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
         uint64_t idle = atomic_load(&g->idle_ns), cost = segment_cost(d, t, now, idle);
         uint64_t busy = atomic_load(&g->busy_ns);
         if (t->co) { /* the wall time shared with a companion: the whole of it to each (ring_pair.c) */
-            srv_ring_charge_split(d, t->co, cost, now);
+            charge_split(d, t->co, cost, now);
             int crc;
-            if (srv_ring_pair_over(t->co, &crc)) {
+            if (grant_over(t->co->c, t->co->ring_gen, &crc)) {
                 srv_ring_companion_done(t->co, crc);
                 t->co = NULL;
             }
         }
         ran = busy != t->ring_busy0;
-        srv_ring_charge_split(d, t, cost, now);
+        charge_split(d, t, cost, now);
         t->ring_idle0 = idle;
         others = waiting(d, c);
         if (!others) /* (the grant's length as the longest task counts it starts again) */
@@ -420,9 +451,9 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
     *gpu_ns = segment_cost(d, t, now, atomic_load(&g->idle_ns)); /* the rest, charged with the task */
     if (t->co) { /* the companion: the rest, then its own end */
         pthread_mutex_lock(&s->lock);
-        srv_ring_charge_split(d, t->co, *gpu_ns, now);
+        charge_split(d, t->co, *gpu_ns, now);
         pthread_mutex_unlock(&s->lock);
-        srv_ring_pair_end(d, t->co);
+        companion_end(d, t->co);
         t->co = NULL;
     }
     if (!*gpu_ns)

@@ -9,7 +9,8 @@
  * per kernel. A compute grant may now have one companion: the queued grant
  * task of another ring of the device, taken out of the scheduler's queue,
  * issued with the same deadline and awaited and charged by the same
- * dispatcher (srv_ring_await). Each of the two is charged the whole of their
+ * dispatcher (srv_ring_await in ring.c, which also ends it; this file only
+ * says which ring may be a companion). Each of the two is charged the whole of their
  * common wall time, as if it had had the GPU alone: kernels that leave room on
  * the GPU run as fast beside a companion as alone, and a half each let paired
  * vGPUs take twice their share (BAND with eight vGPUs 15 points off on the
@@ -24,8 +25,6 @@
 
 #include "common/env.h"
 #include "common/log.h"
-#include "common/status.h"
-#include "proto/ring.h"
 
 #include <stdlib.h>
 
@@ -75,45 +74,4 @@ struct srv_task *srv_ring_pair_pick(struct srv_dev *d, struct srv_task *t)
         gos_log(LOG_INFO, "grant vgpu %d: companion of vgpu %d's grant (mean entry %.1f / %.1f us)", best->c->vgpu,
                 a->vgpu, (double)mean_entry_ns(best->c) / 1e3, (double)ma / 1e3);
     return best;
-}
-
-int srv_ring_pair_over(const struct srv_task *co, int *rc)
-{
-    const struct srv_client *c = co->c;
-    *rc = GOS_OK;
-    if (atomic_load(&c->gp->done_gen) == co->ring_gen || __atomic_load_n(&c->dead, __ATOMIC_ACQUIRE))
-        return 1;
-    if (srv_exec_hungup(c->x)) {
-        *rc = gos_fail(GOS_EDEVICE, "executor (pid %d) is gone", (int)c->x->pid);
-        return 1;
-    }
-    return 0;
-}
-
-struct pair_wait {
-    const struct srv_task *co;
-    int rc;
-};
-
-static int pair_over(void *arg)
-{
-    struct pair_wait *w = arg;
-    return srv_ring_pair_over(w->co, &w->rc);
-}
-
-void srv_ring_pair_end(struct srv_dev *d, struct srv_task *co)
-{
-    struct srv *s = d->srv;
-    struct srv_client *c = co->c;
-    struct gos_grant_page *g = c->gp;
-    atomic_store(&g->deadline_ns, gos_now_ns()); /* its entry in progress ends it */
-    gos_ring_kick(&gos_ring_ctl(c->ring)->sq_futex, &gos_ring_ctl(c->ring)->exec_sleeping);
-    struct pair_wait w = {co, GOS_OK};
-    while (!gos_ring_wait(&g->yield_futex, &g->daemon_sleeping, 0, 10000000ull, pair_over, &w)) {
-    }
-    pthread_mutex_lock(&s->lock);
-    uint64_t now = gos_now_ns();
-    srv_ring_charge_split(d, co, now > co->ring_t0 ? now - co->ring_t0 : 0, now); /* its tail, the GPU its alone */
-    srv_ring_companion_done(co, w.rc);
-    pthread_mutex_unlock(&s->lock);
 }

@@ -437,9 +437,6 @@ int srv_ring_queue(struct srv_client *c);
  * yields: *gpu_ns its wall time, *busy_ns what the executor spent running. */
 void srv_ring_issue(struct srv_dev *d, struct srv_task *t);
 int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint64_t *busy_ns);
-/* Charges cost ns of t's grant to its vGPU (lock held): to the copy and compute
- * engines in the proportion its executor spent on each since the last charge. */
-void srv_ring_charge_split(struct srv_dev *d, struct srv_task *t, uint64_t cost, uint64_t now);
 /* A socket request of c waits for everything of c (a free, a synchronise over
  * the socket; lock held): its ring's grant, queued or running, ends as soon as
  * what its ring holds is done instead of lasting to its deadline, which the
@@ -458,12 +455,6 @@ void srv_ring_wake(struct srv_client *c);
  * (MPS's concurrency), and each is charged their whole common wall time. */
 #define SRV_PAIR_RATIO 2
 struct srv_task *srv_ring_pair_pick(struct srv_dev *d, struct srv_task *t);
-/* Whether the companion's grant is over: it yielded, its client left, or its
- * executor is gone (*rc then says so). */
-int srv_ring_pair_over(const struct srv_task *co, int *rc);
-/* Ends the companion's grant now (lock not held): waits for its yield, charges
- * its tail and completes it (srv_ring_companion_done). */
-void srv_ring_pair_end(struct srv_dev *d, struct srv_task *co);
 /* dispatch.c: a companion grant's end (lock held): its ring's bookkeeping and
  * its client's answer, as a completed grant's, without the scheduler. */
 void srv_ring_companion_done(struct srv_task *t, int rc);
