@@ -36,6 +36,8 @@
  *              passes while a time-sliced kernel is preempted and would count
  *              the same time twice.
  * The daemon is started by this program for each configuration it needs. */
+#include "vgpu_bench.h"
+
 #include "common/jsonio.h"
 #include "common/provenance.h"
 #include "common/status.h"
@@ -57,46 +59,46 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *gpuos_bin, *sim_chip;
-static int quick;
+const char *gpuos_bin, *sim_chip;
+int quick;
 static double fair_seconds = 4.0;
 static long band_wait_us = -1; /* -1: the daemon's default (500 us, Gdev) */
 static int band_charge_hold = -1; /* -1: the daemon's default */
 static long grant_us = -1;        /* -1: the daemon's default (grant_us) */
 static int exec_per_vgpu;         /* the next daemon says executor = per-vgpu */
 static const char *switch_grants = "8000,16000"; /* switching: grant_us values tried besides the default */
-static const char *fair_policies = "fifo,credit,band", *fair_counts = "2,4,8";
+const char *fair_policies = "fifo,credit,band", *fair_counts = "2,4,8";
 /* isolation modes measured (issue 9): every section runs once per mode; the
  * first mode's tables are also the top-level ones (older readers). */
-static const char *iso_modes = "process,none", *iso_mode = NULL;
-static char tmpdir[256], sockpath[300];
-static gos_device *dev;
-static void *stream;
+const char *iso_modes = "process,none", *iso_mode = NULL;
+/* "mps+pairs" in --isolation: mps with overlap = pairs (companion grants) */
+const char *overlap = NULL;
+/* sharing's kernels: one warp per SM ("light", the default: full-GPU but it
+ * leaves the SMs room, so two at once under MPS run about as fast as one), or
+ * two blocks of 1024 threads per SM ("dense": fills every SM's issue slots,
+ * so overlapping tenants gain only the gaps) */
+int share_dense;
+char tmpdir[256], sockpath[300];
+gos_device *dev;
+void *stream;
 
-static void daemon_stop(void);
-static pid_t main_pid;
-#define DIE(...)                                                                                 \
-    do {                                                                                         \
-        fprintf(stderr, "vgpu_bench: " __VA_ARGS__);                                             \
-        fprintf(stderr, " [%s]\n", gos_last_error());                                            \
-        if (getpid() == main_pid)                                                                \
-            daemon_stop();                                                                       \
-        exit(1);                                                                                 \
-    } while (0)
-
-static double now(void)
+void daemon_stop(void);
+pid_t main_pid;
+double now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+const char *mode_label(void) { return overlap ? "mps+pairs" : iso_mode ? iso_mode : "-"; }
+
 static int cmp_d(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
 }
-static double median(double *v, int n)
+double median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, cmp_d);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
@@ -106,7 +108,7 @@ static double median(double *v, int n)
 
 static pid_t daemon_pid;
 
-static void daemon_start(const char *policy, const char *queue, int n_vgpus, const char *mem)
+void daemon_start(const char *policy, const char *queue, int n_vgpus, const char *mem)
 {
     char cfg[400];
     snprintf(cfg, sizeof cfg, "%s/serve.conf", tmpdir);
@@ -118,6 +120,8 @@ static void daemon_start(const char *policy, const char *queue, int n_vgpus, con
         fprintf(f, "sim = %s\n", sim_chip);
     if (iso_mode)
         fprintf(f, "isolation = %s\n", iso_mode);
+    if (overlap)
+        fprintf(f, "overlap = %s\n", overlap);
     if (band_wait_us >= 0)
         fprintf(f, "band_wait_us = %ld\n", band_wait_us);
     if (band_charge_hold >= 0)
@@ -151,7 +155,7 @@ static void daemon_start(const char *policy, const char *queue, int n_vgpus, con
     DIE("gpuos serve did not come up within 20 s");
 }
 
-static void daemon_stop(void)
+void daemon_stop(void)
 {
     if (daemon_pid <= 0)
         return;
@@ -169,7 +173,7 @@ static void daemon_stop(void)
 }
 
 static int open_gen; /* handles opened so far (gfn's cache key) */
-static gpuos_vgpu *vopen(const char *name)
+gpuos_vgpu *vopen(const char *name)
 {
     gpuos_vgpu *g;
     open_gen++;
@@ -446,7 +450,7 @@ static json_t *small_path(void)
                      "crossover_dtoh", (json_int_t)best_small[1]);
 }
 
-static void tune(gpuos_vgpu *g)
+void tune(gpuos_vgpu *g)
 {
     if (best_chunk)
         gpuos_set_copy_params(g, best_chunk, best_depth);
@@ -498,7 +502,7 @@ static json_t *copies(void)
 
 /* ---- launches ------------------------------------------------------------ */
 
-static void *native_fn(const char *name)
+void *native_fn(const char *name)
 {
     static void *mod;
     void *fn;
@@ -510,7 +514,7 @@ static void *native_fn(const char *name)
 }
 
 /* Kernels of the built-in module, loaded once per handle. */
-static gpuos_function gfn(gpuos_vgpu *g, const char *name)
+gpuos_function gfn(gpuos_vgpu *g, const char *name)
 {
     static int mgen = -1;
     static gpuos_module m;
@@ -732,7 +736,7 @@ static struct gate {
     double start;
 } *gate;
 
-static void gate_reset(void)
+void gate_reset(void)
 {
     if (!gate) {
         gate = mmap(NULL, sizeof *gate, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -746,7 +750,7 @@ static void gate_reset(void)
 
 /* Parent: waits until n children are ready, then starts them all; returns the
  * start time. */
-static double gate_open(int n)
+double gate_open(int n)
 {
     double t0 = now();
     while (__atomic_load_n(&gate->ready, __ATOMIC_SEQ_CST) < n) {
@@ -760,7 +764,7 @@ static double gate_open(int n)
 }
 
 /* Child: ready; returns once started, with the start time. */
-static double gate_pass(void)
+double gate_pass(void)
 {
     __atomic_add_fetch(&gate->ready, 1, __ATOMIC_SEQ_CST);
     double start;
@@ -909,8 +913,8 @@ static json_t *switching(void)
 /* ---- fairness and queues (child processes) ------------------------------ */
 
 /* Child: bursty compute (launch one kernel of ns, synchronise, repeat) until
- * `until`; writes its launch count to fd. */
-static void child_compute(const char *vgpu, uint64_t ns, double secs, int fd)
+ * `until`; writes its launch count to fd (after "INDEX " when index >= 0). */
+static void child_compute_n(const char *vgpu, uint64_t ns, double secs, int fd, int index)
 {
     gpuos_vgpu *g = vopen(vgpu);
     gpuos_function f = gfn(g, "sleep_ns");
@@ -923,9 +927,14 @@ static void child_compute(const char *vgpu, uint64_t ns, double secs, int fd)
         k++;
     }
     gpuos_close(g);
-    dprintf(fd, "%ld\n", k);
+    if (index >= 0)
+        dprintf(fd, "%d %ld\n", index, k);
+    else
+        dprintf(fd, "%ld\n", k);
     _exit(0);
 }
+
+static void child_compute(const char *vgpu, uint64_t ns, double secs, int fd) { child_compute_n(vgpu, ns, secs, fd, -1); }
 
 static void child_copy(const char *vgpu, size_t n, double secs, int fd)
 {
@@ -959,7 +968,16 @@ static void snapshot(uint64_t *ns, uint64_t *held, int n, int copy)
     }
 }
 
-static json_t *fairness_one(const char *policy, int n, uint64_t short_ns, double secs, double *maxerr)
+/* BAND's kernel mix of issue 22: four vGPUs of 25 % with kernels of 200 us,
+ * 1 ms, 5 ms and 20 ms. */
+static const uint64_t mix_ns[4] = {200000, 1000000, 5000000, 20000000};
+
+/* n vGPUs of equal shares, bursty clients of kernel lengths kns[i], for secs.
+ * Two measures of each vGPU's share: the daemon's accounting over a window
+ * where every client runs (achieved), and the clients' own work, kernels
+ * completed x their length over the whole run (achieved_work: what the tenants
+ * got done, independent of how the daemon charges, e.g. a companion grant). */
+static json_t *fairness_one(const char *policy, int n, const uint64_t *kns, double secs, double *maxerr)
 {
     daemon_start(policy, "mrq", 8, "10%");
     gate_reset();
@@ -971,7 +989,7 @@ static json_t *fairness_one(const char *policy, int n, uint64_t short_ns, double
         char name[16];
         snprintf(name, sizeof name, "v%d", i);
         if ((kids[i] = fork()) == 0)
-            child_compute(name, i % 2 ? 10 * short_ns : short_ns, secs, pfd[1]);
+            child_compute_n(name, kns[i], secs, pfd[1], i);
     }
     close(pfd[1]);
     double start = gate_open(n), until = start + secs;
@@ -987,73 +1005,97 @@ static json_t *fairness_one(const char *policy, int n, uint64_t short_ns, double
     double t_b = now();
     for (int i = 0; i < n; i++)
         waitpid(kids[i], NULL, 0);
-    close(pfd[0]);
+    long done[8] = {0};
+    FILE *cf = fdopen(pfd[0], "r");
+    int idx;
+    long cnt;
+    while (cf && fscanf(cf, "%d %ld", &idx, &cnt) == 2)
+        if (idx >= 0 && idx < n)
+            done[idx] = cnt;
+    if (cf)
+        fclose(cf);
     daemon_stop();
-    double tot = 0, tot_e = 0;
+    double tot = 0, tot_e = 0, tot_w = 0;
     for (int i = 0; i < n; i++) {
         tot += (double)(b[i] - a[i]);
         tot_e += (double)(b[i] - a[i]) + (double)(hb[i] - ha[i]);
+        tot_w += (double)done[i] * (double)kns[i];
     }
-    json_t *shares = json_array(), *ach = json_array(), *kern = json_array(), *ach_e = json_array();
+    json_t *shares = json_array(), *ach = json_array(), *kern = json_array(), *ach_e = json_array(),
+           *ach_w = json_array(), *kdone = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(kdone, json_integer(done[i]));
     for (int i = 0; i < n; i++)
         json_array_append_new(ach_e, json_real(tot_e > 0 ? ((double)(b[i] - a[i]) + (double)(hb[i] - ha[i])) / tot_e : 0));
     *maxerr = 0;
-    double maxrel = 0;
+    double maxrel = 0, maxerr_w = 0;
     for (int i = 0; i < n; i++) {
         double s = 1.0 / n, x = tot > 0 ? (double)(b[i] - a[i]) / tot : 0;
+        double w = tot_w > 0 ? (double)done[i] * (double)kns[i] / tot_w : 0;
         json_array_append_new(shares, json_real(s));
         json_array_append_new(ach, json_real(x));
-        json_array_append_new(kern, json_integer((json_int_t)(i % 2 ? 10 * short_ns : short_ns)));
+        json_array_append_new(ach_w, json_real(w));
+        json_array_append_new(kern, json_integer((json_int_t)kns[i]));
         /* Gdev's utilisation error: achieved minus assigned, in percentage points
          * of the GPU; also relative to the share. */
-        double e = 100 * (x > s ? x - s : s - x);
+        double e = 100 * (x > s ? x - s : s - x), ew = 100 * (w > s ? w - s : s - w);
         if (e > *maxerr)
             *maxerr = e;
         if (e / s > maxrel)
             maxrel = e / s;
+        if (ew > maxerr_w)
+            maxerr_w = ew;
     }
-    fprintf(stderr, "fairness %-6s %d vGPUs%s: max error %.2f points (%.1f%% of a share; GPU busy %.1f%%)\n",
-            policy, n, !strcmp(policy, "band") ? (band_charge_hold == 0 ? " (holds not charged)" : " (holds charged)") : "",
-            *maxerr, maxrel, 100 * tot / 1e9 / (t_b - t_a));
-    return json_pack("{s:s, s:i, s:o, s:o, s:o, s:o, s:i, s:f, s:f, s:f, s:f, s:s}", "policy", policy, "vgpus", n,
-                     "shares", shares, "achieved", ach, "achieved_engine_time", ach_e, "kernel_ns", kern,
-                     "band_charge_hold", band_charge_hold, "max_error_pct", *maxerr, "max_rel_error_pct",
-                     maxrel, "window_s", t_b - t_a, "gpu_busy", tot / 1e9 / (t_b - t_a), "error_metric",
+    fprintf(stderr, "fairness %-6s %d vGPUs%s%s: max error %.2f points (%.1f%% of a share; GPU busy %.1f%%); by the clients' work %.2f points\n",
+            policy, n, n == 4 && kns == mix_ns ? " (mix 0.2/1/5/20 ms)" : "",
+            !strcmp(policy, "band") ? (band_charge_hold == 0 ? " (holds not charged)" : " (holds charged)") : "",
+            *maxerr, maxrel, 100 * tot / 1e9 / (t_b - t_a), maxerr_w);
+    return json_pack("{s:s, s:s, s:s, s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:i, s:f, s:f, s:f, s:f, s:f, s:s}", "policy",
+                     policy, "isolation", mode_label(), "mix", kns == mix_ns ? "0.2/1/5/20 ms" : "1/10 ms", "vgpus", n,
+                     "shares", shares, "achieved", ach, "achieved_engine_time", ach_e, "achieved_work", ach_w,
+                     "kernels_done", kdone, "kernel_ns", kern, "band_charge_hold", band_charge_hold, "max_error_pct", *maxerr,
+                     "max_rel_error_pct", maxrel, "max_error_work_pct", maxerr_w, "window_s", t_b - t_a, "gpu_busy",
+                     tot / 1e9 / (t_b - t_a), "error_metric",
                      "max_error_pct: max over vGPUs of |achieved - share| x 100 (percentage points of GPU "
-                     "time); max_rel_error_pct: the same divided by the share");
+                     "time, the daemon's accounting); max_rel_error_pct: the same divided by the share; "
+                     "max_error_work_pct: the same for the clients' own work (kernels completed x length, whole run)");
 }
-
-static int want(const char *only, const char *s);
 
 static json_t *fairness(void)
 {
     static const char *pol[] = {"fifo", "credit", "band"};
     static const int ns[] = {2, 4, 8};
     json_t *list = json_array();
-    uint64_t short_ns = 1000000;
+    uint64_t alt[8];
+    for (int i = 0; i < 8; i++) /* 1 ms and 10 ms kernels, alternately */
+        alt[i] = i % 2 ? 10000000 : 1000000;
     for (int p = 0; p < 3; p++)
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < 4; k++) {
             char nb[4];
-            snprintf(nb, sizeof nb, "%d", ns[k]);
-            if (!want(fair_policies, pol[p]) || !want(fair_counts, nb))
+            snprintf(nb, sizeof nb, "%d", k < 3 ? ns[k] : 4);
+            if (!want(fair_policies, pol[p]) || !want(fair_counts, k < 3 ? nb : "mix"))
                 continue;
+            int n = k < 3 ? ns[k] : 4;
+            const uint64_t *kns = k < 3 ? alt : mix_ns;
+            /* the mix's 20 ms kernels: at least 4 s, so that one kernel is a small part of a share */
+            double secs = k < 3 || fair_seconds >= 4 ? fair_seconds : 4;
             double e;
             if (p == 2 && band_charge_hold < 0) {
                 /* BAND both ways: holds charged (engine-time shares, the daemon's
                  * default) and not (GPU-time shares, Gdev's utilisation). */
                 for (int h = 1; h >= 0; h--) {
                     band_charge_hold = h;
-                    json_array_append_new(list, fairness_one(pol[p], ns[k], short_ns, fair_seconds, &e));
+                    json_array_append_new(list, fairness_one(pol[p], n, kns, secs, &e));
                 }
                 band_charge_hold = -1;
             } else {
-                json_array_append_new(list, fairness_one(pol[p], ns[k], short_ns, fair_seconds, &e));
+                json_array_append_new(list, fairness_one(pol[p], n, kns, secs, &e));
             }
         }
     return list;
 }
 
-static long read_counts(int fd, int n)
+long read_counts(int fd, int n)
 {
     FILE *f = fdopen(fd, "r");
     long tot = 0, x;
@@ -1106,215 +1148,7 @@ static json_t *queues(void)
     return list;
 }
 
-/* ---- sharing: busy tenants (issue 22) ----------------------------------- */
-
-#define SHARE_STREAM_EVERY 32 /* the streaming tenant synchronises every 32 kernels */
-
-/* Child: full-GPU kernels of ns (one block per SM), synchronised after every
- * one (sync) or every SHARE_STREAM_EVERY, until its window ends; writes how
- * many completed to fd. */
-static void child_tenant(const char *vgpu, uint64_t iters, int sync, double secs, int fd)
-{
-    gpuos_vgpu *g = vopen(vgpu);
-    gpuos_function f = gfn(g, "loop");
-    gpuos_launch_config c = {{(unsigned)dev->info.sm_count, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, 0};
-    double until = gate_pass() + secs;
-    long k = 0;
-    int every = sync ? 1 : SHARE_STREAM_EVERY;
-    while (now() < until) {
-        for (int i = 0; i < every; i++)
-            if (gpuos_launch(g, f, &c, &iters, 8))
-                _exit(2);
-        if (gpuos_synchronize(g))
-            _exit(2);
-        k += every;
-    }
-    gpuos_close(g);
-    dprintf(fd, "%ld\n", k);
-    _exit(0);
-}
-
-/* A plain CUDA process (the native baseline), started by exec (the parent's
- * CUDA context does not survive a fork): opens the device itself, says it is
- * ready on stdout, waits for the start instant (gos_now_ns) on stdin, runs as
- * child_tenant does and prints its count. */
-static int native_tenant_main(uint64_t iters, int sync, double secs)
-{
-    gos_device_spec spec = {.sim = sim_chip, .ordinal = 0};
-    gos_device *d;
-    void *st, *mod, *fn;
-    if (gos_device_open(&spec, &d) || gos_exec_init(d) || gos_exec_stream_create(d, &st) ||
-        gos_exec_module_load(d, NULL, 0, GOS_EXEC_BUILTIN, &mod) || gos_exec_function(d, mod, "loop", &fn)) {
-        fprintf(stderr, "native tenant: %s\n", gos_last_error());
-        return 1;
-    }
-    struct gos_launch_cfg c = {{(unsigned)d->info.sm_count, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, &iters, 8};
-    printf("ready\n");
-    fflush(stdout);
-    double start;
-    if (scanf("%lf", &start) != 1)
-        return 1;
-    while (now() < start)
-        usleep(200);
-    double until = start + secs;
-    long k = 0;
-    int every = sync ? 1 : SHARE_STREAM_EVERY;
-    while (now() < until) {
-        for (int i = 0; i < every; i++)
-            if (gos_exec_launch(d, fn, &c, st))
-                return 2;
-        if (gos_exec_stream_sync(d, st))
-            return 2;
-        k += every;
-    }
-    printf("%ld\n", k);
-    return 0;
-}
-
-/* n tenants for secs: through the daemon (native 0) or as plain processes,
- * each launching `loop` of iters; the kernels completed in all. */
-static long tenants_run(int n, uint64_t iters, int sync, double secs, int native)
-{
-    pid_t kids[8];
-    if (!native) {
-        gate_reset();
-        int pfd[2];
-        if (pipe(pfd))
-            DIE("pipe");
-        for (int i = 0; i < n; i++) {
-            char name[16];
-            snprintf(name, sizeof name, "v%d", i);
-            if ((kids[i] = fork()) == 0)
-                child_tenant(name, iters, sync, secs, pfd[1]);
-        }
-        close(pfd[1]);
-        gate_open(n);
-        for (int i = 0; i < n; i++)
-            waitpid(kids[i], NULL, 0);
-        return read_counts(pfd[0], n);
-    }
-    FILE *out[8];
-    int in[8];
-    char a1[32], a2[8], a3[32];
-    snprintf(a1, sizeof a1, "%llu", (unsigned long long)iters);
-    snprintf(a2, sizeof a2, "%d", sync);
-    snprintf(a3, sizeof a3, "%.3f", secs);
-    for (int i = 0; i < n; i++) {
-        int po[2], pi[2];
-        if (pipe(po) || pipe(pi))
-            DIE("pipe");
-        if ((kids[i] = fork()) == 0) {
-            dup2(pi[0], 0);
-            dup2(po[1], 1);
-            close(pi[1]);
-            close(po[0]);
-            char *av[] = {"vgpu_bench", "--native-tenant", a1, a2, a3, sim_chip ? "--sim" : NULL, (char *)sim_chip, NULL};
-            execv("/proc/self/exe", av);
-            _exit(127);
-        }
-        close(pi[0]);
-        close(po[1]);
-        in[i] = pi[1];
-        out[i] = fdopen(po[0], "r");
-    }
-    char line[64];
-    for (int i = 0; i < n; i++)
-        if (!out[i] || !fgets(line, sizeof line, out[i]) || strncmp(line, "ready", 5))
-            DIE("native tenant %d did not start", i);
-    double start = now() + 0.05;
-    for (int i = 0; i < n; i++) {
-        dprintf(in[i], "%.6f\n", start);
-        close(in[i]);
-    }
-    long tot = 0, k;
-    for (int i = 0; i < n; i++) {
-        if (fscanf(out[i], "%ld", &k) == 1)
-            tot += k;
-        fclose(out[i]);
-        waitpid(kids[i], NULL, 0);
-    }
-    return tot;
-}
-
-/* The iterations of `loop` on every SM that take ns alone, and what they
- * really take (*got_ns), measured on this process's context between events. */
-static uint64_t loop_iters(uint64_t ns, uint64_t *got_ns)
-{
-    void *fn = native_fn("loop"), *e0, *e1;
-    if (gos_exec_event_create(dev, &e0) || gos_exec_event_create(dev, &e1))
-        DIE("events");
-    uint64_t iters = 1000, t = 0;
-    for (int round = 0; round < 8; round++) {
-        struct gos_launch_cfg c = {{(unsigned)dev->info.sm_count, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, &iters, 8};
-        uint64_t best = UINT64_MAX;
-        for (int r = 0; r < 5; r++) {
-            if (gos_exec_event_record(dev, e0, stream) || gos_exec_launch(dev, fn, &c, stream) ||
-                gos_exec_event_record(dev, e1, stream) || gos_exec_event_sync(dev, e1) ||
-                gos_exec_event_elapsed_ns(dev, e0, e1, &t))
-                DIE("loop calibration");
-            best = t < best ? t : best;
-        }
-        t = best ? best : 1;
-        double scale = (double)ns / (double)t;
-        if (scale > 0.98 && scale < 1.02)
-            break;
-        iters = (uint64_t)((double)iters * (scale > 100 ? 100 : scale)) + 1;
-    }
-    gos_exec_event_destroy(dev, e0);
-    gos_exec_event_destroy(dev, e1);
-    *got_ns = t;
-    return iters;
-}
-
-/* One row: kernels of nominal length nominal_ns, each measured alone to
- * take ns (GPU time = kernels x ns). */
-static json_t *sharing_one(const char *iso, int n, uint64_t nominal_ns, uint64_t ns, int sync, double secs,
-                           long kernels)
-{
-    double busy = (double)kernels * (double)ns / (secs * 1e9);
-    fprintf(stderr, "sharing %-8s %d tenants, %4llu us kernels, %s: %ld kernels in %.1f s, GPU busy %.1f %%\n", iso,
-            n, (unsigned long long)(nominal_ns / 1000), sync ? "sync     " : "streaming", kernels, secs, 100 * busy);
-    return json_pack("{s:s, s:i, s:I, s:I, s:b, s:I, s:f, s:f}", "isolation", iso, "tenants", n, "kernel_us",
-                     (json_int_t)(nominal_ns / 1000), "kernel_ns_alone", (json_int_t)ns, "sync", sync, "kernels",
-                     (json_int_t)kernels, "seconds", secs, "busy_fraction", busy);
-}
-
-static json_t *sharing(void)
-{
-    static const int counts[] = {1, 2, 4, 8};
-    static const uint64_t lens[] = {100000, 1000000};
-    json_t *list = json_array();
-    double secs = quick ? 1.5 : 3.0;
-    static int native_done;
-    uint64_t iters[2], len[2];
-    for (int li = 0; li < 2; li++) {
-        iters[li] = loop_iters(lens[li], &len[li]);
-        fprintf(stderr, "sharing: loop of %llu iterations takes %.1f us alone (for %llu us)\n",
-                (unsigned long long)iters[li], len[li] / 1e3, (unsigned long long)(lens[li] / 1000));
-    }
-    for (int ci = 0; ci < 4; ci++)
-        for (int li = 0; li < 2; li++)
-            for (int sync = 1; sync >= 0; sync--) {
-                int n = counts[ci];
-                char nb[4];
-                snprintf(nb, sizeof nb, "%d", n);
-                if (!want(fair_counts, nb) || (quick && n == 8))
-                    continue;
-                /* the baseline, once per run (beside the first isolation mode),
-                 * two and four plain processes */
-                if (!native_done && n <= 4)
-                    json_array_append_new(list, sharing_one("native", n, lens[li], len[li], sync, secs,
-                                                            tenants_run(n, iters[li], sync, secs, 1)));
-                daemon_start("band", "mrq", n, "5%");
-                long k = tenants_run(n, iters[li], sync, secs, 0);
-                daemon_stop();
-                json_array_append_new(list, sharing_one(iso_mode ? iso_mode : "-", n, lens[li], len[li], sync, secs, k));
-            }
-    native_done = 1;
-    return list;
-}
-
-static int want(const char *only, const char *s)
+int want(const char *only, const char *s)
 {
     if (!only)
         return 1;
@@ -1325,11 +1159,8 @@ static int want(const char *only, const char *s)
 int main(int argc, char **argv)
 {
     const char *out = NULL, *only = NULL, *results = NULL;
-    if (argc >= 5 && !strcmp(argv[1], "--native-tenant")) { /* sharing's plain process */
-        if (argc == 7 && !strcmp(argv[5], "--sim"))
-            sim_chip = argv[6];
-        return native_tenant_main(strtoull(argv[2], NULL, 10), atoi(argv[3]), atof(argv[4]));
-    }
+    if (argc >= 2 && !strcmp(argv[1], "--native-tenant")) /* sharing's plain process */
+        return native_tenant_main(argc, argv);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--gpuos") && i + 1 < argc)
             gpuos_bin = argv[++i];
@@ -1404,7 +1235,9 @@ int main(int argc, char **argv)
     snprintf(modes_buf, sizeof modes_buf, "%s", iso_modes);
     int first_mode = 1;
     for (char *save = NULL, *m = strtok_r(modes_buf, ",", &save); m; m = strtok_r(NULL, ",", &save), first_mode = 0) {
-    iso_mode = m;
+    /* "mps+pairs": isolation = mps with overlap = pairs (companion grants) */
+    iso_mode = strcmp(m, "mps+pairs") ? m : "mps";
+    overlap = strcmp(m, "mps+pairs") ? NULL : "pairs";
     json_t *mobj = json_object();
     json_object_set_new(modes, m, mobj);
     fprintf(stderr, "vgpu_bench: isolation = %s\n", m);
@@ -1433,6 +1266,7 @@ int main(int argc, char **argv)
     SECTION("standalone", "standalone", standalone)
     SECTION("switch", "switch", switching)
     SECTION("sharing", "sharing", sharing)
+    SECTION("neighbour", "neighbour", neighbour)
     }
     fprintf(stderr, "vgpu_bench: wrote %s\n", out);
     gos_json_trace(root);

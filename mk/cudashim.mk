@@ -13,7 +13,7 @@ SHIM := $(BUILD)/shim
 # No sanitizers in a library that uninstrumented programs load.
 SHIM_CFLAGS := $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(CFLAGS)) -fPIC -fvisibility=hidden -I$(SHIM)/gen
 SHIM_CORE := $(CLIENT_SRC)
-SHIM_CUDA := init device context memory vmm pool copy module launch stream graph tmap entry image errors exports daemon_ext
+SHIM_CUDA := init device context memory vmm pool copy module launch stream graph tmap real entry image errors exports daemon_ext
 # the other names of the entry points (src/cudashim/aliases.txt): symbols at the same addresses
 SHIM_ALIASES := src/cudashim/aliases.txt
 SHIM_DEFSYM = $(shell sed -n 's/^\(cu[A-Za-z0-9_]*\)[[:space:]]\{1,\}\(cu[A-Za-z0-9_]*\).*/-Wl,--defsym=\1=\2/p' $(SHIM_ALIASES))
@@ -64,6 +64,13 @@ $(BUILD)/tests/cudashim_vmm: tests/cudashim_vmm.c tests/cudashim_check.h $(SHIM)
 $(BUILD)/tests/cudashim_exports: tests/cudashim_exports.c $(SHIM)/libcuda.so.1
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $< -L$(SHIM) -lcuda -ldl $(LDLIBS)
+
+# A stand-in for NVIDIA's libcuda.so.1 where the shim opens it by path (real.c).
+EXTRA_BINS += $(BUILD)/tests/fake_nvidia/libcuda.so.1
+$(BUILD)/tests/fake_nvidia/libcuda.so.1: tests/fake_nvidia_cuda.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(filter-out -MMD -MP -fsanitize=% -fno-sanitize-recover=%,$(CFLAGS)) -fPIC -shared -fvisibility=hidden \
+		-Wl,-soname,libcuda.so.1 -o $@ $<
 
 -include $(SHIM_OBJ:.o=.d) $(SHIM_PIC:.o=.d) $(SHIM)/pic/src/cudashim/procaddr.d $(SHIM)/pic/src/cudashim/nvidia_ml.d
 -include $(BUILD)/tests/cudashim_drv.d $(BUILD)/tests/cudashim_exports.d $(BUILD)/tests/cudashim_legacy.d \

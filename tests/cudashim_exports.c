@@ -24,6 +24,7 @@
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cudashim_check.h"
@@ -52,6 +53,54 @@ typedef CUresult (*module_fn)(CUmodule *, const void *);
 typedef CUresult (*noarg_fn)(void);
 typedef CUresult (*tls_fn)(CUcontext *);
 typedef CUresult (*number_fn)(CUcontext, unsigned long long *);
+
+/* tests/fake_nvidia_cuda.c's record of what reached it */
+struct fake_log {
+    int inits, depth, n;
+    struct {
+        int slot, ctx;
+        uintptr_t a[6];
+    } calls[64];
+    unsigned char obj[2][128];
+};
+typedef CUresult (*six_fn)(uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t);
+
+/* With GPUOS_REAL_LIBCUDA naming the fake NVIDIA library (path in fake): the
+ * slots of {1734dc26-...} reach NVIDIA's with every argument and its answers
+ * come back; a slot that refuses without a context is called again inside
+ * NVIDIA's primary context, which is popped after; the library is initialised
+ * once; tensor maps are NVIDIA's encoding. */
+static void check_handed_on(void *const *lt, const char *fake)
+{
+    void *o0 = NULL, *o1 = NULL;
+    TRUE(((six_fn)lt[4])((uintptr_t)&o0, (uintptr_t)&o1, 0, 0, 0, 0) == CUDA_SUCCESS);
+    void *h = dlopen(fake, RTLD_NOW | RTLD_NOLOAD);
+    struct fake_log *L = h ? (struct fake_log *)dlsym(h, "fake_nvidia_calls") : NULL;
+    TRUE(L != NULL);
+    if (!L)
+        return;
+    TRUE(L->inits == 1 && L->n == 1 && L->calls[0].slot == 4 && o0 == L->obj[0] && o1 == L->obj[1]);
+    TRUE(((six_fn)lt[13])((uintptr_t)o0, (uintptr_t)o1, 66, 7, 0, 0) == CUDA_SUCCESS);
+    TRUE(L->n == 3 && L->calls[1].slot == 13 && !L->calls[1].ctx && L->calls[2].slot == 13 && L->calls[2].ctx &&
+         L->depth == 0);
+    int chart_ok = 1;
+    for (int k = 0; k < 66; k++)
+        chart_ok &= L->obj[0][16 + k] == k % 8 && L->obj[1][16 + k] == k / 8;
+    TRUE(chart_ok);
+    TRUE(((six_fn)lt[9])(1, 2, 3, 4, 5, 0x123456789abcull) == 999);
+    TRUE(L->n == 4 && L->calls[3].a[0] == 1 && L->calls[3].a[4] == 5 && L->calls[3].a[5] == 0x123456789abcull);
+    TRUE(((six_fn)lt[4])(0, 0, 0, 0, 0, 0) == CUDA_ERROR_INVALID_VALUE); /* its errors are the caller's */
+    CUtensorMap m;
+    cuuint64_t dim[2] = {1024, 16}, stride[1] = {2048};
+    cuuint32_t box[2] = {64, 16}, es[2] = {1, 1};
+    TRUE(cuTensorMapEncodeTiled(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)0x7f0000001000ull, dim, stride, box,
+                                es, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS);
+    const uint64_t *w = (const uint64_t *)&m;
+    TRUE(w[0] == 0xfa4e && w[1] == 0x7f0000001000ull && w[2] == 1024 &&
+         w[3] == ((uint64_t)CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 << 32 | 2));
+    TRUE(L->inits == 1);
+}
 
 int main(void)
 {
@@ -92,9 +141,14 @@ int main(void)
     /* an unimplemented slot names itself and fails */
     TRUE(((noarg_fn)rt[3])() == CUDA_ERROR_NOT_SUPPORTED);
     TRUE(((noarg_fn)rt[3])() == CUDA_ERROR_NOT_SUPPORTED);
-    /* cuBLASLt's table: every slot a stub it can see fail (not a NULL table) */
-    for (int k = 1; k <= 16; k++)
-        TRUE(((noarg_fn)((void *const *)t[7])[k])() == CUDA_ERROR_NOT_SUPPORTED);
+    /* cuBLASLt's table: without NVIDIA's library every slot a stub it can see
+     * fail (not a NULL table); with it, NVIDIA's slots handed on */
+    const char *fake = getenv("CUDASHIM_TEST_FAKE");
+    if (!fake)
+        for (int k = 1; k <= 16; k++)
+            TRUE(((noarg_fn)((void *const *)t[7])[k])() == CUDA_ERROR_NOT_SUPPORTED);
+    else
+        check_handed_on((void *const *)t[7], fake);
 
     /* primary context */
     CUcontext pc = NULL, pr = NULL;

@@ -19,19 +19,21 @@ part() { # name seconds command...
     timeout "$s" "$@" > "$W/$n.log" 2>&1; rc=$?
     echo "$n rc=$rc $(( $(date +%s) - t0 ))s" | tee -a "$S"
 }
-# The quick sharing table (2 and 4 tenants, process and mps, beside plain
-# processes), BAND on rings with 2, 4 and 8 vGPUs and the 10 % vGPU next to a busy
-# 90 % one (issue 22) into $W/{sharing,fairness,forge}.log; sharing_summary
-# prints their figures.
+# Issue 22's figures (quick windows): the sharing table (2, 4 and 8 busy tenants,
+# light and dense kernels, each isolation mode of SH_MODES beside plain
+# processes) with a tenant's launches and copies beside a busy one, then BAND
+# on rings with 2, 4 and 8 vGPUs and the 0.2/1/5/20 ms mix (FAIR_MODES), and
+# the 10 % vGPU next to a busy 90 % one (SH_FORGE=1) into
+# $W/{sharing,fairness,forge}.log; sharing_summary prints their figures.
 sharing_parts() {
-    part sharing 150 build/bench/vgpu_bench --gpuos build/gpuos --results "$W/bench" --seconds 3 --quick \
-        --isolation process,mps --only launch,sharing --vgpus 2,4
-    part fairness 75 build/bench/vgpu_bench --gpuos build/gpuos --out "$W/fair.json" --seconds 2 \
-        --isolation process --only fairness --policies band --vgpus 2,4,8
-    part forge 45 env FORGE_SIM=none sh tests/t_ring_forge.sh
+    part sharing "${SH_PART_S:-260}" build/bench/vgpu_bench --gpuos build/gpuos --results "$W/bench" --seconds 3 --quick \
+        --isolation "${SH_MODES:-process,mps,mps+pairs}" --only launch,sharing,neighbour --vgpus 2,4,8
+    part fairness "${FAIR_PART_S:-120}" build/bench/vgpu_bench --gpuos build/gpuos --out "$W/fair.json" --seconds 2 \
+        --isolation "${FAIR_MODES:-process,mps+pairs}" --only fairness --policies band --vgpus 2,4,8,mix
+    [ "${SH_FORGE:-1}" = 1 ] && part forge 45 env FORGE_SIM=none sh tests/t_ring_forge.sh
 }
 sharing_summary() {
-    grep -h "launch us\|^sharing.*tenants" "$W/sharing.log"
-    grep -h "^fairness\|error" "$W/fairness.log" | head -12
-    tail -3 "$W/forge.log"
+    grep -h "launch us\|^sharing.*tenants\|^neighbour" "$W/sharing.log"
+    grep -h "^fairness\|error\|isolation =" "$W/fairness.log" | head -24
+    [ -f "$W/forge.log" ] && tail -3 "$W/forge.log"
 }

@@ -5,8 +5,10 @@
 # tests/gpu/cutrace.sh), the frameworks (FW_PART_S, FW_ONLY,
 # tests/gpu/frameworks.sh), a training job next to each kind of hostile tenant
 # (HS_PART_S, tests/gpu/hostile.sh, the daemon's GPUOS_GRANT_LOG on), PyTorch's
-# expandable segments on VMM (EX_PART_S, tests/gpu/expandable.sh) and issue
-# 22's quick sharing table (SH=1, gpu_lib.sh's sharing_parts). The work folder
+# expandable segments on VMM (EX_PART_S, tests/gpu/expandable.sh), the bf16
+# product with cuBLASLt's private table handed on and stubbed, round-robin
+# (BF_PART_S, tests/gpu/bf16_ab.sh) and issue 22's quick figures (SH=1,
+# gpu_lib.sh's sharing_parts). The work folder
 # is $OUT/$GPU_RUN.tar.gz (default "programs": too many files for $OUT itself).
 set -u
 . tools/gpu_lib.sh
@@ -21,6 +23,7 @@ if [ "${FW_PART_S:-0}" -gt 0 ]; then
 fi
 [ "${HS_PART_S:-0}" -gt 0 ] && part hostile "$HS_PART_S" env OUT="$W" GPUOS_GRANT_LOG=1 sh tests/gpu/hostile.sh
 [ "${EX_PART_S:-0}" -gt 0 ] && part expandable "$EX_PART_S" env OUT="$W" sh tests/gpu/expandable.sh
+[ "${BF_PART_S:-0}" -gt 0 ] && part bf16 "$BF_PART_S" env OUT="$W" sh tests/gpu/bf16_ab.sh
 [ "${SH:-0}" = 1 ] && sharing_parts
 cp "$W/machine.txt" "$S" "$OUT/"
 (cd "$(dirname "$W")" && tar czf "$OUT/$RUN.tar.gz" "$RUN")
@@ -28,5 +31,6 @@ cp "$W/machine.txt" "$S" "$OUT/"
 [ -f "$W/frameworks.log" ] && tail -20 "$W/frameworks.log"
 [ -f "$W/hostile.log" ] && cat "$W/hostile.log"
 [ -f "$W/expandable.log" ] && cat "$W/expandable.log"
+[ -f "$W/bf16_ab.log" ] && cat "$W/bf16_ab.log"
 [ "${SH:-0}" = 1 ] && sharing_summary
 cat "$S"

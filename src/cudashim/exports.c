@@ -22,12 +22,14 @@
  *   TOOLS_HOOKS      {a094798c-...}  two buffers the runtime writes into (2, 6)
  *   CTX_LOCAL_STORE  {c693336e-...}  put / delete / get per (context, key)
  *   CTX_CHECKS       {263e8860-...}  always "nothing to report"
- *   CUBLASLT_UNKNOWN {1734dc26-...}  16 slots cuBLASLt asks for, each a named
- *                                    stub (its meaning not known)
+ *   CUBLASLT_PRIVATE   {1734dc26-...}  16 slots cuBLASLt asks for before its
+ *                                    heuristics: NVIDIA's own, handed on (real.c),
+ *                                    else named stubs
  *   INTEGRITY        {d4082055-...}  HMAC-MD2 (RFC 1319 / RFC 2104) over the
  *                                    process, the tables and the devices, which
  *                                    the runtime recomputes and compares
  * Any other id: CUDA_ERROR_NOT_SUPPORTED, named once (as before). */
+#include "common/env.h"
 #include "common/log.h"
 #include "cudashim/driver.h"
 
@@ -491,16 +493,88 @@ SHIM_EXPORT void gpuos_shim_md2(const void *msg, size_t n, unsigned char out[16]
 /* ------------------------------------------------------------------ */
 /* {1734dc26-...}: asked by cuBLASLt 13 before the heuristics of a bf16 GEMM
  * (PyTorch's 8192^3 product). The driver's table has 16 slots (size 0x88);
- * cuBLASLt calls slot 4 (two objects out) and slot 13 on them; what they mean
- * is not known. Refusing the table made cuBLASLt dereference it anyway
- * (SIGSEGV under cublasLtTSTMatmulAlgoGetHeuristic, results/GPU-e7aac9fd-.../
- * frameworks-858d86a); every slot here names itself and answers
- * CUDA_ERROR_NOT_SUPPORTED, which cuBLASLt can see. */
+ * cuBLASLt calls slot 4 (two objects out) and slot 13 on them (with 66 and 7
+ * on an H200); the first object then reads 0 1 .. 7 0 1 .. 7 from byte 16 on,
+ * the second 2 x8, 3 x8 (driver 580, results/GPU-0db54fca-.../cutrace-2d173c6):
+ * what that means is not known, but it comes before the heuristics choose a
+ * kernel. Refused (stubs answering CUDA_ERROR_NOT_SUPPORTED, stop 30 on: a
+ * refused table made cuBLASLt dereference it anyway), the product runs, at
+ * 0.89-0.99 x native on H200s, never above 761 TFLOP/s where native reaches 805.
+ *
+ * The answers depend on nothing of the program's: each slot hands its
+ * arguments on to the same slot of NVIDIA's own table, from NVIDIA's
+ * libcuda.so.1 in this process (real.c), with NVIDIA's primary context current
+ * only if a slot refuses without one. Six integer arguments are handed on (the
+ * traces show four, integers and pointers). Without the real library, or with
+ * GPUOS_CUDASHIM_LT=stub, each slot is the named stub it was. */
+typedef CUresult (*lt_fn)(uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t);
+
+static const slot *lt_real;
+static size_t lt_real_slots;
+
+static void lt_find(void)
+{
+    static const unsigned char id[16] = {0x17, 0x34, 0xdc, 0x26, 0x80, 0x0d, 0x47, 0x45,
+                                         0x87, 0x26, 0xc0, 0xf1, 0xe7, 0xdd, 0x8b, 0xca};
+    const char *mode = getenv(GOS_ENV_CUDASHIM_LT);
+    if (mode && !strcmp(mode, "stub")) {
+        traced("{" LT_ID "}: named stubs (" GOS_ENV_CUDASHIM_LT "=stub)");
+        return;
+    }
+    const slot *t = shim_real_export_table(id);
+    size_t n = t ? (size_t)(uintptr_t)t[0] / sizeof(slot) : 0;
+    if (n < 2 || n > 64) { /* no size field where there should be one: not the table we know */
+        traced("{" LT_ID "}: NVIDIA's table not available: named stubs");
+        return;
+    }
+    lt_real = t;
+    lt_real_slots = n;
+    if (shim_trace())
+        shim_log("export table: {" LT_ID "}: NVIDIA's, %zu slots, handed on", n);
+}
+
+static CUresult lt_call(int n, uintptr_t a, uintptr_t b, uintptr_t c, uintptr_t d, uintptr_t e, uintptr_t f)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, lt_find);
+    if (!lt_real || (size_t)n >= lt_real_slots || !lt_real[n])
+        return CUDA_ERROR_NOT_SUPPORTED; /* the caller names itself */
+    lt_fn fn = (lt_fn)lt_real[n];
+    CUresult r = fn(a, b, c, d, e, f);
+    if (r == CUDA_ERROR_INVALID_CONTEXT && shim_real_ctx_push()) {
+        r = fn(a, b, c, d, e, f);
+        shim_real_ctx_pop();
+    }
+    return r;
+}
+
+#define LT_SLOT(n)                                                                                                     \
+    static CUresult lt_##n(uintptr_t a, uintptr_t b, uintptr_t c, uintptr_t d, uintptr_t e, uintptr_t f)             \
+    {                                                                                                                  \
+        CUresult r = lt_call(n, a, b, c, d, e, f);                                                                     \
+        return lt_real ? r : (CUresult)stub_LT_##n();                                                                  \
+    }
+LT_SLOT(1)
+LT_SLOT(2)
+LT_SLOT(3)
+LT_SLOT(4)
+LT_SLOT(5)
+LT_SLOT(6)
+LT_SLOT(7)
+LT_SLOT(8)
+LT_SLOT(9)
+LT_SLOT(10)
+LT_SLOT(11)
+LT_SLOT(12)
+LT_SLOT(13)
+LT_SLOT(14)
+LT_SLOT(15)
+LT_SLOT(16)
+
 static const slot lt_table[17] = {(slot)(17 * sizeof(slot)),
-                                  (slot)stub_LT_1,  (slot)stub_LT_2,  (slot)stub_LT_3,  (slot)stub_LT_4,
-                                  (slot)stub_LT_5,  (slot)stub_LT_6,  (slot)stub_LT_7,  (slot)stub_LT_8,
-                                  (slot)stub_LT_9,  (slot)stub_LT_10, (slot)stub_LT_11, (slot)stub_LT_12,
-                                  (slot)stub_LT_13, (slot)stub_LT_14, (slot)stub_LT_15, (slot)stub_LT_16};
+                                  (slot)lt_1,  (slot)lt_2,  (slot)lt_3,  (slot)lt_4,  (slot)lt_5,  (slot)lt_6,
+                                  (slot)lt_7,  (slot)lt_8,  (slot)lt_9,  (slot)lt_10, (slot)lt_11, (slot)lt_12,
+                                  (slot)lt_13, (slot)lt_14, (slot)lt_15, (slot)lt_16};
 
 /* ------------------------------------------------------------------ */
 
@@ -531,7 +605,7 @@ static const struct {
      "INTEGRITY_CHECK",
      integrity_table},
     {{0x17, 0x34, 0xdc, 0x26, 0x80, 0x0d, 0x47, 0x45, 0x87, 0x26, 0xc0, 0xf1, 0xe7, 0xdd, 0x8b, 0xca},
-     "CUBLASLT_UNKNOWN",
+     "CUBLASLT_PRIVATE",
      lt_table},
 };
 

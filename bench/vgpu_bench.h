@@ -1,0 +1,59 @@
+/* vgpu_bench.h: what the files of bench/vgpu_bench share: the run's settings,
+ * the native device (this process's own context), the daemon it starts and
+ * the helpers every section uses (vgpu_bench.c); vgpu_share.c holds issue 22's
+ * sections (busy tenants sharing the GPU, one tenant beside a busy one). */
+#ifndef GOS_BENCH_VGPU_BENCH_H
+#define GOS_BENCH_VGPU_BENCH_H
+
+#include "device/device.h"
+#include "gpuos/gpuos.h"
+
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/types.h>
+
+extern const char *gpuos_bin, *sim_chip;
+extern int quick;
+extern const char *fair_policies, *fair_counts;
+/* the isolation mode measured now; overlap: "pairs" for the mode "mps+pairs" */
+extern const char *iso_modes, *iso_mode, *overlap;
+extern int share_dense;
+extern char tmpdir[256], sockpath[300];
+extern gos_device *dev;
+extern void *stream;
+extern pid_t main_pid;
+
+void daemon_start(const char *policy, const char *queue, int n_vgpus, const char *mem);
+void daemon_stop(void);
+#define DIE(...)                                                                                 \
+    do {                                                                                         \
+        fprintf(stderr, "vgpu_bench: " __VA_ARGS__);                                             \
+        fprintf(stderr, " [%s]\n", gos_last_error());                                            \
+        if (getpid() == main_pid)                                                                \
+            daemon_stop();                                                                       \
+        exit(1);                                                                                 \
+    } while (0)
+
+double now(void);
+double median(double *v, int n);
+int want(const char *only, const char *s);
+gpuos_vgpu *vopen(const char *name);
+gpuos_function gfn(gpuos_vgpu *g, const char *name);
+void *native_fn(const char *name);
+void tune(gpuos_vgpu *g);
+/* children wait at the gate until every one is ready (gate_open) */
+void gate_reset(void);
+double gate_open(int n);
+double gate_pass(void);
+long read_counts(int fd, int n);
+/* "mps+pairs" or iso_mode */
+const char *mode_label(void);
+
+/* vgpu_share.c */
+json_t *sharing(void);
+json_t *neighbour(void);
+int native_tenant_main(int argc, char **argv);
+
+#endif

@@ -1,0 +1,433 @@
+/* vgpu_share.c: issue 22's sections of vgpu_bench: busy tenants sharing the
+ * GPU (sharing) and one tenant's launches and copies beside a busy one
+ * (neighbour), each through the daemon in the mode measured and as plain CUDA
+ * processes side by side in the same run.
+ *
+ *   sharing    2, 4 and 8 busy tenants of equal vGPUs launching full-GPU kernels
+ *              of 100 us and 1 ms, synchronising after every kernel (sync) or
+ *              every 32 (streaming): the GPU's busy fraction (kernels x length
+ *              alone over wall time), beside as many plain CUDA processes. The
+ *              kernels are fixed work (`loop`, its iterations calibrated alone
+ *              to the length), not a wait on the GPU's clock, which passes while
+ *              a time-sliced kernel is preempted and would count the same time
+ *              twice. "light" kernels are one warp per SM (they leave the SMs
+ *              room: two at once under MPS run about as fast as one, so the
+ *              fraction passes 100 % where kernels overlap); "dense" ones two
+ *              blocks of 1024 threads per SM, which fill the SMs' issue slots:
+ *              overlapping tenants then gain only the gaps between kernels.
+ *   neighbour  a tenant's launch + synchronise round trips (median, 90th
+ *              percentile) and 64 MB pinned copies each way, alone and while an
+ *              equal vGPU streams 1 ms kernels, and the same for plain CUDA
+ *              processes: what a tenant keeps of its speed next to a busy one. */
+#include "vgpu_bench.h"
+
+#include "common/status.h"
+#include "device/exec_ops.h"
+
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define SHARE_STREAM_EVERY 32 /* the streaming tenant synchronises every 32 kernels */
+
+/* The launch shape of the kernels (share_dense: "dense" or "light"). */
+static void shape(unsigned sms, unsigned *grid, unsigned *block)
+{
+    *grid = share_dense ? 2 * sms : sms;
+    *block = share_dense ? 1024 : 32;
+}
+
+/* Child: `loop` of iters on the whole GPU, synchronised after every one (sync)
+ * or every SHARE_STREAM_EVERY, until its window ends; writes how many
+ * completed to fd. */
+static void child_tenant(const char *vgpu, uint64_t iters, int sync, double secs, int fd)
+{
+    gpuos_vgpu *g = vopen(vgpu);
+    gpuos_function f = gfn(g, "loop");
+    gpuos_launch_config c = {{1, 1, 1}, {1, 1, 1}, {0, 0, 0}, 0, 0};
+    shape((unsigned)dev->info.sm_count, &c.grid[0], &c.block[0]);
+    double until = gate_pass() + secs;
+    long k = 0;
+    int every = sync ? 1 : SHARE_STREAM_EVERY;
+    while (now() < until) {
+        for (int i = 0; i < every; i++)
+            if (gpuos_launch(g, f, &c, &iters, 8))
+                _exit(2);
+        if (gpuos_synchronize(g))
+            _exit(2);
+        k += every;
+    }
+    gpuos_close(g);
+    dprintf(fd, "%ld\n", k);
+    _exit(0);
+}
+
+/* A plain CUDA process (the native baseline), started by exec (the parent's
+ * CUDA context does not survive a fork): `vgpu_bench --native-tenant ITERS SYNC
+ * SECS light|dense [--sim CHIP]`. Opens the device itself, says it is ready on
+ * stdout, waits for the start instant (now()) on stdin, runs as child_tenant
+ * does and prints its count. */
+int native_tenant_main(int argc, char **argv)
+{
+    if (argc < 6) {
+        fprintf(stderr, "vgpu_bench --native-tenant ITERS SYNC SECS light|dense [--sim CHIP]\n");
+        return 2;
+    }
+    uint64_t iters = strtoull(argv[2], NULL, 10);
+    int sync = atoi(argv[3]);
+    double secs = atof(argv[4]);
+    share_dense = !strcmp(argv[5], "dense");
+    if (argc == 8 && !strcmp(argv[6], "--sim"))
+        sim_chip = argv[7];
+    gos_device_spec spec = {.sim = sim_chip, .ordinal = 0};
+    gos_device *d;
+    void *st, *mod, *fn;
+    if (gos_device_open(&spec, &d) || gos_exec_init(d) || gos_exec_stream_create(d, &st) ||
+        gos_exec_module_load(d, NULL, 0, GOS_EXEC_BUILTIN, &mod) || gos_exec_function(d, mod, "loop", &fn)) {
+        fprintf(stderr, "native tenant: %s\n", gos_last_error());
+        return 1;
+    }
+    struct gos_launch_cfg c = {{1, 1, 1}, {1, 1, 1}, {0, 0, 0}, 0, &iters, 8};
+    shape((unsigned)d->info.sm_count, &c.grid[0], &c.block[0]);
+    printf("ready\n");
+    fflush(stdout);
+    double start;
+    if (scanf("%lf", &start) != 1)
+        return 1;
+    while (now() < start)
+        usleep(200);
+    double until = start + secs;
+    long k = 0;
+    int every = sync ? 1 : SHARE_STREAM_EVERY;
+    while (now() < until) {
+        for (int i = 0; i < every; i++)
+            if (gos_exec_launch(d, fn, &c, st))
+                return 2;
+        if (gos_exec_stream_sync(d, st))
+            return 2;
+        k += every;
+    }
+    printf("%ld\n", k);
+    return 0;
+}
+
+/* n plain CUDA processes, ready and told when to start (0.05 s from now);
+ * the start time. in[i] / out[i]: their stdin and stdout. */
+static double natives_start(int n, uint64_t iters, int sync, double secs, pid_t *kids, FILE **out)
+{
+    char a1[32], a2[8], a3[32];
+    snprintf(a1, sizeof a1, "%llu", (unsigned long long)iters);
+    snprintf(a2, sizeof a2, "%d", sync);
+    snprintf(a3, sizeof a3, "%.3f", secs);
+    int in[8];
+    for (int i = 0; i < n; i++) {
+        int po[2], pi[2];
+        if (pipe(po) || pipe(pi))
+            DIE("pipe");
+        if ((kids[i] = fork()) == 0) {
+            dup2(pi[0], 0);
+            dup2(po[1], 1);
+            close(pi[1]);
+            close(po[0]);
+            char *av[] = {"vgpu_bench", "--native-tenant", a1, a2, a3, share_dense ? "dense" : "light",
+                          sim_chip ? "--sim" : NULL, (char *)sim_chip, NULL};
+            execv("/proc/self/exe", av);
+            _exit(127);
+        }
+        close(pi[0]);
+        close(po[1]);
+        in[i] = pi[1];
+        out[i] = fdopen(po[0], "r");
+    }
+    char line[64];
+    for (int i = 0; i < n; i++)
+        if (!out[i] || !fgets(line, sizeof line, out[i]) || strncmp(line, "ready", 5))
+            DIE("native tenant %d did not start", i);
+    double start = now() + 0.05;
+    for (int i = 0; i < n; i++) {
+        dprintf(in[i], "%.6f\n", start);
+        close(in[i]);
+    }
+    return start;
+}
+
+/* Their kernel counts, once they end. */
+static long natives_end(int n, pid_t *kids, FILE **out)
+{
+    long tot = 0, k;
+    for (int i = 0; i < n; i++) {
+        if (fscanf(out[i], "%ld", &k) == 1)
+            tot += k;
+        fclose(out[i]);
+        waitpid(kids[i], NULL, 0);
+    }
+    return tot;
+}
+
+/* n tenants for secs: through the daemon (native 0) or as plain processes,
+ * each launching `loop` of iters; the kernels completed in all. */
+static long tenants_run(int n, uint64_t iters, int sync, double secs, int native)
+{
+    pid_t kids[8];
+    if (native) {
+        FILE *out[8];
+        natives_start(n, iters, sync, secs, kids, out);
+        return natives_end(n, kids, out);
+    }
+    gate_reset();
+    int pfd[2];
+    if (pipe(pfd))
+        DIE("pipe");
+    for (int i = 0; i < n; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "v%d", i);
+        if ((kids[i] = fork()) == 0)
+            child_tenant(name, iters, sync, secs, pfd[1]);
+    }
+    close(pfd[1]);
+    gate_open(n);
+    for (int i = 0; i < n; i++)
+        waitpid(kids[i], NULL, 0);
+    return read_counts(pfd[0], n);
+}
+
+/* The iterations of `loop` in the current shape that take ns alone, and what
+ * they really take (*got_ns), measured on this process's context between
+ * events (the shortest of five). */
+static uint64_t loop_iters(uint64_t ns, uint64_t *got_ns)
+{
+    void *fn = native_fn("loop"), *e0, *e1;
+    if (gos_exec_event_create(dev, &e0) || gos_exec_event_create(dev, &e1))
+        DIE("events");
+    uint64_t iters = 1000, t = 0;
+    for (int round = 0; round < 8; round++) {
+        struct gos_launch_cfg c = {{1, 1, 1}, {1, 1, 1}, {0, 0, 0}, 0, &iters, 8};
+        shape((unsigned)dev->info.sm_count, &c.grid[0], &c.block[0]);
+        uint64_t best = UINT64_MAX;
+        for (int r = 0; r < 5; r++) {
+            if (gos_exec_event_record(dev, e0, stream) || gos_exec_launch(dev, fn, &c, stream) ||
+                gos_exec_event_record(dev, e1, stream) || gos_exec_event_sync(dev, e1) ||
+                gos_exec_event_elapsed_ns(dev, e0, e1, &t))
+                DIE("loop calibration");
+            best = t < best ? t : best;
+        }
+        t = best ? best : 1;
+        double scale = (double)ns / (double)t;
+        if (scale > 0.98 && scale < 1.02)
+            break;
+        iters = (uint64_t)((double)iters * (scale > 100 ? 100 : scale)) + 1;
+    }
+    gos_exec_event_destroy(dev, e0);
+    gos_exec_event_destroy(dev, e1);
+    *got_ns = t;
+    return iters;
+}
+
+/* ---- sharing ------------------------------------------------------------- */
+
+/* One row: kernels of nominal length nominal_ns, each measured alone to take
+ * ns (GPU time = kernels x ns). iso: "native" or the mode measured. */
+static json_t *sharing_one(const char *iso, int n, uint64_t nominal_ns, uint64_t ns, int sync, double secs,
+                           long kernels)
+{
+    int native = !strcmp(iso, "native");
+    const char *label = native ? "native" : mode_label(), *kind = share_dense ? "dense" : "light";
+    double busy = (double)kernels * (double)ns / (secs * 1e9);
+    fprintf(stderr, "sharing %-9s %d tenants, %4llu us %s kernels, %s: %ld kernels in %.1f s, GPU busy %.1f %%\n",
+            label, n, (unsigned long long)(nominal_ns / 1000), kind, sync ? "sync     " : "streaming", kernels, secs,
+            100 * busy);
+    return json_pack("{s:s, s:s, s:s, s:i, s:I, s:I, s:b, s:I, s:f, s:f}", "isolation", iso, "overlap",
+                     !native && overlap ? overlap : "off", "kernel", kind, "tenants", n, "kernel_us",
+                     (json_int_t)(nominal_ns / 1000), "kernel_ns_alone", (json_int_t)ns, "sync", sync, "kernels",
+                     (json_int_t)kernels, "seconds", secs, "busy_fraction", busy);
+}
+
+/* Light kernels: every count of --vgpus (--quick: 8 tenants synchronising
+ * only), both lengths, synchronising and streaming; dense kernels: two and
+ * four tenants synchronising. Plain processes (two and four) once per run,
+ * beside the first mode measured. */
+json_t *sharing(void)
+{
+    static const int counts[] = {2, 4, 8};
+    static const uint64_t lens[] = {100000, 1000000};
+    static int native_done[2];
+    json_t *list = json_array();
+    double secs = quick ? 1.5 : 3.0;
+    for (int dense = 0; dense < 2; dense++) {
+        share_dense = dense;
+        uint64_t iters[2], len[2];
+        for (int li = 0; li < 2; li++) {
+            iters[li] = loop_iters(lens[li], &len[li]);
+            fprintf(stderr, "sharing: %s loop of %llu iterations takes %.1f us alone (for %llu us)\n",
+                    dense ? "dense" : "light", (unsigned long long)iters[li], len[li] / 1e3,
+                    (unsigned long long)(lens[li] / 1000));
+        }
+        for (int ci = 0; ci < 3; ci++)
+            for (int li = 0; li < 2; li++)
+                for (int sync = 1; sync >= 0; sync--) {
+                    int n = counts[ci];
+                    char nb[4];
+                    snprintf(nb, sizeof nb, "%d", n);
+                    if (!want(fair_counts, nb) || (dense && (n > 4 || !sync)) || (quick && n == 8 && !sync))
+                        continue;
+                    if (!native_done[dense] && n <= 4)
+                        json_array_append_new(list, sharing_one("native", n, lens[li], len[li], sync, secs,
+                                                                tenants_run(n, iters[li], sync, secs, 1)));
+                    daemon_start("band", "mrq", n, "5%");
+                    long k = tenants_run(n, iters[li], sync, secs, 0);
+                    daemon_stop();
+                    json_array_append_new(list, sharing_one(iso_mode ? iso_mode : "-", n, lens[li], len[li], sync,
+                                                            secs, k));
+                }
+        native_done[dense] = 1;
+    }
+    share_dense = 0;
+    return list;
+}
+
+/* ---- one tenant beside a busy one ---------------------------------------- */
+
+#define PROBE_COPY (64u << 20)
+
+struct probe {
+    double rt_us, rt_p90_us, htod_gbps, dtoh_gbps;
+    int rounds;
+};
+
+static double pctl(double *v, int n, double q)
+{
+    median(v, n); /* sorts */
+    int i = (int)(q * (n - 1) + 0.5);
+    return v[i < 0 ? 0 : i >= n ? n - 1 : i];
+}
+
+/* The round trips (at most 1000 or 1.5 s) and copies (5 each way, at most
+ * 2 s) of one tenant: through g, or natively when g is NULL. */
+static struct probe probe_run(gpuos_vgpu *g)
+{
+    static double rt[1000];
+    struct probe p = {0};
+    struct gos_launch_cfg nc = {{1, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, NULL, 0};
+    gpuos_launch_config gc = {{1, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, 0};
+    void *nfn = g ? NULL : native_fn("empty");
+    gpuos_function gf = g ? gfn(g, "empty") : 0;
+    double until = now() + 1.5;
+    for (int i = -20; i < 1000 && now() < until; i++) {
+        double t0 = now();
+        int rc = g ? gpuos_launch(g, gf, &gc, NULL, 0) || gpuos_synchronize(g)
+                   : gos_exec_launch(dev, nfn, &nc, stream) || gos_exec_stream_sync(dev, stream);
+        if (rc)
+            DIE("launch + synchronise");
+        if (i >= 0)
+            rt[p.rounds++] = (now() - t0) * 1e6;
+    }
+    p.rt_p90_us = pctl(rt, p.rounds, 0.9);
+    p.rt_us = median(rt, p.rounds);
+    uint64_t nd = 0;
+    gpuos_dptr gd = 0;
+    void *host;
+    if (g ? gpuos_mem_alloc(g, PROBE_COPY, &gd) || gpuos_host_alloc(g, PROBE_COPY, &host)
+          : gos_exec_mem_alloc(dev, PROBE_COPY, &nd) || gos_exec_host_alloc(dev, PROBE_COPY, &host))
+        DIE("probe buffers");
+    memset(host, 7, PROBE_COPY);
+    for (int dir = 0; dir < 2; dir++) {
+        double t[6];
+        int n = 0;
+        until = now() + 2.0;
+        for (int i = -1; i < 5 && now() < until; i++) {
+            double t0 = now();
+            int rc;
+            if (g)
+                rc = dir ? gpuos_memcpy_dtoh(g, host, gd, PROBE_COPY) : gpuos_memcpy_htod(g, gd, host, PROBE_COPY);
+            else
+                rc = (dir ? gos_exec_copy_dtoh(dev, host, nd, PROBE_COPY, stream)
+                          : gos_exec_copy_htod(dev, nd, host, PROBE_COPY, stream)) ||
+                     gos_exec_stream_sync(dev, stream);
+            if (rc)
+                DIE("probe copy");
+            if (i >= 0)
+                t[n++] = now() - t0;
+        }
+        double gbps = n ? PROBE_COPY / median(t, n) / 1e9 : 0;
+        *(dir ? &p.dtoh_gbps : &p.htod_gbps) = gbps;
+    }
+    if (g) {
+        gpuos_mem_free(g, gd);
+        gpuos_host_free(g, host);
+    } else {
+        gos_exec_mem_free(dev, nd);
+        gos_exec_host_free(dev, host);
+    }
+    return p;
+}
+
+static json_t *probe_json(struct probe p)
+{
+    return json_pack("{s:f, s:f, s:i, s:f, s:f}", "launch_sync_us", p.rt_us, "launch_sync_p90_us", p.rt_p90_us,
+                     "rounds", p.rounds, "htod_gbps", p.htod_gbps, "dtoh_gbps", p.dtoh_gbps);
+}
+
+static void probe_print(const char *who, const char *when, struct probe p)
+{
+    fprintf(stderr, "neighbour %-9s %-22s launch+sync %8.1f us (p90 %8.1f, %4d rounds), 64 MB pinned htod %6.2f dtoh %6.2f GB/s\n",
+            who, when, p.rt_us, p.rt_p90_us, p.rounds, p.htod_gbps, p.dtoh_gbps);
+}
+
+/* The ratios beside / alone of one side. */
+static json_t *probe_ratios(struct probe alone, struct probe beside)
+{
+    return json_pack("{s:f, s:f, s:f}", "launch_sync", alone.rt_us / beside.rt_us, "htod",
+                     beside.htod_gbps / alone.htod_gbps, "dtoh", beside.dtoh_gbps / alone.dtoh_gbps);
+}
+
+/* Natively once per run (beside the first mode), then through the daemon:
+ * alone, and while an equal vGPU (a plain process natively) streams light
+ * 1 ms kernels. Ratios: higher is better (round trips as rates). */
+json_t *neighbour(void)
+{
+    static json_t *native;
+    uint64_t len, iters = loop_iters(1000000, &len);
+    double busy_s = 7.0; /* longer than a probe (5.5 s at most) after 0.3 s */
+    if (!native) {
+        pid_t kid;
+        FILE *out;
+        struct probe alone = probe_run(NULL);
+        double start = natives_start(1, iters, 0, busy_s, &kid, &out);
+        while (now() < start + 0.3)
+            usleep(1000);
+        struct probe beside = probe_run(NULL);
+        long k = natives_end(1, &kid, &out);
+        probe_print("native", "alone", alone);
+        probe_print("native", "beside a busy process", beside);
+        native = json_pack("{s:o, s:o, s:o, s:I}", "alone", probe_json(alone), "beside_busy", probe_json(beside),
+                           "ratio", probe_ratios(alone, beside), "busy_kernels", (json_int_t)k);
+    }
+    daemon_start("band", "mrq", 2, "10%");
+    gpuos_vgpu *g = vopen("v1");
+    struct probe alone = probe_run(g);
+    gate_reset();
+    int pfd[2];
+    if (pipe(pfd))
+        DIE("pipe");
+    pid_t kid = fork();
+    if (kid == 0)
+        child_tenant("v0", iters, 0, busy_s, pfd[1]);
+    close(pfd[1]);
+    double start = gate_open(1);
+    while (now() < start + 0.3)
+        usleep(1000);
+    struct probe beside = probe_run(g);
+    waitpid(kid, NULL, 0);
+    long k = read_counts(pfd[0], 1);
+    gpuos_close(g);
+    daemon_stop();
+    probe_print(mode_label(), "alone", alone);
+    probe_print(mode_label(), "beside a busy vGPU", beside);
+    return json_pack("{s:s, s:s, s:f, s:o, s:{s:o, s:o, s:o, s:I}, s:s}", "isolation", iso_mode ? iso_mode : "-",
+                     "overlap", overlap ? overlap : "off", "busy_kernel_us", len / 1e3, "native", json_incref(native),
+                     "gpuos", "alone", probe_json(alone), "beside_busy", probe_json(beside), "ratio",
+                     probe_ratios(alone, beside), "busy_kernels", (json_int_t)k, "method",
+                     "the neighbour (an equal vGPU; natively a plain process) streams light 1 ms kernels, synchronising "
+                     "every 32; launch + synchronise of an empty kernel, 64 MB pinned copies; ratio = beside / alone "
+                     "(round trips as rates)");
+}
