@@ -31,9 +31,14 @@ sharing_parts() {
     part fairness "${FAIR_PART_S:-120}" build/bench/vgpu_bench --gpuos build/gpuos --out "$W/fair.json" --seconds 2 \
         --isolation "${FAIR_MODES:-process,mps+pairs}" --only fairness --policies band --vgpus 2,4,8,mix
     [ "${SH_FORGE:-1}" = 1 ] && part forge 45 env FORGE_SIM=none sh tests/t_ring_forge.sh
+    # SH_AB_EARLY=1: two tenants under process once more without the early-yield
+    # announcement (GPUOS_RING_EARLY=0), for what it gains, in the same run
+    [ "${SH_AB_EARLY:-0}" = 1 ] && part sharing_noearly 60 env GPUOS_RING_EARLY=0 build/bench/vgpu_bench --gpuos build/gpuos \
+        --results "$W/bench-noearly" --seconds 3 --quick --isolation process --only sharing --vgpus 2
 }
 sharing_summary() {
     grep -h "launch us\|^sharing.*tenants\|^neighbour" "$W/sharing.log"
+    [ -f "$W/sharing_noearly.log" ] && grep -h "^sharing.*tenants" "$W/sharing_noearly.log" | sed 's/^/no early yield: /'
     grep -h "^fairness\|error\|isolation =" "$W/fairness.log" | head -24
     [ -f "$W/forge.log" ] && tail -3 "$W/forge.log"
 }

@@ -38,6 +38,9 @@
 /* serve: one log line per ring grant (its length against its deadline), any
  * value (docs/readme-fastpath.md, "Known problems"). */
 #define GOS_ENV_GRANT_LOG "GPUOS_GRANT_LOG"
+/* executor: 0 announces no early yield to the daemon (exec_ring.c,
+ * announce_early_yield; for measuring what the announcement gains). */
+#define GOS_ENV_RING_EARLY "GPUOS_RING_EARLY"
 /* cli (gpuos run): the folder holding the shim's libcuda.so.1 (--libdir
  * wins; default: beside the binary). */
 #define GOS_ENV_LIBDIR "GPUOS_LIBDIR"

@@ -20,6 +20,7 @@
  * gone. */
 #include "exec/exec_internal.h"
 
+#include "common/env.h"
 #include "common/log.h"
 #include "common/status.h"
 #include "device/exec_ops.h"
@@ -247,6 +248,30 @@ static int over_deadline(struct xr *r)
     return per && (end > dl || per * (ahead + 1) > r->len_ns);
 }
 
+/* Right after a launch: when another like it would not fit in the grant
+ * (over_deadline), this executor will yield once what it issued ends, before
+ * the deadline; the daemon is told now (yield_soon_dl, once per deadline), so
+ * that it can keep the grant or tell the waiting rings to spin for their turn
+ * while the last kernels run. Otherwise it slept until just before the
+ * deadline and the next tenant's executor too: the GPU stood idle for two
+ * futex wake-ups (60-100 us each on the H200 virtual machines) after every
+ * grant that ended early, the rule for kernels of a millisecond. */
+static void announce_early_yield(struct xr *r)
+{
+    static int off = -1;
+    if (off < 0) {
+        const char *v = getenv(GOS_ENV_RING_EARLY);
+        off = v && !strcmp(v, "0");
+    }
+    if (off || !r->gen)
+        return;
+    uint64_t dl = atomic_load_explicit(&r->gp->deadline_ns, memory_order_acquire);
+    if (atomic_load_explicit(&r->gp->yield_soon_dl, memory_order_relaxed) == dl || !over_deadline(r))
+        return;
+    atomic_store_explicit(&r->gp->yield_soon_dl, dl, memory_order_release);
+    gos_ring_kick(&r->gp->yield_futex, &r->gp->daemon_sleeping);
+}
+
 /* A GATE entry at the head (exec_run.c checks it): waits until its host word
  * reaches its value, the device going on with what was issued before it. Held
  * (a grant): 0 open (or not a word of this client's: the entry is refused), 1
@@ -414,6 +439,8 @@ static void *ring_main(void *arg)
                 bump(&c->entries, 1);
                 if (rc == GOS_EPROTO || rc == GOS_EINVAL)
                     bump(&c->refused, 1);
+                if (!rc && e.op == GOS_OP_LAUNCH)
+                    announce_early_yield(r);
             }
             if (rc == GOS_RING_REVOKED) {
                 revoking = 1;

@@ -135,6 +135,13 @@ struct gos_grant_page {
     _Atomic uint32_t want;          /* the kind of grant its waiting entries need (GOS_GRANT_NONE: none) */
     _Atomic uint32_t yield_futex;   /* bumped with done_gen and want (the daemon waits here) */
     _Atomic uint32_t daemon_sleeping;
+    /* the deadline this executor's next launch will not fit in (set, with a
+     * kick of yield_futex, once per deadline, when a launch has just been
+     * issued and another like it would end past the deadline while others
+     * share the device): its yield comes early, when what it issued ends, so
+     * the daemon tells the waiting rings their turn now, or keeps the grant
+     * (ring.c) */
+    _Atomic uint64_t yield_soon_dl;
     /* the executor's counters, the only ones the daemon charges */
     _Alignas(64) _Atomic uint64_t busy_ns; /* time spent running entries */
     _Atomic uint64_t entries;      /* entries run */

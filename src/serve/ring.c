@@ -239,13 +239,14 @@ struct yield_wait {
     struct srv_client *c;
     uint32_t gen;
     uint64_t until;
+    uint64_t soon; /* yield_soon_dl when the wait began: a new announcement wakes it */
 };
 
 static int yielded(void *arg)
 {
     struct yield_wait *w = arg;
     return atomic_load(&w->g->done_gen) == w->gen || gos_now_ns() >= w->until ||
-           __atomic_load_n(&w->c->dead, __ATOMIC_ACQUIRE);
+           atomic_load(&w->g->yield_soon_dl) != w->soon || __atomic_load_n(&w->c->dead, __ATOMIC_ACQUIRE);
 }
 
 /* Whether grant gen of c is over: yielded, its client gone (*rc GOS_OK), or
@@ -331,7 +332,7 @@ static void companion_end(struct srv_dev *d, struct srv_task *co)
     struct gos_grant_page *g = c->gp;
     atomic_store(&g->deadline_ns, gos_now_ns());
     gos_ring_kick(&gos_ring_ctl(c->ring)->sq_futex, &gos_ring_ctl(c->ring)->exec_sleeping);
-    struct yield_wait w = {g, c, co->ring_gen, 0};
+    struct yield_wait w = {g, c, co->ring_gen, 0, 0};
     int rc;
     do {
         w.until = gos_now_ns() + 10000000ull; /* (every 10 ms: its executor's loss) */
@@ -349,7 +350,7 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
     struct srv *s = d->srv;
     struct srv_client *c = t->c;
     struct gos_grant_page *g = c->gp;
-    struct yield_wait w = {g, c, atomic_load(&g->gen), 0};
+    struct yield_wait w = {g, c, atomic_load(&g->gen), 0, 0};
     int rc = GOS_OK;
     uint64_t grant = d->grant_ns ? d->grant_ns : SRV_GRANT_PROCESS_NS;
     uint64_t busy_start = t->ring_busy0, start = t->ring_t0;
@@ -360,6 +361,10 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
     pthread_mutex_unlock(&s->lock);
     for (;;) {
         uint64_t dl = atomic_load(&g->deadline_ns), now = gos_now_ns();
+        /* its executor announced that it yields before this deadline, when its
+         * last kernels end (exec_ring.c, announce_early_yield) */
+        w.soon = atomic_load(&g->yield_soon_dl);
+        int soon = w.soon == dl;
         /* wake at the deadline, and every 10 ms to see the executor's loss;
          * while nobody else waits, half-way to the deadline, to move it on
          * before it passes (below) */
@@ -370,8 +375,9 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
             w.until = now + 1000000ull;
         unsigned spin = 0;
         int ahead = others && gos_ring_cores_to_spare(); /* a host of few cores: no spinning for the hand-over */
-        if (others && now + GOS_GRANT_TURN_AHEAD_NS < dl) {
+        if (others && !soon && now + GOS_GRANT_TURN_AHEAD_NS < dl) {
             w.until = dl - GOS_GRANT_TURN_AHEAD_NS; /* wake just before the hand-over (keep, or tell) */
+            /* (an early yield announced: the hand-over is near now) */
         } else if (ahead && now < dl + GOS_GRANT_TURN_SPIN_US * 1000ull) {
             /* the hand-over is near: the waiting executors are told to spin
              * for their grants, and this thread spins for the yield, so that
@@ -427,7 +433,8 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
                 set_deadline(t, now);
             continue;
         }
-        if (others == 1 && ran && now + GOS_GRANT_TURN_AHEAD_NS >= atomic_load(&g->deadline_ns)) {
+        uint64_t dl_now = atomic_load(&g->deadline_ns);
+        if (others == 1 && ran && (now + GOS_GRANT_TURN_AHEAD_NS >= dl_now || atomic_load(&g->yield_soon_dl) == dl_now)) {
             /* others wait, but the policy would pick this vGPU again: the grant
              * goes on, charged as it runs, instead of a drain and a new grant for
              * the same tenant (a 70 % vGPU next to 50 ms kernels handed over to
