@@ -1,7 +1,7 @@
 #!/bin/sh
 # t_ring_pair.sh: two rings' grants at once under isolation = mps and overlap =
 # pairs (issue 22.3, src/serve/ring_pair.c) on the simulated device, real
-# processes; overlap is off by default and needs mps. Two busy
+# processes; overlap = pairs is mps's default and needs mps. Two busy
 # clients of vGPUs of equal shares and alike entries get companion grants
 # (the daemon's grant log says so) and stay byte-exact on their rings; a busy
 # pair keeps both working; a pair of unequal shares (70/30) or of unlike
@@ -90,7 +90,8 @@ echo "$out" | grep -q "ring_passes 1" || fail "no ring after the kill: $out"
 echo "after a companion's kill -9: a $(cat "$T/fa"); $out"
 stop_daemon
 
-# 5. overlap is off by default: under mps without it, never companions
+# 5. overlap = pairs is the default under mps (stop 36); overlap = off: never
+#    companions
 start_daemon "[device 0]
 sim = default
 isolation = mps
@@ -100,7 +101,19 @@ compute = 35
 compute = 35"
 n5=$(pairs)
 busy_two a b 1
-[ "$(pairs)" = "$n5" ] || fail "companion grants without overlap = pairs"
+[ "$(pairs)" -gt "$n5" ] || fail "no companion grants under mps by default"
+stop_daemon
+start_daemon "[device 0]
+sim = default
+isolation = mps
+overlap = off
+[vgpu a]
+compute = 35
+[vgpu b]
+compute = 35"
+n5=$(pairs)
+busy_two a b 1
+[ "$(pairs)" = "$n5" ] || fail "companion grants with overlap = off"
 stop_daemon
 
 # 6. overlap = pairs needs mps; a bad value is named

@@ -8,7 +8,7 @@
 # expandable segments on VMM (EX_PART_S, tests/gpu/expandable.sh), the bf16
 # product with cuBLASLt's private table handed on and stubbed, round-robin
 # (BF_PART_S, tests/gpu/bf16_ab.sh) and issue 22's quick figures (SH=1,
-# gpu_lib.sh's sharing_parts). The work folder
+# gpu_lib.sh's sharing_parts; FG=1: only its forging tenant). The work folder
 # is $OUT/$GPU_RUN.tar.gz (default "programs": too many files for $OUT itself).
 set -u
 . tools/gpu_lib.sh
@@ -25,6 +25,7 @@ fi
 [ "${EX_PART_S:-0}" -gt 0 ] && part expandable "$EX_PART_S" env OUT="$W" sh tests/gpu/expandable.sh
 [ "${BF_PART_S:-0}" -gt 0 ] && part bf16 "$BF_PART_S" env OUT="$W" sh tests/gpu/bf16_ab.sh
 [ "${SH:-0}" = 1 ] && sharing_parts
+[ "${FG:-0}" = 1 ] && part forge 45 env FORGE_SIM=none sh tests/t_ring_forge.sh
 cp "$W/machine.txt" "$S" "$OUT/"
 (cd "$(dirname "$W")" && tar czf "$OUT/$RUN.tar.gz" "$RUN")
 [ -f "$W/cutrace.log" ] && cut -c1-240 "$W/cutrace.log" | head -200
@@ -33,4 +34,5 @@ cp "$W/machine.txt" "$S" "$OUT/"
 [ -f "$W/expandable.log" ] && cat "$W/expandable.log"
 [ -f "$W/bf16_ab.log" ] && cat "$W/bf16_ab.log"
 [ "${SH:-0}" = 1 ] && sharing_summary
+[ "${FG:-0}" = 1 ] && tail -3 "$W/forge.log"
 cat "$S"

@@ -265,6 +265,7 @@ int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_
                 d->band_wait_ns = 500000ull;
                 d->band_charge_hold = 1;
                 d->spatial_of = -1;
+                d->overlap = -1; /* unset: pairs under mps, off otherwise */
                 sect = 1;
             } else if (!strcmp(kind, "vgpu")) {
                 if (c.n_vgpus == GOS_MAX_VGPUS) {

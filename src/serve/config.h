@@ -49,9 +49,10 @@
  *                                # per vGPU (per-vgpu) shared by its clients
  *                                # (cooperating processes: one address space and
  *                                # one fate among them, no switch between them)
- *   overlap = off                # mps: pairs lets two rings of equal shares and
- *                                # alike work hold grants at once, their kernels
- *                                # overlapping (serve/ring_pair.c); off: one at a time
+ *   overlap = pairs              # mps (its default there): two rings of equal shares
+ *                                # and alike work hold grants at once, their kernels
+ *                                # overlapping (serve/ring_pair.c); off: one at a
+ *                                # time (the only choice under process and none)
  *   grant_us = auto              # a batch of one client's queued work (one grant
  *                                # to its executor) lasts this long at most, by the
  *                                # client's recent GPU time per op; auto (the
@@ -101,7 +102,7 @@ struct gos_serve_devcfg {
     int band_charge_hold; /* 1: BAND charges held engine time to the vGPU it waits for */
     int isolation; /* GOS_ISOLATION_* */
     int executor_per_vgpu; /* executor = per-vgpu: a vGPU's clients share one executor */
-    int overlap;           /* overlap = pairs (mps): companion grants (serve/ring_pair.c) */
+    int overlap;           /* overlap = pairs (mps): companion grants (serve/ring_pair.c); -1 unset */
     /* Swapping (issue 10.2; docs/readme-shm.md): host swap space in bytes (0: off;
      * allocations are then plain device memory); swap_pool: what allocations may
      * occupy on the device (0: its memory). */
