@@ -19,7 +19,7 @@
  *              percentile) and 64 MB pinned copies each way, alone and while an
  *              equal vGPU streams 1 ms kernels, and the same for plain CUDA
  *              processes: what a tenant keeps of its speed next to a busy one. */
-#include "vgpu_bench.h"
+#include "vgpu_lib.h"
 
 #include "common/status.h"
 #include "device/exec_ops.h"

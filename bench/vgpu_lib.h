@@ -1,9 +1,10 @@
-/* vgpu_bench.h: what the files of bench/vgpu_bench share: the run's settings,
+/* vgpu_lib.h: what the files of bench/vgpu_bench share: the run's settings,
  * the native device (this process's own context), the daemon it starts and
- * the helpers every section uses (vgpu_bench.c); vgpu_share.c holds issue 22's
- * sections (busy tenants sharing the GPU, one tenant beside a busy one). */
-#ifndef GOS_BENCH_VGPU_BENCH_H
-#define GOS_BENCH_VGPU_BENCH_H
+ * the helpers every section uses (vgpu_lib.c). vgpu_bench.c holds main and the
+ * copy, launch, fairness, queue and switch sections; vgpu_share.c issue 22's
+ * (busy tenants sharing the GPU, one tenant beside a busy one). */
+#ifndef GOS_BENCH_VGPU_LIB_H
+#define GOS_BENCH_VGPU_LIB_H
 
 #include "device/device.h"
 #include "gpuos/gpuos.h"
@@ -20,6 +21,10 @@ extern const char *fair_policies, *fair_counts;
 /* the isolation mode measured now; overlap: "pairs" for the mode "mps+pairs" */
 extern const char *iso_modes, *iso_mode, *overlap;
 extern int share_dense;
+/* the next daemon's band_wait_us, band_charge_hold, grant_us (-1: its
+ * default) and executor = per-vgpu */
+extern long band_wait_us, grant_us;
+extern int band_charge_hold, exec_per_vgpu;
 extern char tmpdir[256], sockpath[300];
 extern gos_device *dev;
 extern void *stream;
@@ -42,7 +47,6 @@ int want(const char *only, const char *s);
 gpuos_vgpu *vopen(const char *name);
 gpuos_function gfn(gpuos_vgpu *g, const char *name);
 void *native_fn(const char *name);
-void tune(gpuos_vgpu *g);
 /* children wait at the gate until every one is ready (gate_open) */
 void gate_reset(void);
 double gate_open(int n);

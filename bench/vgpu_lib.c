@@ -1,0 +1,246 @@
+/* vgpu_lib.c: what every section of bench/vgpu_bench shares (vgpu_lib.h):
+ * the run's settings, the native device, the daemon the benchmark starts for
+ * each configuration, client handles and the built-in kernels, the start gate
+ * of child clients, small statistics. */
+#include "vgpu_lib.h"
+
+#include "common/status.h"
+#include "device/exec_ops.h"
+
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *gpuos_bin, *sim_chip;
+int quick;
+long band_wait_us = -1; /* -1: the daemon's default (500 us, Gdev) */
+int band_charge_hold = -1; /* -1: the daemon's default */
+long grant_us = -1;        /* -1: the daemon's default (grant_us) */
+int exec_per_vgpu;         /* the next daemon says executor = per-vgpu */
+const char *fair_policies = "fifo,credit,band", *fair_counts = "2,4,8";
+/* isolation modes measured (issue 9): every section runs once per mode; the
+ * first mode's tables are also the top-level ones (older readers). */
+const char *iso_modes = "process,none", *iso_mode = NULL;
+/* "mps+pairs" in --isolation: mps with overlap = pairs (companion grants) */
+const char *overlap = NULL;
+/* sharing's kernels: one warp per SM ("light", the default: full-GPU but it
+ * leaves the SMs room, so two at once under MPS run about as fast as one), or
+ * two blocks of 1024 threads per SM ("dense": fills every SM's issue slots,
+ * so overlapping tenants gain only the gaps) */
+int share_dense;
+char tmpdir[256], sockpath[300];
+gos_device *dev;
+void *stream;
+
+pid_t main_pid;
+double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+const char *mode_label(void) { return overlap ? "mps+pairs" : iso_mode ? iso_mode : "-"; }
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* ---- the daemon ---------------------------------------------------------- */
+
+static pid_t daemon_pid;
+
+void daemon_start(const char *policy, const char *queue, int n_vgpus, const char *mem)
+{
+    char cfg[400];
+    snprintf(cfg, sizeof cfg, "%s/serve.conf", tmpdir);
+    FILE *f = fopen(cfg, "w");
+    if (!f)
+        DIE("cannot write %s", cfg);
+    fprintf(f, "socket = %s\nsocket_mode = 0600\n[device 0]\npolicy = %s\nqueue = %s\n", sockpath, policy, queue);
+    if (sim_chip)
+        fprintf(f, "sim = %s\n", sim_chip);
+    if (iso_mode)
+        fprintf(f, "isolation = %s\n", iso_mode);
+    if (overlap)
+        fprintf(f, "overlap = %s\n", overlap);
+    if (band_wait_us >= 0)
+        fprintf(f, "band_wait_us = %ld\n", band_wait_us);
+    if (band_charge_hold >= 0)
+        fprintf(f, "band_charge_hold = %d\n", band_charge_hold);
+    if (grant_us > 0)
+        fprintf(f, "grant_us = %ld\n", grant_us);
+    if (exec_per_vgpu)
+        fprintf(f, "executor = per-vgpu\n");
+    for (int i = 0; i < n_vgpus; i++)
+        fprintf(f, "[vgpu v%d]\ncompute = %d\ncopy = %d\nmemory = %s\n", i, 100 / n_vgpus, 100 / n_vgpus, mem);
+    fclose(f);
+    unlink(sockpath);
+    daemon_pid = fork();
+    if (daemon_pid == 0) {
+        char log[400];
+        snprintf(log, sizeof log, "%s/serve.log", tmpdir);
+        if (!freopen(log, "a", stderr) || !freopen("/dev/null", "w", stdout))
+            _exit(126);
+        execl(gpuos_bin, gpuos_bin, "serve", "--config", cfg, (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 400; i++) {
+        struct stat st;
+        if (!stat(sockpath, &st))
+            return;
+        int status;
+        if (waitpid(daemon_pid, &status, WNOHANG) == daemon_pid)
+            DIE("gpuos serve exited at start (see %s/serve.log)", tmpdir);
+        usleep(50000);
+    }
+    DIE("gpuos serve did not come up within 20 s");
+}
+
+void daemon_stop(void)
+{
+    if (daemon_pid <= 0)
+        return;
+    kill(daemon_pid, SIGTERM);
+    for (int i = 0; i < 300; i++) {
+        if (waitpid(daemon_pid, NULL, WNOHANG) == daemon_pid) {
+            daemon_pid = 0;
+            return;
+        }
+        usleep(50000);
+    }
+    kill(daemon_pid, SIGKILL);
+    waitpid(daemon_pid, NULL, 0);
+    daemon_pid = 0;
+}
+
+static int open_gen; /* handles opened so far (gfn's cache key) */
+gpuos_vgpu *vopen(const char *name)
+{
+    gpuos_vgpu *g;
+    open_gen++;
+    if (gpuos_open(sockpath, name, &g))
+        DIE("gpuos_open %s", name);
+    return g;
+}
+
+/* ---- the built-in kernels, natively and through a handle ------------------ */
+
+void *native_fn(const char *name)
+{
+    static void *mod;
+    void *fn;
+    if (!mod && gos_exec_module_load(dev, NULL, 0, GOS_EXEC_BUILTIN, &mod))
+        DIE("native module");
+    if (gos_exec_function(dev, mod, name, &fn))
+        DIE("native kernel %s", name);
+    return fn;
+}
+
+/* Kernels of the built-in module, loaded once per handle. */
+gpuos_function gfn(gpuos_vgpu *g, const char *name)
+{
+    static int mgen = -1;
+    static gpuos_module m;
+    static struct {
+        char name[16];
+        gpuos_function f;
+    } cache[8];
+    static int n;
+    if (mgen != open_gen) {
+        if (gpuos_module_load_builtin(g, GOS_EXEC_BUILTIN, &m))
+            DIE("gpuos module %s", GOS_EXEC_BUILTIN);
+        mgen = open_gen;
+        n = 0;
+    }
+    for (int i = 0; i < n; i++)
+        if (!strcmp(cache[i].name, name))
+            return cache[i].f;
+    gpuos_function f;
+    if (gpuos_module_function(g, m, name, &f))
+        DIE("gpuos kernel %s", name);
+    if (n < 8) {
+        snprintf(cache[n].name, sizeof cache[n].name, "%s", name);
+        cache[n++].f = f;
+    }
+    return f;
+}
+
+/* Children open their vGPU (under isolation = process an executor and its CUDA
+ * context each, hundreds of milliseconds with several at once), then wait at the
+ * gate; the parent opens it once all are ready, so that a measured window never
+ * holds a client that has not started yet. Shared anonymous memory. */
+static struct gate {
+    int ready;
+    double start;
+} *gate;
+
+void gate_reset(void)
+{
+    if (!gate) {
+        gate = mmap(NULL, sizeof *gate, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (gate == MAP_FAILED)
+            DIE("gate");
+    }
+    __atomic_store_n(&gate->ready, 0, __ATOMIC_SEQ_CST);
+    double z = 0;
+    __atomic_store(&gate->start, &z, __ATOMIC_SEQ_CST);
+}
+
+/* Parent: waits until n children are ready, then starts them all; returns the
+ * start time. */
+double gate_open(int n)
+{
+    double t0 = now();
+    while (__atomic_load_n(&gate->ready, __ATOMIC_SEQ_CST) < n) {
+        if (now() - t0 > 60)
+            DIE("%d of %d clients ready after 60 s", __atomic_load_n(&gate->ready, __ATOMIC_SEQ_CST), n);
+        usleep(1000);
+    }
+    double start = now() + 0.02;
+    __atomic_store(&gate->start, &start, __ATOMIC_SEQ_CST);
+    return start;
+}
+
+/* Child: ready; returns once started, with the start time. */
+double gate_pass(void)
+{
+    __atomic_add_fetch(&gate->ready, 1, __ATOMIC_SEQ_CST);
+    double start;
+    for (;;) {
+        __atomic_load(&gate->start, &start, __ATOMIC_SEQ_CST);
+        if (start > 0 && now() >= start)
+            return start;
+        usleep(500);
+    }
+}
+
+long read_counts(int fd, int n)
+{
+    FILE *f = fdopen(fd, "r");
+    long tot = 0, x;
+    for (int i = 0; i < n && fscanf(f, "%ld", &x) == 1; i++)
+        tot += x;
+    fclose(f);
+    return tot;
+}
+
+int want(const char *only, const char *s)
+{
+    if (!only)
+        return 1;
+    const char *p = strstr(only, s);
+    return p && (p == only || p[-1] == ',') && (p[strlen(s)] == 0 || p[strlen(s)] == ',');
+}
+
