@@ -481,11 +481,12 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
         pthread_mutex_unlock(&s->lock);
         gos_log(LOG_INFO,
                 "grant vgpu %d: %.3f ms wall (the last %.3f ms charged at its end), %+.3f ms past its deadline, "
-                "idle_yield %u us, wants %u, entries %llu; credit %+.3f ms, utilisation %.0f %%",
+                "idle_yield %u us, wants %u, entries %llu; credit %+.3f ms, utilisation %.0f %%; early yield announced %d",
                 c->vgpu, (double)t->wall_ns / 1e6, (double)*gpu_ns / 1e6,
                 ((double)now - (double)atomic_load(&g->deadline_ns)) / 1e6, (unsigned)atomic_load(&g->idle_yield_us),
                 (unsigned)atomic_load(&g->want), (unsigned long long)atomic_load(&g->entries),
-                (double)st.compute_credit_ns / 1e6, st.compute_util_pct);
+                (double)st.compute_credit_ns / 1e6, st.compute_util_pct,
+                atomic_load(&g->yield_soon_dl) == atomic_load(&g->deadline_ns));
     }
     return rc;
 }
