@@ -369,7 +369,9 @@ static json_t *probe_json(struct probe p)
 
 static void probe_print(const char *who, const char *when, struct probe p)
 {
-    fprintf(stderr, "neighbour %-9s %-22s launch+sync %8.1f us (p90 %8.1f, %4d rounds), 64 MB pinned htod %6.2f dtoh %6.2f GB/s\n",
+    fprintf(stderr,
+            "neighbour %-9s %-22s launch+sync %8.1f us (p90 %8.1f, %4d rounds), 64 MB pinned htod %6.2f dtoh %6.2f "
+            "GB/s\n",
             who, when, p.rt_us, p.rt_p90_us, p.rounds, p.htod_gbps, p.dtoh_gbps);
 }
 

@@ -22,7 +22,7 @@
  *   TOOLS_HOOKS      {a094798c-...}  two buffers the runtime writes into (2, 6)
  *   CTX_LOCAL_STORE  {c693336e-...}  put / delete / get per (context, key)
  *   CTX_CHECKS       {263e8860-...}  always "nothing to report"
- *   CUBLASLT_PRIVATE   {1734dc26-...}  16 slots cuBLASLt asks for before its
+ *   CUBLASLT_PRIVATE {1734dc26-...}  16 slots cuBLASLt asks for before its
  *                                    heuristics: NVIDIA's own, handed on (real.c),
  *                                    else named stubs
  *   INTEGRITY        {d4082055-...}  HMAC-MD2 (RFC 1319 / RFC 2104) over the

@@ -58,7 +58,8 @@ int shim_real_ctx_push(void)
     static CUcontext ctx;
     static int tried;
     CUresult (*get)(CUdevice *, int) = (CUresult(*)(CUdevice *, int))shim_real_fn("cuDeviceGet");
-    CUresult (*retain)(CUcontext *, CUdevice) = (CUresult(*)(CUcontext *, CUdevice))shim_real_fn("cuDevicePrimaryCtxRetain");
+    CUresult (*retain)(CUcontext *, CUdevice) =
+        (CUresult(*)(CUcontext *, CUdevice))shim_real_fn("cuDevicePrimaryCtxRetain");
     CUresult (*push)(CUcontext) = (CUresult(*)(CUcontext))shim_real_fn("cuCtxPushCurrent_v2");
     pthread_mutex_lock(&real_lock);
     if (!tried) {

@@ -13,9 +13,9 @@
  * again inside its context when it wants one. */
 #define ENCODE(r, call)                                                                                                \
     CUresult r = (call);                                                                                               \
-    if (r == CUDA_ERROR_INVALID_CONTEXT && shim_real_ctx_push()) {                                                          \
+    if (r == CUDA_ERROR_INVALID_CONTEXT && shim_real_ctx_push()) {                                                     \
         r = (call);                                                                                                    \
-        shim_real_ctx_pop();                                                                                                \
+        shim_real_ctx_pop();                                                                                           \
     }
 
 E CUresult cuTensorMapEncodeTiled(CUtensorMap *m, CUtensorMapDataType t, cuuint32_t rank, void *addr,

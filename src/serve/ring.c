@@ -336,6 +336,7 @@ static void companion_end(struct srv_dev *d, struct srv_task *co)
     int rc;
     do {
         w.until = gos_now_ns() + 10000000ull; /* (every 10 ms: its executor's loss) */
+        w.soon = atomic_load(&g->yield_soon_dl); /* (an announcement is no yield) */
         gos_ring_wait(&g->yield_futex, &g->daemon_sleeping, 0, 10000000ull, yielded, &w);
     } while (!grant_over(c, co->ring_gen, &rc));
     pthread_mutex_lock(&s->lock);
@@ -434,7 +435,8 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
             continue;
         }
         uint64_t dl_now = atomic_load(&g->deadline_ns);
-        if (others == 1 && ran && (now + GOS_GRANT_TURN_AHEAD_NS >= dl_now || atomic_load(&g->yield_soon_dl) == dl_now)) {
+        if (others == 1 && ran &&
+            (now + GOS_GRANT_TURN_AHEAD_NS >= dl_now || atomic_load(&g->yield_soon_dl) == dl_now)) {
             /* others wait, but the policy would pick this vGPU again: the grant
              * goes on, charged as it runs, instead of a drain and a new grant for
              * the same tenant (a 70 % vGPU next to 50 ms kernels handed over to
@@ -481,7 +483,8 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
         pthread_mutex_unlock(&s->lock);
         gos_log(LOG_INFO,
                 "grant vgpu %d: %.3f ms wall (the last %.3f ms charged at its end), %+.3f ms past its deadline, "
-                "idle_yield %u us, wants %u, entries %llu; credit %+.3f ms, utilisation %.0f %%; early yield announced %d",
+                "idle_yield %u us, wants %u, entries %llu; credit %+.3f ms, utilisation %.0f %%; "
+                "early yield announced %d",
                 c->vgpu, (double)t->wall_ns / 1e6, (double)*gpu_ns / 1e6,
                 ((double)now - (double)atomic_load(&g->deadline_ns)) / 1e6, (unsigned)atomic_load(&g->idle_yield_us),
                 (unsigned)atomic_load(&g->want), (unsigned long long)atomic_load(&g->entries),
