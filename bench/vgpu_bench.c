@@ -593,25 +593,27 @@ static void child_busy(const char *vgpu, uint64_t ns, double secs, int fd)
 static long busy_run_on(int n, uint64_t ns, double secs, int one_vgpu);
 static long busy_run(int n, uint64_t ns, double secs) { return busy_run_on(n, ns, secs, 0); }
 
+struct busy_args {
+    uint64_t ns;
+    double secs;
+};
+
+static void busy_client(const char *vgpu, int i, int fd, const void *arg)
+{
+    const struct busy_args *a = arg;
+    (void)i;
+    child_busy(vgpu, a->ns, a->secs, fd);
+}
+
 static long busy_run_on(int n, uint64_t ns, double secs, int one_vgpu)
 {
-    gate_reset();
     pid_t kids[2];
-    int pfd[2];
-    if (pipe(pfd))
-        DIE("pipe");
-    for (int i = 0; i < n; i++) {
-        char name[16];
-        snprintf(name, sizeof name, "v%d", one_vgpu ? 0 : i);
-        if ((kids[i] = fork()) == 0)
-            child_busy(name, ns, secs, pfd[1]);
-    }
-    close(pfd[1]);
+    struct busy_args a = {ns, secs};
+    int fd = clients_fork(n, one_vgpu, busy_client, &a, kids);
     gate_open(n);
-    for (int i = 0; i < n; i++)
-        waitpid(kids[i], NULL, 0);
+    clients_wait(n, kids);
     long tot = 0, k;
-    FILE *f = fdopen(pfd[0], "r");
+    FILE *f = fdopen(fd, "r");
     while (f && fscanf(f, "%ld", &k) == 1)
         tot += k;
     if (f)
@@ -768,21 +770,23 @@ static const uint64_t mix_ns[4] = {200000, 1000000, 5000000, 20000000};
  * where every client runs (achieved), and the clients' own work, kernels
  * completed x their length over the whole run (achieved_work: what the tenants
  * got done, independent of how the daemon charges, e.g. a companion grant). */
+struct compute_args {
+    const uint64_t *kns;
+    double secs;
+};
+
+static void compute_client(const char *vgpu, int i, int fd, const void *arg)
+{
+    const struct compute_args *a = arg;
+    child_compute_n(vgpu, a->kns[i], a->secs, fd, i);
+}
+
 static json_t *fairness_one(const char *policy, int n, const uint64_t *kns, double secs, double *maxerr)
 {
     daemon_start(policy, "mrq", 8, "10%");
-    gate_reset();
     pid_t kids[8];
-    int pfd[2];
-    if (pipe(pfd))
-        DIE("pipe");
-    for (int i = 0; i < n; i++) {
-        char name[16];
-        snprintf(name, sizeof name, "v%d", i);
-        if ((kids[i] = fork()) == 0)
-            child_compute_n(name, kns[i], secs, pfd[1], i);
-    }
-    close(pfd[1]);
+    struct compute_args ca = {kns, secs};
+    int rfd = clients_fork(n, 0, compute_client, &ca, kids);
     double start = gate_open(n), until = start + secs;
     uint64_t a[8] = {0}, b[8] = {0}, ha[8] = {0}, hb[8] = {0};
     double warm = secs * 0.25;
@@ -794,10 +798,9 @@ static json_t *fairness_one(const char *policy, int n, const uint64_t *kns, doub
         usleep(10000);
     snapshot(b, hb, n, 0);
     double t_b = now();
-    for (int i = 0; i < n; i++)
-        waitpid(kids[i], NULL, 0);
+    clients_wait(n, kids);
     long done[8] = {0};
-    FILE *cf = fdopen(pfd[0], "r");
+    FILE *cf = fdopen(rfd, "r");
     int idx;
     long cnt;
     while (cf && fscanf(cf, "%d %ld", &idx, &cnt) == 2)

@@ -226,6 +226,30 @@ double gate_pass(void)
     }
 }
 
+int clients_fork(int n, int one_vgpu, client_fn run, const void *arg, pid_t *kids)
+{
+    gate_reset();
+    int pfd[2];
+    if (pipe(pfd))
+        DIE("pipe");
+    for (int i = 0; i < n; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "v%d", one_vgpu ? 0 : i);
+        if ((kids[i] = fork()) == 0) {
+            run(name, i, pfd[1], arg);
+            _exit(0);
+        }
+    }
+    close(pfd[1]);
+    return pfd[0];
+}
+
+void clients_wait(int n, const pid_t *kids)
+{
+    for (int i = 0; i < n; i++)
+        waitpid(kids[i], NULL, 0);
+}
+
 long read_counts(int fd, int n)
 {
     FILE *f = fdopen(fd, "r");

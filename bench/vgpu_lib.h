@@ -52,6 +52,13 @@ void gate_reset(void);
 double gate_open(int n);
 double gate_pass(void);
 long read_counts(int fd, int n);
+/* n child clients behind a fresh gate, child i on vGPU "v<i>" (all on "v0"
+ * with one_vgpu), each run(vgpu, i, fd, arg) writing its count to fd and
+ * exiting; their pids in kids; the read end of fd. clients_wait: until all
+ * have ended. */
+typedef void (*client_fn)(const char *vgpu, int i, int fd, const void *arg);
+int clients_fork(int n, int one_vgpu, client_fn run, const void *arg, pid_t *kids);
+void clients_wait(int n, const pid_t *kids);
 /* "mps+pairs" or iso_mode */
 const char *mode_label(void);
 

@@ -164,6 +164,19 @@ static long natives_end(int n, pid_t *kids, FILE **out)
     return tot;
 }
 
+struct tenant_args {
+    uint64_t iters;
+    int sync;
+    double secs;
+};
+
+static void tenant_client(const char *vgpu, int i, int fd, const void *arg)
+{
+    const struct tenant_args *a = arg;
+    (void)i;
+    child_tenant(vgpu, a->iters, a->sync, a->secs, fd);
+}
+
 /* n tenants for secs: through the daemon (native 0) or as plain processes,
  * each launching `loop` of iters; the kernels completed in all. */
 static long tenants_run(int n, uint64_t iters, int sync, double secs, int native)
@@ -174,21 +187,11 @@ static long tenants_run(int n, uint64_t iters, int sync, double secs, int native
         natives_start(n, iters, sync, secs, kids, out);
         return natives_end(n, kids, out);
     }
-    gate_reset();
-    int pfd[2];
-    if (pipe(pfd))
-        DIE("pipe");
-    for (int i = 0; i < n; i++) {
-        char name[16];
-        snprintf(name, sizeof name, "v%d", i);
-        if ((kids[i] = fork()) == 0)
-            child_tenant(name, iters, sync, secs, pfd[1]);
-    }
-    close(pfd[1]);
+    struct tenant_args a = {iters, sync, secs};
+    int fd = clients_fork(n, 0, tenant_client, &a, kids);
     gate_open(n);
-    for (int i = 0; i < n; i++)
-        waitpid(kids[i], NULL, 0);
-    return read_counts(pfd[0], n);
+    clients_wait(n, kids);
+    return read_counts(fd, n);
 }
 
 /* The iterations of `loop` in the current shape that take ns alone, and what
@@ -407,20 +410,15 @@ json_t *neighbour(void)
     daemon_start("band", "mrq", 2, "10%");
     gpuos_vgpu *g = vopen("v1");
     struct probe alone = probe_run(g);
-    gate_reset();
-    int pfd[2];
-    if (pipe(pfd))
-        DIE("pipe");
-    pid_t kid = fork();
-    if (kid == 0)
-        child_tenant("v0", iters, 0, busy_s, pfd[1]);
-    close(pfd[1]);
+    struct tenant_args a = {iters, 0, busy_s};
+    pid_t kid;
+    int fd = clients_fork(1, 0, tenant_client, &a, &kid);
     double start = gate_open(1);
     while (now() < start + 0.3)
         usleep(1000);
     struct probe beside = probe_run(g);
-    waitpid(kid, NULL, 0);
-    long k = read_counts(pfd[0], 1);
+    clients_wait(1, &kid);
+    long k = read_counts(fd, 1);
     gpuos_close(g);
     daemon_stop();
     probe_print(mode_label(), "alone", alone);
