@@ -25,7 +25,9 @@
  *   fairness   FIFO, Credit, BAND with 2, 4, 8 vGPUs of equal shares whose
  *              kernels differ 10x in length, bursty (launch, synchronise, repeat):
  *              achieved share of GPU time, from the daemon's own accounting, over
- *              a window where every client runs;
+ *              a window where every client runs; --vgpus also takes "mix" (four
+ *              vGPUs of 25 %, 0.2/1/5/20 ms kernels) and "70/30" (two vGPUs of
+ *              70 % and 30 %, equal 1 ms kernels);
  *   queues     MRQ vs SDQ with two compute and two copy clients: throughput;
  *   sharing    2, 4 and 8 busy tenants of equal vGPUs launching full-GPU kernels
  *              of 100 us and 1 ms, synchronising after every kernel (sync) or
@@ -765,7 +767,13 @@ static void snapshot(uint64_t *ns, uint64_t *held, int n, int copy)
  * 1 ms, 5 ms and 20 ms. */
 static const uint64_t mix_ns[4] = {200000, 1000000, 5000000, 20000000};
 
-/* n vGPUs of equal shares, bursty clients of kernel lengths kns[i], for secs.
+/* 70/30 with equal kernels (issue 22): two vGPUs of 70 % and 30 %, both
+ * clients launching 1 ms kernels. */
+static const int pcts_70_30[2] = {70, 30};
+static const uint64_t equal_ns[2] = {1000000, 1000000};
+
+/* n vGPUs of shares pcts[i] (NULL: equal), bursty clients of kernel lengths
+ * kns[i], for secs.
  * Two measures of each vGPU's share: the daemon's accounting over a window
  * where every client runs (achieved), and the clients' own work, kernels
  * completed x their length over the whole run (achieved_work: what the tenants
@@ -781,9 +789,12 @@ static void compute_client(const char *vgpu, int i, int fd, const void *arg)
     child_compute_n(vgpu, a->kns[i], a->secs, fd, i);
 }
 
-static json_t *fairness_one(const char *policy, int n, const uint64_t *kns, double secs, double *maxerr)
+static json_t *fairness_one(const char *policy, int n, const int *pcts, const uint64_t *kns, double secs,
+                            double *maxerr)
 {
-    daemon_start(policy, "mrq", 8, "10%");
+    vgpu_pcts = pcts;
+    daemon_start(policy, "mrq", pcts ? n : 8, "10%");
+    vgpu_pcts = NULL;
     pid_t kids[8];
     struct compute_args ca = {kns, secs};
     int rfd = clients_fork(n, 0, compute_client, &ca, kids);
@@ -824,7 +835,7 @@ static json_t *fairness_one(const char *policy, int n, const uint64_t *kns, doub
     *maxerr = 0;
     double maxrel = 0, maxerr_w = 0;
     for (int i = 0; i < n; i++) {
-        double s = 1.0 / n, x = tot > 0 ? (double)(b[i] - a[i]) / tot : 0;
+        double s = pcts ? pcts[i] / 100.0 : 1.0 / n, x = tot > 0 ? (double)(b[i] - a[i]) / tot : 0;
         double w = tot_w > 0 ? (double)done[i] * (double)kns[i] / tot_w : 0;
         json_array_append_new(shares, json_real(s));
         json_array_append_new(ach, json_real(x));
@@ -841,11 +852,12 @@ static json_t *fairness_one(const char *policy, int n, const uint64_t *kns, doub
             maxerr_w = ew;
     }
     fprintf(stderr, "fairness %-6s %d vGPUs%s%s: max error %.2f points (%.1f%% of a share; GPU busy %.1f%%); by the clients' work %.2f points\n",
-            policy, n, n == 4 && kns == mix_ns ? " (mix 0.2/1/5/20 ms)" : "",
+            policy, n, kns == mix_ns ? " (mix 0.2/1/5/20 ms)" : pcts ? " (70/30, 1 ms kernels)" : "",
             !strcmp(policy, "band") ? (band_charge_hold == 0 ? " (holds not charged)" : " (holds charged)") : "",
             *maxerr, maxrel, 100 * tot / 1e9 / (t_b - t_a), maxerr_w);
     return json_pack("{s:s, s:s, s:s, s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:i, s:f, s:f, s:f, s:f, s:f, s:s}", "policy",
-                     policy, "isolation", mode_label(), "mix", kns == mix_ns ? "0.2/1/5/20 ms" : "1/10 ms", "vgpus", n,
+                     policy, "isolation", mode_label(), "mix",
+                     kns == mix_ns ? "0.2/1/5/20 ms" : pcts ? "70/30, 1 ms" : "1/10 ms", "vgpus", n,
                      "shares", shares, "achieved", ach, "achieved_engine_time", ach_e, "achieved_work", ach_w,
                      "kernels_done", kdone, "kernel_ns", kern, "band_charge_hold", band_charge_hold, "max_error_pct", *maxerr,
                      "max_rel_error_pct", maxrel, "max_error_work_pct", maxerr_w, "window_s", t_b - t_a, "gpu_busy",
@@ -864,13 +876,14 @@ static json_t *fairness(void)
     for (int i = 0; i < 8; i++) /* 1 ms and 10 ms kernels, alternately */
         alt[i] = i % 2 ? 10000000 : 1000000;
     for (int p = 0; p < 3; p++)
-        for (int k = 0; k < 4; k++) {
-            char nb[4];
+        for (int k = 0; k < 5; k++) { /* 2, 4, 8 vGPUs, the mix, 70/30 */
+            char nb[8];
             snprintf(nb, sizeof nb, "%d", k < 3 ? ns[k] : 4);
-            if (!want(fair_policies, pol[p]) || !want(fair_counts, k < 3 ? nb : "mix"))
+            if (!want(fair_policies, pol[p]) || !want(fair_counts, k < 3 ? nb : k == 3 ? "mix" : "70/30"))
                 continue;
-            int n = k < 3 ? ns[k] : 4;
-            const uint64_t *kns = k < 3 ? alt : mix_ns;
+            int n = k < 3 ? ns[k] : k == 3 ? 4 : 2;
+            const uint64_t *kns = k < 3 ? alt : k == 3 ? mix_ns : equal_ns;
+            const int *pcts = k == 4 ? pcts_70_30 : NULL;
             /* the mix's 20 ms kernels: at least 4 s, so that one kernel is a small part of a share */
             double secs = k < 3 || fair_seconds >= 4 ? fair_seconds : 4;
             double e;
@@ -879,11 +892,11 @@ static json_t *fairness(void)
                  * default) and not (GPU-time shares, Gdev's utilisation). */
                 for (int h = 1; h >= 0; h--) {
                     band_charge_hold = h;
-                    json_array_append_new(list, fairness_one(pol[p], n, kns, secs, &e));
+                    json_array_append_new(list, fairness_one(pol[p], n, pcts, kns, secs, &e));
                 }
                 band_charge_hold = -1;
             } else {
-                json_array_append_new(list, fairness_one(pol[p], n, kns, secs, &e));
+                json_array_append_new(list, fairness_one(pol[p], n, pcts, kns, secs, &e));
             }
         }
     return list;

@@ -19,6 +19,7 @@ const char *gpuos_bin, *sim_chip;
 int quick;
 long band_wait_us = -1; /* -1: the daemon's default (500 us, Gdev) */
 int band_charge_hold = -1; /* -1: the daemon's default */
+const int *vgpu_pcts;
 long grant_us = -1;        /* -1: the daemon's default (grant_us) */
 int exec_per_vgpu;         /* the next daemon says executor = per-vgpu */
 const char *fair_policies = "fifo,credit,band", *fair_counts = "2,4,8";
@@ -84,7 +85,8 @@ void daemon_start(const char *policy, const char *queue, int n_vgpus, const char
     if (exec_per_vgpu)
         fprintf(f, "executor = per-vgpu\n");
     for (int i = 0; i < n_vgpus; i++)
-        fprintf(f, "[vgpu v%d]\ncompute = %d\ncopy = %d\nmemory = %s\n", i, 100 / n_vgpus, 100 / n_vgpus, mem);
+        fprintf(f, "[vgpu v%d]\ncompute = %d\ncopy = %d\nmemory = %s\n", i, vgpu_pcts ? vgpu_pcts[i] : 100 / n_vgpus,
+                vgpu_pcts ? vgpu_pcts[i] : 100 / n_vgpus, mem);
     fclose(f);
     unlink(sockpath);
     daemon_pid = fork();

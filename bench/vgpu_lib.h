@@ -25,6 +25,8 @@ extern int share_dense;
  * default) and executor = per-vgpu */
 extern long band_wait_us, grant_us;
 extern int band_charge_hold, exec_per_vgpu;
+/* the next daemon's vGPUs' compute and copy shares in percent (NULL: equal) */
+extern const int *vgpu_pcts;
 extern char tmpdir[256], sockpath[300];
 extern gos_device *dev;
 extern void *stream;

@@ -1,7 +1,8 @@
 #!/bin/sh
 # t_serve_fair.sh: scheduling through the real daemon on the simulated device
 # (issue 4.5, 4.8): bursty closed-loop clients of equal shares whose kernels
-# differ 10x (1 ms vs 10 ms), GPU time measured by the daemon's own accounting.
+# differ 10x (1 ms vs 10 ms), and 70/30 with equal 1 ms kernels, GPU time
+# measured by the daemon's own accounting.
 #   FIFO favours the long kernels (error far above 10 points); BAND keeps every
 #   vGPU within 2 percentage points of its share of GPU time with 2, 4 and 8
 #   vGPUs when its holds are not charged (band_charge_hold = 0, Gdev's metric),
@@ -42,8 +43,10 @@ import json, sys
 # the queues (MRQ, SDQ) are argv[1]'s
 ref = json.load(open(sys.argv[1]))
 d = json.load(open(sys.argv[2]))
-f = {(x["policy"] + ("" if x["band_charge_hold"] < 0 else str(x["band_charge_hold"])), x["vgpus"]): x
-     for x in ref["fairness"] + d["fairness"]}
+key = lambda x: x["policy"] + ("" if x["band_charge_hold"] < 0 else str(x["band_charge_hold"]))
+f = {(key(x), x["vgpus"]): x for x in ref["fairness"] + d["fairness"] if x["mix"] == "1/10 ms"}
+# 70/30 with equal kernels (issue 22): two vGPUs of unequal shares
+u = {key(x): x for x in d["fairness"] if x["mix"].startswith("70/30")}
 strict = sys.argv[3] == "strict"
 ok = True
 def check(cond, what, absolute=False):
@@ -70,6 +73,14 @@ for n in (2, 4, 8):
     check(x["max_error_pct"] < f[("fifo", n)]["max_error_pct"] / k,
           "band, holds charged, %d vGPUs: GPU-time error %.1f under fifo's %.1f / %.2f" %
           (n, x["max_error_pct"], f[("fifo", n)]["max_error_pct"], k))
+for h in ("band0", "band1"):
+    x = u[h]
+    check(x["shares"] == [0.7, 0.3], "%s 70/30: the shares asked (%s)" % (h, x["shares"]))
+    a = x["achieved_engine_time"] if h == "band1" else x["achieved"]
+    e = 100 * max(abs(a[i] - x["shares"][i]) for i in range(2))
+    check(e <= 2.0, "%s 70/30, equal 1 ms kernels: error %.2f points <= 2" % (h, e), True)
+    # starved or not, the larger share gets clearly more (an equal split is 20 points off)
+    check(abs(x["achieved"][0] - 0.7) < 0.08, "%s 70/30: the 70 %% vGPU's GPU time %.3f within 8 points" % (h, x["achieved"][0]))
 # MRQ against SDQ: the scheduler's queues on the socket path (on rings the
 # overlap comes from copy and compute grants, not measured here: issue 22 notes)
 q = {x["queue"]: x for x in ref["queues"]}
@@ -95,7 +106,7 @@ while :; do
         --isolation process --policies fifo --vgpus 2,4,8 --out "$T/fifo.json" 2>"$T/log" || { cat "$T/log"; fail "bench"; }
     cat "$T/log"
     timeout 120 "$B/bench/vgpu_bench" --gpuos "$G" --sim default --quick --seconds 3 --only fairness --isolation process \
-        --policies band --vgpus 2,4,8 --out "$T/f.json" 2>"$T/log" || { cat "$T/log"; fail "bench"; }
+        --policies band --vgpus 2,4,8,70/30 --out "$T/f.json" 2>"$T/log" || { cat "$T/log"; fail "bench"; }
     cat "$T/log"
     if note=$(contended "$p0" "$t0"); then hot=1; else hot=0; fi
     echo "run $attempt: $note"

@@ -22,14 +22,15 @@ part() { # name seconds command...
 # Issue 22's figures (quick windows): the sharing table (2, 4 and 8 busy tenants,
 # light and dense kernels, each isolation mode of SH_MODES beside plain
 # processes) with a tenant's launches and copies beside a busy one, then BAND
-# on rings with 2, 4 and 8 vGPUs and the 0.2/1/5/20 ms mix (FAIR_MODES), and
+# on rings with 2, 4 and 8 vGPUs, the 0.2/1/5/20 ms mix and 70/30 with equal
+# kernels (FAIR_MODES), and
 # the 10 % vGPU next to a busy 90 % one (SH_FORGE=1) into
 # $W/{sharing,fairness,forge}.log; sharing_summary prints their figures.
 sharing_parts() {
     part sharing "${SH_PART_S:-260}" build/bench/vgpu_bench --gpuos build/gpuos --results "$W/bench" --seconds 3 --quick \
         --isolation "${SH_MODES:-process,mps,mps+pairs}" --only launch,sharing,neighbour --vgpus 2,4,8
     part fairness "${FAIR_PART_S:-120}" build/bench/vgpu_bench --gpuos build/gpuos --out "$W/fair.json" --seconds 2 \
-        --isolation "${FAIR_MODES:-process,mps+pairs}" --only fairness --policies band --vgpus 2,4,8,mix
+        --isolation "${FAIR_MODES:-process,mps+pairs}" --only fairness --policies band --vgpus 2,4,8,mix,70/30
     [ "${SH_FORGE:-1}" = 1 ] && part forge 45 env FORGE_SIM=none sh tests/t_ring_forge.sh
     # SH_AB_EARLY=1: two tenants under process once more without the early-yield
     # announcement (GPUOS_RING_EARLY=0), for what it gains, in the same run
