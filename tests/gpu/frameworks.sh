@@ -5,13 +5,16 @@
 # build/ present (built where cuda.h is), python3 with PyTorch, Triton, CuPy, JAX.
 #   FW_ONLY="torch_basic torch_mlp ..."   the programs to run (default: all, in
 #                                        the order below, while FW_BUDGET_S lasts)
-#   FW_STEPS=100                          training steps of torch_mlp / torch_cnn
+#   FW_STEPS=100                          training steps of torch_mlp / torch_cnn whose
+#                                        losses are compared; FW_TIMED_STEPS=500 more
+#                                        steps are timed (fw_torch.py)
 #   FW_BUDGET_S=330                       no program is started that could end later
 #   FW_KEEP_ERR=1                         every gpuos run's whole stderr in $OUT/err/
 #   FW_TRACE=2                            GPUOS_CUDASHIM_TRACE of the gpuos runs (default 1)
 #   FW_RENATIVE="torch_matmul ..."       programs run natively once more after their gpuos
-#                                        run (default: the products, which the GPU's
-#                                        power limit slows as it warms): the ratio is
+#                                        run (default: the training loops and the
+#                                        products, which the GPU's power limit slows
+#                                        as it warms): the ratio is
 #                                        over the mean of both native runs, and
 #                                        native_after is in the JSON
 #   FW_PROBE_EXPORTS=1                    the private tables cuBLASLt asks, natively and
@@ -128,7 +131,7 @@ while IFS='|' read -r name to cmd; do
     [ -z "$ONLY" ] || case " $ONLY " in *" $name "*) ;; *) continue ;; esac
     el=$(( $(date +%s) - START ))
     runs=2
-    case " ${FW_RENATIVE-torch_matmul triton_matmul cupy_matmul jax_matmul} " in *" $name "*) runs=3 ;; esac
+    case " ${FW_RENATIVE-torch_mlp torch_cnn torch_matmul triton_matmul cupy_matmul jax_matmul} " in *" $name "*) runs=3 ;; esac
     [ $((el + runs * to)) -le "$BUDGET" ] || { log "$name: skipped (budget: ${el}s elapsed, $((runs * to))s more needed)"; continue; }
     timeout "$to" $cmd > "$T/$name.native" 2>&1; rn=$?
     [ "$name" = triton_vadd ] && [ "${FW_PROBE_TRITON:-0}" = 1 ] && probe_triton
