@@ -691,18 +691,22 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(argv[1], "clusters")) {
-        /* what cuBLAS asks before its first GEMM: how many clusters of 1..16
-         * blocks of a kernel holding all of an SM's shared memory run at once */
+        /* what cuBLAS asks before its first GEMM: how many clusters of 1..32
+         * blocks of a kernel holding all of an SM's shared memory run at once;
+         * "clusters K": of blocks holding a K-th of it (K blocks per SM) */
         CUmodule m;
         CUfunction f;
-        int smem = 0;
+        int smem = 0, k = argc > 2 ? atoi(argv[2]) : 1;
         CHECK(cuModuleLoadData(&m, "gpuos-builtin"));
         CHECK(cuModuleGetFunction(&f, m, "empty"));
         CHECK(cuDeviceGetAttribute(&smem, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 0));
         CHECK(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem));
         CHECK(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1));
-        printf("clusters");
-        for (unsigned cs = 1; cs <= 16; cs++) {
+        smem = k > 1 ? smem / k - 2048 : smem;
+        int per_sm = 0;
+        CHECK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, 128, (size_t)smem));
+        printf("clusters per_sm %d:", per_sm);
+        for (unsigned cs = 1; cs <= 32; cs++) {
             CUlaunchAttribute at;
             memset(&at, 0, sizeof at);
             at.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;

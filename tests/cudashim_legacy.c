@@ -426,7 +426,8 @@ static void test_link_launch(const char *simmod)
     EXPECT(cuLaunchKernelEx(&cfg, f, NULL, extra), CUDA_ERROR_NOT_SUPPORTED);
     /* cluster occupancy as driver 580 answers it (tests/gpu/progs/drv_answers.c
      * on an H200): none in the configuration, 0; above 8 blocks only with the
-     * non-portable size allowed; above 16, 0; bigger clusters, fewer of them */
+     * non-portable size allowed; 32 blocks, more than any GPC has SMs: 0;
+     * bigger clusters, fewer of them */
     int clusters = -1, c2 = 0, c8 = 0, c12 = 0, np = -1, size = 0;
     cfg.numAttrs = 0;
     CHECK(cuOccupancyMaxActiveClusters(&clusters, f, &cfg));

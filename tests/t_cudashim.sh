@@ -150,19 +150,31 @@ out=$(GPUOS_CUDASHIM_TRACE=1 "$G" run --vgpu a -- "$D" fpe 2>&1); rc=$?
 echo "$out" | grep -q "^gpuos libcuda: fatal signal, backtrace" || fail "no backtrace of the fatal signal: $out"
 echo "$out" | grep -q "cudashim_drv(main+0x\|cudashim_drv(+0x" || fail "the backtrace names no frame of the program: $out"
 
-# the GPCs' shape as cuBLAS asks it (clusters of 1..16 blocks at one block per
+# the GPCs' shape as cuBLAS asks it (clusters of 1..32 blocks at one block per
 # SM): what the daemon's device measured, the same as `gpuos probe topology`
-# finds by launching clusters on the same chip
+# finds by launching clusters on the same chip; none above the 16 blocks a
+# cluster may have on this chip; at 3 blocks per SM (a third of the shared
+# memory each), three times the SMs' clusters of one block, at least as many
+# of each size as at 1 per SM, no more than the SMs' slots hold (the model
+# is checked against the driver's own answers in test_gpc_clusters)
 out=$("$G" run --vgpu a -- "$D" clusters 2>&1) || fail "clusters: $out"
+out3=$("$G" run --vgpu a -- "$D" clusters 3 2>&1) || fail "clusters 3: $out3"
 "$G" probe topology --sim default --json "$T/topo.json" >/dev/null 2>&1 || fail "probe topology"
-/usr/bin/python3 - "$T/topo.json" "$out" <<'PY' || fail "cluster occupancy differs from the chart: $out"
+/usr/bin/python3 - "$T/topo.json" "$out" "$out3" <<'PY' || fail "cluster occupancy differs from the chart: $out / $out3"
 import json, sys
 t = json.load(open(sys.argv[1]))["topology"]
-got = [int(x) for x in sys.argv[2].split()[1:]]
-assert len(got) == 16 and got[0] == sum(len(g["sms"]) for g in t["gpcs"]), got
+def parse(s, k):
+    head, vals = s.split(":")
+    assert head.split() == ["clusters", "per_sm", str(k)], head
+    return [int(x) for x in vals.split()]
+got, got3 = parse(sys.argv[2], 1), parse(sys.argv[3], 3)
+sms = sum(len(g["sms"]) for g in t["gpcs"])
+assert len(got) == 32 and got[0] == sms, got
 for cs, n in t["max_concurrent_clusters"].items():
     assert got[int(cs) - 1] == n, (cs, got[int(cs) - 1], n)
-assert all(n > 0 for n in got), got  # every size up to 16 runs somewhere on this chip
+assert all(n > 0 for n in got[:16]) and not any(got[16:]), got  # every size up to 16 runs somewhere, none above
+assert got3[0] == 3 * sms and all(got[i] <= got3[i] <= 3 * sms // (i + 1) for i in range(32)), got3
+assert all(got3[i] >= got3[i + 1] for i in range(31)), got3
 PY
 
 # a call before cuInit; no daemon behind the library

@@ -178,8 +178,8 @@ int gpuos_vgpu_info(gpuos_vgpu *g, gpuos_vgpu_facts *out);
  * (cs = 1..GPUOS_ATTR_CLUSTERS_MAX) is how many clusters of cs blocks the device
  * runs at once at one block per SM (what cuOccupancyMaxActiveClusters answers
  * for a kernel holding all of an SM's shared memory). */
-#define GPUOS_ATTR_CLUSTERS 240
-#define GPUOS_ATTR_CLUSTERS_MAX 16
+#define GPUOS_ATTR_CLUSTERS 224
+#define GPUOS_ATTR_CLUSTERS_MAX 32
 int gpuos_device_attributes(gpuos_vgpu *g, int32_t *value, unsigned char *valid, int n);
 /* Memory of this vGPU: used and quota (its share), and the device total. */
 int gpuos_mem_info(gpuos_vgpu *g, uint64_t *used, uint64_t *quota, uint64_t *total);

@@ -3,6 +3,7 @@
  * in the cubin (image.c) into one buffer, the daemon's launch request; every
  * launch is queued in the client's one queue. */
 #include "cudashim/driver.h"
+#include "device/gpc_clusters.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -309,23 +310,27 @@ static long config_cluster(const CUlaunchConfig *cfg)
     return -1;
 }
 
-/* How many clusters of the configuration's size can run at once. The daemon's
- * device measured the GPCs' shape: t(cs), the clusters of cs blocks at one block
- * per SM (GPUOS_ATTR_CLUSTERS). With k blocks per SM a GPC of g SMs holds
- * floor(k g / cs) clusters: t(cs / k) when k divides cs, else at least k t(cs).
- * Without the table (an old daemon), the blocks the SMs hold in whole clusters
- * per GPC of 16 SMs. */
+/* How many clusters of the configuration's size can run at once: the GPCs'
+ * sizes from the table of clusters at one block per SM that the daemon's
+ * device measured (GPUOS_ATTR_CLUSTERS, 1..GPUOS_ATTR_CLUSTERS_MAX blocks),
+ * then floor(k g / cs) clusters in each GPC of g >= cs SMs at k blocks per SM
+ * (device/gpc_clusters.h). cuBLAS reads the GPCs' sizes from the answers at
+ * 3..32 blocks before its first GEMM and picks its kernels' cluster shapes by
+ * them. 0 when the table is not known or of no set of GPCs (an old daemon). */
 _Static_assert(CU_DEVICE_ATTRIBUTE_MAX <= GPUOS_ATTR_CLUSTERS, "CUDA's attribute numbers reach the clusters table");
 static int clusters_measured(int cs, int per_sm, int *n)
 {
-    int t;
-    if (cs < 1 || cs > GPUOS_ATTR_CLUSTERS_MAX || per_sm < 1)
+    int32_t t[GPUOS_ATTR_CLUSTERS_MAX];
+    int h[GPUOS_ATTR_CLUSTERS_MAX + 1];
+    for (int c = 1; c <= GPUOS_ATTR_CLUSTERS_MAX; c++) {
+        int v;
+        if (shim_ext_attribute(S.g, GPUOS_ATTR_CLUSTERS + c - 1, &v) || v < 0)
+            return 0;
+        t[c - 1] = v;
+    }
+    if (!gos_gpc_sizes(t, GPUOS_ATTR_CLUSTERS_MAX, h))
         return 0;
-    if (cs % per_sm == 0)
-        return !shim_ext_attribute(S.g, GPUOS_ATTR_CLUSTERS + cs / per_sm - 1, n);
-    if (shim_ext_attribute(S.g, GPUOS_ATTR_CLUSTERS + cs - 1, &t))
-        return 0;
-    *n = per_sm * t;
+    *n = (int)gos_gpc_clusters(h, GPUOS_ATTR_CLUSTERS_MAX, cs, per_sm);
     return 1;
 }
 
@@ -340,8 +345,9 @@ E CUresult cuOccupancyMaxActiveClusters(int *n, CUfunction f, const CUlaunchConf
      * cuBLAS's probing of every cluster shape before its first GEMM depends on):
      * no cluster in the configuration (and none required by the kernel, which
      * gpuos does not read): 0; an empty one: an error; above 8 blocks without
-     * the non-portable size allowed: an error; above 16 with it: 0 clusters;
-     * and at most 8 blocks of a cluster on one SM. */
+     * the non-portable size allowed: an error; with it, as many as the GPCs
+     * hold, also above 16 (2 of 17 and 18 blocks on an H200: its two GPCs of
+     * 18 SMs); at most 8 blocks of a cluster on one SM. */
     long cs = config_cluster(cfg);
     int threads = (int)(cfg->blockDimX * cfg->blockDimY * cfg->blockDimZ);
     if (cs < 0) {
@@ -350,13 +356,11 @@ E CUresult cuOccupancyMaxActiveClusters(int *n, CUfunction f, const CUlaunchConf
     }
     if (!cs || threads <= 0 || (cs > 8 && !f->nonportable))
         return CUDA_ERROR_INVALID_CLUSTER_SIZE;
-    if (cs > 16) {
-        *n = 0;
-        return CUDA_SUCCESS;
-    }
     int per_sm = occupancy(f, threads, cfg->sharedMemBytes);
     per_sm = per_sm > 8 ? 8 : per_sm;
-    if (!clusters_measured((int)cs, per_sm, n)) {
+    if (cs > GPUOS_ATTR_CLUSTERS_MAX) {
+        *n = 0; /* no GPC is that large */
+    } else if (!clusters_measured((int)cs, per_sm, n)) {
         int sms = S.dev.sm_count > 0 ? S.dev.sm_count : 1, gpcs = (sms + 15) / 16, sm_per_gpc = sms / gpcs;
         *n = gpcs * (per_sm * sm_per_gpc / (int)cs);
     }

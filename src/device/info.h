@@ -49,8 +49,8 @@ typedef struct {
  * SM's shared memory, non-portable sizes allowed), the GPCs' shape, which cuBLAS
  * probes before its first GEMM and divides by. The same numbers are the public
  * GPUOS_ATTR_CLUSTERS* of gpuos_device_attributes (gpuos.h). */
-#define GOS_ATTR_CLUSTERS 240
-#define GOS_ATTR_CLUSTERS_MAX 16
+#define GOS_ATTR_CLUSTERS 224
+#define GOS_ATTR_CLUSTERS_MAX 32
 
 /* Backend capabilities (gos_device_info.caps): what callers above the device
  * layer ask instead of which backend runs. */
