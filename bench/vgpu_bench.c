@@ -1024,9 +1024,10 @@ int main(int argc, char **argv)
     snprintf(modes_buf, sizeof modes_buf, "%s", iso_modes);
     int first_mode = 1;
     for (char *save = NULL, *m = strtok_r(modes_buf, ",", &save); m; m = strtok_r(NULL, ",", &save), first_mode = 0) {
-    /* "mps+pairs": isolation = mps with overlap = pairs (companion grants) */
-    iso_mode = strcmp(m, "mps+pairs") ? m : "mps";
-    overlap = strcmp(m, "mps+pairs") ? NULL : "pairs";
+    /* "mps+pairs", "mps+off": isolation = mps with overlap = pairs (companion
+     * grants, also mps's default) or off (one grant at a time) */
+    iso_mode = strncmp(m, "mps+", 4) ? m : "mps";
+    overlap = strncmp(m, "mps+", 4) ? NULL : m + 4;
     json_t *mobj = json_object();
     json_object_set_new(modes, m, mobj);
     fprintf(stderr, "vgpu_bench: isolation = %s\n", m);

@@ -26,7 +26,8 @@ const char *fair_policies = "fifo,credit,band", *fair_counts = "2,4,8";
 /* isolation modes measured (issue 9): every section runs once per mode; the
  * first mode's tables are also the top-level ones (older readers). */
 const char *iso_modes = "process,none", *iso_mode = NULL;
-/* "mps+pairs" in --isolation: mps with overlap = pairs (companion grants) */
+/* "mps+pairs" or "mps+off" in --isolation: mps with overlap = pairs
+ * (companion grants, mps's default) or off (one grant at a time) */
 const char *overlap = NULL;
 /* sharing's kernels: one warp per SM ("light", the default: full-GPU but it
  * leaves the SMs room, so two at once under MPS run about as fast as one), or
@@ -45,7 +46,16 @@ double now(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-const char *mode_label(void) { return overlap ? "mps+pairs" : iso_mode ? iso_mode : "-"; }
+/* the daemon's overlap setting now: mps's default is pairs */
+const char *overlap_label(void)
+{
+    return overlap ? overlap : iso_mode && !strcmp(iso_mode, "mps") ? "pairs" : "off";
+}
+
+const char *mode_label(void)
+{
+    return overlap ? (strcmp(overlap, "off") ? "mps+pairs" : "mps+off") : iso_mode ? iso_mode : "-";
+}
 
 static int cmp_d(const void *a, const void *b)
 {

@@ -63,6 +63,7 @@ int clients_fork(int n, int one_vgpu, client_fn run, const void *arg, pid_t *kid
 void clients_wait(int n, const pid_t *kids);
 /* "mps+pairs" or iso_mode */
 const char *mode_label(void);
+const char *overlap_label(void);
 
 /* vgpu_share.c */
 json_t *sharing(void);

@@ -240,7 +240,7 @@ static json_t *sharing_one(const char *iso, int n, uint64_t nominal_ns, uint64_t
             label, n, (unsigned long long)(nominal_ns / 1000), kind, sync ? "sync     " : "streaming", kernels, secs,
             100 * busy);
     return json_pack("{s:s, s:s, s:s, s:i, s:I, s:I, s:b, s:I, s:f, s:f}", "isolation", iso, "overlap",
-                     !native && overlap ? overlap : "off", "kernel", kind, "tenants", n, "kernel_us",
+                     native ? "off" : overlap_label(), "kernel", kind, "tenants", n, "kernel_us",
                      (json_int_t)(nominal_ns / 1000), "kernel_ns_alone", (json_int_t)ns, "sync", sync, "kernels",
                      (json_int_t)kernels, "seconds", secs, "busy_fraction", busy);
 }
@@ -424,7 +424,7 @@ json_t *neighbour(void)
     probe_print(mode_label(), "alone", alone);
     probe_print(mode_label(), "beside a busy vGPU", beside);
     return json_pack("{s:s, s:s, s:f, s:o, s:{s:o, s:o, s:o, s:I}, s:s}", "isolation", iso_mode ? iso_mode : "-",
-                     "overlap", overlap ? overlap : "off", "busy_kernel_us", len / 1e3, "native", json_incref(native),
+                     "overlap", overlap_label(), "busy_kernel_us", len / 1e3, "native", json_incref(native),
                      "gpuos", "alone", probe_json(alone), "beside_busy", probe_json(beside), "ratio",
                      probe_ratios(alone, beside), "busy_kernels", (json_int_t)k, "method",
                      "the neighbour (an equal vGPU; natively a plain process) streams light 1 ms kernels, synchronising "

@@ -28,7 +28,7 @@ part() { # name seconds command...
 # $W/{sharing,fairness,forge}.log; sharing_summary prints their figures.
 sharing_parts() {
     part sharing "${SH_PART_S:-260}" build/bench/vgpu_bench --gpuos build/gpuos --results "$W/bench" --seconds 3 --quick \
-        --isolation "${SH_MODES:-process,mps,mps+pairs}" --only launch,sharing,neighbour --vgpus 2,4,8
+        --isolation "${SH_MODES:-process,mps+off,mps}" --only launch,sharing,neighbour --vgpus 2,4,8
     part fairness "${FAIR_PART_S:-120}" build/bench/vgpu_bench --gpuos build/gpuos --out "$W/fair.json" --seconds 2 \
         --isolation "${FAIR_MODES:-process,mps+pairs}" --only fairness --policies band --vgpus 2,4,8,mix,70/30
     [ "${SH_FORGE:-1}" = 1 ] && part forge 45 env FORGE_SIM=none sh tests/t_ring_forge.sh

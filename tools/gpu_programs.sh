@@ -7,7 +7,8 @@
 # (HS_PART_S, tests/gpu/hostile.sh, the daemon's GPUOS_GRANT_LOG on), PyTorch's
 # expandable segments on VMM (EX_PART_S, tests/gpu/expandable.sh), the bf16
 # product with cuBLASLt's private table handed on and stubbed, round-robin
-# (BF_PART_S, tests/gpu/bf16_ab.sh) and issue 22's quick figures (SH=1,
+# (BF_PART_S, tests/gpu/bf16_ab.sh), the tenants of issue 9 kept apart while the
+# rings rotate (IS_PART_S, IS_MODES, tests/gpu/isolation.sh) and issue 22's quick figures (SH=1,
 # gpu_lib.sh's sharing_parts; FG=1: only its forging tenant). The work folder
 # is $OUT/$GPU_RUN.tar.gz (default "programs": too many files for $OUT itself).
 set -u
@@ -21,9 +22,10 @@ if [ "${FW_PART_S:-0}" -gt 0 ]; then
         ${FW_ONLY:+FW_ONLY="$FW_ONLY"} GPUOS_COMMIT="${GPUOS_COMMIT:-unknown}" sh tests/gpu/frameworks.sh
     cp "$W/fw/frameworks.json" "$OUT/" 2>/dev/null
 fi
-[ "${HS_PART_S:-0}" -gt 0 ] && part hostile "$HS_PART_S" env OUT="$W" GPUOS_GRANT_LOG=1 sh tests/gpu/hostile.sh
+[ "${HS_PART_S:-0}" -gt 0 ] && part hostile "$HS_PART_S" env OUT="$W" GPUOS_GRANT_LOG=1 ${HS_CASES:+HS_CASES="$HS_CASES"} sh tests/gpu/hostile.sh
 [ "${EX_PART_S:-0}" -gt 0 ] && part expandable "$EX_PART_S" env OUT="$W" sh tests/gpu/expandable.sh
 [ "${BF_PART_S:-0}" -gt 0 ] && part bf16 "$BF_PART_S" env OUT="$W" sh tests/gpu/bf16_ab.sh
+[ "${IS_PART_S:-0}" -gt 0 ] && part isolation "$IS_PART_S" env ISOLATION_MODES="${IS_MODES:-process mps}" sh tests/gpu/isolation.sh
 [ "${SH:-0}" = 1 ] && sharing_parts
 [ "${FG:-0}" = 1 ] && part forge 45 env FORGE_SIM=none sh tests/t_ring_forge.sh
 cp "$W/machine.txt" "$S" "$OUT/"
@@ -33,6 +35,7 @@ cp "$W/machine.txt" "$S" "$OUT/"
 [ -f "$W/hostile.log" ] && cat "$W/hostile.log"
 [ -f "$W/expandable.log" ] && cat "$W/expandable.log"
 [ -f "$W/bf16_ab.log" ] && cat "$W/bf16_ab.log"
+[ -f "$W/isolation.log" ] && grep -h "RESULT\|FAIL" "$W/isolation.log"
 [ "${SH:-0}" = 1 ] && sharing_summary
 [ "${FG:-0}" = 1 ] && tail -3 "$W/forge.log"
 cat "$S"

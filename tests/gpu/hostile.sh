@@ -5,6 +5,7 @@
 # long spinning kernels (serve_client burst: 50 ms x 4 per synchronise; and 5 ms
 # x 4), next to p30's faulting and foreign-address kernels only. Device
 # machine, repository root, build/ present. Prints "case steps_per_s ratio".
+#   HS_CASES="alone 50000000 5000000 faults"   the cases (burst kernel lengths in ns)
 set -u
 . tests/gpu/daemon_lib.sh
 SC=$B/tests/serve_client
@@ -34,16 +35,20 @@ run_case() { # name
     grants "$l0"
     cp "$T/$1" "$OUT/hostile-$1.txt"
 }
-run_case alone
-for ns in 50000000 5000000; do
-    "$SC" burst p30 $ns 600 4 > "$T/burst" 2>&1 &
-    HB=$!
-    sleep 1
-    run_case "burst_${ns}ns"
-    kill $HB 2>/dev/null; wait $HB 2>/dev/null
+for c in ${HS_CASES:-alone 50000000 5000000 faults}; do
+    case $c in
+    alone) run_case alone ;;
+    faults)
+        faults_start "$T/faults"
+        sleep 1
+        run_case faults
+        faults_stop
+        echo "faults during the faults case: $(grep -c 'fault rc' "$T/faults") faulting launches" ;;
+    *)
+        "$SC" burst p30 "$c" 600 4 > "$T/burst" 2>&1 &
+        HB=$!
+        sleep 1
+        run_case "burst_${c}ns"
+        kill $HB 2>/dev/null; wait $HB 2>/dev/null ;;
+    esac
 done
-faults_start "$T/faults"
-sleep 1
-run_case faults
-faults_stop
-echo "faults during the faults case: $(grep -c 'fault rc' "$T/faults") faulting launches"
