@@ -383,7 +383,7 @@ static void xe_serve(struct xe *x)
         int src = m->fn(x, &h, buf, fd);
         pthread_mutex_unlock(&x->lock);
         if (src == GOS_EDEVICE && h.type == X_RUN)
-            _exit(3); /* faulted: the context is dead; the daemon was told */
+            _exit(X_EXIT_FAULTED); /* faulted: the context is dead; the daemon was told */
     }
     free(buf);
 }

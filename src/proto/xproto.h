@@ -192,6 +192,9 @@ struct x_swap_rep {
 #define X_POOL_CHUNK (1ull << 30)
 
 #define X_FAULTED 1u
+/* An executor's exit status after a device fault (answered X_FAULTED on the
+ * channel whose batch faulted): what its other channels read when theirs broke. */
+#define X_EXIT_FAULTED 3
 #define X_MAX_PAYLOAD (8u << 20)
 #define X_MSG_MAX 200
 

@@ -23,25 +23,43 @@ static int dead_rc(struct srv_exec *x)
     return gos_fail(GOS_EDEVICE, "%s", x->why);
 }
 
+/* Did executor pid exit after a device fault (X_EXIT_FAULTED)? Its status is
+ * read without reaping it (WNOWAIT): the reaper still collects it. */
+static int exited_faulted(pid_t pid)
+{
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    return pid > 0 && !waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) && si.si_pid == pid &&
+           si.si_code == CLD_EXITED && si.si_status == X_EXIT_FAULTED;
+}
+
 /* A shared executor (x->share): a fault on one channel is the reason for all;
  * a channel that merely broke waits up to 500 ms for a sibling's fault to be
  * read (x->lock held: only this channel waits) and then gives that reason.
- * (Known flaw, t_xshare on a loaded host: a channel whose exchange runs with
- * the daemon's lock held, X_REGION_ADD for one, waits in vain, since the
- * sibling's fault is recorded under that lock, srv_client_exec_probe; the
- * client then hears "executor channel closed", not the fault.) */
+ * A channel whose exchange runs with the daemon's lock held (MEM_ALLOC's, for
+ * one) would wait in vain, since the sibling's fault is recorded under that
+ * lock (srv_client_exec_probe): it reads the executor's exit status instead,
+ * X_EXIT_FAULTED after a fault (t_xshare on a loaded host heard "executor
+ * channel closed" before). The faulting channel's own reason, with the CUDA
+ * error's name, replaces that one for the channels that ask later. */
 static const char *share_reason(struct srv_exec *x, int faulted, const char *why, char *buf, size_t n)
 {
     struct srv_exec_share *sh = x->share;
     for (int i = 0; i < 50; i++) {
+        int by_exit = !faulted && exited_faulted(x->pid);
         pthread_mutex_lock(&sh->lock);
-        if (faulted && !sh->lost) {
+        if (faulted && (!sh->lost || sh->by_exit)) {
             static const char own[] = "device fault in this client's context: ";
             if (!strncmp(why, own, sizeof own - 1)) /* the error itself: whose it was is not known */
                 why += sizeof own - 1;
             sh->lost = 1;
+            sh->by_exit = 0;
             snprintf(sh->why, sizeof sh->why, "vGPU %s: the executor its clients share (executor = per-vgpu) was lost "
                      "to a device fault in its context: %.200s", sh->vgpu, why);
+        } else if (by_exit && !sh->lost) {
+            sh->lost = sh->by_exit = 1;
+            snprintf(sh->why, sizeof sh->why, "vGPU %s: the executor its clients share (executor = per-vgpu) was lost "
+                     "to a device fault in its context (another client's work; that client has the error)", sh->vgpu);
         }
         int lost = sh->lost;
         if (lost)

@@ -23,6 +23,7 @@
 struct srv_exec_share {
     pthread_mutex_t lock;
     int lost;      /* a channel saw a device fault */
+    int by_exit;   /* only the executor's exit status told it (why has no error name yet) */
     char why[400]; /* the reason, for the others */
     char vgpu[64];
 };
