@@ -5,6 +5,9 @@
  *
  *   usage: vgpu_bench --gpuos BUILD/gpuos [--sim CHIP] [--quick] [--only SECTIONS]
  *                     [--seconds S] (--out FILE.json | --results DIR)
+ *   --isolation MODES (comma-separated, default process,none): each section once
+ *   per mode; "mps+off" and "mps+pairs" are mps with overlap = off / pairs (mps's
+ *   default); --vgpus 2,4,8,mix,70/30 picks fairness's configurations.
  *   --results DIR writes DIR/<gpu-uuid>/vgpu-bench.json; provenance (date, commit
  *   from $GPUOS_COMMIT, command, driver, host) is recorded in the file.
  *   SECTIONS (comma-separated): sweep,small,copy,hostmem,launch,standalone,fairness,queues,switch,
