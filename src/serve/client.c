@@ -105,6 +105,7 @@ static int do_hello(struct srv_client *c, const struct gos_msg_hello *m, struct 
     struct srv *s = c->srv;
     if (c->vgpu >= 0)
         return gos_fail(GOS_EPROTO, "HELLO sent twice");
+    c->hello = 1;
     for (int v = 0; v < s->n_vgpus; v++)
         if (!strcmp(s->vgpus[v].cfg.name, m->vgpu) && !s->vgpus[v].removed) {
             int rc = srv_vgpu_access(s, v, c->fd, c->pid, c->uid, c->gid);

@@ -159,6 +159,7 @@ struct srv_client {
     int vgpu; /* index, -1 before HELLO */
     int dead; /* reader ended or protocol violated */
     int reaped; /* dropped for sending no HELLO in time */
+    int hello;  /* its HELLO arrived (an executor may take long to start before the answer) */
     uint64_t born_ns;
     int refs; /* reader thread + tasks queued or in flight */
     pthread_t thread;

@@ -429,13 +429,15 @@ static int srv_wait_clients(struct srv *s, int ms)
 }
 
 /* Drops connections that sent no HELLO within hello_timeout_ms (a connection
- * flood must not hold client slots forever). Called from the accept loop. */
+ * flood must not hold client slots forever). Called from the accept loop. One
+ * whose HELLO is being answered is not idle: its executor may take seconds to
+ * start on a loaded host. */
 void srv_reap_idle(struct srv *s)
 {
     uint64_t now = gos_now_ns(), limit = (uint64_t)s->cfg.hello_timeout_ms * 1000000ull;
     pthread_mutex_lock(&s->lock);
     for (struct srv_client *c = s->clients; c; c = c->next)
-        if (c->vgpu < 0 && !c->dead && !c->reaped && now - c->born_ns > limit) {
+        if (c->vgpu < 0 && !c->hello && !c->dead && !c->reaped && now - c->born_ns > limit) {
             c->reaped = 1;
             shutdown(c->fd, SHUT_RDWR);
         }
