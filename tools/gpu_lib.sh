@@ -23,9 +23,10 @@ part() { # name seconds command...
 # light and dense kernels, each isolation mode of SH_MODES beside plain
 # processes) with a tenant's launches and copies beside a busy one, then BAND
 # on rings with 2, 4 and 8 vGPUs, the 0.2/1/5/20 ms mix and 70/30 with equal
-# kernels (FAIR_MODES), and
-# the 10 % vGPU next to a busy 90 % one (SH_FORGE=1) into
-# $W/{sharing,fairness,forge}.log; sharing_summary prints their figures.
+# kernels (FAIR_MODES), and the 10 % vGPU next to a busy 90 % one (SH_FORGE=1)
+# into $W/{sharing,fairness,forge}.log, optionally A/B rows without early
+# yields (SH_AB_EARLY=1) and with other grants (SH_AB_GRANT=US); sharing_summary
+# prints their figures.
 sharing_parts() {
     part sharing "${SH_PART_S:-260}" build/bench/vgpu_bench --gpuos build/gpuos --results "$W/bench" --seconds 3 --quick \
         --isolation "${SH_MODES:-process,mps+off,mps}" --only launch,sharing,neighbour --vgpus 2,4,8
@@ -36,10 +37,15 @@ sharing_parts() {
     # announcement (GPUOS_RING_EARLY=0), for what it gains, in the same run
     [ "${SH_AB_EARLY:-0}" = 1 ] && part sharing_noearly 60 env GPUOS_RING_EARLY=0 build/bench/vgpu_bench --gpuos build/gpuos \
         --results "$W/bench-noearly" --seconds 3 --quick --isolation process --only sharing --vgpus 2
+    # SH_AB_GRANT=US: two tenants under process once more with grants of US
+    # microseconds (grant_us; auto's cap is 16000), for what longer grants gain
+    [ -n "${SH_AB_GRANT:-}" ] && part sharing_grant 60 build/bench/vgpu_bench --gpuos build/gpuos \
+        --results "$W/bench-grant" --seconds 3 --quick --isolation process --only sharing --vgpus 2 --grant-us "$SH_AB_GRANT"
 }
 sharing_summary() {
     grep -h "launch us\|^sharing.*tenants\|^neighbour" "$W/sharing.log"
     [ -f "$W/sharing_noearly.log" ] && grep -h "^sharing.*tenants" "$W/sharing_noearly.log" | sed 's/^/no early yield: /'
+    [ -f "$W/sharing_grant.log" ] && grep -h "^sharing.*tenants" "$W/sharing_grant.log" | sed "s/^/grants of $SH_AB_GRANT us: /"
     grep -h "^fairness\|error\|isolation =" "$W/fairness.log" | head -24
     [ -f "$W/forge.log" ] && tail -3 "$W/forge.log"
 }
