@@ -30,6 +30,7 @@
  *   xread VGPU ADDR WORDS   raw kernel xcopy(own <- ADDR): prints "xread rc=R match=M"
  *                           (M: words equal to the owner's pattern) and the error
  *   xwrite VGPU ADDR WORDS  raw kernel xcopy(ADDR <- own words 0xBAD0BAD0)
+ *   hostcache VGPU          freed host buffers kept and reused or given back (cmd_hostcache)
  *   hostmap VGPU WANT       gpuos_host_device_pointer of gpuos_host_alloc memory: WANT
  *                           "same" (the host address, inside and at its start) or "none"
  *                           (GPUOS_EUNSUPPORTED); foreign memory is GPUOS_EINVAL
@@ -207,6 +208,47 @@ static int cmd_hostmap(const char *name, const char *want)
     CHECK(gpuos_host_device_pointer(g, h[0], &d) == GPUOS_EINVAL, "freed memory must be refused");
     gpuos_close(g);
     printf("hostmap %s ok\n", want);
+    return 0;
+}
+
+/* Freed host buffers kept for the next allocation (libgpuos's host buffer
+ * cache; GPUOS_HOST_CACHE=0 keeps none): 200 allocations of two alternating
+ * sizes, each filled, copied to the device and back through its region,
+ * checked byte for byte and freed (far more than a client's 64 regions: the
+ * kept ones are reused or given back), a freed one refused as host memory;
+ * then 4 small buffers freed (kept) before 62 larger ones live at once, which
+ * with the kept ones need more regions than a client has: the kept ones are
+ * given back, every allocation succeeds. */
+static int cmd_hostcache(const char *name)
+{
+    gpuos_vgpu *g = open_or_die(name);
+    enum { N = 1 << 20 };
+    gpuos_dptr d, dd;
+    CHECK(!gpuos_mem_alloc(g, N, &d), "alloc");
+    for (int i = 0; i < 200; i++) {
+        size_t n = i % 2 ? N : N / 3 + 100;
+        unsigned char *h;
+        CHECK(!gpuos_host_alloc(g, n, (void **)&h), "host alloc %d", i);
+        memset(h, 1 + i % 251, n);
+        CHECK(!gpuos_memcpy_htod(g, d, h, n), "htod %d", i);
+        memset(h, 0, n);
+        CHECK(!gpuos_memcpy_dtoh(g, h, d, n), "dtoh %d", i);
+        for (size_t k = 0; k < n; k++)
+            CHECK(h[k] == 1 + i % 251, "round %d: byte %zu is %u", i, k, h[k]);
+        CHECK(!gpuos_host_free(g, h), "host free %d", i);
+        CHECK(gpuos_host_device_pointer(g, h, &dd) == GPUOS_EINVAL, "round %d: a freed buffer must be refused", i);
+    }
+    void *small[4], *big[62];
+    for (int i = 0; i < 4; i++)
+        CHECK(!gpuos_host_alloc(g, 16384, &small[i]), "small host alloc %d", i);
+    for (int i = 0; i < 4; i++)
+        CHECK(!gpuos_host_free(g, small[i]), "small host free %d", i);
+    for (int i = 0; i < 62; i++)
+        CHECK(!gpuos_host_alloc(g, 65536, &big[i]), "host alloc %d of 62 live ones", i);
+    for (int i = 0; i < 62; i++)
+        CHECK(!gpuos_host_free(g, big[i]), "host free %d", i);
+    gpuos_close(g);
+    printf("hostcache ok\n");
     return 0;
 }
 
@@ -756,6 +798,8 @@ int main(int argc, char **argv)
     const char *c = argv[1];
     if (!strcmp(c, "hostmap") && argc == 4)
         return cmd_hostmap(argv[2], argv[3]);
+    if (!strcmp(c, "hostcache") && argc == 3)
+        return cmd_hostcache(argv[2]);
     if (!strcmp(c, "copy") && argc == 4)
         return cmd_copy(argv[2], strtoull(argv[3], NULL, 0));
     if (!strcmp(c, "quota") && argc == 4)

@@ -43,6 +43,11 @@ start_daemon "$(echo "$CONF" | sed 's/^ISO$//')"
 [ "$(vgpu_field a isolation)" = process ] || fail "default isolation is not process"
 # mapped host memory: the executor maps it at the client's own address
 out=$(timeout 20 "$C" hostmap a same 2>&1) || fail "process: mapped host memory at the client's address: $out"
+# freed host buffers kept by libgpuos for the next allocation: reused with the
+# executor's mapping intact, given back when a client needs its regions; the
+# same with none kept (GPUOS_HOST_CACHE=0)
+out=$(timeout 60 "$C" hostcache a 2>&1) || fail "process: host buffers kept and reused: $out"
+out=$(GPUOS_HOST_CACHE=0 timeout 60 "$C" hostcache a 2>&1) || fail "process: host buffers, none kept: $out"
 
 timeout 60 "$C" owner a $W 4 "$T/addr" >"$T/owner" 2>&1 &
 OW=$!

@@ -67,7 +67,11 @@ void gpuos_close(gpuos_vgpu *g);
 int gpuos_mem_alloc(gpuos_vgpu *g, size_t bytes, gpuos_dptr *out);
 int gpuos_mem_free(gpuos_vgpu *g, gpuos_dptr p);
 
-/* Host memory shared with the daemon and pinned by it (zero-copy path). */
+/* Host memory shared with the daemon and pinned by it (zero-copy path). Its
+ * contents start unspecified: a few freed buffers of up to 8 MB are kept,
+ * still shared, and handed out again to an allocation of about their size
+ * (GPUOS_HOST_CACHE=0 keeps none); freed memory is no longer this client's
+ * host memory either way. */
 int gpuos_host_alloc(gpuos_vgpu *g, size_t bytes, void **out);
 int gpuos_host_free(gpuos_vgpu *g, void *p);
 /* The address at which this client's kernels reach memory of gpuos_host_alloc()

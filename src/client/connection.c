@@ -278,6 +278,8 @@ int gpuos_open(const char *socket_path, const char *vgpu, gpuos_vgpu **out)
     g->timeout_ms = gcl_timeout_ms();
     g->spin_us = gcl_spin_us();
     g->par_min = gcl_env_size(GOS_ENV_PAR_MIN, 1u << 20);
+    const char *hc = getenv(GOS_ENV_HOST_CACHE);
+    g->hcache_off = hc && !strcmp(hc, "0");
     int rc = gcl_connect_to(socket_path, g->timeout_ms, &g->fd);
     if (rc) {
         gcl_pool_stop(g);
@@ -330,6 +332,9 @@ void gpuos_close(gpuos_vgpu *g)
     for (int i = 0; i < MAX_HOSTBUFS; i++)
         if (g->hb[i].ptr)
             munmap(g->hb[i].ptr, g->hb[i].bytes);
+    for (int i = 0; i < HOST_CACHE_N; i++)
+        if (g->hcache[i].ptr)
+            munmap(g->hcache[i].ptr, g->hcache[i].bytes);
     pthread_mutex_destroy(&g->lock);
     gcl_pool_stop(g);
     free(g->known);

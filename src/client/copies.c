@@ -212,6 +212,15 @@ size_t gcl_env_size(const char *name, size_t dflt)
     return x > 0 ? (size_t)(x * (double)m) : dflt;
 }
 
+/* Gives a buffer back to the daemon and unmaps it (whatever the daemon said). */
+static int host_release(gpuos_vgpu *g, struct hostbuf *b)
+{
+    int rc = gcl_region_del(g, b->region);
+    munmap(b->ptr, b->bytes);
+    b->ptr = NULL;
+    return rc;
+}
+
 static int host_alloc(gpuos_vgpu *g, size_t bytes, void **out)
 {
     int slot = -1;
@@ -224,26 +233,60 @@ static int host_alloc(gpuos_vgpu *g, size_t bytes, void **out)
         return gos_fail(GOS_EINVAL, "gpuos_host_alloc of 0 bytes");
     if (slot < 0)
         return gos_fail(GOS_EBUSY, "more than %d shared host buffers", MAX_HOSTBUFS);
-    int rc = gcl_region_new_mapped(g, bytes, &g->hb[slot].ptr, &g->hb[slot].region, &g->hb[slot].flags);
+    struct hostbuf *b = &g->hb[slot];
+    for (int i = 0; i < HOST_CACHE_N; i++) { /* a kept one of about this size (at most twice) */
+        struct hostbuf *c = &g->hcache[i];
+        if (c->ptr && bytes <= c->bytes && c->bytes / 2 <= bytes) {
+            *b = *c;
+            c->ptr = NULL;
+            *out = b->ptr;
+            return GOS_OK;
+        }
+    }
+    int rc = gcl_region_new_mapped(g, bytes, &b->ptr, &b->region, &b->flags);
+    if (rc == GOS_EBUSY || rc == GOS_ENOMEM) { /* the kept ones may hold the regions or memory it needs */
+        int gave = 0;
+        for (int i = 0; i < HOST_CACHE_N; i++)
+            if (g->hcache[i].ptr) {
+                host_release(g, &g->hcache[i]);
+                gave = 1;
+            }
+        if (gave)
+            rc = gcl_region_new_mapped(g, bytes, &b->ptr, &b->region, &b->flags);
+    }
     if (rc) {
-        g->hb[slot].ptr = NULL;
+        b->ptr = NULL;
         return rc;
     }
-    g->hb[slot].bytes = bytes;
-    *out = g->hb[slot].ptr;
+    b->bytes = bytes;
+    *out = b->ptr;
     return GOS_OK;
 }
 int gpuos_host_alloc(gpuos_vgpu *g, size_t bytes, void **out) { LOCKED(g, host_alloc(g, bytes, out)); }
 
+/* Keeps a freed buffer for the next allocation (when all places are taken,
+ * the first kept one is given back); 0 when it is not kept. */
+static int host_keep(gpuos_vgpu *g, struct hostbuf *b)
+{
+    if (g->hcache_off || b->bytes > HOST_CACHE_MAX)
+        return 0;
+    int k = 0;
+    while (k < HOST_CACHE_N && g->hcache[k].ptr)
+        k++;
+    if (k == HOST_CACHE_N) {
+        host_release(g, &g->hcache[0]);
+        k = 0;
+    }
+    g->hcache[k] = *b;
+    b->ptr = NULL;
+    return 1;
+}
+
 static int host_free(gpuos_vgpu *g, void *p)
 {
     for (int i = 0; i < MAX_HOSTBUFS; i++)
-        if (p && g->hb[i].ptr == p) {
-            int rc = gcl_region_del(g, g->hb[i].region);
-            munmap(g->hb[i].ptr, g->hb[i].bytes);
-            g->hb[i].ptr = NULL;
-            return rc;
-        }
+        if (p && g->hb[i].ptr == p)
+            return host_keep(g, &g->hb[i]) ? GOS_OK : host_release(g, &g->hb[i]);
     return gos_fail(GOS_EINVAL, "%p was not allocated with gpuos_host_alloc", p);
 }
 int gpuos_host_free(gpuos_vgpu *g, void *p) { LOCKED(g, host_free(g, p)); }

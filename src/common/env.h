@@ -38,6 +38,10 @@
 /* serve: one log line per ring grant (its length against its deadline), any
  * value (docs/readme-fastpath.md, "Known problems"). */
 #define GOS_ENV_GRANT_LOG "GPUOS_GRANT_LOG"
+/* libgpuos: 0 gives every freed gpuos_host_alloc buffer (cuMemFreeHost) back
+ * to the daemon at once; by default a few of up to 8 MB are kept for the next
+ * allocation of about their size (copies.c, the host buffer cache). */
+#define GOS_ENV_HOST_CACHE "GPUOS_HOST_CACHE"
 /* executor: 0 announces no early yield to the daemon (exec_ring.c,
  * announce_early_yield; for measuring what the announcement gains). */
 #define GOS_ENV_RING_EARLY "GPUOS_RING_EARLY"
