@@ -873,33 +873,35 @@ static json_t *fairness_one(const char *policy, int n, const int *pcts, const ui
 static json_t *fairness(void)
 {
     static const char *pol[] = {"fifo", "credit", "band"};
-    static const int ns[] = {2, 4, 8};
+    static const uint64_t alt[8] = {1000000, 10000000, 1000000, 10000000, /* 1 ms and 10 ms kernels, alternately */
+                                    1000000, 10000000, 1000000, 10000000};
+    /* --vgpus names; the uneven ones (the mix's 20 ms kernels, 70/30's 30 %
+     * vGPU) run at least 4 s, so that one kernel is a small part of a share */
+    static const struct {
+        const char *name;
+        int n;
+        const uint64_t *kns;
+        const int *pcts;
+        double min_secs;
+    } cfgs[] = {{"2", 2, alt, NULL, 0},       {"4", 4, alt, NULL, 0},
+                {"8", 8, alt, NULL, 0},       {"mix", 4, mix_ns, NULL, 4},
+                {"70/30", 2, equal_ns, pcts_70_30, 4}};
     json_t *list = json_array();
-    uint64_t alt[8];
-    for (int i = 0; i < 8; i++) /* 1 ms and 10 ms kernels, alternately */
-        alt[i] = i % 2 ? 10000000 : 1000000;
     for (int p = 0; p < 3; p++)
-        for (int k = 0; k < 5; k++) { /* 2, 4, 8 vGPUs, the mix, 70/30 */
-            char nb[8];
-            snprintf(nb, sizeof nb, "%d", k < 3 ? ns[k] : 4);
-            if (!want(fair_policies, pol[p]) || !want(fair_counts, k < 3 ? nb : k == 3 ? "mix" : "70/30"))
+        for (size_t k = 0; k < sizeof cfgs / sizeof cfgs[0]; k++) {
+            if (!want(fair_policies, pol[p]) || !want(fair_counts, cfgs[k].name))
                 continue;
-            int n = k < 3 ? ns[k] : k == 3 ? 4 : 2;
-            const uint64_t *kns = k < 3 ? alt : k == 3 ? mix_ns : equal_ns;
-            const int *pcts = k == 4 ? pcts_70_30 : NULL;
-            /* the mix's 20 ms kernels: at least 4 s, so that one kernel is a small part of a share */
-            double secs = k < 3 || fair_seconds >= 4 ? fair_seconds : 4;
-            double e;
+            double secs = fair_seconds >= cfgs[k].min_secs ? fair_seconds : cfgs[k].min_secs, e;
             if (p == 2 && band_charge_hold < 0) {
                 /* BAND both ways: holds charged (engine-time shares, the daemon's
                  * default) and not (GPU-time shares, Gdev's utilisation). */
                 for (int h = 1; h >= 0; h--) {
                     band_charge_hold = h;
-                    json_array_append_new(list, fairness_one(pol[p], n, pcts, kns, secs, &e));
+                    json_array_append_new(list, fairness_one(pol[p], cfgs[k].n, cfgs[k].pcts, cfgs[k].kns, secs, &e));
                 }
                 band_charge_hold = -1;
             } else {
-                json_array_append_new(list, fairness_one(pol[p], n, pcts, kns, secs, &e));
+                json_array_append_new(list, fairness_one(pol[p], cfgs[k].n, cfgs[k].pcts, cfgs[k].kns, secs, &e));
             }
         }
     return list;

@@ -8,7 +8,7 @@
  *   t(cs) = sum over GPCs of floor(g / cs),  cs = 1..max
  * from which the GPCs' sizes follow, largest first: t(cs) counts each GPC of
  * exactly cs SMs once and every larger one floor(g / cs) times. Used by gpuos's
- * libcuda (src/cudashim/launch.c); no CUDA here. */
+ * libcuda in the CUDA program's process (src/cudashim/launch.c); no CUDA here. */
 #ifndef GOS_GPC_CLUSTERS_H
 #define GOS_GPC_CLUSTERS_H
 

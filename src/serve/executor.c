@@ -48,18 +48,15 @@ static const char *share_reason(struct srv_exec *x, int faulted, const char *why
     for (int i = 0; i < 50; i++) {
         int by_exit = !faulted && exited_faulted(x->pid);
         pthread_mutex_lock(&sh->lock);
-        if (faulted && (!sh->lost || sh->by_exit)) {
+        if ((faulted && (!sh->lost || sh->by_exit)) || (by_exit && !sh->lost)) {
             static const char own[] = "device fault in this client's context: ";
-            if (!strncmp(why, own, sizeof own - 1)) /* the error itself: whose it was is not known */
+            if (faulted && !strncmp(why, own, sizeof own - 1)) /* the error itself: whose it was is not known */
                 why += sizeof own - 1;
             sh->lost = 1;
-            sh->by_exit = 0;
+            sh->by_exit = !faulted;
             snprintf(sh->why, sizeof sh->why, "vGPU %s: the executor its clients share (executor = per-vgpu) was lost "
-                     "to a device fault in its context: %.200s", sh->vgpu, why);
-        } else if (by_exit && !sh->lost) {
-            sh->lost = sh->by_exit = 1;
-            snprintf(sh->why, sizeof sh->why, "vGPU %s: the executor its clients share (executor = per-vgpu) was lost "
-                     "to a device fault in its context (another client's work; that client has the error)", sh->vgpu);
+                     "to a device fault in its context%s%.200s", sh->vgpu,
+                     faulted ? ": " : " (another client's work; that client has the error)", faulted ? why : "");
         }
         int lost = sh->lost;
         if (lost)
