@@ -4,7 +4,8 @@
 # the MLP of tests/gpu/progs/fw_torch.py natively, alone on p70, next to p30's
 # long spinning kernels (serve_client burst: 50 ms x 4 per synchronise; and 5 ms
 # x 4), next to p30's faulting and foreign-address kernels only. Device
-# machine, repository root, build/ present. Prints "case steps_per_s ratio".
+# machine, repository root, build/ present. Prints "case steps_per_s ratio
+# losses", losses "equal" when the job's losses are native's to the last digit.
 #   HS_CASES="alone 50000000 5000000 faults"   the cases (burst kernel lengths in ns)
 set -u
 . tests/gpu/daemon_lib.sh
@@ -17,9 +18,11 @@ gpu_daemon "$(pair_70_30)" "$OUT/hostile-serve.log"
 export FW_STEPS=${FW_STEPS:-1000}
 MLP="python3 tests/gpu/progs/fw_torch.py mlp"
 sps() { sed -n 's/^TIME steps_per_s //p' "$1"; }
+losses() { grep -a '^RESULT losses' "$1"; }
 timeout 60 $MLP > "$T/native" 2>&1
 nat=$(sps "$T/native")
-echo "native $nat 1"
+echo "native $nat 1 $(losses "$T/native" | cut -d' ' -f3-)"
+cp "$T/native" "$OUT/hostile-native.txt"
 # the grants of a case, by vGPU, from the daemon's GPUOS_GRANT_LOG lines
 # after line $1 of its log: count, mean and longest wall time
 grants() {
@@ -31,7 +34,9 @@ run_case() { # name
     l0=$(wc -l < "$OUT/hostile-serve.log")
     timeout 90 "$G" run --vgpu p70 -- $MLP > "$T/$1" 2>&1
     v=$(sps "$T/$1")
-    echo "$1 ${v:--} $(awk -v a="${v:-0}" -v b="$nat" 'BEGIN { printf "%.4f", a / b }')"
+    same=differ
+    [ -n "$(losses "$T/native")" ] && [ "$(losses "$T/$1")" = "$(losses "$T/native")" ] && same=equal
+    echo "$1 ${v:--} $(awk -v a="${v:-0}" -v b="$nat" 'BEGIN { printf "%.4f", a / b }') $same"
     grants "$l0"
     cp "$T/$1" "$OUT/hostile-$1.txt"
 }

@@ -71,7 +71,7 @@ elif mode == "matmul":
         c = a @ b
     sync()
     e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    reps = int(os.environ.get("FW_MATMUL_REPS", "50"))
+    reps = int(os.environ.get("FW_MATMUL_REPS", "200"))  # 0.3 s on an H200, as bf16_ab.sh
     t0 = time.perf_counter()
     e0.record()
     for _ in range(reps):
