@@ -278,8 +278,7 @@ int gpuos_open(const char *socket_path, const char *vgpu, gpuos_vgpu **out)
     g->timeout_ms = gcl_timeout_ms();
     g->spin_us = gcl_spin_us();
     g->par_min = gcl_env_size(GOS_ENV_PAR_MIN, 1u << 20);
-    const char *hc = getenv(GOS_ENV_HOST_CACHE);
-    g->hcache_off = hc && !strcmp(hc, "0");
+    g->hcache_off = gos_env_off(GOS_ENV_HOST_CACHE);
     int rc = gcl_connect_to(socket_path, g->timeout_ms, &g->fd);
     if (rc) {
         gcl_pool_stop(g);

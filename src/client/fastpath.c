@@ -59,8 +59,7 @@ static struct gos_ring_ctl *ctl(gpuos_vgpu *g) { return gos_ring_ctl(g->ring); }
 
 void gcl_ring_open(gpuos_vgpu *g)
 {
-    const char *e = getenv(GOS_ENV_RING);
-    if (e && !strcmp(e, "0"))
+    if (gos_env_off(GOS_ENV_RING))
         return;
     void *p = NULL;
     int fd = -1;

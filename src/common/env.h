@@ -7,6 +7,9 @@
 #ifndef GOS_ENV_H
 #define GOS_ENV_H
 
+#include <stdlib.h>
+#include <string.h>
+
 /* cli, daemon, client: the daemon's socket (default /run/gpuos/gpuos.sock);
  * `serve` uses it when neither --socket nor the configuration names one. */
 #define GOS_ENV_SOCKET "GPUOS_SOCKET"
@@ -75,5 +78,13 @@
 /* cli (probe numa): how many SMs probe the partitions (default 16; all
  * when at least the chip's count). */
 #define GOS_ENV_SWEEP_SMS "GPUOS_SWEEP_SMS"
+
+/* Whether the variable name (one of the above) is set to "0": the off switch
+ * of what is on by default (the ring, the host buffer cache, early yields). */
+static inline int gos_env_off(const char *name)
+{
+    const char *v = getenv(name);
+    return v && !strcmp(v, "0");
+}
 
 #endif

@@ -800,11 +800,11 @@ static int se_device_attributes(gos_device *d, int32_t *value, uint8_t *valid, i
         }
     /* the GPCs' shape as the simulated chip places clusters (its one model of
      * that, the one `probe topology` charts): one launch per size at one block
-     * per SM; a size no GPC hosts runs 0, and so does one above the 16 blocks a
-     * cluster launch may have (the model places none) */
+     * per SM; a size no GPC hosts runs 0, and so does one above the
+     * GOS_TOPO_MAX_CLUSTER blocks a cluster launch may have (the model places none) */
     int sms[GOS_MAX_SMS], nb;
     for (int cs = 1; cs <= GOS_ATTR_CLUSTERS_MAX && GOS_ATTR_CLUSTERS + cs - 1 < n; cs++) {
-        int rc = cs <= 16 ? gos_topo_cluster_probe(d, cs, sms, GOS_MAX_SMS, &nb) : GOS_EUNSUPPORTED;
+        int rc = cs <= GOS_TOPO_MAX_CLUSTER ? gos_topo_cluster_probe(d, cs, sms, GOS_MAX_SMS, &nb) : GOS_EUNSUPPORTED;
         if (rc && (cs == 1 || rc != GOS_EUNSUPPORTED))
             break; /* no cluster model at all: the table stays unknown */
         value[GOS_ATTR_CLUSTERS + cs - 1] = rc ? 0 : nb / cs;

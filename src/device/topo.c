@@ -9,8 +9,8 @@ int gos_topo_cluster_probe(gos_device *d, int cluster_size, int *sms_out, int ma
 {
     if (!TOPO(d) || !TOPO(d)->cluster_probe)
         return gos_dev_missing(d, "cluster probing");
-    if (cluster_size < 1 || cluster_size > 16)
-        return gos_fail(GOS_EINVAL, "cluster size %d outside 1..16", cluster_size);
+    if (cluster_size < 1 || cluster_size > GOS_TOPO_MAX_CLUSTER)
+        return gos_fail(GOS_EINVAL, "cluster size %d outside 1..%d", cluster_size, GOS_TOPO_MAX_CLUSTER);
     return TOPO(d)->cluster_probe(d, cluster_size, sms_out, max_blocks, n_blocks);
 }
 

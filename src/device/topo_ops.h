@@ -25,7 +25,11 @@ struct gos_topo_ops {
     int (*l2_bandwidth)(gos_device *d, const int *sms, int n, double *gbps);
 };
 
-/* Wrappers: cluster_size in 1..16; SMs in range. */
+/* The largest thread-block cluster a launch may have (non-portable sizes
+ * allowed): what cluster probing accepts. */
+#define GOS_TOPO_MAX_CLUSTER 16
+
+/* Wrappers: cluster_size in 1..GOS_TOPO_MAX_CLUSTER; SMs in range. */
 int gos_topo_cluster_probe(gos_device *d, int cluster_size, int *sms_out, int max_blocks,
                            int *n_blocks);
 int gos_topo_l2_bandwidth(gos_device *d, const int *sms, int n, double *gbps);

@@ -259,10 +259,8 @@ static int over_deadline(struct xr *r)
 static void announce_early_yield(struct xr *r)
 {
     static int off = -1;
-    if (off < 0) {
-        const char *v = getenv(GOS_ENV_RING_EARLY);
-        off = v && !strcmp(v, "0");
-    }
+    if (off < 0)
+        off = gos_env_off(GOS_ENV_RING_EARLY);
     if (off || !r->gen)
         return;
     uint64_t dl = atomic_load_explicit(&r->gp->deadline_ns, memory_order_acquire);
