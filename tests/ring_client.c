@@ -36,6 +36,14 @@
  *                                  (a program that hashes or prints between
  *                                  bursts); prints the rounds and how many
  *                                  went through the ring
+ *   ring_client periodic VGPU N MS K US  a latency tenant (issue 41): N requests
+ *                                  every MS milliseconds, each K kernels of US
+ *                                  microseconds and a synchronise; prints the
+ *                                  requests' latencies (from their planned start
+ *                                  to the synchronise's return) as p50, p99 and
+ *                                  max in ms
+ *   ring_client stream VGPU S      a batch tenant: 1 ms kernels, a synchronise
+ *                                  after every 8, for S seconds; prints how many
  * Uses libgpuos's internals (client_internal.h) to reach the ring. */
 #define CLIENT_NAME "ring_client"
 #include "client_util.h"
@@ -557,6 +565,58 @@ static int cmd_pauses(const char *va, int n, double ms)
     return 0;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int cmd_periodic(const char *va, int n, double ms, int k, double us)
+{
+    gpuos_vgpu *g = open_or_die(va);
+    gpuos_function f = sleep_fn(g);
+    uint64_t ns = (uint64_t)(us * 1000);
+    gpuos_launch_config c = {{1, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, 0};
+    double *lat = calloc((size_t)n, sizeof *lat), t0 = now_s();
+    CHECK(lat && n > 0, "periodic: %d requests", n);
+    for (int i = 0; i < n; i++) {
+        double plan = t0 + i * ms / 1e3, wait = plan - now_s();
+        if (wait > 0) {
+            struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
+            nanosleep(&ts, NULL);
+        }
+        for (int j = 0; j < k; j++)
+            CHECK(!gpuos_launch(g, f, &c, &ns, 8), "request %d kernel %d", i, j);
+        CHECK(!gpuos_synchronize(g), "request %d", i);
+        lat[i] = (now_s() - plan) * 1e3;
+    }
+    qsort(lat, (size_t)n, sizeof *lat, cmp_double);
+    printf("periodic p50 %.3f p99 %.3f max %.3f\n", lat[n / 2], lat[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1],
+           lat[n - 1]);
+    free(lat);
+    gpuos_close(g);
+    return 0;
+}
+
+static int cmd_stream(const char *va, double secs)
+{
+    gpuos_vgpu *g = open_or_die(va);
+    gpuos_function f = sleep_fn(g);
+    uint64_t ns = 1000000;
+    gpuos_launch_config c = {{1, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, 0};
+    long k = 0;
+    double t0 = now_s();
+    while (now_s() - t0 < secs) {
+        CHECK(!gpuos_launch(g, f, &c, &ns, 8), "stream kernel %ld", k);
+        if (++k % 8 == 0)
+            CHECK(!gpuos_synchronize(g), "stream kernel %ld", k);
+    }
+    CHECK(!gpuos_synchronize(g), "stream's end");
+    printf("stream kernels %ld\n", k);
+    gpuos_close(g);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -580,6 +640,10 @@ int main(int argc, char **argv)
         return cmd_fills(argv[2], atof(argv[3]));
     if (argc == 5 && !strcmp(argv[1], "pauses"))
         return cmd_pauses(argv[2], atoi(argv[3]), atof(argv[4]));
+    if (argc == 7 && !strcmp(argv[1], "periodic"))
+        return cmd_periodic(argv[2], atoi(argv[3]), atof(argv[4]), atoi(argv[5]), atof(argv[6]));
+    if (argc == 4 && !strcmp(argv[1], "stream"))
+        return cmd_stream(argv[2], atof(argv[3]));
     fprintf(stderr, "ring_client: bad command\n");
     return 2;
 }

@@ -167,10 +167,11 @@ typedef struct {
     double compute_held, copy_held;   /* BAND: engine held idle for it, fraction of the last period */
     uint64_t compute_held_ns, copy_held_ns; /* cumulative */
     uint64_t faults;      /* executors of its clients lost to a device fault or a kill */
-    char isolation[16];   /* "process" or "none" */
+    char isolation[16];   /* "process", "mps" or "none" */
     uint64_t mem_resident, mem_swapped; /* swapping (docs/readme-shm.md): its allocations on the
                                            device and in host swap space; 0 when swap is off */
     uint64_t evictions, restores;       /* cumulative */
+    int latency_ms;       /* its latency class: work starts within this (0: a batch vGPU) */
 } gpuos_vgpu_facts;
 
 int gpuos_device_info(gpuos_vgpu *g, gpuos_device_facts *out);

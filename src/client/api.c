@@ -195,6 +195,7 @@ void gcl_facts_from(gpuos_vgpu_facts *o, const struct gos_vgpu_rec *r)
     o->compute_held_ns = r->compute_held_ns;
     o->faults = r->faults;
     snprintf(o->isolation, sizeof o->isolation, "%s", r->isolation);
+    o->latency_ms = (int)r->latency_ms;
     o->mem_resident = r->mem_resident;
     o->mem_swapped = r->mem_swapped;
     o->evictions = r->evictions;

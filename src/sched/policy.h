@@ -44,6 +44,7 @@ typedef struct gos_vgpu {
     uint64_t kind_ns[2], kind_done[2];  /* per task kind */
     gos_sched_window held_win[GOS_SCHED_MAX_ENGINES]; /* BAND holds, per resource */
     uint64_t held_ns[GOS_SCHED_MAX_ENGINES];
+    uint64_t latency_ns; /* its work must start within this (0: a batch vGPU; issue 41) */
 } gos_vgpu;
 
 typedef struct gos_sched_policy {
@@ -140,6 +141,11 @@ void gos_sched_hold_end(gos_sched *s, int res, uint64_t now);
 /* v's GPU time (plus held time if holds are charged) on res over the last period
  * ending at now, as a fraction of the period. */
 double gos_sched_util(const gos_sched *s, const gos_vgpu *v, int res, uint64_t now);
+
+/* BAND's demotion of v on res: credit exhausted and over its share (policy_band.c). */
+bool gos_sched_band_demoted(gos_sched *s, gos_vgpu *v, int res, uint64_t now);
+/* v is in the latency class on res now: a latency bound and not demoted (issue 41). */
+bool gos_sched_latency_class(gos_sched *s, gos_vgpu *v, int res, uint64_t now);
 
 /* Credit accounting shared by credit and band (policy_credit.c): every active
  * vGPU receives period_used * share / sum of active shares (credit is redistributed,

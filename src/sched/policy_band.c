@@ -24,7 +24,10 @@
  *     holding would only break the copy/compute overlap). By default the held time
  *     is charged to X as if it were GPU time (a reservation): the vGPU that makes
  *     the engine wait pays for the wait, so holds cannot push the other vGPUs below
- *     their shares (sched.h, gos_sched_set_band_charge_hold, for the other choice). */
+ *     their shares (sched.h, gos_sched_set_band_charge_hold, for the other choice).
+ * The latency class (issue 41, gos_sched_vgpu_set_latency): a vGPU that is not
+ * demoted and has a latency bound goes before every batch vGPU, and is never
+ * held for. */
 #include "sched/policy.h"
 
 /* Utilisation over the last period / target share (> 1: over its share), for an
@@ -81,25 +84,33 @@ static bool moved_on(const gos_sched *s, const gos_vgpu *x, uint32_t client, int
  * least used. */
 struct band_key {
     double r, c;
-    bool d;
+    bool d, l;
 };
 
 static struct band_key band_key(gos_sched *s, gos_vgpu *v, int res, uint64_t now, int sum)
 {
     double r = ratio_active(s, v, res, now, sum);
-    return (struct band_key){r, owed(v, res), v->res[res].credit < 0 && r > 1.0 /* demoted */};
+    bool d = v->res[res].credit < 0 && r > 1.0; /* demoted */
+    return (struct band_key){r, owed(v, res), d, v->latency_ns && !d};
 }
 
+/* Not demoted first, then the latency class (issue 41: a latency vGPU within
+ * its share before every batch vGPU), then the most owed, then the least used. */
 static bool band_before(struct band_key a, struct band_key b)
 {
-    return a.d != b.d ? !a.d : a.c != b.c ? a.c > b.c : a.r < b.r;
+    return a.d != b.d ? !a.d : a.l != b.l ? a.l : a.c != b.c ? a.c > b.c : a.r < b.r;
+}
+
+bool gos_sched_band_demoted(gos_sched *s, gos_vgpu *v, int res, uint64_t now)
+{
+    return band_key(s, v, res, now, gos_sched_active_share_sum(s, res)).d;
 }
 
 /* The vGPU BAND serves next among the eligible ones, except `skip` (may be NULL). */
 static gos_vgpu *band_pick(gos_sched *s, int res, uint64_t now, gos_vgpu *skip)
 {
     gos_vgpu *best = NULL;
-    struct band_key bk = {0, 0, false};
+    struct band_key bk = {0, 0, false, false};
     int sum = gos_sched_active_share_sum(s, res);
     for (int i = 0; i < GOS_SCHED_MAX_VGPUS; i++) {
         gos_vgpu *v = &s->vgpus[i];
@@ -178,7 +189,9 @@ static void band_complete(gos_sched *s, gos_vgpu *v, int res, const gos_sched_ta
 {
     gos_sched_credit_complete(s, v, res, t, gpu_ns, now);
     gos_sched_hold_end(s, res, now);
-    if (!v || s->band_wait == 0 || v->res[res].queued > 0 || moved_on(s, v, t->client, res))
+    /* (no hold for a latency vGPU: its next request comes a period later, and
+     * it ends the batch grants it waits behind) */
+    if (!v || v->latency_ns || s->band_wait == 0 || v->res[res].queued > 0 || moved_on(s, v, t->client, res))
         return;
     if (under_share(s, v, res))
         gos_sched_hold_begin(s, res, v, t->client, now, now + s->band_wait);

@@ -8,7 +8,8 @@
  * Work-conserving: an OVER vGPU runs when no UNDER vGPU has work. Caps (core) make
  * a vGPU wait for the next period. What Credit cannot do is account for a task
  * before it ends: a 10x longer kernel overdraws its credit by a whole kernel, and a
- * closed-loop client that is between two requests loses its turn. */
+ * closed-loop client that is between two requests loses its turn. A latency
+ * vGPU (issue 41) goes first while it has credit left (gos_sched_latency_class). */
 #include "sched/policy.h"
 
 void gos_sched_credit_replenish(gos_sched *s, int res, uint64_t period_used)
@@ -75,7 +76,11 @@ static gos_vgpu *credit_select_next(gos_sched *s, int res, uint64_t now, uint64_
             continue;
         }
         bool under = v->res[res].credit >= 0, best_under = best->res[res].credit >= 0;
-        if (under != best_under) {
+        bool lat = gos_sched_latency_class(s, v, res, now), best_lat = gos_sched_latency_class(s, best, res, now);
+        if (lat != best_lat) { /* the latency class first (issue 41) */
+            if (lat)
+                best = v;
+        } else if (under != best_under) {
             if (under)
                 best = v;
         } else if (v->res[res].last_dispatch < best->res[res].last_dispatch) {

@@ -165,6 +165,23 @@ int gos_sched_vgpu_set_shares(gos_sched *s, uint32_t id, int compute_share, int 
  * id, cap outside 0..100. */
 int gos_sched_vgpu_set_caps(gos_sched *s, uint32_t id, int compute_cap, int copy_cap);
 
+/* The latency class (issue 41): latency_ns > 0 says the vGPU's work must start
+ * within latency_ns; 0 (the default) makes it a batch vGPU. Credit and BAND
+ * serve a latency vGPU before every batch vGPU while it is not demoted (BAND:
+ * credit exhausted and over its share; Credit: no credit left), and BAND never
+ * holds an engine for one (its requests come far apart, and the daemon ends a
+ * batch grant for them: gos_sched_preempts). Its time is charged as any
+ * vGPU's, so flooding demotes it like any other: it cannot take more than its
+ * share over a period. GOS_EINVAL: unknown id. */
+int gos_sched_vgpu_set_latency(gos_sched *s, uint32_t id, uint64_t latency_ns);
+uint64_t gos_sched_vgpu_latency(gos_sched *s, uint32_t id);
+
+/* Whether queued work of latency vGPU `id` should end the task running on
+ * engine now (the daemon then ends that ring grant at its next kernel
+ * boundary): the running task is a batch vGPU's and the policy would serve
+ * `id` before it (Credit and BAND; never under FIFO). */
+bool gos_sched_preempts(gos_sched *s, int engine, uint32_t id, uint64_t now_ns);
+
 /* Removes vGPU `id`. Its queued tasks are unlinked and returned in *returned as a
  * NULL-terminated chain through task->next, in submission order (the caller frees
  * them). Tasks of that vGPU in flight stay in flight: the caller still reports them

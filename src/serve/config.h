@@ -128,6 +128,7 @@ struct gos_serve_vgpucfg {
     gid_t groups[GOS_SERVE_MAX_IDS];
     int sms, cluster;   /* spatial vGPU: an SM set (0: none) */
     char smset[32];     /* vGPUs naming the same set share it; "" : a set of its own */
+    int latency_ms;     /* latency class: its work starts within this (0: a batch vGPU; issue 41) */
 };
 
 struct gos_serve_config {
@@ -155,6 +156,9 @@ struct gos_serve_config {
     char state[256];          /* where `vgpu set` persists ("" default, "none": nowhere) */
     char metrics_listen[128]; /* Prometheus endpoint HOST:PORT ("" off) */
 };
+
+/* latency_ms's largest value: a bound longer than a second is a batch vGPU's. */
+#define GOS_SERVE_LATENCY_MAX_MS 1000
 
 /* Parses a configuration text (`what` names it in messages). */
 int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_config *out);

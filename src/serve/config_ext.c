@@ -4,6 +4,8 @@
  *   [device]  chip = FILE                gpuos.chip/1 file of the device (metrics)
  *   [vgpu]    users = NAME|UID, ...      who may open the vGPU
  *             groups = NAME|GID, ...
+ *             latency_ms = N             its work starts within N ms: the latency
+ *                                        class (issue 41; sched.h)
  * User and group names are resolved when the file is read: an unknown name is
  * an error naming the line.
  * Process: the daemon (gpuos serve). */
@@ -140,6 +142,17 @@ int gos_serve_config_ext_key(struct gos_serve_config *c, int sect, int idx, cons
             return -1;
         }
         strcpy(c->devs[idx].chip, v);
+        return 1;
+    }
+    if (sect == 2 && !strcmp(k, "latency_ms")) {
+        char *end;
+        errno = 0;
+        long x = strtol(v, &end, 10);
+        if (!*v || *end || errno || x < 0 || x > GOS_SERVE_LATENCY_MAX_MS) {
+            snprintf(why, whylen, "latency_ms must be 0 (a batch vGPU) .. %d (ms)", GOS_SERVE_LATENCY_MAX_MS);
+            return -1;
+        }
+        c->vgpus[idx].latency_ms = (int)x;
         return 1;
     }
     if (sect == 2 && !strcmp(k, "users")) {

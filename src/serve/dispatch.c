@@ -66,6 +66,7 @@ void srv_client_release(struct srv_client *c)
             return;
         }
         c->kick = 1;
+        srv_ring_preempt(d, t); /* a latency vGPU's work ends a batch grant (issue 41) */
     }
 }
 

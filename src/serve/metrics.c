@@ -13,12 +13,14 @@
  *   gpuos_vgpu_busy_seconds_total            cumulative GPU time
  *   gpuos_vgpu_band_held_seconds_total       engine time BAND held idle for it
  *   gpuos_vgpu_memory_used_bytes, gpuos_vgpu_memory_quota_bytes
- *   gpuos_vgpu_clients, gpuos_vgpu_tasks_total, gpuos_vgpu_faults_total
+ *   gpuos_vgpu_clients, gpuos_vgpu_tasks_total, gpuos_vgpu_faults_total,
+ *   gpuos_vgpu_latency_seconds (the latency class; 0: batch)
  * Per device:
  *   gpuos_device_info{gpuos_device (the [device] section's label),backend},
  *   gpuos_device_memory_bytes,
  *   gpuos_device_grant_seconds, gpuos_device_switch_seconds,
- *   gpuos_device_switches_total (isolation = process / mps: grants, switches)
+ *   gpuos_device_switches_total (isolation = process / mps: grants, switches),
+ *   gpuos_device_preemptions_total (batch grants ended for a latency vGPU)
  *   and, when its chip is known (the simulated chip, or chip = FILE):
  *   gpuos_chip_gpcs, gpuos_chip_gpc_sms{gpc}, gpuos_chip_gpc_cluster_sms{gpc},
  *   gpuos_chip_max_cluster_size, gpuos_chip_concurrent_clusters{size},
@@ -124,7 +126,7 @@ static const gos_chip *chip_of(struct srv *s, int i)
 }
 
 /* Per-vGPU families: one sample (or one per engine) per listed vGPU. */
-enum { F_SHARE, F_UTIL, F_BUSY, F_HELD, F_MEM_USED, F_MEM_QUOTA, F_CLIENTS, F_TASKS, F_FAULTS, F_N };
+enum { F_SHARE, F_UTIL, F_BUSY, F_HELD, F_MEM_USED, F_MEM_QUOTA, F_CLIENTS, F_TASKS, F_LATENCY, F_FAULTS, F_N };
 static const struct {
     const char *name, *type, *help;
     int per_engine;
@@ -138,6 +140,8 @@ static const struct {
     {"gpuos_vgpu_memory_quota_bytes", "gauge", "The vGPU's memory share.", 0},
     {"gpuos_vgpu_clients", "gauge", "Clients connected to the vGPU.", 0},
     {"gpuos_vgpu_tasks_total", "counter", "Copies and launches scheduled for the vGPU.", 0},
+    {"gpuos_vgpu_latency_seconds", "gauge",
+     "The vGPU's latency class: its work starts within this (latency_ms; 0: a batch vGPU).", 0},
     {"gpuos_vgpu_faults_total", "counter", "Executors of the vGPU lost to a device fault or a kill.", 0},
 };
 
@@ -157,6 +161,7 @@ static void vgpu_sample(struct buf *b, int f, const struct gos_vgpu_rec *r, uint
         case F_MEM_QUOTA: u = r->mem_quota; integer = 1; break;
         case F_CLIENTS: u = r->clients; integer = 1; break;
         case F_TASKS: u = r->tasks; integer = 1; break;
+        case F_LATENCY: x = r->latency_ms / 1e3; break;
         default: u = faults; integer = 1; break;
         }
         if (vfam[f].per_engine)
@@ -284,6 +289,11 @@ char *srv_metrics_text(struct srv *s, size_t *len)
     for (int i = 0; i < s->n_devs; i++)
         put(&b, "gpuos_device_switches_total{%s} %llu\n", dev_labels(s, i, l1, sizeof l1),
             (unsigned long long)s->devs[i].switches);
+    family(&b, "gpuos_device_preemptions_total", "counter",
+           "Batch grants ended at a kernel boundary for a latency vGPU's work (latency_ms).");
+    for (int i = 0; i < s->n_devs; i++)
+        put(&b, "gpuos_device_preemptions_total{%s} %llu\n", dev_labels(s, i, l1, sizeof l1),
+            (unsigned long long)s->devs[i].preemptions);
     chip_families(&b, s);
     family(&b, "gpuos_build_info", "gauge", "The daemon's version and client protocol (always 1).");
     put(&b, "gpuos_build_info{version=\"%s\",protocol=\"%d\"} 1\n", GOS_VERSION, GOS_PROTOCOL_VERSION);

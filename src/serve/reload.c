@@ -166,7 +166,7 @@ int srv_reload(struct srv *s)
             n->cfg = n->file = g;
             n->id = (uint32_t)i;
             n->mem_quota = quota_of(s, &g);
-            if ((rc = gos_sched_vgpu_add(d->sched, n->id, g.compute, g.copy))) {
+            if ((rc = srv_sched_vgpu_add(d, n->id, &g))) {
                 gos_log(LOG_ERR, "reload: vGPU %s not added: %s", g.name, gos_last_error());
                 continue;
             }
@@ -199,6 +199,7 @@ int srv_reload(struct srv *s)
             o->cfg = eff;
             o->mem_quota = quota_of(s, &eff);
             gos_sched_vgpu_set_shares(d->sched, o->id, eff.compute, eff.copy);
+            gos_sched_vgpu_set_latency(d->sched, o->id, (uint64_t)eff.latency_ms * 1000000ull);
             o->removed = 0;
             if (was_removed) {
                 revived++;

@@ -195,6 +195,11 @@ void srv_ring_issue(struct srv_dev *d, struct srv_task *t)
     pthread_mutex_lock(&s->lock);
     uint64_t len = srv_grant_for(d, s->vgpus[t->c->vgpu].id);
     struct srv_task *co = srv_ring_pair_pick(d, t); /* under mps, one whose kernels overlap these (ring_pair.c) */
+    /* the GPU's switch to this executor after another's is not its use (issue
+     * 41): d->last_pid is the executor of the device's last grant */
+    t->ring_free = d->last_pid && t->c->x && d->last_pid != t->c->x->pid && d->clients_now > 1 ? d->switch_ns : 0;
+    if (t->ring_free > len / 4)
+        t->ring_free = len / 4;
     pthread_mutex_unlock(&s->lock);
     t->ring_t0 = gos_now_ns();
     /* a lone client's grant, or any under SDQ, runs copies and launches alike:
@@ -232,6 +237,28 @@ void srv_ring_end_soon(struct srv_client *c)
     atomic_store(&c->ring_end, 1);
     atomic_store(&c->gp->deadline_ns, gos_now_ns()); /* a grant running now: its executor yields when the ring is empty */
     gos_ring_kick(&gos_ring_ctl(c->ring)->sq_futex, &gos_ring_ctl(c->ring)->exec_sleeping);
+}
+
+void srv_ring_preempt(struct srv_dev *d, struct srv_task *t)
+{
+    int engine = gos_sched_engine_for(d->sched, t->st.kind);
+    gos_sched_task *rs = gos_sched_running(d->sched, engine);
+    struct srv_task *r = rs ? rs->user : NULL;
+    if (!r || !r->ring || r->c == t->c || !r->c->gp || !r->c->ring ||
+        !gos_sched_preempts(d->sched, engine, t->st.vgpu, gos_now_ns()))
+        return;
+    /* the holder's executor issues nothing more and yields once what it issued
+     * ends (at most XE_RING_AHEAD_NS of work); the dispatcher, waiting on its
+     * yield, then hands the engine to the policy, which picks t's vGPU */
+    uint64_t now = gos_now_ns();
+    atomic_store(&r->c->gp->deadline_ns, now);
+    gos_ring_kick(&gos_ring_ctl(r->c->ring)->sq_futex, &gos_ring_ctl(r->c->ring)->exec_sleeping);
+    if (r->co && r->co->c->gp && r->co->c->ring) {
+        atomic_store(&r->co->c->gp->deadline_ns, now);
+        gos_ring_kick(&gos_ring_ctl(r->co->c->ring)->sq_futex, &gos_ring_ctl(r->co->c->ring)->exec_sleeping);
+    }
+    srv_ring_wake(r->c);
+    d->preemptions++;
 }
 
 struct yield_wait {
@@ -299,6 +326,14 @@ static void set_deadline(struct srv_task *t, uint64_t v)
         atomic_store(&t->co->c->gp->deadline_ns, atomic_load(&t->co->c->ring_end) ? gos_now_ns() : v);
 }
 
+/* cost less what is left of t's switch (ring_free), which it uses up. */
+static uint64_t unswitched(struct srv_task *t, uint64_t cost)
+{
+    uint64_t f = t->ring_free < cost ? t->ring_free : cost;
+    t->ring_free -= f;
+    return cost - f;
+}
+
 /* Charges cost ns of t's grant to its vGPU (lock held): to the copy and
  * compute engines in the proportion its executor spent on each since the last
  * charge. */
@@ -306,6 +341,7 @@ static void charge_split(struct srv_dev *d, struct srv_task *t, uint64_t cost, u
 {
     struct srv *s = d->srv;
     struct srv_client *c = t->c;
+    cost = unswitched(t, cost);
     uint64_t busy = atomic_load(&c->gp->busy_ns), cb = atomic_load(&c->gp->copy_busy_ns);
     if (cost && c->vgpu >= 0) {
         /* copies and kernels of one grant charged to their own engines, in
@@ -457,7 +493,7 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
         gos_ring_kick(&gos_ring_ctl(c->ring)->sq_futex, &gos_ring_ctl(c->ring)->exec_sleeping);
     }
     uint64_t now = gos_now_ns(), b = atomic_load(&g->busy_ns);
-    *gpu_ns = segment_cost(d, t, now, atomic_load(&g->idle_ns)); /* the rest, charged with the task */
+    *gpu_ns = unswitched(t, segment_cost(d, t, now, atomic_load(&g->idle_ns))); /* the rest, charged with the task */
     if (t->co) { /* the companion: the rest, then its own end */
         pthread_mutex_lock(&s->lock);
         charge_split(d, t->co, *gpu_ns, now);

@@ -137,6 +137,11 @@ struct srv_task {
     struct srv_task *co;
     int companion;
     uint32_t ring_gen;
+    /* what of its wall time is not charged: the GPU's switch to its executor
+     * after another's (the device's measured switch_ns, at most a quarter of
+     * the grant; issue 41: a 10 % vGPU's 2 ms grants each paid a 250 us
+     * switch, a share delivered at 74-84 %) */
+    uint64_t ring_free;
 };
 
 struct srv_alloc {
@@ -296,6 +301,7 @@ struct srv_dev {
     uint64_t grant_ns; /* a batch's expected GPU time at most (grant_us) */
     int grant_auto;    /* grant_us = auto: grant_ns follows switch_ns (dispatch.c) */
     uint64_t switch_ns; /* measured cost of a switch between executors (moving average), 0: none yet */
+    uint64_t preemptions; /* batch grants ended early for a latency vGPU (issue 41) */
     uint64_t switches;  /* batches that followed another executor's */
     pid_t last_pid;     /* the executor process of the device's last batch (0: none yet);
                          * clients sharing one (executor = per-vgpu) switch nothing */
@@ -443,6 +449,10 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
  * what its ring holds is done instead of lasting to its deadline, which the
  * daemon moves on and on while nobody else waits. */
 void srv_ring_end_soon(struct srv_client *c);
+/* Task t (a latency vGPU's, just queued: dispatch.c) ends the running grant of
+ * its engine at that grant's next kernel boundary when the scheduler says so
+ * (gos_sched_preempts; lock held; issue 41). */
+void srv_ring_preempt(struct srv_dev *d, struct srv_task *t);
 /* c is dead (lock held): the dispatcher awaiting its grant ends it now, and
  * what c held is released at once, not at the grant's next look. */
 void srv_ring_wake(struct srv_client *c);
@@ -577,6 +587,8 @@ int srv_peer_groups(int fd, pid_t pid, gid_t *out, int cap);
  * vGPU v's configuration replaced by *g (v < 0: *g added): GOS_OK, or the
  * error of gos_serve_config_check_memory without the file's line. */
 int srv_vgpu_fits(struct srv *s, int v, const struct gos_serve_vgpucfg *g);
+/* Adds vGPU id with g's shares and latency class to d's scheduler. */
+int srv_sched_vgpu_add(struct srv_dev *d, uint32_t id, const struct gos_serve_vgpucfg *g);
 /* A compute or copy share "1".."100" (optionally "%"): GOS_EINVAL otherwise. */
 int srv_vgpu_share(const char *v, int *out);
 

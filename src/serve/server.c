@@ -159,7 +159,7 @@ static int open_devices(struct srv *s, const char *force_sim)
         g->id = (uint32_t)v;
         struct srv_dev *d = &s->devs[g->cfg.device];
         g->mem_quota = gos_serve_mem_quota(g->cfg.mem_pct, g->cfg.mem_bytes, d->mem_total);
-        int rc = gos_sched_vgpu_add(d->sched, g->id, g->cfg.compute, g->cfg.copy);
+        int rc = srv_sched_vgpu_add(d, g->id, &g->cfg);
         if (rc)
             {
             char why[256];

@@ -30,6 +30,7 @@ void srv_vgpu_record(struct srv *s, int v, struct gos_vgpu_rec *r)
     r->device = (uint32_t)g->cfg.device;
     r->compute_share = (uint32_t)g->cfg.compute;
     r->copy_share = (uint32_t)g->cfg.copy;
+    r->latency_ms = (uint32_t)g->cfg.latency_ms;
     r->mem_share = (uint32_t)(d->mem_total ? (g->mem_quota * 100 + d->mem_total / 2) / d->mem_total : 0);
     r->clients = (uint32_t)g->clients;
     r->mem_quota = g->mem_quota;
@@ -54,6 +55,14 @@ void srv_vgpu_record(struct srv *s, int v, struct gos_vgpu_rec *r)
     }
     snprintf(r->policy, sizeof r->policy, "%s", gos_sched_policy_name(d->sched));
     snprintf(r->queue, sizeof r->queue, "%s", gos_sched_mode_name(d->sched));
+}
+
+int srv_sched_vgpu_add(struct srv_dev *d, uint32_t id, const struct gos_serve_vgpucfg *g)
+{
+    int rc = gos_sched_vgpu_add(d->sched, id, g->compute, g->copy);
+    if (!rc && g->latency_ms)
+        rc = gos_sched_vgpu_set_latency(d->sched, id, (uint64_t)g->latency_ms * 1000000ull);
+    return rc;
 }
 
 int srv_vgpu_share(const char *v, int *out)

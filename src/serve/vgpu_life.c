@@ -88,11 +88,15 @@ int srv_vgpu_parse(struct srv *s, const char *name, const char *keys, struct gos
                 g->n_groups = scratch.vgpus[0].n_groups;
                 memcpy(g->groups, scratch.vgpus[0].groups, sizeof g->groups);
             }
+        } else if (!strcmp(k, "latency_ms")) {
+            if (gos_serve_config_ext_key(&scratch, 2, 0, k, v, why, sizeof why) != 1)
+                return gos_fail(GOS_EINVAL, "%s=%s: %s", k, v, why);
+            g->latency_ms = scratch.vgpus[0].latency_ms;
         } else if (!strcmp(k, "sms") || !strcmp(k, "cluster") || !strcmp(k, "smset")) {
             return gos_fail(GOS_EINVAL, "%s: spatial vGPUs are made only from the configuration file (at a start)",
                             k);
         } else {
-            return gos_fail(GOS_EINVAL, "unknown key \"%s\" (device, compute, copy, memory, users, groups)", k);
+            return gos_fail(GOS_EINVAL, "unknown key \"%s\" (device, compute, copy, memory, users, groups, latency_ms)", k);
         }
     }
     if (g->device < 0) {
@@ -193,7 +197,7 @@ int srv_vgpu_create(struct srv *s, const char *name, const char *keys, int persi
     n->id = (uint32_t)v;
     n->created = 1;
     n->mem_quota = gos_serve_mem_quota(g.mem_pct, g.mem_bytes, d->mem_total);
-    if ((rc = gos_sched_vgpu_add(d->sched, n->id, g.compute, g.copy))) {
+    if ((rc = srv_sched_vgpu_add(d, n->id, &g))) {
         *n = keep;
         return rc;
     }

@@ -1,0 +1,79 @@
+#!/bin/sh
+# t_latency.sh: the latency class of vGPUs (issue 41; latency_ms, sched.h's
+# gos_sched_vgpu_set_latency, serve/ring.c's srv_ring_preempt) on the
+# simulated device, real processes. A latency tenant (a request of four
+# 200 us kernels every 20 ms) beside a batch tenant that keeps its queue full
+# of 1 ms kernels, with 16 ms grants: as a batch vGPU its requests wait behind
+# whole grants; in the latency class they start at the batch grant's next
+# kernel boundary (p99 under half, and under 8 ms), the daemon counts the
+# preemptions, `vgpu list` and the metrics show the class; a latency vGPU
+# that floods (always work) is held to its share like any other; bad values
+# of the key are refused.
+. "$(dirname "$0")/serve_lib.sh"
+R="$B/tests/ring_client"
+[ -x "$R" ] || fail "no $R"
+
+# run_pair LATENCY_LINE: the two tenants for 3 s; the latency tenant's
+# p50 p99 max (ms) in $T/p
+run_pair() {
+    start_daemon "[device 0]
+sim = default
+grant_us = 16000
+[vgpu batch]
+compute = 50
+[vgpu lat]
+compute = 50
+$1"
+    timeout 60 "$R" stream batch 4 > "$T/batch" 2>&1 &
+    BP=$!
+    sleep 0.5
+    out=$(timeout 60 "$R" periodic lat 150 20 4 200) || fail "periodic: $out"
+    wait $BP || fail "stream: $(cat "$T/batch")"
+    echo "$out" | sed -n 's/^periodic p50 \([0-9.]*\) p99 \([0-9.]*\) max \([0-9.]*\)/\1 \2 \3/p' > "$T/p"
+}
+
+run_pair ""
+set -- $(cat "$T/p")
+b50=$1; b99=$2; bmax=$3
+stop_daemon
+run_pair "latency_ms = 2"
+set -- $(cat "$T/p")
+l50=$1; l99=$2; lmax=$3
+echo "latency tenant beside a batch tenant, 16 ms grants: p50/p99/max $b50/$b99/$bmax ms as a batch vGPU," \
+     "$l50/$l99/$lmax ms in the latency class"
+[ -n "$b99" ] && [ -n "$l99" ] || fail "no latencies"
+$PY -c "import sys; b, l = float(sys.argv[1]), float(sys.argv[2]); sys.exit(0 if l < 0.5 * b and l < 8 else 1)" \
+    "$b99" "$l99" || fail "the latency class did not shorten the p99 ($b99 -> $l99 ms)"
+[ "$(vgpu_field lat latency_ms)" = 2 ] || fail "vgpu list: latency_ms $(vgpu_field lat latency_ms)"
+[ "$(vgpu_field batch latency_ms)" = 0 ] || fail "vgpu list: a batch vGPU's latency_ms"
+"$G" vgpu list | grep -q "lat .*2 ms" || fail "vgpu list's table does not show the class"
+"$G" vgpu list | grep -q "batch .* batch" || fail "vgpu list's table does not say batch"
+stop_daemon
+
+
+# a flooding latency vGPU (30 %) against a batch one (70 %): its share holds
+start_daemon "[device 0]
+sim = default
+grant_us = 16000
+[vgpu batch]
+compute = 70
+[vgpu lat]
+compute = 30
+latency_ms = 1"
+timeout 60 "$R" stream batch 3 > "$T/batch" 2>&1 &
+BP=$!
+timeout 60 "$R" busy lat 3 > "$T/lat" 2>&1 || fail "busy lat: $(cat "$T/lat")"
+wait $BP || fail "stream: $(cat "$T/batch")"
+a=$(vgpu_field lat compute_ns); b=$(vgpu_field batch compute_ns)
+echo "flooding latency vGPU of 30 %: compute_ns $a against $b"
+$PY -c "import sys; a, b = int(sys.argv[1]), int(sys.argv[2]); f = a / (a + b); print('share %.3f' % f); sys.exit(0 if 0.25 < f < 0.35 else 1)" \
+    "$a" "$b" || fail "a flooding latency vGPU of 30 % took more or less than its share"
+stop_daemon
+
+# bad values refused, with the file's line
+for v in -1 1001 x 2.5 ""; do
+    printf 'socket = %s/s2\n[device 0]\nsim = default\n[vgpu a]\ncompute = 50\nlatency_ms = %s\n' "$T" "$v" > "$T/bad"
+    out=$("$G" serve --config "$T/bad" 2>&1) && fail "latency_ms = '$v' accepted"
+    echo "$out" | grep -q "latency_ms" || fail "latency_ms = '$v': $out"
+done
+echo "PASS: t_latency"
