@@ -1,0 +1,94 @@
+# mixed_torch.py MODE: the tenants of tests/gpu/mixed.sh (issue 41), unmodified
+# PyTorch programs, run natively or under `gpuos run`.
+#   infer   a latency-sensitive service: a 12-layer decoder (GPT-2 shaped,
+#           random weights built from a config), batch 1, 128 tokens, bf16;
+#           one request every $MIX_PERIOD_MS (20) ms for $MIX_SECS (8) s after
+#           20 warm-up requests; a request's latency runs from its planned
+#           start to the end of its synchronise. Prints "TIME p50_ms", p99_ms,
+#           max_ms, mean_busy_ms (the mean request alone: its own time when
+#           nothing waits) and "RESULT requests N".
+#   train   a training loop (the MLP of fw_torch.py: Adam, fp32, batch 512)
+#           for $MIX_SECS + 2 s; prints "TIME steps_per_s" over the steps
+#           after the first second, and its losses at steps 0, 50 and 100.
+import os, sys, time
+import torch
+
+mode = sys.argv[1]
+secs = float(os.environ.get("MIX_SECS", "8"))
+dev = "cuda"
+torch.manual_seed(0)
+
+
+def decoder():
+    try:
+        from transformers import GPT2Config, GPT2LMHeadModel
+        cfg = GPT2Config(n_layer=12, n_embd=768, n_head=12, n_positions=1024, vocab_size=50257)
+        return GPT2LMHeadModel(cfg).to(dev, torch.bfloat16).eval(), "gpt2-12l"
+    except Exception as e:  # (the lent machines have transformers; a fallback keeps the tenant)
+        print("INFO transformers unavailable (%s): torch.nn decoder" % e, file=sys.stderr)
+        layer = torch.nn.TransformerEncoderLayer(768, 12, 3072, batch_first=True)
+        m = torch.nn.TransformerEncoder(layer, 12).to(dev, torch.bfloat16).eval()
+        return (lambda ids: m(torch.nn.functional.one_hot(ids % 768, 768).to(torch.bfloat16),
+                              is_causal=True, mask=torch.nn.Transformer.generate_square_subsequent_mask(
+                                  ids.shape[1], device=dev, dtype=torch.bfloat16))), "nn-12l"
+
+
+if mode == "infer":
+    period = float(os.environ.get("MIX_PERIOD_MS", "20")) / 1e3
+    model, name = decoder()
+    ids = torch.randint(0, 50000, (1, 128), device=dev)
+    with torch.no_grad():
+        for _ in range(20):
+            model(ids)
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        for _ in range(20):
+            model(ids)
+            torch.cuda.synchronize()
+        busy = (time.perf_counter() - t) / 20
+        lat = []
+        t0 = time.perf_counter()
+        i = 0
+        while time.perf_counter() - t0 < secs:
+            plan = t0 + i * period
+            w = plan - time.perf_counter()
+            if w > 0:
+                time.sleep(w)
+            model(ids)
+            torch.cuda.synchronize()
+            lat.append((time.perf_counter() - plan) * 1e3)
+            i += 1
+    lat.sort()
+    n = len(lat)
+    print("RESULT model", name)
+    print("RESULT requests", n)
+    print("TIME p50_ms %.3f" % lat[n // 2])
+    print("TIME p99_ms %.3f" % lat[min(n - 1, (n * 99) // 100)])
+    print("TIME max_ms %.3f" % lat[-1])
+    print("TIME mean_busy_ms %.3f" % (busy * 1e3))
+elif mode == "train":
+    model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 4096),
+                                torch.nn.ReLU(), torch.nn.Linear(4096, 10)).to(dev)
+    x = torch.randn(512, 1024, device=dev)
+    y = torch.randint(0, 10, (512,), device=dev)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    losses = []
+    t0 = time.perf_counter()
+    tm = None
+    i = n = 0
+    while time.perf_counter() - t0 < secs + 2:
+        opt.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        if i in (0, 50, 100):
+            losses.append(loss.item())
+        i += 1
+        if tm is None and time.perf_counter() - t0 >= 1:
+            torch.cuda.synchronize()
+            tm, n = time.perf_counter(), i
+    torch.cuda.synchronize()
+    print("RESULT losses", " ".join("%.6e" % v for v in losses))
+    print("TIME steps_per_s %.3f" % ((i - n) / (time.perf_counter() - tm)))
+else:
+    sys.exit("mixed_torch.py: mode infer or train")
