@@ -13,12 +13,13 @@
 R="$B/tests/ring_client"
 [ -x "$R" ] || fail "no $R"
 
-# run_pair LATENCY_LINE: the two tenants for 3 s; the latency tenant's
-# p50 p99 max (ms) in $T/p
+# run_pair LATENCY_LINE [ISOLATION]: the two tenants for 3 s; the latency
+# tenant's p50 p99 max (ms) in $T/p
 run_pair() {
     start_daemon "[device 0]
 sim = default
 grant_us = 16000
+isolation = ${2:-process}
 [vgpu batch]
 compute = 50
 [vgpu lat]
@@ -48,6 +49,20 @@ $PY -c "import sys; b, l = float(sys.argv[1]), float(sys.argv[2]); sys.exit(0 if
 [ "$(vgpu_field batch latency_ms)" = 0 ] || fail "vgpu list: a batch vGPU's latency_ms"
 "$G" vgpu list | grep -q "lat .*2 ms" || fail "vgpu list's table does not show the class"
 "$G" vgpu list | grep -q "batch .* batch" || fail "vgpu list's table does not say batch"
+stop_daemon
+
+# under mps, a latency request runs at once beside the batch grant (a
+# companion): as short a p99, and the daemon says so
+export GPUOS_GRANT_LOG=1
+run_pair "latency_ms = 2" mps
+unset GPUOS_GRANT_LOG
+set -- $(cat "$T/p")
+m99=$2
+c=$(grep -c "latency companion of" "$T/serve.log" || true)
+echo "under mps: p99 $m99 ms, $c latency companions"
+[ "${c:-0}" -ge 50 ] || fail "under mps the latency tenant's requests did not run beside the batch grant ($c)"
+$PY -c "import sys; b, l = float(sys.argv[1]), float(sys.argv[2]); sys.exit(0 if l < 0.5 * b and l < 8 else 1)" \
+    "$b99" "$m99" || fail "under mps the latency class did not shorten the p99 ($b99 -> $m99 ms)"
 stop_daemon
 
 

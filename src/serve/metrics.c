@@ -20,7 +20,8 @@
  *   gpuos_device_memory_bytes,
  *   gpuos_device_grant_seconds, gpuos_device_switch_seconds,
  *   gpuos_device_switches_total (isolation = process / mps: grants, switches),
- *   gpuos_device_preemptions_total (batch grants ended for a latency vGPU)
+ *   gpuos_device_preemptions_total (batch grants ended for a latency vGPU),
+ *   gpuos_device_latency_companions_total (latency grants beside a batch grant, mps)
  *   and, when its chip is known (the simulated chip, or chip = FILE):
  *   gpuos_chip_gpcs, gpuos_chip_gpc_sms{gpc}, gpuos_chip_gpc_cluster_sms{gpc},
  *   gpuos_chip_max_cluster_size, gpuos_chip_concurrent_clusters{size},
@@ -294,6 +295,11 @@ char *srv_metrics_text(struct srv *s, size_t *len)
     for (int i = 0; i < s->n_devs; i++)
         put(&b, "gpuos_device_preemptions_total{%s} %llu\n", dev_labels(s, i, l1, sizeof l1),
             (unsigned long long)s->devs[i].preemptions);
+    family(&b, "gpuos_device_latency_companions_total", "counter",
+           "Latency vGPUs' grants run at once beside a batch grant (isolation = mps).");
+    for (int i = 0; i < s->n_devs; i++)
+        put(&b, "gpuos_device_latency_companions_total{%s} %llu\n", dev_labels(s, i, l1, sizeof l1),
+            (unsigned long long)s->devs[i].companions);
     chip_families(&b, s);
     family(&b, "gpuos_build_info", "gauge", "The daemon's version and client protocol (always 1).");
     put(&b, "gpuos_build_info{version=\"%s\",protocol=\"%d\"} 1\n", GOS_VERSION, GOS_PROTOCOL_VERSION);

@@ -239,6 +239,28 @@ void srv_ring_end_soon(struct srv_client *c)
     gos_ring_kick(&gos_ring_ctl(c->ring)->sq_futex, &gos_ring_ctl(c->ring)->exec_sleeping);
 }
 
+/* Under isolation = mps, latency task t runs at once beside the batch grant r
+ * as its companion (lock held): its kernels share the GPU with r's, as under
+ * NVIDIA's MPS, instead of waiting for r's drain and the switch; r's
+ * dispatcher awaits, charges (t: its own wall time) and ends it (srv_ring_await). */
+static int companion_now(struct srv_dev *d, struct srv_task *r, struct srv_task *t)
+{
+    if (d->isolation != GOS_ISOLATION_MPS || r->co || r->companion || r->closing || !t->ring || t->st.kind != GOS_SCHED_COMPUTE ||
+        !t->c->gp || !t->c->ring || t->c->dead || (t->c->x && t->c->x->dead) || gos_sched_cancel(d->sched, &t->st))
+        return 0;
+    t->dispatched = 1;
+    t->companion = 1;
+    t->ring_t0 = gos_now_ns();
+    t->ring_free = 0;
+    grant(t, GOS_GRANT_COMPUTE, atomic_load(&r->c->gp->deadline_ns));
+    __atomic_store_n(&r->co, t, __ATOMIC_RELEASE);
+    srv_ring_wake(r->c); /* its dispatcher watches the companion from now on */
+    d->companions++;
+    if (getenv(GOS_ENV_GRANT_LOG))
+        gos_log(LOG_INFO, "grant vgpu %d: latency companion of vgpu %d's grant", t->c->vgpu, r->c->vgpu);
+    return 1;
+}
+
 void srv_ring_preempt(struct srv_dev *d, struct srv_task *t)
 {
     int engine = gos_sched_engine_for(d->sched, t->st.kind);
@@ -246,6 +268,8 @@ void srv_ring_preempt(struct srv_dev *d, struct srv_task *t)
     struct srv_task *r = rs ? rs->user : NULL;
     if (!r || !r->ring || r->c == t->c || !r->c->gp || !r->c->ring ||
         !gos_sched_preempts(d->sched, engine, t->st.vgpu, gos_now_ns()))
+        return;
+    if (companion_now(d, r, t))
         return;
     /* the holder's executor issues nothing more and yields once what it issued
      * ends (at most XE_RING_AHEAD_NS of work); the dispatcher, waiting on its
@@ -267,13 +291,15 @@ struct yield_wait {
     uint32_t gen;
     uint64_t until;
     uint64_t soon; /* yield_soon_dl when the wait began: a new announcement wakes it */
+    struct srv_task *t, *co; /* the grant awaited and its companion when the wait began: a new one wakes it */
 };
 
 static int yielded(void *arg)
 {
     struct yield_wait *w = arg;
     return atomic_load(&w->g->done_gen) == w->gen || gos_now_ns() >= w->until ||
-           atomic_load(&w->g->yield_soon_dl) != w->soon || __atomic_load_n(&w->c->dead, __ATOMIC_ACQUIRE);
+           atomic_load(&w->g->yield_soon_dl) != w->soon || __atomic_load_n(&w->c->dead, __ATOMIC_ACQUIRE) ||
+           (w->t && __atomic_load_n(&w->t->co, __ATOMIC_ACQUIRE) != w->co);
 }
 
 /* Whether grant gen of c is over: yielded, its client gone (*rc GOS_OK), or
@@ -368,7 +394,7 @@ static void companion_end(struct srv_dev *d, struct srv_task *co)
     struct gos_grant_page *g = c->gp;
     atomic_store(&g->deadline_ns, gos_now_ns());
     gos_ring_kick(&gos_ring_ctl(c->ring)->sq_futex, &gos_ring_ctl(c->ring)->exec_sleeping);
-    struct yield_wait w = {g, c, co->ring_gen, 0, 0};
+    struct yield_wait w = {g, c, co->ring_gen, 0, 0, NULL, NULL};
     int rc;
     do {
         w.until = gos_now_ns() + 10000000ull; /* (every 10 ms: its executor's loss) */
@@ -387,7 +413,7 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
     struct srv *s = d->srv;
     struct srv_client *c = t->c;
     struct gos_grant_page *g = c->gp;
-    struct yield_wait w = {g, c, atomic_load(&g->gen), 0, 0};
+    struct yield_wait w = {g, c, atomic_load(&g->gen), 0, 0, t, NULL};
     int rc = GOS_OK;
     uint64_t grant = d->grant_ns ? d->grant_ns : SRV_GRANT_PROCESS_NS;
     uint64_t busy_start = t->ring_busy0, start = t->ring_t0;
@@ -401,6 +427,7 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
         /* its executor announced that it yields before this deadline, when its
          * last kernels end (exec_ring.c, announce_early_yield) */
         w.soon = atomic_load(&g->yield_soon_dl);
+        w.co = __atomic_load_n(&t->co, __ATOMIC_ACQUIRE);
         int soon = w.soon == dl;
         /* wake at the deadline, and every 10 ms to see the executor's loss;
          * while nobody else waits, half-way to the deadline, to move it on
@@ -408,7 +435,7 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
         w.until = !others ? now + (dl > now ? (dl - now) / 2 : 0) : (dl > now ? dl : now) + 200000ull;
         if (w.until > now + 10000000ull)
             w.until = now + 10000000ull;
-        if (t->co && w.until > now + 1000000ull) /* (a companion's yield is seen within 1 ms) */
+        if (w.co && w.until > now + 1000000ull) /* (a companion's yield is seen within 1 ms) */
             w.until = now + 1000000ull;
         unsigned spin = 0;
         int ahead = others && gos_ring_cores_to_spare(); /* a host of few cores: no spinning for the hand-over */
@@ -438,12 +465,13 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
         pthread_mutex_lock(&s->lock);
         uint64_t idle = atomic_load(&g->idle_ns), cost = segment_cost(d, t, now, idle);
         uint64_t busy = atomic_load(&g->busy_ns);
-        if (t->co) { /* the wall time shared with a companion: the whole of it to each (ring_pair.c) */
-            charge_split(d, t->co, cost, now);
+        if (t->co) { /* the wall time shared with a companion: the whole of its own to each (ring_pair.c) */
+            charge_split(d, t->co, now - t->co->ring_t0, now);
             int crc;
             if (grant_over(t->co->c, t->co->ring_gen, &crc)) {
-                srv_ring_companion_done(t->co, crc);
-                t->co = NULL;
+                struct srv_task *done = t->co;
+                t->co = NULL; /* (before its end: its ring's next grant may join at once) */
+                srv_ring_companion_done(done, crc);
             }
         }
         ran = busy != t->ring_busy0;
@@ -494,13 +522,15 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
     }
     uint64_t now = gos_now_ns(), b = atomic_load(&g->busy_ns);
     *gpu_ns = unswitched(t, segment_cost(d, t, now, atomic_load(&g->idle_ns))); /* the rest, charged with the task */
-    if (t->co) { /* the companion: the rest, then its own end */
-        pthread_mutex_lock(&s->lock);
-        charge_split(d, t->co, *gpu_ns, now);
-        pthread_mutex_unlock(&s->lock);
-        companion_end(d, t->co);
-        t->co = NULL;
-    }
+    pthread_mutex_lock(&s->lock);
+    struct srv_task *co = t->co; /* (no companion joins from now: closing) */
+    t->co = NULL;
+    t->closing = 1;
+    if (co) /* the companion: the rest, then its own end */
+        charge_split(d, co, now - co->ring_t0, now);
+    pthread_mutex_unlock(&s->lock);
+    if (co)
+        companion_end(d, co);
     if (!*gpu_ns)
         *gpu_ns = 1; /* (0 would have the scheduler charge the task's whole wall time) */
     *busy_ns = b > busy_start ? b - busy_start : 0;

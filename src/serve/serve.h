@@ -142,6 +142,7 @@ struct srv_task {
      * the grant; issue 41: a 10 % vGPU's 2 ms grants each paid a 250 us
      * switch, a share delivered at 74-84 %) */
     uint64_t ring_free;
+    int closing; /* its dispatcher is ending it: no companion joins (ring.c) */
 };
 
 struct srv_alloc {
@@ -302,6 +303,7 @@ struct srv_dev {
     int grant_auto;    /* grant_us = auto: grant_ns follows switch_ns (dispatch.c) */
     uint64_t switch_ns; /* measured cost of a switch between executors (moving average), 0: none yet */
     uint64_t preemptions; /* batch grants ended early for a latency vGPU (issue 41) */
+    uint64_t companions;  /* latency grants run at once beside a batch grant (mps; issue 41) */
     uint64_t switches;  /* batches that followed another executor's */
     pid_t last_pid;     /* the executor process of the device's last batch (0: none yet);
                          * clients sharing one (executor = per-vgpu) switch nothing */

@@ -7,9 +7,11 @@
 #           start to the end of its synchronise. Prints "TIME p50_ms", p99_ms,
 #           max_ms, mean_busy_ms (the mean request alone: its own time when
 #           nothing waits) and "RESULT requests N".
-#   train   a training loop (the MLP of fw_torch.py: Adam, fp32, batch 512)
-#           for $MIX_SECS + 2 s; prints "TIME steps_per_s" over the steps
-#           after the first second, and its losses at steps 0, 50 and 100.
+#   train   a training loop (the MLP of fw_torch.py: Adam, fp32, batch 512;
+#           $MIX_WIDTH, $MIX_BATCH and MIX_BF16=1 make it larger: a loop whose
+#           GPU time is its speed) for $MIX_SECS + 2 s; prints "TIME
+#           steps_per_s" over the steps after the first second, and its
+#           losses at steps 0, 50 and 100.
 import os, sys, time
 import torch
 
@@ -67,10 +69,12 @@ if mode == "infer":
     print("TIME max_ms %.3f" % lat[-1])
     print("TIME mean_busy_ms %.3f" % (busy * 1e3))
 elif mode == "train":
-    model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 4096),
-                                torch.nn.ReLU(), torch.nn.Linear(4096, 10)).to(dev)
-    x = torch.randn(512, 1024, device=dev)
-    y = torch.randint(0, 10, (512,), device=dev)
+    width, batch = int(os.environ.get("MIX_WIDTH", "4096")), int(os.environ.get("MIX_BATCH", "512"))
+    bf16 = os.environ.get("MIX_BF16", "0") == "1"
+    model = torch.nn.Sequential(torch.nn.Linear(1024, width), torch.nn.ReLU(), torch.nn.Linear(width, width),
+                                torch.nn.ReLU(), torch.nn.Linear(width, 10)).to(dev)
+    x = torch.randn(batch, 1024, device=dev)
+    y = torch.randint(0, 10, (batch,), device=dev)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     losses = []
     t0 = time.perf_counter()
@@ -78,7 +82,8 @@ elif mode == "train":
     i = n = 0
     while time.perf_counter() - t0 < secs + 2:
         opt.zero_grad(set_to_none=True)
-        loss = torch.nn.functional.cross_entropy(model(x), y)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
+            loss = torch.nn.functional.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
         if i in (0, 50, 100):
