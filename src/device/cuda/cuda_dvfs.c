@@ -8,9 +8,9 @@
  * stream of its own, so the host can sleep and request a clock change while it
  * runs. The timer exchange polls mapped host memory: one PCIe round trip per
  * exchange, a few microseconds, instead of a launch and a synchronisation. */
-#include "device/cuda_internal.h"
+#include "device/cuda/cuda_internal.h"
 #include "device/dvfs_ops.h"
-#include "device/nvml.h"
+#include "device/cuda/nvml.h"
 
 #include "common/clock.h"
 #include "common/status.h"

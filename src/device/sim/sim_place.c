@@ -20,7 +20,7 @@
 
 #include "common/status.h"
 #include "device/mem_ops.h"
-#include "device/sim_internal.h"
+#include "device/sim/sim_internal.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -34,7 +34,7 @@
  * its range. */
 #include "device/exec_builtin.h"
 #include "device/exec_ops.h"
-#include "device/sim_internal.h"
+#include "device/sim/sim_internal.h"
 #include "device/topo_ops.h"
 
 #include "common/range.h"

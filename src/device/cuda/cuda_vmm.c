@@ -12,7 +12,7 @@
  * a device whose granularity does not divide GOS_VMM_PAGE is refused once.
  * A small table remembers the size of every handle so that usage() can answer
  * leak checks. */
-#include "device/cuda_internal.h"
+#include "device/cuda/cuda_internal.h"
 #include "device/vmm_ops.h"
 
 #include "common/grow.h"

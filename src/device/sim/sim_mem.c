@@ -44,7 +44,7 @@
 #include "chip/chip.h"
 #include "common/rng.h"
 #include "common/status.h"
-#include "device/sim_internal.h"
+#include "device/sim/sim_internal.h"
 
 #include <jansson.h>
 #include <math.h>

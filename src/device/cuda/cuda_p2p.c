@@ -4,7 +4,7 @@
  * p2pBandwidthLatencyTest sample does for copies). Peer access is enabled
  * (both directions) when the driver allows it; otherwise the driver stages the
  * copy through the host and the bandwidth shows it. */
-#include "device/cuda_internal.h"
+#include "device/cuda/cuda_internal.h"
 #include "device/p2p_ops.h"
 
 #include "common/status.h"

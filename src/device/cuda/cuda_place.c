@@ -7,7 +7,7 @@
  *   run         one block per SM (dynamic shared memory near the per-block
  *               maximum, so two blocks never share an SM), counters zeroed
  *               before every launch, events around every timed launch. */
-#include "device/cuda_internal.h"
+#include "device/cuda/cuda_internal.h"
 #include "device/place_ops.h"
 
 #include "common/status.h"

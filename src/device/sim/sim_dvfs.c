@@ -24,7 +24,7 @@
  * over the iteration, so an iteration straddling the switch has a mixed time.
  * All time is virtual (host_sleep only advances a counter). */
 #include "device/dvfs_ops.h"
-#include "device/sim_internal.h"
+#include "device/sim/sim_internal.h"
 
 #include "common/status.h"
 

@@ -5,7 +5,7 @@
  * are identified once, by launching kernels/green.cu's probe on a green context
  * of that group alone (4 blocks per SM, one block per SM at a time) until every
  * one of its smCount SMs has been seen (at most 8 launches). */
-#include "device/cuda_internal.h"
+#include "device/cuda/cuda_internal.h"
 #include "device/green_ops.h"
 
 #include "common/status.h"

@@ -2,7 +2,7 @@
  * facts (d->info), the noise streams the pillars share (sim_internal.h) and the
  * backend's ops table. The pillars' primitives are in sim_topo.c, sim_mem.c,
  * sim_dvfs.c, sim_exec.c. */
-#include "device/sim_internal.h"
+#include "device/sim/sim_internal.h"
 #include "device/dvfs_ops.h"
 #include "device/exec_ops.h"
 #include "device/mem_ops.h"

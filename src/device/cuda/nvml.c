@@ -1,7 +1,7 @@
 /* nvml.c: NVML through dlopen, read-only queries for gos_device_info. Types are
  * declared in nvml.h (no vendor header needed). Versioned entry points are tried
  * newest first; an absent one leaves its group marked invalid. */
-#include "device/nvml.h"
+#include "device/cuda/nvml.h"
 
 #include "common/status.h"
 

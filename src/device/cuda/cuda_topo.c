@@ -8,7 +8,7 @@
  * window. (An earlier version gave every SM a fixed amount of work and divided by
  * first start to last end: the slowest SM then sets the window and SMs that could
  * go faster appear to add nothing.) */
-#include "device/cuda_internal.h"
+#include "device/cuda/cuda_internal.h"
 #include "device/topo_ops.h"
 
 #include "common/status.h"

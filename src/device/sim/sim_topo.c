@@ -11,7 +11,7 @@
  * sim.l2_gbps_per_gpc, and, optionally, the GPCs of one memory partition
  * together at sim.l2_gbps_per_partition (soft knees), times noise
  * 1 + jitter N(0,1). */
-#include "device/sim_internal.h"
+#include "device/sim/sim_internal.h"
 #include "device/topo_ops.h"
 
 #include "common/status.h"

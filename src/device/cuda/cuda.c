@@ -3,7 +3,7 @@
  * embedded kernel modules and the launch helper. The pillars' primitives are in
  * cuda_topo.c, cuda_mem.c, cuda_dvfs.c, cuda_exec.c. */
 #define GOS_CUDA_MAX_SMS 256
-#include "device/cuda_internal.h"
+#include "device/cuda/cuda_internal.h"
 #include "device/dvfs_ops.h"
 #include "device/exec_ops.h"
 #include "device/mem_ops.h"
@@ -12,7 +12,7 @@
 #include "chip/chip.h"
 #include "common/status.h"
 #include "device/kernels.h"
-#include "device/nvml.h"
+#include "device/cuda/nvml.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

@@ -10,7 +10,7 @@
  * (CU_LAUNCH_PARAM_BUFFER_POINTER), so the daemon needs no knowledge of a
  * kernel's signature. The built-in module GOS_EXEC_BUILTIN ("builtin"; its
  * image name "exec" is accepted too) is kernels/exec.cu. */
-#include "device/cuda_internal.h"
+#include "device/cuda/cuda_internal.h"
 #include "device/exec_builtin.h"
 #include "device/exec_ops.h"
 

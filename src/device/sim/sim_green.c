@@ -18,7 +18,7 @@
  * TPC (otherwise) inside it. */
 #include "device/exec_ops.h"
 #include "device/green_ops.h"
-#include "device/sim_internal.h"
+#include "device/sim/sim_internal.h"
 
 #include "common/status.h"
 

@@ -20,7 +20,7 @@
  *
  * The execution pillar (sim_exec.c) accepts copies and built-in kernels on
  * mapped ranges through gos_sim_vmm_mapped (sim_internal.h). */
-#include "device/sim_internal.h"
+#include "device/sim/sim_internal.h"
 #include "device/vmm_ops.h"
 
 #include "common/grow.h"

@@ -11,7 +11,7 @@
  *
  * Scratch buffers (addresses, results, page lists) are allocated once, before the
  * first large allocation, so that "all free memory" leaves them room. */
-#include "device/cuda_internal.h"
+#include "device/cuda/cuda_internal.h"
 #include "device/mem_ops.h"
 
 #include "common/status.h"
