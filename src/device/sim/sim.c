@@ -1,6 +1,6 @@
 /* sim.c: the simulated backend's core: a chip read from a gpuos.chip/1 file, its
- * facts (d->info), the noise streams the pillars share (sim_internal.h) and the
- * backend's ops table. The pillars' primitives are in sim_topo.c, sim_mem.c,
+ * facts (d->info) and the backend's ops table (the noise streams the pillars
+ * share are sim_internal.h's). The pillars' primitives are in sim_topo.c, sim_mem.c,
  * sim_dvfs.c, sim_exec.c. */
 #include "device/sim/sim_internal.h"
 #include "device/dvfs_ops.h"
@@ -22,17 +22,6 @@ extern const struct gos_place_ops gos_sim_place_ops;
 extern const struct gos_p2p_ops gos_sim_p2p_ops;
 extern const struct gos_green_ops gos_sim_green_ops;
 extern const struct gos_vmm_ops gos_sim_vmm_ops;
-
-void gos_sim_rng(const gos_device *d, gos_rng *r, uint64_t stream)
-{
-    gos_rng_seed(r, d->chip->sim_seed * 0x9e3779b97f4a7c15ULL + stream * 0xd1b54a32d192ed03ULL + 1);
-}
-
-double gos_sim_noise(const gos_device *d, gos_rng *r)
-{
-    double x = 1.0 + d->chip->sim_jitter * gos_rng_normal(r);
-    return x < 0.05 ? 0.05 : x;
-}
 
 static void sim_close(gos_device *d)
 {

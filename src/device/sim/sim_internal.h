@@ -9,11 +9,19 @@
 #include "common/rng.h"
 #include "device/device.h"
 
-/* Seeds r from the chip's sim.seed and `stream` (a constant per primitive). */
-void gos_sim_rng(const gos_device *d, gos_rng *r, uint64_t stream);
+/* Seeds r from the chip's sim.seed and `stream` (a constant per primitive).
+ * (Here, not in sim.c: the pillars draw noise, sim.c registers the pillars.) */
+static inline void gos_sim_rng(const gos_device *d, gos_rng *r, uint64_t stream)
+{
+    gos_rng_seed(r, d->chip->sim_seed * 0x9e3779b97f4a7c15ULL + stream * 0xd1b54a32d192ed03ULL + 1);
+}
 
 /* Multiplicative noise 1 + jitter * N(0,1), clamped to stay positive. */
-double gos_sim_noise(const gos_device *d, gos_rng *r);
+static inline double gos_sim_noise(const gos_device *d, gos_rng *r)
+{
+    double x = 1.0 + d->chip->sim_jitter * gos_rng_normal(r);
+    return x < 0.05 ? 0.05 : x;
+}
 
 /* Reads and checks the chip's sim.cluster2 / sim.l2_gbps_per_* parameters and
  * sets up the topology primitives' state (d->topo_priv); called by gos_sim_open
