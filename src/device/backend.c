@@ -1,6 +1,6 @@
 /* backend.c: choosing a backend (cuda/, sim/), closing a device, labels
  * (device.h). The pillars' close hooks and gos_dev_missing are in pillars.c,
- * their checked wrappers in topo.c, mem.c, dvfs.c, exec.c, ... */
+ * their checked wrappers in topo_ops.c, mem_ops.c, ... (P_ops.h + P_ops.c) */
 #include "device/device.h"
 
 int gos_device_open(const gos_device_spec *spec, gos_device **out)

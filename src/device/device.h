@@ -13,7 +13,7 @@
  * into GOS_EUNSUPPORTED with a message instead of a crash.
  *
  * The operations are grouped per pillar; each group has its own header
- * (topo_ops.h, mem_ops.h, dvfs_ops.h, exec_ops.h), its wrappers (topo.c, ...)
+ * (topo_ops.h, mem_ops.h, dvfs_ops.h, exec_ops.h), its wrappers (topo_ops.c, ...)
  * and its own implementation files per backend, a folder each (cuda/cuda_topo.c /
  * sim/sim_topo.c, ...), so that pillars do not collide. */
 #ifndef GOS_DEVICE_H
@@ -34,7 +34,7 @@ typedef struct gos_device gos_device;
 typedef void (*gos_pillar_close_fn)(gos_device *d);
 
 /* One convention for every pillar <p>: src/device/<p>_ops.h declares struct
- * gos_<p>_ops and the checked wrappers gos_<p>_*() (src/device/<p>.c), which
+ * gos_<p>_ops and the checked wrappers gos_<p>_*() (src/device/<p>_ops.c), which
  * answer GOS_EUNSUPPORTED when the backend lacks an operation and GOS_EINVAL for
  * bad arguments; the backends' instances are gos_cuda_<p>_ops (cuda/cuda_<p>.c) and
  * gos_sim_<p>_ops (sim/sim_<p>.c). Callers above the layer use only the wrappers. */
@@ -96,7 +96,7 @@ int gos_cuda_open(int ordinal, gos_device **out);
  * backend tears down. */
 void gos_device_close_pillars(gos_device *d);
 
-/* For the checked wrappers (src/device/<p>.c; pillars.c): GOS_EUNSUPPORTED with "the
+/* For the checked wrappers (src/device/<p>_ops.c; pillars.c): GOS_EUNSUPPORTED with "the
  * <backend> device does not support <what>". */
 int gos_dev_missing(const gos_device *d, const char *what);
 

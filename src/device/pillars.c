@@ -1,6 +1,6 @@
 /* pillars.c: what the pillars share below the backends (device.h): each
  * pillar's close hook, run by a backend's close, and the one "not supported"
- * message of the checked wrappers (topo.c, mem.c, ...). Apart from backend.c so
+ * message of the checked wrappers (topo_ops.c, mem_ops.c, ...). Apart from backend.c so
  * that the backends, which call these, and backend.c, which calls the
  * backends' constructors, make no circle. */
 #include "device/device.h"

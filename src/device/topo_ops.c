@@ -1,4 +1,4 @@
-/* topo.c: the checked wrappers of device/topo_ops.h (pillar 1a). */
+/* topo_ops.c: the checked wrappers of device/topo_ops.h (pillar 1a). */
 #include "device/topo_ops.h"
 
 #include "common/status.h"

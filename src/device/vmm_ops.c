@@ -1,4 +1,4 @@
-/* vmm.c: the checked wrappers of device/vmm_ops.h and the swappable buffer built
+/* vmm_ops.c: the checked wrappers of device/vmm_ops.h and the swappable buffer built
  * on them (gos_vmm_buf_*). Arguments are checked here once, so the backends can
  * trust page alignment and non-zero sizes. */
 #include "device/vmm_ops.h"

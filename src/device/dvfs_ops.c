@@ -1,4 +1,4 @@
-/* dvfs.c: the checked wrappers of device/dvfs_ops.h (pillar 1c). */
+/* dvfs_ops.c: the checked wrappers of device/dvfs_ops.h (pillar 1c). */
 #include "device/dvfs_ops.h"
 
 #include "common/status.h"

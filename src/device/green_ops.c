@@ -1,4 +1,4 @@
-/* green.c: checked wrappers of the green-context primitives (green_ops.h). */
+/* green_ops.c: checked wrappers of the green-context primitives (green_ops.h). */
 #include "device/green_ops.h"
 
 #include "common/status.h"

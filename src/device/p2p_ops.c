@@ -1,4 +1,4 @@
-/* p2p.c: checked wrappers of the GPU-to-GPU link operations (p2p_ops.h). */
+/* p2p_ops.c: checked wrappers of the GPU-to-GPU link operations (p2p_ops.h). */
 #include "device/p2p_ops.h"
 
 #include "common/status.h"
