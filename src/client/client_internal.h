@@ -116,7 +116,7 @@ struct gpuos_vgpu {
     int n_done;
     int broken; /* the connection is unusable */
     uint32_t vgpu_id, client_id;
-    /* the fast path (issue 9.4; fastpath.c, proto/ring.h) */
+    /* the fast path (issue 9.4; fastpath.c, proto/ring_shm.h) */
     void *ring;                  /* NULL: none (isolation = none, GPUOS_RING=0) */
     uint32_t ring_tail;          /* entries submitted */
     uint32_t ring_checked;       /* entries whose completion was looked at */
@@ -185,7 +185,7 @@ int gcl_ring_copy(gpuos_vgpu *g, uint32_t dir, gpuos_dptr d, void *dst, const vo
 int gcl_ring_dtod(gpuos_vgpu *g, gpuos_dptr dst, gpuos_dptr src, size_t n, int async);
 int gcl_ring_launch(gpuos_vgpu *g, const struct gos_msg_launch *m, const void *params);
 int gcl_ring_fence(gpuos_vgpu *g);
-/* A GATE entry (proto/ring.h): later entries wait until *word >= value; word
+/* A GATE entry (proto/ring_shm.h): later entries wait until *word >= value; word
  * lies at offset off of region (memory of gpuos_host_alloc). */
 int gcl_ring_gate(gpuos_vgpu *g, const uint64_t *word, uint64_t value, uint32_t region, uint64_t off);
 /* copies.c: the socket path, for the ring's replays */

@@ -6,7 +6,7 @@
 #include "common/grow.h"
 #include "common/range.h"
 
-#include "proto/ring.h"
+#include "proto/ring_shm.h"
 
 #include <time.h>
 

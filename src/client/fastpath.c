@@ -1,4 +1,4 @@
-/* fastpath.c: libgpuos's side of the fast path (issue 9.4; proto/ring.h).
+/* fastpath.c: libgpuos's side of the fast path (issue 9.4; proto/ring_shm.h).
  *
  * At connect the library creates the ring (a sealed memfd) and hands it to the
  * daemon, which passes it to this client's executor and grants it while the
@@ -20,7 +20,7 @@
 #include "client_internal.h"
 #include "common/env.h"
 
-#include "proto/ring.h"
+#include "proto/ring_shm.h"
 
 #include <signal.h>
 #include <stddef.h>

@@ -29,7 +29,7 @@
 #define GOS_ENV_COPY_THREADS "GPUOS_COPY_THREADS"
 #define GOS_ENV_PAR_MIN "GPUOS_PAR_MIN"
 #define GOS_ENV_SMALL "GPUOS_SMALL"
-/* client: the fast path (proto/ring.h): 0 turns the ring off; the executor's
+/* client: the fast path (proto/ring_shm.h): 0 turns the ring off; the executor's
  * spin for entries (us); the largest copy carried inline in a slot (bytes);
  * the piece a long copy is cut into on the ring (bytes, 0: none); the
  * client's spin for an answer before it sleeps (us). */

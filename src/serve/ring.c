@@ -1,4 +1,4 @@
-/* ring.c: the daemon's side of the fast path (issue 9.4; proto/ring.h), for
+/* ring.c: the daemon's side of the fast path (issue 9.4; proto/ring_shm.h), for
  * every client of a device at once (issue 22), with grants the client cannot
  * forge (issue 23.1).
  *
@@ -20,7 +20,7 @@
 
 #include "common/env.h"
 #include "common/status.h"
-#include "proto/ring.h"
+#include "proto/ring_shm.h"
 
 #include <errno.h>
 #include <stdlib.h>

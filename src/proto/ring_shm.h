@@ -1,4 +1,4 @@
-/* ring.h: the shared-memory fast path between a client and its executor (issue 9.4).
+/* ring_shm.h: the shared-memory fast path between a client and its executor (issue 9.4).
  *
  * The client library creates a memfd of GOS_RING_BYTES at connect and passes it
  * over its socket (GOS_MSG_RING, SCM_RIGHTS); the daemon forwards it to the
@@ -15,8 +15,8 @@
  *
  * Header-only: the client library and the daemon's binary both use it.
  * Process: every side of the wire (client, daemon, executor). */
-#ifndef GOS_PROTO_RING_H
-#define GOS_PROTO_RING_H
+#ifndef GOS_PROTO_RING_SHM_H
+#define GOS_PROTO_RING_SHM_H
 
 #include "common/clock.h"
 
