@@ -1,10 +1,10 @@
-/* report_input.c: one GPU's switching latencies for the report (report.h), from
+/* report_input.c: one GPU's switching latencies for the report (dvfs_report.h), from
  * an analysis directory (summary.json + the per-pair CSV files of gpuos dvfs
  * analyze) or from a run directory (run.json + traces, docs/contracts.md),
  * which is analysed first into a temporary directory, removed afterwards.
  * Strict: a pair file that disagrees with summary.json (kept count, outlier
  * flag against cluster label) is an error, never a silently different figure. */
-#include "dvfs/report.h"
+#include "dvfs/dvfs_report.h"
 
 #include "common/jsonio.h"
 #include "stats/stats.h"
