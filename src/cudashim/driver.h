@@ -4,7 +4,7 @@
  * The entry points live in one file per concern:
  *   init.c     diagnostics, the process's state, cuInit, the library's own
  *              built-in kernels (fill, stamp)
- *   device.c   devices and their attributes
+ *   devices.c  devices and their attributes
  *   context.c  contexts (emulated: every context is the process's one client)
  *   memory.c   device and host allocations, pointer attributes
  *   vmm.c      virtual memory management (cuMemCreate, cuMemMap, ...)
