@@ -34,7 +34,7 @@ E CUresult cuDeviceGetName(char *name, int len, CUdevice d)
     if (!name || len <= 0)
         return CUDA_ERROR_INVALID_VALUE;
     CHECK_DEV(d);
-    snprintf(name, (size_t)len, "%s", S.dev.name);
+    snprintf(name, (size_t)len, "%s", shim_proc.dev.name);
     return CUDA_SUCCESS;
 }
 
@@ -61,7 +61,7 @@ E CUresult cuDeviceGetUuid_v2(CUuuid *u, CUdevice d)
     if (!u)
         return CUDA_ERROR_INVALID_VALUE;
     CHECK_DEV(d);
-    parse_uuid(S.dev.uuid, (unsigned char *)u->bytes);
+    parse_uuid(shim_proc.dev.uuid, (unsigned char *)u->bytes);
     return CUDA_SUCCESS;
 }
 
@@ -70,7 +70,7 @@ E CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice d)
     if (!bytes)
         return CUDA_ERROR_INVALID_VALUE;
     CHECK_DEV(d);
-    *bytes = S.quota;
+    *bytes = shim_proc.quota;
     return CUDA_SUCCESS;
 }
 
@@ -79,8 +79,8 @@ E CUresult cuDeviceComputeCapability(int *major, int *minor, CUdevice d)
     if (!major || !minor)
         return CUDA_ERROR_INVALID_VALUE;
     CHECK_DEV(d);
-    *major = S.dev.cc_major;
-    *minor = S.dev.cc_minor;
+    *major = shim_proc.dev.cc_major;
+    *minor = shim_proc.dev.cc_minor;
     return CUDA_SUCCESS;
 }
 
@@ -106,7 +106,7 @@ static int attr_value(CUdevice_attribute a, int *v)
     case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: *v = 1980000; break;
     case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT: *v = 512; break;
     case CU_DEVICE_ATTRIBUTE_GPU_OVERLAP: *v = 1; break;
-    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = S.dev.sm_count; break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = shim_proc.dev.sm_count; break;
     case CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT: *v = 0; break;
     case CU_DEVICE_ATTRIBUTE_INTEGRATED: *v = 0; break;
     case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY: *v = 1; break;
@@ -123,8 +123,8 @@ static int attr_value(CUdevice_attribute a, int *v)
     case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: *v = 3; break;
     case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: *v = 1; break;
     case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID: *v = 0; break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = S.dev.cc_major; break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = S.dev.cc_minor; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = shim_proc.dev.cc_major; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = shim_proc.dev.cc_minor; break;
     case CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED: *v = 1; break;
     case CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED: *v = 1; break;
     case CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED: *v = 1; break;
@@ -145,7 +145,7 @@ static int attr_value(CUdevice_attribute a, int *v)
     case CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE: *v = 134213632; break;
     case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK: *v = 1024; break;
     case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: *v = 0; break;
-    case CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH: *v = S.dev.cc_major >= 9; break;
+    case CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH: *v = shim_proc.dev.cc_major >= 9; break;
     case CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED: *v = 0; break;
     case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: *v = 1; break;
     case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED: *v = 0; break;
@@ -213,7 +213,7 @@ E CUresult cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d)
     CHECK_DEV(d);
     if ((int)a <= 0 || a >= CU_DEVICE_ATTRIBUTE_MAX)
         return CUDA_ERROR_INVALID_VALUE;
-    if (!vgpu_attr(a, v) && shim_ext_attribute(S.g, (int)a, v))
+    if (!vgpu_attr(a, v) && shim_ext_attribute(shim_proc.g, (int)a, v))
         attr_value(a, v);
     if (shim_trace() >= 2)
         shim_log("cuDeviceGetAttribute %d = %d", (int)a, *v);
