@@ -168,7 +168,6 @@ int gcl_region_new_mapped(gpuos_vgpu *g, size_t bytes, void **ptr, uint32_t *reg
 int gcl_region_del(gpuos_vgpu *g, uint32_t region);
 int gcl_stage_setup(gpuos_vgpu *g, size_t chunk, int depth);
 int gcl_stage_ready(gpuos_vgpu *g);
-size_t gcl_env_size(const char *name, size_t dflt);
 void gcl_facts_from(gpuos_vgpu_facts *o, const struct gos_vgpu_rec *r);
 void gcl_shm_ds_from(gpuos_shm_ds *o, const struct gos_shm_rec *r); /* shm_api.c */
 int gcl_sync(gpuos_vgpu *g);

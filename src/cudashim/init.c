@@ -31,7 +31,7 @@ int shim_trace(void)
 {
     static int t = -1;
     if (t < 0) {
-        const char *v = getenv(GOS_ENV_CUDASHIM_TRACE);
+        const char *v = gos_env(GOS_ENV_CUDASHIM_TRACE);
         int n = v ? atoi(v) : 0;
         t = !v || !*v || !strcmp(v, "0") ? 0 : n >= 2 ? 2 : 1;
     }
@@ -169,7 +169,7 @@ E CUresult cuInit(unsigned int flags)
         return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&shim_proc.m);
     if (!shim_proc.inited) {
-        const char *v = getenv(GOS_ENV_VGPU);
+        const char *v = gos_env(GOS_ENV_VGPU);
         int rc = gpuos_open(NULL, v && *v ? v : "default", &shim_proc.g);
         if (!rc)
             rc = gpuos_device_info(shim_proc.g, &shim_proc.dev);

@@ -110,7 +110,7 @@ static int chart_check(const gos_chip *c, const char *what)
 int gos_pmem_chart_load(const char *path, gos_chip **out)
 {
     if (!path || !*path)
-        path = getenv(GOS_ENV_CHIP);
+        path = gos_env(GOS_ENV_CHIP);
     if (!path || !*path)
         return gos_fail(GOS_EINVAL, "no chart of this GPU: pass one (`gpuos probe numa --json FILE` "
                                     "writes it) or set GPUOS_CHIP");

@@ -474,7 +474,7 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
      * (docs/readme-fastpath.md, "Known problems") */
     static _Atomic int grant_log = -1;
     if (atomic_load(&grant_log) < 0)
-        atomic_store(&grant_log, getenv(GOS_ENV_GRANT_LOG) != NULL);
+        atomic_store(&grant_log, gos_env(GOS_ENV_GRANT_LOG) != NULL);
     if (atomic_load(&grant_log)) {
         gos_sched_vgpu_stats st = {0};
         pthread_mutex_lock(&s->lock);
