@@ -34,19 +34,20 @@ LDLIBS := -Wl,-Bstatic -ljansson -Wl,-Bdynamic -ldl -lm -lpthread -lrt
 # The daemon's sd_notify (libsystemd) and metrics endpoint (libmicrohttpd) are
 # opened at run time (src/serve/syslibs.c): the binary loads where they are absent.
 
-# Every .c under src/ belongs to the core library, except the CLI entry point and
-# the CUDA backend files, which are chosen below.
+# Every .c under src/ (src/ROOM/*.c, and the device backends' src/device/BACKEND/*.c)
+# belongs to the core library, except the CLI entry point and the CUDA backend's
+# folder (src/device/cuda/), chosen below: its files, or its stub alone.
 # SRC_EXCLUDE (patterns) leaves parts out, e.g. while one is being rewritten.
 # src/cudashim/ is not core: it builds libcuda.so.1 (mk/cudashim.mk).
-ALL_SRC := $(filter-out $(SRC_EXCLUDE) src/cudashim/%,$(sort $(wildcard src/*/*.c)))
-CUDA_SRC := $(filter src/device/cuda%.c,$(ALL_SRC))
+ALL_SRC := $(filter-out $(SRC_EXCLUDE) src/cudashim/%,$(sort $(wildcard src/*/*.c src/device/*/*.c)))
+CUDA_SRC := $(filter src/device/cuda/%.c,$(ALL_SRC))
 CORE_SRC := $(filter-out src/cli/main.c $(CUDA_SRC),$(ALL_SRC))
 ifneq ($(CUDA_H),)
-CORE_SRC += $(filter-out src/device/cuda_stub.c,$(CUDA_SRC))
+CORE_SRC += $(filter-out src/device/cuda/cuda_stub.c,$(CUDA_SRC))
 CFLAGS += -I$(CUDA_HOME)/include -DGOS_HAVE_CUDA_H=1
 $(info gpuos: CUDA headers from $(CUDA_HOME): cuda backend enabled)
 else
-CORE_SRC += src/device/cuda_stub.c
+CORE_SRC += src/device/cuda/cuda_stub.c
 $(info gpuos: no cuda.h (CUDA_HOME=$(CUDA_HOME)): cuda backend is a stub, simulated device only)
 endif
 

@@ -50,7 +50,7 @@
 #include "device/exec_ops.h"
 #include "gpuos/gpuos.h"
 #include "client/client_internal.h"
-#include "proto/ring.h"
+#include "proto/ring_shm.h"
 
 #include <errno.h>
 #include <jansson.h>

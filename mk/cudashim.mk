@@ -13,7 +13,7 @@ SHIM := $(BUILD)/shim
 # No sanitizers in a library that uninstrumented programs load.
 SHIM_CFLAGS := $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(CFLAGS)) -fPIC -fvisibility=hidden -I$(SHIM)/gen
 SHIM_CORE := $(CLIENT_SRC) src/device/gpc_clusters.c
-SHIM_CUDA := init device context memory vmm pool copy module launch stream graph tmap real entry image errors exports daemon_ext
+SHIM_CUDA := init devices context memory vmm pool copy module launch stream graph tmap real entry image errors exports daemon_ext
 # the other names of the entry points (src/cudashim/aliases.txt): symbols at the same addresses
 SHIM_ALIASES := src/cudashim/aliases.txt
 SHIM_DEFSYM = $(shell sed -n 's/^\(cu[A-Za-z0-9_]*\)[[:space:]]\{1,\}\(cu[A-Za-z0-9_]*\).*/-Wl,--defsym=\1=\2/p' $(SHIM_ALIASES))

@@ -49,7 +49,7 @@
 #include "client_util.h"
 
 #include "client/client_internal.h"
-#include "proto/ring.h"
+#include "proto/ring_shm.h"
 
 #include <pthread.h>
 #include <signal.h>

@@ -2,7 +2,8 @@
 # t_env.sh: every environment variable gpuos reads is named in one documented
 # place (src/common/env.h, issue 20): no other source file spells a
 # "GPUOS_..." string, every macro there is documented by a comment and used,
-# and gpuos(1) lists every variable in its ENVIRONMENT section.
+# and gpuos(1) lists every variable in its ENVIRONMENT section; and one helper
+# reads them (gos_env, issue 40): no other file of src/ calls getenv.
 set -u
 fail() { echo "FAIL: $*"; exit 1; }
 H=src/common/env.h
@@ -10,6 +11,9 @@ H=src/common/env.h
 stray=$(grep -rn '"GPUOS_[A-Z0-9_]*"' src --include=*.c --include=*.h | grep -v "^$H:")
 [ -z "$stray" ] || fail "environment names spelled outside $H:
 $stray"
+reads=$(grep -rnE '\b(secure_)?getenv *\(' src --include=*.c --include=*.h | grep -v "^$H:")
+[ -z "$reads" ] || fail "the environment read outside $H (use gos_env):
+$reads"
 vars=$(sed -n 's/^#define GOS_ENV_[A-Z0-9_]* "\(GPUOS_[A-Z0-9_]*\)"$/\1/p' "$H")
 [ -n "$vars" ] || fail "no variables in $H"
 for v in $vars; do

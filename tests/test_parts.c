@@ -22,7 +22,7 @@
 #include "chip/chip.h"
 #include "common/status.h"
 #include "device/device.h"
-#include "device/sim_internal.h"
+#include "device/sim/sim_internal.h"
 #include "numa/numa.h"
 #include "partgen.h"
 #include "place/place.h"

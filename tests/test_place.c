@@ -1,6 +1,6 @@
 /* test_place.c: pillar 2, partition-local memory and the partition-aware
  * runtime on simulated chips whose truth is known (the physical frames and
- * hash of sim_mem.c, read through sim_internal.h, the simulated device's own
+ * hash of sim/sim_mem.c, read through sim/sim_internal.h, the simulated device's own
  * truth oracle):
  *   - every logical unit of each view lies in the view's partition wherever the
  *     measured 2 MB parity is right, and the parity is right on >= 99.7 % of pages
@@ -20,7 +20,7 @@
 #include "common/rng.h"
 #include "common/status.h"
 #include "device/place_ops.h"
-#include "device/sim_internal.h"
+#include "device/sim/sim_internal.h"
 #include "numa/numa.h"
 #include "place/place.h"
 #include "test_numa_gen.h"

@@ -10,6 +10,7 @@
 
 #include "common/status.h"
 #include "sched/sched.h"
+#include "fixtures.h"
 
 #include "common/rng.h"
 
@@ -20,23 +21,6 @@
 
 #define US 1000ull
 #define MS 1000000ull
-
-static gos_sched *mk(const char *policy, int mode)
-{
-    gos_sched *s = NULL;
-    assert_int_equal(gos_sched_new(policy, mode, 0, &s), GOS_OK);
-    assert_non_null(s);
-    return s;
-}
-
-static void task_init(gos_sched_task *t, uint32_t vgpu, uint32_t client, int kind, int prio)
-{
-    memset(t, 0, sizeof *t);
-    t->vgpu = vgpu;
-    t->client = client;
-    t->kind = kind;
-    t->priority = prio;
-}
 
 static void test_new_errors(void **state)
 {
@@ -53,7 +37,7 @@ static void test_new_errors(void **state)
     assert_int_equal(mode, GOS_SCHED_SDQ);
     assert_int_equal(gos_sched_parse_mode("xyz", &mode), GOS_EINVAL);
 
-    s = mk("Credit", GOS_SCHED_MRQ); /* names are case-insensitive */
+    s = fx_sched_new("Credit", GOS_SCHED_MRQ); /* names are case-insensitive */
     assert_string_equal(gos_sched_policy_name(s), "credit");
     assert_int_equal(gos_sched_period_ns(s), GOS_SCHED_DEFAULT_PERIOD_NS);
     assert_int_equal(gos_sched_band_wait_ns(s), GOS_SCHED_DEFAULT_BAND_WAIT_NS);
@@ -70,11 +54,11 @@ static void test_new_errors(void **state)
     assert_int_equal(gos_sched_vgpu_count(s), GOS_SCHED_MAX_VGPUS);
 
     gos_sched_task t;
-    task_init(&t, 12345, 0, GOS_SCHED_COMPUTE, 0);
+    fx_task_init(&t, 12345, 0, GOS_SCHED_COMPUTE, 0);
     assert_int_equal(gos_sched_submit(s, &t, 0), GOS_EINVAL); /* unknown vGPU */
-    task_init(&t, 1, 0, 5, 0);
+    fx_task_init(&t, 1, 0, 5, 0);
     assert_int_equal(gos_sched_submit(s, &t, 0), GOS_EINVAL); /* bad kind */
-    task_init(&t, 1, 0, GOS_SCHED_COMPUTE, 0);
+    fx_task_init(&t, 1, 0, GOS_SCHED_COMPUTE, 0);
     assert_int_equal(gos_sched_submit(s, &t, 0), GOS_OK);
     assert_int_equal(gos_sched_submit(s, &t, 0), GOS_EINVAL); /* already queued */
     assert_int_equal(gos_sched_done(s, &t, 1, 0), GOS_EINVAL); /* not in flight */
@@ -93,12 +77,12 @@ static void test_priority_order(void **state)
     (void)state;
     const char *policies[] = {"fifo", "credit", "band"};
     for (int p = 0; p < 3; p++) {
-        gos_sched *s = mk(policies[p], GOS_SCHED_MRQ);
+        gos_sched *s = fx_sched_new(policies[p], GOS_SCHED_MRQ);
         assert_int_equal(gos_sched_vgpu_add(s, 7, 100, 100), GOS_OK);
         gos_sched_task t[6];
         int prio[6] = {0, 5, 0, 9, 5, -1};
         for (int i = 0; i < 6; i++) {
-            task_init(&t[i], 7, 0, GOS_SCHED_COMPUTE, prio[i]);
+            fx_task_init(&t[i], 7, 0, GOS_SCHED_COMPUTE, prio[i]);
             assert_int_equal(gos_sched_submit(s, &t[i], i * US), GOS_OK);
         }
         int expect[6] = {3, 1, 4, 0, 2, 5};
@@ -121,13 +105,13 @@ static void test_priority_order(void **state)
 static void test_fifo_across_vgpus(void **state)
 {
     (void)state;
-    gos_sched *s = mk("fifo", GOS_SCHED_MRQ);
+    gos_sched *s = fx_sched_new("fifo", GOS_SCHED_MRQ);
     assert_int_equal(gos_sched_vgpu_add(s, 1, 90, 90), GOS_OK);
     assert_int_equal(gos_sched_vgpu_add(s, 2, 10, 10), GOS_OK);
     gos_sched_task a, b, c;
-    task_init(&a, 2, 0, GOS_SCHED_COMPUTE, 0);
-    task_init(&b, 1, 0, GOS_SCHED_COMPUTE, 0);
-    task_init(&c, 2, 0, GOS_SCHED_COMPUTE, 0);
+    fx_task_init(&a, 2, 0, GOS_SCHED_COMPUTE, 0);
+    fx_task_init(&b, 1, 0, GOS_SCHED_COMPUTE, 0);
+    fx_task_init(&c, 2, 0, GOS_SCHED_COMPUTE, 0);
     gos_sched_submit(s, &a, 0);
     gos_sched_submit(s, &b, 1);
     gos_sched_submit(s, &c, 2);
@@ -146,7 +130,7 @@ static void test_fifo_across_vgpus(void **state)
 static void test_mrq_sdq_engines(void **state)
 {
     (void)state;
-    gos_sched *m = mk("credit", GOS_SCHED_MRQ), *d = mk("credit", GOS_SCHED_SDQ);
+    gos_sched *m = fx_sched_new("credit", GOS_SCHED_MRQ), *d = fx_sched_new("credit", GOS_SCHED_SDQ);
     assert_int_equal(gos_sched_engine_count(m), 2);
     assert_int_equal(gos_sched_engine_count(d), 1);
     assert_int_equal(gos_sched_engine_for(m, GOS_SCHED_COPY), GOS_SCHED_ENGINE_COPY);
@@ -156,8 +140,8 @@ static void test_mrq_sdq_engines(void **state)
         gos_sched *s = ss[k];
         gos_sched_vgpu_add(s, 1, 50, 50);
         gos_sched_task kern, copy;
-        task_init(&kern, 1, 0, GOS_SCHED_COMPUTE, 0);
-        task_init(&copy, 1, 0, GOS_SCHED_COPY, 0);
+        fx_task_init(&kern, 1, 0, GOS_SCHED_COMPUTE, 0);
+        fx_task_init(&copy, 1, 0, GOS_SCHED_COPY, 0);
         gos_sched_submit(s, &kern, 0);
         gos_sched_submit(s, &copy, 0);
         gos_sched_task *t0 = gos_sched_next(s, 0, 0, NULL);
@@ -203,12 +187,8 @@ static void test_mrq_sdq_engines(void **state)
 static void test_done_without_measure(void **state)
 {
     (void)state;
-    gos_sched *s = mk("band", GOS_SCHED_MRQ);
-    gos_sched_vgpu_add(s, 1, 50, 50);
     gos_sched_task t;
-    task_init(&t, 1, 0, GOS_SCHED_COMPUTE, 0);
-    gos_sched_submit(s, &t, 1 * MS);
-    assert_ptr_equal(gos_sched_next(s, 0, 2 * MS, NULL), &t);
+    gos_sched *s = fx_sched_one("band", &t, 1 * MS, 2 * MS);
     assert_int_equal(t.start_ns, 2 * MS);
     gos_sched_done(s, &t, 0, 5 * MS);
     gos_sched_vgpu_stats st;
@@ -222,13 +202,13 @@ static void test_done_without_measure(void **state)
 static void test_credit_demotes_overdrawn(void **state)
 {
     (void)state;
-    gos_sched *s = mk("credit", GOS_SCHED_MRQ);
+    gos_sched *s = fx_sched_new("credit", GOS_SCHED_MRQ);
     gos_sched_vgpu_add(s, 1, 50, 50);
     gos_sched_vgpu_add(s, 2, 50, 50);
     gos_sched_task a1, a2, b1;
-    task_init(&a1, 1, 0, GOS_SCHED_COMPUTE, 0);
-    task_init(&a2, 1, 0, GOS_SCHED_COMPUTE, 0);
-    task_init(&b1, 2, 0, GOS_SCHED_COMPUTE, 0);
+    fx_task_init(&a1, 1, 0, GOS_SCHED_COMPUTE, 0);
+    fx_task_init(&a2, 1, 0, GOS_SCHED_COMPUTE, 0);
+    fx_task_init(&b1, 2, 0, GOS_SCHED_COMPUTE, 0);
     gos_sched_submit(s, &a1, 0);
     assert_ptr_equal(gos_sched_next(s, 0, 0, NULL), &a1);
     gos_sched_done(s, &a1, 5 * MS, 5 * MS); /* vGPU 1 now has -5 ms of credit */
@@ -253,8 +233,8 @@ static gos_sched *band_50_50(int kind, gos_sched_task *a, gos_sched_task *b)
     assert_int_equal(gos_sched_set_band_wait(s, 500 * US), GOS_OK);
     gos_sched_vgpu_add(s, 1, 50, 50);
     gos_sched_vgpu_add(s, 2, 50, 50);
-    task_init(a, 1, 10, kind, 0);
-    task_init(b, 2, 20, kind, 0);
+    fx_task_init(a, 1, 10, kind, 0);
+    fx_task_init(b, 2, 20, kind, 0);
     return s;
 }
 
@@ -293,7 +273,7 @@ static void test_band_hold_after_lone_grant(void **state)
     (void)state;
     gos_sched_task a, b, b2;
     gos_sched *s = band_50_50(GOS_SCHED_COMPUTE, &a, &b);
-    task_init(&b2, 2, 20, GOS_SCHED_COMPUTE, 0);
+    fx_task_init(&b2, 2, 20, GOS_SCHED_COMPUTE, 0);
     gos_sched_submit(s, &b, 0);
     assert_ptr_equal(gos_sched_next(s, 0, 0, NULL), &b);
     uint64_t t = 8 * MS;
@@ -323,7 +303,7 @@ static void test_band_hold(void **state)
     (void)state;
     gos_sched_task a, b, a2;
     gos_sched *s = band_two(0, GOS_SCHED_COMPUTE, &a, &b);
-    task_init(&a2, 1, 10, GOS_SCHED_COMPUTE, 0);
+    fx_task_init(&a2, 1, 10, GOS_SCHED_COMPUTE, 0);
     gos_sched_submit(s, &a, 10 * MS);
     gos_sched_submit(s, &b, 10 * MS);
     assert_ptr_equal(gos_sched_next(s, 0, 10 * MS, NULL), &a);
@@ -413,8 +393,8 @@ static void test_band_hold_mrq_pipeline(void **state)
     (void)state;
     gos_sched_task b, c1, k1, k2;
     gos_sched *s = band_two(GOS_SCHED_ENGINE_COPY, GOS_SCHED_COPY, &c1, &b);
-    task_init(&k1, 1, 10, GOS_SCHED_COMPUTE, 0);
-    task_init(&k2, 1, 11, GOS_SCHED_COMPUTE, 0);
+    fx_task_init(&k1, 1, 10, GOS_SCHED_COMPUTE, 0);
+    fx_task_init(&k2, 1, 11, GOS_SCHED_COMPUTE, 0);
     gos_sched_submit(s, &c1, 10 * MS);
     gos_sched_submit(s, &b, 10 * MS);
     assert_ptr_equal(gos_sched_next(s, 1, 10 * MS, NULL), &c1);
@@ -449,7 +429,7 @@ static void test_band_hold_mrq_pipeline(void **state)
  * vGPU's grants last `grant` (those not dry). */
 static double band_70_30(bool keep, uint64_t gap, uint64_t grant, int *kept, int *handed)
 {
-    gos_sched *s = mk("band", GOS_SCHED_MRQ);
+    gos_sched *s = fx_sched_new("band", GOS_SCHED_MRQ);
     gos_sched_vgpu_add(s, 1, 70, 70);
     gos_sched_vgpu_add(s, 2, 30, 30);
     assert_false(gos_sched_keeps(s, 0, 0)); /* nothing runs */
@@ -457,7 +437,7 @@ static double band_70_30(bool keep, uint64_t gap, uint64_t grant, int *kept, int
     int cur[2] = {0, 0}, n1 = 0;
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < 2; j++)
-            task_init(&t[i][j], (uint32_t)i + 1, (uint32_t)i + 1, GOS_SCHED_COMPUTE, 0);
+            fx_task_init(&t[i][j], (uint32_t)i + 1, (uint32_t)i + 1, GOS_SCHED_COMPUTE, 0);
     uint64_t now = 0, got[2] = {0, 0}, back = GOS_SCHED_NEVER; /* when vGPU 1 asks again */
     gos_sched_submit(s, &t[0][0], now);
     gos_sched_submit(s, &t[1][0], now);
@@ -546,12 +526,12 @@ static void test_band_keeps(void **state)
     assert_true(f > 0.67 && f < 0.73);
     assert_true(kept > handed / 4);
     /* FIFO never keeps */
-    gos_sched *s = mk("fifo", GOS_SCHED_SDQ);
+    gos_sched *s = fx_sched_new("fifo", GOS_SCHED_SDQ);
     gos_sched_task t[2];
     gos_sched_vgpu_add(s, 1, 50, 50);
     gos_sched_vgpu_add(s, 2, 50, 50);
-    task_init(&t[0], 1, 1, GOS_SCHED_COMPUTE, 0);
-    task_init(&t[1], 2, 2, GOS_SCHED_COMPUTE, 0);
+    fx_task_init(&t[0], 1, 1, GOS_SCHED_COMPUTE, 0);
+    fx_task_init(&t[1], 2, 2, GOS_SCHED_COMPUTE, 0);
     gos_sched_submit(s, &t[0], 0);
     gos_sched_submit(s, &t[1], 0);
     assert_non_null(gos_sched_next(s, 0, 0, NULL));
@@ -708,8 +688,8 @@ static void test_caps(void **state)
     gos_sched_vgpu_add(s, 1, 100, 100);
     assert_int_equal(gos_sched_vgpu_set_caps(s, 1, 20, 0), GOS_OK);
     gos_sched_task t, u;
-    task_init(&t, 1, 0, GOS_SCHED_COMPUTE, 0);
-    task_init(&u, 1, 0, GOS_SCHED_COMPUTE, 0);
+    fx_task_init(&t, 1, 0, GOS_SCHED_COMPUTE, 0);
+    fx_task_init(&u, 1, 0, GOS_SCHED_COMPUTE, 0);
     gos_sched_submit(s, &t, 0);
     assert_ptr_equal(gos_sched_next(s, 0, 0, NULL), &t);
     gos_sched_done(s, &t, 2 * MS, 2 * MS); /* 20 % of the 10 ms period used */
@@ -727,12 +707,12 @@ static void test_caps(void **state)
 static void test_remove_returns_tasks(void **state)
 {
     (void)state;
-    gos_sched *s = mk("band", GOS_SCHED_MRQ);
+    gos_sched *s = fx_sched_new("band", GOS_SCHED_MRQ);
     gos_sched_vgpu_add(s, 1, 50, 50);
     gos_sched_vgpu_add(s, 2, 50, 50);
     gos_sched_task t[8];
     for (int i = 0; i < 8; i++) {
-        task_init(&t[i], 1 + (i % 2), (uint32_t)(i % 3), i % 4 < 2 ? GOS_SCHED_COMPUTE
+        fx_task_init(&t[i], 1 + (i % 2), (uint32_t)(i % 3), i % 4 < 2 ? GOS_SCHED_COMPUTE
                                                                    : GOS_SCHED_COPY, i);
         assert_int_equal(gos_sched_submit(s, &t[i], (uint64_t)i), GOS_OK);
     }
@@ -773,9 +753,9 @@ static void test_remove_returns_tasks(void **state)
     gos_sched_done(s, next, 100, 300);
     /* Submitting to the removed vGPU fails; a task can be cancelled once. */
     gos_sched_task x;
-    task_init(&x, 1, 0, GOS_SCHED_COMPUTE, 0);
+    fx_task_init(&x, 1, 0, GOS_SCHED_COMPUTE, 0);
     assert_int_equal(gos_sched_submit(s, &x, 300), GOS_EINVAL);
-    task_init(&x, 2, 0, GOS_SCHED_COMPUTE, 0);
+    fx_task_init(&x, 2, 0, GOS_SCHED_COMPUTE, 0);
     gos_sched_submit(s, &x, 300);
     assert_int_equal(gos_sched_cancel(s, &x), GOS_OK);
     assert_int_equal(gos_sched_cancel(s, &x), GOS_EINVAL);
@@ -792,12 +772,8 @@ static void test_remove_returns_tasks(void **state)
 static void test_monotonic_time(void **state)
 {
     (void)state;
-    gos_sched *s = mk("credit", GOS_SCHED_MRQ);
-    gos_sched_vgpu_add(s, 1, 50, 50);
     gos_sched_task t;
-    task_init(&t, 1, 0, GOS_SCHED_COMPUTE, 0);
-    gos_sched_submit(s, &t, 5 * MS);
-    assert_ptr_equal(gos_sched_next(s, 0, 1 * MS, NULL), &t);
+    gos_sched *s = fx_sched_one("credit", &t, 5 * MS, 1 * MS);
     assert_int_equal(t.start_ns, 5 * MS);
     gos_sched_done(s, &t, 0, 2 * MS);
     gos_sched_vgpu_stats st;
@@ -852,7 +828,7 @@ static void test_random_invariants(void **state)
                     if (st[i] != OWNED)
                         continue;
                     int v = (int)gos_rng_below(&rng, NV);
-                    task_init(&t[i], 10 + (uint32_t)v, gos_rng_below(&rng, 5),
+                    fx_task_init(&t[i], 10 + (uint32_t)v, gos_rng_below(&rng, 5),
                               (int)gos_rng_below(&rng, 2), (int)gos_rng_below(&rng, 3));
                     int rc = gos_sched_submit(s, &t[i], now);
                     assert_int_equal(rc, present[v] ? GOS_OK : GOS_EINVAL);

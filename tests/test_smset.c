@@ -19,6 +19,7 @@
 #include "device/green_ops.h"
 #include "place/smset.h"
 #include "chipgen.h"
+#include "fixtures.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,18 +91,6 @@ static int t_clusters(const struct truth *t, const unsigned char *in, int k)
     for (int g = 0; g < t->n_gpcs; g++)
         c += k == 2 ? e[g] / 2 + f[g] / 2 : e[g] / k;
     return c;
-}
-
-static int open_json(json_t *doc, gos_device **d)
-{
-    char path[] = "/tmp/gpuos-test-smset-XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
-    assert_int_equal(json_dump_file(doc, path, 0), 0);
-    int rc = gos_sim_open(path, d);
-    unlink(path);
-    return rc;
 }
 
 static json_t *random_chip(uint64_t seed, chipgen_truth *T)
@@ -381,7 +370,7 @@ static void test_random_sequences(void **state)
         chipgen_truth T;
         json_t *doc = random_chip(seed, &T);
         gos_device *d;
-        if (open_json(doc, &d))
+        if (fx_open_json(doc, &d))
             fail_msg("open: %s", gos_last_error());
         struct truth t;
         truth_from_gen(&T, doc, &t);
@@ -450,7 +439,7 @@ static void test_colocation_orders(void **state)
     for (uint64_t seed = 500; seed < 620; seed++) {
         chipgen_truth T;
         json_t *doc = random_chip(seed, &T);
-        assert_int_equal(open_json(doc, &d), GOS_OK);
+        assert_int_equal(fx_open_json(doc, &d), GOS_OK);
         truth_from_gen(&T, doc, &t);
         unsigned char all[256] = {0};
         for (int s = 0; s < 256; s++)

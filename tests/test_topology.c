@@ -12,37 +12,20 @@
 #include "device/topo_ops.h"
 #include "topology/topology.h"
 #include "chipgen.h"
+#include "fixtures.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static int open_json(json_t *doc, gos_device **d)
-{
-    char path[] = "/tmp/gpuos-test-chip-XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
-    assert_int_equal(json_dump_file(doc, path, 0), 0);
-    int rc = gos_sim_open(path, d);
-    unlink(path);
-    return rc;
-}
-
 static uint64_t current_seed;
 
 static void round_trip(json_t *doc, int expect_unambiguous)
 {
     gos_device *d;
-    int rc = open_json(doc, &d);
-    if (rc)
-        fail_msg("open: %s", gos_last_error());
-    gos_topo_opts o;
-    gos_topo_default_opts(&o);
     gos_topo_result r;
-    rc = gos_topo_probe(d, &o, &r);
-    if (rc)
+    if (fx_topo_probe(doc, &d, &r))
         fail_msg("probe: %s", gos_last_error());
     char why[256];
     if (!gos_chip_same_topology(d->chip, r.chip, why, sizeof why))
@@ -98,11 +81,8 @@ static void test_harsh_chips(void **state)
     for (uint64_t seed = 5000; seed < 5000 + (uint64_t)n; seed++) {
         json_t *doc = chipgen_random(seed, NULL);
         gos_device *d;
-        assert_int_equal(open_json(doc, &d), 0);
-        gos_topo_opts o;
-        gos_topo_default_opts(&o);
         gos_topo_result r;
-        int rc = gos_topo_probe(d, &o, &r);
+        int rc = fx_topo_probe(doc, &d, &r);
         if (rc == GOS_OK) {
             ambiguous += r.ambiguous;
             if (!r.ambiguous) {
@@ -130,11 +110,8 @@ static void test_output_reloads(void **state)
     (void)state;
     json_t *doc = chipgen_random(4242, NULL);
     gos_device *d;
-    assert_int_equal(open_json(doc, &d), 0);
-    gos_topo_opts o;
-    gos_topo_default_opts(&o);
     gos_topo_result r;
-    assert_int_equal(gos_topo_probe(d, &o, &r), 0);
+    assert_int_equal(fx_topo_probe(doc, &d, &r), 0);
     json_t *out = gos_chip_to_json(r.chip);
     char *text = json_dumps(out, 0);
     gos_chip *back;
@@ -157,11 +134,8 @@ static void test_no_signal_is_ambiguous(void **state)
     json_t *doc = json_loads(gos_chip_default_json(), 0, NULL);
     json_object_set_new(json_object_get(doc, "sim"), "l2_gbps_per_gpc", json_real(1e6));
     gos_device *d;
-    assert_int_equal(open_json(doc, &d), 0);
-    gos_topo_opts o;
-    gos_topo_default_opts(&o);
     gos_topo_result r;
-    assert_int_equal(gos_topo_probe(d, &o, &r), 0);
+    assert_int_equal(fx_topo_probe(doc, &d, &r), 0);
     assert_true(r.ambiguous);
     int amb = 0;
     for (int i = 0; i < r.n_place; i++)
@@ -217,11 +191,8 @@ static void test_tpcs_unobservable(void **state)
         json_t *doc = chipgen_random(seed, NULL);
         json_object_set_new(json_object_get(doc, "sim"), "cluster2", json_string("gpc"));
         gos_device *d;
-        assert_int_equal(open_json(doc, &d), 0);
-        gos_topo_opts o;
-        gos_topo_default_opts(&o);
         gos_topo_result r;
-        assert_int_equal(gos_topo_probe(d, &o, &r), 0);
+        assert_int_equal(fx_topo_probe(doc, &d, &r), 0);
         assert_int_equal(r.tpcs_known, 0);
         assert_false(r.ambiguous);
         assert_same_gpcs(d->chip, r.chip);
@@ -244,11 +215,8 @@ static void test_crossbar_groups(void **state)
         if (with)
             json_object_set_new(json_object_get(doc, "sim"), "l2_gbps_per_partition", json_real(2000));
         gos_device *d;
-        assert_int_equal(open_json(doc, &d), 0);
-        gos_topo_opts o;
-        gos_topo_default_opts(&o);
         gos_topo_result r;
-        assert_int_equal(gos_topo_probe(d, &o, &r), 0);
+        assert_int_equal(fx_topo_probe(doc, &d, &r), 0);
         assert_false(r.ambiguous);
         char why[256];
         assert_true(gos_chip_same_topology(d->chip, r.chip, why, sizeof why));

@@ -1,5 +1,7 @@
 /* chip.c: reading, validating and writing gpuos.chip/2, reading gpuos.chip/1
- * unchanged (docs/contracts.md). */
+ * unchanged (docs/contracts.md). Runs in the cli (probe, report, place), the
+ * daemon (configured charts, simulated devices), the executor (simulated
+ * devices, partition-local memory) and programs of libgpuos-pmem.a. */
 #include "chip/chip.h"
 
 #include "common/jsonio.h"

@@ -1,5 +1,7 @@
 /* chip.h: the gpuos.chip/2 description of one GPU (docs/contracts.md); gpuos.chip/1
  * files are read unchanged (a /1 file is a /2 file without tiers, dies, parities).
+ * Runs in the cli, the daemon, the executor and programs of libgpuos-pmem.a
+ * (chip.c says for what).
  *
  * One format is both what `gpuos probe` writes and what the simulated device
  * reads. gos_chip holds the fields every pillar shares in plain C; the parsed

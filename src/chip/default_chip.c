@@ -1,5 +1,6 @@
 /* default_chip.c: the built-in simulated chip used by `--sim default` and when
- * no GPU is present. Shaped like the typical H200 of paper 001 (section 5.2.1,
+ * no GPU is present; runs wherever a simulated device opens (cli, daemon,
+ * executor). Shaped like the typical H200 of paper 001 (section 5.2.1,
  * figure 3): 132 SMs in 8 GPCs, six of 16 SMs and two of 18, TPCs (2k, 2k+1)
  * dealt round-robin over the GPCs, SMs 124..131 free-floating in the two large
  * GPCs, GPCs split 4 + 4 over the two memory partitions.

@@ -85,7 +85,7 @@ _Static_assert(sizeof GOS_CLI_DEFAULT_SOCKET == sizeof GOS_DEFAULT_SOCKET, "cli.
 
 const char *cli_socket(const char *opt)
 {
-    const char *e = getenv(GOS_ENV_SOCKET);
+    const char *e = gos_env(GOS_ENV_SOCKET);
     return opt ? opt : e && *e ? e : GOS_DEFAULT_SOCKET;
 }
 

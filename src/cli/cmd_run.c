@@ -36,7 +36,7 @@ static void help(FILE *f)
 static int find_libdir(const char *opt, char *out, size_t len)
 {
     char exe[PATH_MAX], cand[PATH_MAX + 32];
-    const char *env = getenv(GOS_ENV_LIBDIR);
+    const char *env = gos_env(GOS_ENV_LIBDIR);
     const char *given = opt ? opt : env && *env ? env : NULL;
     if (given) {
         snprintf(cand, sizeof cand, "%s/libcuda.so.1", given);
@@ -97,7 +97,7 @@ int cmd_run(int argc, char **argv)
     if (gpuos_admin_list(sock, v, GOS_MAX_VGPUS, &n))
         return cli_fail();
     if (!vgpu) {
-        const char *e = getenv(GOS_ENV_VGPU);
+        const char *e = gos_env(GOS_ENV_VGPU);
         if (e && *e)
             vgpu = e;
         else if (n == 1)
@@ -115,7 +115,7 @@ int cmd_run(int argc, char **argv)
     char abs_sock[PATH_MAX];
     if (!realpath(sock, abs_sock))
         snprintf(abs_sock, sizeof abs_sock, "%s", sock);
-    const char *old = getenv("LD_LIBRARY_PATH");
+    const char *old = gos_env(GOS_ENV_SYS_LD_LIBRARY_PATH);
     size_t need = strlen(dir) + (old ? strlen(old) + 1 : 0) + 1;
     char *ld = malloc(need);
     if (!ld) {

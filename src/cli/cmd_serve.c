@@ -93,8 +93,8 @@ int cmd_serve(int argc, char **argv)
     snprintf(s->config_path, sizeof s->config_path, "%s", abs ? abs : config);
     free(abs);
     int rc = gos_serve_config_load(config, &s->cfg);
-    if (!rc && !sock && !s->cfg.socket[0] && getenv(GOS_ENV_SOCKET) && getenv(GOS_ENV_SOCKET)[0])
-        sock = getenv(GOS_ENV_SOCKET);
+    if (!rc && !sock && !s->cfg.socket[0] && gos_env(GOS_ENV_SOCKET) && gos_env(GOS_ENV_SOCKET)[0])
+        sock = gos_env(GOS_ENV_SOCKET);
     if (!rc && sock) {
         if (strlen(sock) >= sizeof s->cfg.socket)
             rc = gos_fail(GOS_EINVAL, "socket path too long");

@@ -116,7 +116,7 @@ struct gpuos_vgpu {
     int n_done;
     int broken; /* the connection is unusable */
     uint32_t vgpu_id, client_id;
-    /* the fast path (issue 9.4; fastpath.c, proto/ring.h) */
+    /* the fast path (issue 9.4; fastpath.c, proto/ring_shm.h) */
     void *ring;                  /* NULL: none (isolation = none, GPUOS_RING=0) */
     uint32_t ring_tail;          /* entries submitted */
     uint32_t ring_checked;       /* entries whose completion was looked at */
@@ -168,7 +168,6 @@ int gcl_region_new_mapped(gpuos_vgpu *g, size_t bytes, void **ptr, uint32_t *reg
 int gcl_region_del(gpuos_vgpu *g, uint32_t region);
 int gcl_stage_setup(gpuos_vgpu *g, size_t chunk, int depth);
 int gcl_stage_ready(gpuos_vgpu *g);
-size_t gcl_env_size(const char *name, size_t dflt);
 void gcl_facts_from(gpuos_vgpu_facts *o, const struct gos_vgpu_rec *r);
 void gcl_shm_ds_from(gpuos_shm_ds *o, const struct gos_shm_rec *r); /* shm_api.c */
 int gcl_sync(gpuos_vgpu *g);
@@ -185,7 +184,7 @@ int gcl_ring_copy(gpuos_vgpu *g, uint32_t dir, gpuos_dptr d, void *dst, const vo
 int gcl_ring_dtod(gpuos_vgpu *g, gpuos_dptr dst, gpuos_dptr src, size_t n, int async);
 int gcl_ring_launch(gpuos_vgpu *g, const struct gos_msg_launch *m, const void *params);
 int gcl_ring_fence(gpuos_vgpu *g);
-/* A GATE entry (proto/ring.h): later entries wait until *word >= value; word
+/* A GATE entry (proto/ring_shm.h): later entries wait until *word >= value; word
  * lies at offset off of region (memory of gpuos_host_alloc). */
 int gcl_ring_gate(gpuos_vgpu *g, const uint64_t *word, uint64_t value, uint32_t region, uint64_t off);
 /* copies.c: the socket path, for the ring's replays */

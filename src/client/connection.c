@@ -11,7 +11,7 @@ const char *gpuos_error(void) { return gos_last_error(); }
 
 int gcl_timeout_ms(void)
 {
-    const char *t = getenv(GOS_ENV_TIMEOUT_MS);
+    const char *t = gos_env(GOS_ENV_TIMEOUT_MS);
     long v = t ? strtol(t, NULL, 10) : 0;
     return v > 0 ? (int)(v < 86400000 ? v : 86400000) : 120000;
 }
@@ -49,7 +49,7 @@ static int denied(const char *path)
 int gcl_connect_to(const char *path, int tmo_ms, int *out)
 {
     if (!path)
-        path = getenv(GOS_ENV_SOCKET);
+        path = gos_env(GOS_ENV_SOCKET);
     if (!path || !*path)
         path = GOS_DEFAULT_SOCKET;
     struct sockaddr_un a = {.sun_family = AF_UNIX};
@@ -108,7 +108,7 @@ int gcl_connect_to(const char *path, int tmo_ms, int *out)
 #define DEFAULT_SPIN_US 100
 unsigned gcl_spin_us(void)
 {
-    const char *t = getenv(GOS_ENV_SPIN_US);
+    const char *t = gos_env(GOS_ENV_SPIN_US);
     if (t && *t) {
         long v = strtol(t, NULL, 10);
         return v > 0 ? (unsigned)(v < 1000000 ? v : 1000000) : 0;
@@ -272,12 +272,12 @@ int gpuos_open(const char *socket_path, const char *vgpu, gpuos_vgpu **out)
     pthread_mutex_init(&g->pool.m, NULL);
     pthread_cond_init(&g->pool.go, NULL);
     pthread_cond_init(&g->pool.done, NULL);
-    g->copy_threads = (int)gcl_env_size(GOS_ENV_COPY_THREADS, 4);
+    g->copy_threads = (int)gos_env_size(GOS_ENV_COPY_THREADS, 4);
     if (g->copy_threads > MAX_COPY_THREADS)
         g->copy_threads = MAX_COPY_THREADS;
     g->timeout_ms = gcl_timeout_ms();
     g->spin_us = gcl_spin_us();
-    g->par_min = gcl_env_size(GOS_ENV_PAR_MIN, 1u << 20);
+    g->par_min = gos_env_size(GOS_ENV_PAR_MIN, 1u << 20);
     g->hcache_off = gos_env_off(GOS_ENV_HOST_CACHE);
     int rc = gcl_connect_to(socket_path, g->timeout_ms, &g->fd);
     if (rc) {
@@ -293,13 +293,13 @@ int gpuos_open(const char *socket_path, const char *vgpu, gpuos_vgpu **out)
     if (!rc) {
         g->vgpu_id = r.vgpu_id;
         g->client_id = r.client_id;
-        size_t chunk = gcl_env_size(GOS_ENV_CHUNK, DEFAULT_CHUNK);
-        int depth = (int)gcl_env_size(GOS_ENV_DEPTH, DEFAULT_DEPTH);
+        size_t chunk = gos_env_size(GOS_ENV_CHUNK, DEFAULT_CHUNK);
+        int depth = (int)gos_env_size(GOS_ENV_DEPTH, DEFAULT_DEPTH);
         if (chunk < 4096 || chunk > (1u << 30))
             chunk = DEFAULT_CHUNK;
         if (depth < 1 || depth > MAX_DEPTH)
             depth = DEFAULT_DEPTH;
-        g->small = gcl_env_size(GOS_ENV_SMALL, DEFAULT_SMALL);
+        g->small = gos_env_size(GOS_ENV_SMALL, DEFAULT_SMALL);
         rc = gcl_stage_setup(g, chunk, depth);
         if (!rc)
             gcl_ring_open(g);

@@ -6,7 +6,7 @@
 #include "common/grow.h"
 #include "common/range.h"
 
-#include "proto/ring.h"
+#include "proto/ring_shm.h"
 
 #include <time.h>
 
@@ -199,17 +199,6 @@ int gcl_stage_ready(gpuos_vgpu *g)
     if (rc)
         g->stage = NULL;
     return rc;
-}
-
-size_t gcl_env_size(const char *name, size_t dflt)
-{
-    const char *v = getenv(name);
-    if (!v || !*v)
-        return dflt;
-    char *end;
-    double x = strtod(v, &end);
-    size_t m = *end == 'K' || *end == 'k' ? 1u << 10 : *end == 'M' || *end == 'm' ? 1u << 20 : 1;
-    return x > 0 ? (size_t)(x * (double)m) : dflt;
 }
 
 /* Gives a buffer back to the daemon and unmaps it (whatever the daemon said). */

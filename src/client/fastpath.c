@@ -1,4 +1,4 @@
-/* fastpath.c: libgpuos's side of the fast path (issue 9.4; proto/ring.h).
+/* fastpath.c: libgpuos's side of the fast path (issue 9.4; proto/ring_shm.h).
  *
  * At connect the library creates the ring (a sealed memfd) and hands it to the
  * daemon, which passes it to this client's executor and grants it while the
@@ -20,7 +20,7 @@
 #include "client_internal.h"
 #include "common/env.h"
 
-#include "proto/ring.h"
+#include "proto/ring_shm.h"
 
 #include <signal.h>
 #include <stddef.h>
@@ -69,7 +69,7 @@ void gcl_ring_open(gpuos_vgpu *g)
         return;
     }
     struct gos_msg_ring m = {.bytes = GOS_RING_BYTES,
-                             .spin_us = (uint32_t)gcl_env_size(GOS_ENV_RING_SPIN_US, DEFAULT_RING_SPIN_US)};
+                             .spin_us = (uint32_t)gos_env_size(GOS_ENV_RING_SPIN_US, DEFAULT_RING_SPIN_US)};
     int rc = gcl_call(g, GOS_MSG_RING, &m, sizeof m, fd, NULL, 0);
     close(fd);
     if (rc) { /* no executor (isolation = none) or an older daemon: the socket path */
@@ -79,9 +79,9 @@ void gcl_ring_open(gpuos_vgpu *g)
     }
     g->ring = p;
     g->ring_res = res;
-    g->ring_inline = gcl_env_size(GOS_ENV_RING_INLINE, GOS_RING_DATA);
-    g->ring_piece = gcl_env_size(GOS_ENV_RING_PIECE, 0);
-    g->ring_wait_us = (unsigned)gcl_env_size(GOS_ENV_RING_WAIT_US, DEFAULT_RING_WAIT_US);
+    g->ring_inline = gos_env_size(GOS_ENV_RING_INLINE, GOS_RING_DATA);
+    g->ring_piece = gos_env_size(GOS_ENV_RING_PIECE, 0);
+    g->ring_wait_us = (unsigned)gos_env_size(GOS_ENV_RING_WAIT_US, DEFAULT_RING_WAIT_US);
     if (g->ring_wait_us > RING_COPY_SPIN_MAX_US)
         g->ring_wait_us = RING_COPY_SPIN_MAX_US;
     if (g->ring_piece && g->ring_piece < 4096)

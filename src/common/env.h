@@ -29,7 +29,7 @@
 #define GOS_ENV_COPY_THREADS "GPUOS_COPY_THREADS"
 #define GOS_ENV_PAR_MIN "GPUOS_PAR_MIN"
 #define GOS_ENV_SMALL "GPUOS_SMALL"
-/* client: the fast path (proto/ring.h): 0 turns the ring off; the executor's
+/* client: the fast path (proto/ring_shm.h): 0 turns the ring off; the executor's
  * spin for entries (us); the largest copy carried inline in a slot (bytes);
  * the piece a long copy is cut into on the ring (bytes, 0: none); the
  * client's spin for an answer before it sleeps (us). */
@@ -79,12 +79,39 @@
  * when at least the chip's count). */
 #define GOS_ENV_SWEEP_SMS "GPUOS_SWEEP_SMS"
 
+/* Variables gpuos reads that others set (not listed in gpuos(1)): systemd's
+ * state folder of the unit (daemon) and its journal stream (every process's
+ * log), the temporary folder (cli: dvfs report), the library path `gpuos run`
+ * extends (cli), and the provenance commit's older name (cli, daemon). */
+#define GOS_ENV_SYS_STATE_DIRECTORY "STATE_DIRECTORY"
+#define GOS_ENV_SYS_JOURNAL_STREAM "JOURNAL_STREAM"
+#define GOS_ENV_SYS_TMPDIR "TMPDIR"
+#define GOS_ENV_SYS_LD_LIBRARY_PATH "LD_LIBRARY_PATH"
+#define GOS_ENV_OLD_COMMIT "GOS_COMMIT"
+
+/* The one reading of the environment (tests/t_env.sh: no other getenv in
+ * src/): the value of name (a GOS_ENV_* above), NULL when unset. */
+static inline const char *gos_env(const char *name) { return getenv(name); }
+
 /* Whether the variable name (one of the above) is set to "0": the off switch
  * of what is on by default (the ring, the host buffer cache, early yields). */
 static inline int gos_env_off(const char *name)
 {
-    const char *v = getenv(name);
+    const char *v = gos_env(name);
     return v && !strcmp(v, "0");
+}
+
+/* A size or count from name: a number, K or M after it multiplying by 2^10 or
+ * 2^20 (fractions allowed: "1.5M"); dflt when unset, empty or not above 0. */
+static inline size_t gos_env_size(const char *name, size_t dflt)
+{
+    const char *v = gos_env(name);
+    if (!v || !*v)
+        return dflt;
+    char *end;
+    double x = strtod(v, &end);
+    size_t m = *end == 'K' || *end == 'k' ? 1u << 10 : *end == 'M' || *end == 'm' ? 1u << 20 : 1;
+    return x > 0 ? (size_t)(x * (double)m) : dflt;
 }
 
 #endif

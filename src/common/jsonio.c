@@ -62,7 +62,7 @@ int gos_file_save_atomic(const char *path, const void *data, size_t len)
 void gos_json_trace(json_t *root)
 {
     static int counter;
-    const char *dir = getenv(GOS_ENV_JSON_TRACE);
+    const char *dir = gos_env(GOS_ENV_JSON_TRACE);
     if (!dir || !*dir || !root)
         return;
     char path[4096];

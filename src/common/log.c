@@ -1,6 +1,7 @@
 /* log.c: log lines with priorities (log.h); linked into every process. */
 #include "common/log.h"
 
+#include "common/env.h"
 #include "common/status.h"
 
 #include <stdarg.h>
@@ -24,7 +25,7 @@ void gos_log_name(const char *who)
  * inherits the variable but not the stream). */
 static int stderr_is_journal(void)
 {
-    const char *js = getenv("JOURNAL_STREAM");
+    const char *js = gos_env(GOS_ENV_SYS_JOURNAL_STREAM);
     unsigned long long dev, ino;
     struct stat st;
     if (!js || sscanf(js, "%llu:%llu", &dev, &ino) != 2 || fstat(STDERR_FILENO, &st))

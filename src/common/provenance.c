@@ -26,9 +26,9 @@ json_t *gos_provenance(const char *command, const char *driver)
     if (gethostname(host, sizeof host - 1))
         snprintf(host, sizeof host, "unknown");
     host[sizeof host - 1] = 0;
-    const char *commit = getenv(GOS_ENV_COMMIT);
+    const char *commit = gos_env(GOS_ENV_COMMIT);
     if (!commit || !*commit)
-        commit = getenv("GOS_COMMIT");
+        commit = gos_env(GOS_ENV_OLD_COMMIT);
     json_t *p = json_object();
     json_object_set_new(p, "date", json_string(date));
     json_object_set_new(p, "commit", json_string(commit && *commit ? commit : "unknown"));

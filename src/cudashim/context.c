@@ -8,27 +8,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-int ctx_ok(CUcontext c) { return c && (c == &S.primary || c->magic == MAGIC_CTX); }
+int ctx_ok(CUcontext c) { return c && (c == &shim_proc.primary || c->magic == MAGIC_CTX); }
 
 E CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d)
 {
     if (!c)
         return CUDA_ERROR_INVALID_VALUE;
     CHECK_DEV(d);
-    pthread_mutex_lock(&S.m);
-    S.primary.refs++;
-    pthread_mutex_unlock(&S.m);
-    *c = &S.primary;
+    pthread_mutex_lock(&shim_proc.m);
+    shim_proc.primary.refs++;
+    pthread_mutex_unlock(&shim_proc.m);
+    *c = &shim_proc.primary;
     return CUDA_SUCCESS;
 }
 
 E CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d)
 {
     CHECK_DEV(d);
-    pthread_mutex_lock(&S.m);
-    if (S.primary.refs > 0)
-        S.primary.refs--;
-    pthread_mutex_unlock(&S.m);
+    pthread_mutex_lock(&shim_proc.m);
+    if (shim_proc.primary.refs > 0)
+        shim_proc.primary.refs--;
+    pthread_mutex_unlock(&shim_proc.m);
     return CUDA_SUCCESS;
 }
 
@@ -37,15 +37,15 @@ E CUresult cuDevicePrimaryCtxGetState(CUdevice d, unsigned int *flags, int *acti
     if (!flags || !active)
         return CUDA_ERROR_INVALID_VALUE;
     CHECK_DEV(d);
-    *flags = S.primary.flags;
-    *active = S.primary.refs > 0;
+    *flags = shim_proc.primary.flags;
+    *active = shim_proc.primary.refs > 0;
     return CUDA_SUCCESS;
 }
 
 E CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice d, unsigned int flags)
 {
     CHECK_DEV(d);
-    S.primary.flags = flags;
+    shim_proc.primary.flags = flags;
     return CUDA_SUCCESS;
 }
 
@@ -89,7 +89,7 @@ E CUresult cuCtxCreate_v4(CUcontext *c, CUctxCreateParams *p, unsigned int flags
 E CUresult cuCtxDestroy_v2(CUcontext c)
 {
     NEED_INIT();
-    if (!ctx_ok(c) || c == &S.primary)
+    if (!ctx_ok(c) || c == &shim_proc.primary)
         return CUDA_ERROR_INVALID_CONTEXT;
     shim_sync();
     if (cur_ctx == c)
@@ -196,7 +196,7 @@ E CUresult cuCtxGetId(CUcontext c, unsigned long long *id)
         c = cur_ctx;
     if (!ctx_ok(c))
         return CUDA_ERROR_INVALID_CONTEXT;
-    *id = c == &S.primary ? 1 : c->id; /* a destroyed context's address may come back; its id does not */
+    *id = c == &shim_proc.primary ? 1 : c->id; /* a destroyed context's address may come back; its id does not */
     return CUDA_SUCCESS;
 }
 
@@ -273,9 +273,9 @@ E CUresult cuCtxAttach(CUcontext *c, unsigned int flags)
     if (!c || flags)
         return CUDA_ERROR_INVALID_VALUE;
     NEED_CTX();
-    pthread_mutex_lock(&S.m);
+    pthread_mutex_lock(&shim_proc.m);
     cur_ctx->refs++;
-    pthread_mutex_unlock(&S.m);
+    pthread_mutex_unlock(&shim_proc.m);
     *c = cur_ctx;
     return CUDA_SUCCESS;
 }
@@ -285,9 +285,9 @@ E CUresult cuCtxDetach(CUcontext c)
     NEED_INIT();
     if (!ctx_ok(c))
         return CUDA_ERROR_INVALID_CONTEXT;
-    pthread_mutex_lock(&S.m);
-    int last = --c->refs <= 0 && c != &S.primary;
-    pthread_mutex_unlock(&S.m);
+    pthread_mutex_lock(&shim_proc.m);
+    int last = --c->refs <= 0 && c != &shim_proc.primary;
+    pthread_mutex_unlock(&shim_proc.m);
     return last ? cuCtxDestroy_v2(c) : CUDA_SUCCESS;
 }
 
@@ -377,6 +377,6 @@ E CUresult cuCtxGetExecAffinity(CUexecAffinityParam *p, CUexecAffinityType t)
     if (t != CU_EXEC_AFFINITY_TYPE_SM_COUNT)
         return CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY;
     p->type = CU_EXEC_AFFINITY_TYPE_SM_COUNT;
-    p->param.smCount.val = (unsigned)S.dev.sm_count; /* what the context may use: the device's SMs */
+    p->param.smCount.val = (unsigned)shim_proc.dev.sm_count; /* what the context may use: the device's SMs */
     return CUDA_SUCCESS;
 }

@@ -39,7 +39,8 @@ CUresult shim_htod(CUdeviceptr dst, const void *src, size_t n, int async)
     void *hd = pinned_at(dst, n);
     if (hd)
         return htoh(hd, src, n);
-    int rc = async ? queued_one(gpuos_memcpy_htod_async(S.g, dst, src, n)) : gpuos_memcpy_htod(S.g, dst, src, n);
+    int rc = async ? queued_one(gpuos_memcpy_htod_async(shim_proc.g, dst, src, n))
+                   : gpuos_memcpy_htod(shim_proc.g, dst, src, n);
     return map_rc(rc, "cuMemcpyHtoD");
 }
 CUresult shim_dtoh(void *dst, CUdeviceptr src, size_t n, int async)
@@ -53,7 +54,8 @@ CUresult shim_dtoh(void *dst, CUdeviceptr src, size_t n, int async)
     void *hs = pinned_at(src, n);
     if (hs)
         return htoh(dst, hs, n);
-    int rc = async ? queued_one(gpuos_memcpy_dtoh_async(S.g, dst, src, n)) : gpuos_memcpy_dtoh(S.g, dst, src, n);
+    int rc = async ? queued_one(gpuos_memcpy_dtoh_async(shim_proc.g, dst, src, n))
+                   : gpuos_memcpy_dtoh(shim_proc.g, dst, src, n);
     return map_rc(rc, "cuMemcpyDtoH");
 }
 CUresult shim_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, int async)
@@ -69,7 +71,8 @@ CUresult shim_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, int async)
         return htoh(hd, hs, n);
     if (hd || hs)
         return hd ? shim_dtoh(hd, src, n, async) : shim_htod(dst, hs, n, async);
-    int rc = async ? queued_one(gpuos_memcpy_dtod_async(S.g, dst, src, n)) : gpuos_memcpy_dtod(S.g, dst, src, n);
+    int rc = async ? queued_one(gpuos_memcpy_dtod_async(shim_proc.g, dst, src, n))
+                   : gpuos_memcpy_dtod(shim_proc.g, dst, src, n);
     return map_rc(rc, "cuMemcpyDtoD");
 }
 
@@ -305,7 +308,8 @@ static int host_pattern(CUdeviceptr d, unsigned v, size_t elem, size_t bytes, in
     int rc = 0;
     for (size_t off = 0; off < bytes && !rc; off += chunk) {
         size_t n = bytes - off < chunk ? bytes - off : chunk;
-        rc = async ? queued_one(gpuos_memcpy_htod_async(S.g, d + off, b, n)) : gpuos_memcpy_htod(S.g, d + off, b, n);
+        rc = async ? queued_one(gpuos_memcpy_htod_async(shim_proc.g, d + off, b, n))
+                   : gpuos_memcpy_htod(shim_proc.g, d + off, b, n);
     }
     free(b);
     return rc;
@@ -331,7 +335,7 @@ CUresult shim_memset(CUdeviceptr d, unsigned v, size_t elem, size_t count, int a
         pattern((unsigned char *)(uintptr_t)d, bytes, v, elem);
         return CUDA_SUCCESS;
     }
-    int rc = shim_ext_memset(S.g, d, v, (int)elem, count, async);
+    int rc = shim_ext_memset(shim_proc.g, d, v, (int)elem, count, async);
     if (rc != GPUOS_EUNSUPPORTED)
         return map_rc(rc, "cuMemset");
     uint64_t a = (d + 3) & ~(uint64_t)3, e = (d + bytes) & ~(uint64_t)3;
@@ -348,7 +352,7 @@ CUresult shim_memset(CUdeviceptr d, unsigned v, size_t elem, size_t count, int a
         } prm = {a, word, 0, (e - a) / 4};
         uint64_t blocks = (prm.count + 255) / 256;
         gpuos_launch_config c = {.grid = {(unsigned)(blocks < 1056 ? blocks : 1056), 1, 1}, .block = {256, 1, 1}};
-        rc = queued_one(gpuos_launch(S.g, f, &c, &prm, sizeof prm));
+        rc = queued_one(gpuos_launch(shim_proc.g, f, &c, &prm, sizeof prm));
     }
     if (!rc && d + bytes > e)
         rc = host_pattern(e, v, elem, (size_t)(d + bytes - e), 1);

@@ -4,7 +4,7 @@
  * The entry points live in one file per concern:
  *   init.c     diagnostics, the process's state, cuInit, the library's own
  *              built-in kernels (fill, stamp)
- *   device.c   devices and their attributes
+ *   devices.c  devices and their attributes
  *   context.c  contexts (emulated: every context is the process's one client)
  *   memory.c   device and host allocations, pointer attributes
  *   vmm.c      virtual memory management (cuMemCreate, cuMemMap, ...)
@@ -122,7 +122,7 @@ struct shim_state {
     struct range *hosts;
     int n_hosts, cap_hosts;
 };
-extern struct shim_state S;
+extern struct shim_state shim_proc; /* the process's one state, under shim_proc.m */
 extern __thread struct CUctx_st *cur_ctx;
 
 /* A libgpuos status as a CUresult; `what` names the call in the trace. */
@@ -139,12 +139,12 @@ extern _Thread_local int shim_in_host_fn;
 /* Every call after cuInit: the client, or the error cuInit ended with. */
 #define NEED_INIT()                                                                                                    \
     do {                                                                                                               \
-        if (!S.inited)                                                                                                 \
+        if (!shim_proc.inited)                                                                                         \
             return CUDA_ERROR_NOT_INITIALIZED;                                                                         \
         if (shim_in_host_fn)                                                                                           \
             return CUDA_ERROR_NOT_PERMITTED;                                                                           \
-        if (S.init_rc)                                                                                                 \
-            return S.init_rc;                                                                                          \
+        if (shim_proc.init_rc)                                                                                         \
+            return shim_proc.init_rc;                                                                                  \
     } while (0)
 #define CHECK_DEV(d)                                                                                                   \
     do {                                                                                                               \

@@ -516,7 +516,7 @@ static void lt_find(void)
 {
     static const unsigned char id[16] = {0x17, 0x34, 0xdc, 0x26, 0x80, 0x0d, 0x47, 0x45,
                                          0x87, 0x26, 0xc0, 0xf1, 0xe7, 0xdd, 0x8b, 0xca};
-    const char *mode = getenv(GOS_ENV_CUDASHIM_LT);
+    const char *mode = gos_env(GOS_ENV_CUDASHIM_LT);
     if (mode && !strcmp(mode, "stub")) {
         traced("{" LT_ID "}: named stubs (" GOS_ENV_CUDASHIM_LT "=stub)");
         return;

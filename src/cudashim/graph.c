@@ -394,7 +394,7 @@ E CUresult cuGraphLaunch(CUgraphExec e, CUstream s)
             continue;
         }
         switch (x->kind) {
-        case NODE_KERNEL: r = map_rc(queued_one(gpuos_launch(S.g, x->fn, &x->c, x->params, x->len)), "cuGraphLaunch"); break;
+        case NODE_KERNEL: r = map_rc(queued_one(gpuos_launch(shim_proc.g, x->fn, &x->c, x->params, x->len)), "cuGraphLaunch"); break;
         case NODE_HTOD: r = shim_htod(x->dst, (const void *)(uintptr_t)x->src, x->n, 1); break;
         case NODE_DTOH: r = shim_dtoh((void *)(uintptr_t)x->dst, x->src, x->n, 1); break;
         case NODE_DTOD: r = shim_dtod(x->dst, x->src, x->n, 1); break;

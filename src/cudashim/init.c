@@ -31,7 +31,7 @@ int shim_trace(void)
 {
     static int t = -1;
     if (t < 0) {
-        const char *v = getenv(GOS_ENV_CUDASHIM_TRACE);
+        const char *v = gos_env(GOS_ENV_CUDASHIM_TRACE);
         int n = v ? atoi(v) : 0;
         t = !v || !*v || !strcmp(v, "0") ? 0 : n >= 2 ? 2 : 1;
     }
@@ -104,7 +104,7 @@ int shim_unsupported(const char *name)
 /* ------------------------------------------------------------------ */
 /* state */
 
-struct shim_state S = {.m = PTHREAD_MUTEX_INITIALIZER, .primary = {MAGIC_CTX, 1, 0, 0}};
+struct shim_state shim_proc = {.m = PTHREAD_MUTEX_INITIALIZER, .primary = {MAGIC_CTX, 1, 0, 0}};
 __thread struct CUctx_st *cur_ctx;
 
 CUresult map_rc(int rc, const char *what)
@@ -152,7 +152,7 @@ int shim_sync(void)
 {
     shim_hf_before(0); /* a synchronise waits for every host function too */
     __atomic_store_n(&queued, 0, __ATOMIC_RELAXED);
-    return gpuos_synchronize(S.g);
+    return gpuos_synchronize(shim_proc.g);
 }
 
 int queued_one(int rc)
@@ -167,24 +167,24 @@ E CUresult cuInit(unsigned int flags)
 {
     if (flags)
         return CUDA_ERROR_INVALID_VALUE;
-    pthread_mutex_lock(&S.m);
-    if (!S.inited) {
-        const char *v = getenv(GOS_ENV_VGPU);
-        int rc = gpuos_open(NULL, v && *v ? v : "default", &S.g);
+    pthread_mutex_lock(&shim_proc.m);
+    if (!shim_proc.inited) {
+        const char *v = gos_env(GOS_ENV_VGPU);
+        int rc = gpuos_open(NULL, v && *v ? v : "default", &shim_proc.g);
         if (!rc)
-            rc = gpuos_device_info(S.g, &S.dev);
+            rc = gpuos_device_info(shim_proc.g, &shim_proc.dev);
         if (!rc)
-            rc = gpuos_mem_info(S.g, NULL, &S.quota, NULL);
+            rc = gpuos_mem_info(shim_proc.g, NULL, &shim_proc.quota, NULL);
         if (rc) {
             gos_log(LOG_NOTICE, "cuInit: %s", gpuos_error());
-            S.init_rc = rc == GPUOS_EIO || rc == GPUOS_ENODEV || rc == GPUOS_ETIMEDOUT ? CUDA_ERROR_NO_DEVICE
+            shim_proc.init_rc = rc == GPUOS_EIO || rc == GPUOS_ENODEV || rc == GPUOS_ETIMEDOUT ? CUDA_ERROR_NO_DEVICE
                                                                                          : map_rc(rc, "cuInit");
         }
-        S.cc = S.dev.cc_major * 10 + S.dev.cc_minor;
-        S.inited = 1;
+        shim_proc.cc = shim_proc.dev.cc_major * 10 + shim_proc.dev.cc_minor;
+        shim_proc.inited = 1;
     }
-    CUresult r = S.init_rc;
-    pthread_mutex_unlock(&S.m);
+    CUresult r = shim_proc.init_rc;
+    pthread_mutex_unlock(&shim_proc.m);
     return r;
 }
 
@@ -211,9 +211,9 @@ gpuos_function builtin_fn(int which)
     pthread_mutex_lock(&l);
     if (!tried[which]) {
         tried[which] = 1;
-        if (!loaded && !gpuos_module_load_builtin(S.g, "builtin", &m))
+        if (!loaded && !gpuos_module_load_builtin(shim_proc.g, "builtin", &m))
             loaded = 1;
-        if (!loaded || gpuos_module_function(S.g, m, names[which], &f[which]))
+        if (!loaded || gpuos_module_function(shim_proc.g, m, names[which], &f[which]))
             f[which] = 0;
         if (shim_trace())
             shim_log("%s: %s", which == BI_FILL ? "memset" : "events",

@@ -60,7 +60,7 @@ E CUresult cuOccupancyMaxPotentialBlockSize(int *grid, int *block, CUfunction f,
         }
     }
     *block = best_b;
-    *grid = occupancy(f, best_b, fn ? fn(best_b) : dyn) * S.dev.sm_count;
+    *grid = occupancy(f, best_b, fn ? fn(best_b) : dyn) * shim_proc.dev.sm_count;
     if (shim_trace() >= 2)
         shim_log("cuOccupancyMaxPotentialBlockSize %.80s = grid %d block %d", f->name, *grid, *block);
     return CUDA_SUCCESS;
@@ -158,7 +158,7 @@ CUresult shim_launch(CUfunction f, const unsigned grid[3], const unsigned block[
     if (shim_capturing(s))
         return shim_capture_kernel(f->h, &c, buf, len);
     shim_hf_before(1);
-    return map_rc(queued_one(gpuos_launch(S.g, f->h, &c, buf, len)), "cuLaunchKernel");
+    return map_rc(queued_one(gpuos_launch(shim_proc.g, f->h, &c, buf, len)), "cuLaunchKernel");
 }
 
 E CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
@@ -324,7 +324,7 @@ static int clusters_measured(int cs, int per_sm, int *n)
     int h[GPUOS_ATTR_CLUSTERS_MAX + 1];
     for (int c = 1; c <= GPUOS_ATTR_CLUSTERS_MAX; c++) {
         int v;
-        if (shim_ext_attribute(S.g, GPUOS_ATTR_CLUSTERS + c - 1, &v) || v < 0)
+        if (shim_ext_attribute(shim_proc.g, GPUOS_ATTR_CLUSTERS + c - 1, &v) || v < 0)
             return 0;
         t[c - 1] = v;
     }
@@ -361,7 +361,8 @@ E CUresult cuOccupancyMaxActiveClusters(int *n, CUfunction f, const CUlaunchConf
     if (cs > GPUOS_ATTR_CLUSTERS_MAX) {
         *n = 0; /* no GPC is that large */
     } else if (!clusters_measured((int)cs, per_sm, n)) {
-        int sms = S.dev.sm_count > 0 ? S.dev.sm_count : 1, gpcs = (sms + 15) / 16, sm_per_gpc = sms / gpcs;
+        int sms = shim_proc.dev.sm_count > 0 ? shim_proc.dev.sm_count : 1, gpcs = (sms + 15) / 16,
+            sm_per_gpc = sms / gpcs;
         *n = gpcs * (per_sm * sm_per_gpc / (int)cs);
     }
     if (shim_trace() >= 2)
@@ -376,6 +377,6 @@ E CUresult cuOccupancyMaxPotentialClusterSize(int *size, CUfunction f, const CUl
     NEED_INIT();
     if (!func_ok(f))
         return CUDA_ERROR_INVALID_HANDLE;
-    *size = S.dev.cc_major >= 9 ? (f->nonportable ? 16 : 8) : 1; /* 16 needs the non-portable size allowed */
+    *size = shim_proc.dev.cc_major >= 9 ? (f->nonportable ? 16 : 8) : 1; /* 16 needs the non-portable size allowed */
     return CUDA_SUCCESS;
 }

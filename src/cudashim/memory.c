@@ -12,13 +12,13 @@
 
 void ranges_add_flags(uint64_t p, uint64_t n, unsigned flags)
 {
-    pthread_mutex_lock(&S.m);
-    if (gos_grow((void **)&S.allocs, &S.cap_allocs, S.n_allocs, sizeof *S.allocs, 64)) {
-        pthread_mutex_unlock(&S.m);
+    pthread_mutex_lock(&shim_proc.m);
+    if (gos_grow((void **)&shim_proc.allocs, &shim_proc.cap_allocs, shim_proc.n_allocs, sizeof *shim_proc.allocs, 64)) {
+        pthread_mutex_unlock(&shim_proc.m);
         return;
     }
-    S.allocs[S.n_allocs++] = (struct range){p, n, flags};
-    pthread_mutex_unlock(&S.m);
+    shim_proc.allocs[shim_proc.n_allocs++] = (struct range){p, n, flags};
+    pthread_mutex_unlock(&shim_proc.m);
 }
 
 void ranges_add(uint64_t p, uint64_t n) { ranges_add_flags(p, n, 0); }
@@ -27,28 +27,28 @@ void ranges_add(uint64_t p, uint64_t n) { ranges_add_flags(p, n, 0); }
 int ranges_find(uint64_t p, struct range *out)
 {
     int found = 0;
-    pthread_mutex_lock(&S.m);
-    for (int i = 0; i < S.n_allocs && !found; i++)
-        if (p >= S.allocs[i].p && p < S.allocs[i].p + S.allocs[i].n) {
+    pthread_mutex_lock(&shim_proc.m);
+    for (int i = 0; i < shim_proc.n_allocs && !found; i++)
+        if (p >= shim_proc.allocs[i].p && p < shim_proc.allocs[i].p + shim_proc.allocs[i].n) {
             if (out)
-                *out = S.allocs[i];
+                *out = shim_proc.allocs[i];
             found = 1;
         }
-    pthread_mutex_unlock(&S.m);
+    pthread_mutex_unlock(&shim_proc.m);
     return found;
 }
 
 int ranges_del(uint64_t p)
 {
     int found = 0;
-    pthread_mutex_lock(&S.m);
-    for (int i = 0; i < S.n_allocs; i++)
-        if (S.allocs[i].p == p) {
-            S.allocs[i] = S.allocs[--S.n_allocs];
+    pthread_mutex_lock(&shim_proc.m);
+    for (int i = 0; i < shim_proc.n_allocs; i++)
+        if (shim_proc.allocs[i].p == p) {
+            shim_proc.allocs[i] = shim_proc.allocs[--shim_proc.n_allocs];
             found = 1;
             break;
         }
-    pthread_mutex_unlock(&S.m);
+    pthread_mutex_unlock(&shim_proc.m);
     return found;
 }
 
@@ -60,7 +60,7 @@ E CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes)
     if (!bytes)
         return CUDA_ERROR_INVALID_VALUE;
     gpuos_dptr d;
-    CUresult r = map_rc(gpuos_mem_alloc(S.g, bytes, &d), "cuMemAlloc");
+    CUresult r = map_rc(gpuos_mem_alloc(shim_proc.g, bytes, &d), "cuMemAlloc");
     if (r)
         return r;
     ranges_add(d, bytes);
@@ -89,14 +89,14 @@ E CUresult cuMemFree_v2(CUdeviceptr p)
         return CUDA_ERROR_INVALID_VALUE; /* a VMM mapping: cuMemUnmap, cuMemRelease (vmm.c) */
     if (!ranges_del(p))
         return CUDA_ERROR_INVALID_VALUE;
-    return map_rc(gpuos_mem_free(S.g, p), "cuMemFree");
+    return map_rc(gpuos_mem_free(shim_proc.g, p), "cuMemFree");
 }
 
 E CUresult cuMemGetInfo_v2(size_t *free_b, size_t *total)
 {
     NEED_CTX();
     uint64_t used = 0, quota = 0;
-    CUresult r = map_rc(gpuos_mem_info(S.g, &used, &quota, NULL), "cuMemGetInfo");
+    CUresult r = map_rc(gpuos_mem_info(shim_proc.g, &used, &quota, NULL), "cuMemGetInfo");
     if (r)
         return r;
     if (free_b)
@@ -122,24 +122,25 @@ E CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr 
 int host_find(const void *p, struct range *out)
 {
     int found = 0;
-    pthread_mutex_lock(&S.m);
-    for (int i = 0; i < S.n_hosts && !found; i++)
-        if ((uint64_t)(uintptr_t)p >= S.hosts[i].p && (uint64_t)(uintptr_t)p < S.hosts[i].p + S.hosts[i].n) {
+    pthread_mutex_lock(&shim_proc.m);
+    for (int i = 0; i < shim_proc.n_hosts && !found; i++)
+        if ((uint64_t)(uintptr_t)p >= shim_proc.hosts[i].p &&
+            (uint64_t)(uintptr_t)p < shim_proc.hosts[i].p + shim_proc.hosts[i].n) {
             if (out)
-                *out = S.hosts[i];
+                *out = shim_proc.hosts[i];
             found = 1;
         }
-    pthread_mutex_unlock(&S.m);
+    pthread_mutex_unlock(&shim_proc.m);
     return found;
 }
 
 static int host_add(const void *p, size_t bytes, unsigned flags)
 {
-    pthread_mutex_lock(&S.m);
-    int rc = gos_grow((void **)&S.hosts, &S.cap_hosts, S.n_hosts, sizeof *S.hosts, 16);
+    pthread_mutex_lock(&shim_proc.m);
+    int rc = gos_grow((void **)&shim_proc.hosts, &shim_proc.cap_hosts, shim_proc.n_hosts, sizeof *shim_proc.hosts, 16);
     if (!rc)
-        S.hosts[S.n_hosts++] = (struct range){(uint64_t)(uintptr_t)p, bytes, flags};
-    pthread_mutex_unlock(&S.m);
+        shim_proc.hosts[shim_proc.n_hosts++] = (struct range){(uint64_t)(uintptr_t)p, bytes, flags};
+    pthread_mutex_unlock(&shim_proc.m);
     return rc;
 }
 
@@ -147,14 +148,14 @@ static int host_add(const void *p, size_t bytes, unsigned flags)
 static long long host_del(const void *p)
 {
     long long flags = -1;
-    pthread_mutex_lock(&S.m);
-    for (int i = 0; i < S.n_hosts; i++)
-        if (S.hosts[i].p == (uint64_t)(uintptr_t)p) {
-            flags = S.hosts[i].flags;
-            S.hosts[i] = S.hosts[--S.n_hosts];
+    pthread_mutex_lock(&shim_proc.m);
+    for (int i = 0; i < shim_proc.n_hosts; i++)
+        if (shim_proc.hosts[i].p == (uint64_t)(uintptr_t)p) {
+            flags = shim_proc.hosts[i].flags;
+            shim_proc.hosts[i] = shim_proc.hosts[--shim_proc.n_hosts];
             break;
         }
-    pthread_mutex_unlock(&S.m);
+    pthread_mutex_unlock(&shim_proc.m);
     return flags;
 }
 
@@ -171,11 +172,11 @@ E CUresult cuMemHostAlloc(void **p, size_t bytes, unsigned int flags)
     NEED_CTX();
     if (flags & ~(unsigned)(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED))
         return CUDA_ERROR_INVALID_VALUE;
-    CUresult r = map_rc(gpuos_host_alloc(S.g, bytes, p), "cuMemHostAlloc");
+    CUresult r = map_rc(gpuos_host_alloc(shim_proc.g, bytes, p), "cuMemHostAlloc");
     if (r)
         return r;
     if (host_add(*p, bytes, flags)) {
-        gpuos_host_free(S.g, *p);
+        gpuos_host_free(shim_proc.g, *p);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     return CUDA_SUCCESS;
@@ -190,7 +191,7 @@ E CUresult cuMemFreeHost(void *p)
         return CUDA_ERROR_INVALID_VALUE;
     host_del(p);
     shim_sync();
-    return map_rc(gpuos_host_free(S.g, p), "cuMemFreeHost");
+    return map_rc(gpuos_host_free(shim_proc.g, p), "cuMemFreeHost");
 }
 
 /* Registered memory stays the program's own (not shared with the daemon):
@@ -235,7 +236,7 @@ E CUresult cuMemHostGetFlags(unsigned int *flags, void *p)
 static CUresult host_dptr(const struct range *r, void *p, CUdeviceptr *d)
 {
     gpuos_dptr dp;
-    if ((r->flags & HOST_REGISTERED) || gpuos_host_device_pointer(S.g, p, &dp))
+    if ((r->flags & HOST_REGISTERED) || gpuos_host_device_pointer(shim_proc.g, p, &dp))
         return shim_unsupported("cuMemHostGetDevicePointer (kernels on the vGPU cannot reach this memory: "
                                 "registered, or its executor could not map it at this address)");
     *d = (CUdeviceptr)dp;
@@ -280,7 +281,7 @@ static CUresult ptr_attr(void *data, CUpointer_attribute a, CUdeviceptr p, int d
 {
     switch (a) {
     case CU_POINTER_ATTRIBUTE_CONTEXT:
-        *(CUcontext *)data = known ? &S.primary : NULL;
+        *(CUcontext *)data = known ? &shim_proc.primary : NULL;
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
         *(unsigned *)data = !known ? 0 : dev ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;

@@ -36,7 +36,7 @@ static CUresult mod_ensure(struct CUmod_st *m)
     if (m->nocode)
         return CUDA_ERROR_NO_BINARY_FOR_GPU;
     pthread_mutex_lock(&lazy_lock);
-    int rc = m->loaded ? GPUOS_OK : gpuos_module_load(S.g, m->image, m->bytes, &m->h);
+    int rc = m->loaded ? GPUOS_OK : gpuos_module_load(shim_proc.g, m->image, m->bytes, &m->h);
     if (!rc)
         m->loaded = 1;
     pthread_mutex_unlock(&lazy_lock);
@@ -47,7 +47,7 @@ static CUresult mod_ensure(struct CUmod_st *m)
  * CUDA_ERROR_NOT_FOUND (EDEVICE through the daemon). */
 static CUresult lookup(struct CUmod_st *m, const char *name, gpuos_function *h)
 {
-    int rc = gpuos_module_function(S.g, m->h, name, h);
+    int rc = gpuos_module_function(shim_proc.g, m->h, name, h);
     if (rc && shim_trace())
         shim_log("%s: %s", name, gpuos_error());
     return !rc ? CUDA_SUCCESS
@@ -94,11 +94,11 @@ static CUresult mod_load_in(struct CUmod_st **out, const void *image, size_t byt
     int rc = 0;
     if (!strncmp(image, BUILTIN_ESCAPE, strlen(BUILTIN_ESCAPE))) {
         m->builtin = 1;
-        rc = gpuos_module_load_builtin(S.g, "builtin", &m->h);
+        rc = gpuos_module_load_builtin(shim_proc.g, "builtin", &m->h);
         m->loaded = !rc;
     } else {
         m->bytes = bytes ? bytes : shim_image_size(image);
-        m->nocode = lazy && !shim_image_runs(image, S.cc);
+        m->nocode = lazy && !shim_image_runs(image, shim_proc.cc);
         /* the wrapper cudart hands over points at the container itself; a
          * container in a loaded object's fatbin section (the runtime's
          * registrations: PyTorch's come to gigabytes) is used where it lies */
@@ -120,7 +120,7 @@ static CUresult mod_load_in(struct CUmod_st **out, const void *image, size_t byt
                      m->borrowed ? " (used in place)" : "");
         }
         if (!lazy) {
-            rc = gpuos_module_load(S.g, m->image, m->bytes, &m->h);
+            rc = gpuos_module_load(shim_proc.g, m->image, m->bytes, &m->h);
             m->loaded = !rc;
         }
     }
@@ -198,7 +198,7 @@ E CUresult cuModuleUnload(CUmodule m)
     if (!mod_ok(m))
         return CUDA_ERROR_INVALID_HANDLE;
     shim_sync();
-    CUresult r = !m->loaded ? CUDA_SUCCESS : map_rc(gpuos_module_unload(S.g, m->h), "cuModuleUnload");
+    CUresult r = !m->loaded ? CUDA_SUCCESS : map_rc(gpuos_module_unload(shim_proc.g, m->h), "cuModuleUnload");
     m->magic = MAGIC_DEAD;
     if (!m->borrowed)
         free(m->image);
@@ -257,7 +257,7 @@ static CUresult func_get(struct CUfunc_st **out, struct CUmod_st *m, const char 
     if (m->builtin)
         builtin_layout(name, &f->k);
     else
-        shim_image_kernel(m->image, m->bytes, S.cc, name, &f->k, f->why, sizeof f->why);
+        shim_image_kernel(m->image, m->bytes, shim_proc.cc, name, &f->k, f->why, sizeof f->why);
     f->max_dyn_smem = 49152 - f->k.shared_bytes;
     *out = f;
     return CUDA_SUCCESS;
@@ -276,13 +276,13 @@ E CUresult cuModuleGetGlobal_v2(CUdeviceptr *p, size_t *bytes, CUmodule m, const
     if (!name)
         return CUDA_ERROR_INVALID_VALUE;
     uint64_t size = 0;
-    if (m->builtin || m->nocode || shim_image_global(m->image, m->bytes, S.cc, name, &size))
+    if (m->builtin || m->nocode || shim_image_global(m->image, m->bytes, shim_proc.cc, name, &size))
         return CUDA_ERROR_NOT_FOUND;
     CUresult lr = m->builtin ? CUDA_SUCCESS : mod_ensure(m);
     if (lr)
         return lr;
     uint64_t addr = 0;
-    int rc = shim_ext_global(S.g, m->h, name, &addr);
+    int rc = shim_ext_global(shim_proc.g, m->h, name, &addr);
     if (rc == GPUOS_EUNSUPPORTED)
         return (CUresult)shim_unsupported("cuModuleGetGlobal (device address of a global)");
     if (rc)
@@ -413,8 +413,8 @@ E CUresult cuFuncGetAttribute(int *v, CUfunction_attribute a, CUfunction f)
     case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES: *v = f->k.const_bytes; break;
     case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: *v = f->k.local_bytes; break;
     case CU_FUNC_ATTRIBUTE_NUM_REGS: *v = f->k.regs; break;
-    case CU_FUNC_ATTRIBUTE_PTX_VERSION: *v = S.cc; break;
-    case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *v = S.cc; break;
+    case CU_FUNC_ATTRIBUTE_PTX_VERSION: *v = shim_proc.cc; break;
+    case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *v = shim_proc.cc; break;
     case CU_FUNC_ATTRIBUTE_CACHE_MODE_CA: *v = 0; break;
     case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *v = f->max_dyn_smem; break;
     case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: *v = -1; break;

@@ -86,7 +86,7 @@ E nvmlReturn_t nvmlInitWithFlags(unsigned int flags)
     pthread_mutex_lock(&N.m);
     nvmlReturn_t r = NVML_SUCCESS;
     if (!N.refs) {
-        const char *v = getenv(GOS_ENV_VGPU);
+        const char *v = gos_env(GOS_ENV_VGPU);
         int rc = gpuos_open(NULL, v && *v ? v : "default", &N.g);
         if (!rc)
             rc = gpuos_device_info(N.g, &N.dev);
@@ -163,7 +163,7 @@ E nvmlReturn_t nvmlSystemGetDriverVersion(char *v, unsigned int len)
     if (!v)
         return NVML_ERROR_INVALID_ARGUMENT;
     char line[256], ver[32] = "";
-    const char *path = getenv(GOS_ENV_NVIDIA_VERSION_FILE);
+    const char *path = gos_env(GOS_ENV_NVIDIA_VERSION_FILE);
     FILE *f = fopen(path && *path ? path : "/proc/driver/nvidia/version", "r");
     if (f) {
         /* "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Tue ..." */

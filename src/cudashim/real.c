@@ -25,7 +25,7 @@ void *shim_real_fn(const char *name)
     pthread_mutex_lock(&real_lock);
     if (!tried) {
         tried = 1;
-        const char *env = getenv(GOS_ENV_REAL_LIBCUDA);
+        const char *env = gos_env(GOS_ENV_REAL_LIBCUDA);
         const char *paths[] = {env && *env ? env : NULL, "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
                                "/usr/lib64/libcuda.so.1", "/usr/local/nvidia/lib64/libcuda.so.1",
                                "/usr/lib/aarch64-linux-gnu/libcuda.so.1", "/usr/lib/wsl/lib/libcuda.so.1"};

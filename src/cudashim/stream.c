@@ -97,14 +97,14 @@ static int event_slot(void)
     pthread_mutex_lock(&EV.lock);
     if (!EV.tried) {
         EV.tried = 1;
-        if (gpuos_mem_alloc(S.g, 2 * EV_SLOTS * 8, &EV.base))
+        if (gpuos_mem_alloc(shim_proc.g, 2 * EV_SLOTS * 8, &EV.base))
             EV.base = 0;
         void *h = NULL;
-        if (EV.base && !gpuos_host_alloc(S.g, EV_HOST_WORDS * 8, &h)) {
+        if (EV.base && !gpuos_host_alloc(shim_proc.g, EV_HOST_WORDS * 8, &h)) {
             memset(h, 0, EV_HOST_WORDS * 8);
             EV.done = h;
             uint64_t dp = 0;
-            EV.reached = builtin_fn(BI_FILL) && !gpuos_host_device_pointer(S.g, h, &dp) && dp == (uintptr_t)h;
+            EV.reached = builtin_fn(BI_FILL) && !gpuos_host_device_pointer(shim_proc.g, h, &dp) && dp == (uintptr_t)h;
         }
     }
     for (int i = 0; EV.base && i < EV_SLOTS && slot < 0; i++)
@@ -142,12 +142,12 @@ static int event_mark(struct CUevent_st *e)
             uint64_t count;
         } prm = {(uint64_t)(uintptr_t)&EV.done[e->slot], (uint32_t)seq, 0, 1};
         gpuos_launch_config c = {.grid = {1, 1, 1}, .block = {1, 1, 1}};
-        rc = queued_one(gpuos_launch(S.g, builtin_fn(BI_FILL), &c, &prm, sizeof prm));
+        rc = queued_one(gpuos_launch(shim_proc.g, builtin_fn(BI_FILL), &c, &prm, sizeof prm));
     } else {
         uint64_t dw = EV.base + (uint64_t)(EV_SLOTS + e->slot) * 8;
-        rc = queued_one(gpuos_memcpy_htod_async(S.g, dw, &seq, 8));
+        rc = queued_one(gpuos_memcpy_htod_async(shim_proc.g, dw, &seq, 8));
         if (!rc)
-            rc = queued_one(gpuos_memcpy_dtoh_async(S.g, &EV.done[e->slot], dw, 8));
+            rc = queued_one(gpuos_memcpy_dtoh_async(shim_proc.g, &EV.done[e->slot], dw, 8));
     }
     if (!rc) {
         e->seq = seq;
@@ -193,7 +193,7 @@ static int event_record(struct CUevent_st *e)
     if (f && e->slot >= 0) {
         uint64_t p = EV.base + (uint64_t)e->slot * 8;
         gpuos_launch_config c = {.grid = {1, 1, 1}, .block = {1, 1, 1}};
-        rc = queued_one(gpuos_launch(S.g, f, &c, &p, sizeof p));
+        rc = queued_one(gpuos_launch(shim_proc.g, f, &c, &p, sizeof p));
         e->recorded = rc ? 0 : 2;
     } else if (e->flags & CU_EVENT_DISABLE_TIMING) { /* queued work to wait for, no time */
         e->recorded = 3;
@@ -212,7 +212,7 @@ static int event_record(struct CUevent_st *e)
 static int event_ns(const struct CUevent_st *e, uint64_t *ns)
 {
     if (e->recorded == 2)
-        return gpuos_memcpy_dtoh(S.g, ns, EV.base + (uint64_t)e->slot * 8, 8);
+        return gpuos_memcpy_dtoh(shim_proc.g, ns, EV.base + (uint64_t)e->slot * 8, 8);
     *ns = (uint64_t)e->t.tv_sec * 1000000000ull + (uint64_t)e->t.tv_nsec;
     return GPUOS_OK;
 }
@@ -264,7 +264,7 @@ E CUresult cuStreamGetCtx(CUstream s, CUcontext *c)
         return CUDA_ERROR_INVALID_VALUE;
     if (!stream_ok(s))
         return CUDA_ERROR_INVALID_HANDLE;
-    *c = cur_ctx ? cur_ctx : &S.primary;
+    *c = cur_ctx ? cur_ctx : &shim_proc.primary;
     return CUDA_SUCCESS;
 }
 E CUresult cuEventRecord(CUevent e, CUstream s)
@@ -312,7 +312,7 @@ static void hg_flush_locked(void)
 {
     uint64_t seq = HG.seq;
     HG.seq = 0;
-    if (seq && gpuos_gate(S.g, &EV.done[EV_SLOTS], seq))
+    if (seq && gpuos_gate(shim_proc.g, &EV.done[EV_SLOTS], seq))
         while ((int32_t)((uint32_t)__atomic_load_n(&EV.done[EV_SLOTS], __ATOMIC_ACQUIRE) - (uint32_t)seq) < 0) {
             struct timespec ts = {0, 20000};
             nanosleep(&ts, NULL);
@@ -398,7 +398,7 @@ static int hf_queue(struct hf_item *it)
         int slot = event_slot();
         pthread_t t;
         /* a gate that is open at once says whether gates work here at all */
-        if (slot >= 0 && EV.done && !gpuos_gate(S.g, &EV.done[EV_SLOTS], 0) &&
+        if (slot >= 0 && EV.done && !gpuos_gate(shim_proc.g, &EV.done[EV_SLOTS], 0) &&
             !pthread_create(&t, NULL, hf_main, NULL)) {
             pthread_detach(t);
             pthread_atfork(NULL, NULL, hf_forked);
@@ -419,7 +419,7 @@ static int hf_queue(struct hf_item *it)
             __atomic_store_n(&HG.seq, m.seq, __ATOMIC_RELEASE);
             pthread_mutex_unlock(&HG.lock);
         } else if (ok) {
-            ok = !gpuos_gate(S.g, &EV.done[EV_SLOTS], m.seq);
+            ok = !gpuos_gate(shim_proc.g, &EV.done[EV_SLOTS], m.seq);
         }
         if (ok) {
             it->seq = m.seq;

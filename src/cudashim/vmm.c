@@ -71,7 +71,7 @@ static CUresult maybe_release(struct vhandle *v)
 {
     if (v->refs > 0 || v->maps > 0)
         return CUDA_SUCCESS;
-    CUresult r = map_rc(gpuos_vmm_release(S.g, v->h), "cuMemRelease");
+    CUresult r = map_rc(gpuos_vmm_release(shim_proc.g, v->h), "cuMemRelease");
     *v = hs[--n_hs];
     return r;
 }
@@ -83,7 +83,7 @@ E CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, 
         return CUDA_ERROR_INVALID_VALUE;
     NEED_CTX();
     gpuos_dptr va; /* the hint addr is not honoured: the driver may ignore it too */
-    CUresult r = map_rc(gpuos_vmm_reserve(S.g, size, alignment, &va), "cuMemAddressReserve");
+    CUresult r = map_rc(gpuos_vmm_reserve(shim_proc.g, size, alignment, &va), "cuMemAddressReserve");
     if (!r)
         *ptr = (CUdeviceptr)va;
     return r;
@@ -94,7 +94,7 @@ E CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
     NEED_INIT();
     if (!ptr || !size || size % GRANULE || ptr % GRANULE)
         return CUDA_ERROR_INVALID_VALUE;
-    return map_rc(gpuos_vmm_unreserve(S.g, ptr, size), "cuMemAddressFree");
+    return map_rc(gpuos_vmm_unreserve(shim_proc.g, ptr, size), "cuMemAddressFree");
 }
 
 E CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
@@ -115,12 +115,12 @@ E CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const 
     if (prop->allocFlags.compressionType)
         return shim_unsupported("cuMemCreate (compressible memory)");
     uint64_t h;
-    CUresult r = map_rc(gpuos_vmm_create(S.g, size, &h), "cuMemCreate");
+    CUresult r = map_rc(gpuos_vmm_create(shim_proc.g, size, &h), "cuMemCreate");
     if (r)
         return r;
     pthread_mutex_lock(&lk);
     if (gos_grow((void **)&hs, &cap_hs, n_hs, sizeof *hs, 16)) {
-        gpuos_vmm_release(S.g, h);
+        gpuos_vmm_release(shim_proc.g, h);
         pthread_mutex_unlock(&lk);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
@@ -137,7 +137,7 @@ E CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
     struct vhandle *v = handle_of(handle);
     CUresult r;
     if (!v || v->refs <= 0)
-        r = v ? CUDA_ERROR_INVALID_VALUE : map_rc(gpuos_vmm_release(S.g, handle), "cuMemRelease");
+        r = v ? CUDA_ERROR_INVALID_VALUE : map_rc(gpuos_vmm_release(shim_proc.g, handle), "cuMemRelease");
     else {
         v->refs--;
         r = maybe_release(v);
@@ -155,10 +155,10 @@ E CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAll
     if (offset)
         return shim_unsupported("cuMemMap (an offset into the allocation: map it from its start)");
     pthread_mutex_lock(&lk);
-    CUresult r = map_rc(gpuos_vmm_map(S.g, ptr, size, handle), "cuMemMap");
+    CUresult r = map_rc(gpuos_vmm_map(shim_proc.g, ptr, size, handle), "cuMemMap");
     struct vhandle *v = handle_of(handle);
     if (!r && (!v || gos_grow((void **)&ms, &cap_ms, n_ms, sizeof *ms, 16))) {
-        gpuos_vmm_unmap(S.g, ptr, size); /* (a handle the daemon maps is one made here) */
+        gpuos_vmm_unmap(shim_proc.g, ptr, size); /* (a handle the daemon maps is one made here) */
         r = v ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_VALUE;
     }
     if (!r) {
@@ -178,7 +178,7 @@ E CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
     if (!ptr || !size || size % GRANULE || ptr % GRANULE)
         return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&lk);
-    CUresult r = map_rc(gpuos_vmm_unmap(S.g, ptr, size), "cuMemUnmap");
+    CUresult r = map_rc(gpuos_vmm_unmap(shim_proc.g, ptr, size), "cuMemUnmap");
     for (int i = 0; !r && i < n_ms;) {
         if (ms[i].va < ptr || ms[i].va - ptr >= size) {
             i++;
@@ -216,7 +216,7 @@ E CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *d
         acc = desc[i].flags;
     }
     pthread_mutex_lock(&lk);
-    CUresult r = map_rc(gpuos_vmm_set_access(S.g, ptr, size, (int)acc), "cuMemSetAccess");
+    CUresult r = map_rc(gpuos_vmm_set_access(shim_proc.g, ptr, size, (int)acc), "cuMemSetAccess");
     for (int i = 0; !r && i < n_ms; i++)
         if (ms[i].va >= ptr && ms[i].va - ptr < size)
             ms[i].access = acc;

@@ -13,9 +13,9 @@
  * into GOS_EUNSUPPORTED with a message instead of a crash.
  *
  * The operations are grouped per pillar; each group has its own header
- * (topo_ops.h, mem_ops.h, dvfs_ops.h, exec_ops.h), its wrappers (topo.c, ...)
- * and its own implementation files per backend (cuda_topo.c / sim_topo.c, ...),
- * so that pillars do not collide. */
+ * (topo_ops.h, mem_ops.h, dvfs_ops.h, exec_ops.h), its wrappers (topo_ops.c, ...)
+ * and its own implementation files per backend, a folder each (cuda/cuda_topo.c /
+ * sim/sim_topo.c, ...), so that pillars do not collide. */
 #ifndef GOS_DEVICE_H
 #define GOS_DEVICE_H
 
@@ -34,10 +34,10 @@ typedef struct gos_device gos_device;
 typedef void (*gos_pillar_close_fn)(gos_device *d);
 
 /* One convention for every pillar <p>: src/device/<p>_ops.h declares struct
- * gos_<p>_ops and the checked wrappers gos_<p>_*() (src/device/<p>.c), which
+ * gos_<p>_ops and the checked wrappers gos_<p>_*() (src/device/<p>_ops.c), which
  * answer GOS_EUNSUPPORTED when the backend lacks an operation and GOS_EINVAL for
- * bad arguments; the backends' instances are gos_cuda_<p>_ops (cuda_<p>.c) and
- * gos_sim_<p>_ops (sim_<p>.c). Callers above the layer use only the wrappers. */
+ * bad arguments; the backends' instances are gos_cuda_<p>_ops (cuda/cuda_<p>.c) and
+ * gos_sim_<p>_ops (sim/sim_<p>.c). Callers above the layer use only the wrappers. */
 struct gos_topo_ops; /* topo_ops.h: pillar 1a primitives */
 struct gos_mem_ops;  /* mem_ops.h: pillar 1b primitives */
 struct gos_dvfs_ops; /* dvfs_ops.h: pillar 1c primitives */
@@ -91,11 +91,12 @@ int gos_cuda_device_count(void);
 int gos_sim_open(const char *chip_path, gos_device **out);
 int gos_cuda_open(int ordinal, gos_device **out);
 
-/* For backends' close: runs each pillar's close hook (exec, dvfs, mem, topo), so
- * the pillars release their state before the backend tears down. */
+/* For backends' close (pillars.c): runs each pillar's close hook (green, vmm,
+ * place, exec, dvfs, mem, topo), so the pillars release their state before the
+ * backend tears down. */
 void gos_device_close_pillars(gos_device *d);
 
-/* For the checked wrappers (src/device/<p>.c): GOS_EUNSUPPORTED with "the
+/* For the checked wrappers (src/device/<p>_ops.c; pillars.c): GOS_EUNSUPPORTED with "the
  * <backend> device does not support <what>". */
 int gos_dev_missing(const gos_device *d, const char *what);
 

@@ -102,7 +102,7 @@ struct gos_dvfs_ops {
     int (*status)(gos_device *d, gos_dvfs_status *st);
 };
 
-/* Checked wrappers for callers above the device layer (dvfs.c): a missing
+/* Checked wrappers for callers above the device layer (dvfs_ops.c): a missing
  * operation answers GOS_EUNSUPPORTED with one line, bad arguments GOS_EINVAL.
  * gos_dvfs_host_now answers 0 (and sets the error) when missing; callers check
  * gos_dvfs_check first, which succeeds when the device has every primitive a

@@ -111,7 +111,7 @@ struct gos_exec_ops {
     int (*device_attributes)(gos_device *d, int32_t *value, uint8_t *valid, int n);
 };
 
-/* Checked wrappers for callers above the device layer (exec.c): one per
+/* Checked wrappers for callers above the device layer (exec_ops.c): one per
  * operation, same arguments; GOS_EUNSUPPORTED with one line when the backend
  * lacks the operation, GOS_EINVAL for a missing result pointer or argument. */
 int gos_exec_init(gos_device *d);

@@ -65,7 +65,7 @@ struct gos_green_ops {
                  int *sms_out, int *coresident_out);
 };
 
-/* Checked wrappers (green.c): GOS_EUNSUPPORTED with a message when the backend
+/* Checked wrappers (green_ops.c): GOS_EUNSUPPORTED with a message when the backend
  * lacks green contexts, GOS_EINVAL for bad arguments. */
 int gos_green_split(gos_device *d, int min_count, const struct gos_green_split **split);
 int gos_green_create(gos_device *d, int min_count, const int *groups, int n, void **gctx);

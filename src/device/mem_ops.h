@@ -94,7 +94,7 @@ struct gos_mem_ops {
 };
 
 /* Wrappers: GOS_EUNSUPPORTED when the backend lacks the operation, GOS_EINVAL
- * for arguments out of range. Implemented in src/device/mem.c. */
+ * for arguments out of range. Implemented in src/device/mem_ops.c. */
 int gos_mem_alloc(gos_device *d, uint64_t bytes, gos_mem_buf **out);
 void gos_mem_free(gos_device *d, gos_mem_buf *b);
 int gos_mem_latency(gos_device *d, int mode, int sm, int other, const uint64_t *addrs, int n,

@@ -3,7 +3,7 @@
  * sim_p2p.c), reached through gos_device_ops.p2p. Every operation takes two
  * devices of the same backend, a (the source) and b (the destination).
  *
- * Callers above the device layer use the gos_p2p_* wrappers (p2p.c), which answer
+ * Callers above the device layer use the gos_p2p_* wrappers (p2p_ops.c), which answer
  * GOS_EUNSUPPORTED when the backend lacks an operation and GOS_EINVAL for bad
  * arguments (the same device twice, devices of different backends). */
 #ifndef GOS_P2P_OPS_H

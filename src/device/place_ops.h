@@ -11,7 +11,7 @@
  * frames and hash), so the allocator and the runtime are tested against known
  * truth in CI.
  *
- * Callers above the device layer use the gos_place_* wrappers (place.c), which
+ * Callers above the device layer use the gos_place_* wrappers (place_ops.c), which
  * answer GOS_EUNSUPPORTED when the backend lacks an operation and GOS_EINVAL for
  * arguments out of range. */
 #ifndef GOS_PLACE_OPS_H
@@ -75,7 +75,7 @@ struct gos_place_ops {
     int (*truth)(gos_device *d, const uint64_t *addr, uint64_t n, int ref_sm, uint8_t *out);
 };
 
-/* Wrappers (place.c). */
+/* Wrappers (place_ops.c). */
 int gos_place_copy_units(gos_device *d, int to_device, const uint64_t *addr, uint64_t n,
                          uint32_t unit, void *host);
 int gos_place_run(gos_device *d, struct gos_place_job *job);

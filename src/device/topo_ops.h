@@ -3,7 +3,7 @@
  * gos_cuda_topo_ops (cuda_topo.c: kernels/topology.cu) and gos_sim_topo_ops
  * (sim_topo.c: the chip's known topology and its sim.l2_* bandwidth model).
  *
- * Callers above the device layer use the gos_topo_* wrappers (topo.c), which turn
+ * Callers above the device layer use the gos_topo_* wrappers (topo_ops.c), which turn
  * a missing backend operation into GOS_EUNSUPPORTED and check the arguments. */
 #ifndef GOS_TOPO_OPS_H
 #define GOS_TOPO_OPS_H

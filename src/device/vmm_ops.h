@@ -70,7 +70,7 @@ struct gos_vmm_ops {
     int (*set_access)(gos_device *d, uint64_t va, uint64_t bytes, int read_only);
 };
 
-/* Checked wrappers (vmm.c): GOS_EUNSUPPORTED when the backend lacks VMM,
+/* Checked wrappers (vmm_ops.c): GOS_EUNSUPPORTED when the backend lacks VMM,
  * GOS_EINVAL for sizes or addresses that are not multiples of GOS_VMM_PAGE, 0
  * bytes, a missing result pointer. */
 int gos_vmm_create(gos_device *d, uint64_t bytes, uint64_t *h);

@@ -14,7 +14,7 @@
  *                throttle checks
  *   trace.c      the trace directory contract (docs/contracts.md)
  *   analyze.c    offline phases 1 and 3 from a trace directory
- *   report_html.c the HTML report (heatmaps, distributions, table II; report.h:
+ *   report_html.c the HTML report (heatmaps, distributions, table II; dvfs_report.h:
  *                its inputs, the scatter and fleet figures)
  *   probe.c      everything except the switch, at the current clock
  * Everything here talks to the GPU only through device/dvfs_ops.h. */

@@ -11,7 +11,7 @@
  *     Boxes: the kept latencies (DBSCAN outliers removed), quartiles as numpy's
  *     default (linear), whiskers at the most extreme value within 1.5 IQR
  *     (Tukey, as matplotlib/seaborn draw the paper's figures), fliers beyond. */
-#include "dvfs/report.h"
+#include "dvfs/dvfs_report.h"
 
 #include "report/svg.h"
 #include "stats/stats.h"

@@ -3,7 +3,7 @@
  * latency, one colour per DBSCAN cluster, the outliers the filter removed as
  * red rings. One small picture per pair, in the heat maps' order (initial
  * frequency, then target, descending). */
-#include "dvfs/report.h"
+#include "dvfs/dvfs_report.h"
 
 #include "report/svg.h"
 

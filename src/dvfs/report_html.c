@@ -12,7 +12,7 @@
  * With several directories (one GPU each, told apart by the UUID in their
  * metadata; the same GPU twice is an error) the page opens with the fleet view
  * (figures_fleet.c, figures 7-9), then each GPU's section. */
-#include "dvfs/report.h"
+#include "dvfs/dvfs_report.h"
 
 #include "common/jsonio.h"
 #include "report/svg.h"

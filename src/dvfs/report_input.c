@@ -1,11 +1,12 @@
-/* report_input.c: one GPU's switching latencies for the report (report.h), from
+/* report_input.c: one GPU's switching latencies for the report (dvfs_report.h), from
  * an analysis directory (summary.json + the per-pair CSV files of gpuos dvfs
  * analyze) or from a run directory (run.json + traces, docs/contracts.md),
  * which is analysed first into a temporary directory, removed afterwards.
  * Strict: a pair file that disagrees with summary.json (kept count, outlier
  * flag against cluster label) is an error, never a silently different figure. */
-#include "dvfs/report.h"
+#include "dvfs/dvfs_report.h"
 
+#include "common/env.h"
 #include "common/jsonio.h"
 #include "stats/stats.h"
 
@@ -191,7 +192,7 @@ int gos_dvfs_rgpu_load(const char *dir, gos_dvfs_rgpu *g)
     if (access(path, F_OK))
         return gos_fail(GOS_EINVAL, "%s: neither a dvfs run directory (no run.json) nor an analysis directory "
                                     "(no summary.json)", dir);
-    const char *t = getenv("TMPDIR");
+    const char *t = gos_env(GOS_ENV_SYS_TMPDIR);
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s/gpuos-dvfs-report-XXXXXX", t && t[0] ? t : "/tmp");
     if (!mkdtemp(tmp))

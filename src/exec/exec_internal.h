@@ -19,7 +19,7 @@
 #include "device/exec_ops.h"
 #include "device/vmm_ops.h"
 #include "proto/proto.h"
-#include "proto/ring.h"
+#include "proto/ring_shm.h"
 #include "proto/xproto.h"
 
 #include <pthread.h>

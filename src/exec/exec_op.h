@@ -8,7 +8,7 @@
  * range in it was checked before (the daemon's validate(), the executor's
  * xe_ring_check): the runner checks nothing but the kind. The wire forms that
  * carry an operation to it are the client's messages (proto.h), the ring's
- * entries (ring.h) and the executor's RUN (xproto.h), all spelling the kind as
+ * entries (ring_shm.h) and the executor's RUN (xproto.h), all spelling the kind as
  * gos_op_kind. */
 #ifndef GOS_EXEC_OP_H
 #define GOS_EXEC_OP_H

@@ -1,5 +1,5 @@
 /* exec_ring.c: the executor's ring consumer (executor process only; issue 9.4,
- * proto/ring.h; issue 22: a grant for every busy client).
+ * proto/ring_shm.h; issue 22: a grant for every busy client).
  *
  * One thread per ring. It waits for the client's submissions (bounded spin,
  * then a futex wait on the shared word), and for each entry: copies it out of

@@ -65,7 +65,7 @@ static double margin(const gos_numa_model *m, uint32_t sample)
 int gos_numa_probers(const gos_numa_model *m, int sms[GOS_MAX_SMS])
 {
     int want = 16;
-    const char *e = getenv(GOS_ENV_SWEEP_SMS);
+    const char *e = gos_env(GOS_ENV_SWEEP_SMS);
     if (e && atoi(e) > 0)
         want = atoi(e);
     if (want >= m->sm_count) {

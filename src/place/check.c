@@ -1,12 +1,14 @@
-/* check.c: is each view's memory really in the view's partition? (SPEC numbers
- * to beat: ">= 99.7 % of pages local".) Checked by latency, independently of
- * the hash that built the views: every unit of the allocation is classified by
- * a sweep (numa's classification: min of a few HBM probes of one line, judged
- * against the measuring SM's own tiers), then each logical unit of each view is
- * remapped with gos_pmem_addr (the code under test) and looked up. Units found
- * elsewhere are probed again, 7 times from an SM of the view's partition, and
- * count as misplaced only when the median still says so (a slow sample is not a
- * misplaced page). */
+/* check.c: is each view's memory really in the view's partition? Runs in the
+ * executor (exec_pmem.c; the daemon too under isolation = none) and programs
+ * linking libgpuos-pmem.a (include/gpuos/pmem.h, bench/placement_bench.c). (SPEC
+ * numbers to beat: ">= 99.7 % of pages local".) Checked by latency,
+ * independently of the hash that built the views: every unit of the allocation
+ * is classified by a sweep (numa's classification: min of a few HBM probes of
+ * one line, judged against the measuring SM's own tiers), then each logical unit
+ * of each view is remapped with gos_pmem_addr (the code under test) and looked
+ * up. Units found elsewhere are probed again, 7 times from an SM of the view's
+ * partition, and count as misplaced only when the median still says so (a slow
+ * sample is not a misplaced page). */
 #include "place/place.h"
 
 #include "common/clock.h"

@@ -1,4 +1,7 @@
 /* place.h: pillar 2 inside gpuos (the public side is include/gpuos/pmem.h).
+ * Runs in the executor (exec_pmem.c; the daemon too under isolation = none)
+ * and programs linking libgpuos-pmem.a (include/gpuos/pmem.h,
+ * bench/placement_bench.c); smset.h (cli, daemon) says its own.
  *
  *   pmem.c   partition-local allocation on a gos_device: chart checks, the 2 MB
  *            parity map (numa_map.c's probes), the views, scattered copies,

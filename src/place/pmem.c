@@ -1,5 +1,7 @@
 /* pmem.c: partition-local allocation (include/gpuos/pmem.h, paper 001 section
- * 7.1 and appendix E, without the paper's driver change).
+ * 7.1 and appendix E, without the paper's driver change). Runs in the
+ * executor (exec_pmem.c; the daemon too under isolation = none) and programs
+ * linking libgpuos-pmem.a (include/gpuos/pmem.h, bench/placement_bench.c).
  *
  * The paper reads physical addresses from a modified driver. We have what
  * `probe numa` charts: the in-page hash bits, and one parity per 2 MB page for
@@ -110,7 +112,7 @@ static int chart_check(const gos_chip *c, const char *what)
 int gos_pmem_chart_load(const char *path, gos_chip **out)
 {
     if (!path || !*path)
-        path = getenv(GOS_ENV_CHIP);
+        path = gos_env(GOS_ENV_CHIP);
     if (!path || !*path)
         return gos_fail(GOS_EINVAL, "no chart of this GPU: pass one (`gpuos probe numa --json FILE` "
                                     "writes it) or set GPUOS_CHIP");

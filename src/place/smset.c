@@ -1,4 +1,5 @@
-/* smset.c: the SM-set allocator (src/place/smset.h has the rules). */
+/* smset.c: the SM-set allocator (src/place/smset.h has the rules). Runs in the
+ * cli (gpuos place) and the daemon (serve/spatial.c, spatial vGPUs). */
 #include "place/smset.h"
 
 #include "chip/chip.h"

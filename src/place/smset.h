@@ -1,4 +1,5 @@
 /* smset.h: SM sets that fit the tenant (issue 13; paper 001 sections 5.3, 7.3, 7.4.3).
+ * Runs in the cli (gpuos place) and the daemon (serve/spatial.c, spatial vGPUs).
  *
  * Equal SM counts are not equal capability: thread-block clusters of more than 2
  * blocks run only on one GPC's cluster-eligible SMs, so free-floating SMs and

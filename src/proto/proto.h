@@ -84,7 +84,7 @@ enum gos_msg_type {
     GOS_MSG_PMEM_FREE = 241,
     GOS_MSG_PMEM_COPY = 242,  /* synchronous, behind the client's queued work */
     GOS_MSG_PMEM_CHECK = 243, /* where the views' units are: latency probes, and the device's truth */
-    /* the shared-memory fast path (issue 9.4; proto/ring.h): + one memfd */
+    /* the shared-memory fast path (issue 9.4; proto/ring_shm.h): + one memfd */
     GOS_MSG_RING = 230,
     /* CUDA's virtual memory management for tenants (cuMemCreate, cuMemMap, ...;
      * serve/vmm_cl.c): addresses, physical memory and mappings apart */
@@ -102,7 +102,7 @@ enum {
     GOS_F_DIRECT = 2u, /* COPY: small-copy path (synchronous copy, CPU-timed; Gdev's direct I/O) */
 };
 /* The one spelling of a device operation's kind (issue 20): a COPY's dir, a
- * PMEM_COPY's dir, a ring entry's op (ring.h), an executor RUN's op (xproto.h)
+ * PMEM_COPY's dir, a ring entry's op (ring_shm.h), an executor RUN's op (xproto.h)
  * and the runner's (exec/exec_op.h). 0 is no operation. */
 enum gos_op_kind {
     GOS_OP_HTOD = 1, /* host -> device */

@@ -58,7 +58,7 @@ enum {
      * page-locks chunk by chunk on first use, kept for its life */
     X_EVICT_POOL,   /* struct x_swap_io + the pool's fd -> struct x_swap_rep */
     X_RESTORE_POOL, /* struct x_swap_io + the pool's fd -> struct x_swap_rep */
-    /* the fast path (issue 9.4; proto/ring.h) */
+    /* the fast path (issue 9.4; proto/ring_shm.h) */
     X_RING,        /* u64 bytes, u32 max_queued_requests, u32 pad + fd of the client's ring memfd */
     X_MODULE_GLOBAL, /* struct x_function (module slot, global's name) -> struct gos_rep_global */
     /* executor = per-vgpu: on a shared executor's first (control) channel, the
@@ -93,7 +93,7 @@ struct x_vmm {
 };
 
 /* The grant page: what the daemon decides and what it charges, shared by the
- * daemon and one client's executor only (the client's ring, proto/ring.h, is
+ * daemon and one client's executor only (the client's ring, proto/ring_shm.h, is
  * the client's to write: nothing there is obeyed or charged). One per ring.
  *
  * A grant is a generation: the daemon's dispatcher, when the scheduler picks

@@ -1,4 +1,4 @@
-/* ring.c: the daemon's side of the fast path (issue 9.4; proto/ring.h), for
+/* ring.c: the daemon's side of the fast path (issue 9.4; proto/ring_shm.h), for
  * every client of a device at once (issue 22), with grants the client cannot
  * forge (issue 23.1).
  *
@@ -20,7 +20,7 @@
 
 #include "common/env.h"
 #include "common/status.h"
-#include "proto/ring.h"
+#include "proto/ring_shm.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -540,7 +540,7 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
      * (docs/readme-fastpath.md, "Known problems") */
     static _Atomic int grant_log = -1;
     if (atomic_load(&grant_log) < 0)
-        atomic_store(&grant_log, getenv(GOS_ENV_GRANT_LOG) != NULL);
+        atomic_store(&grant_log, gos_env(GOS_ENV_GRANT_LOG) != NULL);
     if (atomic_load(&grant_log)) {
         gos_sched_vgpu_stats st = {0};
         pthread_mutex_lock(&s->lock);

@@ -70,7 +70,7 @@ struct srv_task *srv_ring_pair_pick(struct srv_dev *d, struct srv_task *t)
         return NULL; /* (not in the scheduler's queue yet) */
     best->dispatched = 1;
     best->companion = 1;
-    if (getenv(GOS_ENV_GRANT_LOG)) /* (GPUOS_GRANT_LOG: ring.c's line per grant, and this) */
+    if (gos_env(GOS_ENV_GRANT_LOG)) /* (GPUOS_GRANT_LOG: ring.c's line per grant, and this) */
         gos_log(LOG_INFO, "grant vgpu %d: companion of vgpu %d's grant (mean entry %.1f / %.1f us)", best->c->vgpu,
                 a->vgpu, (double)mean_entry_ns(best->c) / 1e3, (double)ma / 1e3);
     return best;

@@ -425,7 +425,7 @@ void srv_client_exec_check(struct srv_client *c);
  * its ring: the grant page holds the fault), found by its channel hanging up. */
 void srv_client_exec_probe(struct srv_client *c);
 
-/* ring.c: the fast path (issue 9.4; proto/ring.h) for every client (issue 22).
+/* ring.c: the fast path (issue 9.4; proto/ring_shm.h) for every client (issue 22).
  * RING_ATTACH maps the client's memfd, makes its grant page and hands both and
  * the device's doorbell to its executor (lock held, dropped meanwhile); a
  * ring's grants are tasks of the scheduler (srv_ring_queue), issued and

@@ -26,6 +26,7 @@
  * Process: the daemon (gpuos serve). */
 #include "serve/serve.h"
 
+#include "common/env.h"
 #include "common/status.h"
 
 #include <errno.h>
@@ -40,7 +41,7 @@ static const char *const keys[SRV_OV_N] = {"compute", "copy", "memory"};
 
 static void state_path(struct srv *s)
 {
-    const char *st = s->cfg.state, *sd = getenv("STATE_DIRECTORY");
+    const char *st = s->cfg.state, *sd = gos_env(GOS_ENV_SYS_STATE_DIRECTORY);
     if (!strcmp(st, "none"))
         s->state_path[0] = 0;
     else if (st[0])
