@@ -1,6 +1,9 @@
 /* test_numa.c: pillar 1b discovery against simulated chips whose truth is known.
  *
  * - tiers: Otsu threshold between two synthetic tiers; one tier is ambiguous;
+ *   a double-peaked near tier (a lent H100's, issue 44) is one tier, on
+ *   synthetic samples and through the discovery on a simulated chip, and an
+ *   ambiguous first try is measured again;
  * - hash: the bit-flip rule on synthetic evidence, unclear evidence ambiguous;
  * - round trip: 40 random chips (random SM split, random in-page bits with
  *   granularity 256 B..64 KB, random physical bits above the 2 MB page, random
@@ -57,6 +60,42 @@ static void test_tiers_one_is_ambiguous(void **state)
     assert_true(strlen(gos_last_error()) > 10);
     uint32_t w[10] = {1, 2, 3};
     assert_int_equal(gos_tiers_find(w, 10, &t), GOS_EAMBIGUOUS);
+}
+
+/* Issue 44: a lent H100's near tier came in two sub-peaks (532-556 and 557-582
+ * cycles) with the far tier ~180 cycles above; f2db5de's peak finder called the
+ * sub-peaks two tiers and put the threshold between them (557-564 cycles), and
+ * the chart failed. The threshold must land between the near and far tiers. */
+static void fill_h100_like(uint32_t *v, int n, uint64_t seed)
+{
+    gos_rng r;
+    gos_rng_seed(&r, seed);
+    for (int i = 0; i < n; i++) {
+        double base = i % 4 == 0 ? 544 : i % 4 == 1 ? 569 : 745; /* sub-peaks 25 apart */
+        v[i] = (uint32_t)lround(base + 5 * gos_rng_normal(&r));
+        if (gos_rng_uniform(&r) < 0.05) /* the slow tail */
+            v[i] += 100 + (uint32_t)(600 * gos_rng_uniform(&r));
+    }
+}
+
+static void test_double_peaked_near_tier(void **state)
+{
+    (void)state;
+    enum { N = 16384 };
+    static uint32_t v[N];
+    for (uint64_t seed = 1; seed <= 20; seed++) {
+        fill_h100_like(v, N, seed);
+        gos_tiers_n t;
+        assert_int_equal(gos_tiers_find_n(v, N, &t), GOS_OK);
+        if (t.n != 2 || t.threshold[0] < 600 || t.threshold[0] > 720)
+            fail_msg("seed %llu: %d tiers, first threshold %.0f (want 2 tiers split in 600..720)",
+                     (unsigned long long)seed, t.n, t.threshold[0]);
+        assert_true(fabs(t.median[0] - 556) < 10 && fabs(t.median[1] - 745) < 8);
+        assert_true(fabs(t.fraction[0] - 0.5) < 0.03);
+        gos_tiers two;
+        assert_int_equal(gos_tiers_find(v, N, &two), GOS_OK);
+        assert_true(two.threshold > 600 && two.threshold < 720);
+    }
 }
 
 static void test_hash_rule(void **state)
@@ -135,6 +174,57 @@ static void test_random_chips_round_trip(void **state)
         /* Disagreements are noise: probed again carefully, they match. */
         assert_true(v.resolved <= v.reprobed && v.agreement_after > 0.9995);
         gos_chip_free(c);
+        gos_numa_model_free(&m);
+        gos_device_close(d);
+        unlink(path);
+    }
+}
+
+/* The same shape on the simulated device (sim.mem.near_split_cycles): the whole
+ * discovery finds the two partitions at the first try; a first histogram that
+ * is a blur (sim.mem.noisy_latency_calls) is measured again and says so; two
+ * blurred tries fail with both reasons in one line. */
+static void test_double_peaked_discovery(void **state)
+{
+    (void)state;
+    for (int noisy = 0; noisy <= 2; noisy++) {
+        numa_truth t;
+        json_t *doc = numa_gen(44 + noisy, &t);
+        json_t *lat = json_object_get(json_object_get(doc, "numa"), "latency_cycles");
+        json_object_set_new(lat, "hbm_local", json_real(557));
+        json_object_set_new(lat, "hbm_remote", json_real(745));
+        json_t *sim = json_object_get(doc, "sim");
+        json_object_set_new(sim, "jitter", json_real(0.009));
+        json_object_set_new(json_object_get(sim, "mem"), "near_split_cycles", json_real(25));
+        json_object_set_new(json_object_get(sim, "mem"), "noisy_latency_calls", json_integer(noisy));
+        const char *path = numa_gen_file(doc);
+        json_decref(doc);
+        gos_device *d = NULL;
+        assert_int_equal(gos_sim_open(path, &d), GOS_OK);
+        gos_numa_opts o;
+        gos_numa_opts_default(&o);
+        gos_numa_model m;
+        int rc = gos_numa_discover(d, &o, &m);
+        if (noisy == 2) {
+            assert_int_equal(rc, GOS_EAMBIGUOUS);
+            assert_non_null(strstr(gos_last_error(), "measured twice; the first try:"));
+            assert_null(strchr(gos_last_error(), '\n'));
+        } else {
+            if (rc)
+                fail_msg("noisy %d: %s", noisy, gos_last_error());
+            assert_int_equal(m.multi, 0);
+            assert_true(m.tiers.threshold > 600 && m.tiers.threshold < 720);
+            assert_int_equal(m.remeasured, noisy);
+            assert_int_equal(m.n_hist, noisy ? 2 * o.hist_samples : o.hist_samples);
+            if (noisy)
+                assert_non_null(strstr(m.first_try, "overlap"));
+            gos_chip *c = gos_chip_new();
+            c->device.sm_count = t.sm_count;
+            assert_int_equal(gos_numa_model_to_chip(&m, c), GOS_OK);
+            assert_true(same_split(c, &t));
+            assert_int_equal((int)c->n_in_page_bits, t.n_in_page);
+            gos_chip_free(c);
+        }
         gos_numa_model_free(&m);
         gos_device_close(d);
         unlink(path);
@@ -246,6 +336,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tiers_two),
         cmocka_unit_test(test_tiers_one_is_ambiguous),
+        cmocka_unit_test(test_double_peaked_near_tier),
+        cmocka_unit_test(test_double_peaked_discovery),
         cmocka_unit_test(test_hash_rule),
         cmocka_unit_test(test_random_chips_round_trip),
         cmocka_unit_test(test_map_api),
