@@ -18,7 +18,6 @@
  * probe pattern on every run. */
 #include "common/jsonio.h"
 #include "common/clock.h"
-#include "common/log.h"
 #include "numa/numa.h"
 
 #include "common/rng.h"
@@ -505,8 +504,6 @@ int gos_numa_discover(gos_device *d, const gos_numa_opts *o, gos_numa_model *m)
     snprintf(first, sizeof first, "%s", gos_last_error());
     gos_numa_opts again = *o;
     again.hist_samples = 2 * o->hist_samples;
-    gos_log(LOG_NOTICE, "numa: the first try was ambiguous (%s): measuring again with %d lines", first,
-            again.hist_samples);
     gos_numa_model_free(m);
     rc = discover_once(d, &again, 0x6e756d62u, m);
     m->remeasured = 1;
