@@ -197,10 +197,8 @@ static void test_double_peaked_discovery(void **state)
         json_object_set_new(sim, "jitter", json_real(0.009));
         json_object_set_new(json_object_get(sim, "mem"), "near_split_cycles", json_real(25));
         json_object_set_new(json_object_get(sim, "mem"), "noisy_latency_calls", json_integer(noisy));
-        const char *path = numa_gen_file(doc);
-        json_decref(doc);
-        gos_device *d = NULL;
-        assert_int_equal(gos_sim_open(path, &d), GOS_OK);
+        gos_device *d = numa_gen_open(doc);
+        assert_non_null(d);
         gos_numa_opts o;
         gos_numa_opts_default(&o);
         gos_numa_model m;
@@ -227,7 +225,6 @@ static void test_double_peaked_discovery(void **state)
         }
         gos_numa_model_free(&m);
         gos_device_close(d);
-        unlink(path);
     }
 }
 
