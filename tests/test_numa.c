@@ -185,9 +185,8 @@ static void test_random_chips_round_trip(void **state)
  * bins, samples at the bin centres): the first tier is the whole near tier
  * (40-47 % of the lines), the second the far tier ~180 cycles above, the first
  * threshold between them. f2db5de failed 7 of 21: two near tiers in sub-peaks
- * ~28 cycles apart split into tiers of 20 % and 23 %, and on five the split
- * left a narrow first peak beside which the far tier looked like a wide slow
- * tail and was dropped (one tier of 90 %). */
+ * ~28 cycles apart split into tiers of 20 % and 23 %, and five came out as
+ * one tier of 90 % (near and far together). */
 static void test_committed_histograms(void **state)
 {
     (void)state;
