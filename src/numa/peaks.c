@@ -6,12 +6,13 @@
  * maximum is a candidate peak. Two neighbouring peaks stay apart only when the
  * valley between them falls below 70 % of the lower peak: overlapping peaks (the
  * B200's twin intra-die peaks, paper 001 section 6.1.1) are one tier, because
- * latency alone cannot tell them apart. So are two peaks closer than 10 % of
+ * latency alone cannot tell them apart. So are two peaks closer than 7 % of
  * the lower one's latency, however deep the valley between them: a tier is
- * another path through the fabric (tiers of real chips differ by 15 % (MI300X)
- * to 35 % (H100, ~180 cycles)), while a lent H100's near tier came in two
- * sub-peaks 25 cycles (4.6 %) apart in 2 of 4 runs (issue 44), which split it
- * into two tiers and the chart failed. A tier must hold 2 % of the samples
+ * another path through the fabric (MI300X-shaped tiers 13-16 % apart, 9 % at
+ * the worst of tests/partgen.h's +-2 %; B200 dies 15 %+; H100/H200 partitions
+ * 33 %), while sub-peaks of one tier sit 4-5 % apart (a lent H100's near tier
+ * in 2 of 4 runs, 25 cycles; 7 of 21 committed H200 histograms, 20-27 cycles:
+ * issue 44), which split the near tier and failed the chart. A tier must hold 2 % of the samples
  * (fewer is a slow tail, interference adds latency, never a tier); the
  * threshold between two tiers is the bottom of their valley. */
 #include "numa/numa.h"
@@ -24,7 +25,7 @@
 
 /* Neighbouring peaks closer than this share of the lower one's latency are
  * sub-peaks of one tier. */
-#define MIN_TIER_GAP 0.10
+#define MIN_TIER_GAP 0.07
 
 static int cmp_u32(const void *a, const void *b)
 {
