@@ -18,6 +18,7 @@ OUT=${OUT:-out/probe-repeat}
 RUNS=${RUNS:-10}
 G=${GPUOS:-build/gpuos}
 mkdir -p "$OUT"
+command -v python3 >/dev/null || { echo "FAIL: python3 is needed to compare the charts"; exit 1; }
 nvidia-smi --query-gpu=index,name,uuid,driver_version --format=csv >"$OUT/nvidia-smi.txt" 2>&1
 echo "== build"
 if ! make -s -j"$(nproc)" >"$OUT/build.log" 2>&1; then
