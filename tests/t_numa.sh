@@ -137,4 +137,10 @@ c = json.load(open(sys.argv[1])); c["sim"]["mem"]["near_split_cycles"] = -3
 json.dump(c, open(sys.argv[2], "w"))
 PY
 expect_error "near_split_cycles in" "$G" probe numa --sim "$T/badsplit.json"
+$PY - "$T/h100_0.json" "$T/badnoisy.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1])); c["sim"]["mem"]["noisy_latency_calls"] = -1
+json.dump(c, open(sys.argv[2], "w"))
+PY
+expect_error "noisy_latency_calls in" "$G" probe numa --sim "$T/badnoisy.json"
 echo "t_numa: ok"

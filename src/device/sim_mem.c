@@ -174,17 +174,19 @@ static int sim_mem_get(gos_device *d, sim_mem **out)
     m->l2_eff_private = json_num(sm, "l2_effective_fraction_private", 1.0);
     m->outlier_rate = json_num(sm, "outlier_rate", 0.05);
     m->near_split = json_num(sm, "near_split_cycles", 0);
-    m->noisy_calls = (int)fmin(fmax(json_num(sm, "noisy_latency_calls", 0), 0), 1000);
+    double noisy = json_num(sm, "noisy_latency_calls", 0);
+    m->noisy_calls = noisy >= 0 && noisy <= 1000 ? (int)noisy : -1;
     json_t *rep = json_object_get(sm, "replicate");
     m->replicate = rep ? json_is_true(rep) : 1;
     if (m->hbm_part_gbps <= 0 || m->fabric_gbps <= 0 || m->sm_hbm_gbps <= 0 || m->l2_gbps <= 0 ||
         m->l2_eff_shared <= 0 || m->l2_eff_shared > 1 || m->l2_eff_private <= 0 ||
         m->l2_eff_private > 1 || m->outlier_rate < 0 || m->outlier_rate > 0.5 || m->near_split < 0 ||
-        m->near_split > 0.5 * m->hbm_local) {
+        m->near_split > 0.5 * m->hbm_local || m->noisy_calls < 0) {
         free(m);
         return gos_fail(GOS_EINVAL, "chip sim.mem: bandwidths must be positive, "
                                     "l2_effective_fraction_* in (0,1], outlier_rate in [0,0.5], "
-                                    "near_split_cycles in [0, half the local HBM latency]");
+                                    "near_split_cycles in [0, half the local HBM latency], "
+                                    "noisy_latency_calls in [0,1000]");
     }
     m->n_frames = c->device.mem_bytes / GOS_PAGE_2M;
     if (m->n_frames > 0xffffffffull)
