@@ -14,6 +14,15 @@ cleanup() {
     rm -rf "$T"
 }
 trap cleanup EXIT
+# for_others PROG: prints the path of a copy of PROG that other users (setpriv)
+# can run. The checkout may sit in a folder they cannot read (a runner's or a
+# home directory of mode 0700; issue 47), so a program they run by its absolute
+# path ($G is one under tests/run.sh) comes from $T/others. Relative paths
+# ($B/tests/...) need no copy: the lookup starts at the working directory.
+for_others() {
+    mkdir -p "$T/others" && chmod 755 "$T" "$T/others" && cp "$1" "$T/others/" &&
+        echo "$T/others/${1##*/}"
+}
 # The tests of gpuos's libcuda.so.1 skip (exit 0) where it was not built.
 need_shim() {
     [ -f "$B/shim/libcuda.so.1" ] && return 0

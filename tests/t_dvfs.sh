@@ -7,7 +7,10 @@
 #     with two clusters) is saved, re-analysed offline, and recovers the
 #     latencies it was given; the offline analysis reproduces the online one;
 #   - the HTML report renders from the analysis, and from the run directory
-#     (analysed on the fly) with the same figures.
+#     (analysed on the fly) with the same figures;
+#   - progress (issue 47): on a terminal (a pty through script(1)) "pair k of n,
+#     about M minutes left" redrawn in place below the log lines and cleared at
+#     the end; into a file the plain log lines alone.
 set -eu
 G=${GPUOS:-build/gpuos}
 PY=/usr/bin/python3
@@ -78,6 +81,30 @@ chip = {"schema": "gpuos.chip/1",
                                                  {"mean": 35, "sd": 0.7, "weight": 0.5}]}},
             "outlier_rate": 0.03, "outlier_ms": [70, 90], "thermal_rate": 0}}}
 json.dump(chip, open(sys.argv[1], "w"))
+PYEOF
+
+# progress: a pty (script(1)) gets the status line, a file the plain log
+"$G" dvfs run --sim "$T/chip.json" --freqs 1980,1605,1260 --sms 3 --max-iters 2500 --max 30 >"$T/plain.log" ||
+    fail "campaign into a file"
+script -qec "$G dvfs run --sim $T/chip.json --freqs 1980,1605,1260 --sms 3 --max-iters 2500 --max 30" /dev/null \
+    >"$T/tty.log" || fail "campaign on a pty"
+"$PY" - "$T/plain.log" "$T/tty.log" <<'PYEOF' || fail "progress on a terminal / plain log into a file"
+import re, sys
+plain, tty = (open(f, encoding="utf-8", errors="replace", newline="").read() for f in sys.argv[1:])
+pair_lines = lambda t: re.findall(r"\d+ -> +\d+ MHz: +\d+ measurements", t)
+assert len(pair_lines(plain)) == 6, pair_lines(plain)
+assert "pair " not in plain and "\033" not in plain and "\r" not in plain, "status line in a file"
+assert len(pair_lines(tty)) == 6, "log lines lost on the terminal"
+st = re.findall(r"pair (\d) of (\d)(?:, (about (\d+) minutes? left|under a minute left))?", tty)
+ks = [int(k) for k, n, _, _ in st]
+assert ks and ks[0] == 1 and sorted(set(ks)) == list(range(1, 7)) and ks == sorted(ks), ks
+assert all(n == "6" for _, n, _, _ in st)
+assert not [e for k, _, e, _ in st if k == "1" and e], "an estimate before any pair was measured"
+assert all(e for k, _, e, _ in st if k != "1"), [s for s in st if not s[2]]
+# drawn in place: every status is cleared (CR, erase line) before the next text
+assert tty.count("\r\033[K") >= len(st), (tty.count("\r\033[K"), len(st))
+last = tty.rindex("pair 6 of 6")
+assert tty.index("\r\033[K", last) < tty.index("init", last), "status line not cleared before the table"
 PYEOF
 "$G" dvfs run --sim "$T/chip.json" --freqs 1980,1605,1260 --sms 3 --max-iters 2500 --max 80 \
     --out "$T/run" >"$T/run.log" || { cat "$T/run.log"; fail "simulated campaign"; }

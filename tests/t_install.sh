@@ -183,7 +183,9 @@ if [ "$(id -u)" = 0 ] && command -v useradd >/dev/null && command -v setpriv >/d
     as() { u=$1; shift; setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups -- "$@"; }
     mkdir "$T/d" "$T/run" "$T/m" "$T/o"
     cp "$P/etc/gpuos/gpuos.conf.example" "$T/d/gpuos.conf"
-    chown "$DU:$DG" "$T/d" "$T/run" "$T/d/gpuos.conf"; chown "$MU" "$T/m"; chown "$OU" "$T/o"
+    # the member builds from a copy: the checkout may be unreadable to others (0700; issue 47)
+    cp tests/install_client.c "$T/m/"
+    chown "$DU:$DG" "$T/d" "$T/run" "$T/d/gpuos.conf"; chown -R "$MU" "$T/m"; chown "$OU" "$T/o"
     S="$T/run/gpuos.sock"
     # setpriv itself in the background (not the function): $! is the daemon's pid
     setpriv --reuid="$DU" --regid="$DG" --init-groups -- "$P/bin/gpuos" serve --config "$T/d/gpuos.conf" \
@@ -195,7 +197,7 @@ if [ "$(id -u)" = 0 ] && command -v useradd >/dev/null && command -v setpriv >/d
     export PKG_CONFIG_PATH="$P/lib/pkgconfig"; unset PKG_CONFIG_SYSROOT_DIR PKG_CONFIG_LIBDIR
     as "$MU" sh -c 'cd "$1" && cc -std=c11 -Wall -Werror -o shared "$2" $(pkg-config --cflags --libs gpuos) &&
         cc -std=c11 -Wall -Werror -static -o static "$2" $(pkg-config --static --cflags --libs gpuos)' \
-        sh "$T/m" "$PWD/tests/install_client.c" || fail "a member of $DG could not build clients with pkg-config"
+        sh "$T/m" "$T/m/install_client.c" || fail "a member of $DG could not build clients with pkg-config"
     out=$(as "$MU" env LD_LIBRARY_PATH="$P/lib" timeout 30 "$T/m/shared" "$S" training 2>&1) || fail "member, shared: $out"
     [ "$out" = "roundtrip ok 3145728" ] || fail "member, shared: $out"
     out=$(as "$MU" timeout 30 "$T/m/static" "$S" inference 2>&1) || fail "member, static: $out"

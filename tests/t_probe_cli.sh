@@ -93,6 +93,33 @@ PYEOF
 done
 echo "probe CLI: ok"
 
+# Issue 47: the paper's census of GPC configurations is of H200s. The same
+# 6x16 + 2x18 floor plan named after the product charted: an H200 matches the
+# census, an H100 SXM gets the summary and nothing else (f2db5de called an H100's
+# layout "the paper's most common H200 configuration"), an H100 PCIe what the
+# paper saw of one.
+"$G" probe topology --sim default --json "$T/h200.json" >/dev/null || fail "probe default"
+for name in "NVIDIA H200" "NVIDIA H100 80GB HBM3" "NVIDIA H100 PCIe"; do
+    $PY - "$T/h200.json" "$T/named.json" "$name" <<'PYEOF'
+import json, sys
+c = json.load(open(sys.argv[1])); c.pop("probe", None); c["device"].pop("simulated", None)
+c["device"]["name"] = sys.argv[3]
+json.dump(c, open(sys.argv[2], "w"))
+PYEOF
+    "$G" probe topology --sim "$T/named.json" --json "$T/named-out.json" >"$T/named.out" || fail "probe $name"
+    line=$(grep "^Imbalance:" "$T/named.out")
+    match=$($PY -c 'import json, sys; print(json.load(open(sys.argv[1]))["topology"]["paper_match"])' "$T/named-out.json")
+    case $name in
+    *H200) [ "$line" = "Imbalance: 6x16 + 2x18 = the paper's most common H200 configuration (23 of 28 chips)" ] &&
+               [ "$match" = "the paper's most common H200 configuration (23 of 28 chips)" ] ||
+               fail "$name: '$line', paper_match $match" ;;
+    *HBM3) [ "$line" = "Imbalance: 6x16 + 2x18" ] && [ "$match" = None ] || fail "$name: '$line', paper_match $match" ;;
+    *PCIe) echo "$line" | grep -q "^Imbalance: 6x16 + 2x18 (the paper charted one H100 PCIe: " &&
+               [ "$match" = None ] || fail "$name: '$line', paper_match $match" ;;
+    esac
+done
+echo "probe CLI: imbalance notes by product ok"
+
 # Sharing above the GPC: with a per-partition L2 path in the simulated chip, the
 # GPC groups found by pair contention must be exactly the memory partitions the
 # numa probe finds by latency (two independent measurements of one floor plan).

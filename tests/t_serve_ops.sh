@@ -41,7 +41,8 @@ out=$("$G" serve --config "$T/nosock.conf" --socket "$T/file/x/s" 2>&1) && fail 
 echo "$out" | grep -q "cannot create the socket's directory $T/file/x" || fail "missing parent message: $out"
 if [ "$(id -u)" = 0 ]; then
     chmod 755 "$T"; mkdir -m 755 "$T/rootdir"
-    out=$(setpriv --reuid=nobody --regid=nogroup --clear-groups "$G" serve --config "$T/nosock.conf" \
+    GO=$(for_others "$G") || fail "copy of gpuos for nobody"
+    out=$(setpriv --reuid=nobody --regid=nogroup --clear-groups "$GO" serve --config "$T/nosock.conf" \
           --socket "$T/rootdir/s" 2>&1) && fail "daemon of uid nobody wrote into a root directory"
     echo "$out" | grep -q "cannot create the socket in $T/rootdir: Permission denied" || fail "not writable: $out"
     echo "$out" | grep -q "RuntimeDirectory=gpuos" || fail "not writable hint: $out"
@@ -171,6 +172,7 @@ timeout 20 "$C" copy open 100000 >/dev/null || fail "vGPU without users/groups r
 if [ "$(id -u)" = 0 ]; then
     chmod 755 "$T"
     AS_NOBODY="setpriv --reuid=nobody --regid=nogroup --clear-groups"
+    GO=$(for_others "$G") || fail "copy of gpuos for nobody"
     $AS_NOBODY timeout 20 "$C" info theirs >"$T/out" 2>&1 || { cat "$T/out"; fail "vGPU theirs refused to nobody"; }
     $AS_NOBODY timeout 20 "$C" copy theirs 1000000 >"$T/out" 2>&1 || { cat "$T/out"; fail "copy as nobody"; }
     out=$($AS_NOBODY timeout 20 "$C" info mine 2>&1) && fail "vGPU mine opened by nobody"
@@ -184,7 +186,7 @@ if [ "$(id -u)" = 0 ]; then
     echo "$out" | grep -q "it admits groups 65534" || fail "group refusal: $out"
     out=$(timeout 20 "$C" info grp 2>&1) && fail "root opened vGPU grp (root is not exempt)"
     # vgpu set stays the owner's
-    out=$($AS_NOBODY "$G" vgpu set open compute=20 2>&1) && fail "nobody changed a share"
+    out=$($AS_NOBODY "$GO" vgpu set open compute=20 2>&1) && fail "nobody changed a share"
     echo "$out" | grep -q "only the daemon's owner" || fail "vgpu set as nobody: $out"
 else
     echo "t_serve_ops: not root: the second uid is not tried"

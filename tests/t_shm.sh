@@ -53,7 +53,9 @@ r=$($U "$S" b attach 0x51 2>&1); echo "$r" | grep -q "attach rc=-6" || fail "uid
 r=$($U "$S" b stat 0x51 2>&1); echo "$r" | grep -q "stat rc=-6" || fail "uid 4242 read a 0600 segment: $r"
 r=$($U "$S" b rm 0x51 2>&1); echo "$r" | grep -q "rm rc=-6" || fail "uid 4242 removed someone else's segment: $r"
 r=$($U "$S" b chmod 0x51 0666 2>&1); echo "$r" | grep -q "chmod rc=-6" || fail "uid 4242 changed the mode: $r"
-$U "$G" shm list | grep -q 0x00000051 && fail "uid 4242 lists a segment it may not read"
+GO=$(for_others "$G") || fail "copy of gpuos for uid 4242"
+$U "$GO" shm list >"$T/list4242" 2>&1 || fail "uid 4242: shm list: $(cat "$T/list4242")"
+grep -q 0x00000051 "$T/list4242" && fail "uid 4242 lists a segment it may not read"
 # read-only attachments (SHM_RDONLY): read permission suffices, and is needed
 r=$($U "$S" b ro 0x51 2>&1); echo "$r" | grep -q "ro attach=-6" || fail "uid 4242 attached a 0600 segment read-only: $r"
 r=$("$S" a chmod 0x51 0644 2>&1); echo "$r" | grep -q "chmod rc=0" || fail "owner chmod 0644: $r"

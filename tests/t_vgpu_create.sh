@@ -59,8 +59,9 @@ expect_fail "must be 1..100" "$G" vgpu create c compute=0 memory=1%
 expect_fail 'unknown user "no-such-user-x"' "$G" vgpu create c compute=5 memory=1% users=no-such-user-x
 expect_fail "must be 1..63 letters" "$G" vgpu create 'c]x' compute=5 memory=1%
 expect_fail "spatial vGPUs are made only from the configuration file" "$G" vgpu create c compute=5 memory=1% sms=8
-expect_fail "or root may create vGPUs" $AS_NOBODY "$G" vgpu create c compute=5 memory=1%
-expect_fail "or root may delete vGPUs" $AS_NOBODY "$G" vgpu delete b
+GO=$(for_others "$G") || fail "copy of gpuos for nobody"
+expect_fail "or root may create vGPUs" $AS_NOBODY "$GO" vgpu create c compute=5 memory=1%
+expect_fail "or root may delete vGPUs" $AS_NOBODY "$GO" vgpu delete b
 expect_fail "is defined in $T/conf" "$G" vgpu delete a
 expect_fail 'no vGPU named "zz"' "$G" vgpu delete zz
 [ "$(vgpu_field c name)" = "" ] || fail "a refused create left vGPU c"

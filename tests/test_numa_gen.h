@@ -13,6 +13,8 @@
 
 #include "chipgen.h"
 #include "common/rng.h"
+#include "common/status.h"
+#include "device/device.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -102,6 +104,18 @@ static const char *numa_gen_file(json_t *doc)
     snprintf(path, sizeof path, "/tmp/gpuos-numa-test-%d.json", (int)getpid());
     json_dump_file(doc, path, 0);
     return path;
+}
+
+/* The simulated device of doc (taken), through a temporary file; NULL on failure. */
+static inline gos_device *numa_gen_open(json_t *doc)
+{
+    const char *path = numa_gen_file(doc);
+    json_decref(doc);
+    gos_device *d = NULL;
+    if (gos_sim_open(path, &d) != GOS_OK)
+        d = NULL;
+    unlink(path);
+    return d;
 }
 
 #endif

@@ -257,8 +257,19 @@ static void test_summary_and_paper(void **state)
     char s[64];
     gos_topo_summary(c, s, sizeof s);
     assert_string_equal(s, "6x16 + 2x18");
-    assert_non_null(gos_topo_paper_match(s));
-    assert_null(gos_topo_paper_match("8x16"));
+    int exact = -1;
+    assert_non_null(strstr(gos_topo_paper_match("NVIDIA H200", s, &exact), "23 of 28"));
+    assert_int_equal(exact, 1);
+    assert_non_null(strstr(gos_topo_paper_match("NVIDIA H200", "8x16", &exact), "not among"));
+    assert_int_equal(exact, 0);
+    /* Issue 47: the census is of H200s; nothing is known of an H100 SXM's or a
+     * B200's configurations, so nothing is said, whatever the summary. */
+    assert_null(gos_topo_paper_match("NVIDIA H100 80GB HBM3", s, &exact));
+    assert_int_equal(exact, 0);
+    assert_null(gos_topo_paper_match("NVIDIA B200", s, NULL));
+    assert_null(gos_topo_paper_match(NULL, s, NULL));
+    assert_non_null(strstr(gos_topo_paper_match("NVIDIA H100 PCIe", "1x14 + 6x16", &exact), "one H100 PCIe"));
+    assert_int_equal(exact, 0);
     gos_chip_free(c);
 }
 

@@ -25,6 +25,9 @@ int gos_chart_memory(gos_chart_ctx *ctx)
     }
     if (rc)
         return rc;
+    if (m.remeasured && ctx->out)
+        fprintf(ctx->out, "memory: the NUMA discovery's first try was ambiguous (%s): measured again\n",
+                m.first_try);
     gos_memory_figures f;
     rc = gos_memory_measure(ctx->dev, &m, &f);
     gos_numa_model_free(&m);

@@ -44,6 +44,8 @@ static int same_model(const gos_numa_model *a, const gos_numa_model *b)
 static void print_model(FILE *f, const gos_device *d, const gos_numa_model *m, const gos_chip *c)
 {
     fprintf(f, "NUMA (%s%s), reference SM %d\n", gos_dev_label(d), d->info.name, m->ref_sm);
+    if (m->remeasured)
+        fprintf(f, "  the first try was ambiguous (%s): measured again\n", m->first_try);
     fprintf(f, "  HBM latency from SM %d, %d lines (cycles):\n", m->ref_sm, m->n_hist);
     gos_hist_print(f, m->hist_samples, m->n_hist, 24, 50, m->tiers.threshold);
     if (m->multi) {

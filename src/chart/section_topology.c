@@ -18,9 +18,12 @@ static int concurrent_clusters(const gos_chip *c, int k)
 }
 
 /* Extra figures of the probe, beside the contract's gpcs list. */
-static json_t *topology_extras(const gos_topo_result *r, const char *summary)
+static json_t *topology_extras(const gos_topo_result *r, const char *product, const char *summary)
 {
-    const char *match = gos_topo_paper_match(summary);
+    int exact;
+    const char *match = gos_topo_paper_match(product, summary, &exact);
+    if (!exact)
+        match = NULL;
     json_t *t = GOS_JSON_OBJ(GOS_JS("summary", summary),
                              GOS_JO("paper_match", match ? json_string(match) : json_null()),
                              GOS_JO("free_floating_sms", gos_json_ints(r->free_sms, r->n_free)),
@@ -92,7 +95,7 @@ int gos_chart_topology(gos_chart_ctx *ctx)
         topo = json_object();
         json_object_set_new(c->json, "topology", topo);
     }
-    json_t *extra = topology_extras(&r, summary);
+    json_t *extra = topology_extras(&r, ctx->dev->info.name, summary);
     json_object_update(topo, extra);
     json_decref(extra);
     if (ctx->out) {
@@ -104,9 +107,12 @@ int gos_chart_topology(gos_chart_ctx *ctx)
             fprintf(f, "[a b] = TPC of SMs a and b; {a b} = free-floating TPC (never in clusters > 2)\n");
         else
             fprintf(f, "[a] = SM a; {a} = free-floating SM (never in clusters > 2)\n");
-        const char *match = gos_topo_paper_match(summary);
-        fprintf(f, "Imbalance: %s%s%s%s\n", summary, match ? " = " : "", match ? match : "",
-                match ? "" : " (not among the paper's H200 configurations)");
+        int exact;
+        const char *note = gos_topo_paper_match(ctx->dev->info.name, summary, &exact);
+        if (!note) /* nothing known of this product: nothing said */
+            fprintf(f, "Imbalance: %s\n", summary);
+        else
+            fprintf(f, exact ? "Imbalance: %s = %s\n" : "Imbalance: %s (%s)\n", summary, note);
         for (int i = 0; i < r.n_place; i++) {
             const gos_topo_placement *p = &r.place[i];
             char sms[32];

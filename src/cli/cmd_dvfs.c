@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *usage_text =
     "usage: gpuos dvfs run --freqs MHZ,MHZ[,...] [--device SEL | --sim CHIP] [--rse PCT]\n"
@@ -203,6 +204,60 @@ static int save_campaign(const gos_device *d, const gos_dvfs_config *cfg, const 
     return rc;
 }
 
+/* dvfs run on a terminal (issue 47): the last line is "pair k of n, about M
+ * minutes left", redrawn in place; the campaign's log lines go through a
+ * stream (fopencookie) that clears it, prints the line above it and draws it
+ * again. Not on a terminal the log lines are plain, as before. */
+typedef struct {
+    FILE *out;
+    char status[96];
+    int shown; /* the status line is on the screen */
+    int bol;   /* the output is at the start of a line */
+} run_status;
+
+static void status_clear(run_status *s)
+{
+    if (s->shown)
+        fputs("\r\033[K", s->out);
+    s->shown = 0;
+}
+
+static void status_draw(run_status *s)
+{
+    if (s->bol && s->status[0]) {
+        status_clear(s);
+        fputs(s->status, s->out);
+        s->shown = 1;
+    }
+    fflush(s->out);
+}
+
+static ssize_t status_write(void *arg, const char *buf, size_t len)
+{
+    run_status *s = arg;
+    if (!len)
+        return 0;
+    status_clear(s);
+    fwrite(buf, 1, len, s->out);
+    s->bol = buf[len - 1] == '\n';
+    status_draw(s);
+    return (ssize_t)len;
+}
+
+static void status_progress(void *arg, int k, int n, double left_s)
+{
+    run_status *s = arg;
+    int min = (int)lround(left_s / 60);
+    if (left_s < 0)
+        snprintf(s->status, sizeof s->status, "pair %d of %d", k, n);
+    else if (min < 1)
+        snprintf(s->status, sizeof s->status, "pair %d of %d, under a minute left", k, n);
+    else
+        snprintf(s->status, sizeof s->status, "pair %d of %d, about %d minute%s left", k, n, min,
+                 min == 1 ? "" : "s");
+    status_draw(s);
+}
+
 /* The subcommands get the parsed configuration and options by value. */
 static int dvfs_run(int argc, char **argv, gos_dvfs_config cfg, opts o)
 {
@@ -238,12 +293,26 @@ static int dvfs_run(int argc, char **argv, gos_dvfs_config cfg, opts o)
     cfg.allow_clock_changes = o.allow;
     cfg.out = o.out;
     cfg.log = o.quiet ? NULL : stdout;
+    run_status st = {.out = stdout, .bol = 1};
+    FILE *tty_log = NULL;
+    if (!o.quiet && isatty(fileno(stdout)) &&
+        (tty_log = fopencookie(&st, "w", (cookie_io_functions_t){.write = status_write}))) {
+        setvbuf(tty_log, NULL, _IOLBF, 0);
+        cfg.log = tty_log;
+        cfg.progress = status_progress;
+        cfg.progress_arg = &st;
+    }
     /* traces of MBs are allocated and freed per measurement: keep them in the
      * heap instead of fresh mmap()s (page faults dominated simulated runs) */
     mallopt(M_MMAP_THRESHOLD, 1 << 30);
     mallopt(M_TRIM_THRESHOLD, 1 << 30);
     gos_dvfs_campaign res;
     rc = gos_dvfs_campaign_run(d, &cfg, &res);
+    if (tty_log) {
+        fclose(tty_log); /* flushes through status_write */
+        status_clear(&st);
+        fflush(stdout);
+    }
     if (!rc && o.json)
         rc = save_campaign(d, &cfg, &res, o.json);
     if (rc) {

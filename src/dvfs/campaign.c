@@ -644,11 +644,20 @@ static int campaign(camp *c)
         rc = gos_fail(GOS_ENOMEM, "out of memory");
         goto out;
     }
+    int n_valid = 0, k = 0;
+    for (int i = 0; i < n * n; i++)
+        n_valid += valid[i]; /* never i == j */
+    uint64_t t_pairs = gos_dvfs_host_now(d);
     for (int a = 0; a < n; a++)
         for (int b = 0; b < n; b++) {
             if (a == b)
                 continue;
             int ii = freq_index(c, order[a]), ti = freq_index(c, order[b]);
+            if (valid[ii * n + ti] && cfg->progress) {
+                double spent = (double)(gos_dvfs_host_now(d) - t_pairs) / 1e9;
+                cfg->progress(cfg->progress_arg, k + 1, n_valid, k ? spent / k * (n_valid - k) : -1);
+            }
+            k += valid[ii * n + ti];
             gos_dvfs_pair_result *pr = &res->pairs[res->n_pairs++];
             pr->init_mhz = order[a];
             pr->target_mhz = order[b];

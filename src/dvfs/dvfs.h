@@ -196,6 +196,12 @@ typedef struct {
     const char *out;         /* trace directory (NULL: none) */
     const char *command;     /* command line, for provenance */
     FILE *log;               /* progress lines, or NULL */
+    /* Called before each measured pair (may be NULL): pair k of n (1-based,
+     * the pairs calibration could tell apart) and an estimate of the campaign
+     * time left, the mean time of the pairs done times the pairs left (< 0
+     * before the first pair is done). */
+    void (*progress)(void *arg, int k, int n, double left_s);
+    void *progress_arg;
 } gos_dvfs_config;
 
 void gos_dvfs_config_default(gos_dvfs_config *c);

@@ -129,6 +129,8 @@ typedef struct {
     int n_dies;                            /* 0: not told by the tiers */
     int die_of_part[GOS_MAX_PARTS];
     int multi;                             /* took the N-partition path */
+    int remeasured;                        /* the first try was ambiguous: measured again */
+    char first_try[200];                   /* then: why the first try failed */
 } gos_numa_model;
 
 typedef struct {
@@ -141,7 +143,9 @@ typedef struct {
 
 void gos_numa_opts_default(gos_numa_opts *o);
 
-/* Runs the discovery on d (any backend). *m owns its sample arrays afterwards,
+/* Runs the discovery on d (any backend); an ambiguous first try is measured
+ * again (other lines, twice the histogram) before it fails, and the model
+ * says so (remeasured, first_try). *m owns its sample arrays afterwards,
  * also on failure (gos_numa_model_free), so that what was measured before the
  * failure (have_tiers, have_hash) can still be shown. */
 int gos_numa_discover(gos_device *d, const gos_numa_opts *o, gos_numa_model *m);

@@ -6,7 +6,13 @@
  * maximum is a candidate peak. Two neighbouring peaks stay apart only when the
  * valley between them falls below 70 % of the lower peak: overlapping peaks (the
  * B200's twin intra-die peaks, paper 001 section 6.1.1) are one tier, because
- * latency alone cannot tell them apart. A tier must hold 2 % of the samples
+ * latency alone cannot tell them apart. So are two peaks closer than 7 % of
+ * the lower one's latency, however deep the valley between them: a tier is
+ * another path through the fabric (MI300X-shaped tiers 13-16 % apart, 9 % at
+ * the worst of tests/partgen.h's +-2 %; B200 dies 15 %+; H100/H200 partitions
+ * 33 %), while sub-peaks of one tier sit 4-5 % apart (a lent H100's near tier
+ * in 2 of 4 runs, 25 cycles; 7 of 21 committed H200 histograms, 20-27 cycles:
+ * issue 44), which split the near tier and failed the chart. A tier must hold 2 % of the samples
  * (fewer is a slow tail, interference adds latency, never a tier); the
  * threshold between two tiers is the bottom of their valley. */
 #include "numa/numa.h"
@@ -17,6 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Neighbouring peaks closer than this share of the lower one's latency are
+ * sub-peaks of one tier. */
+#define MIN_TIER_GAP 0.07
+
 static int cmp_u32(const void *a, const void *b)
 {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -26,6 +36,31 @@ static int cmp_u32(const void *a, const void *b)
 static double med_sorted(const uint32_t *s, int n)
 {
     return n <= 0 ? 0 : n % 2 ? s[n / 2] : 0.5 * ((double)s[n / 2 - 1] + s[n / 2]);
+}
+
+/* Merges the peaks pk[0..np) (bins of the smoothed density k, bin i at
+ * lo + (i + 0.5) w cycles) that are one tier, each time the lower peak into the
+ * higher; returns how many are left: neighbours without a clear valley
+ * (valley above 70 % of the lower peak) or closer than MIN_TIER_GAP of the
+ * lower one's latency (sub-peaks of one tier). */
+static int merge_peaks(const double *k, int *pk, int np, double lo, double w)
+{
+    for (int i = 0; i + 1 < np;) {
+        double val = 1e300;
+        for (int b = pk[i]; b <= pk[i + 1]; b++)
+            val = fmin(val, k[b]);
+        int shallow = val > 0.7 * fmin(k[pk[i]], k[pk[i + 1]]);
+        int close = (pk[i + 1] - pk[i]) * w < MIN_TIER_GAP * (lo + (pk[i] + 0.5) * w);
+        if (!shallow && !close) {
+            i++;
+            continue;
+        }
+        int drop = k[pk[i]] < k[pk[i + 1]] ? i : i + 1;
+        memmove(pk + drop, pk + drop + 1, (np - drop - 1) * sizeof *pk);
+        np--;
+        i = 0; /* the survivor's new neighbours are checked again */
+    }
+    return np;
 }
 
 int gos_tiers_find_n(const uint32_t *v, int n, gos_tiers_n *out)
@@ -68,23 +103,7 @@ int gos_tiers_find_n(const uint32_t *v, int n, gos_tiers_n *out)
     for (int b = 0; b < nb; b++)
         if ((b == 0 || k[b] > k[b - 1]) && (b == nb - 1 || k[b] >= k[b + 1]) && k[b] > 0)
             pk[np++] = b;
-    /* Merge neighbours without a clear valley (valley > half the lower peak),
-     * the lower peak into the higher, until none is left. */
-    for (int merged = 1; merged && np > 1;) {
-        merged = 0;
-        for (int i = 0; i + 1 < np; i++) {
-            double val = 1e300;
-            for (int b = pk[i]; b <= pk[i + 1]; b++)
-                val = fmin(val, k[b]);
-            if (val > 0.7 * fmin(k[pk[i]], k[pk[i + 1]])) {
-                int drop = k[pk[i]] < k[pk[i + 1]] ? i : i + 1;
-                memmove(pk + drop, pk + drop + 1, (np - drop - 1) * sizeof *pk);
-                np--;
-                merged = 1;
-                break;
-            }
-        }
-    }
+    np = merge_peaks(k, pk, np, lo, w);
     /* Boundaries: the valley bottoms. A tier under 2 % of the samples goes, and
      * so does one whose effective width (mass / peak height) is over three
      * times the near tier's: that is the flat slow tail (interference adds

@@ -691,9 +691,9 @@ int gos_report_fleet_html(const gos_chip *const *charts, int n, const char *out_
             if (!strcmp(si, sj))
                 done[j] = 1, count++;
         }
-        const char *m = gos_topo_paper_match(si);
+        const char *m = gos_topo_paper_match(charts[i]->device.name, si, NULL);
         fprintf(f, "<tr><td>%s</td><td>%d of %d</td><td>", si, count, n);
-        gos_html_escape(f, m ? m : "not among the paper's configurations");
+        gos_html_escape(f, m ? m : "");
         fprintf(f, "</td></tr>\n");
     }
     free(done);

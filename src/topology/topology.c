@@ -716,18 +716,26 @@ void gos_topo_summary(const gos_chip *c, char *buf, int len)
     }
 }
 
-const char *gos_topo_paper_match(const char *summary)
+const char *gos_topo_paper_match(const char *product, const char *summary, int *exact)
 {
     static const struct {
-        const char *summary, *note;
+        const char *product, *summary, *note; /* summary NULL: any configuration of the product */
     } known[] = {
-        {"6x16 + 2x18", "the paper's most common H200 configuration (23 of 28 chips)"},
-        {"1x12 + 3x16 + 4x18", "a configuration the paper saw on 3 of 28 H200s"},
-        {"1x14 + 4x16 + 3x18", "a configuration the paper saw on 1 of 28 H200s"},
-        {"1x10 + 2x16 + 5x18", "a configuration the paper saw on 1 of 28 H200s"},
+        {"H200", "6x16 + 2x18", "the paper's most common H200 configuration (23 of 28 chips)"},
+        {"H200", "1x12 + 3x16 + 4x18", "a configuration the paper saw on 3 of 28 H200s"},
+        {"H200", "1x14 + 4x16 + 3x18", "a configuration the paper saw on 1 of 28 H200s"},
+        {"H200", "1x10 + 2x16 + 5x18", "a configuration the paper saw on 1 of 28 H200s"},
+        {"H200", NULL, "not among the paper's 28 H200s' configurations"},
+        {"H100 PCIe", NULL, "the paper charted one H100 PCIe: 114 SMs in 7 GPCs, six of at least 16 SMs "
+                            "and one of at least 14"},
     };
-    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-        if (!strcmp(summary, known[i].summary))
+    for (size_t i = 0; product && i < sizeof known / sizeof known[0]; i++)
+        if (strstr(product, known[i].product) && (!known[i].summary || !strcmp(summary, known[i].summary))) {
+            if (exact)
+                *exact = known[i].summary != NULL;
             return known[i].note;
+        }
+    if (exact)
+        *exact = 0;
     return NULL;
 }

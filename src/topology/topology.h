@@ -93,8 +93,13 @@ void gos_topo_result_free(gos_topo_result *r);
 /* "6x16 + 2x18": GPC sizes grouped, ascending. */
 void gos_topo_summary(const gos_chip *c, char *buf, int len);
 
-/* The paper's H200 configuration this summary matches, or NULL. */
-const char *gos_topo_paper_match(const char *summary);
+/* What paper 001 knows of the GPC configurations of `product` (the device
+ * name, "NVIDIA H200") given the chip's summary: a note, or NULL where the
+ * paper says nothing of that product (an H100 SXM, a B200, an unknown name).
+ * Its census is of 28 H200s (section 5.2.1); of the H100 PCIe it charted one
+ * chip (appendix A). *exact (may be NULL) is 1 when the note names this very
+ * configuration, 0 when it is about the product only. */
+const char *gos_topo_paper_match(const char *product, const char *summary, int *exact);
 
 /* Prints the ASCII floor plan (paper 001 figure 3 layout: GPCs as rows, TPCs as
  * cells, free-floating TPCs marked with *, partitions if known). */
