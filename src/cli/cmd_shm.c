@@ -113,27 +113,31 @@ int cmd_shm(int argc, char **argv)
     int n = 0;
     if (gpuos_admin_shm_list(cli_socket(sock), seg, MAX_SEGS, &n))
         return cli_fail();
-    int kept = 0;
     for (int i = 0; i < n; i++) {
-        if (rm_arg && strcmp(seg[i].vgpu, rm_arg))
-            continue; /* list --vgpu NAME */
-        int k = kept++;
-        ds[k] = (gos_shm_ds){0};
-        ds[k].id = seg[i].id;
-        ds[k].key = seg[i].key;
-        ds[k].uid = seg[i].uid;
-        ds[k].gid = seg[i].gid;
-        ds[k].cuid = seg[i].cuid;
-        ds[k].cgid = seg[i].cgid;
-        ds[k].mode = seg[i].mode;
-        ds[k].bytes = seg[i].bytes;
-        ds[k].nattch = seg[i].nattch;
-        ds[k].removed = seg[i].removed;
-        ds[k].cpid = seg[i].cpid;
-        ds[k].lpid = seg[i].lpid;
-        ds[k].vgpu = k;
-        names[k] = seg[i].vgpu;
+        memset(&ds[i], 0, sizeof ds[i]);
+        ds[i].id = seg[i].id;
+        ds[i].key = seg[i].key;
+        ds[i].uid = seg[i].uid;
+        ds[i].gid = seg[i].gid;
+        ds[i].cuid = seg[i].cuid;
+        ds[i].cgid = seg[i].cgid;
+        ds[i].mode = seg[i].mode;
+        ds[i].bytes = seg[i].bytes;
+        ds[i].nattch = seg[i].nattch;
+        ds[i].removed = seg[i].removed;
+        ds[i].cpid = seg[i].cpid;
+        ds[i].lpid = seg[i].lpid;
+        ds[i].vgpu = i;
+        names[i] = seg[i].vgpu;
     }
+    int kept = 0; /* list --vgpu NAME: only that vGPU's (a deleted one's too) */
+    for (int i = 0; i < n; i++)
+        if (!rm_arg || !strcmp(names[i], rm_arg)) {
+            ds[kept] = ds[i];
+            ds[kept].vgpu = kept;
+            names[kept] = names[i];
+            kept++;
+        }
     n = kept;
     if (json) {
         json_t *root = gos_shm_json(ds, n, names, n);
