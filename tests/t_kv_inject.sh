@@ -42,6 +42,8 @@ expect_fail "control character 0x0a" "$G" vgpu create "x${NL}y" compute=10 memor
 expect_fail "control character 0x0a" "$G" vgpu set "a${NL}b" compute=10
 expect_fail "control character 0x0a" "$G" vgpu delete "a${NL}b"
 expect_fail "control character 0x0a" "$G" shm rm --vgpu "a${NL}b"
+expect_fail "control character 0x0a" "$G" vgpu "set${NL}x" a compute=10
+expect_fail "control character 0x0a" "$G" shm list --vgpu "a${NL}b"
 
 # the daemon: a client that sends the text itself (through libgpuos)
 H="$B/tests/hostile_client"

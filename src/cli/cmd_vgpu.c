@@ -238,7 +238,7 @@ int cmd_vgpu(int argc, char **argv)
     sock = cli_socket(sock);
     for (int i = optind; i < argc; i++) {
         const char *arg = argv[i];
-        if (sub && arg_refused(sub, arg))
+        if (arg_refused(sub ? sub : "vgpu", arg))
             return 2;
         if (!sub)
             sub = arg;
