@@ -30,6 +30,9 @@
  *                         asynchronous: GPUOS_EINVAL (at the call or at
  *                         gpuos_synchronize), never a crash or a success; the
  *                         buffer's bytes intact, the session usable
+ *   create NAME KEYS      gpuos_admin_create with KEYS as given (lines and all:
+ *                         what a client that bypasses the CLI sends, issue 44.7)
+ *   set NAME KEY VALUE    gpuos_admin_set as given; both print rc= and error=
  * The socket comes from $GPUOS_SOCKET. */
 #include "gpuos/gpuos.h"
 
@@ -417,6 +420,12 @@ int main(int argc, char **argv)
         return cmd_sleep(argv[2], strtoull(argv[3], NULL, 0));
     if (!strcmp(c, "list-null"))
         return cmd_list_null();
+    if ((!strcmp(c, "create") && argc == 4) || (!strcmp(c, "set") && argc == 5)) {
+        int rc = argc == 4 ? gpuos_admin_create(NULL, argv[2], argv[3])
+                           : gpuos_admin_set(NULL, argv[2], argv[3], argv[4]);
+        printf("%s rc=%d error=%s\n", c, rc, rc ? gpuos_error() : "");
+        return 0;
+    }
     fprintf(stderr, "hostile_client: bad command\n");
     return 2;
 }

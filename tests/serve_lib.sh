@@ -58,6 +58,14 @@ stop_daemon() {
     [ ! -e "$T/s" ] || fail "socket file left behind"
 }
 
+# expect_fail WANT ARGS...: the command fails, in one line that says WANT.
+expect_fail() {
+    want=$1; shift
+    out=$("$@" 2>&1) && fail "$* succeeded: $out"
+    printf '%s\n' "$out" | grep -qF -- "$want" || fail "$*: expected \"$want\", got: $out"
+    [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] || fail "$*: more than one line: $out"
+}
+
 # vgpu_field NAME FIELD: one field of `gpuos vgpu list --json -`.
 vgpu_field() {
     "$G" vgpu list --json - | $PY -c "

@@ -5,7 +5,8 @@
 # Debian's python3-prometheus-client is installed), and the values checked
 # against what the test did: bytes allocated, clients, GPU seconds after 2 ms
 # kernels, copy seconds after copies, shares after `vgpu set`, reload counters,
-# the chip's facts from the simulated chip and from a chip = file.
+# the chip's facts from the simulated chip and from a chip = file; scrapes
+# answered while slow connections from their own address are held (issue 44.5).
 set -u
 . tests/serve_lib.sh
 
@@ -212,6 +213,16 @@ for url, method in (('http://127.0.0.1:$PORT/', 'GET'), ('$URL', 'POST')):
         print(e.code, end=' ')
 ")
 [ "$code" = "404 405 " ] || fail "other path / POST answered $code"
+
+# slowloris from the scraper's own address (issue 44.5): 12 slow connections from
+# 127.0.0.1, each opened again whenever closed; every scrape from 127.0.0.1 is
+# answered within 1 s while 8 of them stay held (f2db5de: 0 of 12 answered)
+r=$(timeout 30 $PY tests/slowloris.py "$PORT" --same 12 2>&1) || fail "slowloris.py --same: $r"
+echo "$r" | grep -q "scrapes=12/12 " || fail "scrapes under slow connections from their own address: $r"
+$PY -c "import sys; sys.exit(0 if float(sys.argv[1].split('max_s=')[1]) < 1.0 else 1)" "$r" ||
+    fail "a scrape took 1 s or more under slow connections: $r"
+echo "$r" | grep -q "^held=8 " || fail "not 8 slow connections held from one address: $r"
+kill -0 "$DPID" || fail "daemon died under slowloris"
 stop_daemon
 # without metrics_listen: no endpoint
 start_daemon "[device 0]

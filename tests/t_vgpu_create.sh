@@ -42,12 +42,6 @@ start_daemon "$conf"
 [ "$(field b memory)" = "30%" ] && [ "$(field b users)" = 0 ] || fail "b not in the state file: $(cat "$T/state.json")"
 
 # refusals: one line each, non-zero exit, nothing made
-expect_fail() { # WANT ARGS...: the command fails and says WANT
-    want=$1; shift
-    out=$("$@" 2>&1) && fail "$* succeeded: $out"
-    echo "$out" | grep -qF -- "$want" || fail "$*: expected \"$want\", got: $out"
-    [ "$(echo "$out" | wc -l)" = 1 ] || fail "$*: more than one line: $out"
-}
 expect_fail 'vGPU b exists (made by `vgpu create`)' "$G" vgpu create b compute=10 memory=1%
 expect_fail "vGPU a exists (in the configuration file)" "$G" vgpu create a compute=10 memory=1%
 expect_fail "memory shares of device 0 sum to" "$G" vgpu create c compute=10 memory=60%

@@ -177,6 +177,9 @@ static void test_payload_rules(void **state)
     reject(&h, &s, "ADMIN_SET field");
     strcpy(s.value, "30");
     assert_int_equal(gos_proto_check(&h, &s), GOS_OK);
+    strcpy(s.value + 3, "x"); /* "30\0x": an embedded NUL (issue 44.7) */
+    reject(&h, &s, "ADMIN_SET key or value with bytes after a NUL");
+    memset(s.value + 2, 0, sizeof s.value - 2);
 
     /* vgpu create / delete (issue 25): names and keys terminated, known flags */
     static struct gos_msg_admin_create cr;
@@ -189,6 +192,12 @@ static void test_payload_rules(void **state)
     assert_int_equal(gos_proto_check(&h, &cr), GOS_OK); /* keys may be empty: the daemon names what is missing */
     memset(cr.keys, 'k', sizeof cr.keys);
     reject(&h, &cr, "a field not terminated");
+    /* keys that hide a line behind a NUL (issue 44.7) */
+    memset(cr.keys, 0, sizeof cr.keys);
+    strcpy(cr.keys, "compute=10\nmemory=1%");
+    assert_int_equal(gos_proto_check(&h, &cr), GOS_OK);
+    strcpy(cr.keys + strlen(cr.keys) + 1, "compute=100");
+    reject(&h, &cr, "ADMIN_CREATE keys with bytes after a NUL");
     struct gos_msg_admin_delete de = {0};
     gos_proto_hdr(&h, GOS_MSG_ADMIN_DELETE, 1, sizeof de);
     reject(&h, &de, "ADMIN_DELETE name empty");

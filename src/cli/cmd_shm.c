@@ -8,6 +8,7 @@
 #include "common/jsonio.h"
 #include "common/status.h"
 #include "gpuos/gpuos.h"
+#include "serve/config.h"
 #include "vmem/segtable.h"
 
 #include <errno.h>
@@ -21,16 +22,17 @@
 
 static void help(FILE *f)
 {
-    fprintf(f, "usage: gpuos shm list [--socket PATH] [--json FILE|-]\n"
+    fprintf(f, "usage: gpuos shm list [--vgpu NAME] [--socket PATH] [--json FILE|-]\n"
                "       gpuos shm rm ID | --key KEY | --vgpu NAME [--socket PATH]\n"
                "\n"
                "Shared device memory segments (gpuos_shm_get / attach / detach / ctl), like\n"
                "ipcs -m: key, id, owner, permissions, bytes, attachments, status, vGPU charged.\n"
                "rm: like ipcrm, marks removed the segment of that id or key, or every segment\n"
                "charged to the vGPU, whoever owns them (root or the daemon's owner only);\n"
-               "each is destroyed at its last detach.\n"
+               "each is destroyed at its last detach. A deleted vGPU (gpuos vgpu delete) keeps\n"
+               "its name here while its segments keep its slot: list and rm find it by name.\n"
                "  --key KEY        rm: the segment of that key\n"
-               "  --vgpu NAME      rm: every segment charged to that vGPU\n"
+               "  --vgpu NAME      list, rm: the segments charged to that vGPU (or a deleted one)\n"
                CLI_HELP_SOCKET CLI_HELP_JSON("the segments (gpuos.shm-list/1)"));
 }
 
@@ -49,6 +51,8 @@ static int parse_int32(const char *s, int *out)
 static int shm_rm(const char *sock, int by, const char *arg)
 {
     int value = 0, n = 0;
+    if (gos_serve_text_check("rm: argument", arg))
+        return cli_usage("shm", "%s", gos_last_error());
     if (by != GPUOS_SHM_RM_VGPU && parse_int32(arg, &value))
         return cli_usage("shm", "\"%s\" is not a segment %s", arg, by == GPUOS_SHM_RM_ID ? "id" : "key");
     if (gpuos_admin_shm_rm(sock, by, value, by == GPUOS_SHM_RM_VGPU ? arg : NULL, &n))
@@ -95,8 +99,10 @@ int cmd_shm(int argc, char **argv)
             return cli_usage("shm", "rm takes no --json");
         return shm_rm(cli_socket(sock), rm_by, rm_arg);
     }
-    if (rm_arg)
-        return cli_usage("shm", "--key and --vgpu belong to rm");
+    if (rm_arg && rm_by != GPUOS_SHM_RM_VGPU)
+        return cli_usage("shm", "--key belongs to rm");
+    if (rm_arg && gos_serve_text_check("list: --vgpu", rm_arg))
+        return cli_usage("shm", "%s", gos_last_error());
     if (optind + 1 < argc)
         return cli_usage("shm", "unexpected argument \"%s\"", argv[optind + 1]);
     if (sub && strcmp(sub, "list") && strcmp(sub, "ls"))
@@ -124,6 +130,15 @@ int cmd_shm(int argc, char **argv)
         ds[i].vgpu = i;
         names[i] = seg[i].vgpu;
     }
+    int kept = 0; /* list --vgpu NAME: only that vGPU's (a deleted one's too) */
+    for (int i = 0; i < n; i++)
+        if (!rm_arg || !strcmp(names[i], rm_arg)) {
+            ds[kept] = ds[i];
+            ds[kept].vgpu = kept;
+            names[kept] = names[i];
+            kept++;
+        }
+    n = kept;
     if (json) {
         json_t *root = gos_shm_json(ds, n, names, n);
         int rc = root ? gos_json_save_atomic(root, json) : gos_fail(GOS_ENOMEM, "out of memory");

@@ -8,6 +8,7 @@
 #include "common/status.h"
 #include "gpuos/gpuos.h"
 #include "proto/proto.h"
+#include "serve/config.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -140,6 +141,15 @@ static void warn_oversubscribed(const char *sock, const char *name)
                 dev, comp, copy);
 }
 
+/* A NAME or key=value argument of subcommand sub holding a control character
+ * is refused, one line (issue 44.7: "users=1000\ncompute=100" added a key). */
+static int arg_refused(const char *sub, const char *a)
+{
+    char what[48];
+    snprintf(what, sizeof what, "%s: argument", sub);
+    return gos_serve_text_check(what, a) ? cli_usage("vgpu", "%s", gos_last_error()) : 0;
+}
+
 /* The arguments of create/delete (the subcommand at argv[at]): --socket, --force
  * (delete), NAME, key=value (create). */
 static int sub_args(int argc, char **argv, int at, int is_create, const char **sock, const char **name,
@@ -162,6 +172,8 @@ static int sub_args(int argc, char **argv, int at, int is_create, const char **s
             *force = 1;
         } else if (a[0] == '-') {
             return cli_usage("vgpu", "unknown option \"%s\"", a);
+        } else if (arg_refused(argv[at], a)) {
+            return 2;
         } else if (!*name && !strchr(a, '=')) {
             *name = a;
         } else if (is_create && strchr(a, '=') && strchr(a, '=') != a && strchr(a, '=')[1]) {
@@ -229,6 +241,8 @@ int cmd_vgpu(int argc, char **argv)
     sock = cli_socket(sock);
     for (int i = optind; i < argc; i++) {
         const char *arg = argv[i];
+        if (arg_refused(sub ? sub : "vgpu", arg))
+            return 2;
         if (!sub)
             sub = arg;
         else if (!name && !strchr(arg, '='))

@@ -116,6 +116,19 @@ int gos_proto_str_ok(const char *s, size_t cap, int allow_empty)
     return allow_empty || z != s;
 }
 
+/* Text that becomes configuration lines (vgpu create's keys, vgpu set's key and
+ * value): terminated, and nothing but NULs after its end, so that an embedded
+ * NUL hides nothing (issue 44.7). */
+static int text_ok(const char *s, size_t cap, int allow_empty)
+{
+    if (!gos_proto_str_ok(s, cap, allow_empty))
+        return 0;
+    for (size_t i = strlen(s); i < cap; i++)
+        if (s[i])
+            return 0;
+    return 1;
+}
+
 int gos_proto_check_hdr(const struct gos_msg_hdr *h)
 {
     if (h->magic != GOS_PROTO_MAGIC)
@@ -243,12 +256,16 @@ int gos_proto_check(const struct gos_msg_hdr *h, const void *payload)
         if (!gos_proto_str_ok(m->vgpu, sizeof m->vgpu, 0) || !gos_proto_str_ok(m->key, sizeof m->key, 0) ||
             !gos_proto_str_ok(m->value, sizeof m->value, 0))
             return gos_fail(GOS_EPROTO, "ADMIN_SET field empty or not terminated");
+        if (!text_ok(m->key, sizeof m->key, 0) || !text_ok(m->value, sizeof m->value, 0))
+            return gos_fail(GOS_EPROTO, "ADMIN_SET key or value with bytes after a NUL (an embedded NUL)");
         return GOS_OK;
     }
     case GOS_MSG_ADMIN_CREATE: {
         const struct gos_msg_admin_create *m = payload;
         if (!gos_proto_str_ok(m->vgpu, sizeof m->vgpu, 0) || !gos_proto_str_ok(m->keys, sizeof m->keys, 1))
             return gos_fail(GOS_EPROTO, "ADMIN_CREATE name empty or a field not terminated");
+        if (!text_ok(m->keys, sizeof m->keys, 1))
+            return gos_fail(GOS_EPROTO, "ADMIN_CREATE keys with bytes after a NUL (an embedded NUL)");
         return GOS_OK;
     }
     case GOS_MSG_ADMIN_DELETE: {

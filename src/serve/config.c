@@ -24,6 +24,31 @@ char *gos_serve_trim(char *s)
     return s;
 }
 
+int gos_serve_text_check(const char *what, const char *s)
+{
+    const char *bad = s;
+    while (*bad && (unsigned char)*bad >= 0x20 && *bad != 0x7f)
+        bad++;
+    if (!*bad)
+        return GOS_OK;
+    char shown[160];
+    size_t w = 0;
+    const char *p = s;
+    for (; *p && w + 8 < sizeof shown; p++) {
+        unsigned char c = (unsigned char)*p;
+        const char *e = c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == '\t' ? "\\t" : c == '\\' ? "\\\\" : NULL;
+        if (e)
+            w += (size_t)snprintf(shown + w, sizeof shown - w, "%s", e);
+        else if (c < 0x20 || c == 0x7f)
+            w += (size_t)snprintf(shown + w, sizeof shown - w, "\\x%02x", c);
+        else
+            shown[w++] = (char)c;
+    }
+    shown[w] = 0;
+    return gos_fail(GOS_EINVAL, "%s \"%s%s\": control character 0x%02x at byte %d refused (a newline would add keys)",
+                    what, shown, *p ? "..." : "", (unsigned char)*bad, (int)(bad - s));
+}
+
 /* Validation, one function per kind of value (issue 15.6): each takes the text
  * and the allowed range and accepts only what it can honour exactly. */
 

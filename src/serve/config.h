@@ -173,6 +173,12 @@ int gos_serve_config_ext_key(struct gos_serve_config *c, int sect, int idx, cons
 /* Trims blanks at both ends of s in place; returns its first non-blank. */
 char *gos_serve_trim(char *s);
 
+/* GOS_EINVAL, one line naming what and showing s escaped, when s holds a control
+ * character (a newline, carriage return, tab, any byte below 0x20, or DEL): in
+ * a key=value argument it would add or hide lines wherever the text becomes
+ * configuration lines (issue 44.7). GOS_OK otherwise. */
+int gos_serve_text_check(const char *what, const char *s);
+
 /* Parses "HOST:PORT" (IPv4 address, [IPv6 address], "localhost" or "*"). */
 int gos_serve_parse_listen(const char *v, struct sockaddr_storage *sa, socklen_t *len);
 

@@ -34,14 +34,17 @@
 #include "serve/serve.h"
 
 #include "chip/chip.h"
+#include "common/clock.h"
 #include "common/status.h"
 #include "common/version.h"
 #include "serve/syslibs.h"
 
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 struct buf {
@@ -322,11 +325,119 @@ char *srv_metrics_text(struct srv *s, size_t *len)
     return b.p;
 }
 
+/* Slow connections (slowloris, issues 23.7 and 44.5). libmicrohttpd's own
+ * limits refuse a newcomer once an address holds its share or the total is
+ * reached, so eight slow connections from 127.0.0.1 locked out every scrape from
+ * 127.0.0.1 (0 of 24): the scraper shares the attacker's address on a node.
+ * Here the newcomer always gets in and the oldest connection not being answered
+ * goes instead: past SRV_METRICS_PER_IP of its address, or past
+ * SRV_METRICS_CONNS in all, it is shut down (libmicrohttpd then sees its end and
+ * closes it). A scrape's request arrives at once and is answered at once, so a
+ * slow connection cannot outlive it; libmicrohttpd's own limit is twice ours,
+ * room for those being closed. Every callback runs on libmicrohttpd's one
+ * polling thread (MHD_USE_INTERNAL_POLLING_THREAD), and srv_metrics_stop's
+ * after it ends: the list needs no lock. */
+#define SRV_METRICS_CONNS 128
+#define SRV_METRICS_PER_IP 8
+#define SRV_METRICS_IDLE_S 5
+
+struct mconn {
+    struct mconn *next;
+    int fd;
+    struct sockaddr_storage addr;
+    int busy;          /* a request being answered */
+    int evicted;       /* shut down, waiting for libmicrohttpd to close it */
+    uint64_t since_ns; /* accepted, or its last answer sent */
+};
+static struct mconn *mconns;
+
+static int same_addr(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+    if (a->ss_family != b->ss_family)
+        return 0;
+    if (a->ss_family == AF_INET)
+        return ((const struct sockaddr_in *)a)->sin_addr.s_addr == ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+    if (a->ss_family == AF_INET6)
+        return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr, &((const struct sockaddr_in6 *)b)->sin6_addr,
+                       sizeof(struct in6_addr));
+    return 0;
+}
+
+/* Shuts down the oldest live connection (of addr's address when addr is not
+ * NULL), one not being answered first, when more than limit are live. */
+static void evict_over(const struct sockaddr_storage *addr, int limit)
+{
+    struct mconn *victim = NULL;
+    int n = 0;
+    for (struct mconn *m = mconns; m; m = m->next) {
+        if (m->evicted || (addr && !same_addr(addr, &m->addr)))
+            continue;
+        n++;
+        if (!victim || (victim->busy && !m->busy) ||
+            (victim->busy == m->busy && m->since_ns < victim->since_ns))
+            victim = m;
+    }
+    if (n <= limit || !victim)
+        return;
+    victim->evicted = 1;
+    shutdown(victim->fd, SHUT_RDWR);
+    gos_log(LOG_DEBUG, "metrics: a connection held %.1f s without a request was closed for a newer one",
+            (double)(gos_now_ns() - victim->since_ns) / 1e9);
+}
+
+static void conn_note(void *cls, struct MHD_Connection *conn, void **ctx, enum MHD_ConnectionNotificationCode toe)
+{
+    (void)cls;
+    const struct srv_mhd *M = srv_mhd();
+    if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+        for (struct mconn **p = &mconns; *p; p = &(*p)->next)
+            if (*p == *ctx) {
+                *p = (*p)->next;
+                break;
+            }
+        free(*ctx);
+        *ctx = NULL;
+        return;
+    }
+    const union MHD_ConnectionInfo *fd = M->get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    const union MHD_ConnectionInfo *ad = M->get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    struct mconn *m = calloc(1, sizeof *m);
+    if (!m || !fd || !ad || !ad->client_addr) {
+        free(m);
+        return; /* not tracked: never evicted, libmicrohttpd's limits still hold */
+    }
+    m->fd = fd->connect_fd;
+    memcpy(&m->addr, ad->client_addr,
+           ad->client_addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
+    m->since_ns = gos_now_ns();
+    m->next = mconns;
+    mconns = m;
+    *ctx = m;
+    evict_over(&m->addr, SRV_METRICS_PER_IP);
+    evict_over(NULL, SRV_METRICS_CONNS);
+}
+
+/* A request's answer sent (or abandoned): its connection may be evicted again,
+ * counted from now. */
+static void request_done(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+    (void)cls, (void)con_cls, (void)toe;
+    const union MHD_ConnectionInfo *i = srv_mhd()->get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    struct mconn *m = i ? i->socket_context : NULL;
+    if (m) {
+        m->busy = 0;
+        m->since_ns = gos_now_ns();
+    }
+}
+
 static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
                               const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
     struct srv *s = cls;
     const struct srv_mhd *M = srv_mhd(); /* loaded before the endpoint started */
+    const union MHD_ConnectionInfo *ci = M->get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    if (ci && ci->socket_context)
+        ((struct mconn *)ci->socket_context)->busy = 1;
     struct MHD_Response *r;
     unsigned status = MHD_HTTP_OK;
     if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
@@ -355,10 +466,6 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
     return ok;
 }
 
-#define SRV_METRICS_CONNS 128
-#define SRV_METRICS_PER_IP 8
-#define SRV_METRICS_IDLE_S 5
-
 int srv_metrics_start(struct srv *s)
 {
     if (!s->cfg.metrics_listen[0])
@@ -374,14 +481,16 @@ int srv_metrics_start(struct srv *s)
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL;
     if (sa.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
-    /* Slow clients (slowloris, issue 23.7) hold at most SRV_METRICS_PER_IP of
-     * SRV_METRICS_CONNS connections each, and each for at most
-     * SRV_METRICS_IDLE_S without a byte: scrapers from other addresses are
-     * answered whatever one address holds open. */
+    /* Slow clients (slowloris, issues 23.7, 44.5): conn_note keeps at most
+     * SRV_METRICS_PER_IP live connections per address and SRV_METRICS_CONNS in
+     * all by closing the oldest for each newcomer; none lasts SRV_METRICS_IDLE_S
+     * without a byte. */
+    mconns = NULL;
     struct MHD_Daemon *d = M->start_daemon(
         flags, 0, NULL, NULL, answer, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)SRV_METRICS_CONNS, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)SRV_METRICS_PER_IP,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)SRV_METRICS_IDLE_S, MHD_OPTION_END);
+        (unsigned)(2 * SRV_METRICS_CONNS), MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)SRV_METRICS_IDLE_S,
+        MHD_OPTION_NOTIFY_CONNECTION, conn_note, NULL, MHD_OPTION_NOTIFY_COMPLETED, request_done, NULL,
+        MHD_OPTION_END);
     if (!d)
         return gos_fail(GOS_EIO, "metrics_listen = %s: cannot listen there (address in use or not local?)",
                         s->cfg.metrics_listen);

@@ -273,6 +273,14 @@ int srv_shm_ctl(struct srv_client *c, const struct gos_msg_shm_ctl *m, struct go
     }
 }
 
+/* Whether segment sl is charged to a vGPU named name: the vGPU of that name, or
+ * a deleted one whose slot its segments still hold (issue 44.3). */
+static int charged_to(struct srv *s, const gos_shm_slot *sl, const char *name)
+{
+    int v = sl->ds.vgpu;
+    return v >= 0 && v < s->n_vgpus && !strcmp(s->vgpus[v].cfg.name, name);
+}
+
 int srv_shm_rm(struct srv_client *c, const struct gos_msg_admin_shm_rm *m, uint32_t *removed)
 {
     struct srv *s = c->srv;
@@ -282,16 +290,18 @@ int srv_shm_rm(struct srv_client *c, const struct gos_msg_admin_shm_rm *m, uint3
     if (c->uid != 0 && c->uid != s->uid)
         return gos_fail(GOS_EPERM, "only root or the daemon's owner (uid %u) may remove any segment "
                                    "(owners remove their own with gpuos_shm_ctl RMID)", (unsigned)s->uid);
-    int v = m->by == GOS_SHM_RM_VGPU ? srv_vgpu_find(s, m->vgpu) : -1;
-    if (m->by == GOS_SHM_RM_VGPU && v < 0)
-        return gos_fail(GOS_EINVAL, "no vGPU named \"%s\"", m->vgpu);
+    int by_vgpu = m->by == GOS_SHM_RM_VGPU, named = by_vgpu && srv_vgpu_find(s, m->vgpu) >= 0;
+    for (int i = 0; by_vgpu && !named && i < GOS_SHM_SLOTS; i++)
+        named = s->shm.slot[i].used && charged_to(s, &s->shm.slot[i], m->vgpu);
+    if (by_vgpu && !named)
+        return gos_fail(GOS_EINVAL, "no vGPU named \"%s\" (nor a deleted one holding shared segments)", m->vgpu);
     gos_shm_cred cr = {.uid = c->uid, .gid = c->gid, .pid = c->pid, .admin = 1, .vgpu = -1};
     for (int i = 0; i < GOS_SHM_SLOTS; i++) {
         gos_shm_slot *sl = &s->shm.slot[i];
         if (!sl->used || sl->ds.removed || !sl->priv || ((struct srv_seg *)sl->priv)->fd < 0)
             continue; /* free, already removed, or being created */
         if ((m->by == GOS_SHM_RM_ID && sl->ds.id != m->value) || (m->by == GOS_SHM_RM_KEY && sl->ds.key != m->value) ||
-            (m->by == GOS_SHM_RM_VGPU && sl->ds.vgpu != v))
+            (by_vgpu && !charged_to(s, sl, m->vgpu)))
             continue;
         int id = sl->ds.id;
         if (!gos_shm_remove(&s->shm, &cr, id))

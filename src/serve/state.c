@@ -174,6 +174,10 @@ int srv_state_load(struct srv *s)
         json_object_foreach(kj, k, val) {
             if (!json_is_string(val) || w >= sizeof text)
                 ok = 0;
+            else if (gos_serve_text_check("key", k) || gos_serve_text_check(k, json_string_value(val))) {
+                rc = CORRUPT("state file %s: created vGPU %zu: %s " HINT, p, i + 1, gos_last_error());
+                goto out;
+            }
             else
                 w += (size_t)snprintf(text + w, sizeof text - w, "%s=%s\n", k, json_string_value(val));
         }

@@ -54,6 +54,7 @@ static void mhd_load(void)
         {"MHD_add_response_header", offsetof(struct srv_mhd, add_response_header)},
         {"MHD_queue_response", offsetof(struct srv_mhd, queue_response)},
         {"MHD_destroy_response", offsetof(struct srv_mhd, destroy_response)},
+        {"MHD_get_connection_info", offsetof(struct srv_mhd, get_connection_info)},
     };
     for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
         void *f = dlsym(h, syms[i].name);

@@ -26,6 +26,8 @@ struct srv_mhd {
     enum MHD_Result (*queue_response)(struct MHD_Connection *c, unsigned int status_code,
                                       struct MHD_Response *r);
     void (*destroy_response)(struct MHD_Response *r);
+    const union MHD_ConnectionInfo *(*get_connection_info)(struct MHD_Connection *c, enum MHD_ConnectionInfoType t,
+                                                           ...);
 };
 
 /* The library's entry points, or NULL with the reason in gos_last_error(). */

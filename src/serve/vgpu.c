@@ -133,6 +133,8 @@ int srv_vgpu_find(struct srv *s, const char *name)
 
 int srv_vgpu_set(struct srv *s, const char *name, const char *key, const char *value)
 {
+    if (gos_serve_text_check("vgpu set: key", key) || gos_serve_text_check("vgpu set: value", value))
+        return GOS_EINVAL;
     int v = srv_vgpu_find(s, name);
     if (v < 0)
         return gos_fail(GOS_EINVAL, "no vGPU named \"%s\"", name);

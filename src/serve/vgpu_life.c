@@ -51,11 +51,16 @@ int srv_vgpu_parse(struct srv *s, const char *name, const char *keys, struct gos
     char buf[GOS_ADMIN_KEYS_MAX];
     snprintf(buf, sizeof buf, "%s", keys);
     int has_mem = 0;
+    unsigned seen = 0; /* each key once: a second one is a value that held a newline (issue 44.7) */
+    static const char *const known[] = {"device", "compute", "copy", "memory", "users", "groups"};
     static struct gos_serve_config scratch; /* users = / groups = (config_ext.c), under the lock */
     for (char *ln = buf, *nx; ln; ln = nx) {
         nx = strchr(ln, '\n');
         if (nx)
             *nx++ = 0;
+        int rc = gos_serve_text_check("key=value", ln);
+        if (rc)
+            return rc;
         char *kv = gos_serve_trim(ln), *eq = strchr(kv, '=');
         if (!*kv)
             continue;
@@ -63,7 +68,12 @@ int srv_vgpu_parse(struct srv *s, const char *name, const char *keys, struct gos
             return gos_fail(GOS_EINVAL, "\"%s\" is not key=value", kv);
         *eq = 0;
         char *k = gos_serve_trim(kv), *v = gos_serve_trim(eq + 1), why[256];
-        int rc;
+        for (unsigned i = 0; i < sizeof known / sizeof known[0]; i++)
+            if (!strcmp(k, known[i])) {
+                if (seen & (1u << i))
+                    return gos_fail(GOS_EINVAL, "key %s given twice", k);
+                seen |= 1u << i;
+            }
         if (!strcmp(k, "device")) {
             for (int i = 0; i < s->n_devs; i++)
                 if (s->cfg.devs[i].spatial_of < 0 && !strcmp(s->cfg.devs[i].label, v))
@@ -144,6 +154,31 @@ static void unschedule(struct srv *s, int v)
         gos_log(LOG_ERR, "vGPU %s: queued work without a client", g->cfg.name);
 }
 
+/* The refusal of a create on a full table, naming the deleted vGPUs whose
+ * shared segments keep their slots and how the operator frees them (issue
+ * 44.3: 64 jobs that each left a segment drained a node). */
+static int table_full(struct srv *s)
+{
+    char held[80] = ""; /* the reply's text stops at 256 */
+    size_t w = 0;
+    int n = 0;
+    for (int i = 0; i < s->n_vgpus; i++) {
+        if (!s->vgpus[i].deleted || !gos_shm_charged(&s->shm, i))
+            continue;
+        if (w + GOS_NAME_MAX + 8 < sizeof held)
+            w += (size_t)snprintf(held + w, sizeof held - w, "%s%s", n ? ", " : "", s->vgpus[i].cfg.name);
+        else if (!strstr(held, ", ..."))
+            w += (size_t)snprintf(held + w, sizeof held - w, ", ...");
+        n++;
+    }
+    if (!n)
+        return gos_fail(GOS_ELIMIT, "this daemon has its maximum of %d vGPUs (deleted ones still in use count)",
+                        GOS_MAX_VGPUS);
+    return gos_fail(GOS_ELIMIT, "this daemon has its maximum of %d vGPUs (deleted ones still in use count): %d "
+                                "deleted keep slots by shared segments (`gpuos shm rm --vgpu NAME`): %s",
+                    GOS_MAX_VGPUS, n, held);
+}
+
 static void describe(const struct srv *s, const struct srv_vgpu *g, char *out, size_t n)
 {
     char mem[32];
@@ -184,8 +219,7 @@ int srv_vgpu_create(struct srv *s, const char *name, const char *keys, int persi
             v = i;
     }
     if (v < 0 && s->n_vgpus == GOS_MAX_VGPUS)
-        return gos_fail(GOS_ELIMIT, "this daemon has its maximum of %d vGPUs (deleted ones still in use count)",
-                        GOS_MAX_VGPUS);
+        return table_full(s);
     int fresh = v < 0;
     if (fresh)
         v = s->n_vgpus;
