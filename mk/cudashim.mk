@@ -96,7 +96,7 @@ $(BUILD)/tests/cudashim_image: tests/cudashim_image.c $(IMAGE_READER) src/cudash
 	$(Q)$(CC) $(filter-out -MMD -MP,$(CFLAGS)) -o $@ tests/cudashim_image.c $(IMAGE_READER) -ldl
 # Its mutation fuzzer (tests/ci_hostile.sh runs it on the sanitizer build).
 EXTRA_BINS += $(BUILD)/tests/fuzz_image
-$(BUILD)/tests/fuzz_image: tests/fuzz_image.c $(IMAGE_READER) src/cudashim/shim.h src/device/modimage.h
+$(BUILD)/tests/fuzz_image: tests/fuzz_image.c tests/fuzz_util.h $(IMAGE_READER) src/cudashim/shim.h src/device/modimage.h
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(filter-out -MMD -MP,$(CFLAGS)) -o $@ tests/fuzz_image.c $(IMAGE_READER) -ldl
 # A Driver API call tracer for finding faults (tools/cutrace/cutrace.c):

@@ -18,6 +18,7 @@
  * Prints counts. */
 #include "cudashim/shim.h"
 #include "device/modimage.h"
+#include "fuzz_util.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -26,21 +27,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static uint64_t rs = 0x9E3779B97F4A7C15ull;
-static uint64_t rnd(void)
-{
-    rs ^= rs << 13;
-    rs ^= rs >> 7;
-    rs ^= rs << 17;
-    return rs;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void hung(int sig)
 {
@@ -132,9 +118,7 @@ int main(int argc, char **argv)
         return 2;
     }
     double secs = atof(argv[1]);
-    rs ^= strtoull(argv[2], NULL, 0) * 0x2545F4914F6CDD1Dull;
-    if (!rs)
-        rs = 1;
+    fuzz_seed(strtoull(argv[2], NULL, 0));
     int ns = argc - 3;
     struct seed *seeds = calloc((size_t)ns, sizeof *seeds);
     size_t cap = 0;

@@ -15,13 +15,14 @@
 set -u
 . tests/serve_lib.sh
 
-for iso in "isolation = process" "isolation = none" "isolation = process
-executor = per-vgpu"; do
-    start_daemon "[device 0]
-sim = default
-$iso
-[vgpu a]
-memory = 64M"
+for mode in process none per-vgpu; do
+    case $mode in
+    per-vgpu) iso="isolation = process
+executor = per-vgpu" ;;
+    *) iso="isolation = $mode" ;;
+    esac
+    start_daemon "$(printf '[device 0]\nsim = default\n%s\n' "$iso")
+$(vgpu_sections 64M a)"
     "$C" modshare a 2 > "$T/out" 2> "$T/err" &
     pid=$!
     i=0

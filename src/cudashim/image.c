@@ -45,19 +45,6 @@
  * tests/gpu/progs/drv_answers.c). */
 #define EIATTR_RESERVED_SMEM 0x4c
 
-static uint32_t rd32(const unsigned char *p)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-static uint16_t rd16(const unsigned char *p)
-{
-    uint16_t v;
-    memcpy(&v, p, 2);
-    return v;
-}
-
 /* Whether n bytes at p can be read: a copy by the kernel, which answers EFAULT
  * where a read would fault (a system refusing the call itself: assumed). */
 static int readable(const void *p, size_t n)
@@ -73,7 +60,7 @@ static int readable(const void *p, size_t n)
 const void *shim_image_unwrap(const void *image)
 {
     const unsigned char *p = image;
-    if (p && rd32(p) == GOS_FATBIN_WRAPPER_MAGIC) {
+    if (p && gos_rd32(p) == GOS_FATBIN_WRAPPER_MAGIC) {
         const void *d;
         memcpy(&d, p + 8, sizeof d);
         return d && readable(d, 16) ? d : NULL;
@@ -88,7 +75,7 @@ size_t shim_image_size(const void *image)
     const unsigned char *p = shim_image_unwrap(image);
     if (!p)
         return 0;
-    if (rd32(p) == GOS_FATBIN_MAGIC)
+    if (gos_rd32(p) == GOS_FATBIN_MAGIC)
         return gos_fatbin_total(p, GOS_IMG_MAX);
     if (!memcmp(p, ELFMAG, SELFMAG))
         return gos_elf_extent(p, GOS_IMG_MAX);
@@ -100,7 +87,7 @@ int shim_image_check(const void *image, size_t bytes, char *why, size_t why_len)
 {
     const unsigned char *p = image;
     struct gos_elf f;
-    if (bytes >= 4 && rd32(p) == GOS_FATBIN_MAGIC && !gos_fatbin_total(p, bytes)) {
+    if (bytes >= 4 && gos_rd32(p) == GOS_FATBIN_MAGIC && !gos_fatbin_total(p, bytes)) {
         snprintf(why, why_len, "a fatbin container whose header claims more than its %zu bytes", bytes);
         return -1;
     }
@@ -125,7 +112,7 @@ int shim_image_check(const void *image, size_t bytes, char *why, size_t why_len)
 static int container_runs(const unsigned char *p, size_t total, int cc)
 {
     struct gos_fatbin_entry e;
-    size_t off = rd16(p + 6);
+    size_t off = gos_rd16(p + 6);
     while (gos_fatbin_next(p, total, &off, &e))
         if ((e.kind == 2 && e.arch <= cc && e.arch / 10 == cc / 10) || (e.kind == 1 && e.arch <= cc))
             return 1;
@@ -162,22 +149,22 @@ int shim_image_mapped(const void *p, size_t n)
 int shim_image_runs(const void *image, size_t bytes, int cc)
 {
     const unsigned char *p = image;
-    size_t total = p && bytes >= 4 && rd32(p) == GOS_FATBIN_MAGIC ? gos_fatbin_total(p, bytes) : 0;
+    size_t total = p && bytes >= 4 && gos_rd32(p) == GOS_FATBIN_MAGIC ? gos_fatbin_total(p, bytes) : 0;
     return !total || container_runs(p, total, cc);
 }
 
 void shim_image_describe(const void *image, size_t bytes, char *buf, size_t len)
 {
     const unsigned char *p = image;
-    size_t used = 0, total = p && bytes >= 4 && rd32(p) == GOS_FATBIN_MAGIC ? gos_fatbin_total(p, bytes) : 0;
+    size_t used = 0, total = p && bytes >= 4 && gos_rd32(p) == GOS_FATBIN_MAGIC ? gos_fatbin_total(p, bytes) : 0;
     buf[0] = 0;
     if (!total) {
-        snprintf(buf, len, "%s image of %zu bytes", p && bytes >= SELFMAG && !memcmp(p, ELFMAG, SELFMAG) ? "ELF" : "text",
-                 bytes);
+        int elf = p && bytes >= SELFMAG && !memcmp(p, ELFMAG, SELFMAG);
+        snprintf(buf, len, "%s image of %zu bytes", elf ? "ELF" : "text", bytes);
         return;
     }
     struct gos_fatbin_entry e;
-    size_t off = rd16(p + 6);
+    size_t off = gos_rd16(p + 6);
     used += (size_t)snprintf(buf + used, len - used, "fatbin of %zu bytes:", total);
     for (int i = 0; used < len && gos_fatbin_next(p, total, &off, &e); i++)
         if (i < 24)
@@ -193,7 +180,7 @@ static void nv_attrs(const unsigned char *b, size_t n, void (*fn)(int attr, cons
     while (p + 4 <= n) {
         int fmt = b[p], attr = b[p + 1];
         if (fmt == 4) {
-            int len = rd16(b + p + 2);
+            int len = gos_rd16(b + p + 2);
             if (p + 4 + (size_t)len > n)
                 return;
             fn(attr, b + p + 4, len, arg);
@@ -215,15 +202,15 @@ static void kernel_attr(int attr, const unsigned char *pl, int len, void *arg)
     struct kctx *c = arg;
     struct shim_kinfo *k = c->k;
     if (attr == EIATTR_KPARAM_INFO && len >= 12) {
-        int ord = rd16(pl + 4);
+        int ord = gos_rd16(pl + 4);
         if (ord >= 0 && ord < SHIM_MAX_PARAMS) {
-            k->off[ord] = rd16(pl + 6);
-            k->size[ord] = (uint16_t)((rd32(pl + 8) >> 18) & 0x3fff);
+            k->off[ord] = gos_rd16(pl + 6);
+            k->size[ord] = (uint16_t)((gos_rd32(pl + 8) >> 18) & 0x3fff);
             if (ord + 1 > k->nparams)
                 k->nparams = ord + 1;
         }
     } else if (attr == EIATTR_PARAM_CBANK && len >= 8) {
-        k->param_bytes = rd16(pl + 6);
+        k->param_bytes = gos_rd16(pl + 6);
     } else if (attr == EIATTR_RESERVED_SMEM && len == 2) {
         k->reserved_smem = 1;
     }
@@ -232,12 +219,12 @@ static void kernel_attr(int attr, const unsigned char *pl, int len, void *arg)
 static void global_attr(int attr, const unsigned char *pl, int len, void *arg)
 {
     struct kctx *c = arg;
-    if (len < 8 || (int)rd32(pl) != c->sym)
+    if (len < 8 || (int)gos_rd32(pl) != c->sym)
         return;
     if (attr == EIATTR_REGCOUNT)
-        c->k->regs = (int)rd32(pl + 4);
+        c->k->regs = (int)gos_rd32(pl + 4);
     else if (attr == EIATTR_FRAME_SIZE)
-        c->k->local_bytes = (int)rd32(pl + 4);
+        c->k->local_bytes = (int)gos_rd32(pl + 4);
 }
 
 static void cubin_kernel(const unsigned char *p, size_t n, const char *name, struct shim_kinfo *k, char *why,
@@ -396,7 +383,7 @@ static const unsigned char *image_cubin(const unsigned char *p, size_t bytes, in
     *owned = NULL;
     *text = 0;
     *n = bytes;
-    if (rd32(p) == GOS_FATBIN_MAGIC) {
+    if (gos_rd32(p) == GOS_FATBIN_MAGIC) {
         size_t total = gos_fatbin_total(p, bytes);
         if (!total) {
             snprintf(why, why_len, "malformed fatbin (its header claims more than its %zu bytes)", bytes);

@@ -13,25 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t rd64(const unsigned char *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
-}
-static uint32_t rd32(const unsigned char *p)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-static uint16_t rd16(const unsigned char *p)
-{
-    uint16_t v;
-    memcpy(&v, p, 2);
-    return v;
-}
-
 /* [off, off + len) inside n bytes, without wrapping. */
 static int within(uint64_t off, uint64_t len, uint64_t n) { return off <= n && len <= n - off; }
 
@@ -47,9 +28,9 @@ static uint64_t sat_mul(uint64_t a, uint64_t b)
 
 size_t gos_fatbin_total(const unsigned char *p, size_t avail)
 {
-    if (!p || avail < 16 || rd32(p) != GOS_FATBIN_MAGIC)
+    if (!p || avail < 16 || gos_rd32(p) != GOS_FATBIN_MAGIC)
         return 0;
-    uint64_t hdr = rd16(p + 6), size = rd64(p + 8);
+    uint64_t hdr = gos_rd16(p + 6), size = gos_rd64(p + 8);
     if (hdr < 16 || !within(hdr, size, avail))
         return 0;
     return (size_t)(hdr + size);
@@ -60,12 +41,12 @@ int gos_fatbin_next(const unsigned char *p, size_t total, size_t *off, struct go
     if (*off > total || total - *off < 0x40)
         return 0;
     const unsigned char *h = p + *off;
-    uint64_t left = total - *off, hb = rd32(h + 4), size = rd64(h + 8);
+    uint64_t left = total - *off, hb = gos_rd32(h + 4), size = gos_rd64(h + 8);
     if (hb < 0x40 || !within(hb, size, left))
         return 0;
     *e = (struct gos_fatbin_entry){.hdr = h, .payload = h + hb, .hdr_bytes = (uint32_t)hb, .size = size,
-                                   .kind = rd16(h), .arch = (int)rd32(h + 0x1c), .flags = rd64(h + 0x28),
-                                   .unc = rd64(h + 0x38)};
+                                   .kind = gos_rd16(h), .arch = (int)gos_rd32(h + 0x1c), .flags = gos_rd64(h + 0x28),
+                                   .unc = gos_rd64(h + 0x38)};
     *off += (size_t)(hb + size); /* hb >= 0x40: always forward */
     return 1;
 }
@@ -78,7 +59,7 @@ int gos_fatbin_next(const unsigned char *p, size_t total, size_t *off, struct go
  * malloc'd buffer of exactly e->unc bytes, or NULL with a reason. */
 static unsigned char *inflate_entry(const struct gos_fatbin_entry *e, char *why, size_t why_len)
 {
-    uint64_t unc = e->unc, csize = rd32(e->hdr + 0x10);
+    uint64_t unc = e->unc, csize = gos_rd32(e->hdr + 0x10);
     const char *what = e->kind == 1 ? "PTX" : "cubin";
     if (!csize || csize > e->size)
         csize = e->size;
@@ -121,7 +102,7 @@ const unsigned char *gos_fatbin_pick(const unsigned char *p, size_t total, int c
                                      unsigned char **owned, char *why, size_t why_len)
 {
     struct gos_fatbin_entry e, best = {0}, any = {0}, text = {0};
-    size_t off = rd16(p + 6);
+    size_t off = gos_rd16(p + 6);
     int has_ptx = 0;
     *owned = NULL;
     *kind = 0;
@@ -386,10 +367,17 @@ int gos_img_device_bytes(const void *image, size_t bytes, int cc, uint64_t *need
     *need = 0;
     if (!p || !bytes)
         return GOS_OK;
-    if (bytes >= 4 && rd32(p) == GOS_FATBIN_MAGIC) {
+    if (bytes >= 4 && gos_rd32(p) == GOS_FATBIN_MAGIC) {
         size_t total = gos_fatbin_total(p, bytes), n = 0;
         if (!total)
             return gos_fail(GOS_EINVAL, "malformed fatbin: its header claims more than its %zu bytes", bytes);
+        struct gos_fatbin_entry e;
+        size_t off = gos_rd16(p + 6);
+        while (gos_fatbin_next(p, total, &off, &e))
+            ;
+        if (total - off >= 0x40) /* an entry the walk cannot pass: what would the driver load? */
+            return gos_fail(GOS_EINVAL, "malformed fatbin: its entry at byte %zu does not fit its %zu bytes", off,
+                            total);
         unsigned char *owned = NULL;
         int kind;
         char why[160];

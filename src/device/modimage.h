@@ -22,6 +22,7 @@
 #include <elf.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define GOS_FATBIN_MAGIC 0xBA55ED50u
 #define GOS_FATBIN_WRAPPER_MAGIC 0x466243b1u
@@ -30,6 +31,26 @@
 #define GOS_IMG_MAX ((size_t)1 << 32)
 /* The largest compressed entry inflated. */
 #define GOS_IMG_INFLATE_MAX ((uint64_t)1 << 30)
+
+/* Little-endian fields at any alignment (the bytes must be known to exist). */
+static inline uint16_t gos_rd16(const unsigned char *p)
+{
+    uint16_t v;
+    memcpy(&v, p, 2);
+    return v;
+}
+static inline uint32_t gos_rd32(const unsigned char *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+static inline uint64_t gos_rd64(const unsigned char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
 
 /* ---- fatbin containers ---- */
 struct gos_fatbin_entry {
