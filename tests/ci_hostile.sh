@@ -34,7 +34,7 @@ run() {
 }
 for t in test_proto test_proto_fuzz test_client; do run "$ABUILD/tests/$t"; done
 for t in tests/t_serve.sh tests/t_serve_robust.sh tests/t_hostile.sh tests/t_hostile_config.sh tests/t_isolation.sh \
-    tests/t_pmem_client.sh tests/t_ring.sh tests/t_xshare.sh tests/t_vgpu_create.sh tests/t_hostile2.sh; do
+    tests/t_pmem_client.sh tests/t_ring.sh tests/t_xshare.sh tests/t_vgpu_create.sh tests/t_hostile2.sh tests/t_module_share.sh; do
     run sh "$t"
 done
 # The fairness workload on the sanitized daemon: for memory and UB errors (the

@@ -4,11 +4,11 @@
  * real driver packs them from the kernel's parameter layout, which the cubin
  * carries in its .nv.info.<kernel> section (attribute EIATTR_KPARAM_INFO: per
  * parameter its ordinal, offset and size). The daemon loads the image with the
- * real driver; this library reads the layout from the same bytes:
- *   fatbin container  magic 0xBA55ED50, u16 version, u16 header size, u64 size;
- *                     entries of u16 kind (1 PTX, 2 cubin), u16 version,
- *                     u32 header size, u64 payload size, ..., u32 arch at 0x1c,
- *                     u64 flags at 0x28, u64 uncompressed size at 0x38
+ * real driver; this library reads the layout from the same bytes, through the
+ * one bounds-checked reader of containers and ELF (device/modimage.h, which
+ * documents the fatbin layout): no offset or size of an image is trusted, and
+ * an image whose headers do not fit its length is refused at the load
+ * (shim_image_check; issue 44.6):
  *   cubin             ELF64; .nv.info.<kernel> is a list of attributes: u8 format
  *                     (4: u16 length + payload; else a u16 value), u8 attribute
  *   KPARAM_INFO 0x17  u32 index, u16 ordinal, u16 offset, u32 (size << 18 | ...)
@@ -24,7 +24,6 @@
 
 #include "device/modimage.h"
 
-#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <link.h>
