@@ -26,6 +26,9 @@
  *                           rest is then all an allocation or another module gets;
  *                           prints "charged BYTES", holds SECS, then unloads (the charge
  *                           back) or, with leave, exits holding it
+ *   modrace VGPU ROUNDS     two connections of VGPU (a share of 64 MiB) load a module of
+ *                           40 MiB of globals at once, ROUNDS times: never both (the
+ *                           daemon checks the share again after the device's answer)
  *   fill VGPU MODULE        built-in "fill" with cluster dims (exec on a GPU), verified
  *   prio VGPU PRIO NS COUNT COUNT kernels of NS at priority PRIO; prints elapsed ms
  *   ptx VGPU                a module from PTX text bytes, launched and verified (GPU only)
@@ -549,6 +552,46 @@ static int cmd_modshare(const char *name, double secs, int leave)
     return 0;
 }
 
+struct modrace {
+    gpuos_vgpu *g;
+    pthread_barrier_t *go;
+    gpuos_module m;
+    int rc;
+};
+static void *modrace_one(void *arg)
+{
+    struct modrace *r = arg;
+    const char img[] = "SIMMOD\nk=fill\n@a=41943040\n";
+    pthread_barrier_wait(r->go);
+    r->rc = gpuos_module_load(r->g, img, sizeof img - 1, &r->m);
+    return NULL;
+}
+
+static int cmd_modrace(const char *name, int rounds)
+{
+    pthread_barrier_t go;
+    pthread_barrier_init(&go, NULL, 2);
+    struct modrace r[2] = {{open_or_die(name), &go, 0, 0}, {open_or_die(name), &go, 0, 0}};
+    int one = 0;
+    for (int i = 0; i < rounds; i++) {
+        pthread_t t[2];
+        for (int k = 0; k < 2; k++)
+            pthread_create(&t[k], NULL, modrace_one, &r[k]);
+        for (int k = 0; k < 2; k++)
+            pthread_join(t[k], NULL);
+        CHECK(r[0].rc || r[1].rc, "round %d: two modules of 40 MiB of globals on a share of 64 MiB", i);
+        for (int k = 0; k < 2; k++) {
+            CHECK(!r[k].rc || r[k].rc == GPUOS_EBUSY, "round %d: rc %d", i, r[k].rc);
+            if (!r[k].rc) {
+                one++;
+                CHECK(!gpuos_module_unload(r[k].g, r[k].m), "unload");
+            }
+        }
+    }
+    printf("modrace %d of %d rounds loaded one\n", one, rounds);
+    return 0;
+}
+
 static int cmd_module(const char *name)
 {
     gpuos_vgpu *g = open_or_die(name);
@@ -881,6 +924,8 @@ int main(int argc, char **argv)
         return cmd_watch(argv[2], atof(argv[3]));
     if (!strcmp(c, "module") && argc == 3)
         return cmd_module(argv[2]);
+    if (!strcmp(c, "modrace") && argc == 4)
+        return cmd_modrace(argv[2], atoi(argv[3]));
     if (!strcmp(c, "modshare") && (argc == 4 || (argc == 5 && !strcmp(argv[4], "leave"))))
         return cmd_modshare(argv[2], atof(argv[3]), argc == 5);
     fprintf(stderr, "serve_client: bad command\n");

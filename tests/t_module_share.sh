@@ -10,6 +10,9 @@
 #    while it is loaded, an allocation past the rest of the share and a second
 #    module of 48 MiB are refused;
 #  - the charge goes back at the unload, and when the client leaves holding it;
+#  - two connections loading a module of 40 MiB at once, 30 times: never both
+#    (the daemon checks the share again when the device answers; without that
+#    check both load in the first rounds);
 #  - through gpuos's libcuda (where built): cuModuleLoad and cuModuleLoadData of
 #    the 2 GiB image answer CUDA_ERROR_OUT_OF_MEMORY.
 set -u
@@ -36,6 +39,8 @@ $(vgpu_sections 64M a)"
     grep -q released "$T/out" || fail "modshare ($iso): $(cat "$T/out")"
     [ "$(vgpu_field a mem_used)" = 0 ] || fail "mem_used $(vgpu_field a mem_used) after the unload ($iso)"
     "$C" modshare a 0 leave > "$T/out" 2>&1 || fail "modshare leave ($iso): $(cat "$T/out")"
+    wait_field a mem_used 0
+    "$C" modrace a 30 > "$T/out" 2>&1 || fail "modrace ($iso): $(cat "$T/out")"
     wait_field a mem_used 0
     stop_daemon
 done
