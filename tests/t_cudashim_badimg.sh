@@ -8,8 +8,9 @@
 #    in a file) loaded by file (cuLibraryLoadFromFile, cuModuleLoad: the length
 #    is known) and by pointer (cuModuleLoadData, cuLibraryLoadData), then their
 #    kernel looked up: no program dies or hangs (f2db5de: SIGSEGV and hangs);
-#  - those whose headers or tables do not fit the file are refused at the load
-#    with CUDA_ERROR_INVALID_IMAGE by both file loads, with a log line;
+#  - those whose headers, tables or container entries do not fit the file (18)
+#    are refused at the load with CUDA_ERROR_INVALID_IMAGE by both file loads,
+#    with a log line;
 #  - the valid cubin and fatbin they are made from still load, and their
 #    kernel's layout is read (parameter 1 at offset 8, 4 bytes).
 set -u

@@ -86,8 +86,14 @@ int shim_image_check(const void *image, size_t bytes, char *why, size_t why_len)
 {
     const unsigned char *p = image;
     struct gos_elf f;
-    if (bytes >= 4 && gos_rd32(p) == GOS_FATBIN_MAGIC && !gos_fatbin_total(p, bytes)) {
-        snprintf(why, why_len, "a fatbin container whose header claims more than its %zu bytes", bytes);
+    if (bytes >= 4 && gos_rd32(p) == GOS_FATBIN_MAGIC) {
+        size_t total = gos_fatbin_total(p, bytes);
+        if (total && gos_fatbin_walks(p, total))
+            return 0;
+        if (!total)
+            snprintf(why, why_len, "a fatbin container whose header claims more than its %zu bytes", bytes);
+        else
+            snprintf(why, why_len, "a fatbin container with an entry that does not fit its %zu bytes", total);
         return -1;
     }
     if (bytes < SELFMAG || memcmp(p, ELFMAG, SELFMAG))

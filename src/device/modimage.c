@@ -51,6 +51,15 @@ int gos_fatbin_next(const unsigned char *p, size_t total, size_t *off, struct go
     return 1;
 }
 
+int gos_fatbin_walks(const unsigned char *p, size_t total)
+{
+    struct gos_fatbin_entry e;
+    size_t off = gos_rd16(p + 6);
+    while (gos_fatbin_next(p, total, &off, &e))
+        ;
+    return total - off < 0x40;
+}
+
 /* A compressed entry's payload (nvcc --compress-mode: flag 0x2000 LZ4, 0x8000
  * zstd; the compressed size is the u32 at 0x10 of the entry header, the payload
  * padded to 8 bytes, the uncompressed size the u64 at 0x38), inflated with the
@@ -371,13 +380,8 @@ int gos_img_device_bytes(const void *image, size_t bytes, int cc, uint64_t *need
         size_t total = gos_fatbin_total(p, bytes), n = 0;
         if (!total)
             return gos_fail(GOS_EINVAL, "malformed fatbin: its header claims more than its %zu bytes", bytes);
-        struct gos_fatbin_entry e;
-        size_t off = gos_rd16(p + 6);
-        while (gos_fatbin_next(p, total, &off, &e))
-            ;
-        if (total - off >= 0x40) /* an entry the walk cannot pass: what would the driver load? */
-            return gos_fail(GOS_EINVAL, "malformed fatbin: its entry at byte %zu does not fit its %zu bytes", off,
-                            total);
+        if (!gos_fatbin_walks(p, total))
+            return gos_fail(GOS_EINVAL, "malformed fatbin: an entry does not fit its %zu bytes", total);
         unsigned char *owned = NULL;
         int kind;
         char why[160];

@@ -72,6 +72,11 @@ size_t gos_fatbin_total(const unsigned char *p, size_t avail);
  * not fit (the walk ends there). */
 int gos_fatbin_next(const unsigned char *p, size_t total, size_t *off, struct gos_fatbin_entry *e);
 
+/* 1 when a walk over the entries of a container of total bytes passes them all
+ * (what is left after the last is shorter than an entry header), else 0: an
+ * entry that does not fit (what would a driver load?). */
+int gos_fatbin_walks(const unsigned char *p, size_t total);
+
 /* The entry of a container the driver takes for compute capability cc
  * (major*10+minor): a cubin of the same major and no higher minor (the highest),
  * else, when `ptx` is 1, PTX of no higher architecture, else the highest lower
