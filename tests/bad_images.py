@@ -58,6 +58,8 @@ cases = [
     ("elf_shname_oob", "any", set_shdr(base, ".nv.info.kern", 0, 0x7FFFFFF0)),
     ("elf_shoff_wrap", "refuse", put(base, 0x28, "<Q", M64 - 63)),
     ("elf_shoff_past_end", "refuse", put(base, 0x28, "<Q", len(base) + 4096)),
+    # by pointer, a table 3.5 GiB on: past the program's memory (checked readable first)
+    ("elf_shoff_far", "refuse", put(base, 0x28, "<Q", 0xE0000000)),
     ("elf_shnum_huge", "refuse", put(base, 0x3C, "<H", 0xFFFF)),
     ("elf_shstrndx_bad", "refuse", put(base, 0x3E, "<H", 0xFFF0)),
     ("elf_shentsize_small", "refuse", put(base, 0x3A, "<H", 8)),

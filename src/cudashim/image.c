@@ -68,18 +68,32 @@ const void *shim_image_unwrap(const void *image)
 }
 
 /* The length is not known: the headers say it, bounded by GOS_IMG_MAX, and
- * what they say must hold together (else 0: malformed). */
+ * what they say must hold together (else 0: malformed). Before the headers
+ * are walked, their end is checked readable, and so is the image's last byte
+ * (a claim past the program's memory is refused, not followed; a hole inside
+ * it would still fault, as it does in NVIDIA's driver). */
 size_t shim_image_size(const void *image)
 {
     const unsigned char *p = shim_image_unwrap(image);
     if (!p)
         return 0;
-    if (gos_rd32(p) == GOS_FATBIN_MAGIC)
-        return gos_fatbin_total(p, GOS_IMG_MAX);
-    if (!memcmp(p, ELFMAG, SELFMAG))
-        return gos_elf_extent(p, GOS_IMG_MAX);
-    /* PTX or another text image (gpuos-builtin): NUL-terminated. */
-    return strlen((const char *)p) + 1;
+    size_t n = 0;
+    if (gos_rd32(p) == GOS_FATBIN_MAGIC) {
+        n = readable(p, 16) ? gos_fatbin_total(p, GOS_IMG_MAX) : 0;
+    } else if (!memcmp(p, ELFMAG, SELFMAG)) {
+        Elf64_Ehdr e;
+        if (!readable(p, sizeof e))
+            return 0;
+        memcpy(&e, p, sizeof e);
+        uint64_t table = (uint64_t)e.e_shnum * sizeof(Elf64_Shdr);
+        if (e.e_shoff < GOS_IMG_MAX && table && !readable(p + e.e_shoff + table - 1, 1))
+            return 0;
+        n = gos_elf_extent(p, GOS_IMG_MAX);
+    } else {
+        /* PTX or another text image (gpuos-builtin): NUL-terminated. */
+        return strlen((const char *)p) + 1;
+    }
+    return n && readable(p + n - 1, 1) ? n : 0;
 }
 
 int shim_image_check(const void *image, size_t bytes, char *why, size_t why_len)
