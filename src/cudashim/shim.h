@@ -49,8 +49,8 @@ struct shim_kinfo {
 /* Size of an image given by pointer only (cuModuleLoadData; behind the
  * runtime's wrapper: the container's): fatbin container (header + payload),
  * ELF (end of the header tables or of the last section), or PTX text
- * (NUL-terminated). What the headers claim is bounded (GOS_IMG_MAX) and must
- * hold together: 0 when it does not (a malformed image). */
+ * (NUL-terminated). What the headers claim is bounded (GOS_IMG_MAX), must hold
+ * together, and its end must be readable: 0 when not (a malformed image). */
 size_t shim_image_size(const void *image);
 
 /* Whether an image of known length holds together where the reader will walk
