@@ -336,6 +336,8 @@ static int do_module_load(struct srv_client *c, const struct gos_msg_module_load
         snprintf(why, sizeof why, "%s", gos_last_error());
         rc = gos_fail(GOS_EBUSY, "vGPU %s: %s", v->cfg.name, why);
     }
+    if (!rc && c->x && c->x->dead) /* lost meanwhile: the module went with it */
+        rc = gos_fail(GOS_EDEVICE, "vGPU %s: this client's executor is gone (%s)", v->cfg.name, c->x->why);
     if (!rc && need && (v->mem_used >= v->mem_quota || need > v->mem_quota - v->mem_used)) {
         /* others of the vGPU took the room meanwhile (the lock was dropped) */
         rc = gos_fail(GOS_EBUSY, "vGPU %s: a module whose globals take %llu bytes would exceed its memory share "
