@@ -12,7 +12,7 @@ ifneq ($(CUDA_H),)
 SHIM := $(BUILD)/shim
 # No sanitizers in a library that uninstrumented programs load.
 SHIM_CFLAGS := $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(CFLAGS)) -fPIC -fvisibility=hidden -I$(SHIM)/gen
-SHIM_CORE := $(CLIENT_SRC) src/device/gpc_clusters.c
+SHIM_CORE := $(CLIENT_SRC) src/device/gpc_clusters.c src/device/modimage.c
 SHIM_CUDA := init devices context memory vmm pool copy module launch stream graph tmap real entry image errors exports daemon_ext
 # the other names of the entry points (src/cudashim/aliases.txt): symbols at the same addresses
 SHIM_ALIASES := src/cudashim/aliases.txt
@@ -56,6 +56,12 @@ $(BUILD)/tests/cudashim_legacy: tests/cudashim_legacy.c tests/cudashim_check.h $
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -Wno-deprecated-declarations -o $@ $< -L$(SHIM) -lcuda $(LDLIBS)
 
+# Malformed module images through the Driver API (tests/t_cudashim_badimg.sh).
+EXTRA_BINS += $(BUILD)/tests/cudashim_badimg
+$(BUILD)/tests/cudashim_badimg: tests/cudashim_badimg.c $(SHIM)/libcuda.so.1
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $< -L$(SHIM) -lcuda $(LDLIBS)
+
 # CUDA's VMM on a vGPU (tests/t_cudashim_vmm.sh).
 $(BUILD)/tests/cudashim_vmm: tests/cudashim_vmm.c tests/cudashim_check.h $(SHIM)/libcuda.so.1
 	@mkdir -p $(dir $@)
@@ -74,7 +80,7 @@ $(BUILD)/tests/fake_nvidia/libcuda.so.1: tests/fake_nvidia_cuda.c
 
 -include $(SHIM_OBJ:.o=.d) $(SHIM_PIC:.o=.d) $(SHIM)/pic/src/cudashim/procaddr.d $(SHIM)/pic/src/cudashim/nvidia_ml.d
 -include $(BUILD)/tests/cudashim_drv.d $(BUILD)/tests/cudashim_exports.d $(BUILD)/tests/cudashim_legacy.d \
-	$(BUILD)/tests/cudashim_vmm.d
+	$(BUILD)/tests/cudashim_vmm.d $(BUILD)/tests/cudashim_badimg.d
 endif
 ifneq ($(CUDA_H),)
 EXTRA_BINS += $(BUILD)/tests/cudashim_nvml
@@ -84,9 +90,15 @@ $(BUILD)/tests/cudashim_nvml: tests/cudashim_nvml.c
 	$(Q)$(CC) $(CFLAGS) -o $@ $< -ldl
 # The image reader alone (no cuda.h needed): tests/t_cudashim.sh.
 EXTRA_BINS += $(BUILD)/tests/cudashim_image
-$(BUILD)/tests/cudashim_image: tests/cudashim_image.c src/cudashim/image.c src/cudashim/shim.h
+IMAGE_READER := src/cudashim/image.c src/device/modimage.c src/common/status.c src/common/log.c
+$(BUILD)/tests/cudashim_image: tests/cudashim_image.c $(IMAGE_READER) src/cudashim/shim.h src/device/modimage.h
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(filter-out -MMD -MP,$(CFLAGS)) -o $@ tests/cudashim_image.c src/cudashim/image.c
+	$(Q)$(CC) $(filter-out -MMD -MP,$(CFLAGS)) -o $@ tests/cudashim_image.c $(IMAGE_READER) -ldl
+# Its mutation fuzzer (tests/ci_hostile.sh runs it on the sanitizer build).
+EXTRA_BINS += $(BUILD)/tests/fuzz_image
+$(BUILD)/tests/fuzz_image: tests/fuzz_image.c tests/fuzz_util.h $(IMAGE_READER) src/cudashim/shim.h src/device/modimage.h
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(filter-out -MMD -MP,$(CFLAGS)) -o $@ tests/fuzz_image.c $(IMAGE_READER) -ldl
 # A Driver API call tracer for finding faults (tools/cutrace/cutrace.c):
 # build/shim/trace/libcuda.so.1 in front of NVIDIA's libcuda or ours.
 ifneq ($(CUDA_H),)

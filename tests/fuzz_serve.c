@@ -19,6 +19,7 @@
 #include "proto/proto.h"
 #include "proto/wire.h"
 #include "serve/config.h"
+#include "fuzz_util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,21 +33,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static uint64_t rs = 0x9E3779B97F4A7C15ull;
-static uint64_t rnd(void)
-{
-    rs ^= rs << 13;
-    rs ^= rs >> 7;
-    rs ^= rs << 17;
-    return rs;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 #define DIE(...)                                                                                 \
     do {                                                                                         \
@@ -492,7 +478,7 @@ int main(int argc, char **argv)
         return 2;
     }
     if (argc > 3)
-        rs ^= strtoull(argv[3], NULL, 0) * 0x2545F4914F6CDD1Dull;
+        fuzz_seed(strtoull(argv[3], NULL, 0));
     double secs = atof(argv[2]);
     if (!strcmp(argv[1], "proto"))
         return fuzz_proto(secs);

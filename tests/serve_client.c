@@ -20,6 +20,15 @@
  *   module VGPU             a module from bytes (SIMMOD image), kernel with parameters;
  *                           its global (cuModuleGetGlobal): zeroed, copies and a kernel
  *                           reach it byte-exact, nothing past its end, nothing after unload
+ *   modshare VGPU SECS [leave]  issue 44.2: a module's globals are charged to the share:
+ *                           one of 2 GiB is refused (GPUOS_EBUSY naming the share), one
+ *                           of 24 MiB is charged exactly (gpuos_mem_info), the share's
+ *                           rest is then all an allocation or another module gets;
+ *                           prints "charged BYTES", holds SECS, then unloads (the charge
+ *                           back) or, with leave, exits holding it
+ *   modrace VGPU ROUNDS     two connections of VGPU (a share of 64 MiB) load a module of
+ *                           40 MiB of globals at once, ROUNDS times: never both (the
+ *                           daemon checks the share again after the device's answer)
  *   fill VGPU MODULE        built-in "fill" with cluster dims (exec on a GPU), verified
  *   prio VGPU PRIO NS COUNT COUNT kernels of NS at priority PRIO; prints elapsed ms
  *   ptx VGPU                a module from PTX text bytes, launched and verified (GPU only)
@@ -507,6 +516,82 @@ static int cmd_watch(const char *name, double secs)
     return 0;
 }
 
+static int cmd_modshare(const char *name, double secs, int leave)
+{
+    gpuos_vgpu *g = open_or_die(name);
+    const char big[] = "SIMMOD\nk=fill\n@big=1073741824\n@big2=1073741824\n";
+    const char img[] = "SIMMOD\nk=fill\n@a=16777216\n@b=8388608\n";
+    const char more[] = "SIMMOD\n@c=50331648\n";
+    const uint64_t charge = 16777216 + 8388608;
+    uint64_t used0, used, quota;
+    gpuos_module m, m2;
+    CHECK(!gpuos_mem_info(g, &used0, &quota, NULL) && quota > charge, "mem info");
+    int rc = gpuos_module_load(g, big, sizeof big - 1, &m);
+    CHECK(rc == GPUOS_EBUSY && strstr(gpuos_error(), "memory share"), "2 GiB of globals on a share of %llu: rc %d",
+          (unsigned long long)quota, rc);
+    CHECK(!gpuos_mem_info(g, &used, NULL, NULL) && used == used0, "a refused module charged %llu",
+          (unsigned long long)(used - used0));
+    CHECK(!gpuos_module_load(g, img, sizeof img - 1, &m), "24 MiB of globals");
+    CHECK(!gpuos_mem_info(g, &used, NULL, NULL) && used == used0 + charge, "charged %llu, want %llu",
+          (unsigned long long)(used - used0), (unsigned long long)charge);
+    gpuos_dptr d;
+    CHECK(gpuos_mem_alloc(g, quota - used + 4096, &d) == GPUOS_EBUSY, "an allocation past the rest of the share");
+    CHECK(!gpuos_mem_alloc(g, quota - used, &d) && !gpuos_mem_free(g, d), "the rest of the share");
+    rc = gpuos_module_load(g, more, sizeof more - 1, &m2);
+    CHECK(rc == GPUOS_EBUSY, "48 MiB more of globals past the share: rc %d", rc);
+    printf("charged %llu\n", (unsigned long long)(used - used0));
+    fflush(stdout);
+    usleep((useconds_t)(secs * 1e6));
+    if (leave)
+        _exit(0); /* the daemon gives the charge back when the client is gone */
+    CHECK(!gpuos_module_unload(g, m), "unload");
+    CHECK(!gpuos_mem_info(g, &used, NULL, NULL) && used == used0, "%llu still charged after the unload",
+          (unsigned long long)(used - used0));
+    gpuos_close(g);
+    printf("released\n");
+    return 0;
+}
+
+struct modrace {
+    gpuos_vgpu *g;
+    pthread_barrier_t *go;
+    gpuos_module m;
+    int rc;
+};
+static void *modrace_one(void *arg)
+{
+    struct modrace *r = arg;
+    const char img[] = "SIMMOD\nk=fill\n@a=41943040\n";
+    pthread_barrier_wait(r->go);
+    r->rc = gpuos_module_load(r->g, img, sizeof img - 1, &r->m);
+    return NULL;
+}
+
+static int cmd_modrace(const char *name, int rounds)
+{
+    pthread_barrier_t go;
+    pthread_barrier_init(&go, NULL, 2);
+    struct modrace r[2] = {{open_or_die(name), &go, 0, 0}, {open_or_die(name), &go, 0, 0}};
+    int one = 0;
+    for (int i = 0; i < rounds; i++) {
+        pthread_t t[2];
+        for (int k = 0; k < 2; k++)
+            pthread_create(&t[k], NULL, modrace_one, &r[k]);
+        for (int k = 0; k < 2; k++)
+            pthread_join(t[k], NULL);
+        CHECK(r[0].rc || r[1].rc, "round %d: two modules of 40 MiB of globals on a share of 64 MiB", i);
+        for (int k = 0; k < 2; k++) {
+            CHECK(!r[k].rc || r[k].rc == GPUOS_EBUSY, "round %d: rc %d", i, r[k].rc);
+            if (!r[k].rc) {
+                one++;
+                CHECK(!gpuos_module_unload(r[k].g, r[k].m), "unload");
+            }
+        }
+    }
+    printf("modrace %d of %d rounds loaded one\n", one, rounds);
+    return 0;
+}
+
 static int cmd_module(const char *name)
 {
     gpuos_vgpu *g = open_or_die(name);
@@ -839,6 +924,10 @@ int main(int argc, char **argv)
         return cmd_watch(argv[2], atof(argv[3]));
     if (!strcmp(c, "module") && argc == 3)
         return cmd_module(argv[2]);
+    if (!strcmp(c, "modrace") && argc == 4)
+        return cmd_modrace(argv[2], atoi(argv[3]));
+    if (!strcmp(c, "modshare") && (argc == 4 || (argc == 5 && !strcmp(argv[4], "leave"))))
+        return cmd_modshare(argv[2], atof(argv[3]), argc == 5);
     fprintf(stderr, "serve_client: bad command\n");
     return 2;
 }

@@ -4,11 +4,11 @@
  * real driver packs them from the kernel's parameter layout, which the cubin
  * carries in its .nv.info.<kernel> section (attribute EIATTR_KPARAM_INFO: per
  * parameter its ordinal, offset and size). The daemon loads the image with the
- * real driver; this library reads the layout from the same bytes:
- *   fatbin container  magic 0xBA55ED50, u16 version, u16 header size, u64 size;
- *                     entries of u16 kind (1 PTX, 2 cubin), u16 version,
- *                     u32 header size, u64 payload size, ..., u32 arch at 0x1c,
- *                     u64 flags at 0x28, u64 uncompressed size at 0x38
+ * real driver; this library reads the layout from the same bytes, through the
+ * one bounds-checked reader of containers and ELF (device/modimage.h, which
+ * documents the fatbin layout): no offset or size of an image is trusted, and
+ * an image whose headers do not fit its length is refused at the load
+ * (shim_image_check; issue 44.6):
  *   cubin             ELF64; .nv.info.<kernel> is a list of attributes: u8 format
  *                     (4: u16 length + payload; else a u16 value), u8 attribute
  *   KPARAM_INFO 0x17  u32 index, u16 ordinal, u16 offset, u32 (size << 18 | ...)
@@ -18,19 +18,21 @@
  * The layout was checked against nvcc 13.0's cubins (tests/t_cudashim.sh builds
  * a kernel of mixed parameter types when nvcc is present, plain and compressed).
  * Compressed fatbin entries (LZ4 or zstd) are inflated with the system's
- * libraries (inflate_entry).
+ * libraries (modimage.c).
  * A PTX image's layout comes from its .entry declaration (ptx_kernel). */
 #include "cudashim/shim.h"
 
-#include <dlfcn.h>
-#include <link.h>
+#include "device/modimage.h"
+
 #include <elf.h>
+#include <errno.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
-#define FATBIN_MAGIC 0xBA55ED50u
-#define FATBIN_WRAPPER_MAGIC 0x466243b1u
 #define EIATTR_PARAM_CBANK 0x0a
 #define EIATTR_FRAME_SIZE 0x11
 #define EIATTR_KPARAM_INFO 0x17
@@ -42,85 +44,97 @@
  * tests/gpu/progs/drv_answers.c). */
 #define EIATTR_RESERVED_SMEM 0x4c
 
-static uint64_t rd64(const unsigned char *p)
+/* Whether n bytes at p can be read: a copy by the kernel, which answers EFAULT
+ * where a read would fault (a system refusing the call itself: assumed). */
+static int readable(const void *p, size_t n)
 {
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
-}
-static uint32_t rd32(const unsigned char *p)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-static uint16_t rd16(const unsigned char *p)
-{
-    uint16_t v;
-    memcpy(&v, p, 2);
-    return v;
+    unsigned char tmp[64];
+    struct iovec local = {tmp, n < sizeof tmp ? n : sizeof tmp}, remote = {(void *)p, local.iov_len};
+    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)local.iov_len || errno != EFAULT;
 }
 
-/* cudart's wrapper (__cudaRegisterFatBinary) points at the container. */
-static const unsigned char *unwrap(const void *image)
+/* cudart's wrapper (__cudaRegisterFatBinary) points at the container: only an
+ * image given by pointer alone can be one (a file's bytes are never followed),
+ * and its pointer is followed only where a container's header can be read. */
+const void *shim_image_unwrap(const void *image)
 {
     const unsigned char *p = image;
-    if (rd32(p) == FATBIN_WRAPPER_MAGIC) {
+    if (p && gos_rd32(p) == GOS_FATBIN_WRAPPER_MAGIC) {
         const void *d;
         memcpy(&d, p + 8, sizeof d);
-        return d;
+        return d && readable(d, 16) ? d : NULL;
     }
     return p;
 }
 
-const void *shim_image_unwrap(const void *image) { return image ? unwrap(image) : NULL; }
-
-static size_t elf_size(const unsigned char *p)
-{
-    const Elf64_Ehdr *e = (const void *)p;
-    size_t end = (size_t)e->e_shoff + (size_t)e->e_shnum * e->e_shentsize;
-    size_t ph = (size_t)e->e_phoff + (size_t)e->e_phnum * e->e_phentsize;
-    if (ph > end)
-        end = ph;
-    for (int i = 0; i < e->e_shnum; i++) {
-        Elf64_Shdr s;
-        memcpy(&s, p + e->e_shoff + (size_t)i * e->e_shentsize, sizeof s);
-        if (s.sh_type != SHT_NOBITS && s.sh_offset + s.sh_size > end)
-            end = s.sh_offset + s.sh_size;
-    }
-    return end;
-}
-
+/* The length is not known: the headers say it, bounded by GOS_IMG_MAX, and
+ * what they say must hold together (else 0: malformed). Before the headers
+ * are walked, their end is checked readable, and so is the image's last byte
+ * (a claim past the program's memory is refused, not followed; a hole inside
+ * it would still fault, as it does in NVIDIA's driver). */
 size_t shim_image_size(const void *image)
 {
-    if (!image)
+    const unsigned char *p = shim_image_unwrap(image);
+    if (!p)
         return 0;
-    const unsigned char *p = unwrap(image);
-    if (rd32(p) == FATBIN_MAGIC)
-        return (size_t)rd16(p + 6) + (size_t)rd64(p + 8);
-    if (!memcmp(p, ELFMAG, SELFMAG) && p[EI_CLASS] == ELFCLASS64)
-        return elf_size(p);
-    /* PTX or another text image (gpuos-builtin): NUL-terminated. */
-    return strlen((const char *)p) + 1;
+    size_t n = 0;
+    if (gos_rd32(p) == GOS_FATBIN_MAGIC) {
+        n = readable(p, 16) ? gos_fatbin_total(p, GOS_IMG_MAX) : 0;
+    } else if (!memcmp(p, ELFMAG, SELFMAG)) {
+        Elf64_Ehdr e;
+        if (!readable(p, sizeof e))
+            return 0;
+        memcpy(&e, p, sizeof e);
+        uint64_t table = (uint64_t)e.e_shnum * sizeof(Elf64_Shdr);
+        if (e.e_shoff < GOS_IMG_MAX && table && !readable(p + e.e_shoff + table - 1, 1))
+            return 0;
+        n = gos_elf_extent(p, GOS_IMG_MAX);
+    } else {
+        /* PTX or another text image (gpuos-builtin): NUL-terminated. */
+        return strlen((const char *)p) + 1;
+    }
+    return n && readable(p + n - 1, 1) ? n : 0;
+}
+
+int shim_image_check(const void *image, size_t bytes, char *why, size_t why_len)
+{
+    const unsigned char *p = image;
+    struct gos_elf f;
+    if (bytes >= 4 && gos_rd32(p) == GOS_FATBIN_MAGIC) {
+        size_t total = gos_fatbin_total(p, bytes);
+        if (total && gos_fatbin_walks(p, total))
+            return 0;
+        if (!total)
+            snprintf(why, why_len, "a fatbin container whose header claims more than its %zu bytes", bytes);
+        else
+            snprintf(why, why_len, "a fatbin container with an entry that does not fit its %zu bytes", total);
+        return -1;
+    }
+    if (bytes < SELFMAG || memcmp(p, ELFMAG, SELFMAG))
+        return 0;
+    if (gos_elf_open(&f, p, bytes)) {
+        snprintf(why, why_len, "an ELF image whose header, section table or names lie outside its %zu bytes", bytes);
+        return -1;
+    }
+    Elf64_Shdr s;
+    for (unsigned i = 0; i < f.e.e_shnum; i++)
+        if (gos_elf_sec(&f, i, &s)) {
+            snprintf(why, why_len, "an ELF image whose section %u lies outside its %zu bytes", i, bytes);
+            return -1;
+        }
+    return 0;
 }
 
 /* A fatbin container runs on compute capability cc when it holds a cubin of
  * the same major and no higher minor, or PTX of no higher architecture (the
  * driver compiles it). */
-static int container_runs(const unsigned char *p, int cc)
+static int container_runs(const unsigned char *p, size_t total, int cc)
 {
-    size_t hdr = rd16(p + 6), total = hdr + rd64(p + 8), off = hdr;
-    while (off + 0x40 <= total) {
-        const unsigned char *e = p + off;
-        int kind = rd16(e), arch = (int)rd32(e + 0x1c);
-        uint32_t ehdr = rd32(e + 4);
-        uint64_t size = rd64(e + 8);
-        if (ehdr < 0x40 || off + ehdr + size > total)
-            break;
-        if ((kind == 2 && arch <= cc && arch / 10 == cc / 10) || (kind == 1 && arch <= cc))
+    struct gos_fatbin_entry e;
+    size_t off = gos_rd16(p + 6);
+    while (gos_fatbin_next(p, total, &off, &e))
+        if ((e.kind == 2 && e.arch <= cc && e.arch / 10 == cc / 10) || (e.kind == 1 && e.arch <= cc))
             return 1;
-        off += ehdr + size;
-    }
     return 0;
 }
 
@@ -151,103 +165,31 @@ int shim_image_mapped(const void *p, size_t n)
     return s.found;
 }
 
-int shim_image_runs(const void *image, int cc)
+int shim_image_runs(const void *image, size_t bytes, int cc)
 {
-    const unsigned char *p = unwrap(image);
-    return !p || rd32(p) != FATBIN_MAGIC || container_runs(p, cc);
+    const unsigned char *p = image;
+    size_t total = p && bytes >= 4 && gos_rd32(p) == GOS_FATBIN_MAGIC ? gos_fatbin_total(p, bytes) : 0;
+    return !total || container_runs(p, total, cc);
 }
 
-void shim_image_describe(const void *image, char *buf, size_t len)
+void shim_image_describe(const void *image, size_t bytes, char *buf, size_t len)
 {
-    const unsigned char *p = unwrap(image);
-    size_t used = 0;
+    const unsigned char *p = image;
+    size_t used = 0, total = p && bytes >= 4 && gos_rd32(p) == GOS_FATBIN_MAGIC ? gos_fatbin_total(p, bytes) : 0;
     buf[0] = 0;
-    if (!p || rd32(p) != FATBIN_MAGIC) {
-        snprintf(buf, len, "%s image of %zu bytes", p && !memcmp(p, ELFMAG, SELFMAG) ? "ELF" : "text",
-                 shim_image_size(image));
+    if (!total) {
+        int elf = p && bytes >= SELFMAG && !memcmp(p, ELFMAG, SELFMAG);
+        snprintf(buf, len, "%s image of %zu bytes", elf ? "ELF" : "text", bytes);
         return;
     }
-    size_t hdr = rd16(p + 6), total = hdr + rd64(p + 8), off = hdr;
-    used += (size_t)snprintf(buf + used, len - used, "fatbin of %zu bytes%s:", total,
-                             (const void *)p != image ? " (behind a wrapper)" : "");
-    for (int i = 0; off + 0x40 <= total && used < len; i++) {
-        const unsigned char *e = p + off;
-        uint32_t ehdr = rd32(e + 4);
-        uint64_t size = rd64(e + 8), flags = rd64(e + 0x28);
-        if (ehdr < 0x40 || off + ehdr + size > total)
-            break;
+    struct gos_fatbin_entry e;
+    size_t off = gos_rd16(p + 6);
+    used += (size_t)snprintf(buf + used, len - used, "fatbin of %zu bytes:", total);
+    for (int i = 0; used < len && gos_fatbin_next(p, total, &off, &e); i++)
         if (i < 24)
-            used += (size_t)snprintf(buf + used, len - used, " %s%u%s", rd16(e) == 1 ? "ptx" : "sm_", rd32(e + 0x1c),
-                                     flags & 0xa000 ? "z" : "");
-        off += ehdr + size;
-    }
+            used += (size_t)snprintf(buf + used, len - used, " %s%d%s", e.kind == 1 ? "ptx" : "sm_", e.arch,
+                                     GOS_FATBIN_COMPRESSED(&e) ? "z" : "");
 }
-
-struct elf {
-    const unsigned char *p;
-    size_t n;
-    const Elf64_Ehdr *e;
-    const char *shstr;
-};
-
-static int elf_open(struct elf *f, const unsigned char *p, size_t n)
-{
-    if (n < sizeof(Elf64_Ehdr) || memcmp(p, ELFMAG, SELFMAG) || p[EI_CLASS] != ELFCLASS64)
-        return -1;
-    f->p = p;
-    f->n = n;
-    f->e = (const void *)p;
-    if (f->e->e_shoff + (uint64_t)f->e->e_shnum * sizeof(Elf64_Shdr) > n || f->e->e_shstrndx >= f->e->e_shnum)
-        return -1;
-    Elf64_Shdr s;
-    memcpy(&s, p + f->e->e_shoff + (size_t)f->e->e_shstrndx * sizeof s, sizeof s);
-    if (s.sh_offset + s.sh_size > n)
-        return -1;
-    f->shstr = (const char *)p + s.sh_offset;
-    return 0;
-}
-
-static int elf_sec(const struct elf *f, int i, Elf64_Shdr *s)
-{
-    memcpy(s, f->p + f->e->e_shoff + (size_t)i * sizeof *s, sizeof *s);
-    return s->sh_type == SHT_NOBITS || s->sh_offset + s->sh_size <= f->n ? 0 : -1;
-}
-
-static const Elf64_Shdr *elf_find(const struct elf *f, const char *name, Elf64_Shdr *out, int *idx)
-{
-    for (int i = 0; i < f->e->e_shnum; i++) {
-        if (elf_sec(f, i, out))
-            continue;
-        if (!strcmp(f->shstr + out->sh_name, name)) {
-            if (idx)
-                *idx = i;
-            return out;
-        }
-    }
-    return NULL;
-}
-
-/* Symbol table lookups: index of `name` (or -1), its size and type. */
-static int elf_sym(const struct elf *f, const char *name, uint64_t *size, int *type)
-{
-    Elf64_Shdr st, str;
-    if (!elf_find(f, ".symtab", &st, NULL) || st.sh_link >= f->e->e_shnum || elf_sec(f, (int)st.sh_link, &str))
-        return -1;
-    size_t n = st.sh_size / sizeof(Elf64_Sym);
-    for (size_t i = 0; i < n; i++) {
-        Elf64_Sym y;
-        memcpy(&y, f->p + st.sh_offset + i * sizeof y, sizeof y);
-        if (y.st_name < str.sh_size && !strcmp((const char *)f->p + str.sh_offset + y.st_name, name)) {
-            if (size)
-                *size = y.st_size;
-            if (type)
-                *type = ELF64_ST_TYPE(y.st_info);
-            return (int)i;
-        }
-    }
-    return -1;
-}
-
 /* Walks the attributes of an .nv.info section; calls fn for every one: a
  * length-prefixed one with its payload, a 4-byte one with its 2-byte value. */
 static void nv_attrs(const unsigned char *b, size_t n, void (*fn)(int attr, const unsigned char *pl, int len, void *arg),
@@ -257,7 +199,7 @@ static void nv_attrs(const unsigned char *b, size_t n, void (*fn)(int attr, cons
     while (p + 4 <= n) {
         int fmt = b[p], attr = b[p + 1];
         if (fmt == 4) {
-            int len = rd16(b + p + 2);
+            int len = gos_rd16(b + p + 2);
             if (p + 4 + (size_t)len > n)
                 return;
             fn(attr, b + p + 4, len, arg);
@@ -279,15 +221,15 @@ static void kernel_attr(int attr, const unsigned char *pl, int len, void *arg)
     struct kctx *c = arg;
     struct shim_kinfo *k = c->k;
     if (attr == EIATTR_KPARAM_INFO && len >= 12) {
-        int ord = rd16(pl + 4);
+        int ord = gos_rd16(pl + 4);
         if (ord >= 0 && ord < SHIM_MAX_PARAMS) {
-            k->off[ord] = rd16(pl + 6);
-            k->size[ord] = (uint16_t)((rd32(pl + 8) >> 18) & 0x3fff);
+            k->off[ord] = gos_rd16(pl + 6);
+            k->size[ord] = (uint16_t)((gos_rd32(pl + 8) >> 18) & 0x3fff);
             if (ord + 1 > k->nparams)
                 k->nparams = ord + 1;
         }
     } else if (attr == EIATTR_PARAM_CBANK && len >= 8) {
-        k->param_bytes = rd16(pl + 6);
+        k->param_bytes = gos_rd16(pl + 6);
     } else if (attr == EIATTR_RESERVED_SMEM && len == 2) {
         k->reserved_smem = 1;
     }
@@ -296,24 +238,24 @@ static void kernel_attr(int attr, const unsigned char *pl, int len, void *arg)
 static void global_attr(int attr, const unsigned char *pl, int len, void *arg)
 {
     struct kctx *c = arg;
-    if (len < 8 || (int)rd32(pl) != c->sym)
+    if (len < 8 || (int)gos_rd32(pl) != c->sym)
         return;
     if (attr == EIATTR_REGCOUNT)
-        c->k->regs = (int)rd32(pl + 4);
+        c->k->regs = (int)gos_rd32(pl + 4);
     else if (attr == EIATTR_FRAME_SIZE)
-        c->k->local_bytes = (int)rd32(pl + 4);
+        c->k->local_bytes = (int)gos_rd32(pl + 4);
 }
 
 static void cubin_kernel(const unsigned char *p, size_t n, const char *name, struct shim_kinfo *k, char *why,
                          size_t why_len)
 {
-    struct elf f;
-    if (elf_open(&f, p, n)) {
+    struct gos_elf f;
+    if (gos_elf_open(&f, p, n)) {
         snprintf(why, why_len, "malformed cubin");
         return;
     }
     int type = 0;
-    int sym = elf_sym(&f, name, NULL, &type);
+    int sym = gos_elf_sym(&f, name, NULL, &type);
     if (sym < 0 || type != STT_FUNC) {
         snprintf(why, why_len, "no kernel %s in the cubin", name);
         return;
@@ -329,20 +271,20 @@ static void cubin_kernel(const unsigned char *p, size_t n, const char *name, str
     Elf64_Shdr s;
     struct kctx c = {k, sym};
     snprintf(sec, sec_len, ".nv.info.%s", name);
-    if (!elf_find(&f, sec, &s, NULL)) {
+    if (gos_elf_find(&f, sec, &s) || s.sh_type == SHT_NOBITS) {
         snprintf(why, why_len, "the cubin has no .nv.info section of kernel %.200s%s", name,
                  strlen(name) > 200 ? "..." : "");
         free(sec);
         return;
     }
     nv_attrs(p + s.sh_offset, s.sh_size, kernel_attr, &c);
-    if (elf_find(&f, ".nv.info", &s, NULL))
+    if (!gos_elf_find(&f, ".nv.info", &s) && s.sh_type != SHT_NOBITS)
         nv_attrs(p + s.sh_offset, s.sh_size, global_attr, &c);
     snprintf(sec, sec_len, ".nv.shared.%s", name);
-    if (elf_find(&f, sec, &s, NULL))
+    if (!gos_elf_find(&f, sec, &s) && s.sh_size <= INT32_MAX)
         k->shared_bytes = (int)s.sh_size - (k->reserved_smem && s.sh_size >= 1024 ? 1024 : 0);
     snprintf(sec, sec_len, ".nv.constant0.%s", name);
-    if (elf_find(&f, sec, &s, NULL))
+    if (!gos_elf_find(&f, sec, &s))
         k->const_bytes = 0; /* the parameter bank: not user constant memory */
     free(sec);
     k->max_threads = 1024;
@@ -351,105 +293,18 @@ static void cubin_kernel(const unsigned char *p, size_t n, const char *name, str
     k->found = 1;
 }
 
-/* A compressed fatbin entry's payload (nvcc --compress-mode: flag 0x2000 LZ4,
- * 0x8000 zstd; the compressed size is the u32 at 0x10 of the entry header, the
- * payload padded to 8 bytes, the uncompressed size the u64 at 0x38), inflated
- * with the system's liblz4 / libzstd, loaded when first needed (dlopen: the
- * library loads without them, and then says a compressed cubin is unreadable).
- * Returns a malloc'd buffer of exactly `unc` bytes, or NULL with a reason. */
-static unsigned char *inflate_entry(const unsigned char *e, uint32_t ehdr, uint64_t padded, char *why, size_t why_len)
+/* The cubin for `cc` in a fatbin container of total bytes (gos_fatbin_pick:
+ * exact architecture, else the highest lower one of the same major, else, as
+ * plain `nvcc` builds an sm_75 cubin and compute_75 PTX that the driver
+ * compiles, the highest lower cubin of any architecture: parameter layouts are
+ * the same on every architecture). A compressed one is inflated into *owned
+ * (the caller frees it). */
+static const unsigned char *fatbin_cubin(const unsigned char *p, size_t total, int cc, size_t *n, unsigned char **owned,
+                                         char *why, size_t why_len)
 {
-    uint64_t flags = rd64(e + 0x28), unc = rd64(e + 0x38), csize = rd32(e + 0x10);
-    const unsigned char *src = e + ehdr;
-    if (!csize || csize > padded)
-        csize = padded;
-    if (!unc || unc > (1ull << 30) || csize > (1ull << 30)) {
-        snprintf(why, why_len, "a compressed cubin of %llu bytes (unreadable size)", (unsigned long long)unc);
-        return NULL;
-    }
-    int zstd = (flags & 0x8000) != 0;
-    const char *libname = zstd ? "libzstd.so.1" : "liblz4.so.1";
-    void *lib = dlopen(libname, RTLD_NOW | RTLD_LOCAL);
-    void *fn = lib ? dlsym(lib, zstd ? "ZSTD_decompress" : "LZ4_decompress_safe") : NULL;
-    if (!fn) {
-        snprintf(why, why_len, "the fatbin's cubin for this GPU is %s-compressed and %s is not loadable",
-                 zstd ? "zstd" : "LZ4", libname);
-        return NULL;
-    }
-    unsigned char *out = malloc(unc);
-    if (!out) {
-        snprintf(why, why_len, "out of memory inflating a cubin of %llu bytes", (unsigned long long)unc);
-        return NULL;
-    }
-    int ok;
-    if (zstd) {
-        size_t (*dec)(void *, size_t, const void *, size_t) = (size_t (*)(void *, size_t, const void *, size_t))fn;
-        ok = dec(out, unc, src, csize) == unc;
-    } else {
-        int (*dec)(const char *, char *, int, int) = (int (*)(const char *, char *, int, int))fn;
-        ok = dec((const char *)src, (char *)out, (int)csize, (int)unc) == (int)unc;
-    }
-    if (!ok) {
-        free(out);
-        snprintf(why, why_len, "the fatbin's %s-compressed cubin does not inflate to its %llu bytes",
-                 zstd ? "zstd" : "LZ4", (unsigned long long)unc);
-        return NULL;
-    }
-    return out;
+    int kind;
+    return gos_fatbin_pick(p, total, cc, 0, n, &kind, owned, why, why_len);
 }
-
-/* The cubin for `cc` in a fatbin container: exact architecture, else the
- * highest lower one of the same major, else (plain `nvcc` builds an sm_75
- * cubin and compute_75 PTX, which the driver compiles for the GPU) the highest
- * lower cubin of any architecture: parameter layouts are the same on every
- * architecture (registers and shared memory are then those of that cubin).
- * A compressed one is inflated into *owned (the caller frees it). */
-static const unsigned char *fatbin_cubin(const unsigned char *p, int cc, size_t *n, unsigned char **owned, char *why,
-                                         size_t why_len)
-{
-    size_t hdr = rd16(p + 6), total = hdr + rd64(p + 8), off = hdr;
-    const unsigned char *best = NULL, *any = NULL;
-    int best_arch = -1, any_arch = -1, ptx = 0;
-    *owned = NULL;
-    while (off + 0x40 <= total) {
-        const unsigned char *e = p + off;
-        int kind = rd16(e);
-        uint32_t ehdr = rd32(e + 4);
-        uint64_t size = rd64(e + 8);
-        int arch = (int)rd32(e + 0x1c);
-        if (ehdr < 0x40 || off + ehdr + size > total)
-            break;
-        if (kind == 1)
-            ptx = 1;
-        if (kind == 2 && arch <= cc && arch / 10 == cc / 10 && arch > best_arch) {
-            best = e;
-            best_arch = arch;
-        }
-        if (kind == 2 && arch <= cc && arch > any_arch) {
-            any = e;
-            any_arch = arch;
-        }
-        off += ehdr + size;
-    }
-    const unsigned char *e = best ? best : any;
-    if (!e) {
-        snprintf(why, why_len, "%s",
-                 ptx ? "the fatbin has PTX only for this GPU (parameter layouts are read from cubins)"
-                     : "the fatbin has no cubin for this GPU");
-        return NULL;
-    }
-    uint32_t ehdr = rd32(e + 4);
-    uint64_t size = rd64(e + 8), flags = rd64(e + 0x28), unc = rd64(e + 0x38);
-    if (!(flags & 0xa000) && !unc) {
-        *n = size;
-        return e + ehdr;
-    }
-    if (!(*owned = inflate_entry(e, ehdr, size, why, why_len)))
-        return NULL;
-    *n = unc;
-    return *owned;
-}
-
 /* PTX text: ".entry NAME(" then ".param [.ptr ...] [.align N] .TYPE name[[N]]"
  * separated by commas up to ")". Each parameter sits at the next multiple of
  * its alignment (the type's size, or .align N for byte arrays). */
@@ -538,6 +393,27 @@ static void ptx_kernel(const char *p, size_t n, const char *name, struct shim_ki
     k->found = 1;
 }
 
+/* The cubin of an image of known length: the image itself, or the one of its
+ * fatbin for cc (*owned: inflated, the caller frees it); NULL with why when
+ * there is none. *text: the image is neither (PTX). */
+static const unsigned char *image_cubin(const unsigned char *p, size_t bytes, int cc, size_t *n, unsigned char **owned,
+                                        int *text, char *why, size_t why_len)
+{
+    *owned = NULL;
+    *text = 0;
+    *n = bytes;
+    if (gos_rd32(p) == GOS_FATBIN_MAGIC) {
+        size_t total = gos_fatbin_total(p, bytes);
+        if (!total) {
+            snprintf(why, why_len, "malformed fatbin (its header claims more than its %zu bytes)", bytes);
+            return NULL;
+        }
+        return fatbin_cubin(p, total, cc, n, owned, why, why_len);
+    }
+    *text = memcmp(p, ELFMAG, SELFMAG) != 0;
+    return *text ? NULL : p;
+}
+
 void shim_image_kernel(const void *image, size_t bytes, int cc, const char *name, struct shim_kinfo *info, char *why,
                        size_t why_len)
 {
@@ -552,31 +428,40 @@ void shim_image_kernel(const void *image, size_t bytes, int cc, const char *name
         snprintf(why, why_len, "no image");
         return;
     }
-    const unsigned char *p = unwrap(image);
-    if (rd32(p) == FATBIN_MAGIC) {
-        size_t n = 0;
-        unsigned char *owned = NULL;
-        const unsigned char *c = fatbin_cubin(p, cc, &n, &owned, why, why_len);
-        if (c)
-            cubin_kernel(c, n, name, info, why, why_len);
-        free(owned);
-    } else if (!memcmp(p, ELFMAG, SELFMAG)) {
-        cubin_kernel(p, bytes, name, info, why, why_len);
-    } else {
-        ptx_kernel((const char *)p, bytes, name, info, why, why_len);
+    size_t n;
+    unsigned char *owned;
+    int text;
+    const unsigned char *c = image_cubin(image, bytes, cc, &n, &owned, &text, why, why_len);
+    if (c) {
+        cubin_kernel(c, n, name, info, why, why_len);
+    } else if (text) {
+        /* PTX is read as a C string: one that does not end inside its bytes is
+         * read from a terminated copy */
+        char *t = memchr(image, 0, bytes) ? NULL : malloc(bytes + 1);
+        if (t) {
+            memcpy(t, image, bytes);
+            t[bytes] = 0;
+        }
+        if (t || memchr(image, 0, bytes))
+            ptx_kernel(t ? t : image, bytes, name, info, why, why_len);
+        else
+            snprintf(why, why_len, "out of memory");
+        free(t);
     }
+    free(owned);
 }
 
 int shim_image_global(const void *image, size_t bytes, int cc, const char *name, uint64_t *size)
 {
-    const unsigned char *p = unwrap(image);
-    size_t n = bytes;
+    size_t n;
+    unsigned char *owned;
+    int text, type = 0;
     char why[160];
-    unsigned char *owned = NULL;
-    if (rd32(p) == FATBIN_MAGIC && !(p = fatbin_cubin(p, cc, &n, &owned, why, sizeof why)))
+    if (!image || bytes < 16)
         return -1;
-    struct elf f;
-    int type = 0, rc = elf_open(&f, p, n) || elf_sym(&f, name, size, &type) < 0 || type != STT_OBJECT ? -1 : 0;
+    const unsigned char *c = image_cubin(image, bytes, cc, &n, &owned, &text, why, sizeof why);
+    struct gos_elf f;
+    int rc = !c || gos_elf_open(&f, c, n) || gos_elf_sym(&f, name, size, &type) < 0 || type != STT_OBJECT ? -1 : 0;
     free(owned);
     return rc;
 }

@@ -5,6 +5,8 @@
  * serves as both. */
 #include "cudashim/driver.h"
 
+#include "common/log.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,25 +99,34 @@ static CUresult mod_load_in(struct CUmod_st **out, const void *image, size_t byt
         rc = gpuos_module_load_builtin(shim_proc.g, "builtin", &m->h);
         m->loaded = !rc;
     } else {
-        m->bytes = bytes ? bytes : shim_image_size(image);
-        m->nocode = lazy && !shim_image_runs(image, shim_proc.cc);
         /* the wrapper cudart hands over points at the container itself; a
          * container in a loaded object's fatbin section (the runtime's
          * registrations: PyTorch's come to gigabytes) is used where it lies */
         const void *from = bytes ? image : shim_image_unwrap(image);
-        m->borrowed = lazy && !bytes && shim_image_mapped(from, m->bytes);
-        m->image = m->borrowed ? (void *)from : m->bytes ? malloc(m->bytes) : NULL;
-        if (!m->image) {
-            CUresult r = m->bytes ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_IMAGE;
+        m->bytes = bytes ? bytes : shim_image_size(image);
+        char why[160];
+        if (!from || !m->bytes || shim_image_check(from, m->bytes, why, sizeof why)) {
+            /* issue 44.6: refused before anything walks it */
+            if (from && m->bytes)
+                gos_log(LOG_NOTICE, "module load: a malformed image: %s", why);
+            else
+                gos_log(LOG_NOTICE, "module load: a malformed image (its headers claim an impossible size)");
             free(m);
-            return r;
+            return CUDA_ERROR_INVALID_IMAGE;
+        }
+        m->nocode = lazy && !shim_image_runs(from, m->bytes, shim_proc.cc);
+        m->borrowed = lazy && !bytes && shim_image_mapped(from, m->bytes);
+        m->image = m->borrowed ? (void *)from : malloc(m->bytes);
+        if (!m->image) {
+            free(m);
+            return CUDA_ERROR_OUT_OF_MEMORY;
         }
         if (!m->borrowed)
             memcpy(m->image, from, m->bytes);
         if (shim_trace()) {
             char d[512];
-            shim_image_describe(image, d, sizeof d);
-            shim_log("module load: %s%s%s", d,
+            shim_image_describe(from, m->bytes, d, sizeof d);
+            shim_log("module load: %s%s%s%s", d, from != image ? " (behind a wrapper)" : "",
                      m->nocode ? ": no code for this GPU, its kernels fail" : lazy ? ": lazily, at its first kernel's use" : "",
                      m->borrowed ? " (used in place)" : "");
         }

@@ -46,28 +46,38 @@ struct shim_kinfo {
     int reserved_smem; /* its .nv.shared section starts with the 1 KiB the system reserves (sm_90) */
 };
 
-/* Size of an image given by pointer only (cuModuleLoadData): fatbin container
- * (header + payload), ELF (end of the section header table or of the last
- * section), or PTX text (NUL-terminated). 0 when not recognised. */
+/* Size of an image given by pointer only (cuModuleLoadData; behind the
+ * runtime's wrapper: the container's): fatbin container (header + payload),
+ * ELF (end of the header tables or of the last section), or PTX text
+ * (NUL-terminated). What the headers claim is bounded (GOS_IMG_MAX), must hold
+ * together, and its end must be readable: 0 when not (a malformed image). */
 size_t shim_image_size(const void *image);
 
-/* 0 when the image is a fatbin container with neither a cubin this GPU runs
- * (compute capability cc: same major, no higher minor) nor PTX it can compile
- * (libraries ship containers for other GPUs only: sm_100, sm_120). */
-int shim_image_runs(const void *image, int cc);
+/* Whether an image of known length holds together where the reader will walk
+ * it (a fatbin's header, an ELF's header, section table and names inside its
+ * bytes): 0, or -1 with a reason in why (CUDA_ERROR_INVALID_IMAGE). */
+int shim_image_check(const void *image, size_t bytes, char *why, size_t why_len);
+
+/* 0 when the image (bytes long) is a fatbin container with neither a cubin
+ * this GPU runs (compute capability cc: same major, no higher minor) nor PTX
+ * it can compile (libraries ship containers for other GPUs only: sm_100,
+ * sm_120). */
+int shim_image_runs(const void *image, size_t bytes, int cc);
 
 /* 1 when [p, p + n) lies in a read-only segment of a loaded object (a
  * library's or the program's fatbin section): it lives as long as the object. */
 int shim_image_mapped(const void *p, size_t n);
 
 /* One line for the trace: the container's entries (sm_90, ptx90, z = compressed). */
-void shim_image_describe(const void *image, char *buf, size_t len);
+void shim_image_describe(const void *image, size_t bytes, char *buf, size_t len);
 
 /* The image itself: a fatbin container behind the runtime's wrapper
- * (__fatBinC_Wrapper_t, magic 0x466243b1) is where the wrapper points. */
+ * (__fatBinC_Wrapper_t, magic 0x466243b1) is where the wrapper points. Only
+ * for an image given by pointer alone: a file's bytes are never followed. */
 const void *shim_image_unwrap(const void *image);
 
-/* The kernel `name` in the image for compute capability major*10+minor: the
+/* The kernel `name` in the image (bytes long, not behind a wrapper) for
+ * compute capability major*10+minor: the
  * cubin of that architecture (or the nearest lower one of the same major) in a
  * fatbin, or the image itself when it is a cubin. info->found = 0 when the
  * image holds no such cubin (PTX only, compressed entries, unknown kernel).

@@ -6,6 +6,9 @@
 
 #include "common/status.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 #define EXEC(d) ((d)->ops->exec)
 #define HAS(d, op) (EXEC(d) && EXEC(d)->op)
 #define NEED(d, op, what)                                                                        \
@@ -139,6 +142,30 @@ int gos_exec_module_load(gos_device *d, const void *image, size_t bytes, const c
     NONNULL(mod, "result pointer");
     NONNULL(image || name, "image or built-in module name");
     return EXEC(d)->module_load(d, image, bytes, name, mod);
+}
+
+int gos_exec_module_load_within(gos_device *d, const void *image, size_t bytes, const char *name, uint64_t limit,
+                                void **mod, uint64_t *need)
+{
+    NEED(d, module_load, "modules");
+    NONNULL(mod && need, "result pointer");
+    NONNULL(image || name, "image or built-in module name");
+    *need = 0;
+    if (!image || !HAS(d, module_bytes))
+        return EXEC(d)->module_load(d, image, bytes, name, mod);
+    void *copy = malloc(bytes ? bytes : 1);
+    if (!copy)
+        return gos_fail(GOS_ENOMEM, "out of host memory for a module image of %zu bytes", bytes);
+    memcpy(copy, image, bytes);
+    int rc = EXEC(d)->module_bytes(d, copy, bytes, need);
+    if (!rc && *need > limit)
+        rc = gos_fail(GOS_EBUSY, "the module's globals and constants take %llu bytes of device memory, more than "
+                                 "the %llu left of the memory share", (unsigned long long)*need,
+                      (unsigned long long)limit);
+    if (!rc)
+        rc = EXEC(d)->module_load(d, copy, bytes, name, mod);
+    free(copy);
+    return rc;
 }
 
 int gos_exec_module_unload(gos_device *d, void *mod)

@@ -78,6 +78,11 @@ struct gos_exec_ops {
      * kernel names and parameter layouts on every backend (kernels/exec.cu on
      * cuda; modelled durations on sim, see sim_exec.c). */
     int (*module_load)(gos_device *d, const void *image, size_t bytes, const char *name, void **mod);
+    /* The device memory a module image takes once loaded (its globals and
+     * constant banks), read from the image before it is loaded (issue 44.2:
+     * charged to the vGPU's memory share); GOS_EINVAL for an image the
+     * backend cannot read. Optional (then nothing is charged). */
+    int (*module_bytes)(gos_device *d, const void *image, size_t bytes, uint64_t *need);
     int (*module_unload)(gos_device *d, void *mod);
     int (*function)(gos_device *d, void *mod, const char *name, void **fn);
     /* A module's global (__device__ variable): its device address and size
@@ -132,6 +137,12 @@ int gos_exec_copy_dtod(gos_device *d, uint64_t dst, uint64_t src, size_t n, void
 int gos_exec_copy_htod_sync(gos_device *d, uint64_t dst, const void *src, size_t n);
 int gos_exec_copy_dtoh_sync(gos_device *d, void *dst, uint64_t src, size_t n);
 int gos_exec_module_load(gos_device *d, const void *image, size_t bytes, const char *name, void **mod);
+/* Issue 44.2: a module loaded only when its device memory (module_bytes) fits
+ * limit bytes: the image is copied first (a client may rewrite the bytes it
+ * shares meanwhile), measured, refused with GOS_EBUSY past the limit, loaded
+ * from the copy; *need is what it takes (0 for a built-in module). */
+int gos_exec_module_load_within(gos_device *d, const void *image, size_t bytes, const char *name, uint64_t limit,
+                                void **mod, uint64_t *need);
 int gos_exec_module_unload(gos_device *d, void *mod);
 int gos_exec_function(gos_device *d, void *mod, const char *name, void **fn);
 int gos_exec_module_global(gos_device *d, void *mod, const char *name, uint64_t *dptr, uint64_t *bytes);

@@ -119,11 +119,13 @@ static int h_module_load(struct xe *x, const struct x_hdr *h, void *p, int fd)
         gos_exec_module_unload(x->dev, x->modules[m.slot]);
         drop_module(x, m.slot);
     }
+    uint64_t need = 0;
     if (!rc)
-        rc = gos_exec_module_load(x->dev, img, m.bytes, m.name[0] ? m.name : NULL, &x->modules[m.slot]);
+        rc = gos_exec_module_load_within(x->dev, img, m.bytes, m.name[0] ? m.name : NULL, m.limit, &x->modules[m.slot],
+                                         &need);
     if (!rc)
         x->mod_builtin[m.slot] = m.name[0] && gos_exec_builtin_module(m.name);
-    return xe_answer(x, h->type, rc, 0, NULL, 0);
+    return xe_answer(x, h->type, rc, 0, &need, sizeof need);
 }
 
 static int h_module_unload(struct xe *x, const struct x_hdr *h, void *p, int fd)

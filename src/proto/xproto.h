@@ -33,7 +33,7 @@ enum {
     X_ALLOC,       /* u64 bytes -> u64 dptr */
     X_FREE,        /* u64 dptr */
     X_REGION_ADD,  /* struct x_region + fd */
-    X_MODULE_LOAD, /* struct x_module -> nothing */
+    X_MODULE_LOAD, /* struct x_module -> u64 bytes its globals take (charged) */
     X_MODULE_UNLOAD, /* u32 slot */
     X_FUNCTION,    /* struct x_function -> u32 index */
     X_RUN,         /* u32 engine, u32 n, n x (struct x_op + params) -> struct x_run_rep */
@@ -226,6 +226,7 @@ struct x_module {
     uint32_t slot;
     uint32_t region; /* image from this region when name is empty */
     uint64_t offset, bytes;
+    uint64_t limit; /* device memory its globals may take: what is left of the share (issue 44.2) */
     char name[64];
 };
 

@@ -276,6 +276,22 @@ static int do_copy(struct srv_client *c, uint32_t seq, const struct gos_msg_copy
     return srv_op_submit(c, GOS_SCHED_COPY, m->priority, &o);
 }
 
+/* Unloads module slot (mod: the daemon's own handle under isolation = none)
+ * and gives its globals' charge back to the vGPU's share. */
+static int module_drop(struct srv_client *c, int slot, void *mod)
+{
+    int rc;
+    if (c->x) {
+        uint32_t sl = (uint32_t)slot;
+        rc = srv_exec_call(c->x, X_MODULE_UNLOAD, &sl, 4, -1, NULL, 0);
+    } else {
+        rc = gos_exec_module_unload(dev_of(c)->dev, mod);
+    }
+    c->srv->vgpus[c->vgpu].mem_used -= c->module_bytes[slot];
+    c->module_bytes[slot] = 0;
+    return rc;
+}
+
 static int do_module_load(struct srv_client *c, const struct gos_msg_module_load *m, uint64_t *h)
 {
     struct srv *s = c->srv;
@@ -297,21 +313,44 @@ static int do_module_load(struct srv_client *c, const struct gos_msg_module_load
     }
     void *mod = NULL;
     c->modules[slot] = (void *)1; /* reserved */
+    /* Issue 44.2: its globals are device memory of this vGPU, charged like an
+     * allocation; the device side measures them on its own copy of the image
+     * and refuses past what is left of the share */
+    struct srv_vgpu *v = &s->vgpus[c->vgpu];
+    uint64_t limit = v->mem_used < v->mem_quota ? v->mem_quota - v->mem_used : 0, need = 0;
     pthread_mutex_unlock(&s->lock);
     int rc;
     if (c->x) {
-        struct x_module xm = {.slot = (uint32_t)slot, .region = m->region, .offset = m->offset, .bytes = m->bytes};
+        struct x_module xm = {.slot = (uint32_t)slot, .region = m->region, .offset = m->offset, .bytes = m->bytes,
+                              .limit = limit};
         snprintf(xm.name, sizeof xm.name, "%s", m->name);
-        rc = srv_exec_call(c->x, X_MODULE_LOAD, &xm, sizeof xm, -1, NULL, 0);
+        rc = srv_exec_call(c->x, X_MODULE_LOAD, &xm, sizeof xm, -1, &need, sizeof need);
         mod = (void *)(uintptr_t)(slot + 2); /* never NULL nor the reservation */
         c->module_builtin[slot] = (unsigned char)gos_exec_builtin_module(m->name);
     } else {
-        rc = gos_exec_module_load(d->dev, img, m->bytes, m->name[0] ? m->name : NULL, &mod);
+        rc = gos_exec_module_load_within(d->dev, img, m->bytes, m->name[0] ? m->name : NULL, limit, &mod, &need);
     }
     pthread_mutex_lock(&s->lock);
+    if (rc == GOS_EBUSY) { /* the device's line, with the vGPU's name */
+        char why[GOS_MSG_TEXT_MAX];
+        snprintf(why, sizeof why, "%s", gos_last_error());
+        rc = gos_fail(GOS_EBUSY, "vGPU %s: %s", v->cfg.name, why);
+    }
+    if (!rc && c->x && c->x->dead) /* lost meanwhile: the module went with it */
+        rc = gos_fail(GOS_EDEVICE, "vGPU %s: this client's executor is gone (%s)", v->cfg.name, c->x->why);
+    if (!rc && need && (v->mem_used >= v->mem_quota || need > v->mem_quota - v->mem_used)) {
+        /* others of the vGPU took the room meanwhile (the lock was dropped) */
+        rc = gos_fail(GOS_EBUSY, "vGPU %s: a module whose globals take %llu bytes would exceed its memory share "
+                                 "(%llu of %llu bytes used)", v->cfg.name, (unsigned long long)need,
+                      (unsigned long long)v->mem_used, (unsigned long long)v->mem_quota);
+        module_drop(c, slot, mod);
+    }
     c->modules[slot] = rc ? NULL : mod;
-    if (!rc)
+    if (!rc) {
+        c->module_bytes[slot] = need;
+        v->mem_used += need;
         *h = (uint64_t)slot + 1;
+    }
     return rc;
 }
 
@@ -650,14 +689,8 @@ static int msg_module_unload(struct srv_client *c, const struct gos_msg_hdr *h, 
     if (mi < 0) {
         rc = GOS_EINVAL;
     } else {
-        struct srv_dev *d = dev_of(c);
         if (!(rc = drain(c))) {
-            if (c->x) {
-                uint32_t slot = (uint32_t)mi;
-                rc = srv_exec_call(c->x, X_MODULE_UNLOAD, &slot, 4, -1, NULL, 0);
-            } else {
-                rc = gos_exec_module_unload(d->dev, c->modules[mi]);
-            }
+            rc = module_drop(c, mi, c->modules[mi]);
             c->modules[mi] = NULL;
             drop_globals(c, mi);
             for (int i = 0; i < c->n_funcs; i++)

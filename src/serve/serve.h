@@ -203,9 +203,10 @@ struct srv_client {
     int exec_lost; /* its loss was handled (counted, memory returned) */
     int swap_hold; /* swap.c: what a request of it just made resident stays (until queued) */
     unsigned char module_builtin[SRV_MAX_MODULES];
+    uint64_t module_bytes[SRV_MAX_MODULES]; /* what each module's globals take, charged (issue 44.2) */
     char fn_builtin[SRV_MAX_FUNCS][16];
     /* module globals it looked up (MODULE_GLOBAL): copies may reach them until
-     * their module is unloaded; not charged (module memory) */
+     * their module is unloaded; charged with their module (module_bytes) */
     struct srv_global {
         GOS_RANGE_HEAD;
         int module;

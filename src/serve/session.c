@@ -34,9 +34,12 @@ static void client_free(struct srv_client *c)
         for (int i = 0; i < GOS_MAX_REGIONS; i++)
             if (c->regions[i].used)
                 srv_region_drop(c, i);
-        for (int i = 0; i < SRV_MAX_MODULES; i++)
+        for (int i = 0; i < SRV_MAX_MODULES; i++) {
             if (!c->x && c->modules[i] && c->modules[i] != (void *)1)
                 gos_exec_module_unload(d->dev, c->modules[i]);
+            v->mem_used -= c->module_bytes[i]; /* its globals (issue 44.2) */
+            c->module_bytes[i] = 0;
+        }
         srv_ring_gone(c);
         /* The executor's exit releases its context, memory and modules at once
          * (a shared executor releases this client's part when its channel
@@ -81,6 +84,10 @@ void srv_client_exec_check(struct srv_client *c)
     for (int i = 0; i < c->n_allocs; i++)
         v->mem_used -= c->allocs[i].bytes + c->allocs[i].extra;
     c->n_allocs = 0;
+    for (int i = 0; i < SRV_MAX_MODULES; i++) { /* its modules' globals too (issue 44.2) */
+        v->mem_used -= c->module_bytes[i];
+        c->module_bytes[i] = 0;
+    }
     srv_exec_kill(c->x);
     /* executor = per-vgpu: its executor was every client of this vGPU's; the
      * others hear why (once: they are fated) */

@@ -13,6 +13,7 @@
 #include "device/cuda/cuda_internal.h"
 #include "device/exec_builtin.h"
 #include "device/exec_ops.h"
+#include "device/modimage.h"
 
 #include "common/status.h"
 
@@ -230,6 +231,13 @@ static int ex_module_load(gos_device *d, const void *image, size_t bytes, const 
     }
     *out = m;
     return GOS_OK;
+}
+
+/* Issue 44.2: the globals and constant banks of the code the driver will take
+ * for this GPU (device/modimage.h). */
+static int ex_module_bytes(gos_device *d, const void *image, size_t bytes, uint64_t *need)
+{
+    return gos_img_device_bytes(image, bytes, d->info.cc_major * 10 + d->info.cc_minor, need);
 }
 
 static int ex_module_unload(gos_device *d, void *mod)
@@ -497,6 +505,7 @@ const struct gos_exec_ops gos_cuda_exec_ops = {
     .copy_htod_sync = ex_htod_sync,
     .copy_dtoh_sync = ex_dtoh_sync,
     .module_load = ex_module_load,
+    .module_bytes = ex_module_bytes,
     .module_unload = ex_module_unload,
     .function = ex_function,
     .module_global = ex_module_global,

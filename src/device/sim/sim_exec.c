@@ -528,6 +528,29 @@ static int se_module_load(gos_device *d, const void *image, size_t bytes, const 
     return GOS_OK;
 }
 
+/* What a SIMMOD image's globals take: the sum of its "@name=bytes" lines (a
+ * bad one is refused by the load itself). */
+static int se_module_bytes(gos_device *d, const void *image, size_t bytes, uint64_t *need)
+{
+    const char *p = image, *end = p + bytes;
+    *need = 0;
+    if (bytes < 7 || memcmp(p, "SIMMOD\n", 7))
+        return GOS_OK;
+    for (p += 7; p < end;) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p)), *eol = nl ? nl : end;
+        const char *eq = memchr(p, '=', (size_t)(eol - p));
+        char num[32];
+        if (*p == '@' && eq && (size_t)(eol - eq - 1) < sizeof num) {
+            memcpy(num, eq + 1, (size_t)(eol - eq - 1));
+            num[eol - eq - 1] = 0;
+            unsigned long long b = strtoull(num, NULL, 10);
+            *need = b > UINT64_MAX - *need ? UINT64_MAX : *need + b;
+        }
+        p = eol + 1;
+    }
+    return GOS_OK;
+}
+
 static int se_module_unload(gos_device *d, void *mod)
 {
     struct sim_mod *m = mod;
@@ -834,6 +857,7 @@ const struct gos_exec_ops gos_sim_exec_ops = {
     .copy_htod_sync = se_htod_sync,
     .copy_dtoh_sync = se_dtoh_sync,
     .module_load = se_module_load,
+    .module_bytes = se_module_bytes,
     .module_unload = se_module_unload,
     .module_global = se_module_global,
     .function = se_function,
