@@ -73,6 +73,10 @@ int cli_next(cli_args *a);
 /* The socket a command talks to: the option, else $GPUOS_SOCKET, else the default. */
 const char *cli_socket(const char *opt);
 
+/* The vGPUs of the gpuos daemon answering at $GPUOS_SOCKET (else the default
+ * socket), for the labels that say the node shares its GPUs; -1 when none answers. */
+int cli_served_vgpus(void);
+
 /* Parses an integer option value in lo..hi; 0 on success. */
 int cli_parse_int(const char *s, long lo, long hi, long *out);
 /* Parses a duration: seconds, or digits with s, m, h or d; 0 on success. */
