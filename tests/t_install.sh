@@ -154,6 +154,9 @@ for k in User=gpuos Group=gpuos ProtectSystem=strict ProtectHome=yes NoNewPrivil
     grep -qx "$k" "$U" || fail "the unit lacks $k"
 done
 grep '^DeviceAllow=' "$U" | grep -v -e '=/dev/nvidia' -e '=char-nvidia-' && fail "a device other than NVIDIA's is allowed"
+# the daemon's OOM score from the unit (issue 43.7: every start warned that it could not lower it)
+oom=$(sed -n 's/^#define SRV_OOM_DAEMON (\(-[0-9]*\))$/\1/p' src/serve/executor.h)
+[ -n "$oom" ] && grep -qx "OOMScoreAdjust=$oom" "$U" || fail "the unit does not set OOMScoreAdjust=$oom: $(grep OOMScore "$U")"
 grep -qx 'u gpuos - "gpuos GPU daemon" /var/lib/gpuos' "$R/usr/lib/sysusers.d/gpuos.conf" || fail "sysusers.d file"
 # the sandbox's exposure (offline: no running systemd needed)
 if systemd-analyze security --offline=true --help >/dev/null 2>&1; then
