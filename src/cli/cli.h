@@ -113,6 +113,11 @@ int cli_open_selected(const cli_devices *s, int i, gos_device **out);
  * --device nor --sim: GPU 0 or the simulated fallback (cli_open_device). */
 int cli_open_one(const char *device, const char *sim, gos_device **out);
 
+/* The default configuration, SYSCONFDIR/gpuos/gpuos.conf: SYSCONFDIR as make
+ * install's (mk/install.mk: /etc for PREFIX=/usr, else PREFIX/etc), compiled
+ * into main.c, the one file that knows it. */
+extern const char cli_default_config[];
+
 /* Command entry points, the table of main.c (plain externs). */
 int cmd_info(int argc, char **argv);
 int cmd_probe(int argc, char **argv);

@@ -9,6 +9,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#ifndef GOS_SYSCONFDIR /* mk/install.mk passes make install's */
+#define GOS_SYSCONFDIR "/usr/local/etc"
+#endif
+const char cli_default_config[] = GOS_SYSCONFDIR "/gpuos/gpuos.conf";
+
 struct cmd_entry {
     const char *name;
     int (*fn)(int, char **);
