@@ -131,5 +131,6 @@ int cmd_place(int argc, char **argv);
 int cmd_shm(int argc, char **argv);
 int cmd_executor(int argc, char **argv); /* hidden: spawned by serve (issue 9) */
 int cmd_run(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
 
 #endif

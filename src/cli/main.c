@@ -32,6 +32,7 @@ static const struct cmd_entry commands[] = {
     {"place", cmd_place, "SM sets that fit the tenant (green contexts, cluster sizes)"},
     {"run", cmd_run, "run an unmodified CUDA program on a virtual GPU"},
     {"shm", cmd_shm, "list shared device memory segments (like ipcs -m)"},
+    {"doctor", cmd_doctor, "can a user reach the GPU past the daemon? the daemon's socket?"},
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof commands[0])
 
