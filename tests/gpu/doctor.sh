@@ -69,12 +69,15 @@ D=$!
 i=0; while [ ! -S "$T/s" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 if [ "$(stat -c %g "$T/s" 2>/dev/null)" = 4242 ]; then res PASS "C socket_group" "socket group 4242"
 else res FAIL "C socket_group" "socket: $(stat -c '%U:%G %a' "$T/s" 2>&1) $(tail -2 "$L/serve.log")"; fi
-cp "$B/tests/cudashim_drv" "$T/drv"; chmod 755 "$T/drv"
+# the tenant runs copies in $T (the checkout may sit where nobody cannot reach)
+mkdir "$T/bin" "$T/bin/shim"; cp "$G" "$T/bin/gpuos"; cp "$B/shim/libcuda.so.1" "$B/shim/libnvidia-ml.so.1" "$T/bin/shim/"
+cp "$B/tests/cudashim_drv" "$T/drv"; chmod -R a+rX "$T/bin" "$T/drv"
 quota=$("$G" vgpu list --socket "$T/s" --json=- | python3 -c "import json,sys; print(json.load(sys.stdin)['vgpus'][0]['mem_quota'])")
 # tenant_fds PROG...: runs it as nobody (group 4242: the socket), samples its and its
 # children's descriptors; prints the /dev/nvidia* ones seen
 tenant_fds() {
-    setpriv --reuid=65534 --regid=65534 --groups=4242 -- "$G" run --socket="$T/s" --vgpu a -- "$@" > "$T/w.out" 2> "$T/w.err" &
+    setpriv --reuid=65534 --regid=65534 --groups=4242 -- "$T/bin/gpuos" run --socket="$T/s" --vgpu a -- "$@" \
+        > "$T/w.out" 2> "$T/w.err" &
     W=$!
     : > "$T/fds"
     while kill -0 "$W" 2>/dev/null; do
