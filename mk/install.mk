@@ -92,20 +92,29 @@ $(DIST_SUBST:%=$(BUILD)/dist/%): $(BUILD)/dist/%: dist/% $(BUILD)/dist/paths
 
 # One configuration directory, SYSCONFDIR, for every component: compiled into the
 # binary (gpuos serve's default --config), filled into the unit, the sample
-# configurations, the Slurm scripts and the man pages.
+# configurations, the Slurm scripts and the man pages. The installed binary is
+# build/dist/gpuos, main.c compiled again with the install's SYSCONFDIR, so that
+# `make install PREFIX=...` never relinks build/gpuos under running tests
+# (build/gpuos keeps the SYSCONFDIR of the make that first built it).
 $(BUILD)/src/cli/main.o: CFLAGS += -DGOS_SYSCONFDIR='"$(SYSCONFDIR)"'
-$(BUILD)/src/cli/main.o: $(BUILD)/dist/paths
+$(BUILD)/dist/main.o: src/cli/main.c $(BUILD)/dist/paths
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -DGOS_SYSCONFDIR='"$(SYSCONFDIR)"' -c -o $@ $<
+$(BUILD)/dist/gpuos: $(BUILD)/dist/main.o $(BUILD)/libgpuos_core.a
+	@$(if $(Q),echo "  LINK  $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(CORE_LINK) $(LDLIBS)
+-include $(BUILD)/dist/main.d
 
 
 .PHONY: install uninstall FORCE
 FORCE:
 SHIM_INSTALLED := $(if $(SHIM),libcuda.so.1 libnvidia-ml.so.1)
-install: all
+install: all $(BUILD)/dist/gpuos
 	@[ -n "$(HAVE_SCDOC)" ] || { echo "gpuos: make install needs scdoc for the man pages (make deps)" >&2; exit 1; }
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/gpuos \
 		$(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 \
 		$(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSCONFDIR)/gpuos $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(UDEVRULESDIR)
-	$(INSTALL) -m 755 $(BUILD)/gpuos $(DESTDIR)$(BINDIR)/gpuos
+	$(INSTALL) -m 755 $(BUILD)/dist/gpuos $(DESTDIR)$(BINDIR)/gpuos
 	$(INSTALL) -m 755 $(BUILD)/libgpuos.so.1 $(DESTDIR)$(LIBDIR)/libgpuos.so.1
 	ln -sf libgpuos.so.1 $(DESTDIR)$(LIBDIR)/libgpuos.so
 	$(INSTALL) -m 644 $(BUILD)/libgpuos.a $(BUILD)/libgpuos-pmem.a $(DESTDIR)$(LIBDIR)/
