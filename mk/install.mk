@@ -2,12 +2,14 @@
 #   build/libgpuos.so.1   SONAME libgpuos.so.1; exports only gpuos_* (src/client/libgpuos.map)
 #   build/man/*.[158]     rendered from docs/man/*.scd with scdoc
 #   build/libgpuos-pmem.a the partition-local memory host API (gpuos/pmem.h)
-#   build/dist/           gpuos.pc, gpuos-pmem.pc, gpuos.service with the install paths filled in
+#   build/dist/           gpuos.pc, gpuos-pmem.pc, gpuos.service, the sample configurations and
+#                         the Slurm scripts' library with the install paths filled in
 # make install PREFIX=/usr/local DESTDIR= installs the binary, the libraries, the
 # public headers, the .pc files, gpuos run's libcuda.so.1 and libnvidia-ml.so.1
-# (LIBDIR/gpuos), the man pages, the systemd unit, its sysusers.d file and the
-# sample configuration; into the live system (no DESTDIR) it runs ldconfig and
-# systemd-sysusers (the gpuos user and group).
+# (LIBDIR/gpuos), the man pages, the systemd unit, its sysusers.d file (the
+# daemon's user and group gpuos, the tenants' group gpuos-users), the udev rule
+# giving the GPU's device nodes to group gpuos, and the sample configuration; into
+# the live system (no DESTDIR) it runs ldconfig and systemd-sysusers.
 # The Slurm scripts go to DATADIR/gpuos/slurm (dist/slurm/).
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
@@ -17,17 +19,22 @@ DATADIR ?= $(PREFIX)/share
 MANDIR ?= $(DATADIR)/man
 SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
 SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+UDEVRULESDIR ?= $(PREFIX)/lib/udev/rules.d
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 SCDOC ?= scdoc
 INSTALL ?= install
 GOS_VERSION_STR := $(shell sed -n 's/^\#define GOS_VERSION "\(.*\)"/\1/p' src/common/version.h)
 
+SLURM_SCRIPTS := gpuos-prolog gpuos-epilog gpuos-taskprolog
+SLURM_FILES := gpuos-slurm-lib.sh gpuos-slurm.conf slurm.conf.example gres.conf.example
+# dist/ files installed with the paths filled in (@SYSCONFDIR@ ...), from build/dist/
+DIST_SUBST := gpuos.conf $(SLURM_FILES:%=slurm/%)
 CLIENT_PIC := $(CLIENT_SRC:%.c=$(BUILD)/pic/%.o)
 MAN_SRC := $(sort $(wildcard docs/man/*.scd))
 MAN_OUT := $(MAN_SRC:docs/man/%.scd=$(BUILD)/man/%)
 HAVE_SCDOC := $(shell command -v $(SCDOC) 2>/dev/null)
 EXTRA_BINS += $(BUILD)/libgpuos.so.1 $(BUILD)/libgpuos-pmem.a $(BUILD)/dist/gpuos.pc $(BUILD)/dist/gpuos-pmem.pc \
-	$(BUILD)/dist/gpuos.service
+	$(BUILD)/dist/gpuos.service $(DIST_SUBST:%=$(BUILD)/dist/%)
 # The public headers: every function they declare is in an installed library
 # (gpuos.h: libgpuos; pmem.h: libgpuos-pmem; pmem_core.h, pmem_dev.cuh: inline).
 PUBLIC_HEADERS := include/gpuos/gpuos.h include/gpuos/pmem.h include/gpuos/pmem_core.h include/gpuos/pmem_dev.cuh
@@ -70,27 +77,44 @@ $(BUILD)/man/%: docs/man/%.scd $(BUILD)/dist/paths
 	$(Q)$(SCDOC) < $< | $(SUBST) > $@.tmp && mv $@.tmp $@
 
 SUBST = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
-	-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' -e 's|@VERSION@|$(GOS_VERSION_STR)|g'
+	-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' -e 's|@VERSION@|$(GOS_VERSION_STR)|g' \
+	-e 's|@DATADIR@|$(DATADIR)|g'
 # Regenerated when the paths change (the stamp holds them).
 $(BUILD)/dist/paths: FORCE
 	@mkdir -p $(dir $@)
-	@echo '$(PREFIX) $(BINDIR) $(LIBDIR) $(INCLUDEDIR) $(SYSCONFDIR) $(GOS_VERSION_STR)' > $@.new
+	@echo '$(PREFIX) $(BINDIR) $(LIBDIR) $(INCLUDEDIR) $(SYSCONFDIR) $(DATADIR) $(GOS_VERSION_STR)' > $@.new
 	@cmp -s $@.new $@ && rm $@.new || mv $@.new $@
 $(BUILD)/dist/%: dist/%.in $(BUILD)/dist/paths
 	$(Q)$(SUBST) $< > $@
+$(DIST_SUBST:%=$(BUILD)/dist/%): $(BUILD)/dist/%: dist/% $(BUILD)/dist/paths
+	@mkdir -p $(dir $@)
+	$(Q)$(SUBST) $< > $@
 
-SLURM_SCRIPTS := gpuos-prolog gpuos-epilog gpuos-taskprolog
-SLURM_FILES := gpuos-slurm-lib.sh gpuos-slurm.conf slurm.conf.example gres.conf.example
+# One configuration directory, SYSCONFDIR, for every component: compiled into the
+# binary (gpuos serve's default --config), filled into the unit, the sample
+# configurations, the Slurm scripts and the man pages. The installed binary is
+# build/dist/gpuos, main.c compiled again with the install's SYSCONFDIR, so that
+# `make install PREFIX=...` never relinks build/gpuos under running tests
+# (build/gpuos keeps the SYSCONFDIR of the make that first built it).
+$(BUILD)/src/cli/main.o: CFLAGS += -DGOS_SYSCONFDIR='"$(SYSCONFDIR)"'
+$(BUILD)/dist/main.o: src/cli/main.c $(BUILD)/dist/paths
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -DGOS_SYSCONFDIR='"$(SYSCONFDIR)"' -c -o $@ $<
+$(BUILD)/dist/gpuos: $(BUILD)/dist/main.o $(BUILD)/libgpuos_core.a
+	@$(if $(Q),echo "  LINK  $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(CORE_LINK) $(LDLIBS)
+-include $(BUILD)/dist/main.d
+
 
 .PHONY: install uninstall FORCE
 FORCE:
 SHIM_INSTALLED := $(if $(SHIM),libcuda.so.1 libnvidia-ml.so.1)
-install: all
+install: all $(BUILD)/dist/gpuos
 	@[ -n "$(HAVE_SCDOC)" ] || { echo "gpuos: make install needs scdoc for the man pages (make deps)" >&2; exit 1; }
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/gpuos \
 		$(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 \
-		$(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSCONFDIR)/gpuos $(DESTDIR)$(SYSUSERSDIR)
-	$(INSTALL) -m 755 $(BUILD)/gpuos $(DESTDIR)$(BINDIR)/gpuos
+		$(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSCONFDIR)/gpuos $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(UDEVRULESDIR)
+	$(INSTALL) -m 755 $(BUILD)/dist/gpuos $(DESTDIR)$(BINDIR)/gpuos
 	$(INSTALL) -m 755 $(BUILD)/libgpuos.so.1 $(DESTDIR)$(LIBDIR)/libgpuos.so.1
 	ln -sf libgpuos.so.1 $(DESTDIR)$(LIBDIR)/libgpuos.so
 	$(INSTALL) -m 644 $(BUILD)/libgpuos.a $(BUILD)/libgpuos-pmem.a $(DESTDIR)$(LIBDIR)/
@@ -101,11 +125,12 @@ install: all
 	$(INSTALL) -m 644 $(filter %.8,$(MAN_OUT)) $(DESTDIR)$(MANDIR)/man8/
 	$(INSTALL) -m 644 $(BUILD)/dist/gpuos.service $(DESTDIR)$(SYSTEMDUNITDIR)/gpuos.service
 	$(INSTALL) -m 644 dist/gpuos.sysusers $(DESTDIR)$(SYSUSERSDIR)/gpuos.conf
-	$(INSTALL) -m 644 dist/gpuos.conf $(DESTDIR)$(SYSCONFDIR)/gpuos/gpuos.conf.example
+	$(INSTALL) -m 644 dist/70-gpuos-nvidia.rules $(DESTDIR)$(UDEVRULESDIR)/70-gpuos-nvidia.rules
+	$(INSTALL) -m 644 $(BUILD)/dist/gpuos.conf $(DESTDIR)$(SYSCONFDIR)/gpuos/gpuos.conf.example
 	$(INSTALL) -d $(DESTDIR)$(DATADIR)/gpuos/slurm
 	$(INSTALL) -m 755 $(addprefix dist/slurm/,$(SLURM_SCRIPTS)) $(DESTDIR)$(DATADIR)/gpuos/slurm/
-	$(INSTALL) -m 644 $(addprefix dist/slurm/,$(SLURM_FILES)) $(DESTDIR)$(DATADIR)/gpuos/slurm/
-	$(INSTALL) -m 644 dist/slurm/gpuos-slurm.conf $(DESTDIR)$(SYSCONFDIR)/gpuos/slurm.conf.example
+	$(INSTALL) -m 644 $(addprefix $(BUILD)/dist/slurm/,$(SLURM_FILES)) $(DESTDIR)$(DATADIR)/gpuos/slurm/
+	$(INSTALL) -m 644 $(BUILD)/dist/slurm/gpuos-slurm.conf $(DESTDIR)$(SYSCONFDIR)/gpuos/slurm.conf.example
 ifneq ($(SHIM),)
 	$(INSTALL) -d $(DESTDIR)$(LIBDIR)/gpuos
 	$(INSTALL) -m 755 $(SHIM_INSTALLED:%=$(SHIM)/%) $(DESTDIR)$(LIBDIR)/gpuos/
@@ -124,6 +149,7 @@ uninstall:
 		$(PUBLIC_HEADERS:include/gpuos/%=$(DESTDIR)$(INCLUDEDIR)/gpuos/%) \
 		$(DESTDIR)$(PKGCONFIGDIR)/gpuos.pc $(DESTDIR)$(PKGCONFIGDIR)/gpuos-pmem.pc \
 		$(DESTDIR)$(SYSTEMDUNITDIR)/gpuos.service $(DESTDIR)$(SYSCONFDIR)/gpuos/gpuos.conf.example \
+		$(DESTDIR)$(UDEVRULESDIR)/70-gpuos-nvidia.rules \
 		$(addprefix $(DESTDIR)$(DATADIR)/gpuos/slurm/,$(SLURM_SCRIPTS) $(SLURM_FILES)) \
 		$(DESTDIR)$(SYSCONFDIR)/gpuos/slurm.conf.example \
 		$(DESTDIR)$(SYSUSERSDIR)/gpuos.conf $(DESTDIR)$(LIBDIR)/gpuos/libcuda.so.1 \

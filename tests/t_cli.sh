@@ -19,7 +19,7 @@ trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 PY=/usr/bin/python3
 MAN1=docs/man/gpuos.1.scd MAN8=docs/man/gpuos-serve.8.scd
-cmds=$("$G" --help | sed -n 's/^  \([a-z]*\)  .*/\1/p' | grep -vx version)
+cmds=$("$G" --help | sed -n 's/^  \([a-z]*\)  .*/\1/p' | grep -vx -e version -e help)
 [ "$(echo "$cmds" | wc -w)" -ge 11 ] || fail "gpuos --help lists only: $cmds"
 
 # the options of a command's entry in a man page section (scdoc source): the
@@ -126,6 +126,27 @@ fi
 "$G" serve --help | grep -q "src/" && fail "serve --help points at source files"
 "$G" executor --help | grep -q "gpuos-serve(8)" || fail "executor --help does not name gpuos-serve(8)"
 echo "ok   --opt=value, --json FILE|-, one size parser (1.5G), run's arguments left alone"
+
+# prefixes: unambiguous ones run the command; ambiguous ones (version and help
+# count) are refused naming every candidate (issue 43.7: "gpuos v" was vgpu list)
+[ "$("$G" ver)" = "$("$G" --version)" ] || fail "gpuos ver is not gpuos version"
+"$G" vg --help | head -1 | grep -q "^usage: gpuos vgpu" || fail "gpuos vg is not vgpu"
+out=$("$G" v 2>&1); rc=$?
+[ $rc -eq 2 ] && [ "$(echo "$out" | wc -l)" -eq 1 ] || fail "gpuos v: rc $rc: $out"
+[ "$out" = 'gpuos: "v" is ambiguous (vgpu, version); type more of it' ] || fail "gpuos v: $out"
+out=$("$G" p 2>&1) && fail "gpuos p accepted"
+echo "$out" | grep -q '(probe, place)' || fail "gpuos p: $out"
+out=$("$G" frob 2>&1); [ $? -eq 2 ] && echo "$out" | grep -q 'unknown command "frob"' || fail "gpuos frob: $out"
+# gpuos help COMMAND is the command's own help (issue 43.7: it printed the top level)
+for c in $cmds; do
+    "$G" help "$c" > "$T/h1" 2>&1 || fail "gpuos help $c exits $?"
+    "$G" "$c" --help > "$T/h2" 2>&1
+    cmp -s "$T/h1" "$T/h2" || fail "gpuos help $c is not gpuos $c --help: $(head -1 "$T/h1")"
+done
+"$G" help pro | head -1 | grep -q "^usage: gpuos probe" || fail "gpuos help pro"
+"$G" help | head -1 | grep -q "^usage: gpuos COMMAND" || fail "gpuos help"
+out=$("$G" help frob 2>&1); [ $? -eq 2 ] && echo "$out" | grep -q 'unknown command "frob"' || fail "gpuos help frob: $out"
+echo "ok   prefixes: ambiguous ones refused with their candidates; gpuos help COMMAND"
 
 # ENVIRONMENT: every variable the sources read, and no other
 # (the gpuos variables are named once, in src/common/env.h: tests/t_env.sh; the others by their literal)

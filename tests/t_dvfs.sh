@@ -40,6 +40,8 @@ expect_err 2 "rse wants" "$G" dvfs run --sim default --freqs 1980,1605 --rse 0
 expect_err 2 "larger than --max" "$G" dvfs run --sim default --freqs 1980,1605 --min 50 --max 30
 expect_err 2 "unknown option" "$G" dvfs run --sim default --frobnicate
 expect_err 1 "not a supported SM clock" "$G" dvfs run --sim default --freqs 1980,1234
+# the refusal lists the clocks there are (issue 43.7): the default chip's five
+grep -q "its 5 clocks: 1980, 1755, 1605, 1410, 1260 MHz" "$T/err" || fail "supported clocks not listed: $(cat "$T/err")"
 expect_err 1 "listed twice" "$G" dvfs run --sim default --freqs 1980,1980
 expect_err 1 "2..128 frequencies" "$G" dvfs run --sim default --freqs 1980
 expect_err 2 "--out DIR is required" "$G" dvfs analyze "$T"
@@ -106,6 +108,24 @@ assert tty.count("\r\033[K") >= len(st), (tty.count("\r\033[K"), len(st))
 last = tty.rindex("pair 6 of 6")
 assert tty.index("\r\033[K", last) < tty.index("init", last), "status line not cleared before the table"
 PYEOF
+# a real GPU's ladder of clocks in 15 MHz steps is listed by its runs
+"$PY" - "$T/chip.json" "$T/ladder.json" <<'PYEOF'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["sim"]["dvfs"] = {"freqs_mhz": list(range(1980, 1499, -15)) + [1200, 1000, 990, 980, 970, 600]}
+json.dump(c, open(sys.argv[2], "w"))
+PYEOF
+expect_err 1 "its 39 clocks: 1980-1500 every 15, 1200, 1000-970 every 10, 600 MHz" \
+    "$G" dvfs run --sim "$T/ladder.json" --freqs 1980,1234
+# --json -: the JSON alone on standard output (issue 43.7: text came first)
+"$G" dvfs run --sim "$T/chip.json" --freqs 1980,1605 --sms 2 --max-iters 2500 --min 4 --max 8 --json - \
+    >"$T/run-stdout.json" 2>"$T/run-stderr" || fail "dvfs run --json -: $(cat "$T/run-stderr")"
+"$PY" -c "import json,sys; assert json.load(open(sys.argv[1]))['schema'] == 'gpuos.dvfs-campaign/1'" \
+    "$T/run-stdout.json" || fail "dvfs run --json - is not JSON alone: $(head -c 200 "$T/run-stdout.json")"
+"$G" dvfs probe --sim "$T/chip.json" --json - >"$T/probe-stdout.json" 2>"$T/probe-stderr" ||
+    fail "dvfs probe --json -: $(cat "$T/probe-stderr")"
+"$PY" -c "import json,sys; assert json.load(open(sys.argv[1]))['schema'] == 'gpuos.dvfs-probe/1'" \
+    "$T/probe-stdout.json" || fail "dvfs probe --json - is not JSON alone: $(head -c 200 "$T/probe-stdout.json")"
 "$G" dvfs run --sim "$T/chip.json" --freqs 1980,1605,1260 --sms 3 --max-iters 2500 --max 80 \
     --out "$T/run" >"$T/run.log" || { cat "$T/run.log"; fail "simulated campaign"; }
 "$G" dvfs analyze "$T/run" --out "$T/an" >"$T/an.log" || fail "analyze: $(cat "$T/an.log")"

@@ -11,10 +11,15 @@
 # installed header links against the installed libraries (a generated program
 # naming each); the pmem.h host API round-trips bytes on the simulated chip. The
 # unit runs as User=gpuos with its sandbox, systemd-analyze security <= 3.0.
+# One configuration directory (issue 43.4): the binary's default, the unit, the
+# sample configurations, the Slurm scripts and the man pages all name
+# SYSCONFDIR/gpuos (/etc for PREFIX=/usr, PREFIX/etc else) and nothing installed
+# keeps an unfilled @PATH@; the udev rule gives /dev/nvidia* to group gpuos.
 # Then (as root) a real prefix: the daemon runs as a daemon user, and a member of
-# its group builds a client with pkg-config (shared and static), runs `gpuos vgpu
-# list` and an unmodified Driver-API program with `gpuos run`; a user outside the
-# group is refused in one line that names the group.
+# the tenants' group (socket_group, of which the daemon user is a member too)
+# builds a client with pkg-config (shared and static), runs `gpuos vgpu list` and
+# an unmodified Driver-API program with `gpuos run`; a user outside the group is
+# refused in one line that names the group.
 set -u
 B=${BUILD:-build}
 T=$(mktemp -d)
@@ -44,7 +49,8 @@ for f in usr/bin/gpuos usr/lib/libgpuos.so.1 usr/lib/libgpuos.a usr/lib/libgpuos
     usr/include/gpuos/pmem.h usr/include/gpuos/pmem_core.h usr/include/gpuos/pmem_dev.cuh \
     usr/lib/pkgconfig/gpuos.pc usr/lib/pkgconfig/gpuos-pmem.pc usr/share/man/man1/gpuos.1 \
     usr/share/man/man8/gpuos-serve.8 usr/share/man/man5/gpuos.conf.5 usr/lib/systemd/system/gpuos.service \
-    usr/lib/sysusers.d/gpuos.conf etc/gpuos/gpuos.conf.example; do
+    usr/lib/sysusers.d/gpuos.conf etc/gpuos/gpuos.conf.example usr/lib/udev/rules.d/70-gpuos-nvidia.rules \
+    etc/gpuos/slurm.conf.example usr/share/gpuos/slurm/gpuos-slurm-lib.sh; do
     [ -f "$R/$f" ] || fail "$f not installed"
 done
 # every header of include/gpuos/ is installed (none is public but not shipped)
@@ -118,8 +124,11 @@ cc -std=c11 -Wall -Werror -o "$T/pmem" tests/install_pmem.c $(pkg-config --cflag
 out=$("$T/pmem" "$T/chart.json" 2>&1) || fail "pmem: $out"
 [ "$out" = "pmem ok 3145728 132" ] || fail "pmem: $out"
 
-# the installed daemon with the installed sample configuration (simulated device)
-"$R/usr/bin/gpuos" serve --config "$R/etc/gpuos/gpuos.conf.example" --socket "$T/s" --sim default \
+# the installed daemon with the installed sample configuration (simulated device),
+# its tenants' group (gpuos-users, made by sysusers) replaced by the caller's
+sed "s/^socket_group = gpuos-users$/socket_group = $(id -g)/" "$R/etc/gpuos/gpuos.conf.example" > "$T/example.conf"
+grep -q "^socket_group = $(id -g)$" "$T/example.conf" || fail "the example has no socket_group = gpuos-users"
+"$R/usr/bin/gpuos" serve --config "$T/example.conf" --socket "$T/s" --sim default \
     2>"$T/serve.log" &
 DPID=$!
 wait_socket "$T/s" "daemon"
@@ -154,7 +163,40 @@ for k in User=gpuos Group=gpuos ProtectSystem=strict ProtectHome=yes NoNewPrivil
     grep -qx "$k" "$U" || fail "the unit lacks $k"
 done
 grep '^DeviceAllow=' "$U" | grep -v -e '=/dev/nvidia' -e '=char-nvidia-' && fail "a device other than NVIDIA's is allowed"
+# the daemon's OOM score from the unit (issue 43.7: every start warned that it could not lower it)
+oom=$(sed -n 's/^#define SRV_OOM_DAEMON (\(-[0-9]*\))$/\1/p' src/serve/executor.h)
+[ -n "$oom" ] && grep -qx "OOMScoreAdjust=$oom" "$U" || fail "the unit does not set OOMScoreAdjust=$oom: $(grep OOMScore "$U")"
 grep -qx 'u gpuos - "gpuos GPU daemon" /var/lib/gpuos' "$R/usr/lib/sysusers.d/gpuos.conf" || fail "sysusers.d file"
+# two roles, two groups: gpuos owns the GPU, gpuos-users holds the tenants (the socket's group)
+grep -qx 'g gpuos-users -' "$R/usr/lib/sysusers.d/gpuos.conf" || fail "sysusers.d: no group gpuos-users"
+grep -qx 'SupplementaryGroups=gpuos-users' "$U" || fail "the unit's daemon is not in gpuos-users"
+grep -qx 'socket_group = gpuos-users' "$R/etc/gpuos/gpuos.conf.example" || fail "the example's socket is not gpuos-users'"
+grep -q '^KERNEL=="nvidia\*.*GROUP="gpuos", MODE="0660"$' "$R/usr/lib/udev/rules.d/70-gpuos-nvidia.rules" ||
+    fail "udev rule: $(grep -v '^#' "$R/usr/lib/udev/rules.d/70-gpuos-nvidia.rules")"
+# one configuration directory everywhere (issue 43.4)
+same_dir() { # ROOT PREFIX-OF-TREE SYSCONFDIR DATADIR BINDIR
+    r=$1 p=$2 e=$3 d=$4 b=$5
+    unit="$r$p/lib/systemd/system/gpuos.service"
+    grep -qx "ConditionPathExists=$e/gpuos/gpuos.conf" "$unit" && grep -qx "ExecStart=$b/gpuos serve --config $e/gpuos/gpuos.conf" "$unit" ||
+        fail "unit ($p): $(grep -e ^Condition -e ^ExecStart= "$unit" | tr '\n' ' ')"
+    "$r$b/gpuos" serve --help | grep -q "default $e/gpuos/gpuos.conf)" || fail "gpuos serve's default ($p): $("$r$b/gpuos" serve --help | grep -- --config)"
+    grep -q "copy it to $e/gpuos/gpuos.conf " "$r$e/gpuos/gpuos.conf.example" || fail "the example ($p) names another path"
+    grep -qx "GPUOS_SLURM_CONF=\${GPUOS_SLURM_CONF:-$e/gpuos/slurm.conf}" "$r$d/gpuos/slurm/gpuos-slurm-lib.sh" ||
+        fail "Slurm scripts ($p): $(grep '^GPUOS_SLURM_CONF' "$r$d/gpuos/slurm/gpuos-slurm-lib.sh")"
+    grep -q "else $e/gpuos/slurm.conf;" "$r$e/gpuos/slurm.conf.example" || fail "slurm.conf.example ($p)"
+    for k in Prolog Epilog TaskProlog; do
+        f=$(sed -n "s/^$k=//p" "$r$d/gpuos/slurm/slurm.conf.example")
+        [ -x "$r$f" ] || fail "slurm.conf.example ($p): $k=$f is not installed"
+    done
+    MANWIDTH=200 man -l "$r$p/share/man/man5/gpuos.conf.5" 2>/dev/null | grep -q "^ *$e/gpuos/gpuos.conf$" ||
+        fail "gpuos.conf(5) ($p) does not name $e/gpuos/gpuos.conf"
+    MANWIDTH=200 man -l "$r$p/share/man/man8/gpuos-serve.8" 2>/dev/null | grep -q "$e/gpuos/slurm.conf " ||
+        fail "gpuos-serve(8) ($p) does not name $e/gpuos/slurm.conf"
+    left=$(grep -rlI '@[A-Z][A-Z]*@' "$r" 2>/dev/null)
+    [ -z "$left" ] || fail "unfilled @PATH@ in: $left"
+}
+same_dir "$R" /usr /etc /usr/share /usr/bin
+echo "one configuration directory (PREFIX=/usr): /etc/gpuos"
 # the sandbox's exposure (offline: no running systemd needed)
 if systemd-analyze security --offline=true --help >/dev/null 2>&1; then
     score=$(systemd-analyze security --offline=true "$U" 2>/dev/null | sed -n 's/.*Overall exposure level for gpuos.service: \([0-9.]*\).*/\1/p')
@@ -176,13 +218,14 @@ if [ "$(id -u)" = 0 ] && command -v useradd >/dev/null && command -v setpriv >/d
     make -s --no-print-directory install BUILD="$B" PREFIX="$P" SYSUSERS= >"$T/make.log" 2>&1 ||
         { cat "$T/make.log"; fail "make install PREFIX=$P"; }
     n=$$; DG=gost$n DU=gosd$n MU=gosm$n OU=goso$n
-    groupadd "$DG" || fail "groupadd"; GROUPS_MADE="$DG"
-    useradd -M -N -g "$DG" -s /usr/sbin/nologin "$DU" && USERS="$DU" &&
-        useradd -M -N -g users -G "$DG" -s /bin/sh "$MU" && USERS="$USERS $MU" &&
+    TG=gosu$n # the tenants' group, the socket's (socket_group); the daemon's user in it too
+    groupadd "$DG" && GROUPS_MADE="$DG" && groupadd "$TG" && GROUPS_MADE="$DG $TG" || fail "groupadd"
+    useradd -M -N -g "$DG" -G "$TG" -s /usr/sbin/nologin "$DU" && USERS="$DU" &&
+        useradd -M -N -g users -G "$TG" -s /bin/sh "$MU" && USERS="$USERS $MU" &&
         useradd -M -N -g users -s /bin/sh "$OU" && USERS="$USERS $OU" || fail "useradd"
     as() { u=$1; shift; setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups -- "$@"; }
     mkdir "$T/d" "$T/run" "$T/m" "$T/o"
-    cp "$P/etc/gpuos/gpuos.conf.example" "$T/d/gpuos.conf"
+    sed "s/^socket_group = gpuos-users$/socket_group = $TG/" "$P/etc/gpuos/gpuos.conf.example" > "$T/d/gpuos.conf"
     # the member builds from a copy: the checkout may be unreadable to others (0700; issue 47)
     cp tests/install_client.c "$T/m/"
     chown "$DU:$DG" "$T/d" "$T/run" "$T/d/gpuos.conf"; chown -R "$MU" "$T/m"; chown "$OU" "$T/o"
@@ -192,12 +235,12 @@ if [ "$(id -u)" = 0 ] && command -v useradd >/dev/null && command -v setpriv >/d
         --socket "$S" --sim default >/dev/null 2>"$T/serve.log" &
     DPID=$!
     wait_socket "$S" "daemon (as $DU)"
-    [ "$(stat -c '%U:%G %a' "$S")" = "$DU:$DG 660" ] || fail "socket is $(stat -c '%U:%G %a' "$S")"
-    # a member of the daemon's group: builds (shared and static) and runs clients
+    [ "$(stat -c '%U:%G %a' "$S")" = "$DU:$TG 660" ] || fail "socket is $(stat -c '%U:%G %a' "$S")"
+    # a member of the tenants' group: builds (shared and static) and runs clients
     export PKG_CONFIG_PATH="$P/lib/pkgconfig"; unset PKG_CONFIG_SYSROOT_DIR PKG_CONFIG_LIBDIR
     as "$MU" sh -c 'cd "$1" && cc -std=c11 -Wall -Werror -o shared "$2" $(pkg-config --cflags --libs gpuos) &&
         cc -std=c11 -Wall -Werror -static -o static "$2" $(pkg-config --static --cflags --libs gpuos)' \
-        sh "$T/m" "$T/m/install_client.c" || fail "a member of $DG could not build clients with pkg-config"
+        sh "$T/m" "$T/m/install_client.c" || fail "a member of $TG could not build clients with pkg-config"
     out=$(as "$MU" env LD_LIBRARY_PATH="$P/lib" timeout 30 "$T/m/shared" "$S" training 2>&1) || fail "member, shared: $out"
     [ "$out" = "roundtrip ok 3145728" ] || fail "member, shared: $out"
     out=$(as "$MU" timeout 30 "$T/m/static" "$S" inference 2>&1) || fail "member, static: $out"
@@ -213,17 +256,17 @@ if [ "$(id -u)" = 0 ] && command -v useradd >/dev/null && command -v setpriv >/d
         [ "$out" = ok ] || fail "member: gpuos run printed: $out"
     fi
     # a user outside the group: refused, in one line naming the group
-    out=$(as "$OU" env GPUOS_SOCKET="$S" "$P/bin/gpuos" vgpu list 2>&1) && fail "a user outside $DG listed the vGPUs"
-    [ "$(echo "$out" | wc -l)" -eq 1 ] && echo "$out" | grep -q "permission denied: only root and members of group $DG may use it" ||
+    out=$(as "$OU" env GPUOS_SOCKET="$S" "$P/bin/gpuos" vgpu list 2>&1) && fail "a user outside $TG listed the vGPUs"
+    [ "$(echo "$out" | wc -l)" -eq 1 ] && echo "$out" | grep -q "permission denied: only root and members of group $TG may use it" ||
         fail "outsider's message: $out"
-    out=$(as "$OU" timeout 30 "$T/m/static" "$S" inference 2>&1) && fail "a user outside $DG opened a vGPU"
-    echo "$out" | grep -q "members of group $DG" || fail "outsider's client: $out"
+    out=$(as "$OU" timeout 30 "$T/m/static" "$S" inference 2>&1) && fail "a user outside $TG opened a vGPU"
+    echo "$out" | grep -q "members of group $TG" || fail "outsider's client: $out"
     kill -TERM "$DPID"; wait "$DPID"; rc=$?; DPID=
     [ "$rc" -eq 0 ] || fail "daemon (as $DU) exit $rc"
     make -s --no-print-directory uninstall BUILD="$B" PREFIX="$P" >"$T/make.log" 2>&1 || fail "uninstall $P"
     left=$(find "$P" -type f -o -type l)
     [ -z "$left" ] || fail "left after uninstall of $P: $left"
-    echo "real prefix: daemon as $DU, member $MU served, outsider $OU refused: ok"
+    echo "real prefix: daemon as $DU, tenant $MU (group $TG) served, outsider $OU refused: ok"
 else
     echo "t_install: not root (or no useradd/setpriv): the real-prefix users part skipped"
 fi
@@ -231,8 +274,8 @@ fi
 # default PREFIX=/usr/local; uninstall leaves nothing behind
 make -s --no-print-directory install BUILD="$B" DESTDIR="$T/r2" >"$T/make.log" 2>&1 || { cat "$T/make.log"; fail "make install (default PREFIX)"; }
 [ -x "$T/r2/usr/local/bin/gpuos" ] || fail "default PREFIX is not /usr/local"
-grep -qx 'ExecStart=/usr/local/bin/gpuos serve --config /usr/local/etc/gpuos/gpuos.conf' \
-    "$T/r2/usr/local/lib/systemd/system/gpuos.service" || fail "unit for PREFIX=/usr/local"
+same_dir "$T/r2" /usr/local /usr/local/etc /usr/local/share /usr/local/bin
+echo "one configuration directory (PREFIX=/usr/local): /usr/local/etc/gpuos"
 make -s --no-print-directory uninstall BUILD="$B" DESTDIR="$T/r2" >"$T/make.log" 2>&1 || fail "uninstall"
 left=$(find "$T/r2" -type f -o -type l)
 [ -z "$left" ] || fail "left after uninstall: $left"

@@ -11,8 +11,10 @@
 set -u
 G=${GPUOS:-build/gpuos}
 PY=/usr/bin/python3
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+T=$(mktemp -d); DPID=
+trap '[ -n "$DPID" ] && kill -9 "$DPID" 2>/dev/null; rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
+export GPUOS_SOCKET="$T/none.sock" # no daemon: no sharing labels (one is started below)
 
 # Ragged chips made by an independent generator, with partitions and hash.
 $PY - "$T" <<'PYEOF'
@@ -199,6 +201,36 @@ grep -q "^GPU 2 *no *no *-$" "$T/node.out" || { cat "$T/node.out"; fail "peer ac
 "$G" node --sim default > "$T/one.out" || fail "node with one GPU"
 grep -q "One GPU: no GPU-to-GPU links" "$T/one.out" || fail "one-GPU node"
 echo "node view: ok"
+
+# a node whose GPU a gpuos daemon shares says so (issue 43.7): the daemon's vGPUs
+printf 'socket = %s\n[device 0]\nsim = default\n[vgpu a]\ncompute = 50\nmemory = 10%%\n[vgpu b]\ncompute = 50\nmemory = 10%%\n[vgpu c]\ncompute = 10\nmemory = 1G\n' \
+    "$T/d.sock" > "$T/d.conf"
+"$G" labels "$T/c0.json" > "$T/unshared" || fail "labels without a daemon"
+grep -q -e '^gpuos.io/shared=' -e '^gpuos.io/vgpus=' "$T/unshared" && fail "sharing labels without a daemon"
+"$G" serve --config "$T/d.conf" 2>"$T/serve.log" &
+DPID=$!
+i=0; while [ ! -S "$T/d.sock" ]; do
+    i=$((i + 1)); [ $i -gt 100 ] || ! kill -0 "$DPID" 2>/dev/null && fail "daemon: $(cat "$T/serve.log")"; sleep 0.1
+done
+GPUOS_SOCKET="$T/d.sock" "$G" labels "$T/c0.json" > "$T/shared" || fail "labels with a daemon"
+grep -qx 'gpuos.io/shared=true' "$T/shared" && grep -qx 'gpuos.io/vgpus=3' "$T/shared" ||
+    fail "sharing labels: $(grep -e shared -e vgpus "$T/shared")"
+[ "$(grep -v -e '^gpuos.io/shared=' -e '^gpuos.io/vgpus=' -e '^# +expiry' "$T/shared")" = "$(grep -v '^# +expiry' "$T/unshared")" ] ||
+    fail "the sharing labels changed others"
+GPUOS_SOCKET="$T/d.sock" "$G" probe topology --sim default --nfd "$T/p.nfd" >/dev/null || fail "probe --nfd with a daemon"
+grep -qx 'gpuos.io/vgpus=3' "$T/p.nfd" || fail "probe --nfd: no vgpus label"
+kill -TERM "$DPID"; wait "$DPID"; DPID=
+echo "sharing labels: ok"
+
+# --nfd labels this node's GPU: without --device or --sim on a node without a
+# GPU it fails and writes nothing (issue 43.7: it labelled the simulated H200)
+if "$G" info --device 0 2>&1 >/dev/null | grep -q "no GPU"; then
+    out=$("$G" probe topology --nfd "$T/nogpu.nfd" 2>&1) && fail "probe --nfd without a GPU succeeded"
+    [ "$(echo "$out" | wc -l)" -eq 1 ] && echo "$out" | grep -q "no labels written (--sim CHIP labels a simulated chip)" ||
+        fail "probe --nfd without a GPU: $out"
+    [ ! -e "$T/nogpu.nfd" ] || fail "probe --nfd without a GPU wrote labels"
+    echo "probe --nfd without a GPU: refused"
+fi
 
 # malformed input: one line, non-zero exit
 printf '{"schema": "gpuos.chip/1", "device": {"sm_count": 4}}' > "$T/notopo.json"

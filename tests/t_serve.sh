@@ -13,7 +13,14 @@ set -u
 printf '[device 0]\npolicy = lottery\n[vgpu a]\n' > "$T/bad.conf"
 out=$("$G" serve --config "$T/bad.conf" 2>&1) && fail "bad config accepted"
 echo "$out" | grep -q "bad.conf:2: policy must be" || fail "bad config message: $out"
-"$G" serve >/dev/null 2>&1; [ $? -eq 2 ] || fail "serve without --config must be a usage error"
+# without --config: the one default, SYSCONFDIR/gpuos/gpuos.conf; absent, one line saying so
+def=$("$G" serve --help | sed -n 's/.*(gpuos.conf(5); default \(.*\/gpuos\/gpuos.conf\))$/\1/p')
+[ -n "$def" ] || fail "serve --help names no default configuration"
+if [ ! -e "$def" ]; then
+    out=$("$G" serve 2>&1); rc=$?
+    [ $rc -eq 1 ] && [ "$(echo "$out" | wc -l)" -eq 1 ] && echo "$out" | grep -qF "no configuration at $def, the default" ||
+        fail "serve without --config and no default file: rc $rc: $out"
+fi
 
 start_daemon "socket_mode = 0600
 [device 0]

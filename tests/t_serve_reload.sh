@@ -121,6 +121,7 @@ timeout 20 "$C" copy a 100000 >/dev/null || fail "daemon unusable after rejected
 
 # back: c returns, shares oversubscribe (warned), restart-only keys warned
 conf "socket_mode = 0600
+socket_group = $(id -g)
 $BASE
 policy = fifo
 [vgpu a]
@@ -142,6 +143,7 @@ hup "reloaded"
 grep -q "reload: vGPU c is back" "$T/serve.log" || fail "c not back"
 grep -q "device 0: compute shares sum to 105 %, copy shares to 105 % after reload: oversubscribed" "$T/serve.log" || fail "no warning at reload"
 grep -q "reload: socket_mode takes effect at the next restart" "$T/serve.log" || fail "socket_mode change not warned"
+grep -q "reload: socket_group takes effect at the next restart" "$T/serve.log" || fail "socket_group change not warned"
 grep -q "reload: changes to \[device 1\] take effect at the next restart" "$T/serve.log" || fail "device change not warned"
 timeout 20 "$C" info c >/dev/null || fail "c not usable again"
 

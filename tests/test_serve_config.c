@@ -1,5 +1,5 @@
 /* test_serve_config.c: the configuration keys of daemon operation
- * (src/serve/config_ext.c): state, metrics_listen, chip, users, groups; names
+ * (src/serve/config_ext.c): state, metrics_listen, socket_group, chip, users, groups; names
  * resolved to ids, bad values rejected with the file and line; and the log
  * level names of --log-level. */
 #include "common/status.h"
@@ -37,6 +37,24 @@ static void test_ok(void **state)
     assert_int_equal(c.vgpus[1].n_users, 0); /* open to anyone on the socket */
     assert_int_equal(c.vgpus[1].n_groups, 0);
     assert_string_equal(c.vgpus[1].name, "b");
+}
+
+/* socket_group (issue 43.1): one group, by name or gid; unset: -1 (the daemon's) */
+static void test_socket_group(void **state)
+{
+    (void)state;
+    static struct gos_serve_config c;
+    assert_int_equal(gos_serve_config_parse("[device 0]\n", "t.conf", &c), GOS_OK);
+    assert_int_equal(c.socket_gid, -1);
+    assert_int_equal(gos_serve_config_parse("socket_group = 4242\n[device 0]\n", "t.conf", &c), GOS_OK);
+    assert_int_equal(c.socket_gid, 4242);
+    assert_int_equal(gos_serve_config_parse("socket_group = root\n[device 0]\n", "t.conf", &c), GOS_OK);
+    assert_int_equal(c.socket_gid, 0);
+    assert_int_not_equal(gos_serve_config_parse("socket_group = no-such-group-43\n", "t.conf", &c), GOS_OK);
+    assert_string_equal(gos_last_error(), "t.conf:1: unknown group \"no-such-group-43\"");
+    assert_int_not_equal(gos_serve_config_parse("\nsocket_group = root 4242\n", "t.conf", &c), GOS_OK);
+    assert_string_equal(gos_last_error(), "t.conf:2: socket_group takes one group, not \"root 4242\"");
+    assert_int_not_equal(gos_serve_config_parse("[device 0]\nsocket_group = root\n", "t.conf", &c), GOS_OK);
 }
 
 static void test_listen(void **state)
@@ -138,6 +156,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ok),
+        cmocka_unit_test(test_socket_group),
         cmocka_unit_test(test_listen),
         cmocka_unit_test(test_bad),
         cmocka_unit_test(test_executor_grant),

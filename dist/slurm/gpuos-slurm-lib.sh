@@ -1,14 +1,14 @@
 # gpuos-slurm-lib.sh: shared by gpuos's Slurm Prolog, TaskProlog and Epilog
 # (sourced; POSIX sh). Reads the settings (gpuos-slurm.conf) and logs.
-GPUOS_SLURM_CONF=${GPUOS_SLURM_CONF:-/etc/gpuos/slurm.conf}
+GPUOS_SLURM_CONF=${GPUOS_SLURM_CONF:-@SYSCONFDIR@/gpuos/slurm.conf}
 if [ -r "$GPUOS_SLURM_CONF" ]; then
     # shellcheck disable=SC1090
     . "$GPUOS_SLURM_CONF"
 fi
-GPUOS=${GPUOS:-$(command -v gpuos || echo /usr/local/bin/gpuos)}
+GPUOS=${GPUOS:-$(command -v gpuos || echo @BINDIR@/gpuos)}
 GPUOS_SOCKET=${GPUOS_SOCKET:-/run/gpuos/gpuos.sock}
 # make install puts libcuda.so.1 in LIBDIR/gpuos: ../lib/gpuos beside the binary
-GPUOS_SHIM_DIR=${GPUOS_SHIM_DIR:-$(cd "$(dirname "$GPUOS")/../lib/gpuos" 2>/dev/null && pwd || echo /usr/lib/gpuos)}
+GPUOS_SHIM_DIR=${GPUOS_SHIM_DIR:-$(cd "$(dirname "$GPUOS")/../lib/gpuos" 2>/dev/null && pwd || echo @LIBDIR@/gpuos)}
 GPUOS_SHARDS_PER_GPU=${GPUOS_SHARDS_PER_GPU:-}
 GPUOS_DEVICE_MAP=${GPUOS_DEVICE_MAP:-}
 GPUOS_VGPU_PREFIX=${GPUOS_VGPU_PREFIX:-slurm}

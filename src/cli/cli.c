@@ -3,6 +3,7 @@
 #include "common/env.h"
 
 #include "common/status.h"
+#include "gpuos/gpuos.h"
 #include "proto/proto.h"
 #include "serve/config.h"
 
@@ -87,6 +88,13 @@ const char *cli_socket(const char *opt)
 {
     const char *e = gos_env(GOS_ENV_SOCKET);
     return opt ? opt : e && *e ? e : GOS_DEFAULT_SOCKET;
+}
+
+int cli_served_vgpus(void)
+{
+    gpuos_vgpu_facts v[GOS_MAX_VGPUS];
+    int n = 0;
+    return gpuos_admin_list(cli_socket(NULL), v, GOS_MAX_VGPUS, &n) ? -1 : n;
 }
 
 int cli_next(cli_args *a)

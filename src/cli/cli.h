@@ -73,6 +73,10 @@ int cli_next(cli_args *a);
 /* The socket a command talks to: the option, else $GPUOS_SOCKET, else the default. */
 const char *cli_socket(const char *opt);
 
+/* The vGPUs of the gpuos daemon answering at $GPUOS_SOCKET (else the default
+ * socket), for the labels that say the node shares its GPUs; -1 when none answers. */
+int cli_served_vgpus(void);
+
 /* Parses an integer option value in lo..hi; 0 on success. */
 int cli_parse_int(const char *s, long lo, long hi, long *out);
 /* Parses a duration: seconds, or digits with s, m, h or d; 0 on success. */
@@ -109,6 +113,11 @@ int cli_open_selected(const cli_devices *s, int i, gos_device **out);
  * --device nor --sim: GPU 0 or the simulated fallback (cli_open_device). */
 int cli_open_one(const char *device, const char *sim, gos_device **out);
 
+/* The default configuration, SYSCONFDIR/gpuos/gpuos.conf: SYSCONFDIR as make
+ * install's (mk/install.mk: /etc for PREFIX=/usr, else PREFIX/etc), compiled
+ * into main.c, the one file that knows it. */
+extern const char cli_default_config[];
+
 /* Command entry points, the table of main.c (plain externs). */
 int cmd_info(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
@@ -122,5 +131,6 @@ int cmd_place(int argc, char **argv);
 int cmd_shm(int argc, char **argv);
 int cmd_executor(int argc, char **argv); /* hidden: spawned by serve (issue 9) */
 int cmd_run(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
 
 #endif

@@ -52,7 +52,7 @@ static const char *usage_text =
     "     separate 15 MHz steps, the timer synchronisation uncertainty, throttle reasons.\n"
     "\n" CLI_HELP_DEVICE "                   (one GPU)\n" CLI_HELP_SIM
     CLI_HELP_JSON("run: the campaign's summary (gpuos.dvfs-campaign/1); probe: gpuos.dvfs-probe/1")
-    "  --quiet, -q      no progress or tables\n";
+    "  --quiet, -q      no progress or tables (implied by --json -)\n";
 
 static int help(void)
 {
@@ -164,6 +164,8 @@ static int parse(const char *sub, int argc, char **argv, int takes_pos, gos_dvfs
             o->pos = argv[i], o->all_pos = argv + i;
         o->n_pos++;
     }
+    if (o->json && !strcmp(o->json, "-"))
+        o->quiet = 1; /* standard output is the JSON's alone */
     *stop = 0;
     return 0;
 }

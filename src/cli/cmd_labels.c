@@ -15,6 +15,8 @@ static const char usage_text[] =
     "the GPUs of one node in index order: per-GPU labels (gpuos.io/gpu-N.*) and node\n"
     "labels holding the worst GPU. Without --nfd the labels go to standard output; with\n"
     "it, into FILE atomically (e.g. /etc/kubernetes/node-feature-discovery/features.d/gpuos).\n"
+    "When a gpuos daemon answers at $GPUOS_SOCKET (else /run/gpuos/gpuos.sock) the node is\n"
+    "labelled as sharing its GPUs: gpuos.io/shared=true, gpuos.io/vgpus=N.\n"
     "  --nfd FILE             the feature file (written through .FILE.tmp.PID beside it)\n"
     "  --nfd-expiry DURATION  NFD drops the labels this long after the file was written\n"
     "                         unless it is rewritten (default 24h; s, m, h, d; 0: never)\n";
@@ -51,8 +53,8 @@ int cmd_labels(int argc, char **argv)
     for (int i = 0; i < n && !rc; i++)
         rc = gos_chip_load(paths[i], &chips[i]);
     if (!rc)
-        rc = nfd ? gos_labels_save((const gos_chip *const *)chips, n, expiry, nfd)
-                 : gos_labels_write((const gos_chip *const *)chips, n, expiry, stdout);
+        rc = nfd ? gos_labels_save((const gos_chip *const *)chips, n, expiry, cli_served_vgpus(), nfd)
+                 : gos_labels_write((const gos_chip *const *)chips, n, expiry, cli_served_vgpus(), stdout);
     for (int i = 0; i < n; i++)
         gos_chip_free(chips[i]);
     return rc ? cli_fail() : 0;

@@ -24,7 +24,8 @@ static const char usage_text[] =
     "default. Without --device or --sim it uses GPU 0, or, when there is no GPU, the\n"
     "built-in simulated H200 (labelled as simulated).\n" CLI_HELP_DEVICE CLI_HELP_SIM
     CLI_HELP_JSON("the chart (gpuos.chip/1)") "                   with several GPUs a directory: DIR/<uuid>.json each\n"
-    "  --nfd FILE       also write node-feature-discovery labels (see gpuos labels --help)\n"
+    "  --nfd FILE       also write node-feature-discovery labels (see gpuos labels --help);\n"
+    "                   of GPU 0 without --device: fails where there is none, unless --sim\n"
     "  --nfd-expiry D   the labels' lifetime (default 24h; 0: never expire)\n"
     "  --verify SIZE    numa: classify every 4 KB page of a SIZE-byte allocation (or 'all')\n"
     "  --repeat N       sections that support it measure N times and report the spread\n";
@@ -62,10 +63,15 @@ static int writable_dir(const char *path)
 static int probe_one(const cli_devices *sel, int index, const char *section, const char *json_out,
                      unsigned long long verify_bytes, long repeats, int argc, char **argv, gos_chip **kept)
 {
+    int nfd_real = kept && !sel->sim[index]; /* labels of a real GPU: no fallback */
     const char *sim = sel->sim[index];
     double t0 = gos_now_s();
     gos_device *d = NULL;
     int rc = cli_open_selected(sel, index, &d);
+    if (rc && nfd_real) {
+        fprintf(stderr, "gpuos: %s: no labels written (--sim CHIP labels a simulated chip)\n", gos_last_error());
+        return 1;
+    }
     if (rc)
         return cli_fail();
     gos_chip *chip = gos_chip_new();
@@ -149,6 +155,10 @@ int cmd_probe(int argc, char **argv)
     }
     if (verify && strcmp(section, "numa") && strcmp(section, "all"))
         return cli_usage("probe", "--verify belongs to the numa section");
+    /* Labels describe this node's GPUs: never the simulated fallback's unless asked
+     * (issue 43.7: a node without a driver published an H200 it does not have). */
+    if (nfd && !device && !sim)
+        device = "0";
     cli_devices sel;
     if (cli_select_devices(device, sim, &sel))
         return cli_fail();
@@ -164,7 +174,7 @@ int cmd_probe(int argc, char **argv)
         rc = probe_one(&sel, i, section, json_out, verify_bytes, repeats, argc, argv, nfd ? &kept[i] : NULL);
     }
     if (!rc && nfd)
-        rc = gos_labels_save((const gos_chip *const *)kept, sel.n, expiry, nfd) ? cli_fail() : 0;
+        rc = gos_labels_save((const gos_chip *const *)kept, sel.n, expiry, cli_served_vgpus(), nfd) ? cli_fail() : 0;
     for (int i = 0; i < sel.n; i++)
         gos_chip_free(kept[i]);
     return rc;

@@ -9,11 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void help(FILE *f)
 {
     fprintf(f,
-            "usage: gpuos serve --config FILE [--socket PATH] [--sim CHIP] [--log-level LEVEL] [--verbose]\n"
+            "usage: gpuos serve [--config FILE] [--socket PATH] [--sim CHIP] [--log-level LEVEL] [--verbose]\n"
+            "       gpuos serve --check [--config FILE]\n"
             "\n"
             "Owns the GPU(s) named in FILE and hosts its virtual GPUs: clients (libgpuos,\n"
             "include/gpuos/gpuos.h) connect to the Unix socket, whose file permissions\n"
@@ -27,7 +29,9 @@ static void help(FILE *f)
             "file (state = PATH) and survive a restart. Without a GPU it stops and says so:\n"
             "pass --sim default to serve the simulated chip.\n"
             "\n"
-            "  --config FILE    devices and vGPUs (gpuos.conf(5))\n" CLI_HELP_SOCKET
+            "  --config FILE    devices and vGPUs (gpuos.conf(5); default %s)\n"
+            "  --check          check FILE and exit (0: valid; 1: the daemon's file:line error),\n"
+            "                   starting nothing: no socket, no GPU\n" CLI_HELP_SOCKET
             "                   (the file's socket = comes before $GPUOS_SOCKET; the directory is\n"
             "                   created if absent)\n"
             "  --sim CHIP       run every device on the simulated chip (\"default\" or a file)\n"
@@ -49,15 +53,39 @@ static void help(FILE *f)
             "  copy = 50\n"
             "  memory = 8G\n"
             "  users = bob\n"
-            "(every key: gpuos.conf(5); the daemon: gpuos-serve(8))\n");
+            "(every key: gpuos.conf(5); the daemon: gpuos-serve(8))\n",
+            cli_default_config);
+}
+
+/* --check: the file as the daemon reads it at start, before any device is
+ * opened (memory shares against the devices' sizes wait for the devices). */
+static int check(const char *config)
+{
+    struct gos_serve_config *c = calloc(1, sizeof *c);
+    if (!c) {
+        gos_fail(GOS_ENOMEM, "out of memory");
+        return cli_fail();
+    }
+    int rc = gos_serve_config_load(config, c);
+    if (rc) {
+        free(c);
+        return cli_fail();
+    }
+    for (int i = 0; i < c->n_warn; i++)
+        fprintf(stderr, "gpuos serve: warning: %s\n", c->warn[i]);
+    printf("%s: valid (%d device%s, %d vGPU%s)\n", config, c->n_devs, c->n_devs == 1 ? "" : "s", c->n_vgpus,
+           c->n_vgpus == 1 ? "" : "s");
+    free(c);
+    return 0;
 }
 
 int cmd_serve(int argc, char **argv)
 {
     const char *config = NULL, *sock = NULL, *sim = NULL;
-    int verbose = 0, level = LOG_INFO;
-    enum { O_CONFIG = CLI_FIRST_OWN, O_LEVEL };
-    static const struct option opts[] = {CLI_OPT_HELP, {"config", required_argument, NULL, O_CONFIG}, CLI_OPT_SOCKET,
+    int verbose = 0, level = LOG_INFO, check_only = 0;
+    enum { O_CONFIG = CLI_FIRST_OWN, O_LEVEL, O_CHECK };
+    static const struct option opts[] = {CLI_OPT_HELP, {"config", required_argument, NULL, O_CONFIG},
+                                         {"check", no_argument, NULL, O_CHECK}, CLI_OPT_SOCKET,
                                          CLI_OPT_SIM, {"log-level", required_argument, NULL, O_LEVEL},
                                          {"verbose", no_argument, NULL, 'v'}, CLI_OPT_END};
     cli_args a = CLI_ARGS("serve", argc, argv, opts);
@@ -65,6 +93,7 @@ int cmd_serve(int argc, char **argv)
         switch (o) {
         case 'h': help(stdout); return 0;
         case O_CONFIG: config = optarg; break;
+        case O_CHECK: check_only = 1; break;
         case CLI_SOCKET: sock = optarg; break;
         case CLI_SIM: sim = optarg; break;
         case 'v':
@@ -79,8 +108,15 @@ int cmd_serve(int argc, char **argv)
         }
     if (optind < argc)
         return cli_usage("serve", "unexpected argument \"%s\"", argv[optind]);
+    if (!config && access(cli_default_config, F_OK)) {
+        gos_fail(GOS_EINVAL, "no configuration at %s, the default (copy %s.example there and edit it, or name one "
+                             "with --config FILE)", cli_default_config, cli_default_config);
+        return cli_fail();
+    }
     if (!config)
-        return cli_usage("serve", "--config FILE is required");
+        config = cli_default_config;
+    if (check_only)
+        return sock || sim ? cli_usage("serve", "--check reads the file alone: no --socket or --sim") : check(config);
     struct srv *s = calloc(1, sizeof *s);
     if (!s) {
         gos_fail(GOS_ENOMEM, "out of memory");

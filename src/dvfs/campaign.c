@@ -689,6 +689,26 @@ out:
     res->total_s = (double)(gos_dvfs_host_now(d) - t0) / 1e9;
     return rc;
 }
+/* The supported SM clocks as text, highest first, a run of three or more in equal
+ * steps written "1980-1605 every 15" (a real GPU has over a hundred). */
+static void clocks_text(const gos_device_info *I, char *buf, size_t len)
+{
+    const int *c = I->supported_sm_clocks_mhz;
+    int n = I->n_supported_sm_clocks;
+    size_t pos = 0;
+    buf[0] = 0;
+    for (int i = 0; i < n && pos < len;) {
+        int j = i + 1;
+        while (j + 1 < n && j - i >= 1 && c[j] - c[j + 1] == c[i] - c[i + 1])
+            j++;
+        if (j - i >= 2 && c[i] - c[i + 1] > 0) /* c[i..j]: three or more in equal steps */
+            pos += (size_t)snprintf(buf + pos, len - pos, "%s%d-%d every %d", i ? ", " : "", c[i], c[j], c[i] - c[i + 1]);
+        else
+            j = i, pos += (size_t)snprintf(buf + pos, len - pos, "%s%d", i ? ", " : "", c[i]);
+        i = j + 1;
+    }
+}
+
 
 int gos_dvfs_campaign_run(gos_device *d, const gos_dvfs_config *cfg, gos_dvfs_campaign *res)
 {
@@ -706,11 +726,12 @@ int gos_dvfs_campaign_run(gos_device *d, const gos_dvfs_config *cfg, gos_dvfs_ca
         int ok = I->n_supported_sm_clocks == 0;
         for (int k = 0; k < I->n_supported_sm_clocks && !ok; k++)
             ok = I->supported_sm_clocks_mhz[k] == cfg->freqs[i];
-        if (!ok)
-            return gos_fail(GOS_EINVAL, "%d MHz is not a supported SM clock of %s (%d..%d MHz, %d clocks)",
-                            cfg->freqs[i], I->name,
-                            I->supported_sm_clocks_mhz[I->n_supported_sm_clocks - 1],
-                            I->supported_sm_clocks_mhz[0], I->n_supported_sm_clocks);
+        if (!ok) {
+            char list[400];
+            clocks_text(I, list, sizeof list);
+            return gos_fail(GOS_EINVAL, "%d MHz is not a supported SM clock of %s; its %d clocks: %s MHz",
+                            cfg->freqs[i], I->name, I->n_supported_sm_clocks, list);
+        }
     }
     if (cfg->max_iters < cfg->delay_iters + cfg->ident_iters + 100)
         return gos_fail(GOS_EINVAL, "max iterations %d leave no room for the switching window",

@@ -222,6 +222,7 @@ int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_
     struct gos_serve_config c;
     memset(&c, 0, sizeof c);
     c.socket_mode = 0660;
+    c.socket_gid = -1;
     c.chunk = 0; /* 0: the client library's measured default */
     c.depth = 0;
     c.spin_us = -1; /* by the number of CPUs (server.c) */

@@ -70,8 +70,8 @@
  *   smset = x                    # vGPUs naming the same smset share one set (BAND)
  *
  * Keys of daemon operation (parsed in config_ext.c; docs/readme-vgpu.md,
- * "Configuration keys"): global state, metrics_listen; [device] chip; [vgpu]
- * users, groups.
+ * "Configuration keys"): global state, metrics_listen, socket_group; [device]
+ * chip; [vgpu] users, groups.
  *
  * Errors name the file, the line and the problem.
  * Process: the daemon (gpuos serve).
@@ -134,6 +134,7 @@ struct gos_serve_vgpucfg {
 struct gos_serve_config {
     char socket[108];
     unsigned socket_mode;
+    long socket_gid; /* socket_group = (config_ext.c): the socket file's group; -1: the daemon's */
     uint64_t chunk;
     int depth;
     int spin_us; /* -1: by the number of CPUs */

@@ -1,6 +1,7 @@
 /* config_ext.c: the configuration keys of daemon operation (config.h):
  *   global    state = PATH | none        where `vgpu set` persists (state.c)
  *             metrics_listen = HOST:PORT the Prometheus endpoint (metrics.c)
+ *             socket_group = NAME|GID    the socket file's group: the tenants' (server.c)
  *   [device]  chip = FILE                gpuos.chip/1 file of the device (metrics)
  *   [vgpu]    users = NAME|UID, ...      who may open the vGPU
  *             groups = NAME|GID, ...
@@ -133,6 +134,18 @@ int gos_serve_config_ext_key(struct gos_serve_config *c, int sect, int idx, cons
             return -1;
         }
         strcpy(c->metrics_listen, v);
+        return 1;
+    }
+    if (sect == 0 && !strcmp(k, "socket_group")) {
+        unsigned gid;
+        int n;
+        if (strpbrk(v, ", \t")) {
+            snprintf(why, whylen, "socket_group takes one group, not \"%s\"", v);
+            return -1;
+        }
+        if (parse_ids(v, 1, &gid, &n, why, whylen))
+            return -1;
+        c->socket_gid = (long)gid;
         return 1;
     }
     if (sect == 1 && !strcmp(k, "chip")) {

@@ -112,6 +112,8 @@ static void restart_only(struct srv *s, const struct gos_serve_config *nc, const
                 s->cfg.socket);
     if (nc->socket_mode != s->cfg.socket_mode)
         gos_log(LOG_WARNING, "reload: socket_mode takes effect at the next restart");
+    if (nc->socket_gid != s->cfg.socket_gid)
+        gos_log(LOG_WARNING, "reload: socket_group takes effect at the next restart");
     if (strcmp(nc->state, s->cfg.state))
         gos_log(LOG_WARNING, "reload: state = takes effect at the next restart");
     if (strcmp(nc->metrics_listen, s->cfg.metrics_listen))

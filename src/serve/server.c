@@ -266,8 +266,17 @@ static int listen_on(struct srv *s, const char *path)
     if (fd < 0)
         return gos_fail(GOS_EIO, "socket: %s", strerror(errno));
     snprintf(a.sun_path, sizeof a.sun_path, "%s", tmp);
-    if (bind(fd, (struct sockaddr *)&a, sizeof a) || chmod(tmp, s->cfg.socket_mode) || listen(fd, 256) ||
-        rename(tmp, path)) {
+    int bound = bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    if (bound && s->cfg.socket_gid >= 0 &&
+        chown(tmp, (uid_t)-1, (gid_t)s->cfg.socket_gid)) { /* before it is listening: no one in between */
+        int e = errno;
+        close(fd);
+        unlink(tmp);
+        return gos_fail(GOS_EPERM, "socket_group %ld: cannot give the socket to that group: %s (the daemon's user "
+                                   "must be a member of it: SupplementaryGroups= in the unit)",
+                        s->cfg.socket_gid, strerror(e));
+    }
+    if (!bound || chmod(tmp, s->cfg.socket_mode) || listen(fd, 256) || rename(tmp, path)) {
         int e = errno;
         close(fd);
         unlink(tmp);

@@ -130,7 +130,7 @@ static void write_facts(FILE *out, const char *pre, const struct facts *f)
         fprintf(out, "%s%shash-granularity=%lld\n", GOS_NFD_PREFIX, pre, f->granularity);
 }
 
-int gos_labels_write(const gos_chip *const *charts, int n, long expiry_s, FILE *out)
+int gos_labels_write(const gos_chip *const *charts, int n, long expiry_s, int vgpus, FILE *out)
 {
     if (n < 1)
         return gos_fail(GOS_EINVAL, "no chart to label");
@@ -149,6 +149,8 @@ int gos_labels_write(const gos_chip *const *charts, int n, long expiry_s, FILE *
         strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
         fprintf(out, "# +expiry-time=%s\n", when);
     }
+    if (vgpus >= 0) /* the node's GPUs are shared through gpuos: a scheduler's selector */
+        fprintf(out, "%sshared=true\n%svgpus=%d\n", GOS_NFD_PREFIX, GOS_NFD_PREFIX, vgpus);
     if (n == 1) {
         write_facts(out, "", &f[0]);
         goto done;
@@ -190,7 +192,7 @@ done:
     return rc;
 }
 
-int gos_labels_save(const gos_chip *const *charts, int n, long expiry_s, const char *path)
+int gos_labels_save(const gos_chip *const *charts, int n, long expiry_s, int vgpus, const char *path)
 {
     /* NFD's watcher reads every file of features.d but dot-files: the temporary
      * one is .NAME.tmp.PID beside it */
@@ -202,7 +204,7 @@ int gos_labels_save(const gos_chip *const *charts, int n, long expiry_s, const c
     FILE *f = fopen(tmp, "w");
     if (!f)
         return gos_fail(GOS_EIO, "cannot write %s: %m", path);
-    int rc = gos_labels_write(charts, n, expiry_s, f);
+    int rc = gos_labels_write(charts, n, expiry_s, vgpus, f);
     if (fclose(f) && !rc)
         rc = gos_fail(GOS_EIO, "cannot write %s: %m", path);
     if (!rc && rename(tmp, path))

@@ -15,7 +15,8 @@
  * and the unindexed numeric labels hold the worst GPU (the minimum of clusters and
  * cluster sizes, the maximum of free-floating SMs), so "clusters-16 >= 7" holds on
  * every GPU of the node. Only facts the chart knows are written; a simulated
- * chart says so (gpuos.io/simulated=true). What NVIDIA's GPU feature discovery
+ * chart says so (gpuos.io/simulated=true). A node whose GPUs a gpuos daemon
+ * shares says that too (gpuos.io/shared=true, gpuos.io/vgpus=N: its vGPUs). What NVIDIA's GPU feature discovery
  * publishes (nvidia.com/gpu.product, gpu.count, memory, compute capability) is
  * not repeated here. */
 #ifndef GOS_TOPOLOGY_LABELS_H
@@ -33,13 +34,14 @@
 int gos_labels_concurrent_clusters(const gos_chip *c, int k);
 
 /* Writes the labels of charts[0..n) to f, with NFD's "# +expiry-time=" line
- * expiry_s seconds from now (none when expiry_s <= 0). GOS_EINVAL when n < 1 or
- * a chart knows no topology. */
-int gos_labels_write(const gos_chip *const *charts, int n, long expiry_s, FILE *f);
+ * expiry_s seconds from now (none when expiry_s <= 0); vgpus >= 0: a gpuos daemon
+ * shares the node's GPUs with that many vGPUs (-1: none answered). GOS_EINVAL
+ * when n < 1 or a chart knows no topology. */
+int gos_labels_write(const gos_chip *const *charts, int n, long expiry_s, int vgpus, FILE *f);
 
 /* Same into `path` atomically (temporary file .NAME.tmp.PID beside it, a dot-file
  * NFD's watcher ignores, then rename: NFD never reads half a file). */
-int gos_labels_save(const gos_chip *const *charts, int n, long expiry_s, const char *path);
+int gos_labels_save(const gos_chip *const *charts, int n, long expiry_s, int vgpus, const char *path);
 
 /* The default lifetime of a feature file: NFD removes its labels a day after it
  * was written unless it is written again (gpuos probe --nfd from a timer). */
