@@ -16,7 +16,8 @@ if [ -n "${SLURM_ROOT:-}" ]; then
     SLURM_PLUGINDIR="PluginDir=$SLURM_ROOT/usr/lib/x86_64-linux-gnu/slurm-wlm"
     SLURM_STEPD="-d $SLURM_ROOT/usr/sbin/slurmstepd"
 fi
-slurm_have() { command -v slurmctld >/dev/null 2>&1 && command -v slurmd >/dev/null 2>&1 && command -v munged >/dev/null 2>&1; }
+slurm_have() { command -v slurmctld >/dev/null 2>&1 && command -v slurmd >/dev/null 2>&1 && command -v munged >/dev/null 2>&1 &&
+    command -v jq >/dev/null 2>&1; }
 
 # slurm_stage FILE...: the programs the jobs run, into $T/bin (the checkout may
 # be closed to the jobs' users); the shim into $T/shim; the scripts into $T/slurm.
@@ -82,13 +83,15 @@ slurm_fail() {
 
 # slurm_start: the scripts' settings, munge, the cluster; waits until gn1 is idle.
 slurm_start() {
-    sc=$(command -v scontrol)
+    sc=$(command -v scontrol) sq=$(command -v squeue) jq=$(command -v jq)
     if [ -n "${SLURM_ROOT:-}" ]; then
         # slurmd runs the Prolog with an environment of its own: a relocated
-        # scontrol needs its libraries named again
-        printf '#!/bin/sh\nLD_LIBRARY_PATH=%s exec %s "$@"\n' "$LD_LIBRARY_PATH" "$sc" > "$T/bin/scontrol"
-        chmod 755 "$T/bin/scontrol"
-        sc=$T/bin/scontrol
+        # scontrol, squeue and jq need their libraries named again
+        for p in scontrol squeue jq; do
+            printf '#!/bin/sh\nLD_LIBRARY_PATH=%s exec %s "$@"\n' "$LD_LIBRARY_PATH" "$(command -v $p)" > "$T/bin/$p"
+            chmod 755 "$T/bin/$p"
+        done
+        sc=$T/bin/scontrol sq=$T/bin/squeue jq=$T/bin/jq
     fi
     cat > "$T/gpuos-slurm.conf" <<EOC
 GPUOS=$T/bin/gpuos
@@ -96,6 +99,8 @@ GPUOS_SOCKET=$T/s
 GPUOS_SHIM_DIR=$T/shim
 GPUOS_SLURM_LOG=$T/gpuos-slurm.log
 SCONTROL=$sc
+SQUEUE=$sq
+JQ=$jq
 EOC
     for s in prolog epilog taskprolog; do
         printf '#!/bin/sh\nGPUOS_SLURM_CONF=%s/gpuos-slurm.conf exec %s/slurm/gpuos-%s "$@"\n' "$T" "$T" "$s" > "$T/$s"

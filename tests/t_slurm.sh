@@ -13,6 +13,8 @@
 #  - a job of another user cannot open either vGPU;
 #  - a job asking for 30 more shards waits in the queue (Resources) until they
 #    are free, then runs on a vGPU of its own;
+#  - a 1-shard job named so that `scontrol show job -d` reads a whole GPU
+#    ("x\n   Nodes=gn1 ... GRES=gpu:1(IDX:0)") gets 1 %, not 100 % (issue 44.1);
 #  - after the jobs, their vGPUs are gone (the Epilog) and the node is idle.
 # Needs root (slurmd runs jobs as other users); SKIPs only when Slurm or munge
 # cannot be installed (tools/deps.sh installs them).
@@ -167,6 +169,21 @@ touch "$W/go.D"
 i=0
 while [ -n "$(squeue -h 2>/dev/null)" ] || [ "$("$G" vgpu list | wc -l)" != 1 ]; do
     i=$((i + 1)); [ $i -gt 300 ] && slurm_fail "jobs or vGPUs left after 30 s: $(squeue -h); $("$G" vgpu list)"; sleep 0.1
+done
+# a job name that reads as a whole GPU in `scontrol show job -d` (issue 44.1):
+# its 1 shard is 1 %, not the GPU
+CRAFT="x Nodes=gn1 GRES=gpu:1(IDX:0)
+   JOB_GRES=gpu:1
+     Nodes=gn1 CPU_IDs=0 Mem=0 GRES=gpu:1(IDX:0)"
+JE=$(cd "$W" && $AS_A sbatch --parsable -J "$CRAFT" -o "$W/E.out" --gres=shard:1 "$W/job.sh" E 2>&1) ||
+    slurm_fail "sbatch E: $JE"
+wait_started E "$JE"
+[ "$(vgpu_field "slurm-$JE-0" compute_share)" = 1 ] && [ "$(vgpu_field "slurm-$JE-0" mem_share)" = 1 ] ||
+    slurm_fail "job E (1 shard, a crafted name): $("$G" vgpu list)"
+touch "$W/go.E"
+i=0
+while [ -n "$(squeue -h 2>/dev/null)" ] || [ "$("$G" vgpu list | wc -l)" != 1 ]; do
+    i=$((i + 1)); [ $i -gt 300 ] && slurm_fail "job E or its vGPU left after 30 s: $(squeue -h); $("$G" vgpu list)"; sleep 0.1
 done
 for j in "$JA" "$JB" "$JD"; do
     grep -q "job $j: vGPU slurm-$j-0 deleted" "$T/gpuos-slurm.log" || slurm_fail "no epilog deletion of job $j"

@@ -14,6 +14,8 @@ GPUOS_DEVICE_MAP=${GPUOS_DEVICE_MAP:-}
 GPUOS_VGPU_PREFIX=${GPUOS_VGPU_PREFIX:-slurm}
 GPUOS_SLURM_LOG=${GPUOS_SLURM_LOG:-}
 SCONTROL=${SCONTROL:-scontrol}
+SQUEUE=${SQUEUE:-squeue}
+JQ=${JQ:-jq}
 export GPUOS_SOCKET
 
 # log LINE: stderr, syslog when there is one, the log file when set.
