@@ -1,0 +1,110 @@
+#!/bin/sh
+# t_vgpu_cgroup.sh: vGPUs bound to a cgroup (issue 43.2; [vgpu] cgroup =,
+# serve/peercg.c), on the simulated device, with cgroups made here under the
+# host's cgroup v2 (and v1 freezer) hierarchy and removed at the end:
+#  - a vGPU of the file with cgroup = /T/job_7 serves a client in /T/job_7 and
+#    one in /T/job_7/step_0, refuses clients of the same uid in /T/job_77 (a
+#    prefix that is not a parent) and in /T/other, one line naming both cgroups;
+#  - `gpuos vgpu create ... cgroup=...` the same; the binding is in the state
+#    file and holds after a restart; `cgroup=freezer:/...` binds by the v1
+#    freezer hierarchy where the host has one;
+#  - bad values (relative, /../, blanks, a controller with odd characters)
+#    refused at create and in the file (file:line).
+# Needs root and a writable cgroup v2 hierarchy; SKIPs (saying which) otherwise.
+set -u
+[ "$(id -u)" = 0 ] || { echo "SKIP: $(basename "$0") needs root (makes cgroups)"; exit 0; }
+. tests/serve_lib.sh
+CG2=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+[ -n "$CG2" ] || { echo "SKIP: $(basename "$0"): no cgroup v2 hierarchy mounted"; exit 0; }
+# the cgroup directories of this test, relative to the hierarchy's root as
+# /proc/PID/cgroup names them (this process's own cgroup is their parent)
+HERE=$(sed -n 's/^0:://p' /proc/self/cgroup)
+REL="${HERE%/}/gpuos-t$$"
+D="$CG2$REL"
+mkdir "$D" 2>/dev/null || { echo "SKIP: $(basename "$0"): cannot make a cgroup under $CG2$HERE"; exit 0; }
+FZ=$(awk '$3 == "cgroup" && $4 ~ /(^|,)freezer(,|$)/ { print $2; exit }' /proc/mounts)
+FREL=$(sed -n 's/^[0-9]*:\([^:]*,\)\{0,1\}freezer\(,[^:]*\)\{0,1\}:\(.*\)/\3/p' /proc/self/cgroup)
+FREL="${FREL%/}/gpuos-t$$"
+[ -n "$FZ" ] && mkdir -p "$FZ$FREL/job_7" 2>/dev/null || FZ=""
+cg_cleanup() {
+    [ -n "$DPID" ] && kill -9 "$DPID" 2>/dev/null
+    jobs -p | xargs -r kill -9 2>/dev/null
+    sleep 0.2
+    for d in "$D/job_7/step_0" "$D/job_7" "$D/job_77" "$D/other" "$D" "${FZ:+$FZ$FREL/job_7}" "${FZ:+$FZ$FREL}"; do
+        [ -n "$d" ] && [ -d "$d" ] && rmdir "$d" 2>/dev/null
+    done
+    cleanup
+}
+trap cg_cleanup EXIT
+mkdir -p "$D/job_7/step_0" "$D/job_77" "$D/other"
+chmod 755 "$T"
+AS="setpriv --reuid=4242 --regid=4242 --clear-groups"
+
+# serve_client info VGPU as uid 4242 from a process put (as root) into each
+# cgroup directory of DIRS: its output and status
+in_cg() { # "DIRS" VGPU
+    sh -c 'for d in $1; do echo $$ > "$d/cgroup.procs" || exit 9; done; shift; exec "$@"' sh "$1" \
+        $AS "$C" info "$2" 2>&1
+}
+served() { # "DIRS" VGPU
+    out=$(in_cg "$1" "$2") || fail "a client in $1 refused on $2: $out"
+}
+refused() { # "DIRS" VGPU WANT
+    out=$(in_cg "$1" "$2") && fail "a client in $1 served on $2: $out"
+    echo "$out" | grep -qF -- "$3" || fail "a client in $1 on $2: expected \"$3\", got: $out"
+}
+
+start_daemon "socket_mode = 0666
+state = $T/state.json
+[device 0]
+sim = default
+[vgpu job]
+compute = 40
+memory = 10%
+users = 4242
+cgroup = $REL/job_7
+[vgpu open]
+compute = 40
+memory = 10%"
+served "$D/job_7" job
+served "$D/job_7/step_0" job
+refused "$D/job_77" job "vGPU \"job\" is open only to the processes of cgroup $REL/job_7; pid"
+refused "$D/other" job "is in $REL/other"
+served "$D/other" open # an unbound vGPU: any cgroup
+
+# at run time, kept in the state file, again after a restart
+"$G" vgpu create made device=0 compute=10 memory=1% "cgroup=$REL/job_77/" || fail "vgpu create with cgroup"
+served "$D/job_77" made
+refused "$D/job_7" made "is open only to the processes of cgroup $REL/job_77/;"
+$PY -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+sys.exit(0 if [e['keys'].get('cgroup') for e in d['created']] == [sys.argv[2]] else 1)" "$T/state.json" "$REL/job_77/" ||
+    fail "the state file does not keep the binding: $(cat "$T/state.json")"
+$PY tests/schema_check.py schemas/vgpu-state.schema.json "$T/state.json" >/dev/null 2>&1 ||
+    fail "state file against its schema: $($PY tests/schema_check.py schemas/vgpu-state.schema.json "$T/state.json" 2>&1)"
+stop_daemon
+start_daemon "$(cat "$T/conf" | sed 1d)"
+refused "$D/job_7" made "is open only to the processes of cgroup $REL/job_77/;"
+served "$D/job_77" made
+
+# v1: the freezer hierarchy
+if [ -n "$FZ" ]; then
+    "$G" vgpu create fz device=0 compute=10 memory=1% "cgroup=freezer:$FREL/job_7" || fail "vgpu create freezer:"
+    served "$FZ$FREL/job_7 $D/other" fz
+    refused "$D/job_7" fz "is open only to the processes of cgroup freezer:$FREL/job_7; pid"
+else
+    echo "t_vgpu_cgroup: no v1 freezer hierarchy here: the v1 form untested"
+fi
+
+# bad values: one line, nothing made
+for bad in "job_7" "/a/../b" "/a b" "Freezer:/a" ":/a"; do
+    out=$("$G" vgpu create bad device=0 compute=10 memory=1% "cgroup=$bad" 2>&1) && fail "cgroup=$bad accepted"
+    [ "$(echo "$out" | wc -l)" = 1 ] && echo "$out" | grep -q "cgroup \"$bad\"" || fail "cgroup=$bad: $out"
+done
+[ -z "$(vgpu_field bad name)" ] || fail "a vGPU with a bad cgroup was made"
+printf 'socket = %s/s2\n[device 0]\nsim = default\n[vgpu x]\ncgroup = rel/x\n' "$T" > "$T/bad.conf"
+out=$("$G" serve --config "$T/bad.conf" 2>&1) && fail "a file with cgroup = rel/x started"
+echo "$out" | grep -q "bad.conf:5: .*cgroup \"rel/x\" must be a path" || fail "cgroup = rel/x in a file: $out"
+stop_daemon
+echo ok
