@@ -6,7 +6,7 @@
 #    one in /T/job_7/step_0, refuses clients of the same uid in /T/job_77 (a
 #    prefix that is not a parent) and in /T/other, one line naming both cgroups;
 #  - `gpuos vgpu create ... cgroup=...` the same; the binding is in the state
-#    file and holds after a restart; `cgroup=freezer:/...` binds by the v1
+#    file and holds after a restart; a blank-separated list admits any of them; `cgroup=freezer:/...` binds by the v1
 #    freezer hierarchy where the host has one;
 #  - bad values (relative, /../, blanks, a controller with odd characters)
 #    refused at create and in the file (file:line).
@@ -88,6 +88,12 @@ start_daemon "$(cat "$T/conf" | sed 1d)"
 refused "$D/job_7" made "is open only to the processes of cgroup $REL/job_77/;"
 served "$D/job_77" made
 
+# a list: inside any of them
+"$G" vgpu create two device=0 compute=10 memory=1% "cgroup=/gpuos-nowhere-$$ $REL/other" || fail "vgpu create with a list"
+served "$D/other" two
+refused "$D/job_7" two "is open only to the processes of cgroup /gpuos-nowhere-$$ $REL/other; pid"
+"$G" vgpu delete two
+
 # v1: the freezer hierarchy
 if [ -n "$FZ" ]; then
     "$G" vgpu create fz device=0 compute=10 memory=1% "cgroup=freezer:$FREL/job_7" || fail "vgpu create freezer:"
@@ -102,6 +108,8 @@ for bad in "job_7" "/a/../b" "/a b" "Freezer:/a" ":/a"; do
     out=$("$G" vgpu create bad device=0 compute=10 memory=1% "cgroup=$bad" 2>&1) && fail "cgroup=$bad accepted"
     [ "$(echo "$out" | wc -l)" = 1 ] && echo "$out" | grep -q "cgroup \"$bad\"" || fail "cgroup=$bad: $out"
 done
+out=$("$G" vgpu create bad device=0 compute=10 memory=1% "cgroup= " 2>&1) && fail "an empty cgroup= accepted"
+echo "$out" | grep -q "cgroup = needs at least one /PATH or CONTROLLER:/PATH" || fail "cgroup= (empty): $out"
 [ -z "$(vgpu_field bad name)" ] || fail "a vGPU with a bad cgroup was made"
 printf 'socket = %s/s2\n[device 0]\nsim = default\n[vgpu x]\ncgroup = rel/x\n' "$T" > "$T/bad.conf"
 out=$("$G" serve --config "$T/bad.conf" 2>&1) && fail "a file with cgroup = rel/x started"

@@ -90,7 +90,7 @@
  * dcgm-exporter's 9400, which runs beside it on GPU nodes. */
 #define GOS_METRICS_PORT_STR "9841"
 #define GOS_SERVE_MAX_IDS 32 /* users = / groups = entries per vGPU */
-#define GOS_SERVE_CGROUP_MAX 256 /* cgroup = (peercg.c), its terminating NUL included */
+#define GOS_SERVE_CGROUP_MAX 512 /* cgroup = (peercg.c), its terminating NUL included */
 
 struct gos_serve_devcfg {
     char label[32];
@@ -128,7 +128,8 @@ struct gos_serve_vgpucfg {
     uid_t users[GOS_SERVE_MAX_IDS];
     gid_t groups[GOS_SERVE_MAX_IDS];
     /* cgroup = (issue 43.2, serve/peercg.c): "" any; else only processes in
-     * that cgroup or below it (/PATH: the unified hierarchy; CTL:/PATH: v1's). */
+     * one of these cgroups or below it (blank-separated; /PATH: the unified
+     * hierarchy; CTL:/PATH: v1's). */
     char cgroup[GOS_SERVE_CGROUP_MAX];
     int sms, cluster;   /* spatial vGPU: an SM set (0: none) */
     char smset[32];     /* vGPUs naming the same set share it; "" : a set of its own */
@@ -170,8 +171,8 @@ int gos_serve_config_load(const char *path, struct gos_serve_config *out);
 int gos_serve_config_ext_key(struct gos_serve_config *c, int sect, int idx, const char *k, const char *v,
                              char *why, size_t whylen);
 
-/* cgroup = (serve/peercg.c): 0 when v is a path a vGPU may name (/PATH or
- * CONTROLLER:/PATH), else -1 with why filled. */
+/* cgroup = (serve/peercg.c): 0 when v is a blank-separated list of paths a
+ * vGPU may name (/PATH or CONTROLLER:/PATH), else -1 with why filled. */
 int gos_serve_cgroup_check(const char *v, char *why, size_t whylen);
 
 /* Trims blanks at both ends of s in place; returns its first non-blank. */
