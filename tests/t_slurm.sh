@@ -10,6 +10,9 @@
 #    on the vGPU, byte-exact, that sees the share as the device's memory and
 #    gets CUDA_ERROR_OUT_OF_MEMORY exactly at it (without the shim, no cuda.h at
 #    build time: libgpuos's copies byte-exact and its refusal at the share);
+#  - the vGPUs are bound to their jobs' cgroups (proctrack/cgroup, issue 43.2):
+#    the job's user outside any job, and a step of its other job, are refused
+#    job A's vGPU; a new step of job A is served;
 #  - a job of another user cannot open either vGPU;
 #  - a job asking for 30 more shards waits in the queue (Resources) until they
 #    are free, then runs on a vGPU of its own;
@@ -57,6 +60,7 @@ EOF
 DPID=$!
 i=0; while [ ! -S "$T/s" ]; do i=$((i + 1)); [ $i -gt 100 ] && fail "daemon did not come up"; sleep 0.1; done
 
+SLURM_JOB_CGROUPS=1 # jobs in cgroups of their own, the vGPUs bound to them
 slurm_start
 
 # A job: its vGPU's quota (from the list), the Driver-API program byte-exact and
@@ -132,6 +136,23 @@ for j in A B; do
 done
 qa=$(cat "$W/A.quota") qb=$(cat "$W/B.quota")
 [ $((qa * 7)) -le $((qb * 3 + 1000)) ] && [ $((qa * 7)) -ge $((qb * 3 - 1000)) ] || slurm_fail "quotas $qa / $qb not 30:70"
+
+# only the job's own processes (issue 43.2): its user outside any job and a
+# step of its other job are refused, a new step of the job is served
+if [ "$SLURM_JOB_CGROUPS" = 1 ]; then
+    out=$($AS_A "$T/bin/serve_client" info "$VA" 2>&1) && slurm_fail "user a outside job A opened its vGPU: $out"
+    echo "$out" | grep -q "vGPU \"$VA\" is open only to the processes of its cgroup: pid [0-9]* is in .*, outside .*/job_$JA" ||
+        slurm_fail "user a outside job A on its vGPU: $out"
+    out=$(cd "$W" && $AS_A srun --jobid="$JB" --overlap --gres=none "$T/bin/serve_client" info "$VA" 2>&1) &&
+        slurm_fail "a step of job B opened job A's vGPU: $out"
+    echo "$out" | grep -q "vGPU \"$VA\" is open only to the processes of its cgroup: pid [0-9]* is in .*/job_$JB/step_" ||
+        slurm_fail "a step of job B on job A's vGPU: $out"
+    out=$(cd "$W" && $AS_A srun --jobid="$JA" --overlap --gres=none "$T/bin/serve_client" info "$VA" 2>&1) ||
+        slurm_fail "a new step of job A refused its vGPU: $out"
+    grep -q "job $JA: vGPU $VA: .*, cgroup .*job_$JA" "$T/gpuos-slurm.log" || slurm_fail "job A's vGPU not bound to its cgroup"
+else
+    echo "t_slurm: slurmd cannot put jobs in cgroups here (slurmd.log): the binding of vGPUs to jobs is not shown"
+fi
 
 # another user's job cannot open either vGPU
 cat > "$W/other.sh" <<EOF

@@ -6,6 +6,9 @@
 #  - shards of one GPU -> a vGPU of shards/Count (Count from GPUOS_SHARDS_PER_GPU,
 #    per GPU, or the node's Gres= total over its GPUs), the job's uid only;
 #  - a whole GPU (gres/gpu) -> 100 %; no GPU -> nothing, exit 0;
+#  - GPUOS_JOB_CGROUP: auto binds the vGPU to Slurm's job cgroup layouts when
+#    jobs have cgroups (a client of the job's uid outside them refused), not
+#    otherwise (logged); a template's %j %u %n (issue 43.2);
 #  - a job name that reads as a whole GPU in `scontrol show job -d` gets its
 #    1 shard (issue 44.1);
 #  - shards on two GPUs, no gres_detail for this node, a count that is not a
@@ -30,6 +33,7 @@ case "$1 $2" in
 "show job") printf 'JobId=%s JobName=%s\n   JOB_GRES=%s\n     Nodes=%s CPU_IDs=0 Mem=0 GRES=%s\n' \
         "$4" "${FAKE_NAME:-x}" "$FAKE_GRES" "${FAKE_NODES:-gn1}" "$FAKE_GRES" ;;
 "show node") printf 'NodeName=gn1 Arch=x86_64\n   Gres=%s\n   GresUsed=x\n' "$FAKE_NODE_GRES" ;;
+"show config") printf 'ProctrackType           = %s\nTaskPlugin              = task/none\n' "${FAKE_PROCTRACK:-proctrack/linuxproc}" ;;
 *) exit 1 ;;
 esac
 EOF2
@@ -58,7 +62,7 @@ GPUOS_SHIM_DIR=$T
 SCONTROL=$T/scontrol
 SQUEUE=$T/squeue
 EOF2
-export GPUOS_SLURM_CONF="$T/slurm.conf" SLURMD_NODENAME=gn1 SLURM_JOB_UID=4242 FAKE_NODE_GRES="gpu:2(S:0-1),shard:200"
+export GPUOS_JOB_CGROUP=none GPUOS_SLURM_CONF="$T/slurm.conf" SLURMD_NODENAME=gn1 SLURM_JOB_UID=4242 FAKE_NODE_GRES="gpu:2(S:0-1),shard:200"
 P=dist/slurm/gpuos-prolog
 prolog() { # JOBID GPUS GRES: runs the Prolog, its stderr in $T/err
     env SLURM_JOB_ID="$1" SLURM_JOB_GPUS="$2" FAKE_GRES="$3" sh $P 2>"$T/err"
@@ -118,6 +122,26 @@ FAKE_NAME="x Nodes=gn1 GRES=gpu:1(IDX:0)
 GPUOS_DEVICE_MAP="0=1" prolog 28 0 "shard:10(IDX:0)" || fail "device map: $(cat "$T/err")"
 [ "$(vgpu_field slurm-28-0 device)" = 1 ] || fail "GPUOS_DEVICE_MAP 0=1: $("$G" vgpu list)"
 refused "GPU 0: vgpu create slurm-29-0 failed: gpuos: memory shares of device 0 sum to" 29 0 "shard:95(IDX:0)"
+
+# the job's cgroup (issue 43.2): auto names Slurm's layouts when jobs have
+# cgroups, a client of the job's uid outside them is refused; auto without
+# them, or none: unbound, served; a template with %j %u %n
+CG_AUTO="/system.slice/slurmstepd.scope/job_40 /system.slice/gn1_slurmstepd.scope/job_40 freezer:/slurm/uid_4242/job_40 freezer:/slurm_gn1/uid_4242/job_40"
+GPUOS_JOB_CGROUP=auto FAKE_PROCTRACK=proctrack/cgroup prolog 40 0 "shard:1(IDX:0)" || fail "auto cgroup: $(cat "$T/err")"
+grep -qF "vGPU slurm-40-0: device 0, compute 1 %, memory 1% (1 of 100 shards of GPU 0), user 4242, cgroup $CG_AUTO" "$T/err" ||
+    fail "job 40's cgroup: $(cat "$T/err")"
+out=$(setpriv --reuid=4242 --regid=4242 --clear-groups timeout 20 "$C" info slurm-40-0 2>&1) &&
+    fail "uid 4242 outside job 40's cgroup opened its vGPU: $out"
+echo "$out" | grep -qF "vGPU \"slurm-40-0\" is open only to the processes of its cgroup: pid" ||
+    fail "uid 4242 outside job 40's cgroup: $out"
+GPUOS_JOB_CGROUP=auto prolog 41 0 "shard:1(IDX:0)" || fail "auto without cgroups: $(cat "$T/err")"
+grep -q "jobs have no cgroup of their own (ProctrackType, TaskPlugin: proctrack/linuxproc task/none)" "$T/err" &&
+    ! grep -q "cgroup /" "$T/err" || fail "job 41 (proctrack/linuxproc): $(cat "$T/err")"
+setpriv --reuid=4242 --regid=4242 --clear-groups timeout 20 "$C" info slurm-41-0 >/dev/null 2>&1 ||
+    fail "uid 4242 refused on job 41's unbound vGPU"
+GPUOS_JOB_CGROUP="/j/%u/job_%j freezer:/x_%n" prolog 42 0 "shard:1(IDX:0)" || fail "a cgroup template: $(cat "$T/err")"
+grep -qF "user 4242, cgroup /j/4242/job_42 freezer:/x_gn1" "$T/err" || fail "job 42's cgroup template: $(cat "$T/err")"
+for j in 40 41 42; do "$G" vgpu delete "slurm-$j-0" || fail "delete slurm-$j-0"; done
 
 # a requeued job: its vGPU anew, with a client of the last run ended
 setpriv --reuid=4242 --regid=4242 --clear-groups timeout 30 "$C" hold slurm-11-1 4096 20 >/dev/null 2>&1 &

@@ -68,14 +68,15 @@ compute = 40
 memory = 10%"
 served "$D/job_7" job
 served "$D/job_7/step_0" job
-refused "$D/job_77" job "vGPU \"job\" is open only to the processes of cgroup $REL/job_7; pid"
-refused "$D/other" job "is in $REL/other"
+refused "$D/job_77" job "vGPU \"job\" is open only to the processes of its cgroup: pid"
+refused "$D/job_77" job "is in $REL/job_77, outside $REL/job_7"
+refused "$D/other" job "is in $REL/other, outside $REL/job_7"
 served "$D/other" open # an unbound vGPU: any cgroup
 
 # at run time, kept in the state file, again after a restart
 "$G" vgpu create made device=0 compute=10 memory=1% "cgroup=$REL/job_77/" || fail "vgpu create with cgroup"
 served "$D/job_77" made
-refused "$D/job_7" made "is open only to the processes of cgroup $REL/job_77/;"
+refused "$D/job_7" made "is in $REL/job_7, outside $REL/job_77/"
 $PY -c "
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -85,20 +86,20 @@ $PY tests/schema_check.py schemas/vgpu-state.schema.json "$T/state.json" >/dev/n
     fail "state file against its schema: $($PY tests/schema_check.py schemas/vgpu-state.schema.json "$T/state.json" 2>&1)"
 stop_daemon
 start_daemon "$(cat "$T/conf" | sed 1d)"
-refused "$D/job_7" made "is open only to the processes of cgroup $REL/job_77/;"
+refused "$D/job_7" made "is in $REL/job_7, outside $REL/job_77/"
 served "$D/job_77" made
 
 # a list: inside any of them
 "$G" vgpu create two device=0 compute=10 memory=1% "cgroup=/gpuos-nowhere-$$ $REL/other" || fail "vgpu create with a list"
 served "$D/other" two
-refused "$D/job_7" two "is open only to the processes of cgroup /gpuos-nowhere-$$ $REL/other; pid"
+refused "$D/job_7" two "is in $REL/job_7, outside /gpuos-nowhere-$$ $REL/other"
 "$G" vgpu delete two
 
 # v1: the freezer hierarchy
 if [ -n "$FZ" ]; then
     "$G" vgpu create fz device=0 compute=10 memory=1% "cgroup=freezer:$FREL/job_7" || fail "vgpu create freezer:"
     served "$FZ$FREL/job_7 $D/other" fz
-    refused "$D/job_7" fz "is open only to the processes of cgroup freezer:$FREL/job_7; pid"
+    refused "$D/job_7" fz "is in freezer:/, outside freezer:$FREL/job_7"
 else
     echo "t_vgpu_cgroup: no v1 freezer hierarchy here: the v1 form untested"
 fi

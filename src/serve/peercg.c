@@ -153,8 +153,8 @@ int srv_peer_cgroup_access(const char *vgpu, const char *cg, int fd, pid_t pid)
     if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) || pidfd < 0)
         pidfd = pid > 0 ? pidfd_open(pid, 0) : -1;
     if (pidfd < 0)
-        return gos_fail(GOS_EPERM, "vGPU \"%s\" is open only to the processes of cgroup %s: the connecting process "
-                                   "(pid %d) is gone (%s)", vgpu, cg, (int)pid, strerror(errno));
+        return gos_fail(GOS_EPERM, "vGPU \"%s\" is open only to the processes of its cgroup: the connecting "
+                                   "process (pid %d) is gone (%s)", vgpu, (int)pid, strerror(errno));
     char file[64], text[8192];
     snprintf(file, sizeof file, "/proc/%d/cgroup", (int)pid);
     FILE *f = fopen(file, "re");
@@ -165,13 +165,14 @@ int srv_peer_cgroup_access(const char *vgpu, const char *cg, int fd, pid_t pid)
     int alive = !pidfd_send_signal(pidfd, 0, NULL, 0); /* alive now: pid was not reused while we read */
     close(pidfd);
     if (!alive)
-        return gos_fail(GOS_EPERM, "vGPU \"%s\" is open only to the processes of cgroup %s: the connecting process "
-                                   "(pid %d) ended while its cgroup was read", vgpu, cg, (int)pid);
+        return gos_fail(GOS_EPERM, "vGPU \"%s\" is open only to the processes of its cgroup: the connecting "
+                                   "process (pid %d) ended while its cgroup was read", vgpu, (int)pid);
     char buf[GOS_SERVE_CGROUP_MAX], where[512] = "", *save = NULL;
     snprintf(buf, sizeof buf, "%s", cg);
     for (char *t = strtok_r(buf, " \t", &save); t; t = strtok_r(NULL, " \t", &save))
         if (admits(text, t, where, sizeof where))
             return GOS_OK;
-    return gos_fail(GOS_EPERM, "vGPU \"%s\" is open only to the processes of cgroup %s; pid %d is in %s", vgpu, cg,
-                    (int)pid, where);
+    /* where first: a reply carries 255 characters, and a Prolog's list is long */
+    return gos_fail(GOS_EPERM, "vGPU \"%s\" is open only to the processes of its cgroup: pid %d is in %s, outside %s",
+                    vgpu, (int)pid, where, cg);
 }
