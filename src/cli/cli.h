@@ -73,6 +73,11 @@ int cli_next(cli_args *a);
 /* The socket a command talks to: the option, else $GPUOS_SOCKET, else the default. */
 const char *cli_socket(const char *opt);
 
+/* The directory holding gpuos's libcuda.so.1 (absolute, into out): opt
+ * (--libdir), else $GPUOS_LIBDIR, else shim/ beside the gpuos binary (the build
+ * tree), else ../lib/gpuos beside it (make install); GOS_OK or one line. */
+int cli_find_libdir(const char *opt, char *out, size_t len);
+
 /* Parses an integer option value in lo..hi; 0 on success. */
 int cli_parse_int(const char *s, long lo, long hi, long *out);
 /* Parses a duration: seconds, or digits with s, m, h or d; 0 on success. */
@@ -122,5 +127,6 @@ int cmd_place(int argc, char **argv);
 int cmd_shm(int argc, char **argv);
 int cmd_executor(int argc, char **argv); /* hidden: spawned by serve (issue 9) */
 int cmd_run(int argc, char **argv);
+int cmd_cdi(int argc, char **argv);
 
 #endif
