@@ -5,6 +5,8 @@
 #  - a vGPU of the file with cgroup = /T/job_7 serves a client in /T/job_7 and
 #    one in /T/job_7/step_0, refuses clients of the same uid in /T/job_77 (a
 #    prefix that is not a parent) and in /T/other, one line naming both cgroups;
+#  - a socket connected from /T/other whose connecting process ended and whose
+#    pid went to a process of /T/job_7 is refused (a pidfd, not the number);
 #  - `gpuos vgpu create ... cgroup=...` the same; the binding is in the state
 #    file and holds after a restart; a blank-separated list admits any of them; `cgroup=freezer:/...` binds by the v1
 #    freezer hierarchy where the host has one;
@@ -72,6 +74,51 @@ refused "$D/job_77" job "vGPU \"job\" is open only to the processes of its cgrou
 refused "$D/job_77" job "is in $REL/job_77, outside $REL/job_7"
 refused "$D/other" job "is in $REL/other, outside $REL/job_7"
 served "$D/other" open # an unbound vGPU: any cgroup
+
+# a reused pid (issue 43.2): a process of /T/other connects, hands the socket
+# to its child and ends; a process of /T/job_7 is made to get its pid
+# (ns_last_pid); the child's HELLO must be refused (the daemon holds the
+# connecting process by a pidfd, not by its number)
+cat > "$T/handoff.py" <<'EOF2'
+import os, socket, struct, sys, time
+path, vgpu, go = sys.argv[1:4]
+s = socket.socket(socket.AF_UNIX)
+s.connect(path)
+if os.fork():
+    os._exit(0)  # the connecting process ends; its child keeps the socket
+while not os.path.exists(go):
+    time.sleep(0.01)
+name = vgpu.encode()
+body = struct.pack("<II64s", 6, 0, name)  # gos_msg_hello (protocol 6)
+s.sendall(struct.pack("<IHHII", 0x50534F47, 6, 100, 1, len(body)) + body)
+h = s.recv(16, socket.MSG_WAITALL)
+n = struct.unpack("<IHHII", h)[4]
+r = s.recv(n, socket.MSG_WAITALL)
+status, _, tl = struct.unpack("<iHH", r[:8])
+print(status, r[8:8 + tl].rstrip(b"\0").decode())
+EOF2
+reused=0
+for try in 1 2 3 4 5 6 7 8 9 10; do
+    rm -f "$T/go"
+    sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' sh "$D/other" $AS "$PY" "$T/handoff.py" "$T/s" job \
+        "$T/go" > "$T/handoff.out" 2>&1 &
+    P=$!
+    wait "$P" # the connecting process, reaped: its pid is free
+    echo $((P - 1)) > /proc/sys/kernel/ns_last_pid
+    sh -c 'echo $$ > "$1/cgroup.procs"; exec sleep 30' sh "$D/job_7" &
+    B=$!
+    if [ "$B" = "$P" ]; then reused=1; break; fi
+    kill "$B"; touch "$T/go"; sleep 0.2 # another process took it: again
+done
+if [ $reused = 1 ]; then
+    touch "$T/go"
+    i=0; while [ ! -s "$T/handoff.out" ] && [ $i -lt 100 ]; do i=$((i + 1)); sleep 0.1; done
+    grep -q "^-6 vGPU \"job\" is open only to the processes of its cgroup: the connecting" "$T/handoff.out" ||
+        fail "a HELLO from pid $P's socket after $P went to a process of job_7: $(cat "$T/handoff.out")"
+    kill "$B"
+else
+    echo "t_vgpu_cgroup: no process got the reused pid in 10 tries (a busy host): the reuse case untested"
+fi
 
 # at run time, kept in the state file, again after a restart
 "$G" vgpu create made device=0 compute=10 memory=1% "cgroup=$REL/job_77/" || fail "vgpu create with cgroup"

@@ -5,7 +5,7 @@
  * process of the same user.
  *
  *   - the process is the one the kernel recorded at connect(): a pidfd from
- *     SO_PEERPIDFD (Linux 6.5), else pidfd_open of the SO_PEERCRED pid; its
+ *     SO_PEERPIDFD (Linux 6.5; older: pidfd_open of the SO_PEERCRED pid); its
  *     /proc/PID/cgroup is read and then the pidfd is asked whether the process
  *     still lives: if it does, PID was not reused while we read, else the
  *     client is refused (never a cgroup read from another process);
@@ -150,8 +150,10 @@ int srv_peer_cgroup_access(const char *vgpu, const char *cg, int fd, pid_t pid)
 {
     socklen_t len = sizeof(int);
     int pidfd = -1;
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) || pidfd < 0)
-        pidfd = pid > 0 ? pidfd_open(pid, 0) : -1;
+    /* Only a kernel without SO_PEERPIDFD falls back to the pid (a window for its
+     * reuse between connect() and here); a peer gone (EINVAL, ESRCH) is refused. */
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len))
+        pidfd = errno == ENOPROTOOPT && pid > 0 ? pidfd_open(pid, 0) : -1;
     if (pidfd < 0)
         return gos_fail(GOS_EPERM, "vGPU \"%s\" is open only to the processes of its cgroup: the connecting "
                                    "process (pid %d) is gone (%s)", vgpu, (int)pid, strerror(errno));
