@@ -31,9 +31,14 @@ FREL="${FREL%/}/gpuos-t$$"
 cg_cleanup() {
     [ -n "$DPID" ] && kill -9 "$DPID" 2>/dev/null
     jobs -p | xargs -r kill -9 2>/dev/null
-    sleep 0.2
-    for d in "$D/job_7/step_0" "$D/job_7" "$D/job_77" "$D/other" "$D" "${FZ:+$FZ$FREL/job_7}" "${FZ:+$FZ$FREL}"; do
-        [ -n "$d" ] && [ -d "$d" ] && rmdir "$d" 2>/dev/null
+    # whatever is left in our cgroups (an orphaned client), then the directories
+    for d in "$D" ${FZ:+"$FZ$FREL"}; do
+        [ -d "$d" ] && find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null | xargs -r kill -9 2>/dev/null
+    done
+    i=0
+    while [ $i -lt 30 ] && { [ -d "$D" ] || { [ -n "$FZ" ] && [ -d "$FZ$FREL" ]; }; }; do
+        for d in "$D" ${FZ:+"$FZ$FREL"}; do [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null; done
+        i=$((i + 1)); sleep 0.1
     done
     cleanup
 }
