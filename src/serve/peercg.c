@@ -86,7 +86,8 @@ int gos_serve_cgroup_check(const char *v, char *why, size_t whylen)
 
 /* The PATH of /proc/PID/cgroup's line (its text) for controller ctl (""
  * the unified line "0::PATH"; else a v1 line "N:a,ctl,b:PATH"): 0, or -1
- * when none. */
+ * when none. The first line that matches counts; a cgroup name cannot hold a
+ * newline (the kernel refuses it), so no line is made by a tenant's name. */
 static int cgroup_line(const char *text, const char *ctl, char *out, size_t n)
 {
     size_t cl = strlen(ctl);
