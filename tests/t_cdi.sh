@@ -49,7 +49,7 @@ RUN="podman --cgroup-manager=cgroupfs run --rm --network none --ulimit nofile=10
 why=""
 for rt in "" runc; do
     [ -n "$rt" ] && { command -v "$rt" >/dev/null 2>&1 || continue; }
-    if out=$($RUN ${rt:+--runtime $rt} --rootfs "$R" /bin/sh -c 'exit 0' 2>&1); then
+    if out=$($RUN ${rt:+--runtime $rt} --cgroup-parent="$ELSEWHERE" --rootfs "$R" /bin/sh -c 'exit 0' 2>&1); then
         RUN="$RUN ${rt:+--runtime $rt}"
         why=""
         break
