@@ -6,8 +6,9 @@
 
 PATH: files or directories (searched recursively for *.json). A document's
 "schema" member ("gpuos.chip/1", "gpuos.chip/2") names schemas/chip.schema.json; a document with
-t_request_ns and no "schema" is a DVFS measurement (the one schemaless file gpuos
-writes). With --known-only every document must be one of these (a file gpuos
+t_request_ns and no "schema" is a DVFS measurement, one with cdiVersion a CDI
+specification (`gpuos cdi`: CDI's format, schemas/cdi.schema.json): the two
+schemaless files gpuos writes. With --known-only every document must be one of these (a file gpuos
 writes without a schema is an error); otherwise documents claiming no gpuos
 schema are skipped (committed results hold hand-written files too).
 --expect-invalid: every document must FAIL (mutation tests).
@@ -27,7 +28,7 @@ def validators():
             s = json.load(open(os.path.join(SCHEMAS, f)))
             Draft202012Validator.check_schema(s)
             name = f[: -len(".schema.json")]
-            key = "dvfs-measurement" if name == "dvfs-measurement" else "gpuos.%s/1" % name
+            key = name if name in ("dvfs-measurement", "cdi") else "gpuos.%s/1" % name
             out[key] = Draft202012Validator(s)
             if name == "chip":  # gpuos.chip/2 (issue 26) adds fields; /1 files stay valid
                 out["gpuos.chip/2"] = out[key]
@@ -61,6 +62,8 @@ def main(argv):
         kind = doc.get("schema") if isinstance(doc, dict) else None
         if kind is None and isinstance(doc, dict) and "t_request_ns" in doc:
             kind = "dvfs-measurement"
+        if kind is None and isinstance(doc, dict) and "cdiVersion" in doc:
+            kind = "cdi"  # a Container Device Interface spec (gpuos cdi): CDI's own format
         if kind not in v and expect_invalid:
             print("rejected as expected: %s: no schema for %r" % (os.path.basename(f), kind))
             counts[str(kind)] = counts.get(str(kind), 0) + 1

@@ -16,7 +16,8 @@ if [ -n "${SLURM_ROOT:-}" ]; then
     SLURM_PLUGINDIR="PluginDir=$SLURM_ROOT/usr/lib/x86_64-linux-gnu/slurm-wlm"
     SLURM_STEPD="-d $SLURM_ROOT/usr/sbin/slurmstepd"
 fi
-slurm_have() { command -v slurmctld >/dev/null 2>&1 && command -v slurmd >/dev/null 2>&1 && command -v munged >/dev/null 2>&1; }
+slurm_have() { command -v slurmctld >/dev/null 2>&1 && command -v slurmd >/dev/null 2>&1 && command -v munged >/dev/null 2>&1 &&
+    command -v jq >/dev/null 2>&1; }
 
 # slurm_stage FILE...: the programs the jobs run, into $T/bin (the checkout may
 # be closed to the jobs' users); the shim into $T/shim; the scripts into $T/slurm.
@@ -66,6 +67,11 @@ slurm_stop() {
         [ -f "$T/$p.pid" ] && kill -9 "$(cat "$T/$p.pid")" 2>/dev/null
     done
     for p in $(our_stepds); do kill -9 "$p" 2>/dev/null; done
+    # the cgroup directories Slurm leaves for our users (proctrack/cgroup, v1)
+    for u in $USERS_MADE; do
+        uid=$(id -u "$u" 2>/dev/null) || continue
+        for d in /sys/fs/cgroup/*/slurm*/uid_"$uid"; do [ -d "$d" ] && rmdir "$d" 2>/dev/null; done
+    done
     for u in $USERS_MADE; do userdel -f "$u" 2>/dev/null; done
     cleanup
 }
@@ -82,13 +88,15 @@ slurm_fail() {
 
 # slurm_start: the scripts' settings, munge, the cluster; waits until gn1 is idle.
 slurm_start() {
-    sc=$(command -v scontrol)
+    sc=$(command -v scontrol) sq=$(command -v squeue) jq=$(command -v jq)
     if [ -n "${SLURM_ROOT:-}" ]; then
         # slurmd runs the Prolog with an environment of its own: a relocated
-        # scontrol needs its libraries named again
-        printf '#!/bin/sh\nLD_LIBRARY_PATH=%s exec %s "$@"\n' "$LD_LIBRARY_PATH" "$sc" > "$T/bin/scontrol"
-        chmod 755 "$T/bin/scontrol"
-        sc=$T/bin/scontrol
+        # scontrol, squeue and jq need their libraries named again
+        for p in scontrol squeue jq; do
+            printf '#!/bin/sh\nLD_LIBRARY_PATH=%s exec %s "$@"\n' "$LD_LIBRARY_PATH" "$(command -v $p)" > "$T/bin/$p"
+            chmod 755 "$T/bin/$p"
+        done
+        sc=$T/bin/scontrol sq=$T/bin/squeue jq=$T/bin/jq
     fi
     cat > "$T/gpuos-slurm.conf" <<EOC
 GPUOS=$T/bin/gpuos
@@ -96,6 +104,8 @@ GPUOS_SOCKET=$T/s
 GPUOS_SHIM_DIR=$T/shim
 GPUOS_SLURM_LOG=$T/gpuos-slurm.log
 SCONTROL=$sc
+SQUEUE=$sq
+JQ=$jq
 EOC
     for s in prolog epilog taskprolog; do
         printf '#!/bin/sh\nGPUOS_SLURM_CONF=%s/gpuos-slurm.conf exec %s/slurm/gpuos-%s "$@"\n' "$T" "$T" "$s" > "$T/$s"
@@ -107,6 +117,10 @@ EOC
     munged -f --key-file="$T/munge.key" --socket="$T/munge.sock" --pid-file="$T/munged.pid" \
         --seed-file="$T/munge.seed" --log-file="$T/munged.log" || fail "munged did not start"
     port=$((20000 + $$ % 20000))
+    proctrack=proctrack/linuxproc firstjob=""
+    if [ "${SLURM_JOB_CGROUPS:-0}" = 1 ]; then
+        proctrack=proctrack/cgroup firstjob="FirstJobId=$((100000 + $$ % 100000 * 100))"
+    fi
     cat > "$T/slurm.conf" <<EOC
 ClusterName=gpuostest
 SlurmctldHost=localhost(127.0.0.1)
@@ -124,7 +138,7 @@ SlurmctldPidFile=$T/slurmctld.pid
 SlurmdPidFile=$T/slurmd.pid
 SlurmctldLogFile=$T/slurmctld.log
 SlurmdLogFile=$T/slurmd.log
-ProctrackType=proctrack/linuxproc
+ProctrackType=$proctrack
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
 SelectType=select/cons_tres
@@ -138,6 +152,7 @@ Prolog=$T/prolog
 Epilog=$T/epilog
 TaskProlog=$T/taskprolog
 PrologFlags=Alloc
+$firstjob
 NodeName=gn1 NodeHostname=$(hostname) NodeAddr=127.0.0.1 CPUs=8 RealMemory=1000 Gres=gpu:1,shard:100 State=UNKNOWN
 PartitionName=p Nodes=gn1 Default=YES MaxTime=10 State=UP
 EOC
@@ -146,9 +161,30 @@ Name=gpu File=/dev/null
 Name=shard Count=100 File=/dev/null
 EOC
     export SLURM_CONF="$T/slurm.conf"
-    slurmctld -i -c || slurm_fail "slurmctld did not start"
+    # SLURM_JOB_CGROUPS=1 (t_slurm.sh): jobs in cgroups of their own
+    # (proctrack/cgroup over the host's hierarchy, whichever slurmd detects),
+    # job ids from a number of this run's (the hierarchy is the host's); when
+    # slurmd cannot start so, SLURM_JOB_CGROUPS=0 and proctrack/linuxproc
+    started=0
     # shellcheck disable=SC2086 # SLURM_STEPD: an option and its value, or nothing
-    if ! slurmd -N gn1 $SLURM_STEPD; then
+    if [ "$proctrack" = proctrack/cgroup ]; then
+        # the v1 plugin where the host mounts a v1 freezer (a hybrid host),
+        # else slurmd's own choice (v2)
+        fz=$(awk '$3 == "cgroup" && $4 ~ /(^|,)freezer(,|$)/ { print $2; exit }' /proc/mounts)
+        [ -n "$fz" ] && printf 'CgroupPlugin=cgroup/v1\nCgroupMountpoint=%s\nCgroupAutomount=no\n' "${fz%/freezer}" \
+            > "$T/cgroup.conf"
+        if slurmd -N gn1 $SLURM_STEPD; then
+            started=1
+        else
+            rm -f "$T/cgroup.conf"
+            echo "slurm_lib: slurmd could not start with proctrack/cgroup: jobs without cgroups" >> "$T/slurmd.log"
+            SLURM_JOB_CGROUPS=0
+            sed -i 's#^ProctrackType=.*#ProctrackType=proctrack/linuxproc#' "$T/slurm.conf"
+        fi
+    fi
+    slurmctld -i -c || slurm_fail "slurmctld did not start"
+    # shellcheck disable=SC2086
+    if [ $started = 0 ] && ! slurmd -N gn1 $SLURM_STEPD; then
         # slurmd 22.05 always starts a cgroup plugin; on a cgroup v2 host without
         # systemd's bus (a container or a bare VM image) it fails. Then: the v1
         # plugin over an empty hierarchy of our own (nothing of the host is

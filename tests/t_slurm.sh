@@ -10,9 +10,14 @@
 #    on the vGPU, byte-exact, that sees the share as the device's memory and
 #    gets CUDA_ERROR_OUT_OF_MEMORY exactly at it (without the shim, no cuda.h at
 #    build time: libgpuos's copies byte-exact and its refusal at the share);
+#  - the vGPUs are bound to their jobs' cgroups (proctrack/cgroup, issue 43.2):
+#    the job's user outside any job, and a step of its other job, are refused
+#    job A's vGPU; a new step of job A is served;
 #  - a job of another user cannot open either vGPU;
 #  - a job asking for 30 more shards waits in the queue (Resources) until they
 #    are free, then runs on a vGPU of its own;
+#  - a 1-shard job named so that `scontrol show job -d` reads a whole GPU
+#    ("x\n   Nodes=gn1 ... GRES=gpu:1(IDX:0)") gets 1 %, not 100 % (issue 44.1);
 #  - after the jobs, their vGPUs are gone (the Epilog) and the node is idle.
 # Needs root (slurmd runs jobs as other users); SKIPs only when Slurm or munge
 # cannot be installed (tools/deps.sh installs them).
@@ -55,6 +60,7 @@ EOF
 DPID=$!
 i=0; while [ ! -S "$T/s" ]; do i=$((i + 1)); [ $i -gt 100 ] && fail "daemon did not come up"; sleep 0.1; done
 
+SLURM_JOB_CGROUPS=1 # jobs in cgroups of their own, the vGPUs bound to them
 slurm_start
 
 # A job: its vGPU's quota (from the list), the Driver-API program byte-exact and
@@ -131,6 +137,23 @@ done
 qa=$(cat "$W/A.quota") qb=$(cat "$W/B.quota")
 [ $((qa * 7)) -le $((qb * 3 + 1000)) ] && [ $((qa * 7)) -ge $((qb * 3 - 1000)) ] || slurm_fail "quotas $qa / $qb not 30:70"
 
+# only the job's own processes (issue 43.2): its user outside any job and a
+# step of its other job are refused, a new step of the job is served
+if [ "$SLURM_JOB_CGROUPS" = 1 ]; then
+    out=$($AS_A "$T/bin/serve_client" info "$VA" 2>&1) && slurm_fail "user a outside job A opened its vGPU: $out"
+    echo "$out" | grep -q "vGPU \"$VA\" is open only to the processes of its cgroup: pid [0-9]* is in .*, outside .*/job_$JA" ||
+        slurm_fail "user a outside job A on its vGPU: $out"
+    out=$(cd "$W" && $AS_A srun --jobid="$JB" --overlap --gres=none "$T/bin/serve_client" info "$VA" 2>&1) &&
+        slurm_fail "a step of job B opened job A's vGPU: $out"
+    echo "$out" | grep -q "vGPU \"$VA\" is open only to the processes of its cgroup: pid [0-9]* is in .*/job_$JB/step_" ||
+        slurm_fail "a step of job B on job A's vGPU: $out"
+    out=$(cd "$W" && $AS_A srun --jobid="$JA" --overlap --gres=none "$T/bin/serve_client" info "$VA" 2>&1) ||
+        slurm_fail "a new step of job A refused its vGPU: $out"
+    grep -q "job $JA: vGPU $VA: .*, cgroup .*job_$JA" "$T/gpuos-slurm.log" || slurm_fail "job A's vGPU not bound to its cgroup"
+else
+    echo "t_slurm: slurmd cannot put jobs in cgroups here (slurmd.log): the binding of vGPUs to jobs is not shown"
+fi
+
 # another user's job cannot open either vGPU
 cat > "$W/other.sh" <<EOF
 #!/bin/sh
@@ -167,6 +190,21 @@ touch "$W/go.D"
 i=0
 while [ -n "$(squeue -h 2>/dev/null)" ] || [ "$("$G" vgpu list | wc -l)" != 1 ]; do
     i=$((i + 1)); [ $i -gt 300 ] && slurm_fail "jobs or vGPUs left after 30 s: $(squeue -h); $("$G" vgpu list)"; sleep 0.1
+done
+# a job name that reads as a whole GPU in `scontrol show job -d` (issue 44.1):
+# its 1 shard is 1 %, not the GPU
+CRAFT="x Nodes=gn1 GRES=gpu:1(IDX:0)
+   JOB_GRES=gpu:1
+     Nodes=gn1 CPU_IDs=0 Mem=0 GRES=gpu:1(IDX:0)"
+JE=$(cd "$W" && $AS_A sbatch --parsable -J "$CRAFT" -o "$W/E.out" --gres=shard:1 "$W/job.sh" E 2>&1) ||
+    slurm_fail "sbatch E: $JE"
+wait_started E "$JE"
+[ "$(vgpu_field "slurm-$JE-0" compute_share)" = 1 ] && [ "$(vgpu_field "slurm-$JE-0" mem_share)" = 1 ] ||
+    slurm_fail "job E (1 shard, a crafted name): $("$G" vgpu list)"
+touch "$W/go.E"
+i=0
+while [ -n "$(squeue -h 2>/dev/null)" ] || [ "$("$G" vgpu list | wc -l)" != 1 ]; do
+    i=$((i + 1)); [ $i -gt 300 ] && slurm_fail "job E or its vGPU left after 30 s: $(squeue -h); $("$G" vgpu list)"; sleep 0.1
 done
 for j in "$JA" "$JB" "$JD"; do
     grep -q "job $j: vGPU slurm-$j-0 deleted" "$T/gpuos-slurm.log" || slurm_fail "no epilog deletion of job $j"

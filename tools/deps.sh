@@ -8,13 +8,15 @@
 #   tests: scipy and sklearn for Debian's python3 (reference values), chromium
 #          (the HTML reports are rendered headless in a test),
 #          python3-prometheus-client (parses the metrics endpoint's text),
-#          slurm-wlm + munge (tests/t_slurm.sh runs a single-node Slurm cluster:
+#          slurm-wlm + munge + jq (tests/t_slurm.sh runs a single-node Slurm cluster:
 #          dist/slurm/'s Prolog, TaskProlog and Epilog; nothing is started here)
 #          systemd (systemd-analyze verify / security --offline of the unit)
+#          podman + runc (tests/t_cdi.sh runs a program in a container on a vGPU;
+#          runc where crun refuses the host's cgroups)
 # nvcc (the CUDA toolkit) is optional: without it the binary has no kernels and
 # only the simulated device works.
 set -eu
-pkgs="build-essential libjansson-dev libcmocka-dev libsystemd-dev libmicrohttpd-dev scdoc pkg-config man-db groff-base python3 python3-scipy python3-sklearn python3-jsonschema python3-prometheus-client chromium slurm-wlm munge systemd"
+pkgs="build-essential libjansson-dev libcmocka-dev libsystemd-dev libmicrohttpd-dev scdoc pkg-config man-db groff-base python3 python3-scipy python3-sklearn python3-jsonschema python3-prometheus-client chromium slurm-wlm munge jq podman runc systemd"
 need=""
 for p in $pkgs; do
     dpkg -s "$p" >/dev/null 2>&1 || need="$need $p"

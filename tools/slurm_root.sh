@@ -1,7 +1,8 @@
 #!/bin/sh
 # tools/slurm_root.sh DIR: a relocatable copy of this machine's Slurm and munge
 # (Debian's slurmctld, slurmd, slurm-client, slurm-wlm-basic-plugins,
-# munge, libmunge2: their files without docs) and of the shared
+# munge, libmunge2; jq, libjq1, libonig5 for the Prolog: their files without
+# docs) and of the shared
 # libraries they need beyond the C library (DIR/deps), for a machine without
 # Slurm (the lent GPU machine: tools/gpu_issue25.sh with SLURM_ROOT=DIR; it is
 # unpacked there under DIR, never over /). About 20 MB.
@@ -10,7 +11,7 @@ set -eu
 R=$1
 rm -rf "$R"
 mkdir -p "$R/deps"
-for p in slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge libmunge2; do
+for p in slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge libmunge2 jq libjq1 libonig5; do
     dpkg -L "$p" >/dev/null 2>&1 || { echo "slurm_root: package $p is not installed (tools/deps.sh)" >&2; exit 1; }
     dpkg -L "$p" | while read -r f; do
         case $f in /usr/share/doc/*|/usr/share/man/*) continue ;; esac

@@ -12,8 +12,11 @@ GPUOS_SHIM_DIR=${GPUOS_SHIM_DIR:-$(cd "$(dirname "$GPUOS")/../lib/gpuos" 2>/dev/
 GPUOS_SHARDS_PER_GPU=${GPUOS_SHARDS_PER_GPU:-}
 GPUOS_DEVICE_MAP=${GPUOS_DEVICE_MAP:-}
 GPUOS_VGPU_PREFIX=${GPUOS_VGPU_PREFIX:-slurm}
+GPUOS_JOB_CGROUP=${GPUOS_JOB_CGROUP:-auto}
 GPUOS_SLURM_LOG=${GPUOS_SLURM_LOG:-}
 SCONTROL=${SCONTROL:-scontrol}
+SQUEUE=${SQUEUE:-squeue}
+JQ=${JQ:-jq}
 export GPUOS_SOCKET
 
 # log LINE: stderr, syslog when there is one, the log file when set.

@@ -9,11 +9,13 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 int cli_fail(void)
 {
@@ -172,4 +174,39 @@ int cli_open_one(const char *device, const char *sim, gos_device **out)
     if (sel.n != 1)
         return gos_fail(GOS_EINVAL, "--device %s selects %d GPUs: this command takes one", device ? device : sim, sel.n);
     return cli_open_selected(&sel, 0, out);
+}
+
+int cli_find_libdir(const char *opt, char *out, size_t len)
+{
+    char exe[PATH_MAX], cand[PATH_MAX + 32];
+    const char *env = gos_env(GOS_ENV_LIBDIR);
+    const char *given = opt ? opt : env && *env ? env : NULL;
+    if (given) {
+        snprintf(cand, sizeof cand, "%s/libcuda.so.1", given);
+        if (access(cand, R_OK))
+            return gos_fail(GOS_ENODEV, "no gpuos libcuda.so.1 in %s (--libdir or $GPUOS_LIBDIR)", given);
+        if (!realpath(given, out))
+            return gos_fail(GOS_EINVAL, "%s: %s", given, strerror(errno));
+        return GOS_OK;
+    }
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return gos_fail(GOS_EIO, "cannot find the gpuos binary: %s", strerror(errno));
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash)
+        *slash = 0;
+    static const char *rel[] = {"shim", "../lib/gpuos"};
+    for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+        snprintf(cand, sizeof cand, "%s/%s/libcuda.so.1", exe, rel[i]);
+        if (!access(cand, R_OK)) {
+            snprintf(cand, sizeof cand, "%s/%s", exe, rel[i]);
+            if (realpath(cand, out) && strlen(out) < len)
+                return GOS_OK;
+        }
+    }
+    return gos_fail(GOS_ENODEV,
+                    "gpuos's libcuda.so.1 is neither in %s/shim (the build tree) nor in %s/../lib/gpuos (make "
+                    "install); give --libdir (a build without cuda.h has none)",
+                    exe, exe);
 }

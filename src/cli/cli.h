@@ -76,6 +76,10 @@ const char *cli_socket(const char *opt);
 /* The vGPUs of the gpuos daemon answering at $GPUOS_SOCKET (else the default
  * socket), for the labels that say the node shares its GPUs; -1 when none answers. */
 int cli_served_vgpus(void);
+/* The directory holding gpuos's libcuda.so.1 (absolute, into out): opt
+ * (--libdir), else $GPUOS_LIBDIR, else shim/ beside the gpuos binary (the build
+ * tree), else ../lib/gpuos beside it (make install); GOS_OK or one line. */
+int cli_find_libdir(const char *opt, char *out, size_t len);
 
 /* Parses an integer option value in lo..hi; 0 on success. */
 int cli_parse_int(const char *s, long lo, long hi, long *out);
@@ -132,5 +136,6 @@ int cmd_shm(int argc, char **argv);
 int cmd_executor(int argc, char **argv); /* hidden: spawned by serve (issue 9) */
 int cmd_run(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
+int cmd_cdi(int argc, char **argv);
 
 #endif

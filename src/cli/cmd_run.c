@@ -32,42 +32,6 @@ static void help(FILE *f)
                "table the program asks for.\n");
 }
 
-/* The directory holding libcuda.so.1: --libdir, $GPUOS_LIBDIR, beside the binary. */
-static int find_libdir(const char *opt, char *out, size_t len)
-{
-    char exe[PATH_MAX], cand[PATH_MAX + 32];
-    const char *env = gos_env(GOS_ENV_LIBDIR);
-    const char *given = opt ? opt : env && *env ? env : NULL;
-    if (given) {
-        snprintf(cand, sizeof cand, "%s/libcuda.so.1", given);
-        if (access(cand, R_OK))
-            return gos_fail(GOS_ENODEV, "no gpuos libcuda.so.1 in %s (--libdir or $GPUOS_LIBDIR)", given);
-        if (!realpath(given, out))
-            return gos_fail(GOS_EINVAL, "%s: %s", given, strerror(errno));
-        return GOS_OK;
-    }
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0)
-        return gos_fail(GOS_EIO, "cannot find the gpuos binary: %s", strerror(errno));
-    exe[n] = 0;
-    char *slash = strrchr(exe, '/');
-    if (slash)
-        *slash = 0;
-    static const char *rel[] = {"shim", "../lib/gpuos"};
-    for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
-        snprintf(cand, sizeof cand, "%s/%s/libcuda.so.1", exe, rel[i]);
-        if (!access(cand, R_OK)) {
-            snprintf(cand, sizeof cand, "%s/%s", exe, rel[i]);
-            if (realpath(cand, out) && strlen(out) < len)
-                return GOS_OK;
-        }
-    }
-    return gos_fail(GOS_ENODEV,
-                    "gpuos's libcuda.so.1 is neither in %s/shim (the build tree) nor in %s/../lib/gpuos (make "
-                    "install); give --libdir (a build without cuda.h has none)",
-                    exe, exe);
-}
-
 int cmd_run(int argc, char **argv)
 {
     const char *vgpu = NULL, *sock = NULL, *libdir = NULL;
@@ -88,7 +52,7 @@ int cmd_run(int argc, char **argv)
     if (i >= argc)
         return cli_usage("run", "no program to run");
     char dir[PATH_MAX];
-    if (find_libdir(libdir, dir, sizeof dir))
+    if (cli_find_libdir(libdir, dir, sizeof dir))
         return cli_fail();
     sock = cli_socket(sock);
     /* The daemon must be there and serve the vGPU. */

@@ -31,6 +31,7 @@ static const struct cmd_entry commands[] = {
     {"node", cmd_node, "every GPU of this node and the links between them"},
     {"place", cmd_place, "SM sets that fit the tenant (green contexts, cluster sizes)"},
     {"run", cmd_run, "run an unmodified CUDA program on a virtual GPU"},
+    {"cdi", cmd_cdi, "a CDI specification: a vGPU for containers (podman, Kubernetes)"},
     {"shm", cmd_shm, "list shared device memory segments (like ipcs -m)"},
     {"doctor", cmd_doctor, "can a user reach the GPU past the daemon? the daemon's socket?"},
 };

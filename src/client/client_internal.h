@@ -125,6 +125,8 @@ struct gpuos_vgpu {
     size_t ring_piece;           /* staged copies through the ring: piece size (0: the socket path's) */
     size_t par_min;              /* host copies from this size on use the copy threads */
     int ring_off;                /* stopped for good (executor gone, timeout) */
+    int exec_hidden;             /* the daemon and its executors are outside this process's pid
+                                  * namespace (a container): no /proc/PID of theirs to watch */
     int ring_replaying;          /* sending revoked entries over the socket */
     int sock_async;              /* asynchronous socket requests not synchronised yet */
     int ring_sticky;             /* first error of an asynchronous ring entry */

@@ -286,6 +286,11 @@ int gpuos_open(const char *socket_path, const char *vgpu, gpuos_vgpu **out)
         free(g);
         return rc;
     }
+    /* The kernel gives the daemon's pid as this process's pid namespace sees it:
+     * 0 when it is outside (a container), and so are its executors (issue 43.5). */
+    struct ucred cr;
+    socklen_t crl = sizeof cr;
+    g->exec_hidden = !getsockopt(g->fd, SOL_SOCKET, SO_PEERCRED, &cr, &crl) && cr.pid == 0;
     struct gos_msg_hello m = {.version = GOS_PROTOCOL_VERSION, .pid = (uint32_t)getpid()};
     strcpy(m.vgpu, vgpu);
     struct gos_rep_hello r;

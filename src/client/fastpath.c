@@ -128,8 +128,8 @@ static unsigned copy_spin(gpuos_vgpu *g, size_t n)
 }
 
 /* Waits until entry idx completed, spinning spin us (0: ring_wait_us) before it
- * sleeps. The executor's loss (its pid gone) or the timeout stops the ring for
- * good. */
+ * sleeps. The executor's loss (its pid gone, where this process can see it) or
+ * the timeout stops the ring for good. */
 static int wait_entry(gpuos_vgpu *g, uint32_t idx, unsigned spin)
 {
     struct waitarg w = {g, idx + 1};
@@ -145,14 +145,17 @@ static int wait_entry(gpuos_vgpu *g, uint32_t idx, unsigned spin)
         pid_t pid = (pid_t)atomic_load_explicit(&k->exec_pid, memory_order_relaxed);
         char path[64], st[256] = "";
         snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-        FILE *f = pid > 0 ? fopen(path, "r") : NULL;
+        /* (in a container the executor is not in this pid namespace: the
+         * timeout alone tells its loss, and the daemon's answer why) */
+        int watch = pid > 0 && !g->exec_hidden;
+        FILE *f = watch ? fopen(path, "r") : NULL;
         if (f) {
             if (!fgets(st, sizeof st, f))
                 st[0] = 0;
             fclose(f);
         }
         const char *rp = strrchr(st, ')');
-        int gone = pid > 0 && (!f || (rp && (rp[2] == 'Z' || rp[2] == 'X')));
+        int gone = watch && (!f || (rp && (rp[2] == 'Z' || rp[2] == 'X')));
         if (gone || gos_ring_now_ns() - t0 >= limit) {
             g->ring_off = 1;
             if (gone) {

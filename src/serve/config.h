@@ -71,7 +71,7 @@
  *
  * Keys of daemon operation (parsed in config_ext.c; docs/readme-vgpu.md,
  * "Configuration keys"): global state, metrics_listen, socket_group; [device]
- * chip; [vgpu] users, groups.
+ * chip; [vgpu] users, groups, cgroup, latency_ms.
  *
  * Errors name the file, the line and the problem.
  * Process: the daemon (gpuos serve).
@@ -90,6 +90,7 @@
  * dcgm-exporter's 9400, which runs beside it on GPU nodes. */
 #define GOS_METRICS_PORT_STR "9841"
 #define GOS_SERVE_MAX_IDS 32 /* users = / groups = entries per vGPU */
+#define GOS_SERVE_CGROUP_MAX 512 /* cgroup = (peercg.c), its terminating NUL included */
 
 struct gos_serve_devcfg {
     char label[32];
@@ -126,6 +127,10 @@ struct gos_serve_vgpucfg {
     int n_users, n_groups;
     uid_t users[GOS_SERVE_MAX_IDS];
     gid_t groups[GOS_SERVE_MAX_IDS];
+    /* cgroup = (issue 43.2, serve/peercg.c): "" any; else only processes in
+     * one of these cgroups or below it (blank-separated; /PATH: the unified
+     * hierarchy; CTL:/PATH: v1's). */
+    char cgroup[GOS_SERVE_CGROUP_MAX];
     int sms, cluster;   /* spatial vGPU: an SM set (0: none) */
     char smset[32];     /* vGPUs naming the same set share it; "" : a set of its own */
     int latency_ms;     /* latency class: its work starts within this (0: a batch vGPU; issue 41) */
@@ -170,6 +175,10 @@ int gos_serve_config_load(const char *path, struct gos_serve_config *out);
  * the key was one of them, 0 when not, -1 on a bad value (why filled). */
 int gos_serve_config_ext_key(struct gos_serve_config *c, int sect, int idx, const char *k, const char *v,
                              char *why, size_t whylen);
+
+/* cgroup = (serve/peercg.c): 0 when v is a blank-separated list of paths a
+ * vGPU may name (/PATH or CONTROLLER:/PATH), else -1 with why filled. */
+int gos_serve_cgroup_check(const char *v, char *why, size_t whylen);
 
 /* Trims blanks at both ends of s in place; returns its first non-blank. */
 char *gos_serve_trim(char *s);

@@ -7,6 +7,8 @@
  *             groups = NAME|GID, ...
  *             latency_ms = N             its work starts within N ms: the latency
  *                                        class (issue 41; sched.h)
+ *             cgroup = /PATH | CONTROLLER:/PATH   only processes of that cgroup
+ *                                        (or below it) may open it (peercg.c)
  * User and group names are resolved when the file is read: an unknown name is
  * an error naming the line.
  * Process: the daemon (gpuos serve). */
@@ -171,6 +173,12 @@ int gos_serve_config_ext_key(struct gos_serve_config *c, int sect, int idx, cons
     if (sect == 2 && !strcmp(k, "users")) {
         struct gos_serve_vgpucfg *g = &c->vgpus[idx];
         return parse_ids(v, 0, (unsigned *)g->users, &g->n_users, why, whylen) ? -1 : 1;
+    }
+    if (sect == 2 && !strcmp(k, "cgroup")) {
+        if (gos_serve_cgroup_check(v, why, whylen))
+            return -1;
+        strcpy(c->vgpus[idx].cgroup, v);
+        return 1;
     }
     if (sect == 2 && !strcmp(k, "groups")) {
         struct gos_serve_vgpucfg *g = &c->vgpus[idx];

@@ -1,6 +1,6 @@
 /* reload.c: SIGHUP rereads the configuration file and applies it to the running
  * daemon without dropping a client:
- *   - a vGPU whose compute/copy/memory/users/groups changed gets the new values at
+ *   - a vGPU whose compute/copy/memory/users/groups/cgroup changed gets the new values at
  *     once (memory: allocations already made stay; new ones are checked against
  *     the new share);
  *   - a new [vgpu] section is a new vGPU, open to new clients at once;

@@ -256,7 +256,7 @@ static int companion_now(struct srv_dev *d, struct srv_task *r, struct srv_task 
     __atomic_store_n(&r->co, t, __ATOMIC_RELEASE);
     srv_ring_wake(r->c); /* its dispatcher watches the companion from now on */
     d->companions++;
-    if (getenv(GOS_ENV_GRANT_LOG))
+    if (gos_env(GOS_ENV_GRANT_LOG))
         gos_log(LOG_INFO, "grant vgpu %d: latency companion of vgpu %d's grant", t->c->vgpu, r->c->vgpu);
     return 1;
 }

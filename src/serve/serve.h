@@ -586,6 +586,9 @@ int srv_vgpu_access(struct srv *s, int v, int fd, pid_t pid, uid_t uid, gid_t gi
 /* The supplementary groups of the peer of socket fd (at most cap; SO_PEERGROUPS,
  * else /proc of pid, the kernel-reported peer pid): how many were written. */
 int srv_peer_groups(int fd, pid_t pid, gid_t *out, int cap);
+/* cgroup = (peercg.c): whether the peer of socket fd (the kernel-reported
+ * pid) is in cgroup cg or below it (GOS_OK; else GOS_EPERM and one line). */
+int srv_peer_cgroup_access(const char *vgpu, const char *cg, int fd, pid_t pid);
 /* Whether the memory shares of the vGPUs in force still fit their devices with
  * vGPU v's configuration replaced by *g (v < 0: *g added): GOS_OK, or the
  * error of gos_serve_config_check_memory without the file's line. */

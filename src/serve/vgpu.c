@@ -290,7 +290,8 @@ int srv_peer_groups(int fd, pid_t pid, gid_t *out, int cap)
     return n;
 }
 
-int srv_vgpu_access(struct srv *s, int v, int fd, pid_t pid, uid_t uid, gid_t gid)
+/* users = / groups = */
+static int ids_access(struct srv *s, int v, int fd, pid_t pid, uid_t uid, gid_t gid)
 {
     const struct gos_serve_vgpucfg *g = &s->vgpus[v].cfg;
     if (!g->n_users && !g->n_groups)
@@ -323,4 +324,13 @@ int srv_vgpu_access(struct srv *s, int v, int fd, pid_t pid, uid_t uid, gid_t gi
     }
     return gos_fail(GOS_EPERM, "vGPU \"%s\" is not open to uid %u gid %u (it admits %s)", g->name, (unsigned)uid,
                     (unsigned)gid, who);
+}
+
+int srv_vgpu_access(struct srv *s, int v, int fd, pid_t pid, uid_t uid, gid_t gid)
+{
+    const struct gos_serve_vgpucfg *g = &s->vgpus[v].cfg;
+    int rc = ids_access(s, v, fd, pid, uid, gid);
+    if (rc || !g->cgroup[0])
+        return rc;
+    return srv_peer_cgroup_access(g->name, g->cgroup, fd, pid); /* cgroup = (issue 43.2) */
 }

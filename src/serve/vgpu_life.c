@@ -1,11 +1,11 @@
 /* vgpu_life.c: vGPUs made and removed at run time (issue 25; `gpuos vgpu create
- * NAME device=D compute=P memory=M [copy=P] [users=...] [groups=...]`, `gpuos
- * vgpu delete NAME [--force]`), what a cluster scheduler's prolog and epilog
- * use (dist/slurm/). Called with srv->lock held.
+ * NAME device=D compute=P memory=M [copy=P] [users=...] [groups=...]
+ * [cgroup=PATH]`, `gpuos vgpu delete NAME [--force]`), what a cluster
+ * scheduler's prolog and epilog use (dist/slurm/). Called with srv->lock held.
  *
  *   - create takes the keys of a [vgpu NAME] section (device, compute, copy,
- *     memory, users, groups; no SM sets, which are made only at a start), checks
- *     them as a reload would (memory shares of the device's vGPUs in force must
+ *     memory, users, groups, cgroup; no SM sets, which are made only at a
+ *     start), checks them as a reload would (memory shares of the device's vGPUs in force must
  *     fit), and keeps the vGPU in the state file (state.c): it survives a
  *     restart and every reload;
  *   - a name the configuration file defines cannot be created; a created vGPU
@@ -102,11 +102,15 @@ int srv_vgpu_parse(struct srv *s, const char *name, const char *keys, struct gos
             if (gos_serve_config_ext_key(&scratch, 2, 0, k, v, why, sizeof why) != 1)
                 return gos_fail(GOS_EINVAL, "%s=%s: %s", k, v, why);
             g->latency_ms = scratch.vgpus[0].latency_ms;
+        } else if (!strcmp(k, "cgroup")) {
+            if (gos_serve_cgroup_check(v, why, sizeof why))
+                return gos_fail(GOS_EINVAL, "%s", why);
+            snprintf(g->cgroup, sizeof g->cgroup, "%s", v);
         } else if (!strcmp(k, "sms") || !strcmp(k, "cluster") || !strcmp(k, "smset")) {
             return gos_fail(GOS_EINVAL, "%s: spatial vGPUs are made only from the configuration file (at a start)",
                             k);
         } else {
-            return gos_fail(GOS_EINVAL, "unknown key \"%s\" (device, compute, copy, memory, users, groups, latency_ms)", k);
+            return gos_fail(GOS_EINVAL, "unknown key \"%s\" (device, compute, copy, memory, users, groups, cgroup, latency_ms)", k);
         }
     }
     if (g->device < 0) {
@@ -190,6 +194,8 @@ static void describe(const struct srv *s, const struct srv_vgpu *g, char *out, s
         w += (size_t)snprintf(out + w, n - w, "%s%u", i ? "," : ", users ", (unsigned)g->cfg.users[i]);
     for (int i = 0; i < g->cfg.n_groups && w < n; i++)
         w += (size_t)snprintf(out + w, n - w, "%s%u", i ? "," : ", groups ", (unsigned)g->cfg.groups[i]);
+    if (g->cfg.cgroup[0] && w < n)
+        snprintf(out + w, n - w, ", cgroup %s", g->cfg.cgroup);
 }
 
 int srv_vgpu_create(struct srv *s, const char *name, const char *keys, int persist)
@@ -247,7 +253,7 @@ int srv_vgpu_create(struct srv *s, const char *name, const char *keys, int persi
         n->created = 0;
         return gos_fail(rc, "%s; the vGPU was not created", why);
     }
-    char what[512];
+    char what[512 + GOS_SERVE_CGROUP_MAX];
     describe(s, n, what, sizeof what);
     gos_log(LOG_NOTICE, "vgpu create %s: %s%s", name, what, persist && s->state_path[0] ? " (saved)" : "");
     srv_check_oversubscription(s, "after vgpu create");
@@ -319,5 +325,7 @@ json_t *srv_vgpu_created_json(struct srv *s, int v)
         if (n)
             json_object_set_new(keys, grp ? "groups" : "users", json_string(ids));
     }
+    if (keys && g->cfg.cgroup[0])
+        json_object_set_new(keys, "cgroup", json_string(g->cfg.cgroup));
     return keys ? json_pack("{s:s, s:o}", "vgpu", g->cfg.name, "keys", keys) : NULL;
 }
