@@ -1,6 +1,7 @@
 #!/bin/sh
 # t_results_index.sh: results/INDEX.md (tools/results_index.py, issue 43 item 6) is
-# current and covers every folder of results/; on a copy of the tree, the check
+# current and covers every folder of results/, and docs/results.md's tables are what
+# tools/results_tables.py prints; on a copy of the tree, the check
 # fails when a run folder is added and not indexed, or when a document begins to
 # cite a run, and passes once regenerated; a new run's row carries the fields of
 # its provenance and "-" for what it does not say; a folder not named by a GPU
@@ -18,6 +19,14 @@ for d in results/*/; do
     grep -qF "[$n](" results/INDEX.md || fail "results/INDEX.md has no row for $n"
 done
 [ "$(grep -c '^| ' results/INDEX.md)" -gt "$(ls -d results/*/ | wc -l)" ] || fail "fewer rows than folders"
+# docs/results.md's generated tables are what tools/results_tables.py prints now.
+for t in topology numa; do
+    $PY tools/results_tables.py $t | sed '/^$/d' >"$T/$t.md"
+    [ -s "$T/$t.md" ] || fail "results_tables.py $t printed nothing"
+    while IFS= read -r line; do
+        grep -qxF -- "$line" docs/results.md || fail "docs/results.md's $t table differs from the results: $line"
+    done <"$T/$t.md"
+done
 
 # A copy of the tree: results/ by links, the documents copied (they are edited below).
 mkdir "$T/results"
