@@ -1,7 +1,7 @@
 #!/bin/sh
 # t_results_index.sh: results/INDEX.md (tools/results_index.py, issue 43 item 6) is
 # current and covers every folder of results/, and docs/results.md's tables are what
-# tools/results_tables.py prints; on a copy of the tree, the check
+# tools/results_tables.py and gpuos report print; on a copy of the tree, the check
 # fails when a run folder is added and not indexed, or when a document begins to
 # cite a run, and passes once regenerated; a new run's row carries the fields of
 # its provenance and "-" for what it does not say; a folder not named by a GPU
@@ -27,6 +27,14 @@ for t in topology numa; do
         grep -qxF -- "$line" docs/results.md || fail "docs/results.md's $t table differs from the results: $line"
     done <"$T/$t.md"
 done
+# and its memory-asymmetry table is what `gpuos report --markdown` prints for that chip.
+R=results/GPU-ed40b8f5-aa50-0df5-7128-71d1a0dfa41e
+"${GPUOS:-build/gpuos}" report "$R/chip.json" "$R/verify-all.json" "$R/numa-repeat3.json" --markdown - >"$T/report.md" ||
+    fail "gpuos report --markdown"
+[ "$(wc -l <"$T/report.md")" -ge 15 ] || fail "report table too short"
+while IFS= read -r line; do
+    grep -qxF -- "$line" docs/results.md || fail "docs/results.md's memory table differs from gpuos report: $line"
+done <"$T/report.md"
 
 # A copy of the tree: results/ by links, the documents copied (they are edited below).
 mkdir "$T/results"
