@@ -5,7 +5,8 @@
  *   build/bench/sched_sim [--markdown] [--json FILE]
  *
  * JSON (schema gpuos.sched-sim/1) goes to stdout, or to FILE; --markdown prints the
- * README tables instead. Rows: FIFO, Credit and BAND on the "bursty-10x" workload
+ * tables of docs/readme-sched.md instead. Rows: FIFO, Credit and BAND on the
+ * "bursty-10x" workload
  * (gos_sim_bursty_config: closed-loop bursts, kernels 10x apart between vGPUs) for
  * 2, 4 and 8 vGPUs with equal and unequal shares, on the MRQ compute engine and on
  * SDQ with a copy before every kernel; the copy/compute overlap of MRQ vs SDQ; and

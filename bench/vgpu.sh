@@ -2,8 +2,8 @@
 # bench/vgpu.sh: the pillar-3 benchmark in one command (issue 4): native device
 # vs `gpuos serve` + libgpuos on the real GPU (or --sim CHIP), writing
 # results/<gpu-uuid>/vgpu-bench.json (schema gpuos.vgpu-bench/1, with provenance)
-# and printing the README tables. Extra arguments go to build/bench/vgpu_bench
-# (e.g. --quick, --only copy,launch).
+# and printing the tables of docs/readme-vgpu.md. Extra arguments go to
+# build/bench/vgpu_bench (e.g. --quick, --only copy,launch).
 #   sh bench/vgpu.sh                 # real GPU 0
 #   RESULTS=/tmp/r sh bench/vgpu.sh  # elsewhere
 set -eu

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""vgpu_tables.py FILE.json: the README tables (markdown) of a vgpu-bench result
-(bench/vgpu_bench.c, schema gpuos.vgpu-bench/1). Standard library only."""
+"""vgpu_tables.py FILE.json: the tables (markdown) of docs/readme-vgpu.md from a
+vgpu-bench result (bench/vgpu_bench.c, schema gpuos.vgpu-bench/1). Standard library
+only."""
 import json
 import sys
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""results_tables.py: the README's tables, generated from results/<gpu-uuid>/.
+"""results_tables.py: the tables of docs/results.md, generated from results/<gpu-uuid>/.
 
 Usage: python3 tools/results_tables.py [topology|...]   (prints Markdown)
-Each table reads only committed measurement files, so the README never carries
-a number that is not in results/.
+Each table reads only committed measurement files, so docs/results.md never
+carries a number that is not in results/.
 """
 import glob
 import json

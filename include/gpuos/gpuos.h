@@ -1,5 +1,9 @@
 /* gpuos.h: the client library of gpuos virtual GPUs (libgpuos; pillar 3).
  *
+ * Paper 002: Kato et al., "Gdev: First-Class GPU Resource Management in the
+ * Operating System", USENIX ATC 2012 (https://www.usenix.org/conference/atc12/
+ * technical-sessions/presentation/kato).
+ *
  * Gdev's API (paper 002, section 3) in today's terms: a program opens a virtual
  * GPU by name on a running `gpuos serve`, allocates device memory within the
  * vGPU's memory share, copies data, loads modules, launches kernels and

@@ -6,6 +6,8 @@
  * 0..N-1 of view P all live in memory partition P. Kernels translate a view's
  * logical offset with gos_pmem_addr() (O(1), gpuos/pmem_core.h) and run on the
  * partition-aware persistent runtime of gpuos/pmem_dev.cuh.
+ * Paper 001: Fan et al., "Dissecting How Die Scaling Breaks GPU Fine-grained
+ * Scheduling", arXiv:2609.24270 (https://arxiv.org/abs/2609.24270).
  *
  *   gos_pmem *pm;
  *   gos_pmem_opts o = {.device = 0, .chart = "chip.json"};  // gpuos probe numa --json

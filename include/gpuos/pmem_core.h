@@ -3,6 +3,8 @@
  * O(1) remap, and the scheduling logic of the partition-aware persistent runtime.
  * Plain C, usable from C11 and from CUDA (functions are __host__ __device__ under
  * nvcc), so the simulated device runs exactly the logic the GPU runs.
+ * Paper 001: Fan et al., "Dissecting How Die Scaling Breaks GPU Fine-grained
+ * Scheduling", arXiv:2609.24270 (https://arxiv.org/abs/2609.24270).
  *
  * Placement rule. The chart gives the in-page XOR-hash bits (H200: 12 13 15 17 19)
  * and one measured parity per 2 MB page stands for the physical bits above. The

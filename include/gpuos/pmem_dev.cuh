@@ -1,6 +1,8 @@
 // pmem_dev.cuh: the device side of gpuos partition-local memory (paper 001
 // section 7.1), for any .cu file: the view remap and the partition-aware
-// persistent runtime. Host side: gpuos/pmem.h.
+// persistent runtime. Host side: gpuos/pmem.h. Paper 001: "Dissecting How Die
+// Scaling Breaks GPU Fine-grained Scheduling", Fan et al., arXiv:2609.24270,
+// https://arxiv.org/abs/2609.24270.
 //
 //   __global__ void k(gos_prt_table t, gos_pmem_view v0, gos_pmem_view v1, unsigned *ctr)
 //   {
