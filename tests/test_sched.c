@@ -566,15 +566,15 @@ static void test_band_hold_long_neighbour(void **state)
 static double latency_run(const char *policy, int lat_share, uint64_t req_ns, uint64_t period_ns, uint64_t grant_ns,
                           bool latency_class, uint64_t *worst_wait)
 {
-    gos_sched *s = mk(policy, GOS_SCHED_SDQ);
+    gos_sched *s = fx_sched_new(policy, GOS_SCHED_SDQ);
     assert_int_equal(gos_sched_vgpu_add(s, 1, 100 - lat_share, 100 - lat_share), GOS_OK);
     assert_int_equal(gos_sched_vgpu_add(s, 2, lat_share, lat_share), GOS_OK);
     if (latency_class)
         assert_int_equal(gos_sched_vgpu_set_latency(s, 2, 2 * MS), GOS_OK);
     assert_int_equal(gos_sched_vgpu_latency(s, 2), latency_class ? 2 * MS : 0);
     gos_sched_task b, l;
-    task_init(&b, 1, 1, GOS_SCHED_COMPUTE, 0);
-    task_init(&l, 2, 2, GOS_SCHED_COMPUTE, 0);
+    fx_task_init(&b, 1, 1, GOS_SCHED_COMPUTE, 0);
+    fx_task_init(&l, 2, 2, GOS_SCHED_COMPUTE, 0);
     uint64_t now = 0, next_req = 0, got[3] = {0}, step = 100 * US;
     bool l_queued = false;
     uint64_t l_submit = 0;
@@ -646,13 +646,13 @@ static void test_latency_handover(void **state)
         }
     }
     /* FIFO has no classes: it never ends a grant early */
-    gos_sched *s = mk("fifo", GOS_SCHED_SDQ);
+    gos_sched *s = fx_sched_new("fifo", GOS_SCHED_SDQ);
     gos_sched_task t[2];
     gos_sched_vgpu_add(s, 1, 50, 50);
     gos_sched_vgpu_add(s, 2, 50, 50);
     gos_sched_vgpu_set_latency(s, 2, MS);
-    task_init(&t[0], 1, 1, GOS_SCHED_COMPUTE, 0);
-    task_init(&t[1], 2, 2, GOS_SCHED_COMPUTE, 0);
+    fx_task_init(&t[0], 1, 1, GOS_SCHED_COMPUTE, 0);
+    fx_task_init(&t[1], 2, 2, GOS_SCHED_COMPUTE, 0);
     gos_sched_submit(s, &t[0], 0);
     assert_ptr_equal(gos_sched_next(s, 0, 0, NULL), &t[0]);
     gos_sched_submit(s, &t[1], MS);

@@ -24,7 +24,7 @@ L="$OUT/doctor"
 mkdir -p "$L"
 [ "$(id -u)" = 0 ] || { echo "SKIP doctor: needs root"; exit 0; }
 ls /dev/nvidia* >/dev/null 2>&1 || { echo "SKIP doctor: no /dev/nvidia* here"; exit 0; }
-make -s -j"$(nproc)" "$G" "$B/tests/cudashim_drv" > "$L/make.log" 2>&1 || { tail "$L/make.log"; echo "FAIL doctor: build"; exit 1; }
+[ -n "${GPU_PREBUILT:-}" ] || make -s -j"$(nproc)" "$G" "$B/tests/cudashim_drv" > "$L/make.log" 2>&1 || { tail "$L/make.log"; echo "FAIL doctor: build"; exit 1; }
 case "$G" in /*) ;; *) G="$PWD/$G" ;; esac
 RESULTS=
 res() { RESULTS="$RESULTS$1|$2|$3
