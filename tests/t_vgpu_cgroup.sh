@@ -86,7 +86,7 @@ served "$D/other" open # an unbound vGPU: any cgroup
 # connecting process by a pidfd, not by its number)
 cat > "$T/handoff.py" <<'EOF2'
 import os, socket, struct, sys, time
-path, vgpu, go = sys.argv[1:4]
+path, vgpu, go, ver = sys.argv[1:5]
 s = socket.socket(socket.AF_UNIX)
 s.connect(path)
 if os.fork():
@@ -94,8 +94,8 @@ if os.fork():
 while not os.path.exists(go):
     time.sleep(0.01)
 name = vgpu.encode()
-body = struct.pack("<II64s", 6, 0, name)  # gos_msg_hello (protocol 6)
-s.sendall(struct.pack("<IHHII", 0x50534F47, 6, 100, 1, len(body)) + body)
+body = struct.pack("<II64s", int(ver), 0, name)  # gos_msg_hello
+s.sendall(struct.pack("<IHHII", 0x50534F47, int(ver), 100, 1, len(body)) + body)
 h = s.recv(16, socket.MSG_WAITALL)
 n = struct.unpack("<IHHII", h)[4]
 r = s.recv(n, socket.MSG_WAITALL)
@@ -103,10 +103,11 @@ status, _, tl = struct.unpack("<iHH", r[:8])
 print(status, r[8:8 + tl].rstrip(b"\0").decode())
 EOF2
 reused=0
+PROTO=$(sed -n 's/^#define GOS_PROTOCOL_VERSION \([0-9]*\).*/\1/p' src/proto/proto.h)
 for try in 1 2 3 4 5 6 7 8 9 10; do
     rm -f "$T/go"
     sh -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' sh "$D/other" $AS "$PY" "$T/handoff.py" "$T/s" job \
-        "$T/go" > "$T/handoff.out" 2>&1 &
+        "$T/go" "$PROTO" > "$T/handoff.out" 2>&1 &
     P=$!
     wait "$P" # the connecting process, reaped: its pid is free
     echo $((P - 1)) > /proc/sys/kernel/ns_last_pid
