@@ -42,6 +42,10 @@
  *                                  requests' latencies (from their planned start
  *                                  to the synchronise's return) as p50, p99 and
  *                                  max in ms
+ *   ring_client kernels VGPU S US1 [US2]  kernels of US1 microseconds (US2: every
+ *                                  other one that long), a synchronise after
+ *                                  each, for S seconds; prints how many and
+ *                                  their summed length in ms (the work done)
  *   ring_client stream VGPU S      a batch tenant: 1 ms kernels, a synchronise
  *                                  after every 8, for S seconds; prints how many
  * Uses libgpuos's internals (client_internal.h) to reach the ring. */
@@ -598,6 +602,24 @@ static int cmd_periodic(const char *va, int n, double ms, int k, double us)
     return 0;
 }
 
+static int cmd_kernels(const char *va, double secs, double us1, double us2)
+{
+    gpuos_vgpu *g = open_or_die(va);
+    gpuos_function f = sleep_fn(g);
+    gpuos_launch_config c = {{1, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, 0};
+    long k = 0;
+    double t0 = now_s(), work = 0;
+    while (now_s() - t0 < secs) {
+        uint64_t ns = (uint64_t)((k % 2 && us2 > 0 ? us2 : us1) * 1000);
+        CHECK(!gpuos_launch(g, f, &c, &ns, 8) && !gpuos_synchronize(g), "kernel %ld", k);
+        work += (double)ns / 1e6;
+        k++;
+    }
+    printf("kernels %ld work_ms %.1f\n", k, work);
+    gpuos_close(g);
+    return 0;
+}
+
 static int cmd_stream(const char *va, double secs)
 {
     gpuos_vgpu *g = open_or_die(va);
@@ -642,6 +664,8 @@ int main(int argc, char **argv)
         return cmd_pauses(argv[2], atoi(argv[3]), atof(argv[4]));
     if (argc == 7 && !strcmp(argv[1], "periodic"))
         return cmd_periodic(argv[2], atoi(argv[3]), atof(argv[4]), atoi(argv[5]), atof(argv[6]));
+    if ((argc == 5 || argc == 6) && !strcmp(argv[1], "kernels"))
+        return cmd_kernels(argv[2], atof(argv[3]), atof(argv[4]), argc == 6 ? atof(argv[5]) : 0);
     if (argc == 4 && !strcmp(argv[1], "stream"))
         return cmd_stream(argv[2], atof(argv[3]));
     fprintf(stderr, "ring_client: bad command\n");

@@ -6,7 +6,8 @@
 # (the daemon's grant log says so) and stay byte-exact on their rings; a busy
 # pair keeps both working; a pair of unequal shares (70/30) or of unlike
 # entries never runs as companions; a companion killed -9 mid-grant leaves
-# the other on its ring; the daemon charges both vGPUs (their ring time).
+# the other on its ring; the daemon charges both vGPUs (their ring time); a
+# tenant alternating 2 and 40 ms kernels never pairs (issue 44.4).
 . "$(dirname "$0")/serve_lib.sh"
 R="$B/tests/ring_client"
 [ -x "$R" ] || fail "no $R"
@@ -111,6 +112,30 @@ mps_two ""
 [ "$made" -gt 0 ] || fail "no companion grants under mps by default"
 mps_two "overlap = off"
 [ "$made" = 0 ] || fail "$made companion grants with overlap = off"
+
+# 5b. a tenant alternating 2 and 40 ms kernels beside a peer of 20 ms ones
+#     (issue 44.4: paired by their alike means, it took 55 % against 20 %):
+#     never companions (their longest entries differ, and 40 ms outlasts a
+#     quarter of a grant), and its charged share stays near its peer's
+start_daemon "[device 0]
+sim = default
+isolation = mps
+[vgpu a]
+compute = 35
+[vgpu b]
+compute = 35"
+n5=$(pairs)
+timeout 60 "$R" kernels a 2 2000 40000 > "$T/alt" 2>&1 &
+AP=$!
+out=$(timeout 60 "$R" kernels b 2 20000) || fail "kernels b: $out"
+wait $AP || fail "alternating a: $(cat "$T/alt")"
+made=$(($(pairs) - n5))
+a=$(vgpu_field a compute_ns); b=$(vgpu_field b compute_ns)
+echo "2/40 ms alternating beside 20 ms: $made companion grants; a $(cat "$T/alt"), b $out; charged a $a b $b"
+[ "$made" = 0 ] || fail "a tenant of 2 and 40 ms kernels ran as a companion ($made grants)"
+$PY -c "import sys; a, b = int(sys.argv[1]), int(sys.argv[2]); sys.exit(0 if abs(a - b) / (a + b) < 0.1 else 1)" "$a" "$b" ||
+    fail "charged a $a b $b: not alike"
+stop_daemon
 
 # 6. overlap = pairs needs mps; a bad value is named
 for bad in "isolation = process

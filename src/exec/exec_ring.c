@@ -52,6 +52,7 @@ struct xr {
      * later one (the switch's cost, gos_grant_page.switch_ns) */
     uint32_t fences;
     uint64_t fence_first_ns, fence_min_ns;
+    uint64_t entry_max_ns; /* the grant's longest launch or synchronise */
 };
 
 /* The grant an entry needs. */
@@ -160,6 +161,10 @@ static void yield(struct xr *r, uint32_t want)
         atomic_store_explicit(&r->gp->switch_ns, r->fence_first_ns - r->fence_min_ns, memory_order_relaxed);
         atomic_store_explicit(&r->gp->switch_gen, r->gen, memory_order_relaxed);
     }
+    uint64_t m = atomic_load_explicit(&r->gp->entry_max_ns, memory_order_relaxed);
+    m -= m / 4;
+    atomic_store_explicit(&r->gp->entry_max_ns, r->entry_max_ns > m ? r->entry_max_ns : m, memory_order_relaxed);
+    r->entry_max_ns = 0;
     atomic_store_explicit(&r->gp->done_gen, r->gen, memory_order_release);
     atomic_store_explicit(&gos_ring_ctl(r->base)->running, 0, memory_order_relaxed);
     r->gen = 0;
@@ -425,6 +430,8 @@ static void *ring_main(void *arg)
                     bump(&c->copy_busy_ns, dt);
                     bump(&c->copy_entries, 1);
                 }
+                if ((e.op == GOS_OP_LAUNCH || e.op == GOS_OP_FENCE) && dt > r->entry_max_ns)
+                    r->entry_max_ns = dt;
                 if (e.op == GOS_OP_FENCE && !rc) {
                     if (!r->fences++)
                         r->fence_first_ns = dt;

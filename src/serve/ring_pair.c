@@ -17,7 +17,8 @@
  * H200); kernels that fill it make each pay for time it shared, alike for both.
  * So pairing never gains a vGPU share, only the GPU work. A companion must be
  * a vGPU of the same compute share whose ring entries take about as long (the
- * executor's mean entry time, within a factor of SRV_PAIR_RATIO), on a vGPU
+ * executor's mean entry time, within a factor of SRV_PAIR_RATIO, and whose
+ * longest entries are alike too and short beside a grant: alike_longest), on a vGPU
  * without an SM set, the one of those most owed (its credit); any other mix
  * (70/30, 200 us next to 20 ms kernels) keeps taking turns. Process: the
  * daemon (gpuos serve). */
@@ -36,6 +37,18 @@ static uint64_t mean_entry_ns(const struct srv_client *c)
     return e ? atomic_load(&c->gp->busy_ns) / e : 0;
 }
 
+/* Whether two rings' longest entries lately (the executors' entry_max_ns) let
+ * them overlap: both short beside a grant (at most a quarter of it: a kernel
+ * that outlasts the common deadline runs on alone, charged as shared) and
+ * within SRV_PAIR_RATIO of each other. A mean alone let a tenant alternating
+ * 2 and 40 ms kernels pair with a peer of 20 ms ones and take 53-57 % against
+ * its 19-21 % (issue 44.4). */
+static int alike_longest(const struct srv_dev *d, uint64_t xa, uint64_t xb)
+{
+    uint64_t quarter = (d->grant_ns ? d->grant_ns : SRV_GRANT_PROCESS_NS) / 4;
+    return xa && xb && xa <= quarter && xb <= quarter && xa <= SRV_PAIR_RATIO * xb && xb <= SRV_PAIR_RATIO * xa;
+}
+
 struct srv_task *srv_ring_pair_pick(struct srv_dev *d, struct srv_task *t)
 {
     struct srv *s = d->srv;
@@ -44,7 +57,7 @@ struct srv_task *srv_ring_pair_pick(struct srv_dev *d, struct srv_task *t)
         atomic_load(&a->ring_end))
         return NULL;
     const struct gos_serve_vgpucfg *va = &s->vgpus[a->vgpu].cfg;
-    uint64_t ma = mean_entry_ns(a);
+    uint64_t ma = mean_entry_ns(a), xa = atomic_load(&a->gp->entry_max_ns);
     if (va->sms || !ma)
         return NULL;
     struct srv_task *best = NULL;
@@ -56,8 +69,9 @@ struct srv_task *srv_ring_pair_pick(struct srv_dev *d, struct srv_task *t)
             atomic_load(&c->ring_end) || atomic_load(&c->gp->state) == GOS_GRANT_REVOKE)
             continue;
         const struct gos_serve_vgpucfg *vb = &s->vgpus[c->vgpu].cfg;
-        uint64_t mb = mean_entry_ns(c);
-        if (vb->sms || vb->compute != va->compute || !mb || ma > SRV_PAIR_RATIO * mb || mb > SRV_PAIR_RATIO * ma)
+        uint64_t mb = mean_entry_ns(c), xb = atomic_load(&c->gp->entry_max_ns);
+        if (vb->sms || vb->compute != va->compute || !mb || ma > SRV_PAIR_RATIO * mb || mb > SRV_PAIR_RATIO * ma ||
+            !alike_longest(d, xa, xb))
             continue;
         gos_sched_vgpu_stats st = {0};
         gos_sched_vgpu_stats_get(d->sched, s->vgpus[c->vgpu].id, gos_now_ns(), &st);
