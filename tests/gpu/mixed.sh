@@ -22,7 +22,7 @@ set -u
 OUT=${OUT:-out}
 O=$OUT/mixed
 mkdir -p "$O"
-export MIX_SECS=${MIX_SECS:-6}
+export MIX_SECS=${MIX_SECS:-5}
 P="python3 tests/gpu/progs/mixed_torch.py"
 val() { sed -n "s/^TIME $2 //p" "$1" | head -1; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0 && a > 0) printf "%.3f", a / b; else print "-" }'; }
@@ -72,10 +72,10 @@ mixed_period() { # period, share of the latency tenant, gpuos cases ("latency" a
     fi
     unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
     for c in $3; do
-        for iso in process mps; do
-            if [ "$c" = latency ]; then gpuos_pair "$1" "$iso-$2-latency" "$iso" "$2" "latency_ms = 2"
-            else gpuos_pair "$1" "$iso-$2-batch" "$iso" "$2" ""; fi
-        done
+        case $c in
+        latency) for iso in process mps; do gpuos_pair "$1" "$iso-$2-latency" "$iso" "$2" "latency_ms = 2"; done ;;
+        batch) gpuos_pair "$1" "process-$2-batch" process "$2" "" ;; # (as before the class: for comparison)
+        esac
     done
 }
 case " ${MX_PARTS:-mixed shares} " in *" mixed "*)

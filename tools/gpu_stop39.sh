@@ -1,0 +1,39 @@
+#!/bin/sh
+# tools/gpu_stop39.sh: stop 39's device-machine runs in one command, build/
+# carried (built here; GPU_PREBUILT=1: no make there). PARTS picks, in order:
+#   mixed    tests/gpu/mixed.sh (issue 41: a latency tenant beside training, shares)
+#   probe    tests/gpu/probe_repeat.sh, 10 charts of the same chip (issue 44)
+#   modglob  tests/gpu/module_globals.sh (issue 44.2)
+#   doctor   tests/gpu/doctor.sh (issue 43.1)
+#   oversub  tests/gpu/oversub.sh (issue 42), pd tests/gpu/pd_multiplex.sh (issue 45)
+#   sharing  the vgpu bench's launch, sharing and BAND rows (no regression: issue 40/41)
+# Each part has its own limit (seconds, PART_S_<name>), its output in
+# $OUT/<name>.txt and its logs packed into $OUT/logs.tgz; machine.txt says
+# which card, driver, time and tree.
+set -u
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+[ -d build-gpu ] && { rm -rf build; mv build-gpu build; }
+export GPU_PREBUILT=1 GPUOS=$PWD/build/gpuos BUILD=build
+{ nvidia-smi --query-gpu=name,uuid,driver_version,memory.total --format=csv,noheader; date -u
+  echo "tree ${GPUOS_COMMIT:-unknown}"; echo "parts ${PARTS:-}"; } > "$OUT/machine.txt"
+cat "$OUT/machine.txt"
+L=$(mktemp -d)
+lim() { eval "echo \${PART_S_$1:-$2}"; }
+for p in ${PARTS:-mixed probe modglob}; do
+    t0=$(date +%s)
+    case $p in
+    mixed) GPUOS_GRANT_LOG=1 OUT=$L timeout "$(lim mixed 330)" sh tests/gpu/mixed.sh ;;
+    probe) OUT=$L/probe RUNS=${RUNS:-10} timeout "$(lim probe 170)" sh tests/gpu/probe_repeat.sh ;;
+    modglob) OUT=$L timeout "$(lim modglob 60)" sh tests/gpu/module_globals.sh ;;
+    doctor) OUT=$L timeout "$(lim doctor 60)" sh tests/gpu/doctor.sh ;;
+    oversub) OUT=$L timeout "$(lim oversub 240)" sh tests/gpu/oversub.sh ;;
+    pd) OUT=$L timeout "$(lim pd 180)" sh tests/gpu/pd_multiplex.sh ;;
+    sharing) timeout "$(lim sharing 150)" build/bench/vgpu_bench --gpuos build/gpuos --results "$L/bench" --seconds 2 --quick \
+                 --isolation process,mps --only launch,sharing --vgpus 2 ;;
+    *) echo "unknown part $p" ;;
+    esac > "$OUT/$p.txt" 2>&1
+    echo "== $p rc=$? $(( $(date +%s) - t0 )) s" | tee -a "$OUT/machine.txt"
+done
+(cd "$L" && tar czf "$OUT/logs.tgz" .) 2>/dev/null
+for p in ${PARTS:-mixed probe modglob}; do echo "=== $p"; tail -"${TAIL:-14}" "$OUT/$p.txt"; done
