@@ -85,6 +85,22 @@ $PY -c "import sys; a, b = int(sys.argv[1]), int(sys.argv[2]); f = a / (a + b); 
     "$a" "$b" || fail "a flooding latency vGPU of 30 % took more or less than its share"
 stop_daemon
 
+# vgpu create latency_ms=N: in the class at once, kept in the state file
+# across a restart; a bad value refused in one line
+start_daemon "state = $T/state.json
+[device 0]
+sim = default"
+"$G" vgpu create svc compute=30 memory=1G latency_ms=5 >/dev/null || fail "vgpu create latency_ms=5"
+[ "$(vgpu_field svc latency_ms)" = 5 ] || fail "created: latency_ms $(vgpu_field svc latency_ms)"
+out=$("$G" vgpu create bad compute=30 memory=1G latency_ms=1001 2>&1) && fail "latency_ms=1001 accepted by create"
+echo "$out" | grep -q latency_ms || fail "latency_ms=1001: $out"
+stop_daemon
+start_daemon "state = $T/state.json
+[device 0]
+sim = default"
+[ "$(vgpu_field svc latency_ms)" = 5 ] || fail "after a restart: latency_ms $(vgpu_field svc latency_ms)"
+stop_daemon
+
 # bad values refused, with the file's line
 for v in -1 1001 x 2.5 ""; do
     printf 'socket = %s/s2\n[device 0]\nsim = default\n[vgpu a]\ncompute = 50\nlatency_ms = %s\n' "$T" "$v" > "$T/bad"

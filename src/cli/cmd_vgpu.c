@@ -19,12 +19,14 @@ static void help(FILE *f)
     fprintf(f, "usage: gpuos vgpu list [--socket PATH] [--json FILE|- | --bytes]\n"
                "       gpuos vgpu set NAME key=value... [--socket PATH]\n"
                "       gpuos vgpu create NAME device=D compute=PCT memory=PCT%%|SIZE [copy=PCT]\n"
-               "                         [users=U,...] [groups=G,...] [cgroup=PATH] [--socket PATH]\n"
+               "                         [users=U,...] [groups=G,...] [cgroup=PATH] [latency_ms=N]\n"
+               "                         [--socket PATH]\n"
                "       gpuos vgpu delete NAME [--force] [--socket PATH]\n"
                "\n"
                "list: every virtual GPU of the daemon: shares (compute, copy, memory), measured\n"
                "      compute and copy utilisation over the last scheduling period, engine time\n"
-               "      BAND held idle waiting for it (HELD), memory used, clients. Memory in\n"
+               "      BAND held idle waiting for it (HELD), memory used, clients, its latency\n"
+               "      class (LATENCY: \"batch\", or the latency_ms bound). Memory in\n"
                "      KiB/MiB/GiB (powers of 1024); --bytes prints bytes; --json (raw bytes, as\n"
                "      always; gpuos.vgpu-list/1) adds the cumulative GPU time.\n"
                "set:  change a share at run time; keys: compute=PCT, copy=PCT, memory=PCT%%|SIZE.\n"
@@ -34,12 +36,13 @@ static void help(FILE *f)
                "      100 %%.\n"
                "create: a vGPU at run time, with the keys of a [vgpu NAME] section (copy defaults\n"
                "      to compute; users/groups: names or ids; cgroup: only processes in that\n"
-               "      cgroup or below it; device may be left out on a daemon of one device). Kept in the state file: it survives a restart and reloads\n"
+               "      cgroup or below it; latency_ms: the latency class, gpuos.conf(5); device\n"
+               "      may be left out on a daemon of one device). Kept in the state file: it\n"
+               "      survives a restart and reloads\n"
                "      until the configuration file names it (then the file's section wins).\n"
                "delete: removes a vGPU made by create; refused while clients are attached\n"
                "      unless --force, which ends them (their calls fail naming the deletion).\n"
                "      create and delete: the daemon's owner or root only.\n"
-               
                "\n" CLI_HELP_SOCKET CLI_HELP_JSON("list: the vGPUs")
                "  --bytes          list: memory in bytes\n");
 }

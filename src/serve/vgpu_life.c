@@ -195,7 +195,9 @@ static void describe(const struct srv *s, const struct srv_vgpu *g, char *out, s
     for (int i = 0; i < g->cfg.n_groups && w < n; i++)
         w += (size_t)snprintf(out + w, n - w, "%s%u", i ? "," : ", groups ", (unsigned)g->cfg.groups[i]);
     if (g->cfg.cgroup[0] && w < n)
-        snprintf(out + w, n - w, ", cgroup %s", g->cfg.cgroup);
+        w += (size_t)snprintf(out + w, n - w, ", cgroup %s", g->cfg.cgroup);
+    if (g->cfg.latency_ms && w < n)
+        snprintf(out + w, n - w, ", latency %d ms", g->cfg.latency_ms);
 }
 
 int srv_vgpu_create(struct srv *s, const char *name, const char *keys, int persist)
@@ -327,5 +329,10 @@ json_t *srv_vgpu_created_json(struct srv *s, int v)
     }
     if (keys && g->cfg.cgroup[0])
         json_object_set_new(keys, "cgroup", json_string(g->cfg.cgroup));
+    if (keys && g->cfg.latency_ms) {
+        char lat[16];
+        snprintf(lat, sizeof lat, "%d", g->cfg.latency_ms);
+        json_object_set_new(keys, "latency_ms", json_string(lat));
+    }
     return keys ? json_pack("{s:s, s:o}", "vgpu", g->cfg.name, "keys", keys) : NULL;
 }
