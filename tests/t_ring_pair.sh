@@ -94,7 +94,7 @@ stop_daemon
 # 5. overlap = pairs is the default under mps (stop 36); overlap = off: never
 #    companions. mps_two LINE: two busy vGPUs of 35 % under mps with LINE in the
 #    device's section; $made: the companion grants made meanwhile
-mps_two() {
+start_mps() {
     start_daemon "[device 0]
 sim = default
 isolation = mps
@@ -103,6 +103,9 @@ $1
 compute = 35
 [vgpu b]
 compute = 35"
+}
+mps_two() {
+    start_mps "$1"
     n5=$(pairs)
     busy_two a b 1
     made=$(($(pairs) - n5))
@@ -117,13 +120,7 @@ mps_two "overlap = off"
 #     (issue 44.4: paired by their alike means, it took 55 % against 20 %):
 #     never companions (their longest entries differ, and 40 ms outlasts a
 #     quarter of a grant), and its charged share stays near its peer's
-start_daemon "[device 0]
-sim = default
-isolation = mps
-[vgpu a]
-compute = 35
-[vgpu b]
-compute = 35"
+start_mps ""
 n5=$(pairs)
 timeout 60 "$R" kernels a 2 2000 40000 > "$T/alt" 2>&1 &
 AP=$!

@@ -180,6 +180,35 @@ static void vgpu_sample(struct buf *b, int f, const struct gos_vgpu_rec *r, uint
     }
 }
 
+/* Per-device families: one sample per device. */
+enum { D_MEM, D_GRANT, D_SWITCH, D_SWITCHES, D_PREEMPT, D_COMPANIONS, D_N };
+static const struct {
+    const char *name, *type, *help;
+} dfam[D_N] = {
+    {"gpuos_device_memory_bytes", "gauge", "Device memory."},
+    {"gpuos_device_grant_seconds", "gauge",
+     "The longest batch of one client's work (grant_us; with auto, from the measured switch cost)."},
+    {"gpuos_device_switch_seconds", "gauge",
+     "Measured cost of a switch between two executors' batches (moving average; 0: none yet)."},
+    {"gpuos_device_switches_total", "counter", "Batches that followed another executor's on the device."},
+    {"gpuos_device_preemptions_total", "counter",
+     "Batch grants ended at a kernel boundary for a latency vGPU's work (latency_ms)."},
+    {"gpuos_device_latency_companions_total", "counter",
+     "Latency vGPUs' grants run at once beside a batch grant (isolation = mps)."},
+};
+
+static void dev_sample(struct buf *b, int f, const struct srv_dev *d)
+{
+    switch (f) {
+    case D_MEM: put(b, "%llu\n", (unsigned long long)d->mem_total); break;
+    case D_GRANT: put(b, "%.6f\n", (double)d->grant_ns / 1e9); break;
+    case D_SWITCH: put(b, "%.6f\n", (double)d->switch_ns / 1e9); break;
+    case D_SWITCHES: put(b, "%llu\n", (unsigned long long)d->switches); break;
+    case D_PREEMPT: put(b, "%llu\n", (unsigned long long)d->preemptions); break;
+    default: put(b, "%llu\n", (unsigned long long)d->companions); break;
+    }
+}
+
 static void chip_families(struct buf *b, struct srv *s)
 {
     char l[1200];
@@ -276,34 +305,13 @@ char *srv_metrics_text(struct srv *s, size_t *len)
         put(&b, "gpuos_device_info{%s,gpuos_device=\"%s\",backend=\"%s\"} 1\n", dev_labels(s, i, l1, sizeof l1),
             esc(s->cfg.devs[i].label, l2, sizeof l2), esc(d->backend, l4, sizeof l4));
     }
-    family(&b, "gpuos_device_memory_bytes", "gauge", "Device memory.");
-    for (int i = 0; i < s->n_devs; i++)
-        put(&b, "gpuos_device_memory_bytes{%s} %llu\n", dev_labels(s, i, l1, sizeof l1),
-            (unsigned long long)s->devs[i].mem_total);
-    family(&b, "gpuos_device_grant_seconds", "gauge",
-           "The longest batch of one client's work (grant_us; with auto, from the measured switch cost).");
-    for (int i = 0; i < s->n_devs; i++)
-        put(&b, "gpuos_device_grant_seconds{%s} %.6f\n", dev_labels(s, i, l1, sizeof l1),
-            (double)s->devs[i].grant_ns / 1e9);
-    family(&b, "gpuos_device_switch_seconds", "gauge",
-           "Measured cost of a switch between two executors' batches (moving average; 0: none yet).");
-    for (int i = 0; i < s->n_devs; i++)
-        put(&b, "gpuos_device_switch_seconds{%s} %.6f\n", dev_labels(s, i, l1, sizeof l1),
-            (double)s->devs[i].switch_ns / 1e9);
-    family(&b, "gpuos_device_switches_total", "counter", "Batches that followed another executor's on the device.");
-    for (int i = 0; i < s->n_devs; i++)
-        put(&b, "gpuos_device_switches_total{%s} %llu\n", dev_labels(s, i, l1, sizeof l1),
-            (unsigned long long)s->devs[i].switches);
-    family(&b, "gpuos_device_preemptions_total", "counter",
-           "Batch grants ended at a kernel boundary for a latency vGPU's work (latency_ms).");
-    for (int i = 0; i < s->n_devs; i++)
-        put(&b, "gpuos_device_preemptions_total{%s} %llu\n", dev_labels(s, i, l1, sizeof l1),
-            (unsigned long long)s->devs[i].preemptions);
-    family(&b, "gpuos_device_latency_companions_total", "counter",
-           "Latency vGPUs' grants run at once beside a batch grant (isolation = mps).");
-    for (int i = 0; i < s->n_devs; i++)
-        put(&b, "gpuos_device_latency_companions_total{%s} %llu\n", dev_labels(s, i, l1, sizeof l1),
-            (unsigned long long)s->devs[i].companions);
+    for (int f = 0; f < D_N; f++) {
+        family(&b, dfam[f].name, dfam[f].type, dfam[f].help);
+        for (int i = 0; i < s->n_devs; i++) {
+            put(&b, "%s{%s} ", dfam[f].name, dev_labels(s, i, l1, sizeof l1));
+            dev_sample(&b, f, &s->devs[i]);
+        }
+    }
     chip_families(&b, s);
     family(&b, "gpuos_build_info", "gauge", "The daemon's version and client protocol (always 1).");
     put(&b, "gpuos_build_info{version=\"%s\",protocol=\"%d\"} 1\n", GOS_VERSION, GOS_PROTOCOL_VERSION);
