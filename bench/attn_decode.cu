@@ -145,16 +145,6 @@ static const char *jnum(char buf[32], double x)
     return buf;
 }
 
-static float bf16_to_f(uint16_t x)
-{
-    union {
-        uint32_t u;
-        float f;
-    } v;
-    v.u = (uint32_t)x << 16;
-    return v.f;
-}
-
 int main(int argc, char **argv)
 {
     const char *chart = NULL, *out = NULL;
@@ -448,7 +438,7 @@ int main(int argc, char **argv)
                 double mx = 0, big = 0;
                 for (size_t i = 0; i < n_out; i++) {
                     diff += got[i] != ref_out[i];
-                    double x = bf16_to_f(got[i]), y = bf16_to_f(ref_out[i]);
+                    double x = attn_bf16_value(got[i]), y = attn_bf16_value(ref_out[i]);
                     mx = x == y ? mx : std::max(mx, x - y == x - y ? fabs(x - y) : INFINITY);
                     big = std::max(big, fabs(y));
                 }
@@ -487,7 +477,7 @@ int main(int argc, char **argv)
                 ref_max = std::max(ref_max, rm);
                 for (int d = 0; d < ATTN_D; d++) {
                     size_t o = ((size_t)samp[k][0] * q_heads + samp[k][1] * ATTN_G + g) * ATTN_D + d;
-                    double e = fabs(bf16_to_f(ref_out[o]) - r[g][d]);
+                    double e = fabs(attn_bf16_value(ref_out[o]) - r[g][d]);
                     ref_err = std::max(ref_err, e);
                     if (!(e <= fabs(r[g][d]) / 128 + 1e-3 * rm))
                         ref_ok = false;

@@ -160,6 +160,17 @@ ATTN_HD uint16_t attn_bf16_bits(int m, int shift)
     return (uint16_t)(v.u >> 16);
 }
 
+/* The value of bf16 bits x (the outputs' checks). */
+ATTN_HD float attn_bf16_value(uint16_t x)
+{
+    union {
+        uint32_t u;
+        float f;
+    } v;
+    v.u = (uint32_t)x << 16;
+    return v.f;
+}
+
 /* ---- page assignment (host) ------------------------------------------------------ */
 
 /* Pages of the tasks [0, c0) (partition 0's queue). */

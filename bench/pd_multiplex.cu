@@ -182,19 +182,19 @@ static void model_alloc(model &m, int layers, uint32_t decode_sms)
     for (int k = 0; k < NW; k++)
         for (int l = 0; l < layers; l++) /* +-1/sqrt(in): activations stay O(1) */
             m.w[k].push_back(dalloc((size_t)W_OUT[k] * W_IN[k], 0x100u * k + l, 1.f / sqrtf((float)W_IN[k])));
-    m.px = dalloc((size_t)P_TOK * HID, 1, 1.f);
-    m.pq = dalloc((size_t)P_TOK * HID, 2, 0.f);
-    m.pkv = dalloc((size_t)P_TOK * KVW, 3, 0.f);
-    m.pattn = dalloc((size_t)P_TOK * HID, 4, 0.f);
-    m.pgu = dalloc((size_t)P_TOK * 2 * FFN, 5, 0.f);
-    m.pact = dalloc((size_t)P_TOK * FFN, 6, 0.f);
-    m.ps = dalloc((size_t)QH * P_LEN * P_LEN, 7, 0.f);
-    m.dx = dalloc((size_t)D_BATCH * HID, 8, 1.f);
-    m.dq = dalloc((size_t)D_BATCH * HID, 9, 0.f);
-    m.dkv = dalloc((size_t)D_BATCH * KVW, 10, 0.f);
-    m.dattn = dalloc((size_t)D_BATCH * HID, 11, 0.f);
-    m.dgu = dalloc((size_t)D_BATCH * 2 * FFN, 12, 0.f);
-    m.dact = dalloc((size_t)D_BATCH * FFN, 13, 0.f);
+    const struct {
+        bf16 **p;
+        size_t n;
+        float scale; /* 0: zeros */
+    } bufs[] = {{&m.px, (size_t)P_TOK * HID, 1.f},       {&m.pq, (size_t)P_TOK * HID, 0.f},
+                {&m.pkv, (size_t)P_TOK * KVW, 0.f},      {&m.pattn, (size_t)P_TOK * HID, 0.f},
+                {&m.pgu, (size_t)P_TOK * 2 * FFN, 0.f},  {&m.pact, (size_t)P_TOK * FFN, 0.f},
+                {&m.ps, (size_t)QH * P_LEN * P_LEN, 0.f}, {&m.dx, (size_t)D_BATCH * HID, 1.f},
+                {&m.dq, (size_t)D_BATCH * HID, 0.f},     {&m.dkv, (size_t)D_BATCH * KVW, 0.f},
+                {&m.dattn, (size_t)D_BATCH * HID, 0.f},  {&m.dgu, (size_t)D_BATCH * 2 * FFN, 0.f},
+                {&m.dact, (size_t)D_BATCH * FFN, 0.f}};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        *bufs[i].p = dalloc(bufs[i].n, (uint32_t)i + 1, bufs[i].scale);
     if (attn_plan_make(&m.P, D_BATCH, KVH, D_CTX, decode_sms))
         die(1, "cannot plan decode attention");
     CK(cudaMalloc(&m.part_o, sizeof(float) * (size_t)m.P.n_tasks * ATTN_G * ATTN_D));
@@ -450,16 +450,6 @@ static void placement_open(gos_device *d, gos_smset_pool *pool, gos_pmem *pm, co
     CK(cudaDeviceSynchronize());
 }
 
-static double bf16_bits(uint16_t x)
-{
-    union {
-        uint32_t u;
-        float f;
-    } v;
-    v.u = (uint32_t)x << 16;
-    return v.f;
-}
-
 // Decode attention once, layer 0, on the placement's green context: the output
 // into ref (the first placement) or compared with it; every task once, on an SM
 // of the decode set (and, partition-aware, of its partition).
@@ -489,7 +479,7 @@ static bool placement_check(const placement &pl, const model &m, std::vector<uin
         size_t diff = 0;
         double mx = 0, big = 0;
         for (size_t i = 0; i < n_out; i++) {
-            const double x = bf16_bits(out[i]), y = bf16_bits(ref[i]);
+            const double x = attn_bf16_value(out[i]), y = attn_bf16_value(ref[i]);
             diff += out[i] != ref[i];
             mx = std::max(mx, x == y ? 0.0 : fabs(x - y) == fabs(x - y) ? fabs(x - y) : INFINITY);
             big = std::max(big, fabs(y));

@@ -256,19 +256,7 @@ static void test_more_partitions(void **state)
 
 int main(void)
 {
-    const char *e = getenv("PD_SEED");
-    if (e && *e)
-        g_seed = strtoull(e, NULL, 10);
-    else {
-        FILE *f = fopen("/dev/urandom", "rb");
-        if (!f || fread(&g_seed, sizeof g_seed, 1, f) != 1)
-            g_seed = (uint64_t)getpid();
-        if (f)
-            fclose(f);
-        g_seed %= 1000000000ull;
-    }
-    printf("test_pd_plan: seed %llu (replay: PD_SEED=%llu)\n", (unsigned long long)g_seed,
-           (unsigned long long)g_seed);
+    g_seed = partgen_seed("test_pd_plan", "PD_SEED");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_default_chip),
         cmocka_unit_test(test_more_partitions),
