@@ -651,13 +651,18 @@ static void measure(placement *pl, const model &m, const options &o, results &R)
             R.st[k][SA_P].v.push_back(rate(r[0].stamps, 0, 0, (double)P_TOK, &dummy));
             run_phases(pl[k], m, -1, n_d, d_st, r);
             R.st[k][SA_D].v.push_back(rate(r[1].stamps, 0, 0, (double)D_BATCH, &dummy));
+            printf("window %d %-19s prefill %6.0f / %6.0f tokens/s, decode %6.0f / %6.0f tokens/s (overlapped / "
+                   "alone; %d decode steps beside %d prefill iterations)\n",
+                   w + 1, gos_pd_kind_name(k), R.st[k][OV_P].v.back(), R.st[k][SA_P].v.back(),
+                   R.st[k][OV_D].v.back(), R.st[k][SA_D].v.back(), n_d, n_p);
+            fflush(stdout);
         }
     for (auto &p : d_st)
         CK(cudaFree(p));
 }
 
-static void print_results(const gos_device *d, const options &o, const gos_pd_req &fit, const placement *pl,
-                          const results &R)
+static void print_plan(const gos_device *d, const options &o, const gos_pd_req &fit, const placement *pl,
+                       const results &R)
 {
     printf("pd_multiplex on %s (%d SMs): %d Llama-3-8B layers; prefill %d x %d tokens on %d SMs, decode batch %d "
            "x %d KV tokens on %d SMs (asked %d + %d)\n",
@@ -671,7 +676,12 @@ static void print_results(const gos_device *d, const options &o, const gos_pd_re
                s[1].clusters[8], pl[k].lin ? "interleaved" : "in the decode partition's view",
                R.checks[k] ? "" : " CHECKS FAILED");
     }
-    printf("\n%-19s | %-34s | %-34s\n", "tokens/s", "prefill: overlapped | alone", "decode: overlapped | alone");
+    fflush(stdout);
+}
+
+static void print_results(const options &o, const results &R)
+{
+    printf("\n%-19s | %-35s | %-35s\n", "tokens/s", "prefill: overlapped [min-max] | alone", "decode: overlapped [min-max] | alone");
     for (int k = 0; k < GOS_PD_KINDS; k++) {
         const series *t = R.st[k];
         printf("%-19s | %7.0f [%7.0f-%7.0f] | %7.0f | %7.0f [%7.0f-%7.0f] | %7.0f\n", gos_pd_kind_name(k),
@@ -742,7 +752,8 @@ static int dry_run(const options &o, int argc, char **argv)
     attn_plan P;
     if (attn_plan_make(&P, D_BATCH, KVH, D_CTX, (uint32_t)fit.sms[1]))
         die(1, "cannot plan decode attention");
-    print_results(d, o, fit, pl, R);
+    print_plan(d, o, fit, pl, R);
+    print_results(o, R);
     json_t *doc = result_doc(d, o, fit, P, pl, R, true, argc, argv);
     if (!doc || json_dump_file(doc, o.dry_json, JSON_INDENT(1)))
         die(1, "cannot write %s", o.dry_json);
@@ -797,9 +808,10 @@ int main(int argc, char **argv)
         placement_open(d, pool, pm, &fit, k, m, lin, pl[k]);
         ok &= R.checks[k] = placement_check(pl[k], m, ref);
     }
+    print_plan(d, o, fit, pl, R);
     measure(pl, m, o, R);
     ratios(R, o.windows);
-    print_results(d, o, fit, pl, R);
+    print_results(o, R);
     json_t *doc = result_doc(d, o, fit, m.P, pl, R, ok, argc, argv);
     char path[1200];
     snprintf(path, sizeof path, "%s/pd-multiplex.json", o.out);

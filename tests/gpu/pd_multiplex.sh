@@ -84,8 +84,9 @@ print(f"decode overlapped, partition-aware / cluster-aware: {r['median']:.3f} [{
       f"(paper 001 on H200: 1.143); prefill {d['prefill_ratio_partition_over_cluster_aware']['median']:.3f}")
 bw = chip.get("memory", {}).get("hbm_bandwidth_gbps", {})
 dec = d["decode"]
-print(f"chart: one partition's SMs read local {bw.get('local', 'n/a')} GB/s, remote {bw.get('remote', 'n/a')} GB/s, "
-      f"all SMs {bw.get('all_sms_all_pages', 'n/a')} GB/s; decode step reads {dec['weight_bytes_per_step'] / 1e6:.0f} MB "
+g = lambda k: f"{bw[k]:.0f}" if isinstance(bw.get(k), (int, float)) else "n/a"
+print(f"chart: one partition's SMs read local {g('local')} GB/s, remote {g('remote')} GB/s, "
+      f"all SMs {g('all_sms_all_pages')} GB/s; decode step reads {dec['weight_bytes_per_step'] / 1e6:.0f} MB "
       f"of weights (interleaved in every placement) and {dec['kv_bytes_per_step'] / 1e6:.0f} MB of KV "
       f"({dec['kv_bytes_per_step'] / (dec['kv_bytes_per_step'] + dec['weight_bytes_per_step']):.0%}, the part placed)")
 rows = []
