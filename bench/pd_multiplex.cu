@@ -681,7 +681,8 @@ static void print_plan(const gos_device *d, const options &o, const gos_pd_req &
 
 static void print_results(const options &o, const results &R)
 {
-    printf("\n%-19s | %-35s | %-35s\n", "tokens/s", "prefill: overlapped [min-max] | alone", "decode: overlapped [min-max] | alone");
+    printf("\n%-19s | %-35s | %-35s\n", "tokens/s", "prefill: overlapped [min-max] | alone",
+           "decode: overlapped [min-max] | alone");
     for (int k = 0; k < GOS_PD_KINDS; k++) {
         const series *t = R.st[k];
         printf("%-19s | %7.0f [%7.0f-%7.0f] | %7.0f | %7.0f [%7.0f-%7.0f] | %7.0f\n", gos_pd_kind_name(k),
