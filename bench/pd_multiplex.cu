@@ -216,7 +216,7 @@ struct placement {
     bool lin;                   // decode's KV pages interleaved
     uint32_t n0;                // slots of view 0 (views)
     gos_pmem_view v0, v1;       // the pool: LIN: v0.base; else the two views
-    std::vector<uint32_t *> pt; // per layer: page table (slots of all layers in one pool)
+    std::vector<uint32_t *> pt; // per layer: page table (attn_assign_layers: one pool for all layers)
 };
 
 static void gemm(cublasHandle_t h, int k, int layer, const model &m, const bf16 *x, bf16 *y, int tokens)
@@ -413,18 +413,15 @@ static void placement_open(gos_device *d, gos_smset_pool *pool, gos_pmem *pm, co
     gos_pd_release(pool, &pl.plan); /* the green contexts stay; the next placement takes the groups */
     pl.lin = kind != GOS_PD_PARTITION_AWARE;
     const uint32_t n = m.P.n_kv * m.P.pages;
-    std::vector<uint32_t> pt(n);
-    for (int l = 0; l < m.layers; l++) {
-        int64_t n0 = attn_assign_pages(&m.P, pl.rt.count[0], 0x45u + l, pt.data());
-        if (n0 < 0)
-            die(1, "out of memory");
-        for (auto &g : pt)
-            g += (uint32_t)l * n; /* layer l's slots: [l n, (l + 1) n) of the pool */
-        uint32_t *d_pt;
-        CK(cudaMalloc(&d_pt, sizeof(uint32_t) * n));
-        CK(cudaMemcpy(d_pt, pt.data(), sizeof(uint32_t) * n, cudaMemcpyHostToDevice));
-        pl.pt.push_back(d_pt);
-    }
+    std::vector<uint32_t> pt((size_t)m.layers * n);
+    const int64_t n0 = attn_assign_layers(&m.P, pl.rt.count[0], (uint32_t)m.layers, 0x45u, pt.data());
+    if (n0 < 0)
+        die(1, "out of memory");
+    uint32_t *d_pt;
+    CK(cudaMalloc(&d_pt, sizeof(uint32_t) * pt.size()));
+    CK(cudaMemcpy(d_pt, pt.data(), sizeof(uint32_t) * pt.size(), cudaMemcpyHostToDevice));
+    for (int l = 0; l < m.layers; l++)
+        pl.pt.push_back(d_pt + (size_t)l * n);
     memset(&pl.v0, 0, sizeof pl.v0);
     if (pl.lin) {
         pl.v0.base = (uint64_t)(uintptr_t)lin_pool;
@@ -436,7 +433,9 @@ static void placement_open(gos_device *d, gos_smset_pool *pool, gos_pmem *pm, co
         const int pd = pl.plan.part[GOS_PD_DECODE];
         if (pl.rt.count[pd] != m.P.n_tasks)
             die(1, "partition-aware: decode tasks outside partition %d", pd);
-        pl.n0 = pd == 0 ? (uint32_t)m.layers * n : 0;
+        pl.n0 = (uint32_t)n0; /* all slots in view pd: layers x n (pd = 0) or 0 */
+        if (n0 != (pd == 0 ? (int64_t)m.layers * n : 0))
+            die(1, "partition-aware: decode pages outside partition %d's pool", pd);
         if (gos_pmem_get_view(pm, 0, &pl.v0) || gos_pmem_get_view(pm, 1, &pl.v1))
             die(1, "%s", gos_pmem_error());
     }

@@ -13,8 +13,11 @@
  *   different ones; the decode runtime (idle list = SMs outside its set) queues
  *   every task on its own partition, and every KV page slot the decode plan
  *   hands out (bench/attn_plan.h's pool assignment) lies in memory near the
- *   decode SMs by the simulated chip's physical hash (two partitions), or the
+ *   decode SMs by the simulated chip's physical hash (two partitions; the
+ *   bench's layout of two layers in one pool, attn_assign_layers), or the
  *   decode partition's view is entirely in that partition (four, sixteen);
+ * - the layered pool for any queue split: a bijection whose view-0 slots are
+ *   exactly queue 0's pages;
  * - cluster-aware: the decode tasks are queued by the set's SMs per partition;
  * - refusals: sets that cannot fit, a chart without partitions, bad requests. */
 #include <setjmp.h>
@@ -104,16 +107,25 @@ static void decode_table(gos_pmem *pm, const gos_chip *c, const gos_pd_plan *pl,
     assert_int_equal(sum, n_tasks);
 }
 
-/* Two partitions: every page slot of the decode plan, remapped on the host, is
- * near the decode SMs by the simulated chip's physical frames and hash. */
+/* Two partitions: the decode plan's pages of two layers in one pool, as
+ * bench/pd_multiplex lays them out (attn_assign_layers): a bijection onto the
+ * pool's slots, all of them in the decode partition's view, and every K and V
+ * block, remapped on the host, near the decode SMs by the simulated chip's
+ * physical frames and hash. */
 static void check_pages_local(gos_pmem *pm, gos_device *d, const gos_pd_plan *pl, const gos_prt_table *t)
 {
     attn_plan P = {0};
-    assert_int_equal(attn_plan_make(&P, 16, 8, 512, (uint32_t)pl->set[1].n_sms), 0); /* 32 MB of pages */
-    uint32_t n = P.n_kv * P.pages, *pt = malloc(sizeof *pt * n);
-    int64_t n0 = attn_assign_pages(&P, t->count[0], 45, pt);
+    assert_int_equal(attn_plan_make(&P, 16, 8, 512, (uint32_t)pl->set[1].n_sms), 0); /* 2 x 16 MB of pages */
+    const uint32_t layers = 2, n = layers * P.n_kv * P.pages;
+    uint32_t *pt = malloc(sizeof *pt * n);
+    uint8_t *seen = calloc(n, 1);
+    int64_t n0 = attn_assign_layers(&P, t->count[0], layers, 45, pt);
     const int pd = pl->part[GOS_PD_DECODE];
     assert_int_equal(n0, pd == 0 ? (int64_t)n : 0); /* one pool: the decode partition's */
+    for (uint32_t i = 0; i < n; i++) {
+        assert_true(pt[i] < n && !seen[pt[i]]);
+        seen[pt[i]] = 1;
+    }
     gos_pmem_view v;
     assert_int_equal(gos_pmem_get_view(pm, pd, &v), GOS_OK);
     uint64_t np = gos_pmem_buffer(pm)->bytes / GOS_PAGE_2M, meta = v.parity;
@@ -122,7 +134,7 @@ static void check_pages_local(gos_pmem *pm, gos_device *d, const gos_pd_plan *pl
     v.parity = (uint64_t)(uintptr_t)par;
     uint64_t *addr = malloc(sizeof *addr * 2 * n);
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t slot = pt[i] - (pd == 0 ? 0 : (uint32_t)n0);
+        uint32_t slot = pt[i] - (pd == 0 ? 0 : (uint32_t)n0); /* attn_kernel.cuh's slot_addr */
         for (int kv = 0; kv < 2; kv++) /* the K block, then the V block: 4 KB each */
             addr[2 * i + kv] = gos_pmem_addr(&v, (uint64_t)slot * ATTN_SLOT + (uint64_t)kv * ATTN_UNIT);
     }
@@ -137,6 +149,35 @@ static void check_pages_local(gos_pmem *pm, gos_device *d, const gos_pd_plan *pl
     free(remote);
     free(addr);
     free(par);
+    free(seen);
+    free(pt);
+}
+
+/* Any split of the tasks between the queues (cluster-aware decode sets straddle
+ * both partitions): attn_assign_layers' pool-0 slots are exactly the pages of
+ * queue 0's tasks in every layer, below the returned count. */
+static void test_layered_pools(void **state)
+{
+    (void)state;
+    attn_plan P = {0};
+    assert_int_equal(attn_plan_make(&P, 8, 8, 700, 56), 0);
+    const uint32_t layers = 3, per = P.n_kv * P.pages, n = layers * per;
+    uint32_t *pt = malloc(sizeof *pt * n);
+    uint8_t *seen = calloc(n, 1);
+    const uint32_t c0 = P.n_tasks / 3;
+    int64_t n0 = attn_assign_layers(&P, c0, layers, 7, pt);
+    assert_int_equal(n0, (int64_t)layers * attn_pool0_pages(&P, c0));
+    for (uint32_t l = 0; l < layers; l++)
+        for (uint32_t task = 0; task < P.n_tasks; task++) {
+            uint32_t a, b, bh = attn_task_pages(&P, task, &a, &b);
+            for (uint32_t pg = a; pg < b; pg++) {
+                uint32_t g = pt[l * per + bh * P.pages + pg];
+                assert_true(g < n && !seen[g]);
+                seen[g] = 1;
+                assert_int_equal(g < (uint32_t)n0, task < c0);
+            }
+        }
+    free(seen);
     free(pt);
 }
 
@@ -260,6 +301,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_default_chip),
         cmocka_unit_test(test_more_partitions),
+        cmocka_unit_test(test_layered_pools),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
