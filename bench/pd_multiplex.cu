@@ -786,7 +786,7 @@ int main(int argc, char **argv)
         die(1, "the chart has %d memory partitions: decode attention's two views need 2", chart->n_parts);
     gos_smset_pool *pool;
     if (gos_smset_pool_open(d, chart, &pool))
-        die(2, "green contexts unavailable: %s", gos_last_error());
+        die(2, "SM sets of green contexts unavailable: %s", gos_last_error());
     gos_pd_req fit;
     if (gos_pd_fit(pool, &o.req, &fit))
         die(1, "%s", gos_last_error());
