@@ -30,7 +30,9 @@
 //                       partition's gos_pmem view. cuBLAS cannot address a view
 //                       (a view is every other 4 KB unit), so the activations
 //                       the GEMMs read and write stay interleaved.
-// Per window (--windows, placements in rotating order): overlapped (--iters
+//   partition-interleaved  partition-aware's sets, decode's KV interleaved: the
+//                       KV placement's own share of the difference.
+// Per window (--windows, the four in rotating order): overlapped (--iters
 // prefill iterations, decode stepping until prefill ends), prefill alone
 // (--iters), decode alone (as many steps as it made overlapped). Before timing,
 // decode attention runs once per placement: outputs equal bit for bit across
@@ -207,6 +209,15 @@ static void model_alloc(model &m, int layers, uint32_t decode_sms)
 }
 
 // ---- one placement -------------------------------------------------------------------
+// The paper's three placements (pdplan.h's kinds) and a fourth that tells its two
+// changes apart: partition-aware sets with decode's KV interleaved.
+enum { PL_INTERLEAVED_KV = GOS_PD_KINDS, NPL };
+
+static const char *pl_name(int k)
+{
+    return k < GOS_PD_KINDS ? gos_pd_kind_name(k) : "partition-interleaved";
+}
+
 struct placement {
     gos_pd_plan plan;
     void *gctx[2], *stream[2]; // device-layer handles (CUgreenCtx, CUstream)
@@ -217,6 +228,7 @@ struct placement {
     uint32_t n0;                // slots of view 0 (views)
     gos_pmem_view v0, v1;       // the pool: LIN: v0.base; else the two views
     std::vector<uint32_t *> pt; // per layer: page table (attn_assign_layers: one pool for all layers)
+    const char *name;
 };
 
 static void gemm(cublasHandle_t h, int k, int layer, const model &m, const bf16 *x, bf16 *y, int tokens)
@@ -392,7 +404,8 @@ static double rate(const std::vector<unsigned long long> &s, unsigned long long 
 static void placement_open(gos_device *d, gos_smset_pool *pool, gos_pmem *pm, const gos_pd_req *fit, int kind,
                            const model &m, void *lin_pool, placement &pl)
 {
-    if (gos_pd_plan_make(pool, fit, (gos_pd_kind)kind, &pl.plan))
+    const gos_pd_kind plan_kind = kind < GOS_PD_KINDS ? (gos_pd_kind)kind : GOS_PD_PARTITION_AWARE;
+    if (gos_pd_plan_make(pool, fit, plan_kind, &pl.plan))
         die(1, "%s", gos_last_error());
     for (int ph = 0; ph < 2; ph++) {
         if (gos_smset_green(d, pool, &pl.plan.set[ph], &pl.gctx[ph]) ||
@@ -412,6 +425,7 @@ static void placement_open(gos_device *d, gos_smset_pool *pool, gos_pmem *pm, co
         die(1, "%s", gos_last_error());
     gos_pd_release(pool, &pl.plan); /* the green contexts stay; the next placement takes the groups */
     pl.lin = kind != GOS_PD_PARTITION_AWARE;
+    pl.name = pl_name(kind);
     const uint32_t n = m.P.n_kv * m.P.pages;
     std::vector<uint32_t> pt((size_t)m.layers * n);
     const int64_t n0 = attn_assign_layers(&m.P, pl.rt.count[0], (uint32_t)m.layers, 0x45u, pt.data());
@@ -485,7 +499,7 @@ static bool placement_check(const placement &pl, const model &m, std::vector<uin
         }
         ok = mx <= big / 128;
         printf("%s: %s: decode attention differs from the first placement's in %zu of %zu outputs, max abs diff "
-               "%.3g\n", ok ? "note" : "CHECK FAILED", gos_pd_kind_name(pl.plan.kind), diff, n_out, mx);
+               "%.3g\n", ok ? "note" : "CHECK FAILED", pl.name, diff, n_out, mx);
     }
     unsigned char in[GOS_MAX_SMS] = {0};
     const gos_smset &ds = pl.plan.set[GOS_PD_DECODE];
@@ -494,13 +508,13 @@ static bool placement_check(const placement &pl, const model &m, std::vector<uin
     uint32_t bad = 0;
     for (uint32_t k = 0; k < m.P.n_tasks; k++) {
         bool good = runs[k] == 1 && owner[k] < GOS_MAX_SMS && in[owner[k]];
-        if (good && !pl.lin)
+        if (good && pl.plan.part[GOS_PD_DECODE] >= 0)
             good = pl.rt.part_of_sm[owner[k]] == pl.plan.part[GOS_PD_DECODE];
         bad += !good;
     }
     if (bad) {
         printf("CHECK FAILED: %s: %u of %u decode tasks not run once on the decode set's SMs\n",
-               gos_pd_kind_name(pl.plan.kind), bad, m.P.n_tasks);
+               pl.name, bad, m.P.n_tasks);
         ok = false;
     }
     return ok;
@@ -611,9 +625,10 @@ static options parse_args(int argc, char **argv)
 }
 
 struct results {
-    series st[GOS_PD_KINDS][NS];
-    series ratio[3]; // partition-aware / cluster-aware: overlapped decode, overlapped prefill, decode alone
-    bool checks[GOS_PD_KINDS];
+    series st[NPL][NS];
+    series ratio[4]; // partition-aware / cluster-aware: overlapped decode, overlapped prefill, decode alone;
+                     // [3] overlapped decode, partition-aware / partition-interleaved (the KV placement alone)
+    bool checks[NPL];
 };
 
 static void ratios(results &R, int windows)
@@ -623,6 +638,7 @@ static void ratios(results &R, int windows)
         R.ratio[0].v.push_back(R.st[PA][OV_D].v[w] / R.st[CA][OV_D].v[w]);
         R.ratio[1].v.push_back(R.st[PA][OV_P].v[w] / R.st[CA][OV_P].v[w]);
         R.ratio[2].v.push_back(R.st[PA][SA_D].v[w] / R.st[CA][SA_D].v[w]);
+        R.ratio[3].v.push_back(R.st[PA][OV_D].v[w] / R.st[PL_INTERLEAVED_KV][OV_D].v[w]);
     }
 }
 
@@ -634,25 +650,25 @@ static void measure(placement *pl, const model &m, const options &o, results &R)
     for (auto &p : d_st)
         CK(cudaMalloc(&p, sizeof(unsigned long long) * MAX_STAMPS));
     phase_run r[2];
-    for (int k = 0; k < GOS_PD_KINDS; k++) /* warm-up: cuBLAS's first calls, module loads */
+    for (int k = 0; k < NPL; k++) /* warm-up: cuBLAS's first calls, module loads */
         run_phases(pl[k], m, 1, 4, d_st, r);
     for (int w = 0; w < o.windows; w++)
-        for (int j = 0; j < GOS_PD_KINDS; j++) {
-            const int k = (w + j) % GOS_PD_KINDS;
+        for (int j = 0; j < NPL; j++) {
+            const int k = (w + j) % NPL;
             int n_p, n_d, dummy;
             run_phases(pl[k], m, o.iters, 0, d_st, r);
             const unsigned long long t0 = std::max(r[0].stamps[0], r[1].stamps[0]), t1 = r[0].stamps.back();
             R.st[k][OV_P].v.push_back(rate(r[0].stamps, 0, 0, (double)P_TOK, &n_p));
             R.st[k][OV_D].v.push_back(rate(r[1].stamps, t0, t1, (double)D_BATCH, &n_d));
             if (n_d < 3)
-                die(1, "%s: only %d decode steps ran beside prefill", gos_pd_kind_name(k), n_d);
+                die(1, "%s: only %d decode steps ran beside prefill", pl_name(k), n_d);
             run_phases(pl[k], m, o.iters, -1, d_st, r);
             R.st[k][SA_P].v.push_back(rate(r[0].stamps, 0, 0, (double)P_TOK, &dummy));
             run_phases(pl[k], m, -1, n_d, d_st, r);
             R.st[k][SA_D].v.push_back(rate(r[1].stamps, 0, 0, (double)D_BATCH, &dummy));
-            printf("window %d %-19s prefill %6.0f / %6.0f tokens/s, decode %6.0f / %6.0f tokens/s (overlapped / "
+            printf("window %d %-21s prefill %6.0f / %6.0f tokens/s, decode %6.0f / %6.0f tokens/s (overlapped / "
                    "alone; %d decode steps beside %d prefill iterations)\n",
-                   w + 1, gos_pd_kind_name(k), R.st[k][OV_P].v.back(), R.st[k][SA_P].v.back(),
+                   w + 1, pl_name(k), R.st[k][OV_P].v.back(), R.st[k][SA_P].v.back(),
                    R.st[k][OV_D].v.back(), R.st[k][SA_D].v.back(), n_d, n_p);
             fflush(stdout);
         }
@@ -667,11 +683,11 @@ static void print_plan(const gos_device *d, const options &o, const gos_pd_req &
            "x %d KV tokens on %d SMs (asked %d + %d)\n",
            d->info.name, d->info.sm_count, o.layers, P_SEQS, P_LEN, fit.sms[0], D_BATCH, D_CTX, fit.sms[1],
            o.req.sms[0], o.req.sms[1]);
-    for (int k = 0; k < GOS_PD_KINDS; k++) {
+    for (int k = 0; k < NPL; k++) {
         const gos_smset *s = pl[k].plan.set;
-        printf("  %-19s prefill %d SMs (partition %d, %d clusters of 8), decode %d SMs (partition %d, %d clusters "
+        printf("  %-21s prefill %d SMs (partition %d, %d clusters of 8), decode %d SMs (partition %d, %d clusters "
                "of 8), decode KV %s%s\n",
-               gos_pd_kind_name(k), s[0].n_sms, s[0].partition, s[0].clusters[8], s[1].n_sms, s[1].partition,
+               pl_name(k), s[0].n_sms, s[0].partition, s[0].clusters[8], s[1].n_sms, s[1].partition,
                s[1].clusters[8], pl[k].lin ? "interleaved" : "in the decode partition's view",
                R.checks[k] ? "" : " CHECKS FAILED");
     }
@@ -680,17 +696,19 @@ static void print_plan(const gos_device *d, const options &o, const gos_pd_req &
 
 static void print_results(const options &o, const results &R)
 {
-    printf("\n%-19s | %-35s | %-35s\n", "tokens/s", "prefill: overlapped [min-max] | alone",
+    printf("\n%-21s | %-35s | %-35s\n", "tokens/s", "prefill: overlapped [min-max] | alone",
            "decode: overlapped [min-max] | alone");
-    for (int k = 0; k < GOS_PD_KINDS; k++) {
+    for (int k = 0; k < NPL; k++) {
         const series *t = R.st[k];
-        printf("%-19s | %7.0f [%7.0f-%7.0f] | %7.0f | %7.0f [%7.0f-%7.0f] | %7.0f\n", gos_pd_kind_name(k),
+        printf("%-21s | %7.0f [%7.0f-%7.0f] | %7.0f | %7.0f [%7.0f-%7.0f] | %7.0f\n", pl_name(k),
                t[OV_P].med(), t[OV_P].lo(), t[OV_P].hi(), t[SA_P].med(), t[OV_D].med(), t[OV_D].lo(), t[OV_D].hi(),
                t[SA_D].med());
     }
     printf("decode overlapped, partition-aware / cluster-aware: %.3f [%.3f-%.3f] over %d windows "
-           "(paper 001: 1.143 on H200); prefill %.3f; decode alone %.3f\n",
-           R.ratio[0].med(), R.ratio[0].lo(), R.ratio[0].hi(), o.windows, R.ratio[1].med(), R.ratio[2].med());
+           "(paper 001: 1.143 on H200); prefill %.3f; decode alone %.3f; the KV placement alone (partition-aware / "
+           "partition-interleaved, overlapped decode) %.3f [%.3f-%.3f]\n",
+           R.ratio[0].med(), R.ratio[0].lo(), R.ratio[0].hi(), o.windows, R.ratio[1].med(), R.ratio[2].med(),
+           R.ratio[3].med(), R.ratio[3].lo(), R.ratio[3].hi());
 }
 
 // The result document (schemas/pd-multiplex.schema.json).
@@ -698,8 +716,8 @@ static json_t *result_doc(const gos_device *d, const options &o, const gos_pd_re
                           const placement *pl, const results &R, bool ok, int argc, char **argv)
 {
     json_t *pls = json_array();
-    for (int k = 0; k < GOS_PD_KINDS; k++) {
-        json_t *x = json_pack("{s:s, s:o, s:o, s:b, s:s, s:b}", "name", gos_pd_kind_name(k), "prefill_set",
+    for (int k = 0; k < NPL; k++) {
+        json_t *x = json_pack("{s:s, s:o, s:o, s:b, s:s, s:b}", "name", pl_name(k), "prefill_set",
                               set_json(pl[k].plan.set[0]), "decode_set", set_json(pl[k].plan.set[1]), "mismatched",
                               pl[k].plan.mismatched, "decode_kv", pl[k].lin ? "interleaved" : "decode partition",
                               "checks_ok", (int)R.checks[k]);
@@ -714,7 +732,7 @@ static json_t *result_doc(const gos_device *d, const options &o, const gos_pd_re
     const double flop = 2.0 * P_TOK * w_bytes / 2 + 4.0 * P_SEQS * QH * (double)P_LEN * P_LEN * HD;
     return json_pack(
         "{s:s, s:o, s:{s:s, s:s, s:i}, s:{s:s, s:i, s:i, s:i, s:i, s:i, s:i}, s:{s:i, s:i, s:f}, "
-        "s:{s:i, s:i, s:i, s:i, s:f, s:f}, s:[i, i], s:[i, i], s:i, s:i, s:o, s:o, s:o, s:o, s:b}",
+        "s:{s:i, s:i, s:i, s:i, s:f, s:f}, s:[i, i], s:[i, i], s:i, s:i, s:o, s:o, s:o, s:o, s:o, s:b}",
         "schema", "gpuos.pd-multiplex/1", "provenance", gos_provenance(cmd, d->info.driver_version), "gpu", "name",
         d->info.name, "uuid", d->info.uuid, "sms", d->info.sm_count, "model", "shape", "Llama-3-8B", "layers",
         o.layers, "hidden", HID, "q_heads", QH, "kv_heads", KVH, "head_dim", HD, "ffn", FFN, "prefill", "prompts",
@@ -723,7 +741,8 @@ static json_t *result_doc(const gos_device *d, const options &o, const gos_pd_re
         o.layers * w_bytes, "kv_bytes_per_step", o.layers * kv_bytes, "sms_asked", o.req.sms[0], o.req.sms[1], "sms",
         fit.sms[0], fit.sms[1], "windows", o.windows, "prefill_iterations_per_window", o.iters, "placements", pls,
         "decode_ratio_partition_over_cluster_aware", R.ratio[0].json(), "prefill_ratio_partition_over_cluster_aware",
-        R.ratio[1].json(), "standalone_decode_ratio_partition_over_cluster_aware", R.ratio[2].json(), "ok", (int)ok);
+        R.ratio[1].json(), "standalone_decode_ratio_partition_over_cluster_aware", R.ratio[2].json(),
+        "decode_ratio_placed_over_interleaved_kv", R.ratio[3].json(), "ok", (int)ok);
 }
 
 // --dry-json on a simulated chip: the plans and the document, throughputs made
@@ -736,13 +755,14 @@ static int dry_run(const options &o, int argc, char **argv)
     gos_pd_req fit;
     if (gos_device_open(&spec, &d) || gos_smset_pool_open(d, d->chip, &pool) || gos_pd_fit(pool, &o.req, &fit))
         die(1, "%s", gos_last_error());
-    placement pl[GOS_PD_KINDS];
+    placement pl[NPL];
     results R;
-    for (int k = 0; k < GOS_PD_KINDS; k++) {
-        if (gos_pd_plan_make(pool, &fit, (gos_pd_kind)k, &pl[k].plan))
+    for (int k = 0; k < NPL; k++) {
+        if (gos_pd_plan_make(pool, &fit, k < GOS_PD_KINDS ? (gos_pd_kind)k : GOS_PD_PARTITION_AWARE, &pl[k].plan))
             die(1, "%s", gos_last_error());
         gos_pd_release(pool, &pl[k].plan);
         pl[k].lin = k != GOS_PD_PARTITION_AWARE;
+        pl[k].name = pl_name(k);
         R.checks[k] = true;
         for (int s = 0; s < NS; s++)
             for (int w = 0; w < o.windows; w++)
@@ -797,11 +817,11 @@ int main(int argc, char **argv)
     gos_pmem *pm;
     if (gos_pmem_create(d, chart, pool_bytes, &pm))
         die(1, "%s", gos_last_error());
-    placement pl[GOS_PD_KINDS];
+    placement pl[NPL];
     results R;
     std::vector<uint16_t> ref;
     bool ok = true;
-    for (int k = 0; k < GOS_PD_KINDS; k++) {
+    for (int k = 0; k < NPL; k++) {
         void *lin = NULL;
         if (k != GOS_PD_PARTITION_AWARE)
             CK(cudaMalloc(&lin, pool_bytes));

@@ -7,9 +7,10 @@
 # placements are what they promise (partition-aware: each phase in its own
 # partition, decode's KV in that view; cluster-aware: clusters of 8 on every SM;
 # cluster-mismatched: a set that cannot run them all, as the default chip
-# allows), the SM counts equal across placements (56 + 56 for the asked
-# 64 + 56), and the ratios are partition-aware over cluster-aware, window by
-# window. Skipped where nvcc did not build the program.
+# allows; partition-interleaved: the partition-aware partitions, KV
+# interleaved), the SM counts equal across placements (56 + 56 for the asked
+# 64 + 56), and the ratios are partition-aware over cluster-aware (and over
+# partition-interleaved), window by window. Skipped where nvcc did not build the program.
 set -u
 B=${BUILD:-build}/bench/pd_multiplex
 PY=/usr/bin/python3
@@ -49,10 +50,15 @@ for p in d["placements"]:
         check(p[s]["n_sms"] >= 56 and len(p[s]["sms"]) == p[s]["n_sms"], f"{p['name']} {s}: {p[s]['n_sms']} SMs")
     a, b = set(p["prefill_set"]["sms"]), set(p["decode_set"]["sms"])
     check(not a & b, f"{p['name']}: the phases share SMs {sorted(a & b)}")
-pa, ca, cm = pl["partition-aware"], pl["cluster-aware"], pl["cluster-mismatched"]
+pa, ca, cm, pi = pl["partition-aware"], pl["cluster-aware"], pl["cluster-mismatched"], pl["partition-interleaved"]
+check([p["name"] for p in d["placements"]] == ["cluster-aware", "cluster-mismatched", "partition-aware",
+                                                "partition-interleaved"], "placements")
+for s in ("prefill_set", "decode_set"):
+    check(pi[s]["partition"] == pa[s]["partition"], "partition-interleaved: not the partition-aware sets' partitions")
 check(pa["prefill_set"]["partition"] in (0, 1) and pa["decode_set"]["partition"] == 1 - pa["prefill_set"]["partition"],
       "partition-aware: the phases not in one partition each")
-check(pa["decode_kv"] == "decode partition" and ca["decode_kv"] == cm["decode_kv"] == "interleaved", "decode KV")
+check(pa["decode_kv"] == "decode partition" and ca["decode_kv"] == cm["decode_kv"] == pi["decode_kv"] == "interleaved",
+      "decode KV")
 for p in (pa, ca):
     for s in ("prefill_set", "decode_set"):
         check(p[s]["clusters_of_8"] * 8 >= p[s]["n_sms"], f"{p['name']} {s} cannot run clusters of 8 on every SM")
@@ -64,6 +70,9 @@ want = [(3000.0 + i) / (1000.0 + i) for i in range(w)]
 r = d["decode_ratio_partition_over_cluster_aware"]
 check(len(r["values"]) == w and all(abs(x - y) < 1e-9 for x, y in zip(r["values"], want)), f"ratios {r['values']}")
 check(abs(r["median"] - statistics.median(want)) < 1e-9 and r["min"] == min(r["values"]), "ratio median/min")
+r = d["decode_ratio_placed_over_interleaved_kv"]
+want = [(3000.0 + i) / (4000.0 + i) for i in range(w)]
+check(all(abs(x - y) < 1e-9 for x, y in zip(r["values"], want)), f"KV placement ratios {r['values']}")
 del d["ok"]
 json.dump(d, open(sys.argv[2], "w"))
 PY

@@ -2,8 +2,8 @@
 # tests/gpu/pd_multiplex.sh: issue 45's prefill/decode multiplexing on the GPU
 # (paper 001 section 7.2): charts the chip, runs build/bench/pd_multiplex
 # (prefill and decode of 2 Llama-3-8B layers at once on two green contexts, in
-# the cluster-aware, cluster-mismatched and partition-aware placements, 7
-# windows), prints the table (placements x {prefill, decode} x {overlapped,
+# the cluster-aware, cluster-mismatched and partition-aware placements and
+# partition-aware sets with decode's KV interleaved, 7 windows), prints the table (placements x {prefill, decode} x {overlapped,
 # alone}) and the decode ratio partition-aware / cluster-aware with its spread
 # over the windows, then a PASS/FAIL table.
 #
@@ -20,7 +20,7 @@
 # the anchor, not a threshold).
 # $OUT receives chip.json, pd-multiplex.json, pd-multiplex.log, chart.log,
 # nvidia-smi.txt and summary.txt. About 1.5 minutes on an H100 (chart ~15 s,
-# bench ~60 s); bounded by timeouts (chart 120 s, bench 200 s).
+# bench ~70 s); bounded by timeouts (chart 120 s, bench 200 s).
 set -u
 BUILD=${BUILD:-build}
 G=${GPUOS:-$BUILD/gpuos}
@@ -82,6 +82,9 @@ for p in d["placements"]:
 r = d["decode_ratio_partition_over_cluster_aware"]
 print(f"decode overlapped, partition-aware / cluster-aware: {r['median']:.3f} [{r['min']:.3f}-{r['max']:.3f}] "
       f"(paper 001 on H200: 1.143); prefill {d['prefill_ratio_partition_over_cluster_aware']['median']:.3f}")
+k = d["decode_ratio_placed_over_interleaved_kv"]
+print(f"the KV placement alone (partition-aware / partition-interleaved, overlapped decode): {k['median']:.3f} "
+      f"[{k['min']:.3f}-{k['max']:.3f}]")
 bw = chip.get("memory", {}).get("hbm_bandwidth_gbps", {})
 dec = d["decode"]
 g = lambda k: f"{bw[k]:.0f}" if isinstance(bw.get(k), (int, float)) else "n/a"
@@ -96,6 +99,10 @@ rows.append(("cluster-aware sets run clusters of 8 on every SM",
 pp, pd = pa["prefill_set"]["partition"], pa["decode_set"]["partition"]
 rows.append(("partition-aware: each phase in one partition, apart", pp >= 0 and pd >= 0 and pp != pd and
              all(s["clusters_of_8"] * 8 >= s["n_sms"] for s in (pa["prefill_set"], pa["decode_set"]))))
+pi = pl["partition-interleaved"]
+rows.append(("partition-interleaved: the partition-aware partitions, KV interleaved",
+             all(pi[s]["partition"] == pa[s]["partition"] for s in ("prefill_set", "decode_set")) and
+             pi["decode_kv"] == "interleaved"))
 sd = d["standalone_decode_ratio_partition_over_cluster_aware"]["median"]
 sp = m(pa, "standalone_prefill") / m(ca, "standalone_prefill")
 print("\n| check | result |\n|---|---|")
