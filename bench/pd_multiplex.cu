@@ -1,5 +1,6 @@
 // pd_multiplex.cu: prefill and decode of one LLM server side by side on two
-// green contexts, in paper 001 section 7.2's three placements (issue 45).
+// green contexts, in paper 001 section 7.2's three placements and a fourth that
+// separates their two changes (issue 45).
 // tests/gpu/pd_multiplex.sh runs it after charting the chip.
 //
 //   pd_multiplex --chart CHIP.json --out DIR [--layers 2] [--windows 7] [--iters 5]
