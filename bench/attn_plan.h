@@ -160,6 +160,17 @@ ATTN_HD uint16_t attn_bf16_bits(int m, int shift)
     return (uint16_t)(v.u >> 16);
 }
 
+/* The value of bf16 bits x (the outputs' checks). */
+ATTN_HD float attn_bf16_value(uint16_t x)
+{
+    union {
+        uint32_t u;
+        float f;
+    } v;
+    v.u = (uint32_t)x << 16;
+    return v.f;
+}
+
 /* ---- page assignment (host) ------------------------------------------------------ */
 
 /* Pages of the tasks [0, c0) (partition 0's queue). */
@@ -211,6 +222,26 @@ static inline int64_t attn_assign_pages(const attn_plan *p, uint32_t c0, uint64_
     }
     free(perm);
     return n0;
+}
+
+/* The pages of `layers` layers in one pool of layers x n slots (n = n_kv * pages),
+ * as bench/pd_multiplex keeps its KV cache: pt[l * n + i] = the slot of page i of
+ * layer l; the pool-0 slots of every layer first (layer l's are [l n0, (l + 1) n0)),
+ * then the pool-1 slots, so that slot g lives in view 0 when g < the returned
+ * count (layers x n0; attn_args.n0) and in view 1 otherwise. -1 on no memory. */
+static inline int64_t attn_assign_layers(const attn_plan *p, uint32_t c0, uint32_t layers, uint64_t seed, uint32_t *pt)
+{
+    const uint32_t n = p->n_kv * p->pages;
+    int64_t n0 = 0;
+    for (uint32_t l = 0; l < layers; l++) {
+        uint32_t *q = pt + (uint64_t)l * n;
+        if ((n0 = attn_assign_pages(p, c0, seed + l, q)) < 0)
+            return -1;
+        for (uint32_t i = 0; i < n; i++)
+            q[i] = q[i] < (uint32_t)n0 ? l * (uint32_t)n0 + q[i]
+                                       : layers * (uint32_t)n0 + l * (n - (uint32_t)n0) + (q[i] - (uint32_t)n0);
+    }
+    return (int64_t)layers * n0;
 }
 
 #endif

@@ -10,7 +10,7 @@ ATTN_NVCC_FLAGS = $(NVCC_ARCH) -O3 -std=c++17 -lineinfo -Iinclude -Ibench -Xptxa
 CXX ?= c++
 .PHONY: attn-decode
 attn-decode: $(BUILD)/bench/attn_decode
-$(BUILD)/bench/attn_decode.o: bench/attn_decode.cu bench/attn_plan.h include/gpuos/pmem.h \
+$(BUILD)/bench/attn_decode.o: bench/attn_decode.cu bench/attn_kernel.cuh bench/attn_plan.h include/gpuos/pmem.h \
 		include/gpuos/pmem_core.h include/gpuos/pmem_dev.cuh
 	$(if $(NVCC),,$(error $@ needs nvcc: none found (CUDA_HOME=$(CUDA_HOME), NVCC=$(NVCC))))
 	@mkdir -p $(dir $@)

@@ -28,6 +28,9 @@
 
 #include <jansson.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 typedef struct {
     int sm_count;
@@ -41,6 +44,26 @@ typedef struct {
     double tier_cycles[8];     /* expected medians (twin peaks: their mean) */
     const char *relation[8];
 } partgen_truth;
+
+/* The seed of a test's random chips: $env when set (a replay), else from
+ * /dev/urandom; printed with how to replay it. */
+static inline uint64_t partgen_seed(const char *test, const char *env)
+{
+    uint64_t seed = 0;
+    const char *e = getenv(env);
+    if (e && *e)
+        seed = strtoull(e, NULL, 10);
+    else {
+        FILE *f = fopen("/dev/urandom", "rb");
+        if (!f || fread(&seed, sizeof seed, 1, f) != 1)
+            seed = (uint64_t)getpid();
+        if (f)
+            fclose(f);
+        seed %= 1000000000ull;
+    }
+    printf("%s: seed %llu (replay: %s=%llu)\n", test, (unsigned long long)seed, env, (unsigned long long)seed);
+    return seed;
+}
 
 static json_t *partgen_ints(const int *v, int n)
 {

@@ -380,19 +380,7 @@ static void test_pmem_views(void **state)
 
 int main(void)
 {
-    const char *e = getenv("PARTS_SEED");
-    if (e && *e)
-        g_seed = strtoull(e, NULL, 10);
-    else {
-        FILE *f = fopen("/dev/urandom", "rb");
-        if (!f || fread(&g_seed, sizeof g_seed, 1, f) != 1)
-            g_seed = (uint64_t)getpid();
-        if (f)
-            fclose(f);
-        g_seed %= 1000000000ull;
-    }
-    printf("test_parts: seed %llu (replay: PARTS_SEED=%llu)\n", (unsigned long long)g_seed,
-           (unsigned long long)g_seed);
+    g_seed = partgen_seed("test_parts", "PARTS_SEED");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_peaks),      cmocka_unit_test(test_gf2),        cmocka_unit_test(test_chip_format),
         cmocka_unit_test(test_probe_shapes), cmocka_unit_test(test_pmem_views),

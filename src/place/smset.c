@@ -155,6 +155,8 @@ int gos_smset_pool_groups(const gos_smset_pool *p) { return p->n_groups; }
 
 int gos_smset_pool_max_cluster(const gos_smset_pool *p) { return p->max_cluster; }
 
+int gos_smset_pool_parts(const gos_smset_pool *p) { return p->n_parts; }
+
 int gos_smset_pool_group(const gos_smset_pool *p, int g, int *sms, int max, int *owner)
 {
     if (g < 0 || g >= p->n_groups)

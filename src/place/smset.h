@@ -89,6 +89,8 @@ int gos_smset_pool_groups(const gos_smset_pool *p);
  * green-context split's co-scheduling alignment (8 on the H200); larger requests
  * fail with GOS_EUNSUPPORTED. */
 int gos_smset_pool_max_cluster(const gos_smset_pool *p);
+/* The chart's memory partitions (0 without a numa section). */
+int gos_smset_pool_parts(const gos_smset_pool *p);
 /* Group g's SMs (count returned, at most max written) and its owner set (0: free). */
 int gos_smset_pool_group(const gos_smset_pool *p, int g, int *sms, int max, int *owner);
 
