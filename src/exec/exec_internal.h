@@ -67,6 +67,10 @@ struct xe {
     gos_vmm_buf shm[GOS_XE_SHM_MAX]; /* attached shared segments (issue 10) */
     gos_vmm_buf *vb; /* swappable allocations (X_VALLOC) */
     int n_vb, cap_vb;
+    /* allocations of the ring's table now evicted (issue 42): a launch may touch
+     * any allocation, so none runs on the ring while one is out (the daemon
+     * evicts only while this executor holds no grant) */
+    int n_evicted;
     struct srv_pmem_set pmem; /* partition-local allocations (issue 12) */
     gos_vmm_tab vmm;          /* its CUDA VMM objects (X_VMM_*; exec_vmm.c) */
     /* the daemon's swap pool (X_EVICT_POOL), mapped once */
@@ -127,6 +131,9 @@ int xe_answer(struct xe *x, uint32_t type, int rc, uint32_t flags, const void *p
 struct xe_alloc *xe_al_add(struct xe *x, uint64_t dptr, uint64_t bytes);
 struct xe_alloc *xe_al_find(struct xe *x, uint64_t dptr);
 void xe_al_del(struct xe *x, uint64_t dptr);
+/* An allocation swapped out (evicted = 1) or back in: the ring's check and
+ * x->n_evicted follow. */
+void xe_al_evicted(struct xe *x, uint64_t dptr, int evicted);
 void xe_al_drop_module(struct xe *x, uint32_t slot);
 /* The ranges of x's reachable VMM mappings (gos_vmmtab_runs) in al again,
  * after a map, unmap or access change. */

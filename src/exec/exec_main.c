@@ -62,9 +62,8 @@ static int h_swap(struct xe *x, const struct x_hdr *h, void *p, int fd)
     int rc = xe_swap_io(x, u, fd, h->type == X_EVICT);
     if (fd >= 0)
         close(fd);
-    struct xe_alloc *a = xe_al_find(x, u);
-    if (a && !rc)
-        a->evicted = h->type == X_EVICT; /* the ring never runs on evicted memory */
+    if (!rc)
+        xe_al_evicted(x, u, h->type == X_EVICT);
     return xe_answer(x, h->type, rc, 0, NULL, 0);
 }
 
@@ -76,9 +75,8 @@ static int h_swap_pool(struct xe *x, const struct x_hdr *h, void *p, int fd)
     int rc = xe_swap_pool_io(x, &m, fd, h->type == X_EVICT_POOL, &rep);
     if (fd >= 0)
         close(fd);
-    struct xe_alloc *a = xe_al_find(x, m.dptr);
-    if (a && !rc)
-        a->evicted = h->type == X_EVICT_POOL; /* the ring never runs on evicted memory */
+    if (!rc)
+        xe_al_evicted(x, m.dptr, h->type == X_EVICT_POOL);
     return xe_answer(x, h->type, rc, 0, &rep, sizeof rep);
 }
 

@@ -34,8 +34,19 @@ struct xe_alloc *xe_al_find(struct xe *x, uint64_t dptr)
 void xe_al_del(struct xe *x, uint64_t dptr)
 {
     struct xe_alloc *a = xe_al_find(x, dptr);
-    if (a)
+    if (a) {
+        x->n_evicted -= a->evicted;
         *a = x->al[--x->n_al];
+    }
+}
+
+void xe_al_evicted(struct xe *x, uint64_t dptr, int evicted)
+{
+    struct xe_alloc *a = xe_al_find(x, dptr);
+    if (a && a->evicted != evicted) {
+        a->evicted = evicted; /* the ring never runs on evicted memory */
+        x->n_evicted += evicted ? 1 : -1;
+    }
 }
 
 /* Forgets the ranges of module slot + 1 (module > 0) or the VMM runs (module 0). */

@@ -562,6 +562,10 @@ int srv_share_room(struct srv_client *c, uint64_t bytes, const char *what);
 /* Before a COPY or LAUNCH of c is queued: what it needs made resident. */
 int srv_swap_need(struct srv_client *c, const struct gos_msg_hdr *h, const void *payload);
 void srv_swap_record(struct srv *s, int v, uint64_t *resident, uint64_t *swapped);
+/* Turns (issue 42): those given to vGPU v and the time its memory spent moving;
+ * whether v is turned out now (its rings get no grant meanwhile: ring.c). */
+void srv_swap_turns(struct srv *s, int v, uint64_t *turns, uint64_t *swap_ns);
+int srv_swap_turned_out(struct srv_dev *d, int vgpu);
 
 /* mps.c: an MPS server of the daemon's own (pipe and log directories under a
  * private temporary directory, written to dir); stopping it (echo quit). */
