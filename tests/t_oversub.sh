@@ -38,13 +38,13 @@ ${2:-}
 $(vgpus_ab 48M)"
 }
 exact() { grep -q "work rc=0 mismatches=0" "$1" || fail "$2 not byte-exact: $(cat "$1")"; }
+# work VGPU SEED ROUNDS OUT: a busy tenant of 2 x 20 MB in the background (its pid in W)
+work() { timeout 120 "$S" "$1" work "$2" 2 20 "$3" > "$4" 2>&1 & W=$!; }
 
 # 1. many turns between two busy tenants, byte-exact
 start_over 150
-timeout 120 "$S" a work 11 2 20 200 > "$T/a1" 2>&1 &
-WA=$!
-timeout 120 "$S" b work 22 2 20 200 > "$T/b1" 2>&1 &
-WB=$!
+work a 11 200 "$T/a1"; WA=$W
+work b 22 200 "$T/b1"; WB=$W
 sleep 1
 "$G" vgpu list --json - > "$T/v1.json"
 wait $WA || fail "a: $(cat "$T/a1")"
@@ -67,11 +67,9 @@ stop_daemon
 
 # 2. a busy vGPU's turn holds: b's second buffer does not fit beside a's two
 start_over 3000
-timeout 120 "$S" a work 33 2 20 150 > "$T/a2" 2>&1 &
-WA=$!
+work a 33 150 "$T/a2"; WA=$W
 sleep 0.3
-timeout 120 "$S" b work 44 2 20 20 > "$T/b2" 2>&1 &
-WB=$!
+work b 44 20 "$T/b2"; WB=$W
 sleep 1.2
 [ "$(vgpu_field a evictions)" = 0 ] || fail "a was evicted inside its turn: $(vgpu_field a evictions) evictions"
 kill -0 $WB 2>/dev/null || fail "b did not wait for its turn: $(cat "$T/b2")"
@@ -83,8 +81,7 @@ stop_daemon
 
 # 3. kill -9 of a client in the middle of the turns
 start_over 200
-timeout 120 "$S" a work 55 2 20 300 > "$T/a3" 2>&1 &
-WA=$!
+work a 55 300 "$T/a3"; WA=$W
 "$S" b work 66 2 20 3000 > "$T/b3" 2>&1 &
 WB=$!
 i=0
@@ -107,8 +104,7 @@ stop_daemon
 
 # 4. the wait is bounded (swap_wait_s), the quota is not a turn's matter
 start_over 20000 "swap_wait_s = 1"
-timeout 120 "$S" a work 88 2 20 250 > "$T/a4" 2>&1 &
-WA=$!
+work a 88 250 "$T/a4"; WA=$W
 sleep 0.3
 t0=$(date +%s)
 timeout 60 "$S" b work 99 2 20 5 > "$T/b4" 2>&1
@@ -127,38 +123,19 @@ exact "$T/a4" a
 stop_daemon
 
 # 5. the host short of memory: a memory cgroup of 320 MB around the daemon
-CG=
-if [ -w /sys/fs/cgroup/memory ] && mkdir "/sys/fs/cgroup/memory/gpuos_t_oversub.$$" 2>/dev/null; then
-    CG=/sys/fs/cgroup/memory/gpuos_t_oversub.$$
-    echo 320M > "$CG/memory.limit_in_bytes" || fail "cannot set the cgroup's limit"
-    OOMS() { sed -n 's/^oom_kill //p' "$CG/memory.oom_control"; }
-elif grep -qw memory /sys/fs/cgroup/cgroup.controllers 2>/dev/null && mkdir "/sys/fs/cgroup/gpuos_t_oversub.$$" 2>/dev/null; then
-    CG=/sys/fs/cgroup/gpuos_t_oversub.$$
-    echo 320M > "$CG/memory.max" || fail "cannot set the cgroup's limit"
-    echo 0 > "$CG/memory.swap.max" 2>/dev/null
-    OOMS() { sed -n 's/^oom_kill //p' "$CG/memory.events"; }
-fi
+mem_cgroup gpuos_t_oversub 320M
 if [ -z "$CG" ]; then
     echo "ok (block 5 skipped: cannot create a memory cgroup here)"
     exit 0
 fi
-cg_cleanup() {
-    cleanup
-    i=0; until rmdir "$CG" 2>/dev/null; do
-        i=$((i + 1)); [ $i -gt 50 ] && { echo "warning: $CG left behind"; break; }
-        xargs -r kill -9 < "$CG/cgroup.procs" 2>/dev/null; sleep 0.1
-    done
-}
-trap cg_cleanup EXIT INT TERM
-{ echo "socket = $T/s"; printf 'memory_oversubscribe = 1\n[device 0]\nsim = default\nswap = 2G\nswap_pool = 64M\n'
-  printf 'swap_turn_ms = 200\nswap_prefault = 1\n'; vgpu_sections 64M a b c d; } > "$T/conf5"
-sh -c 'echo $$ > "$1/cgroup.procs" && exec "$2" serve --config "$3" --verbose 2>>"$4"' sh "$CG" "$G" "$T/conf5" "$T/serve.log" &
-DPID=$!
-i=0
-while [ ! -S "$T/s" ]; do
-    i=$((i + 1)); [ $i -gt 100 ] && fail "daemon did not come up in the cgroup"
-    sleep 0.1
-done
+start_daemon_in_cgroup "memory_oversubscribe = 1
+[device 0]
+sim = default
+swap = 2G
+swap_pool = 64M
+swap_turn_ms = 200
+swap_prefault = 1
+$(vgpu_sections 64M a b c d)"
 i=0
 until grep -q "host pool faulted in ahead" "$T/serve.log"; do
     i=$((i + 1)); [ $i -gt 100 ] && fail "no line about the pool faulted in ahead"
