@@ -6,8 +6,9 @@
 # client's memory), so they take turns: swap_turn_ms long each, the outgoing
 # vGPU's memory evicted and the incoming one's restored at the turn. Checked:
 #   1. many turns, byte-exact: both read every buffer back exact, each vGPU got
-#      turns and spent swap time (vgpu list's swap_turns, swap_seconds; the
-#      metrics' gpuos_vgpu_swap_turns_total), residents never past the pool;
+#      turns and spent swap time (vgpu list's swap_turns, swap_seconds, its
+#      TURNS and SWAP-S columns), residents never past the pool;
+#      three such tenants all end byte-exact, each with turns;
 #   2. a turn holds: while a busy vGPU's turn lasts, the other's allocation
 #      waits instead of evicting it at its first pause (before issue 42 it was
 #      evicted within milliseconds: evictions of a > 0 inside its turn);
@@ -63,6 +64,24 @@ for n in "ab":
     assert end[n]["mem_resident"] == 0 and end[n]["mem_swapped"] == 0 and end[n]["mem_used"] == 0, end[n]
 PY
 "$G" vgpu list | grep -q "TURNS.*SWAP-S" || fail "vgpu list has no TURNS and SWAP-S columns"
+stop_daemon
+
+# 1b. three busy tenants: each gets turns (the longest waiter takes the next)
+start_daemon "memory_oversubscribe = 1
+[device 0]
+sim = default
+swap = 256M
+swap_pool = 64M
+swap_turn_ms = 150
+$(vgpu_sections 48M a b c)"
+work a 12 120 "$T/a1b"; WA=$W
+work b 23 120 "$T/b1b"; WB=$W
+work c 34 120 "$T/c1b"; WC=$W
+for v in A B C; do eval "wait \$W$v" || fail "$v: three tenants"; done
+for v in a b c; do
+    exact "$T/${v}1b" "$v of three"
+    [ "$(vgpu_field $v swap_turns)" -ge 1 ] || fail "$v of three got no turn"
+done
 stop_daemon
 
 # 2. a busy vGPU's turn holds: b's second buffer does not fit beside a's two

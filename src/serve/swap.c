@@ -70,6 +70,7 @@ struct srv_swturn {
     uint64_t fixed_ns, wait_ns;      /* swap_turn_ms (0: auto), swap_wait_s */
     uint64_t moved, moved_ns;        /* swap bandwidth learned: decaying sums of bytes and time */
     uint8_t out[GOS_SWAP_MAX_VGPUS]; /* 1: turned out, its rings get no grant */
+    uint64_t waiting[GOS_SWAP_MAX_VGPUS]; /* when its oldest waiting request began (0: none) */
 };
 
 struct srv_swpool {
@@ -214,7 +215,17 @@ void srv_swap_fini(struct srv_dev *d)
  * work they make room for. */
 #define SWAP_IDLE_NS 100000000ull
 static uint64_t turn_len(struct srv *s, struct srv_dev *d, int waiter);
-static void mark_busy(struct srv *s, struct srv_dev *d, int waiter, uint64_t *idle_since)
+/* Whether no other vGPU has waited longer than the request of vGPU v that
+ * began at t_start: the longest waiter takes the next turn. */
+static int first_waiter(const struct srv_swturn *t, int v, uint64_t t_start)
+{
+    for (int u = 0; u < GOS_SWAP_MAX_VGPUS; u++)
+        if (u != v && t->waiting[u] && t->waiting[u] < t_start)
+            return 0;
+    return 1;
+}
+
+static void mark_busy(struct srv *s, struct srv_dev *d, int waiter, uint64_t t_start, uint64_t *idle_since)
 {
     struct srv_swturn *t = &d->swp->turn;
     int holder_busy = 0;
@@ -226,8 +237,9 @@ static void mark_busy(struct srv *s, struct srv_dev *d, int waiter, uint64_t *id
     uint64_t now = gos_now_ns();
     if (holder_busy || !*idle_since)
         *idle_since = holder_busy ? 0 : now;
-    if (t->holder < 0 || t->holder == waiter || now - t->t0 >= turn_len(s, d, waiter) ||
-        (!holder_busy && now - *idle_since >= SWAP_IDLE_NS))
+    if (t->holder < 0 || t->holder == waiter ||
+        ((now - t->t0 >= turn_len(s, d, waiter) || (!holder_busy && now - *idle_since >= SWAP_IDLE_NS)) &&
+         first_waiter(t, waiter, t_start)))
         return;
     for (int i = 0; i < d->sw->n; i++)
         if (d->sw->obj[i].vgpu == t->holder)
@@ -294,8 +306,10 @@ static int wait_turn(struct srv *s, struct srv_dev *d, struct srv_client *c, uin
     uint64_t now = gos_now_ns();
     if (now - t_start >= t->wait_ns || c->dead)
         return 0;
-    if (!t->out[c->vgpu] &&
-        (t->holder < 0 || t->holder == c->vgpu || now - t->t0 >= turn_len(s, d, c->vgpu)))
+    if (!t->waiting[c->vgpu] || t->waiting[c->vgpu] > t_start)
+        t->waiting[c->vgpu] = t_start;
+    if (!t->out[c->vgpu] && (t->holder < 0 || t->holder == c->vgpu ||
+                             (now - t->t0 >= turn_len(s, d, c->vgpu) && first_waiter(t, c->vgpu, t_start))))
         for (int i = 0; i < d->sw->n; i++) {
             const gos_swap_obj *o = &d->sw->obj[i];
             struct srv_swobj *p = o->priv;
@@ -314,11 +328,13 @@ static int wait_turn(struct srv *s, struct srv_dev *d, struct srv_client *c, uin
     return 1;
 }
 
-/* The end of a wait that turned others out (lock held): their rings may have
- * grants again (those whose memory went out find it swapped and wait for
- * their own turn through the socket). */
-static void turn_clear(struct srv_dev *d, int forced)
+/* The end of a request's wait (lock held): it waits no longer, and those it
+ * turned out may have grants again (those whose memory went out find it
+ * swapped and wait for their own turn through the socket). */
+static void turn_clear(struct srv_dev *d, struct srv_client *c, uint64_t t_start, int forced)
 {
+    if (d->swp->turn.waiting[c->vgpu] == t_start)
+        d->swp->turn.waiting[c->vgpu] = 0;
     if (!forced)
         return;
     memset(d->swp->turn.out, 0, sizeof d->swp->turn.out);
@@ -497,7 +513,7 @@ int srv_swap_alloc(struct srv_client *c, uint64_t bytes, uint64_t *dptr)
     int rc, forced = 0;
     uint64_t t_start = gos_now_ns(), idle_since = 0;
     for (;;) {
-        mark_busy(s, d, c->vgpu, &idle_since);
+        mark_busy(s, d, c->vgpu, t_start, &idle_since);
         rc = d->swp->turn.out[c->vgpu] ? GOS_ENOMEM : gos_swap_plan_alloc(d->sw, c->vgpu, sz, pl);
         if (rc != GOS_ENOMEM || !(d->swp->turn.out[c->vgpu] || others_busy(d, c->vgpu)))
             break;
@@ -507,7 +523,7 @@ int srv_swap_alloc(struct srv_client *c, uint64_t bytes, uint64_t *dptr)
         }
     }
     if (rc) {
-        turn_clear(d, forced);
+        turn_clear(d, c, t_start, forced);
         free(pl);
         return rc;
     }
@@ -521,7 +537,7 @@ int srv_swap_alloc(struct srv_client *c, uint64_t bytes, uint64_t *dptr)
     free(pl);
     if (!rc)
         turn_take(d, c->vgpu, took);
-    turn_clear(d, forced);
+    turn_clear(d, c, t_start, forced);
     if (rc) {
         gos_swap_cancel_alloc(d->sw, sz);
         return rc;
@@ -589,7 +605,7 @@ int srv_swap_need(struct srv_client *c, const struct gos_msg_hdr *h, const void 
     uint64_t t_start = gos_now_ns(), idle_since = 0;
     c->swap_hold = 1; /* the caller clears it once the request is queued */
     for (;;) {
-        mark_busy(s, d, c->vgpu, &idle_since);
+        mark_busy(s, d, c->vgpu, t_start, &idle_since);
         if (d->swp->turn.out[c->vgpu])
             rc = GOS_ENOMEM; /* turned out: its memory is on its way out */
         else if (h->type == GOS_MSG_LAUNCH)
@@ -613,7 +629,7 @@ int srv_swap_need(struct srv_client *c, const struct gos_msg_hdr *h, const void 
         if (!(rc = run_plan(s, d, pl, 0)))
             turn_take(d, c->vgpu, took);
     }
-    turn_clear(d, forced);
+    turn_clear(d, c, t_start, forced);
     free(pl);
     return rc;
 }
