@@ -66,13 +66,16 @@ PY
 "$G" vgpu list | grep -q "TURNS.*SWAP-S" || fail "vgpu list has no TURNS and SWAP-S columns"
 stop_daemon
 
-# 1b. three busy tenants: each gets turns (the longest waiter takes the next)
+# 1b. three busy tenants: each gets turns (the longest waiter takes the next);
+# with the pool faulted in ahead (2 GB, where the host can give 4) and locked
+# ahead by each executor (X_POOL_PIN, 1 GB chunks)
 start_daemon "memory_oversubscribe = 1
 [device 0]
 sim = default
-swap = 256M
+swap = 2G
 swap_pool = 64M
 swap_turn_ms = 150
+swap_prefault = 1
 $(vgpu_sections 48M a b c)"
 work a 12 120 "$T/a1b"; WA=$W
 work b 23 120 "$T/b1b"; WB=$W
@@ -86,8 +89,8 @@ stop_daemon
 
 # 2. a busy vGPU's turn holds: b's second buffer does not fit beside a's two
 start_over 3000
-work a 33 150 "$T/a2"; WA=$W
-sleep 0.3
+work a 33 400 "$T/a2"; WA=$W
+wait_field a mem_used 41943040
 work b 44 20 "$T/b2"; WB=$W
 sleep 1.2
 [ "$(vgpu_field a evictions)" = 0 ] || fail "a was evicted inside its turn: $(vgpu_field a evictions) evictions"
@@ -123,8 +126,8 @@ stop_daemon
 
 # 4. the wait is bounded (swap_wait_s), the quota is not a turn's matter
 start_over 20000 "swap_wait_s = 1"
-work a 88 250 "$T/a4"; WA=$W
-sleep 0.3
+work a 88 600 "$T/a4"; WA=$W
+wait_field a mem_used 41943040
 t0=$(date +%s)
 timeout 60 "$S" b work 99 2 20 5 > "$T/b4" 2>&1
 t1=$(date +%s)
@@ -147,6 +150,7 @@ if [ -z "$CG" ]; then
     echo "ok (block 5 skipped: cannot create a memory cgroup here)"
     exit 0
 fi
+: > "$T/serve.log" # this daemon's lines only
 start_daemon_in_cgroup "memory_oversubscribe = 1
 [device 0]
 sim = default

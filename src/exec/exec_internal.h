@@ -79,6 +79,7 @@ struct xe {
     dev_t pool_dev;
     ino_t pool_ino;
     unsigned char *pool_pinned; /* per X_POOL_CHUNK: 1 page-locked, 2 refused */
+    uint64_t pin_ahead, pin_next; /* X_POOL_PIN: lock [0, pin_ahead) ahead; done below pin_next */
     /* the fast path (issue 9.4): the ring thread and the socket loop take turns
      * on the device under lock; the ring's requests are checked against this
      * client's device memory (al), functions by the client's handles (fmap) */
@@ -158,6 +159,11 @@ int xe_shm_unmap(struct xe *x, uint64_t dptr);
 int xe_mem_free(struct xe *x, uint64_t dptr);
 int xe_valloc(struct xe *x, uint64_t bytes, uint64_t *dptr);
 int xe_swap_io(struct xe *x, uint64_t dptr, int fd, int out);
+/* X_POOL_PIN: maps the pool, notes what to lock ahead (xe_pool_pin_next
+ * locks it, a chunk a call, between the channel's messages). */
+int xe_pool_pin(struct xe *x, const struct x_swap_io *m, int fd);
+/* Locks the next chunk to lock ahead; 0 when none is left. */
+int xe_pool_pin_next(struct xe *x);
 int xe_swap_pool_io(struct xe *x, const struct x_swap_io *m, int fd, int out, struct x_swap_rep *rep);
 /* Everything the client held, released (its channel closed). */
 void xe_mem_release(struct xe *x);

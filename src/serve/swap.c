@@ -500,6 +500,26 @@ static int run_plan(struct srv *s, struct srv_dev *d, const gos_swap_plan *pl, u
     return rc;
 }
 
+/* At a client's first allocation (lock held, dropped for the call): its
+ * executor locks the pool's faulted-in part ahead (X_POOL_PIN; swap_prefault),
+ * between its other work, so that its first eviction does not wait for tens of
+ * GB to be page-locked (issue 42.2). A failure costs only that head start. */
+static void pin_ahead(struct srv *s, struct srv_dev *d, struct srv_client *c)
+{
+    if (c->swap_pin_sent || !d->swp->touched || !c->x)
+        return;
+    c->swap_pin_sent = 1;
+    struct x_swap_io m = {0, d->swp->touched, d->swp->pool.bytes};
+    struct srv_exec *x = c->x;
+    c->refs++;
+    pthread_mutex_unlock(&s->lock);
+    if (srv_exec_call(x, X_POOL_PIN, &m, sizeof m, d->swp->fd, NULL, 0))
+        gos_log(LOG_WARNING, "swap: vGPU %s: locking the pool ahead: %s", s->vgpus[c->vgpu].cfg.name,
+                gos_last_error());
+    pthread_mutex_lock(&s->lock);
+    srv_client_unref(c);
+}
+
 int srv_swap_alloc(struct srv_client *c, uint64_t bytes, uint64_t *dptr)
 {
     struct srv *s = c->srv;
@@ -548,6 +568,7 @@ int srv_swap_alloc(struct srv_client *c, uint64_t bytes, uint64_t *dptr)
         return gos_fail(GOS_ENOMEM, "daemon out of memory");
     }
     p->c = c;
+    pin_ahead(s, d, c);
     pthread_mutex_unlock(&s->lock);
     rc = srv_exec_call(c->x, X_VALLOC, &bytes, 8, -1, dptr, 8);
     pthread_mutex_lock(&s->lock);
