@@ -34,6 +34,11 @@
  * victims evicted before its own range comes free), so what was swapped out
  * can always come back.
  *
+ * Busy tenants whose memory does not fit together take turns (issue 42;
+ * struct srv_swturn below): a busy vGPU keeps its memory for its turn, then
+ * the longest waiter turns it out and takes the next. swap_prefault = 1 faults
+ * the pool in at start and has every executor lock it ahead (X_POOL_PIN).
+ *
  * All functions run with srv->lock held and drop it around executor calls.
  * Process: the daemon (gpuos serve). */
 #include "serve/serve.h"
