@@ -64,14 +64,15 @@ struct srv_swobj {
     struct srv_client *c;  /* the owner */
 };
 
-/* Turns between busy tenants (issue 42). The vGPU whose memory was last made
- * resident over another's holds the turn; a vGPU that waits for room that busy
- * tenants hold waits while the turn lasts, then turns them out: no new grant
- * for their rings (srv_swap_turned_out), their grants end soon, and once their
- * work has drained their memory is evicted and the waiter's restored. */
+/* Turns between busy tenants (issue 42). Each vGPU with resident memory has a
+ * turn, from when its memory became resident (or it last took memory from
+ * another); a vGPU that waits for room that busy tenants hold waits while
+ * their turns last, then (the longest waiter first) turns out those whose
+ * turn is over: no new grant for their rings (srv_swap_turned_out), their
+ * grants end soon, and once their work has drained their memory is evicted
+ * and the waiter's restored. */
 struct srv_swturn {
-    int holder;                      /* -1: none yet */
-    uint64_t t0;                     /* the turn's start */
+    uint64_t since[GOS_SWAP_MAX_VGPUS]; /* its turn's start (0: nothing resident) */
     uint64_t fixed_ns, wait_ns;      /* swap_turn_ms (0: auto), swap_wait_s */
     uint64_t moved, moved_ns;        /* swap bandwidth learned: decaying sums of bytes and time */
     uint8_t out[GOS_SWAP_MAX_VGPUS]; /* 1: turned out, its rings get no grant */
@@ -160,7 +161,6 @@ int srv_swap_init(struct srv *s, struct srv_dev *d, const struct gos_serve_devcf
     if (!d->sw || !d->swp)
         return gos_fail(GOS_ENOMEM, "out of memory");
     d->swp->fd = -1;
-    d->swp->turn.holder = -1;
     d->swp->turn.fixed_ns = cfg->swap_turn_ms * 1000000ull;
     d->swp->turn.wait_ns = (uint64_t)(cfg->swap_wait_s ? cfg->swap_wait_s : 120) * 1000000000ull;
     uint64_t pool = cfg->swap_pool ? cfg->swap_pool : d->mem_total;
@@ -214,12 +214,13 @@ void srv_swap_fini(struct srv_dev *d)
 
 /* Busy: the owner has work queued or running. While another vGPU's turn
  * lasts, its memory counts as busy too unless the waiter has seen it idle for
- * SWAP_IDLE_NS (*idle_since: when it last found the holder idle, 0: busy), so
- * a busy tenant's short pauses (a synchronise, a host step) do not hand its
- * memory to the next one at every pause: the swaps would cost more than the
- * work they make room for. */
+ * SWAP_IDLE_NS (idle_since[u]: when it last found u idle, 0: busy), so a busy
+ * tenant's short pauses (a synchronise, a host step) do not hand its memory
+ * to the next one at every pause: the swaps would cost more than the work
+ * they make room for. Once a turn is over only the longest waiter may take
+ * its memory. */
 #define SWAP_IDLE_NS 100000000ull
-static uint64_t turn_len(struct srv *s, struct srv_dev *d, int waiter);
+static uint64_t turn_len(struct srv *s, struct srv_dev *d, int holder, int waiter);
 /* Whether no other vGPU has waited longer than the request of vGPU v that
  * began at t_start: the longest waiter takes the next turn. */
 static int first_waiter(const struct srv_swturn *t, int v, uint64_t t_start)
@@ -230,25 +231,32 @@ static int first_waiter(const struct srv_swturn *t, int v, uint64_t t_start)
     return 1;
 }
 
+/* Whether vGPU u's turn is over for waiter w (lock held). */
+static int turn_over(struct srv *s, struct srv_dev *d, int u, int w, uint64_t now)
+{
+    uint64_t t0 = d->swp->turn.since[u];
+    return !t0 || now - t0 >= turn_len(s, d, u, w);
+}
+
 static void mark_busy(struct srv *s, struct srv_dev *d, int waiter, uint64_t t_start, uint64_t *idle_since)
 {
     struct srv_swturn *t = &d->swp->turn;
-    int holder_busy = 0;
+    uint8_t busy[GOS_SWAP_MAX_VGPUS] = {0}, keep[GOS_SWAP_MAX_VGPUS] = {0};
     for (int i = 0; i < d->sw->n; i++) {
         struct srv_swobj *p = d->sw->obj[i].priv;
         d->sw->obj[i].busy = p && p->c && (p->c->outstanding > 0 || p->c->swap_hold);
-        holder_busy |= d->sw->obj[i].busy && d->sw->obj[i].vgpu == t->holder;
+        busy[d->sw->obj[i].vgpu] |= (uint8_t)d->sw->obj[i].busy;
     }
     uint64_t now = gos_now_ns();
-    if (holder_busy || !*idle_since)
-        *idle_since = holder_busy ? 0 : now;
-    if (t->holder < 0 || t->holder == waiter ||
-        ((now - t->t0 >= turn_len(s, d, waiter) || (!holder_busy && now - *idle_since >= SWAP_IDLE_NS)) &&
-         first_waiter(t, waiter, t_start)))
-        return;
+    int first = first_waiter(t, waiter, t_start);
+    for (int u = 0; u < GOS_SWAP_MAX_VGPUS; u++) {
+        if (busy[u] || !idle_since[u])
+            idle_since[u] = busy[u] ? 0 : now;
+        int free_now = turn_over(s, d, u, waiter, now) || (!busy[u] && now - idle_since[u] >= SWAP_IDLE_NS);
+        keep[u] = u != waiter && t->since[u] && !(free_now && first);
+    }
     for (int i = 0; i < d->sw->n; i++)
-        if (d->sw->obj[i].vgpu == t->holder)
-            d->sw->obj[i].busy = 1;
+        d->sw->obj[i].busy |= keep[d->sw->obj[i].vgpu];
 }
 
 /* Whether another vGPU holds resident memory that is busy now, or memory in
@@ -265,8 +273,6 @@ static int others_busy(struct srv_dev *d, int vgpu)
     return 0;
 }
 
-static uint64_t resident_of(struct srv_dev *d, int v) { return v >= 0 ? d->sw->vgpu[v].resident : 0; }
-
 /* How long the holder's turn lasts before vGPU `waiter` may turn it out: fixed
  * (swap_turn_ms), or SWAP_TURN_X times what the turn's swap will take (the
  * holder's resident bytes out, the waiter's swapped bytes in, at the swap
@@ -277,15 +283,15 @@ static uint64_t resident_of(struct srv_dev *d, int v) { return v >= 0 ? d->sw->v
 #define SWAP_TURN_X 10
 #define SWAP_TURN_MIN_NS 100000000ull
 #define SWAP_BW_GUESS 4.0 /* bytes per ns */
-static uint64_t turn_len(struct srv *s, struct srv_dev *d, int waiter)
+static uint64_t turn_len(struct srv *s, struct srv_dev *d, int holder, int waiter)
 {
     struct srv_swturn *t = &d->swp->turn;
     uint64_t len = t->fixed_ns;
     if (!len) {
         double bw = t->moved_ns ? (double)t->moved / (double)t->moved_ns : SWAP_BW_GUESS;
-        double bytes = (double)(resident_of(d, t->holder) + d->sw->vgpu[waiter].swapped);
+        double bytes = (double)(d->sw->vgpu[holder].resident + d->sw->vgpu[waiter].swapped);
         len = (uint64_t)(bytes / bw) * SWAP_TURN_X;
-        int sh = t->holder >= 0 ? s->vgpus[t->holder].cfg.compute : 0, sw = s->vgpus[waiter].cfg.compute;
+        int sh = s->vgpus[holder].cfg.compute, sw = s->vgpus[waiter].cfg.compute;
         if (sh > sw && sw > 0)
             len = len * (uint64_t)sh / (uint64_t)sw;
         if (len < SWAP_TURN_MIN_NS)
@@ -313,12 +319,12 @@ static int wait_turn(struct srv *s, struct srv_dev *d, struct srv_client *c, uin
         return 0;
     if (!t->waiting[c->vgpu] || t->waiting[c->vgpu] > t_start)
         t->waiting[c->vgpu] = t_start;
-    if (!t->out[c->vgpu] && (t->holder < 0 || t->holder == c->vgpu ||
-                             (now - t->t0 >= turn_len(s, d, c->vgpu) && first_waiter(t, c->vgpu, t_start))))
+    if (!t->out[c->vgpu] && first_waiter(t, c->vgpu, t_start))
         for (int i = 0; i < d->sw->n; i++) {
             const gos_swap_obj *o = &d->sw->obj[i];
             struct srv_swobj *p = o->priv;
-            if (o->busy && o->vgpu != c->vgpu && o->state == GOS_SWAP_RESIDENT && p && p->c && p->c != c) {
+            if (o->busy && o->vgpu != c->vgpu && o->state == GOS_SWAP_RESIDENT && p && p->c && p->c != c &&
+                turn_over(s, d, o->vgpu, c->vgpu, now)) {
                 t->out[o->vgpu] = 1;
                 *forced = 1;
                 srv_ring_end_soon(p->c);
@@ -350,17 +356,22 @@ static void turn_clear(struct srv_dev *d, struct srv_client *c, uint64_t t_start
     }
 }
 
-/* A plan of vGPU v was carried out (lock held): v takes the turn when the plan
- * evicted another vGPU's memory (a turn, counted), or when nobody held it. */
-static void turn_take(struct srv_dev *d, int v, int took)
+/* A plan of vGPU v was carried out (lock held): v's turn begins when the plan
+ * took another vGPU's memory (a turn, counted) or v had none before; a vGPU
+ * left with nothing resident has no turn. */
+static void turn_take(struct srv *s, struct srv_dev *d, int v, int took)
 {
     struct srv_swturn *t = &d->swp->turn;
-    if (took && t->holder != v)
+    if (took) {
         d->sw->vgpu[v].turns++;
-    if ((took && t->holder != v) || t->holder < 0) {
-        t->holder = v;
-        t->t0 = gos_now_ns();
+        gos_log(LOG_INFO, "swap: vGPU %s takes its turn %llu", s->vgpus[v].cfg.name,
+                (unsigned long long)d->sw->vgpu[v].turns);
     }
+    if (took || !t->since[v])
+        t->since[v] = gos_now_ns();
+    for (int u = 0; u < GOS_SWAP_MAX_VGPUS; u++)
+        if (!d->sw->vgpu[u].resident)
+            t->since[u] = 0;
 }
 
 /* Whether plan pl evicts memory of a vGPU other than v. */
@@ -536,9 +547,9 @@ int srv_swap_alloc(struct srv_client *c, uint64_t bytes, uint64_t *dptr)
         return gos_fail(sz ? GOS_ENOMEM : GOS_EINVAL, "swap: allocation of %llu bytes", (unsigned long long)bytes);
     }
     int rc, forced = 0;
-    uint64_t t_start = gos_now_ns(), idle_since = 0;
+    uint64_t t_start = gos_now_ns(), idle_since[GOS_SWAP_MAX_VGPUS] = {0};
     for (;;) {
-        mark_busy(s, d, c->vgpu, t_start, &idle_since);
+        mark_busy(s, d, c->vgpu, t_start, idle_since);
         rc = d->swp->turn.out[c->vgpu] ? GOS_ENOMEM : gos_swap_plan_alloc(d->sw, c->vgpu, sz, pl);
         if (rc != GOS_ENOMEM || !(d->swp->turn.out[c->vgpu] || others_busy(d, c->vgpu)))
             break;
@@ -561,7 +572,7 @@ int srv_swap_alloc(struct srv_client *c, uint64_t bytes, uint64_t *dptr)
     rc = run_plan(s, d, pl, largest);
     free(pl);
     if (!rc)
-        turn_take(d, c->vgpu, took);
+        turn_take(s, d, c->vgpu, took);
     turn_clear(d, c, t_start, forced);
     if (rc) {
         gos_swap_cancel_alloc(d->sw, sz);
@@ -628,10 +639,10 @@ int srv_swap_need(struct srv_client *c, const struct gos_msg_hdr *h, const void 
     if (!pl)
         return gos_fail(GOS_ENOMEM, "daemon out of memory");
     int rc = GOS_OK, forced = 0;
-    uint64_t t_start = gos_now_ns(), idle_since = 0;
+    uint64_t t_start = gos_now_ns(), idle_since[GOS_SWAP_MAX_VGPUS] = {0};
     c->swap_hold = 1; /* the caller clears it once the request is queued */
     for (;;) {
-        mark_busy(s, d, c->vgpu, t_start, &idle_since);
+        mark_busy(s, d, c->vgpu, t_start, idle_since);
         if (d->swp->turn.out[c->vgpu])
             rc = GOS_ENOMEM; /* turned out: its memory is on its way out */
         else if (h->type == GOS_MSG_LAUNCH)
@@ -653,7 +664,7 @@ int srv_swap_need(struct srv_client *c, const struct gos_msg_hdr *h, const void 
     if (!rc && pl->n_steps) {
         int took = takes_from_others(d, pl, c->vgpu);
         if (!(rc = run_plan(s, d, pl, 0)))
-            turn_take(d, c->vgpu, took);
+            turn_take(s, d, c->vgpu, took);
     }
     turn_clear(d, c, t_start, forced);
     free(pl);
