@@ -21,6 +21,8 @@
 #           first eviction's stall (the daemon's log) under 2 s, turns counted.
 # Writes $OUT/oversub.json (schemas/oversub.schema.json), the logs beside it,
 # and prints a PASS/FAIL table. About 3-4 minutes on an H100.
+# OVERSUB_DEVICE_KEYS: more lines for the daemons' [device 0] (e.g. "sim =
+# default" with stand-ins for nvidia-smi and the job: a dry run of the flow).
 set -u
 . tests/gpu/daemon_lib.sh
 OUT=${OUT:-out}
@@ -50,7 +52,7 @@ now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }'; }
 # job NAME LOG BYTES SEED [gpuos VGPU]: one job, its wall seconds into the results
 job() {
-    t0=$(now)
+    j0=$(now) # (not t0: the callers' makespans run across a job in the foreground)
     if [ $# -ge 6 ]; then
         timeout 600 "$G" run --vgpu "$6" -- python3 $J job "$3" "$STEPS" "$4" > "$2" 2>&1
     else
@@ -58,7 +60,7 @@ job() {
     fi
     rc=$?
     put "$1.rc" $rc
-    put "$1.wall" "$(since "$t0")"
+    put "$1.wall" "$(since "$j0")"
     put "$1.result" "$(sed -n 's/^RESULT //p' "$2" | tail -1)"
 }
 # two PART BYTES: jobs PART_a (vGPU a) and PART_b (vGPU b, 2 s later) under gpuos, the makespan
@@ -78,6 +80,7 @@ daemon() {
 policy = band
 isolation = process
 swap = $(($2 / MiB))M
+${OVERSUB_DEVICE_KEYS:-}
 $3" "$1"
 }
 vgpus() { for v in "$@"; do printf '[vgpu %s]\nmemory = %sM\n' "$v" $((QUOTA / MiB)); done; }
