@@ -15,9 +15,9 @@
 #   3. a client killed mid-turn (kill -9): the other ends byte-exact (it is not
 #      left turned out), every byte of the dead one accounted back, and the
 #      vGPU serves a new client byte-exact;
-#   4. the wait is bounded: an allocation that waits past swap_wait_s fails with
-#      one clear line naming the key, the holder unharmed; an allocation past
-#      the vGPU's own quota fails at once, whatever the turns;
+#   4. the wait is bounded: an allocation that waits past swap_wait_s (3) fails
+#      with one clear line naming the key, the holder unharmed; an allocation
+#      past the vGPU's own quota fails at once, whatever the turns;
 #   4b. a launch on one buffer of a client whose other buffer is swapped out
 #      restores that one first (the ring bounces it to the daemon; before
 #      issue 42 it ran there, swapped_after stayed 24 MB);
@@ -128,20 +128,20 @@ exact "$T/b3b" "a new client of b"
 stop_daemon
 
 # 4. the wait is bounded (swap_wait_s), the quota is not a turn's matter
-start_over 20000 "swap_wait_s = 1"
-work a 88 600 "$T/a4"; WA=$W
+start_over 20000 "swap_wait_s = 3"
+work a 88 1000 "$T/a4"; WA=$W
 wait_field a mem_used 41943040
 t0=$(date +%s)
 timeout 60 "$S" b work 99 2 20 5 > "$T/b4" 2>&1
 t1=$(date +%s)
-grep -q "work alloc rc=-4 error=swap: vGPU b waited 1 s (swap_wait_s) for its turn.*nothing was lost" "$T/b4" ||
+grep -q "work alloc rc=-4 error=swap: vGPU b waited 3 s (swap_wait_s) for its turn.*nothing was lost" "$T/b4" ||
     fail "a wait past swap_wait_s: $(cat "$T/b4")"
-[ $((t1 - t0)) -le 5 ] || fail "b waited $((t1 - t0)) s with swap_wait_s = 1"
+[ $((t1 - t0)) -ge 2 ] && [ $((t1 - t0)) -le 7 ] || fail "b waited $((t1 - t0)) s with swap_wait_s = 3"
 t0=$(date +%s)
 r=$(timeout 60 "$S" b work 98 1 50 5 2>&1)
 t1=$(date +%s)
 echo "$r" | grep -q "work alloc rc=-10 " || fail "past b's own quota: $r"
-[ $((t1 - t0)) -le 1 ] || fail "an allocation past the quota waited $((t1 - t0)) s"
+[ $((t1 - t0)) -le 2 ] || fail "an allocation past the quota waited $((t1 - t0)) s (swap_wait_s = 3)"
 wait $WA || fail "a: $(cat "$T/a4")"
 exact "$T/a4" a
 [ "$(vgpu_field a evictions)" = 0 ] || fail "a was evicted for a request that gave up"
