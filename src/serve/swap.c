@@ -522,7 +522,7 @@ static int run_plan(struct srv *s, struct srv_dev *d, const gos_swap_plan *pl, u
  * GB to be page-locked (issue 42.2). A failure costs only that head start. */
 static void pin_ahead(struct srv *s, struct srv_dev *d, struct srv_client *c)
 {
-    if (c->swap_pin_sent || !d->swp->touched || !c->x)
+    if (c->swap_pin_sent || !d->swp->prefaulting || !d->swp->touched || !c->x)
         return;
     c->swap_pin_sent = 1;
     struct x_swap_io m = {0, d->swp->touched, d->swp->pool.bytes};
