@@ -7,7 +7,8 @@
 # vGPU's memory evicted and the incoming one's restored at the turn. Checked:
 #   1. many turns, byte-exact: both read every buffer back exact, each vGPU got
 #      turns and spent swap time (vgpu list's swap_turns, swap_seconds, its
-#      TURNS and SWAP-S columns), residents never past the pool;
+#      TURNS and SWAP-S columns, the metrics' gpuos_vgpu_swap_turns_total and
+#      gpuos_vgpu_swap_seconds_total), residents never past the pool;
 #      three such tenants all end byte-exact, each with turns;
 #   2. a turn holds: while a busy vGPU's turn lasts, the other's allocation
 #      waits instead of evicting it at its first pause (before issue 42 it was
@@ -45,8 +46,16 @@ exact() { grep -q "work rc=0 mismatches=0" "$1" || fail "$2 not byte-exact: $(ca
 # work VGPU SEED ROUNDS OUT: a busy tenant of 2 x 20 MB in the background (its pid in W)
 work() { timeout 120 "$S" "$1" work "$2" 2 20 "$3" > "$4" 2>&1 & W=$!; }
 
-# 1. many turns between two busy tenants, byte-exact
-start_over 150
+# 1. many turns between two busy tenants, byte-exact (and the metrics' view)
+PORT=$($PY -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
+start_daemon "metrics_listen = 127.0.0.1:$PORT
+memory_oversubscribe = 1
+[device 0]
+sim = default
+swap = 256M
+swap_pool = 64M
+swap_turn_ms = 150
+$(vgpus_ab 48M)"
 work a 11 200 "$T/a1"; WA=$W
 work b 22 200 "$T/b1"; WB=$W
 sleep 1
@@ -65,6 +74,17 @@ for n in "ab":
     assert end[n]["swap_turns"] >= 2, ("too few turns", n, end[n])
     assert end[n]["swap_seconds"] > 0, end[n]
     assert end[n]["mem_resident"] == 0 and end[n]["mem_swapped"] == 0 and end[n]["mem_used"] == 0, end[n]
+PY
+$PY - "http://127.0.0.1:$PORT/metrics" "$(vgpu_field a swap_turns)" <<'PY' || fail "metrics: swap turns and seconds"
+import re, sys, urllib.request
+text = urllib.request.urlopen(sys.argv[1], timeout=10).read().decode()
+def val(name):
+    m = re.search(r'^%s\{vgpu="a",[^}]*\} (\S+)$' % name, text, re.M)
+    assert m, (name, text[:2000])
+    return float(m.group(1))
+assert val("gpuos_vgpu_swap_turns_total") == int(sys.argv[2]) >= 2, val("gpuos_vgpu_swap_turns_total")
+assert val("gpuos_vgpu_swap_seconds_total") > 0
+assert val("gpuos_vgpu_memory_resident_bytes") == 0 and val("gpuos_vgpu_memory_swapped_bytes") == 0
 PY
 "$G" vgpu list | grep -q "TURNS.*SWAP-S" || fail "vgpu list has no TURNS and SWAP-S columns"
 stop_daemon
