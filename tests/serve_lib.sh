@@ -94,3 +94,41 @@ vgpu_sections() {
 vgpus_ab() {
     printf '[vgpu a]\ncompute = 50\ncopy = 50\nmemory = %s\n[vgpu b]\ncompute = 50\ncopy = 50\nmemory = %s' "$1" "$1"
 }
+
+# mem_cgroup NAME LIMIT: a memory cgroup NAME.$$ of LIMIT (v1 or v2) in CG, its
+# OOM kill count by OOMS, removed (its processes killed) at exit; CG stays empty
+# where this host allows none. start_daemon_in_cgroup CONFIG_BODY: start_daemon
+# with the daemon (and so its executors) inside it.
+mem_cgroup() {
+    CG=
+    if [ -w /sys/fs/cgroup/memory ] && mkdir "/sys/fs/cgroup/memory/$1.$$" 2>/dev/null; then
+        CG=/sys/fs/cgroup/memory/$1.$$
+        echo "$2" > "$CG/memory.limit_in_bytes" || fail "cannot set the cgroup's limit"
+        [ -f "$CG/memory.memsw.limit_in_bytes" ] && echo "$2" > "$CG/memory.memsw.limit_in_bytes"
+        OOMS() { sed -n 's/^oom_kill //p' "$CG/memory.oom_control"; }
+    elif grep -qw memory /sys/fs/cgroup/cgroup.controllers 2>/dev/null && mkdir "/sys/fs/cgroup/$1.$$" 2>/dev/null; then
+        CG=/sys/fs/cgroup/$1.$$
+        echo "$2" > "$CG/memory.max" || fail "cannot set the cgroup's limit"
+        echo 0 > "$CG/memory.swap.max" 2>/dev/null
+        OOMS() { sed -n 's/^oom_kill //p' "$CG/memory.events"; }
+    else
+        return 0
+    fi
+    trap cg_cleanup EXIT
+}
+# the cgroup goes once its processes have (executors exit after the daemon)
+cg_cleanup() {
+    cleanup
+    i=0; until rmdir "$CG" 2>/dev/null; do
+        i=$((i + 1)); [ $i -gt 50 ] && { echo "warning: $CG left behind"; break; }
+        xargs -r kill -9 < "$CG/cgroup.procs" 2>/dev/null; sleep 0.1
+    done
+}
+start_daemon_in_cgroup() {
+    printf '#!/bin/sh\necho $$ > "%s/cgroup.procs" && exec "%s" "$@"\n' "$CG" "$G" > "$T/incg"
+    chmod 755 "$T/incg"
+    G0=$G
+    G="$T/incg"
+    start_daemon "$1"
+    G=$G0
+}

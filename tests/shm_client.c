@@ -37,6 +37,9 @@
  *       pool plus MB/2, which evicts a's buffer; then a's next launch + synchronise
  *       (its buffer restored first). One line per size: bytes, resident_us,
  *       after_swap_us, evict_us (b's allocation), and a's bytes checked after.
+ *   shm_client a bounce VGPU_B MB   a's launch on one buffer while its other is
+ *       swapped out (issue 42): swapped_before= (b's allocation evicted it),
+ *       swapped_after= (0: restored before the kernel ran), mismatches=
  *   shm_client a turns VGPU_B N MB ROUNDS   two vGPUs in turns (issue 10.2): each
  *       of a and VGPU_B allocates N buffers of MB and writes every word by the
  *       built-in pattern kernel; then ROUNDS times, a's turn then b's: one launch
@@ -127,6 +130,39 @@ static int fill(gpuos_dptr d, uint32_t v, uint64_t words)
     if ((rc = gpuos_launch(G, f, &c, p.buf, p.len)))
         return rc;
     return gpuos_synchronize(G);
+}
+
+/* `a bounce VGPU_B MB` (issue 42): a's buffers x and y of MB (patterns
+ * written, a fill launched through the ring), b's buffer of MB evicts x, then
+ * a fill on y alone: a launch may touch any of its client's memory, so x must
+ * be restored first (the ring bounces the launch to the daemon, which does
+ * it), not left out while the kernel runs. */
+static int bounce(const char *vb, uint64_t bytes)
+{
+    gpuos_vgpu *hb;
+    gpuos_dptr x, y, z;
+    gpuos_vgpu_facts f0, f1;
+    uint64_t words = bytes / 4, bad = 0;
+    uint32_t *h = malloc(bytes);
+    int rc = !h || gpuos_open(NULL, vb, &hb);
+    if (!rc && !(rc = gpuos_mem_alloc(G, bytes, &x)) && !(rc = gpuos_mem_alloc(G, bytes, &y))) {
+        for (uint64_t i = 0; i < words; i++)
+            h[i] = pat(i, 1);
+        if (!(rc = gpuos_memcpy_htod(G, x, h, bytes)) && !(rc = fill(y, 7, words)) &&
+            !(rc = gpuos_mem_alloc(hb, bytes, &z)) && !(rc = gpuos_vgpu_info(G, &f0)) && !(rc = fill(y, 9, words)))
+            rc = gpuos_vgpu_info(G, &f1);
+        if (!rc && !(rc = gpuos_memcpy_dtoh(G, h, x, bytes)))
+            for (uint64_t i = 0; i < words; i++)
+                bad += h[i] != pat(i, 1);
+        if (!rc && !(rc = gpuos_memcpy_dtoh(G, h, y, bytes)))
+            for (uint64_t i = 0; i < words; i++)
+                bad += h[i] != 9;
+    }
+    printf("bounce rc=%d swapped_before=%llu swapped_after=%llu mismatches=%llu error=%s\n", rc,
+           rc ? 0ull : (unsigned long long)f0.mem_swapped, rc ? 0ull : (unsigned long long)f1.mem_swapped,
+           (unsigned long long)bad, rc ? gpuos_error() : "");
+    free(h);
+    return rc ? 1 : 0;
 }
 
 /* pattern (kernels/exec.cu) over words at d: write seed, or check against it
@@ -412,6 +448,9 @@ int main(int argc, char **argv)
         int r_ok = gpuos_memcpy_htod(G, d + ds.bytes - 8, &x, 8);
         printf("misuse free=%d copy_past_end=%d detach_inside=%d copy_at_end=%d\n", r_free, r_copy, r_dt, r_ok);
         gpuos_shm_detach(G, d);
+    } else if (!strcmp(cmd, "bounce") && argc == 5) {
+        if ((rc = bounce(argv[3], strtoull(argv[4], NULL, 0) << 20)))
+            return rc;
     } else if (!strcmp(cmd, "swapcost") && argc >= 6) {
         gpuos_vgpu *gb;
         if (gpuos_open(NULL, argv[3], &gb)) {

@@ -16,44 +16,14 @@
 set -u
 . tests/serve_lib.sh
 S="$B/tests/shm_client"
-CG=
-if [ -w /sys/fs/cgroup/memory ] && mkdir "/sys/fs/cgroup/memory/gpuos_t_swap_host.$$" 2>/dev/null; then
-    CG=/sys/fs/cgroup/memory/gpuos_t_swap_host.$$
-    echo 320M > "$CG/memory.limit_in_bytes" || fail "cannot set the cgroup's limit"
-    [ -f "$CG/memory.memsw.limit_in_bytes" ] && echo 320M > "$CG/memory.memsw.limit_in_bytes"
-    OOMS() { sed -n 's/^oom_kill //p' "$CG/memory.oom_control"; }
-elif grep -qw memory /sys/fs/cgroup/cgroup.controllers 2>/dev/null && mkdir "/sys/fs/cgroup/gpuos_t_swap_host.$$" 2>/dev/null; then
-    CG=/sys/fs/cgroup/gpuos_t_swap_host.$$
-    echo 320M > "$CG/memory.max" || fail "cannot set the cgroup's limit"
-    echo 0 > "$CG/memory.swap.max" 2>/dev/null
-    OOMS() { sed -n 's/^oom_kill //p' "$CG/memory.events"; }
-else
-    echo "SKIP: cannot create a memory cgroup here"
-    exit 0
-fi
-# the cgroup goes once its processes have (executors exit after the daemon)
-cg_cleanup() {
-    cleanup
-    i=0; until rmdir "$CG" 2>/dev/null; do
-        i=$((i + 1)); [ $i -gt 50 ] && { echo "warning: $CG left behind"; break; }
-        xargs -r kill -9 < "$CG/cgroup.procs" 2>/dev/null; sleep 0.1
-    done
-}
-trap cg_cleanup EXIT
-cat > "$T/incg" <<EOT
-#!/bin/sh
-echo \$\$ > "$CG/cgroup.procs" && exec "$G" "\$@"
-EOT
-chmod 755 "$T/incg"
-G0=$G
-G="$T/incg"
-start_daemon "memory_oversubscribe = 1
+mem_cgroup gpuos_t_swap_host 320M
+[ -n "$CG" ] || { echo "SKIP: cannot create a memory cgroup here"; exit 0; }
+start_daemon_in_cgroup "memory_oversubscribe = 1
 [device 0]
 sim = default
 swap = 2G
 swap_pool = 128M
 $(vgpu_sections 1G v1 v2 v3 v4)"
-G=$G0
 grep -q "swap = 2048 MB, but this host can give" "$T/serve.log" || fail "no warning that the host cannot give swap = 2G"
 # -500 where the daemon may lower its score (CAP_SYS_RESOURCE), else it says so
 adj=$(cat "/proc/$DPID/oom_score_adj")

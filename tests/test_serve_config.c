@@ -100,6 +100,10 @@ static void test_bad(void **state)
         {"[device 0]\nexecutor = shared\n[vgpu a]\n", "t.conf:2: executor must be per-client or per-vgpu"},
         {"[device 0]\ngrant_us = 50\n[vgpu a]\n", "t.conf:2: grant_us must be auto or 100..100000"},
         {"[device 0]\ngrant_us = fast\n[vgpu a]\n", "t.conf:2: grant_us must be auto or 100..100000"},
+        {"[device 0]\nswap_turn_ms = 5\n[vgpu a]\n", "t.conf:2: swap_turn_ms must be auto or 10..3600000"},
+        {"[device 0]\nswap_wait_s = 0\n[vgpu a]\n", "t.conf:2: swap_wait_s must be 1..86400"},
+        {"[device 0]\nswap_prefault = yes\n[vgpu a]\n", "t.conf:2: swap_prefault must be 0 or 1"},
+        {"[device 0]\nswap_turns = 1\n[vgpu a]\n", "t.conf:2: unknown device key \"swap_turns\""},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         if (gos_serve_config_parse(bad[i].text, "t.conf", &c) == GOS_OK)
@@ -130,6 +134,16 @@ static void test_executor_grant(void **state)
     assert_int_equal(c.devs[0].grant_us, 7000);
     assert_int_equal(gos_serve_config_parse("[device 0]\n[vgpu a]\n", "t.conf", &c), GOS_OK);
     assert_int_equal(c.devs[0].executor_per_vgpu, 0); /* the default */
+    /* turns between busy tenants (issue 42): auto and a 120 s wait by default */
+    assert_int_equal(c.devs[0].swap_turn_ms, 0);
+    assert_int_equal(c.devs[0].swap_wait_s, 120);
+    assert_int_equal(c.devs[0].swap_prefault, 0);
+    assert_int_equal(gos_serve_config_parse("[device 0]\nswap_turn_ms = 2500\nswap_wait_s = 30\nswap_prefault = 1\n"
+                                            "swap_turn_ms = auto\nswap_turn_ms = 900\n[vgpu a]\n", "t.conf", &c),
+                     GOS_OK);
+    assert_int_equal(c.devs[0].swap_turn_ms, 900);
+    assert_int_equal(c.devs[0].swap_wait_s, 30);
+    assert_int_equal(c.devs[0].swap_prefault, 1);
 }
 
 static void test_log_levels(void **state)

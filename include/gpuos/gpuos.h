@@ -176,6 +176,8 @@ typedef struct {
                                            device and in host swap space; 0 when swap is off */
     uint64_t evictions, restores;       /* cumulative */
     int latency_ms;       /* its latency class: work starts within this (0: a batch vGPU) */
+    uint64_t swap_turns;  /* turns given to it over busy tenants whose memory did not fit (issue 42) */
+    uint64_t swap_ns;     /* time its memory spent being evicted or restored */
 } gpuos_vgpu_facts;
 
 int gpuos_device_info(gpuos_vgpu *g, gpuos_device_facts *out);

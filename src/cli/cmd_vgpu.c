@@ -76,7 +76,7 @@ static int list(const char *sock, const char *json, int bytes)
         for (int i = 0; i < n; i++)
             json_array_append_new(
                 arr, json_pack("{s:s, s:i, s:i, s:i, s:i, s:i, s:I, s:I, s:f, s:f, s:I, s:I, s:I, s:i, s:s, s:s,"
-                               " s:f, s:f, s:I, s:I, s:I, s:s, s:I, s:I, s:I, s:I, s:i}",
+                               " s:f, s:f, s:I, s:I, s:I, s:s, s:I, s:I, s:I, s:I, s:i, s:I, s:f}",
                                "name", v[i].name, "id", v[i].id, "device", v[i].device, "compute_share",
                                v[i].compute_share, "copy_share", v[i].copy_share, "mem_share", v[i].mem_share,
                                "mem_quota", (json_int_t)v[i].mem_quota, "mem_used", (json_int_t)v[i].mem_used,
@@ -88,15 +88,16 @@ static int list(const char *sock, const char *json, int bytes)
                                (json_int_t)v[i].copy_held_ns, "faults", (json_int_t)v[i].faults, "isolation",
                                v[i].isolation, "mem_resident", (json_int_t)v[i].mem_resident, "mem_swapped",
                                (json_int_t)v[i].mem_swapped, "evictions", (json_int_t)v[i].evictions, "restores",
-                               (json_int_t)v[i].restores, "latency_ms", v[i].latency_ms));
+                               (json_int_t)v[i].restores, "latency_ms", v[i].latency_ms, "swap_turns",
+                               (json_int_t)v[i].swap_turns, "swap_seconds", (double)v[i].swap_ns * 1e-9));
         json_t *root = json_pack("{s:s, s:o}", "schema", "gpuos.vgpu-list/1", "vgpus", arr);
         int rc = root ? gos_json_save_atomic(root, json) : gos_fail(GOS_ENOMEM, "out of memory");
         json_decref(root);
         return rc ? cli_fail() : 0;
     }
-    printf("%-12s %3s %-6s %-4s %7s %7s %7s %8s %8s %8s %12s %12s %12s %12s %7s %6s %-9s %7s\n", "VGPU", "DEV",
-           "POLICY", "Q", "COMPUTE", "COPY", "MEM", "UTIL-C", "UTIL-X", "HELD", "MEM-USED", "MEM-QUOTA", "RESIDENT",
-           "SWAPPED", "CLIENTS", "FAULTS", "ISOLATION", "LATENCY");
+    printf("%-12s %3s %-6s %-4s %7s %7s %7s %8s %8s %8s %12s %12s %12s %12s %6s %8s %7s %6s %-9s %7s\n", "VGPU",
+           "DEV", "POLICY", "Q", "COMPUTE", "COPY", "MEM", "UTIL-C", "UTIL-X", "HELD", "MEM-USED", "MEM-QUOTA",
+           "RESIDENT", "SWAPPED", "TURNS", "SWAP-S", "CLIENTS", "FAULTS", "ISOLATION", "LATENCY");
     for (int i = 0; i < n; i++) {
         char used[32], quota[32], res[32], swp[32];
         if (bytes) {
@@ -113,10 +114,12 @@ static int list(const char *sock, const char *json, int bytes)
         char lat[16] = "batch";
         if (v[i].latency_ms)
             snprintf(lat, sizeof lat, "%d ms", v[i].latency_ms);
-        printf("%-12s %3d %-6s %-4s %6d%% %6d%% %6d%% %7.1f%% %7.1f%% %7.1f%% %12s %12s %12s %12s %7d %6llu %-9s %7s\n",
+        printf("%-12s %3d %-6s %-4s %6d%% %6d%% %6d%% %7.1f%% %7.1f%% %7.1f%% %12s %12s %12s %12s %6llu %8.2f %7d %6llu "
+               "%-9s %7s\n",
                v[i].name, v[i].device, v[i].policy, v[i].queue, v[i].compute_share, v[i].copy_share, v[i].mem_share,
                100 * v[i].compute_util, 100 * v[i].copy_util, 100 * (v[i].compute_held + v[i].copy_held), used,
-               quota, res, swp, v[i].clients, (unsigned long long)v[i].faults, v[i].isolation, lat);
+               quota, res, swp, (unsigned long long)v[i].swap_turns, (double)v[i].swap_ns * 1e-9, v[i].clients,
+               (unsigned long long)v[i].faults, v[i].isolation, lat);
     }
     return 0;
 }

@@ -200,6 +200,8 @@ void gcl_facts_from(gpuos_vgpu_facts *o, const struct gos_vgpu_rec *r)
     o->mem_swapped = r->mem_swapped;
     o->evictions = r->evictions;
     o->restores = r->restores;
+    o->swap_turns = r->swap_turns;
+    o->swap_ns = r->swap_ns;
     o->copy_held_ns = r->copy_held_ns;
 }
 

@@ -67,6 +67,10 @@ struct xe {
     gos_vmm_buf shm[GOS_XE_SHM_MAX]; /* attached shared segments (issue 10) */
     gos_vmm_buf *vb; /* swappable allocations (X_VALLOC) */
     int n_vb, cap_vb;
+    /* allocations of the ring's table now evicted (issue 42): a launch may touch
+     * any allocation, so none runs on the ring while one is out (the daemon
+     * evicts only while this executor holds no grant) */
+    int n_evicted;
     struct srv_pmem_set pmem; /* partition-local allocations (issue 12) */
     gos_vmm_tab vmm;          /* its CUDA VMM objects (X_VMM_*; exec_vmm.c) */
     /* the daemon's swap pool (X_EVICT_POOL), mapped once */
@@ -75,6 +79,7 @@ struct xe {
     dev_t pool_dev;
     ino_t pool_ino;
     unsigned char *pool_pinned; /* per X_POOL_CHUNK: 1 page-locked, 2 refused */
+    uint64_t pin_ahead, pin_next; /* X_POOL_PIN: lock [0, pin_ahead) ahead; done below pin_next */
     /* the fast path (issue 9.4): the ring thread and the socket loop take turns
      * on the device under lock; the ring's requests are checked against this
      * client's device memory (al), functions by the client's handles (fmap) */
@@ -127,6 +132,9 @@ int xe_answer(struct xe *x, uint32_t type, int rc, uint32_t flags, const void *p
 struct xe_alloc *xe_al_add(struct xe *x, uint64_t dptr, uint64_t bytes);
 struct xe_alloc *xe_al_find(struct xe *x, uint64_t dptr);
 void xe_al_del(struct xe *x, uint64_t dptr);
+/* An allocation swapped out (evicted = 1) or back in: the ring's check and
+ * x->n_evicted follow. */
+void xe_al_evicted(struct xe *x, uint64_t dptr, int evicted);
 void xe_al_drop_module(struct xe *x, uint32_t slot);
 /* The ranges of x's reachable VMM mappings (gos_vmmtab_runs) in al again,
  * after a map, unmap or access change. */
@@ -151,6 +159,11 @@ int xe_shm_unmap(struct xe *x, uint64_t dptr);
 int xe_mem_free(struct xe *x, uint64_t dptr);
 int xe_valloc(struct xe *x, uint64_t bytes, uint64_t *dptr);
 int xe_swap_io(struct xe *x, uint64_t dptr, int fd, int out);
+/* X_POOL_PIN: maps the pool, notes what to lock ahead (xe_pool_pin_next
+ * locks it, a chunk a call, between the channel's messages). */
+int xe_pool_pin(struct xe *x, const struct x_swap_io *m, int fd);
+/* Locks the next chunk to lock ahead; 0 when none is left. */
+int xe_pool_pin_next(struct xe *x);
 int xe_swap_pool_io(struct xe *x, const struct x_swap_io *m, int fd, int out, struct x_swap_rep *rep);
 /* Everything the client held, released (its channel closed). */
 void xe_mem_release(struct xe *x);

@@ -62,9 +62,8 @@ static int h_swap(struct xe *x, const struct x_hdr *h, void *p, int fd)
     int rc = xe_swap_io(x, u, fd, h->type == X_EVICT);
     if (fd >= 0)
         close(fd);
-    struct xe_alloc *a = xe_al_find(x, u);
-    if (a && !rc)
-        a->evicted = h->type == X_EVICT; /* the ring never runs on evicted memory */
+    if (!rc)
+        xe_al_evicted(x, u, h->type == X_EVICT);
     return xe_answer(x, h->type, rc, 0, NULL, 0);
 }
 
@@ -76,10 +75,19 @@ static int h_swap_pool(struct xe *x, const struct x_hdr *h, void *p, int fd)
     int rc = xe_swap_pool_io(x, &m, fd, h->type == X_EVICT_POOL, &rep);
     if (fd >= 0)
         close(fd);
-    struct xe_alloc *a = xe_al_find(x, m.dptr);
-    if (a && !rc)
-        a->evicted = h->type == X_EVICT_POOL; /* the ring never runs on evicted memory */
+    if (!rc)
+        xe_al_evicted(x, m.dptr, h->type == X_EVICT_POOL);
     return xe_answer(x, h->type, rc, 0, &rep, sizeof rep);
+}
+
+static int h_pool_pin(struct xe *x, const struct x_hdr *h, void *p, int fd)
+{
+    struct x_swap_io m;
+    memcpy(&m, p, sizeof m);
+    int rc = xe_pool_pin(x, &m, fd);
+    if (fd >= 0)
+        close(fd);
+    return xe_answer(x, h->type, rc, 0, NULL, 0);
 }
 
 static int h_region_add(struct xe *x, const struct x_hdr *h, void *p, int fd)
@@ -325,6 +333,7 @@ static const struct xe_msg {
     {X_RESTORE, 8, X_TAKES_FD, h_swap},
     {X_EVICT_POOL, sizeof(struct x_swap_io), X_TAKES_FD, h_swap_pool},
     {X_RESTORE_POOL, sizeof(struct x_swap_io), X_TAKES_FD, h_swap_pool},
+    {X_POOL_PIN, sizeof(struct x_swap_io), X_TAKES_FD, h_pool_pin},
     {X_REGION_ADD, sizeof(struct x_region), X_TAKES_FD, h_region_add},
     {X_MODULE_LOAD, sizeof(struct x_module), 0, h_module_load},
     {X_MODULE_UNLOAD, 4, 0, h_module_unload},
@@ -368,6 +377,11 @@ static void xe_serve(struct xe *x)
     for (;;) {
         struct x_hdr h;
         int fd = -1;
+        /* the pool's chunks to lock ahead (X_POOL_PIN), one at a time while
+         * no message waits */
+        struct pollfd pw = {.fd = x->sock, .events = POLLIN};
+        if (x->pin_next < x->pin_ahead && poll(&pw, 1, 0) == 0 && xe_pool_pin_next(x))
+            continue;
         if (x_recv(x->sock, &h, &buf, &cap, &fd))
             break; /* the daemon closed the channel: the client is gone */
         const struct xe_msg *m = xe_msg_find(h.type);

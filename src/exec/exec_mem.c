@@ -34,8 +34,19 @@ struct xe_alloc *xe_al_find(struct xe *x, uint64_t dptr)
 void xe_al_del(struct xe *x, uint64_t dptr)
 {
     struct xe_alloc *a = xe_al_find(x, dptr);
-    if (a)
+    if (a) {
+        x->n_evicted -= a->evicted;
         *a = x->al[--x->n_al];
+    }
+}
+
+void xe_al_evicted(struct xe *x, uint64_t dptr, int evicted)
+{
+    struct xe_alloc *a = xe_al_find(x, dptr);
+    if (a && a->evicted != evicted) {
+        a->evicted = evicted; /* the ring never runs on evicted memory */
+        x->n_evicted += evicted ? 1 : -1;
+    }
 }
 
 /* Forgets the ranges of module slot + 1 (module > 0) or the VMM runs (module 0). */
@@ -200,6 +211,39 @@ static int pool_map(struct xe *x, int fd, uint64_t bytes)
     return GOS_OK;
 }
 
+/* Page-locks chunk c of the pool once: 1 locked, 2 refused (copied pageable). */
+static int pin_chunk(struct xe *x, uint64_t c)
+{
+    if (!x->pool_pinned[c]) {
+        uint64_t len = x->pool_bytes - c * X_POOL_CHUNK;
+        if (len > X_POOL_CHUNK)
+            len = X_POOL_CHUNK;
+        x->pool_pinned[c] = gos_exec_host_register(x->dev, x->pool + c * X_POOL_CHUNK, len) == GOS_OK ? 1 : 2;
+    }
+    return x->pool_pinned[c];
+}
+
+int xe_pool_pin(struct xe *x, const struct x_swap_io *m, int fd)
+{
+    if (fd < 0)
+        return gos_fail(GOS_EPROTO, "POOL_PIN without a descriptor");
+    int rc = pool_map(x, fd, m->pool_bytes);
+    if (!rc) /* whole chunks only: locking one pins all its pages, faulted in or not */
+        x->pin_ahead = (m->off < x->pool_bytes ? m->off : x->pool_bytes) / X_POOL_CHUNK * X_POOL_CHUNK;
+    return rc;
+}
+
+/* Runs on the channel's thread, which makes every other pool registration,
+ * without the client's lock: the ring goes on meanwhile. */
+int xe_pool_pin_next(struct xe *x)
+{
+    if (!x->pool || x->pin_next >= x->pin_ahead)
+        return 0;
+    pin_chunk(x, x->pin_next / X_POOL_CHUNK);
+    x->pin_next += X_POOL_CHUNK;
+    return 1;
+}
+
 /* Evicts into / restores from the pool at off: the chunks it touches are
  * page-locked first (once for the executor's life), the copy cut at chunk
  * boundaries so that every piece lies in one registration. A chunk the driver
@@ -219,15 +263,8 @@ int xe_swap_pool_io(struct xe *x, const struct x_swap_io *m, int fd, int out, st
                         (unsigned long long)b->bytes);
     uint64_t t0 = gos_now_ns();
     rep->pinned = 1;
-    for (uint64_t c = m->off / X_POOL_CHUNK; c <= (m->off + b->bytes - 1) / X_POOL_CHUNK; c++) {
-        if (!x->pool_pinned[c]) {
-            uint64_t len = x->pool_bytes - c * X_POOL_CHUNK;
-            if (len > X_POOL_CHUNK)
-                len = X_POOL_CHUNK;
-            x->pool_pinned[c] = gos_exec_host_register(x->dev, x->pool + c * X_POOL_CHUNK, len) == GOS_OK ? 1 : 2;
-        }
-        rep->pinned &= x->pool_pinned[c] == 1;
-    }
+    for (uint64_t c = m->off / X_POOL_CHUNK; c <= (m->off + b->bytes - 1) / X_POOL_CHUNK; c++)
+        rep->pinned &= pin_chunk(x, c) == 1;
     uint64_t t1 = gos_now_ns();
     uint64_t first = X_POOL_CHUNK - m->off % X_POOL_CHUNK;
     rc = out ? gos_vmm_buf_evict_pieces(x->dev, b, x->pool + m->off, first, X_POOL_CHUNK)

@@ -299,6 +299,12 @@ int xe_ring_run(struct xe *x, const struct gos_ring_ent *e, unsigned char *data,
             return GOS_OK;
         break;
     case GOS_OP_LAUNCH: {
+        /* a kernel may touch any of the client's allocations (the daemon's
+         * rule, swap_policy.h): with one swapped out it goes through the
+         * socket, where the daemon restores them first (before issue 42 an
+         * arbitrary kernel ran here on unmapped memory) */
+        if (x->n_evicted > 0)
+            return GOS_RING_REVOKED;
         if (e->func < 1 || e->func > SRV_MAX_FUNCS || !x->fmap[e->func - 1] || x->fmap[e->func - 1] > (uint32_t)x->n_funcs ||
             !x->funcs[x->fmap[e->func - 1] - 1])
             return gos_fail(GOS_EINVAL, "function handle %llu is not a function of this client",

@@ -12,7 +12,7 @@ _Static_assert(sizeof(struct gos_msg_hello) == 72, "hello layout");
 _Static_assert(sizeof(struct gos_msg_copy) == 48, "copy layout");
 _Static_assert(sizeof(struct gos_msg_launch) == 64, "launch layout");
 _Static_assert(sizeof(struct gos_msg_module_load) == 88, "module layout");
-_Static_assert(sizeof(struct gos_vgpu_rec) == 256, "vgpu record layout (issue 9: faults, isolation; issue 10: resident, swapped, evictions, restores)");
+_Static_assert(sizeof(struct gos_vgpu_rec) == 272, "vgpu record layout (issue 9: faults, isolation; issue 10: resident, swapped, evictions, restores; issue 42: swap_turns, swap_ns)");
 _Static_assert(sizeof(struct gos_rep_device_info) == 256, "device info layout");
 _Static_assert(sizeof(struct gos_rep_hdr) == 8, "reply header layout");
 _Static_assert(sizeof(struct gos_shm_rec) == 120, "shm record layout");

@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 /* Bump this if any of the messages, structs or constants below change. */
-#define GOS_PROTOCOL_VERSION 7 /* 2: kernel names up to 4095 characters (C++ mangled names); 3: one gos_op_kind (a COPY's dir from 1); 4: VMM_*; 5: REGION_ADD's addr; 6: ring GATE entries; 7: the vgpu record's latency_ms */
+#define GOS_PROTOCOL_VERSION 8 /* 2: kernel names up to 4095 characters (C++ mangled names); 3: one gos_op_kind (a COPY's dir from 1); 4: VMM_*; 5: REGION_ADD's addr; 6: ring GATE entries; 7: the vgpu record's latency_ms; 8: its swap_turns, swap_ns */
 /* Where clients and `gpuos serve` meet when neither --socket, the configuration
  * file's socket = nor $GPUOS_SOCKET says otherwise (the systemd unit's
  * RuntimeDirectory=gpuos). */
@@ -307,6 +307,7 @@ struct gos_vgpu_rec {
     uint32_t latency_ms;    /* the latency class's bound (0: a batch vGPU; issue 41) */
     uint64_t mem_resident, mem_swapped; /* swapping (issue 10.2): its allocations' bytes */
     uint64_t evictions, restores;       /* cumulative */
+    uint64_t swap_turns, swap_ns;       /* turns over busy tenants, time its memory spent moving (issue 42) */
 };
 struct gos_rep_admin_list {
     uint32_t n;

@@ -82,6 +82,12 @@ enum {
     X_VMM_MAP,
     X_VMM_UNMAP,   /* waits for what the ring issued first */
     X_VMM_ACCESS,
+    /* the swap pool's pages the daemon faulted in ahead (swap_prefault, issue
+     * 42.2): struct x_swap_io (off: the bytes from the pool's start to lock
+     * ahead) + the pool's fd -> nothing; the executor maps the pool and
+     * page-locks those chunks between its other messages, so that its first
+     * eviction finds them locked */
+    X_POOL_PIN,
 };
 
 struct x_vmm {

@@ -213,6 +213,31 @@ static const struct int_key int_keys[] = {
     IK(shm_segments_per_user, 1, GOS_SHM_SLOTS),
 };
 
+/* The turn keys of swapping (issue 42): 1 for a key it does not know. */
+static int swap_key(struct gos_serve_devcfg *d, const char *k, const char *v)
+{
+    long x;
+    if (!strcmp(k, "swap_turn_ms")) {
+        if (!strcmp(v, "auto"))
+            d->swap_turn_ms = 0; /* by the measured swap time (serve/swap.c) */
+        else if (parse_int(v, 10, 3600000, &x))
+            return gos_fail(GOS_EINVAL, "swap_turn_ms must be auto or 10..3600000");
+        else
+            d->swap_turn_ms = (uint64_t)x;
+    } else if (!strcmp(k, "swap_wait_s")) {
+        if (parse_int(v, 1, 86400, &x))
+            return gos_fail(GOS_EINVAL, "swap_wait_s must be 1..86400");
+        d->swap_wait_s = (uint32_t)x;
+    } else if (!strcmp(k, "swap_prefault")) {
+        if (parse_int(v, 0, 1, &x))
+            return gos_fail(GOS_EINVAL, "swap_prefault must be 0 or 1");
+        d->swap_prefault = (int)x;
+    } else {
+        return 1;
+    }
+    return GOS_OK;
+}
+
 #define BAD(...) (gos_fail(GOS_EINVAL, "%s:%d: " FIRST(__VA_ARGS__), what, line REST(__VA_ARGS__)))
 #define FIRST(a, ...) a
 #define REST(a, ...) , ##__VA_ARGS__
@@ -292,6 +317,7 @@ int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_
                 d->band_charge_hold = 1;
                 d->spatial_of = -1;
                 d->overlap = -1; /* unset: pairs under mps, off otherwise */
+                d->swap_wait_s = 120;
                 sect = 1;
             } else if (!strcmp(kind, "vgpu")) {
                 if (c.n_vgpus == GOS_MAX_VGPUS) {
@@ -458,6 +484,11 @@ int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_
                     goto out;
                 }
                 d->band_charge_hold = (int)x;
+            } else if (!strncmp(k, "swap_", 5) && strcmp(k, "swap_pool")) {
+                if ((rc = swap_key(d, k, v)) != GOS_OK) {
+                    rc = rc == 1 ? BAD("unknown device key \"%s\"", k) : BAD("%s", gos_last_error());
+                    goto out;
+                }
             } else if (!strcmp(k, "swap") || !strcmp(k, "swap_pool")) {
                 uint64_t sz;
                 if (gos_serve_parse_size(v, 2ull << 20, 1ull << 50, &sz)) {

@@ -39,6 +39,10 @@
  *   swap = 0                     # host swap space (issue 10.2): allocations become
  *                                # VMM-backed and swappable; 0: off
  *   swap_pool = 0                # what allocations may occupy on the device (0: all)
+ *   swap_turn_ms = auto          # busy tenants that do not fit together take turns
+ *                                # this long (auto: 10 x the turn's measured swap)
+ *   swap_wait_s = 120            # a request waits this long for its turn, then fails
+ *   swap_prefault = 0            # 1: fault the host pool in at start (background)
  *   isolation = process          # process: each client's device work in an executor
  *                                # process of its own (own address space, faults
  *                                # contained); none: one context in the daemon for
@@ -108,6 +112,13 @@ struct gos_serve_devcfg {
      * allocations are then plain device memory); swap_pool: what allocations may
      * occupy on the device (0: its memory). */
     uint64_t swap_bytes, swap_pool;
+    /* Turns between busy tenants whose memory does not fit together (issue 42):
+     * a turn's length (0: auto, by the measured swap time), how long a request
+     * waits for its turn before it fails, and whether the host pool is faulted
+     * in at start (in the background, bounded by what the host can give). */
+    uint64_t swap_turn_ms;
+    uint32_t swap_wait_s;
+    int swap_prefault;
     uint64_t grant_us; /* 0: auto (executors) or 1000 (isolation = none) */
     char chip[256];       /* gpuos.chip/1 file describing the device ("" none) */
     int spatial_of;       /* -1; for an SM set's scheduler (serve/spatial.c): its device */

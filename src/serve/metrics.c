@@ -12,7 +12,9 @@
  *   gpuos_vgpu_utilization_ratio             GPU time over the last period
  *   gpuos_vgpu_busy_seconds_total            cumulative GPU time
  *   gpuos_vgpu_band_held_seconds_total       engine time BAND held idle for it
- *   gpuos_vgpu_memory_used_bytes, gpuos_vgpu_memory_quota_bytes
+ *   gpuos_vgpu_memory_used_bytes, gpuos_vgpu_memory_quota_bytes,
+ *   gpuos_vgpu_memory_resident_bytes, gpuos_vgpu_memory_swapped_bytes,
+ *   gpuos_vgpu_swap_turns_total, gpuos_vgpu_swap_seconds_total (issue 42)
  *   gpuos_vgpu_clients, gpuos_vgpu_tasks_total, gpuos_vgpu_faults_total,
  *   gpuos_vgpu_latency_seconds (the latency class; 0: batch)
  * Per device:
@@ -130,7 +132,10 @@ static const gos_chip *chip_of(struct srv *s, int i)
 }
 
 /* Per-vGPU families: one sample (or one per engine) per listed vGPU. */
-enum { F_SHARE, F_UTIL, F_BUSY, F_HELD, F_MEM_USED, F_MEM_QUOTA, F_CLIENTS, F_TASKS, F_LATENCY, F_FAULTS, F_N };
+enum {
+    F_SHARE, F_UTIL, F_BUSY, F_HELD, F_MEM_USED, F_MEM_QUOTA, F_MEM_RESIDENT, F_MEM_SWAPPED, F_TURNS, F_SWAP_SEC,
+    F_CLIENTS, F_TASKS, F_LATENCY, F_FAULTS, F_N
+};
 static const struct {
     const char *name, *type, *help;
     int per_engine;
@@ -143,6 +148,11 @@ static const struct {
     {"gpuos_vgpu_memory_used_bytes", "gauge",
      "Device memory the vGPU's clients hold: allocations, segments, module globals.", 0},
     {"gpuos_vgpu_memory_quota_bytes", "gauge", "The vGPU's memory share.", 0},
+    {"gpuos_vgpu_memory_resident_bytes", "gauge", "The vGPU's swappable allocations on the device (swap on).", 0},
+    {"gpuos_vgpu_memory_swapped_bytes", "gauge", "The vGPU's allocations in host swap space.", 0},
+    {"gpuos_vgpu_swap_turns_total", "counter",
+     "Turns given to the vGPU over busy tenants whose memory did not fit together.", 0},
+    {"gpuos_vgpu_swap_seconds_total", "counter", "Time the vGPU's memory spent being evicted or restored.", 0},
     {"gpuos_vgpu_clients", "gauge", "Clients connected to the vGPU.", 0},
     {"gpuos_vgpu_tasks_total", "counter", "Copies and launches scheduled for the vGPU.", 0},
     {"gpuos_vgpu_latency_seconds", "gauge",
@@ -164,6 +174,10 @@ static void vgpu_sample(struct buf *b, int f, const struct gos_vgpu_rec *r, uint
         case F_HELD: x = (double)(e ? r->copy_held_ns : r->compute_held_ns) / 1e9; break;
         case F_MEM_USED: u = r->mem_used; integer = 1; break;
         case F_MEM_QUOTA: u = r->mem_quota; integer = 1; break;
+        case F_MEM_RESIDENT: u = r->mem_resident; integer = 1; break;
+        case F_MEM_SWAPPED: u = r->mem_swapped; integer = 1; break;
+        case F_TURNS: u = r->swap_turns; integer = 1; break;
+        case F_SWAP_SEC: x = (double)r->swap_ns / 1e9; break;
         case F_CLIENTS: u = r->clients; integer = 1; break;
         case F_TASKS: u = r->tasks; integer = 1; break;
         case F_LATENCY: x = r->latency_ms / 1e3; break;

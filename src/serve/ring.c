@@ -145,7 +145,8 @@ static void want_all(struct srv_dev *d)
     int queued = 0;
     for (struct srv_client *c = s->clients; c; c = c->next)
         if (c->gp && c->vgpu >= 0 && &s->devs[device_of(c)] == d && !c->ring_queued && !c->dead &&
-            !(c->x && c->x->dead) && atomic_load(&c->gp->want) && atomic_load(&c->gp->state) != GOS_GRANT_REVOKE)
+            !(c->x && c->x->dead) && atomic_load(&c->gp->want) && atomic_load(&c->gp->state) != GOS_GRANT_REVOKE &&
+            !srv_swap_turned_out(d, c->vgpu)) /* its memory is on its way out for another's turn (swap.c) */
             queued += srv_ring_queue(c) == GOS_OK;
     if (queued)
         srv_dev_kick(d, -1);

@@ -202,6 +202,7 @@ struct srv_client {
     struct srv_xshare *xshare; /* executor = per-vgpu: the shared executor x is a channel to */
     int exec_lost; /* its loss was handled (counted, memory returned) */
     int swap_hold; /* swap.c: what a request of it just made resident stays (until queued) */
+    int swap_pin_sent; /* swap.c: its executor was told to lock the faulted-in pool ahead (X_POOL_PIN) */
     unsigned char module_builtin[SRV_MAX_MODULES];
     uint64_t module_bytes[SRV_MAX_MODULES]; /* what each module's globals take, charged (issue 44.2) */
     char fn_builtin[SRV_MAX_FUNCS][16];
@@ -562,6 +563,10 @@ int srv_share_room(struct srv_client *c, uint64_t bytes, const char *what);
 /* Before a COPY or LAUNCH of c is queued: what it needs made resident. */
 int srv_swap_need(struct srv_client *c, const struct gos_msg_hdr *h, const void *payload);
 void srv_swap_record(struct srv *s, int v, uint64_t *resident, uint64_t *swapped);
+/* Turns (issue 42): those given to vGPU v and the time its memory spent moving;
+ * whether v is turned out now (its rings get no grant meanwhile: ring.c). */
+void srv_swap_turns(struct srv *s, int v, uint64_t *turns, uint64_t *swap_ns);
+int srv_swap_turned_out(struct srv_dev *d, int vgpu);
 
 /* mps.c: an MPS server of the daemon's own (pipe and log directories under a
  * private temporary directory, written to dir); stopping it (echo quit). */

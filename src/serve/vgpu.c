@@ -49,6 +49,7 @@ void srv_vgpu_record(struct srv *s, int v, struct gos_vgpu_rec *r)
                                                     : d->isolation == GOS_ISOLATION_MPS ? "mps"
                                                                                         : "process");
     srv_swap_record(s, v, &r->mem_resident, &r->mem_swapped);
+    srv_swap_turns(s, v, &r->swap_turns, &r->swap_ns);
     if (d->sw) {
         r->evictions = d->sw->vgpu[v].evictions;
         r->restores = d->sw->vgpu[v].restores;

@@ -245,8 +245,10 @@ int srv_vgpu_create(struct srv *s, const char *name, const char *keys, int persi
     }
     if (fresh)
         s->n_vgpus++;
-    if (d->sw)
+    if (d->sw) {
         d->sw->vgpu[v].evictions = d->sw->vgpu[v].restores = 0;
+        d->sw->vgpu[v].turns = d->sw->vgpu[v].swap_ns = 0; /* a reused slot starts afresh (issue 42) */
+    }
     if (persist && s->state_path[0] && (rc = srv_state_save(s))) {
         char why[512];
         snprintf(why, sizeof why, "%s", gos_last_error());

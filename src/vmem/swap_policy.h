@@ -54,6 +54,8 @@ typedef struct {
     uint64_t resident, swapped; /* bytes; in transition: counted where it comes from */
     uint64_t evictions, restores; /* counts */
     uint64_t evicted_bytes, restored_bytes; /* cumulative */
+    uint64_t turns;   /* turns given to it over busy tenants (the daemon's, issue 42) */
+    uint64_t swap_ns; /* time its memory spent being evicted or restored (the daemon's) */
 } gos_swap_vgpu;
 
 typedef struct {

@@ -1,7 +1,8 @@
 # tests/gpu/daemon_lib.sh: sourced by the device-machine scripts that need a
 # daemon of their own (frameworks.sh, cutrace.sh, hostile.sh, expandable.sh).
 # gpu_daemon CONFIG_BODY LOG writes $T/conf (the socket line added) and starts
-# `gpuos serve` on it, its stderr in LOG, and waits for the socket; the daemon
+# `gpuos serve` on it ($GPU_DAEMON_ARGS added, e.g. --verbose), its stderr in
+# LOG, and waits for the socket; the daemon
 # and $T go when the script exits. Sets T, D, GPUOS_SOCKET, GPUOS_TIMEOUT_MS.
 # pair_70_30 prints the device of the side-by-side runs: a 70 % vGPU p70 for
 # the program, a 30 % one p30 for a neighbour. faults_start FILE / faults_stop: a
@@ -16,7 +17,7 @@ trap gpu_daemon_cleanup EXIT
 gpu_daemon() { # config body, log file
     printf 'socket = %s\n%s\n' "$T/s" "$1" > "$T/conf"
     export GPUOS_SOCKET="$T/s" GPUOS_TIMEOUT_MS=120000
-    "$G" serve --config "$T/conf" 2>"$2" &
+    "$G" serve --config "$T/conf" ${GPU_DAEMON_ARGS:-} 2>"$2" &
     D=$!
     i=0; while [ ! -S "$T/s" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
     [ -S "$T/s" ] || { cat "$2"; echo "FAIL daemon did not start"; exit 1; }
