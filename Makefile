@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # gpuos: one plain Makefile for the CPU-only build and the CUDA build.
 #   make deps       install the Debian packages needed (tools/deps.sh)
 #   make            build/gpuos, build/libgpuos.so.1 + .a, man pages (kernels if nvcc is found);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // attn_decode.cu: decode attention on the partition-aware runtime (pillar 2,
 // paper 001 section 7.1; issue 26 item 3). bench/attn_decode.sh runs it after
 // charting the chip, then bench/attn_decode_ref.py checks its outputs against

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # bench/attn_decode.sh: decode attention on the partition-aware runtime against
 # the same kernel on interleaved memory and against PyTorch's
 # scaled_dot_product_attention (issue 26 item 3; pillar 2, paper 001 section 7.1).

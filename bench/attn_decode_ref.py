@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """attn_decode_ref.py: PyTorch's side of bench/attn_decode.sh (issue 26 item 3).
 
 Reads DIR/attn-decode-ours.json (written by build/bench/attn_decode), rebuilds the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // attn_kernel.cuh: issue 26's decode attention over a paged KV cache, the
 // kernels alone (bench/attn_plan.h has the layout), shared by bench/attn_decode.cu
 // (the kernel's benchmark and checks) and bench/pd_multiplex.cu (decode beside

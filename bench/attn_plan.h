@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* attn_plan.h: the decode-attention benchmark's plan (bench/attn_decode.cu), plain C
  * shared by the CUDA program, its CPU test (tests/test_attn_plan.c) and, for the
  * data generator, mirrored by bench/attn_decode_ref.py.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* colocation.c: the co-location experiment of paper 001 section 7.3 on a real GPU
  * (bench/colocation.sh runs it; issue 13).
  *

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # bench/colocation.sh: the co-location experiment (issue 13; paper 001 section
 # 7.3) on the real GPU in one command: chart the chip (each lease may be another
 # chip), then build/bench/colocation (naive successive green contexts vs the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # bench/dvfs_efficiency.sh: the switching-latency campaign's efficiency on the
 # simulated device (the goal: LATEST takes hundreds of
 # measurements per pair; ours should reach the same precision with fewer).

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # bench/load.sh [SECONDS] [CLIENTS] [OUT.json]: the load test of issue 15 on the
 # simulated device (a simulated-device result: copies and kernels are modelled,
 # the daemon, its limits, threads and memory are real). CLIENTS legitimate

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* load_client.c: the clients of bench/load.sh (issue 15). The socket comes from
  * $GPUOS_SOCKET.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // pd_kernels.cuh: the small kernels of bench/pd_multiplex.cu (issue 45) beside
 // the GEMMs (cuBLAS) and decode attention (attn_kernel.cuh): the data generator,
 // prefill's causal softmax, the MLP's SiLU gate, decode's KV append and the

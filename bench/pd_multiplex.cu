@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // pd_multiplex.cu: prefill and decode of one LLM server side by side on two
 // green contexts, in paper 001 section 7.2's three placements and a fourth that
 // separates their two changes (issue 45).

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # bench/placement.sh: partition-local memory on the real GPU (pillar 2, paper 001
 # section 7.1). Charts this chip first (each lease may be another physical GPU),
 # then runs build/bench/placement_bench, which writes placement-check.json,

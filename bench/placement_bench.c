@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* placement_bench.c: partition-local memory on a real GPU (pillar 2, paper 001
  * section 7.1; bench/placement.sh runs it after charting the chip).
  *

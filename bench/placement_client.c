@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* placement_client.c: partition-local memory as a vGPU client sees it (issue 12),
  * on a real GPU behind `gpuos serve` (bench/placement_client.sh starts the
  * daemon with the chip's chart). Everything goes through libgpuos:

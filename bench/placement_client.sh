@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # bench/placement_client.sh: partition-local memory for a vGPU client on the real
 # GPU (issue 12). Charts this chip (`gpuos probe numa`), starts `gpuos serve`
 # with the chart as its device's `chip =` (isolation = process: the client's

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # bench/run.sh (make bench): every benchmark. Simulated-device benchmarks always
 # run (they measure algorithms, never stand in for GPU numbers); the GPU
 # benchmarks run when a GPU is present (through the device tool on the lent H200)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sched_sim.c: the fairness table of the vGPU schedulers on the discrete-event
  * simulator (src/sched/simulate.h), for docs/readme-sched.md. Virtual time, fixed
  * seed: the numbers are the same on every machine and say nothing about a real GPU.

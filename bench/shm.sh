@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # bench/shm.sh: shared device memory and swapping on the real GPU (issue 10; paper
 # 002 sections 4.2, 4.3): runs build/bench/shm_bench at full size:
 #   chain  20 rounds of 256 MB kernels across two processes, data through one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* shm_bench.c: shared device memory and swapping at the device layer (issue 10;
  * paper 002 sections 4.2, 4.3 and 7), on a GPU or the simulated device.
  *

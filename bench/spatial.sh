@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # bench/spatial.sh: two spatial vGPUs side by side against two temporal (BAND)
 # vGPUs of the same shares (issue 13), on the real GPU through `gpuos serve`:
 #   spatial : A (sms = 64, cluster = 8) and B (sms = 64, cluster = 2), each on its

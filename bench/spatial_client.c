@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* spatial_client.c: one tenant of bench/spatial.sh: through `gpuos serve` and
  * libgpuos, launches kernels/gemm_cluster.cu's GEMM (clusters of --cluster, one
  * block per SM by --smem bytes of dynamic shared memory) back to back for

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # bench/swap_pool.sh: swapping through the daemon with the pre-pinned host swap
 # pool (issue 10.2, docs/readme-shm.md), on the real GPU:
 #   ceiling  pinned DtoH / HtoD and device-level evict / restore of the same

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # bench/vgpu.sh: the pillar-3 benchmark in one command (issue 4): native device
 # vs `gpuos serve` + libgpuos on the real GPU (or --sim CHIP), writing
 # results/<gpu-uuid>/vgpu-bench.json (schema gpuos.vgpu-bench/1, with provenance)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vgpu_bench.c: pillar 3 benchmark, native device vs the same work through
  * `gpuos serve` + libgpuos (issue 4). One command (bench/vgpu.sh) runs it on the
  * real GPU and writes results/<gpu-uuid>/vgpu-bench.json; with --sim it runs on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vgpu_lib.c: what every section of bench/vgpu_bench shares (vgpu_lib.h):
  * the run's settings, the native device, the daemon the benchmark starts for
  * each configuration, client handles and the built-in kernels, the start gate

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vgpu_lib.h: what the files of bench/vgpu_bench share: the run's settings,
  * the native device (this process's own context), the daemon it starts and
  * the helpers every section uses (vgpu_lib.c). vgpu_bench.c holds main and the

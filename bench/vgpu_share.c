@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vgpu_share.c: issue 22's sections of vgpu_bench: busy tenants sharing the
  * GPU (sharing) and one tenant's launches and copies beside a busy one
  * (neighbour), each through the daemon in the mode measured and as plain CUDA

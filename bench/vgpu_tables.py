@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """vgpu_tables.py FILE.json: the tables (markdown) of docs/readme-vgpu.md from a
 vgpu-bench result (bench/vgpu_bench.c, schema gpuos.vgpu-bench/1). Standard library
 only."""

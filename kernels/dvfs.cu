@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // dvfs.cu: kernels of pillar 1c (paper 000, section V).
 #include "gos_ptx.cuh"
 

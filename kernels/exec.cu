@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // exec.cu: kernels of pillar 3 (paper 002): the built-in module "builtin" that the
 // daemon offers its clients (gpuos_module_load_builtin(g, "builtin", ...)) and the
 // benchmark uses for Gdev's table-1 workloads. Pointer parameters are passed as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // gemm_cluster.cu: a compute-bound FP32 GEMM that uses thread-block clusters for
 // real (issue 13; the co-location experiment of paper 001 section 7.3).
 //

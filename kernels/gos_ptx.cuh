@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // gos_ptx.cuh: PTX special registers and cache-controlled loads shared by kernels.
 #pragma once
 #include <stdint.h>

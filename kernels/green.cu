@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // green.cu: the green-context probe (issue 13). Launched with enough dynamic
 // shared memory that one block fills an SM, optionally with thread-block clusters.
 // Block b records its SM in smids[b]; thread 0 of every block then announces its

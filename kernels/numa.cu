@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // numa.cu: pillar-1b kernels (paper 001 section 6, appendix C): latency probes of
 // single lines from chosen SMs, the page-classification sweep over every SM, and
 // the read-bandwidth kernel over a list of 4 KB pages. Launched by

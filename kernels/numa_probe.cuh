@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // numa_probe.cuh: single-line latency probes (paper 001 appendix C; H200-NOTES).
 //
 // Each probe is one asm volatile block so the compiler cannot move the second

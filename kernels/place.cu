@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // place.cu: pillar-2 kernels (paper 001 section 7.1) on the partition-aware
 // persistent runtime of include/gpuos/pmem_dev.cuh. Launched by
 // src/device/cuda_place.c with one block per SM; each block works on its SM's

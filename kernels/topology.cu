@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // topology.cu: kernels of pillar 1a (paper 001, section 5.1).
 #include "gos_ptx.cuh"
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # mk/attn.mk: decode attention on the partition-aware runtime (issue 26 item 3,
 # bench/attn_decode.sh).
 #   build/bench/attn_decode  needs nvcc; not built by `make` (`make attn-decode`,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # mk/cudashim.mk: gpuos's own libcuda.so.1 and libnvidia-ml.so.1 (issue 11;
 # docs/readme-cudashim.md), loaded by unmodified CUDA programs through
 # `gpuos run`. Position-independent builds of the client library (client,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # mk/executors.mk: issue 9 helper programs.
 #   build/tests/ctx_probe   can this process create a CUDA context? (tests/gpu/bypass.sh)
 EXTRA_BINS += $(BUILD)/tests/ctx_probe

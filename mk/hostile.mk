@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # mk/hostile.mk: issue 15 (hostile tenants and operators) programs.
 #   build/tests/hostile_client  the hostile tenant of tests/t_hostile*.sh
 #   build/tests/fuzz_serve      mutation fuzzer: wire protocol against a live daemon,

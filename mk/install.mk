@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # mk/install.mk: the shared library, the man pages, the packaged files, `make install`.
 #   build/libgpuos.so.1   SONAME libgpuos.so.1; exports only gpuos_* (src/client/libgpuos.map)
 #   build/man/*.[158]     rendered from docs/man/*.scd with scdoc

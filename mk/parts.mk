@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # mk/parts.mk: issue 26 (N partitions, dies, tiers) helper programs.
 #   build/tests/partgen  writes a B200- or MI300X-shaped chip and its truth (tests/t_parts.sh)
 EXTRA_BINS += $(BUILD)/tests/partgen

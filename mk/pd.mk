@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # mk/pd.mk: prefill/decode multiplexing on the GPU (issue 45, tests/gpu/pd_multiplex.sh).
 #   build/bench/pd_multiplex  built by `make` where nvcc is found (the GPU machine
 #                             runs what was built here); cuBLAS is opened at run time

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # mk/place.mk: pillar 2 helper programs.
 #   build/bench/placement_bench  partition-local memory on the GPU (bench/placement.sh)
 EXTRA_BINS += $(BUILD)/bench/placement_bench

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # mk/ring.mk: the fast path's test client (issue 9.4; tests/t_ring.sh).
 #   build/tests/ring_client  byte-exact traffic through the ring, and a hostile
 #                            writer of the shared ring memory

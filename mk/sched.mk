@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # mk/sched.mk: pillar 3 scheduler programs.
 #   build/bench/sched_sim  fairness table of FIFO / Credit / BAND on the simulator
 #                          (JSON, or --markdown for docs/readme-sched.md)

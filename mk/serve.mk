@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # mk/serve.mk: pillar 3 helper programs.
 #   build/tests/serve_client  multi-purpose test client of `gpuos serve` (tests/t_serve*.sh)
 #   build/bench/vgpu_bench    native-vs-gpuos benchmark (bench/vgpu.sh)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # mk/smset.mk: issue 13 programs.
 #   build/bench/colocation      the co-location experiment on a real GPU (bench/colocation.sh)
 #   build/bench/spatial_client  one tenant of bench/spatial.sh (libgpuos client)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # bad_images.py DIR BASE.cubin: writes the malformed images of issue 44.6 into
 # DIR, each NAME.img, and DIR/list with "NAME CLASS" lines: CLASS "refuse"
 # (the shim must answer CUDA_ERROR_INVALID_IMAGE at the load) or "any" (any

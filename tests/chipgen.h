@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* chipgen.h: random valid gpuos.chip/1 chips for round-trip tests (header-only).
  *
  * 6..8 GPCs of 8..20 SMs, SM ids a random permutation (numbering follows no

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/ci_hostile.sh: issue 15 in CI. Builds the daemon, the library and their
 # test programs with address and undefined-behaviour sanitizers (SANITIZE=1, in
 # $ABUILD, default build-asan; simulated device only), runs the whole daemon test

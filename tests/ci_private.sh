@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/ci_private.sh (CI, as root, after `make test`): the tests that switch
 # users (setpriv, useradd) once more from a copy of the checkout inside a
 # folder only root can read, as a CI runner's work folder or a developer's home

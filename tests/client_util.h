@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* client_util.h: what the libgpuos test clients (serve_client.c, hostile_client.c)
  * share: CHECK (print the line, the message and gpuos_error(), exit 1), a monotonic
  * clock in seconds, and opening a vGPU or dying. Define CLIENT_NAME first. */

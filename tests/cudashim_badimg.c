@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cudashim_badimg.c: feeds module images to gpuos's libcuda through the Driver
  * API, each in its own child process (issue 44.6: malformed cubins and fatbins
  * crashed or hung the program). Usage: cudashim_badimg DIR NAME...; for each

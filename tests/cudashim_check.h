@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cudashim_check.h: the checks of the Driver API test programs run under
  * `gpuos run` (tests/cudashim_drv.c, tests/cudashim_exports.c): CHECK ends the
  * program on an unexpected error, EXPECT and TRUE count a failure and go on;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cudashim_drv.c: a Driver API program, written as CUDA users write them,
  * linked against libcuda.so.1 (gpuos's, through `gpuos run`), for
  * tests/t_cudashim.sh on the simulated device. Kernels come from the daemon's

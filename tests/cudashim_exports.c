@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cudashim_exports.c: cuGetExportTable of gpuos's libcuda.so.1 without the CUDA
  * runtime (tests/t_cudashim.sh; no nvcc needed). Linked against our libcuda,
  * run through `gpuos run` on the simulated device. Checks:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cudashim_image.c: prints what gpuos's libcuda reads from a module image
  * (src/cudashim/image.c) for one kernel: "params N off:size ... bytes B regs R"
  * or "none: <why>". tests/t_cudashim.sh compares it with the kernel's source. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cudashim_legacy.c: a Driver API program of the CUDA 4 era and of what cuda.h
  * added since (issue 21), linked against libcuda.so.1 (gpuos's, through `gpuos
  * run`), for tests/t_cudashim.sh on the simulated device. Its kernels are the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cudashim_nvml.c: what an NVML monitoring tool asks, through whatever
  * libnvidia-ml.so.1 the loader finds (gpuos's under `gpuos run`): device count,
  * name, UUID, memory, utilisation and the driver's version; one line each, for tests/t_cudashim.sh and

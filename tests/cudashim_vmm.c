@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cudashim_vmm.c: CUDA's virtual memory management through gpuos's libcuda on
  * a vGPU (tests/t_cudashim_vmm.sh runs it with `gpuos run`, on the simulated
  * device, under isolation = process and none). Modes:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # elf_kernel.py OUT NAME REGS LAYOUT [--no-info]: writes a minimal cubin-shaped
 # ELF64 (tests/t_cudashim.sh, no nvcc needed) holding one kernel NAME: a FUNC
 # symbol, `.nv.info` with its register count (EIATTR_REGCOUNT) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fake_nvidia_cuda.c: a stand-in for NVIDIA's libcuda.so.1 where gpuos's
  * libcuda opens it by path (GPUOS_REAL_LIBCUDA; src/cudashim/real.c), for
  * tests/t_cudashim.sh on machines without a GPU. It has what the shim takes from

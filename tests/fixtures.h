@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fixtures.h: what the unit tests of pillars 1a, 1b and the scheduler set up
  * alike (header-only, static inline; include after cmocka.h): a simulated
  * device from a chip document, pillar 1a's probe of it, pillar 1b's discovery

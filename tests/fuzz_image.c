@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_image.c: mutation fuzzer of the module image reader (issue 44.6), run
  * for a bounded time in CI on the sanitizer build (tests/ci_hostile.sh), in
  * process: src/cudashim/image.c (the shim's kernel layouts) and

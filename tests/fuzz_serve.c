@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_serve.c: mutation fuzzer of issue 15, run for a bounded time in CI on the
  * sanitizer build (tests/ci_hostile.sh).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_util.h: what the mutation fuzzers share (tests/fuzz_serve.c,
  * tests/fuzz_image.c): a xorshift generator, deterministic for a seed given to
  * fuzz_seed, and a monotonic clock in seconds for their time bounds. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hostile_client.c: a hostile tenant of `gpuos serve` for tests/t_hostile.sh
  * (issue 15). Each subcommand attacks one hole through the public library (as a
  * tenant would) and exits 0 only when the daemon held: the attack is refused with

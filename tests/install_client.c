@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* install_client.c: a libgpuos program as a user would write it, built by
  * tests/t_install.sh against the installed tree with only `pkg-config gpuos`.
  * Opens a vGPU, allocates, copies a pattern host -> device -> device -> host and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* install_pmem.c: the partition-local memory host API (gpuos/pmem.h) as a user
  * would call it, built by tests/t_install.sh against the installed tree with only
  * `pkg-config gpuos-pmem`: two views of 3 MiB on the simulated chip (argv[1] a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """metrics_check.py: scrapes and checks the Prometheus endpoint of `gpuos serve`
 for tests/t_serve_metrics.sh (Debian's python3; prometheus_client when present).
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* partgen.h: random gpuos.chip/2 chips with N memory partitions, several dies
  * and several latency tiers (issue 26), header-only, next to chipgen.h.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* partgen_tool.c: writes one chip of tests/partgen.h and the truth a probe must
  * recover, for tests/t_parts.sh.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pmem_client.c: partition-local memory through `gpuos serve` (issue 12), the
  * client of tests/t_pmem_client.sh. Modes (vGPU first):
  *   VGPU views BYTES   two views; the device checks placement (latency and, on a

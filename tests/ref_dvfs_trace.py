@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """ref_dvfs_trace.py: a trace directory written by another tool (this script) in
 the contract format of docs/contracts.md, with known truth, analysed by `gpuos dvfs analyze`.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """ref_stats.py: src/stats against numpy / scipy / sklearn on random data.
 
 Runs build/tests/stats_tool (tests/stats_tool.c) on seeded random samples and

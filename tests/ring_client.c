@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ring_client.c: the fast path's test client (issue 9.4; tests/t_ring.sh).
  *   ring_client exact VGPU [secs]  byte-exact copies (inline, staged, pinned, DtoD)
  *                                  and fill launches, through the ring when it is

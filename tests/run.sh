@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/run.sh: runs every test of the project and ends with one summary line
 # "N passed, N failed". Kinds of test, each found by name:
 #   build/tests/test_*   cmocka unit tests (tests/test_*.c)

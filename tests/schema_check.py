@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """schema_check.py: validates JSON files gpuos wrote against schemas/ (JSON Schema
 2020-12, Debian's python3-jsonschema).
 

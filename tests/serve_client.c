@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* serve_client.c: a test client of `gpuos serve` for tests/t_serve*.sh. Each
  * subcommand exercises one feature through the public library (or raw bytes for
  * the hostile cases) and exits 0 only when the property it checks holds.

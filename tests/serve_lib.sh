@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # serve_lib.sh: shared by tests/t_serve*.sh (sourced). Starts `gpuos serve` on the
 # simulated device in a private temporary directory and cleans up whatever
 # happens; every wait is bounded.

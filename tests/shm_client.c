@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* shm_client.c: test client of shared device memory through `gpuos serve`
  * (tests/t_shm.sh; issue 10). Every command opens vGPU VGPU and prints one line
  * of key=value results; the exit status is 0 when the command ran (its results

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """slowloris.py PORT [--same N]: holds slow HTTP connections to 127.0.0.1:PORT
 (tests/t_hostile2.sh, issue 23.7) while scraping /metrics, and prints one line of results:
 

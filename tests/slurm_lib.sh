@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # slurm_lib.sh: a single-node Slurm cluster on localhost for tests/t_slurm.sh and
 # tools/gpu_issue25.sh (sourced after tests/serve_lib.sh: uses $T, $G, fail).
 # munged, slurmctld and slurmd (Debian's slurm-wlm 22.05, or a relocated copy of

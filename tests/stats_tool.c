@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* stats_tool.c: a small command-line front end to src/stats for the reference
  * comparisons of tests/ref_stats.py (scipy / sklearn). Every mode prints one
  * JSON object on stdout; data files hold whitespace-separated numbers.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_cdi.sh: a vGPU in a container (issue 43.5; `gpuos cdi`, docs/readme-vgpu.md
 # "Containers"), on the simulated device, with Debian's podman and a root
 # filesystem built here from the host's files (no image, no registry):

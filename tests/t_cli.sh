@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_cli.sh: one command-line grammar (issue 24.3, issue 20.5). For every command
 # (gpuos --help lists them) and the hidden executor:
 #   - --help exits 0 and documents every option of the command's own table

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_cudashim.sh: gpuos's libcuda.so.1 and libnvidia-ml.so.1 (issue 11) on the
 # simulated device, through `gpuos run`, as real processes:
 #  - a Driver API program (tests/cudashim_drv.c): allocations, copies of every

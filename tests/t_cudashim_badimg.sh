@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_cudashim_badimg.sh: malformed module images through gpuos's libcuda (issue
 # 44.6) on the simulated device, as a real program under `gpuos run`:
 #  - 29 malformed cubins and fatbins (tests/bad_images.py: section-name and

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_cudashim_vmm.sh: CUDA's virtual memory management through gpuos's libcuda
 # (tests/cudashim_vmm.c, src/cudashim/vmm.c, src/serve/vmm_cl.c) on the
 # simulated device, as real processes through `gpuos run`:

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_doctor.sh: one secure setup, checked by a command (issue 43.1). Device nodes
 # made with mknod in a temporary directory (--dev) stand in for /dev/nvidia*
 # (root:DG 0660, DG the daemon's group); a real `gpuos serve --sim default` runs

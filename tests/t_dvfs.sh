@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_dvfs.sh: `gpuos dvfs` from the command line:
 #   - the refusal without --allow-clock-changes (one line, exit 1, before any
 #     device is opened);

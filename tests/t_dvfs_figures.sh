@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_dvfs_figures.sh: the figures of `gpuos dvfs report DIR...` (issue 26 item 2,
 # paper 000 figures 5-9) from simulated campaigns of three GPUs (one with a
 # two-cluster pair and outliers, one with a fourth frequency):

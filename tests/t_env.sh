@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_env.sh: every environment variable gpuos reads is named in one documented
 # place (src/common/env.h, issue 20): no other source file spells a
 # "GPUOS_..." string, every macro there is documented by a comment and used,

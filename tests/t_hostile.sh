@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_hostile.sh: issue 15, a hostile tenant against `gpuos serve` on the simulated
 # device (real daemon, real processes). Each numbered case is a hole the attack
 # campaign found; each must be closed:

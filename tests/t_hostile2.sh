@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_hostile2.sh: the second attack campaign (issue 23) on the simulated device with
 # real processes, one block per item:
 #   2. credentials come from the socket: a client that names another process's

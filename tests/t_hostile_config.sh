@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_hostile_config.sh: issue 15.6/15.7, a careless operator. Every configuration
 # the daemon cannot honour is refused at start with the file, the line and the
 # reason (exit non-zero within seconds, no socket); oversubscribed compute or copy

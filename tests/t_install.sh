@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_install.sh: `make install` as a package build does it (DESTDIR, PREFIX=/usr),
 # then a libgpuos program built with nothing but `pkg-config gpuos` against the
 # installed tree, linked shared and static, copying through a real `gpuos serve

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_isolation.sh: issue 9 on the simulated device, with real processes. Each
 # client's device work runs in an executor process of its own (isolation =
 # process, the default), each with its own simulated address space, so:

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_kv_inject.sh: key injection through a control character (issue 44.7) at
 # every entry point where key=value text becomes a vGPU's configuration lines,
 # on the simulated device:

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_labels.sh: node-feature-discovery labels and several GPUs, on simulated chips
 # whose truth is known: `gpuos labels CHIP.json` must give exactly the values an
 # independent Python reading of the chip file gives (GPC configuration, clusters

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_latency.sh: the latency class of vGPUs (issue 41; latency_ms, sched.h's
 # gos_sched_vgpu_set_latency, serve/ring.c's srv_ring_preempt) on the
 # simulated device, real processes. A latency tenant (a request of four

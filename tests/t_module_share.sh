@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_module_share.sh: a module's global memory is charged to its vGPU's memory
 # share (issue 44.2: a vGPU of 64 MiB held 16 GiB as __device__ arrays) on the
 # simulated device, under isolation = process, none and executor = per-vgpu

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_numa.sh: `gpuos probe numa|memory|all` as a user runs them on simulated chips:
 # the round trip through files for random chips (random SM split, in-page bits
 # with granularity 256 B..64 KB, physical bits above the 2 MB page), --verify,

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_oversub.sh: memory oversubscription between busy tenants (issue 42) on the
 # simulated device with real processes (one executor per client). Two vGPUs
 # whose working sets (2 x 20 MB each) do not fit the 64 MB pool together run

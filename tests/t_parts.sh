@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_parts.sh: issue 26: `gpuos probe numa` recovers chips with N memory
 # partitions, several dies and several tiers EXACTLY, on held-out shapes drawn
 # from a seed this test does not know in advance (from /dev/urandom, printed;

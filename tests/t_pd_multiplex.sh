@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_pd_multiplex.sh: build/bench/pd_multiplex (issue 45) without a GPU: bad
 # input gets one line and a non-zero exit (usage 2, a missing cuBLAS 3), and
 # --dry-json on the simulated H200-shaped chip runs the real planning and

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_place.sh: `gpuos place` on the simulated H200: malformed requests are usage
 # errors (exit 2, one line), an impossible request is refused (exit 1) naming what
 # the free groups can run, the JSON is well formed and its sets are disjoint and

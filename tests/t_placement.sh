@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_placement.sh: the placement bench end to end on the simulated H200 (charted
 # by `gpuos probe numa` first, as on the GPU): it must write its four JSON files,
 # find >= 99.7 % of each view's units in their partition by latency, compute the

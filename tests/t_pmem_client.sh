@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_pmem_client.sh: partition-local memory for vGPU clients through `gpuos serve`
 # (issue 12) on the simulated H200 with real processes, the device charted by
 # `gpuos probe numa` first as on a GPU (chip = FILE):

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_probe_cli.sh: the probe and info commands as a user runs them: the simulated
 # round trip through files (probe --sim X --json Y reproduces X's topology, for
 # random chips), labels, and one-line errors with non-zero exits on bad input.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_readme_tour.sh: README.md cannot rot (issue 43 item 6).
 #  - its first two commands are still `make deps && make && ./build/gpuos probe` and
 #    `make test` (CI and other tools run them);

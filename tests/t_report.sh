@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_report.sh: `gpuos report CHIP --html OUT` on a simulated chart: one
 # self-contained page (inline SVG, no scripts, no external resources) with the
 # floor plan, histograms, curve and the paper table; it renders in headless

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_report_pages.sh: the report's pictures and pages (issue 14 item 7) on charts of
 # simulated chips, rendered in headless Chromium:
 #   - a full chart: the one-partition L2 curve is drawn (its legend names the chart's

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_results_index.sh: results/INDEX.md (tools/results_index.py, issue 43 item 6) is
 # current and covers every folder of results/, and docs/results.md's tables are what
 # tools/results_tables.py and gpuos report print; on a copy of the tree, the check

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_ring.sh: the fast path (issue 9.4) on the simulated device, real processes.
 # The shared-memory ring between a client and its executor runs while the
 # daemon grants it (issue 22: grants rotate among every busy client's ring);

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_ring_forge.sh: a tenant cannot override the scheduler through its own ring
 # (issue 23.1). The grant and the counters the daemon charges live in the grant
 # page, which only the daemon and the executor map; the client's ring holds

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_ring_pair.sh: two rings' grants at once under isolation = mps and overlap =
 # pairs (issue 22.3, src/serve/ring_pair.c) on the simulated device, real
 # processes; overlap = pairs is mps's default and needs mps. Two busy

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_schemas.sh: the JSON schemas of schemas/ (issue 14 item 6), checked with
 # Debian's python3-jsonschema:
 #   - every schema is a valid JSON Schema 2020-12 document;

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_serve.sh: `gpuos serve` + libgpuos on the simulated device, as real processes
 # over a real socket: device and vGPU facts, copies of every kind (pageable
 # pipeline, shared zero-copy, async, device-to-device, unaligned), modules from

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_serve_check.sh: `gpuos serve --check [--config FILE]` (issue 43.4) validates a
 # configuration without starting anything:
 #   - every shipped example (dist/gpuos.conf, the example in `gpuos serve --help`)

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_serve_fair.sh: scheduling through the real daemon on the simulated device
 # (issue 4.5, 4.8): bursty closed-loop clients of equal shares whose kernels
 # differ 10x (1 ms vs 10 ms), and 70/30 with equal 1 ms kernels, GPU time

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_serve_metrics.sh: the Prometheus endpoint of `gpuos serve` (metrics_listen),
 # scraped with a real HTTP client (python3 urllib), the exposition format
 # validated strictly (tests/metrics_check.py, and prometheus_client's parser when

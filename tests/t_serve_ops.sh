@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_serve_ops.sh: `gpuos serve` as a system daemon (issue 14): the default socket
 # under /run/gpuos and its directory (created 0755, refused when anyone may
 # replace the socket, a clear error when not writable), $GPUOS_SOCKET shared by

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_serve_reload.sh: SIGHUP reloads the configuration with clients connected and
 # working (shares and memory shares changed, a vGPU added, vGPUs removed: the one
 # with a client keeps serving it, new clients are refused), invalid files and

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_serve_robust.sh: clients that die (by _exit mid-copy with work queued, by
 # SIGKILL mid-copy) release their memory, queued work and client slot without
 # disturbing a client of another vGPU running at the same time; 40 clients at

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_serve_spatial.sh: spatial vGPUs (issue 13) in `gpuos serve` on the simulated
 # H200: configuration errors name file, line or vGPU; a request the chip cannot
 # meet stops the daemon with the allocator's reason; vGPUs get disjoint SM sets

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_shm.sh: shared device memory through `gpuos serve` (issue 10) on the simulated
 # device with real processes: each client's work runs in its own executor
 # process (issue 9), so a segment is one exported physical allocation mapped by

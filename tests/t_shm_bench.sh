@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_shm_bench.sh: shared device memory and swapping end to end on the simulated
 # device with real processes (bench/shm_bench.c, the same program as on the GPU):
 #   - a kernel chain across two processes, each with its own simulated device,

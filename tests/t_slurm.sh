@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_slurm.sh: gpuos enforces Slurm's GPU shards (issue 25; dist/slurm/,
 # docs/readme-slurm.md) on a real single-node Slurm cluster (Debian's munge,
 # slurmctld, slurmd, started here on localhost with their files in a temporary

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_slurm_scripts.sh: dist/slurm/'s Prolog, TaskProlog and Epilog against a
 # stand-in squeue and scontrol (no Slurm needed), on the simulated device: what
 # Slurm 22.05's Prolog environment and `squeue --json` give, and the cases it

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_swap.sh: swapping inside `gpuos serve` (issue 10.2) on the simulated device with
 # real processes (one executor per client): two vGPUs whose working sets (48 MB
 # each, 2 MB-rounded VMM allocations) do not fit the 64 MB pool together run

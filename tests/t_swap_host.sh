@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_swap_host.sh: swapping under host memory pressure (issue 23.3), inside a real
 # memory cgroup (v1 or v2, created here; skipped where this host does not allow
 # one). The daemon runs with `swap = 2G` in a cgroup of 320 MB: four vGPUs of 64

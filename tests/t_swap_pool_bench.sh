@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_swap_pool_bench.sh: bench/swap_pool.sh (the GPU benchmark of the swap pool)
 # on the simulated device at small sizes, so its plumbing is checked in CI: the
 # turns ran byte-exact with every turn evicting the other vGPU (the daemon's

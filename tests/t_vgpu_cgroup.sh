@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_vgpu_cgroup.sh: vGPUs bound to a cgroup (issue 43.2; [vgpu] cgroup =,
 # serve/peercg.c), on the simulated device, with cgroups made here under the
 # host's cgroup v2 (and v1 freezer) hierarchy and removed at the end:

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_vgpu_create.sh: vGPUs made and removed at run time (issue 25), on the
 # simulated device:
 #  - `gpuos vgpu create` adds a listed vGPU with its shares; bad keys, a taken

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_vgpu_slots.sh: vGPU slots that never came back (issue 44.3), on the
 # simulated device. 64 vGPUs made by `vgpu create`, each left a 1-byte shared
 # segment by a tenant's job and then deleted, hold the whole table:

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # t_xshare.sh: executor = per-vgpu (issue 9) on the simulated device, with real
 # processes. The clients of one vGPU share one executor (one process, one
 # context: no switch between them), each with a channel and a ring of its own:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_attn_plan.c: the decode-attention benchmark's plan (bench/attn_plan.h),
  * on the CPU:
  *   - split-K: pages per split a power of two times the block's 4 warps, at most

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_chip.c: the gpuos.chip/1 reader rejects malformed input with one line
  * naming the problem, accepts valid chips, and round-trips unknown fields. */
 #include <setjmp.h>

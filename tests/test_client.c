@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_client.c: libgpuos without a GPU: error codes with one-line messages for
  * an absent daemon, a daemon of another protocol version (a fake one in a
  * thread), bad arguments; CUDA's parameter packing rules. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_device.c: the device layer's one convention, checked on the simulated
  * device: every pillar's checked wrappers answer GOS_EUNSUPPORTED (with a message
  * naming the backend) when the backend lacks an operation and GOS_EINVAL for bad

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_dvfs.c: pillar 1c on known truth: phase 3 on synthetic traces, the
  * trace file contract (round trip, malformed files rejected), timer sync,
  * whole simulated campaigns recovering the latencies they were given, throttle

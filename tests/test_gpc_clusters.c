@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_gpc_clusters.c: the cluster model of device/gpc_clusters.h against
  * NVIDIA's driver and against known truth:
  *   - the H200's answers: from its table at one block per SM (what cuBLAS's

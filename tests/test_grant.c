@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_grant.c: grant lengths under isolation = process (src/serve/grant.c).
  * Against a reference written here from the documented rule: a switch's cost
  * is a batch's exchange time beyond its GPU time when the device's batch before

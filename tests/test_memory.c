@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_memory.c: pillar 1b costs against simulated chips with known parameters.
  *
  * - knee: a synthetic cliff is found where it was put, a flat curve is ambiguous;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_modimage.c: what a module takes on the device, read from its image
  * (device/modimage.c, issue 44.2): a cubin's .nv.global (NOBITS),
  * .nv.global.init and constant banks count, its parameter bank

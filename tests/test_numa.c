@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_numa.c: pillar 1b discovery against simulated chips whose truth is known.
  *
  * - tiers: Otsu threshold between two synthetic tiers; one tier is ambiguous;

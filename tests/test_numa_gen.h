@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_numa_gen.h: random valid chips for the pillar-1b tests (header-only).
  *
  * Topology from chipgen.h; the memory side is drawn independently of it:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_parts.c: issue 26, N memory partitions, several dies and tiers.
  *
  * - peaks: overlapping twin peaks are one tier, three separated peaks three,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_pd_plan.c: the prefill/decode multiplexing plan (src/place/pdplan.h,
  * issue 45) on simulated chips whose truth is known: the H200-shaped default
  * chip (two partitions), B200-shaped chips of four partitions and an

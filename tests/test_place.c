@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_place.c: pillar 2, partition-local memory and the partition-aware
  * runtime on simulated chips whose truth is known (the physical frames and
  * hash of sim/sim_mem.c, read through sim/sim_internal.h, the simulated device's own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_proto.c: the wire protocol (src/proto): exact header bytes, every
  * validation rule rejecting with a reason, the socket transport with descriptor
  * passing and timeouts, and the daemon's configuration parser. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_proto_fuzz.c: deterministic in-process fuzzing of the protocol parser
  * (issue 4.7). Valid messages of every type are mutated (bit flips, random
  * bytes, length changes, truncation) and fed to gos_proto_check with a payload

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_range.c: gos_range_within (issue 15.1) against exact 128-bit arithmetic,
  * on edge values around 0, 2^32, 2^63 and 2^64 combined in every way, and on
  * random inputs; and the config size parser's refusals. */

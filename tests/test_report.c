@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_report.c: the pieces of `gpuos report`: HTML escaping, the SVG pictures
  * (one bar per non-empty bin, one polyline point per curve point, markers only
  * inside the plotted range), and merging a verification run into a chart of

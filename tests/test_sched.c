@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_sched.c: the scheduler API (src/sched/sched.h) driven by hand with a virtual
  * clock: priority order inside a vGPU, FIFO order across vGPUs, one task per engine,
  * MRQ vs SDQ engines, accounting of measured GPU time, Credit's demotion, BAND's

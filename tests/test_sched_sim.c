@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_sched_sim.c: properties of the three policies on the discrete-event simulator
  * (src/sched/simulate.h), virtual time, fixed seeds (paper 002, section 5.2 and its
  * fairness evaluation):

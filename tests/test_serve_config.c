@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_serve_config.c: the configuration keys of daemon operation
  * (src/serve/config_ext.c): state, metrics_listen, socket_group, chip, users, groups; names
  * resolved to ids, bad values rejected with the file and line; and the log

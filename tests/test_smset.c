@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_smset.c: the SM-set allocator (src/place/smset.h) and the simulated
  * green contexts, on random chips whose truth is known (tests/chipgen.h, with the
  * H200's clusters of 2: two SMs of one GPC, eligible and free-floating apart).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_stats.c: src/stats on hand-checked values (the random-data agreement
  * with scipy/sklearn is tests/ref_stats.py). */
 #include <setjmp.h>

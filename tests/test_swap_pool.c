@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_swap_pool.c: offsets in the host swap pool (vmem/swap_pool.h): ranges
  * handed out never overlap and stay inside the pool (checked against a page map
  * over 10000 random gets and puts), give-backs coalesce so that a pool emptied

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_topology.c: pillar 1a against simulated chips whose truth is known.
  * Round trip for many random valid chips (6..8 GPCs of 8..20 SMs, random
  * numbering, 0..8 free-floating SMs), the default chip, the paper's known

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_vmem.c: the pure logic of shared device memory and swapping (src/vmem):
  *   shm.c   System V semantics: keys, CREAT/EXCL/PRIVATE, sizes, limits; the
  *           permission classes (owner or creator, group incl. supplementary

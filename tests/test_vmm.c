@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_vmm.c: device virtual memory (device/vmm_ops.h) on the simulated device,
  * with real processes:
  *   - allocation at 2 MB granularity, copies round-trip, physical memory counted

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tools/deps.sh: installs the Debian packages gpuos needs to build and test
 # (skipping those present). Needs root for apt-get; otherwise prints the command.
 #   build: gcc/make (build-essential), jansson, libsystemd (sd_notify) and

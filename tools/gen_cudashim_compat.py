@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """tools/gen_cudashim_compat.py: the compatibility table of gpuos's libcuda.so.1,
 generated from the code (docs/readme-cudashim.md, between the compat markers).
 

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tools/gen_cudashim_names.sh CUDA_INCLUDE_DIR OUT_DIR
 # The Driver API names of the cuda.h at hand, for gpuos's libcuda.so.1
 # (src/cudashim/): every function cuda.h declares, with the versioned symbol each

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tools/gen_cudashim_stubs.sh SYMBOLS_TXT ALIASES_TXT OUT_C OBJECT...
 # A stub for every Driver API symbol (SYMBOLS_TXT, from gen_cudashim_names.sh)
 # that none of the OBJECTs defines and that is no alias of ALIASES_TXT

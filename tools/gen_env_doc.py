@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """gen_env_doc.py: the ENVIRONMENT section of gpuos(1) from src/common/env.h,
 the one documented place of every environment variable gpuos reads (issue 20).
     gen_env_doc.py          rewrites the section of docs/man/gpuos.1.scd

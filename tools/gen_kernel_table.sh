@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # gen_kernel_table.sh DIR NAME...: writes DIR/images.S (the fatbins, embedded with
 # .incbin) and DIR/table.c (their names and sizes) for src/device/kernels.h.
 set -e

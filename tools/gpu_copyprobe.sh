@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tools/gpu_copyprobe.sh: where a copy's and a switch's time goes (issue 9), on
 # the device machine with build/ carried: native copies per host-memory kind,
 # the copy table under the library's settings and variants, the switching loss

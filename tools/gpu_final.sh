@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tools/gpu_final.sh: one GPU run over the merged tree (device machine,
 # repository root, build/ carried: the machine has no jansson headers), most
 # important first, each part under its own time limit:

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tools/gpu_final_stop27.sh: the closing GPU run of stop 27 over the merged tree
 # (device machine, repository root, build/ carried), each part under its own
 # time limit, most important first:

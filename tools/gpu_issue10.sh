@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tools/gpu_issue10.sh: the one GPU run of issue 10 (shared device memory and
 # swapping), for the device tool: the swap pool benchmark through the daemon
 # (bench/swap_pool.sh: pinned ceiling, two ~100 GB vGPUs in turns, what one swap

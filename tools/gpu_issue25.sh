@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tools/gpu_issue25.sh: issue 25 on the GPU: a single-node Slurm cluster
 # (tests/slurm_lib.sh; Debian's Slurm relocated under $SLURM_ROOT when this
 # machine has none: tools/slurm_root.sh build-slurmroot, carried) with the GPU

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tools/gpu_issue9.sh: the issue-9 GPU run in one command on the device machine
 # (repository root): build, the fast path's ring test on the GPU (t_ring.sh),
 # isolation per mode (attack + fault), and the benchmark per isolation mode

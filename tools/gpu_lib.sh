@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # tools/gpu_lib.sh: sourced by the device-machine scripts (gpu_final.sh,
 # gpu_sharing.sh, gpu_final_stop27.sh): gpu_run_begin NAME SCRIPT makes the work
 # folder $W ($OUT too), records the machine in $W/machine.txt and sets $S, the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tools/gpu_programs.sh: issue 21's GPU run (device machine, repository root,
 # build/ carried), each part optional by its time limit: the Driver API calls
 # of real programs natively and on a vGPU, side by side (CT_PART_S, CT_PROGS,

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tools/gpu_sharing.sh: the GPU run of issue 22 (rings for every busy tenant),
 # device machine, repository root, build/ carried (the machine has no jansson
 # headers). Each part under its own time limit:

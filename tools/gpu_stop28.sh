@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tools/gpu_stop28.sh: the first GPU run of stop 28 (device machine, repository
 # root, build/ and build-slurmroot/ carried), each part under its own limit:
 #   1. frameworks with every gpuos stderr kept and Triton's cubins probed

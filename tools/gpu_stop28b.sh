@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tools/gpu_stop28b.sh: the second GPU run of stop 28: the frameworks that
 # failed in the first (GPUOS_CUDASHIM_TRACE=2: every attribute and occupancy
 # answered, a backtrace on a fatal signal), and Slurm's shards again (slurmd

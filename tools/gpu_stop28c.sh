@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tools/gpu_stop28c.sh: the third GPU run of stop 28: Slurm's shards with the
 # progress written as it goes, then every framework program (tests/gpu/frameworks.sh,
 # all of its list while the budget lasts, GPUOS_CUDASHIM_TRACE=1, stderr kept).

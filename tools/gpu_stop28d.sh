@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tools/gpu_stop28d.sh: the fourth GPU run of stop 28: Slurm's shards (the
 # relocated scontrol named with its libraries for the Prolog), and PyTorch's
 # first GEMM under GPUOS_CUDASHIM_TRACE=2 (every answer it got before cuBLASLt's

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tools/gpu_stop29.sh: the first GPU run of stop 29 (device machine, repository
 # root, build/ carried): PyTorch's and CuPy's first GEMM with the cluster table
 # under GPUOS_CUDASHIM_TRACE=2 and the private-table probes (issue 21), and the

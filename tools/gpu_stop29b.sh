@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tools/gpu_stop29b.sh: the second GPU run of stop 29 (device machine,
 # repository root, build/ carried): cuBLAS's and cuBLASLt's own logs of the
 # first GEMM natively and under gpuos run (issue 21: where their paths part),

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tools/gpu_stop29c.sh: the third GPU run of stop 29 (device machine, repository
 # root, build/ carried):
 #   1. issue 21: PyTorch's and CuPy's GEMMs, a PyTorch training loop, natively and

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tools/gpu_stop29d.sh: the closing GPU run of stop 29 (device machine,
 # repository root, build/ carried): decode attention on the 40-byte views
 # (issue 26.3), the sharing table with whole grants for equal shares and BAND's

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tools/gpu_stop30.sh: the first GPU run of stop 30 (device machine, repository
 # root, build/ carried): issue 21 with cuGetProcAddress answering the signature
 # of the version asked (cudaTypedefs.h): PyTorch's, CuPy's GEMMs and training

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tools/gpu_stop39.sh: stop 39's device-machine runs in one command, build/
 # carried (built here; GPU_PREBUILT=1: no make there). PARTS picks, in order:
 #   mixed    tests/gpu/mixed.sh (issue 41: a latency tenant beside training, shares)

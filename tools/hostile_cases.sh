@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tools/hostile_cases.sh: runs each case of issue 15 against a build and prints
 # "CASE name: held" or "CASE name: HOLE (...)", to compare a build before the
 # fixes with one after (tests/t_hostile*.sh are the pass/fail tests):

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """results_index.py: results/INDEX.md, one row per GPU run in results/, generated.
 
 Usage: /usr/bin/python3 tools/results_index.py [--root DIR] [--out FILE|-] [--check]

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """results_tables.py: the tables of docs/results.md, generated from results/<gpu-uuid>/.
 
 Usage: python3 tools/results_tables.py [topology|...]   (prints Markdown)

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tools/slurm_root.sh DIR: a relocatable copy of this machine's Slurm and munge
 # (Debian's slurmctld, slurmd, slurm-client, slurm-wlm-basic-plugins,
 # munge, libmunge2; jq, libjq1, libonig5 for the Prolog: their files without

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # gpuos-slurm-lib.sh: shared by gpuos's Slurm Prolog, TaskProlog and Epilog
 # (sourced; POSIX sh). Reads the settings (gpuos-slurm.conf) and logs.
 GPUOS_SLURM_CONF=${GPUOS_SLURM_CONF:-@SYSCONFDIR@/gpuos/slurm.conf}

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpuos.h: the client library of gpuos virtual GPUs (libgpuos; pillar 3).
  *
  * Paper 002: Kato et al., "Gdev: First-Class GPU Resource Management in the

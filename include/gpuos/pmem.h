@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pmem.h: partition-local device memory (pillar 2, paper 001 section 7.1), the
  * host API. A program allocates N bytes per partition; gpuos maps them on 2 MB
  * VMM pages of the GPU's primary context (the one the CUDA runtime uses, so the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pmem_core.h: what host code and device code share about partition-local memory
  * (paper 001 section 7.1, "indirect allocation"): the view descriptor with its
  * O(1) remap, and the scheduling logic of the partition-aware persistent runtime.

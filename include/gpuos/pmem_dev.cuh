@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // pmem_dev.cuh: the device side of gpuos partition-local memory (paper 001
 // section 7.1), for any .cu file: the view remap and the partition-aware
 // persistent runtime. Host side: gpuos/pmem.h. Paper 001: "Dissecting How Die

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* chart.c: the run of `probe [section|all]`, the cross-check of topology
  * against partitions, and the chart's provenance (see chart.h). */
 #include "chart/chart.h"

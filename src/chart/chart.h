@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* chart.h: charting a chip, section by section (pillars 1a and 1b), below the CLI.
  *
  * gos_chart_probe() runs the sections asked for in order (topology, numa,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* section_memory.c: the memory section of the chart (pillar 1b costs):
  * local and remote L2-hit latency, local and remote HBM bandwidth, the effective
  * L2 capacity from the bandwidth-versus-working-set curve, and the replication

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* section_numa.c: the numa section of the chart (pillar 1b): HBM latency
  * histogram, the threshold found from it, SM-to-partition affinity, the in-page
  * hash bits and interleave granularity, local/remote latencies; with --verify

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* section_topology.c: the topology section of the chart (pillar 1a). */
 #include "common/jsonio.h"
 #include "chart/chart.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* chip.c: reading, validating and writing gpuos.chip/2, reading gpuos.chip/1
  * unchanged (docs/contracts.md). Runs in the cli (probe, report, place), the
  * daemon (configured charts, simulated devices), the executor (simulated

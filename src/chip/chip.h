@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* chip.h: the gpuos.chip/2 description of one GPU (docs/contracts.md); gpuos.chip/1
  * files are read unchanged (a /1 file is a /2 file without tiers, dies, parities).
  * Runs in the cli, the daemon, the executor and programs of libgpuos-pmem.a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* default_chip.c: the built-in simulated chip used by `--sim default` and when
  * no GPU is present; runs wherever a simulated device opens (cli, daemon,
  * executor). Shaped like the typical H200 of paper 001 (section 5.2.1,

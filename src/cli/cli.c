@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli.c: what the commands share (cli.h): messages, the option grammar, values. */
 #include "cli/cli.h"
 #include "common/env.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cli.h: what the command files of the CLI share. One file per command
  * (cmd_NAME.c) defining `int cmd_NAME(int argc, char **argv)`, where argv[0] is
  * the command's name; it returns the process exit status. main.c holds the table

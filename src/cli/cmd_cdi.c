@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cmd_cdi.c: `gpuos cdi [--vgpu NAME]... [--socket PATH] [--libdir DIR] [--kind
  * VENDOR/CLASS] [--container-socket PATH] [--json FILE|-]`: a Container Device
  * Interface specification (CDI 0.5.0; schemas/cdi.schema.json) with one device

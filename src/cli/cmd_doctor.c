@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cmd_doctor.c: `gpuos doctor [--user NAME|UID] [--socket PATH] [--dev DIR]`:
  * whether a user reaches the GPU past the daemon (opens /dev/nvidia* itself) and
  * whether it reaches the daemon's socket, with what to change (issue 43.1).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cmd_dvfs.c: `gpuos dvfs run | analyze | report | probe` (pillar 1c, paper 000).
  *
  *   run      a switching-latency campaign (changes SM clocks: on a real GPU only

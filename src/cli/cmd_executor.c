@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cmd_executor.c: `gpuos executor --fd N [--sim CHIP] [--ordinal N]`, the hidden
  * subcommand the daemon spawns for each client's device work (issue 9;
  * src/exec/exec_main.c). Not meant to be run by hand. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cmd_info.c: `gpuos info [--device SEL] [--sim CHIP] [--json FILE|-]`: the devices of this machine
  * like `nvidia-smi -L`, with the facts the device layer knows. Without a GPU it
  * says why and lists the built-in simulated chip, labelled as simulated. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cmd_labels.c: `gpuos labels CHIP.json... [--nfd FILE]`: the node-feature-discovery
  * labels of existing charts, without probing (src/topology/labels.h). */
 #include "cli/cli.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cmd_node.c: `gpuos node`: every GPU of this node and the links between every
  * pair (peer access, copy bandwidth, copy latency), through the device layer's
  * p2p operations (src/device/p2p_ops.h). */

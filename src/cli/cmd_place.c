@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cmd_place.c: `gpuos place --sms N --cluster K [--partition P] [--align] ...`:
  * SM sets that fit the tenant (issue 13, src/place/smset.h). Each --sms
  * starts a request; --cluster, --partition and --align apply to the latest one;

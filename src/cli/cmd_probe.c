@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cmd_probe.c: `gpuos probe [topology|numa|memory|all] [--device SEL] [--sim CHIP[,...]]
  * [--json OUT|DIR] [--nfd FILE] [--verify SIZE|all] [--repeat N]`: charts each selected
  * chip section by section into one gos_chip, writes it as gpuos.chip/1, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cmd_report.c: `gpuos report CHIP.json --html OUT.html`: renders a chart (any
  * gpuos.chip/1 file, probed or simulated) as one self-contained HTML page. */
 #include "cli/cli.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cmd_run.c: `gpuos run [--vgpu NAME] [--socket PATH] -- PROGRAM ARGS`: runs an
  * unmodified CUDA program on a virtual GPU. The program finds gpuos's own
  * libcuda.so.1 and libnvidia-ml.so.1 (mk/cudashim.mk) first on its library path

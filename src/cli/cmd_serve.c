@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cmd_serve.c: `gpuos serve`, the daemon that owns the GPU(s) and hosts virtual
  * GPUs (pillar 3). The configuration file: gpuos.conf(5), src/serve/config.h. */
 #include "cli/cli.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cmd_shm.c: `gpuos shm list`, the shared device memory segments of a running
  * daemon as `ipcs -m` shows System V segments (issue 10; docs/readme-shm.md):
  * key, id, owner, permissions, bytes, attachments, status ("dest": removed,

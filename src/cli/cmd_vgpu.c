@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cmd_vgpu.c: `gpuos vgpu list | set NAME key=value | create NAME key=value... |
  * delete NAME [--force]`, the runtime view that Gdev kept in /proc (paper 002,
  * section 6): shares, utilisation of the last period, memory, clients; shares

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* devsel.c: which devices a command runs on (cli.h: cli_select_devices), as
  * nvidia-smi's -i selects them: an ordinal, a comma-separated list, "all", a UUID
  * (or a unique prefix of one) or a PCI bus id; --sim A,B,... simulates one GPU per

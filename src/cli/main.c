@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* main.c: the gpuos command table. Unambiguous prefixes are accepted
  * ("gpuos pro" = "gpuos probe"), as iproute2 does; an ambiguous one is refused
  * with every command it starts ("gpuos v": vgpu and version). Every command is a plain

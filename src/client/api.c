@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* api.c: libgpuos's device API over the connection: memory, modules,
  * parameters, launches, synchronise, device and vGPU facts.
  * Process: a client program (libgpuos; the shim too). */

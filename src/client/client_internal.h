@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* client_internal.h: libgpuos's rooms (issue 9): connection.c (socket, wire,
  * replies, open/close, administration), copies.c (shared regions, bounce
  * buffers, the copy pipeline and its host threads, every memcpy), api.c

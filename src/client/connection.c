@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* connection.c: libgpuos's connection to the daemon: socket, requests and
  * replies with timeouts, gpuos_open / gpuos_close, the administration calls.
  * Process: a client program (libgpuos; the shim too). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* copies.c: libgpuos's copies: shared regions (sealed memfds), the staging
  * bounce buffers and their pipeline, the host-side copy threads, every memcpy.
  * Process: a client program (libgpuos; the shim too). */

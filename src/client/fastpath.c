@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fastpath.c: libgpuos's side of the fast path (issue 9.4; proto/ring_shm.h).
  *
  * At connect the library creates the ring (a sealed memfd) and hands it to the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pmem_api.c: partition-local memory in libgpuos (issue 12; gpuos.h,
  * docs/readme-placement.md). The daemon's side is src/serve/pmem_cl.c; the
  * device work is src/place/pmem.c in the client's executor. Host data moves

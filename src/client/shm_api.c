@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* shm_api.c: shared device memory in libgpuos (issue 10; gpuos.h, docs/readme-shm.md):
  * System V segments of the daemon, mapped into this handle's executor.
  * Process: a client program (libgpuos; the shim too). */

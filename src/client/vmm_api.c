@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm_api.c: CUDA's virtual memory management in libgpuos (gpuos.h,
  * gpuos_vmm_*; the daemon's serve/vmm_cl.c). Mapped memory with access is
  * recorded as known device memory (copies.c) so that copies inside one mapping

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* clock.h: the host's monotonic clock, the one clock of every process (the
  * daemon, the executor, the client library, the shim): timing, protocol waits,
  * and the deadlines of condition variables, which run on it (gos_cond_init).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* env.h: every environment variable gpuos reads, in one documented place
  * (issue 20). Code names them by these macros only (tests/t_env.sh checks that
  * no other file spells a "GPUOS_..." name); gpuos(1) ENVIRONMENT lists them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* grow.h: room for one more element in a doubling array (*arr, *cap, n used):
  * GOS_OK, or GOS_ENOMEM with a message and the array unchanged. `first` is the
  * capacity of the first allocation. */

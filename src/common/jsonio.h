@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* jsonio.h: writing JSON documents to files without ever leaving a half-written
  * file behind (temporary file in the same directory, fsync, rename). */
 #ifndef GOS_JSONIO_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* log.c: log lines with priorities (log.h); linked into every process. */
 #include "common/log.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* log.h: the one logging interface of every gpuos process (issue 20), with
  * syslog priorities: the daemon (gpuos serve), the executor (gpuos executor)
  * and the shim (gpuos's libcuda.so.1 in a program) each name their sink once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* provenance.c: see provenance.h. */
 #include "common/provenance.h"
 #include "common/env.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* provenance.h: the one provenance object every result file carries:
  * {"date", "commit", "command", "driver", "host", "version"} (docs/CONTRIBUTING.md,
  * "The GPU"). The commit is $GPUOS_COMMIT (or $GOS_COMMIT), else "unknown". */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* range.h: the one overflow-safe range check used wherever a client names a
  * range of memory (issue 15.1): device ranges of copies, frees and built-in
  * kernels' pointer arguments, host ranges in shared regions, on every backend.

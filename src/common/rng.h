@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* rng.h: small deterministic random numbers for the simulated device and tests.
  * xoshiro256** seeded through splitmix64: the same seed gives the same stream on
  * every machine, which is what makes simulated chips reproducible. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* status.h: error codes and the one-line error message of the calling thread.
  *
  * Every fallible gpuos function returns GOS_OK (0) or a negative GOS_E* code and,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* context.c: contexts of gpuos's libcuda.so.1 (in the CUDA program's process).
  * Emulated: every context of a process is the same client of the daemon (Gdev's
  * "one context per client"); a context is its flags and a place in this

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* copy.c: copies and memset of gpuos's libcuda.so.1 (in the CUDA program's
  * process). Every stream is the client's one queue: an asynchronous copy is
  * queued in order, a synchronous one waits for its own completion. Unified

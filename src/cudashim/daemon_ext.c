@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* daemon_ext.c: the daemon requests of gpuos's libcuda beyond the core client API
  * (daemon_ext.h); GPUOS_EUNSUPPORTED where there is none, so the callers fall back. */
 #include "cudashim/daemon_ext.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* daemon_ext.h: what gpuos's libcuda asks the daemon for beyond the core client
  * API (include/gpuos/gpuos.h). Each returns GPUOS_EUNSUPPORTED where the daemon
  * cannot answer; the callers then fall back as described

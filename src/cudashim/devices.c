@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* devices.c: devices and their attributes (gpuos's libcuda.so.1, in the CUDA
  * program's process). Device 0 is the vGPU's device: its name, UUID and compute
  * capability are the daemon's device's, its memory total the vGPU's share;

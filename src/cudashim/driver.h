@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* driver.h: what the Driver API files of gpuos's libcuda.so.1 share (runs in the
  * CUDA program's process; docs/readme-cudashim.md).
  *

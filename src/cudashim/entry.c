@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* entry.c: how programs find the entry points of gpuos's libcuda.so.1 (in the
  * CUDA program's process): cuGetProcAddress (the table of procaddr.c, generated
  * from cuda.h), cuGetExportTable (the runtime's private tables, exports.c), and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* errors.c: cuGetErrorName / cuGetErrorString of gpuos's libcuda. Names of
  * every CUresult of the cuda.h at hand (generated errors.inc); the usual
  * messages for the common ones, the name for the rest. */

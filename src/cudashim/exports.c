@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* exports.c: cuGetExportTable of gpuos's libcuda: the driver's private tables
  * the CUDA runtime asks for by 16-byte id (docs/readme-cudashim.md, "The CUDA
  * runtime").

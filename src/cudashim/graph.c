@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* graph.c: stream capture and CUDA graphs of gpuos's libcuda.so.1 (in the CUDA
  * program's process; PyTorch's torch.cuda.CUDAGraph).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* image.c: what gpuos's libcuda needs to know from a module image itself.
  *
  * cuLaunchKernel gets its arguments as an array of pointers (kernelParams); the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* init.c: diagnostics, the process's state and cuInit of gpuos's libcuda.so.1
  * (runs in the CUDA program's process; driver.h lists the other files).
  *

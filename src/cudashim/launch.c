@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* launch.c: kernel launches and occupancy of gpuos's libcuda.so.1 (in the CUDA
  * program's process). The kernel's parameters are packed here from its layout
  * in the cubin (image.c) into one buffer, the daemon's launch request; every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* memory.c: device and host allocations of gpuos's libcuda.so.1 (in the CUDA
  * program's process): device memory is the vGPU's (charged to its share, out
  * of memory at the share); host memory from cuMemHostAlloc is shared with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* module.c: modules, libraries and kernels of gpuos's libcuda.so.1 (in the
  * CUDA program's process). A module is loaded by the daemon's device from the
  * image's bytes; the library reads each kernel's parameter layout from the same

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nvidia_ml.c: gpuos's libnvidia-ml.so.1 for tenants (docs/readme-cudashim.md).
  *
  * A program run with `gpuos run` that asks NVML about "its GPU" gets its vGPU:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pool.c: stream-ordered allocation and memory pools of gpuos's libcuda.so.1
  * (in the CUDA program's process). Every stream is the client's one queue, so
  * a stream-ordered allocation is an ordinary one (cuMemAlloc: charged to the

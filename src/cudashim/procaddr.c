@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* procaddr.c: the symbol table behind cuGetProcAddress (gpuos libcuda.so.1).
  *
  * The CUDA runtime linked statically into every nvcc-built program asks for the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* real.c: NVIDIA's own libcuda.so.1 inside the CUDA program's process, for the
  * few answers that only it can compute and that need no device work: tensor
  * maps (tmap.c) and the private table cuBLASLt consults before choosing a

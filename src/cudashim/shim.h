@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* shim.h: internals of gpuos's libcuda.so.1 (src/cudashim/, docs/readme-cudashim.md).
  *
  * The library is loaded by unmodified CUDA programs instead of NVIDIA's libcuda

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* stream.c: streams, events and host functions of gpuos's libcuda.so.1 (in the
  * CUDA program's process). All streams of a process are the client's one
  * ordered queue (stronger ordering than CUDA promises: a correct program stays

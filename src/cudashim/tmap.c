@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tmap.c: tensor map (TMA descriptor) encoding of gpuos's libcuda.so.1 (in the
  * CUDA program's process; cuBLASLt's and Triton's Hopper kernels take them).
  *

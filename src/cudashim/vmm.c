@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm.c: CUDA's virtual memory management (cuMemAddressReserve, cuMemCreate,
  * cuMemMap, cuMemSetAccess, ...) of gpuos's libcuda.so.1, on the vGPU's device
  * through the daemon (gpuos_vmm_*, serve/vmm_cl.c): what JAX requires and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* backend.c: choosing a backend (cuda/, sim/), closing a device, labels
  * (device.h). The pillars' close hooks and gos_dev_missing are in pillars.c,
  * their checked wrappers in topo_ops.c, mem_ops.c, ... (P_ops.h + P_ops.c) */

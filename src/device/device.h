@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* device.h: the device layer, one interface over two backends (docs/CONTRIBUTING.md, "Layout").
  *
  *   cuda: a real GPU through dlopen(libcuda.so.1) and dlopen(libnvidia-ml.so.1),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dvfs_ops.c: the checked wrappers of device/dvfs_ops.h (pillar 1c). */
 #include "device/dvfs_ops.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dvfs_ops.h: the pillar-1c primitives of the device layer (SM frequency
  * switching latency, paper 000 section V), one struct of function pointers per
  * backend: gos_cuda_dvfs_ops (cuda_dvfs.c: kernels/dvfs.cu + NVML locked clocks)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* exec_builtin.c: the built-in kernels' signatures (exec_builtin.h). */
 #include "device/exec_builtin.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* exec_builtin.h: the signatures of the built-in module's kernels
  * (kernels/exec.cu), known in one place for every backend, so that the daemon
  * can check the device ranges a built-in launch will touch against the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* exec_ops.c: the checked wrappers of device/exec_ops.h (pillar 3): GOS_EUNSUPPORTED
  * with one line when the backend lacks the operation, GOS_EINVAL for a missing
  * output or argument. Ranges of device pointers are the daemon's business (it

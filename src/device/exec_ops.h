@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* exec_ops.h: pillar 3 execution primitives (the daemon's view of a device).
  *
  * What `gpuos serve` needs to run its clients' work on a device and to measure

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpc_clusters.c: clusters a GPU runs at once, from its GPCs' sizes
  * (gpc_clusters.h). */
 #include "device/gpc_clusters.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpc_clusters.h: how many thread-block clusters a GPU runs at once, from its
  * GPCs' sizes. A cluster's blocks run in one GPC, each on an SM of its own, so
  * a GPC of g SMs with room for k blocks per SM holds floor(k g / cs) clusters

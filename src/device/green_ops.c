@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* green_ops.c: checked wrappers of the green-context primitives (green_ops.h). */
 #include "device/green_ops.h"
 

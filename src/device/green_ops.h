@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* green_ops.h: green contexts, the device layer's SM partitions (issue 13).
  *
  * A device's SM resource is split ONCE per minimum group size into groups (the

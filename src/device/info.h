@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* info.h: the device layer's facts about a device (gos_device_info), a plain
  * data type with no operations: the daemon-executor wire (proto/xproto.h)
  * carries it without knowing the device interface (device.h). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kernels.h: the table of fatbins embedded in the binary (generated at build time
  * from kernels/NAME.cu by tools/gen_kernel_table.sh). Empty when built without nvcc. */
 #ifndef GOS_KERNELS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mem_ops.c: the checked wrappers of device/mem_ops.h. A backend without the
  * pillar-1b primitives (d->ops->mem NULL, or one operation NULL) answers
  * GOS_EUNSUPPORTED with a message; arguments are range-checked here once so the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mem_ops.h: the pillar-1b primitives of the device layer (memory asymmetry,
  * paper 001 section 6 and appendix C), one struct of function pointers per
  * backend (gos_cuda_mem_ops in cuda_mem.c, gos_sim_mem_ops in sim_mem.c).

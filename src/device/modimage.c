@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* modimage.c: the bounds-checked reader of module images (modimage.h): fatbin
  * containers, cubins (ELF64), PTX declarations. Every read is of bytes known to
  * lie inside the image; sums are checked before they are made (a + b > n is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* modimage.h: the one reader of module images: fatbin containers, cubins
  * (ELF64) and PTX text, bounds-checked (issue 44.6: malformed images crashed or
  * hung the shim). Every offset and size is checked against the image's length

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* p2p_ops.c: checked wrappers of the GPU-to-GPU link operations (p2p_ops.h). */
 #include "device/p2p_ops.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* p2p_ops.h: GPU-to-GPU links of one node (issue 14 item 5), one struct of function
  * pointers per backend (gos_cuda_p2p_ops in cuda_p2p.c, gos_sim_p2p_ops in
  * sim_p2p.c), reached through gos_device_ops.p2p. Every operation takes two

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pillars.c: what the pillars share below the backends (device.h): each
  * pillar's close hook, run by a backend's close, and the one "not supported"
  * message of the checked wrappers (topo_ops.c, mem_ops.c, ...). Apart from backend.c so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* place_ops.c: the checked wrappers of device/place_ops.h. A backend without the
  * placement primitives answers GOS_EUNSUPPORTED with a message; arguments are
  * range-checked here once so the backends can trust them. */

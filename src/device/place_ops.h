@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* place_ops.h: the pillar-2 placement primitives of the device layer (paper 001
  * section 7.1): copies scattered over a view's units, and jobs of the
  * partition-aware persistent runtime (include/gpuos/pmem_core.h), one struct of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* topo_ops.c: the checked wrappers of device/topo_ops.h (pillar 1a). */
 #include "device/topo_ops.h"
 

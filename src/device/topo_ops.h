@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* topo_ops.h: the pillar-1a primitives of the device layer (SM-to-GPC topology,
  * paper 001 section 5.1), one struct of function pointers per backend:
  * gos_cuda_topo_ops (cuda_topo.c: kernels/topology.cu) and gos_sim_topo_ops

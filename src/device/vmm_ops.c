@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm_ops.c: the checked wrappers of device/vmm_ops.h and the swappable buffer built
  * on them (gos_vmm_buf_*). Arguments are checked here once, so the backends can
  * trust page alignment and non-zero sizes. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm_ops.h: device virtual memory (issue 10; paper 002 sections 4.2 and 4.3):
  * physical device memory apart from the addresses it is mapped at, as CUDA's
  * VMM gives it (cuMemCreate, cuMemAddressReserve, cuMemMap, POSIX file

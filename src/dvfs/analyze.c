@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* analyze.c: `gpuos dvfs analyze RUN --out DIR` (docs/contracts.md "Frequency-switching
  * traces"): phases 1 and 3 of paper 000 recomputed from the saved traces alone,
  * then outlier filtering (filter.c). Needs only the contract's files:

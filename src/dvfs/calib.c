@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* calib.c: phase 1 statistics (paper 000 section V-B, algorithm 1): the mean
  * and standard deviation of the iteration time per frequency from the last
  * calibration kernel, the wake-up period from the first one, and the validity

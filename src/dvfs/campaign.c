@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* campaign.c: a whole switching-latency campaign (paper 000, sections V and VI):
  *
  *   0. refuse on a real GPU without allow_clock_changes; arm the clock guard;

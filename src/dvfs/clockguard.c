@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* clockguard.c: changing the SM clock is a system-wide act, so once the
  * campaign may have set one, the clock is given back on every way out:
  *   - normal end and error returns: gos_dvfs_guard_end (campaign.c calls it on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dvfs.h: pillar 1c, SM frequency switching latency (paper 000, section V).
  *
  * The pieces, one file each:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dvfs_report.h: what the pages of `gpuos dvfs report DIR... --html OUT` are made of
  * (internal to src/dvfs): one GPU's switching latencies as loaded from a run or
  * analysis directory (report_input.c), and the figures drawn from them:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* evaluate.c: phase 3 of paper 000 (section V-B, algorithm 2) for one
  * measurement. Per SM, among the iterations that start at or after t_s (the
  * GPU-timebase moment of the change request), the first whose time lies within

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* figures_fleet.c: the fleet view of several GPUs' switching latencies (paper
  * 000, section VII-C, figures 7-9):
  *   - figures 7 and 8: per pair, the range (largest minus smallest over the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* figures_scatter.c: every measured switch of each pair as a scatter (paper
  * 000, section VII-B, figures 5 and 6): x the measurement number, y its
  * latency, one colour per DBSCAN cluster, the outliers the filter removed as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* filter.c: outlier filtering and the summary of one pair's latencies (paper
  * 000 section V-C and VII-B): adaptive DBSCAN (algorithm 3, eps = 0.15 x the
  * 0.05-0.95 quantile range, minPts 4 % down to 2 % of the data in steps of 2,

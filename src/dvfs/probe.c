@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* probe.c: `gpuos dvfs probe`, every step of paper 000's methodology that does
  * not change a clock, at whatever clock the GPU runs (on lent machines clocks
  * must never be changed, docs/contracts.md "Clocks on lent machines"):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* report_html.c: `gpuos dvfs report DIR... --html OUT`: one self-contained HTML
  * page (inline SVG, no scripts) from analysis directories (summary.json and the
  * per-pair CSV files) or run directories (analysed on the fly, report_input.c),

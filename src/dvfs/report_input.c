@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* report_input.c: one GPU's switching latencies for the report (dvfs_report.h), from
  * an analysis directory (summary.json + the per-pair CSV files of gpuos dvfs
  * analyze) or from a run directory (run.json + traces, docs/contracts.md),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* timesync.c: CPU-GPU timer synchronisation (paper 000 section V-B, phase 2:
  * "synchronized using the IEEE 1588 standard"). Each exchange brackets one GPU
  * timer read between two host reads; as in PTP the offset is taken at the

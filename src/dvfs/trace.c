@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* trace.c: the per-kernel trace files of the frequency-switching directory
  * contract (docs/contracts.md, "Frequency-switching traces"): CSV "sm,iter,start_ns,end_ns",
  * one row per SM and iteration, timestamps in GPU-timebase ns. Writing is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* workload.c: running the per-SM timing workload and sizing it (paper 000,
  * section V: "it must be possible to statistically distinguish runtime
  * differences when comparing its executions using any pair of frequencies",

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* exec.h: the executor process (`gpuos executor --fd N`, src/exec/), as the
  * rest of gpuos sees it. The daemon (src/serve/) spawns one per client (or per
  * vGPU: executor = per-vgpu) with one end of a socketpair and speaks

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* exec_internal.h: the executor process's own state (`gpuos executor`,
  * src/exec/; runs only in the executor). One struct xe per client it serves:
  * its streams, mapped regions, modules and functions, device memory (the

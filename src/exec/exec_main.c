@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* exec_main.c: the executor process (`gpuos executor`; issue 9, exec.h). It
  * opens the device through the device layer (cuda or sim), so its device
  * memory lives in its own address space: a CUDA context of its own, or a

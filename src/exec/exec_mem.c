@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* exec_mem.c: an executor's memory for its client (executor process only;
  * exec_internal.h): the device ranges its ring's requests are checked against
  * (the one range check of common/range.h), the client's shared regions mapped

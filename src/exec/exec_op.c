@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* exec_op.c: the one runner of device operations (exec_op.h). Runs in the
  * executor process and, under isolation = none, in the daemon. */
 #include "exec/exec_op.h"

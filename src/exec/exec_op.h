@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* exec_op.h: one device operation and its one runner (issue 20). Runs in every
  * process that touches the device for a client: the executor (`gpuos
  * executor`: its socket's RUN batches, exec_run.c, and its ring's entries,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* exec_pmem.c: partition-local memory for vGPU clients (issue 12; exec_pmem.h);
  * runs in the executor and, under isolation = none, in the daemon.
  * Nothing here but bookkeeping around gos_pmem (src/place/pmem.c): the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* exec_pmem.h: partition-local memory for vGPU clients (issue 12): what the
  * executor (isolation = process / mps) and the daemon itself (isolation = none)
  * both run on their device, with the code of src/place/pmem.c. A set holds one

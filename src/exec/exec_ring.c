@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* exec_ring.c: the executor's ring consumer (executor process only; issue 9.4,
  * proto/ring_shm.h; issue 22: a grant for every busy client).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* exec_run.c: an executor's device work (executor process only;
  * exec_internal.h). Both ways a client's operations arrive end in the one
  * runner, gos_op_issue (exec_op.h):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* exec_vmm.c: VMM operations of one client on a device (exec_vmm.h). The
  * device layer does the work (cuMemCreate / cuMemMap / ... on a GPU, memfds
  * and mmap on the simulated device); this file keeps the client's table in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* exec_vmm.h: CUDA's virtual memory management for vGPU clients on a device:
  * what the executor (isolation = process / mps) and the daemon itself
  * (isolation = none) both run, with the device layer's VMM

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* discover.c: the memory-asymmetry discovery on a device (paper 001 section 6.1,
  * appendix C), from nothing but latency probes:
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* figures.c: the memory costs of pillar 1b measured on a device, given the
  * partitions and hash of a NUMA model (paper 001 sections 6.2.1, 6.2.2, C.2).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* figures.h: pillar 1b costs (paper 001 section 6.2, appendix C.2): local and
  * remote L2-hit latency, local and remote HBM bandwidth (reading only local or
  * only remote 4 KB pages), effective L2 capacity (bandwidth against working-set

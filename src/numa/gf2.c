@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gf2.c: the partition hash as k parities, by linear algebra over GF(2) on the
  * measured partition labels of addresses (issue 26).
  *

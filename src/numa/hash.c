@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hash.c: which in-page address bits feed the partition XOR hash (paper 001
  * section 6.1.2: "flipping each bit individually and observing whether the
  * address switches partitions, measured via latency").

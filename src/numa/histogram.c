@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* histogram.c: latency histograms for the terminal and for JSON (the report
  * draws them). The range is the 0.5..99.5 percentile of the samples (1..99 in
  * the terminal); the counts outside are kept as "below" and "above", so rare interference outliers do not squash the tiers into one bin. */

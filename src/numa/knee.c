@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* knee.c: effective L2 capacity from a bandwidth-versus-working-set curve (paper
  * 001 section 6.2.1: "the inflection point in the bandwidth-vs-working-set curve
  * reveals the effective L2 cache"). The knee is where the curve leaves its L2

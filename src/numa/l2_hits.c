@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* l2_hits.c: L2-hit latency, local and remote (paper 001 appendix C.2), for
  * both the discovery (discover.c, step 5) and the memory figures (figures.c). */
 #include "numa/numa.h"

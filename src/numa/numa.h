@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* numa.h: pillar 1b, the memory-asymmetry chart (paper 001 section 6.1).
  *
  *   tiers.c     two latency tiers and the threshold between them, from data

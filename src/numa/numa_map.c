@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* numa_map.c: the placement API of pillar 1b: which partition holds any 4 KB
  * page of a device allocation (paper 001 section 6.1.2 and appendix E).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* parts.c: the memory-asymmetry discovery for N partitions, several dies and
  * several tiers (issue 26; paper 001 section 6.1 and appendix G, MI300X),
  * after the reference SM's histogram of discover.c step 1:

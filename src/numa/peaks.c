@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* peaks.c: any number of latency tiers, from the peaks of the latency
  * histogram (issue 26: N partitions, several dies, several tiers).
  *

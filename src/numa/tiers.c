@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tiers.c: the local and remote latency tiers and the threshold between them,
  * found from the data (paper 001 section 6.1.1: "a clear gap between the local
  * and remote HBM memory access latency").

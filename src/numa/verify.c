@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* verify.c: `gpuos probe numa --verify SIZE|all` (pillar 1b, paper 001
  * section 6.1.2: "verifying 80 GB takes about 15 min").
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* check.c: is each view's memory really in the view's partition? Runs in the
  * executor (exec_pmem.c; the daemon too under isolation = none) and programs
  * linking libgpuos-pmem.a (include/gpuos/pmem.h, bench/placement_bench.c). (SPEC

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pdplan.c: the prefill/decode multiplexing plan (pdplan.h; issue 45, paper 001
  * section 7.2): three placements of two SM sets over the SM-set allocator. */
 #include "place/pdplan.h"

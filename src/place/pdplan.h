@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pdplan.h: where prefill and decode run when one LLM server multiplexes them
  * (issue 45; paper 001 section 7.2). Runs in bench/pd_multiplex (the GPU
  * experiment) and the tests (simulated chips).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* place.h: pillar 2 inside gpuos (the public side is include/gpuos/pmem.h).
  * Runs in the executor (exec_pmem.c; the daemon too under isolation = none)
  * and programs linking libgpuos-pmem.a (include/gpuos/pmem.h,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pmem.c: partition-local allocation (include/gpuos/pmem.h, paper 001 section
  * 7.1 and appendix E, without the paper's driver change). Runs in the
  * executor (exec_pmem.c; the daemon too under isolation = none) and programs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* smset.c: the SM-set allocator (src/place/smset.h has the rules). Runs in the
  * cli (gpuos place) and the daemon (serve/spatial.c, spatial vGPUs). */
 #include "place/smset.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* smset.h: SM sets that fit the tenant (issue 13; paper 001 sections 5.3, 7.3, 7.4.3).
  * Runs in the cli (gpuos place) and the daemon (serve/spatial.c, spatial vGPUs).
  *

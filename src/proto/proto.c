@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* proto.c: validation of protocol messages (proto.h). Pure functions, no I/O, so
  * that the parser is unit-tested and fuzzed in process (tests/test_proto*.c).
  * Process: every side of the wire (client, daemon, executor). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* proto.h: the wire protocol between gpuos clients (libgpuos) and `gpuos serve`.
  *
  * One Unix stream socket per client. Every message is a fixed 16-byte header

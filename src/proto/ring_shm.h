@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ring_shm.h: the shared-memory fast path between a client and its executor (issue 9.4).
  *
  * The client library creates a memfd of GOS_RING_BYTES at connect and passes it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* wire.c: socket transport of protocol messages (wire.h).
  * Process: every side of the wire (client, daemon, executor). */
 #include "proto/wire.h"

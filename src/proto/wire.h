@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* wire.h: moving protocol messages (proto.h) over a Unix stream socket, with an
  * optional file descriptor passed as SCM_RIGHTS. Used by both the daemon and the
  * client library. Every received message is validated with gos_proto_check()

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* xproto.h: the protocol between the daemon and an executor process (issue 9).
  *
  * An executor is `gpuos executor --fd N ...`, spawned by the daemon with one end

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* xwire.c: framing of the daemon <-> executor socketpair (xproto.h); runs in
  * both processes, the daemon and the executor.
  * Process: every side of the wire (client, daemon, executor). */

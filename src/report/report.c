@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* report.c: one self-contained HTML page for a gpuos.chip/1 file (no scripts, no
  * external resources): the floor plan coloured by memory partition, the HBM and
  * L2 latency histograms, the bandwidth-versus-working-set curve, the hash, the

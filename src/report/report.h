@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* report.h: `gpuos report CHIP.json --html OUT`, one self-contained HTML page
  * (inline SVG, no scripts, no network) of a chart: floor plan by partition,
  * latency histograms, bandwidth curve, our figures beside paper 001's. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* svg.c: histogram and line-chart pictures as inline SVG (see svg.h): axes with
  * "nice" ticks, overlaid series with a legend, optional dashed markers. */
 #include "report/svg.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* svg.h: the few inline-SVG pictures of the report, written to a stream. No
  * scripts, no external resources: the page must render the same offline. */
 #ifndef GOS_SVG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* policy.h: internals shared by the scheduler core (sched.c) and its policies
  * (policy_fifo.c, policy_credit.c, policy_band.c). Not a public header.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* policy_band.c: Gdev's BAND scheduler (bandwidth-aware non-preemptive device
  * scheduling; paper 002, section 5.2, figure 2).
  *

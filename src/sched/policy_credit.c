@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* policy_credit.c: Xen's Credit scheduler applied to a GPU engine (paper 002,
  * section 5.2, the policy Gdev shows to fail on non-preemptive bursty work).
  *

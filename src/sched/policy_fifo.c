@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* policy_fifo.c: first come, first served across vGPUs (paper 002, section 5.1,
  * the baseline). The engine serves the vGPU whose queue head was submitted first;
  * shares and credits are ignored, so a vGPU with long kernels gets GPU time in

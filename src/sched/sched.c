@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sched.c: the scheduler core (see sched.h for the contract): the vGPU table, the
  * per-vGPU priority queues, the engines, the period clock and the accounting of
  * measured GPU time. Which vGPU runs next is the policy's decision (policy.h). */

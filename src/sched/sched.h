@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sched.h: the virtual-GPU scheduler core (pillar 3; paper 002, section 5).
  *
  * One physical GPU is shared by virtual GPUs (vGPUs). Each vGPU has a compute share

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* simulate.c: discrete-event simulation of closed-loop vGPU clients driving the
  * scheduler in virtual time (contract in simulate.h). */
 #include "sched/simulate.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* simulate.h: a discrete-event simulator of vGPU clients sharing one GPU through the
  * scheduler (sched.h), in virtual time. Pure and deterministic: the same config and
  * seed give the same numbers on every machine; no clock, no threads, no GPU.

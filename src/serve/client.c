@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* client.c: one connection of `gpuos serve`: reads messages, checks every
  * argument against the client's own tables (allocations, regions, modules,
  * functions: a client can name only what it created), enforces the vGPU's memory

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* config.c: parsing the `gpuos serve` configuration file (config.h).
  * Process: the daemon (gpuos serve). */
 #include "serve/config.h"

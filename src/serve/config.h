@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* config.h: the configuration file of `gpuos serve`.
  *
  *   # comments and blank lines are ignored

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* config_ext.c: the configuration keys of daemon operation (config.h):
  *   global    state = PATH | none        where `vgpu set` persists (state.c)
  *             metrics_listen = HOST:PORT the Prometheus endpoint (metrics.c)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dispatch.c: the daemon's engines (paper 002, section 5.1). Whoever finds an
  * engine idle asks the policy for its next task, runs it on the device between two
  * events, charges the measured GPU time to the task's vGPU (gos_sched_done) and

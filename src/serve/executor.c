@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* executor.c: spawning and talking to executor processes (executor.h).
  * Process: the daemon (gpuos serve). */
 #include "serve/executor.h"

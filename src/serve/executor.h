@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* executor.h: the daemon's side of an executor process (issue 9; xproto.h).
  * Calls on one executor are serialised by its own lock (never the daemon's);
  * a dead executor (faulted, killed, channel broken) answers every later call

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* grant.c: how long one client's batch (a grant to its executor) may last on a
  * device (issue 9). Under isolation = process the GPU switches contexts between
  * executors, which costs far more than a batch's exchange (H200-NOTES: ~140 us);

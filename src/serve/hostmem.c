@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hostmem.c: what host memory the daemon may still take, and who the OOM killer
  * takes first (issue 23.3).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* metrics.c: the Prometheus endpoint of `gpuos serve` (metrics_listen =
  * HOST:PORT; off when unset), served by libmicrohttpd on its own thread:
  * GET /metrics answers the text exposition format 0.0.4. Every figure is read

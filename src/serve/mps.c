@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mps.c: the daemon's own MPS server for isolation = mps (issue 9). Started
  * with `nvidia-cuda-mps-control -d` and stopped with `echo quit |
  * nvidia-cuda-mps-control`, both with CUDA_MPS_PIPE_DIRECTORY and

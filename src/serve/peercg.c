@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* peercg.c: a vGPU bound to a cgroup (issue 43.2; the [vgpu] key `cgroup =`,
  * config_ext.c): at HELLO the daemon reads the cgroup of the process at the
  * other end of the socket and admits it only inside the vGPU's cgroup, so that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pmem_cl.c: partition-local memory for vGPU clients (issue 12;
  * docs/readme-placement.md). The daemon checks and charges; the device work
  * (allocation, parity probes, scattered copies, placement check) is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* region.c: a client's shared regions (sealed memfds mapped by the daemon and,
  * under isolation = process, by the client's executor too): adding one, finding
  * a range in one, dropping one (unmapped once no queued task uses it).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* reload.c: SIGHUP rereads the configuration file and applies it to the running
  * daemon without dropping a client:
  *   - a vGPU whose compute/copy/memory/users/groups/cgroup changed gets the new values at

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ring.c: the daemon's side of the fast path (issue 9.4; proto/ring_shm.h), for
  * every client of a device at once (issue 22), with grants the client cannot
  * forge (issue 23.1).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ring_pair.c: two rings' grants at once under isolation = mps and
  * overlap = pairs (issue 22.3; off by default: measured on the H200 only with
  * the half charges this file no longer uses, docs/readme-fastpath.md).

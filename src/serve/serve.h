@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* serve.h: the daemon's internal state (pillar 3; paper 002, sections 5 and 6).
  *
  * Threads:

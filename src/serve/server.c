@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* server.c: the life of `gpuos serve`: opens the devices, builds a scheduler per
  * device and the vGPU table from the configuration, listens on a Unix socket
  * (its file permissions decide who may use the GPU), starts one thread per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* session.c: a client's session as a whole: its executor's loss (counted,
  * logged, memory returned) and its end (everything it held released once no
  * task of it is queued or running). Called by the reader (client.c) and the

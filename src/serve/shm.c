@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* shm.c: the daemon's shared device memory (issue 10; docs/readme-shm.md): the
  * System V segment table of src/vmem/segtable.c with its device side.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* spatial.c: spatial vGPUs in `gpuos serve` (issue 13; docs/readme-smset.md).
  *
  * A vGPU with `sms = N` (and `cluster = K`) gets an SM set from the allocator

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* state.c: `gpuos vgpu set` survives a restart. Every runtime override is kept
  * in the state file with the configuration file's value it replaced, and every
  * vGPU made by `gpuos vgpu create` (issue 25; vgpu_life.c) with its keys:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* swap.c: swapping inside the daemon (issue 10.2; docs/readme-shm.md), on a
  * device whose configuration sets `swap = SIZE` (host swap space) and runs
  * executors (isolation = process).

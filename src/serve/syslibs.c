@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* syslibs.c: libsystemd and libmicrohttpd opened at run time (syslibs.h).
  * Process: the daemon (gpuos serve). */
 #include "serve/syslibs.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* syslibs.h: the daemon's optional system libraries, opened at run time with
  * dlopen (as libcuda and NVML are), so that the gpuos binary loads on machines
  * without them (a GPU node that has neither libsystemd nor libmicrohttpd):

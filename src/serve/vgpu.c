@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vgpu.c: the runtime view of virtual GPUs (what Gdev kept in /proc, section 6):
  * assigned shares, measured compute and copy utilisation over the last period,
  * memory used against the memory share, clients; and changing the shares while

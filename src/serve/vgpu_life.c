@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vgpu_life.c: vGPUs made and removed at run time (issue 25; `gpuos vgpu create
  * NAME device=D compute=P memory=M [copy=P] [users=...] [groups=...]
  * [cgroup=PATH]`, `gpuos vgpu delete NAME [--force]`), what a cluster

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmm_cl.c: CUDA's virtual memory management for vGPU clients (cuMemCreate,
  * cuMemAddressReserve, cuMemMap, cuMemSetAccess; proto.h GOS_MSG_VMM_*;
  * docs/readme-cudashim.md). The daemon checks and charges; the device work is

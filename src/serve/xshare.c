@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* xshare.c: executors shared by the clients of one vGPU (executor = per-vgpu,
  * issue 9). The first client of the vGPU starts an executor as usual; its
  * first channel becomes the control channel, and every client (the first one

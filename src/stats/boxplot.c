@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* boxplot.c: the five numbers of a box plot (stats.h, gos_boxplot): quartiles
  * as numpy.quantile's default (linear interpolation), whiskers after Tukey at
  * the most extreme values within 1.5 interquartile ranges of the box (the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dbscan.c: see dbscan.h. Neighbourhoods are recomputed on demand instead of
  * stored, so memory stays O(n) whatever eps is. */
 #include "stats/dbscan.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dbscan.h: density-based clustering (DBSCAN) and the paper's adaptive outlier
  * filter (paper 000, section V-C, algorithm 3).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* silhouette.c: see silhouette.h. O(n^2) distances, O(k) memory per point. */
 #include "stats/silhouette.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* silhouette.h: the silhouette score of a clustering (paper 000, section VII-B,
  * used where DBSCAN forms several clusters of one pair's latencies).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* stats.c: see stats.h. The t distribution goes through the regularised
  * incomplete beta function (continued fraction, modified Lentz), its quantile
  * through a bracketing bisection on the CDF: slow-ish but exact to ~1e-12,

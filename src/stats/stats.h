@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* stats.h: the descriptive and inferential statistics of the switching-latency
  * methodology (paper 000, sections V-A and V-B): moments, standard error,
  * Student t quantiles, confidence intervals, Welch and Student t-tests and

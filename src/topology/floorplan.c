@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* floorplan.c: the ASCII floor plan of a chip (paper 001, figure 3): one row per
  * GPC, one cell per TPC ("[ 16  17]"), free-floating TPCs as "{124 125}",
  * the memory partition of each GPC when known. */

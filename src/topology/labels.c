@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* labels.c: node-feature-discovery labels of charts (labels.h). */
 #include "topology/labels.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* labels.h: a chart's scheduling facts as node-feature-discovery labels.
  *
  * NFD's "local" source reads feature files (features.d/NAME) of `key=value` lines

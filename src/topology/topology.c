@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* topology.c: the two-phase SM-to-GPC inference (see topology.h). */
 #include "common/clock.h"
 #include "topology/topology.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* topology.h: pillar 1a, the SM-to-GPC chart of one die (paper 001, section 5.1).
  *
  * Phase 1 (cluster probing): launches with clusters of 2..16 blocks, one block per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* unionfind.h: disjoint sets over small integer ids (SM ids), path halving. */
 #ifndef GOS_UNIONFIND_H
 #define GOS_UNIONFIND_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* segtable.c: the SysV-semantics segment table (segtable.h). */
 #include "vmem/segtable.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* segtable.h: the daemon's table of shared device memory segments with System V
  * semantics (issue 10.1; paper 002 section 4.2: Gdev's cuShmGet / cuShmAt /
  * cuShmDt / cuShmCtl after shmget / shmat / shmdt / shmctl).

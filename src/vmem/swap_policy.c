@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* swap_policy.c: the swap policy and accounting (swap_policy.h). */
 #include "vmem/swap_policy.h"
 

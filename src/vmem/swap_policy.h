@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* swap_policy.h: the daemon's swap policy and accounting (issue 10.2; paper 002
  * section 4.3, Gdev's data swapping).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* swap_pool.c: offsets in the host swap pool (swap_pool.h). */
 #include "vmem/swap_pool.h"
 

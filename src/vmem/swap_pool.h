@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* swap_pool.h: offsets in the daemon's pre-pinned host swap pool (issue 10.2;
  * docs/readme-shm.md). The pool is one memfd of `swap` bytes created once by
  * the daemon; each swapped allocation occupies one range of it, handed out

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmmtab.c: a client's VMM objects as tables (vmmtab.h). Linear searches: a
  * client holds at most max_allocations handles and mappings, and every lookup
  * is one request's.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vmmtab.h: one client's virtual memory management objects as CUDA's VMM API
  * has them (cuMemAddressReserve, cuMemCreate, cuMemMap, cuMemSetAccess), as
  * pure tables: reservations (addresses), physical handles, mappings. No device

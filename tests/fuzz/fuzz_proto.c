@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_proto.c: libFuzzer target for the protocol parser (optional; CI runs the
  * deterministic tests/test_proto_fuzz.c instead). The input is one message as it
  * arrives on the socket: a header, then exactly `len` payload bytes in a buffer

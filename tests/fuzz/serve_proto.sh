@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/fuzz/serve_proto.sh [SECONDS]: the protocol fuzzer (tests/fuzz_serve.c)
 # against a live daemon on the simulated device; BUILD/GPUOS as tests/run.sh.
 set -u

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/gpu/all.sh: one device-tool call for everything that needs the GPU:
 # make test-gpu's checks (topology, numa, dvfs, vgpu) and the vGPU benchmark,
 # with every output packed into $OUT/gpu-results.tar.gz (the device tool returns

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/gpu/bf16_ab.sh: PyTorch's bf16 8192^3 product natively and under `gpuos
 # run` on a 70 % vGPU (isolation = process), with cuBLASLt's private table
 # {1734dc26-...} handed on to NVIDIA's (the default) and answered by named

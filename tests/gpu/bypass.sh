@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/gpu/bypass.sh: the daemon as the only way to the GPU (issue 9, README
 # "Bypass"). The operator's recipe is a group (here gid 4242) owning /dev/nvidia*
 # with mode 0660, the daemon's user in it, tenants not. Shown WITHOUT touching

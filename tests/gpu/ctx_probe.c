@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ctx_probe.c: can this process create a CUDA context? (issue 9, bypass test)
  * Loads libcuda.so.1 itself and calls cuInit, cuDeviceGet(0), cuCtxCreate: the
  * three steps a tenant would take to use the GPU without the daemon. Prints one

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/gpu/cudashim.sh: unmodified CUDA programs on vGPUs of the real GPU through
 # gpuos's libcuda.so.1 (`gpuos run`; issue 11, docs/readme-cudashim.md). Device
 # machine, repository root, build/ carried (built where cuda.h is). Needs nvcc

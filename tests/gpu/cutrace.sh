@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/gpu/cutrace.sh: what a framework asks of the driver natively and under
 # `gpuos run` on a 70 % vGPU, call by call (tools/cutrace/cutrace.c), and where
 # the two first part (tools/cutrace/diff.py). Device machine, repository root,

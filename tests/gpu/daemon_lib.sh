@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # tests/gpu/daemon_lib.sh: sourced by the device-machine scripts that need a
 # daemon of their own (frameworks.sh, cutrace.sh, hostile.sh, expandable.sh).
 # gpu_daemon CONFIG_BODY LOG writes $T/conf (the socket line added) and starts

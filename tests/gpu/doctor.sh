@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/gpu/doctor.sh: one secure setup, checked by a command (issue 43.1), on the
 # lent GPU machine. Device machine, repository root, as root; builds what it needs.
 #   A  gpuos doctor on the machine's own /dev/nvidia*: as root (exit 0) and for user

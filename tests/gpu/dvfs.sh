@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/gpu/dvfs.sh: pillar 1c on the real GPU, changing no clock (docs/contracts.md:
 # on lent machines everything except the switch runs for real):
 #   1. `gpuos dvfs run` without --allow-clock-changes must refuse in one line,

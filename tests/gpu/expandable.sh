@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/gpu/expandable.sh: PyTorch's expandable-segments allocator (CUDA's VMM:
 # cuMemCreate, cuMemMap, cuMemSetAccess, cuMemAddressReserve) natively and
 # under `gpuos run` on a 70 % vGPU (issue 21): the MLP's losses and speed, and

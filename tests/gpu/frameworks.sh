@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/gpu/frameworks.sh: the lent machine's frameworks and CUDA 4 era programs,
 # unmodified, natively and under `gpuos run` on a 70 % vGPU (isolation =
 # process), side by side in one run (issue 21). Device machine, repository root,

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/gpu/hostile.sh: what slows a PyTorch training job on a 70 % vGPU next to
 # a hostile tenant on a 30 % one (issue 21), one kind of hostility at a time:
 # the MLP of tests/gpu/progs/fw_torch.py natively, alone on p70, next to p30's

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/gpu/hostile2.sh: issue 23.5 on the real GPU: copies larger than the
 # caller's buffers and sizes that wrap (tests/hostile_client.c oversize,
 # tests/cudashim_drv.c oversize), through libgpuos and through the shim, on the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/gpu/isolation.sh: issue 9 on the real GPU, per isolation mode. vGPU a's
 # client (serve_client owner) keeps a 4 MB buffer with a known pattern and runs
 # verified copies and launches; vGPU b's clients attack it with the built-in raw

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/gpu/mixed.sh: mixed tenants on the GPU, side by side in one run (issue
 # 41), with the unmodified PyTorch tenants of progs/mixed_torch.py:
 #  1. a latency tenant (a 12-layer decoder, a request every P ms) beside a

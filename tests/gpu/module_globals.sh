@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/gpu/module_globals.sh: a module's __device__ globals are charged to its
 # vGPU's memory share on the real GPU (issue 44.2). Device machine, repository
 # root; builds what it needs (make, nvcc). tests/gpu/progs/globals.cu (1 GiB of

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/gpu/multi.sh: several GPUs of one node (issue 14 item 5), for a lent
 # machine of two or more GPUs; skips cleanly (exit 0, "SKIP") with fewer.
 #   - `gpuos info --device all` lists exactly nvidia-smi's GPUs (same UUIDs, order);

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/gpu/numa.sh: pillar 1b on the real GPU (run on the device machine from
 # the repository root, with build/ carried from the build machine).
 #

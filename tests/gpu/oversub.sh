@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/gpu/oversub.sh: memory oversubscription that serves busy jobs (issue 42)
 # on the real GPU. Device machine, repository root, build/ made by `make` here
 # or carried (nothing is built: GPU_PREBUILT or not, this script runs no make).

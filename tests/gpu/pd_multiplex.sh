@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/gpu/pd_multiplex.sh: issue 45's prefill/decode multiplexing on the GPU
 # (paper 001 section 7.2): charts the chip, runs build/bench/pd_multiplex
 # (prefill and decode of 2 Llama-3-8B layers at once on two green contexts, in

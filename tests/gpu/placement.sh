@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/gpu/placement.sh: partition-local memory on the real GPU. Charts the chip,
 # allocates two small views (build/bench/placement_bench --quick) and asserts
 # that >= 99.7 % of each view's 4 KB units are in the view's partition, checked

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/gpu/probe_repeat.sh: issue 44's check of a chart users can script
 # against, on a real GPU (run on the device machine from the repository root):
 # builds gpuos, runs `gpuos probe all --device 0 --json` RUNS times (default 10)

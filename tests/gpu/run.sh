@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/gpu/run.sh (make test-gpu): every check that needs the real GPU, one
 # script per pillar, logs under $OUT. Run through the device tool, e.g.
 #   run: make test-gpu OUT=$OUT  (with build carried)

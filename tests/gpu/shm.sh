@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/gpu/shm.sh: shared device memory and swapping on the real GPU, small and
 # quick (bench/shm.sh measures at full size): a kernel chain across two
 # processes through one exported VMM segment (POSIX file descriptor) and through

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/gpu/smset.sh: SM sets on the real GPU (issue 13). Charts the topology,
 # then lets `gpuos place --verify` run every set's green context: one block per
 # SM lands on exactly the set's SMs, all at once, and the promised clusters of the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/gpu/topology.sh: pillar 1a on the real GPU: `gpuos info`, then the
 # topology chart three times, each timed, and a check that the three maps are
 # identical. Logs and JSON go to $OUT (default out/). Changes no GPU setting.

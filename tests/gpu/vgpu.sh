@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tests/gpu/vgpu.sh: pillar 3 on the real GPU (device machine, repository root,
 # build/ carried): `gpuos serve` on GPU 0 with two vGPUs; copies of every kind
 # verified byte for byte, the built-in fill kernel with clusters, memory

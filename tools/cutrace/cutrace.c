@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* tools/cutrace/cutrace.c: a Driver API call tracer, loaded as libcuda.so.1 in
  * front of the real one (NVIDIA's natively, gpuos's under `gpuos run`), which
  * writes every call a program makes, with its result, to CUTRACE_OUT.<pid>.

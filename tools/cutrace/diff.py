@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """tools/cutrace/diff.py NATIVE GPUOS: what a program asked of the driver
 natively and on a vGPU, from two cutrace logs (tools/cutrace/cutrace.c; a log
 is a file or a prefix whose <prefix>.<pid> files are read together).

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # tools/cutrace/gen_tramp.sh SYMBOLS_TXT OUT_S: one exported trampoline per
 # Driver API symbol (SYMBOLS_TXT from tools/gen_cudashim_names.sh) for
 # cutrace.c, and a pool of anonymous ones for what cuGetProcAddress and

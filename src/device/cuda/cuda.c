@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cuda.c: the real-GPU backend's core: loading libcuda with dlopen, entry points
  * by exact symbol (cuda_internal.h), device discovery and facts, the primary context, the
  * embedded kernel modules and the launch helper. The pillars' primitives are in

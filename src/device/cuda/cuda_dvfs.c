@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cuda_dvfs.c: the real GPU's frequency-switching primitives (dvfs_ops.h):
  * kernels/dvfs.cu for the timing workload and the timer exchange, NVML for the
  * locked SM clock, clocks-event reasons, temperature and power. NVML entry

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cuda_exec.c: pillar 3 execution on a real GPU (exec_ops.h), in whichever
  * process opens the device: the daemon (isolation = none) or an executor.
  *

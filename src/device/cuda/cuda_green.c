@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cuda_green.c: green contexts on a real GPU (green_ops.h).
  *
  * One split per minimum group size, kept with its CUdevResource array (the driver

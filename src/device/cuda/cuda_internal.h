@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cuda_internal.h: what the cuda backend's files share (never included above the
  * device layer). libcuda is opened with dlopen and every entry point is fetched
  * with dlsym by the exact symbol that cuda.h's macros give its name (cuMemAlloc

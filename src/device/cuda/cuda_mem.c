@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cuda_mem.c: the pillar-1b primitives on a real GPU (mem_ops.h), running the
  * kernels of kernels/numa.cu.
  *

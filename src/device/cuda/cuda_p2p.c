@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cuda_p2p.c: GPU-to-GPU links between real GPUs (p2p_ops.h): peer access as the
  * driver reports it, copy bandwidth and latency measured with cuMemcpyPeerAsync
  * between events on a stream of the source GPU's context (as CUDA's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cuda_place.c: the placement primitives on a real GPU (place_ops.h), running
  * kernels/place.cu on the device's primary context (the context a CUDA runtime
  * program in the same process uses, so its kernels can read the views).

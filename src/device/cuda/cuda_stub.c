@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cuda_stub.c: the cuda backend of a build without the CUDA toolkit headers
  * (iproute2-style stub): it exists, says why it cannot work, and leaves the
  * simulated device fully usable. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cuda_topo.c: the pillar-1a primitives on a real GPU (topo_ops.h, kernels/topology.cu).
  *
  * cluster_probe: one launch of gos_cluster_probe with the requested cluster size

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cuda_vmm.c: device virtual memory on a real GPU (vmm_ops.h), CUDA's VMM API in
  * the device's primary context:
  *   create      cuMemCreate, pinned device memory on this GPU, exportable as a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nvml.c: NVML through dlopen, read-only queries for gos_device_info. Types are
  * declared in nvml.h (no vendor header needed). Versioned entry points are tried
  * newest first; an absent one leaves its group marked invalid. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nvml.h: the few NVML declarations gpuos needs (no vendor header is required to
  * build: types are declared here, libnvidia-ml.so.1 is opened with dlopen). Every
  * query says whether it answered; nothing here changes the GPU's settings. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sim.c: the simulated backend's core: a chip read from a gpuos.chip/1 file, its
  * facts (d->info) and the backend's ops table (the noise streams the pillars
  * share are sim_internal.h's). The pillars' primitives are in sim_topo.c, sim_mem.c,

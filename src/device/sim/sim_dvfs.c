@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sim_dvfs.c: the simulated device's frequency-switching primitives, driven by
  * the chip's sim.dvfs model (every parameter optional; defaults below):
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sim_exec.c: pillar 3 execution on the simulated device (exec_ops.h).
  *
  * Device memory is host RAM (anonymous mappings, lazily backed, so a simulated

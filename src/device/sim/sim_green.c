@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sim_green.c: green contexts on the simulated device (green_ops.h).
  *
  * Model of what the H200's driver returns (H200-NOTES; paper 001 section 5.3.1):

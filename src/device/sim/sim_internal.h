@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sim_internal.h: what the simulated backend's files share (never included above
  * the device layer). The simulated chip's truth is d->chip; every primitive draws
  * its noise from a stream of its own, seeded from sim.seed and a per-primitive

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sim_mem.c: the pillar-1b primitives on the simulated device (mem_ops.h). The
  * chip's numa.hash.physical_bits are known only to a simulated chip; each 2 MB
  * virtual page maps to a random (seeded) physical 2 MB frame, so the hash bits

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sim_p2p.c: GPU-to-GPU links between simulated GPUs (p2p_ops.h). The link is the
  * source chip's "sim": {"p2p": {...}} section, or an NVLink-like default:
  *

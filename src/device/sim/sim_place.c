@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sim_place.c: the placement primitives on the simulated device (place_ops.h).
  *
  * Memory contents: device memory of mem_ops allocations gets host backing on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sim_topo.c: the pillar-1a primitives on the simulated device (topo_ops.h):
  * cluster co-scheduling and L2 bandwidth from the chip's known topology.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sim_vmm.c: device virtual memory on the simulated device (vmm_ops.h).
  *
  * The simulated device's memory is host memory, so its VMM is the host's:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* common.h: what the Driver API test programs share: an error check that names
  * the call and the error, and loading the kernels' fatbin ($PROGS_FATBIN, else
  * kernels.fatbin beside the program). */

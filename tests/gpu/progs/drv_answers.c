@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* drv_answers.c: the driver's answers to the queries libraries make before
  * their first kernel (issue 21: cuBLAS probes cluster occupancy for every
  * cluster shape and reads context limits), one "key ... rc R value V" line

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* drv_attrs.c: every device attribute of this cuda.h, one line each
  * ("attr N value V" or "attr N error E"), then name, memory and compute
  * capability. */

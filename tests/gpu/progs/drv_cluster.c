@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* drv_cluster.c: a thread-block cluster launch (cuLaunchKernelEx with
  * CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION); every block reports its rank in the
  * cluster, the cluster size and a value read from the first block's shared

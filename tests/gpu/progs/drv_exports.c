@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* drv_exports.c: what the real driver's private tables that cuBLASLt asks for
  * answer, seen from outside (issue 21): each table's size field, and how many
  * bytes the tools-TLS thread-context slot (2) and the tools-context number slot

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* drv_globals.c: loads a module with 1 GiB of __device__ globals
  * (tests/gpu/progs/globals.cu as a cubin, fatbin or PTX file) and, with "run",
  * writes every byte of them by a kernel, reads them back by another kernel and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* drv_legacy.c: a program of the CUDA 4 era (Gdev's generation) on the Driver
  * API: a cubin loaded from a file by path, cuFuncSetBlockShape,
  * cuFuncSetSharedSize, cuParamSetv/Seti/Setf/SetSize, cuLaunchGrid and

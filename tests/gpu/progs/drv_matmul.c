@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* drv_matmul.c: tiled matrix multiply (Driver API), n x n floats.
  *   drv_matmul N REPS        REPS launches; prints a hash of C (deterministic)
  *                            and, on stderr, the GPU time per launch (events)

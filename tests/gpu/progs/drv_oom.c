@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* drv_oom.c: allocates blocks of MB megabytes (default 256) until the driver
  * refuses; prints the error and how much it got. Exit 0 when the refusal is
  * CUDA_ERROR_OUT_OF_MEMORY. */

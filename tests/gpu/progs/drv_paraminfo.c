@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* drv_paraminfo.c CUBIN KERNEL: what the real driver says of one kernel of a
  * cubin (issue 21, Triton's launches): each parameter's offset and size
  * (cuFuncGetParamInfo), the function's attributes, then whether a launch of one

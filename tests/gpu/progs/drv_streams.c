@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* drv_streams.c: several streams, each: async copy in from pinned memory, a
  * kernel, async copy out, events between; then per-stream checks and the
  * elapsed times between the events (stderr). */

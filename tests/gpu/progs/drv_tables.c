@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* drv_tables.c: a black-box look at the private tables the CUDA 13 runtimes ask
  * for that gpuos does not serve ({f8cff951-...}, {da9151d3-...}; issue 21):
  * each slot is called in a child process of its own (a wrong guess of its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* drv_vadd.c: vector add through the Driver API (cuMemAlloc, cuMemcpyHtoD,
  * cuLaunchKernel, cuMemcpyDtoH), verified on the host. */
 #include "common.h"

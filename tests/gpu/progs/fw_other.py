@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # fw_other.py MODE: Triton, CuPy and JAX checks for tests/gpu/frameworks.sh
 # (issue 21), natively and under `gpuos run`. "RESULT" lines must agree with the
 # native run; "TIME key value" lines are figures.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # fw_torch.py MODE: PyTorch checks for tests/gpu/frameworks.sh, run natively and
 # under `gpuos run` (issue 21). Prints "RESULT ..." lines (must agree with the
 # native run; losses to 1e-3 relative) and "TIME key value" lines (figures).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // globals.cu: a module with 1 GiB of __device__ arrays (issue 44.2; the
 // device-machine check tests/gpu/module_globals.sh loads it on vGPUs through
 // gpuos's libcuda, via tests/gpu/progs/drv_globals.c). Build:

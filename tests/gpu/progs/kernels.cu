@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // kernels.cu: the kernels of the Driver API test programs (tests/gpu/progs/),
 // built with plain nvcc into a fatbin that the programs load with
 // cuModuleLoadData, as Driver API users do.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // legacy.cu: kernels of drv_legacy.c (the CUDA 4 era execution control API),
 // built by nvcc into a cubin FILE that the program loads by path (cuModuleLoad).
 // The parameters are plain scalars and pointers laid out as the CUDA 4 API

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # mixed_torch.py MODE: the tenants of tests/gpu/mixed.sh (issue 41), unmodified
 # PyTorch programs, run natively or under `gpuos run`.
 #   infer   a latency-sensitive service: a 12-layer decoder (GPT-2 shaped,

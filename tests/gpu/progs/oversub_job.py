@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # oversub_job.py: one PyTorch job of tests/gpu/oversub.sh (issue 42), run natively
 # and under `gpuos run`: it holds a big tensor with a known pattern, trains a
 # small MLP for STEPS steps (allocating and freeing 32 MB through the driver

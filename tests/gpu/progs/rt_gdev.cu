@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // rt_gdev.cu: our own equivalents of Gdev's standalone benchmarks (seed 002:
 // madd, mmul, loop, memcpy), written as ordinary CUDA runtime programs and
 // built with plain nvcc. `rt_gdev TEST N [REPS]`: stdout is deterministic (a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // rt_streams.cu: runtime API streams, events and async copies (pinned host
 // memory), a cross-stream wait, memset, and a __device__ global written with
 // cudaMemcpyToSymbol; built with plain nvcc. stdout is deterministic.

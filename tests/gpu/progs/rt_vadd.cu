@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // rt_vadd.cu: vector add with the CUDA runtime, as most CUDA programs are
 // written (cudaMalloc, cudaMemcpy, <<<>>>, streams, events), built with plain
 // nvcc (static cudart).
