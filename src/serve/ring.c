@@ -241,14 +241,16 @@ void srv_ring_end_soon(struct srv_client *c)
     gos_ring_kick(&gos_ring_ctl(c->ring)->sq_futex, &gos_ring_ctl(c->ring)->exec_sleeping);
 }
 
-/* Under isolation = mps, latency task t runs at once beside the batch grant r
+/* Under isolation = mps (and overlap = pairs, its default; overlap = off keeps
+ * one grant at a time: then r ends early instead), latency task t runs at once beside the batch grant r
  * as its companion (lock held): its kernels share the GPU with r's, as under
  * NVIDIA's MPS, instead of waiting for r's drain and the switch; r's
  * dispatcher awaits, charges (t: its own wall time) and ends it (srv_ring_await). */
 static int companion_now(struct srv_dev *d, struct srv_task *r, struct srv_task *t)
 {
-    if (d->isolation != GOS_ISOLATION_MPS || r->co || r->companion || r->closing || !t->ring || t->st.kind != GOS_SCHED_COMPUTE ||
-        !t->c->gp || !t->c->ring || t->c->dead || (t->c->x && t->c->x->dead) || gos_sched_cancel(d->sched, &t->st))
+    if (d->isolation != GOS_ISOLATION_MPS || !d->overlap || r->co || r->companion || r->closing || !t->ring ||
+        t->st.kind != GOS_SCHED_COMPUTE || !t->c->gp || !t->c->ring || t->c->dead || (t->c->x && t->c->x->dead) ||
+        gos_sched_cancel(d->sched, &t->st))
         return 0;
     t->dispatched = 1;
     t->companion = 1;
