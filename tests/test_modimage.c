@@ -175,6 +175,21 @@ static void test_ptx(void **state)
     assert_int_equal(need, (1ull << 30) + 1024 + 16 * 16 + 16);
     assert_int_equal(gos_ptx_device_bytes(".global .b64 x[4294967296][4294967296];", 64), UINT64_MAX);
     assert_int_equal(gos_ptx_device_bytes("SIMMOD\nk=fill\n", 14), 0);
+    /* one global's size by its name (the shim's cuModuleGetGlobal of a PTX
+     * module answered NOT_FOUND for every name on an H100) */
+    uint64_t sz = 0;
+    assert_int_equal(gos_ptx_global(p, sizeof p, "big", &sz), 0);
+    assert_int_equal(sz, 1ull << 30);
+    assert_int_equal(gos_ptx_global(p, sizeof p, "init_arr", &sz), 0);
+    assert_int_equal(sz, 1024);
+    assert_int_equal(gos_ptx_global(p, sizeof p, "coef", &sz), 0);
+    assert_int_equal(sz, 16 * 16);
+    assert_int_equal(gos_ptx_global(p, sizeof p, "one", &sz), 0);
+    assert_int_equal(sz, 16);
+    assert_int_equal(gos_ptx_global(p, sizeof p, "elsewhere", &sz), -1); /* .extern */
+    assert_int_equal(gos_ptx_global(p, sizeof p, "in_a_comment", &sz), -1);
+    assert_int_equal(gos_ptx_global(p, sizeof p, "bi", &sz), -1);
+    assert_int_equal(gos_ptx_global(p, sizeof p, "k", &sz), -1);
 }
 
 int main(void)

@@ -461,6 +461,8 @@ int shim_image_global(const void *image, size_t bytes, int cc, const char *name,
     if (!image || bytes < 16)
         return -1;
     const unsigned char *c = image_cubin(image, bytes, cc, &n, &owned, &text, why, sizeof why);
+    if (!c && text) /* PTX: its declarations */
+        return gos_ptx_global(image, bytes, name, size);
     struct gos_elf f;
     int rc = !c || gos_elf_open(&f, c, n) || gos_elf_sym(&f, name, size, &type) < 0 || type != STT_OBJECT ? -1 : 0;
     free(owned);

@@ -281,7 +281,10 @@ static int ptx_elem(const char *t, size_t l)
 }
 
 /* The declaration starting at s (after its state space), up to its ';'. */
-static uint64_t ptx_decl(const char *s, const char *end)
+/* The bytes a PTX declaration (from after its .global / .const to its end)
+ * reserves; with want, only the declarator named want's, and *found says
+ * whether it was there. */
+static uint64_t ptx_decl(const char *s, const char *end, const char *want, int *found)
 {
     uint64_t elem = 0, vec = 1, sum = 0;
     while (s < end) {
@@ -307,6 +310,7 @@ static uint64_t ptx_decl(const char *s, const char *end)
             continue;
         }
         uint64_t count = 1; /* a name, then its dimensions ([] sized by its initializer: one) */
+        int named = want && strlen(want) == l && !memcmp(t, want, l);
         while (s < end && *s == '[') {
             char *q;
             unsigned long long d = strtoull(s + 1, &q, 0);
@@ -314,15 +318,24 @@ static uint64_t ptx_decl(const char *s, const char *end)
                 count = sat_mul(count, d);
             s = memchr(s, ']', (size_t)(end - s));
             if (!s)
-                return sat_add(sum, sat_mul(sat_mul(elem, vec), count));
+                break; /* (an unclosed dimension: the declaration ends here) */
             s++;
         }
-        sum = sat_add(sum, sat_mul(sat_mul(elem, vec), count));
+        if (want && named) {
+            *found = 1;
+            return sat_mul(sat_mul(elem, vec), count);
+        }
+        if (!want)
+            sum = sat_add(sum, sat_mul(sat_mul(elem, vec), count));
+        if (!s)
+            break;
     }
     return sum;
 }
 
-uint64_t gos_ptx_device_bytes(const char *p, size_t n)
+/* gos_ptx_device_bytes and gos_ptx_global: the sum of the declarations, or
+ * (want) the size of one (*found). */
+static uint64_t ptx_scan(const char *p, size_t n, const char *want, int *found)
 {
     n = strnlen(p, n);
     char *t = malloc(n + 1);
@@ -361,7 +374,14 @@ uint64_t gos_ptx_device_bytes(const char *p, size_t n)
         if ((l == 7 && !memcmp(tok, ".global", 7)) || (l == 6 && !memcmp(tok, ".const", 6))) {
             if (!ext && !ptr) {
                 const char *semi = memchr(s, ';', (size_t)(end - s));
-                sum = sat_add(sum, ptx_decl(s, semi ? semi : end));
+                int hit = 0;
+                uint64_t b = ptx_decl(s, semi ? semi : end, want, &hit);
+                if (want && hit) {
+                    *found = 1;
+                    free(t);
+                    return b;
+                }
+                sum = sat_add(sum, b);
             }
         }
         ext |= l == 7 && !memcmp(tok, ".extern", 7);
@@ -369,6 +389,15 @@ uint64_t gos_ptx_device_bytes(const char *p, size_t n)
     }
     free(t);
     return sum;
+}
+
+uint64_t gos_ptx_device_bytes(const char *p, size_t n) { return ptx_scan(p, n, NULL, NULL); }
+
+int gos_ptx_global(const char *p, size_t n, const char *name, uint64_t *size)
+{
+    int found = 0;
+    *size = ptx_scan(p, n, name, &found);
+    return found ? 0 : -1;
 }
 
 int gos_img_device_bytes(const void *image, size_t bytes, int cc, uint64_t *need)

@@ -125,4 +125,9 @@ int gos_img_device_bytes(const void *image, size_t bytes, int cc, uint64_t *need
 /* The same for PTX text of n bytes (a NUL may end it earlier). */
 uint64_t gos_ptx_device_bytes(const char *p, size_t n);
 
+/* The bytes of PTX text's .global or .const variable `name` (not an .extern
+ * one) in *size: 0, or -1 when the text declares none of that name (the shim's
+ * cuModuleGetGlobal of a PTX module: on an H100 it answered NOT_FOUND). */
+int gos_ptx_global(const char *p, size_t n, const char *name, uint64_t *size);
+
 #endif
