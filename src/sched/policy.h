@@ -75,6 +75,10 @@ typedef struct gos_sched_policy {
      * its deadline goes on instead of being handed back to the same vGPU). May be
      * NULL: never. */
     bool (*keeps)(gos_sched *s, int res, uint64_t now);
+    /* Whether v (latency_ns set) is in the latency class on res now, served
+     * before every batch vGPU (issue 41; gos_sched_preempts). May be NULL: the
+     * policy has no classes (FIFO). */
+    bool (*latency_first)(gos_sched *s, gos_vgpu *v, int res, uint64_t now);
 } gos_sched_policy;
 
 extern const gos_sched_policy gos_sched_policy_fifo;
@@ -143,10 +147,6 @@ void gos_sched_hold_end(gos_sched *s, int res, uint64_t now);
  * ending at now, as a fraction of the period. */
 double gos_sched_util(const gos_sched *s, const gos_vgpu *v, int res, uint64_t now);
 
-/* BAND's demotion of v on res: credit exhausted and over its share (policy_band.c). */
-bool gos_sched_band_demoted(gos_sched *s, gos_vgpu *v, int res, uint64_t now);
-/* v is in the latency class on res now: a latency bound and not demoted (issue 41). */
-bool gos_sched_latency_class(gos_sched *s, gos_vgpu *v, int res, uint64_t now);
 
 /* Credit accounting shared by credit and band (policy_credit.c): every active
  * vGPU receives period_used * share / sum of active shares (credit is redistributed,

@@ -102,9 +102,9 @@ static bool band_before(struct band_key a, struct band_key b)
     return a.d != b.d ? !a.d : a.l != b.l ? a.l : a.c != b.c ? a.c > b.c : a.r < b.r;
 }
 
-bool gos_sched_band_demoted(gos_sched *s, gos_vgpu *v, int res, uint64_t now)
+static bool band_latency_first(gos_sched *s, gos_vgpu *v, int res, uint64_t now)
 {
-    return band_key(s, v, res, now, gos_sched_active_share_sum(s, res)).d;
+    return band_key(s, v, res, now, gos_sched_active_share_sum(s, res)).l;
 }
 
 /* The vGPU BAND serves next among the eligible ones, except `skip` (may be NULL). */
@@ -213,4 +213,5 @@ const gos_sched_policy gos_sched_policy_band = {
     .charge = gos_sched_credit_charge,
     .forget = band_forget,
     .keeps = band_keeps,
+    .latency_first = band_latency_first,
 };

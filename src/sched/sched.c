@@ -579,25 +579,15 @@ uint64_t gos_sched_vgpu_latency(gos_sched *s, uint32_t id)
 
 bool gos_sched_preempts(gos_sched *s, int engine, uint32_t id, uint64_t now_ns)
 {
-    if (engine < 0 || engine >= s->nres || !s->running[engine] || s->policy == &gos_sched_policy_fifo)
+    if (engine < 0 || engine >= s->nres || !s->running[engine] || !s->policy->latency_first)
         return false;
     gos_vgpu *v = gos_sched_find(s, id), *x = gos_sched_find(s, s->running[engine]->vgpu);
     if (!v || !v->latency_ns || v == x || (x && x->latency_ns))
         return false;
     advance(s, now_ns);
     int res = engine; /* (engine == res in MRQ and SDQ alike) */
-    if (gos_sched_capped(s, v, res))
-        return false;
-    return gos_sched_latency_class(s, v, res, s->now); /* then the policy serves it before any batch vGPU */
-}
-
-bool gos_sched_latency_class(gos_sched *s, gos_vgpu *v, int res, uint64_t now)
-{
-    if (!v->latency_ns)
-        return false;
-    /* BAND: not demoted; Credit: credit left (with BAND's rule a 10 % vGPU of
-     * Credit's coarse round-robin took 12.9 % by flooding, test_latency_flood) */
-    return s->policy == &gos_sched_policy_band ? !gos_sched_band_demoted(s, v, res, now) : v->res[res].credit >= 0;
+    /* in its class, the policy serves it before any batch vGPU */
+    return !gos_sched_capped(s, v, res) && s->policy->latency_first(s, v, res, s->now);
 }
 
 void gos_sched_nobody_waits(gos_sched *s, int engine, uint64_t now_ns)
