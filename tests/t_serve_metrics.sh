@@ -71,7 +71,11 @@ copy = 60
 memory = 1G
 [vgpu c]
 device = 1
-compute = 100"
+compute = 100
+[vgpu d]
+device = 1
+compute = 10
+users = 1"
 grep -q "metrics on http://127.0.0.1:$PORT/metrics" "$T/serve.log" || fail "metrics endpoint not announced"
 # a second daemon on the same port: a clear error
 sed "s|^socket = .*|socket = $T/s2|" "$T/conf" > "$T/conf2"
@@ -90,6 +94,12 @@ A='gpu="0",vgpu="a"'; B='gpu="0",vgpu="b"'
 [ "$(m "gpuos_vgpu_faults_total{$A}")" = 0.0 ] || fail "faults"
 [ "$(m "gpuos_vgpu_busy_seconds_total{$B,engine=\"compute\"}")" = 0.0 ] || fail "busy before any work"
 [ "$(m "gpuos_vgpu_info{$A,policy=\"band\",queue=\"mrq\",state=\"active\"}")" = 1.0 ] || fail "info of a"
+# nothing queued while idle; a refused connection counted (issue 43.7)
+[ "$(m "gpuos_vgpu_queued_requests{$A,engine=\"compute\"}")" = 0.0 ] || fail "queued requests of an idle vGPU"
+[ "$(m "gpuos_connections_refused_total{}")" = 0.0 ] || fail "refused before any: $(m "gpuos_connections_refused_total{}")"
+timeout 30 "$C" copy d 4096 >/dev/null 2>&1 && fail "root opened vGPU d (users = 1)"
+scrape
+[ "$(m "gpuos_connections_refused_total{}")" = 1.0 ] || fail "a refused connection not counted: $(m "gpuos_connections_refused_total{}")"
 # every device's series carry dcgm-exporter's labels of that GPU, every one the same set
 $PY - "$T/m.json" "$(hostname)" <<'PY' || fail "dcgm-exporter's labels / gpuos_device_info / gpuos_build_info"
 import json, re, sys

@@ -112,11 +112,14 @@ static int do_hello(struct srv_client *c, const struct gos_msg_hello *m, struct 
             int rc = srv_vgpu_access(s, v, c->fd, c->pid, c->uid, c->gid);
             if (rc) {
                 gos_log(LOG_NOTICE, "client %u (pid %d) refused: %s", c->id, (int)c->pid, gos_last_error());
+                s->refused++;
                 return rc;
             }
-            if (s->vgpus[v].clients >= s->cfg.max_clients_per_vgpu)
+            if (s->vgpus[v].clients >= s->cfg.max_clients_per_vgpu) {
+                s->refused++;
                 return gos_fail(GOS_ELIMIT, "vGPU %s has its maximum of %d clients (max_clients_per_vgpu)",
                                 m->vgpu, s->cfg.max_clients_per_vgpu);
+            }
             struct srv_dev *d = &s->devs[s->vgpus[v].cfg.device];
             if (d->isolation != GOS_ISOLATION_NONE) {
                 /* The client's own executor process (issue 9); the daemon's lock is

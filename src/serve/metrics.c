@@ -17,7 +17,8 @@
  *   gpuos_vgpu_memory_resident_bytes, gpuos_vgpu_memory_swapped_bytes,
  *   gpuos_vgpu_swap_turns_total, gpuos_vgpu_swap_seconds_total (issue 42)
  *   gpuos_vgpu_clients, gpuos_vgpu_tasks_total, gpuos_vgpu_faults_total,
- *   gpuos_vgpu_latency_seconds (the latency class; 0: batch)
+ *   gpuos_vgpu_latency_seconds (the latency class; 0: batch),
+ *   gpuos_vgpu_queued_requests{engine} (waiting for the device's engine)
  * Per device:
  *   gpuos_device_info{gpuos_device (the [device] section's label),backend},
  *   gpuos_device_memory_bytes,
@@ -30,7 +31,8 @@
  *   gpuos_chip_max_cluster_size, gpuos_chip_concurrent_clusters{size},
  *   gpuos_chip_partitions, gpuos_chip_partition_sms{partition},
  *   gpuos_chip_hash_granularity_bytes
- * Daemon: gpuos_build_info{version,protocol}, gpuos_clients, gpuos_config_reloads_total,
+ * Daemon: gpuos_build_info{version,protocol}, gpuos_clients,
+ *   gpuos_connections_refused_total, gpuos_config_reloads_total,
  *   gpuos_config_reload_failures_total, gpuos_config_last_reload_successful,
  *   gpuos_config_last_reload_success_timestamp_seconds.
  * Process: the daemon (gpuos serve). */
@@ -224,6 +226,25 @@ static void dev_sample(struct buf *b, int f, const struct srv_dev *d)
     }
 }
 
+/* The requests each listed vGPU has waiting in its device's scheduler, per
+ * engine (a ring that wants a grant counts one). */
+static void queue_family(struct buf *b, struct srv *s, const int *listed, int n)
+{
+    char l1[1200], l2[256];
+    family(b, "gpuos_vgpu_queued_requests", "gauge",
+           "Requests of the vGPU waiting for its device's engine (a ring waiting for a grant counts one).");
+    for (int i = 0; i < n; i++) {
+        struct srv_vgpu *g = &s->vgpus[listed[i]];
+        gos_sched_vgpu_stats st = {0};
+        if (gos_sched_vgpu_stats_get(s->devs[g->cfg.device].sched, g->id, gos_now_ns(), &st))
+            continue;
+        for (int e = 0; e < 2; e++)
+            put(b, "gpuos_vgpu_queued_requests{vgpu=\"%s\",%s,engine=\"%s\"} %u\n", esc(g->cfg.name, l2, sizeof l2),
+                dev_labels(s, g->cfg.device, l1, sizeof l1), e ? "copy" : "compute",
+                (unsigned)(e ? st.copy_queued : st.compute_queued));
+    }
+}
+
 static void chip_families(struct buf *b, struct srv *s)
 {
     char l[1200];
@@ -314,6 +335,7 @@ char *srv_metrics_text(struct srv *s, size_t *len)
             vgpu_sample(&b, f, &recs[i], g->faults, lab);
         }
     }
+    queue_family(&b, s, listed, n);
     family(&b, "gpuos_device_info", "gauge", "A device of the daemon.");
     for (int i = 0; i < s->n_devs; i++) {
         const gos_device_info *d = &s->devs[i].info;
@@ -332,6 +354,9 @@ char *srv_metrics_text(struct srv *s, size_t *len)
     put(&b, "gpuos_build_info{version=\"%s\",protocol=\"%d\"} 1\n", GOS_VERSION, GOS_PROTOCOL_VERSION);
     family(&b, "gpuos_clients", "gauge", "Connections to the daemon (vGPU clients and admin commands).");
     put(&b, "gpuos_clients %d\n", s->n_clients);
+    family(&b, "gpuos_connections_refused_total", "counter",
+           "Connections refused at their HELLO: not allowed on the vGPU (users, groups, cgroup) or its clients full.");
+    put(&b, "gpuos_connections_refused_total %llu\n", (unsigned long long)s->refused);
     family(&b, "gpuos_config_reloads_total", "counter", "Successful configuration reloads (SIGHUP).");
     put(&b, "gpuos_config_reloads_total %llu\n", (unsigned long long)s->reloads);
     family(&b, "gpuos_config_reload_failures_total", "counter", "Rejected configuration reloads.");

@@ -350,6 +350,7 @@ struct srv {
     char state_path[4200];  /* "" no persistence */
     int sock_from_cli;      /* --socket or $GPUOS_SOCKET: not the file's */
     uint64_t reloads, reload_failures;
+    uint64_t refused; /* connections refused at their HELLO (metrics) */
     double last_reload_s;   /* wall clock of the last successful load */
     int last_reload_ok;
     struct gos_chip *chips[GOS_SERVE_MAX_DEVICES]; /* chip = files, NULL none */
