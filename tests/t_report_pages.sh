@@ -29,15 +29,17 @@ c = json.load(open(sys.argv[1])); h = open(sys.argv[2]).read()
 m, t = c["memory"], c["topology"]
 svgs = re.findall(r"<svg.*?</svg>", h, re.S)
 # the one-partition curve, with its knee in the legend; the marker is that knee,
-# the headline, cited (paper 001 6.2.1, Fig. 7: 65.8 %); the every-SM curve's knee
-# (no capacity) is not marked; MiB throughout
+# the headline, without the paper's 65.8 % (that is every SM's, in the table); the
+# every-SM curve's knee (no capacity) is not marked; MiB throughout
 e = m["l2_effective_bytes_one_partition"] / 2**20
 assert f"one partition's SMs read every page (knee {e:.1f} MiB)" in h, "one-partition curve"
 curve = [s for s in svgs if "Read bandwidth against working-set size" in s][0]
 assert curve.count("<polyline") == 3, "three curves"
-assert "#d62728" in curve
+assert "#e69f00" in curve, "one-partition curve colour"
 pct = 100 * m["l2_effective_bytes_one_partition"] / c["device"]["l2_bytes"]
-assert f"one partition: {e:.1f} MiB = {pct:.1f} % of L2 (paper 65.8 %, 6.2.1)" in curve, "headline marker"
+assert f"one partition: {e:.1f} MiB = {pct:.1f} % of L2 (no paper figure)" in curve, "headline marker"
+# the paper's 65.8 % is of every SM reading every page: never beside the one-partition knee
+assert "65.8" not in "".join(re.findall(r"<text[^>]*>([^<]*)</text>", curve)), "the one-partition curve compared with the paper's all-SM figure"
 e1 = m["l2_effective_bytes_shared"] / 2**20
 assert f"{e1:.1f} MiB" not in curve.split("every SM reads every page")[0], "the every-SM knee is marked"
 assert not re.search(r"\d MB\b|\(MB\)", curve), "MB and MiB mixed in the curve"
@@ -55,6 +57,15 @@ assert len(heat) == 1, "contention heat map"
 cells = re.findall(r'<text x="\d+" y="\d+" text-anchor="middle" fill="#[0-9a-f]+">([-0-9.]+)</text>', heat[0])
 want = ["%.2f" % g for p in t["placements"] for g in p["gain_vs_lone_per_gpc"]]
 assert cells == want, (cells[:10], want[:10])
+# every cell lies on the colour scale: its end labels span every value (the gains
+# pass 1 and go below 0), and the legend says the scale was widened
+for hm in heat + [s for s in svgs if "GPC pairs: L2 bandwidth" in s]:
+    lo, hi = map(float, re.search(r'text-anchor="end">([-0-9.]+)</text><text x="\d+" y="\d+">([-0-9.]+)</text>', hm).groups())
+    vals = [float(v) for v in re.findall(r'fill="#[0-9a-f]+">(-?[0-9][0-9.]*)</text>', hm)]
+    assert vals and lo <= min(vals) and max(vals) <= hi, "heat map cells %g..%g outside its scale %g..%g" % (min(vals), max(vals), lo, hi)
+    slo, shi = float(re.search(r'data-scale-lo="([^"]+)"', hm).group(1)), float(re.search(r'data-scale-hi="([^"]+)"', hm).group(1))
+    assert all(slo <= float(v) <= shi for v in re.findall(r'data-v="([^"]+)"', hm)), "a cell off the scale"
+assert "colour scale widened from 0..1 to the data's range" in heat[0], "widened scale not said"
 assert sorted(s for p in t["placements"] for s in p["sms"]) == sorted(t["free_floating_sms"]) and t["placements"]
 assert heat[0].count('stroke="#d62728" stroke-width="2.5"') == len(t["placements"]), "placed GPC outlines"
 rows = re.findall(r'text-anchor="end">(SMs? [0-9+]+)</text>', heat[0])
@@ -107,7 +118,16 @@ $PY - "$T/fleet.html" <<'PYEOF' || fail "fleet page"
 import re, sys
 h = open(sys.argv[1]).read()
 assert "<h1>Fleet: 3 GPUs</h1>" in h
-assert h.count("Floor plan: SMs by GPC") == 3
+# a summary table first: the GPUs, the configurations, each measure's median and range
+assert h.index("<h2>Summary</h2>") < h.index("<h2>GPC configurations</h2>") < h.index("<h2>Side by side</h2>"), "no summary at the top"
+summ = h.split("<h2>Summary</h2>")[1].split("</table>")[0]
+assert "<tr><td>GPUs charted</td><td>3</td><td colspan=3>1 GPC configuration</td></tr>" in summ, summ
+assert re.search(r"<tr><td>HBM GB/s, local pages</td><td>2</td>(<td>[0-9]+</td>){3}</tr>", summ), summ
+# like chips share one floor plan, headed by (and linked to) each of them: the two
+# charts with partitions one picture, the third (no partitions) its own
+assert h.count("Floor plan: SMs by GPC") == 2, h.count("Floor plan: SMs by GPC")
+heads = re.findall(r"<h3>(.*?)</h3>", h)
+assert len(heads) == 2 and '<span id="gpu0">' in heads[0] and '<span id="gpu1">' in heads[0] and '<span id="gpu2">' in heads[1], heads
 side = h.split("<h2>Side by side</h2>")[1].split("</table>")[0]
 assert len(re.findall(r"<tr><td><a href=", side)) == 3
 for k in (1, 2, 3):
@@ -173,6 +193,26 @@ for d in re.findall(r'<path fill="[^"]*" stroke="#333" d="([^"]*)"', v):
 print("dvfs page: ok")
 PYEOF
 
+# no figure holds both a red and a green (red-green colour-blind readers cannot
+# tell them apart): every <svg> and every heat-map table, its colours by hue
+$PY - "$T/full.html" "$T/topo.html" "$T/fleet.html" "$T/dvfs.html" "$T/dvfsfleet.html" <<'PYEOF' || fail "red-green colours"
+import colorsys, re, sys
+def hues(fig):
+    out = set()
+    for c in re.findall(r"#([0-9a-fA-F]{6})\b", fig) + ["%02x%02x%02x" % tuple(map(int, m)) for m in re.findall(r"rgb\((\d+),\s*(\d+),\s*(\d+)\)", fig)]:
+        h, l, s = colorsys.rgb_to_hls(*(int(c[i:i + 2], 16) / 255 for i in (0, 2, 4)))
+        if s > 0.35 and 0.2 < l < 0.85:
+            h *= 360
+            out |= {"red"} if h < 15 or h > 345 else {"green"} if 75 <= h <= 150 else set()
+    return out
+for p in sys.argv[1:]:
+    h = open(p).read()
+    figs = re.findall(r"<svg.*?</svg>", h, re.S) + re.findall(r"<table class=hm>.*?</table>\s*<svg.*?</svg>", h, re.S)
+    for fig in figs:
+        assert hues(fig) != {"red", "green"}, "%s: a figure with red and green: %s" % (p, re.sub(r"\s+", " ", fig[:160]))
+print("colours: ok")
+PYEOF
+
 # a committed H200 chart (real data: markers close together, three curves) and the
 # fleet of every committed chart are laid out and checked too
 pages="full topo fleet dvfs dvfsfleet"
@@ -233,7 +273,8 @@ for p in $pages; do
     *) fail "$p page: $line" ;;
     esac
     n=$(echo "$line" | sed 's/SVGS=\([0-9]*\).*/\1/')
-    [ "$n" -ge 3 ] || fail "$p page: only $n pictures laid out"
+    min=3; case $p in fleet | results) min=1 ;; esac # a fleet draws one floor plan per distinct chip
+    [ "$n" -ge $min ] || fail "$p page: only $n pictures laid out"
     # every figure the page must have is in the laid-out page (and was not empty, above)
     case $p in
     full) figs="Floor plan|HBM access latency|L2 hit latency|Read bandwidth against working-set size|L2 contention of each free-floating SM|GPC pairs" ;;

@@ -4,7 +4,7 @@
  * per-pair CSV files) or run directories (analysed on the fly, report_input.c),
  * laid out as paper 000 section VII presents results, per GPU:
  *   - heatmaps of the best-case (min) and worst-case (max) latency per pair,
- *     initial frequency in rows, target in columns, green (low) to red (high);
+ *     initial frequency in rows, target in columns, light (low) to dark blue (high);
  *   - the distribution of latencies for increasing against decreasing switches
  *     (mirrored density "violins", figure 4);
  *   - table II: min/mean/max of the per-pair worst-case and best-case latencies
@@ -24,16 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* green (t = 0) -> yellow -> red (t = 1) */
-static void color(double t, char *buf, size_t len)
-{
-    if (!isfinite(t))
-        t = 0;
-    t = t < 0 ? 0 : t > 1 ? 1 : t;
-    int r = t < 0.5 ? (int)(2 * t * 230) : 230, g = t < 0.5 ? 190 : (int)(190 * (1 - 2 * (t - 0.5)));
-    snprintf(buf, len, "rgb(%d,%d,70)", r, g + 20);
-}
 
 static void heatmap(FILE *f, int hl, int gi, const char *title, const gos_dvfs_rpair *ps, int np, const int *fr, int nf,
                     int worst)
@@ -61,15 +51,18 @@ static void heatmap(FILE *f, int hl, int gi, const char *title, const gos_dvfs_r
             }
             double v = worst ? p->max : p->min;
             char c[32];
-            color(hi > lo ? (v - lo) / (hi - lo) : 0, c, sizeof c);
-            fprintf(f, "<td style=\"background:%s\" title=\"n=%zu\">%.2f</td>", c, p->n, v);
+            int dark;
+            gos_svg_heat_color(hi > lo ? (v - lo) / (hi - lo) : 0, c, sizeof c, &dark);
+            fprintf(f, "<td style=\"background:%s%s\" title=\"n=%zu\">%.2f</td>", c, dark ? ";color:#fff" : "", p->n, v);
         }
         fprintf(f, "</tr>\n");
     }
     fprintf(f, "</table>\n");
-    /* the colour scale: green (fastest) to red (slowest) over the map's range */
+    /* the colour scale: light (fastest) to dark blue (slowest) over the map's range */
     char c0[32], c1[32], c2[32];
-    color(0, c0, sizeof c0), color(0.5, c1, sizeof c1), color(1, c2, sizeof c2);
+    int dark;
+    gos_svg_heat_color(0, c0, sizeof c0, &dark), gos_svg_heat_color(0.5, c1, sizeof c1, &dark),
+        gos_svg_heat_color(1, c2, sizeof c2, &dark);
     fprintf(f, "<svg class=legend xmlns=\"http://www.w3.org/2000/svg\" width=\"360\" height=\"34\" "
                "font-family=\"sans-serif\" font-size=\"11\"><defs><linearGradient id=\"g%d_%d\">"
                "<stop offset=\"0\" stop-color=\"%s\"/><stop offset=\"0.5\" stop-color=\"%s\"/>"

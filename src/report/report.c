@@ -9,6 +9,7 @@
 #include "common/jsonio.h"
 #include "common/status.h"
 #include "report/svg.h"
+#include "stats/stats.h"
 #include "topology/labels.h"
 #include "topology/topology.h"
 
@@ -16,8 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *part_color[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
-                                   "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
+/* colour-blind safe: no red beside a green (Okabe and Ito's blues, orange, purple) */
+static const char *part_color[] = {"#1f77b4", "#ff7f0e", "#56b4e9", "#cc79a7",
+                                   "#9467bd", "#8c564b", "#e6c229", "#7f7f7f"};
 
 /* Partition p's colour: the table for up to 8 partitions (H200 charts keep
  * theirs), else hues spread evenly (returns a static buffer of 8 slots). */
@@ -217,19 +219,20 @@ static void l2_curve(FILE *f, json_t *mem, double l2_bytes)
     gos_svg_series s[3];
     int ns = 0;
     if (n0)
-        s[ns++] = (gos_svg_series){lab[0], "#2ca02c", x[0], y[0], n0};
+        s[ns++] = (gos_svg_series){lab[0], "#0072b2", x[0], y[0], n0};
     if (n1)
         s[ns++] = (gos_svg_series){lab[1], "#9467bd", x[1], y[1], n1};
     if (n2)
-        s[ns++] = (gos_svg_series){lab[2], "#d62728", x[2], y[2], n2};
+        s[ns++] = (gos_svg_series){lab[2], "#e69f00", x[2], y[2], n2};
     /* The marker is the headline: the knee of one partition's SMs reading every
-     * page, the capacity replication leaves (paper 001 6.2.1, Fig. 7: 65.8 %);
-     * without that curve, the one-reader-per-page knee, the whole L2. The
-     * every-SM curve's knee is no capacity (neighbours hit each other's lines)
-     * and is not marked. */
+     * page, the capacity replication leaves; without that curve, the
+     * one-reader-per-page knee, the whole L2. The every-SM curve's knee is no
+     * capacity (neighbours hit each other's lines) and is not marked. The
+     * paper's 65.8 % (001 6.2.1, Fig. 7) is of every SM reading every page: it
+     * is compared with that curve's knee in the table, never with this one. */
     double knee = !isnan(e2) ? e2 : e0;
     if (!isnan(e2))
-        snprintf(k, sizeof k, "one partition: %.1f MiB = %.1f %% of L2 (paper 65.8 %%, 6.2.1)",
+        snprintf(k, sizeof k, "one partition: %.1f MiB = %.1f %% of L2 (no paper figure)",
                  e2 / (1 << 20), 100 * e2 / l2_bytes);
     else
         snprintf(k, sizeof k, "knee %.1f MiB = %.1f %% of L2 (one reader per page)", e0 / (1 << 20), 100 * e0 / l2_bytes);
@@ -650,6 +653,119 @@ static const char *fleet_head[FLEET_COLS] = {
     "L2 latency local / remote (cycles)", "effective L2, every SM", "effective L2, one partition",
     "HBM GB/s local / remote pages", "hash granularity", "probe time"};
 
+/* The fleet's summary measures: one number of chart c each (NAN: not measured). */
+#define FLEET_SUMMARY 8
+static const char *summary_head[FLEET_SUMMARY] = {
+    "HBM latency, local (cycles)", "HBM latency, remote (cycles)", "L2 latency, local (cycles)",
+    "L2 latency, remote (cycles)", "effective L2, every SM (%)", "HBM GB/s, local pages", "HBM GB/s, remote pages",
+    "probe time (s)"};
+
+static double summary_num(const gos_chip *c, int k)
+{
+    json_t *mem = json_object_get(c->json, "memory");
+    switch (k) {
+    case 0: return c->has_latency ? c->lat_hbm_local : NAN;
+    case 1: return c->has_latency ? c->lat_hbm_remote : NAN;
+    case 2: return c->has_latency ? c->lat_l2_local : NAN;
+    case 3: return c->has_latency ? c->lat_l2_remote : NAN;
+    case 4: return 100 * num(mem, "l2_effective_fraction_shared");
+    case 5: return num(mem, "hbm_bandwidth_gbps.local");
+    case 6: return num(mem, "hbm_bandwidth_gbps.remote");
+    default: return num(c->json, "probe.seconds");
+    }
+}
+
+/* The page's first table: how many GPUs, how many configurations, and each
+ * measure's median and range over the GPUs that measured it. */
+static void fleet_summary(FILE *f, const gos_chip *const *charts, int n, int n_configs)
+{
+    double *v = malloc((size_t)n * sizeof *v);
+    if (!v)
+        return;
+    fprintf(f, "<h2>Summary</h2>\n<table class=\"summary\"><tr><th>measure</th><th>GPUs</th><th>min</th>"
+               "<th>median</th><th>max</th></tr>\n<tr><td>GPUs charted</td><td>%d</td><td colspan=3>%d GPC "
+               "configuration%s</td></tr>\n",
+            n, n_configs, n_configs == 1 ? "" : "s");
+    for (int k = 0; k < FLEET_SUMMARY; k++) {
+        size_t m = 0;
+        for (int i = 0; i < n; i++)
+            if (!isnan(v[m] = summary_num(charts[i], k)))
+                m++;
+        if (!m)
+            continue;
+        int prec = k == 7 ? 2 : k == 4 ? 1 : 0;
+        fprintf(f, "<tr><td>%s</td><td>%zu</td><td>%.*f</td><td>%.*f</td><td>%.*f</td></tr>\n", summary_head[k], m,
+                prec, gos_quantile(v, m, 0), prec, gos_quantile(v, m, 0.5), prec, gos_quantile(v, m, 1));
+    }
+    fprintf(f, "</table>\n");
+    free(v);
+}
+
+/* One floor plan per distinct picture, headed by every GPU that has it (a
+ * fleet of like chips is one picture, not one per GPU). */
+static void fleet_floor_plans(FILE *f, const gos_chip *const *charts, int n)
+{
+    char **svg = calloc((size_t)n, sizeof *svg);
+    size_t len;
+    for (int i = 0; svg && i < n; i++) {
+        FILE *m = open_memstream(&svg[i], &len);
+        if (m)
+            floor_plan(m, charts[i]), fclose(m);
+    }
+    for (int i = 0; svg && i < n; i++) {
+        int first = 1;
+        for (int j = 0; j < i && first; j++)
+            first = !(svg[i] && svg[j] && !strcmp(svg[i], svg[j]));
+        if (!first)
+            continue;
+        fprintf(f, "<h3>");
+        for (int j = i; j < n; j++) {
+            if (j > i && !(svg[i] && svg[j] && !strcmp(svg[i], svg[j])))
+                continue;
+            fprintf(f, "%s<span id=\"gpu%d\">", j > i ? "<br>" : "", j);
+            gos_html_escape(f, charts[j]->device.name);
+            fprintf(f, " &middot; ");
+            gos_html_escape(f, charts[j]->device.uuid);
+            fprintf(f, "%s</span>", charts[j]->device.simulated ? " <span class=\"sim\">SIMULATED</span>" : "");
+        }
+        fprintf(f, "</h3>\n%s", svg[i] ? svg[i] : "");
+    }
+    for (int i = 0; svg && i < n; i++)
+        free(svg[i]);
+    free(svg);
+}
+
+/* The configurations and how many chips have each (the paper: 23 of 28 H200s
+ * ...) as a table; returns how many configurations. */
+static int fleet_configs(FILE *f, const gos_chip *const *charts, int n)
+{
+    int n_configs = 0;
+    fprintf(f, "<h2>GPC configurations</h2>\n<table><tr><th>configuration</th><th>chips</th><th>paper 001</th></tr>\n");
+    int *done = calloc((size_t)n, sizeof *done);
+    for (int i = 0; done && i < n; i++) {
+        if (done[i] || !charts[i]->n_gpcs)
+            continue;
+        char si[128], sj[128];
+        gos_topo_summary(charts[i], si, sizeof si);
+        int count = 0;
+        n_configs++;
+        for (int j = i; j < n; j++) {
+            if (!charts[j]->n_gpcs)
+                continue;
+            gos_topo_summary(charts[j], sj, sizeof sj);
+            if (!strcmp(si, sj))
+                done[j] = 1, count++;
+        }
+        const char *m = gos_topo_paper_match(charts[i]->device.name, si, NULL);
+        fprintf(f, "<tr><td>%s</td><td>%d of %d</td><td>", si, count, n);
+        gos_html_escape(f, m ? m : "");
+        fprintf(f, "</td></tr>\n");
+    }
+    free(done);
+    fprintf(f, "</table>\n");
+    return n_configs;
+}
+
 int gos_report_fleet_html(const gos_chip *const *charts, int n, const char *out_path)
 {
     if (n < 1)
@@ -676,29 +792,16 @@ int gos_report_fleet_html(const gos_chip *const *charts, int n, const char *out_
             n, n);
     if (n_sim)
         fprintf(f, "<p><span class=\"sim\">%d of %d charts are of SIMULATED devices</span></p>\n", n_sim, n);
-    /* the configurations and how many chips have each (the paper: 23 of 28 H200s ...) */
-    fprintf(f, "<h2>GPC configurations</h2>\n<table><tr><th>configuration</th><th>chips</th><th>paper 001</th></tr>\n");
-    int *done = calloc((size_t)n, sizeof *done);
-    for (int i = 0; done && i < n; i++) {
-        if (done[i] || !charts[i]->n_gpcs)
-            continue;
-        char si[128], sj[128];
-        gos_topo_summary(charts[i], si, sizeof si);
-        int count = 0;
-        for (int j = i; j < n; j++) {
-            if (!charts[j]->n_gpcs)
-                continue;
-            gos_topo_summary(charts[j], sj, sizeof sj);
-            if (!strcmp(si, sj))
-                done[j] = 1, count++;
-        }
-        const char *m = gos_topo_paper_match(charts[i]->device.name, si, NULL);
-        fprintf(f, "<tr><td>%s</td><td>%d of %d</td><td>", si, count, n);
-        gos_html_escape(f, m ? m : "");
-        fprintf(f, "</td></tr>\n");
-    }
-    free(done);
-    fprintf(f, "</table>\n<h2>Side by side</h2>\n<table><tr><th>GPU</th>");
+    char *cbuf = NULL;
+    size_t clen = 0;
+    FILE *cf = open_memstream(&cbuf, &clen);
+    int n_configs = cf ? fleet_configs(cf, charts, n) : 0;
+    if (cf)
+        fclose(cf);
+    fleet_summary(f, charts, n, n_configs);
+    fputs(cbuf ? cbuf : "", f);
+    free(cbuf);
+    fprintf(f, "<h2>Side by side</h2>\n<table><tr><th>GPU</th>");
     for (int k = 0; k < FLEET_COLS; k++)
         if (used[k])
             fprintf(f, "<th>%s</th>", fleet_head[k]);
@@ -719,14 +822,7 @@ int gos_report_fleet_html(const gos_chip *const *charts, int n, const char *out_
         fprintf(f, "</tr>\n");
     }
     fprintf(f, "</table>\n<h2>Floor plans</h2>\n");
-    for (int i = 0; i < n; i++) {
-        fprintf(f, "<h3 id=\"gpu%d\">", i);
-        gos_html_escape(f, charts[i]->device.name);
-        fprintf(f, " &middot; ");
-        gos_html_escape(f, charts[i]->device.uuid);
-        fprintf(f, "%s</h3>\n", charts[i]->device.simulated ? " <span class=\"sim\">SIMULATED</span>" : "");
-        floor_plan(f, charts[i]);
-    }
+    fleet_floor_plans(f, charts, n);
     fprintf(f, "</body></html>\n");
     fclose(f);
     int rc = gos_file_save_atomic(out_path, buf, len);

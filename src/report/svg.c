@@ -182,39 +182,57 @@ void gos_svg_lines(FILE *f, const gos_svg_frame *fr, const gos_svg_series *s, in
     fprintf(f, "</svg>\n");
 }
 
-/* Sequential colour scale, light to dark blue, t in [0, 1]. */
-static void heat_color(double t, char *out, size_t len, int *dark)
+void gos_svg_heat_color(double t, char *out, size_t len, int *dark)
 {
     static const double c0[3] = {247, 251, 255}, c1[3] = {8, 48, 107};
-    t = t < 0 ? 0 : t > 1 ? 1 : t;
+    t = !(t >= 0) ? 0 : t > 1 ? 1 : t; /* NAN: the light end */
     snprintf(out, len, "#%02x%02x%02x", (int)(c0[0] + t * (c1[0] - c0[0])), (int)(c0[1] + t * (c1[1] - c0[1])),
              (int)(c0[2] + t * (c1[2] - c0[2])));
     *dark = t > 0.5;
 }
 
+/* The data's range of h's values into *dlo, *dhi (+-1e300 reversed: no value). */
+static void heat_range(const gos_svg_heat *h, double *dlo, double *dhi)
+{
+    *dlo = 1e300, *dhi = -1e300;
+    for (int i = 0; i < h->rows * h->cols; i++)
+        if (!isnan(h->v[i]))
+            *dlo = fmin(*dlo, h->v[i]), *dhi = fmax(*dhi, h->v[i]);
+}
+
 void gos_svg_heatmap(FILE *f, const gos_svg_heat *h)
 {
     const int cw = 50, ch = 22, top = 60;
-    double lw = 0, lo = h->vmin, hi = h->vmax;
+    double lw = 0, lo = h->vmin, hi = h->vmax, dlo, dhi;
     for (int r = 0; r < h->rows; r++)
         lw = fmax(lw, text_w(h->row_names[r]));
-    int left = (int)lw + 12;
+    int left = (int)lw + 12, widened = 0;
+    heat_range(h, &dlo, &dhi);
     if (!(hi > lo)) { /* range of the data */
-        lo = 1e300, hi = -1e300;
-        for (int i = 0; i < h->rows * h->cols; i++)
-            if (!isnan(h->v[i]))
-                lo = fmin(lo, h->v[i]), hi = fmax(hi, h->v[i]);
+        lo = dlo, hi = dhi;
         if (!(hi > lo))
             hi = lo + 1;
+    } else if (dlo < lo || dhi > hi) { /* a given scale widened to cover every cell */
+        lo = fmin(lo, dlo), hi = fmax(hi, dhi), widened = 1;
     }
+    char note[96];
+    if (widened)
+        snprintf(note, sizeof note, "colour scale widened from %g..%g to the data's range", h->vmin, h->vmax);
+    else
+        snprintf(note, sizeof note, h->vmax > h->vmin ? "colour scale %g..%g" : "colour scale: the data's range",
+                 h->vmin, h->vmax);
     int w = left + h->cols * cw + 16, tw = (int)(1.25 * text_w(h->title)) + 10,
         cl = left + (int)text_w(h->col_label) + 10;
     w = w > tw ? w : tw;
     w = w > cl ? w : cl;
-    int ht = top + h->rows * ch + 36;
+    w = w > left + (int)text_w(note) + 10 ? w : left + (int)text_w(note) + 10;
+    int mw = left + 144 + 2 * (int)text_w("-0.00000") + 32 + (int)text_w(h->mark_label) + 10; /* the outline's key */
+    w = !h->mark_label || w > mw ? w : mw;
+    int ht = top + h->rows * ch + 52;
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
-               "font-family=\"sans-serif\" font-size=\"11\">\n<rect width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n",
-            w, ht, w, ht, w, ht);
+               "font-family=\"sans-serif\" font-size=\"11\" data-scale-lo=\"%.17g\" data-scale-hi=\"%.17g\">\n"
+               "<rect width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n",
+            w, ht, w, ht, lo, hi, w, ht);
     fprintf(f, "<text x=\"4\" y=\"16\" font-size=\"13\" font-weight=\"bold\">");
     gos_html_escape(f, h->title);
     fprintf(f, "</text>\n<text x=\"%d\" y=\"%d\">", left, top - 22);
@@ -229,14 +247,15 @@ void gos_svg_heatmap(FILE *f, const gos_svg_heat *h)
         for (int c = 0; c < h->cols; c++) {
             double v = h->v[r * h->cols + c];
             int x = left + c * cw, dark = 0;
-            char col[16] = "#eeeeee", txt[32] = "-";
+            char col[16] = "#eeeeee", txt[32] = "-", dv[48] = "";
             if (!isnan(v)) {
-                heat_color((v - lo) / (hi - lo), col, sizeof col, &dark);
+                snprintf(dv, sizeof dv, " data-v=\"%.17g\"", v);
+                gos_svg_heat_color((v - lo) / (hi - lo), col, sizeof col, &dark);
                 snprintf(txt, sizeof txt, h->fmt ? h->fmt : "%.2f", v);
             }
-            fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\" stroke=\"#fff\"/>"
+            fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\" stroke=\"#fff\"%s/>"
                        "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"%s\">%s</text>\n",
-                    x, y, cw, ch, col, x + cw / 2, y + ch / 2 + 4, dark ? "#fff" : "#222", txt);
+                    x, y, cw, ch, col, dv, x + cw / 2, y + ch / 2 + 4, dark ? "#fff" : "#222", txt);
         }
         if (h->mark_col && h->mark_col[r] >= 0 && h->mark_col[r] < h->cols)
             fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#d62728\" "
@@ -248,7 +267,7 @@ void gos_svg_heatmap(FILE *f, const gos_svg_heat *h)
     for (int i = 0; i < 10; i++) {
         char col[16];
         int dark;
-        heat_color(i / 9.0, col, sizeof col, &dark);
+        gos_svg_heat_color(i / 9.0, col, sizeof col, &dark);
         fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"10\" fill=\"%s\"/>\n", left + i * 14, y, col);
     }
     char a[32], b[32];
@@ -263,6 +282,7 @@ void gos_svg_heatmap(FILE *f, const gos_svg_heat *h)
         gos_html_escape(f, h->mark_label);
         fprintf(f, "</text>\n");
     }
+    label(f, left, y + 25, "start", note);
     fprintf(f, "</svg>\n");
 }
 
@@ -346,8 +366,9 @@ void gos_svg_violins(FILE *f, const gos_svg_frame *fr, const gos_svg_series *s, 
 
 /* ---- scatter, box plots, range bars (the DVFS figures of paper 000) ---- */
 
-static const char *const palette[] = {"#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2",
-                                      "#17becf", "#bcbd22", "#7f7f7f", "#ff7f0e", "#aec7e8"};
+/* no green beside the outliers' red (red-green colour-blind readers) */
+static const char *const palette[] = {"#1f77b4", "#e69f00", "#9467bd", "#8c564b", "#e377c2",
+                                      "#17becf", "#bcbd22", "#7f7f7f", "#56b4e9", "#aec7e8"};
 #define OUTLIER_COLOR "#d62728"
 
 const char *gos_svg_color(int i) { return palette[((i % 10) + 10) % 10]; }

@@ -32,7 +32,9 @@ void gos_svg_histogram(FILE *f, const gos_svg_frame *fr, const gos_svg_series *s
 /* Line chart with point markers. */
 void gos_svg_lines(FILE *f, const gos_svg_frame *fr, const gos_svg_series *s, int ns);
 /* A heat map: rows x cols values (NAN: no value, drawn grey with "-"), a
- * light-to-dark blue scale over [vmin, vmax] (vmin >= vmax: the data's range),
+ * light-to-dark blue scale over [vmin, vmax] (vmin >= vmax: the data's range;
+ * widened to cover any value outside it, as a note under the scale says; the
+ * <svg> carries data-scale-lo/-hi, each cell's <rect> its data-v),
  * each value printed in its cell with fmt ("%.2f" when NULL), an optional red
  * outline on cell (r, mark_col[r]) explained by mark_label. */
 typedef struct {
@@ -46,6 +48,9 @@ typedef struct {
     const char *fmt;
 } gos_svg_heat;
 void gos_svg_heatmap(FILE *f, const gos_svg_heat *h);
+/* The heat maps' sequential scale, light to dark blue (readable without telling
+ * red from green), t in [0, 1] clamped, as "#rrggbb"; *dark: white text on it. */
+void gos_svg_heat_color(double t, char *out, size_t len, int *dark);
 
 /* Distributions side by side, one mirrored Gaussian-kernel density ("violin")
  * per series of the values s[i].y[0..n) (x unused), each with a bar at its mean
