@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_report.c: the pieces of `gpuos report`: HTML escaping, the SVG pictures
  * (one bar per non-empty bin, one polyline point per curve point, markers only
- * inside the plotted range), and merging a verification run into a chart of
+ * inside the plotted range, a heat map's labels inside its picture and every
+ * cell on its colour scale), and merging a verification run into a chart of
  * the same GPU only. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 #include "report/report.h"
 #include "report/svg.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -119,12 +121,59 @@ static void test_merge(void **state)
     gos_chip_free(c);
 }
 
+/* A heat map with one-character row names (a narrow left margin), a value far
+ * below its given 0..1 scale and a wide low label, a long outline key. */
+static void heat(char **buf, size_t *len)
+{
+    FILE *f = open_memstream(buf, len);
+    static const double v[4] = {-12345.6, 0.5, 1.75, NAN};
+    static const char *const rows[2] = {"a", "b"}, *const cols[2] = {"x", "y"};
+    static const int mark[2] = {0, -1};
+    gos_svg_heat h = {"t", "c", 2, 2, v, rows, cols, mark, "the outlined cell, a long key of the map", 0, 1, "%.1f"};
+    gos_svg_heatmap(f, &h);
+    fclose(f);
+}
+
+static void test_heatmap(void **state)
+{
+    (void)state;
+    char *s = NULL;
+    size_t n = 0;
+    heat(&s, &n);
+    assert_non_null(s);
+    int w;
+    double lo, hi;
+    const char *ws = strstr(s, "width=\""), *sc = strstr(s, "data-scale-lo=");
+    assert_non_null(ws);
+    assert_non_null(sc);
+    w = atoi(ws + strlen("width=\""));
+    lo = atof(sc + strlen("data-scale-lo=\""));
+    hi = atof(strstr(sc, "data-scale-hi=\"") + strlen("data-scale-hi=\""));
+    assert_true(w > 0);
+    /* the scale covers every cell: the given 0..1 widened to -12345.6..1.75, and said so */
+    assert_true(lo <= -12345.6 && hi >= 1.75);
+    assert_non_null(strstr(s, "colour scale widened from 0..1 to the data's range"));
+    assert_int_equal(count(s, "data-v="), 3);
+    /* no label leaves the picture (6 px a glyph, below the 11 px font's width) */
+    for (const char *p = s; (p = strstr(p, "<text x=\"")); p++) {
+        double x = atof(p + 9);
+        const char *gt = strchr(p, '>'), *end = strstr(gt, "</text>");
+        double tw = 6.0 * (double)(end - gt - 1);
+        if (strstr(p, "text-anchor=\"end\"") && strstr(p, "text-anchor=\"end\"") < gt)
+            assert_true(x - tw >= 0);
+        else if (!(strstr(p, "text-anchor=\"middle\"") && strstr(p, "text-anchor=\"middle\"") < gt))
+            assert_true(x + tw <= w);
+    }
+    free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_escape),
         cmocka_unit_test(test_histogram),
         cmocka_unit_test(test_lines),
+        cmocka_unit_test(test_heatmap),
         cmocka_unit_test(test_merge),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -191,6 +191,29 @@ void gos_svg_heat_color(double t, char *out, size_t len, int *dark)
     *dark = t > 0.5;
 }
 
+/* The heat map's colour scale at (sx, y): ten swatches between its end labels a
+ * and b, the outline's key (h->mark_label), and the note saying what it spans. */
+static void heat_legend(FILE *f, const gos_svg_heat *h, int sx, int y, const char *a, const char *b,
+                        const char *note)
+{
+    for (int i = 0; i < 10; i++) {
+        char col[16];
+        int dark;
+        gos_svg_heat_color(i / 9.0, col, sizeof col, &dark);
+        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"10\" fill=\"%s\"/>\n", sx + i * 14, y, col);
+    }
+    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text><text x=\"%d\" y=\"%d\">%s</text>\n",
+            sx - 4, y + 9, a, sx + 144, y + 9, b);
+    if (h->mark_label) {
+        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"10\" fill=\"none\" stroke=\"#d62728\" "
+                   "stroke-width=\"2\"/><text x=\"%d\" y=\"%d\">",
+                sx + 144 + (int)text_w(b) + 14, y, sx + 144 + (int)text_w(b) + 32, y + 9);
+        gos_html_escape(f, h->mark_label);
+        fprintf(f, "</text>\n");
+    }
+    label(f, sx, y + 25, "start", note);
+}
+
 /* The data's range of h's values into *dlo, *dhi (+-1e300 reversed: no value). */
 static void heat_range(const gos_svg_heat *h, double *dlo, double *dhi)
 {
@@ -221,13 +244,18 @@ void gos_svg_heatmap(FILE *f, const gos_svg_heat *h)
     else
         snprintf(note, sizeof note, h->vmax > h->vmin ? "colour scale %g..%g" : "colour scale: the data's range",
                  h->vmin, h->vmax);
+    char a[32], b[32];
+    snprintf(a, sizeof a, h->fmt ? h->fmt : "%.2f", lo);
+    snprintf(b, sizeof b, h->fmt ? h->fmt : "%.2f", hi);
+    /* the scale starts where its low end's label, right-aligned before it, fits */
+    int sx = left > (int)text_w(a) + 8 ? left : (int)text_w(a) + 8;
     int w = left + h->cols * cw + 16, tw = (int)(1.25 * text_w(h->title)) + 10,
-        cl = left + (int)text_w(h->col_label) + 10;
+        cl = left + (int)text_w(h->col_label) + 10, nw = sx + (int)text_w(note) + 10,
+        kw = sx + 144 + (int)text_w(b) + (h->mark_label ? 32 + (int)text_w(h->mark_label) : 0) + 10;
     w = w > tw ? w : tw;
     w = w > cl ? w : cl;
-    w = w > left + (int)text_w(note) + 10 ? w : left + (int)text_w(note) + 10;
-    int mw = left + 144 + 2 * (int)text_w("-0.00000") + 32 + (int)text_w(h->mark_label) + 10; /* the outline's key */
-    w = !h->mark_label || w > mw ? w : mw;
+    w = w > nw ? w : nw;
+    w = w > kw ? w : kw;
     int ht = top + h->rows * ch + 52;
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
                "font-family=\"sans-serif\" font-size=\"11\" data-scale-lo=\"%.17g\" data-scale-hi=\"%.17g\">\n"
@@ -262,27 +290,7 @@ void gos_svg_heatmap(FILE *f, const gos_svg_heat *h)
                        "stroke-width=\"2.5\"/>\n",
                     left + h->mark_col[r] * cw + 1, y + 1, cw - 2, ch - 2);
     }
-    /* the scale */
-    int y = top + h->rows * ch + 12;
-    for (int i = 0; i < 10; i++) {
-        char col[16];
-        int dark;
-        gos_svg_heat_color(i / 9.0, col, sizeof col, &dark);
-        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"10\" fill=\"%s\"/>\n", left + i * 14, y, col);
-    }
-    char a[32], b[32];
-    snprintf(a, sizeof a, h->fmt ? h->fmt : "%.2f", lo);
-    snprintf(b, sizeof b, h->fmt ? h->fmt : "%.2f", hi);
-    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text><text x=\"%d\" y=\"%d\">%s</text>\n",
-            left - 4, y + 9, a, left + 144, y + 9, b);
-    if (h->mark_label) {
-        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"10\" fill=\"none\" stroke=\"#d62728\" "
-                   "stroke-width=\"2\"/><text x=\"%d\" y=\"%d\">",
-                left + 144 + (int)text_w(b) + 14, y, left + 144 + (int)text_w(b) + 32, y + 9);
-        gos_html_escape(f, h->mark_label);
-        fprintf(f, "</text>\n");
-    }
-    label(f, left, y + 25, "start", note);
+    heat_legend(f, h, sx, top + h->rows * ch + 12, a, b, note);
     fprintf(f, "</svg>\n");
 }
 
