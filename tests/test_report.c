@@ -167,6 +167,33 @@ static void test_heatmap(void **state)
     free(s);
 }
 
+/* A line chart whose y ticks are long (1.5e+06 ...): each tick label keeps clear
+ * of the rotated y axis label (x 8..20 at 11 px), i.e. starts right of x = 21. */
+static void wide_ticks(FILE *f, void *arg)
+{
+    (void)arg;
+    static const double x[3] = {1, 2, 3}, y[3] = {1.0e6, 2.2e6, 3.1e6};
+    gos_svg_series s = {"s", "#111", x, y, 3};
+    gos_svg_frame fr = {"tiny", "x", "bytes", 400, 200, 0, NULL, 0, NULL};
+    gos_svg_lines(f, &fr, &s, 1);
+}
+
+static void test_y_ticks_clear(void **state)
+{
+    (void)state;
+    char *s = capture(wide_ticks, NULL);
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, "text-anchor=\"end\">")); p++, n++) {
+        const char *q = p;
+        while (q > s && strncmp(q, "<text x=\"", 9))
+            q--;
+        double x = atof(q + 9), w = 6.0 * (double)(strstr(p, "</text>") - strchr(p, '>') - 1);
+        assert_true(x - w > 21);
+    }
+    assert_true(n >= 3);
+    free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -174,6 +201,7 @@ int main(void)
         cmocka_unit_test(test_histogram),
         cmocka_unit_test(test_lines),
         cmocka_unit_test(test_heatmap),
+        cmocka_unit_test(test_y_ticks_clear),
         cmocka_unit_test(test_merge),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -48,14 +48,54 @@ static double nice_step(double span, int want)
 typedef struct {
     double x0, x1, y0, y1;
     int w, h, legend_rows;
+    int ml; /* left margin, wider than ML where a y tick label needs it (fit_margin); 0: ML */
 } frame_t;
 
 #define LEGEND_ROW 16
 /* Width of a label in the 11 px sans-serif font, generously (0.62 em per glyph). */
 static double text_w(const char *s) { return 6.9 * (s ? (double)strlen(s) : 0); }
 
-static double X(const frame_t *t, double x) { return ML + (x - t->x0) / (t->x1 - t->x0) * (t->w - ML - MR); }
+#define LM(t) ((t)->ml ? (t)->ml : ML)
+static double X(const frame_t *t, double x) { return LM(t) + (x - t->x0) / (t->x1 - t->x0) * (t->w - LM(t) - MR); }
 static double Y(const frame_t *t, double y) { return t->h - MB - (y - t->y0) / (t->y1 - t->y0) * (t->h - MT - MB); }
+
+/* The y ticks' labels ("%g", the tick next to 0 written 0), one at a time: v is
+ * the tick, buf its label; returns 0 past the last. */
+static int y_tick(const frame_t *t, int i, double *v, char *buf, size_t len)
+{
+    double sy = nice_step(t->y1 - t->y0, 5);
+    *v = (ceil(t->y0 / sy) + i) * sy;
+    if (!(*v <= t->y1 + 1e-9 * sy))
+        return 0;
+    snprintf(buf, len, "%g", fabs(*v) < 1e-9 * sy ? 0 : *v);
+    return 1;
+}
+
+/* Widens the left margin so that the widest y tick label, right-aligned 4 px
+ * left of the plot, keeps clear of the rotated y axis label (x 8..20). */
+static void fit_margin(frame_t *t)
+{
+    double v, w = 0;
+    char b[32];
+    for (int i = 0; i < 64 && y_tick(t, i, &v, b, sizeof b); i++)
+        w = fmax(w, text_w(b));
+    t->ml = (int)ceil(w) + 26 > ML ? (int)ceil(w) + 26 : ML;
+}
+
+/* The y grid lines and tick labels, and the rotated y axis label. */
+static void y_ticks(FILE *f, const frame_t *t, const char *ylabel)
+{
+    double v;
+    char b[32];
+    for (int i = 0; i < 64 && y_tick(t, i, &v, b, sizeof b); i++)
+        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+                   "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
+                LM(t), Y(t, v), t->w - MR, Y(t, v), LM(t) - 4, Y(t, v) + 4, b);
+    fprintf(f, "<text x=\"14\" y=\"%d\" text-anchor=\"middle\" transform=\"rotate(-90 14 %d)\">",
+            (t->h + MT - MB) / 2, (t->h + MT - MB) / 2);
+    gos_html_escape(f, ylabel);
+    fprintf(f, "</text>\n");
+}
 
 static void axes(FILE *f, const gos_svg_frame *fr, const frame_t *t)
 {
@@ -67,22 +107,16 @@ static void axes(FILE *f, const gos_svg_frame *fr, const frame_t *t)
     fprintf(f, "<text x=\"%d\" y=\"18\" font-size=\"13\" font-weight=\"bold\">", ML);
     gos_html_escape(f, fr->title);
     fprintf(f, "</text>\n");
-    double sx = nice_step(t->x1 - t->x0, 6), sy = nice_step(t->y1 - t->y0, 5);
+    double sx = nice_step(t->x1 - t->x0, 6);
     for (double v = ceil(t->x0 / sx) * sx; v <= t->x1 + 1e-9; v += sx)
         fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#ddd\"/>"
                    "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n",
                 X(t, v), MT, X(t, v), t->h - MB, X(t, v), t->h - MB + 14, v);
-    for (double v = ceil(t->y0 / sy) * sy; v <= t->y1 + 1e-9; v += sy)
-        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>"
-                   "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
-                ML, Y(t, v), t->w - MR, Y(t, v), ML - 4, Y(t, v) + 4, v);
-    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#444\"/>\n", ML, MT,
-            t->w - ML - MR, t->h - MT - MB);
-    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">", (t->w + ML - MR) / 2, t->h - 8);
+    y_ticks(f, t, fr->ylabel);
+    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#444\"/>\n", LM(t), MT,
+            t->w - LM(t) - MR, t->h - MT - MB);
+    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">", (t->w + LM(t) - MR) / 2, t->h - 8);
     gos_html_escape(f, fr->xlabel);
-    fprintf(f, "</text>\n<text x=\"14\" y=\"%d\" text-anchor=\"middle\" transform=\"rotate(-90 14 %d)\">",
-            (t->h + MT - MB) / 2, (t->h + MT - MB) / 2);
-    gos_html_escape(f, fr->ylabel);
     fprintf(f, "</text>\n");
 }
 
@@ -97,8 +131,8 @@ static void marker(FILE *f, const frame_t *t, double x, const char *label, int r
     const char *anchor = "start";
     if (lx + w > t->w - MR - 2)
         lx = X(t, x) - 4, anchor = "end";
-    if (*anchor == 'e' && lx - w < ML + 2) /* fits on neither side: as far right as it fits */
-        lx = fmax(ML + 2, t->w - MR - 2 - w), anchor = "start";
+    if (*anchor == 'e' && lx - w < LM(t) + 2) /* fits on neither side: as far right as it fits */
+        lx = fmax(LM(t) + 2, t->w - MR - 2 - w), anchor = "start";
     fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#c00\" stroke-dasharray=\"5,4\"/>"
                "<text x=\"%.1f\" y=\"%d\" fill=\"#c00\" text-anchor=\"%s\" stroke=\"#fff\" stroke-width=\"3\" "
                "paint-order=\"stroke\">",
@@ -144,6 +178,7 @@ void gos_svg_histogram(FILE *f, const gos_svg_frame *fr, const gos_svg_series *s
     t.x0 -= pad, t.x1 += pad;
     if (fr->marker_x > 0)
         t.x0 = fmin(t.x0, fr->marker_x - pad), t.x1 = fmax(t.x1, fr->marker_x + pad);
+    fit_margin(&t);
     axes(f, fr, &t);
     for (int i = 0; i < ns; i++)
         for (int k = 0; k < s[i].n; k++) {
@@ -166,6 +201,7 @@ void gos_svg_lines(FILE *f, const gos_svg_frame *fr, const gos_svg_series *s, in
     t.x0 = 0;
     if (fr->marker2_x > t.x1)
         t.x1 = fr->marker2_x * 1.05;
+    fit_margin(&t);
     axes(f, fr, &t);
     for (int i = 0; i < ns; i++) {
         fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", s[i].color);
@@ -354,15 +390,8 @@ void gos_svg_violins(FILE *f, const gos_svg_frame *fr, const gos_svg_series *s, 
     fprintf(f, "<text x=\"%d\" y=\"18\" font-size=\"13\" font-weight=\"bold\">", ML);
     gos_html_escape(f, fr->title);
     fprintf(f, "</text>\n");
-    double sy = nice_step(t.y1 - t.y0, 5);
-    for (double v = ceil(t.y0 / sy) * sy; v <= t.y1 + 1e-9; v += sy)
-        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>"
-                   "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
-                ML, Y(&t, v), t.w - MR, Y(&t, v), ML - 4, Y(&t, v) + 4, fabs(v) < 1e-9 * sy ? 0 : v);
-    fprintf(f, "<text x=\"14\" y=\"%d\" text-anchor=\"middle\" transform=\"rotate(-90 14 %d)\">",
-            (t.h + MT - MB) / 2, (t.h + MT - MB) / 2);
-    gos_html_escape(f, fr->ylabel);
-    fprintf(f, "</text>\n");
+    fit_margin(&t);
+    y_ticks(f, &t, fr->ylabel);
     double half_w = 0.4 * (X(&t, 1) - X(&t, 0));
     for (int i = 0; i < ns; i++) {
         double cx = X(&t, i + 0.5);
@@ -436,17 +465,9 @@ static void y_axes(FILE *f, const char *title, const char *ylabel, const char *i
     fprintf(f, "<text x=\"%d\" y=\"18\" font-size=\"13\" font-weight=\"bold\">", ML);
     gos_html_escape(f, title);
     fprintf(f, "</text>\n");
-    double sy = nice_step(t->y1 - t->y0, 5);
-    for (double v = ceil(t->y0 / sy) * sy; v <= t->y1 + 1e-9 * sy; v += sy)
-        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>"
-                   "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
-                ML, Y(t, v), t->w - MR, Y(t, v), ML - 4, Y(t, v) + 4, fabs(v) < 1e-9 * sy ? 0 : v);
-    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#444\"/>\n", ML, MT,
-            t->w - ML - MR, t->h - MT - MB);
-    fprintf(f, "<text x=\"14\" y=\"%d\" text-anchor=\"middle\" transform=\"rotate(-90 14 %d)\">",
-            (t->h + MT - MB) / 2, (t->h + MT - MB) / 2);
-    gos_html_escape(f, ylabel);
-    fprintf(f, "</text>\n");
+    y_ticks(f, t, ylabel);
+    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#444\"/>\n", LM(t), MT,
+            t->w - LM(t) - MR, t->h - MT - MB);
 }
 
 /* y range over [lo, hi] padded by 8 % (no axis below 0 for values >= 0) */
@@ -458,6 +479,7 @@ static void pad_y(frame_t *t, double lo, double hi)
     t->y0 = lo - pad, t->y1 = hi + pad;
     if (lo >= 0 && t->y0 < 0)
         t->y0 = 0;
+    fit_margin(t);
 }
 
 /* width of a bold 13 px title, with its left margin */
@@ -492,7 +514,7 @@ void gos_svg_scatter(FILE *f, const gos_svg_scatter_t *s)
         fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#ddd\"/>"
                    "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n",
                 X(&t, v), MT, X(&t, v), t.h - MB, X(&t, v), t.h - MB + 14, fabs(v) < 1e-9 * sx ? 0 : v);
-    label(f, (t.w + ML - MR) / 2, t.h - 12, "middle", s->xlabel);
+    label(f, (t.w + LM(&t) - MR) / 2, t.h - 12, "middle", s->xlabel);
     for (int i = 0; i < s->n; i++) {
         int g = s->group[i];
         if (g < 0)
