@@ -193,27 +193,6 @@ int gos_serve_config_check_memory(const struct gos_serve_config *c, const uint64
     return GOS_OK;
 }
 
-/* The global integer keys: name, field, range, meaning (for the message). */
-struct int_key {
-    const char *name;
-    size_t off;
-    long lo, hi;
-};
-#define IK(n, lo, hi) {#n, offsetof(struct gos_serve_config, n), lo, hi}
-static const struct int_key int_keys[] = {
-    IK(depth, 1, 16),
-    IK(spin_us, 0, 100000),
-    IK(max_clients, 1, 1000000),
-    IK(max_clients_per_vgpu, 1, 1000000),
-    IK(max_queued_requests, 1, 10000000),
-    IK(max_allocations, 1, 100000000),
-    IK(hello_timeout_ms, 1, 3600000),
-    IK(shutdown_grace_ms, 0, 3600000),
-    IK(memory_oversubscribe, 0, 1),
-    IK(shm_segments_per_vgpu, 1, GOS_SHM_SLOTS),
-    IK(shm_segments_per_user, 1, GOS_SHM_SLOTS),
-};
-
 /* The turn keys of swapping (issue 42): 1 for a key it does not know. */
 static int swap_key(struct gos_serve_devcfg *d, const char *k, const char *v)
 {
@@ -338,172 +317,301 @@ static int config_section(struct gos_serve_config *c, char *s, const char *what,
     return GOS_OK;
 }
 
-/* A key of the global section (before the first [section]). */
-static int config_global_key(struct gos_serve_config *c, const char *k, const char *v, const char *what, int line)
+/* The line a key handler reads: the configuration so far, the current
+ * section's index, and where the line is (for the message). */
+struct key_at {
+    struct gos_serve_config *c;
+    int idx;
+    const char *what;
+    int line;
+};
+#define XBAD(...) (gos_fail(GOS_EINVAL, "%s:%d: " FIRST(__VA_ARGS__), x->what, x->line REST(__VA_ARGS__)))
+#define XDEV (&x->c->devs[x->idx])
+#define XVG (&x->c->vgpus[x->idx])
+
+/* The global keys that are not plain integers. */
+static int key_socket(const struct key_at *x, const char *k, const char *v)
 {
-    long x;
+    (void)k;
+    if (!*v)
+        return XBAD("socket path is empty");
+    if (strlen(v) >= sizeof x->c->socket)
+        return XBAD("socket path longer than %zu", sizeof x->c->socket - 1);
+    strcpy(x->c->socket, v);
+    return GOS_OK;
+}
+
+static int key_socket_mode(const struct key_at *x, const char *k, const char *v)
+{
+    (void)k;
+    if (parse_mode(v, &x->c->socket_mode))
+        return XBAD("socket_mode must be octal like 0660, not \"%s\"", v);
+    return GOS_OK;
+}
+
+static int key_chunk(const struct key_at *x, const char *k, const char *v)
+{
+    (void)k;
+    if (gos_serve_parse_size(v, 4096, 1ull << 30, &x->c->chunk))
+        return XBAD("chunk must be a size between 4K and 1G");
+    return GOS_OK;
+}
+
+static int key_max_queued_bytes(const struct key_at *x, const char *k, const char *v)
+{
+    (void)k;
+    if (gos_serve_parse_size(v, 4096, 1ull << 40, &x->c->max_queued_bytes))
+        return XBAD("max_queued_bytes must be a size between 4K and 1T");
+    return GOS_OK;
+}
+
+static int key_shm_bytes_per_user(const struct key_at *x, const char *k, const char *v)
+{
+    (void)k;
     uint64_t u;
-    const struct int_key *ik = NULL;
-    for (size_t i = 0; i < sizeof int_keys / sizeof int_keys[0]; i++)
-        if (!strcmp(k, int_keys[i].name))
-            ik = &int_keys[i];
-    if (ik) {
-        if (parse_int(v, ik->lo, ik->hi, &x))
-            return BAD("%s must be an integer in %ld..%ld, not \"%s\"", k, ik->lo, ik->hi, v);
-        *(int *)((char *)c + ik->off) = (int)x;
-    } else if (!strcmp(k, "socket")) {
-        if (!*v)
-            return BAD("socket path is empty");
-        if (strlen(v) >= sizeof c->socket)
-            return BAD("socket path longer than %zu", sizeof c->socket - 1);
-        strcpy(c->socket, v);
-    } else if (!strcmp(k, "socket_mode")) {
-        if (parse_mode(v, &c->socket_mode))
-            return BAD("socket_mode must be octal like 0660, not \"%s\"", v);
-    } else if (!strcmp(k, "chunk")) {
-        if (gos_serve_parse_size(v, 4096, 1ull << 30, &u))
-            return BAD("chunk must be a size between 4K and 1G");
-        c->chunk = u;
-    } else if (!strcmp(k, "max_queued_bytes")) {
-        if (gos_serve_parse_size(v, 4096, 1ull << 40, &u))
-            return BAD("max_queued_bytes must be a size between 4K and 1T");
-        c->max_queued_bytes = u;
-    } else if (!strcmp(k, "shm_bytes_per_user")) {
-        if (strcmp(v, "0") && gos_serve_parse_size(v, 4096, 1ull << 50, &u))
-            return BAD("shm_bytes_per_user must be 0 (no limit) or a size between 4K and 1024T");
-        c->shm_bytes_per_user = strcmp(v, "0") ? u : 0;
-    } else {
-        return BAD("unknown key \"%s\"", k);
+    if (strcmp(v, "0") && gos_serve_parse_size(v, 4096, 1ull << 50, &u))
+        return XBAD("shm_bytes_per_user must be 0 (no limit) or a size between 4K and 1024T");
+    x->c->shm_bytes_per_user = strcmp(v, "0") ? u : 0;
+    return GOS_OK;
+}
+
+/* The [device] keys (the swap_ turn keys: swap_key). */
+static int key_sim(const struct key_at *x, const char *k, const char *v)
+{
+    (void)k;
+    if (!*v)
+        return XBAD("sim needs a chip (\"default\" or a file)");
+    if (strlen(v) >= sizeof XDEV->sim)
+        return XBAD("sim path too long");
+    strcpy(XDEV->sim, v);
+    return GOS_OK;
+}
+
+static int key_policy(const struct key_at *x, const char *k, const char *v)
+{
+    (void)k;
+    if (strcmp(v, "fifo") && strcmp(v, "credit") && strcmp(v, "band"))
+        return XBAD("policy must be fifo, credit or band");
+    strcpy(XDEV->policy, v);
+    return GOS_OK;
+}
+
+static int key_grant_us(const struct key_at *x, const char *k, const char *v)
+{
+    (void)k;
+    long n;
+    if (!strcmp(v, "auto"))
+        XDEV->grant_us = 0; /* by the measured switch cost (dispatch.c) */
+    else if (parse_int(v, 100, 100000, &n))
+        return XBAD("grant_us must be auto or 100..100000");
+    else
+        XDEV->grant_us = (uint64_t)n;
+    return GOS_OK;
+}
+
+static int key_isolation(const struct key_at *x, const char *k, const char *v)
+{
+    (void)k;
+    if (!strcmp(v, "process"))
+        XDEV->isolation = GOS_ISOLATION_PROCESS;
+    else if (!strcmp(v, "none"))
+        XDEV->isolation = GOS_ISOLATION_NONE;
+    else if (!strcmp(v, "mps"))
+        XDEV->isolation = GOS_ISOLATION_MPS;
+    else
+        return XBAD("isolation must be process, mps or none");
+    return GOS_OK;
+}
+
+static int key_overlap(const struct key_at *x, const char *k, const char *v)
+{
+    (void)k;
+    if (parse_two(v, "off", "pairs", &XDEV->overlap))
+        return XBAD("overlap must be off or pairs");
+    return GOS_OK;
+}
+
+static int key_executor(const struct key_at *x, const char *k, const char *v)
+{
+    (void)k;
+    if (parse_two(v, "per-client", "per-vgpu", &XDEV->executor_per_vgpu))
+        return XBAD("executor must be per-client or per-vgpu");
+    return GOS_OK;
+}
+
+static int key_queue(const struct key_at *x, const char *k, const char *v)
+{
+    (void)k;
+    if (strcmp(v, "mrq") && strcmp(v, "sdq"))
+        return XBAD("queue must be mrq or sdq");
+    strcpy(XDEV->queue, v);
+    return GOS_OK;
+}
+
+/* swap and swap_pool: sizes. */
+static int key_swap(const struct key_at *x, const char *k, const char *v)
+{
+    uint64_t sz;
+    if (gos_serve_parse_size(v, 2ull << 20, 1ull << 50, &sz))
+        return XBAD("%s must be a size of 2M..1P", k);
+    if (k[4])
+        XDEV->swap_pool = sz;
+    else
+        XDEV->swap_bytes = sz;
+    return GOS_OK;
+}
+
+/* The [vgpu] keys. */
+static int key_vgpu_device(const struct key_at *x, const char *k, const char *v)
+{
+    (void)k;
+    struct gos_serve_vgpucfg *g = XVG;
+    g->device = -1;
+    for (int i = 0; i < x->c->n_devs; i++)
+        if (!strcmp(x->c->devs[i].label, v))
+            g->device = i;
+    if (g->device < 0)
+        return XBAD("no [device %s] above", v);
+    return GOS_OK;
+}
+
+/* compute and copy: shares in percent. */
+static int key_share(const struct key_at *x, const char *k, const char *v)
+{
+    long n;
+    if (parse_int(v, 1, 100, &n))
+        return XBAD("%s share must be 1..100 (percent)", k);
+    if (!strcmp(k, "compute"))
+        XVG->compute = (int)n;
+    else
+        XVG->copy = (int)n;
+    return GOS_OK;
+}
+
+static int key_memory(const struct key_at *x, const char *k, const char *v)
+{
+    (void)k;
+    struct gos_serve_vgpucfg *g = XVG;
+    g->mem_line = x->line;
+    if (gos_serve_parse_mem(v, &g->mem_pct, &g->mem_bytes)) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", gos_last_error());
+        return XBAD("%s", why);
     }
     return GOS_OK;
 }
 
-/* The scheduling keys of a [device] section: sim, policy, grant_us, isolation,
- * overlap, executor, queue, period_ms, band_wait_us, band_charge_hold.
- * Returns 1 for a key that is not one of them. */
-static int config_device_sched_key(struct gos_serve_devcfg *d, const char *k, const char *v, const char *what,
-                                   int line)
+/* sms and cluster: a spatial vGPU's shape. */
+static int key_spatial(const struct key_at *x, const char *k, const char *v)
 {
-    long x;
-    if (!strcmp(k, "sim")) {
-        if (!*v)
-            return BAD("sim needs a chip (\"default\" or a file)");
-        if (strlen(v) >= sizeof d->sim)
-            return BAD("sim path too long");
-        strcpy(d->sim, v);
-    } else if (!strcmp(k, "policy")) {
-        if (strcmp(v, "fifo") && strcmp(v, "credit") && strcmp(v, "band"))
-            return BAD("policy must be fifo, credit or band");
-        strcpy(d->policy, v);
-    } else if (!strcmp(k, "grant_us")) {
-        if (!strcmp(v, "auto"))
-            d->grant_us = 0; /* by the measured switch cost (dispatch.c) */
-        else if (parse_int(v, 100, 100000, &x))
-            return BAD("grant_us must be auto or 100..100000");
-        else
-            d->grant_us = (uint64_t)x;
-    } else if (!strcmp(k, "isolation")) {
-        if (!strcmp(v, "process"))
-            d->isolation = GOS_ISOLATION_PROCESS;
-        else if (!strcmp(v, "none"))
-            d->isolation = GOS_ISOLATION_NONE;
-        else if (!strcmp(v, "mps"))
-            d->isolation = GOS_ISOLATION_MPS;
-        else
-            return BAD("isolation must be process, mps or none");
-    } else if (!strcmp(k, "overlap")) {
-        if (parse_two(v, "off", "pairs", &d->overlap))
-            return BAD("overlap must be off or pairs");
-    } else if (!strcmp(k, "executor")) {
-        if (parse_two(v, "per-client", "per-vgpu", &d->executor_per_vgpu))
-            return BAD("executor must be per-client or per-vgpu");
-    } else if (!strcmp(k, "queue")) {
-        if (strcmp(v, "mrq") && strcmp(v, "sdq"))
-            return BAD("queue must be mrq or sdq");
-        strcpy(d->queue, v);
-    } else if (!strcmp(k, "period_ms")) {
-        if (parse_int(v, 1, 10000, &x))
-            return BAD("period_ms must be 1..10000");
-        d->period_ns = (uint64_t)x * 1000000ull;
-    } else if (!strcmp(k, "band_wait_us")) {
-        if (parse_int(v, 0, 1000000, &x))
-            return BAD("band_wait_us must be 0..1000000");
-        d->band_wait_ns = (uint64_t)x * 1000ull;
-    } else if (!strcmp(k, "band_charge_hold")) {
-        if (parse_int(v, 0, 1, &x))
-            return BAD("band_charge_hold must be 0 or 1");
-        d->band_charge_hold = (int)x;
-    } else {
-        return 1;
-    }
+    long n;
+    int is_sms = !strcmp(k, "sms");
+    if (parse_int(v, 1, is_sms ? 256 : 16, &n))
+        return XBAD("%s must be %s", k, is_sms ? "1..256 (SMs)" : "1..16 (blocks per cluster)");
+    if (is_sms)
+        XVG->sms = (int)n;
+    else
+        XVG->cluster = (int)n;
     return GOS_OK;
 }
 
-/* A key of a [device] section: the scheduling keys, then the swap keys. */
-static int config_device_key(struct gos_serve_devcfg *d, const char *k, const char *v, const char *what, int line)
+static int key_smset(const struct key_at *x, const char *k, const char *v)
 {
-    int rc = config_device_sched_key(d, k, v, what, line);
-    if (rc != 1)
-        return rc;
-    if (!strncmp(k, "swap_", 5) && strcmp(k, "swap_pool")) {
-        if ((rc = swap_key(d, k, v)) != GOS_OK)
-            return rc == 1 ? BAD("unknown device key \"%s\"", k) : BAD("%s", gos_last_error());
-    } else if (!strcmp(k, "swap") || !strcmp(k, "swap_pool")) {
-        uint64_t sz;
-        if (gos_serve_parse_size(v, 2ull << 20, 1ull << 50, &sz))
-            return BAD("%s must be a size of 2M..1P", k);
-        if (k[4])
-            d->swap_pool = sz;
-        else
-            d->swap_bytes = sz;
-    } else {
-        return BAD("unknown device key \"%s\"", k);
-    }
+    (void)k;
+    if (!*v || strlen(v) >= sizeof XVG->smset)
+        return XBAD("smset needs a name of 1..%zu characters", sizeof XVG->smset - 1);
+    strcpy(XVG->smset, v);
     return GOS_OK;
 }
 
-/* A key of a [vgpu] section. */
-static int config_vgpu_key(struct gos_serve_config *c, struct gos_serve_vgpucfg *g, const char *k, const char *v,
-                           const char *what, int line)
+/* The key table: one row per key, by section (0 global, 1 device, 2 vgpu):
+ * a parse function, or (fn NULL) a number in lo..hi stored at off: in the
+ * global section an int of the configuration; in [device] an int of the
+ * device's (scale 0) or a uint64_t, the number times scale, with range the
+ * message's words for lo..hi. */
+struct key_row {
+    int sect;
+    const char *name;
+    int (*fn)(const struct key_at *x, const char *k, const char *v);
+    size_t off;
+    long lo, hi;
+    uint64_t scale;
+    const char *range;
+};
+#define IK(n, lo, hi) {0, #n, NULL, offsetof(struct gos_serve_config, n), lo, hi, 0, NULL}
+#define DK(n, f, lo, hi, scale, range) {1, n, NULL, offsetof(struct gos_serve_devcfg, f), lo, hi, scale, range}
+#define FK(s, n, f) {s, n, f, 0, 0, 0, 0, NULL}
+static const struct key_row key_rows[] = {
+    IK(depth, 1, 16),
+    IK(spin_us, 0, 100000),
+    IK(max_clients, 1, 1000000),
+    IK(max_clients_per_vgpu, 1, 1000000),
+    IK(max_queued_requests, 1, 10000000),
+    IK(max_allocations, 1, 100000000),
+    IK(hello_timeout_ms, 1, 3600000),
+    IK(shutdown_grace_ms, 0, 3600000),
+    IK(memory_oversubscribe, 0, 1),
+    IK(shm_segments_per_vgpu, 1, GOS_SHM_SLOTS),
+    IK(shm_segments_per_user, 1, GOS_SHM_SLOTS),
+    FK(0, "socket", key_socket),
+    FK(0, "socket_mode", key_socket_mode),
+    FK(0, "chunk", key_chunk),
+    FK(0, "max_queued_bytes", key_max_queued_bytes),
+    FK(0, "shm_bytes_per_user", key_shm_bytes_per_user),
+    FK(1, "sim", key_sim),
+    FK(1, "policy", key_policy),
+    FK(1, "grant_us", key_grant_us),
+    FK(1, "isolation", key_isolation),
+    FK(1, "overlap", key_overlap),
+    FK(1, "executor", key_executor),
+    FK(1, "queue", key_queue),
+    DK("period_ms", period_ns, 1, 10000, 1000000, "1..10000"),
+    DK("band_wait_us", band_wait_ns, 0, 1000000, 1000, "0..1000000"),
+    DK("band_charge_hold", band_charge_hold, 0, 1, 0, "0 or 1"),
+    FK(1, "swap", key_swap),
+    FK(1, "swap_pool", key_swap),
+    FK(2, "device", key_vgpu_device),
+    FK(2, "compute", key_share),
+    FK(2, "copy", key_share),
+    FK(2, "memory", key_memory),
+    FK(2, "sms", key_spatial),
+    FK(2, "cluster", key_spatial),
+    FK(2, "smset", key_smset),
+};
+
+/* A key of the current section: its row in the table, else (in [device]) a
+ * swap_ turn key. */
+static int config_key(const struct key_at *x, int sect, const char *k, const char *v)
 {
-    long x;
-    if (!strcmp(k, "device")) {
-        g->device = -1;
-        for (int i = 0; i < c->n_devs; i++)
-            if (!strcmp(c->devs[i].label, v))
-                g->device = i;
-        if (g->device < 0)
-            return BAD("no [device %s] above", v);
-    } else if (!strcmp(k, "compute") || !strcmp(k, "copy")) {
-        if (parse_int(v, 1, 100, &x))
-            return BAD("%s share must be 1..100 (percent)", k);
-        if (!strcmp(k, "compute"))
-            g->compute = (int)x;
-        else
-            g->copy = (int)x;
-    } else if (!strcmp(k, "memory")) {
-        g->mem_line = line;
-        if (gos_serve_parse_mem(v, &g->mem_pct, &g->mem_bytes)) {
-            char why[256];
-            snprintf(why, sizeof why, "%s", gos_last_error());
-            return BAD("%s", why);
+    for (size_t i = 0; i < sizeof key_rows / sizeof key_rows[0]; i++) {
+        const struct key_row *r = &key_rows[i];
+        if (r->sect != sect || strcmp(k, r->name))
+            continue;
+        if (r->fn)
+            return r->fn(x, k, v);
+        long n;
+        if (sect == 0 && parse_int(v, r->lo, r->hi, &n))
+            return XBAD("%s must be an integer in %ld..%ld, not \"%s\"", k, r->lo, r->hi, v);
+        if (sect == 0) {
+            *(int *)((char *)x->c + r->off) = (int)n;
+            return GOS_OK;
         }
-    } else if (!strcmp(k, "sms") || !strcmp(k, "cluster")) {
-        int is_sms = !strcmp(k, "sms");
-        if (parse_int(v, 1, is_sms ? 256 : 16, &x))
-            return BAD("%s must be %s", k, is_sms ? "1..256 (SMs)" : "1..16 (blocks per cluster)");
-        if (is_sms)
-            g->sms = (int)x;
+        if (parse_int(v, r->lo, r->hi, &n))
+            return XBAD("%s must be %s", k, r->range);
+        char *field = (char *)XDEV + r->off;
+        if (r->scale)
+            *(uint64_t *)field = (uint64_t)n * r->scale;
         else
-            g->cluster = (int)x;
-    } else if (!strcmp(k, "smset")) {
-        if (!*v || strlen(v) >= sizeof g->smset)
-            return BAD("smset needs a name of 1..%zu characters", sizeof g->smset - 1);
-        strcpy(g->smset, v);
-    } else {
-        return BAD("unknown vgpu key \"%s\"", k);
+            *(int *)field = (int)n;
+        return GOS_OK;
     }
-    return GOS_OK;
+    if (sect == 1 && !strncmp(k, "swap_", 5)) {
+        int rc = swap_key(XDEV, k, v);
+        if (rc != GOS_OK)
+            return rc == 1 ? XBAD("unknown device key \"%s\"", k) : XBAD("%s", gos_last_error());
+        return GOS_OK;
+    }
+    return XBAD("unknown %skey \"%s\"", sect == 0 ? "" : sect == 1 ? "device " : "vgpu ", k);
 }
 
 /* A "key = value" line (s trimmed, not a section): the extension keys first,
@@ -521,11 +629,8 @@ static int config_key_line(struct gos_serve_config *c, char *s, const char *what
         return BAD("%s", ewhy);
     if (ext > 0)
         return GOS_OK;
-    if (sect == 0)
-        return config_global_key(c, k, v, what, line);
-    if (sect == 1)
-        return config_device_key(&c->devs[idx], k, v, what, line);
-    return config_vgpu_key(c, &c->vgpus[idx], k, v, what, line);
+    struct key_at x = {c, idx, what, line};
+    return config_key(&x, sect, k, v);
 }
 
 /* After the last line: every vGPU has a device, a consistent spatial shape and
