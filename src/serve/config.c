@@ -475,19 +475,6 @@ static int key_vgpu_device(const struct key_at *x, const char *k, const char *v)
     return GOS_OK;
 }
 
-/* compute and copy: shares in percent. */
-static int key_share(const struct key_at *x, const char *k, const char *v)
-{
-    long n;
-    if (parse_int(v, 1, 100, &n))
-        return XBAD("%s share must be 1..100 (percent)", k);
-    if (!strcmp(k, "compute"))
-        XVG->compute = (int)n;
-    else
-        XVG->copy = (int)n;
-    return GOS_OK;
-}
-
 static int key_memory(const struct key_at *x, const char *k, const char *v)
 {
     (void)k;
@@ -498,20 +485,6 @@ static int key_memory(const struct key_at *x, const char *k, const char *v)
         snprintf(why, sizeof why, "%s", gos_last_error());
         return XBAD("%s", why);
     }
-    return GOS_OK;
-}
-
-/* sms and cluster: a spatial vGPU's shape. */
-static int key_spatial(const struct key_at *x, const char *k, const char *v)
-{
-    long n;
-    int is_sms = !strcmp(k, "sms");
-    if (parse_int(v, 1, is_sms ? 256 : 16, &n))
-        return XBAD("%s must be %s", k, is_sms ? "1..256 (SMs)" : "1..16 (blocks per cluster)");
-    if (is_sms)
-        XVG->sms = (int)n;
-    else
-        XVG->cluster = (int)n;
     return GOS_OK;
 }
 
@@ -526,9 +499,10 @@ static int key_smset(const struct key_at *x, const char *k, const char *v)
 
 /* The key table: one row per key, by section (0 global, 1 device, 2 vgpu):
  * a parse function, or (fn NULL) a number in lo..hi stored at off: in the
- * global section an int of the configuration; in [device] an int of the
- * device's (scale 0) or a uint64_t, the number times scale, with range the
- * message's words for lo..hi. */
+ * global section an int of the configuration; in a [device] or [vgpu] an int
+ * of the section's (scale 0) or a uint64_t, the number times scale, with
+ * range the message's words for lo..hi (label: the message's name of the
+ * key, where not the key). */
 struct key_row {
     int sect;
     const char *name;
@@ -536,11 +510,12 @@ struct key_row {
     size_t off;
     long lo, hi;
     uint64_t scale;
-    const char *range;
+    const char *range, *label;
 };
-#define IK(n, lo, hi) {0, #n, NULL, offsetof(struct gos_serve_config, n), lo, hi, 0, NULL}
-#define DK(n, f, lo, hi, scale, range) {1, n, NULL, offsetof(struct gos_serve_devcfg, f), lo, hi, scale, range}
-#define FK(s, n, f) {s, n, f, 0, 0, 0, 0, NULL}
+#define IK(n, lo, hi) {0, #n, NULL, offsetof(struct gos_serve_config, n), lo, hi, 0, NULL, NULL}
+#define DK(n, f, lo, hi, scale, range) {1, n, NULL, offsetof(struct gos_serve_devcfg, f), lo, hi, scale, range, NULL}
+#define VK(n, lo, hi, range, label) {2, #n, NULL, offsetof(struct gos_serve_vgpucfg, n), lo, hi, 0, range, label}
+#define FK(s, n, f) {s, n, f, 0, 0, 0, 0, NULL, NULL}
 static const struct key_row key_rows[] = {
     IK(depth, 1, 16),
     IK(spin_us, 0, 100000),
@@ -571,11 +546,11 @@ static const struct key_row key_rows[] = {
     FK(1, "swap", key_swap),
     FK(1, "swap_pool", key_swap),
     FK(2, "device", key_vgpu_device),
-    FK(2, "compute", key_share),
-    FK(2, "copy", key_share),
+    VK(compute, 1, 100, "1..100 (percent)", "compute share"),
+    VK(copy, 1, 100, "1..100 (percent)", "copy share"),
     FK(2, "memory", key_memory),
-    FK(2, "sms", key_spatial),
-    FK(2, "cluster", key_spatial),
+    VK(sms, 1, 256, "1..256 (SMs)", NULL),
+    VK(cluster, 1, 16, "1..16 (blocks per cluster)", NULL),
     FK(2, "smset", key_smset),
 };
 
@@ -597,8 +572,8 @@ static int config_key(const struct key_at *x, int sect, const char *k, const cha
             return GOS_OK;
         }
         if (parse_int(v, r->lo, r->hi, &n))
-            return XBAD("%s must be %s", k, r->range);
-        char *field = (char *)XDEV + r->off;
+            return XBAD("%s must be %s", r->label ? r->label : k, r->range);
+        char *field = (sect == 1 ? (char *)XDEV : (char *)XVG) + r->off;
         if (r->scale)
             *(uint64_t *)field = (uint64_t)n * r->scale;
         else
