@@ -4,6 +4,7 @@
 # (skipping those present). Needs root for apt-get; otherwise prints the command.
 #   build: gcc/make (build-essential), jansson, libsystemd (sd_notify) and
 #          libmicrohttpd (the daemon's metrics endpoint), scdoc (man pages); cmocka (tests)
+#   house rules: universal-ctags (tests/t_funclen.sh: no function over 150 lines)
 #   install test: pkg-config, man-db + groff-base (man pages render)
 #   schemas: python3-jsonschema (every JSON file the tests write is validated)
 #   tests: scipy and sklearn for Debian's python3 (reference values), chromium
@@ -17,7 +18,7 @@
 # nvcc (the CUDA toolkit) is optional: without it the binary has no kernels and
 # only the simulated device works.
 set -eu
-pkgs="build-essential libjansson-dev libcmocka-dev libsystemd-dev libmicrohttpd-dev scdoc pkg-config man-db groff-base python3 python3-scipy python3-sklearn python3-jsonschema python3-prometheus-client chromium slurm-wlm munge jq podman runc systemd"
+pkgs="build-essential libjansson-dev libcmocka-dev libsystemd-dev libmicrohttpd-dev scdoc pkg-config man-db groff-base python3 python3-scipy python3-sklearn python3-jsonschema python3-prometheus-client universal-ctags chromium slurm-wlm munge jq podman runc systemd"
 need=""
 for p in $pkgs; do
     dpkg -s "$p" >/dev/null 2>&1 || need="$need $p"

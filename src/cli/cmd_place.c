@@ -96,6 +96,68 @@ static json_t *set_json(const gos_smset *s)
                      "clusters_at_once", cl);
 }
 
+/* --verify: the set s checked on the device (sj gets "verified"); *bad counts
+ * the sets that fail it. */
+static int place_verify(gos_device *d, gos_smset_pool *pool, const gos_smset *s, json_t *sj, int quiet, int *bad)
+{
+    gos_smset_check ck;
+    int rc = gos_smset_verify(d, pool, s, &ck);
+    if (rc)
+        return rc;
+    int ok = ck.sms_seen == s->n_sms && !ck.outside && ck.all_at_once && ck.promised_fit;
+    *bad += !ok;
+    json_object_set_new(sj, "verified",
+                        json_pack("{s:b, s:i, s:i, s:b, s:i, s:i, s:b, s:b}", "ok", ok, "sms_seen", ck.sms_seen,
+                                  "blocks_outside_set", ck.outside, "one_block_per_sm_at_once",
+                                  ck.all_at_once, "cluster", ck.cluster, "promised_clusters", ck.promised,
+                                  "promised_fit", ck.promised_fit, "one_more_fits", ck.one_more_fits));
+    if (!quiet)
+        printf("  verified: %s: %d blocks on %d distinct SMs of the set%s, %d outside; %d clusters of "
+               "%d at once: %s; one more: %s\n", ok ? "OK" : "FAILED", s->n_sms, ck.sms_seen,
+               ck.all_at_once ? " at once" : "", ck.outside, ck.promised, ck.cluster,
+               ck.promised_fit ? "yes" : "NO", ck.one_more_fits ? "fits too (chart under-promises)" : "does not fit");
+    return GOS_OK;
+}
+
+/* The chart places by: --chart's (*chart, loaded), checked against the device,
+ * or the device's own, probed. */
+static int place_chart(gos_device *d, const char *chart_path, gos_chip **chart)
+{
+    if (*chart && (*chart)->device.sm_count != d->info.sm_count)
+        return gos_fail(GOS_EINVAL, "%s describes a chip of %d SMs, the device has %d", chart_path,
+                        (*chart)->device.sm_count, d->info.sm_count);
+    if (!*chart) {
+        gos_topo_opts o;
+        gos_topo_default_opts(&o);
+        gos_topo_result r;
+        int rc = gos_topo_probe(d, &o, &r);
+        if (rc)
+            return rc;
+        *chart = r.chip;
+        r.chip = NULL;
+        gos_topo_result_free(&r);
+    }
+    return GOS_OK;
+}
+
+/* --json: the sets (taken over) and the pool's groups, saved to json_out. */
+static int place_save(gos_device *d, gos_smset_pool *pool, json_t *sets, const char *json_out)
+{
+    json_t *groups = json_array();
+    for (int g = 0; g < gos_smset_pool_groups(pool); g++) {
+        int sms[GOS_SMSET_MAX_SMS], owner;
+        int n = gos_smset_pool_group(pool, g, sms, GOS_SMSET_MAX_SMS, &owner);
+        json_array_append_new(groups, json_pack("{s:i, s:o, s:i}", "group", g, "sms", gos_json_ints(sms, n),
+                                                "set", owner));
+    }
+    json_t *doc = json_pack("{s:s, s:s, s:s, s:b, s:o, s:o}", "schema", "gpuos.place/1", "device",
+                            d->info.name, "uuid", d->info.uuid, "simulated", d->info.simulated, "sets",
+                            sets, "groups", groups);
+    int rc = gos_json_save_atomic(doc, json_out);
+    json_decref(doc);
+    return rc;
+}
+
 int cmd_place(int argc, char **argv)
 {
     const char *sim = NULL, *chart_path = NULL, *device = NULL, *json_out = NULL;
@@ -166,22 +228,7 @@ int cmd_place(int argc, char **argv)
     int rc = cli_open_one(device, sim, &d);
     if (rc)
         goto fail;
-    if (chart && chart->device.sm_count != d->info.sm_count) {
-        rc = gos_fail(GOS_EINVAL, "%s describes a chip of %d SMs, the device has %d", chart_path,
-                      chart->device.sm_count, d->info.sm_count);
-        goto fail;
-    }
-    if (!chart) {
-        gos_topo_opts o;
-        gos_topo_default_opts(&o);
-        gos_topo_result r;
-        if ((rc = gos_topo_probe(d, &o, &r)))
-            goto fail;
-        chart = r.chip;
-        r.chip = NULL;
-        gos_topo_result_free(&r);
-    }
-    if ((rc = gos_smset_pool_open(d, chart, &pool)))
+    if ((rc = place_chart(d, chart_path, &chart)) || (rc = gos_smset_pool_open(d, chart, &pool)))
         goto fail;
     if (!quiet)
         printf("%s%s (%d SMs): %d green-context groups\n", gos_dev_label(d), d->info.name, d->info.sm_count,
@@ -202,24 +249,9 @@ int cmd_place(int argc, char **argv)
         json_t *sj = set_json(&s);
         if (!quiet)
             print_set(&s);
-        if (verify) {
-            gos_smset_check ck;
-            if ((rc = gos_smset_verify(d, pool, &s, &ck))) {
-                json_decref(sj);
-                goto fail;
-            }
-            int ok = ck.sms_seen == s.n_sms && !ck.outside && ck.all_at_once && ck.promised_fit;
-            bad += !ok;
-            json_object_set_new(sj, "verified",
-                                json_pack("{s:b, s:i, s:i, s:b, s:i, s:i, s:b, s:b}", "ok", ok, "sms_seen", ck.sms_seen,
-                                          "blocks_outside_set", ck.outside, "one_block_per_sm_at_once",
-                                          ck.all_at_once, "cluster", ck.cluster, "promised_clusters", ck.promised,
-                                          "promised_fit", ck.promised_fit, "one_more_fits", ck.one_more_fits));
-            if (!quiet)
-                printf("  verified: %s: %d blocks on %d distinct SMs of the set%s, %d outside; %d clusters of "
-                       "%d at once: %s; one more: %s\n", ok ? "OK" : "FAILED", s.n_sms, ck.sms_seen,
-                       ck.all_at_once ? " at once" : "", ck.outside, ck.promised, ck.cluster,
-                       ck.promised_fit ? "yes" : "NO", ck.one_more_fits ? "fits too (chart under-promises)" : "does not fit");
+        if (verify && (rc = place_verify(d, pool, &s, sj, quiet, &bad))) {
+            json_decref(sj);
+            goto fail;
         }
         if (as_json)
             json_array_append_new(sets, sj);
@@ -227,20 +259,9 @@ int cmd_place(int argc, char **argv)
             json_decref(sj);
     }
     if (as_json) {
-        json_t *groups = json_array();
-        for (int g = 0; g < gos_smset_pool_groups(pool); g++) {
-            int sms[GOS_SMSET_MAX_SMS], owner;
-            int n = gos_smset_pool_group(pool, g, sms, GOS_SMSET_MAX_SMS, &owner);
-            json_array_append_new(groups, json_pack("{s:i, s:o, s:i}", "group", g, "sms", gos_json_ints(sms, n),
-                                                    "set", owner));
-        }
-        json_t *doc = json_pack("{s:s, s:s, s:s, s:b, s:o, s:o}", "schema", "gpuos.place/1", "device",
-                                d->info.name, "uuid", d->info.uuid, "simulated", d->info.simulated, "sets",
-                                sets, "groups", groups);
+        json_t *all = sets;
         sets = NULL;
-        rc = gos_json_save_atomic(doc, json_out);
-        json_decref(doc);
-        if (rc)
+        if ((rc = place_save(d, pool, all, json_out)))
             goto fail;
     }
     json_decref(sets);

@@ -82,56 +82,21 @@ static void per_sm(const gos_dvfs_trace *tr, double *mn, double *mx, double *sd_
     *sd_of_means = tr->n_sms >= 2 ? gos_sd(m, tr->n_sms, 1) : 0;
 }
 
-int gos_dvfs_probe(gos_device *d, const gos_dvfs_config *cfg, const char *json_path, FILE *log)
+/* Warm-up: wake the GPU from idle before anything is timed (~0.2 s). */
+static int probe_warmup(gos_device *d, int *sms)
 {
-    int rc = gos_dvfs_check(d);
+    gos_dvfs_workload wl = {.iters = 6000, .work = 16384, .n_record = 1, .record_sms = sms};
+    gos_dvfs_trace tr = {0};
+    int rc = gos_dvfs_run_workload(d, &wl, &tr);
     if (rc)
         return rc;
-    int sms[GOS_MAX_SMS];
-    int n_sms = gos_dvfs_pick_sms(d->info.sm_count, 0, sms); /* every SM */
-    json_t *root = json_object();
-    json_object_set_new(root, "schema", json_string("gpuos.dvfs-probe/1"));
-    json_object_set_new(root, "provenance", gos_provenance(cfg->command, d->info.driver_version));
-    json_object_set_new(root, "device", gos_dvfs_device_json(&d->info));
-    json_object_set_new(root, "clocks_changed", json_false());
-    if (log)
-        fprintf(log, "%sdvfs probe on %s (%d SMs), no clock is changed\n", gos_dev_label(d), d->info.name,
-                d->info.sm_count);
+    gos_dvfs_trace_free(&tr);
+    return GOS_OK;
+}
 
-    gos_dvfs_status st0, st1;
-    if ((rc = gos_dvfs_read_status(d, &st0)))
-        goto done;
-    log_status(log, "before:", &st0);
-    json_object_set_new(root, "status_before", status_json(&st0));
-    int cur = st0.has_clock && st0.sm_clock_mhz > 0 ? st0.sm_clock_mhz : d->info.sm_clock_mhz;
-
-    /* warm-up: wake the GPU from idle before anything is timed (~0.2 s) */
-    {
-        gos_dvfs_workload wl = {.iters = 6000, .work = 16384, .n_record = 1, .record_sms = sms};
-        gos_dvfs_trace tr = {0};
-        if ((rc = gos_dvfs_run_workload(d, &wl, &tr)))
-            goto done;
-        gos_dvfs_trace_free(&tr);
-    }
-
-    /* timer synchronisation: 5 rounds of 64 exchanges, the first and last a
-     * second apart of workload time give the drift */
-    gos_dvfs_sync sy[5];
-    double unc[5];
-    int64_t h0 = gos_dvfs_host_now(d);
-    for (int r = 0; r < 5; r++) {
-        if ((rc = gos_dvfs_timesync(d, 64, &sy[r])))
-            goto done;
-        unc[r] = sy[r].uncertainty_ns;
-    }
-    if (log)
-        fprintf(log, "  timer sync: uncertainty %.0f ns (best of 64 exchanges; rounds %.0f..%.0f ns), "
-                     "round trip min %.0f / median %.0f ns, offset spread %.0f ns\n",
-                sy[0].uncertainty_ns, fmin(fmin(unc[1], unc[2]), fmin(unc[3], unc[4])),
-                fmax(fmax(unc[1], unc[2]), fmax(unc[3], unc[4])), sy[0].rtt_min_ns, sy[0].rtt_median_ns,
-                sy[0].spread_ns);
-
-    /* the workload at several sizes, every SM recorded */
+/* The workload at several sizes, every SM recorded: root's "workload". */
+static int probe_sizes(gos_device *d, int *sms, int n_sms, int cur, json_t *root, FILE *log)
+{
     json_t *sizes = json_array();
     if (log)
         fprintf(log, "  workload at %d MHz (4000 iterations per SM, all %d SMs):\n"
@@ -140,8 +105,11 @@ int gos_dvfs_probe(gos_device *d, const gos_dvfs_config *cfg, const char *json_p
     for (int w = 256; w <= 65536; w *= 4) {
         gos_dvfs_workload wl = {.iters = 4000, .work = w, .n_record = n_sms, .record_sms = sms};
         gos_dvfs_trace tr = {0};
-        if ((rc = gos_dvfs_run_workload(d, &wl, &tr)))
-            goto done;
+        int rc = gos_dvfs_run_workload(d, &wl, &tr);
+        if (rc) {
+            json_decref(sizes);
+            return rc;
+        }
         gos_dvfs_iterstats is;
         gos_dvfs_iterstats_of(&tr, &is);
         double mn, mx, sdm;
@@ -165,8 +133,14 @@ int gos_dvfs_probe(gos_device *d, const gos_dvfs_config *cfg, const char *json_p
             fprintf(log, "  %8d %12.1f %9.1f %9.1f %13.2f %14.0f\n", w, is.mean_ns, is.sd_ns, mx - mn, sep, need);
     }
     json_object_set_new(root, "workload", sizes);
+    return GOS_OK;
+}
 
-    /* the campaign's work sizing for the closest pair of --freqs */
+/* The campaign's work sizing for the closest pair of --freqs: root's "sizing",
+ * *work the FMAs per iteration. */
+static int probe_sizing(gos_device *d, const gos_dvfs_config *cfg, int *sms, int n_sms, int cur, json_t *root,
+                        FILE *log, int *work)
+{
     int fr[GOS_DVFS_MAX_FREQS], nf = cfg->n_freqs;
     if (nf >= 2)
         memcpy(fr, cfg->freqs, nf * sizeof *fr);
@@ -175,39 +149,46 @@ int gos_dvfs_probe(gos_device *d, const gos_dvfs_config *cfg, const char *json_p
         fr[1] = cur - 15;
         nf = 2;
     }
-    int work = 64;
+    *work = 64;
     gos_dvfs_iterstats at;
     json_t *sz = json_object();
-    if ((rc = gos_dvfs_size_work(d, sms, n_sms, fr, nf, cur, 3.0, 2000, &work, &at))) {
-        if (rc != GOS_EAMBIGUOUS)
-            goto done;
+    int rc = gos_dvfs_size_work(d, sms, n_sms, fr, nf, cur, 3.0, 2000, work, &at);
+    if (rc) {
+        if (rc != GOS_EAMBIGUOUS) {
+            json_decref(sz);
+            return rc;
+        }
         /* not fatal here: say so, measure the rest at the largest size tried */
         json_object_set_new(sz, "error", json_string(gos_last_error()));
         if (log)
             fprintf(log, "  sizing: %s\n", gos_last_error());
-        work = 65536;
-        rc = GOS_OK;
+        *work = 65536;
     }
     json_t *fa = json_array();
     for (int i = 0; i < nf; i++)
         json_array_append_new(fa, json_integer(fr[i]));
     json_object_set_new(sz, "freqs_mhz", fa);
-    json_object_set_new(sz, "work_fma", json_integer(work));
+    json_object_set_new(sz, "work_fma", json_integer(*work));
     json_object_set_new(sz, "iter_mean_ns", json_real(at.mean_ns));
     json_object_set_new(sz, "iter_sd_ns", json_real(at.sd_ns));
     json_object_set_new(root, "sizing", sz);
     if (log)
         fprintf(log, "  sizing: windows mean +- 2 sd of the closest pair apart at %d FMAs per iteration "
-                     "(%.1f +- %.1f ns)\n", work, at.mean_ns, at.sd_ns);
+                     "(%.1f +- %.1f ns)\n", *work, at.mean_ns, at.sd_ns);
+    return GOS_OK;
+}
 
-    /* phase 1 at the current clock */
+/* Phase 1 at the current clock: root's "calibration" and "status_after". */
+static int probe_calibrate(gos_device *d, int *sms, int n_sms, int work, int cur, json_t *root, FILE *log)
+{
     gos_dvfs_trace first = {0}, last = {0};
+    int rc;
     for (int k = 0; k < 3; k++) {
         gos_dvfs_workload wl = {.iters = 4000, .work = work, .n_record = n_sms, .record_sms = sms};
         gos_dvfs_trace_free(&last);
         if ((rc = gos_dvfs_run_workload(d, &wl, &last))) {
             gos_dvfs_trace_free(&first);
-            goto done;
+            return rc;
         }
         if (k == 0) {
             first = last;
@@ -219,8 +200,9 @@ int gos_dvfs_probe(gos_device *d, const gos_dvfs_config *cfg, const char *json_p
     cal.wakeup_ns = gos_dvfs_wakeup_ns(&first, cal.mean_ns, cal.sd_ns);
     gos_dvfs_trace_free(&first);
     gos_dvfs_trace_free(&last);
+    gos_dvfs_status st1;
     if ((rc = gos_dvfs_read_status(d, &st1)))
-        goto done;
+        return rc;
     json_t *cj = json_object();
     json_object_set_new(cj, "mhz", json_integer(cur));
     json_object_set_new(cj, "mean_ns", json_real(cal.mean_ns));
@@ -235,10 +217,18 @@ int gos_dvfs_probe(gos_device *d, const gos_dvfs_config *cfg, const char *json_p
                 cur, cal.mean_ns, cal.sd_ns, cal.n, cal.wakeup_ns / 1e6, st1.sm_clock_mhz);
     log_status(log, "loaded:", &st1);
     json_object_set_new(root, "status_after", status_json(&st1));
+    return GOS_OK;
+}
 
+/* The closing timer synchronisation against the first of the 5 opening rounds
+ * (sy, unc, taken at host time h0): root's "timesync" with the drift. */
+static int probe_drift(gos_device *d, const gos_dvfs_sync *sy, const double *unc, int64_t h0, json_t *root,
+                       FILE *log)
+{
     gos_dvfs_sync end;
-    if ((rc = gos_dvfs_timesync(d, 64, &end)))
-        goto done;
+    int rc = gos_dvfs_timesync(d, 64, &end);
+    if (rc)
+        return rc;
     int64_t h1 = gos_dvfs_host_now(d);
     double drift = h1 > h0 ? (double)(end.offset_ns - sy[0].offset_ns) / ((double)(h1 - h0) / 1e9) : 0;
     json_t *ts = json_object();
@@ -256,6 +246,57 @@ int gos_dvfs_probe(gos_device *d, const gos_dvfs_config *cfg, const char *json_p
     if (log)
         fprintf(log, "  timer drift GPU vs host: %.1f ns/s over %.1f s (re-synchronised before every measurement)\n",
                 drift, (double)(h1 - h0) / 1e9);
+    return GOS_OK;
+}
+
+int gos_dvfs_probe(gos_device *d, const gos_dvfs_config *cfg, const char *json_path, FILE *log)
+{
+    int rc = gos_dvfs_check(d);
+    if (rc)
+        return rc;
+    int sms[GOS_MAX_SMS];
+    int n_sms = gos_dvfs_pick_sms(d->info.sm_count, 0, sms); /* every SM */
+    json_t *root = json_object();
+    json_object_set_new(root, "schema", json_string("gpuos.dvfs-probe/1"));
+    json_object_set_new(root, "provenance", gos_provenance(cfg->command, d->info.driver_version));
+    json_object_set_new(root, "device", gos_dvfs_device_json(&d->info));
+    json_object_set_new(root, "clocks_changed", json_false());
+    if (log)
+        fprintf(log, "%sdvfs probe on %s (%d SMs), no clock is changed\n", gos_dev_label(d), d->info.name,
+                d->info.sm_count);
+
+    gos_dvfs_status st0;
+    if ((rc = gos_dvfs_read_status(d, &st0)))
+        goto done;
+    log_status(log, "before:", &st0);
+    json_object_set_new(root, "status_before", status_json(&st0));
+    int cur = st0.has_clock && st0.sm_clock_mhz > 0 ? st0.sm_clock_mhz : d->info.sm_clock_mhz;
+
+    if ((rc = probe_warmup(d, sms)))
+        goto done;
+
+    /* timer synchronisation: 5 rounds of 64 exchanges, the first and last a
+     * second apart of workload time give the drift */
+    gos_dvfs_sync sy[5];
+    double unc[5];
+    int64_t h0 = gos_dvfs_host_now(d);
+    for (int r = 0; r < 5; r++) {
+        if ((rc = gos_dvfs_timesync(d, 64, &sy[r])))
+            goto done;
+        unc[r] = sy[r].uncertainty_ns;
+    }
+    if (log)
+        fprintf(log, "  timer sync: uncertainty %.0f ns (best of 64 exchanges; rounds %.0f..%.0f ns), "
+                     "round trip min %.0f / median %.0f ns, offset spread %.0f ns\n",
+                sy[0].uncertainty_ns, fmin(fmin(unc[1], unc[2]), fmin(unc[3], unc[4])),
+                fmax(fmax(unc[1], unc[2]), fmax(unc[3], unc[4])), sy[0].rtt_min_ns, sy[0].rtt_median_ns,
+                sy[0].spread_ns);
+
+    int work;
+    if ((rc = probe_sizes(d, sms, n_sms, cur, root, log)) ||
+        (rc = probe_sizing(d, cfg, sms, n_sms, cur, root, log, &work)) ||
+        (rc = probe_calibrate(d, sms, n_sms, work, cur, root, log)) || (rc = probe_drift(d, sy, unc, h0, root, log)))
+        goto done;
     if (json_path)
         rc = gos_json_save_atomic(root, json_path);
 done:

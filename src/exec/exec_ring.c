@@ -314,6 +314,140 @@ static int gate_wait(struct xr *r, const struct gos_ring_ent *e, int held)
     }
 }
 
+/* Holding a grant with an empty ring: asleep until the next entry, the grant's
+ * end, or idle_yield_us with nothing to do. Returns 0 when the grant went back
+ * (nothing pending), 1 when there is an entry to take. */
+static int ring_held_wait(struct xr *r, struct gos_ring_ctl *c, unsigned spin)
+{
+    uint64_t t0 = gos_now_ns(), counted = t0;
+    int drained = xe_ring_drained(r->x); /* nothing of the client's left on the device */
+    struct held_wait w = {r, t0};
+    /* asleep until the first of them (the daemon may move the deadline
+     * meanwhile: a lone client keeps its grant idle); the idle time is
+     * published as it passes, so that the daemon's charge of a long
+     * idle grant, taken as it runs, leaves it out */
+    for (unsigned s = spin > 1000 ? 1000 : spin;; s = 0) {
+        uint64_t dl = atomic_load_explicit(&r->gp->deadline_ns, memory_order_acquire), now = gos_now_ns();
+        uint64_t end = idle_end(&w) < dl ? idle_end(&w) : dl;
+        uint64_t left = end > now ? end - now : 1;
+        int ready = gos_ring_wait(&c->sq_futex, &c->exec_sleeping, s, left, held_ready, &w);
+        if (drained) {
+            now = gos_now_ns();
+            bump(&r->gp->idle_ns, now - counted);
+            counted = now;
+        }
+        if (ready)
+            break;
+    }
+    if (!pending(r)) {
+        yield(r, GOS_GRANT_NONE);
+        return 0;
+    }
+    return 1;
+}
+
+/* The grant entry e (the ring's tail at tail) runs under: gates waited for,
+ * the right kind asked for or handed back, the deadline respected. Returns 1
+ * with *granted set, 0 to look at the same entry again, -1 to stop the ring. */
+static int ring_grant_for(struct xr *r, const struct gos_ring_ent *e, uint32_t tail, int *granted)
+{
+    if (!r->gp) {
+        *granted = 0; /* no grant page: nothing runs here, the socket path takes it */
+        return 1;
+    }
+    uint32_t need = kind_of(e);
+    /* a closed gate: the grant goes back once it stays closed (no GPU
+     * time is wasted on it), and a grant is asked for once it opens */
+    if (e->op == GOS_OP_GATE && gp_state(r) != GOS_GRANT_REVOKE) {
+        int g = r->gen ? gate_wait(r, e, 1) : 0;
+        if (g > 0)
+            yield(r, GOS_GRANT_NONE);
+        if (g < 0 || (!r->gen && gate_wait(r, e, 0) < 0))
+            return -1;
+    }
+    if (r->gen && !fits(r->kind, need)) /* the other engine's work: its own grant */
+        yield(r, need);
+    if (!r->gen && gp_state(r) != GOS_GRANT_REVOKE) {
+        need = need_ahead(r, tail, need);
+        int g = await_grant(r, need);
+        if (g < 0)
+            return -1;
+        if (!g && !fits(r->kind, need)) { /* granted the other kind meanwhile: hand it back */
+            yield(r, need);
+            return 0;
+        }
+    }
+    if (gp_state(r) == GOS_GRANT_REVOKE && r->gen)
+        yield(r, GOS_GRANT_NONE);
+    /* An entry that would end past the grant's deadline, by this
+     * client's measured time per entry, waits for the next grant
+     * (the first of a grant always runs; launches only: a
+     * synchronise or copy gains nothing by waiting). A kernel cannot be
+     * stopped once issued: a tenant of 50 ms kernels otherwise
+     * kept the GPU for two of them per 16 ms grant, and the yield's
+     * drain waited for the second (a 70 % vGPU's training loop next
+     * to it ran at 0.7 % of native on the H200). */
+    if (r->gen && r->ran && e->op == GOS_OP_LAUNCH && over_deadline(r)) {
+        yield(r, need);
+        return 0;
+    }
+    *granted = r->gen != 0;
+    return 1;
+}
+
+/* Runs entry e (its data in slot) on the device and charges its time to the
+ * grant page's and the ring's counters. */
+static int ring_run_entry(struct xr *r, struct gos_ring_ctl *c, const struct gos_ring_ent *e,
+                          struct gos_ring_ent *slot, uint32_t tail, int *fault)
+{
+    xe_ring_lock(r->x, 1);
+    uint64_t t0 = gos_ring_now_ns();
+    int rc = xe_ring_run(r->x, e, slot->data, tail - r->head - 1, fault);
+    r->ran++;
+    uint64_t dt = gos_ring_now_ns() - t0;
+    xe_ring_lock(r->x, 0);
+    /* this thread is the counters' only writer: plain stores, no
+     * locked read-modify-write on every entry; the grant page's
+     * are charged, the ring's are the client's to read */
+    if (e->op == GOS_OP_HTOD || e->op == GOS_OP_DTOH || e->op == GOS_OP_DTOD) {
+        bump(&r->gp->copy_busy_ns, dt);
+        bump(&r->gp->copy_entries, 1);
+        bump(&c->copy_busy_ns, dt);
+        bump(&c->copy_entries, 1);
+    }
+    if ((e->op == GOS_OP_LAUNCH || e->op == GOS_OP_FENCE) && dt > r->entry_max_ns)
+        r->entry_max_ns = dt;
+    if (e->op == GOS_OP_FENCE && !rc) {
+        if (!r->fences++)
+            r->fence_first_ns = dt;
+        else if (r->fences == 2 || dt < r->fence_min_ns)
+            r->fence_min_ns = dt;
+    }
+    bump(&r->gp->busy_ns, dt);
+    bump(&r->gp->entries, 1);
+    bump(&c->busy_ns, dt);
+    bump(&c->entries, 1);
+    if (rc == GOS_EPROTO || rc == GOS_EINVAL)
+        bump(&c->refused, 1);
+    if (!rc && e->op == GOS_OP_LAUNCH)
+        announce_early_yield(r);
+    return rc;
+}
+
+/* The grant's end after an entry: the next entry waits for the next grant. */
+static void ring_grant_end(struct xr *r, struct gos_ring_ctl *c)
+{
+    if (r->gp && r->gen && gos_now_ns() >= atomic_load_explicit(&r->gp->deadline_ns, memory_order_acquire)) {
+        uint32_t want = GOS_GRANT_NONE, now_tail = atomic_load_explicit(&c->sq_tail, memory_order_acquire);
+        if (r->head != now_tail) {
+            struct gos_ring_ent nx;
+            memcpy(&nx, gos_ring_slot(r->base, r->head), offsetof(struct gos_ring_ent, rc));
+            want = kind_of(&nx) == GOS_GRANT_ANY ? r->kind : need_ahead(r, now_tail, kind_of(&nx));
+        }
+        yield(r, want);
+    }
+}
+
 static void *ring_main(void *arg)
 {
     struct xr *r = arg;
@@ -323,32 +457,8 @@ static void *ring_main(void *arg)
     for (;;) {
         unsigned spin = atomic_load_explicit(&c->spin_us, memory_order_relaxed);
         if (r->gp && r->gen) {
-            /* holding a grant with an empty ring: until the next entry, the
-             * grant's end, or idle_yield_us with nothing to do */
-            uint64_t t0 = gos_now_ns(), counted = t0;
-            int drained = xe_ring_drained(r->x); /* nothing of the client's left on the device */
-            struct held_wait w = {r, t0};
-            /* asleep until the first of them (the daemon may move the deadline
-             * meanwhile: a lone client keeps its grant idle); the idle time is
-             * published as it passes, so that the daemon's charge of a long
-             * idle grant, taken as it runs, leaves it out */
-            for (unsigned s = spin > 1000 ? 1000 : spin;; s = 0) {
-                uint64_t dl = atomic_load_explicit(&r->gp->deadline_ns, memory_order_acquire), now = gos_now_ns();
-                uint64_t end = idle_end(&w) < dl ? idle_end(&w) : dl;
-                uint64_t left = end > now ? end - now : 1;
-                int ready = gos_ring_wait(&c->sq_futex, &c->exec_sleeping, s, left, held_ready, &w);
-                if (drained) {
-                    now = gos_now_ns();
-                    bump(&r->gp->idle_ns, now - counted);
-                    counted = now;
-                }
-                if (ready)
-                    break;
-            }
-            if (!pending(r)) {
-                yield(r, GOS_GRANT_NONE);
+            if (!ring_held_wait(r, c, spin))
                 continue;
-            }
         } else {
             gos_ring_wait(&c->sq_futex, &c->exec_sleeping, spin > 1000 ? 1000 : spin, 0, pending, r);
         }
@@ -367,87 +477,19 @@ static void *ring_main(void *arg)
             struct gos_ring_ent *slot = gos_ring_slot(r->base, r->head);
             struct gos_ring_ent e;
             memcpy(&e, slot, offsetof(struct gos_ring_ent, rc)); /* the request, copied out */
-            int granted;
-            if (!r->gp) {
-                granted = 0; /* no grant page: nothing runs here, the socket path takes it */
-            } else {
-                uint32_t need = kind_of(&e);
-                /* a closed gate: the grant goes back once it stays closed (no GPU
-                 * time is wasted on it), and a grant is asked for once it opens */
-                if (e.op == GOS_OP_GATE && gp_state(r) != GOS_GRANT_REVOKE) {
-                    int g = r->gen ? gate_wait(r, &e, 1) : 0;
-                    if (g > 0)
-                        yield(r, GOS_GRANT_NONE);
-                    if (g < 0 || (!r->gen && gate_wait(r, &e, 0) < 0))
-                        return NULL;
-                }
-                if (r->gen && !fits(r->kind, need)) /* the other engine's work: its own grant */
-                    yield(r, need);
-                if (!r->gen && gp_state(r) != GOS_GRANT_REVOKE) {
-                    need = need_ahead(r, tail, need);
-                    int g = await_grant(r, need);
-                    if (g < 0)
-                        return NULL;
-                    if (!g && !fits(r->kind, need)) { /* granted the other kind meanwhile: hand it back */
-                        yield(r, need);
-                        continue;
-                    }
-                }
-                if (gp_state(r) == GOS_GRANT_REVOKE && r->gen)
-                    yield(r, GOS_GRANT_NONE);
-                /* An entry that would end past the grant's deadline, by this
-                 * client's measured time per entry, waits for the next grant
-                 * (the first of a grant always runs; launches only: a
-                 * synchronise or copy gains nothing by waiting). A kernel cannot be
-                 * stopped once issued: a tenant of 50 ms kernels otherwise
-                 * kept the GPU for two of them per 16 ms grant, and the yield's
-                 * drain waited for the second (a 70 % vGPU's training loop next
-                 * to it ran at 0.7 % of native on the H200). */
-                if (r->gen && r->ran && e.op == GOS_OP_LAUNCH && over_deadline(r)) {
-                    yield(r, need);
-                    continue;
-                }
-                granted = r->gen != 0;
-            }
+            int granted, go = ring_grant_for(r, &e, tail, &granted);
+            if (go < 0)
+                return NULL;
+            if (!go)
+                continue;
             if (revoking && atomic_load_explicit(&c->client_ack, memory_order_acquire) - revoked_upto < 0x80000000u)
                 revoking = 0; /* the client took every revoked entry back */
             int rc, fault = 0;
             char msg[GOS_RING_MSG] = "";
-            if (!granted || revoking) {
+            if (!granted || revoking)
                 rc = GOS_RING_REVOKED;
-            } else {
-                xe_ring_lock(r->x, 1);
-                uint64_t t0 = gos_ring_now_ns();
-                rc = xe_ring_run(r->x, &e, slot->data, tail - r->head - 1, &fault);
-                r->ran++;
-                uint64_t dt = gos_ring_now_ns() - t0;
-                xe_ring_lock(r->x, 0);
-                /* this thread is the counters' only writer: plain stores, no
-                 * locked read-modify-write on every entry; the grant page's
-                 * are charged, the ring's are the client's to read */
-                if (e.op == GOS_OP_HTOD || e.op == GOS_OP_DTOH || e.op == GOS_OP_DTOD) {
-                    bump(&r->gp->copy_busy_ns, dt);
-                    bump(&r->gp->copy_entries, 1);
-                    bump(&c->copy_busy_ns, dt);
-                    bump(&c->copy_entries, 1);
-                }
-                if ((e.op == GOS_OP_LAUNCH || e.op == GOS_OP_FENCE) && dt > r->entry_max_ns)
-                    r->entry_max_ns = dt;
-                if (e.op == GOS_OP_FENCE && !rc) {
-                    if (!r->fences++)
-                        r->fence_first_ns = dt;
-                    else if (r->fences == 2 || dt < r->fence_min_ns)
-                        r->fence_min_ns = dt;
-                }
-                bump(&r->gp->busy_ns, dt);
-                bump(&r->gp->entries, 1);
-                bump(&c->busy_ns, dt);
-                bump(&c->entries, 1);
-                if (rc == GOS_EPROTO || rc == GOS_EINVAL)
-                    bump(&c->refused, 1);
-                if (!rc && e.op == GOS_OP_LAUNCH)
-                    announce_early_yield(r);
-            }
+            else
+                rc = ring_run_entry(r, c, &e, slot, tail, &fault);
             if (rc == GOS_RING_REVOKED) {
                 revoking = 1;
                 revoked_upto = r->head + 1;
@@ -465,16 +507,7 @@ static void *ring_main(void *arg)
             gos_ring_kick(&c->cq_futex, &c->client_sleeping);
             if (fault)
                 _exit(3); /* the context is dead: the client has its error, the daemon sees us gone */
-            /* the grant's end: the next entry waits for the next grant */
-            if (r->gp && r->gen && gos_now_ns() >= atomic_load_explicit(&r->gp->deadline_ns, memory_order_acquire)) {
-                uint32_t want = GOS_GRANT_NONE, now_tail = atomic_load_explicit(&c->sq_tail, memory_order_acquire);
-                if (r->head != now_tail) {
-                    struct gos_ring_ent nx;
-                    memcpy(&nx, gos_ring_slot(r->base, r->head), offsetof(struct gos_ring_ent, rc));
-                    want = kind_of(&nx) == GOS_GRANT_ANY ? r->kind : need_ahead(r, now_tail, kind_of(&nx));
-                }
-                yield(r, want);
-            }
+            ring_grant_end(r, c);
         }
     }
     return NULL;

@@ -193,27 +193,6 @@ int gos_serve_config_check_memory(const struct gos_serve_config *c, const uint64
     return GOS_OK;
 }
 
-/* The global integer keys: name, field, range, meaning (for the message). */
-struct int_key {
-    const char *name;
-    size_t off;
-    long lo, hi;
-};
-#define IK(n, lo, hi) {#n, offsetof(struct gos_serve_config, n), lo, hi}
-static const struct int_key int_keys[] = {
-    IK(depth, 1, 16),
-    IK(spin_us, 0, 100000),
-    IK(max_clients, 1, 1000000),
-    IK(max_clients_per_vgpu, 1, 1000000),
-    IK(max_queued_requests, 1, 10000000),
-    IK(max_allocations, 1, 100000000),
-    IK(hello_timeout_ms, 1, 3600000),
-    IK(shutdown_grace_ms, 0, 3600000),
-    IK(memory_oversubscribe, 0, 1),
-    IK(shm_segments_per_vgpu, 1, GOS_SHM_SLOTS),
-    IK(shm_segments_per_user, 1, GOS_SHM_SLOTS),
-};
-
 /* The turn keys of swapping (issue 42): 1 for a key it does not know. */
 static int swap_key(struct gos_serve_devcfg *d, const char *k, const char *v)
 {
@@ -243,32 +222,435 @@ static int swap_key(struct gos_serve_devcfg *d, const char *k, const char *v)
 #define FIRST(a, ...) a
 #define REST(a, ...) , ##__VA_ARGS__
 
+/* The defaults before the first line is read. */
+static void config_defaults(struct gos_serve_config *c, const char *what)
+{
+    memset(c, 0, sizeof *c);
+    c->socket_mode = 0660;
+    c->socket_gid = -1;
+    c->chunk = 0; /* 0: the client library's measured default */
+    c->depth = 0;
+    c->spin_us = -1; /* by the number of CPUs (server.c) */
+    snprintf(c->path, sizeof c->path, "%s", what);
+    c->max_clients = 1024;
+    c->max_clients_per_vgpu = 256;
+    c->max_queued_requests = 4096;
+    c->max_queued_bytes = 64ull << 20;
+    c->max_allocations = 65536;
+    c->hello_timeout_ms = 10000;
+    c->shutdown_grace_ms = 10000;
+    c->shm_segments_per_vgpu = 32;
+    c->shm_segments_per_user = 64;
+}
+
+/* [device LABEL]: a new device with its defaults; *idx becomes its index. */
+static int config_device_section(struct gos_serve_config *c, const char *label, const char *what, int line,
+                                 int *idx)
+{
+    if (c->n_devs == GOS_SERVE_MAX_DEVICES)
+        return BAD("more than %d devices", GOS_SERVE_MAX_DEVICES);
+    for (int i = 0; i < c->n_devs; i++)
+        if (!strcmp(c->devs[i].label, label))
+            return BAD("device %s defined twice", label);
+    *idx = c->n_devs++;
+    struct gos_serve_devcfg *d = &c->devs[*idx];
+    if (strlen(label) >= sizeof d->label)
+        return BAD("device label too long");
+    memcpy(d->label, label, strlen(label) + 1);
+    long o;
+    d->ordinal = parse_int(label, 0, 63, &o) ? -1 : (int)o;
+    strcpy(d->policy, "band");
+    strcpy(d->queue, "mrq");
+    d->period_ns = 30000000ull;
+    d->band_wait_ns = 500000ull;
+    d->band_charge_hold = 1;
+    d->spatial_of = -1;
+    d->overlap = -1; /* unset: pairs under mps, off otherwise */
+    d->swap_wait_s = 120;
+    return GOS_OK;
+}
+
+/* [vgpu NAME]: a new vGPU on the last device above; *idx becomes its index. */
+static int config_vgpu_section(struct gos_serve_config *c, const char *label, const char *what, int line, int *idx)
+{
+    if (c->n_vgpus == GOS_MAX_VGPUS)
+        return BAD("more than %d vGPUs", GOS_MAX_VGPUS);
+    if (strlen(label) >= GOS_NAME_MAX)
+        return BAD("vGPU name too long");
+    for (int i = 0; i < c->n_vgpus; i++)
+        if (!strcmp(c->vgpus[i].name, label))
+            return BAD("vGPU %s defined twice", label);
+    *idx = c->n_vgpus++;
+    struct gos_serve_vgpucfg *v = &c->vgpus[*idx];
+    memcpy(v->name, label, strlen(label) + 1);
+    v->device = c->n_devs ? c->n_devs - 1 : -1;
+    v->line = line;
+    v->compute = v->copy = 0;
+    v->mem_pct = 0;
+    return GOS_OK;
+}
+
+/* A section header line "[kind label]" (s starts at '['): sets *sect (1 device,
+ * 2 vgpu) and *idx. */
+static int config_section(struct gos_serve_config *c, char *s, const char *what, int line, int *sect, int *idx)
+{
+    char *e = strchr(s, ']');
+    char kind[16], label[GOS_NAME_MAX + 1];
+    if (!e || e[1])
+        return BAD("section header without ']'");
+    *e = 0;
+    int used = 0;
+    if (sscanf(s + 1, "%15s %64s %n", kind, label, &used) != 2 || s[1 + used])
+        return BAD("section must be [device LABEL] or [vgpu NAME] (one word each)");
+    int rc;
+    if (!strcmp(kind, "device")) {
+        if ((rc = config_device_section(c, label, what, line, idx)) != GOS_OK)
+            return rc;
+        *sect = 1;
+    } else if (!strcmp(kind, "vgpu")) {
+        if ((rc = config_vgpu_section(c, label, what, line, idx)) != GOS_OK)
+            return rc;
+        *sect = 2;
+    } else {
+        return BAD("unknown section [%s]", kind);
+    }
+    return GOS_OK;
+}
+
+/* The line a key handler reads: the configuration so far, the current
+ * section's index, and where the line is (for the message). */
+struct key_at {
+    struct gos_serve_config *c;
+    int idx;
+    const char *what;
+    int line;
+};
+#define XBAD(...) (gos_fail(GOS_EINVAL, "%s:%d: " FIRST(__VA_ARGS__), x->what, x->line REST(__VA_ARGS__)))
+#define XDEV (&x->c->devs[x->idx])
+#define XVG (&x->c->vgpus[x->idx])
+
+/* The global keys that are not plain integers. */
+static int key_socket(const struct key_at *x, const char *k, const char *v)
+{
+    (void)k;
+    if (!*v)
+        return XBAD("socket path is empty");
+    if (strlen(v) >= sizeof x->c->socket)
+        return XBAD("socket path longer than %zu", sizeof x->c->socket - 1);
+    strcpy(x->c->socket, v);
+    return GOS_OK;
+}
+
+static int key_socket_mode(const struct key_at *x, const char *k, const char *v)
+{
+    (void)k;
+    if (parse_mode(v, &x->c->socket_mode))
+        return XBAD("socket_mode must be octal like 0660, not \"%s\"", v);
+    return GOS_OK;
+}
+
+static int key_chunk(const struct key_at *x, const char *k, const char *v)
+{
+    (void)k;
+    if (gos_serve_parse_size(v, 4096, 1ull << 30, &x->c->chunk))
+        return XBAD("chunk must be a size between 4K and 1G");
+    return GOS_OK;
+}
+
+static int key_max_queued_bytes(const struct key_at *x, const char *k, const char *v)
+{
+    (void)k;
+    if (gos_serve_parse_size(v, 4096, 1ull << 40, &x->c->max_queued_bytes))
+        return XBAD("max_queued_bytes must be a size between 4K and 1T");
+    return GOS_OK;
+}
+
+static int key_shm_bytes_per_user(const struct key_at *x, const char *k, const char *v)
+{
+    (void)k;
+    uint64_t u;
+    if (strcmp(v, "0") && gos_serve_parse_size(v, 4096, 1ull << 50, &u))
+        return XBAD("shm_bytes_per_user must be 0 (no limit) or a size between 4K and 1024T");
+    x->c->shm_bytes_per_user = strcmp(v, "0") ? u : 0;
+    return GOS_OK;
+}
+
+/* The [device] keys (the swap_ turn keys: swap_key). */
+static int key_sim(const struct key_at *x, const char *k, const char *v)
+{
+    (void)k;
+    if (!*v)
+        return XBAD("sim needs a chip (\"default\" or a file)");
+    if (strlen(v) >= sizeof XDEV->sim)
+        return XBAD("sim path too long");
+    strcpy(XDEV->sim, v);
+    return GOS_OK;
+}
+
+static int key_policy(const struct key_at *x, const char *k, const char *v)
+{
+    (void)k;
+    if (strcmp(v, "fifo") && strcmp(v, "credit") && strcmp(v, "band"))
+        return XBAD("policy must be fifo, credit or band");
+    strcpy(XDEV->policy, v);
+    return GOS_OK;
+}
+
+static int key_grant_us(const struct key_at *x, const char *k, const char *v)
+{
+    (void)k;
+    long n;
+    if (!strcmp(v, "auto"))
+        XDEV->grant_us = 0; /* by the measured switch cost (dispatch.c) */
+    else if (parse_int(v, 100, 100000, &n))
+        return XBAD("grant_us must be auto or 100..100000");
+    else
+        XDEV->grant_us = (uint64_t)n;
+    return GOS_OK;
+}
+
+static int key_isolation(const struct key_at *x, const char *k, const char *v)
+{
+    (void)k;
+    if (!strcmp(v, "process"))
+        XDEV->isolation = GOS_ISOLATION_PROCESS;
+    else if (!strcmp(v, "none"))
+        XDEV->isolation = GOS_ISOLATION_NONE;
+    else if (!strcmp(v, "mps"))
+        XDEV->isolation = GOS_ISOLATION_MPS;
+    else
+        return XBAD("isolation must be process, mps or none");
+    return GOS_OK;
+}
+
+static int key_overlap(const struct key_at *x, const char *k, const char *v)
+{
+    (void)k;
+    if (parse_two(v, "off", "pairs", &XDEV->overlap))
+        return XBAD("overlap must be off or pairs");
+    return GOS_OK;
+}
+
+static int key_executor(const struct key_at *x, const char *k, const char *v)
+{
+    (void)k;
+    if (parse_two(v, "per-client", "per-vgpu", &XDEV->executor_per_vgpu))
+        return XBAD("executor must be per-client or per-vgpu");
+    return GOS_OK;
+}
+
+static int key_queue(const struct key_at *x, const char *k, const char *v)
+{
+    (void)k;
+    if (strcmp(v, "mrq") && strcmp(v, "sdq"))
+        return XBAD("queue must be mrq or sdq");
+    strcpy(XDEV->queue, v);
+    return GOS_OK;
+}
+
+/* swap and swap_pool: sizes. */
+static int key_swap(const struct key_at *x, const char *k, const char *v)
+{
+    uint64_t sz;
+    if (gos_serve_parse_size(v, 2ull << 20, 1ull << 50, &sz))
+        return XBAD("%s must be a size of 2M..1P", k);
+    if (k[4])
+        XDEV->swap_pool = sz;
+    else
+        XDEV->swap_bytes = sz;
+    return GOS_OK;
+}
+
+/* The [vgpu] keys. */
+static int key_vgpu_device(const struct key_at *x, const char *k, const char *v)
+{
+    (void)k;
+    struct gos_serve_vgpucfg *g = XVG;
+    g->device = -1;
+    for (int i = 0; i < x->c->n_devs; i++)
+        if (!strcmp(x->c->devs[i].label, v))
+            g->device = i;
+    if (g->device < 0)
+        return XBAD("no [device %s] above", v);
+    return GOS_OK;
+}
+
+static int key_memory(const struct key_at *x, const char *k, const char *v)
+{
+    (void)k;
+    struct gos_serve_vgpucfg *g = XVG;
+    g->mem_line = x->line;
+    if (gos_serve_parse_mem(v, &g->mem_pct, &g->mem_bytes)) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", gos_last_error());
+        return XBAD("%s", why);
+    }
+    return GOS_OK;
+}
+
+static int key_smset(const struct key_at *x, const char *k, const char *v)
+{
+    (void)k;
+    if (!*v || strlen(v) >= sizeof XVG->smset)
+        return XBAD("smset needs a name of 1..%zu characters", sizeof XVG->smset - 1);
+    strcpy(XVG->smset, v);
+    return GOS_OK;
+}
+
+/* The key table: one row per key, by section (0 global, 1 device, 2 vgpu):
+ * a parse function, or (fn NULL) a number in lo..hi stored at off: in the
+ * global section an int of the configuration; in a [device] or [vgpu] an int
+ * of the section's (scale 0) or a uint64_t, the number times scale, with
+ * range the message's words for lo..hi (label: the message's name of the
+ * key, where not the key). */
+struct key_row {
+    int sect;
+    const char *name;
+    int (*fn)(const struct key_at *x, const char *k, const char *v);
+    size_t off;
+    long lo, hi;
+    uint64_t scale;
+    const char *range, *label;
+};
+#define IK(n, lo, hi) {0, #n, NULL, offsetof(struct gos_serve_config, n), lo, hi, 0, NULL, NULL}
+#define DK(n, f, lo, hi, scale, range) {1, n, NULL, offsetof(struct gos_serve_devcfg, f), lo, hi, scale, range, NULL}
+#define VK(n, lo, hi, range, label) {2, #n, NULL, offsetof(struct gos_serve_vgpucfg, n), lo, hi, 0, range, label}
+#define FK(s, n, f) {s, n, f, 0, 0, 0, 0, NULL, NULL}
+static const struct key_row key_rows[] = {
+    IK(depth, 1, 16),
+    IK(spin_us, 0, 100000),
+    IK(max_clients, 1, 1000000),
+    IK(max_clients_per_vgpu, 1, 1000000),
+    IK(max_queued_requests, 1, 10000000),
+    IK(max_allocations, 1, 100000000),
+    IK(hello_timeout_ms, 1, 3600000),
+    IK(shutdown_grace_ms, 0, 3600000),
+    IK(memory_oversubscribe, 0, 1),
+    IK(shm_segments_per_vgpu, 1, GOS_SHM_SLOTS),
+    IK(shm_segments_per_user, 1, GOS_SHM_SLOTS),
+    FK(0, "socket", key_socket),
+    FK(0, "socket_mode", key_socket_mode),
+    FK(0, "chunk", key_chunk),
+    FK(0, "max_queued_bytes", key_max_queued_bytes),
+    FK(0, "shm_bytes_per_user", key_shm_bytes_per_user),
+    FK(1, "sim", key_sim),
+    FK(1, "policy", key_policy),
+    FK(1, "grant_us", key_grant_us),
+    FK(1, "isolation", key_isolation),
+    FK(1, "overlap", key_overlap),
+    FK(1, "executor", key_executor),
+    FK(1, "queue", key_queue),
+    DK("period_ms", period_ns, 1, 10000, 1000000, "1..10000"),
+    DK("band_wait_us", band_wait_ns, 0, 1000000, 1000, "0..1000000"),
+    DK("band_charge_hold", band_charge_hold, 0, 1, 0, "0 or 1"),
+    FK(1, "swap", key_swap),
+    FK(1, "swap_pool", key_swap),
+    FK(2, "device", key_vgpu_device),
+    VK(compute, 1, 100, "1..100 (percent)", "compute share"),
+    VK(copy, 1, 100, "1..100 (percent)", "copy share"),
+    FK(2, "memory", key_memory),
+    VK(sms, 1, 256, "1..256 (SMs)", NULL),
+    VK(cluster, 1, 16, "1..16 (blocks per cluster)", NULL),
+    FK(2, "smset", key_smset),
+};
+
+/* A key of the current section: its row in the table, else (in [device]) a
+ * swap_ turn key. */
+static int config_key(const struct key_at *x, int sect, const char *k, const char *v)
+{
+    for (size_t i = 0; i < sizeof key_rows / sizeof key_rows[0]; i++) {
+        const struct key_row *r = &key_rows[i];
+        if (r->sect != sect || strcmp(k, r->name))
+            continue;
+        if (r->fn)
+            return r->fn(x, k, v);
+        long n;
+        if (sect == 0 && parse_int(v, r->lo, r->hi, &n))
+            return XBAD("%s must be an integer in %ld..%ld, not \"%s\"", k, r->lo, r->hi, v);
+        if (sect == 0) {
+            *(int *)((char *)x->c + r->off) = (int)n;
+            return GOS_OK;
+        }
+        if (parse_int(v, r->lo, r->hi, &n))
+            return XBAD("%s must be %s", r->label ? r->label : k, r->range);
+        char *field = (sect == 1 ? (char *)XDEV : (char *)XVG) + r->off;
+        if (r->scale)
+            *(uint64_t *)field = (uint64_t)n * r->scale;
+        else
+            *(int *)field = (int)n;
+        return GOS_OK;
+    }
+    if (sect == 1 && !strncmp(k, "swap_", 5)) {
+        int rc = swap_key(XDEV, k, v);
+        if (rc != GOS_OK)
+            return rc == 1 ? XBAD("unknown device key \"%s\"", k) : XBAD("%s", gos_last_error());
+        return GOS_OK;
+    }
+    return XBAD("unknown %skey \"%s\"", sect == 0 ? "" : sect == 1 ? "device " : "vgpu ", k);
+}
+
+/* A "key = value" line (s trimmed, not a section): the extension keys first,
+ * then the keys of the current section. */
+static int config_key_line(struct gos_serve_config *c, char *s, const char *what, int line, int sect, int idx)
+{
+    char *eq = strchr(s, '=');
+    if (!eq)
+        return BAD("expected key = value");
+    *eq = 0;
+    char *k = gos_serve_trim(s), *v = gos_serve_trim(eq + 1);
+    char ewhy[256];
+    int ext = gos_serve_config_ext_key(c, sect, idx, k, v, ewhy, sizeof ewhy);
+    if (ext < 0)
+        return BAD("%s", ewhy);
+    if (ext > 0)
+        return GOS_OK;
+    struct key_at x = {c, idx, what, line};
+    return config_key(&x, sect, k, v);
+}
+
+/* After the last line: every vGPU has a device, a consistent spatial shape and
+ * its shares filled in. */
+static int config_finish(struct gos_serve_config *c, const char *what)
+{
+    int line = 0;
+    if (c->n_vgpus == 0 && c->n_devs == 0) /* devices alone: vGPUs come from `vgpu create` (issue 25) */
+        return BAD("no [device LABEL] section");
+    for (int i = 0; i < c->n_vgpus; i++) {
+        struct gos_serve_vgpucfg *g = &c->vgpus[i];
+        if (g->device < 0)
+            return gos_fail(GOS_EINVAL, "%s: vGPU %s has no device (add a [device] section above it)", what, g->name);
+        if ((g->cluster || g->smset[0]) && !g->sms)
+            return gos_fail(GOS_EINVAL, "%s: vGPU %s: cluster and smset describe a spatial vGPU: give sms = N too",
+                            what, g->name);
+        if (g->sms && !g->cluster)
+            g->cluster = 1;
+        for (int j = 0; j < i && g->smset[0]; j++) {
+            const struct gos_serve_vgpucfg *h = &c->vgpus[j];
+            if (!strcmp(h->smset, g->smset) &&
+                (h->device != g->device || h->sms != g->sms || h->cluster != g->cluster))
+                return gos_fail(GOS_EINVAL, "%s: vGPUs %s and %s share smset %s but ask for different devices, sms or "
+                                "cluster", what, h->name, g->name, g->smset);
+        }
+        if (!g->compute)
+            g->compute = 100 / c->n_vgpus ? 100 / c->n_vgpus : 1;
+        if (!g->copy)
+            g->copy = g->compute;
+        if (!g->mem_pct && !g->mem_bytes)
+            g->mem_pct = 100.0 / c->n_vgpus;
+    }
+    return GOS_OK;
+}
+
 int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_config *out)
 {
     struct gos_serve_config c;
-    memset(&c, 0, sizeof c);
-    c.socket_mode = 0660;
-    c.socket_gid = -1;
-    c.chunk = 0; /* 0: the client library's measured default */
-    c.depth = 0;
-    c.spin_us = -1; /* by the number of CPUs (server.c) */
-    snprintf(c.path, sizeof c.path, "%s", what);
-    c.max_clients = 1024;
-    c.max_clients_per_vgpu = 256;
-    c.max_queued_requests = 4096;
-    c.max_queued_bytes = 64ull << 20;
-    c.max_allocations = 65536;
-    c.hello_timeout_ms = 10000;
-    c.shutdown_grace_ms = 10000;
-    c.shm_segments_per_vgpu = 32;
-    c.shm_segments_per_user = 64;
+    config_defaults(&c, what);
     int line = 0, sect = 0, idx = -1; /* sect: 0 global, 1 device, 2 vgpu */
-    char *copy = strdup(text), *save = NULL;
+    char *copy = strdup(text);
     if (!copy)
         return gos_fail(GOS_ENOMEM, "out of memory");
     int rc = GOS_OK;
-    (void)save;
-    for (char *ln = copy, *nx; ln; ln = nx) {
+    for (char *ln = copy, *nx; ln && rc == GOS_OK; ln = nx) {
         nx = strchr(ln, '\n');
         if (nx)
             *nx++ = 0;
@@ -279,320 +661,18 @@ int gos_serve_config_parse(const char *text, const char *what, struct gos_serve_
         char *s = gos_serve_trim(ln);
         if (!*s)
             continue;
-        if (*s == '[') {
-            char *e = strchr(s, ']');
-            char kind[16], label[GOS_NAME_MAX + 1];
-            if (!e || e[1]) {
-                rc = BAD("section header without ']'");
-                goto out;
-            }
-            *e = 0;
-            int used = 0;
-            if (sscanf(s + 1, "%15s %64s %n", kind, label, &used) != 2 || s[1 + used]) {
-                rc = BAD("section must be [device LABEL] or [vgpu NAME] (one word each)");
-                goto out;
-            }
-            if (!strcmp(kind, "device")) {
-                if (c.n_devs == GOS_SERVE_MAX_DEVICES) {
-                    rc = BAD("more than %d devices", GOS_SERVE_MAX_DEVICES);
-                    goto out;
-                }
-                for (int i = 0; i < c.n_devs; i++)
-                    if (!strcmp(c.devs[i].label, label)) {
-                        rc = BAD("device %s defined twice", label);
-                        goto out;
-                    }
-                idx = c.n_devs++;
-                struct gos_serve_devcfg *d = &c.devs[idx];
-                if (strlen(label) >= sizeof d->label) {
-                    rc = BAD("device label too long");
-                    goto out;
-                }
-                memcpy(d->label, label, strlen(label) + 1);
-                long o;
-                d->ordinal = parse_int(label, 0, 63, &o) ? -1 : (int)o;
-                strcpy(d->policy, "band");
-                strcpy(d->queue, "mrq");
-                d->period_ns = 30000000ull;
-                d->band_wait_ns = 500000ull;
-                d->band_charge_hold = 1;
-                d->spatial_of = -1;
-                d->overlap = -1; /* unset: pairs under mps, off otherwise */
-                d->swap_wait_s = 120;
-                sect = 1;
-            } else if (!strcmp(kind, "vgpu")) {
-                if (c.n_vgpus == GOS_MAX_VGPUS) {
-                    rc = BAD("more than %d vGPUs", GOS_MAX_VGPUS);
-                    goto out;
-                }
-                if (strlen(label) >= GOS_NAME_MAX) {
-                    rc = BAD("vGPU name too long");
-                    goto out;
-                }
-                for (int i = 0; i < c.n_vgpus; i++)
-                    if (!strcmp(c.vgpus[i].name, label)) {
-                        rc = BAD("vGPU %s defined twice", label);
-                        goto out;
-                    }
-                idx = c.n_vgpus++;
-                struct gos_serve_vgpucfg *v = &c.vgpus[idx];
-                memcpy(v->name, label, strlen(label) + 1);
-                v->device = c.n_devs ? c.n_devs - 1 : -1;
-                v->line = line;
-                v->compute = v->copy = 0;
-                v->mem_pct = 0;
-                sect = 2;
-            } else {
-                rc = BAD("unknown section [%s]", kind);
-                goto out;
-            }
-            continue;
-        }
-        char *eq = strchr(s, '=');
-        if (!eq) {
-            rc = BAD("expected key = value");
-            goto out;
-        }
-        *eq = 0;
-        char *k = gos_serve_trim(s), *v = gos_serve_trim(eq + 1);
-        long x;
-        uint64_t u;
-        char ewhy[256];
-        int ext = gos_serve_config_ext_key(&c, sect, idx, k, v, ewhy, sizeof ewhy);
-        if (ext < 0) {
-            rc = BAD("%s", ewhy);
-            goto out;
-        }
-        if (ext > 0)
-            continue;
-        if (sect == 0) {
-            const struct int_key *ik = NULL;
-            for (size_t i = 0; i < sizeof int_keys / sizeof int_keys[0]; i++)
-                if (!strcmp(k, int_keys[i].name))
-                    ik = &int_keys[i];
-            if (ik) {
-                if (parse_int(v, ik->lo, ik->hi, &x)) {
-                    rc = BAD("%s must be an integer in %ld..%ld, not \"%s\"", k, ik->lo, ik->hi, v);
-                    goto out;
-                }
-                *(int *)((char *)&c + ik->off) = (int)x;
-            } else if (!strcmp(k, "socket")) {
-                if (!*v) {
-                    rc = BAD("socket path is empty");
-                    goto out;
-                }
-                if (strlen(v) >= sizeof c.socket) {
-                    rc = BAD("socket path longer than %zu", sizeof c.socket - 1);
-                    goto out;
-                }
-                strcpy(c.socket, v);
-            } else if (!strcmp(k, "socket_mode")) {
-                if (parse_mode(v, &c.socket_mode)) {
-                    rc = BAD("socket_mode must be octal like 0660, not \"%s\"", v);
-                    goto out;
-                }
-            } else if (!strcmp(k, "chunk")) {
-                if (gos_serve_parse_size(v, 4096, 1ull << 30, &u)) {
-                    rc = BAD("chunk must be a size between 4K and 1G");
-                    goto out;
-                }
-                c.chunk = u;
-            } else if (!strcmp(k, "max_queued_bytes")) {
-                if (gos_serve_parse_size(v, 4096, 1ull << 40, &u)) {
-                    rc = BAD("max_queued_bytes must be a size between 4K and 1T");
-                    goto out;
-                }
-                c.max_queued_bytes = u;
-            } else if (!strcmp(k, "shm_bytes_per_user")) {
-                if (strcmp(v, "0") && gos_serve_parse_size(v, 4096, 1ull << 50, &u)) {
-                    rc = BAD("shm_bytes_per_user must be 0 (no limit) or a size between 4K and 1024T");
-                    goto out;
-                }
-                c.shm_bytes_per_user = strcmp(v, "0") ? u : 0;
-            } else {
-                rc = BAD("unknown key \"%s\"", k);
-                goto out;
-            }
-        } else if (sect == 1) {
-            struct gos_serve_devcfg *d = &c.devs[idx];
-            if (!strcmp(k, "sim")) {
-                if (!*v) {
-                    rc = BAD("sim needs a chip (\"default\" or a file)");
-                    goto out;
-                }
-                if (strlen(v) >= sizeof d->sim) {
-                    rc = BAD("sim path too long");
-                    goto out;
-                }
-                strcpy(d->sim, v);
-            } else if (!strcmp(k, "policy")) {
-                if (strcmp(v, "fifo") && strcmp(v, "credit") && strcmp(v, "band")) {
-                    rc = BAD("policy must be fifo, credit or band");
-                    goto out;
-                }
-                strcpy(d->policy, v);
-            } else if (!strcmp(k, "grant_us")) {
-                if (!strcmp(v, "auto")) {
-                    d->grant_us = 0; /* by the measured switch cost (dispatch.c) */
-                } else if (parse_int(v, 100, 100000, &x)) {
-                    rc = BAD("grant_us must be auto or 100..100000");
-                    goto out;
-                } else {
-                    d->grant_us = (uint64_t)x;
-                }
-            } else if (!strcmp(k, "isolation")) {
-                if (!strcmp(v, "process"))
-                    d->isolation = GOS_ISOLATION_PROCESS;
-                else if (!strcmp(v, "none"))
-                    d->isolation = GOS_ISOLATION_NONE;
-                else if (!strcmp(v, "mps"))
-                    d->isolation = GOS_ISOLATION_MPS;
-                else {
-                    rc = BAD("isolation must be process, mps or none");
-                    goto out;
-                }
-            } else if (!strcmp(k, "overlap")) {
-                if (parse_two(v, "off", "pairs", &d->overlap)) {
-                    rc = BAD("overlap must be off or pairs");
-                    goto out;
-                }
-            } else if (!strcmp(k, "executor")) {
-                if (parse_two(v, "per-client", "per-vgpu", &d->executor_per_vgpu)) {
-                    rc = BAD("executor must be per-client or per-vgpu");
-                    goto out;
-                }
-            } else if (!strcmp(k, "queue")) {
-                if (strcmp(v, "mrq") && strcmp(v, "sdq")) {
-                    rc = BAD("queue must be mrq or sdq");
-                    goto out;
-                }
-                strcpy(d->queue, v);
-            } else if (!strcmp(k, "period_ms")) {
-                if (parse_int(v, 1, 10000, &x)) {
-                    rc = BAD("period_ms must be 1..10000");
-                    goto out;
-                }
-                d->period_ns = (uint64_t)x * 1000000ull;
-            } else if (!strcmp(k, "band_wait_us")) {
-                if (parse_int(v, 0, 1000000, &x)) {
-                    rc = BAD("band_wait_us must be 0..1000000");
-                    goto out;
-                }
-                d->band_wait_ns = (uint64_t)x * 1000ull;
-            } else if (!strcmp(k, "band_charge_hold")) {
-                if (parse_int(v, 0, 1, &x)) {
-                    rc = BAD("band_charge_hold must be 0 or 1");
-                    goto out;
-                }
-                d->band_charge_hold = (int)x;
-            } else if (!strncmp(k, "swap_", 5) && strcmp(k, "swap_pool")) {
-                if ((rc = swap_key(d, k, v)) != GOS_OK) {
-                    rc = rc == 1 ? BAD("unknown device key \"%s\"", k) : BAD("%s", gos_last_error());
-                    goto out;
-                }
-            } else if (!strcmp(k, "swap") || !strcmp(k, "swap_pool")) {
-                uint64_t sz;
-                if (gos_serve_parse_size(v, 2ull << 20, 1ull << 50, &sz)) {
-                    rc = BAD("%s must be a size of 2M..1P", k);
-                    goto out;
-                }
-                if (k[4])
-                    d->swap_pool = sz;
-                else
-                    d->swap_bytes = sz;
-            } else {
-                rc = BAD("unknown device key \"%s\"", k);
-                goto out;
-            }
-        } else {
-            struct gos_serve_vgpucfg *g = &c.vgpus[idx];
-            if (!strcmp(k, "device")) {
-                g->device = -1;
-                for (int i = 0; i < c.n_devs; i++)
-                    if (!strcmp(c.devs[i].label, v))
-                        g->device = i;
-                if (g->device < 0) {
-                    rc = BAD("no [device %s] above", v);
-                    goto out;
-                }
-            } else if (!strcmp(k, "compute") || !strcmp(k, "copy")) {
-                if (parse_int(v, 1, 100, &x)) {
-                    rc = BAD("%s share must be 1..100 (percent)", k);
-                    goto out;
-                }
-                if (!strcmp(k, "compute"))
-                    g->compute = (int)x;
-                else
-                    g->copy = (int)x;
-            } else if (!strcmp(k, "memory")) {
-                g->mem_line = line;
-                if (gos_serve_parse_mem(v, &g->mem_pct, &g->mem_bytes)) {
-                    char why[256];
-                    snprintf(why, sizeof why, "%s", gos_last_error());
-                    rc = BAD("%s", why);
-                    goto out;
-                }
-            } else if (!strcmp(k, "sms") || !strcmp(k, "cluster")) {
-                int is_sms = !strcmp(k, "sms");
-                if (parse_int(v, 1, is_sms ? 256 : 16, &x)) {
-                    rc = BAD("%s must be %s", k, is_sms ? "1..256 (SMs)" : "1..16 (blocks per cluster)");
-                    goto out;
-                }
-                if (is_sms)
-                    g->sms = (int)x;
-                else
-                    g->cluster = (int)x;
-            } else if (!strcmp(k, "smset")) {
-                if (!*v || strlen(v) >= sizeof g->smset) {
-                    rc = BAD("smset needs a name of 1..%zu characters", sizeof g->smset - 1);
-                    goto out;
-                }
-                strcpy(g->smset, v);
-            } else {
-                rc = BAD("unknown vgpu key \"%s\"", k);
-                goto out;
-            }
-        }
+        if (*s == '[')
+            rc = config_section(&c, s, what, line, &sect, &idx);
+        else
+            rc = config_key_line(&c, s, what, line, sect, idx);
     }
-    line = 0;
-    if (c.n_vgpus == 0 && c.n_devs == 0) { /* devices alone: vGPUs come from `vgpu create` (issue 25) */
-        rc = BAD("no [device LABEL] section");
-        goto out;
-    }
-    for (int i = 0; i < c.n_vgpus; i++) {
-        struct gos_serve_vgpucfg *g = &c.vgpus[i];
-        if (g->device < 0) {
-            rc = gos_fail(GOS_EINVAL, "%s: vGPU %s has no device (add a [device] section above it)", what, g->name);
-            goto out;
-        }
-        if ((g->cluster || g->smset[0]) && !g->sms) {
-            rc = gos_fail(GOS_EINVAL, "%s: vGPU %s: cluster and smset describe a spatial vGPU: give sms = N too",
-                          what, g->name);
-            goto out;
-        }
-        if (g->sms && !g->cluster)
-            g->cluster = 1;
-        for (int j = 0; j < i && g->smset[0]; j++) {
-            const struct gos_serve_vgpucfg *h = &c.vgpus[j];
-            if (!strcmp(h->smset, g->smset) &&
-                (h->device != g->device || h->sms != g->sms || h->cluster != g->cluster)) {
-                rc = gos_fail(GOS_EINVAL, "%s: vGPUs %s and %s share smset %s but ask for different devices, sms or "
-                              "cluster", what, h->name, g->name, g->smset);
-                goto out;
-            }
-        }
-        if (!g->compute)
-            g->compute = 100 / c.n_vgpus ? 100 / c.n_vgpus : 1;
-        if (!g->copy)
-            g->copy = g->compute;
-        if (!g->mem_pct && !g->mem_bytes)
-            g->mem_pct = 100.0 / c.n_vgpus;
-    }
+    if (rc == GOS_OK)
+        rc = config_finish(&c, what);
     /* Oversubscribed compute or copy shares are honoured in proportion: a
      * warning, not an error, logged by the daemon at start, reload and `vgpu set`
      * (srv_check_oversubscription, docs/readme-vgpu.md). */
-    *out = c;
-out:
+    if (rc == GOS_OK)
+        *out = c;
     free(copy);
     return rc;
 }

@@ -412,6 +412,65 @@ static void companion_end(struct srv_dev *d, struct srv_task *co)
     pthread_mutex_unlock(&s->lock);
 }
 
+/* srv_ring_await's charge as it goes (every 10 ms at most): utilisation,
+ * Credit and BAND see a long grant as it runs, not in one piece at its end;
+ * the companion's share too, and its end when its grant is over. *ran: the
+ * client ran entries since the last look. Returns the tasks waiting. */
+static int await_charge(struct srv_dev *d, struct srv_task *t, uint64_t now, int *ran)
+{
+    struct srv *s = d->srv;
+    struct gos_grant_page *g = t->c->gp;
+    pthread_mutex_lock(&s->lock);
+    uint64_t idle = atomic_load(&g->idle_ns), cost = segment_cost(d, t, now, idle);
+    uint64_t busy = atomic_load(&g->busy_ns);
+    if (t->co) { /* the wall time shared with a companion: the whole of its own to each (ring_pair.c) */
+        charge_split(d, t->co, now - t->co->ring_t0, now);
+        int crc;
+        if (grant_over(t->co->c, t->co->ring_gen, &crc)) {
+            struct srv_task *done = t->co;
+            t->co = NULL; /* (before its end: its ring's next grant may join at once) */
+            srv_ring_companion_done(done, crc);
+        }
+    }
+    *ran = busy != t->ring_busy0;
+    charge_split(d, t, cost, now);
+    t->ring_idle0 = idle;
+    int others = waiting(d, t->c);
+    if (!others) /* (the grant's length as the longest task counts it starts again) */
+        gos_sched_nobody_waits(d->sched, gos_sched_engine_for(d->sched, t->st.kind), now);
+    pthread_mutex_unlock(&s->lock);
+    return others;
+}
+
+/* GPUOS_GRANT_LOG=1 in the daemon's environment: one line per grant (how
+ * long it ran, against its deadline), for studying rotations
+ * (docs/readme-fastpath.md, "Known problems"). */
+static void await_log(struct srv_dev *d, struct srv_task *t, uint64_t now, uint64_t gpu_ns)
+{
+    struct srv *s = d->srv;
+    struct srv_client *c = t->c;
+    struct gos_grant_page *g = c->gp;
+    static _Atomic int grant_log = -1;
+    if (atomic_load(&grant_log) < 0)
+        atomic_store(&grant_log, gos_env(GOS_ENV_GRANT_LOG) != NULL);
+    if (!atomic_load(&grant_log))
+        return;
+    gos_sched_vgpu_stats st = {0};
+    pthread_mutex_lock(&s->lock);
+    if (c->vgpu >= 0)
+        gos_sched_vgpu_stats_get(d->sched, s->vgpus[c->vgpu].id, now, &st);
+    pthread_mutex_unlock(&s->lock);
+    gos_log(LOG_INFO,
+            "grant vgpu %d: %.3f ms wall (the last %.3f ms charged at its end), %+.3f ms past its deadline, "
+            "idle_yield %u us, wants %u, entries %llu; credit %+.3f ms, utilisation %.0f %%; "
+            "early yield announced %d",
+            c->vgpu, (double)t->wall_ns / 1e6, (double)gpu_ns / 1e6,
+            ((double)now - (double)atomic_load(&g->deadline_ns)) / 1e6, (unsigned)atomic_load(&g->idle_yield_us),
+            (unsigned)atomic_load(&g->want), (unsigned long long)atomic_load(&g->entries),
+            (double)st.compute_credit_ns / 1e6, st.compute_util_pct,
+            atomic_load(&g->yield_soon_dl) == atomic_load(&g->deadline_ns));
+}
+
 int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint64_t *busy_ns)
 {
     struct srv *s = d->srv;
@@ -464,27 +523,7 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
         if (grant_over(c, w.gen, &rc))
             break;
         now = gos_now_ns();
-        /* charged as it goes (every 10 ms at most): utilisation, Credit and
-         * BAND see a long grant as it runs, not in one piece at its end */
-        pthread_mutex_lock(&s->lock);
-        uint64_t idle = atomic_load(&g->idle_ns), cost = segment_cost(d, t, now, idle);
-        uint64_t busy = atomic_load(&g->busy_ns);
-        if (t->co) { /* the wall time shared with a companion: the whole of its own to each (ring_pair.c) */
-            charge_split(d, t->co, now - t->co->ring_t0, now);
-            int crc;
-            if (grant_over(t->co->c, t->co->ring_gen, &crc)) {
-                struct srv_task *done = t->co;
-                t->co = NULL; /* (before its end: its ring's next grant may join at once) */
-                srv_ring_companion_done(done, crc);
-            }
-        }
-        ran = busy != t->ring_busy0;
-        charge_split(d, t, cost, now);
-        t->ring_idle0 = idle;
-        others = waiting(d, c);
-        if (!others) /* (the grant's length as the longest task counts it starts again) */
-            gos_sched_nobody_waits(d->sched, gos_sched_engine_for(d->sched, t->st.kind), now);
-        pthread_mutex_unlock(&s->lock);
+        others = await_charge(d, t, now, &ran);
         if (!others) {
             /* nobody waits: the grant goes on, its deadline kept ahead of the
              * executor, which would otherwise hold back a launch that might
@@ -539,28 +578,7 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
         *gpu_ns = 1; /* (0 would have the scheduler charge the task's whole wall time) */
     *busy_ns = b > busy_start ? b - busy_start : 0;
     t->wall_ns = now - start;
-    /* GPUOS_GRANT_LOG=1 in the daemon's environment: one line per grant (how
-     * long it ran, against its deadline), for studying rotations
-     * (docs/readme-fastpath.md, "Known problems") */
-    static _Atomic int grant_log = -1;
-    if (atomic_load(&grant_log) < 0)
-        atomic_store(&grant_log, gos_env(GOS_ENV_GRANT_LOG) != NULL);
-    if (atomic_load(&grant_log)) {
-        gos_sched_vgpu_stats st = {0};
-        pthread_mutex_lock(&s->lock);
-        if (c->vgpu >= 0)
-            gos_sched_vgpu_stats_get(d->sched, s->vgpus[c->vgpu].id, now, &st);
-        pthread_mutex_unlock(&s->lock);
-        gos_log(LOG_INFO,
-                "grant vgpu %d: %.3f ms wall (the last %.3f ms charged at its end), %+.3f ms past its deadline, "
-                "idle_yield %u us, wants %u, entries %llu; credit %+.3f ms, utilisation %.0f %%; "
-                "early yield announced %d",
-                c->vgpu, (double)t->wall_ns / 1e6, (double)*gpu_ns / 1e6,
-                ((double)now - (double)atomic_load(&g->deadline_ns)) / 1e6, (unsigned)atomic_load(&g->idle_yield_us),
-                (unsigned)atomic_load(&g->want), (unsigned long long)atomic_load(&g->entries),
-                (double)st.compute_credit_ns / 1e6, st.compute_util_pct,
-                atomic_load(&g->yield_soon_dl) == atomic_load(&g->deadline_ns));
-    }
+    await_log(d, t, now, *gpu_ns);
     return rc;
 }
 

@@ -454,10 +454,9 @@ void srv_reap_idle(struct srv *s)
     pthread_mutex_unlock(&s->lock);
 }
 
-int srv_run(struct srv *s, const char *force_sim)
+/* srv_run's first step: locks, limits, the start-up warnings, how readers poll. */
+static void run_prepare(struct srv *s)
 {
-    int rc, sfd = -1, started = 0;
-    pthread_t disp[GOS_SERVE_MAX_DEVICES][GOS_SCHED_MAX_ENGINES];
     gos_cond_init(&s->idle);
     pthread_mutex_init(&s->lock, NULL);
     s->uid = getuid();
@@ -474,7 +473,12 @@ int srv_run(struct srv *s, const char *force_sim)
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     s->spin_us = s->cfg.spin_us >= 0 ? (unsigned)s->cfg.spin_us : ncpu >= 8 ? 50u : 0u;
     s->max_spinners = ncpu >= 8 ? (int)(ncpu / 4) : 1;
+}
 
+/* The signals the daemon handles, blocked in every thread and read from a
+ * signalfd (*sfd). */
+static int run_signals(int *sfd)
+{
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
@@ -482,32 +486,32 @@ int srv_run(struct srv *s, const char *force_sim)
     sigaddset(&set, SIGPIPE);
     sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL); /* every thread inherits the mask */
-    sfd = signalfd(-1, &set, SFD_CLOEXEC);
-    if (sfd < 0) {
-        rc = gos_fail(GOS_EIO, "signalfd: %s", strerror(errno));
-        goto fail;
-    }
-    if ((rc = open_devices(s, force_sim)) || (rc = srv_state_load(s)))
-        goto fail;
-    s->last_reload_ok = 1;
-    s->last_reload_s = (double)time(NULL);
-    if ((rc = listen_on(s, s->cfg.socket)))
-        goto fail;
-    s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    *sfd = signalfd(-1, &set, SFD_CLOEXEC);
+    if (*sfd < 0)
+        return gos_fail(GOS_EIO, "signalfd: %s", strerror(errno));
+    return GOS_OK;
+}
+
+/* One dispatcher thread per device engine; *started counts them. */
+static int run_dispatchers(struct srv *s, pthread_t disp[GOS_SERVE_MAX_DEVICES][GOS_SCHED_MAX_ENGINES],
+                           int *started)
+{
     for (int i = 0; i < s->n_devs; i++)
         for (int e = 0; e < s->devs[i].n_engines; e++) {
             struct srv_engine_arg *a = malloc(sizeof *a);
-            if (!a) {
-                rc = gos_fail(GOS_ENOMEM, "out of memory");
-                goto fail;
-            }
+            if (!a)
+                return gos_fail(GOS_ENOMEM, "out of memory");
             a->d = &s->devs[i];
             a->engine = e;
             pthread_create(&disp[i][e], NULL, srv_dispatch_main, a);
-            started++;
+            (*started)++;
         }
-    if ((rc = srv_metrics_start(s)))
-        goto fail;
+    return GOS_OK;
+}
+
+/* The start-up notices and systemd's READY. */
+static void run_announce(struct srv *s)
+{
     gos_log(LOG_NOTICE, "listening on %s (%d device%s, %d vGPU%s, protocol %d)", s->cfg.socket, s->n_devs,
             s->n_devs == 1 ? "" : "s", s->n_vgpus, s->n_vgpus == 1 ? "" : "s", GOS_PROTOCOL_VERSION);
     for (int i = 0; i < s->n_devs; i++)
@@ -520,6 +524,11 @@ int srv_run(struct srv *s, const char *force_sim)
     srv_check_oversubscription(s, "at start");
     srv_sd_notifyf("READY=1\nSTATUS=listening on %s, %d vGPU%s\nMAINPID=%lu", s->cfg.socket, s->n_vgpus,
                s->n_vgpus == 1 ? "" : "s", (unsigned long)getpid());
+}
+
+/* The accept loop: connections, SIGHUP reloads, until SIGTERM or SIGINT. */
+static void run_loop(struct srv *s, int sfd)
+{
     uint64_t backoff_until = 0;
     for (;;) {
         /* While out of descriptors, the listener is left alone for a while: it
@@ -549,10 +558,12 @@ int srv_run(struct srv *s, const char *force_sim)
             backoff_until = gos_now_ns() + 100000000ull;
         srv_reap_idle(s);
     }
-    rc = GOS_OK;
-fail:
-    srv_sd_notifyf("STOPPING=1");
-    srv_metrics_stop(s);
+}
+
+/* Shutdown's drain: rings revoked, clients told, their work waited for within
+ * the grace period, then abandoned (*abandoned). Returns the clients left busy. */
+static int run_drain(struct srv *s, int *abandoned)
+{
     pthread_mutex_lock(&s->lock);
     /* Work granted through rings (issue 9.4) is in the executors only: revoked
      * and waited for within the grace period like the rest. */
@@ -573,7 +584,7 @@ fail:
     int leftover = srv_wait_clients(s, grace_left > 0 ? grace_left : 0);
     if (ring_busy > leftover)
         leftover = ring_busy;
-    int abandoned = 0;
+    *abandoned = 0;
     if (leftover) {
         gos_log(LOG_WARNING, "%d client(s) still busy after the grace period of %d ms: abandoning their work",
                 leftover, s->cfg.shutdown_grace_ms);
@@ -584,24 +595,32 @@ fail:
          * fails at once and its client hears of it. */
         for (struct srv_client *c = s->clients; c; c = c->next)
             srv_exec_kill(c->x);
-        abandoned = 1;
+        *abandoned = 1;
         leftover = srv_wait_clients(s, 2000);
     }
     pthread_mutex_unlock(&s->lock);
+    return leftover;
+}
+
+/* The dispatcher threads joined, 2 s each; 1 when one is stuck. */
+static int run_join(struct srv *s, pthread_t disp[GOS_SERVE_MAX_DEVICES][GOS_SCHED_MAX_ENGINES])
+{
     int stuck = 0;
-    if (started)
-        for (int i = 0; i < s->n_devs; i++)
-            for (int e = 0; e < s->devs[i].n_engines; e++) {
-                struct timespec until;
-                clock_gettime(CLOCK_REALTIME, &until);
-                until.tv_sec += 2;
-                if (pthread_timedjoin_np(disp[i][e], NULL, &until))
-                    stuck = 1; /* in a driver call that does not return: the exit ends it */
-            }
-    srv_ring_bells_stop(s);
-    if (stuck || abandoned)
-        leftover = leftover ? leftover : 1; /* devices in an unknown state: left to the exit */
-    s->leaked = leftover != 0;
+    for (int i = 0; i < s->n_devs; i++)
+        for (int e = 0; e < s->devs[i].n_engines; e++) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_sec += 2;
+            if (pthread_timedjoin_np(disp[i][e], NULL, &until))
+                stuck = 1; /* in a driver call that does not return: the exit ends it */
+        }
+    return stuck;
+}
+
+/* Shutdown's end: the socket, the devices unless work was left on them
+ * (rc's message kept), the descriptors, the MPS servers. */
+static void run_close(struct srv *s, int sfd, int leftover, int rc)
+{
     if (s->listen_fd >= 0) {
         close(s->listen_fd);
         unlink_socket(s);
@@ -619,5 +638,36 @@ fail:
         close(s->reserve_fd);
     for (int i = 0; i < s->n_devs; i++) /* after the executors: the MPS server's own quit */
         srv_mps_stop(s->devs[i].mps_dir);
+}
+
+int srv_run(struct srv *s, const char *force_sim)
+{
+    int rc, sfd = -1, started = 0;
+    pthread_t disp[GOS_SERVE_MAX_DEVICES][GOS_SCHED_MAX_ENGINES];
+    run_prepare(s);
+    if ((rc = run_signals(&sfd)))
+        goto fail;
+    if ((rc = open_devices(s, force_sim)) || (rc = srv_state_load(s)))
+        goto fail;
+    s->last_reload_ok = 1;
+    s->last_reload_s = (double)time(NULL);
+    if ((rc = listen_on(s, s->cfg.socket)))
+        goto fail;
+    s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if ((rc = run_dispatchers(s, disp, &started)) || (rc = srv_metrics_start(s)))
+        goto fail;
+    run_announce(s);
+    run_loop(s, sfd);
+    rc = GOS_OK;
+fail:
+    srv_sd_notifyf("STOPPING=1");
+    srv_metrics_stop(s);
+    int abandoned, leftover = run_drain(s, &abandoned);
+    int stuck = started ? run_join(s, disp) : 0;
+    srv_ring_bells_stop(s);
+    if (stuck || abandoned)
+        leftover = leftover ? leftover : 1; /* devices in an unknown state: left to the exit */
+    s->leaked = leftover != 0;
+    run_close(s, sfd, leftover, rc);
     return rc;
 }

@@ -584,155 +584,196 @@ static int se_function(gos_device *d, void *mod, const char *name, void **fn)
     return gos_fail(GOS_EINVAL, "no kernel \"%s\" in the module", name);
 }
 
+/* xcopy(dst, src, count): count words moved inside this device's memory; a
+ * range outside its allocations faults (*done: nothing more to do). */
+static int k_xcopy(gos_device *d, struct sim_exec *s, const struct gos_launch_cfg *c, double *dur, int *done)
+{
+    uint64_t dst, src, count;
+    if (c->param_bytes < 24)
+        return gos_fail(GOS_EINVAL, "xcopy takes (uint64 dst, uint64 src, uint64 count)");
+    memcpy(&dst, c->params, 8);
+    memcpy(&src, (const char *)c->params + 8, 8);
+    memcpy(&count, (const char *)c->params + 16, 8);
+    /* This device's MMU: anything outside its own allocations faults. */
+    pthread_mutex_lock(&s->lock);
+    int ok = count <= UINT64_MAX / 4 && inside_w(d, s, dst, count * 4) && inside(d, s, src, count * 4);
+    pthread_mutex_unlock(&s->lock);
+    if (!ok) {
+        __atomic_store_n(&s->faulted, 1, __ATOMIC_RELEASE);
+        *done = 1;
+        return GOS_OK;
+    }
+    memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, count * 4);
+    *dur += (double)count * 8 / 2000.0;
+    return GOS_OK;
+}
+
+/* stamp(dptr): the virtual clock when it starts, behind the stream's work. */
+static int k_stamp(gos_device *d, struct sim_exec *s, const struct gos_launch_cfg *c, void *stream, double dur)
+{
+    uint64_t p;
+    if (c->param_bytes < 8)
+        return gos_fail(GOS_EINVAL, "stamp takes (uint64 dptr)");
+    memcpy(&p, c->params, 8);
+    pthread_mutex_lock(&s->lock);
+    int ok = p % 8 == 0 && inside_w(d, s, p, 8);
+    if (ok) {
+        uint64_t end = enqueue(s, stream, ENG_COMPUTE, dur);
+        *(uint64_t *)(uintptr_t)p = end - (uint64_t)dur;
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (!ok)
+        __atomic_store_n(&s->faulted, 1, __ATOMIC_RELEASE);
+    return GOS_OK;
+}
+
+/* pattern(dptr, seed, check, count, out): count words written from seed, or
+ * checked against it with the mismatches added to *out; a range outside the
+ * allocations faults (*done). */
+static int k_pattern(gos_device *d, struct sim_exec *s, const struct gos_launch_cfg *c, double *dur, int *done)
+{
+    uint64_t p, count, out;
+    uint32_t seed, check;
+    if (c->param_bytes < 32)
+        return gos_fail(GOS_EINVAL, "pattern takes (uint64 dptr, uint32 seed, uint32 check, uint64 count, "
+                                    "uint64 out)");
+    memcpy(&p, c->params, 8);
+    memcpy(&seed, (const char *)c->params + 8, 4);
+    memcpy(&check, (const char *)c->params + 12, 4);
+    memcpy(&count, (const char *)c->params + 16, 8);
+    memcpy(&out, (const char *)c->params + 24, 8);
+    pthread_mutex_lock(&s->lock);
+    int ok = count <= UINT64_MAX / 4 && p % 4 == 0 &&
+             (check ? inside(d, s, p, count * 4) : inside_w(d, s, p, count * 4)) &&
+             (!check || (out % 8 == 0 && inside_w(d, s, out, 8)));
+    pthread_mutex_unlock(&s->lock);
+    if (!ok) {
+        __atomic_store_n(&s->faulted, 1, __ATOMIC_RELEASE);
+        *done = 1;
+        return GOS_OK;
+    }
+    uint32_t *w = (uint32_t *)(uintptr_t)p;
+    uint64_t bad = 0;
+    for (uint64_t i = 0; i < count; i++) {
+        uint32_t v = (uint32_t)(i * 2654435761ull) ^ seed;
+        if (check)
+            bad += w[i] != v;
+        else
+            w[i] = v;
+    }
+    if (check)
+        *(uint64_t *)(uintptr_t)out += bad;
+    *dur += (double)count * 4 / 2000.0;
+    return GOS_OK;
+}
+
+/* madd also computes c = a + b when all three matrices lie in device memory
+ * (data passed between kernels and processes is checked byte-exact in CI); a
+ * launch with other pointers stays the modelled duration alone, as before. */
+static void k_madd_compute(gos_device *d, struct sim_exec *s, const struct gos_launch_cfg *c, uint32_t n)
+{
+    uint64_t a, b, cc, bytes = (uint64_t)n * n * 4;
+    memcpy(&a, c->params, 8);
+    memcpy(&b, (const char *)c->params + 8, 8);
+    memcpy(&cc, (const char *)c->params + 16, 8);
+    pthread_mutex_lock(&s->lock);
+    int ok = n && a % 4 == 0 && b % 4 == 0 && cc % 4 == 0 && inside(d, s, a, bytes) && inside(d, s, b, bytes) &&
+             inside_w(d, s, cc, bytes);
+    pthread_mutex_unlock(&s->lock);
+    if (ok) {
+        const float *A = (const float *)(uintptr_t)a, *B = (const float *)(uintptr_t)b;
+        float *C = (float *)(uintptr_t)cc;
+        for (uint64_t i = 0; i < (uint64_t)n * n; i++)
+            C[i] = A[i] + B[i];
+    }
+}
+
+/* sleep, loop, madd, mmul: the GPU kernels' parameters (kernels/exec.cu); the
+ * work they describe becomes a modelled duration added to *dur. */
+static int k_work(gos_device *d, struct sim_exec *s, const struct sim_fn *f, const struct gos_launch_cfg *c,
+                  double *dur)
+{
+    double work;
+    if (f->kind == K_MADD || f->kind == K_MMUL) {
+        uint32_t n;
+        if (c->param_bytes < 28)
+            return gos_fail(GOS_EINVAL, "%s takes (uint64 a, uint64 b, uint64 c, uint32 n)", f->name);
+        memcpy(&n, (const char *)c->params + 24, 4);
+        work = f->kind == K_MADD ? (double)n * n * s->madd_ns : (double)n * n * n * s->mmul_ns;
+        if (f->kind == K_MADD)
+            k_madd_compute(d, s, c, n);
+    } else {
+        uint64_t v;
+        if (c->param_bytes < 8)
+            return gos_fail(GOS_EINVAL, "%s takes a uint64 %s", f->name,
+                            f->kind == K_SLEEP ? "duration in ns" : "iteration count");
+        memcpy(&v, c->params, 8);
+        work = f->kind == K_SLEEP ? (double)v : (double)v * s->loop_ns;
+    }
+    if (work > 60e9)
+        return gos_fail(GOS_EINVAL, "%s: a modelled duration of %.0f ns is over a minute", f->name, work);
+    *dur += work;
+    return GOS_OK;
+}
+
+/* fill(dptr, value, pad, count): count words set, device memory at once,
+ * mapped host memory at the kernel's modelled end. */
+static int k_fill(gos_device *d, struct sim_exec *s, const struct gos_launch_cfg *c, void *stream, double dur)
+{
+    uint64_t dptr, count;
+    uint32_t v;
+    if (c->param_bytes < 24)
+        return gos_fail(GOS_EINVAL, "fill takes (uint64 dptr, uint32 value, uint32 pad, uint64 count)");
+    memcpy(&dptr, c->params, 8);
+    memcpy(&v, (const char *)c->params + 8, 4);
+    memcpy(&count, (const char *)c->params + 16, 8);
+    /* The daemon checks the range against the client's allocations
+     * (launch_ranges); the simulated kernel checks it again against every
+     * allocation, as a GPU's MMU would fault, without overflow (issue 15.1). */
+    pthread_mutex_lock(&s->lock);
+    int ok = count <= UINT64_MAX / 4 && dptr % 4 == 0 && inside_w(d, s, dptr, count * 4);
+    pthread_mutex_unlock(&s->lock);
+    if (!ok)
+        return gos_fail(GOS_EINVAL, "fill: illegal address 0x%llx (+%llu words)", (unsigned long long)dptr,
+                        (unsigned long long)count);
+    dur += (double)count * 4 / 2000.0;
+    pthread_mutex_lock(&s->lock);
+    int host = host_range(s, dptr, count * 4);
+    uint64_t end = enqueue(s, stream, ENG_COMPUTE, dur);
+    pthread_mutex_unlock(&s->lock);
+    /* device memory is written at once (its readers are queued behind);
+     * mapped host memory, which the program reads when it likes, at the
+     * kernel's modelled end (the caller waits for it, as for the queue) */
+    int rc = host ? sleep_until(&s->abandoned, end) : GOS_OK;
+    uint32_t *p = (uint32_t *)(uintptr_t)dptr;
+    for (uint64_t i = 0; !rc && i < count; i++)
+        p[i] = v;
+    return rc;
+}
+
 static int se_launch(gos_device *d, void *fn, const struct gos_launch_cfg *c, void *stream)
 {
     struct sim_exec *s = S(d);
     const struct sim_fn *f = fn;
     double dur = s->launch_ns;
+    int rc = GOS_OK, done = 0;
     FAULT_CHECK(s);
     if (f->kind == K_FAULT) { /* asynchronous, as on the GPU: the next sync reports it */
         __atomic_store_n(&s->faulted, 1, __ATOMIC_RELEASE);
         return GOS_OK;
     }
-    if (f->kind == K_XCOPY) {
-        uint64_t dst, src, count;
-        if (c->param_bytes < 24)
-            return gos_fail(GOS_EINVAL, "xcopy takes (uint64 dst, uint64 src, uint64 count)");
-        memcpy(&dst, c->params, 8);
-        memcpy(&src, (const char *)c->params + 8, 8);
-        memcpy(&count, (const char *)c->params + 16, 8);
-        /* This device's MMU: anything outside its own allocations faults. */
-        pthread_mutex_lock(&s->lock);
-        int ok = count <= UINT64_MAX / 4 && inside_w(d, s, dst, count * 4) && inside(d, s, src, count * 4);
-        pthread_mutex_unlock(&s->lock);
-        if (!ok) {
-            __atomic_store_n(&s->faulted, 1, __ATOMIC_RELEASE);
-            return GOS_OK;
-        }
-        memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, count * 4);
-        dur += (double)count * 8 / 2000.0;
-    }
-    if (f->kind == K_STAMP) { /* the virtual clock when it starts, behind the stream's work */
-        uint64_t p;
-        if (c->param_bytes < 8)
-            return gos_fail(GOS_EINVAL, "stamp takes (uint64 dptr)");
-        memcpy(&p, c->params, 8);
-        pthread_mutex_lock(&s->lock);
-        int ok = p % 8 == 0 && inside_w(d, s, p, 8);
-        if (ok) {
-            uint64_t end = enqueue(s, stream, ENG_COMPUTE, dur);
-            *(uint64_t *)(uintptr_t)p = end - (uint64_t)dur;
-        }
-        pthread_mutex_unlock(&s->lock);
-        if (!ok)
-            __atomic_store_n(&s->faulted, 1, __ATOMIC_RELEASE);
-        return GOS_OK;
-    }
-    if (f->kind == K_PATTERN) {
-        uint64_t p, count, out;
-        uint32_t seed, check;
-        if (c->param_bytes < 32)
-            return gos_fail(GOS_EINVAL, "pattern takes (uint64 dptr, uint32 seed, uint32 check, uint64 count, "
-                                        "uint64 out)");
-        memcpy(&p, c->params, 8);
-        memcpy(&seed, (const char *)c->params + 8, 4);
-        memcpy(&check, (const char *)c->params + 12, 4);
-        memcpy(&count, (const char *)c->params + 16, 8);
-        memcpy(&out, (const char *)c->params + 24, 8);
-        pthread_mutex_lock(&s->lock);
-        int ok = count <= UINT64_MAX / 4 && p % 4 == 0 &&
-                 (check ? inside(d, s, p, count * 4) : inside_w(d, s, p, count * 4)) &&
-                 (!check || (out % 8 == 0 && inside_w(d, s, out, 8)));
-        pthread_mutex_unlock(&s->lock);
-        if (!ok) {
-            __atomic_store_n(&s->faulted, 1, __ATOMIC_RELEASE);
-            return GOS_OK;
-        }
-        uint32_t *w = (uint32_t *)(uintptr_t)p;
-        uint64_t bad = 0;
-        for (uint64_t i = 0; i < count; i++) {
-            uint32_t v = (uint32_t)(i * 2654435761ull) ^ seed;
-            if (check)
-                bad += w[i] != v;
-            else
-                w[i] = v;
-        }
-        if (check)
-            *(uint64_t *)(uintptr_t)out += bad;
-        dur += (double)count * 4 / 2000.0;
-    }
-    if (f->kind == K_SLEEP || f->kind == K_LOOP || f->kind == K_MADD || f->kind == K_MMUL) {
-        /* The GPU kernels' parameters (kernels/exec.cu); the work they describe
-         * becomes a modelled duration. */
-        double work;
-        if (f->kind == K_MADD || f->kind == K_MMUL) {
-            uint32_t n;
-            if (c->param_bytes < 28)
-                return gos_fail(GOS_EINVAL, "%s takes (uint64 a, uint64 b, uint64 c, uint32 n)", f->name);
-            memcpy(&n, (const char *)c->params + 24, 4);
-            work = f->kind == K_MADD ? (double)n * n * s->madd_ns : (double)n * n * n * s->mmul_ns;
-            if (f->kind == K_MADD) {
-                /* madd also computes c = a + b when all three matrices lie in
-                 * device memory (data passed between kernels and processes is
-                 * checked byte-exact in CI); a launch with other pointers stays
-                 * the modelled duration alone, as before. */
-                uint64_t a, b, cc, bytes = (uint64_t)n * n * 4;
-                memcpy(&a, c->params, 8);
-                memcpy(&b, (const char *)c->params + 8, 8);
-                memcpy(&cc, (const char *)c->params + 16, 8);
-                pthread_mutex_lock(&s->lock);
-                int ok = n && a % 4 == 0 && b % 4 == 0 && cc % 4 == 0 && inside(d, s, a, bytes) &&
-                         inside(d, s, b, bytes) && inside_w(d, s, cc, bytes);
-                pthread_mutex_unlock(&s->lock);
-                if (ok) {
-                    const float *A = (const float *)(uintptr_t)a, *B = (const float *)(uintptr_t)b;
-                    float *C = (float *)(uintptr_t)cc;
-                    for (uint64_t i = 0; i < (uint64_t)n * n; i++)
-                        C[i] = A[i] + B[i];
-                }
-            }
-        } else {
-            uint64_t v;
-            if (c->param_bytes < 8)
-                return gos_fail(GOS_EINVAL, "%s takes a uint64 %s", f->name,
-                                f->kind == K_SLEEP ? "duration in ns" : "iteration count");
-            memcpy(&v, c->params, 8);
-            work = f->kind == K_SLEEP ? (double)v : (double)v * s->loop_ns;
-        }
-        if (work > 60e9)
-            return gos_fail(GOS_EINVAL, "%s: a modelled duration of %.0f ns is over a minute", f->name, work);
-        dur += work;
-    } else if (f->kind == K_FILL) {
-        uint64_t dptr, count;
-        uint32_t v;
-        if (c->param_bytes < 24)
-            return gos_fail(GOS_EINVAL, "fill takes (uint64 dptr, uint32 value, uint32 pad, uint64 count)");
-        memcpy(&dptr, c->params, 8);
-        memcpy(&v, (const char *)c->params + 8, 4);
-        memcpy(&count, (const char *)c->params + 16, 8);
-        /* The daemon checks the range against the client's allocations
-         * (launch_ranges); the simulated kernel checks it again against every
-         * allocation, as a GPU's MMU would fault, without overflow (issue 15.1). */
-        pthread_mutex_lock(&s->lock);
-        int ok = count <= UINT64_MAX / 4 && dptr % 4 == 0 && inside_w(d, s, dptr, count * 4);
-        pthread_mutex_unlock(&s->lock);
-        if (!ok)
-            return gos_fail(GOS_EINVAL, "fill: illegal address 0x%llx (+%llu words)", (unsigned long long)dptr,
-                            (unsigned long long)count);
-        dur += (double)count * 4 / 2000.0;
-        pthread_mutex_lock(&s->lock);
-        int host = host_range(s, dptr, count * 4);
-        uint64_t end = enqueue(s, stream, ENG_COMPUTE, dur);
-        pthread_mutex_unlock(&s->lock);
-        /* device memory is written at once (its readers are queued behind);
-         * mapped host memory, which the program reads when it likes, at the
-         * kernel's modelled end (the caller waits for it, as for the queue) */
-        int rc = host ? sleep_until(&s->abandoned, end) : GOS_OK;
-        uint32_t *p = (uint32_t *)(uintptr_t)dptr;
-        for (uint64_t i = 0; !rc && i < count; i++)
-            p[i] = v;
+    if (f->kind == K_XCOPY)
+        rc = k_xcopy(d, s, c, &dur, &done);
+    else if (f->kind == K_STAMP)
+        return k_stamp(d, s, c, stream, dur);
+    else if (f->kind == K_PATTERN)
+        rc = k_pattern(d, s, c, &dur, &done);
+    else if (f->kind == K_SLEEP || f->kind == K_LOOP || f->kind == K_MADD || f->kind == K_MMUL)
+        rc = k_work(d, s, f, c, &dur);
+    else if (f->kind == K_FILL)
+        return k_fill(d, s, c, stream, dur);
+    if (rc || done)
         return rc;
-    }
     pthread_mutex_lock(&s->lock);
     enqueue(s, stream, ENG_COMPUTE, dur);
     pthread_mutex_unlock(&s->lock);
