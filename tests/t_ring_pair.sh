@@ -35,9 +35,9 @@ busy_two() {
 
 # 1. two busy clients of equal shares checking every byte they read back:
 #    companions, both exact, every round through the ring
-timeout 60 "$R" fills a 2 > "$T/fa" 2>&1 &
+timeout 60 "$R" fills a 3 > "$T/fa" 2>&1 &
 FA=$!
-out=$(timeout 60 "$R" fills b 2) || fail "fills b: $out"
+out=$(timeout 60 "$R" fills b 3) || fail "fills b: $out"
 wait $FA || fail "fills a beside a companion: $(cat "$T/fa")"
 n1=$(pairs)
 echo "fills beside fills: a $(cat "$T/fa"), b $out; $n1 companion grants"

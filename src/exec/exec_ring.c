@@ -162,9 +162,8 @@ static void yield(struct xr *r, uint32_t want)
         atomic_store_explicit(&r->gp->switch_ns, r->fence_first_ns - r->fence_min_ns, memory_order_relaxed);
         atomic_store_explicit(&r->gp->switch_gen, r->gen, memory_order_relaxed);
     }
-    uint64_t m = atomic_load_explicit(&r->gp->entry_max_ns, memory_order_relaxed);
-    m -= m / 4;
-    atomic_store_explicit(&r->gp->entry_max_ns, r->entry_max_ns > m ? r->entry_max_ns : m, memory_order_relaxed);
+    if (r->entry_max_ns) /* (a grant that ran nothing leaves the last one's) */
+        atomic_store_explicit(&r->gp->entry_max_ns, r->entry_max_ns, memory_order_relaxed);
     r->entry_max_ns = 0;
     atomic_store_explicit(&r->gp->done_gen, r->gen, memory_order_release);
     atomic_store_explicit(&gos_ring_ctl(r->base)->running, 0, memory_order_relaxed);

@@ -161,8 +161,10 @@ struct gos_grant_page {
      * learns it), for generation switch_gen; 0: not measured (fewer than 3) */
     _Atomic uint64_t switch_ns;
     _Atomic uint32_t switch_gen;
-    /* the longest launch or synchronise of its recent grants (each grant's
-     * longest, the older ones decaying by a quarter a grant): an overlap pair
+    /* the longest launch or synchronise of its last grant that ran entries
+     * (0: none yet; one grant only: a host's hiccup in an honest tenant's
+     * grant is forgotten at its next, a tenant's long kernels are in each of
+     * its grants): an overlap pair
      * is made only of rings whose longest entries are alike and short beside
      * a grant (ring_pair.c; issue 44.4: a tenant alternating 2 and 40 ms
      * kernels took 55 % beside an equal peer's 20 %) */
