@@ -174,6 +174,18 @@ void *srv_bell_main(void *arg)
     return NULL;
 }
 
+static void grant(struct srv_task *t, uint32_t kind, uint64_t deadline);
+
+/* Companion co (taken out of the queue: srv_ring_companion_take) runs from t0
+ * beside t's grant, to its deadline dl; t's dispatcher awaits, charges and
+ * ends it (srv_ring_await). */
+static void companion_start(struct srv_task *t, struct srv_task *co, uint64_t t0, uint64_t dl)
+{
+    co->ring_t0 = t0;
+    grant(co, GOS_GRANT_COMPUTE, dl);
+    __atomic_store_n(&t->co, co, __ATOMIC_RELEASE);
+}
+
 /* Issues the grant of task t: kind, deadline, a new generation (its own in
  * t->ring_gen), RUN, and the executor woken. */
 static void grant(struct srv_task *t, uint32_t kind, uint64_t deadline)
@@ -211,11 +223,8 @@ void srv_ring_issue(struct srv_dev *d, struct srv_task *t)
              : t->st.kind == GOS_SCHED_COPY                               ? GOS_GRANT_COPY
                                                                           : GOS_GRANT_COMPUTE,
           dl);
-    if (co) {
-        co->ring_t0 = t->ring_t0;
-        grant(co, GOS_GRANT_COMPUTE, dl);
-        t->co = co;
-    }
+    if (co)
+        companion_start(t, co, t->ring_t0, dl);
 }
 
 /* The grant of `holder` is about to end and others wait (lock held): every
@@ -232,13 +241,21 @@ static void turn_notice(struct srv_dev *d, struct srv_client *holder)
         }
 }
 
+/* The grant c's executor holds ends at its next kernel boundary: its
+ * deadline is now, and an executor asleep on its ring sees it at once (it
+ * issues nothing more and yields when what it issued ends). */
+static void end_now(struct srv_client *c)
+{
+    atomic_store(&c->gp->deadline_ns, gos_now_ns());
+    gos_ring_kick(&gos_ring_ctl(c->ring)->sq_futex, &gos_ring_ctl(c->ring)->exec_sleeping);
+}
+
 void srv_ring_end_soon(struct srv_client *c)
 {
     if (!c->gp || !c->ring || !c->ring_queued)
         return;
     atomic_store(&c->ring_end, 1);
-    atomic_store(&c->gp->deadline_ns, gos_now_ns()); /* a grant running now: its executor yields when the ring is empty */
-    gos_ring_kick(&gos_ring_ctl(c->ring)->sq_futex, &gos_ring_ctl(c->ring)->exec_sleeping);
+    end_now(c); /* a grant running now: its executor yields when the ring is empty */
 }
 
 /* Under isolation = mps (and overlap = pairs, its default; overlap = off keeps
@@ -250,14 +267,9 @@ static int companion_now(struct srv_dev *d, struct srv_task *r, struct srv_task 
 {
     if (d->isolation != GOS_ISOLATION_MPS || !d->overlap || r->co || r->companion || r->closing || !t->ring ||
         t->st.kind != GOS_SCHED_COMPUTE || !t->c->gp || !t->c->ring || t->c->dead || (t->c->x && t->c->x->dead) ||
-        gos_sched_cancel(d->sched, &t->st))
+        srv_ring_companion_take(d, t))
         return 0;
-    t->dispatched = 1;
-    t->companion = 1;
-    t->ring_t0 = gos_now_ns();
-    t->ring_free = 0;
-    grant(t, GOS_GRANT_COMPUTE, atomic_load(&r->c->gp->deadline_ns));
-    __atomic_store_n(&r->co, t, __ATOMIC_RELEASE);
+    companion_start(r, t, gos_now_ns(), atomic_load(&r->c->gp->deadline_ns));
     srv_ring_wake(r->c); /* its dispatcher watches the companion from now on */
     d->companions++;
     if (gos_env(GOS_ENV_GRANT_LOG))
@@ -275,16 +287,12 @@ void srv_ring_preempt(struct srv_dev *d, struct srv_task *t)
         return;
     if (companion_now(d, r, t))
         return;
-    /* the holder's executor issues nothing more and yields once what it issued
-     * ends (at most XE_RING_AHEAD_NS of work); the dispatcher, waiting on its
-     * yield, then hands the engine to the policy, which picks t's vGPU */
-    uint64_t now = gos_now_ns();
-    atomic_store(&r->c->gp->deadline_ns, now);
-    gos_ring_kick(&gos_ring_ctl(r->c->ring)->sq_futex, &gos_ring_ctl(r->c->ring)->exec_sleeping);
-    if (r->co && r->co->c->gp && r->co->c->ring) {
-        atomic_store(&r->co->c->gp->deadline_ns, now);
-        gos_ring_kick(&gos_ring_ctl(r->co->c->ring)->sq_futex, &gos_ring_ctl(r->co->c->ring)->exec_sleeping);
-    }
+    /* the holder's executor yields once what it issued ends (at most
+     * XE_RING_AHEAD_NS of work); the dispatcher, waiting on its yield, then
+     * hands the engine to the policy, which picks t's vGPU */
+    end_now(r->c);
+    if (r->co && r->co->c->gp && r->co->c->ring)
+        end_now(r->co->c);
     srv_ring_wake(r->c);
     d->preemptions++;
 }
@@ -396,8 +404,7 @@ static void companion_end(struct srv_dev *d, struct srv_task *co)
     struct srv *s = d->srv;
     struct srv_client *c = co->c;
     struct gos_grant_page *g = c->gp;
-    atomic_store(&g->deadline_ns, gos_now_ns());
-    gos_ring_kick(&gos_ring_ctl(c->ring)->sq_futex, &gos_ring_ctl(c->ring)->exec_sleeping);
+    end_now(c);
     struct yield_wait w = {g, c, co->ring_gen, 0, 0, NULL, NULL};
     int rc;
     do {

@@ -27,6 +27,7 @@
 
 #include "common/env.h"
 #include "common/log.h"
+#include "common/status.h"
 
 #include <stdlib.h>
 
@@ -52,6 +53,15 @@ static int alike_longest(const struct srv_dev *d, uint64_t xa, uint64_t xb)
     /* (with a quarter, a host's hiccup in an honest grant on a CPU-only CI
      * machine kept two fills clients apart in most of their grants) */
     return xa <= half && xb <= half && xa <= SRV_PAIR_RATIO * xb && xb <= SRV_PAIR_RATIO * xa;
+}
+
+int srv_ring_companion_take(struct srv_dev *d, struct srv_task *u)
+{
+    if (gos_sched_cancel(d->sched, &u->st))
+        return GOS_EBUSY;
+    u->dispatched = 1;
+    u->companion = 1;
+    return GOS_OK;
 }
 
 struct srv_task *srv_ring_pair_pick(struct srv_dev *d, struct srv_task *t)
@@ -85,10 +95,8 @@ struct srv_task *srv_ring_pair_pick(struct srv_dev *d, struct srv_task *t)
             best_credit = st.compute_credit_ns;
         }
     }
-    if (!best || gos_sched_cancel(d->sched, &best->st))
+    if (!best || srv_ring_companion_take(d, best))
         return NULL; /* (not in the scheduler's queue yet) */
-    best->dispatched = 1;
-    best->companion = 1;
     if (gos_env(GOS_ENV_GRANT_LOG)) /* (GPUOS_GRANT_LOG: ring.c's line per grant, and this) */
         gos_log(LOG_INFO, "grant vgpu %d: companion of vgpu %d's grant (mean entry %.1f / %.1f us)", best->c->vgpu,
                 a->vgpu, (double)mean_entry_ns(best->c) / 1e3, (double)ma / 1e3);

@@ -472,6 +472,10 @@ void srv_ring_wake(struct srv_client *c);
  * (MPS's concurrency), and each is charged their whole common wall time. */
 #define SRV_PAIR_RATIO 2
 struct srv_task *srv_ring_pair_pick(struct srv_dev *d, struct srv_task *t);
+/* Takes queued grant task u out of the scheduler's queue to run as a
+ * companion (lock held; ring_pair.c's pairs, ring.c's latency companions):
+ * GOS_OK, or GOS_EBUSY when it is not queued there. */
+int srv_ring_companion_take(struct srv_dev *d, struct srv_task *u);
 /* dispatch.c: a companion grant's end (lock held): its ring's bookkeeping and
  * its client's answer, as a completed grant's, without the scheduler. */
 void srv_ring_companion_done(struct srv_task *t, int rc);
