@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* pdplan.c: the prefill/decode multiplexing plan (pdplan.h; issue 45, paper 001
- * section 7.2): three placements of two SM sets over the SM-set allocator. */
+ * section 7.2): three placements of two SM sets over the SM-set allocator.
+ * Process: the pd_multiplex bench (bench/pd_multiplex.cu) and the unit tests;
+ * no gpuos process calls it. */
 #include "place/pdplan.h"
 
 #include "common/status.h"
