@@ -1,13 +1,15 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# tools/gpu_stop39.sh: stop 39's device-machine runs in one command, build/
-# carried (built here; GPU_PREBUILT=1: no make there). PARTS picks, in order:
+# tools/gpu_parts.sh: device-machine runs in one command, build/ carried (built
+# here by tools/mkcarry.sh as build-gpu/; GPU_PREBUILT=1: no make there). PARTS
+# picks, in order:
 #   mixed    tests/gpu/mixed.sh (issue 41: a latency tenant beside training, shares)
 #   probe    tests/gpu/probe_repeat.sh, 10 charts of the same chip (issue 44)
 #   modglob  tests/gpu/module_globals.sh (issue 44.2)
 #   doctor   tests/gpu/doctor.sh (issue 43.1)
 #   oversub  tests/gpu/oversub.sh (issue 42), pd tests/gpu/pd_multiplex.sh (issue 45)
 #   sharing  the vgpu bench's launch, sharing and BAND rows (no regression: issue 40/41)
+#   frameworks tests/gpu/frameworks.sh (PyTorch, Triton, CuPy, JAX native and under gpuos)
 # Each part has its own limit (seconds, PART_S_<name>), its output in
 # $OUT/<name>.txt and its logs packed into $OUT/logs.tgz; machine.txt says
 # which card, driver, time and tree.
@@ -30,6 +32,7 @@ for p in ${PARTS:-mixed probe modglob}; do
     doctor) OUT=$L timeout "$(lim doctor 60)" sh tests/gpu/doctor.sh ;;
     oversub) OUT=$L timeout "$(lim oversub 240)" sh tests/gpu/oversub.sh ;;
     pd) OUT=$L timeout "$(lim pd 180)" sh tests/gpu/pd_multiplex.sh ;;
+    frameworks) OUT=$L/fw FW_BUDGET_S=$(( $(lim frameworks 300) - 30 )) timeout "$(lim frameworks 300)" sh tests/gpu/frameworks.sh ;;
     sharing) timeout "$(lim sharing 150)" build/bench/vgpu_bench --gpuos build/gpuos --results "$L/bench" --seconds 2 --quick \
                  --isolation process,mps --only launch,sharing --vgpus 2 ;;
     *) echo "unknown part $p" ;;
