@@ -9,7 +9,9 @@
 #     gpuos, process and mps, the latency tenant's vGPU in the latency class
 #     (latency_ms = 2) or not: at 50/50 with P = 20 ms, at 30/70 with P = 40
 #     and at 10/90 with P = 100 (the latency tenant on the first share; P
-#     keeps its demand within its share);
+#     keeps its demand within its share); MX_PERIODS="20:50 40:30 100:10"
+#     picks period:share pairs, MX_ISO="process mps" the gpuos modes of the
+#     latency class, MIX_LAYERS the decoder's layers (12), MIX_SECS the window;
 #  2. training loops whose speed is their GPU time (MIX_WIDTH=8192,
 #     MIX_BATCH=4096, bf16) on every vGPU at 10/90, 30/70 and 40/30/20/10
 #     under process: each tenant's steps/s over the same loop alone, against
@@ -74,7 +76,7 @@ mixed_period() { # period, share of the latency tenant, gpuos cases ("latency" a
     unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
     for c in $3; do
         case $c in
-        latency) for iso in process mps; do gpuos_pair "$1" "$iso-$2-latency" "$iso" "$2" "latency_ms = 2"; done ;;
+        latency) for iso in ${MX_ISO:-process mps}; do gpuos_pair "$1" "$iso-$2-latency" "$iso" "$2" "latency_ms = 2"; done ;;
         batch) gpuos_pair "$1" "process-$2-batch" process "$2" "" ;; # (as before the class: for comparison)
         esac
     done
@@ -82,9 +84,10 @@ mixed_period() { # period, share of the latency tenant, gpuos cases ("latency" a
 case " ${MX_PARTS:-mixed shares} " in *" mixed "*)
     timeout 120 $P train > "$O/alone-train.txt" 2>&1
     train_alone=$(val "$O/alone-train.txt" steps_per_s)
-    mixed_period 20 50 "latency batch"
-    mixed_period 40 30 latency
-    mixed_period 100 10 latency ;;
+    for ps in ${MX_PERIODS:-20:50 40:30 100:10}; do
+        if [ "${ps%%:*}" = 20 ] && [ "${MX_BATCH_CASE:-1}" = 1 ]; then c="latency batch"; else c=latency; fi
+        mixed_period "${ps%%:*}" "${ps#*:}" "$c"
+    done ;;
 esac
 case " ${MX_PARTS:-mixed shares} " in *" shares "*)
     export MIX_WIDTH=8192 MIX_BATCH=4096 MIX_BF16=1

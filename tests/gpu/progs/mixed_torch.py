@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # mixed_torch.py MODE: the tenants of tests/gpu/mixed.sh (issue 41), unmodified
 # PyTorch programs, run natively or under `gpuos run`.
-#   infer   a latency-sensitive service: a 12-layer decoder (GPT-2 shaped,
+#   infer   a latency-sensitive service: a $MIX_LAYERS (12)-layer decoder (GPT-2 shaped,
 #           random weights built from a config), batch 1, 128 tokens, bf16;
 #           one request every $MIX_PERIOD_MS (20) ms for $MIX_SECS (8) s after
 #           20 warm-up requests; a request's latency runs from its planned
@@ -19,21 +19,22 @@ import torch
 mode = sys.argv[1]
 secs = float(os.environ.get("MIX_SECS", "8"))
 dev = "cuda"
+layers = int(os.environ.get("MIX_LAYERS", "12"))
 torch.manual_seed(0)
 
 
 def decoder():
     try:
         from transformers import GPT2Config, GPT2LMHeadModel
-        cfg = GPT2Config(n_layer=12, n_embd=768, n_head=12, n_positions=1024, vocab_size=50257)
-        return GPT2LMHeadModel(cfg).to(dev, torch.bfloat16).eval(), "gpt2-12l"
+        cfg = GPT2Config(n_layer=layers, n_embd=768, n_head=12, n_positions=1024, vocab_size=50257)
+        return GPT2LMHeadModel(cfg).to(dev, torch.bfloat16).eval(), "gpt2-%dl" % layers
     except Exception as e:  # (the lent machines have transformers; a fallback keeps the tenant)
         print("INFO transformers unavailable (%s): torch.nn decoder" % e, file=sys.stderr)
         layer = torch.nn.TransformerEncoderLayer(768, 12, 3072, batch_first=True)
-        m = torch.nn.TransformerEncoder(layer, 12).to(dev, torch.bfloat16).eval()
+        m = torch.nn.TransformerEncoder(layer, layers).to(dev, torch.bfloat16).eval()
         return (lambda ids: m(torch.nn.functional.one_hot(ids % 768, 768).to(torch.bfloat16),
                               is_causal=True, mask=torch.nn.Transformer.generate_square_subsequent_mask(
-                                  ids.shape[1], device=dev, dtype=torch.bfloat16))), "nn-12l"
+                                  ids.shape[1], device=dev, dtype=torch.bfloat16))), "nn-%dl" % layers
 
 
 if mode == "infer":
