@@ -4,6 +4,9 @@
  * GET /metrics answers the text exposition format 0.0.4. Every figure is read
  * under the daemon's lock at the moment of the scrape.
  *
+ * srv_vgpu_record, a vGPU's figures, is here too: `gpuos vgpu list` (client.c)
+ * reads the same record as the scrape.
+ *
  * Every device's series carry dcgm-exporter's labels of that GPU (gpu, UUID,
  * device = nvidia<gpu>, modelName, Hostname), so that they join its DCGM_FI_*
  * series on the same node; vGPU series add vgpu.
@@ -304,6 +307,50 @@ static void chip_families(struct buf *b, struct srv *s)
         if (chip_of(s, i))
             put(b, "gpuos_chip_hash_granularity_bytes{%s} %llu\n", dev_labels(s, i, l, sizeof l),
                 (unsigned long long)chip_of(s, i)->hash_granularity);
+}
+
+void srv_vgpu_record(struct srv *s, int v, struct gos_vgpu_rec *r)
+{
+    struct srv_vgpu *g = &s->vgpus[v];
+    struct srv_dev *d = &s->devs[g->cfg.device];
+    gos_sched_vgpu_stats st;
+    memset(r, 0, sizeof *r);
+    memset(&st, 0, sizeof st);
+    for (struct srv_client *c = s->clients; c; c = c->next)
+        if (c->vgpu == v)
+            srv_ring_charge(c); /* ring time (issue 9.4) counts as compute time */
+    gos_sched_vgpu_stats_get(d->sched, g->id, gos_now_ns(), &st);
+    snprintf(r->name, sizeof r->name, "%s", g->cfg.name);
+    r->id = g->id;
+    r->device = (uint32_t)g->cfg.device;
+    r->compute_share = (uint32_t)g->cfg.compute;
+    r->copy_share = (uint32_t)g->cfg.copy;
+    r->latency_ms = (uint32_t)g->cfg.latency_ms;
+    r->mem_share = (uint32_t)(d->mem_total ? (g->mem_quota * 100 + d->mem_total / 2) / d->mem_total : 0);
+    r->clients = (uint32_t)g->clients;
+    r->mem_quota = g->mem_quota;
+    r->mem_used = g->mem_used;
+    r->compute_util = st.compute_util_pct / 100.0;
+    r->copy_util = st.copy_util_pct / 100.0;
+    r->compute_ns = st.compute_ns;
+    r->copy_ns = st.copy_ns;
+    r->tasks = g->tasks;
+    r->compute_held = st.compute_held_pct / 100.0;
+    r->copy_held = st.copy_held_pct / 100.0;
+    r->compute_held_ns = st.compute_held_ns;
+    r->copy_held_ns = st.copy_held_ns;
+    r->faults = g->faults;
+    snprintf(r->isolation, sizeof r->isolation, "%s", d->isolation == GOS_ISOLATION_NONE  ? "none"
+                                                    : d->isolation == GOS_ISOLATION_MPS ? "mps"
+                                                                                        : "process");
+    srv_swap_record(s, v, &r->mem_resident, &r->mem_swapped);
+    srv_swap_turns(s, v, &r->swap_turns, &r->swap_ns);
+    if (d->sw) {
+        r->evictions = d->sw->vgpu[v].evictions;
+        r->restores = d->sw->vgpu[v].restores;
+    }
+    snprintf(r->policy, sizeof r->policy, "%s", gos_sched_policy_name(d->sched));
+    snprintf(r->queue, sizeof r->queue, "%s", gos_sched_mode_name(d->sched));
 }
 
 char *srv_metrics_text(struct srv *s, size_t *len)

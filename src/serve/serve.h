@@ -403,7 +403,7 @@ int srv_client_batch_open(struct srv_client *c);
 /* Takes back every queued task of c (lock held), after it died. */
 void srv_client_cancel(struct srv_client *c);
 
-/* server.c: a device's engine condition variables (gos_cond_init: monotonic waits). */
+/* conds.c: a device's engine condition variables (gos_cond_init: monotonic waits). */
 void srv_dev_init_conds(struct srv_dev *d);
 
 /* spatial.c: spatial vGPUs (issue 13). After the devices are open: gives every
@@ -455,6 +455,9 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
  * what its ring holds is done instead of lasting to its deadline, which the
  * daemon moves on and on while nobody else waits. */
 void srv_ring_end_soon(struct srv_client *c);
+/* ring_page.c: the grant c's executor holds ends at its next kernel boundary
+ * (its deadline now; lock held). */
+void srv_ring_end_now(struct srv_client *c);
 /* Task t (a latency vGPU's, just queued: dispatch.c) ends the running grant of
  * its engine at that grant's next kernel boundary when the scheduler says so
  * (gos_sched_preempts; lock held; issue 41). */
@@ -479,7 +482,7 @@ int srv_ring_companion_take(struct srv_dev *d, struct srv_task *u);
 /* dispatch.c: a companion grant's end (lock held): its ring's bookkeeping and
  * its client's answer, as a completed grant's, without the scheduler. */
 void srv_ring_companion_done(struct srv_task *t, int rc);
-/* Waits on the daemon's idle condition (a client freed, a join done) for at
+/* conds.c: waits on the daemon's idle condition (a client freed, a join done) for at
  * most ns (lock held). */
 void srv_idle_wait(struct srv *s, uint64_t ns);
 
@@ -496,6 +499,7 @@ uint64_t srv_grant_for(struct srv_dev *d, uint32_t vgpu_id);
 /* The shortest grant srv_grant_for gives a vGPU over its share. */
 #define SRV_GRANT_SHARE_MIN_NS 2000000ull
 void srv_grant_learn(struct srv_dev *d, pid_t executor, uint64_t wall_ns, uint64_t gpu_ns);
+/* ring_page.c: the executor's ring time to its vGPU's counters; c's ring unmapped. */
 void srv_ring_charge(struct srv_client *c);
 void srv_ring_gone(struct srv_client *c);
 /* At shutdown (lock held, dropped while waiting): revokes every ring and waits up
@@ -579,10 +583,11 @@ int srv_swap_turned_out(struct srv_dev *d, int vgpu);
 int srv_mps_start(char *dir, size_t cap);
 void srv_mps_stop(char *dir);
 
-/* vgpu.c */
+/* metrics.c: a vGPU's figures (`gpuos vgpu list`, the scrape). */
 void srv_vgpu_record(struct srv *s, int v, struct gos_vgpu_rec *r);
+/* vgpu.c */
 int srv_vgpu_set(struct srv *s, const char *name, const char *key, const char *value);
-/* `vgpu set` from a client (lock held): applied, persisted in the state file
+/* state.c: `vgpu set` from a client (lock held): applied, persisted in the state file
  * (undone when it cannot be saved), oversubscription warned of. */
 int srv_vgpu_set_persist(struct srv *s, const char *name, const char *key, const char *value);
 /* Index of the vGPU named name (removed ones included), or -1. */

@@ -35,12 +35,6 @@
 #include <time.h>
 #include <unistd.h>
 
-void srv_dev_init_conds(struct srv_dev *d)
-{
-    for (int e = 0; e < GOS_SCHED_MAX_ENGINES; e++)
-        gos_cond_init(&d->cond[e]);
-}
-
 static int open_devices(struct srv *s, const char *force_sim)
 {
     for (int i = 0; i < s->cfg.n_devs; i++) {
@@ -420,12 +414,6 @@ static void fit_fd_limit(struct srv *s)
                 (unsigned long long)rl.rlim_cur, fit);
         s->cfg.max_clients = fit;
     }
-}
-
-void srv_idle_wait(struct srv *s, uint64_t ns)
-{
-    struct timespec ts = gos_deadline_ns(ns); /* s->idle runs on the monotonic clock */
-    pthread_cond_timedwait(&s->idle, &s->lock, &ts);
 }
 
 /* Waits (lock held) up to ms for every client to be released; the number left. */
