@@ -10,7 +10,24 @@
  * the client queued is taken back and, once its in-flight work has finished, its
  * device memory, regions and modules are released.
  * Process: the daemon (gpuos serve). */
-#include "serve/serve.h"
+#include "serve/daemon.h"
+#include "serve/dev.h"
+#include "serve/session.h"
+#include "serve/dispatch.h"
+#include "serve/ring.h"
+#include "serve/region.h"
+#include "serve/xshare.h"
+#include "serve/shm.h"
+#include "serve/swap.h"
+#include "serve/pmem_cl.h"
+#include "serve/vmm_cl.h"
+#include "serve/vgpu.h"
+#include "serve/metrics.h"
+#include "serve/state.h"
+#include "common/log.h"
+#include "common/clock.h"
+#include "device/exec_ops.h"
+#include "serve/executor.h"
 
 #include "common/range.h"
 #include "device/exec_builtin.h"

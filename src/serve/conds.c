@@ -4,7 +4,8 @@
  * spatial.c) and the wait on the idle condition (client.c, xshare.c). Here
  * rather than in server.c so that those callers do not call up into it.
  * Process: the daemon (gpuos serve). */
-#include "serve/serve.h"
+#include "serve/daemon.h"
+#include "serve/dev.h"
 
 #include "common/clock.h"
 

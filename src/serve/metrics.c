@@ -39,7 +39,13 @@
  *   gpuos_config_reload_failures_total, gpuos_config_last_reload_successful,
  *   gpuos_config_last_reload_success_timestamp_seconds.
  * Process: the daemon (gpuos serve). */
-#include "serve/serve.h"
+#include "serve/daemon.h"
+#include "serve/dev.h"
+#include "serve/session.h"
+#include "serve/ring.h"
+#include "serve/swap.h"
+#include "serve/metrics.h"
+#include "common/log.h"
 
 #include "chip/chip.h"
 #include "common/clock.h"

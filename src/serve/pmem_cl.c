@@ -13,7 +13,13 @@
  * an executor's loss treat it like one) but gpuos_mem_free refuses it. Not
  * swappable: a device with swap refuses it.
  * Process: the daemon (gpuos serve). */
-#include "serve/serve.h"
+#include "serve/daemon.h"
+#include "serve/dev.h"
+#include "serve/session.h"
+#include "serve/region.h"
+#include "serve/pmem_cl.h"
+#include "serve/vgpu.h"
+#include "serve/executor.h"
 
 #include "common/status.h"
 #include "exec/exec_pmem.h"

@@ -3,7 +3,12 @@
  * under isolation = process, by the client's executor too): adding one, finding
  * a range in one, dropping one (unmapped once no queued task uses it).
  * Process: the daemon (gpuos serve). */
-#include "serve/serve.h"
+#include "serve/daemon.h"
+#include "serve/dev.h"
+#include "serve/session.h"
+#include "serve/region.h"
+#include "device/exec_ops.h"
+#include "serve/executor.h"
 
 #include "common/range.h"
 #include "common/status.h"

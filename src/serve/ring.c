@@ -17,7 +17,15 @@
  * charged the grant's wall time: the GPU was that tenant's meanwhile. Hand-over
  * is through the page's words and futexes: no socket on the critical path.
  * Process: the daemon (gpuos serve). */
-#include "serve/serve.h"
+#include "serve/daemon.h"
+#include "serve/dev.h"
+#include "serve/session.h"
+#include "serve/dispatch.h"
+#include "serve/ring.h"
+#include "serve/swap.h"
+#include "common/log.h"
+#include "common/clock.h"
+#include "serve/executor.h"
 
 #include "common/env.h"
 #include "common/status.h"

@@ -8,7 +8,9 @@
  * freed). It calls no other file of serve/, so that session.c, swap.c and
  * vgpu.c reach these without calling up into the grants' scheduling.
  * Process: the daemon (gpuos serve). */
-#include "serve/serve.h"
+#include "serve/daemon.h"
+#include "serve/session.h"
+#include "serve/ring.h"
 
 #include "common/clock.h"
 #include "proto/ring_shm.h"

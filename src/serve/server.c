@@ -10,7 +10,22 @@
  * RELOADING=1 / READY=1 around a SIGHUP reload (reload.c), STOPPING=1 at
  * shutdown; sd_notify does nothing when $NOTIFY_SOCKET is unset.
  * Process: the daemon (gpuos serve). */
-#include "serve/serve.h"
+#include "serve/daemon.h"
+#include "serve/dev.h"
+#include "serve/session.h"
+#include "serve/dispatch.h"
+#include "serve/ring.h"
+#include "serve/hostmem.h"
+#include "serve/shm.h"
+#include "serve/swap.h"
+#include "serve/vgpu.h"
+#include "serve/mps.h"
+#include "serve/metrics.h"
+#include "serve/state.h"
+#include "serve/server.h"
+#include "common/log.h"
+#include "device/exec_ops.h"
+#include "serve/executor.h"
 #include "serve/syslibs.h"
 
 #include "chip/chip.h"

@@ -4,7 +4,21 @@
  * task of it is queued or running). Called by the reader (client.c) and the
  * engines (dispatch.c); calls only region.c and executor.c.
  * Process: the daemon (gpuos serve). */
-#include "serve/serve.h"
+#include "serve/daemon.h"
+#include "serve/dev.h"
+#include "serve/session.h"
+#include "serve/ring.h"
+#include "serve/region.h"
+#include "serve/xshare.h"
+#include "serve/shm.h"
+#include "serve/swap.h"
+#include "serve/pmem_cl.h"
+#include "serve/vmm_cl.h"
+#include "serve/mps.h"
+#include "common/log.h"
+#include "common/clock.h"
+#include "device/exec_ops.h"
+#include "serve/executor.h"
 
 #include "common/status.h"
 

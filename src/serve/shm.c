@@ -18,7 +18,12 @@
  *
  * All functions run with srv->lock held and drop it around executor calls.
  * Process: the daemon (gpuos serve). */
-#include "serve/serve.h"
+#include "serve/daemon.h"
+#include "serve/session.h"
+#include "serve/shm.h"
+#include "serve/vgpu.h"
+#include "common/log.h"
+#include "serve/executor.h"
 
 #include "common/status.h"
 #include "device/vmm_ops.h"

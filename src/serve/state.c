@@ -25,7 +25,11 @@
  * else CONFIG.state beside the configuration file. srv_vgpu_set_persist (a
  * `vgpu set` from a client: applied by vgpu.c, then saved here) is here too.
  * Process: the daemon (gpuos serve). */
-#include "serve/serve.h"
+#include "serve/daemon.h"
+#include "serve/dev.h"
+#include "serve/vgpu.h"
+#include "serve/state.h"
+#include "common/log.h"
 
 #include "common/env.h"
 #include "common/status.h"

@@ -4,7 +4,11 @@
  * memory used against the memory share, clients; and changing the shares while
  * clients run (`gpuos vgpu set NAME key=value`). Called with srv->lock held.
  * Process: the daemon (gpuos serve). */
-#include "serve/serve.h"
+#include "serve/daemon.h"
+#include "serve/dev.h"
+#include "serve/session.h"
+#include "serve/vgpu.h"
+#include "common/log.h"
 
 #include "common/grow.h"
 #include "common/status.h"

@@ -19,7 +19,13 @@
  *     connections. A deleted vGPU is gone from lists at once; its table slot is
  *     reused by a later create once nothing refers to it any more.
  * Process: the daemon (gpuos serve). */
-#include "serve/serve.h"
+#include "serve/daemon.h"
+#include "serve/dev.h"
+#include "serve/session.h"
+#include "serve/vgpu.h"
+#include "serve/state.h"
+#include "common/log.h"
+#include "serve/executor.h"
 
 #include "common/status.h"
 

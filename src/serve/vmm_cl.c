@@ -17,7 +17,13 @@
  * that goes, or whose executor dies, gives everything back.
  * Not on a device that swaps (its memory could not be evicted).
  * Process: the daemon (gpuos serve). */
-#include "serve/serve.h"
+#include "serve/daemon.h"
+#include "serve/dev.h"
+#include "serve/session.h"
+#include "serve/vmm_cl.h"
+#include "serve/vgpu.h"
+#include "common/log.h"
+#include "serve/executor.h"
 
 #include "common/status.h"
 #include "exec/exec_vmm.h"
