@@ -40,6 +40,7 @@
  *   gpuos_config_last_reload_success_timestamp_seconds.
  * Process: the daemon (gpuos serve). */
 #include "serve/daemon.h"
+#include "serve/reply.h"
 #include "serve/dev.h"
 #include "serve/session.h"
 #include "serve/ring.h"
@@ -606,4 +607,31 @@ void srv_metrics_stop(struct srv *s)
     if (s->metrics)
         srv_mhd()->stop_daemon(s->metrics);
     s->metrics = NULL;
+}
+
+/* VGPU_INFO (the client's vGPU) and ADMIN_LIST (`gpuos vgpu list`: every vGPU
+ * but those removed at a reload without clients left and those deleted), from
+ * the record the scrape reads (client.c's msg_table). */
+int srv_msg_vgpu_info(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_vgpu_rec r;
+    srv_vgpu_record(c->srv, c->vgpu, &r);
+    return srv_reply(c, h->seq, h->type, 0, &r, sizeof r);
+}
+
+int srv_msg_admin_list(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct srv *s = c->srv;
+    static _Thread_local unsigned char buf[sizeof(struct gos_rep_admin_list) +
+                                          GOS_MAX_VGPUS * sizeof(struct gos_vgpu_rec)];
+    struct gos_rep_admin_list l = {.n = 0};
+    for (int v = 0; v < s->n_vgpus; v++) {
+        struct gos_vgpu_rec r;
+        if ((s->vgpus[v].removed && !s->vgpus[v].clients) || s->vgpus[v].deleted)
+            continue; /* removed at a reload: listed while clients remain; deleted: gone */
+        srv_vgpu_record(s, v, &r);
+        memcpy(buf + sizeof l + (size_t)l.n++ * sizeof r, &r, sizeof r);
+    }
+    memcpy(buf, &l, sizeof l);
+    return srv_reply(c, h->seq, h->type, 0, buf, sizeof l + (size_t)l.n * sizeof(struct gos_vgpu_rec));
 }

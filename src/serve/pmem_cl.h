@@ -21,4 +21,10 @@ int srv_pmem_do_copy(struct srv_client *c, const struct gos_msg_pmem_copy *m);
 int srv_pmem_do_check(struct srv_client *c, const struct gos_msg_pmem_check *m, struct gos_rep_pmem_check *r);
 void srv_pmem_client_gone(struct srv_client *c);
 
+/* Its messages (client.c's msg_table; reply.h says what a handler does). */
+int srv_msg_pmem_alloc(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd);
+int srv_msg_pmem_free(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd);
+int srv_msg_pmem_copy(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd);
+int srv_msg_pmem_check(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd);
+
 #endif

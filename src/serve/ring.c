@@ -18,6 +18,7 @@
  * is through the page's words and futexes: no socket on the critical path.
  * Process: the daemon (gpuos serve). */
 #include "serve/daemon.h"
+#include "serve/reply.h"
 #include "serve/dev.h"
 #include "serve/session.h"
 #include "serve/dispatch.h"
@@ -622,4 +623,10 @@ int srv_ring_quiesce(struct srv *s, int ms)
         usleep(2000);
         pthread_mutex_lock(&s->lock);
     }
+}
+
+/* RING_ATTACH (client.c's msg_table). */
+int srv_msg_ring(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    return srv_reply(c, h->seq, h->type, srv_ring_attach(c, p, fd), NULL, 0);
 }

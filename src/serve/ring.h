@@ -72,4 +72,7 @@ void srv_ring_gone(struct srv_client *c);
  * to ms for their executors to finish what they hold; returns how many did not. */
 int srv_ring_quiesce(struct srv *s, int ms);
 
+/* RING_ATTACH (client.c's msg_table; reply.h says what a handler does). */
+int srv_msg_ring(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd);
+
 #endif

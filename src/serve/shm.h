@@ -28,4 +28,12 @@ int srv_shm_rm(struct srv_client *c, const struct gos_msg_admin_shm_rm *m, uint3
 /* Detaches every segment c holds (it or its executor is gone). */
 void srv_shm_client_gone(struct srv_client *c);
 
+/* Its messages (client.c's msg_table; reply.h says what a handler does). */
+int srv_msg_shm_get(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd);
+int srv_msg_shm_at(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd);
+int srv_msg_shm_dt(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd);
+int srv_msg_shm_ctl(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd);
+int srv_msg_admin_shm_list(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd);
+int srv_msg_admin_shm_rm(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd);
+
 #endif

@@ -26,6 +26,8 @@
  * `vgpu set` from a client: applied by vgpu.c, then saved here) is here too.
  * Process: the daemon (gpuos serve). */
 #include "serve/daemon.h"
+#include "serve/session.h"
+#include "serve/reply.h"
 #include "serve/dev.h"
 #include "serve/vgpu.h"
 #include "serve/state.h"
@@ -294,4 +296,15 @@ int srv_vgpu_set_persist(struct srv *s, const char *name, const char *key, const
     gos_log(LOG_NOTICE, "vgpu set %s %s=%s%s", name, key, value, s->state_path[0] ? " (saved)" : "");
     srv_check_oversubscription(s, "after vgpu set");
     return GOS_OK;
+}
+
+/* ADMIN_SET (`gpuos vgpu set`; client.c's msg_table). */
+int srv_msg_admin_set(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct srv *s = c->srv;
+    const struct gos_msg_admin_set *m = p;
+    int rc = srv_admin_ok(c, "change shares");
+    if (!rc)
+        rc = srv_vgpu_set_persist(s, m->vgpu, m->key, m->value);
+    return srv_reply(c, h->seq, h->type, rc, NULL, 0);
 }

@@ -5,7 +5,10 @@
 #ifndef GOS_SERVE_STATE_H
 #define GOS_SERVE_STATE_H
 
+#include "proto/proto.h"
+
 struct srv;
+struct srv_client;
 
 /* state.c: `vgpu set` from a client (lock held): applied, persisted in the state file
  * (undone when it cannot be saved), oversubscription warned of. */
@@ -22,5 +25,8 @@ int srv_state_save(struct srv *s); /* atomically (temporary file + rename) */
 /* Drops overrides whose file value changed since they were set (after a load
  * or reload); returns how many were dropped. */
 int srv_state_reconcile(struct srv *s);
+
+/* ADMIN_SET (client.c's msg_table; reply.h says what a handler does). */
+int srv_msg_admin_set(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd);
 
 #endif

@@ -60,4 +60,9 @@ int srv_vgpu_create(struct srv *s, const char *name, const char *keys, int persi
 int srv_vgpu_delete(struct srv *s, const char *name, int force);
 struct json_t *srv_vgpu_created_json(struct srv *s, int v);
 
+/* vgpu_life.c: ADMIN_CREATE and ADMIN_DELETE (client.c's msg_table; reply.h
+ * says what a handler does). */
+int srv_msg_admin_create(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd);
+int srv_msg_admin_delete(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd);
+
 #endif

@@ -25,4 +25,7 @@ int srv_vmm_unmap(struct srv_client *c, const struct gos_msg_vmm_range *m);
 int srv_vmm_access(struct srv_client *c, const struct gos_msg_vmm_access *m);
 void srv_vmm_client_gone(struct srv_client *c);
 
+/* Its messages (client.c's msg_table; reply.h says what a handler does). */
+int srv_msg_vmm(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd);
+
 #endif
