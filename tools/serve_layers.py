@@ -2,11 +2,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """serve_layers.py: the file-level call graph of one folder's objects and its cycles.
 
-Usage: /usr/bin/python3 tools/serve_layers.py [--objs DIR] [--max N] [--edges] [--why A B]
+Usage: /usr/bin/python3 tools/serve_layers.py [--objs DIR] [--max N] [--edges] [--layers] [--why A B]
   --objs DIR  the folder of object files to read (default build/src/serve)
   --max N     exit 1, with one line per cycle, when a strongly connected component
               holds more than N files (issue 40's rule for serve/: N = 3)
   --edges     print every arrow "a -> b (symbols)" too
+  --layers    print the files by layer: 0 calls no other file, layer n calls
+              files of layers below n only (a cycle's files share one layer)
   --why A B   print the symbols A.o takes from B.o (why the arrow A -> B exists)
 
 A file A calls file B when A.o leaves a symbol undefined (nm: U) that B.o defines
@@ -97,11 +99,27 @@ def components(edges):
     return sorted(out, key=lambda c: (-len(c), c))
 
 
+def layers(edges, comps):
+    """{file: layer}: 0 for a component calling no other, else 1 + its callees' highest."""
+    comp_of = {f: i for i, c in enumerate(comps) for f in c}
+    memo = {}
+
+    def height(i):
+        if i not in memo:
+            memo[i] = 0  # a component's own arrows stay inside it
+            callees = {comp_of[b] for f in comps[i] for b in edges[f]} - {i}
+            memo[i] = 1 + max(height(j) for j in callees) if callees else 0
+        return memo[i]
+
+    return {f: height(comp_of[f]) for f in edges}
+
+
 def main():
     ap = argparse.ArgumentParser(description="file-level call graph and cycles of a folder's objects")
     ap.add_argument("--objs", default="build/src/serve")
     ap.add_argument("--max", type=int, default=None)
     ap.add_argument("--edges", action="store_true")
+    ap.add_argument("--layers", action="store_true")
     ap.add_argument("--why", nargs=2, metavar=("A", "B"))
     args = ap.parse_args()
     edges = graph(args.objs)
@@ -117,6 +135,10 @@ def main():
         for a in sorted(edges):
             for b in sorted(edges[a]):
                 print(f"  {a} -> {b} ({', '.join(edges[a][b])})")
+    if args.layers:
+        lay = layers(edges, comps)
+        for n in range(max(lay.values()) + 1):
+            print(f"  layer {n}: {' '.join(sorted(f for f in lay if lay[f] == n))}")
     cycles = [c for c in comps if len(c) > 1]
     for c in cycles:
         print(f"cycle of {len(c)}: {' '.join(c)}")

@@ -14,18 +14,19 @@
  * calls (copies, launches, waits) run outside it. Replies from dispatch threads
  * are sent without blocking (a client that does not read them is dropped).
  *
- * Rooms (issue 9; calls go down, never up, and no cycle spans more than 3
- * files: tools/serve_layers.py): server.c (socket, threads, shutdown) ->
- * client.c (a connection's reader: validate() and msg_table, one row per
- * message type) -> the domains whose messages it reads (shm.c, vmm_cl.c,
- * pmem_cl.c, vgpu*.c, state.c, metrics.c, ...) -> dispatch.c <-> ring.c
- * (engines, tasks, grants) -> session.c <-> swap.c (a client's executor loss
- * and its end) -> region.c, ring_page.c, xshare.c -> executor.c + xwire.c
- * (executor processes; their own side is exec_main.c, `gpuos executor`) and
- * conds.c; config.c stands alone. Each file includes the headers of what it
- * uses: this one (struct srv, struct srv_vgpu), dev.h (struct srv_dev),
- * session.h (struct srv_client), dispatch.h (tasks), and one header per file
- * of the others (ring.h for ring*.c).
+ * Rooms (issue 9): calls go down, never up, and no cycle spans more than 3
+ * files (tools/serve_layers.py --layers prints the layers from the objects;
+ * docs/CONTRIBUTING.md names them): server.c -> client.c (a connection's
+ * reader: validate() and msg_table, one row per message type, whose handlers
+ * live beside their domain's logic) -> dispatch.c <-> ring.c (engines, tasks,
+ * grants) -> session.c <-> swap.c (a client's executor loss and its end) ->
+ * the domains (shm.c, pmem_cl.c, vmm_cl.c, vgpu*.c, state.c, region.c, ...)
+ * -> executor.c + xwire.c (executor processes; their own side is
+ * exec_main.c, `gpuos executor`), reply.c, conds.c, ring_page.c. Each file
+ * includes the headers of what it uses: this one (struct srv, struct
+ * srv_vgpu), dev.h (struct srv_dev), session.h (struct srv_client),
+ * dispatch.h (tasks), and one header per file of the others (ring.h for
+ * ring*.c, vgpu.h for vgpu*.c and peercg.c).
  *
  * Ownership: a client is freed when its reader thread has ended AND no task of it
  * is queued or in flight (refs), so that a client dying mid-copy releases its

@@ -4,8 +4,9 @@
  * GET /metrics answers the text exposition format 0.0.4. Every figure is read
  * under the daemon's lock at the moment of the scrape.
  *
- * srv_vgpu_record, a vGPU's figures, is here too: `gpuos vgpu list` (client.c)
- * reads the same record as the scrape.
+ * srv_vgpu_record, a vGPU's figures, is here too, and the messages that
+ * answer with it (VGPU_INFO, ADMIN_LIST: `gpuos vgpu list`): they read the
+ * same record as the scrape.
  *
  * Every device's series carry dcgm-exporter's labels of that GPU (gpu, UUID,
  * device = nvidia<gpu>, modelName, Hostname), so that they join its DCGM_FI_*

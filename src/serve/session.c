@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* session.c: a client's session as a whole: its executor's loss (counted,
  * logged, memory returned) and its end (everything it held released once no
- * task of it is queued or running). Called by the reader (client.c) and the
- * engines (dispatch.c); calls only region.c and executor.c.
+ * task of it is queued or running). Called by the reader (client.c), the
+ * engines (dispatch.c) and swap.c (a reference held while the lock is
+ * dropped); calls the release of everything a client holds (shm.c, swap.c,
+ * vmm_cl.c, pmem_cl.c, region.c, ring_page.c, xshare.c), mps.c and
+ * executor.c.
  * Process: the daemon (gpuos serve). */
 #include "serve/daemon.h"
 #include "serve/dev.h"
