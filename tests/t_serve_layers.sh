@@ -39,4 +39,5 @@ ring "$T/three" 3
 got=$($PY tools/serve_layers.py --objs "$T/four" --max $MAX) && fail "a cycle of 4 files passed: $got"
 echo "$got" | grep -q "a cycle of 4 files (over $MAX): f0 f1 f2 f3" || fail "a cycle of 4 was not named: $got"
 got=$($PY tools/serve_layers.py --objs "$T/three" --max $MAX) || fail "a cycle of 3 files was refused: $got"
-echo "t_serve_layers: ok ($files files, $arrows arrows, $(echo "$out" | grep -c '^cycle of') cycle(s), $(echo "$out" | tail -1))"
+cycles=$(echo "$out" | grep -c '^cycle of')
+echo "t_serve_layers: ok ($files files, $arrows arrows, $cycles cycle(s), $(echo "$out" | tail -1))"

@@ -19,9 +19,9 @@ struct srv_task;
  * the device's doorbell to its executor (lock held, dropped meanwhile); a
  * ring's grants are tasks of the scheduler (srv_ring_queue), issued and
  * awaited by the engine's dispatcher; rotation sets how soon an idle ring
- * yields (never when its client is alone on the device); charge moves the
- * executor's reported ring entries to its vGPU's counters; gone unmaps it
- * (client freed). */
+ * yields (never when its client is alone on the device); ring_page.c's
+ * charge moves the executor's reported ring entries to its vGPU's counters,
+ * its gone unmaps the ring (client freed). */
 int srv_ring_attach(struct srv_client *c, const struct gos_msg_ring *m, int fd);
 void srv_ring_rotation(struct srv *s, int device);
 /* The doorbell's thread of device d (server.c starts it): queues a grant for
@@ -34,14 +34,6 @@ void srv_ring_bells_stop(struct srv *s);
  * yields: *gpu_ns its wall time, *busy_ns what the executor spent running. */
 void srv_ring_issue(struct srv_dev *d, struct srv_task *t);
 int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint64_t *busy_ns);
-/* A socket request of c waits for everything of c (a free, a synchronise over
- * the socket; lock held): its ring's grant, queued or running, ends as soon as
- * what its ring holds is done instead of lasting to its deadline, which the
- * daemon moves on and on while nobody else waits. */
-void srv_ring_end_soon(struct srv_client *c);
-/* ring_page.c: the grant c's executor holds ends at its next kernel boundary
- * (its deadline now; lock held). */
-void srv_ring_end_now(struct srv_client *c);
 /* Task t (a latency vGPU's, just queued: dispatch.c) ends the running grant of
  * its engine at that grant's next kernel boundary when the scheduler says so
  * (gos_sched_preempts; lock held; issue 41). */
@@ -51,6 +43,11 @@ void srv_ring_preempt(struct srv_dev *d, struct srv_task *t);
 void srv_ring_wake(struct srv_client *c);
 /* How long an idle ring keeps a grant while others wait. */
 #define SRV_RING_IDLE_YIELD_US 200
+/* At shutdown (lock held, dropped while waiting): revokes every ring and waits up
+ * to ms for their executors to finish what they hold; returns how many did not. */
+int srv_ring_quiesce(struct srv *s, int ms);
+/* RING_ATTACH (client.c's msg_table; reply.h says what a handler does). */
+int srv_msg_ring(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd);
 
 /* ring_pair.c: under isolation = mps with overlap = pairs, a compute grant of t may have a
  * companion: the queued grant task of another ring of the device whose vGPU
@@ -65,14 +62,16 @@ struct srv_task *srv_ring_pair_pick(struct srv_dev *d, struct srv_task *t);
  * GOS_OK, or GOS_EBUSY when it is not queued there. */
 int srv_ring_companion_take(struct srv_dev *d, struct srv_task *u);
 
-/* ring_page.c: the executor's ring time to its vGPU's counters; c's ring unmapped. */
+/* ring_page.c. A socket request of c waits for everything of c (a free, a
+ * synchronise over the socket; lock held): its ring's grant, queued or
+ * running, ends as soon as what its ring holds is done instead of lasting to
+ * its deadline, which the daemon moves on and on while nobody else waits. */
+void srv_ring_end_soon(struct srv_client *c);
+/* The grant c's executor holds ends at its next kernel boundary (its
+ * deadline now; lock held). */
+void srv_ring_end_now(struct srv_client *c);
+/* The executor's ring time to its vGPU's counters; c's ring unmapped. */
 void srv_ring_charge(struct srv_client *c);
 void srv_ring_gone(struct srv_client *c);
-/* At shutdown (lock held, dropped while waiting): revokes every ring and waits up
- * to ms for their executors to finish what they hold; returns how many did not. */
-int srv_ring_quiesce(struct srv *s, int ms);
-
-/* RING_ATTACH (client.c's msg_table; reply.h says what a handler does). */
-int srv_msg_ring(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd);
 
 #endif
