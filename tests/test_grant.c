@@ -6,7 +6,7 @@
  * grants SRV_GRANT_AUTO_DIV times that, clamped to [SRV_GRANT_PROCESS_NS,
  * SRV_GRANT_AUTO_MAX_NS]; a fixed grant never moves; a batch may exceed the
  * grant by 1/SRV_GRANT_SLACK_DIV. */
-#include "serve/serve.h"
+#include "serve/dev.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

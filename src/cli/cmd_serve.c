@@ -5,7 +5,9 @@
 #include "common/env.h"
 #include "common/status.h"
 #include "serve/config.h"
-#include "serve/serve.h"
+#include "serve/daemon.h"
+#include "serve/server.h"
+#include "common/log.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -21,7 +21,7 @@ static inline int gos_range_within(uint64_t base, uint64_t len, uint64_t p, uint
 
 /* A device range, and the head of every table entry a client's ranges are
  * checked against (issue 20: one range checker): the daemon's allocations and
- * module globals of a client (serve.h), an executor's (exec_internal.h). The
+ * module globals of a client (serve/session.h), an executor's (exec_internal.h). The
  * members are reached by name (e->dptr, e->bytes), the whole as e->range. */
 struct gos_range {
     uint64_t dptr, bytes;

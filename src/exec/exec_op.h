@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The members of a gos_op, also the head of the daemon's srv_op (serve.h),
+/* The members of a gos_op, also the head of the daemon's srv_op (serve/dispatch.h),
  * which reaches them by name and passes them here as one gos_op. */
 #define GOS_OP_MEMBERS                                                                                         \
     uint32_t kind;  /* gos_op_kind */                                                                          \

@@ -10,7 +10,25 @@
  * the client queued is taken back and, once its in-flight work has finished, its
  * device memory, regions and modules are released.
  * Process: the daemon (gpuos serve). */
-#include "serve/serve.h"
+#include "serve/daemon.h"
+#include "serve/dev.h"
+#include "serve/session.h"
+#include "serve/dispatch.h"
+#include "serve/ring.h"
+#include "serve/region.h"
+#include "serve/xshare.h"
+#include "serve/shm.h"
+#include "serve/swap.h"
+#include "serve/pmem_cl.h"
+#include "serve/vmm_cl.h"
+#include "serve/vgpu.h"
+#include "serve/metrics.h"
+#include "serve/state.h"
+#include "serve/reply.h"
+#include "common/log.h"
+#include "common/clock.h"
+#include "device/exec_ops.h"
+#include "serve/executor.h"
 
 #include "common/range.h"
 #include "device/exec_builtin.h"
@@ -46,14 +64,11 @@ static int sticky(struct srv_client *c, int rc)
     return 0;
 }
 
+/* srv_reply (reply.c, which the handlers of other files use too) by the
+ * name this file's own handlers call it. */
 static int reply(struct srv_client *c, uint32_t seq, uint16_t type, int rc, const void *body, size_t n)
 {
-    pthread_mutex_lock(&c->wlock);
-    /* Never block while holding the daemon's lock: a client that leaves its
-     * replies unread is dropped instead. */
-    int r = gos_wire_reply(c->fd, 1, seq, type, rc, rc ? gos_last_error() : NULL, body, n);
-    pthread_mutex_unlock(&c->wlock);
-    return r;
+    return srv_reply(c, seq, type, rc, body, n);
 }
 
 /* Waits (lock held) until nothing of c is queued or running, or the daemon
@@ -499,11 +514,19 @@ static void device_info(struct srv_client *c, struct gos_rep_device_info *r)
  *   MF_DEVICE        needs the client's executor: refused, naming why, once
  *                    it is gone;
  *   MF_QUEUED        queued device work whose flags say GOS_F_ASYNC: an error
- *                    is kept for the next SYNC rather than answered. */
+ *                    is kept for the next SYNC rather than answered;
+ *   MF_DRAIN         runs once nothing of the client is queued or running
+ *                    (drain; its error, the daemon stopping, is the answer);
+ *   MF_EXEC_LOSS     an executor found dead by the request is accounted for
+ *                    (srv_client_exec_check) at once, after the answer.
+ * The handlers of requests whose logic lives in another file are there,
+ * declared in its header (srv_msg_*; reply.h). */
 #define MF_BEFORE_HELLO 1u
 #define MF_KEEPS_FD 2u
 #define MF_DEVICE 4u
 #define MF_QUEUED 8u
+#define MF_DRAIN 16u
+#define MF_EXEC_LOSS 32u
 struct msg_entry {
     uint16_t type;
     unsigned flags;
@@ -646,22 +669,6 @@ static int msg_mem_free(struct srv_client *c, const struct gos_msg_hdr *h, void 
     return reply(c, h->seq, h->type, rc, NULL, 0);
 }
 
-static int msg_region_add(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
-{
-    struct gos_rep_region_add r = {0};
-    const struct gos_msg_region_add *m = p;
-    int rc = srv_region_add(c, m->bytes, m->addr, fd, &r.region, &r.flags);
-    if (rc && fd >= 0)
-        close(fd);
-    return reply(c, h->seq, h->type, rc, &r, sizeof r);
-}
-
-static int msg_region_del(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
-{
-    srv_region_drop(c, (int)((struct gos_msg_region_del *)p)->region);
-    return reply(c, h->seq, h->type, GOS_OK, NULL, 0);
-}
-
 static int msg_copy(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
 {
     const struct gos_msg_copy *m = p;
@@ -730,113 +737,6 @@ static int msg_launch(struct srv_client *c, const struct gos_msg_hdr *h, void *p
     return answer_queued(c, h, rc, m->flags);
 }
 
-/* Shared device memory (issue 10.1; shm.c). */
-static int msg_shm_get(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
-{
-    struct gos_rep_shm_get r = {0};
-    int rc = srv_shm_get(c, p, &r);
-    return reply(c, h->seq, h->type, rc, &r, sizeof r);
-}
-
-static int msg_shm_at(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
-{
-    struct gos_rep_shm_at r = {0};
-    int rc = srv_shm_at(c, p, &r);
-    return reply(c, h->seq, h->type, rc, &r, sizeof r);
-}
-
-static int msg_shm_dt(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
-{
-    int rc = drain(c); /* the device may still be using it */
-    if (!rc)
-        rc = srv_shm_dt(c, ((const struct gos_msg_shm_dt *)p)->dptr);
-    return reply(c, h->seq, h->type, rc, NULL, 0);
-}
-
-/* Partition-local memory (issue 12; pmem_cl.c) and VMM (vmm_cl.c): after the
- * client's queued work. An executor found dead by the request is accounted
- * for at once. */
-static int dev_reply(struct srv_client *c, const struct gos_msg_hdr *h, int rc, const void *body, size_t n)
-{
-    int r = reply(c, h->seq, h->type, rc, rc ? NULL : body, rc ? 0 : n);
-    if (c->x && c->x->dead)
-        srv_client_exec_check(c);
-    return r;
-}
-
-static int msg_pmem_alloc(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
-{
-    struct gos_rep_pmem_alloc r = {0};
-    int rc = srv_pmem_do_alloc(c, p, &r);
-    return dev_reply(c, h, rc, &r, sizeof r);
-}
-
-static int msg_pmem_free(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
-{
-    int rc = drain(c);
-    if (!rc)
-        rc = srv_pmem_do_free(c, ((const struct gos_msg_pmem_free *)p)->base);
-    return dev_reply(c, h, rc, NULL, 0);
-}
-
-static int msg_pmem_copy(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
-{
-    int rc = drain(c);
-    if (!rc)
-        rc = srv_pmem_do_copy(c, p);
-    return dev_reply(c, h, rc, NULL, 0);
-}
-
-static int msg_pmem_check(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
-{
-    struct gos_rep_pmem_check r = {0};
-    int rc = drain(c);
-    if (!rc)
-        rc = srv_pmem_do_check(c, p, &r);
-    return dev_reply(c, h, rc, &r, sizeof r);
-}
-
-/* CUDA's VMM (vmm_cl.c). An unmap or an access change waits for the client's
- * queued work, which may still use the range. */
-static int msg_vmm(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
-{
-    struct gos_rep_vmm r = {0};
-    int rc;
-    switch (h->type) {
-    case GOS_MSG_VMM_RESERVE: rc = srv_vmm_reserve(c, p, &r); break;
-    case GOS_MSG_VMM_UNRESERVE: rc = srv_vmm_unreserve(c, p); break;
-    case GOS_MSG_VMM_CREATE: rc = srv_vmm_create(c, p, &r); break;
-    case GOS_MSG_VMM_RELEASE: rc = srv_vmm_release(c, p); break;
-    case GOS_MSG_VMM_MAP: rc = srv_vmm_map(c, p); break;
-    default:
-        if (!(rc = drain(c)))
-            rc = h->type == GOS_MSG_VMM_UNMAP ? srv_vmm_unmap(c, p) : srv_vmm_access(c, p);
-    }
-    return dev_reply(c, h, rc, &r, (size_t)gos_proto_reply_body(h->type));
-}
-
-static int msg_shm_ctl(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
-{
-    struct gos_shm_rec r;
-    int has = 0, rc = srv_shm_ctl(c, p, &r, &has);
-    return reply(c, h->seq, h->type, rc, has ? &r : NULL, has ? sizeof r : 0);
-}
-
-static int msg_admin_shm_list(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
-{
-    static _Thread_local unsigned char buf[sizeof(struct gos_rep_shm_list) +
-                                          GOS_SHM_LIST_MAX * sizeof(struct gos_shm_rec)];
-    size_t n = srv_shm_list(c, buf);
-    return reply(c, h->seq, h->type, 0, buf, n);
-}
-
-static int msg_admin_shm_rm(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
-{
-    struct gos_rep_admin_shm_rm r = {0};
-    int rc = srv_shm_rm(c, p, &r.removed);
-    return reply(c, h->seq, h->type, rc, rc ? NULL : &r, rc ? 0 : sizeof r);
-}
-
 static int msg_sync(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
 {
     if (c->n_sync == 8) {
@@ -857,11 +757,6 @@ static int msg_sync(struct srv_client *c, const struct gos_msg_hdr *h, void *p, 
     return 0;
 }
 
-static int msg_ring(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
-{
-    return reply(c, h->seq, h->type, srv_ring_attach(c, p, fd), NULL, 0);
-}
-
 static int msg_device_info(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
 {
     struct gos_rep_device_info r;
@@ -878,73 +773,13 @@ static int msg_device_attrs(struct srv_client *c, const struct gos_msg_hdr *h, v
     return reply(c, h->seq, h->type, a->rc, a->rc ? NULL : &r, a->rc ? 0 : sizeof r);
 }
 
-static int msg_vgpu_info(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
-{
-    struct gos_vgpu_rec r;
-    srv_vgpu_record(c->srv, c->vgpu, &r);
-    return reply(c, h->seq, h->type, 0, &r, sizeof r);
-}
-
-static int msg_admin_list(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
-{
-    struct srv *s = c->srv;
-    static _Thread_local unsigned char buf[sizeof(struct gos_rep_admin_list) +
-                                          GOS_MAX_VGPUS * sizeof(struct gos_vgpu_rec)];
-    struct gos_rep_admin_list l = {.n = 0};
-    for (int v = 0; v < s->n_vgpus; v++) {
-        struct gos_vgpu_rec r;
-        if ((s->vgpus[v].removed && !s->vgpus[v].clients) || s->vgpus[v].deleted)
-            continue; /* removed at a reload: listed while clients remain; deleted: gone */
-        srv_vgpu_record(s, v, &r);
-        memcpy(buf + sizeof l + (size_t)l.n++ * sizeof r, &r, sizeof r);
-    }
-    memcpy(buf, &l, sizeof l);
-    return reply(c, h->seq, h->type, 0, buf, sizeof l + (size_t)l.n * sizeof(struct gos_vgpu_rec));
-}
-
-/* Only the daemon's owner or root may change vGPUs (ADMIN_SET, _CREATE, _DELETE). */
-static int admin_ok(struct srv_client *c, const char *what)
-{
-    if (c->uid != 0 && c->uid != c->srv->uid)
-        return gos_fail(GOS_EPERM, "only the daemon's owner (uid %u) or root may %s", (unsigned)c->srv->uid, what);
-    return GOS_OK;
-}
-
-static int msg_admin_set(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
-{
-    struct srv *s = c->srv;
-    const struct gos_msg_admin_set *m = p;
-    int rc = admin_ok(c, "change shares");
-    if (!rc)
-        rc = srv_vgpu_set_persist(s, m->vgpu, m->key, m->value);
-    return reply(c, h->seq, h->type, rc, NULL, 0);
-}
-
-static int msg_admin_create(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
-{
-    const struct gos_msg_admin_create *m = p;
-    int rc = admin_ok(c, "create vGPUs");
-    if (!rc)
-        rc = srv_vgpu_create(c->srv, m->vgpu, m->keys, 1);
-    return reply(c, h->seq, h->type, rc, NULL, 0);
-}
-
-static int msg_admin_delete(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
-{
-    const struct gos_msg_admin_delete *m = p;
-    int rc = admin_ok(c, "delete vGPUs");
-    if (!rc)
-        rc = srv_vgpu_delete(c->srv, m->vgpu, (m->flags & GOS_DELETE_FORCE) != 0);
-    return reply(c, h->seq, h->type, rc, NULL, 0);
-}
-
 static const struct msg_entry msg_table[] = {
     {GOS_MSG_HELLO, MF_BEFORE_HELLO, msg_hello},
     {GOS_MSG_BYE, MF_BEFORE_HELLO, msg_bye},
     {GOS_MSG_MEM_ALLOC, MF_DEVICE, msg_mem_alloc},
     {GOS_MSG_MEM_FREE, MF_DEVICE, msg_mem_free},
-    {GOS_MSG_REGION_ADD, MF_DEVICE | MF_KEEPS_FD, msg_region_add},
-    {GOS_MSG_REGION_DEL, 0, msg_region_del},
+    {GOS_MSG_REGION_ADD, MF_DEVICE | MF_KEEPS_FD, srv_msg_region_add},
+    {GOS_MSG_REGION_DEL, 0, srv_msg_region_del},
     {GOS_MSG_COPY, MF_DEVICE | MF_QUEUED, msg_copy},
     {GOS_MSG_COPY_CHECK, 0, msg_copy_check},
     {GOS_MSG_MODULE_LOAD, MF_DEVICE, msg_module_load},
@@ -955,29 +790,29 @@ static const struct msg_entry msg_table[] = {
     {GOS_MSG_SYNC, MF_DEVICE, msg_sync},
     {GOS_MSG_DEVICE_INFO, 0, msg_device_info},
     {GOS_MSG_DEVICE_ATTRS, 0, msg_device_attrs},
-    {GOS_MSG_VGPU_INFO, 0, msg_vgpu_info},
-    {GOS_MSG_ADMIN_LIST, MF_BEFORE_HELLO, msg_admin_list},
-    {GOS_MSG_ADMIN_SET, MF_BEFORE_HELLO, msg_admin_set},
-    {GOS_MSG_SHM_GET, MF_DEVICE, msg_shm_get},
-    {GOS_MSG_SHM_AT, MF_DEVICE, msg_shm_at},
-    {GOS_MSG_SHM_DT, MF_DEVICE, msg_shm_dt},
-    {GOS_MSG_SHM_CTL, 0, msg_shm_ctl},
-    {GOS_MSG_ADMIN_SHM_LIST, MF_BEFORE_HELLO, msg_admin_shm_list},
-    {GOS_MSG_ADMIN_SHM_RM, MF_BEFORE_HELLO, msg_admin_shm_rm},
-    {GOS_MSG_ADMIN_CREATE, MF_BEFORE_HELLO, msg_admin_create},
-    {GOS_MSG_ADMIN_DELETE, MF_BEFORE_HELLO, msg_admin_delete},
-    {GOS_MSG_PMEM_ALLOC, MF_DEVICE, msg_pmem_alloc},
-    {GOS_MSG_PMEM_FREE, MF_DEVICE, msg_pmem_free},
-    {GOS_MSG_PMEM_COPY, MF_DEVICE, msg_pmem_copy},
-    {GOS_MSG_PMEM_CHECK, MF_DEVICE, msg_pmem_check},
-    {GOS_MSG_RING, 0, msg_ring},
-    {GOS_MSG_VMM_RESERVE, MF_DEVICE, msg_vmm},
-    {GOS_MSG_VMM_UNRESERVE, MF_DEVICE, msg_vmm},
-    {GOS_MSG_VMM_CREATE, MF_DEVICE, msg_vmm},
-    {GOS_MSG_VMM_RELEASE, MF_DEVICE, msg_vmm},
-    {GOS_MSG_VMM_MAP, MF_DEVICE, msg_vmm},
-    {GOS_MSG_VMM_UNMAP, MF_DEVICE, msg_vmm},
-    {GOS_MSG_VMM_ACCESS, MF_DEVICE, msg_vmm},
+    {GOS_MSG_VGPU_INFO, 0, srv_msg_vgpu_info},
+    {GOS_MSG_ADMIN_LIST, MF_BEFORE_HELLO, srv_msg_admin_list},
+    {GOS_MSG_ADMIN_SET, MF_BEFORE_HELLO, srv_msg_admin_set},
+    {GOS_MSG_SHM_GET, MF_DEVICE, srv_msg_shm_get},
+    {GOS_MSG_SHM_AT, MF_DEVICE, srv_msg_shm_at},
+    {GOS_MSG_SHM_DT, MF_DEVICE | MF_DRAIN, srv_msg_shm_dt},
+    {GOS_MSG_SHM_CTL, 0, srv_msg_shm_ctl},
+    {GOS_MSG_ADMIN_SHM_LIST, MF_BEFORE_HELLO, srv_msg_admin_shm_list},
+    {GOS_MSG_ADMIN_SHM_RM, MF_BEFORE_HELLO, srv_msg_admin_shm_rm},
+    {GOS_MSG_ADMIN_CREATE, MF_BEFORE_HELLO, srv_msg_admin_create},
+    {GOS_MSG_ADMIN_DELETE, MF_BEFORE_HELLO, srv_msg_admin_delete},
+    {GOS_MSG_PMEM_ALLOC, MF_DEVICE | MF_EXEC_LOSS, srv_msg_pmem_alloc},
+    {GOS_MSG_PMEM_FREE, MF_DEVICE | MF_DRAIN | MF_EXEC_LOSS, srv_msg_pmem_free},
+    {GOS_MSG_PMEM_COPY, MF_DEVICE | MF_DRAIN | MF_EXEC_LOSS, srv_msg_pmem_copy},
+    {GOS_MSG_PMEM_CHECK, MF_DEVICE | MF_DRAIN | MF_EXEC_LOSS, srv_msg_pmem_check},
+    {GOS_MSG_RING, 0, srv_msg_ring},
+    {GOS_MSG_VMM_RESERVE, MF_DEVICE | MF_EXEC_LOSS, srv_msg_vmm},
+    {GOS_MSG_VMM_UNRESERVE, MF_DEVICE | MF_EXEC_LOSS, srv_msg_vmm},
+    {GOS_MSG_VMM_CREATE, MF_DEVICE | MF_EXEC_LOSS, srv_msg_vmm},
+    {GOS_MSG_VMM_RELEASE, MF_DEVICE | MF_EXEC_LOSS, srv_msg_vmm},
+    {GOS_MSG_VMM_MAP, MF_DEVICE | MF_EXEC_LOSS, srv_msg_vmm},
+    {GOS_MSG_VMM_UNMAP, MF_DEVICE | MF_DRAIN | MF_EXEC_LOSS, srv_msg_vmm},
+    {GOS_MSG_VMM_ACCESS, MF_DEVICE | MF_DRAIN | MF_EXEC_LOSS, srv_msg_vmm},
 };
 
 static const struct msg_entry *msg_find(uint16_t type)
@@ -1013,7 +848,13 @@ static int handle(struct srv_client *c, const struct gos_msg_hdr *h, void *p, in
             close(fd);
         return answer_queued(c, h, rc, e->flags & MF_QUEUED ? gos_proto_request_flags(h, p) : 0);
     }
-    return e->fn(c, h, p, fd);
+    if ((e->flags & MF_DRAIN) && (rc = drain(c)))
+        rc = reply(c, h->seq, h->type, rc, NULL, 0);
+    else
+        rc = e->fn(c, h, p, fd);
+    if ((e->flags & MF_EXEC_LOSS) && c->x && c->x->dead)
+        srv_client_exec_check(c);
+    return rc;
 }
 
 /* Whether a message (or the end of the stream) is waiting on fd. */

@@ -18,7 +18,14 @@
  * only when no task of the other kind of that client is still queued or running
  * (same-kind tasks queue behind each other in the policy's per-vGPU FIFO).
  * Process: the daemon (gpuos serve). */
-#include "serve/serve.h"
+#include "serve/daemon.h"
+#include "serve/dev.h"
+#include "serve/session.h"
+#include "serve/dispatch.h"
+#include "serve/ring.h"
+#include "serve/region.h"
+#include "device/exec_ops.h"
+#include "serve/executor.h"
 
 #include "common/clock.h"
 #include "common/status.h"

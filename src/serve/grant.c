@@ -7,7 +7,9 @@
  * it; grant_us = auto (the default with executors) measures the switch and
  * sizes grants to keep its cost at 1/SRV_GRANT_AUTO_DIV of the GPU.
  * Process: the daemon (gpuos serve). */
-#include "serve/serve.h"
+#include "serve/dev.h"
+#include "common/log.h"
+#include "common/clock.h"
 
 #include <string.h>
 

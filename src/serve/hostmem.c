@@ -16,7 +16,8 @@
  * (reclaimable inactive file pages not counted as used): cgroup v2's
  * memory.max and memory.high against memory.current, or v1's
  * memory.limit_in_bytes against memory.usage_in_bytes. */
-#include "serve/serve.h"
+#include "serve/hostmem.h"
+#include "serve/executor.h"
 
 #include "common/status.h"
 #include "common/log.h"

@@ -4,6 +4,10 @@
  * GET /metrics answers the text exposition format 0.0.4. Every figure is read
  * under the daemon's lock at the moment of the scrape.
  *
+ * srv_vgpu_record, a vGPU's figures, is here too, and the messages that
+ * answer with it (VGPU_INFO, ADMIN_LIST: `gpuos vgpu list`): they read the
+ * same record as the scrape.
+ *
  * Every device's series carry dcgm-exporter's labels of that GPU (gpu, UUID,
  * device = nvidia<gpu>, modelName, Hostname), so that they join its DCGM_FI_*
  * series on the same node; vGPU series add vgpu.
@@ -36,7 +40,14 @@
  *   gpuos_config_reload_failures_total, gpuos_config_last_reload_successful,
  *   gpuos_config_last_reload_success_timestamp_seconds.
  * Process: the daemon (gpuos serve). */
-#include "serve/serve.h"
+#include "serve/daemon.h"
+#include "serve/reply.h"
+#include "serve/dev.h"
+#include "serve/session.h"
+#include "serve/ring.h"
+#include "serve/swap.h"
+#include "serve/metrics.h"
+#include "common/log.h"
 
 #include "chip/chip.h"
 #include "common/clock.h"
@@ -306,6 +317,50 @@ static void chip_families(struct buf *b, struct srv *s)
                 (unsigned long long)chip_of(s, i)->hash_granularity);
 }
 
+void srv_vgpu_record(struct srv *s, int v, struct gos_vgpu_rec *r)
+{
+    struct srv_vgpu *g = &s->vgpus[v];
+    struct srv_dev *d = &s->devs[g->cfg.device];
+    gos_sched_vgpu_stats st;
+    memset(r, 0, sizeof *r);
+    memset(&st, 0, sizeof st);
+    for (struct srv_client *c = s->clients; c; c = c->next)
+        if (c->vgpu == v)
+            srv_ring_charge(c); /* ring time (issue 9.4) counts as compute time */
+    gos_sched_vgpu_stats_get(d->sched, g->id, gos_now_ns(), &st);
+    snprintf(r->name, sizeof r->name, "%s", g->cfg.name);
+    r->id = g->id;
+    r->device = (uint32_t)g->cfg.device;
+    r->compute_share = (uint32_t)g->cfg.compute;
+    r->copy_share = (uint32_t)g->cfg.copy;
+    r->latency_ms = (uint32_t)g->cfg.latency_ms;
+    r->mem_share = (uint32_t)(d->mem_total ? (g->mem_quota * 100 + d->mem_total / 2) / d->mem_total : 0);
+    r->clients = (uint32_t)g->clients;
+    r->mem_quota = g->mem_quota;
+    r->mem_used = g->mem_used;
+    r->compute_util = st.compute_util_pct / 100.0;
+    r->copy_util = st.copy_util_pct / 100.0;
+    r->compute_ns = st.compute_ns;
+    r->copy_ns = st.copy_ns;
+    r->tasks = g->tasks;
+    r->compute_held = st.compute_held_pct / 100.0;
+    r->copy_held = st.copy_held_pct / 100.0;
+    r->compute_held_ns = st.compute_held_ns;
+    r->copy_held_ns = st.copy_held_ns;
+    r->faults = g->faults;
+    snprintf(r->isolation, sizeof r->isolation, "%s", d->isolation == GOS_ISOLATION_NONE  ? "none"
+                                                    : d->isolation == GOS_ISOLATION_MPS ? "mps"
+                                                                                        : "process");
+    srv_swap_record(s, v, &r->mem_resident, &r->mem_swapped);
+    srv_swap_turns(s, v, &r->swap_turns, &r->swap_ns);
+    if (d->sw) {
+        r->evictions = d->sw->vgpu[v].evictions;
+        r->restores = d->sw->vgpu[v].restores;
+    }
+    snprintf(r->policy, sizeof r->policy, "%s", gos_sched_policy_name(d->sched));
+    snprintf(r->queue, sizeof r->queue, "%s", gos_sched_mode_name(d->sched));
+}
+
 char *srv_metrics_text(struct srv *s, size_t *len)
 {
     struct buf b = {0};
@@ -553,4 +608,31 @@ void srv_metrics_stop(struct srv *s)
     if (s->metrics)
         srv_mhd()->stop_daemon(s->metrics);
     s->metrics = NULL;
+}
+
+/* VGPU_INFO (the client's vGPU) and ADMIN_LIST (`gpuos vgpu list`: every vGPU
+ * but those removed at a reload without clients left and those deleted), from
+ * the record the scrape reads (client.c's msg_table). */
+int srv_msg_vgpu_info(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_vgpu_rec r;
+    srv_vgpu_record(c->srv, c->vgpu, &r);
+    return srv_reply(c, h->seq, h->type, 0, &r, sizeof r);
+}
+
+int srv_msg_admin_list(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct srv *s = c->srv;
+    static _Thread_local unsigned char buf[sizeof(struct gos_rep_admin_list) +
+                                          GOS_MAX_VGPUS * sizeof(struct gos_vgpu_rec)];
+    struct gos_rep_admin_list l = {.n = 0};
+    for (int v = 0; v < s->n_vgpus; v++) {
+        struct gos_vgpu_rec r;
+        if ((s->vgpus[v].removed && !s->vgpus[v].clients) || s->vgpus[v].deleted)
+            continue; /* removed at a reload: listed while clients remain; deleted: gone */
+        srv_vgpu_record(s, v, &r);
+        memcpy(buf + sizeof l + (size_t)l.n++ * sizeof r, &r, sizeof r);
+    }
+    memcpy(buf, &l, sizeof l);
+    return srv_reply(c, h->seq, h->type, 0, buf, sizeof l + (size_t)l.n * sizeof(struct gos_vgpu_rec));
 }

@@ -8,7 +8,8 @@
  * Stopping waits until the control daemon and server are gone (quit is
  * asynchronous).
  * Process: the daemon (gpuos serve). */
-#include "serve/serve.h"
+#include "serve/mps.h"
+#include "common/log.h"
 
 #include "common/status.h"
 

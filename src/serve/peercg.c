@@ -18,7 +18,7 @@
  *   - the paths are those of the daemon's cgroup namespace (/proc as the
  *     daemon sees it).
  * Process: the daemon (gpuos serve). */
-#include "serve/serve.h"
+#include "serve/vgpu.h"
 
 #include "common/status.h"
 

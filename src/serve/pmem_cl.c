@@ -13,7 +13,14 @@
  * an executor's loss treat it like one) but gpuos_mem_free refuses it. Not
  * swappable: a device with swap refuses it.
  * Process: the daemon (gpuos serve). */
-#include "serve/serve.h"
+#include "serve/daemon.h"
+#include "serve/reply.h"
+#include "serve/dev.h"
+#include "serve/session.h"
+#include "serve/region.h"
+#include "serve/pmem_cl.h"
+#include "serve/vgpu.h"
+#include "serve/executor.h"
 
 #include "common/status.h"
 #include "exec/exec_pmem.h"
@@ -170,4 +177,31 @@ void srv_pmem_client_gone(struct srv_client *c)
     none_turn(0);
     free(c->pmem_set);
     c->pmem_set = NULL;
+}
+
+/* Its messages (client.c's msg_table): FREE, COPY and CHECK rows drain the
+ * client's work first; an executor found dead by the request is accounted
+ * for at once (MF_EXEC_LOSS). */
+int srv_msg_pmem_alloc(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_rep_pmem_alloc r = {0};
+    int rc = srv_pmem_do_alloc(c, p, &r);
+    return srv_answer(c, h, rc, &r, sizeof r);
+}
+
+int srv_msg_pmem_free(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    return srv_answer(c, h, srv_pmem_do_free(c, ((const struct gos_msg_pmem_free *)p)->base), NULL, 0);
+}
+
+int srv_msg_pmem_copy(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    return srv_answer(c, h, srv_pmem_do_copy(c, p), NULL, 0);
+}
+
+int srv_msg_pmem_check(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_rep_pmem_check r = {0};
+    int rc = srv_pmem_do_check(c, p, &r);
+    return srv_answer(c, h, rc, &r, sizeof r);
 }

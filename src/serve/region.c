@@ -3,7 +3,13 @@
  * under isolation = process, by the client's executor too): adding one, finding
  * a range in one, dropping one (unmapped once no queued task uses it).
  * Process: the daemon (gpuos serve). */
-#include "serve/serve.h"
+#include "serve/daemon.h"
+#include "serve/reply.h"
+#include "serve/dev.h"
+#include "serve/session.h"
+#include "serve/region.h"
+#include "device/exec_ops.h"
+#include "serve/executor.h"
 
 #include "common/range.h"
 #include "common/status.h"
@@ -117,3 +123,19 @@ void srv_region_unref(struct srv_client *c, int r)
         region_release(c, g);
 }
 
+/* REGION_ADD, REGION_DEL (client.c's msg_table). */
+int srv_msg_region_add(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_rep_region_add r = {0};
+    const struct gos_msg_region_add *m = p;
+    int rc = srv_region_add(c, m->bytes, m->addr, fd, &r.region, &r.flags);
+    if (rc && fd >= 0)
+        close(fd);
+    return srv_reply(c, h->seq, h->type, rc, &r, sizeof r);
+}
+
+int srv_msg_region_del(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    srv_region_drop(c, (int)((struct gos_msg_region_del *)p)->region);
+    return srv_reply(c, h->seq, h->type, GOS_OK, NULL, 0);
+}

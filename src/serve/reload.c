@@ -20,7 +20,12 @@
  * one on a device that is not open, is rejected as a whole: the error names the
  * file, line and reason, and the running configuration stays in force.
  * Process: the daemon (gpuos serve). */
-#include "serve/serve.h"
+#include "serve/daemon.h"
+#include "serve/dev.h"
+#include "serve/shm.h"
+#include "serve/vgpu.h"
+#include "serve/state.h"
+#include "common/log.h"
 #include "serve/syslibs.h"
 
 #include "common/clock.h"

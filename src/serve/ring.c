@@ -17,7 +17,16 @@
  * charged the grant's wall time: the GPU was that tenant's meanwhile. Hand-over
  * is through the page's words and futexes: no socket on the critical path.
  * Process: the daemon (gpuos serve). */
-#include "serve/serve.h"
+#include "serve/daemon.h"
+#include "serve/reply.h"
+#include "serve/dev.h"
+#include "serve/session.h"
+#include "serve/dispatch.h"
+#include "serve/ring.h"
+#include "serve/swap.h"
+#include "common/log.h"
+#include "common/clock.h"
+#include "serve/executor.h"
 
 #include "common/env.h"
 #include "common/status.h"
@@ -241,23 +250,6 @@ static void turn_notice(struct srv_dev *d, struct srv_client *holder)
         }
 }
 
-/* The grant c's executor holds ends at its next kernel boundary: its
- * deadline is now, and an executor asleep on its ring sees it at once (it
- * issues nothing more and yields when what it issued ends). */
-static void end_now(struct srv_client *c)
-{
-    atomic_store(&c->gp->deadline_ns, gos_now_ns());
-    gos_ring_kick(&gos_ring_ctl(c->ring)->sq_futex, &gos_ring_ctl(c->ring)->exec_sleeping);
-}
-
-void srv_ring_end_soon(struct srv_client *c)
-{
-    if (!c->gp || !c->ring || !c->ring_queued)
-        return;
-    atomic_store(&c->ring_end, 1);
-    end_now(c); /* a grant running now: its executor yields when the ring is empty */
-}
-
 /* Under isolation = mps (and overlap = pairs, its default; overlap = off keeps
  * one grant at a time: then r ends early instead), latency task t runs at once beside the batch grant r
  * as its companion (lock held): its kernels share the GPU with r's, as under
@@ -290,9 +282,9 @@ void srv_ring_preempt(struct srv_dev *d, struct srv_task *t)
     /* the holder's executor yields once what it issued ends (at most
      * XE_RING_AHEAD_NS of work); the dispatcher, waiting on its yield, then
      * hands the engine to the policy, which picks t's vGPU */
-    end_now(r->c);
+    srv_ring_end_now(r->c);
     if (r->co && r->co->c->gp && r->co->c->ring)
-        end_now(r->co->c);
+        srv_ring_end_now(r->co->c);
     srv_ring_wake(r->c);
     d->preemptions++;
 }
@@ -404,7 +396,7 @@ static void companion_end(struct srv_dev *d, struct srv_task *co)
     struct srv *s = d->srv;
     struct srv_client *c = co->c;
     struct gos_grant_page *g = c->gp;
-    end_now(c);
+    srv_ring_end_now(c);
     struct yield_wait w = {g, c, co->ring_gen, 0, 0, NULL, NULL};
     int rc;
     do {
@@ -589,22 +581,6 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
     return rc;
 }
 
-void srv_ring_charge(struct srv_client *c)
-{
-    if (!c->gp || c->vgpu < 0)
-        return;
-    struct gos_grant_page *g = c->gp;
-    /* the grant page's counters, which only the executor writes, only grow; the
-     * scheduler was charged by the grant tasks (their wall time): these are
-     * the vGPU's ring time and entries as `gpuos vgpu list` shows them */
-    uint64_t b = atomic_load(&g->busy_ns), e = atomic_load(&g->entries);
-    struct srv_vgpu *v = &c->srv->vgpus[c->vgpu];
-    v->ring_ns += b > c->ring_busy_seen ? b - c->ring_busy_seen : 0;
-    v->tasks += e > c->ring_entries_seen ? e - c->ring_entries_seen : 0;
-    c->ring_busy_seen = b;
-    c->ring_entries_seen = e;
-}
-
 static int ring_busy(struct srv_client *c)
 {
     struct gos_ring_ctl *k = gos_ring_ctl(c->ring);
@@ -649,14 +625,8 @@ int srv_ring_quiesce(struct srv *s, int ms)
     }
 }
 
-void srv_ring_gone(struct srv_client *c)
+/* RING_ATTACH (client.c's msg_table). */
+int srv_msg_ring(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
 {
-    if (!c->ring)
-        return;
-    srv_ring_charge(c);
-    munmap(c->ring, GOS_RING_BYTES);
-    c->ring = NULL;
-    if (c->gp)
-        munmap(c->gp, GOS_GRANT_PAGE_BYTES);
-    c->gp = NULL;
+    return srv_reply(c, h->seq, h->type, srv_ring_attach(c, p, fd), NULL, 0);
 }

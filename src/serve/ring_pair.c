@@ -23,7 +23,13 @@
  * without an SM set, the one of those most owed (its credit); any other mix
  * (70/30, 200 us next to 20 ms kernels) keeps taking turns. Process: the
  * daemon (gpuos serve). */
-#include "serve/serve.h"
+#include "serve/daemon.h"
+#include "serve/dev.h"
+#include "serve/session.h"
+#include "serve/dispatch.h"
+#include "serve/ring.h"
+#include "serve/executor.h"
+#include "common/clock.h"
 
 #include "common/env.h"
 #include "common/log.h"

@@ -10,7 +10,22 @@
  * RELOADING=1 / READY=1 around a SIGHUP reload (reload.c), STOPPING=1 at
  * shutdown; sd_notify does nothing when $NOTIFY_SOCKET is unset.
  * Process: the daemon (gpuos serve). */
-#include "serve/serve.h"
+#include "serve/daemon.h"
+#include "serve/dev.h"
+#include "serve/session.h"
+#include "serve/dispatch.h"
+#include "serve/ring.h"
+#include "serve/hostmem.h"
+#include "serve/shm.h"
+#include "serve/swap.h"
+#include "serve/vgpu.h"
+#include "serve/mps.h"
+#include "serve/metrics.h"
+#include "serve/state.h"
+#include "serve/server.h"
+#include "common/log.h"
+#include "device/exec_ops.h"
+#include "serve/executor.h"
 #include "serve/syslibs.h"
 
 #include "chip/chip.h"
@@ -34,12 +49,6 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
-
-void srv_dev_init_conds(struct srv_dev *d)
-{
-    for (int e = 0; e < GOS_SCHED_MAX_ENGINES; e++)
-        gos_cond_init(&d->cond[e]);
-}
 
 static int open_devices(struct srv *s, const char *force_sim)
 {
@@ -420,12 +429,6 @@ static void fit_fd_limit(struct srv *s)
                 (unsigned long long)rl.rlim_cur, fit);
         s->cfg.max_clients = fit;
     }
-}
-
-void srv_idle_wait(struct srv *s, uint64_t ns)
-{
-    struct timespec ts = gos_deadline_ns(ns); /* s->idle runs on the monotonic clock */
-    pthread_cond_timedwait(&s->idle, &s->lock, &ts);
 }
 
 /* Waits (lock held) up to ms for every client to be released; the number left. */

@@ -1,10 +1,27 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* session.c: a client's session as a whole: its executor's loss (counted,
  * logged, memory returned) and its end (everything it held released once no
- * task of it is queued or running). Called by the reader (client.c) and the
- * engines (dispatch.c); calls only region.c and executor.c.
+ * task of it is queued or running). Called by the reader (client.c), the
+ * engines (dispatch.c) and swap.c (a reference held while the lock is
+ * dropped); calls the release of everything a client holds (shm.c, swap.c,
+ * vmm_cl.c, pmem_cl.c, region.c, ring_page.c, xshare.c), mps.c and
+ * executor.c.
  * Process: the daemon (gpuos serve). */
-#include "serve/serve.h"
+#include "serve/daemon.h"
+#include "serve/dev.h"
+#include "serve/session.h"
+#include "serve/ring.h"
+#include "serve/region.h"
+#include "serve/xshare.h"
+#include "serve/shm.h"
+#include "serve/swap.h"
+#include "serve/pmem_cl.h"
+#include "serve/vmm_cl.h"
+#include "serve/mps.h"
+#include "common/log.h"
+#include "common/clock.h"
+#include "device/exec_ops.h"
+#include "serve/executor.h"
 
 #include "common/status.h"
 

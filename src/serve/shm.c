@@ -18,7 +18,13 @@
  *
  * All functions run with srv->lock held and drop it around executor calls.
  * Process: the daemon (gpuos serve). */
-#include "serve/serve.h"
+#include "serve/daemon.h"
+#include "serve/reply.h"
+#include "serve/session.h"
+#include "serve/shm.h"
+#include "serve/vgpu.h"
+#include "common/log.h"
+#include "serve/executor.h"
 
 #include "common/status.h"
 #include "device/vmm_ops.h"
@@ -336,4 +342,48 @@ size_t srv_shm_list(struct srv_client *c, unsigned char *out)
     }
     memcpy(out, &l, sizeof l);
     return sizeof l + l.n * sizeof(struct gos_shm_rec);
+}
+
+/* Its messages (issue 10.1; client.c's msg_table). SHM_DT's row drains the
+ * client's work first: the device may still be using the segment. */
+int srv_msg_shm_get(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_rep_shm_get r = {0};
+    int rc = srv_shm_get(c, p, &r);
+    return srv_reply(c, h->seq, h->type, rc, &r, sizeof r);
+}
+
+int srv_msg_shm_at(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_rep_shm_at r = {0};
+    int rc = srv_shm_at(c, p, &r);
+    return srv_reply(c, h->seq, h->type, rc, &r, sizeof r);
+}
+
+int srv_msg_shm_dt(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    int rc = srv_shm_dt(c, ((const struct gos_msg_shm_dt *)p)->dptr);
+    return srv_reply(c, h->seq, h->type, rc, NULL, 0);
+}
+
+int srv_msg_shm_ctl(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_shm_rec r;
+    int has = 0, rc = srv_shm_ctl(c, p, &r, &has);
+    return srv_reply(c, h->seq, h->type, rc, has ? &r : NULL, has ? sizeof r : 0);
+}
+
+int srv_msg_admin_shm_list(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    static _Thread_local unsigned char buf[sizeof(struct gos_rep_shm_list) +
+                                          GOS_SHM_LIST_MAX * sizeof(struct gos_shm_rec)];
+    size_t n = srv_shm_list(c, buf);
+    return srv_reply(c, h->seq, h->type, 0, buf, n);
+}
+
+int srv_msg_admin_shm_rm(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_rep_admin_shm_rm r = {0};
+    int rc = srv_shm_rm(c, p, &r.removed);
+    return srv_answer(c, h, rc, &r, sizeof r);
 }

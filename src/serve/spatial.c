@@ -18,7 +18,10 @@
  * inside an MPS client the kernels of every green-context group reported SM 0, so
  * no group can be identified (results/GPU-* /smset/smset-mps.txt).
  * Process: the daemon (gpuos serve). */
-#include "serve/serve.h"
+#include "serve/daemon.h"
+#include "serve/dev.h"
+#include "common/log.h"
+#include "device/exec_ops.h"
 
 #include "chip/chip.h"
 #include "common/status.h"

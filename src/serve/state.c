@@ -22,10 +22,16 @@
  *
  * Where: `state = PATH` in the configuration (`state = none`: not persisted);
  * default $STATE_DIRECTORY/vgpu-state.json under systemd (StateDirectory=),
- * else CONFIG.state beside the configuration file.
- * Process: the daemon (gpuos serve).
+ * else CONFIG.state beside the configuration file. srv_vgpu_set_persist (a
+ * `vgpu set` from a client: applied by vgpu.c, then saved here) is here too.
  * Process: the daemon (gpuos serve). */
-#include "serve/serve.h"
+#include "serve/daemon.h"
+#include "serve/session.h"
+#include "serve/reply.h"
+#include "serve/dev.h"
+#include "serve/vgpu.h"
+#include "serve/state.h"
+#include "common/log.h"
 
 #include "common/env.h"
 #include "common/status.h"
@@ -247,4 +253,58 @@ int srv_state_save(struct srv *s)
                         "cannot save the state file %s: %s (set state = PATH or state = none)", p, strerror(e));
     }
     return GOS_OK;
+}
+
+int srv_vgpu_set_persist(struct srv *s, const char *name, const char *key, const char *value)
+{
+    int v = srv_vgpu_find(s, name);
+    int k = !strcmp(key, "compute") ? SRV_OV_COMPUTE : !strcmp(key, "copy") ? SRV_OV_COPY
+                                                     : !strcmp(key, "memory") ? SRV_OV_MEMORY : -1;
+    if (v < 0 || k < 0)
+        return srv_vgpu_set(s, name, key, value); /* its message */
+    struct srv_vgpu *g = &s->vgpus[v];
+    struct srv_dev *d = &s->devs[g->cfg.device];
+    struct gos_serve_vgpucfg old_cfg = g->cfg, old_file = g->file;
+    struct srv_override old_ov = g->ov[k];
+    uint64_t old_quota = g->mem_quota;
+    int rc = srv_vgpu_set(s, name, key, value);
+    if (rc)
+        return rc;
+    if (g->created)
+        g->file = g->cfg; /* its definition is the state file's: no override */
+    char now[32], file[32];
+    srv_vgpu_file_value(&g->cfg, k, now, sizeof now);
+    srv_vgpu_file_value(&g->file, k, file, sizeof file);
+    struct srv_override *o = &g->ov[k];
+    if (!strcmp(now, file)) {
+        memset(o, 0, sizeof *o); /* back to the file's value: nothing to remember */
+    } else {
+        o->set = 1;
+        snprintf(o->value, sizeof o->value, "%s", now);
+        snprintf(o->base, sizeof o->base, "%s", file);
+    }
+    if (s->state_path[0] && (rc = srv_state_save(s))) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", gos_last_error());
+        g->cfg = old_cfg;
+        g->file = old_file;
+        g->ov[k] = old_ov;
+        g->mem_quota = old_quota;
+        gos_sched_vgpu_set_shares(d->sched, g->id, g->cfg.compute, g->cfg.copy);
+        return gos_fail(rc, "%s; the change was not made", why);
+    }
+    gos_log(LOG_NOTICE, "vgpu set %s %s=%s%s", name, key, value, s->state_path[0] ? " (saved)" : "");
+    srv_check_oversubscription(s, "after vgpu set");
+    return GOS_OK;
+}
+
+/* ADMIN_SET (`gpuos vgpu set`; client.c's msg_table). */
+int srv_msg_admin_set(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct srv *s = c->srv;
+    const struct gos_msg_admin_set *m = p;
+    int rc = srv_admin_ok(c, "change shares");
+    if (!rc)
+        rc = srv_vgpu_set_persist(s, m->vgpu, m->key, m->value);
+    return srv_reply(c, h->seq, h->type, rc, NULL, 0);
 }

@@ -42,7 +42,13 @@
  *
  * All functions run with srv->lock held and drop it around executor calls.
  * Process: the daemon (gpuos serve). */
-#include "serve/serve.h"
+#include "serve/daemon.h"
+#include "serve/dev.h"
+#include "serve/session.h"
+#include "serve/ring.h"
+#include "serve/hostmem.h"
+#include "serve/swap.h"
+#include "serve/executor.h"
 
 #include "common/clock.h"
 #include "common/status.h"

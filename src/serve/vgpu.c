@@ -4,7 +4,11 @@
  * memory used against the memory share, clients; and changing the shares while
  * clients run (`gpuos vgpu set NAME key=value`). Called with srv->lock held.
  * Process: the daemon (gpuos serve). */
-#include "serve/serve.h"
+#include "serve/daemon.h"
+#include "serve/dev.h"
+#include "serve/session.h"
+#include "serve/vgpu.h"
+#include "common/log.h"
 
 #include "common/grow.h"
 #include "common/status.h"
@@ -14,50 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-
-void srv_vgpu_record(struct srv *s, int v, struct gos_vgpu_rec *r)
-{
-    struct srv_vgpu *g = &s->vgpus[v];
-    struct srv_dev *d = &s->devs[g->cfg.device];
-    gos_sched_vgpu_stats st;
-    memset(r, 0, sizeof *r);
-    memset(&st, 0, sizeof st);
-    for (struct srv_client *c = s->clients; c; c = c->next)
-        if (c->vgpu == v)
-            srv_ring_charge(c); /* ring time (issue 9.4) counts as compute time */
-    gos_sched_vgpu_stats_get(d->sched, g->id, gos_now_ns(), &st);
-    snprintf(r->name, sizeof r->name, "%s", g->cfg.name);
-    r->id = g->id;
-    r->device = (uint32_t)g->cfg.device;
-    r->compute_share = (uint32_t)g->cfg.compute;
-    r->copy_share = (uint32_t)g->cfg.copy;
-    r->latency_ms = (uint32_t)g->cfg.latency_ms;
-    r->mem_share = (uint32_t)(d->mem_total ? (g->mem_quota * 100 + d->mem_total / 2) / d->mem_total : 0);
-    r->clients = (uint32_t)g->clients;
-    r->mem_quota = g->mem_quota;
-    r->mem_used = g->mem_used;
-    r->compute_util = st.compute_util_pct / 100.0;
-    r->copy_util = st.copy_util_pct / 100.0;
-    r->compute_ns = st.compute_ns;
-    r->copy_ns = st.copy_ns;
-    r->tasks = g->tasks;
-    r->compute_held = st.compute_held_pct / 100.0;
-    r->copy_held = st.copy_held_pct / 100.0;
-    r->compute_held_ns = st.compute_held_ns;
-    r->copy_held_ns = st.copy_held_ns;
-    r->faults = g->faults;
-    snprintf(r->isolation, sizeof r->isolation, "%s", d->isolation == GOS_ISOLATION_NONE  ? "none"
-                                                    : d->isolation == GOS_ISOLATION_MPS ? "mps"
-                                                                                        : "process");
-    srv_swap_record(s, v, &r->mem_resident, &r->mem_swapped);
-    srv_swap_turns(s, v, &r->swap_turns, &r->swap_ns);
-    if (d->sw) {
-        r->evictions = d->sw->vgpu[v].evictions;
-        r->restores = d->sw->vgpu[v].restores;
-    }
-    snprintf(r->policy, sizeof r->policy, "%s", gos_sched_policy_name(d->sched));
-    snprintf(r->queue, sizeof r->queue, "%s", gos_sched_mode_name(d->sched));
-}
 
 int srv_sched_vgpu_add(struct srv_dev *d, uint32_t id, const struct gos_serve_vgpucfg *g)
 {
@@ -196,49 +156,6 @@ void srv_vgpu_file_value(const struct gos_serve_vgpucfg *f, int key, char *out, 
         snprintf(out, n, "%d", f->copy);
     else
         mem_value(f->mem_pct, f->mem_bytes, out, n);
-}
-
-int srv_vgpu_set_persist(struct srv *s, const char *name, const char *key, const char *value)
-{
-    int v = srv_vgpu_find(s, name);
-    int k = !strcmp(key, "compute") ? SRV_OV_COMPUTE : !strcmp(key, "copy") ? SRV_OV_COPY
-                                                     : !strcmp(key, "memory") ? SRV_OV_MEMORY : -1;
-    if (v < 0 || k < 0)
-        return srv_vgpu_set(s, name, key, value); /* its message */
-    struct srv_vgpu *g = &s->vgpus[v];
-    struct srv_dev *d = &s->devs[g->cfg.device];
-    struct gos_serve_vgpucfg old_cfg = g->cfg, old_file = g->file;
-    struct srv_override old_ov = g->ov[k];
-    uint64_t old_quota = g->mem_quota;
-    int rc = srv_vgpu_set(s, name, key, value);
-    if (rc)
-        return rc;
-    if (g->created)
-        g->file = g->cfg; /* its definition is the state file's: no override */
-    char now[32], file[32];
-    srv_vgpu_file_value(&g->cfg, k, now, sizeof now);
-    srv_vgpu_file_value(&g->file, k, file, sizeof file);
-    struct srv_override *o = &g->ov[k];
-    if (!strcmp(now, file)) {
-        memset(o, 0, sizeof *o); /* back to the file's value: nothing to remember */
-    } else {
-        o->set = 1;
-        snprintf(o->value, sizeof o->value, "%s", now);
-        snprintf(o->base, sizeof o->base, "%s", file);
-    }
-    if (s->state_path[0] && (rc = srv_state_save(s))) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", gos_last_error());
-        g->cfg = old_cfg;
-        g->file = old_file;
-        g->ov[k] = old_ov;
-        g->mem_quota = old_quota;
-        gos_sched_vgpu_set_shares(d->sched, g->id, g->cfg.compute, g->cfg.copy);
-        return gos_fail(rc, "%s; the change was not made", why);
-    }
-    gos_log(LOG_NOTICE, "vgpu set %s %s=%s%s", name, key, value, s->state_path[0] ? " (saved)" : "");
-    srv_check_oversubscription(s, "after vgpu set");
-    return GOS_OK;
 }
 
 int srv_check_oversubscription(struct srv *s, const char *when)

@@ -19,7 +19,14 @@
  *     connections. A deleted vGPU is gone from lists at once; its table slot is
  *     reused by a later create once nothing refers to it any more.
  * Process: the daemon (gpuos serve). */
-#include "serve/serve.h"
+#include "serve/daemon.h"
+#include "serve/reply.h"
+#include "serve/dev.h"
+#include "serve/session.h"
+#include "serve/vgpu.h"
+#include "serve/state.h"
+#include "common/log.h"
+#include "serve/executor.h"
 
 #include "common/status.h"
 
@@ -338,4 +345,24 @@ json_t *srv_vgpu_created_json(struct srv *s, int v)
         json_object_set_new(keys, "latency_ms", json_string(lat));
     }
     return keys ? json_pack("{s:s, s:o}", "vgpu", g->cfg.name, "keys", keys) : NULL;
+}
+
+/* ADMIN_CREATE and ADMIN_DELETE (`gpuos vgpu create | delete`; client.c's
+ * msg_table). */
+int srv_msg_admin_create(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    const struct gos_msg_admin_create *m = p;
+    int rc = srv_admin_ok(c, "create vGPUs");
+    if (!rc)
+        rc = srv_vgpu_create(c->srv, m->vgpu, m->keys, 1);
+    return srv_reply(c, h->seq, h->type, rc, NULL, 0);
+}
+
+int srv_msg_admin_delete(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    const struct gos_msg_admin_delete *m = p;
+    int rc = srv_admin_ok(c, "delete vGPUs");
+    if (!rc)
+        rc = srv_vgpu_delete(c->srv, m->vgpu, (m->flags & GOS_DELETE_FORCE) != 0);
+    return srv_reply(c, h->seq, h->type, rc, NULL, 0);
 }

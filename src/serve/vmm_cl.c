@@ -17,7 +17,14 @@
  * that goes, or whose executor dies, gives everything back.
  * Not on a device that swaps (its memory could not be evicted).
  * Process: the daemon (gpuos serve). */
-#include "serve/serve.h"
+#include "serve/daemon.h"
+#include "serve/reply.h"
+#include "serve/dev.h"
+#include "serve/session.h"
+#include "serve/vmm_cl.h"
+#include "serve/vgpu.h"
+#include "common/log.h"
+#include "serve/executor.h"
 
 #include "common/status.h"
 #include "exec/exec_vmm.h"
@@ -237,4 +244,23 @@ void srv_vmm_client_gone(struct srv_client *c)
         free(c->vmm_dev);
         c->vmm_dev = NULL;
     }
+}
+
+/* Its messages (client.c's msg_table: every VMM_* row). An unmap or an
+ * access change waits for the client's queued work, which may still use the
+ * range (their rows drain it first); an executor found dead by the request
+ * is accounted for at once (MF_EXEC_LOSS). */
+int srv_msg_vmm(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_rep_vmm r = {0};
+    int rc;
+    switch (h->type) {
+    case GOS_MSG_VMM_RESERVE: rc = srv_vmm_reserve(c, p, &r); break;
+    case GOS_MSG_VMM_UNRESERVE: rc = srv_vmm_unreserve(c, p); break;
+    case GOS_MSG_VMM_CREATE: rc = srv_vmm_create(c, p, &r); break;
+    case GOS_MSG_VMM_RELEASE: rc = srv_vmm_release(c, p); break;
+    case GOS_MSG_VMM_MAP: rc = srv_vmm_map(c, p); break;
+    default: rc = h->type == GOS_MSG_VMM_UNMAP ? srv_vmm_unmap(c, p) : srv_vmm_access(c, p);
+    }
+    return srv_answer(c, h, rc, &r, (size_t)gos_proto_reply_body(h->type));
 }

@@ -9,7 +9,11 @@
  * with its last client. If it dies (a fault), its clients hear it on their own
  * channels and the next client starts another.
  * Process: the daemon (gpuos serve). */
-#include "serve/serve.h"
+#include "serve/daemon.h"
+#include "serve/dev.h"
+#include "serve/session.h"
+#include "serve/xshare.h"
+#include "serve/executor.h"
 
 #include "common/status.h"
 
