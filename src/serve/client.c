@@ -815,6 +815,13 @@ static int msg_vmm(struct srv_client *c, const struct gos_msg_hdr *h, void *p, i
     return dev_reply(c, h, rc, &r, (size_t)gos_proto_reply_body(h->type));
 }
 
+static int msg_tmap_encode(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
+{
+    struct gos_rep_tmap r;
+    int rc = srv_tmap_encode(c, p, &r);
+    return dev_reply(c, h, rc, &r, sizeof r);
+}
+
 static int msg_shm_ctl(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
 {
     struct gos_shm_rec r;
@@ -955,6 +962,7 @@ static const struct msg_entry msg_table[] = {
     {GOS_MSG_SYNC, MF_DEVICE, msg_sync},
     {GOS_MSG_DEVICE_INFO, 0, msg_device_info},
     {GOS_MSG_DEVICE_ATTRS, 0, msg_device_attrs},
+    {GOS_MSG_TMAP_ENCODE, MF_DEVICE, msg_tmap_encode},
     {GOS_MSG_VGPU_INFO, 0, msg_vgpu_info},
     {GOS_MSG_ADMIN_LIST, MF_BEFORE_HELLO, msg_admin_list},
     {GOS_MSG_ADMIN_SET, MF_BEFORE_HELLO, msg_admin_set},

@@ -561,6 +561,10 @@ int srv_vmm_map(struct srv_client *c, const struct gos_msg_vmm_map *m);
 int srv_vmm_unmap(struct srv_client *c, const struct gos_msg_vmm_range *m);
 int srv_vmm_access(struct srv_client *c, const struct gos_msg_vmm_access *m);
 void srv_vmm_client_gone(struct srv_client *c);
+/* A tensor map for c (issue 43; tmap.c; lock held, dropped around the
+ * encoding): by c's executor's device, or the daemon's under isolation = none.
+ * The arguments were checked (gos_proto_check_args). */
+int srv_tmap_encode(struct srv_client *c, const gpuos_tmap_args *a, struct gos_rep_tmap *r);
 /* vgpu.c: room for one more entry in c's allocation table (GOS_ENOMEM
  * otherwise); whether bytes more fit the memory share of c's vGPU (GOS_EBUSY
  * naming the share otherwise; what: "allocating 4096 bytes"). */
