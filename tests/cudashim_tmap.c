@@ -85,36 +85,33 @@ static void tiled(CUdeviceptr base)
     EXPECT(cuTensorMapReplaceAddress(NULL, addr), CUDA_ERROR_INVALID_VALUE);
     EXPECT(cuTensorMapReplaceAddress(&r, (void *)(uintptr_t)(base + 8)), CUDA_ERROR_INVALID_VALUE);
 
-    /* refused here, before any message */
-    EXPECT(cuTensorMapEncodeTiled(NULL, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, addr, dim, stride, box, es, 0, 0, 0, 0),
-           CUDA_ERROR_INVALID_VALUE);
-    EXPECT(cuTensorMapEncodeTiled(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, addr, NULL, stride, box, es, 0, 0, 0, 0),
-           CUDA_ERROR_INVALID_VALUE);
-    EXPECT(cuTensorMapEncodeTiled(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, addr, dim, NULL, box, es, 0, 0, 0, 0),
-           CUDA_ERROR_INVALID_VALUE);
-    EXPECT(cuTensorMapEncodeTiled(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, addr, dim, stride, NULL, es, 0, 0, 0, 0),
-           CUDA_ERROR_INVALID_VALUE);
-    EXPECT(cuTensorMapEncodeTiled(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 0, addr, dim, stride, box, es, 0, 0, 0, 0),
-           CUDA_ERROR_INVALID_VALUE);
-    EXPECT(cuTensorMapEncodeTiled(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 6, addr, dim, stride, box, es, 0, 0, 0, 0),
-           CUDA_ERROR_INVALID_VALUE);
-    /* refused by the daemon */
-    cuuint32_t box0[2] = {0, 16}, box257[2] = {257, 16};
-    cuuint64_t odd[1] = {2040};
-    void *mis = (void *)(uintptr_t)(base + 8);
-    EXPECT(cuTensorMapEncodeTiled(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, mis, dim, stride, box, es, 0, 0, 0, 0),
-           CUDA_ERROR_INVALID_VALUE);
-    EXPECT(cuTensorMapEncodeTiled(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, addr, dim, odd, box, es, 0, 0, 0, 0),
-           CUDA_ERROR_INVALID_VALUE);
-    EXPECT(cuTensorMapEncodeTiled(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, addr, dim, stride, box0, es, 0, 0, 0, 0),
-           CUDA_ERROR_INVALID_VALUE);
-    EXPECT(cuTensorMapEncodeTiled(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, addr, dim, stride, box257, es, 0, 0, 0, 0),
-           CUDA_ERROR_INVALID_VALUE);
-    EXPECT(cuTensorMapEncodeTiled(&m, (CUtensorMapDataType)99, 2, addr, dim, stride, box, es, 0, 0, 0, 0),
-           CUDA_ERROR_INVALID_VALUE);
-    EXPECT(cuTensorMapEncodeTiled(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, addr, dim, stride, box, es, 0,
-                                  (CUtensorMapSwizzle)77, 0, 0),
-           CUDA_ERROR_INVALID_VALUE);
+    /* refused here, before any message (a NULL map or array, rank 0 and 6),
+     * then by the daemon (a misaligned address or stride, box 0 or 257, an
+     * unknown data type or swizzle) */
+    static cuuint32_t box0[2] = {0, 16}, box257[2] = {257, 16};
+    static cuuint64_t odd[1] = {2040};
+    struct {
+        int null_map, rank, dtype, swizzle;
+        void *addr;
+        const cuuint64_t *dim, *stride;
+        const cuuint32_t *box;
+    } bad[] = {
+        {1, 2, 9, 0, addr, dim, stride, box},  {0, 2, 9, 0, addr, NULL, stride, box},
+        {0, 2, 9, 0, addr, dim, NULL, box},    {0, 2, 9, 0, addr, dim, stride, NULL},
+        {0, 0, 9, 0, addr, dim, stride, box},  {0, 6, 9, 0, addr, dim, stride, box},
+        {0, 2, 9, 0, (char *)addr + 8, dim, stride, box}, {0, 2, 9, 0, addr, dim, odd, box},
+        {0, 2, 9, 0, addr, dim, stride, box0}, {0, 2, 9, 0, addr, dim, stride, box257},
+        {0, 2, 99, 0, addr, dim, stride, box}, {0, 2, 9, 77, addr, dim, stride, box},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CUresult rc = cuTensorMapEncodeTiled(bad[i].null_map ? NULL : &m, (CUtensorMapDataType)bad[i].dtype,
+                                             (cuuint32_t)bad[i].rank, bad[i].addr, bad[i].dim, bad[i].stride,
+                                             bad[i].box, es, 0, (CUtensorMapSwizzle)bad[i].swizzle, 0, 0);
+        if (rc != CUDA_ERROR_INVALID_VALUE) {
+            fprintf(stderr, "FAIL bad tiled case %zu: %d, expected CUDA_ERROR_INVALID_VALUE\n", i, (int)rc);
+            fails++;
+        }
+    }
     /* rank 1: no strides needed */
     EXPECT(cuTensorMapEncodeTiled(&m, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 1, addr, dim, NULL, box, es, 0, 0, 0, 0),
            CUDA_SUCCESS);

@@ -130,26 +130,15 @@ def parse(f):
     res, tim, rc = [], {}, None
     for l in open(f, errors="replace"):
         if l.startswith("RESULT "):
-            res.append(l[7:].split())
+            res.append(l[7:].strip())
         elif l.startswith("TIME "):
             w = l.split()
             tim.setdefault("first", (w[1], float(w[2])))
         elif l.startswith("rc="):
             rc = int(l[3:])
     return res, tim, rc
-def close(a, b):
-    if len(a) != len(b):
-        return False
-    for x, y in zip(a, b):
-        if x == y:
-            continue
-        try:
-            fx, fy = float(x), float(y)
-        except ValueError:
-            return False
-        if abs(fx - fy) > 1e-3 * max(abs(fx), abs(fy), 1e-30):
-            return False
-    return True
+sys.path.insert(0, "tests/gpu/progs")
+from fw_results import close
 rn, tn, rcn = parse(fn)
 rg, tg, rcg = parse(fg)
 ok_res = rcn == 0 and rcg == 0 and rn and len(rn) == len(rg) and all(close(a, b) for a, b in zip(rn, rg))
@@ -160,7 +149,7 @@ why = []
 if seen.strip():
     why.append("descriptors " + seen.strip())
 if not ok_res:
-    why.append("rc native %s, gpuos %s, results %s vs %s" % (rcn, rcg, rn[:3], rg[:3]))
+    why.append("rc native %s, gpuos %s, results %s vs %s" % (rcn, rcg, rn[:2], rg[:2]))
 extra = ("; NVIDIA libcuda mapped: " + maps.strip()) if maps.strip() else "; no NVIDIA libcuda mapped"
 if why:
     print("FAIL|C %s|%s%s" % (name, "; ".join(why), extra))
