@@ -5,6 +5,8 @@
  *  - cuTensorMapEncodeTiled, ...Im2col, ...Im2colWide answer the daemon's
  *    device's encoding: the simulated packing of src/device/sim/sim_tmap.c,
  *    recomputed here word by word, with its seal (FNV-1a of words 0..14);
+ *  - a second tensor's map is its own, the first one's asked again the same
+ *    (the shim keeps the last maps by their arguments);
  *  - cuTensorMapReplaceAddress changes the address only (and the seal), and a
  *    map the device did not make is CUDA_ERROR_INVALID_VALUE;
  *  - bad arguments are CUDA_ERROR_INVALID_VALUE, not a crash: a NULL map,
@@ -73,6 +75,21 @@ static void tiled(CUdeviceptr base)
     TRUE(w[3] == 1024 && w[4] == 16 && w[5] == 0 && w[8] == 2048 && w[9] == 0);
     TRUE(w[12] == (64 | 16ull << 16) && w[13] == (1ull << 16 | 2ull << 20) && w[14] == 0);
     TRUE(w[15] == seal(w));
+
+    /* the shim keeps the last maps by their arguments: another tensor's map is
+     * its own, the first one's asked again is the same */
+    CUtensorMap m2, m3;
+    cuuint64_t dim2[2] = {2048, 16};
+    EXPECT(cuTensorMapEncodeTiled(&m2, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, addr, dim2, stride, box, es,
+                                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                  CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+           CUDA_SUCCESS);
+    EXPECT(cuTensorMapEncodeTiled(&m3, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, addr, dim, stride, box, es,
+                                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                  CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+           CUDA_SUCCESS);
+    TRUE(((const uint64_t *)&m2)[3] == 2048 && ((const uint64_t *)&m2)[15] == seal((const uint64_t *)&m2));
+    TRUE(!memcmp(&m3, &m, sizeof m));
 
     /* the address replaced: that word and the seal change, nothing else */
     CUtensorMap r = m;

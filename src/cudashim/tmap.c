@@ -9,19 +9,63 @@
  * 43: TMAP_ENCODE, serve/tmap.c; on the client's executor under isolation =
  * process), and this process needs neither NVIDIA's libcuda nor the device
  * nodes. Here only what CUDA's header says of the arguments is checked (a map
- * and its arrays given, rank within 1..5); the daemon checks every value. */
+ * and its arrays given, rank within 1..5); the daemon checks every value. The
+ * last 64 maps are kept by their arguments and answered again from here. */
 #include "cudashim/driver.h"
 
+#include <pthread.h>
 #include <string.h>
 
-/* The daemon's answer for a's arguments into m. */
+/* The last maps answered, by their arguments: an encoding is a function of its
+ * arguments alone, and Triton encodes the same descriptors again at every
+ * launch (a round trip to the daemon, and to the executor, each time). */
+#define TMAP_CACHE 64
+static struct {
+    gpuos_tmap_args a;
+    unsigned char map[GPUOS_TMAP_BYTES];
+    int used;
+} cache[TMAP_CACHE];
+static unsigned cache_next;
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int cache_find(const gpuos_tmap_args *a, void *map)
+{
+    int hit = 0;
+    pthread_mutex_lock(&cache_lock);
+    for (int i = 0; i < TMAP_CACHE && !hit; i++)
+        if (cache[i].used && !memcmp(&cache[i].a, a, sizeof *a)) {
+            memcpy(map, cache[i].map, GPUOS_TMAP_BYTES);
+            hit = 1;
+        }
+    pthread_mutex_unlock(&cache_lock);
+    return hit;
+}
+
+static void cache_put(const gpuos_tmap_args *a, const void *map)
+{
+    pthread_mutex_lock(&cache_lock);
+    unsigned i = cache_next++ % TMAP_CACHE;
+    cache[i].a = *a;
+    memcpy(cache[i].map, map, GPUOS_TMAP_BYTES);
+    cache[i].used = 1;
+    pthread_mutex_unlock(&cache_lock);
+}
+
+/* The daemon's answer for a's arguments into m (a was zeroed first: no stray
+ * bytes in the key). */
 static CUresult tmap_call(CUtensorMap *m, gpuos_tmap_args *a, const char *what)
 {
     NEED_INIT();
     unsigned char map[GPUOS_TMAP_BYTES];
-    CUresult r = map_rc(gpuos_tmap_encode(shim_proc.g, a, map), what);
-    if (r == CUDA_SUCCESS)
+    if (cache_find(a, map)) {
         memcpy(m, map, sizeof map);
+        return CUDA_SUCCESS;
+    }
+    CUresult r = map_rc(gpuos_tmap_encode(shim_proc.g, a, map), what);
+    if (r == CUDA_SUCCESS) {
+        cache_put(a, map);
+        memcpy(m, map, sizeof map);
+    }
     return r;
 }
 
@@ -97,7 +141,10 @@ E CUresult cuTensorMapReplaceAddress(CUtensorMap *m, void *addr)
 {
     if (!m)
         return CUDA_ERROR_INVALID_VALUE;
-    gpuos_tmap_args a = {.kind = GPUOS_TMAP_REPLACE, .addr = (uint64_t)(uintptr_t)addr};
+    gpuos_tmap_args a;
+    memset(&a, 0, sizeof a);
+    a.kind = GPUOS_TMAP_REPLACE;
+    a.addr = (uint64_t)(uintptr_t)addr;
     memcpy(a.map, m, sizeof a.map);
     return tmap_call(m, &a, "cuTensorMapReplaceAddress");
 }
