@@ -72,7 +72,8 @@ $(BUILD)/tests/cudashim_exports: tests/cudashim_exports.c $(SHIM)/libcuda.so.1
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $< -L$(SHIM) -lcuda -ldl $(LDLIBS)
 
-# A stand-in for NVIDIA's libcuda.so.1 where the shim opens it by path (real.c).
+# A stand-in for NVIDIA's libcuda.so.1 where the shim opens it by path (real.c,
+# under GPUOS_CUDASHIM_LT=real; t_cudashim.sh: never loaded otherwise).
 EXTRA_BINS += $(BUILD)/tests/fake_nvidia/libcuda.so.1
 $(BUILD)/tests/fake_nvidia/libcuda.so.1: tests/fake_nvidia_cuda.c
 	@mkdir -p $(dir $@)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* fake_nvidia_cuda.c: a stand-in for NVIDIA's libcuda.so.1 where gpuos's
- * libcuda opens it by path (GPUOS_REAL_LIBCUDA; src/cudashim/real.c), for
+ * libcuda opens it by path (GPUOS_REAL_LIBCUDA under GPUOS_CUDASHIM_LT=real;
+ * src/cudashim/real.c), for
  * tests/t_cudashim.sh on machines without a GPU. It has what the shim takes from
  * the real driver and behaves as the driver was traced to
  * (results/GPU-0db54fca-.../cutrace-2d173c6):
@@ -10,8 +11,7 @@
  *    seen on an H200 (0 1 .. 7 0 1 .., and 0 x8, 1 x8, ..: i mod (d+1) and
  *    i / (d+1) for its arguments c = 66 and d = 7) and, as the hardest case
  *    for the shim, refuses without a current context
- *    (CUDA_ERROR_INVALID_CONTEXT); every other slot answers 999;
- *  - cuTensorMapEncodeTiled writing its arguments into the map.
+ *    (CUDA_ERROR_INVALID_CONTEXT); every other slot answers 999.
  * Every slot call is recorded (fake_nvidia_calls) with its six integer
  * arguments and whether a context was current, for the test to read through
  * dlopen(RTLD_NOLOAD) of the same path. Any other table: CUDA_ERROR_NOT_FOUND. */
@@ -124,20 +124,5 @@ X CUresult cuGetExportTable(const void **t, const unsigned char *id)
     if (memcmp(id, lt_id, 16))
         return NOT_FOUND;
     *t = lt;
-    return OK;
-}
-X CUresult cuTensorMapEncodeTiled(uint64_t m[16], int type, unsigned rank, void *addr, const uint64_t *dim,
-                                  const uint64_t *strides, const unsigned *box, const unsigned *estrides, int il,
-                                  int sw, int l2, int oob)
-{
-    (void)strides, (void)box, (void)estrides;
-    if (!m || !rank || !dim)
-        return INVALID_VALUE;
-    memset(m, 0, 128);
-    m[0] = 0xfa4e;
-    m[1] = (uint64_t)(uintptr_t)addr;
-    m[2] = dim[0];
-    m[3] = (uint64_t)type << 32 | rank;
-    m[4] = (uint64_t)il << 48 | (uint64_t)sw << 32 | (uint64_t)l2 << 16 | (uint64_t)oob;
     return OK;
 }

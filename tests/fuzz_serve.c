@@ -235,6 +235,21 @@ static uint16_t valid(const struct sess *s, unsigned char *p, uint32_t *len)
         return GOS_MSG_MODULE_LOAD;
     }
     default:
+        if (rnd() % 3 == 0) { /* a tensor map (issue 43): kind and rank sometimes out of range */
+            gpuos_tmap_args m = {.kind = (uint32_t)(rnd() % 6), .dtype = (uint32_t)(rnd() % 17),
+                                 .rank = (uint32_t)(rnd() % 8), .addr = s->dptr & ~15ull, .pixels = 8,
+                                 .channels = 8};
+            for (int i = 0; i < GPUOS_TMAP_RANK_MAX; i++) {
+                m.dim[i] = 1 + rnd() % 64;
+                m.box[i] = 1 + (uint32_t)(rnd() % 8);
+                m.estride[i] = 1;
+                if (i < GPUOS_TMAP_RANK_MAX - 1)
+                    m.stride[i] = 16 * (1 + rnd() % 64);
+            }
+            memcpy(p, &m, sizeof m);
+            *len = sizeof m;
+            return GOS_MSG_TMAP_ENCODE;
+        }
         *len = 0;
         return rnd() % 2 ? GOS_MSG_SYNC : GOS_MSG_VGPU_INFO;
     }

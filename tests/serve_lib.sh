@@ -32,6 +32,23 @@ need_shim() {
 }
 fail() { echo "FAIL: $*"; [ -f "$T/serve.log" ] && sed 's/^/    serve: /' "$T/serve.log" | tail -20; exit 1; }
 
+# ISOLATIONS: the ways a device's executors run (a process per client, none: the
+# daemon itself, a process per vGPU shared by its clients); iso_conf NAME prints
+# the configuration lines of one, for a [device] section.
+ISOLATIONS="process none per-vgpu"
+iso_conf() {
+    case $1 in per-vgpu) printf 'isolation = process\nexecutor = per-vgpu' ;; *) printf 'isolation = %s' "$1" ;; esac
+}
+
+# start_sim_daemon MODE REST: start_daemon on the simulated device with the
+# executors of MODE (one of $ISOLATIONS); REST follows the [device 0] section.
+start_sim_daemon() {
+    start_daemon "[device 0]
+sim = default
+$(iso_conf "$1")
+$2"
+}
+
 # start_daemon CONFIG_BODY: writes $T/conf (socket line added) and waits for the socket.
 start_daemon() {
     { echo "socket = $T/s"; echo "$1"; } > "$T/conf"

@@ -18,12 +18,9 @@ set -u
 V="$B/tests/cudashim_vmm"
 need_shim
 
-for iso in "isolation = process" "isolation = none" "isolation = process
-executor = per-vgpu"; do
-    start_daemon "[device 0]
-sim = default
-$iso
-[vgpu a]
+for mode in $ISOLATIONS; do
+    iso=$(iso_conf "$mode")
+    start_sim_daemon "$mode" "[vgpu a]
 memory = 64M
 [vgpu b]
 memory = 32M"

@@ -72,10 +72,12 @@ memory = 1G
 [vgpu c]
 device = 1
 compute = 100
+cgroup = /user.slice/batch
 [vgpu d]
 device = 1
 compute = 10
-users = 1"
+users = 1, 2
+cgroup = /system.slice/slurmstepd.scope/job_4242 freezer:/slurm/uid_1/job_4242"
 grep -q "metrics on http://127.0.0.1:$PORT/metrics" "$T/serve.log" || fail "metrics endpoint not announced"
 # a second daemon on the same port: a clear error
 sed "s|^socket = .*|socket = $T/s2|" "$T/conf" > "$T/conf2"
@@ -94,6 +96,16 @@ A='gpu="0",vgpu="a"'; B='gpu="0",vgpu="b"'
 [ "$(m "gpuos_vgpu_faults_total{$A}")" = 0.0 ] || fail "faults"
 [ "$(m "gpuos_vgpu_busy_seconds_total{$B,engine=\"compute\"}")" = 0.0 ] || fail "busy before any work"
 [ "$(m "gpuos_vgpu_info{$A,policy=\"band\",queue=\"mrq\",state=\"active\"}")" = 1.0 ] || fail "info of a"
+# the job and user labels of every vGPU series (issue 43): the Slurm job id of a
+# cgroup = naming job_N, else the cgroup; the ids of users =; "" for neither
+[ "$(m "gpuos_vgpu_info{gpu=\"1\",vgpu=\"d\",job=\"4242\",user=\"1,2\"}")" = 1.0 ] || fail "job and user labels of d"
+[ "$(m "gpuos_vgpu_info{gpu=\"1\",vgpu=\"c\",job=\"/user.slice/batch\",user=\"\"}")" = 1.0 ] || fail "job label of c"
+[ "$(m "gpuos_vgpu_memory_quota_bytes{$A,job=\"\",user=\"\"}")" = 67108864.0 ] || fail "a's series without job and user"
+[ "$(m "gpuos_vgpu_queued_requests{gpu=\"1\",vgpu=\"d\",job=\"4242\",engine=\"copy\"}")" = 0.0 ] || fail "queued requests' job"
+$PY -c "
+import json, re, sys
+bad = [k for k in json.load(open('$T/m.json')) if k.startswith('gpuos_vgpu_') and not ('job=\"' in k and 'user=\"' in k)]
+sys.exit('series without job or user: %s' % bad[:3] if bad else 0)" || fail "a vGPU series without the job and user labels"
 # nothing queued while idle; a refused connection counted (issue 43.7)
 [ "$(m "gpuos_vgpu_queued_requests{$A,engine=\"compute\"}")" = 0.0 ] || fail "queued requests of an idle vGPU"
 [ "$(m "gpuos_connections_refused_total{}")" = 0.0 ] || fail "refused before any: $(m "gpuos_connections_refused_total{}")"

@@ -260,6 +260,78 @@ static void test_payload_rules(void **state)
  * protocol violation; sizes and addresses off the 2 MiB granularity, handle 0,
  * alignments that are not powers of two and ranges that wrap are argument
  * errors (CUDA_ERROR_INVALID_VALUE in the shim). */
+/* TMAP_ENCODE (issue 43): what the daemon refuses before any driver sees it. */
+static void test_tmap_rules(void **state)
+{
+    (void)state;
+    struct gos_msg_hdr h;
+    gpuos_tmap_args a = {.kind = GPUOS_TMAP_TILED, .dtype = 9, .rank = 2, .addr = 1ull << 20, .dim = {1024, 16},
+                         .stride = {2048}, .box = {64, 16}, .estride = {1, 1}};
+    gos_proto_hdr(&h, GOS_MSG_TMAP_ENCODE, 1, sizeof a - 8);
+    assert_int_equal(gos_proto_check_hdr(&h), GOS_EPROTO);
+    gos_proto_hdr(&h, GOS_MSG_TMAP_ENCODE, 1, sizeof a);
+    assert_int_equal(gos_proto_check(&h, &a), GOS_OK);
+    assert_int_equal(gos_proto_check_args(&h, &a), GOS_OK);
+    gpuos_tmap_args b = a;
+    b.rank = 6;
+    reject_arg(&h, &b, "tensor map of rank 6 (1..5)");
+    b.rank = 0;
+    reject_arg(&h, &b, "rank 0");
+    b = a;
+    b.kind = GPUOS_TMAP_IM2COL; /* rank 2: im2col needs 3..5 */
+    reject_arg(&h, &b, "rank 2 (3..5)");
+    b.rank = 3;
+    b.dim[2] = 4;
+    b.stride[1] = 4096;
+    b.estride[2] = 1;
+    reject_arg(&h, &b, "0 channels per pixel");
+    b.channels = 8;
+    b.pixels = 16;
+    assert_int_equal(gos_proto_check_args(&h, &b), GOS_OK);
+    b = a;
+    b.kind = 5;
+    reject_arg(&h, &b, "tensor map kind 5");
+    b = a;
+    b.addr += 8;
+    reject_arg(&h, &b, "not 16-byte aligned");
+    b = a;
+    b.interleave = 2;
+    b.addr += 16; /* 32-byte interleave: 32-byte aligned */
+    reject_arg(&h, &b, "not 16-byte aligned");
+    b = a;
+    b.stride[0] = 2056;
+    reject_arg(&h, &b, "stride 0 of 2056 bytes");
+    b = a;
+    b.dim[1] = (1ull << 32) + 1;
+    reject_arg(&h, &b, "dimension 1 of 4294967297");
+    b = a;
+    b.box[1] = 257;
+    reject_arg(&h, &b, "box 257");
+    b = a;
+    b.estride[0] = 0;
+    reject_arg(&h, &b, "element stride 0");
+    b = a;
+    b.oobfill = 2;
+    reject_arg(&h, &b, "OOB fill 2");
+    b = a;
+    b.dim[4] = 0; /* past the rank: not looked at */
+    b.box[3] = 999;
+    assert_int_equal(gos_proto_check_args(&h, &b), GOS_OK);
+    /* REPLACE: the map and an aligned address only */
+    b = (gpuos_tmap_args){.kind = GPUOS_TMAP_REPLACE, .rank = 77, .addr = 4096};
+    assert_int_equal(gos_proto_check_args(&h, &b), GOS_OK);
+    b.addr = 4100;
+    reject_arg(&h, &b, "not 16-byte aligned");
+    /* its reply: 128 bytes of map */
+    unsigned char rep[sizeof(struct gos_rep_hdr) + GPUOS_TMAP_BYTES] = {0};
+    struct gos_rep_hdr rh = {.status = 0, .req_type = GOS_MSG_TMAP_ENCODE};
+    memcpy(rep, &rh, sizeof rh);
+    gos_proto_hdr(&h, GOS_MSG_REPLY, 1, sizeof rep);
+    assert_int_equal(gos_proto_check(&h, rep), GOS_OK);
+    gos_proto_hdr(&h, GOS_MSG_REPLY, 1, sizeof rep - 1);
+    reject(&h, rep, "REPLY to TMAP_ENCODE has 127 body bytes, expected 128");
+}
+
 static void test_vmm_rules(void **state)
 {
     (void)state;
@@ -458,7 +530,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_header_bytes),     cmocka_unit_test(test_header_rules),
         cmocka_unit_test(test_payload_rules),    cmocka_unit_test(test_reply_rules),
-        cmocka_unit_test(test_vmm_rules),
+        cmocka_unit_test(test_vmm_rules),        cmocka_unit_test(test_tmap_rules),
         cmocka_unit_test(test_wire_roundtrip_with_fd), cmocka_unit_test(test_config),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -34,7 +34,7 @@ static const uint16_t types[] = {GOS_MSG_HELLO,       GOS_MSG_BYE,          GOS_
                                  GOS_MSG_REGION_ADD,  GOS_MSG_REGION_DEL,   GOS_MSG_COPY,        GOS_MSG_MODULE_LOAD,
                                  GOS_MSG_MODULE_UNLOAD, GOS_MSG_FUNC_GET,   GOS_MSG_LAUNCH,      GOS_MSG_SYNC,
                                  GOS_MSG_DEVICE_INFO, GOS_MSG_VGPU_INFO,    GOS_MSG_ADMIN_LIST,  GOS_MSG_ADMIN_SET,
-                                 GOS_MSG_MODULE_GLOBAL, GOS_MSG_REPLY};
+                                 GOS_MSG_MODULE_GLOBAL, GOS_MSG_TMAP_ENCODE, GOS_MSG_REPLY};
 #define NT (sizeof types / sizeof types[0])
 
 /* A plausible seed message of type t into p; returns its length. */
@@ -57,6 +57,12 @@ static uint32_t seed(uint16_t t, unsigned char *p)
         struct gos_msg_launch m = {.func = 1, .grid = {2, 1, 1}, .block = {32, 1, 1}, .param_bytes = 8};
         memcpy(p, &m, sizeof m);
         return sizeof m + 8;
+    }
+    case GOS_MSG_TMAP_ENCODE: {
+        gpuos_tmap_args a = {.kind = GPUOS_TMAP_TILED, .dtype = 9, .rank = 2, .addr = 4096, .dim = {64, 8},
+                             .stride = {128}, .box = {8, 8}, .estride = {1, 1}};
+        memcpy(p, &a, sizeof a);
+        return sizeof a;
     }
     case GOS_MSG_REPLY: {
         struct gos_rep_hdr r = {.status = GOS_EINVAL, .req_type = GOS_MSG_COPY, .text_len = 4};
@@ -103,6 +109,13 @@ static void invariants(const struct gos_msg_hdr *h, const unsigned char *p)
     case GOS_MSG_MODULE_GLOBAL:
         assert_non_null(memchr(((const struct gos_msg_func_get *)p)->name, 0, GOS_FUNC_NAME_MAX));
         break;
+    case GOS_MSG_TMAP_ENCODE: { /* what the encoders index by: kind and rank in bounds */
+        const gpuos_tmap_args *a = (const void *)p;
+        assert_true(a->kind >= GPUOS_TMAP_TILED && a->kind <= GPUOS_TMAP_REPLACE);
+        if (a->kind != GPUOS_TMAP_REPLACE)
+            assert_true(a->rank >= 1 && a->rank <= GPUOS_TMAP_RANK_MAX);
+        break;
+    }
     default:
         break;
     }

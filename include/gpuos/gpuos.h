@@ -193,6 +193,37 @@ int gpuos_vgpu_info(gpuos_vgpu *g, gpuos_vgpu_facts *out);
 #define GPUOS_ATTR_CLUSTERS 224
 #define GPUOS_ATTR_CLUSTERS_MAX 32
 int gpuos_device_attributes(gpuos_vgpu *g, int32_t *value, unsigned char *valid, int n);
+
+/* Tensor maps (TMA descriptors: CUDA's cuTensorMapEncodeTiled, ...Im2col,
+ * ...Im2colWide, cuTensorMapReplaceAddress), encoded by the daemon's device
+ * (the daemon's or the client's executor's driver; issue 43), so that no
+ * process of a tenant needs NVIDIA's libcuda or the device nodes. The numbers
+ * are CUDA's (CUtensorMapDataType, CUtensorMapInterleave, ...); arrays past
+ * rank are ignored. The map is GPUOS_TMAP_BYTES bytes in the driver's own
+ * format (the simulated device: a deterministic packing, docs/readme-cudashim.md).
+ * GPUOS_EINVAL for arguments the driver refuses (rank outside 1..5, im2col
+ * outside 3..5, an unknown kind or enum, a misaligned address or stride). */
+enum { GPUOS_TMAP_TILED = 1, GPUOS_TMAP_IM2COL, GPUOS_TMAP_IM2COL_WIDE, GPUOS_TMAP_REPLACE };
+#define GPUOS_TMAP_RANK_MAX 5
+#define GPUOS_TMAP_BYTES 128
+typedef struct {
+    uint32_t kind;     /* GPUOS_TMAP_* */
+    uint32_t dtype;    /* CUtensorMapDataType */
+    uint32_t rank;     /* 1..5 (im2col: 3..5) */
+    uint32_t interleave, swizzle, l2promotion, oobfill; /* CUtensorMap* enums */
+    uint32_t wide_mode; /* IM2COL_WIDE: CUtensorMapIm2ColWideMode */
+    uint32_t channels, pixels; /* IM2COL(_WIDE): channels per pixel, pixels per column */
+    uint64_t addr;     /* the tensor's device address (REPLACE: the new one) */
+    uint64_t dim[GPUOS_TMAP_RANK_MAX];        /* globalDim */
+    uint64_t stride[GPUOS_TMAP_RANK_MAX - 1]; /* globalStrides (bytes), rank - 1 of them */
+    uint32_t box[GPUOS_TMAP_RANK_MAX];        /* TILED: boxDim */
+    uint32_t estride[GPUOS_TMAP_RANK_MAX];    /* elementStrides */
+    int32_t lower[GPUOS_TMAP_RANK_MAX - 2];   /* IM2COL: pixelBoxLowerCorner (rank - 2); WIDE: lower[0] */
+    int32_t upper[GPUOS_TMAP_RANK_MAX - 2];   /* IM2COL: pixelBoxUpperCorner; WIDE: upper[0] */
+    unsigned char map[GPUOS_TMAP_BYTES];      /* REPLACE: the map whose address changes */
+} gpuos_tmap_args;
+int gpuos_tmap_encode(gpuos_vgpu *g, const gpuos_tmap_args *a, void *map);
+
 /* Memory of this vGPU: used and quota (its share), and the device total. */
 int gpuos_mem_info(gpuos_vgpu *g, uint64_t *used, uint64_t *quota, uint64_t *total);
 

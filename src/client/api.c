@@ -244,6 +244,15 @@ int gpuos_device_attributes(gpuos_vgpu *g, int32_t *value, unsigned char *valid,
     LOCKED(g, device_attributes(g, value, valid, n));
 }
 
+/* A tensor map by the daemon's device (TMAP_ENCODE): its arguments travel as
+ * they are (the daemon checks them), the map comes back. */
+int gpuos_tmap_encode(gpuos_vgpu *g, const gpuos_tmap_args *a, void *map)
+{
+    if (!a || !map)
+        return gos_fail(GOS_EINVAL, "gpuos_tmap_encode: missing argument or map");
+    LOCKED(g, gcl_call(g, GOS_MSG_TMAP_ENCODE, a, sizeof *a, -1, map, GPUOS_TMAP_BYTES));
+}
+
 static int vgpu_info(gpuos_vgpu *g, gpuos_vgpu_facts *o)
 {
     struct gos_vgpu_rec r;

@@ -57,13 +57,16 @@
  * backtrace; 2, also every attribute, occupancy and limit it asks, with the
  * value answered. */
 #define GOS_ENV_CUDASHIM_TRACE "GPUOS_CUDASHIM_TRACE"
-/* shim: the real driver's libcuda.so.1, opened by path for answers that need no
- * device work (src/cudashim/real.c: tensor-map encoders, cuBLASLt's private
- * table {1734dc26-...}); default: the usual driver folders. A path set here
- * that does not open means no real library (the others are not tried). */
+/* shim: the real driver's libcuda.so.1, opened by path only under
+ * GPUOS_CUDASHIM_LT=real (src/cudashim/real.c: cuBLASLt's private table
+ * {1734dc26-...}); default: the usual driver folders. A path set here that does
+ * not open means no real library (the others are not tried). */
 #define GOS_ENV_REAL_LIBCUDA "GPUOS_REAL_LIBCUDA"
-/* shim: "stub" answers cuBLASLt's private table {1734dc26-...} with named stubs
- * (CUDA_ERROR_NOT_SUPPORTED) instead of NVIDIA's slots (exports.c). */
+/* shim: "real" answers cuBLASLt's private table {1734dc26-...} with NVIDIA's
+ * slots, from NVIDIA's libcuda.so.1 opened and initialised in the program's
+ * process (it needs the device nodes open to the tenant: not for a locked-down
+ * node); anything else, the default, named stubs (CUDA_ERROR_NOT_SUPPORTED;
+ * exports.c, issue 43). */
 #define GOS_ENV_CUDASHIM_LT "GPUOS_CUDASHIM_LT"
 /* shim: the kernel driver's version file that libnvidia-ml.so.1's
  * nvmlSystemGetDriverVersion reads (default: /proc/driver/nvidia/version). */

@@ -209,8 +209,8 @@ CUresult shim_func_resolve(struct CUfunc_st *f);
 CUresult shim_launch(CUfunction f, const unsigned grid[3], const unsigned block[3], const unsigned cluster[3],
                      unsigned smem, CUstream s, void **params, void **extra);
 
-/* real.c: NVIDIA's own libcuda.so.1 in this process (opened by path, cuInit,
- * no context): one of its functions (NULL without it); its primary context
+/* real.c: NVIDIA's own libcuda.so.1 in this process, under GPUOS_CUDASHIM_LT=real
+ * only (opened by path, cuInit, no context): one of its functions (NULL without it); its primary context
  * pushed on this thread for an answer that wants one (1: pushed); popped; a
  * private table of its (NULL: none, or refused). */
 void *shim_real_fn(const char *name);

@@ -24,8 +24,9 @@
  *   CTX_LOCAL_STORE  {c693336e-...}  put / delete / get per (context, key)
  *   CTX_CHECKS       {263e8860-...}  always "nothing to report"
  *   CUBLASLT_PRIVATE {1734dc26-...}  16 slots cuBLASLt asks for before its
- *                                    heuristics: NVIDIA's own, handed on (real.c),
- *                                    else named stubs
+ *                                    heuristics: named stubs; NVIDIA's own,
+ *                                    handed on (real.c), only with
+ *                                    GPUOS_CUDASHIM_LT=real
  *   INTEGRITY        {d4082055-...}  HMAC-MD2 (RFC 1319 / RFC 2104) over the
  *                                    process, the tables and the devices, which
  *                                    the runtime recomputes and compares
@@ -502,12 +503,16 @@ SHIM_EXPORT void gpuos_shim_md2(const void *msg, size_t n, unsigned char out[16]
  * refused table made cuBLASLt dereference it anyway), the product runs, at
  * 0.89-0.99 x native on H200s, never above 761 TFLOP/s where native reaches 805.
  *
- * The answers depend on nothing of the program's: each slot hands its
+ * So the named stubs are the default (issue 43): NVIDIA's table lives in
+ * NVIDIA's libcuda.so.1, which would have to be opened and initialised (cuInit
+ * opens /dev/nvidiactl and the GPU's node) in the tenant's process, the very
+ * nodes a locked-down node closes to tenants. An operator who leaves the nodes
+ * open may opt in with GPUOS_CUDASHIM_LT=real: each slot then hands its
  * arguments on to the same slot of NVIDIA's own table, from NVIDIA's
  * libcuda.so.1 in this process (real.c), with NVIDIA's primary context current
  * only if a slot refuses without one. Six integer arguments are handed on (the
- * traces show four, integers and pointers). Without the real library, or with
- * GPUOS_CUDASHIM_LT=stub, each slot is the named stub it was. */
+ * traces show four, integers and pointers). Without the real library each
+ * slot stays the named stub. */
 typedef CUresult (*lt_fn)(uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t);
 
 static const slot *lt_real;
@@ -518,8 +523,8 @@ static void lt_find(void)
     static const unsigned char id[16] = {0x17, 0x34, 0xdc, 0x26, 0x80, 0x0d, 0x47, 0x45,
                                          0x87, 0x26, 0xc0, 0xf1, 0xe7, 0xdd, 0x8b, 0xca};
     const char *mode = gos_env(GOS_ENV_CUDASHIM_LT);
-    if (mode && !strcmp(mode, "stub")) {
-        traced("{" LT_ID "}: named stubs (" GOS_ENV_CUDASHIM_LT "=stub)");
+    if (!mode || strcmp(mode, "real")) {
+        traced("{" LT_ID "}: named stubs (NVIDIA's table only with " GOS_ENV_CUDASHIM_LT "=real)");
         return;
     }
     const slot *t = shim_real_export_table(id);

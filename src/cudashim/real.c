@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* real.c: NVIDIA's own libcuda.so.1 inside the CUDA program's process, for the
- * few answers that only it can compute and that need no device work: tensor
- * maps (tmap.c) and the private table cuBLASLt consults before choosing a
- * kernel (exports.c). Nothing here runs on the GPU or holds a program's
- * memory: the program's work goes through the daemon as everywhere else.
+/* real.c: NVIDIA's own libcuda.so.1 inside the CUDA program's process, only
+ * when the operator opts in with GPUOS_CUDASHIM_LT=real: for the private table
+ * cuBLASLt consults before choosing a kernel (exports.c). By default nothing
+ * calls here (issue 43: cuInit opens /dev/nvidiactl and the GPU's node, which a
+ * locked-down node closes to tenants; tensor maps are the daemon's, tmap.c).
+ * Nothing here runs on the GPU or holds a program's memory: the program's work
+ * goes through the daemon as everywhere else.
  *
  * The library is opened by path ($GPUOS_REAL_LIBCUDA, else the usual driver
  * folders), never by name (that would find gpuos's own), and initialised with

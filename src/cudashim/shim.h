@@ -3,8 +3,9 @@
  *
  * The library is loaded by unmodified CUDA programs instead of NVIDIA's libcuda
  * and carries every Driver API call out through libgpuos (include/gpuos/gpuos.h)
- * on a virtual GPU of a running `gpuos serve`. It loads NVIDIA's driver only for
- * what that computes without a device or context (tensor maps, tmap.c).
+ * on a virtual GPU of a running `gpuos serve`. It never loads NVIDIA's driver
+ * (tensor maps are the daemon's, tmap.c), unless the operator opts in with
+ * GPUOS_CUDASHIM_LT=real for cuBLASLt's private table (real.c, exports.c).
  * This header has no CUDA types: image.c and procaddr.c are compiled without
  * cuda.h (the generated stubs have no prototypes). */
 #ifndef GOS_CUDASHIM_H

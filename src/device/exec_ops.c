@@ -276,3 +276,13 @@ int gos_exec_device_attributes(gos_device *d, int32_t *value, uint8_t *valid, in
         return gos_dev_missing(d, "device attributes");
     return d->ops->exec->device_attributes(d, value, valid, n);
 }
+
+int gos_exec_tmap_encode(gos_device *d, const gpuos_tmap_args *a, void *map)
+{
+    NEED(d, tmap_encode, "tensor maps");
+    NONNULL(a && map, "tensor map arguments or result");
+    if (a->kind < GPUOS_TMAP_TILED || a->kind > GPUOS_TMAP_REPLACE ||
+        (a->kind != GPUOS_TMAP_REPLACE && (a->rank < 1 || a->rank > GPUOS_TMAP_RANK_MAX)))
+        return gos_fail(GOS_EINVAL, "tensor map kind %u, rank %u", (unsigned)a->kind, (unsigned)a->rank);
+    return EXEC(d)->tmap_encode(d, a, map);
+}

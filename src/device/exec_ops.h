@@ -18,6 +18,7 @@
 #define GOS_EXEC_OPS_H
 
 #include "device/device.h"
+#include "gpuos/gpuos.h" /* gpuos_tmap_args */
 
 #include <stddef.h>
 #include <stdint.h>
@@ -115,6 +116,13 @@ struct gos_exec_ops {
     /* Optional: every device attribute by number (1..n-1): value[a], valid[a] = 1
      * when the device answers attribute a (gpuos's libcuda, issue 11). */
     int (*device_attributes)(gos_device *d, int32_t *value, uint8_t *valid, int n);
+    /* Optional: a tensor map (TMA descriptor) of a's arguments into map
+     * (GPUOS_TMAP_BYTES; for GPUOS_TMAP_REPLACE a->map with its address
+     * replaced), as the driver's cuTensorMapEncode* answers (issue 43: the
+     * tenant's process needs no driver of its own). The arguments were checked
+     * (proto.c); the wrapper checks kind and rank again, the arrays' bounds.
+     * GOS_EINVAL where the driver refuses them. */
+    int (*tmap_encode)(gos_device *d, const gpuos_tmap_args *a, void *map);
 };
 
 /* Checked wrappers for callers above the device layer (exec_ops.c): one per
@@ -163,5 +171,6 @@ int gos_exec_launch_ranges(gos_device *d, void *fn, const struct gos_launch_cfg 
                            int *n);
 void gos_exec_abandon(gos_device *d);
 int gos_exec_device_attributes(gos_device *d, int32_t *value, uint8_t *valid, int n);
+int gos_exec_tmap_encode(gos_device *d, const gpuos_tmap_args *a, void *map);
 
 #endif

@@ -186,6 +186,16 @@ static int h_module_global(struct xe *x, const struct x_hdr *h, void *p, int fd)
     return xe_answer(x, h->type, rc, 0, &r, sizeof r);
 }
 
+/* A tensor map (issue 43): the daemon checked the arguments (proto.c). */
+static int h_tmap_encode(struct xe *x, const struct x_hdr *h, void *p, int fd)
+{
+    gpuos_tmap_args a;
+    struct gos_rep_tmap r;
+    memcpy(&a, p, sizeof a);
+    int rc = gos_exec_tmap_encode(x->dev, &a, r.map);
+    return xe_answer(x, h->type, rc, 0, &r, sizeof r);
+}
+
 static int h_shm_new(struct xe *x, const struct x_hdr *h, void *p, int fd)
 {
     int sfd = -1, rc = xe_shm_new(x, u64_at(p), &sfd);
@@ -340,6 +350,7 @@ static const struct xe_msg {
     {X_MODULE_UNLOAD, 4, 0, h_module_unload},
     {X_FUNCTION, sizeof(struct x_function), 0, h_function},
     {X_MODULE_GLOBAL, sizeof(struct x_function), 0, h_module_global},
+    {X_TMAP_ENCODE, sizeof(gpuos_tmap_args), 0, h_tmap_encode},
     {X_SHM_NEW, 8, 0, h_shm_new},
     {X_SHM_MAP, 8, X_TAKES_FD, h_shm_map},
     {X_SHM_UNMAP, 8, 0, h_release},

@@ -15,6 +15,7 @@ _Static_assert(sizeof(struct gos_msg_launch) == 64, "launch layout");
 _Static_assert(sizeof(struct gos_msg_module_load) == 88, "module layout");
 _Static_assert(sizeof(struct gos_vgpu_rec) == 272, "vgpu record layout (issue 9: faults, isolation; issue 10: resident, swapped, evictions, restores; issue 42: swap_turns, swap_ns)");
 _Static_assert(sizeof(struct gos_rep_device_info) == 256, "device info layout");
+_Static_assert(sizeof(gpuos_tmap_args) == 312, "tensor map request layout");
 _Static_assert(sizeof(struct gos_rep_hdr) == 8, "reply header layout");
 _Static_assert(sizeof(struct gos_shm_rec) == 120, "shm record layout");
 _Static_assert(sizeof(struct gos_msg_vmm_map) == 24 && sizeof(struct gos_msg_vmm_access) == 24, "vmm layouts");
@@ -52,6 +53,7 @@ static const struct {
     {GOS_MSG_DEVICE_INFO, "DEVICE_INFO", 0, sizeof(struct gos_rep_device_info)},
     {GOS_MSG_VGPU_INFO, "VGPU_INFO", 0, sizeof(struct gos_vgpu_rec)},
     {GOS_MSG_DEVICE_ATTRS, "DEVICE_ATTRS", 0, sizeof(struct gos_rep_device_attrs)},
+    {GOS_MSG_TMAP_ENCODE, "TMAP_ENCODE", sizeof(gpuos_tmap_args), sizeof(struct gos_rep_tmap)},
     {GOS_MSG_ADMIN_LIST, "ADMIN_LIST", 0, -1},
     {GOS_MSG_ADMIN_SET, "ADMIN_SET", sizeof(struct gos_msg_admin_set), 0},
     {GOS_MSG_ADMIN_SHM_LIST, "ADMIN_SHM_LIST", 0, -1},
@@ -319,6 +321,47 @@ static int check_dims(const uint32_t v[3], const char *what, int allow_zero)
     return GOS_OK;
 }
 
+/* A tensor map's arguments, as the CUDA 13 driver documents them for
+ * cuTensorMapEncode*: what no driver (nor the simulated encoder) may be
+ * handed. Corner offsets are left to the driver: no array depends on them. */
+static int check_tmap(const gpuos_tmap_args *a)
+{
+    if (a->kind < GPUOS_TMAP_TILED || a->kind > GPUOS_TMAP_REPLACE)
+        return gos_fail(GOS_EINVAL, "tensor map kind %u (tiled 1, im2col 2, im2col wide 3, replace 4)",
+                        (unsigned)a->kind);
+    if (a->addr % (a->kind != GPUOS_TMAP_REPLACE && a->interleave == 2 ? 32 : 16))
+        return gos_fail(GOS_EINVAL, "tensor map address 0x%llx is not 16-byte aligned (32 with 32-byte interleave)",
+                        (unsigned long long)a->addr);
+    if (a->kind == GPUOS_TMAP_REPLACE)
+        return GOS_OK;
+    uint32_t lo = a->kind == GPUOS_TMAP_TILED ? 1 : 3;
+    if (a->rank < lo || a->rank > GPUOS_TMAP_RANK_MAX)
+        return gos_fail(GOS_EINVAL, "tensor map of rank %u (%u..%d)", (unsigned)a->rank, (unsigned)lo,
+                        GPUOS_TMAP_RANK_MAX);
+    if (a->dtype > 15 || a->interleave > 2 || a->swizzle > 6 || a->l2promotion > 3 || a->oobfill > 1 ||
+        a->wide_mode > 1)
+        return gos_fail(GOS_EINVAL, "tensor map: data type %u, interleave %u, swizzle %u, L2 promotion %u, "
+                                    "OOB fill %u or wide mode %u unknown", (unsigned)a->dtype,
+                        (unsigned)a->interleave, (unsigned)a->swizzle, (unsigned)a->l2promotion,
+                        (unsigned)a->oobfill, (unsigned)a->wide_mode);
+    for (uint32_t i = 0; i < a->rank; i++) {
+        if (!a->dim[i] || a->dim[i] > (1ull << 32))
+            return gos_fail(GOS_EINVAL, "tensor map dimension %u of %llu (1..2^32)", (unsigned)i,
+                            (unsigned long long)a->dim[i]);
+        if (i + 1 < a->rank && (a->stride[i] % 16 || a->stride[i] >= (1ull << 40)))
+            return gos_fail(GOS_EINVAL, "tensor map stride %u of %llu bytes (a multiple of 16 below 2^40)",
+                            (unsigned)i, (unsigned long long)a->stride[i]);
+        if ((a->kind == GPUOS_TMAP_TILED && (!a->box[i] || a->box[i] > 256)) || !a->estride[i] ||
+            a->estride[i] > 8)
+            return gos_fail(GOS_EINVAL, "tensor map box %u or element stride %u of dimension %u (1..256, 1..8)",
+                            (unsigned)a->box[i], (unsigned)a->estride[i], (unsigned)i);
+    }
+    if (a->kind != GPUOS_TMAP_TILED && (!a->channels || a->channels > 256 || !a->pixels || a->pixels > 1024))
+        return gos_fail(GOS_EINVAL, "im2col tensor map of %u channels per pixel, %u pixels per column (1..256, "
+                                    "1..1024)", (unsigned)a->channels, (unsigned)a->pixels);
+    return GOS_OK;
+}
+
 int gos_proto_check_args(const struct gos_msg_hdr *h, const void *payload)
 {
     int rc;
@@ -396,6 +439,8 @@ int gos_proto_check_args(const struct gos_msg_hdr *h, const void *payload)
         const struct gos_msg_vmm_access *m = payload;
         return check_vmm_range("set access", &m->va, m->bytes);
     }
+    case GOS_MSG_TMAP_ENCODE:
+        return check_tmap(payload);
     case GOS_MSG_PMEM_CHECK: {
         const struct gos_msg_pmem_check *m = payload;
         if (m->samples < 1 || m->samples > 8)

@@ -22,11 +22,13 @@
 #ifndef GOS_PROTO_H
 #define GOS_PROTO_H
 
+#include "gpuos/gpuos.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
 /* Bump this if any of the messages, structs or constants below change. */
-#define GOS_PROTOCOL_VERSION 8 /* 2: kernel names up to 4095 characters (C++ mangled names); 3: one gos_op_kind (a COPY's dir from 1); 4: VMM_*; 5: REGION_ADD's addr; 6: ring GATE entries; 7: the vgpu record's latency_ms; 8: its swap_turns, swap_ns */
+#define GOS_PROTOCOL_VERSION 9 /* 2: kernel names up to 4095 characters (C++ mangled names); 3: one gos_op_kind (a COPY's dir from 1); 4: VMM_*; 5: REGION_ADD's addr; 6: ring GATE entries; 7: the vgpu record's latency_ms; 8: its swap_turns, swap_ns; 9: TMAP_ENCODE */
 /* Where clients and `gpuos serve` meet when neither --socket, the configuration
  * file's socket = nor $GPUOS_SOCKET says otherwise (the systemd unit's
  * RuntimeDirectory=gpuos). */
@@ -71,6 +73,7 @@ enum gos_msg_type {
     GOS_MSG_DEVICE_INFO = 600,
     GOS_MSG_VGPU_INFO = 601,
     GOS_MSG_DEVICE_ATTRS = 602, /* every cuDeviceGetAttribute value (gpuos's libcuda) */
+    GOS_MSG_TMAP_ENCODE = 610,  /* gpuos_tmap_args -> struct gos_rep_tmap (a tensor map; serve/tmap.c) */
     /* administration (gpuos vgpu) */
     GOS_MSG_ADMIN_LIST = 700,
     GOS_MSG_ADMIN_SET = 701,
@@ -280,6 +283,14 @@ struct gos_rep_device_info {
 struct gos_rep_device_attrs {
     int32_t value[GOS_DEVICE_ATTRS_MAX];
     uint8_t valid[GOS_DEVICE_ATTRS_MAX];
+};
+
+/* TMAP_ENCODE (issue 43): the request is gpuos_tmap_args (include/gpuos/gpuos.h,
+ * one struct from the client to the driver call), checked by
+ * gos_proto_check_args (kind, rank, every enum, alignment and range the driver
+ * documents) before any driver sees it; the answer is the map's 128 bytes. */
+struct gos_rep_tmap {
+    uint8_t map[GPUOS_TMAP_BYTES];
 };
 
 /* One vGPU's runtime view (VGPU_INFO answers the caller's; ADMIN_LIST all). */

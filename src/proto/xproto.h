@@ -89,6 +89,9 @@ enum {
      * page-locks those chunks between its other messages, so that its first
      * eviction finds them locked */
     X_POOL_PIN,
+    /* a tensor map by this executor's device (issue 43; device/exec_ops.h
+     * tmap_encode): gpuos_tmap_args, checked by the daemon -> struct gos_rep_tmap */
+    X_TMAP_ENCODE,
 };
 
 struct x_vmm {

@@ -24,6 +24,7 @@
 #include "serve/vgpu.h"
 #include "serve/metrics.h"
 #include "serve/state.h"
+#include "serve/tmap.h"
 #include "serve/reply.h"
 #include "common/log.h"
 #include "common/clock.h"
@@ -790,6 +791,7 @@ static const struct msg_entry msg_table[] = {
     {GOS_MSG_SYNC, MF_DEVICE, msg_sync},
     {GOS_MSG_DEVICE_INFO, 0, msg_device_info},
     {GOS_MSG_DEVICE_ATTRS, 0, msg_device_attrs},
+    {GOS_MSG_TMAP_ENCODE, MF_DEVICE | MF_EXEC_LOSS, srv_msg_tmap_encode},
     {GOS_MSG_VGPU_INFO, 0, srv_msg_vgpu_info},
     {GOS_MSG_ADMIN_LIST, MF_BEFORE_HELLO, srv_msg_admin_list},
     {GOS_MSG_ADMIN_SET, MF_BEFORE_HELLO, srv_msg_admin_set},

@@ -10,8 +10,12 @@
  *
  * Every device's series carry dcgm-exporter's labels of that GPU (gpu, UUID,
  * device = nvidia<gpu>, modelName, Hostname), so that they join its DCGM_FI_*
- * series on the same node; vGPU series add vgpu.
- * Per vGPU (labels vgpu and the device's; engine = compute | copy where it applies):
+ * series on the same node; vGPU series add vgpu, job (the Slurm job id its
+ * cgroup = names, job_N, else that cgroup as written; "" for a vGPU bound to
+ * none) and user (the user ids of its users =, comma separated; "" for one any
+ * user of the socket may open; ids, not names: no name service is asked under
+ * the daemon's lock). Issue 43.
+ * Per vGPU (labels vgpu, job, user and the device's; engine = compute | copy where it applies):
  *   gpuos_vgpu_info{policy,queue,state}      1; state active | removed
  *   gpuos_vgpu_share_ratio                   assigned share (0.6 = 60 %)
  *   gpuos_vgpu_utilization_ratio             GPU time over the last period
@@ -140,6 +144,32 @@ static const char *dev_labels(struct srv *s, int i, char *out, size_t n)
     return out;
 }
 
+/* The job a cgroup = list names: the N of its first component job_N, else the
+ * list as written ("" unbound). */
+static void job_of(const char *cg, char *out, size_t n)
+{
+    for (const char *p = strstr(cg, "/job_"); p; p = strstr(p + 1, "/job_")) {
+        size_t k = strspn(p + 5, "0123456789");
+        if (k && (p[5 + k] == 0 || p[5 + k] == '/' || p[5 + k] == ' ')) {
+            snprintf(out, n, "%.*s", (int)k, p + 5);
+            return;
+        }
+    }
+    snprintf(out, n, "%s", cg);
+}
+
+/* Every per-vGPU series' labels: vgpu, the device's, job, user (above). */
+static const char *vgpu_labels(struct srv *s, const struct srv_vgpu *g, char *out, size_t n)
+{
+    char name[256], dev[1200], job[GOS_SERVE_CGROUP_MAX], jobe[2 * GOS_SERVE_CGROUP_MAX], users[400] = "";
+    job_of(g->cfg.cgroup, job, sizeof job);
+    for (int i = 0, k = 0; i < g->cfg.n_users && k < (int)sizeof users - 12; i++)
+        k += snprintf(users + k, sizeof users - (size_t)k, "%s%u", i ? "," : "", (unsigned)g->cfg.users[i]);
+    snprintf(out, n, "vgpu=\"%s\",%s,job=\"%s\",user=\"%s\"", esc(g->cfg.name, name, sizeof name),
+             dev_labels(s, g->cfg.device, dev, sizeof dev), esc(job, jobe, sizeof jobe), users);
+    return out;
+}
+
 static const gos_chip *chip_of(struct srv *s, int i)
 {
     return s->chips[i] ? s->chips[i] : s->devs[i].dev ? s->devs[i].dev->chip : NULL;
@@ -241,7 +271,7 @@ static void dev_sample(struct buf *b, int f, const struct srv_dev *d)
  * engine (a ring that wants a grant counts one). */
 static void queue_family(struct buf *b, struct srv *s, const int *listed, int n)
 {
-    char l1[1200], l2[256];
+    char l1[2400];
     family(b, "gpuos_vgpu_queued_requests", "gauge",
            "Requests of the vGPU waiting for its device's engine (a ring waiting for a grant counts one).");
     for (int i = 0; i < n; i++) {
@@ -250,9 +280,8 @@ static void queue_family(struct buf *b, struct srv *s, const int *listed, int n)
         if (gos_sched_vgpu_stats_get(s->devs[g->cfg.device].sched, g->id, gos_now_ns(), &st))
             continue;
         for (int e = 0; e < 2; e++)
-            put(b, "gpuos_vgpu_queued_requests{vgpu=\"%s\",%s,engine=\"%s\"} %u\n", esc(g->cfg.name, l2, sizeof l2),
-                dev_labels(s, g->cfg.device, l1, sizeof l1), e ? "copy" : "compute",
-                (unsigned)(e ? st.copy_queued : st.compute_queued));
+            put(b, "gpuos_vgpu_queued_requests{%s,engine=\"%s\"} %u\n", vgpu_labels(s, g, l1, sizeof l1),
+                e ? "copy" : "compute", (unsigned)(e ? st.copy_queued : st.compute_queued));
     }
 }
 
@@ -364,7 +393,7 @@ void srv_vgpu_record(struct srv *s, int v, struct gos_vgpu_rec *r)
 char *srv_metrics_text(struct srv *s, size_t *len)
 {
     struct buf b = {0};
-    char l1[1200], l2[256], l3[256], l4[128];
+    char l1[1200], l2[256], l3[256], l4[128], lab[2400];
     static struct gos_vgpu_rec recs[GOS_MAX_VGPUS]; /* under the lock */
     int listed[GOS_MAX_VGPUS], n = 0;
     for (int v = 0; v < s->n_vgpus; v++)
@@ -375,19 +404,15 @@ char *srv_metrics_text(struct srv *s, size_t *len)
     family(&b, "gpuos_vgpu_info", "gauge", "A virtual GPU (state: active, or removed at a reload with clients left).");
     for (int i = 0; i < n; i++) {
         struct srv_vgpu *g = &s->vgpus[listed[i]];
-        put(&b, "gpuos_vgpu_info{vgpu=\"%s\",%s,policy=\"%s\",queue=\"%s\",state=\"%s\"} 1\n",
-            esc(g->cfg.name, l2, sizeof l2), dev_labels(s, g->cfg.device, l1, sizeof l1),
-            esc(recs[i].policy, l3, sizeof l3), esc(recs[i].queue, l4, sizeof l4),
+        put(&b, "gpuos_vgpu_info{%s,policy=\"%s\",queue=\"%s\",state=\"%s\"} 1\n",
+            vgpu_labels(s, g, lab, sizeof lab), esc(recs[i].policy, l3, sizeof l3), esc(recs[i].queue, l4, sizeof l4),
             g->removed ? "removed" : "active");
     }
     for (int f = 0; f < F_N; f++) {
         family(&b, vfam[f].name, vfam[f].type, vfam[f].help);
         for (int i = 0; i < n; i++) {
             struct srv_vgpu *g = &s->vgpus[listed[i]];
-            char lab[1600];
-            snprintf(lab, sizeof lab, "vgpu=\"%s\",%s", esc(g->cfg.name, l2, sizeof l2),
-                     dev_labels(s, g->cfg.device, l1, sizeof l1));
-            vgpu_sample(&b, f, &recs[i], g->faults, lab);
+            vgpu_sample(&b, f, &recs[i], g->faults, vgpu_labels(s, g, lab, sizeof lab));
         }
     }
     queue_family(&b, s, listed, n);

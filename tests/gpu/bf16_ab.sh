@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # tests/gpu/bf16_ab.sh: PyTorch's bf16 8192^3 product natively and under `gpuos
 # run` on a 70 % vGPU (isolation = process), with cuBLASLt's private table
-# {1734dc26-...} handed on to NVIDIA's (the default) and answered by named
-# stubs (GPUOS_CUDASHIM_LT=stub), round-robin (issue 21: the product at 0.94-0.99
-# x native with the stubs). Device machine, repository root, build/ present.
+# {1734dc26-...} handed on to NVIDIA's (GPUOS_CUDASHIM_LT=real, the way "gpuos")
+# and answered by named stubs (the default since issue 43, the way "stub"),
+# round-robin (issue 21: the product at 0.94-0.99 x native with the stubs). Device machine, repository root, build/ present.
 #   BF_ROUNDS=3           rounds of native, gpuos, gpuos with stubs
 #   FW_MATMUL_REPS=200    products per timed window (fw_torch.py matmul)
 # First, one product each way with CUBLASLT_LOG_LEVEL=5: the algorithm cuBLASLt
@@ -25,8 +25,8 @@ way() { # native | gpuos | stub, then the command's environment
     w=$1; shift
     case $w in
     native) env "$@" timeout 120 $P ;;
-    gpuos) env "$@" timeout 120 "$G" run --vgpu p70 -- $P ;;
-    stub) env GPUOS_CUDASHIM_LT=stub "$@" timeout 120 "$G" run --vgpu p70 -- $P ;;
+    gpuos) env GPUOS_CUDASHIM_LT=real "$@" timeout 120 "$G" run --vgpu p70 -- $P ;;
+    stub) env "$@" timeout 120 "$G" run --vgpu p70 -- $P ;;
     esac
 }
 for w in native gpuos stub; do

@@ -168,22 +168,8 @@ def parse(f):
     return res, tim
 rn_, tn = parse(fn)
 rg_, tg = parse(fg)
-def close(a, b):
-    if a == b:
-        return True
-    wa, wb = a.split(), b.split()
-    if len(wa) != len(wb):
-        return False
-    for x, y in zip(wa, wb):
-        if x == y:
-            continue
-        try:
-            fx, fy = float(x), float(y)
-        except ValueError:
-            return False
-        if abs(fx - fy) > 1e-3 * max(abs(fx), abs(fy), 1e-30):
-            return False
-    return True
+sys.path.insert(0, "tests/gpu/progs")
+from fw_results import close
 match = int(rn) == 0 and int(rg) == 0 and len(rn_) > 0 and len(rn_) == len(rg_) and all(close(a, b) for a, b in zip(rn_, rg_))
 e = {"name": name, "native_rc": int(rn), "gpuos_rc": int(rg), "match": match, "native": tn, "gpuos": tg,
      "results_native": rn_, "results_gpuos": rg_}

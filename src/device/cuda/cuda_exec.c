@@ -519,4 +519,5 @@ const struct gos_exec_ops gos_cuda_exec_ops = {
     .event_sync = ex_event_sync,
     .event_elapsed_ns = ex_event_elapsed,
     .device_attributes = ex_device_attributes,
+    .tmap_encode = gos_cuda_tmap_encode,
 };

@@ -12,6 +12,7 @@
 #define GOS_CUDA_INTERNAL_H
 
 #include "device/device.h"
+#include "gpuos/gpuos.h" /* gpuos_tmap_args */
 
 #include <cuda.h>
 
@@ -64,5 +65,8 @@ int gos_cuda_function(gos_device *d, const char *image, const char *fn, CUfuncti
  * the dynamic shared memory limit on the function as needed. */
 int gos_cuda_launch(CUfunction f, unsigned grid, unsigned block, unsigned cluster, unsigned smem,
                     CUstream stream, void **params);
+
+/* Tensor maps by the driver's encoders (cuda_tmap.c; exec_ops.h tmap_encode). */
+int gos_cuda_tmap_encode(gos_device *d, const gpuos_tmap_args *a, void *map);
 
 #endif

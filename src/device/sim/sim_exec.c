@@ -911,4 +911,5 @@ const struct gos_exec_ops gos_sim_exec_ops = {
     .event_record = se_event_record,
     .event_sync = se_event_sync,
     .event_elapsed_ns = se_event_elapsed,
+    .tmap_encode = gos_sim_tmap_encode,
 };

@@ -9,6 +9,7 @@
 #include "chip/chip.h"
 #include "common/rng.h"
 #include "device/device.h"
+#include "gpuos/gpuos.h" /* gpuos_tmap_args */
 
 /* Seeds r from the chip's sim.seed and `stream` (a constant per primitive).
  * (Here, not in sim.c: the pillars draw noise, sim.c registers the pillars.) */
@@ -47,5 +48,8 @@ int gos_sim_vmm_mapped(gos_device *d, uint64_t p, uint64_t n);
 /* 1: mapped (and writable when write), 0: not mapped, -1: mapped read-only
  * and write asked (a read-only shared segment, vmm_ops.h set_access). */
 int gos_sim_vmm_access(gos_device *d, uint64_t p, uint64_t n, int write);
+
+/* Tensor maps of the simulated device (sim_tmap.c; exec_ops.h tmap_encode). */
+int gos_sim_tmap_encode(gos_device *d, const gpuos_tmap_args *a, void *map);
 
 #endif

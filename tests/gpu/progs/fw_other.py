@@ -2,7 +2,11 @@
 # fw_other.py MODE: Triton, CuPy and JAX checks for tests/gpu/frameworks.sh
 # (issue 21), natively and under `gpuos run`. "RESULT" lines must agree with the
 # native run; "TIME key value" lines are figures.
-#   triton_vadd  triton_matmul  cupy_raw  cupy_hostfn  cupy_matmul  jax_matmul
+#   triton_vadd  triton_matmul  triton_tma  cupy_raw  cupy_hostfn  cupy_matmul  jax_matmul
+# triton_tma: host-side tensor descriptors (TMA; Triton's TensorDescriptor, whose
+# maps the launcher encodes with cuTensorMapEncodeTiled: under gpuos, the
+# daemon's device, issue 43); "RESULT tma no" and a plain kernel where this
+# Triton has no TensorDescriptor.
 import hashlib, sys, time
 
 mode = sys.argv[1]
@@ -33,7 +37,40 @@ if mode.startswith("triton"):
         tl.store(c + rm[:, None] * N + rn[None, :], acc.to(tl.float16))
 
     torch.manual_seed(0)
-    if mode == "triton_vadd":
+    if mode == "triton_tma":
+        try:
+            from triton.tools.tensor_descriptor import TensorDescriptor
+        except ImportError:
+            TensorDescriptor = None
+        M, N, BM, BN = 4096, 4096, 64, 64
+        x = torch.randn(M, N, device="cuda", dtype=torch.float16)
+        o = torch.empty_like(x)
+        grid = (M // BM, N // BN)
+        if TensorDescriptor is not None:
+            @triton.jit
+            def tma_scale(src, dst, BM: tl.constexpr, BN: tl.constexpr):
+                pm, pn = tl.program_id(0), tl.program_id(1)
+                v = src.load([pm * BM, pn * BN])
+                dst.store([pm * BM, pn * BN], v * 2 + 1)
+
+            def run():
+                tma_scale[grid](TensorDescriptor(x, list(x.shape), list(x.stride()), [BM, BN]),
+                                TensorDescriptor(o, list(o.shape), list(o.stride()), [BM, BN]), BM=BM, BN=BN)
+        else:
+            n = M * N
+            def run():
+                add_kernel[(triton.cdiv(n, 1024),)](x, x, o, n, BLOCK=1024)
+        run()
+        torch.cuda.synchronize()
+        print("RESULT tma", "yes" if TensorDescriptor is not None else "no")
+        want = x * 2 + 1 if TensorDescriptor is not None else x + x
+        print("RESULT tma_out", h(o.cpu().numpy().tobytes()), bool(torch.equal(o, want)))
+        t0 = time.perf_counter()
+        for _ in range(100):
+            run()
+        torch.cuda.synchronize()
+        print("TIME tma_GBps %.1f" % (2 * 2 * M * N * 100 / (time.perf_counter() - t0) / 1e9))
+    elif mode == "triton_vadd":
         n = 1 << 24
         x = torch.rand(n, device="cuda")
         y = torch.rand(n, device="cuda")
