@@ -13,12 +13,41 @@
 #include <string.h>
 #include <unistd.h>
 
+/* Every operation counts itself once issued (rc 0) in its backend's tally,
+ * where the driver or the library is called. */
+static int counted(long *c, int rc)
+{
+    *c += !rc;
+    return rc;
+}
+
+static int copied(struct wl_backend *b, int htod, size_t n, int rc)
+{
+    if (!rc) {
+        b->tally.copies[!htod]++;
+        b->tally.bytes[!htod] += n;
+    }
+    return rc;
+}
+
 /* ---- native: the device layer on this process's context ---------------- */
 
-static int n_alloc(struct wl_backend *b, size_t n, uint64_t *d) { return gos_exec_mem_alloc(b->dev, n, d); }
-static int n_free(struct wl_backend *b, uint64_t d) { return gos_exec_mem_free(b->dev, d); }
-static int n_host_alloc(struct wl_backend *b, size_t n, void **h) { return gos_exec_host_alloc(b->dev, n, h); }
-static int n_host_free(struct wl_backend *b, void *h) { return gos_exec_host_free(b->dev, h); }
+static int n_alloc(struct wl_backend *b, size_t n, uint64_t *d)
+{
+    return counted(&b->tally.allocs, gos_exec_mem_alloc(b->dev, n, d));
+}
+
+static int n_free(struct wl_backend *b, uint64_t d) { return counted(&b->tally.frees, gos_exec_mem_free(b->dev, d)); }
+
+static int n_host_alloc(struct wl_backend *b, size_t n, void **h)
+{
+    return counted(&b->tally.host_allocs, gos_exec_host_alloc(b->dev, n, h));
+}
+
+static int n_host_free(struct wl_backend *b, void *h)
+{
+    return counted(&b->tally.host_frees, gos_exec_host_free(b->dev, h));
+}
 
 static int n_kernel(struct wl_backend *b, const char *name, uint64_t *k)
 {
@@ -33,28 +62,33 @@ static int n_kernel(struct wl_backend *b, const char *name, uint64_t *k)
 
 static int n_launch(struct wl_backend *b, uint64_t k, const struct gos_launch_cfg *cfg)
 {
-    return gos_exec_launch(b->dev, (void *)(uintptr_t)k, cfg, b->stream);
+    return counted(&b->tally.launches, gos_exec_launch(b->dev, (void *)(uintptr_t)k, cfg, b->stream));
 }
 
 /* pinned: the vendor's asynchronous copy on the stream; pageable: its
  * synchronous copy */
 static int n_copy(struct wl_backend *b, int htod, void *host, uint64_t d, size_t n, int async)
 {
-    if (!async)
-        return htod ? gos_exec_copy_htod_sync(b->dev, d, host, n) : gos_exec_copy_dtoh_sync(b->dev, host, d, n);
-    b->pending = 1;
-    return htod ? gos_exec_copy_htod(b->dev, d, host, n, b->stream) : gos_exec_copy_dtoh(b->dev, host, d, n, b->stream);
+    int rc;
+    if (!async) {
+        rc = htod ? gos_exec_copy_htod_sync(b->dev, d, host, n) : gos_exec_copy_dtoh_sync(b->dev, host, d, n);
+    } else {
+        b->pending = 1;
+        rc = htod ? gos_exec_copy_htod(b->dev, d, host, n, b->stream) : gos_exec_copy_dtoh(b->dev, host, d, n, b->stream);
+    }
+    return copied(b, htod, n, rc);
 }
 
+/* a wait for the copies issued: the stream's synchronise after asynchronous
+ * ones (the synchronous copies have waited) */
 static int n_copies_done(struct wl_backend *b)
 {
-    if (!b->pending)
-        return 0;
+    int rc = b->pending ? gos_exec_stream_sync(b->dev, b->stream) : 0;
     b->pending = 0;
-    return gos_exec_stream_sync(b->dev, b->stream);
+    return counted(&b->tally.waits, rc);
 }
 
-static int n_sync(struct wl_backend *b) { return gos_exec_stream_sync(b->dev, b->stream); }
+static int n_sync(struct wl_backend *b) { return counted(&b->tally.syncs, gos_exec_stream_sync(b->dev, b->stream)); }
 
 static const struct wl_ops native_ops = {n_alloc, n_free, n_host_alloc, n_host_free, n_kernel,
                                          n_launch, n_copy, n_copies_done, n_sync};
@@ -67,10 +101,22 @@ struct wl_backend wl_native(gos_device *d, void *st)
 
 /* ---- gpuos: a vGPU through libgpuos ------------------------------------- */
 
-static int g_alloc(struct wl_backend *b, size_t n, uint64_t *d) { return gpuos_mem_alloc(b->g, n, d); }
-static int g_free(struct wl_backend *b, uint64_t d) { return gpuos_mem_free(b->g, d); }
-static int g_host_alloc(struct wl_backend *b, size_t n, void **h) { return gpuos_host_alloc(b->g, n, h); }
-static int g_host_free(struct wl_backend *b, void *h) { return gpuos_host_free(b->g, h); }
+static int g_alloc(struct wl_backend *b, size_t n, uint64_t *d)
+{
+    return counted(&b->tally.allocs, gpuos_mem_alloc(b->g, n, d));
+}
+
+static int g_free(struct wl_backend *b, uint64_t d) { return counted(&b->tally.frees, gpuos_mem_free(b->g, d)); }
+
+static int g_host_alloc(struct wl_backend *b, size_t n, void **h)
+{
+    return counted(&b->tally.host_allocs, gpuos_host_alloc(b->g, n, h));
+}
+
+static int g_host_free(struct wl_backend *b, void *h)
+{
+    return counted(&b->tally.host_frees, gpuos_host_free(b->g, h));
+}
 
 static int g_kernel(struct wl_backend *b, const char *name, uint64_t *k)
 {
@@ -84,22 +130,19 @@ static int g_launch(struct wl_backend *b, uint64_t k, const struct gos_launch_cf
     memcpy(c.grid, cfg->grid, sizeof c.grid);
     memcpy(c.block, cfg->block, sizeof c.block);
     memcpy(c.cluster, cfg->cluster, sizeof c.cluster);
-    return gpuos_launch(b->g, k, &c, cfg->params, cfg->param_bytes);
+    return counted(&b->tally.launches, gpuos_launch(b->g, k, &c, cfg->params, cfg->param_bytes));
 }
 
 static int g_copy(struct wl_backend *b, int htod, void *host, uint64_t d, size_t n, int async)
 {
     (void)async;
-    return htod ? gpuos_memcpy_htod(b->g, d, host, n) : gpuos_memcpy_dtoh(b->g, host, d, n);
+    return copied(b, htod, n, htod ? gpuos_memcpy_htod(b->g, d, host, n) : gpuos_memcpy_dtoh(b->g, host, d, n));
 }
 
-static int g_copies_done(struct wl_backend *b)
-{
-    (void)b;
-    return 0;
-}
+/* libgpuos's copies return once done */
+static int g_copies_done(struct wl_backend *b) { return counted(&b->tally.waits, 0); }
 
-static int g_sync(struct wl_backend *b) { return gpuos_synchronize(b->g); }
+static int g_sync(struct wl_backend *b) { return counted(&b->tally.syncs, gpuos_synchronize(b->g)); }
 
 static const struct wl_ops gpuos_ops = {g_alloc, g_free, g_host_alloc, g_host_free, g_kernel,
                                         g_launch, g_copy, g_copies_done, g_sync};
@@ -109,35 +152,7 @@ struct wl_backend wl_gpuos(gpuos_vgpu *g, unsigned sms)
     return (struct wl_backend){.name = "gpuos", .ops = &gpuos_ops, .g = g, .sms = sms};
 }
 
-/* ---- the operations, counted as issued ------------------------------------ */
-
-static int alloc(struct wl_backend *b, size_t n, uint64_t *d)
-{
-    int rc = b->ops->alloc(b, n, d);
-    b->tally.allocs += !rc;
-    return rc;
-}
-
-static int dfree(struct wl_backend *b, uint64_t d)
-{
-    int rc = b->ops->free(b, d);
-    b->tally.frees += !rc;
-    return rc;
-}
-
-static int host_alloc(struct wl_backend *b, size_t n, void **h)
-{
-    int rc = b->ops->host_alloc(b, n, h);
-    b->tally.host_allocs += !rc;
-    return rc;
-}
-
-static int host_free(struct wl_backend *b, void *h)
-{
-    int rc = b->ops->host_free(b, h);
-    b->tally.host_frees += !rc;
-    return rc;
-}
+/* ---- the workloads' steps ------------------------------------------------ */
 
 static uint64_t kernel(struct wl_backend *b, const char *name)
 {
@@ -147,44 +162,13 @@ static uint64_t kernel(struct wl_backend *b, const char *name)
     return k;
 }
 
-static int launch(struct wl_backend *b, uint64_t k, const struct gos_launch_cfg *cfg)
-{
-    int rc = b->ops->launch(b, k, cfg);
-    b->tally.launches += !rc;
-    return rc;
-}
-
-static int copy(struct wl_backend *b, int htod, void *host, uint64_t d, size_t n, int async)
-{
-    int rc = b->ops->copy(b, htod, host, d, n, async);
-    if (!rc) {
-        b->tally.copies[!htod]++;
-        b->tally.bytes[!htod] += n;
-    }
-    return rc;
-}
-
-static int copies_done(struct wl_backend *b)
-{
-    int rc = b->ops->copies_done(b);
-    b->tally.waits += !rc;
-    return rc;
-}
-
-static int sync_all(struct wl_backend *b)
-{
-    int rc = b->ops->sync(b);
-    b->tally.syncs += !rc;
-    return rc;
-}
-
 /* ---- the workloads --------------------------------------------------------- */
 
 void wl_copy_times(struct wl_backend *b, int htod, int async, void *host, uint64_t d, size_t n, double *t, int r)
 {
     for (int i = -1; i < r; i++) {
         double t0 = now();
-        if (copy(b, htod, host, d, n, async) || copies_done(b))
+        if (b->ops->copy(b, htod, host, d, n, async) || b->ops->copies_done(b))
             DIE("%s copy of %zu", b->name, n);
         if (i >= 0)
             t[i] = now() - t0;
@@ -199,9 +183,9 @@ double wl_launch_rate(struct wl_backend *b, int n)
     uint64_t k = kernel(b, "empty");
     double t0 = now();
     for (int i = 0; i < n; i++)
-        if (launch(b, k, &empty_cfg))
+        if (b->ops->launch(b, k, &empty_cfg))
             DIE("%s launch", b->name);
-    if (sync_all(b))
+    if (b->ops->sync(b))
         DIE("%s synchronise", b->name);
     return (now() - t0) / n * 1e6;
 }
@@ -213,7 +197,7 @@ int wl_round_trips(struct wl_backend *b, int warm, int max, double secs, double 
     int n = 0;
     for (int i = -warm; i < max && (secs <= 0 || now() < until); i++) {
         double t0 = now();
-        if (launch(b, k, &empty_cfg) || sync_all(b))
+        if (b->ops->launch(b, k, &empty_cfg) || b->ops->sync(b))
             DIE("%s launch + synchronise", b->name);
         if (i >= 0)
             t[n++] = (now() - t0) * 1e6;
@@ -226,9 +210,9 @@ long wl_stream(struct wl_backend *b, uint64_t k, const struct gos_launch_cfg *cf
     long done = 0;
     while (now() < until) {
         for (int i = 0; i < every; i++)
-            if (launch(b, k, cfg))
+            if (b->ops->launch(b, k, cfg))
                 return -1;
-        if (sync_all(b))
+        if (b->ops->sync(b))
             return -1;
         done += every;
     }
@@ -241,10 +225,10 @@ static void matrices(struct wl_backend *b, int kind, void *hp)
     unsigned n = 1024;
     size_t mat = (size_t)n * n * 4;
     uint64_t a, m, c;
-    if (alloc(b, mat, &a) || alloc(b, mat, &m) || alloc(b, mat, &c))
+    if (b->ops->alloc(b, mat, &a) || b->ops->alloc(b, mat, &m) || b->ops->alloc(b, mat, &c))
         DIE("%s matrices", b->name);
-    copy(b, 1, hp, a, mat, 0);
-    copy(b, 1, hp, m, mat, 0);
+    b->ops->copy(b, 1, hp, a, mat, 0);
+    b->ops->copy(b, 1, hp, m, mat, 0);
     struct {
         uint64_t a, b, c;
         uint32_t n, pad;
@@ -255,12 +239,12 @@ static void matrices(struct wl_backend *b, int kind, void *hp)
                                  0,
                                  &p,
                                  28};
-    if (launch(b, kernel(b, kind == 1 ? "madd" : "mmul"), &cfg) || sync_all(b))
+    if (b->ops->launch(b, kernel(b, kind == 1 ? "madd" : "mmul"), &cfg) || b->ops->sync(b))
         DIE("%s %s", b->name, kind == 1 ? "madd" : "mmul");
-    copy(b, 0, hp, c, mat, 0);
-    dfree(b, a);
-    dfree(b, m);
-    dfree(b, c);
+    b->ops->copy(b, 0, hp, c, mat, 0);
+    b->ops->free(b, a);
+    b->ops->free(b, m);
+    b->ops->free(b, c);
 }
 
 double wl_standalone(struct wl_backend *b, int kind, void *hp, void *hpin, size_t big)
@@ -269,19 +253,19 @@ double wl_standalone(struct wl_backend *b, int kind, void *hp, void *hpin, size_
     if (kind == 0) {
         uint64_t it = 20000000ull;
         struct gos_launch_cfg c = {{b->sms * 4, 1, 1}, {256, 1, 1}, {0, 0, 0}, 0, &it, 8};
-        if (launch(b, kernel(b, "loop"), &c) || sync_all(b))
+        if (b->ops->launch(b, kernel(b, "loop"), &c) || b->ops->sync(b))
             DIE("%s loop", b->name);
     } else if (kind <= 2) {
         matrices(b, kind, hp);
     } else {
         uint64_t d;
         void *h = kind == 3 ? hp : hpin;
-        if (alloc(b, big, &d))
+        if (b->ops->alloc(b, big, &d))
             DIE("%s %zu bytes", b->name, big);
-        copy(b, 1, h, d, big, kind == 4);
-        copy(b, 0, h, d, big, kind == 4);
-        copies_done(b);
-        dfree(b, d);
+        b->ops->copy(b, 1, h, d, big, kind == 4);
+        b->ops->copy(b, 0, h, d, big, kind == 4);
+        b->ops->copies_done(b);
+        b->ops->free(b, d);
     }
     return now() - t0;
 }
@@ -304,7 +288,7 @@ struct wl_probe wl_probe(struct wl_backend *b)
     p.rt_us = median(rt, p.rounds);
     uint64_t d;
     void *host;
-    if (alloc(b, PROBE_COPY, &d) || host_alloc(b, PROBE_COPY, &host))
+    if (b->ops->alloc(b, PROBE_COPY, &d) || b->ops->host_alloc(b, PROBE_COPY, &host))
         DIE("%s probe buffers", b->name);
     memset(host, 7, PROBE_COPY);
     for (int dir = 0; dir < 2; dir++) {
@@ -313,7 +297,7 @@ struct wl_probe wl_probe(struct wl_backend *b)
         double until = now() + 2.0;
         for (int i = -1; i < 5 && now() < until; i++) {
             double t0 = now();
-            if (copy(b, !dir, host, d, PROBE_COPY, 1) || copies_done(b))
+            if (b->ops->copy(b, !dir, host, d, PROBE_COPY, 1) || b->ops->copies_done(b))
                 DIE("%s probe copy", b->name);
             if (i >= 0)
                 t[n++] = now() - t0;
@@ -321,8 +305,8 @@ struct wl_probe wl_probe(struct wl_backend *b)
         double gbps = n ? PROBE_COPY / median(t, n) / 1e9 : 0;
         *(dir ? &p.dtoh_gbps : &p.htod_gbps) = gbps;
     }
-    dfree(b, d);
-    host_free(b, host);
+    b->ops->free(b, d);
+    b->ops->host_free(b, host);
     return p;
 }
 
