@@ -918,7 +918,7 @@ int main(int argc, char **argv)
                                       "small_dtoh", (json_int_t)best_small[1]));                 \
         if (json_dump_file(root, out, JSON_INDENT(2)))                                           \
             DIE("cannot write %s", out);                                                         \
-        wl_ops_save();                                                                           \
+        wl_ops_save(0);                                                                          \
     }
     SECTION("sweep", "chunk_sweep", sweep)
     SECTION("small", "small_copy", small_path)
@@ -933,7 +933,7 @@ int main(int argc, char **argv)
     SECTION("sharing", "sharing", sharing)
     SECTION("neighbour", "neighbour", neighbour)
     }
-    wl_ops_save();
+    wl_ops_save(1);
     fprintf(stderr, "vgpu_bench: wrote %s\n", out);
     gos_json_trace(root);
     json_decref(root);

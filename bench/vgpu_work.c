@@ -8,6 +8,7 @@
 
 #include "vgpu_lib.h"
 
+#include "common/jsonio.h"
 #include "common/status.h"
 
 #include <string.h>
@@ -345,12 +346,14 @@ void wl_note(const char *section, const char *work, const struct wl_tally *nativ
                                                   tally_json(gpuos)));
 }
 
-void wl_ops_save(void)
+void wl_ops_save(int last)
 {
     if (!ops_list)
         return;
     json_t *root = json_pack("{s:s, s:O}", "schema", "gpuos.vgpu-bench-ops/1", "workloads", ops_list);
     if (json_dump_file(root, ops_file, JSON_INDENT(1)))
         DIE("cannot write %s", ops_file);
+    if (last)
+        gos_json_trace(root);
     json_decref(root);
 }

@@ -92,7 +92,8 @@ void wl_ops_open(const char *file);
 void wl_begin(struct wl_backend *a, struct wl_backend *b);
 /* records a pair's tallies (native's, gpuos's) under section / work */
 void wl_note(const char *section, const char *work, const struct wl_tally *native, const struct wl_tally *gpuos);
-/* writes the file (after every section; at the end) */
-void wl_ops_save(void);
+/* writes the file (after every section; last: at the end, also copied for
+ * GPUOS_JSON_TRACE) */
+void wl_ops_save(int last);
 
 #endif
