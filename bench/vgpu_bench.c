@@ -452,7 +452,7 @@ static void child_busy(const char *vgpu, uint64_t ns, double secs, int fd)
     struct wl_backend gb = gpuos_be(g);
     gpuos_function f = gfn(g, "sleep_ns");
     double until = gate_pass() + secs;
-    struct gos_launch_cfg c = {{gb.sms, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, &ns, 8};
+    struct gos_launch_cfg c = {.grid = {gb.sms, 1, 1}, .block = {32, 1, 1}, .params = &ns, .param_bytes = 8};
     long k = wl_stream(&gb, f, &c, 8, until);
     if (k < 0)
         _exit(2);
@@ -585,7 +585,7 @@ static void child_compute_n(const char *vgpu, uint64_t ns, double secs, int fd, 
     struct wl_backend gb = gpuos_be(g);
     gpuos_function f = gfn(g, "sleep_ns");
     double until = gate_pass() + secs;
-    struct gos_launch_cfg c = {{gb.sms, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, &ns, 8};
+    struct gos_launch_cfg c = {.grid = {gb.sms, 1, 1}, .block = {32, 1, 1}, .params = &ns, .param_bytes = 8};
     long k = wl_stream(&gb, f, &c, 1, until);
     if (k < 0)
         _exit(2);

@@ -46,7 +46,7 @@ static void child_tenant(const char *vgpu, uint64_t iters, int sync, double secs
     gpuos_vgpu *g = vopen(vgpu);
     struct wl_backend gb = wl_gpuos(g, (unsigned)dev->info.sm_count);
     gpuos_function f = gfn(g, "loop");
-    struct gos_launch_cfg c = {{1, 1, 1}, {1, 1, 1}, {0, 0, 0}, 0, &iters, 8};
+    struct gos_launch_cfg c = {.grid = {1, 1, 1}, .block = {1, 1, 1}, .params = &iters, .param_bytes = 8};
     shape(gb.sms, &c.grid[0], &c.block[0]);
     double until = gate_pass() + secs;
     long k = wl_stream(&gb, f, &c, sync ? 1 : SHARE_STREAM_EVERY, until);
@@ -87,7 +87,7 @@ int native_tenant_main(int argc, char **argv)
         fprintf(stderr, "native tenant: %s\n", gos_last_error());
         return 1;
     }
-    struct gos_launch_cfg c = {{1, 1, 1}, {1, 1, 1}, {0, 0, 0}, 0, &iters, 8};
+    struct gos_launch_cfg c = {.grid = {1, 1, 1}, .block = {1, 1, 1}, .params = &iters, .param_bytes = 8};
     shape(nb.sms, &c.grid[0], &c.block[0]);
     printf("ready\n");
     fflush(stdout);

@@ -127,10 +127,12 @@ static int g_kernel(struct wl_backend *b, const char *name, uint64_t *k)
 
 static int g_launch(struct wl_backend *b, uint64_t k, const struct gos_launch_cfg *cfg)
 {
-    gpuos_launch_config c = {{0}, {0}, {0}, cfg->smem, 0};
-    memcpy(c.grid, cfg->grid, sizeof c.grid);
-    memcpy(c.block, cfg->block, sizeof c.block);
-    memcpy(c.cluster, cfg->cluster, sizeof c.cluster);
+    gpuos_launch_config c = {.shared_mem = cfg->smem};
+    for (int i = 0; i < 3; i++) {
+        c.grid[i] = cfg->grid[i];
+        c.block[i] = cfg->block[i];
+        c.cluster[i] = cfg->cluster[i];
+    }
     return counted(&b->tally.launches, gpuos_launch(b->g, k, &c, cfg->params, cfg->param_bytes));
 }
 
@@ -177,7 +179,7 @@ void wl_copy_times(struct wl_backend *b, int htod, int async, void *host, uint64
 }
 
 /* the empty kernel, one block of a warp */
-static const struct gos_launch_cfg empty_cfg = {{1, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, NULL, 0};
+static const struct gos_launch_cfg empty_cfg = {.grid = {1, 1, 1}, .block = {32, 1, 1}};
 
 double wl_launch_rate(struct wl_backend *b, int n)
 {
@@ -234,12 +236,10 @@ static void matrices(struct wl_backend *b, int kind, void *hp)
         uint64_t a, b, c;
         uint32_t n, pad;
     } p = {a, m, c, n, 0};
-    struct gos_launch_cfg cfg = {{kind == 1 ? 1024u : n / 16, kind == 1 ? 1u : n / 16, 1},
-                                 {kind == 1 ? 256u : 16u, kind == 1 ? 1u : 16u, 1},
-                                 {0, 0, 0},
-                                 0,
-                                 &p,
-                                 28};
+    struct gos_launch_cfg cfg = {.grid = {kind == 1 ? 1024u : n / 16, kind == 1 ? 1u : n / 16, 1},
+                                 .block = {kind == 1 ? 256u : 16u, kind == 1 ? 1u : 16u, 1},
+                                 .params = &p,
+                                 .param_bytes = 28};
     if (b->ops->launch(b, kernel(b, kind == 1 ? "madd" : "mmul"), &cfg) || b->ops->sync(b))
         DIE("%s %s", b->name, kind == 1 ? "madd" : "mmul");
     b->ops->copy(b, 0, hp, c, mat, 0);
@@ -253,7 +253,7 @@ double wl_standalone(struct wl_backend *b, int kind, void *hp, void *hpin, size_
     double t0 = now();
     if (kind == 0) {
         uint64_t it = 20000000ull;
-        struct gos_launch_cfg c = {{b->sms * 4, 1, 1}, {256, 1, 1}, {0, 0, 0}, 0, &it, 8};
+        struct gos_launch_cfg c = {.grid = {b->sms * 4, 1, 1}, .block = {256, 1, 1}, .params = &it, .param_bytes = 8};
         if (b->ops->launch(b, kernel(b, "loop"), &c) || b->ops->sync(b))
             DIE("%s loop", b->name);
     } else if (kind <= 2) {
