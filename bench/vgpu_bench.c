@@ -45,7 +45,10 @@
  *              alone to the length), not a wait on the GPU's clock, which
  *              passes while a time-sliced kernel is preempted and would count
  *              the same time twice.
- * The daemon is started by this program for each configuration it needs. */
+ * The daemon is started by this program for each configuration it needs.
+ * Where a section runs native and gpuos side by side (copy, ringprobe, launch,
+ * standalone, neighbour, sharing), both run the same function of vgpu_work.c
+ * against two backends (issue 40.5). */
 #include "vgpu_lib.h"
 
 #include "common/jsonio.h"

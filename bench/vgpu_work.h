@@ -5,8 +5,8 @@
  * through libgpuos, the daemon and its executor). A backend is a table of
  * alloc / copy / launch / synchronise operations; each counts what it issued
  * (struct wl_tally), and vgpu_bench --ops FILE writes the two backends'
- * counts of every paired workload side by side (tests/t_vgpu_work.sh
- * compares them). */
+ * counts of every paired workload side by side (tests/vgpu_ops_check.py
+ * compares them: tests/t_vgpu_work.sh, tests/gpu/vgpu_work.sh). */
 #ifndef GOS_BENCH_VGPU_WORK_H
 #define GOS_BENCH_VGPU_WORK_H
 
