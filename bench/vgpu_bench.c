@@ -11,6 +11,10 @@
  *   default); --vgpus 2,4,8,mix,70/30 picks fairness's configurations.
  *   --results DIR writes DIR/<gpu-uuid>/vgpu-bench.json; provenance (date, commit
  *   from $GPUOS_COMMIT, command, driver, host) is recorded in the file.
+ *   --ops FILE: the operations each paired workload issued natively and
+ *   through gpuos (launches, synchronises, copies and bytes each way,
+ *   allocations; schemas/vgpu-bench-ops.schema.json): one function runs each
+ *   workload against both backends (vgpu_work.h), and the counts show it.
  *   SECTIONS (comma-separated): sweep,small,copy,hostmem,launch,standalone,fairness,queues,switch,
  *   sharing
  *
@@ -41,7 +45,10 @@
  *              alone to the length), not a wait on the GPU's clock, which
  *              passes while a time-sliced kernel is preempted and would count
  *              the same time twice.
- * The daemon is started by this program for each configuration it needs. */
+ * The daemon is started by this program for each configuration it needs.
+ * Where a section runs native and gpuos side by side (copy, ringprobe, launch,
+ * standalone, neighbour, sharing), both run the same function of vgpu_work.c
+ * against two backends (issue 40.5). */
 #include "vgpu_lib.h"
 
 #include "common/jsonio.h"
@@ -76,54 +83,27 @@ static int reps_for(size_t n)
     return r < 3 ? 3 : r > (quick ? 10 : 40) ? (quick ? 10 : 40) : (int)r;
 }
 
-/* Native: pinned through an async copy + stream sync; pageable through the
- * driver's synchronous copy (the vendor path). Times r copies after a warm-up
- * into t. */
-static void native_times(int htod, int pinned, void *host, uint64_t d, size_t n, double *t, int r)
-{
-    for (int i = -1; i < r; i++) {
-        double t0 = now();
-        int rc;
-        if (pinned) {
-            rc = htod ? gos_exec_copy_htod(dev, d, host, n, stream) : gos_exec_copy_dtoh(dev, host, d, n, stream);
-            if (!rc)
-                rc = gos_exec_stream_sync(dev, stream);
-        } else {
-            rc = htod ? gos_exec_copy_htod_sync(dev, d, host, n) : gos_exec_copy_dtoh_sync(dev, host, d, n);
-        }
-        if (rc)
-            DIE("native copy of %zu", n);
-        if (i >= 0)
-            t[i] = now() - t0;
-    }
-}
-
-static void gpuos_times(gpuos_vgpu *g, int htod, void *host, gpuos_dptr d, size_t n, double *t, int r)
-{
-    for (int i = -1; i < r; i++) {
-        double t0 = now();
-        int rc = htod ? gpuos_memcpy_htod(g, d, host, n) : gpuos_memcpy_dtoh(g, host, d, n);
-        if (rc)
-            DIE("gpuos copy of %zu", n);
-        if (i >= 0)
-            t[i] = now() - t0;
-    }
-}
-
-static double native_copy(int htod, int pinned, void *host, uint64_t d, size_t n)
-{
-    int r = reps_for(n);
-    double t[64];
-    native_times(htod, pinned, host, d, n, t, r);
-    return (double)n / median(t, r) / 1e9;
-}
-
-static double gpuos_copy(gpuos_vgpu *g, int htod, void *host, gpuos_dptr d, size_t n, int reps)
+/* r copies (reps_for(n) when 0) of n bytes after a warm-up: GB/s of the
+ * median. async: natively the vendor's asynchronous copy + stream sync (pinned
+ * memory), else its synchronous copy (pageable); libgpuos picks its path by
+ * the memory. */
+static double copy_gbps(struct wl_backend *b, int htod, int async, void *host, uint64_t d, size_t n, int reps)
 {
     int r = reps ? reps : reps_for(n);
     double t[64];
-    gpuos_times(g, htod, host, d, n, t, r);
+    wl_copy_times(b, htod, async, host, d, n, t, r);
     return (double)n / median(t, r) / 1e9;
+}
+
+/* the handle's backend of the workloads (vgpu_work.h) */
+static struct wl_backend gpuos_be(gpuos_vgpu *g) { return wl_gpuos(g, (unsigned)dev->info.sm_count); }
+
+/* a copy workload's operations, native's and gpuos's (--ops) */
+static void note_copy(const char *section, int dir, size_t n, int pinned, struct wl_backend *gb)
+{
+    char work[64];
+    snprintf(work, sizeof work, "%s %zu %s", dir ? "dtoh" : "htod", n, pinned ? "pinned" : "pageable");
+    wl_note(section, work, &nat_be.tally, &gb->tally);
 }
 
 /* Native copies from the kinds of host memory a client can hold: the driver's
@@ -161,7 +141,7 @@ static json_t *hostmem(void)
     for (size_t n = 4096; n <= maxn; n *= 4)
         for (int dir = 0; dir < 2; dir++)
             for (int k = 0; k < 4; k++) {
-                double g = native_copy(dir == 0, 1, kinds[k], d, n);
+                double g = copy_gbps(&nat_be, dir == 0, 1, kinds[k], d, n, 0);
                 fprintf(stderr, "hostmem %s %9zu %-18s %7.2f GB/s\n", dir ? "dtoh" : "htod", n, names[k], g);
                 json_array_append_new(list, json_pack("{s:s, s:I, s:s, s:f}", "dir", dir ? "dtoh" : "htod", "bytes",
                                                       (json_int_t)n, "host_mem", names[k], "gbps", g));
@@ -209,6 +189,7 @@ static json_t *ringprobe(void)
         return json_pack("{s:s}", "skipped", "no ring: isolation = none or GPUOS_RING=0");
     }
     struct gos_ring_ctl *k = gos_ring_ctl(g->ring);
+    struct wl_backend gb = gpuos_be(g);
     json_t *list = json_array();
     static const size_t sizes[] = {64, 4096, 8192};
     for (int si = 0; si < 3; si++)
@@ -221,27 +202,16 @@ static json_t *ringprobe(void)
                 enum { BLOCKS = 8, PER = 50, R = BLOCKS * PER };
                 double tc[R], tn[R];
                 void *host = pinned ? gpin : page;
-                for (int b = 0; b < BLOCKS; b++)
-                    for (int side = 0; side < 2; side++)
-                        for (int i = -1; i < PER; i++) {
-                            double t0 = now();
-                            int rc;
-                            if (side == 0) {
-                                rc = dir == 0 ? gos_exec_copy_htod(dev, nd, pinned ? npin : page, n, stream)
-                                              : gos_exec_copy_dtoh(dev, pinned ? npin : page, nd, n, stream);
-                                if (!rc)
-                                    rc = gos_exec_stream_sync(dev, stream);
-                            } else {
-                                rc = dir == 0 ? gpuos_memcpy_htod(g, gd, host, n) : gpuos_memcpy_dtoh(g, host, gd, n);
-                            }
-                            if (rc)
-                                DIE("ringprobe copy");
-                            if (i >= 0)
-                                (side ? tc : tn)[b * PER + i] = now() - t0;
-                        }
+                wl_begin(&nat_be, &gb);
+                for (int b = 0; b < BLOCKS; b++) {
+                    wl_copy_times(&nat_be, dir == 0, 1, pinned ? npin : page, nd, n, tn + b * PER, PER);
+                    wl_copy_times(&gb, dir == 0, 1, host, gd, n, tc + b * PER, PER);
+                }
+                note_copy("ringprobe", dir, n, pinned, &gb);
+                /* the executor's time per entry: the same copies, uncounted */
                 uint64_t b0 = atomic_load(&k->copy_busy_ns), e0 = atomic_load(&k->copy_entries);
                 for (int i = 0; i < R; i++)
-                    if (dir == 0 ? gpuos_memcpy_htod(g, gd, host, n) : gpuos_memcpy_dtoh(g, host, gd, n))
+                    if (gb.ops->copy(&gb, dir == 0, host, gd, n, 1))
                         DIE("ringprobe copy");
                 uint64_t b1 = atomic_load(&k->copy_busy_ns), e1 = atomic_load(&k->copy_entries);
                 double ex = e1 > e0 ? (double)(b1 - b0) / (double)(e1 - e0) / 1e3 : 0;
@@ -273,6 +243,7 @@ static json_t *sweep(void)
     if (gpuos_mem_alloc(g, n, &d) || gpuos_host_alloc(g, n, &pin))
         DIE("alloc");
     memset(pin, 1, n);
+    struct wl_backend gb = gpuos_be(g);
     json_t *list = json_array();
     double best = 0;
     for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; c++)
@@ -281,8 +252,8 @@ static json_t *sweep(void)
                 continue;
             if (gpuos_set_copy_params(g, chunks[c], depths[k]))
                 DIE("set copy params");
-            double up = gpuos_copy(g, 1, h, d, n, 3), down = gpuos_copy(g, 0, h, d, n, 3);
-            double pup = gpuos_copy(g, 1, pin, d, n, 3), pdown = gpuos_copy(g, 0, pin, d, n, 3);
+            double up = copy_gbps(&gb, 1, 0, h, d, n, 3), down = copy_gbps(&gb, 0, 0, h, d, n, 3);
+            double pup = copy_gbps(&gb, 1, 1, pin, d, n, 3), pdown = copy_gbps(&gb, 0, 1, pin, d, n, 3);
             json_array_append_new(list, json_pack("{s:I, s:i, s:f, s:f, s:f, s:f}", "chunk", (json_int_t)chunks[c],
                                                   "depth", depths[k], "htod_gbps", up, "dtoh_gbps", down,
                                                   "htod_pinned_gbps", pup, "dtoh_pinned_gbps", pdown));
@@ -313,6 +284,7 @@ static json_t *small_path(void)
     memset(h, 2, maxn);
     if (gpuos_mem_alloc(g, maxn, &d))
         DIE("alloc");
+    struct wl_backend gb = gpuos_be(g);
     json_t *list = json_array();
     for (int dir = 0; dir < 2; dir++) {
         size_t cross = 0;
@@ -320,7 +292,7 @@ static json_t *small_path(void)
             double t[2];
             for (int path = 0; path < 2; path++) {
                 gpuos_set_copy_small(g, path ? (size_t)-1 : 0);
-                t[path] = (double)n / 1e3 / gpuos_copy(g, dir == 0, h, d, n, quick ? 9 : 41); /* us */
+                t[path] = (double)n / 1e3 / copy_gbps(&gb, dir == 0, 0, h, d, n, quick ? 9 : 41); /* us */
             }
             if (t[1] < t[0])
                 cross = n;
@@ -360,6 +332,7 @@ static json_t *copies(void)
         DIE("gpuos buffers");
     memset(npin, 4, maxn);
     memset(gpin, 5, maxn);
+    struct wl_backend gb = gpuos_be(g);
     json_t *list = json_array();
     for (size_t n = 4096; n <= maxn; n *= 4)
         for (int dir = 0; dir < 2; dir++)
@@ -370,10 +343,12 @@ static json_t *copies(void)
                  * machine, medians over all blocks */
                 int blocks = n <= (64u << 20) ? 4 : 2, r = reps_for(n), per = r / blocks < 3 ? 3 : r / blocks;
                 double tn[4 * 64], tg[4 * 64];
+                wl_begin(&nat_be, &gb);
                 for (int b = 0; b < blocks; b++) {
-                    native_times(dir == 0, pinned, pinned ? npin : page, nd, n, tn + b * per, per);
-                    gpuos_times(g, dir == 0, pinned ? gpin : page, gd, n, tg + b * per, per);
+                    wl_copy_times(&nat_be, dir == 0, pinned, pinned ? npin : page, nd, n, tn + b * per, per);
+                    wl_copy_times(&gb, dir == 0, pinned, pinned ? gpin : page, gd, n, tg + b * per, per);
                 }
+                note_copy("copy", dir, n, pinned, &gb);
                 double nat = (double)n / median(tn, blocks * per) / 1e9, gos = (double)n / median(tg, blocks * per) / 1e9;
                 fprintf(stderr, "copy %s %10zu %-8s native %7.2f gpuos %7.2f GB/s (%.0f%%)\n", dir ? "dtoh" : "htod", n,
                         pinned ? "pinned" : "pageable", nat, gos, 100 * gos / nat);
@@ -388,46 +363,31 @@ static json_t *copies(void)
 
 /* ---- launches ------------------------------------------------------------ */
 
+/* us per launch (the second of two runs of n) and per launch + synchronise
+ * (the mean of m) */
+static void launch_times(struct wl_backend *b, int n, int m, double *async, double *sync)
+{
+    static double t[1000];
+    for (int w = 0; w < 2; w++)
+        *async = wl_launch_rate(b, n);
+    int k = wl_round_trips(b, 0, m, 0, t);
+    double sum = 0;
+    for (int i = 0; i < k; i++)
+        sum += t[i];
+    *sync = sum / k;
+}
+
 static json_t *launches(void)
 {
     int n = quick ? 200 : 5000, m = quick ? 50 : 1000;
-    struct gos_launch_cfg c = {{1, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, NULL, 0};
-    void *fn = native_fn("empty");
     double nat_async, nat_sync, gos_async, gos_sync;
-    for (int w = 0; w < 2; w++) {
-        double t0 = now();
-        for (int i = 0; i < n; i++)
-            if (gos_exec_launch(dev, fn, &c, stream))
-                DIE("native launch");
-        gos_exec_stream_sync(dev, stream);
-        nat_async = (now() - t0) / n * 1e6;
-    }
-    double t0 = now();
-    for (int i = 0; i < m; i++) {
-        gos_exec_launch(dev, fn, &c, stream);
-        gos_exec_stream_sync(dev, stream);
-    }
-    nat_sync = (now() - t0) / m * 1e6;
-
+    struct wl_backend gb = gpuos_be(NULL);
+    wl_begin(&nat_be, &gb);
+    launch_times(&nat_be, n, m, &nat_async, &nat_sync);
     daemon_start("band", "mrq", 1, "10%");
-    gpuos_vgpu *g = vopen("v0");
-    gpuos_function f = gfn(g, "empty");
-    gpuos_launch_config gc = {{1, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, 0};
-    for (int w = 0; w < 2; w++) {
-        t0 = now();
-        for (int i = 0; i < n; i++)
-            if (gpuos_launch(g, f, &gc, NULL, 0))
-                DIE("gpuos launch");
-        if (gpuos_synchronize(g))
-            DIE("sync");
-        gos_async = (now() - t0) / n * 1e6;
-    }
-    t0 = now();
-    for (int i = 0; i < m; i++) {
-        gpuos_launch(g, f, &gc, NULL, 0);
-        gpuos_synchronize(g);
-    }
-    gos_sync = (now() - t0) / m * 1e6;
+    gpuos_vgpu *g = gb.g = vopen("v0");
+    launch_times(&gb, n, m, &gos_async, &gos_sync);
+    wl_note("launch", "empty kernel", &nat_be.tally, &gb.tally);
     gpuos_close(g);
     daemon_stop();
     fprintf(stderr, "launch us: native %.2f gpuos %.2f; launch+sync native %.2f gpuos %.2f\n", nat_async, gos_async,
@@ -445,97 +405,6 @@ struct prog {
     int kind; /* 0 LOOP, 1 MADD, 2 MMUL, 3 CPY, 4 PINCPY */
 };
 
-/* One run of a program on the native device. */
-static double run_native(int kind, void *hp, void *hpin)
-{
-    unsigned n = 1024;
-    size_t mat = (size_t)n * n * 4, big = quick ? (16u << 20) : (256u << 20);
-    double t0 = now();
-    if (kind == 0) {
-        uint64_t it = 20000000ull;
-        struct gos_launch_cfg c = {{(unsigned)dev->info.sm_count * 4, 1, 1}, {256, 1, 1}, {0, 0, 0}, 0, &it, 8};
-        gos_exec_launch(dev, native_fn("loop"), &c, stream);
-        gos_exec_stream_sync(dev, stream);
-    } else if (kind <= 2) {
-        uint64_t a, b, cc;
-        gos_exec_mem_alloc(dev, mat, &a);
-        gos_exec_mem_alloc(dev, mat, &b);
-        gos_exec_mem_alloc(dev, mat, &cc);
-        gos_exec_copy_htod_sync(dev, a, hp, mat);
-        gos_exec_copy_htod_sync(dev, b, hp, mat);
-        struct {
-            uint64_t a, b, c;
-            uint32_t n, pad;
-        } p = {a, b, cc, n, 0};
-        struct gos_launch_cfg c = {{kind == 1 ? 1024u : n / 16, kind == 1 ? 1u : n / 16, 1}, {kind == 1 ? 256u : 16u, kind == 1 ? 1u : 16u, 1}, {0, 0, 0}, 0, &p, 28};
-        if (gos_exec_launch(dev, native_fn(kind == 1 ? "madd" : "mmul"), &c, stream))
-            DIE("native %s", kind == 1 ? "madd" : "mmul");
-        gos_exec_stream_sync(dev, stream);
-        gos_exec_copy_dtoh_sync(dev, hp, cc, mat);
-        gos_exec_mem_free(dev, a);
-        gos_exec_mem_free(dev, b);
-        gos_exec_mem_free(dev, cc);
-    } else {
-        uint64_t d;
-        gos_exec_mem_alloc(dev, big, &d);
-        if (kind == 3) {
-            gos_exec_copy_htod_sync(dev, d, hp, big);
-            gos_exec_copy_dtoh_sync(dev, hp, d, big);
-        } else {
-            gos_exec_copy_htod(dev, d, hpin, big, stream);
-            gos_exec_copy_dtoh(dev, hpin, d, big, stream);
-            gos_exec_stream_sync(dev, stream);
-        }
-        gos_exec_mem_free(dev, d);
-    }
-    return now() - t0;
-}
-
-static double run_gpuos(gpuos_vgpu *g, int kind, void *hp, void *hpin)
-{
-    unsigned n = 1024;
-    size_t mat = (size_t)n * n * 4, big = quick ? (16u << 20) : (256u << 20);
-    double t0 = now();
-    if (kind == 0) {
-        uint64_t it = 20000000ull;
-        gpuos_launch_config c = {{(unsigned)dev->info.sm_count * 4, 1, 1}, {256, 1, 1}, {0, 0, 0}, 0, 0};
-        gpuos_launch(g, gfn(g, "loop"), &c, &it, 8);
-        if (gpuos_synchronize(g))
-            DIE("loop");
-    } else if (kind <= 2) {
-        gpuos_dptr a, b, cc;
-        gpuos_mem_alloc(g, mat, &a);
-        gpuos_mem_alloc(g, mat, &b);
-        gpuos_mem_alloc(g, mat, &cc);
-        gpuos_memcpy_htod(g, a, hp, mat);
-        gpuos_memcpy_htod(g, b, hp, mat);
-        struct {
-            uint64_t a, b, c;
-            uint32_t n, pad;
-        } p = {a, b, cc, n, 0};
-        gpuos_launch_config c = {{kind == 1 ? 1024u : n / 16, kind == 1 ? 1u : n / 16, 1}, {kind == 1 ? 256u : 16u, kind == 1 ? 1u : 16u, 1}, {0, 0, 0}, 0, 0};
-        gpuos_launch(g, gfn(g, kind == 1 ? "madd" : "mmul"), &c, &p, 28);
-        if (gpuos_synchronize(g))
-            DIE("%s", kind == 1 ? "madd" : "mmul");
-        gpuos_memcpy_dtoh(g, hp, cc, mat);
-        gpuos_mem_free(g, a);
-        gpuos_mem_free(g, b);
-        gpuos_mem_free(g, cc);
-    } else {
-        gpuos_dptr d;
-        gpuos_mem_alloc(g, big, &d);
-        if (kind == 3) {
-            gpuos_memcpy_htod(g, d, hp, big);
-            gpuos_memcpy_dtoh(g, hp, d, big);
-        } else {
-            gpuos_memcpy_htod(g, d, hpin, big);
-            gpuos_memcpy_dtoh(g, hpin, d, big);
-        }
-        gpuos_mem_free(g, d);
-    }
-    return now() - t0;
-}
-
 static json_t *standalone(void)
 {
     static const struct prog progs[] = {{"LOOP", 0}, {"MADD", 1}, {"MMUL", 2}, {"CPY", 3}, {"PINCPY", 4}};
@@ -549,16 +418,20 @@ static json_t *standalone(void)
     tune(g);
     if (gpuos_host_alloc(g, big, &gpin))
         DIE("gpuos pinned");
+    struct wl_backend gb = gpuos_be(g);
     json_t *list = json_array();
     int reps = quick ? 2 : 5;
     for (size_t i = 0; i < sizeof progs / sizeof progs[0]; i++) {
         double tn[8], tg[8];
-        run_native(progs[i].kind, hp, npin);
-        run_gpuos(g, progs[i].kind, hp, gpin);
+        int kind = progs[i].kind;
+        wl_begin(&nat_be, &gb);
+        wl_standalone(&nat_be, kind, hp, npin, big);
+        wl_standalone(&gb, kind, hp, gpin, big);
         for (int r = 0; r < reps; r++) {
-            tn[r] = run_native(progs[i].kind, hp, npin);
-            tg[r] = run_gpuos(g, progs[i].kind, hp, gpin);
+            tn[r] = wl_standalone(&nat_be, kind, hp, npin, big);
+            tg[r] = wl_standalone(&gb, kind, hp, gpin, big);
         }
+        wl_note("standalone", progs[i].name, &nat_be.tally, &gb.tally);
         double a = median(tn, reps), b = median(tg, reps);
         fprintf(stderr, "standalone %-6s native %.4f s gpuos %.4f s (%.2fx)\n", progs[i].name, a, b, b / a);
         json_array_append_new(list, json_pack("{s:s, s:f, s:f, s:f}", "name", progs[i].name, "native_s", a,
@@ -579,17 +452,13 @@ static json_t *standalone(void)
 static void child_busy(const char *vgpu, uint64_t ns, double secs, int fd)
 {
     gpuos_vgpu *g = vopen(vgpu);
+    struct wl_backend gb = gpuos_be(g);
     gpuos_function f = gfn(g, "sleep_ns");
     double until = gate_pass() + secs;
-    gpuos_launch_config c = {{(unsigned)dev->info.sm_count, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, 0};
-    long k = 0;
-    while (now() < until) {
-        for (int i = 0; i < 8; i++, k++)
-            if (gpuos_launch(g, f, &c, &ns, 8))
-                _exit(2);
-        if (gpuos_synchronize(g))
-            _exit(2);
-    }
+    struct gos_launch_cfg c = {.grid = {gb.sms, 1, 1}, .block = {32, 1, 1}, .params = &ns, .param_bytes = 8};
+    long k = wl_stream(&gb, f, &c, 8, until);
+    if (k < 0)
+        _exit(2);
     gpuos_close(g);
     dprintf(fd, "%ld\n", k);
     _exit(0);
@@ -716,15 +585,13 @@ static json_t *switching(void)
 static void child_compute_n(const char *vgpu, uint64_t ns, double secs, int fd, int index)
 {
     gpuos_vgpu *g = vopen(vgpu);
+    struct wl_backend gb = gpuos_be(g);
     gpuos_function f = gfn(g, "sleep_ns");
     double until = gate_pass() + secs;
-    gpuos_launch_config c = {{(unsigned)dev->info.sm_count, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, 0};
-    long k = 0;
-    while (now() < until) {
-        if (gpuos_launch(g, f, &c, &ns, 8) || gpuos_synchronize(g))
-            _exit(2);
-        k++;
-    }
+    struct gos_launch_cfg c = {.grid = {gb.sms, 1, 1}, .block = {32, 1, 1}, .params = &ns, .param_bytes = 8};
+    long k = wl_stream(&gb, f, &c, 1, until);
+    if (k < 0)
+        _exit(2);
     gpuos_close(g);
     if (index >= 0)
         dprintf(fd, "%d %ld\n", index, k);
@@ -953,7 +820,7 @@ static json_t *queues(void)
 
 int main(int argc, char **argv)
 {
-    const char *out = NULL, *only = NULL, *results = NULL;
+    const char *out = NULL, *only = NULL, *results = NULL, *ops = NULL;
     if (argc >= 2 && !strcmp(argv[1], "--native-tenant")) /* sharing's plain process */
         return native_tenant_main(argc, argv);
     for (int i = 1; i < argc; i++) {
@@ -983,10 +850,12 @@ int main(int argc, char **argv)
             switch_grants = argv[++i];
         else if (!strcmp(argv[i], "--isolation") && i + 1 < argc)
             iso_modes = argv[++i];
+        else if (!strcmp(argv[i], "--ops") && i + 1 < argc)
+            ops = argv[++i];
         else if (!strcmp(argv[i], "--quick"))
             quick = 1;
         else {
-            fprintf(stderr, "usage: vgpu_bench --gpuos BIN [--sim CHIP] [--quick] [--only LIST] [--seconds S] --out FILE\n");
+            fprintf(stderr, "usage: vgpu_bench --gpuos BIN [--sim CHIP] [--quick] [--only LIST] [--seconds S] [--ops FILE] --out FILE\n");
             return 2;
         }
     }
@@ -1005,6 +874,8 @@ int main(int argc, char **argv)
         DIE("open device");
     if (gos_exec_init(dev) || gos_exec_stream_create(dev, &stream))
         DIE("device execution");
+    nat_be = wl_native(dev, stream);
+    wl_ops_open(ops);
     json_t *root = json_object();
     json_object_set_new(root, "schema", json_string("gpuos.vgpu-bench/1"));
     {
@@ -1050,6 +921,7 @@ int main(int argc, char **argv)
                                       "small_dtoh", (json_int_t)best_small[1]));                 \
         if (json_dump_file(root, out, JSON_INDENT(2)))                                           \
             DIE("cannot write %s", out);                                                         \
+        wl_ops_save(0);                                                                          \
     }
     SECTION("sweep", "chunk_sweep", sweep)
     SECTION("small", "small_copy", small_path)
@@ -1064,6 +936,7 @@ int main(int argc, char **argv)
     SECTION("sharing", "sharing", sharing)
     SECTION("neighbour", "neighbour", neighbour)
     }
+    wl_ops_save(1);
     fprintf(stderr, "vgpu_bench: wrote %s\n", out);
     gos_json_trace(root);
     json_decref(root);

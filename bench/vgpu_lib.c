@@ -38,6 +38,7 @@ int share_dense;
 char tmpdir[256], sockpath[300];
 gos_device *dev;
 void *stream;
+struct wl_backend nat_be;
 
 pid_t main_pid;
 double now(void)
@@ -152,13 +153,10 @@ gpuos_vgpu *vopen(const char *name)
 
 void *native_fn(const char *name)
 {
-    static void *mod;
-    void *fn;
-    if (!mod && gos_exec_module_load(dev, NULL, 0, GOS_EXEC_BUILTIN, &mod))
-        DIE("native module");
-    if (gos_exec_function(dev, mod, name, &fn))
+    uint64_t k;
+    if (nat_be.ops->kernel(&nat_be, name, &k))
         DIE("native kernel %s", name);
-    return fn;
+    return (void *)(uintptr_t)k;
 }
 
 /* Kernels of the built-in module, loaded once per handle. */

@@ -3,9 +3,12 @@
  * the native device (this process's own context), the daemon it starts and
  * the helpers every section uses (vgpu_lib.c). vgpu_bench.c holds main and the
  * copy, launch, fairness, queue and switch sections; vgpu_share.c issue 22's
- * (busy tenants sharing the GPU, one tenant beside a busy one). */
+ * (busy tenants sharing the GPU, one tenant beside a busy one); vgpu_work.c the
+ * workloads run natively and through gpuos alike. */
 #ifndef GOS_BENCH_VGPU_LIB_H
 #define GOS_BENCH_VGPU_LIB_H
+
+#include "vgpu_work.h"
 
 #include "device/device.h"
 #include "gpuos/gpuos.h"
@@ -31,6 +34,8 @@ extern const int *vgpu_pcts;
 extern char tmpdir[256], sockpath[300];
 extern gos_device *dev;
 extern void *stream;
+/* the workloads' native backend: dev and stream (vgpu_work.h) */
+extern struct wl_backend nat_be;
 extern pid_t main_pid;
 
 void daemon_start(const char *policy, const char *queue, int n_vgpus, const char *mem);

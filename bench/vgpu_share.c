@@ -44,20 +44,14 @@ static void shape(unsigned sms, unsigned *grid, unsigned *block)
 static void child_tenant(const char *vgpu, uint64_t iters, int sync, double secs, int fd)
 {
     gpuos_vgpu *g = vopen(vgpu);
+    struct wl_backend gb = wl_gpuos(g, (unsigned)dev->info.sm_count);
     gpuos_function f = gfn(g, "loop");
-    gpuos_launch_config c = {{1, 1, 1}, {1, 1, 1}, {0, 0, 0}, 0, 0};
-    shape((unsigned)dev->info.sm_count, &c.grid[0], &c.block[0]);
+    struct gos_launch_cfg c = {.grid = {1, 1, 1}, .block = {1, 1, 1}, .params = &iters, .param_bytes = 8};
+    shape(gb.sms, &c.grid[0], &c.block[0]);
     double until = gate_pass() + secs;
-    long k = 0;
-    int every = sync ? 1 : SHARE_STREAM_EVERY;
-    while (now() < until) {
-        for (int i = 0; i < every; i++)
-            if (gpuos_launch(g, f, &c, &iters, 8))
-                _exit(2);
-        if (gpuos_synchronize(g))
-            _exit(2);
-        k += every;
-    }
+    long k = wl_stream(&gb, f, &c, sync ? 1 : SHARE_STREAM_EVERY, until);
+    if (k < 0)
+        _exit(2);
     gpuos_close(g);
     dprintf(fd, "%ld\n", k);
     _exit(0);
@@ -82,14 +76,19 @@ int native_tenant_main(int argc, char **argv)
         sim_chip = argv[7];
     gos_device_spec spec = {.sim = sim_chip, .ordinal = 0};
     gos_device *d;
-    void *st, *mod, *fn;
-    if (gos_device_open(&spec, &d) || gos_exec_init(d) || gos_exec_stream_create(d, &st) ||
-        gos_exec_module_load(d, NULL, 0, GOS_EXEC_BUILTIN, &mod) || gos_exec_function(d, mod, "loop", &fn)) {
+    void *st;
+    uint64_t fn;
+    if (gos_device_open(&spec, &d) || gos_exec_init(d) || gos_exec_stream_create(d, &st)) {
         fprintf(stderr, "native tenant: %s\n", gos_last_error());
         return 1;
     }
-    struct gos_launch_cfg c = {{1, 1, 1}, {1, 1, 1}, {0, 0, 0}, 0, &iters, 8};
-    shape((unsigned)d->info.sm_count, &c.grid[0], &c.block[0]);
+    struct wl_backend nb = wl_native(d, st);
+    if (nb.ops->kernel(&nb, "loop", &fn)) {
+        fprintf(stderr, "native tenant: %s\n", gos_last_error());
+        return 1;
+    }
+    struct gos_launch_cfg c = {.grid = {1, 1, 1}, .block = {1, 1, 1}, .params = &iters, .param_bytes = 8};
+    shape(nb.sms, &c.grid[0], &c.block[0]);
     printf("ready\n");
     fflush(stdout);
     double start;
@@ -97,17 +96,9 @@ int native_tenant_main(int argc, char **argv)
         return 1;
     while (now() < start)
         usleep(200);
-    double until = start + secs;
-    long k = 0;
-    int every = sync ? 1 : SHARE_STREAM_EVERY;
-    while (now() < until) {
-        for (int i = 0; i < every; i++)
-            if (gos_exec_launch(d, fn, &c, st))
-                return 2;
-        if (gos_exec_stream_sync(d, st))
-            return 2;
-        k += every;
-    }
+    long k = wl_stream(&nb, fn, &c, sync ? 1 : SHARE_STREAM_EVERY, start + secs);
+    if (k < 0)
+        return 2;
     printf("%ld\n", k);
     return 0;
 }
@@ -291,87 +282,13 @@ json_t *sharing(void)
 
 /* ---- one tenant beside a busy one ---------------------------------------- */
 
-#define PROBE_COPY (64u << 20)
-
-struct probe {
-    double rt_us, rt_p90_us, htod_gbps, dtoh_gbps;
-    int rounds;
-};
-
-static double pctl(double *v, int n, double q)
-{
-    median(v, n); /* sorts */
-    int i = (int)(q * (n - 1) + 0.5);
-    return v[i < 0 ? 0 : i >= n ? n - 1 : i];
-}
-
-/* The round trips (at most 1000 or 1.5 s) and copies (5 each way, at most
- * 2 s) of one tenant: through g, or natively when g is NULL. */
-static struct probe probe_run(gpuos_vgpu *g)
-{
-    static double rt[1000];
-    struct probe p = {0};
-    struct gos_launch_cfg nc = {{1, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, NULL, 0};
-    gpuos_launch_config gc = {{1, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, 0};
-    void *nfn = g ? NULL : native_fn("empty");
-    gpuos_function gf = g ? gfn(g, "empty") : 0;
-    double until = now() + 1.5;
-    for (int i = -20; i < 1000 && now() < until; i++) {
-        double t0 = now();
-        int rc = g ? gpuos_launch(g, gf, &gc, NULL, 0) || gpuos_synchronize(g)
-                   : gos_exec_launch(dev, nfn, &nc, stream) || gos_exec_stream_sync(dev, stream);
-        if (rc)
-            DIE("launch + synchronise");
-        if (i >= 0)
-            rt[p.rounds++] = (now() - t0) * 1e6;
-    }
-    p.rt_p90_us = pctl(rt, p.rounds, 0.9);
-    p.rt_us = median(rt, p.rounds);
-    uint64_t nd = 0;
-    gpuos_dptr gd = 0;
-    void *host;
-    if (g ? gpuos_mem_alloc(g, PROBE_COPY, &gd) || gpuos_host_alloc(g, PROBE_COPY, &host)
-          : gos_exec_mem_alloc(dev, PROBE_COPY, &nd) || gos_exec_host_alloc(dev, PROBE_COPY, &host))
-        DIE("probe buffers");
-    memset(host, 7, PROBE_COPY);
-    for (int dir = 0; dir < 2; dir++) {
-        double t[6];
-        int n = 0;
-        until = now() + 2.0;
-        for (int i = -1; i < 5 && now() < until; i++) {
-            double t0 = now();
-            int rc;
-            if (g)
-                rc = dir ? gpuos_memcpy_dtoh(g, host, gd, PROBE_COPY) : gpuos_memcpy_htod(g, gd, host, PROBE_COPY);
-            else
-                rc = (dir ? gos_exec_copy_dtoh(dev, host, nd, PROBE_COPY, stream)
-                          : gos_exec_copy_htod(dev, nd, host, PROBE_COPY, stream)) ||
-                     gos_exec_stream_sync(dev, stream);
-            if (rc)
-                DIE("probe copy");
-            if (i >= 0)
-                t[n++] = now() - t0;
-        }
-        double gbps = n ? PROBE_COPY / median(t, n) / 1e9 : 0;
-        *(dir ? &p.dtoh_gbps : &p.htod_gbps) = gbps;
-    }
-    if (g) {
-        gpuos_mem_free(g, gd);
-        gpuos_host_free(g, host);
-    } else {
-        gos_exec_mem_free(dev, nd);
-        gos_exec_host_free(dev, host);
-    }
-    return p;
-}
-
-static json_t *probe_json(struct probe p)
+static json_t *probe_json(struct wl_probe p)
 {
     return json_pack("{s:f, s:f, s:i, s:f, s:f}", "launch_sync_us", p.rt_us, "launch_sync_p90_us", p.rt_p90_us,
                      "rounds", p.rounds, "htod_gbps", p.htod_gbps, "dtoh_gbps", p.dtoh_gbps);
 }
 
-static void probe_print(const char *who, const char *when, struct probe p)
+static void probe_print(const char *who, const char *when, struct wl_probe p)
 {
     fprintf(stderr,
             "neighbour %-9s %-22s launch+sync %8.1f us (p90 %8.1f, %4d rounds), 64 MB pinned htod %6.2f dtoh %6.2f "
@@ -380,7 +297,7 @@ static void probe_print(const char *who, const char *when, struct probe p)
 }
 
 /* The ratios beside / alone of one side. */
-static json_t *probe_ratios(struct probe alone, struct probe beside)
+static json_t *probe_ratios(struct wl_probe alone, struct wl_probe beside)
 {
     return json_pack("{s:f, s:f, s:f}", "launch_sync", alone.rt_us / beside.rt_us, "htod",
                      beside.htod_gbps / alone.htod_gbps, "dtoh", beside.dtoh_gbps / alone.dtoh_gbps);
@@ -392,16 +309,21 @@ static json_t *probe_ratios(struct probe alone, struct probe beside)
 json_t *neighbour(void)
 {
     static json_t *native;
+    static struct wl_tally tally[2]; /* native's probes, alone and beside */
     uint64_t len, iters = loop_iters(1000000, &len);
     double busy_s = 7.0; /* longer than a probe (5.5 s at most) after 0.3 s */
     if (!native) {
         pid_t kid;
         FILE *out;
-        struct probe alone = probe_run(NULL);
+        wl_begin(&nat_be, &nat_be);
+        struct wl_probe alone = wl_probe(&nat_be);
+        tally[0] = nat_be.tally;
+        wl_begin(&nat_be, &nat_be);
         double start = natives_start(1, iters, 0, busy_s, &kid, &out);
         while (now() < start + 0.3)
             usleep(1000);
-        struct probe beside = probe_run(NULL);
+        struct wl_probe beside = wl_probe(&nat_be);
+        tally[1] = nat_be.tally;
         long k = natives_end(1, &kid, &out);
         probe_print("native", "alone", alone);
         probe_print("native", "beside a busy process", beside);
@@ -410,14 +332,18 @@ json_t *neighbour(void)
     }
     daemon_start("band", "mrq", 2, "10%");
     gpuos_vgpu *g = vopen("v1");
-    struct probe alone = probe_run(g);
+    struct wl_backend gb = wl_gpuos(g, (unsigned)dev->info.sm_count);
+    struct wl_probe alone = wl_probe(&gb);
+    wl_note("neighbour", "alone", &tally[0], &gb.tally);
+    wl_begin(&gb, &gb);
     struct tenant_args a = {iters, 0, busy_s};
     pid_t kid;
     int fd = clients_fork(1, 0, tenant_client, &a, &kid);
     double start = gate_open(1);
     while (now() < start + 0.3)
         usleep(1000);
-    struct probe beside = probe_run(g);
+    struct wl_probe beside = wl_probe(&gb);
+    wl_note("neighbour", "beside a busy one", &tally[1], &gb.tally);
     clients_wait(1, &kid);
     long k = read_counts(fd, 1);
     gpuos_close(g);
