@@ -1063,6 +1063,7 @@ int main(int argc, char **argv)
     SECTION("switch", "switch", switching)
     SECTION("sharing", "sharing", sharing)
     SECTION("neighbour", "neighbour", neighbour)
+    SECTION("mixed", "mixed", mixed)
     }
     fprintf(stderr, "vgpu_bench: wrote %s\n", out);
     gos_json_trace(root);
