@@ -32,6 +32,7 @@
 #include "device/exec_ops.h"
 #include "serve/serve.h"
 
+#include <ftw.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -263,20 +264,28 @@ static void native_run(int n, const struct tenant *t, double secs, struct outcom
 
 static char mps_dir[128];
 
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+/* Quits the server (srv_mps_stop waits until it is gone) and removes its
+ * directory; in the bench's own process only (atexit runs in forked clients
+ * too). */
 static void mps_quit(void)
 {
     if (!mps_dir[0] || getpid() != main_pid)
         return;
     srv_mps_stop(mps_dir);
-    char cmd[200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", mps_dir);
-    if (system(cmd) != 0)
+    if (nftw(mps_dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS))
         fprintf(stderr, "vgpu_bench: could not remove %s\n", mps_dir);
     mps_dir[0] = 0;
     unsetenv("CUDA_MPS_PIPE_DIRECTORY");
     unsetenv("CUDA_MPS_LOG_DIRECTORY");
 }
 
+/* SIGINT, SIGTERM while the server runs: quit it, then die of the signal. */
 static void mps_on_signal(int sig)
 {
     mps_quit();
@@ -354,9 +363,10 @@ static void latency_print(const char *kase, const char *iso, int cls, int split,
     if (why)
         fprintf(stderr, "mixed %-10s %-7s %2d/%-2d skipped: %s\n", kase, iso ? iso : "", split, 100 - split, why);
     else
-        fprintf(stderr, "mixed %-10s %-7s %-5s %2d/%-2d period %5.1f ms: p50 %6.2f p99 %6.2f max %6.2f ms (%.2f x alone)%s\n",
-                kase, iso ? iso : "", cls ? "class" : "batch", split, 100 - split, period_ms, o[0].p50, o[0].p99,
-                o[0].max, over_alone, b);
+        fprintf(stderr,
+                "mixed %-10s %-7s %-5s %2d/%-2d period %5.1f ms: p50 %6.2f p99 %6.2f max %6.2f ms (%.2f x alone)%s\n",
+                kase, iso ? iso : "", !iso ? "" : cls ? "class" : "batch", split, 100 - split, period_ms, o[0].p50,
+                o[0].p99, o[0].max, over_alone, b);
 }
 
 /* A latency row at split s: case, isolation (NULL for plain processes),
@@ -442,7 +452,8 @@ static void plain_rows(struct mix *x)
         pair_at(x, s, t);
         if (mps)
             native_run(2, t, x->secs, o);
-        json_array_append_new(x->list, latency_row(x, "driver_mps", NULL, 0, s, mps ? o : NULL, mps ? NULL : x->mps_why));
+        json_array_append_new(x->list,
+                              latency_row(x, "driver_mps", NULL, 0, s, mps ? o : NULL, mps ? NULL : x->mps_why));
     }
     if (mps)
         mps_end();
@@ -496,7 +507,7 @@ json_t *mixed(void)
         return json_incref(done);
     static struct mix x;
     x.list = json_array();
-    x.secs = quick ? (sim_chip ? 1.5 : 3.0) : 6.0;
+    x.secs = quick ? (sim_chip ? 1.5 : 2.0) : 6.0;
     long keep_grant = grant_us;
     if (grant_us <= 0)
         grant_us = MIXED_GRANT_US;
