@@ -264,11 +264,7 @@ static void native_run(int n, const struct tenant *t, double secs, struct outcom
 
 static char mps_dir[128];
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    return remove(path);
-}
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) { return remove(path); }
 
 /* Quits the server (srv_mps_stop waits until it is gone) and removes its
  * directory; in the bench's own process only (atexit runs in forked clients
@@ -308,7 +304,7 @@ static int mps_begin(char *why, size_t cap)
         hooked = 1;
     }
     if (srv_mps_start(mps_dir, sizeof mps_dir)) {
-        snprintf(why, cap, "%s", gos_last_error());
+        snprintf(why, cap, "NVIDIA's MPS did not start (%s)", gos_last_error());
         mps_quit();
         return -1;
     }
