@@ -118,7 +118,7 @@ int native_tenant_main(int argc, char **argv)
  * the start time. out[i]: their stdout. */
 static double natives_start(int n, uint64_t iters, int sync, double secs, pid_t *kids, FILE **out)
 {
-    char a1[32], a2[8], a3[32];
+    char a1[32], a2[16], a3[32];
     snprintf(a1, sizeof a1, "%llu", (unsigned long long)iters);
     snprintf(a2, sizeof a2, "%d", sync);
     snprintf(a3, sizeof a3, "%.3f", secs);
