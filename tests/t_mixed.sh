@@ -5,12 +5,14 @@
 # validates against schemas/vgpu-bench.schema.json (and a row without its
 # figures does not); every row is there (the plain processes and NVIDIA's MPS
 # skipped with a reason: they need a GPU); at 50/50 the latency tenant's p99
-# in the latency class is below its p99 as a batch vGPU and its p50 under
-# 0.7 x, under process and under mps; the shares rows deliver each tenant
-# 0.5-1.5 x its promise, their sum 0.7-1.05 x one tenant alone (a starved
-# host's daemon costs the sum); p99 over alone is the p99 over the alone
-# row's. Timing properties get a second run on a failure (a loaded host),
-# and only those that hold there when both runs were contended.
+# and p50 in the latency class are under 0.7 x its own as a batch vGPU (which
+# waits behind 16 ms grants), under process and under mps; the shares rows
+# deliver each tenant 0.5-1.5 x its promise, their sum 0.7-1.15 x one tenant
+# alone (a starved host's daemon costs the sum; each executor's simulated
+# device is its own, so a grant's last kernels may overlap the next grant's
+# first); p99 over alone is the p99 over the alone row's. Timing properties
+# get a second run on a failure (a loaded host), and only those that hold
+# there when both runs were contended.
 . "$(dirname "$0")/serve_lib.sh"
 V="$B/bench/vgpu_bench"
 [ -x "$V" ] || fail "no $V"
@@ -74,13 +76,13 @@ else:
         c, b = row("gpuos", "50/50", iso, True), row("gpuos", "50/50", iso, False)
         check(c["p50_ms"] < 0.7 * b["p50_ms"], "%s 50/50: p50 %.2f ms in the latency class, under 0.7 x %.2f ms as a "
               "batch vGPU" % (iso, c["p50_ms"], b["p50_ms"]))
-        check(c["p99_ms"] < b["p99_ms"] or not strict, "%s 50/50: p99 %.2f ms in the latency class, below %.2f ms as "
-              "a batch vGPU%s" % (iso, c["p99_ms"], b["p99_ms"], "" if strict else " (not asserted: contended)"))
+        check(c["p99_ms"] < 0.7 * b["p99_ms"] or not strict, "%s 50/50: p99 %.2f ms in the latency class, under 0.7 x "
+              "%.2f ms as a batch vGPU%s" % (iso, c["p99_ms"], b["p99_ms"], "" if strict else " (not asserted: contended)"))
     for r in sh:
         name = "%s %s" % (r["isolation"], "/".join(map(str, r["shares"])))
         for s, p in zip(r["shares"], r["over_promise"]):
             check((0.5 <= p or not strict) and p <= 1.5, "%s: the %d %% tenant got %.3f of its promise" % (name, s, p))
-        check((0.7 <= r["sum_over_alone"] or not strict) and r["sum_over_alone"] <= 1.05,
+        check((0.7 <= r["sum_over_alone"] or not strict) and r["sum_over_alone"] <= 1.15,
               "%s: the sum %.3f of one alone" % (name, r["sum_over_alone"]))
 sys.exit(0 if ok else 1)
 PY
