@@ -935,6 +935,7 @@ int main(int argc, char **argv)
     SECTION("switch", "switch", switching)
     SECTION("sharing", "sharing", sharing)
     SECTION("neighbour", "neighbour", neighbour)
+    SECTION("mixed", "mixed", mixed)
     }
     wl_ops_save(1);
     fprintf(stderr, "vgpu_bench: wrote %s\n", out);

@@ -2,7 +2,7 @@
 /* vgpu_lib.c: what every section of bench/vgpu_bench shares (vgpu_lib.h):
  * the run's settings, the native device, the daemon the benchmark starts for
  * each configuration, client handles and the built-in kernels, the start gate
- * of child clients, small statistics. */
+ * of child clients, the start of plain CUDA processes, small statistics. */
 #include "vgpu_lib.h"
 
 #include "common/status.h"
@@ -20,7 +20,7 @@ const char *gpuos_bin, *sim_chip;
 int quick;
 long band_wait_us = -1; /* -1: the daemon's default (500 us, Gdev) */
 int band_charge_hold = -1; /* -1: the daemon's default */
-const int *vgpu_pcts;
+const int *vgpu_pcts, *vgpu_latency_ms;
 long grant_us = -1;        /* -1: the daemon's default (grant_us) */
 int exec_per_vgpu;         /* the next daemon says executor = per-vgpu */
 const char *fair_policies = "fifo,credit,band", *fair_counts = "2,4,8";
@@ -70,6 +70,13 @@ double median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+double pctl(double *v, int n, double q)
+{
+    median(v, n); /* sorts */
+    int i = (int)(q * (n - 1) + 0.5);
+    return v[i < 0 ? 0 : i >= n ? n - 1 : i];
+}
+
 /* ---- the daemon ---------------------------------------------------------- */
 
 static pid_t daemon_pid;
@@ -96,9 +103,12 @@ void daemon_start(const char *policy, const char *queue, int n_vgpus, const char
         fprintf(f, "grant_us = %ld\n", grant_us);
     if (exec_per_vgpu)
         fprintf(f, "executor = per-vgpu\n");
-    for (int i = 0; i < n_vgpus; i++)
+    for (int i = 0; i < n_vgpus; i++) {
         fprintf(f, "[vgpu v%d]\ncompute = %d\ncopy = %d\nmemory = %s\n", i, vgpu_pcts ? vgpu_pcts[i] : 100 / n_vgpus,
                 vgpu_pcts ? vgpu_pcts[i] : 100 / n_vgpus, mem);
+        if (vgpu_latency_ms && vgpu_latency_ms[i])
+            fprintf(f, "latency_ms = %d\n", vgpu_latency_ms[i]);
+    }
     fclose(f);
     unlink(sockpath);
     daemon_pid = fork();
@@ -259,6 +269,38 @@ void clients_wait(int n, const pid_t *kids)
 {
     for (int i = 0; i < n; i++)
         waitpid(kids[i], NULL, 0);
+}
+
+double natives_go(int n, char **const *av, pid_t *kids, FILE **out)
+{
+    int in[8];
+    for (int i = 0; i < n; i++) {
+        int po[2], pi[2];
+        if (pipe(po) || pipe(pi))
+            DIE("pipe");
+        if ((kids[i] = fork()) == 0) {
+            dup2(pi[0], 0);
+            dup2(po[1], 1);
+            close(pi[1]);
+            close(po[0]);
+            execv("/proc/self/exe", av[i]);
+            _exit(127);
+        }
+        close(pi[0]);
+        close(po[1]);
+        in[i] = pi[1];
+        out[i] = fdopen(po[0], "r");
+    }
+    char line[64];
+    for (int i = 0; i < n; i++)
+        if (!out[i] || !fgets(line, sizeof line, out[i]) || strncmp(line, "ready", 5))
+            DIE("native tenant %d did not start", i);
+    double start = now() + 0.05;
+    for (int i = 0; i < n; i++) {
+        dprintf(in[i], "%.6f\n", start);
+        close(in[i]);
+    }
+    return start;
 }
 
 long read_counts(int fd, int n)

@@ -3,8 +3,9 @@
  * the native device (this process's own context), the daemon it starts and
  * the helpers every section uses (vgpu_lib.c). vgpu_bench.c holds main and the
  * copy, launch, fairness, queue and switch sections; vgpu_share.c issue 22's
- * (busy tenants sharing the GPU, one tenant beside a busy one); vgpu_work.c the
- * workloads run natively and through gpuos alike. */
+ * (busy tenants sharing the GPU, one tenant beside a busy one); vgpu_mixed.c
+ * issue 41's (a latency tenant beside a batch one, small shares); vgpu_work.c
+ * the workloads run natively and through gpuos alike. */
 #ifndef GOS_BENCH_VGPU_LIB_H
 #define GOS_BENCH_VGPU_LIB_H
 
@@ -29,8 +30,9 @@ extern int share_dense;
  * default) and executor = per-vgpu */
 extern long band_wait_us, grant_us;
 extern int band_charge_hold, exec_per_vgpu;
-/* the next daemon's vGPUs' compute and copy shares in percent (NULL: equal) */
-extern const int *vgpu_pcts;
+/* the next daemon's vGPUs' compute and copy shares in percent (NULL: equal)
+ * and latency classes (latency_ms; NULL or 0: a batch vGPU) */
+extern const int *vgpu_pcts, *vgpu_latency_ms;
 extern char tmpdir[256], sockpath[300];
 extern gos_device *dev;
 extern void *stream;
@@ -51,6 +53,8 @@ void daemon_stop(void);
 
 double now(void);
 double median(double *v, int n);
+/* the q-quantile (0..1) of v's n values (sorts v) */
+double pctl(double *v, int n, double q);
 int want(const char *only, const char *s);
 gpuos_vgpu *vopen(const char *name);
 gpuos_function gfn(gpuos_vgpu *g, const char *name);
@@ -67,6 +71,11 @@ long read_counts(int fd, int n);
 typedef void (*client_fn)(const char *vgpu, int i, int fd, const void *arg);
 int clients_fork(int n, int one_vgpu, client_fn run, const void *arg, pid_t *kids);
 void clients_wait(int n, const pid_t *kids);
+/* n plain CUDA processes (at most 8), process i exec'd as av[i] (argv of
+ * vgpu_bench --native-tenant ...: the parent's CUDA context does not survive
+ * a fork); once each says "ready" on its stdout, all are told their start
+ * instant (now(), 0.05 s later) on stdin; the start. out[i]: their stdout. */
+double natives_go(int n, char **const *av, pid_t *kids, FILE **out);
 /* "mps+pairs" or iso_mode */
 const char *mode_label(void);
 const char *overlap_label(void);
@@ -75,5 +84,13 @@ const char *overlap_label(void);
 json_t *sharing(void);
 json_t *neighbour(void);
 int native_tenant_main(int argc, char **argv);
+/* `loop`'s launch shape (share_dense: "dense" or "light"), and the iterations
+ * that take ns alone in it (*got_ns: what they take) */
+void shape(unsigned sms, unsigned *grid, unsigned *block);
+uint64_t loop_iters(uint64_t ns, uint64_t *got_ns);
+
+/* vgpu_mixed.c */
+json_t *mixed(void);
+int mixed_tenant_main(int argc, char **argv);
 
 #endif

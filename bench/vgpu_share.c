@@ -32,7 +32,7 @@
 #define SHARE_STREAM_EVERY 32 /* the streaming tenant synchronises every 32 kernels */
 
 /* The launch shape of the kernels (share_dense: "dense" or "light"). */
-static void shape(unsigned sms, unsigned *grid, unsigned *block)
+void shape(unsigned sms, unsigned *grid, unsigned *block)
 {
     *grid = share_dense ? 2 * sms : sms;
     *block = share_dense ? 1024 : 32;
@@ -64,6 +64,8 @@ static void child_tenant(const char *vgpu, uint64_t iters, int sync, double secs
  * does and prints its count. */
 int native_tenant_main(int argc, char **argv)
 {
+    if (argc >= 3 && !strcmp(argv[2], "periodic")) /* the mixed section's tenants */
+        return mixed_tenant_main(argc, argv);
     if (argc < 6) {
         fprintf(stderr, "vgpu_bench --native-tenant ITERS SYNC SECS light|dense [--sim CHIP]\n");
         return 2;
@@ -104,43 +106,19 @@ int native_tenant_main(int argc, char **argv)
 }
 
 /* n plain CUDA processes, ready and told when to start (0.05 s from now);
- * the start time. in[i] / out[i]: their stdin and stdout. */
+ * the start time. out[i]: their stdout. */
 static double natives_start(int n, uint64_t iters, int sync, double secs, pid_t *kids, FILE **out)
 {
-    char a1[32], a2[8], a3[32];
+    char a1[32], a2[16], a3[32];
     snprintf(a1, sizeof a1, "%llu", (unsigned long long)iters);
     snprintf(a2, sizeof a2, "%d", sync);
     snprintf(a3, sizeof a3, "%.3f", secs);
-    int in[8];
-    for (int i = 0; i < n; i++) {
-        int po[2], pi[2];
-        if (pipe(po) || pipe(pi))
-            DIE("pipe");
-        if ((kids[i] = fork()) == 0) {
-            dup2(pi[0], 0);
-            dup2(po[1], 1);
-            close(pi[1]);
-            close(po[0]);
-            char *av[] = {"vgpu_bench", "--native-tenant", a1, a2, a3, share_dense ? "dense" : "light",
-                          sim_chip ? "--sim" : NULL, (char *)sim_chip, NULL};
-            execv("/proc/self/exe", av);
-            _exit(127);
-        }
-        close(pi[0]);
-        close(po[1]);
-        in[i] = pi[1];
-        out[i] = fdopen(po[0], "r");
-    }
-    char line[64];
+    char *av[] = {"vgpu_bench", "--native-tenant", a1, a2, a3, share_dense ? "dense" : "light",
+                  sim_chip ? "--sim" : NULL, (char *)sim_chip, NULL};
+    char **avs[8];
     for (int i = 0; i < n; i++)
-        if (!out[i] || !fgets(line, sizeof line, out[i]) || strncmp(line, "ready", 5))
-            DIE("native tenant %d did not start", i);
-    double start = now() + 0.05;
-    for (int i = 0; i < n; i++) {
-        dprintf(in[i], "%.6f\n", start);
-        close(in[i]);
-    }
-    return start;
+        avs[i] = av;
+    return natives_go(n, avs, kids, out);
 }
 
 /* Their kernel counts, once they end. */
@@ -189,7 +167,7 @@ static long tenants_run(int n, uint64_t iters, int sync, double secs, int native
 /* The iterations of `loop` in the current shape that take ns alone, and what
  * they really take (*got_ns), measured on this process's context between
  * events (the shortest of five). */
-static uint64_t loop_iters(uint64_t ns, uint64_t *got_ns)
+uint64_t loop_iters(uint64_t ns, uint64_t *got_ns)
 {
     void *fn = native_fn("loop"), *e0, *e1;
     if (gos_exec_event_create(dev, &e0) || gos_exec_event_create(dev, &e1))

@@ -273,13 +273,6 @@ double wl_standalone(struct wl_backend *b, int kind, void *hp, void *hpin, size_
 
 #define PROBE_COPY (64u << 20)
 
-static double pctl(double *v, int n, double q)
-{
-    median(v, n); /* sorts */
-    int i = (int)(q * (n - 1) + 0.5);
-    return v[i < 0 ? 0 : i >= n ? n - 1 : i];
-}
-
 struct wl_probe wl_probe(struct wl_backend *b)
 {
     static double rt[1000];
