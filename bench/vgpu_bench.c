@@ -391,7 +391,7 @@ static json_t *copies(void)
 static json_t *launches(void)
 {
     int n = quick ? 200 : 5000, m = quick ? 50 : 1000;
-    struct gos_launch_cfg c = {{1, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, NULL, 0};
+    struct gos_launch_cfg c = {.grid = {1, 1, 1}, .block = {32, 1, 1}};
     void *fn = native_fn("empty");
     double nat_async, nat_sync, gos_async, gos_sync;
     for (int w = 0; w < 2; w++) {
@@ -453,7 +453,7 @@ static double run_native(int kind, void *hp, void *hpin)
     double t0 = now();
     if (kind == 0) {
         uint64_t it = 20000000ull;
-        struct gos_launch_cfg c = {{(unsigned)dev->info.sm_count * 4, 1, 1}, {256, 1, 1}, {0, 0, 0}, 0, &it, 8};
+        struct gos_launch_cfg c = {.geom = {{(unsigned)dev->info.sm_count * 4, 1, 1}, {256, 1, 1}, {0, 0, 0}, 0}, .params = &it, .param_bytes = 8};
         gos_exec_launch(dev, native_fn("loop"), &c, stream);
         gos_exec_stream_sync(dev, stream);
     } else if (kind <= 2) {
@@ -467,7 +467,7 @@ static double run_native(int kind, void *hp, void *hpin)
             uint64_t a, b, c;
             uint32_t n, pad;
         } p = {a, b, cc, n, 0};
-        struct gos_launch_cfg c = {{kind == 1 ? 1024u : n / 16, kind == 1 ? 1u : n / 16, 1}, {kind == 1 ? 256u : 16u, kind == 1 ? 1u : 16u, 1}, {0, 0, 0}, 0, &p, 28};
+        struct gos_launch_cfg c = {.geom = {{kind == 1 ? 1024u : n / 16, kind == 1 ? 1u : n / 16, 1}, {kind == 1 ? 256u : 16u, kind == 1 ? 1u : 16u, 1}, {0, 0, 0}, 0}, .params = &p, .param_bytes = 28};
         if (gos_exec_launch(dev, native_fn(kind == 1 ? "madd" : "mmul"), &c, stream))
             DIE("native %s", kind == 1 ? "madd" : "mmul");
         gos_exec_stream_sync(dev, stream);

@@ -88,7 +88,7 @@ int native_tenant_main(int argc, char **argv)
         fprintf(stderr, "native tenant: %s\n", gos_last_error());
         return 1;
     }
-    struct gos_launch_cfg c = {{1, 1, 1}, {1, 1, 1}, {0, 0, 0}, 0, &iters, 8};
+    struct gos_launch_cfg c = {.geom = {{1, 1, 1}, {1, 1, 1}, {0, 0, 0}, 0}, .params = &iters, .param_bytes = 8};
     shape((unsigned)d->info.sm_count, &c.grid[0], &c.block[0]);
     printf("ready\n");
     fflush(stdout);
@@ -205,7 +205,7 @@ static uint64_t loop_iters(uint64_t ns, uint64_t *got_ns)
         DIE("events");
     uint64_t iters = 1000, t = 0;
     for (int round = 0; round < 8; round++) {
-        struct gos_launch_cfg c = {{1, 1, 1}, {1, 1, 1}, {0, 0, 0}, 0, &iters, 8};
+        struct gos_launch_cfg c = {.geom = {{1, 1, 1}, {1, 1, 1}, {0, 0, 0}, 0}, .params = &iters, .param_bytes = 8};
         shape((unsigned)dev->info.sm_count, &c.grid[0], &c.block[0]);
         uint64_t best = UINT64_MAX;
         for (int r = 0; r < 5; r++) {
@@ -311,7 +311,7 @@ static struct probe probe_run(gpuos_vgpu *g)
 {
     static double rt[1000];
     struct probe p = {0};
-    struct gos_launch_cfg nc = {{1, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, NULL, 0};
+    struct gos_launch_cfg nc = {.geom = {{1, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0}, .params = NULL, .param_bytes = 0};
     gpuos_launch_config gc = {{1, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, 0};
     void *nfn = g ? NULL : native_fn("empty");
     gpuos_function gf = g ? gfn(g, "empty") : 0;

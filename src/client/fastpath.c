@@ -211,11 +211,8 @@ static int replay(gpuos_vgpu *g, struct gos_ring_ent *s)
     }
     case GOS_OP_DTOD: rc = gcl_sock_dtod(g, s->dptr, s->dptr2, s->bytes, async); break;
     case GOS_OP_LAUNCH: {
-        struct gos_msg_launch m = {.func = s->func, .smem = s->smem, .flags = GOS_F_ASYNC,
+        struct gos_msg_launch m = {.func = s->func, .geom = s->geom, .flags = GOS_F_ASYNC,
                                    .param_bytes = s->param_bytes};
-        memcpy(m.grid, s->grid, sizeof m.grid);
-        memcpy(m.block, s->block, sizeof m.block);
-        memcpy(m.cluster, s->cluster, sizeof m.cluster);
         uint32_t seq = 0;
         rc = gcl_send_req(g, GOS_MSG_LAUNCH, &m, sizeof m, s->data, s->param_bytes, -1, &seq);
         break;
@@ -458,10 +455,7 @@ int gcl_ring_launch(gpuos_vgpu *g, const struct gos_msg_launch *m, const void *p
     e.op = GOS_OP_LAUNCH;
     e.flags = GOS_RING_F_ASYNC;
     e.func = m->func;
-    memcpy(e.grid, m->grid, sizeof e.grid);
-    memcpy(e.block, m->block, sizeof e.block);
-    memcpy(e.cluster, m->cluster, sizeof e.cluster);
-    e.smem = m->smem;
+    e.geom = m->geom;
     e.param_bytes = m->param_bytes;
     uint32_t idx;
     return submit(g, &e, params, m->param_bytes, &idx);

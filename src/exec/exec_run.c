@@ -125,10 +125,7 @@ static int xe_decode(struct xe *x, const struct x_op *xo, const void *params, st
         if (xo->fn < 1 || xo->fn > (uint32_t)x->n_funcs || !x->funcs[xo->fn - 1])
             return gos_fail(GOS_EINVAL, "executor: function %u unknown", (unsigned)xo->fn);
         o->fn = x->funcs[xo->fn - 1];
-        o->cfg = (struct gos_launch_cfg){.smem = xo->smem, .params = params, .param_bytes = xo->param_bytes};
-        memcpy(o->cfg.grid, xo->grid, sizeof o->cfg.grid);
-        memcpy(o->cfg.block, xo->block, sizeof o->cfg.block);
-        memcpy(o->cfg.cluster, xo->cluster, sizeof o->cfg.cluster);
+        o->cfg = (struct gos_launch_cfg){.geom = xo->geom, .params = params, .param_bytes = xo->param_bytes};
         return GOS_OK;
     default: return gos_fail(GOS_EPROTO, "executor: op %u", (unsigned)xo->op);
     }
@@ -314,10 +311,7 @@ int xe_ring_run(struct xe *x, const struct gos_ring_ent *e, unsigned char *data,
             return gos_fail(GOS_EINVAL, "kernel parameters of %u bytes (at most %d)", (unsigned)e->param_bytes,
                             GOS_PARAM_MAX);
         memset(&l.m, 0, sizeof l.m);
-        memcpy(l.m.grid, e->grid, sizeof l.m.grid);
-        memcpy(l.m.block, e->block, sizeof l.m.block);
-        memcpy(l.m.cluster, e->cluster, sizeof l.m.cluster);
-        l.m.smem = e->smem;
+        l.m.geom = e->geom;
         l.m.param_bytes = e->param_bytes;
         memcpy(l.p, data, e->param_bytes); /* copied out before any check */
         struct gos_msg_hdr hh;
@@ -327,10 +321,7 @@ int xe_ring_run(struct xe *x, const struct gos_ring_ent *e, unsigned char *data,
         uint32_t fi = x->fmap[e->func - 1] - 1;
         o.fn = x->funcs[fi];
         struct gos_launch_cfg *c = &o.cfg;
-        *c = (struct gos_launch_cfg){.smem = e->smem, .params = l.p, .param_bytes = e->param_bytes};
-        memcpy(c->grid, e->grid, sizeof c->grid);
-        memcpy(c->block, e->block, sizeof c->block);
-        memcpy(c->cluster, e->cluster, sizeof c->cluster);
+        *c = (struct gos_launch_cfg){.geom = e->geom, .params = l.p, .param_bytes = e->param_bytes};
         if (x->fbuiltin[fi][0]) {
             struct gos_dev_range r[GOS_LAUNCH_RANGES_MAX];
             int n = 0;

@@ -22,6 +22,8 @@
 #ifndef GOS_PROTO_H
 #define GOS_PROTO_H
 
+#include "device/geom.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -255,8 +257,7 @@ struct gos_rep_global {
 
 struct gos_msg_launch {
     uint64_t func;
-    uint32_t grid[3], block[3], cluster[3]; /* cluster {0,0,0} or {1,1,1}: none */
-    uint32_t smem;
+    GOS_GEOM_HEAD; /* grid, block, cluster, smem (device/geom.h) */
     uint32_t flags;
     int32_t priority;
     uint32_t param_bytes; /* packed parameters follow */

@@ -20,6 +20,7 @@
 #define GOS_PROTO_RING_SHM_H
 
 #include "common/clock.h"
+#include "device/geom.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -59,8 +60,8 @@ struct gos_ring_ent {
     uint32_t region, pad;
     uint64_t offset, dptr, dptr2, bytes;
     uint64_t func;
-    uint32_t grid[3], block[3], cluster[3];
-    uint32_t smem, param_bytes;
+    GOS_GEOM_HEAD;
+    uint32_t param_bytes;
     int32_t rc; /* completion */
     char msg[GOS_RING_MSG];
     unsigned char data[GOS_RING_DATA];

@@ -257,8 +257,8 @@ struct x_op {
     uint32_t region;
     uint64_t offset, dptr, dptr2, bytes;
     uint32_t fn; /* index + 1 */
-    uint32_t grid[3], block[3], cluster[3];
-    uint32_t smem, param_bytes; /* params follow */
+    GOS_GEOM_HEAD;
+    uint32_t param_bytes; /* params follow */
     uint32_t sync_copy, pad;
 };
 

@@ -451,10 +451,7 @@ static int do_launch(struct srv_client *c, uint32_t seq, const struct gos_msg_la
     o.region = -1;
     o.kind = GOS_OP_LAUNCH;
     o.fn = c->funcs[m->func - 1];
-    memcpy(o.cfg.grid, m->grid, sizeof m->grid);
-    memcpy(o.cfg.block, m->block, sizeof m->block);
-    memcpy(o.cfg.cluster, m->cluster, sizeof m->cluster);
-    o.cfg.smem = m->smem;
+    o.cfg.geom = m->geom;
     if (m->param_bytes) {
         if (!(o.params = malloc(m->param_bytes)))
             return gos_fail(GOS_ENOMEM, "daemon out of host memory");
@@ -575,10 +572,7 @@ static int validate(struct srv_client *c, const struct msg_entry *e, const struc
             return gos_fail(GOS_EINVAL, "function handle %llu is not a function of this client",
                             (unsigned long long)m->func);
         struct srv_dev *d = dev_of(c);
-        struct gos_launch_cfg cfg = {.params = m + 1, .param_bytes = m->param_bytes};
-        memcpy(cfg.grid, m->grid, sizeof m->grid);
-        memcpy(cfg.block, m->block, sizeof m->block);
-        memcpy(cfg.cluster, m->cluster, sizeof m->cluster);
+        struct gos_launch_cfg cfg = {.geom = m->geom, .params = m + 1, .param_bytes = m->param_bytes};
         struct gos_dev_range r[GOS_LAUNCH_RANGES_MAX];
         int n = 0;
         if (c->x) {

@@ -265,12 +265,9 @@ static int issue_remote(struct srv_exec *x, int engine, struct srv_task *t, uint
                           .dptr2 = o->dptr2,
                           .bytes = o->bytes,
                           .fn = (uint32_t)(uintptr_t)o->fn,
-                          .smem = o->cfg.smem,
+                          .geom = o->cfg.geom,
                           .param_bytes = (uint32_t)o->cfg.param_bytes,
                           .sync_copy = o->sync};
-        memcpy(xo.grid, o->cfg.grid, sizeof xo.grid);
-        memcpy(xo.block, o->cfg.block, sizeof xo.block);
-        memcpy(xo.cluster, o->cfg.cluster, sizeof xo.cluster);
         memcpy(buf + off, &xo, sizeof xo);
         off += sizeof xo;
         if (o->cfg.param_bytes)
