@@ -211,7 +211,7 @@ static int replay(gpuos_vgpu *g, struct gos_ring_ent *s)
     }
     case GOS_OP_DTOD: rc = gcl_sock_dtod(g, s->dptr, s->dptr2, s->bytes, async); break;
     case GOS_OP_LAUNCH: {
-        struct gos_msg_launch m = {.func = s->func, .geom = s->geom, .flags = GOS_F_ASYNC,
+        struct gos_msg_launch m = {.op = GOS_OP_LAUNCH, .func = s->func, .geom = s->geom, .flags = GOS_F_ASYNC,
                                    .param_bytes = s->param_bytes};
         uint32_t seq = 0;
         rc = gcl_send_req(g, GOS_MSG_LAUNCH, &m, sizeof m, s->data, s->param_bytes, -1, &seq);

@@ -311,6 +311,7 @@ int xe_ring_run(struct xe *x, const struct gos_ring_ent *e, unsigned char *data,
             return gos_fail(GOS_EINVAL, "kernel parameters of %u bytes (at most %d)", (unsigned)e->param_bytes,
                             GOS_PARAM_MAX);
         memset(&l.m, 0, sizeof l.m);
+        l.m.op = GOS_OP_LAUNCH;
         l.m.geom = e->geom;
         l.m.param_bytes = e->param_bytes;
         memcpy(l.p, data, e->param_bytes); /* copied out before any check */

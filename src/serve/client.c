@@ -241,12 +241,12 @@ static int copy_ranges(struct srv_client *c, const struct gos_msg_copy *m)
     if (!dst && !in_global(c, m->dptr, m->bytes))
         return gos_fail(GOS_EINVAL, "device range 0x%llx+%llu is not inside an allocation of this client",
                         (unsigned long long)m->dptr, (unsigned long long)m->bytes);
-    if (dst && dst->ro && m->dir != GOS_OP_DTOH)
+    if (dst && dst->ro && m->op != GOS_OP_DTOH)
         return gos_fail(GOS_EPERM, "device range 0x%llx+%llu is a read-only attachment (SHM_RDONLY)",
                         (unsigned long long)m->dptr, (unsigned long long)m->bytes);
-    if (m->dir == GOS_OP_DTOD && !reachable(c, m->dptr_src, m->bytes))
+    if (m->op == GOS_OP_DTOD && !reachable(c, m->dptr2, m->bytes))
         return gos_fail(GOS_EINVAL, "source range 0x%llx+%llu is not inside an allocation of this client",
-                        (unsigned long long)m->dptr_src, (unsigned long long)m->bytes);
+                        (unsigned long long)m->dptr2, (unsigned long long)m->bytes);
     return GOS_OK;
 }
 
@@ -264,14 +264,14 @@ static int do_copy(struct srv_client *c, uint32_t seq, const struct gos_msg_copy
     int rc = copy_ranges(c, m);
     if (rc)
         return rc;
-    if (m->dir == GOS_OP_DTOD) {
+    if (m->op == GOS_OP_DTOD) {
         o.kind = GOS_OP_DTOD;
-        o.dptr2 = m->dptr_src;
+        o.dptr2 = m->dptr2;
     } else {
         struct srv_region *g = srv_region_find(c, m->region, m->offset, m->bytes);
         if (!g)
             return GOS_EINVAL;
-        o.kind = m->dir == GOS_OP_HTOD ? GOS_OP_HTOD : GOS_OP_DTOH;
+        o.kind = m->op == GOS_OP_HTOD ? GOS_OP_HTOD : GOS_OP_DTOH;
         o.host = (char *)g->ptr + m->offset;
         o.host_off = m->offset;
         o.region = (int)m->region;
@@ -561,10 +561,10 @@ static int validate(struct srv_client *c, const struct msg_entry *e, const struc
         if (!reachable(c, m->dptr, m->bytes))
             return gos_fail(GOS_EINVAL, "device range 0x%llx+%llu is not inside an allocation of this client",
                             (unsigned long long)m->dptr, (unsigned long long)m->bytes);
-        if (m->dir == GOS_OP_DTOD && !reachable(c, m->dptr_src, m->bytes))
+        if (m->op == GOS_OP_DTOD && !reachable(c, m->dptr2, m->bytes))
             return gos_fail(GOS_EINVAL, "source range 0x%llx+%llu is not inside an allocation of this client",
-                            (unsigned long long)m->dptr_src, (unsigned long long)m->bytes);
-        if (m->dir != GOS_OP_DTOD && !srv_region_find(c, m->region, m->offset, m->bytes))
+                            (unsigned long long)m->dptr2, (unsigned long long)m->bytes);
+        if (m->op != GOS_OP_DTOD && !srv_region_find(c, m->region, m->offset, m->bytes))
             return GOS_EINVAL;
     } else {
         const struct gos_msg_launch *m = p;
