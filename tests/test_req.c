@@ -80,6 +80,8 @@ static void test_launch(void **state)
     refused(&r, &gos_req_ring, GOS_RING_DATA, GOS_EINVAL, "kernel parameters");
     r.param_bytes = GOS_PARAM_MAX;
     assert_int_equal(gos_req_check(&r, &gos_req_ring, GOS_RING_DATA), GOS_OK);
+    r.bytes = 1; /* a launch copies nothing */
+    refused(&r, &gos_req_ring, GOS_RING_DATA, GOS_EPROTO, "a launch of 1 bytes");
 }
 
 static void test_copy(void **state)

@@ -72,6 +72,8 @@ int gos_req_check(const struct gos_req *r, const struct gos_req_via *via, size_t
     if (via->exact && r->param_bytes != tail)
         return gos_fail(GOS_EPROTO, "%s says %u parameter bytes, carries %zu", via->name, (unsigned)r->param_bytes,
                         tail);
+    if (r->op == GOS_OP_LAUNCH && r->bytes) /* (the daemon counts a request's bytes as copied) */
+        return gos_fail(GOS_EPROTO, "%s: a launch of %llu bytes", via->name, (unsigned long long)r->bytes);
     /* then its arguments: an error of this request alone */
     switch (r->op) {
     case GOS_OP_HTOD:

@@ -250,33 +250,27 @@ static int copy_ranges(struct srv_client *c, const struct gos_msg_copy *m)
     return GOS_OK;
 }
 
+/* A copy queued as the client sent it (its executor resolves it there),
+ * resolved here under isolation = none. */
 static int do_copy(struct srv_client *c, uint32_t seq, const struct gos_msg_copy *m)
 {
-    struct srv_op o;
-    memset(&o, 0, sizeof o);
-    o.seq = seq;
-    o.req_type = GOS_MSG_COPY;
-    o.async = !!(m->flags & GOS_F_ASYNC);
-    o.direct = !!(m->flags & GOS_F_DIRECT);
-    o.region = -1;
-    o.bytes = m->bytes;
-    o.dptr = m->dptr;
+    struct srv_op o = {.req = m->req, .seq = seq, .req_type = GOS_MSG_COPY, .region = -1};
     int rc = copy_ranges(c, m);
     if (rc)
         return rc;
-    if (m->op == GOS_OP_DTOD) {
-        o.kind = GOS_OP_DTOD;
-        o.dptr2 = m->dptr2;
-    } else {
+    void *host = NULL;
+    if (m->op != GOS_OP_DTOD) {
         struct srv_region *g = srv_region_find(c, m->region, m->offset, m->bytes);
         if (!g)
             return GOS_EINVAL;
-        o.kind = m->op == GOS_OP_HTOD ? GOS_OP_HTOD : GOS_OP_DTOH;
-        o.host = (char *)g->ptr + m->offset;
-        o.host_off = m->offset;
+        host = (char *)g->ptr + m->offset;
         o.region = (int)m->region;
-        o.sync = o.direct && !g->pinned;
+        if ((m->flags & GOS_F_DIRECT) && !g->pinned)
+            o.req.flags |= GOS_F_SYNC;
     }
+    if (!c->x)
+        o.dev = (struct gos_op){.kind = m->op, .sync = !!(o.req.flags & GOS_F_SYNC), .dptr = m->dptr,
+                                .dptr2 = m->dptr2, .bytes = m->bytes, .host = host};
     return srv_op_submit(c, GOS_SCHED_COPY, m->priority, &o);
 }
 
@@ -443,22 +437,15 @@ static int do_launch(struct srv_client *c, uint32_t seq, const struct gos_msg_la
     if (m->func < 1 || m->func > (uint64_t)c->n_funcs || !c->funcs[m->func - 1])
         return gos_fail(GOS_EINVAL, "function handle %llu is not a function of this client",
                         (unsigned long long)m->func);
-    struct srv_op o;
-    memset(&o, 0, sizeof o);
-    o.seq = seq;
-    o.req_type = GOS_MSG_LAUNCH;
-    o.async = !!(m->flags & GOS_F_ASYNC);
-    o.region = -1;
-    o.kind = GOS_OP_LAUNCH;
-    o.fn = c->funcs[m->func - 1];
-    o.cfg.geom = m->geom;
+    struct srv_op o = {.req = m->req, .seq = seq, .req_type = GOS_MSG_LAUNCH, .region = -1};
     if (m->param_bytes) {
         if (!(o.params = malloc(m->param_bytes)))
             return gos_fail(GOS_ENOMEM, "daemon out of host memory");
         memcpy(o.params, m + 1, m->param_bytes);
     }
-    o.cfg.params = o.params;
-    o.cfg.param_bytes = m->param_bytes;
+    if (!c->x) /* (with an executor, c->funcs holds its index: it maps the client's handle itself) */
+        o.dev = (struct gos_op){.kind = GOS_OP_LAUNCH, .fn = c->funcs[m->func - 1],
+                                .cfg = {.geom = m->geom, .params = o.params, .param_bytes = m->param_bytes}};
     int rc = srv_op_submit(c, GOS_SCHED_COMPUTE, m->priority, &o);
     if (rc)
         free(o.params);
