@@ -121,14 +121,6 @@ static int xe_function(const struct xe *x, uint64_t h, uint32_t *fi)
     return GOS_OK;
 }
 
-/* A copy's device ranges on the ring: the destination written unless the
- * copy is into the host, a device-to-device copy's source read. */
-static int ring_ranges(struct xe *x, const struct gos_req *r)
-{
-    int rc = xe_al_check(x, r->dptr, r->bytes, r->op != GOS_OP_DTOH, "device");
-    return rc || r->op != GOS_OP_DTOD ? rc : xe_al_check(x, r->dptr2, r->bytes, 0, "source");
-}
-
 /* A launch's function, geometry and parameters (xe_decode). */
 static int decode_launch(struct xe *x, const struct gos_req *r, int ring, const unsigned char *data,
                          unsigned char *pbuf, struct gos_op *o)
@@ -182,7 +174,8 @@ static int xe_decode(struct xe *x, const struct gos_req *r, const struct gos_req
     case GOS_OP_HTOD:
     case GOS_OP_DTOH:
     case GOS_OP_DTOD:
-        if (ring && (rc = ring_ranges(x, r)))
+        if (ring && (rc = gos_range_copy(r->op == GOS_OP_DTOH, r->op == GOS_OP_DTOD, r->dptr, r->dptr2, r->bytes,
+                                         xe_al_look, x, GOS_RING_REVOKED)))
             return rc;
         if (r->op == GOS_OP_DTOD)
             return GOS_OK;

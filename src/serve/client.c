@@ -75,7 +75,7 @@ static int drain(struct srv_client *c)
 }
 
 /* The allocation of c holding [p, p + n), or NULL (the one range check,
- * common/range.h, as the executor's xe_al_check). */
+ * common/range.h, as the executor's xe_al_look). */
 static struct srv_alloc *find_alloc(struct srv_client *c, uint64_t p, uint64_t n)
 {
     int i = gos_range_find(c->allocs, c->n_allocs, sizeof *c->allocs, p, n);
@@ -233,21 +233,20 @@ static int do_free(struct srv_client *c, uint64_t dptr)
     return gos_fail(GOS_EINVAL, "0x%llx is not an allocation of this client", (unsigned long long)dptr);
 }
 
-/* A copy's device ranges: inside the client's allocations or globals, the
- * destination writable. */
+/* What of c's allocations and globals holds [p, p + n) (gos_range_look_fn). */
+static unsigned range_look(void *ctx, uint64_t p, uint64_t n)
+{
+    struct srv_client *c = ctx;
+    const struct srv_alloc *a = find_alloc(c, p, n);
+    return a ? GOS_RANGE_IN | (a->ro ? GOS_RANGE_RO : 0u) : in_global(c, p, n) ? GOS_RANGE_IN : 0u;
+}
+
+/* A copy's device ranges: the one rule (common/range.h), the executor's for
+ * its ring entries too. */
 static int copy_ranges(struct srv_client *c, const struct gos_msg_copy *m)
 {
-    const struct srv_alloc *dst = find_alloc(c, m->dptr, m->bytes);
-    if (!dst && !in_global(c, m->dptr, m->bytes))
-        return gos_fail(GOS_EINVAL, "device range 0x%llx+%llu is not inside an allocation of this client",
-                        (unsigned long long)m->dptr, (unsigned long long)m->bytes);
-    if (dst && dst->ro && m->op != GOS_OP_DTOH)
-        return gos_fail(GOS_EPERM, "device range 0x%llx+%llu is a read-only attachment (SHM_RDONLY)",
-                        (unsigned long long)m->dptr, (unsigned long long)m->bytes);
-    if (m->op == GOS_OP_DTOD && !reachable(c, m->dptr2, m->bytes))
-        return gos_fail(GOS_EINVAL, "source range 0x%llx+%llu is not inside an allocation of this client",
-                        (unsigned long long)m->dptr2, (unsigned long long)m->bytes);
-    return GOS_OK;
+    return gos_range_copy(m->op == GOS_OP_DTOH, m->op == GOS_OP_DTOD, m->dptr, m->dptr2, m->bytes, range_look, c,
+                          GOS_OK);
 }
 
 /* A copy queued as the client sent it (its executor resolves it there),
@@ -545,12 +544,8 @@ static int validate(struct srv_client *c, const struct msg_entry *e, const struc
     uint64_t cost = sizeof(struct srv_op);
     if (h->type == GOS_MSG_COPY) {
         const struct gos_msg_copy *m = p;
-        if (!reachable(c, m->dptr, m->bytes))
-            return gos_fail(GOS_EINVAL, "device range 0x%llx+%llu is not inside an allocation of this client",
-                            (unsigned long long)m->dptr, (unsigned long long)m->bytes);
-        if (m->op == GOS_OP_DTOD && !reachable(c, m->dptr2, m->bytes))
-            return gos_fail(GOS_EINVAL, "source range 0x%llx+%llu is not inside an allocation of this client",
-                            (unsigned long long)m->dptr2, (unsigned long long)m->bytes);
+        if ((rc = copy_ranges(c, m)))
+            return rc;
         if (m->op != GOS_OP_DTOD && !srv_region_find(c, m->region, m->offset, m->bytes))
             return GOS_EINVAL;
     } else {
