@@ -28,7 +28,7 @@
 #include <stdint.h>
 
 /* Bump this if any of the messages, structs or constants below change. */
-#define GOS_PROTOCOL_VERSION 9 /* 2: kernel names up to 4095 characters (C++ mangled names); 3: one gos_op_kind (a COPY's dir from 1); 4: VMM_*; 5: REGION_ADD's addr; 6: ring GATE entries; 7: the vgpu record's latency_ms; 8: its swap_turns, swap_ns; 9: COPY and LAUNCH are one struct gos_req (req.h) */
+#define GOS_PROTOCOL_VERSION 9 /* 2: kernel names up to 4095 characters (C++ mangled names); 3: one gos_op_kind (a COPY's dir from 1); 4: VMM_*; 5: REGION_ADD's addr; 6: ring GATE entries; 7: the vgpu record's latency_ms; 8: its swap_turns, swap_ns; 9: COPY, LAUNCH and the ring entry's head are one struct gos_req (req.h), ring flags GOS_F_* */
 /* Where clients and `gpuos serve` meet when neither --socket, the configuration
  * file's socket = nor $GPUOS_SOCKET says otherwise (the systemd unit's
  * RuntimeDirectory=gpuos). */
