@@ -453,7 +453,8 @@ static double run_native(int kind, void *hp, void *hpin)
     double t0 = now();
     if (kind == 0) {
         uint64_t it = 20000000ull;
-        struct gos_launch_cfg c = {.geom = {{(unsigned)dev->info.sm_count * 4, 1, 1}, {256, 1, 1}, {0, 0, 0}, 0}, .params = &it, .param_bytes = 8};
+        struct gos_launch_cfg c = {.grid = {(unsigned)dev->info.sm_count * 4, 1, 1}, .block = {256, 1, 1},
+                                   .params = &it, .param_bytes = 8};
         gos_exec_launch(dev, native_fn("loop"), &c, stream);
         gos_exec_stream_sync(dev, stream);
     } else if (kind <= 2) {
@@ -467,7 +468,9 @@ static double run_native(int kind, void *hp, void *hpin)
             uint64_t a, b, c;
             uint32_t n, pad;
         } p = {a, b, cc, n, 0};
-        struct gos_launch_cfg c = {.geom = {{kind == 1 ? 1024u : n / 16, kind == 1 ? 1u : n / 16, 1}, {kind == 1 ? 256u : 16u, kind == 1 ? 1u : 16u, 1}, {0, 0, 0}, 0}, .params = &p, .param_bytes = 28};
+        struct gos_launch_cfg c = {.grid = {kind == 1 ? 1024u : n / 16, kind == 1 ? 1u : n / 16, 1},
+                                   .block = {kind == 1 ? 256u : 16u, kind == 1 ? 1u : 16u, 1},
+                                   .params = &p, .param_bytes = 28};
         if (gos_exec_launch(dev, native_fn(kind == 1 ? "madd" : "mmul"), &c, stream))
             DIE("native %s", kind == 1 ? "madd" : "mmul");
         gos_exec_stream_sync(dev, stream);

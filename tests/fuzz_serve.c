@@ -192,8 +192,9 @@ static uint16_t valid(const struct sess *s, unsigned char *p, uint32_t *len)
     }
     case 1:
     case 2: {
-        struct gos_msg_launch m = {.op = GOS_OP_LAUNCH, .func = rnd() % 2 ? s->fill : s->sleep, .grid = {2, 1, 1}, .block = {32, 1, 1},
-                                   .flags = (uint32_t)(rnd() % 2), .param_bytes = 24};
+        struct gos_msg_launch m = {.op = GOS_OP_LAUNCH, .flags = (uint32_t)(rnd() % 2),
+                                   .func = rnd() % 2 ? s->fill : s->sleep, .grid = {2, 1, 1}, .block = {32, 1, 1},
+                                   .param_bytes = 24};
         if (rnd() % 3 == 0)
             m.cluster[0] = m.cluster[1] = m.cluster[2] = 1 + (uint32_t)(rnd() % 3);
         struct {

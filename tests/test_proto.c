@@ -150,7 +150,8 @@ static void test_payload_rules(void **state)
     assert_int_equal(gos_proto_check_args(&h, &ra), GOS_OK);
 
     unsigned char buf[sizeof(struct gos_msg_launch) + 16];
-    struct gos_msg_launch l = {.op = GOS_OP_LAUNCH, .func = 1, .grid = {4, 1, 1}, .block = {128, 1, 1}, .param_bytes = 16};
+    struct gos_msg_launch l = {.op = GOS_OP_LAUNCH, .func = 1, .grid = {4, 1, 1}, .block = {128, 1, 1},
+                               .param_bytes = 16};
     memcpy(buf, &l, sizeof l);
     gos_proto_hdr(&h, GOS_MSG_LAUNCH, 1, sizeof buf);
     assert_int_equal(gos_proto_check(&h, buf), GOS_OK);

@@ -54,7 +54,8 @@ static uint32_t seed(uint16_t t, unsigned char *p)
         return sizeof m;
     }
     case GOS_MSG_LAUNCH: {
-        struct gos_msg_launch m = {.op = GOS_OP_LAUNCH, .func = 1, .grid = {2, 1, 1}, .block = {32, 1, 1}, .param_bytes = 8};
+        struct gos_msg_launch m = {.op = GOS_OP_LAUNCH, .func = 1, .grid = {2, 1, 1}, .block = {32, 1, 1},
+                                   .param_bytes = 8};
         memcpy(p, &m, sizeof m);
         return sizeof m + 8;
     }

@@ -10,8 +10,8 @@
 
 _Static_assert(sizeof(struct gos_msg_hdr) == 16, "header layout");
 _Static_assert(sizeof(struct gos_msg_hello) == 72, "hello layout");
-_Static_assert(sizeof(struct gos_msg_copy) == sizeof(struct gos_req) && sizeof(struct gos_msg_launch) == sizeof(struct gos_req),
-               "COPY and LAUNCH are requests (req.h)");
+_Static_assert(sizeof(struct gos_msg_copy) == sizeof(struct gos_req), "COPY is a request (req.h)");
+_Static_assert(sizeof(struct gos_msg_launch) == sizeof(struct gos_req), "LAUNCH is a request (req.h)");
 _Static_assert(sizeof(struct gos_msg_module_load) == 88, "module layout");
 _Static_assert(sizeof(struct gos_vgpu_rec) == 272, "vgpu record layout (issue 9: faults, isolation; issue 10: resident, swapped, evictions, restores; issue 42: swap_turns, swap_ns)");
 _Static_assert(sizeof(struct gos_rep_device_info) == 256, "device info layout");

@@ -15,8 +15,8 @@ const struct gos_req_via gos_req_launch = {"LAUNCH", 1u << GOS_OP_LAUNCH, GOS_F_
 const struct gos_req_via gos_req_ring = {"ring entry", OPS_COPY | (1u << GOS_OP_LAUNCH) | (1u << GOS_OP_FENCE) |
                                                            (1u << GOS_OP_GATE),
                                          GOS_F_ASYNC | GOS_F_INLINE, 0};
-const struct gos_req_via gos_req_run = {"RUN", OPS_COPY | (1u << GOS_OP_LAUNCH), GOS_F_ASYNC | GOS_F_DIRECT | GOS_F_SYNC,
-                                        0};
+const struct gos_req_via gos_req_run = {"RUN", OPS_COPY | (1u << GOS_OP_LAUNCH),
+                                        GOS_F_ASYNC | GOS_F_DIRECT | GOS_F_SYNC, 0};
 
 static int check_dims(const uint32_t v[3], const char *what, int allow_zero)
 {
