@@ -53,7 +53,7 @@ $(info gpuos: no cuda.h (CUDA_HOME=$(CUDA_HOME)): cuda backend is a stub, simula
 endif
 
 # libgpuos (libgpuos.so.1, libgpuos.a): the client and what it calls, nothing more.
-CLIENT_SRC := $(sort $(wildcard src/client/*.c)) src/proto/proto.c src/proto/wire.c src/common/status.c src/common/log.c
+CLIENT_SRC := $(sort $(wildcard src/client/*.c)) src/proto/proto.c src/proto/req.c src/proto/wire.c src/common/status.c src/common/log.c
 
 KERNELS := $(sort $(wildcard kernels/*.cu))
 ifneq ($(NVCC),)

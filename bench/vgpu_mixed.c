@@ -211,7 +211,7 @@ int mixed_tenant_main(int argc, char **argv)
     if (argc == 10)
         sim_chip = argv[9];
     gos_device_spec spec = {.sim = sim_chip, .ordinal = 0};
-    struct nctx x = {.c = {{1, 1, 1}, {1, 1, 1}, {0, 0, 0}, 0, &t.iters, 8}};
+    struct nctx x = {.c = {.grid = {1, 1, 1}, .block = {1, 1, 1}, .params = &t.iters, .param_bytes = 8}};
     void *mod;
     if (gos_device_open(&spec, &x.d) || gos_exec_init(x.d) || gos_exec_stream_create(x.d, &x.st) ||
         gos_exec_module_load(x.d, NULL, 0, GOS_EXEC_BUILTIN, &mod) || gos_exec_function(x.d, mod, "loop", &x.fn)) {

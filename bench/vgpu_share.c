@@ -174,7 +174,7 @@ uint64_t loop_iters(uint64_t ns, uint64_t *got_ns)
         DIE("events");
     uint64_t iters = 1000, t = 0;
     for (int round = 0; round < 8; round++) {
-        struct gos_launch_cfg c = {{1, 1, 1}, {1, 1, 1}, {0, 0, 0}, 0, &iters, 8};
+        struct gos_launch_cfg c = {.geom = {{1, 1, 1}, {1, 1, 1}, {0, 0, 0}, 0}, .params = &iters, .param_bytes = 8};
         shape((unsigned)dev->info.sm_count, &c.grid[0], &c.block[0]);
         uint64_t best = UINT64_MAX;
         for (int r = 0; r < 5; r++) {

@@ -183,8 +183,8 @@ static uint16_t valid(const struct sess *s, unsigned char *p, uint32_t *len)
             return GOS_MSG_PMEM_FREE;
         }
     case 0: {
-        struct gos_msg_copy m = {.dir = (uint32_t)(rnd() % 3), .region = s->region, .offset = rnd() % 4096,
-                                 .dptr = s->dptr + rnd() % 4096, .dptr_src = s->dptr, .bytes = 1 + rnd() % 8192,
+        struct gos_msg_copy m = {.op = 1 + (uint32_t)(rnd() % 3), .region = s->region, .offset = rnd() % 4096,
+                                 .dptr = s->dptr + rnd() % 4096, .dptr2 = s->dptr, .bytes = 1 + rnd() % 8192,
                                  .flags = (uint32_t)(rnd() % 4)};
         memcpy(p, &m, sizeof m);
         *len = sizeof m;
@@ -192,8 +192,9 @@ static uint16_t valid(const struct sess *s, unsigned char *p, uint32_t *len)
     }
     case 1:
     case 2: {
-        struct gos_msg_launch m = {.func = rnd() % 2 ? s->fill : s->sleep, .grid = {2, 1, 1}, .block = {32, 1, 1},
-                                   .flags = (uint32_t)(rnd() % 2), .param_bytes = 24};
+        struct gos_msg_launch m = {.op = GOS_OP_LAUNCH, .flags = (uint32_t)(rnd() % 2),
+                                   .func = rnd() % 2 ? s->fill : s->sleep, .grid = {2, 1, 1}, .block = {32, 1, 1},
+                                   .param_bytes = 24};
         if (rnd() % 3 == 0)
             m.cluster[0] = m.cluster[1] = m.cluster[2] = 1 + (uint32_t)(rnd() % 3);
         struct {

@@ -305,14 +305,19 @@ static int cmd_hostile(const char *va)
     } cases[] = {
         {"bad opcode", {.op = 99}, GPUOS_EPROTO, "opcode"},
         {"bad flags", {.op = GOS_OP_FENCE, .flags = 0x80}, GPUOS_EPROTO, "flags"},
-        {"foreign device range", {.op = GOS_OP_HTOD, .flags = GOS_RING_F_INLINE, .dptr = 0x10, .bytes = 8},
+        {"foreign device range", {.op = GOS_OP_HTOD, .flags = GOS_F_INLINE, .dptr = 0x10, .bytes = 8},
          GPUOS_EINVAL, "not inside an allocation"},
-        {"range past the allocation", {.op = GOS_OP_DTOH, .flags = GOS_RING_F_INLINE, .dptr = d + (1 << 20) - 4,
+        {"range past the allocation", {.op = GOS_OP_DTOH, .flags = GOS_F_INLINE, .dptr = d + (1 << 20) - 4,
                                        .bytes = 8}, GPUOS_EINVAL, "not inside an allocation"},
-        {"inline length over the slot", {.op = GOS_OP_HTOD, .flags = GOS_RING_F_INLINE, .dptr = d,
+        {"inline length over the slot", {.op = GOS_OP_HTOD, .flags = GOS_F_INLINE, .dptr = d,
                                          .bytes = GOS_RING_DATA + 1}, GPUOS_EINVAL, "inline"},
         {"huge length wrapping", {.op = GOS_OP_DTOD, .dptr = d + 16, .dptr2 = d, .bytes = UINT64_MAX - 8},
+         GPUOS_EINVAL, "copy of"},
+        {"copy past the allocation", {.op = GOS_OP_DTOD, .dptr = d + 16, .dptr2 = d, .bytes = 1 << 20},
          GPUOS_EINVAL, "not inside an allocation"},
+        {"copy of no bytes", {.op = GOS_OP_DTOD, .dptr = d, .dptr2 = d}, GPUOS_EINVAL, "copy of 0 bytes"},
+        {"launch that copies", {.op = GOS_OP_LAUNCH, .func = f, .grid = {1, 1, 1}, .block = {32, 1, 1},
+                                .bytes = 8, .param_bytes = 24}, GPUOS_EPROTO, "a launch of"},
         {"unregistered region", {.op = GOS_OP_HTOD, .region = 63, .dptr = d, .bytes = 16}, GPUOS_EINVAL, "region"},
         {"region out of range", {.op = GOS_OP_DTOH, .region = 5000, .dptr = d, .bytes = 16}, GPUOS_EINVAL,
          "region"},
@@ -360,7 +365,7 @@ static int cmd_hostile(const char *va)
     CHECK(!pthread_create(&t, NULL, rewrite_main, &w), "thread");
     int answered = 0;
     for (int i = 0; i < 3000; i++) {
-        struct gos_ring_ent e = {.op = GOS_OP_HTOD, .flags = GOS_RING_F_INLINE, .dptr = d, .bytes = 64};
+        struct gos_ring_ent e = {.op = GOS_OP_HTOD, .flags = GOS_F_INLINE, .dptr = d, .bytes = 64};
         char msg[GOS_RING_MSG], buf[64] = {0};
         int rc = raw(g, &e, buf, sizeof buf, msg);
         answered += rc != 12345;

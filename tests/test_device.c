@@ -91,7 +91,7 @@ static void test_bad_arguments(void **st)
     void *mod = NULL;
     assert_int_equal(gos_exec_module_load(d, NULL, 0, NULL, &mod), GOS_EINVAL);
     assert_int_equal(gos_exec_module_load(d, NULL, 0, "no-such-module", &mod), GOS_EINVAL);
-    struct gos_launch_cfg cfg = {{1, 1, 1}, {1, 1, 1}, {0, 0, 0}, 0, NULL, 8};
+    struct gos_launch_cfg cfg = {.geom = {{1, 1, 1}, {1, 1, 1}, {0, 0, 0}, 0}, .params = NULL, .param_bytes = 8};
     assert_int_equal(gos_exec_launch(d, &cfg, &cfg, NULL), GOS_EINVAL); /* 8 bytes, no params */
     gos_device_close(d);
 }
@@ -120,8 +120,8 @@ static uint64_t timed_launch(gos_device *d, void *stream, void *mod, void *fn, c
 {
     void *e0, *e1, *sleep;
     uint64_t ns = 0, lead = 20000000;
-    struct gos_launch_cfg cfg = {{1, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, params, bytes};
-    struct gos_launch_cfg lead_cfg = {{1, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, &lead, 8};
+    struct gos_launch_cfg cfg = {.geom = {{1, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0}, .params = params, .param_bytes = bytes};
+    struct gos_launch_cfg lead_cfg = {.geom = {{1, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0}, .params = &lead, .param_bytes = 8};
     assert_int_equal(gos_exec_function(d, mod, "sleep_ns", &sleep), GOS_OK);
     assert_int_equal(gos_exec_event_create(d, &e0), GOS_OK);
     assert_int_equal(gos_exec_event_create(d, &e1), GOS_OK);
@@ -162,7 +162,7 @@ static void test_builtin_module(void **st)
     ns = timed_launch(d, stream, mod_old, fn, &p, 28);
     assert_int_equal(ns, launch_ns + 5000000);
     /* mmul needs n: 8 bytes of parameters are rejected */
-    struct gos_launch_cfg cfg = {{1, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, &iters, 8};
+    struct gos_launch_cfg cfg = {.geom = {{1, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0}, .params = &iters, .param_bytes = 8};
     assert_int_equal(gos_exec_launch(d, fn, &cfg, stream), GOS_EINVAL);
     assert_int_equal(gos_exec_module_unload(d, mod), GOS_OK);
     assert_int_equal(gos_exec_module_unload(d, mod_old), GOS_OK);

@@ -25,8 +25,8 @@ static void test_header_bytes(void **state)
 {
     (void)state;
     struct gos_msg_hdr h;
-    gos_proto_hdr(&h, GOS_MSG_COPY, 7, 48);
-    const unsigned char want[16] = {'G', 'O', 'S', 'P', GOS_PROTOCOL_VERSION, 0, 0x2c, 0x01, 7, 0, 0, 0, 48, 0, 0, 0};
+    gos_proto_hdr(&h, GOS_MSG_COPY, 7, 104);
+    const unsigned char want[16] = {'G', 'O', 'S', 'P', GOS_PROTOCOL_VERSION, 0, 0x2c, 0x01, 7, 0, 0, 0, 104, 0, 0, 0};
     assert_memory_equal(&h, want, 16);
     assert_int_equal(gos_proto_check_hdr(&h), GOS_OK);
     assert_string_equal(gos_proto_name(GOS_MSG_LAUNCH), "LAUNCH");
@@ -72,13 +72,13 @@ static void test_header_rules(void **state)
     reject(&h, NULL, "unknown message type 777");
     gos_proto_hdr(&h, GOS_MSG_COPY, 1, GOS_PROTO_MAX_PAYLOAD + 1);
     reject(&h, NULL, "exceeds");
-    gos_proto_hdr(&h, GOS_MSG_COPY, 1, 47);
-    reject(&h, NULL, "expected 48");
+    gos_proto_hdr(&h, GOS_MSG_COPY, 1, 103);
+    reject(&h, NULL, "expected 104");
     gos_proto_hdr(&h, GOS_MSG_SYNC, 1, 1);
     reject(&h, NULL, "expected 0");
-    gos_proto_hdr(&h, GOS_MSG_LAUNCH, 1, 63);
+    gos_proto_hdr(&h, GOS_MSG_LAUNCH, 1, sizeof(struct gos_msg_launch) - 1);
     reject(&h, NULL, "outside");
-    gos_proto_hdr(&h, GOS_MSG_LAUNCH, 1, 64 + GOS_PARAM_MAX + 1);
+    gos_proto_hdr(&h, GOS_MSG_LAUNCH, 1, sizeof(struct gos_msg_launch) + GOS_PARAM_MAX + 1);
     reject(&h, NULL, "outside");
     gos_proto_hdr(&h, GOS_MSG_REPLY, 1, 4);
     reject(&h, NULL, "shorter than its header");
@@ -100,18 +100,22 @@ static void test_payload_rules(void **state)
     snprintf(want_msg, sizeof want_msg, "client speaks protocol version %d", GOS_PROTOCOL_VERSION + 2);
     reject(&h, &he, want_msg);
 
-    struct gos_msg_copy c = {.dir = GOS_OP_HTOD, .bytes = 16};
+    struct gos_msg_copy c = {.op = GOS_OP_HTOD, .bytes = 16};
     gos_proto_hdr(&h, GOS_MSG_COPY, 1, sizeof c);
     assert_int_equal(gos_proto_check(&h, &c), GOS_OK);
-    c.dir = GOS_OP_LAUNCH; /* a kind, but no copy's */
-    reject(&h, &c, "direction");
-    c.dir = 0;
-    reject(&h, &c, "direction");
-    c.dir = GOS_OP_DTOH;
+    c.op = GOS_OP_LAUNCH; /* a kind, but no copy's */
+    reject(&h, &c, "COPY opcode 4 unknown");
+    c.op = 0;
+    reject(&h, &c, "opcode");
+    c.op = GOS_OP_DTOH;
     c.flags = GOS_F_ASYNC | GOS_F_DIRECT;
     assert_int_equal(gos_proto_check(&h, &c), GOS_OK);
-    c.flags = 4;
+    c.flags = GOS_F_INLINE; /* the ring's, not the socket's */
     reject(&h, &c, "flags");
+    c.flags = 0;
+    c.param_bytes = 8; /* a copy carries no parameters */
+    reject(&h, &c, "says 8 parameter bytes, carries 0");
+    c.param_bytes = 0;
     c.flags = GOS_F_ASYNC;
     c.bytes = 0;
     reject_arg(&h, &c, "copy of 0 bytes");
@@ -146,7 +150,8 @@ static void test_payload_rules(void **state)
     assert_int_equal(gos_proto_check_args(&h, &ra), GOS_OK);
 
     unsigned char buf[sizeof(struct gos_msg_launch) + 16];
-    struct gos_msg_launch l = {.func = 1, .grid = {4, 1, 1}, .block = {128, 1, 1}, .param_bytes = 16};
+    struct gos_msg_launch l = {.op = GOS_OP_LAUNCH, .func = 1, .grid = {4, 1, 1}, .block = {128, 1, 1},
+                               .param_bytes = 16};
     memcpy(buf, &l, sizeof l);
     gos_proto_hdr(&h, GOS_MSG_LAUNCH, 1, sizeof buf);
     assert_int_equal(gos_proto_check(&h, buf), GOS_OK);

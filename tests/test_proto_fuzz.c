@@ -49,12 +49,13 @@ static uint32_t seed(uint16_t t, unsigned char *p)
         return sizeof m;
     }
     case GOS_MSG_COPY: {
-        struct gos_msg_copy m = {.dir = 1, .bytes = 4096, .offset = 64};
+        struct gos_msg_copy m = {.op = GOS_OP_HTOD, .bytes = 4096, .offset = 64};
         memcpy(p, &m, sizeof m);
         return sizeof m;
     }
     case GOS_MSG_LAUNCH: {
-        struct gos_msg_launch m = {.func = 1, .grid = {2, 1, 1}, .block = {32, 1, 1}, .param_bytes = 8};
+        struct gos_msg_launch m = {.op = GOS_OP_LAUNCH, .func = 1, .grid = {2, 1, 1}, .block = {32, 1, 1},
+                                   .param_bytes = 8};
         memcpy(p, &m, sizeof m);
         return sizeof m + 8;
     }
@@ -91,8 +92,8 @@ static void invariants(const struct gos_msg_hdr *h, const unsigned char *p)
         break;
     case GOS_MSG_COPY: {
         const struct gos_msg_copy *m = (const void *)p;
-        assert_true(m->dir >= GOS_OP_HTOD && m->dir <= GOS_OP_DTOD && m->bytes > 0);
-        if (m->dir != GOS_OP_DTOD)
+        assert_true(m->op >= GOS_OP_HTOD && m->op <= GOS_OP_DTOD && m->bytes > 0);
+        if (m->op != GOS_OP_DTOD)
             assert_true(m->region < GOS_MAX_REGIONS && m->offset + m->bytes >= m->offset);
         break;
     }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* test_range.c: gos_range_within (issue 15.1) against exact 128-bit arithmetic,
  * on edge values around 0, 2^32, 2^63 and 2^64 combined in every way, and on
- * random inputs; and the config size parser's refusals. */
+ * random inputs; the config size parser's refusals; and the one range rule of
+ * a copy (gos_range_copy: read-only, source, swapped-out entries). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -130,6 +131,53 @@ static void test_builtin(void **state)
     assert_true(gos_exec_builtin_known("fill") && !gos_exec_builtin_known("my_kernel"));
 }
 
+/* The one range rule (issue 40.1), over a table as the daemon's and the
+ * executor's: [0x1000, +0x1000) writable, [0x3000, +0x1000) read-only,
+ * [0x5000, +0x1000) swapped out. */
+struct tab_ent {
+    GOS_RANGE_HEAD;
+    unsigned flags;
+};
+static const struct tab_ent tab[] = {
+    {.dptr = 0x1000, .bytes = 0x1000},
+    {.dptr = 0x3000, .bytes = 0x1000, .flags = GOS_RANGE_RO},
+    {.dptr = 0x5000, .bytes = 0x1000, .flags = GOS_RANGE_SWAPPED},
+};
+static unsigned tab_look(void *ctx, uint64_t p, uint64_t n)
+{
+    (void)ctx;
+    int i = gos_range_find(tab, 3, sizeof tab[0], p, n);
+    return i < 0 ? 0 : GOS_RANGE_IN | tab[i].flags;
+}
+
+static void rule(int to_host, int dtod, uint64_t dptr, uint64_t dptr2, uint64_t n, int want, const char *says)
+{
+    int rc = gos_range_copy(to_host, dtod, dptr, dptr2, n, tab_look, NULL, 77);
+    if (rc != want)
+        fail_msg("copy 0x%llx <- 0x%llx + %llu: rc %d, wanted %d", (unsigned long long)dptr,
+                 (unsigned long long)dptr2, (unsigned long long)n, rc, want);
+    if (says && !strstr(gos_last_error(), says))
+        fail_msg("message \"%s\" lacks \"%s\"", gos_last_error(), says);
+}
+
+static void test_rule(void **state)
+{
+    (void)state;
+    rule(0, 0, 0x1000, 0, 0x1000, GOS_OK, NULL);                              /* HtoD into the whole allocation */
+    rule(0, 0, 0x1800, 0, 0x801, GOS_EINVAL, "device range 0x1800+2049 is not inside"); /* one byte past */
+    rule(0, 0, 0x3000, 0, 16, GOS_EPERM, "read-only attachment");             /* HtoD into a read-only one */
+    rule(1, 0, 0x3000, 0, 16, GOS_OK, NULL);                                  /* DtoH out of it */
+    rule(0, 1, 0x3000, 0x1000, 16, GOS_EPERM, "0x3000+16 is a read-only");    /* DtoD into it */
+    rule(0, 1, 0x1000, 0x3000, 16, GOS_OK, NULL);                             /* DtoD out of it */
+    rule(0, 1, 0x1000, 0x2000, 16, GOS_EINVAL, "source range 0x2000+16");     /* a source in no entry */
+    rule(0, 0, 0x1000, 0x2000, 16, GOS_OK, NULL);                             /* no source unless DtoD */
+    rule(0, 1, 0x1000, 0x1ff0, 32, GOS_EINVAL, "source range");               /* a source across two */
+    rule(1, 0, 0x5000, 0, 16, 77, NULL);                                      /* swapped out: the caller's code */
+    rule(0, 1, 0x1000, 0x5000, 16, 77, NULL);
+    rule(0, 1, 0x2000, 0x5000, 16, GOS_EINVAL, "device range");               /* the destination first */
+    rule(0, 0, 0x1000, 0, UINT64_MAX, GOS_EINVAL, "not inside");              /* a length that wraps */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -137,6 +185,7 @@ int main(void)
         cmocka_unit_test(test_random),
         cmocka_unit_test(test_sizes),
         cmocka_unit_test(test_builtin),
+        cmocka_unit_test(test_rule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

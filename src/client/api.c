@@ -135,8 +135,8 @@ static int launch(gpuos_vgpu *g, gpuos_function f, const gpuos_launch_config *c,
         return gos_fail(GOS_EINVAL, "NULL launch configuration");
     if (pb > GOS_PARAM_MAX || (pb && !params))
         return gos_fail(GOS_EINVAL, "kernel parameters of %zu bytes (at most %d)", pb, GOS_PARAM_MAX);
-    struct gos_msg_launch m = {.func = f, .smem = c->shared_mem, .flags = GOS_F_ASYNC, .priority = c->priority,
-                               .param_bytes = (uint32_t)pb};
+    struct gos_msg_launch m = {.op = GOS_OP_LAUNCH, .flags = GOS_F_ASYNC, .priority = c->priority, .func = f,
+                               .smem = c->shared_mem, .param_bytes = (uint32_t)pb};
     int cl = c->cluster[0] || c->cluster[1] || c->cluster[2];
     for (int i = 0; i < 3; i++) {
         m.grid[i] = c->grid[i] ? c->grid[i] : 1;

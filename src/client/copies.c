@@ -372,7 +372,7 @@ static int copy_args(gpuos_vgpu *g, uint32_t dir, gpuos_dptr d, gpuos_dptr s, co
         return gos_fail(GOS_EINVAL, "copy of %zu bytes at host %p: the host range wraps", n, host);
     if (known(g, d, n) && (dir != GOS_OP_DTOD || known(g, s, n)))
         return GOS_OK;
-    struct gos_msg_copy m = {.dir = dir, .dptr = d, .dptr_src = s, .bytes = n};
+    struct gos_msg_copy m = {.op = dir, .dptr = d, .dptr2 = s, .bytes = n};
     return gcl_call(g, GOS_MSG_COPY_CHECK, &m, sizeof m, -1, NULL, 0);
 }
 
@@ -391,7 +391,7 @@ static struct hostbuf *hostbuf_of(gpuos_vgpu *g, const void *p, size_t n)
 static int send_copy(gpuos_vgpu *g, uint32_t dir, uint32_t region, uint64_t off, uint64_t dptr, uint64_t src,
                      uint64_t n, int async, uint32_t *seq)
 {
-    struct gos_msg_copy m = {.dir = dir, .region = region, .offset = off, .dptr = dptr, .dptr_src = src,
+    struct gos_msg_copy m = {.op = dir, .region = region, .offset = off, .dptr = dptr, .dptr2 = src,
                              .bytes = n, .flags = async ? GOS_F_ASYNC : 0};
     if (g->small_n > 0 && n <= g->small)
         m.flags |= GOS_F_DIRECT;

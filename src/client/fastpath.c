@@ -197,13 +197,13 @@ static int replay_gate(gpuos_vgpu *g, const struct gos_ring_ent *s)
 /* Sends a revoked entry over the socket (its slot still holds the request). */
 static int replay(gpuos_vgpu *g, struct gos_ring_ent *s)
 {
-    int rc, async = !!(s->flags & GOS_RING_F_ASYNC);
+    int rc, async = !!(s->flags & GOS_F_ASYNC);
     g->ring_replaying = 1;
     switch (s->op) {
     case GOS_OP_HTOD:
     case GOS_OP_DTOH: {
         uint32_t dir = s->op == GOS_OP_HTOD ? GOS_OP_HTOD : GOS_OP_DTOH;
-        if (s->flags & GOS_RING_F_INLINE)
+        if (s->flags & GOS_F_INLINE)
             rc = gcl_sock_copy_host(g, dir, s->dptr, s->data, s->data, s->bytes);
         else
             rc = gcl_sock_copy_region(g, dir, s->region, s->offset, s->dptr, s->bytes, async);
@@ -211,11 +211,7 @@ static int replay(gpuos_vgpu *g, struct gos_ring_ent *s)
     }
     case GOS_OP_DTOD: rc = gcl_sock_dtod(g, s->dptr, s->dptr2, s->bytes, async); break;
     case GOS_OP_LAUNCH: {
-        struct gos_msg_launch m = {.func = s->func, .smem = s->smem, .flags = GOS_F_ASYNC,
-                                   .param_bytes = s->param_bytes};
-        memcpy(m.grid, s->grid, sizeof m.grid);
-        memcpy(m.block, s->block, sizeof m.block);
-        memcpy(m.cluster, s->cluster, sizeof m.cluster);
+        struct gos_msg_launch m = {.req = s->req}; /* the same request, over the socket */
         uint32_t seq = 0;
         rc = gcl_send_req(g, GOS_MSG_LAUNCH, &m, sizeof m, s->data, s->param_bytes, -1, &seq);
         break;
@@ -241,7 +237,7 @@ static void finish(gpuos_vgpu *g, uint32_t upto)
              * any more, so the executor may stop revoking before this replay
              * blocks (the daemon waits for that acknowledgement, see serve/ring.c). */
             if (atomic_load_explicit(&ctl(g)->cq_done, memory_order_acquire) == g->ring_tail &&
-                !(s->flags & GOS_RING_F_ASYNC) && s->op != GOS_OP_LAUNCH)
+                !(s->flags & GOS_F_ASYNC) && s->op != GOS_OP_LAUNCH)
                 atomic_store_explicit(&ctl(g)->client_ack, g->ring_tail, memory_order_release);
             rc = replay(g, s);
             snprintf(r->msg[i], GOS_RING_MSG, "%s", rc ? gos_last_error() : "");
@@ -312,7 +308,7 @@ static int submit(gpuos_vgpu *g, const struct gos_ring_ent *e, const void *data,
     s->rc = 0;
     if (dlen)
         memcpy(s->data, data, dlen);
-    g->ring_res->async[g->ring_tail % GOS_RING_SLOTS] = !!(e->flags & GOS_RING_F_ASYNC);
+    g->ring_res->async[g->ring_tail % GOS_RING_SLOTS] = !!(e->flags & GOS_F_ASYNC);
     *idx = g->ring_tail++;
     atomic_store_explicit(&k->sq_tail, g->ring_tail, memory_order_release);
     gos_ring_kick(&k->sq_futex, &k->exec_sleeping);
@@ -408,14 +404,14 @@ int gcl_ring_copy(gpuos_vgpu *g, uint32_t dir, gpuos_dptr d, void *dst, const vo
      * function queued before it may write its bytes; the shim's event marks are
      * such copies) */
     if (n <= g->ring_inline && !(async && region >= 0)) {
-        e.flags = GOS_RING_F_INLINE;
+        e.flags = GOS_F_INLINE;
         /* An asynchronous HtoD's bytes are in the slot, which is not reused
          * before the executor is done with the entry: nothing to wait for (an
          * error is the next synchronise's, as a launch's). Waiting here would
          * hold the program until the GPU reached the copy (a memset of a few
          * bytes behind queued kernels: PyTorch's zero_grad every step). */
         if (dir == GOS_OP_HTOD && async) {
-            e.flags |= GOS_RING_F_ASYNC;
+            e.flags |= GOS_F_ASYNC;
             return submit(g, &e, src, n, &idx);
         }
         if ((rc = submit(g, &e, dir == GOS_OP_HTOD ? src : NULL, dir == GOS_OP_HTOD ? n : 0, &idx)) ||
@@ -429,7 +425,7 @@ int gcl_ring_copy(gpuos_vgpu *g, uint32_t dir, gpuos_dptr d, void *dst, const vo
         return copy_staged(g, dir, d, dst, src, n);
     e.region = (uint32_t)region;
     e.offset = off;
-    e.flags = async ? GOS_RING_F_ASYNC : 0;
+    e.flags = async ? GOS_F_ASYNC : 0;
     if ((rc = submit(g, &e, NULL, 0, &idx)) || async)
         return rc;
     return complete(g, idx, copy_spin(g, n));
@@ -440,7 +436,7 @@ int gcl_ring_dtod(gpuos_vgpu *g, gpuos_dptr dst, gpuos_dptr src, size_t n, int a
     struct gos_ring_ent e;
     memset(&e, 0, offsetof(struct gos_ring_ent, rc));
     e.op = GOS_OP_DTOD;
-    e.flags = async ? GOS_RING_F_ASYNC : 0;
+    e.flags = async ? GOS_F_ASYNC : 0;
     e.dptr = dst;
     e.dptr2 = src;
     e.bytes = n;
@@ -454,15 +450,7 @@ int gcl_ring_dtod(gpuos_vgpu *g, gpuos_dptr dst, gpuos_dptr src, size_t n, int a
 int gcl_ring_launch(gpuos_vgpu *g, const struct gos_msg_launch *m, const void *params)
 {
     struct gos_ring_ent e;
-    memset(&e, 0, offsetof(struct gos_ring_ent, rc));
-    e.op = GOS_OP_LAUNCH;
-    e.flags = GOS_RING_F_ASYNC;
-    e.func = m->func;
-    memcpy(e.grid, m->grid, sizeof e.grid);
-    memcpy(e.block, m->block, sizeof e.block);
-    memcpy(e.cluster, m->cluster, sizeof e.cluster);
-    e.smem = m->smem;
-    e.param_bytes = m->param_bytes;
+    e.req = m->req; /* the same request as on the socket (asynchronous, no priority) */
     uint32_t idx;
     return submit(g, &e, params, m->param_bytes, &idx);
 }
@@ -472,7 +460,7 @@ int gcl_ring_gate(gpuos_vgpu *g, const uint64_t *word, uint64_t value, uint32_t 
     struct gos_ring_ent e;
     memset(&e, 0, offsetof(struct gos_ring_ent, rc));
     e.op = GOS_OP_GATE;
-    e.flags = GOS_RING_F_ASYNC;
+    e.flags = GOS_F_ASYNC;
     e.region = region;
     e.offset = off;
     e.dptr = (uint64_t)(uintptr_t)word; /* for a replay here */

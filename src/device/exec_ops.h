@@ -18,6 +18,7 @@
 #define GOS_EXEC_OPS_H
 
 #include "device/device.h"
+#include "device/geom.h"
 #include "gpuos/gpuos.h" /* gpuos_tmap_args */
 
 #include <stddef.h>
@@ -26,8 +27,7 @@
 /* Packed kernel parameters follow CUDA's layout rules (each parameter aligned to
  * its size within the buffer), passed to the driver as one buffer. */
 struct gos_launch_cfg {
-    unsigned grid[3], block[3], cluster[3]; /* cluster {0,0,0}: none */
-    unsigned smem;
+    GOS_GEOM_HEAD; /* grid, block, cluster ({0,0,0}: none), smem (device/geom.h) */
     const void *params;
     size_t param_bytes;
 };

@@ -144,6 +144,8 @@ int xe_al_vmm_sync(struct xe *x);
  * read-only attachment, else GOS_EPERM); GOS_RING_REVOKED when it is swapped
  * out (the socket path restores it first); GOS_EINVAL naming what otherwise. */
 int xe_al_check(struct xe *x, uint64_t p, uint64_t n, int write, const char *what);
+/* What of the client's table holds [p, p + n) (a gos_range_look_fn, ctx the xe). */
+unsigned xe_al_look(void *ctx, uint64_t p, uint64_t n);
 /* The host address of [offset, offset + bytes) of region r, or NULL (error set). */
 void *xe_host_of(struct xe *x, uint32_t r, uint64_t offset, uint64_t bytes);
 /* A GATE entry's host word (8-aligned, inside one of the client's regions), or

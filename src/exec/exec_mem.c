@@ -79,16 +79,18 @@ int xe_al_vmm_sync(struct xe *x)
     return gos_vmmtab_runs(&x->vmm, al_run, x);
 }
 
+unsigned xe_al_look(void *ctx, uint64_t p, uint64_t n)
+{
+    struct xe *x = ctx;
+    int i = gos_range_find(x->al, x->n_al, sizeof *x->al, p, n);
+    return i < 0 ? 0
+                 : GOS_RANGE_IN | (x->al[i].ro ? GOS_RANGE_RO : 0u) | (x->al[i].evicted ? GOS_RANGE_SWAPPED : 0u);
+}
+
 int xe_al_check(struct xe *x, uint64_t p, uint64_t n, int write, const char *what)
 {
-    int i = gos_range_find(x->al, x->n_al, sizeof *x->al, p, n);
-    if (i < 0)
-        return gos_fail(GOS_EINVAL, "%s range 0x%llx+%llu is not inside an allocation of this client", what,
-                        (unsigned long long)p, (unsigned long long)n);
-    if (write && x->al[i].ro) /* refused as the daemon refuses it, never left to fault the context */
-        return gos_fail(GOS_EPERM, "device range 0x%llx+%llu is a read-only attachment (SHM_RDONLY)",
-                        (unsigned long long)p, (unsigned long long)n);
-    return x->al[i].evicted ? GOS_RING_REVOKED : GOS_OK;
+    /* the daemon's rule (common/range.h); a swapped-out range goes over the socket */
+    return gos_range_verdict(xe_al_look(x, p, n), write, p, n, what, GOS_RING_REVOKED);
 }
 
 /* Shared device memory (issue 10): NEW creates exportable physical memory and

@@ -7,10 +7,10 @@
  * A gos_op is what reaches the device layer: resolved host and device
  * addresses, a function of the device layer, its geometry and parameters. Every
  * range in it was checked before (the daemon's validate(), the executor's
- * xe_ring_check): the runner checks nothing but the kind. The wire forms that
- * carry an operation to it are the client's messages (proto.h), the ring's
- * entries (ring_shm.h) and the executor's RUN (xproto.h), all spelling the kind as
- * gos_op_kind. */
+ * xe_decode): the runner checks nothing but the kind. The wire forms that
+ * carry an operation to it are one, struct gos_req (proto/req.h): the head of
+ * the client's messages (proto.h), the ring's entries (ring_shm.h) and the
+ * executor's RUN (xproto.h). */
 #ifndef GOS_EXEC_OP_H
 #define GOS_EXEC_OP_H
 
@@ -21,20 +21,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The members of a gos_op, also the head of the daemon's srv_op (serve/dispatch.h),
- * which reaches them by name and passes them here as one gos_op. */
-#define GOS_OP_MEMBERS                                                                                         \
-    uint32_t kind;  /* gos_op_kind */                                                                          \
-    uint32_t sync;  /* HTOD / DTOH from host memory that is not pinned: the driver's synchronous copy */       \
-    uint64_t dptr;  /* destination (HTOD, DTOD) or source (DTOH) on the device */                              \
-    uint64_t dptr2; /* DTOD: the source */                                                                     \
-    uint64_t bytes;                                                                                            \
-    void *host;     /* HTOD / DTOH: the host side */                                                           \
-    void *fn;       /* LAUNCH: the device layer's function */                                                  \
-    struct gos_launch_cfg cfg
-
+/* A request (proto/req.h) resolved in the process that runs it: the
+ * executor's one decoder (exec_run.c: xe_decode, for RUN operations and ring
+ * entries) or, under isolation = none, the daemon (serve/client.c). */
 struct gos_op {
-    GOS_OP_MEMBERS;
+    uint32_t kind;  /* gos_op_kind */
+    uint32_t sync;  /* HTOD / DTOH from host memory that is not pinned: the driver's synchronous copy */
+    uint64_t dptr;  /* destination (HTOD, DTOD) or source (DTOH) on the device */
+    uint64_t dptr2; /* DTOD: the source */
+    uint64_t bytes;
+    void *host;     /* HTOD / DTOH: the host side */
+    void *fn;       /* LAUNCH: the device layer's function */
+    struct gos_launch_cfg cfg;
 };
 
 /* Issues one operation on stream (asynchronous, but for sync copies, which

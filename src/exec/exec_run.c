@@ -111,26 +111,81 @@ static void ring_ahead_issued(struct xe *x, void *st)
     }
 }
 
-/* The device operation of one RUN entry (already checked by the daemon: the
- * region's range is checked again against this executor's own mapping). */
-static int xe_decode(struct xe *x, const struct x_op *xo, const void *params, struct gos_op *o)
+/* A client's function by its handle (X_FUNCTION mapped it): *fi its index. */
+static int xe_function(const struct xe *x, uint64_t h, uint32_t *fi)
 {
-    *o = (struct gos_op){.kind = xo->op, .sync = xo->sync_copy, .dptr = xo->dptr, .dptr2 = xo->dptr2,
-                         .bytes = xo->bytes};
-    switch (xo->op) {
-    case GOS_OP_HTOD:
-    case GOS_OP_DTOH: return (o->host = xe_host_of(x, xo->region, xo->offset, xo->bytes)) ? GOS_OK : GOS_EINVAL;
-    case GOS_OP_DTOD: return GOS_OK;
-    case GOS_OP_LAUNCH:
-        if (xo->fn < 1 || xo->fn > (uint32_t)x->n_funcs || !x->funcs[xo->fn - 1])
-            return gos_fail(GOS_EINVAL, "executor: function %u unknown", (unsigned)xo->fn);
-        o->fn = x->funcs[xo->fn - 1];
-        o->cfg = (struct gos_launch_cfg){.smem = xo->smem, .params = params, .param_bytes = xo->param_bytes};
-        memcpy(o->cfg.grid, xo->grid, sizeof o->cfg.grid);
-        memcpy(o->cfg.block, xo->block, sizeof o->cfg.block);
-        memcpy(o->cfg.cluster, xo->cluster, sizeof o->cfg.cluster);
+    if (h < 1 || h > SRV_MAX_FUNCS || !x->fmap[h - 1] || x->fmap[h - 1] > (uint32_t)x->n_funcs ||
+        !x->funcs[x->fmap[h - 1] - 1])
+        return gos_fail(GOS_EINVAL, "function handle %llu is not a function of this client", (unsigned long long)h);
+    *fi = x->fmap[h - 1] - 1;
+    return GOS_OK;
+}
+
+/* A launch's function, geometry and parameters (xe_decode). */
+static int decode_launch(struct xe *x, const struct gos_req *r, int ring, const unsigned char *data,
+                         unsigned char *pbuf, struct gos_op *o)
+{
+    /* a kernel may touch any of the client's allocations (the daemon's rule,
+     * swap_policy.h): with one swapped out it goes through the socket, where
+     * the daemon restores them first (before issue 42 an arbitrary kernel ran
+     * here on unmapped memory) */
+    if (ring && x->n_evicted > 0)
+        return GOS_RING_REVOKED;
+    uint32_t fi = 0;
+    int rc = xe_function(x, r->func, &fi);
+    if (rc)
+        return rc;
+    /* a slot's parameters are the client's to rewrite: copied out before use */
+    const void *params = ring ? memcpy(pbuf, data, r->param_bytes) : data;
+    o->fn = x->funcs[fi];
+    o->cfg = (struct gos_launch_cfg){.geom = r->geom, .params = params, .param_bytes = r->param_bytes};
+    if (!ring || !x->fbuiltin[fi][0])
         return GOS_OK;
-    default: return gos_fail(GOS_EPROTO, "executor: op %u", (unsigned)xo->op);
+    struct gos_dev_range rr[GOS_LAUNCH_RANGES_MAX];
+    int n = 0;
+    if ((rc = gos_exec_builtin_ranges(x->fbuiltin[fi], &o->cfg, rr, &n)))
+        return rc;
+    for (int i = 0; i < n; i++) /* device memory, or mapped host memory at its own address */
+        if (rr[i].bytes && !xe_region_reached(x, rr[i].ptr, rr[i].bytes) &&
+            (rc = xe_al_check(x, rr[i].ptr, rr[i].bytes, 0, "kernel argument")))
+            return rc;
+    return GOS_OK;
+}
+
+/* The one decoder of a request (issue 40.1), for both ways one arrives: a
+ * RUN's operation (via gos_req_run; the daemon checked what it names) and a
+ * ring entry (gos_req_ring; the client wrote it: checked here as the daemon
+ * checks a socket request, its device ranges against this client's
+ * allocations, a built-in kernel's too). First gos_req_check with the
+ * carrier's rules, then the host side resolved in this executor's own
+ * mapping (inline bytes: data) and the function by the client's handle.
+ * data, tail: what follows the request (a RUN's parameters; a slot's data
+ * area, whose launch parameters are copied into pbuf, GOS_PARAM_MAX bytes).
+ * FENCE and GATE decode to their kind alone. */
+static int xe_decode(struct xe *x, const struct gos_req *r, const struct gos_req_via *via, unsigned char *data,
+                     size_t tail, unsigned char *pbuf, struct gos_op *o)
+{
+    int ring = via == &gos_req_ring, rc = gos_req_check(r, via, tail);
+    if (rc)
+        return rc;
+    *o = (struct gos_op){.kind = r->op, .sync = !!(r->flags & GOS_F_SYNC), .dptr = r->dptr, .dptr2 = r->dptr2,
+                         .bytes = r->bytes};
+    switch (r->op) {
+    case GOS_OP_HTOD:
+    case GOS_OP_DTOH:
+    case GOS_OP_DTOD:
+        if (ring && (rc = gos_range_copy(r->op == GOS_OP_DTOH, r->op == GOS_OP_DTOD, r->dptr, r->dptr2, r->bytes,
+                                         xe_al_look, x, GOS_RING_REVOKED)))
+            return rc;
+        if (r->op == GOS_OP_DTOD)
+            return GOS_OK;
+        if (r->flags & GOS_F_INLINE)
+            o->host = data;
+        else if (!(o->host = xe_host_of(x, r->region, r->offset, r->bytes)))
+            return GOS_EINVAL;
+        return GOS_OK;
+    case GOS_OP_LAUNCH: return decode_launch(x, r, ring, data, pbuf, o);
+    default: return GOS_OK;
     }
 }
 
@@ -181,13 +236,11 @@ int xe_run(struct xe *x, const unsigned char *p, uint32_t len)
         }
         memcpy(&o, p + off, sizeof o);
         off += sizeof o;
-        if (o.param_bytes > len - off) {
-            rcs[i] = gos_fail(GOS_EPROTO, "truncated RUN parameters");
-            off = len;
-            continue;
-        }
-        rcs[i] = rc ? rc : xe_decode(x, &o, p + off, &op) ? GOS_EINVAL : gos_op_issue(x->dev, &op, st);
-        off += o.param_bytes;
+        /* (a RUN's parameters lie in this executor's own buffer: used in place) */
+        rcs[i] = rc ? rc : xe_decode(x, &o.req, &gos_req_run, (unsigned char *)p + off, len - off, NULL, &op);
+        if (!rcs[i])
+            rcs[i] = gos_op_issue(x->dev, &op, st);
+        off += o.param_bytes < len - off ? o.param_bytes : len - off;
         if (rcs[i] && !msg[0])
             snprintf(msg, X_MSG_MAX, "%s", gos_last_error());
         device_error |= rcs[i] == GOS_EDEVICE;
@@ -228,25 +281,24 @@ static void *ring_bounce(struct xe *x)
 }
 
 /* One ring entry (issue 9.4), already copied out of the shared slot into e;
- * data is the slot's data area (shared: HtoD sources and kernel parameters are
- * copied out before they are checked or used). Checked as the daemon checks a
- * socket request: ranges against this client's allocations and regions, the
- * function against its handles, the launch's geometry (gos_proto_check_args)
- * and a built-in kernel's device ranges. Runs on the engine 0 stream, waiting
- * for it unless the entry is asynchronous. GOS_OK, GOS_RING_REVOKED (run it
- * through the socket) or an error with its message; *fault when the context is
- * dead after it. */
+ * data is the slot's data area (shared: HtoD sources and kernel parameters
+ * are copied out before they are checked or used). Decoded and checked by
+ * xe_decode as a RUN's operation is, issued by the one runner on the engine
+ * 0 stream, waited for unless the entry is asynchronous. GOS_OK,
+ * GOS_RING_REVOKED (run it through the socket) or an error with its message;
+ * *fault when the context is dead after it. */
 int xe_ring_run(struct xe *x, const struct gos_ring_ent *e, unsigned char *data, uint32_t backlog, int *fault)
 {
     x->ring_backlog = backlog;
     void *st = x->streams[0];
-    int rc, sync = !(e->flags & GOS_RING_F_ASYNC);
-    int staged = e->op == GOS_OP_HTOD && (e->flags & GOS_RING_F_INLINE) && ring_bounce(x);
+    int rc, sync = !(e->flags & GOS_F_ASYNC);
+    int inline_copy = (e->op == GOS_OP_HTOD || e->op == GOS_OP_DTOH) && (e->flags & GOS_F_INLINE);
+    int staged = inline_copy && e->op == GOS_OP_HTOD && ring_bounce(x);
     if (staged)
         sync = 0; /* answered once issued from the executor's own copy of the bytes */
+    else if (inline_copy)
+        sync = 1; /* the slot is the client's again once answered */
     *fault = 0;
-    if (e->flags & ~(uint32_t)(GOS_RING_F_INLINE | GOS_RING_F_ASYNC))
-        return gos_fail(GOS_EPROTO, "ring entry flags 0x%x unknown", (unsigned)e->flags);
     /* queued: what the client submitted and nothing has completed yet, the
      * entries behind this one and those on the device not yet waited for (the
      * socket path counts the daemon's queues the same way) */
@@ -259,99 +311,23 @@ int xe_ring_run(struct xe *x, const struct gos_ring_ent *e, unsigned char *data,
      * (the rest comes back to the client and through the daemon's scheduler). */
     if (!sync && x->ring_ahead >= ring_ahead_limit(x) && (rc = ring_ahead_wait(x, st)))
         goto out;
-    /* checked and resolved per kind, then issued by the one runner (a launch's
-     * parameters in l, which lives as long as o) */
-    struct gos_op o = {.kind = e->op, .dptr = e->dptr, .dptr2 = e->dptr2, .bytes = e->bytes};
-    struct {
-        struct gos_msg_launch m;
-        unsigned char p[GOS_PARAM_MAX];
-    } l;
-    switch (e->op) {
-    case GOS_OP_HTOD:
-    case GOS_OP_DTOH: {
-        int htod = e->op == GOS_OP_HTOD;
-        if ((rc = htod ? xe_al_check(x, e->dptr, e->bytes, 1, "device") : xe_al_check(x, e->dptr, e->bytes, 0, "device")))
-            return rc;
-        void *h;
-        if (e->flags & GOS_RING_F_INLINE) {
-            if (e->bytes > GOS_RING_DATA)
-                return gos_fail(GOS_EINVAL, "ring entry of %llu inline bytes (at most %u)",
-                                (unsigned long long)e->bytes, GOS_RING_DATA);
-            h = data;
-            if (staged) {
-                h = (char *)x->ring_bounce + (size_t)(x->bounce_next++ % XE_BOUNCE_SLOTS) * GOS_RING_DATA;
-                memcpy(h, data, e->bytes);
-            } else {
-                sync = 1; /* the slot is the client's again once answered */
-            }
-        } else {
-            if (!(h = xe_host_of(x, e->region, e->offset, e->bytes)))
-                return GOS_EINVAL;
-        }
-        if (!e->bytes)
-            return GOS_OK;
-        o.host = h;
-        break;
-    }
-    case GOS_OP_DTOD:
-        if ((rc = xe_al_check(x, e->dptr, e->bytes, 1, "device")) || (rc = xe_al_check(x, e->dptr2, e->bytes, 0, "source")))
-            return rc;
-        if (!e->bytes)
-            return GOS_OK;
-        break;
-    case GOS_OP_LAUNCH: {
-        /* a kernel may touch any of the client's allocations (the daemon's
-         * rule, swap_policy.h): with one swapped out it goes through the
-         * socket, where the daemon restores them first (before issue 42 an
-         * arbitrary kernel ran here on unmapped memory) */
-        if (x->n_evicted > 0)
-            return GOS_RING_REVOKED;
-        if (e->func < 1 || e->func > SRV_MAX_FUNCS || !x->fmap[e->func - 1] || x->fmap[e->func - 1] > (uint32_t)x->n_funcs ||
-            !x->funcs[x->fmap[e->func - 1] - 1])
-            return gos_fail(GOS_EINVAL, "function handle %llu is not a function of this client",
-                            (unsigned long long)e->func);
-        if (e->param_bytes > GOS_PARAM_MAX)
-            return gos_fail(GOS_EINVAL, "kernel parameters of %u bytes (at most %d)", (unsigned)e->param_bytes,
-                            GOS_PARAM_MAX);
-        memset(&l.m, 0, sizeof l.m);
-        memcpy(l.m.grid, e->grid, sizeof l.m.grid);
-        memcpy(l.m.block, e->block, sizeof l.m.block);
-        memcpy(l.m.cluster, e->cluster, sizeof l.m.cluster);
-        l.m.smem = e->smem;
-        l.m.param_bytes = e->param_bytes;
-        memcpy(l.p, data, e->param_bytes); /* copied out before any check */
-        struct gos_msg_hdr hh;
-        gos_proto_hdr(&hh, GOS_MSG_LAUNCH, 0, (uint32_t)(sizeof l.m + e->param_bytes));
-        if ((rc = gos_proto_check_args(&hh, &l.m)))
-            return rc;
-        uint32_t fi = x->fmap[e->func - 1] - 1;
-        o.fn = x->funcs[fi];
-        struct gos_launch_cfg *c = &o.cfg;
-        *c = (struct gos_launch_cfg){.smem = e->smem, .params = l.p, .param_bytes = e->param_bytes};
-        memcpy(c->grid, e->grid, sizeof c->grid);
-        memcpy(c->block, e->block, sizeof c->block);
-        memcpy(c->cluster, e->cluster, sizeof c->cluster);
-        if (x->fbuiltin[fi][0]) {
-            struct gos_dev_range r[GOS_LAUNCH_RANGES_MAX];
-            int n = 0;
-            if ((rc = gos_exec_builtin_ranges(x->fbuiltin[fi], c, r, &n)))
-                return rc;
-            for (int i = 0; i < n; i++) /* device memory, or mapped host memory at its own address */
-                if (r[i].bytes && !xe_region_reached(x, r[i].ptr, r[i].bytes) &&
-                    (rc = xe_al_check(x, r[i].ptr, r[i].bytes, 0, "kernel argument")))
-                    return rc;
-        }
-        break;
-    }
-    case GOS_OP_FENCE: rc = GOS_OK; break;
-    case GOS_OP_GATE: /* opened already (exec_ring.c's gate_wait): no device work */
+    /* decoded by the one decoder, issued by the one runner (a launch's
+     * parameters in params, which lives as long as o) */
+    struct gos_op o;
+    unsigned char params[GOS_PARAM_MAX];
+    if ((rc = xe_decode(x, &e->req, &gos_req_ring, data, GOS_RING_DATA, params, &o)))
+        return rc;
+    if (e->op == GOS_OP_GATE) /* opened already (exec_ring.c's gate_wait): no device work */
         return xe_gate_word(x, e) ? GOS_OK : GOS_EINVAL;
-    default: return gos_fail(GOS_EPROTO, "ring entry opcode %u unknown", (unsigned)e->op);
-    }
-    if (e->op == GOS_OP_FENCE)
+    if (e->op == GOS_OP_FENCE) {
         sync = 1;
-    else
+    } else {
+        if (staged) {
+            o.host = (char *)x->ring_bounce + (size_t)(x->bounce_next++ % XE_BOUNCE_SLOTS) * GOS_RING_DATA;
+            memcpy(o.host, data, e->bytes);
+        }
         rc = gos_op_issue(x->dev, &o, st);
+    }
     if (!rc && sync) {
         rc = gos_exec_stream_sync(x->dev, st); /* as a native synchronous copy waits */
         if (e->op == GOS_OP_FENCE)

@@ -10,8 +10,8 @@
 
 _Static_assert(sizeof(struct gos_msg_hdr) == 16, "header layout");
 _Static_assert(sizeof(struct gos_msg_hello) == 72, "hello layout");
-_Static_assert(sizeof(struct gos_msg_copy) == 48, "copy layout");
-_Static_assert(sizeof(struct gos_msg_launch) == 64, "launch layout");
+_Static_assert(sizeof(struct gos_msg_copy) == sizeof(struct gos_req), "COPY is a request (req.h)");
+_Static_assert(sizeof(struct gos_msg_launch) == sizeof(struct gos_req), "LAUNCH is a request (req.h)");
 _Static_assert(sizeof(struct gos_msg_module_load) == 88, "module layout");
 _Static_assert(sizeof(struct gos_vgpu_rec) == 272, "vgpu record layout (issue 9: faults, isolation; issue 10: resident, swapped, evictions, restores; issue 42: swap_turns, swap_ns)");
 _Static_assert(sizeof(struct gos_rep_device_info) == 256, "device info layout");
@@ -200,6 +200,12 @@ static int check_reply(const struct gos_msg_hdr *h, const void *payload)
     return GOS_OK;
 }
 
+/* The rules of a request message's carrier (req.h). */
+static const struct gos_req_via *req_via(uint16_t type)
+{
+    return type == GOS_MSG_LAUNCH ? &gos_req_launch : type == GOS_MSG_COPY ? &gos_req_copy : &gos_req_copy_check;
+}
+
 int gos_proto_check(const struct gos_msg_hdr *h, const void *payload)
 {
     int rc = gos_proto_check_hdr(h);
@@ -216,13 +222,11 @@ int gos_proto_check(const struct gos_msg_hdr *h, const void *payload)
         return GOS_OK;
     }
     case GOS_MSG_COPY:
-    case GOS_MSG_COPY_CHECK: {
-        const struct gos_msg_copy *m = payload;
-        if (m->dir < GOS_OP_HTOD || m->dir > GOS_OP_DTOD)
-            return gos_fail(GOS_EPROTO, "COPY direction %u unknown", (unsigned)m->dir);
-        if (m->flags & ~(h->type == GOS_MSG_COPY ? (GOS_F_ASYNC | GOS_F_DIRECT) : 0u))
-            return gos_fail(GOS_EPROTO, "COPY flags 0x%x unknown", (unsigned)m->flags);
-        return GOS_OK;
+    case GOS_MSG_COPY_CHECK:
+    case GOS_MSG_LAUNCH: {
+        /* the request's form here; its arguments are gos_proto_check_args' */
+        rc = gos_req_check(payload, req_via(h->type), h->len - sizeof(struct gos_req));
+        return rc == GOS_EPROTO ? rc : GOS_OK;
     }
     case GOS_MSG_MODULE_LOAD: {
         const struct gos_msg_module_load *m = payload;
@@ -235,15 +239,6 @@ int gos_proto_check(const struct gos_msg_hdr *h, const void *payload)
         const struct gos_msg_func_get *m = payload;
         if (!gos_proto_str_ok(m->name, sizeof m->name, 0))
             return gos_fail(GOS_EPROTO, "%s name empty or not terminated", gos_proto_name(h->type));
-        return GOS_OK;
-    }
-    case GOS_MSG_LAUNCH: {
-        const struct gos_msg_launch *m = payload;
-        if (m->param_bytes != h->len - sizeof *m)
-            return gos_fail(GOS_EPROTO, "LAUNCH says %u parameter bytes, carries %zu",
-                            (unsigned)m->param_bytes, (size_t)(h->len - sizeof *m));
-        if (m->flags & ~GOS_F_ASYNC)
-            return gos_fail(GOS_EPROTO, "LAUNCH flags 0x%x unknown", (unsigned)m->flags);
         return GOS_OK;
     }
     case GOS_MSG_ADMIN_SHM_RM: {
@@ -311,16 +306,6 @@ static int check_vmm_range(const char *what, const uint64_t *va, uint64_t bytes)
     return GOS_OK;
 }
 
-static int check_dims(const uint32_t v[3], const char *what, int allow_zero)
-{
-    if (allow_zero && !v[0] && !v[1] && !v[2])
-        return GOS_OK;
-    for (int i = 0; i < 3; i++)
-        if (v[i] == 0)
-            return gos_fail(GOS_EINVAL, "launch %s dimension %d is 0", what, i);
-    return GOS_OK;
-}
-
 /* A tensor map's arguments, as the CUDA 13 driver documents them for
  * cuTensorMapEncode*: what no driver (nor the simulated encoder) may be
  * handed. Corner offsets are left to the driver: no array depends on them. */
@@ -364,7 +349,6 @@ static int check_tmap(const gpuos_tmap_args *a)
 
 int gos_proto_check_args(const struct gos_msg_hdr *h, const void *payload)
 {
-    int rc;
     switch (h->type) {
     case GOS_MSG_MEM_ALLOC: {
         const struct gos_msg_mem_alloc *m = payload;
@@ -467,43 +451,14 @@ int gos_proto_check_args(const struct gos_msg_hdr *h, const void *payload)
             return gos_fail(GOS_EINVAL, "region %u out of range", (unsigned)m->region);
         return GOS_OK;
     }
-    case GOS_MSG_COPY_CHECK: {
-        const struct gos_msg_copy *m = payload;
-        if (m->bytes == 0 || m->bytes > GOS_COPY_MAX)
-            return gos_fail(GOS_EINVAL, "copy of %llu bytes (1..2^40)", (unsigned long long)m->bytes);
-        return GOS_OK;
-    }
-    case GOS_MSG_COPY: {
-        const struct gos_msg_copy *m = payload;
-        if (m->bytes == 0 || m->bytes > GOS_COPY_MAX)
-            return gos_fail(GOS_EINVAL, "copy of %llu bytes (1..2^40)", (unsigned long long)m->bytes);
-        if (m->dir != GOS_OP_DTOD && m->region >= GOS_MAX_REGIONS)
-            return gos_fail(GOS_EINVAL, "copy through region %u, out of range", (unsigned)m->region);
-        if (m->dir != GOS_OP_DTOD && m->offset + m->bytes < m->offset)
-            return gos_fail(GOS_EINVAL, "copy region range overflows");
-        return GOS_OK;
-    }
+    case GOS_MSG_COPY_CHECK:
+    case GOS_MSG_COPY:
+    case GOS_MSG_LAUNCH: return gos_req_check(payload, req_via(h->type), h->len - sizeof(struct gos_req));
     case GOS_MSG_MODULE_LOAD: {
         const struct gos_msg_module_load *m = payload;
         if (!m->name[0] && (m->bytes == 0 || m->bytes > GOS_COPY_MAX || m->region >= GOS_MAX_REGIONS ||
                             m->offset + m->bytes < m->offset))
             return gos_fail(GOS_EINVAL, "module load without a name needs image bytes in a region");
-        return GOS_OK;
-    }
-    case GOS_MSG_LAUNCH: {
-        const struct gos_msg_launch *m = payload;
-        if ((rc = check_dims(m->grid, "grid", 0)) || (rc = check_dims(m->block, "block", 0)) ||
-            (rc = check_dims(m->cluster, "cluster", 1)))
-            return rc;
-        if ((uint64_t)m->block[0] * m->block[1] * m->block[2] > 1024)
-            return gos_fail(GOS_EINVAL, "launch block of %llu threads (at most 1024)",
-                            (unsigned long long)m->block[0] * m->block[1] * m->block[2]);
-        if (m->cluster[0] && (m->grid[0] % m->cluster[0] || m->grid[1] % m->cluster[1] ||
-                              m->grid[2] % m->cluster[2]))
-            return gos_fail(GOS_EINVAL, "launch grid (%u, %u, %u) is not a multiple of the cluster (%u, %u, %u)",
-                            m->grid[0], m->grid[1], m->grid[2], m->cluster[0], m->cluster[1], m->cluster[2]);
-        if ((uint64_t)m->cluster[0] * m->cluster[1] * m->cluster[2] > 16)
-            return gos_fail(GOS_EINVAL, "launch cluster of more than 16 blocks");
         return GOS_OK;
     }
     default:

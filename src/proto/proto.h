@@ -23,12 +23,13 @@
 #define GOS_PROTO_H
 
 #include "gpuos/gpuos.h"
+#include "proto/req.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
 /* Bump this if any of the messages, structs or constants below change. */
-#define GOS_PROTOCOL_VERSION 9 /* 2: kernel names up to 4095 characters (C++ mangled names); 3: one gos_op_kind (a COPY's dir from 1); 4: VMM_*; 5: REGION_ADD's addr; 6: ring GATE entries; 7: the vgpu record's latency_ms; 8: its swap_turns, swap_ns; 9: TMAP_ENCODE */
+#define GOS_PROTOCOL_VERSION 9 /* 2: kernel names up to 4095 characters (C++ mangled names); 3: one gos_op_kind (a COPY's dir from 1); 4: VMM_*; 5: REGION_ADD's addr; 6: ring GATE entries; 7: the vgpu record's latency_ms; 8: its swap_turns, swap_ns; 9: COPY, LAUNCH and the ring entry's head are one struct gos_req (req.h), ring flags GOS_F_*; TMAP_ENCODE */
 /* Where clients and `gpuos serve` meet when neither --socket, the configuration
  * file's socket = nor $GPUOS_SOCKET says otherwise (the systemd unit's
  * RuntimeDirectory=gpuos). */
@@ -39,9 +40,7 @@
 #define GOS_NAME_MAX 64        /* vGPU, module names incl. NUL */
 #define GOS_FUNC_NAME_MAX 4096 /* kernel names incl. NUL (C++ template kernels: PyTorch) */
 #define GOS_MSG_TEXT_MAX 256   /* error message in a reply incl. NUL */
-#define GOS_PARAM_MAX 4096     /* packed kernel parameters */
 #define GOS_MAX_VGPUS 64
-#define GOS_MAX_REGIONS 64     /* shared host regions per client */
 
 /* Message types, grouped by hundreds. */
 enum gos_msg_type {
@@ -101,21 +100,8 @@ enum gos_msg_type {
     GOS_MSG_VMM_ACCESS = 256,    /* struct gos_msg_vmm_access */
 };
 
-enum {
-    GOS_F_ASYNC = 1u,  /* request flag: no reply on success */
-    GOS_F_DIRECT = 2u, /* COPY: small-copy path (synchronous copy, CPU-timed; Gdev's direct I/O) */
-};
-/* The one spelling of a device operation's kind (issue 20): a COPY's dir, a
- * PMEM_COPY's dir, a ring entry's op (ring_shm.h), an executor RUN's op (xproto.h)
- * and the runner's (exec/exec_op.h). 0 is no operation. */
-enum gos_op_kind {
-    GOS_OP_HTOD = 1, /* host -> device */
-    GOS_OP_DTOH,     /* device -> host */
-    GOS_OP_DTOD,     /* device (dptr2) -> device (dptr) */
-    GOS_OP_LAUNCH,   /* a kernel */
-    GOS_OP_FENCE,    /* ring only: waits for everything before it */
-    GOS_OP_GATE,     /* ring only: later entries wait for a word of host memory */
-};
+/* Request flags (GOS_F_ASYNC, GOS_F_DIRECT) and the device operation's kind
+ * (gos_op_kind) are req.h's. */
 
 struct gos_msg_hdr {
     uint32_t magic;
@@ -211,15 +197,10 @@ struct gos_rep_shm_list {
     /* n x struct gos_shm_rec follow */
 };
 
+/* COPY: a request (req.h) of op HTOD, DTOH or DTOD, flags GOS_F_ASYNC |
+ * GOS_F_DIRECT; the launch members 0. */
 struct gos_msg_copy {
-    uint32_t dir;      /* GOS_COPY_* */
-    uint32_t region;   /* host side (HTOD, DTOH) */
-    uint64_t offset;   /* into the region */
-    uint64_t dptr;     /* device destination (HTOD, DTOD) or source (DTOH) */
-    uint64_t dptr_src; /* DTOD source */
-    uint64_t bytes;
-    uint32_t flags;    /* GOS_F_ASYNC | GOS_F_DIRECT */
-    int32_t priority;  /* inside the vGPU: higher runs first */
+    GOS_REQ_HEAD;
 };
 
 /* RING: a memfd of GOS_RING_BYTES (sealed against shrinking) becomes this
@@ -256,14 +237,10 @@ struct gos_rep_global {
     uint64_t dptr, bytes;
 };
 
+/* LAUNCH: a request (req.h) of op LAUNCH, flags GOS_F_ASYNC; its param_bytes
+ * of packed parameters follow. */
 struct gos_msg_launch {
-    uint64_t func;
-    uint32_t grid[3], block[3], cluster[3]; /* cluster {0,0,0} or {1,1,1}: none */
-    uint32_t smem;
-    uint32_t flags;
-    int32_t priority;
-    uint32_t param_bytes; /* packed parameters follow */
-    uint32_t pad;
+    GOS_REQ_HEAD;
 };
 
 struct gos_rep_device_info {
@@ -476,8 +453,7 @@ int gos_proto_check(const struct gos_msg_hdr *h, const void *payload);
 int gos_proto_check_args(const struct gos_msg_hdr *h, const void *payload);
 /* The GOS_F_* flags of a request that has them (COPY, LAUNCH), else 0. */
 uint32_t gos_proto_request_flags(const struct gos_msg_hdr *h, const void *payload);
-#define GOS_ALLOC_MAX (1ull << 50)
-#define GOS_COPY_MAX (1ull << 40)
+#define GOS_ALLOC_MAX (1ull << 50) /* (GOS_COPY_MAX: req.h) */
 
 /* Fills a header. */
 void gos_proto_hdr(struct gos_msg_hdr *h, uint16_t type, uint32_t seq, uint32_t len);

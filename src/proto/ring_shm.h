@@ -20,6 +20,7 @@
 #define GOS_PROTO_RING_SHM_H
 
 #include "common/clock.h"
+#include "proto/req.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -42,8 +43,9 @@
  * swapped out): the client sends it again over the socket */
 #define GOS_RING_REVOKED 1
 
-/* An entry's op is a gos_op_kind (proto.h):
- *   GOS_OP_HTOD    region/offset -> dptr (or inline data: flags GOS_RING_F_INLINE)
+/* An entry is a request (req.h, checked with gos_req_ring's rules: flags
+ * GOS_F_ASYNC, GOS_F_INLINE), its completion and its data. Its op:
+ *   GOS_OP_HTOD    region/offset -> dptr (or inline data: flags GOS_F_INLINE)
  *   GOS_OP_DTOH    dptr -> region/offset (or into the slot's data)
  *   GOS_OP_DTOD    dptr2 -> dptr
  *   GOS_OP_LAUNCH  func, geometry, param_bytes of parameters in data
@@ -52,16 +54,9 @@
  *                  8-aligned) is at least dptr2 (dptr: the client's own address of that
  *                  word, for its replay over the socket); the device goes on with what is
  *                  before it (CUDA's host functions: subsequent work waits for them) */
-enum { GOS_RING_F_INLINE = 1u, GOS_RING_F_ASYNC = 2u };
-
 struct gos_ring_ent {
-    uint32_t op, flags;
-    uint32_t region, pad;
-    uint64_t offset, dptr, dptr2, bytes;
-    uint64_t func;
-    uint32_t grid[3], block[3], cluster[3];
-    uint32_t smem, param_bytes;
-    int32_t rc; /* completion */
+    GOS_REQ_HEAD; /* the request (priority unused: a ring runs in its order) */
+    int32_t rc;   /* completion */
     char msg[GOS_RING_MSG];
     unsigned char data[GOS_RING_DATA];
 };

@@ -37,7 +37,7 @@ enum {
     X_MODULE_LOAD, /* struct x_module -> u64 bytes its globals take (charged) */
     X_MODULE_UNLOAD, /* u32 slot */
     X_FUNCTION,    /* struct x_function -> u32 index */
-    X_RUN,         /* u32 engine, u32 n, n x (struct x_op + params) -> struct x_run_rep */
+    X_RUN,         /* u32 engine, u32 n, n x (struct x_op + params) -> struct x_run_rep (x_op: issue 40.1) */
     /* shared device memory (issue 10; device/vmm_ops.h) */
     X_SHM_NEW,     /* u64 bytes (2 MB multiple) -> fd of new exportable device memory */
     X_SHM_MAP,     /* u64 bytes [+ u64 X_SHM_MAP_RDONLY] + fd -> u64 dptr (mapped in this context) */
@@ -255,14 +255,14 @@ struct x_function {
 };
 
 
+/* One operation of a RUN: the client's request (req.h) as the daemon accepted
+ * it, its param_bytes of parameters after it. func is the client's handle
+ * (X_FUNCTION told the executor which function it names), region the
+ * client's region (the executor's slot of the same number); the daemon adds
+ * GOS_F_SYNC to a direct copy from host memory that is not pinned. Decoded
+ * by the executor's one decoder, as a ring entry (exec_run.c). */
 struct x_op {
-    uint32_t op;
-    uint32_t region;
-    uint64_t offset, dptr, dptr2, bytes;
-    uint32_t fn; /* index + 1 */
-    uint32_t grid[3], block[3], cluster[3];
-    uint32_t smem, param_bytes; /* params follow */
-    uint32_t sync_copy, pad;
+    GOS_REQ_HEAD;
 };
 
 struct x_run_rep {

@@ -91,7 +91,7 @@ static int drain(struct srv_client *c)
 }
 
 /* The allocation of c holding [p, p + n), or NULL (the one range check,
- * common/range.h, as the executor's xe_al_check). */
+ * common/range.h, as the executor's xe_al_look). */
 static struct srv_alloc *find_alloc(struct srv_client *c, uint64_t p, uint64_t n)
 {
     int i = gos_range_find(c->allocs, c->n_allocs, sizeof *c->allocs, p, n);
@@ -249,50 +249,43 @@ static int do_free(struct srv_client *c, uint64_t dptr)
     return gos_fail(GOS_EINVAL, "0x%llx is not an allocation of this client", (unsigned long long)dptr);
 }
 
-/* A copy's device ranges: inside the client's allocations or globals, the
- * destination writable. */
-static int copy_ranges(struct srv_client *c, const struct gos_msg_copy *m)
+/* What of c's allocations and globals holds [p, p + n) (gos_range_look_fn). */
+static unsigned range_look(void *ctx, uint64_t p, uint64_t n)
 {
-    const struct srv_alloc *dst = find_alloc(c, m->dptr, m->bytes);
-    if (!dst && !in_global(c, m->dptr, m->bytes))
-        return gos_fail(GOS_EINVAL, "device range 0x%llx+%llu is not inside an allocation of this client",
-                        (unsigned long long)m->dptr, (unsigned long long)m->bytes);
-    if (dst && dst->ro && m->dir != GOS_OP_DTOH)
-        return gos_fail(GOS_EPERM, "device range 0x%llx+%llu is a read-only attachment (SHM_RDONLY)",
-                        (unsigned long long)m->dptr, (unsigned long long)m->bytes);
-    if (m->dir == GOS_OP_DTOD && !reachable(c, m->dptr_src, m->bytes))
-        return gos_fail(GOS_EINVAL, "source range 0x%llx+%llu is not inside an allocation of this client",
-                        (unsigned long long)m->dptr_src, (unsigned long long)m->bytes);
-    return GOS_OK;
+    struct srv_client *c = ctx;
+    const struct srv_alloc *a = find_alloc(c, p, n);
+    return a ? GOS_RANGE_IN | (a->ro ? GOS_RANGE_RO : 0u) : in_global(c, p, n) ? GOS_RANGE_IN : 0u;
 }
 
+/* A copy's device ranges: the one rule (common/range.h), the executor's for
+ * its ring entries too. */
+static int copy_ranges(struct srv_client *c, const struct gos_msg_copy *m)
+{
+    return gos_range_copy(m->op == GOS_OP_DTOH, m->op == GOS_OP_DTOD, m->dptr, m->dptr2, m->bytes, range_look, c,
+                          GOS_OK);
+}
+
+/* A copy queued as the client sent it (its executor resolves it there),
+ * resolved here under isolation = none. */
 static int do_copy(struct srv_client *c, uint32_t seq, const struct gos_msg_copy *m)
 {
-    struct srv_op o;
-    memset(&o, 0, sizeof o);
-    o.seq = seq;
-    o.req_type = GOS_MSG_COPY;
-    o.async = !!(m->flags & GOS_F_ASYNC);
-    o.direct = !!(m->flags & GOS_F_DIRECT);
-    o.region = -1;
-    o.bytes = m->bytes;
-    o.dptr = m->dptr;
+    struct srv_op o = {.req = m->req, .seq = seq, .req_type = GOS_MSG_COPY, .region = -1};
     int rc = copy_ranges(c, m);
     if (rc)
         return rc;
-    if (m->dir == GOS_OP_DTOD) {
-        o.kind = GOS_OP_DTOD;
-        o.dptr2 = m->dptr_src;
-    } else {
+    void *host = NULL;
+    if (m->op != GOS_OP_DTOD) {
         struct srv_region *g = srv_region_find(c, m->region, m->offset, m->bytes);
         if (!g)
             return GOS_EINVAL;
-        o.kind = m->dir == GOS_OP_HTOD ? GOS_OP_HTOD : GOS_OP_DTOH;
-        o.host = (char *)g->ptr + m->offset;
-        o.host_off = m->offset;
+        host = (char *)g->ptr + m->offset;
         o.region = (int)m->region;
-        o.sync = o.direct && !g->pinned;
+        if ((m->flags & GOS_F_DIRECT) && !g->pinned)
+            o.req.flags |= GOS_F_SYNC;
     }
+    if (!c->x)
+        o.dev = (struct gos_op){.kind = m->op, .sync = !!(o.req.flags & GOS_F_SYNC), .dptr = m->dptr,
+                                .dptr2 = m->dptr2, .bytes = m->bytes, .host = host};
     return srv_op_submit(c, GOS_SCHED_COPY, m->priority, &o);
 }
 
@@ -459,25 +452,15 @@ static int do_launch(struct srv_client *c, uint32_t seq, const struct gos_msg_la
     if (m->func < 1 || m->func > (uint64_t)c->n_funcs || !c->funcs[m->func - 1])
         return gos_fail(GOS_EINVAL, "function handle %llu is not a function of this client",
                         (unsigned long long)m->func);
-    struct srv_op o;
-    memset(&o, 0, sizeof o);
-    o.seq = seq;
-    o.req_type = GOS_MSG_LAUNCH;
-    o.async = !!(m->flags & GOS_F_ASYNC);
-    o.region = -1;
-    o.kind = GOS_OP_LAUNCH;
-    o.fn = c->funcs[m->func - 1];
-    memcpy(o.cfg.grid, m->grid, sizeof m->grid);
-    memcpy(o.cfg.block, m->block, sizeof m->block);
-    memcpy(o.cfg.cluster, m->cluster, sizeof m->cluster);
-    o.cfg.smem = m->smem;
+    struct srv_op o = {.req = m->req, .seq = seq, .req_type = GOS_MSG_LAUNCH, .region = -1};
     if (m->param_bytes) {
         if (!(o.params = malloc(m->param_bytes)))
             return gos_fail(GOS_ENOMEM, "daemon out of host memory");
         memcpy(o.params, m + 1, m->param_bytes);
     }
-    o.cfg.params = o.params;
-    o.cfg.param_bytes = m->param_bytes;
+    if (!c->x) /* (with an executor, c->funcs holds its index: it maps the client's handle itself) */
+        o.dev = (struct gos_op){.kind = GOS_OP_LAUNCH, .fn = c->funcs[m->func - 1],
+                                .cfg = {.geom = m->geom, .params = o.params, .param_bytes = m->param_bytes}};
     int rc = srv_op_submit(c, GOS_SCHED_COMPUTE, m->priority, &o);
     if (rc)
         free(o.params);
@@ -585,13 +568,9 @@ static int validate(struct srv_client *c, const struct msg_entry *e, const struc
     uint64_t cost = sizeof(struct srv_op);
     if (h->type == GOS_MSG_COPY) {
         const struct gos_msg_copy *m = p;
-        if (!reachable(c, m->dptr, m->bytes))
-            return gos_fail(GOS_EINVAL, "device range 0x%llx+%llu is not inside an allocation of this client",
-                            (unsigned long long)m->dptr, (unsigned long long)m->bytes);
-        if (m->dir == GOS_OP_DTOD && !reachable(c, m->dptr_src, m->bytes))
-            return gos_fail(GOS_EINVAL, "source range 0x%llx+%llu is not inside an allocation of this client",
-                            (unsigned long long)m->dptr_src, (unsigned long long)m->bytes);
-        if (m->dir != GOS_OP_DTOD && !srv_region_find(c, m->region, m->offset, m->bytes))
+        if ((rc = copy_ranges(c, m)))
+            return rc;
+        if (m->op != GOS_OP_DTOD && !srv_region_find(c, m->region, m->offset, m->bytes))
             return GOS_EINVAL;
     } else {
         const struct gos_msg_launch *m = p;
@@ -599,10 +578,7 @@ static int validate(struct srv_client *c, const struct msg_entry *e, const struc
             return gos_fail(GOS_EINVAL, "function handle %llu is not a function of this client",
                             (unsigned long long)m->func);
         struct srv_dev *d = dev_of(c);
-        struct gos_launch_cfg cfg = {.params = m + 1, .param_bytes = m->param_bytes};
-        memcpy(cfg.grid, m->grid, sizeof m->grid);
-        memcpy(cfg.block, m->block, sizeof m->block);
-        memcpy(cfg.cluster, m->cluster, sizeof m->cluster);
+        struct gos_launch_cfg cfg = {.geom = m->geom, .params = m + 1, .param_bytes = m->param_bytes};
         struct gos_dev_range r[GOS_LAUNCH_RANGES_MAX];
         int n = 0;
         if (c->x) {

@@ -81,7 +81,7 @@ void srv_client_release(struct srv_client *c)
 int srv_client_batch_open(struct srv_client *c)
 {
     struct srv_task *t = c->last_task;
-    if (!t || t->dispatched || t->n_ops == 0 || t->ops[0].direct || t->n_ops >= SRV_BATCH_MAX_OPS)
+    if (!t || t->dispatched || t->n_ops == 0 || (t->ops[0].req.flags & GOS_F_DIRECT) || t->n_ops >= SRV_BATCH_MAX_OPS)
         return 0;
     uint64_t per = c->op_ns[t->st.kind];
     return per > 0 && (uint64_t)(t->n_ops + 1) * per <= srv_grant_limit(dev_of(c)) &&
@@ -132,9 +132,10 @@ int srv_op_submit(struct srv_client *c, int kind, int priority, const struct srv
 {
     struct srv_task *t = c->last_task;
     int grow = t && !t->dispatched && t->n_ops > 0 && t->st.kind == kind && t->st.priority == priority &&
-               !op->direct && !t->ops[0].direct && t->n_ops < SRV_BATCH_MAX_OPS && c->op_ns[kind] > 0 &&
+               !(op->req.flags & GOS_F_DIRECT) && !(t->ops[0].req.flags & GOS_F_DIRECT) &&
+               t->n_ops < SRV_BATCH_MAX_OPS && c->op_ns[kind] > 0 &&
                (uint64_t)(t->n_ops + 1) * c->op_ns[kind] <= srv_grant_limit(dev_of(c)) &&
-               (kind != GOS_SCHED_COPY || t->bytes + op->bytes <= SRV_BATCH_MAX_BYTES);
+               (kind != GOS_SCHED_COPY || t->bytes + op->req.bytes <= SRV_BATCH_MAX_BYTES);
     if (!grow) {
         t = task_new(c, kind, priority);
         if (!t)
@@ -153,9 +154,9 @@ int srv_op_submit(struct srv_client *c, int kind, int priority, const struct srv
         t->cap_ops = cap;
     }
     t->ops[t->n_ops++] = *op;
-    t->bytes += op->bytes;
+    t->bytes += op->req.bytes; /* (a launch's are 0: gos_req_check) */
     c->queued_ops++;
-    c->queued_bytes += sizeof *op + op->cfg.param_bytes;
+    c->queued_bytes += sizeof *op + op->req.param_bytes;
     if (op->region >= 0)
         c->regions[op->region].refs++;
     if (!grow)
@@ -203,7 +204,7 @@ static void task_finish(struct srv_task *t, int rc, const char *msg, uint64_t gp
         if (!orc)
             s->vgpus[c->vgpu].tasks++;
         if (!c->dead) {
-            if (!o->async) {
+            if (!(o->req.flags & GOS_F_ASYNC)) {
                 if (gos_wire_reply(c->fd, 1, o->seq, o->req_type, orc, omsg, NULL, 0)) {
                     c->dead = 1;
                     shutdown(c->fd, SHUT_RDWR);
@@ -214,7 +215,7 @@ static void task_finish(struct srv_task *t, int rc, const char *msg, uint64_t gp
             }
         }
         c->queued_ops--;
-        c->queued_bytes -= sizeof *o + o->cfg.param_bytes;
+        c->queued_bytes -= sizeof *o + o->req.param_bytes;
         free(o->params);
         free(o->msg);
     }
@@ -254,7 +255,7 @@ static int issue_remote(struct srv_exec *x, int engine, struct srv_task *t, uint
 {
     size_t bytes = 0;
     for (int i = 0; i < t->n_ops; i++)
-        bytes += sizeof(struct x_op) + t->ops[i].cfg.param_bytes;
+        bytes += sizeof(struct x_op) + t->ops[i].req.param_bytes;
     unsigned char *buf = malloc(bytes ? bytes : 1);
     int32_t *rcs = malloc(sizeof *rcs * (size_t)t->n_ops);
     if (!buf || !rcs) {
@@ -265,24 +266,12 @@ static int issue_remote(struct srv_exec *x, int engine, struct srv_task *t, uint
     size_t off = 0;
     for (int i = 0; i < t->n_ops; i++) {
         const struct srv_op *o = &t->ops[i];
-        struct x_op xo = {.op = o->kind,
-                          .region = o->region < 0 ? 0 : (uint32_t)o->region,
-                          .offset = o->host_off,
-                          .dptr = o->dptr,
-                          .dptr2 = o->dptr2,
-                          .bytes = o->bytes,
-                          .fn = (uint32_t)(uintptr_t)o->fn,
-                          .smem = o->cfg.smem,
-                          .param_bytes = (uint32_t)o->cfg.param_bytes,
-                          .sync_copy = o->sync};
-        memcpy(xo.grid, o->cfg.grid, sizeof xo.grid);
-        memcpy(xo.block, o->cfg.block, sizeof xo.block);
-        memcpy(xo.cluster, o->cfg.cluster, sizeof xo.cluster);
+        struct x_op xo = {.req = o->req}; /* the request as the client sent it (issue 40.1) */
         memcpy(buf + off, &xo, sizeof xo);
         off += sizeof xo;
-        if (o->cfg.param_bytes)
-            memcpy(buf + off, o->cfg.params, o->cfg.param_bytes);
-        off += o->cfg.param_bytes;
+        if (o->req.param_bytes)
+            memcpy(buf + off, o->params, o->req.param_bytes);
+        off += o->req.param_bytes;
     }
     char msg[GOS_MSG_TEXT_MAX];
     uint64_t t0 = gos_now_ns();
@@ -317,7 +306,7 @@ static int issue(struct srv_dev *d, int engine, struct srv_task *t, uint64_t *gp
     if (t->c->x)
         return issue_remote(t->c->x, engine, t, gpu_ns);
     struct srv_op *o0 = &t->ops[0];
-    if (t->n_ops == 1 && o0->sync) {
+    if (t->n_ops == 1 && (o0->req.flags & GOS_F_SYNC)) {
         /* A small copy from host memory the driver could not pin (paper 002,
          * section 4.1, "direct I/O"): the driver's synchronous copy, timed on the
          * CPU. Pinned memory (every region normally) takes the path below: the
@@ -478,7 +467,7 @@ static int awaited(const struct srv_task *t)
     if (t->c->n_sync > 0)
         return 1;
     for (int i = 0; i < t->n_ops; i++)
-        if (!t->ops[i].async)
+        if (!(t->ops[i].req.flags & GOS_F_ASYNC))
             return 1;
     return 0;
 }
@@ -510,7 +499,7 @@ static void run_here(struct srv_client *r, struct srv_dev *d, int e, struct srv_
             return;
         }
     }
-    if (!sh && !t->c->x && t->n_ops == 1 && t->ops[0].sync) {
+    if (!sh && !t->c->x && t->n_ops == 1 && (t->ops[0].req.flags & GOS_F_SYNC)) {
         hand(d, e, t, 0); /* a long blocking copy: the dispatcher's */
         return;
     }

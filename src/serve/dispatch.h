@@ -6,6 +6,7 @@
 #define GOS_SERVE_DISPATCH_H
 
 #include "exec/exec_op.h"
+#include "proto/req.h"
 #include "sched/sched.h"
 
 #include <stdint.h>
@@ -13,22 +14,17 @@
 struct srv_client;
 struct srv_dev;
 
-/* One request of a client: a copy or a launch, the device operation it is
- * (exec/exec_op.h, reached by name: o->kind, o->dptr, ..., or whole: o->dev)
- * and the daemon's bookkeeping around it. */
+/* One request of a client: a copy or a launch (proto/req.h), under isolation
+ * = none the device operation it is (exec/exec_op.h), and the daemon's
+ * bookkeeping around it. */
 struct srv_op {
-    union {
-        struct gos_op dev;
-        struct {
-            GOS_OP_MEMBERS;
-        };
-    };
+    /* the client's request as accepted (a direct copy from memory that is not
+     * pinned gains GOS_F_SYNC): what an executor's RUN carries as it is */
+    struct gos_req req;
+    struct gos_op dev; /* isolation = none: the daemon's own resolution of it (gos_op_issue) */
     uint32_t seq;
     uint16_t req_type;
-    int async;
-    int direct; /* small-copy path: never batched */
-    uint64_t host_off; /* host - the region's start (executors map regions themselves) */
-    int region; /* -1: none */
+    int region; /* the region it holds a reference on; -1: none */
     unsigned char *params; /* owned */
     int rc;
     char *msg; /* owned, when rc != 0 */

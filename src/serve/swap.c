@@ -656,8 +656,8 @@ int srv_swap_need(struct srv_client *c, const struct gos_msg_hdr *h, const void 
             rc = gos_swap_plan_launch(d->sw, c->vgpu, c->id, pl);
         else {
             const struct gos_msg_copy *m = payload;
-            struct gos_swap_range r[2] = {{m->dptr, m->bytes}, {m->dptr_src, m->bytes}};
-            rc = gos_swap_plan_copy(d->sw, c->vgpu, c->id, r, m->dir == GOS_OP_DTOD ? 2 : 1, 0, pl);
+            struct gos_swap_range r[2] = {{m->dptr, m->bytes}, {m->dptr2, m->bytes}};
+            rc = gos_swap_plan_copy(d->sw, c->vgpu, c->id, r, m->op == GOS_OP_DTOD ? 2 : 1, 0, pl);
         }
         /* one of its allocations is in transition, or the memory it needs is
          * busy with other tenants' work: wait for it */
