@@ -68,6 +68,8 @@ mk; mv "$T/t/src/a/x.c" "$T/t/src/a/xx.c"; check "a mapped file renamed" "src/a/
 mk; rm "$T/t/src/a/cmd_foo.c"; check "a pattern's last file removed" "the row src/a/ names cmd_NAME.c, which is not in the tree"
 mk; sed -i 's/topo_ops/topo_opz/' "$T/t/src/b/topo_ops.h"; mv "$T/t/src/b/topo_ops.h" "$T/t/src/b/topo_opz.h"
 check "a pillar's files renamed" "names \`b/P_ops.h\`, which is not in the tree"
+mk; sed -i '1i #include "b/topo_ops.h"' "$T/t/src/a/x.c"; check "an include down the map" ""
+mk; sed -i '1i #include "a/x.h"' "$T/t/src/b/y.c"; check "an include up the map" "src/b/y.c:1: includes a/, a room above src/b/ on the map"
 mk; sed -i 's/^## Layout/## Rooms/' "$T/t/docs/CONTRIBUTING.md"
 $PY tools/check_contributing.py --root "$T/t" >"$T/out" 2>&1
 [ $? -eq 2 ] && [ "$(wc -l <"$T/out")" -eq 1 ] || fail "a document without a map: $(cat "$T/out")"

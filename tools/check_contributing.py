@@ -210,6 +210,28 @@ def check_prose(tree, lines, begin, end, bad):
                 check_words(tree, "CONTRIBUTING.md:%d: names" % (i + 1), ident, bad)
 
 
+def check_order(root, rows, bad):
+    """Includes go down the map (a room uses those below it), but for cli/."""
+    order = [f.rstrip("/")[len("src/"):] for _, f, _ in rows if f.startswith("src/")]
+    rank = {f: i for i, f in enumerate(order)}
+    for d in order:
+        if d == "cli":
+            continue
+        for dirpath, _, files in os.walk(os.path.join(root, "src", d)):
+            for fn in sorted(files):
+                if not fn.endswith((".c", ".h", ".cu", ".cuh")):
+                    continue
+                path = os.path.join(dirpath, fn)
+                for n, line in enumerate(open(path, errors="replace"), 1):
+                    m = INCLUDE_RE.match(line)
+                    if m and m.group(1) in rank and rank[m.group(1)] < rank[d]:
+                        bad.append("%s:%d: includes %s/, a room above src/%s/ on the map"
+                                   % (os.path.relpath(path, root), n, m.group(1), d))
+
+
+INCLUDE_RE = re.compile(r'\s*#\s*include\s+"(\w+)/')
+
+
 def main(argv):
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     root, doc, args = here, None, argv[1:]
@@ -235,6 +257,7 @@ def main(argv):
     named = check_map(tree, rows, bad)
     check_coverage(tree, named, bad)
     check_prose(tree, lines, begin, end, bad)
+    check_order(root, rows, bad)
     for b in bad:
         print(b)
     print("check_contributing: %d rows, %d files of src/, %d problems"

@@ -1,16 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* status.c: the last error of this thread (gos_fail, gos_last_error) and the
+ * public codes tied to the internal ones. */
 #include "common/status.h"
 
-#include "device/info.h"
 #include "gpuos/gpuos.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-
-/* gpuos_device_attributes' clusters table is the device layer's (device/info.h) */
-_Static_assert(GPUOS_ATTR_CLUSTERS == GOS_ATTR_CLUSTERS && GPUOS_ATTR_CLUSTERS_MAX == GOS_ATTR_CLUSTERS_MAX,
-               "public and internal cluster-table numbers differ");
 
 /* The public codes (include/gpuos/gpuos.h) are the internal ones: the client
  * library returns GOS_E* unchanged, so each pair must stay equal. */

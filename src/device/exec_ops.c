@@ -6,9 +6,15 @@
 #include "device/exec_ops.h"
 
 #include "common/status.h"
+#include "device/info.h"
+#include "gpuos/gpuos.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+/* gpuos_device_attributes' clusters table is the device layer's (device/info.h) */
+_Static_assert(GPUOS_ATTR_CLUSTERS == GOS_ATTR_CLUSTERS && GPUOS_ATTR_CLUSTERS_MAX == GOS_ATTR_CLUSTERS_MAX,
+               "public and internal cluster-table numbers differ");
 
 #define EXEC(d) ((d)->ops->exec)
 #define HAS(d, op) (EXEC(d) && EXEC(d)->op)

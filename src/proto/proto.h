@@ -24,6 +24,7 @@
 
 #include "gpuos/gpuos.h"
 #include "proto/req.h"
+#include "vmem/vmmtab.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -398,7 +399,7 @@ struct gos_rep_pmem_check {
  * only its own. */
 #define GOS_VMM_GRANULE (2ull << 20)
 #define GOS_VMM_MAX_RESERVATIONS 1024 /* per client; handles and mappings: max_allocations */
-enum { GOS_VMM_ACCESS_NONE = 0, GOS_VMM_ACCESS_READ = 1, GOS_VMM_ACCESS_RW = 3 };
+/* GOS_VMM_ACCESS_NONE, _READ, _RW: vmem/vmmtab.h (the tables' own values) */
 struct gos_msg_vmm_reserve {
     uint64_t bytes;
     uint64_t align; /* 0: the granule; else a power of two */

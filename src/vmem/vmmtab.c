@@ -8,7 +8,6 @@
 #include "common/grow.h"
 #include "common/range.h"
 #include "common/status.h"
-#include "proto/proto.h"
 
 #include <stdlib.h>
 #include <string.h>

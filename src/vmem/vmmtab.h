@@ -19,6 +19,9 @@
 
 #include <stdint.h>
 
+/* A mapping's access, as the VMM messages carry it (proto/proto.h). */
+enum { GOS_VMM_ACCESS_NONE = 0, GOS_VMM_ACCESS_READ = 1, GOS_VMM_ACCESS_RW = 3 };
+
 typedef struct {
     uint64_t id;    /* the name its client uses */
     uint64_t dev_h; /* the device layer's handle (the daemon's table: the executor's) */
