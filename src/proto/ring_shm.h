@@ -113,13 +113,6 @@ static inline void gos_ring_relax(void)
     __builtin_ia32_pause();
 #elif defined(__aarch64__)
     __asm__ __volatile__("yield");
-/* gos_ring_wait_held without the held word. */
-static inline int gos_ring_wait(_Atomic uint32_t *word, _Atomic uint32_t *sleeping, unsigned spin_us,
-                                uint64_t timeout_ns, int (*ready)(void *), void *arg)
-{
-    return gos_ring_wait_held(word, sleeping, spin_us, NULL, 0, timeout_ns, ready, arg);
-}
-
 #endif
 }
 
