@@ -10,6 +10,9 @@
 #   oversub  tests/gpu/oversub.sh (issue 42), pd tests/gpu/pd_multiplex.sh (issue 45)
 #   sharing  the vgpu bench's launch, sharing and BAND rows (no regression: issue 40/41)
 #   frameworks tests/gpu/frameworks.sh (PyTorch, Triton, CuPy, JAX native and under gpuos)
+#   req      tests/gpu/req.sh (issue 40.1: the one request form on the GPU, ~3 min)
+#   work     tests/gpu/vgpu_work.sh (issue 40.5: native and vGPU run the same work, ~1.5 min)
+#   mixbench the vgpu bench's mixed section (issue 41.3: its own kernels, ~3 min)
 # Each part has its own limit (seconds, PART_S_<name>), its output in
 # $OUT/<name>.txt and its logs packed into $OUT/logs.tgz; machine.txt says
 # which card, driver, time and tree.
@@ -33,6 +36,10 @@ for p in ${PARTS:-mixed probe modglob}; do
     oversub) OUT=$L timeout "$(lim oversub 240)" sh tests/gpu/oversub.sh ;;
     pd) OUT=$L timeout "$(lim pd 180)" sh tests/gpu/pd_multiplex.sh ;;
     frameworks) OUT=$L/fw FW_BUDGET_S=$(( $(lim frameworks 300) - 30 )) timeout "$(lim frameworks 300)" sh tests/gpu/frameworks.sh ;;
+    req) OUT=$L timeout "$(lim req 240)" sh tests/gpu/req.sh ;;
+    work) OUT=$L/work timeout "$(lim work 150)" sh tests/gpu/vgpu_work.sh ;;
+    mixbench) timeout "$(lim mixbench 240)" build/bench/vgpu_bench --gpuos build/gpuos --only mixed --quick \
+                  --out "$L/mixed-bench.json" ;;
     sharing) timeout "$(lim sharing 150)" build/bench/vgpu_bench --gpuos build/gpuos --results "$L/bench" --seconds 2 --quick \
                  --isolation process,mps --only launch,sharing --vgpus 2 ;;
     *) echo "unknown part $p" ;;
