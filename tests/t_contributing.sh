@@ -70,6 +70,9 @@ mk; sed -i 's/topo_ops/topo_opz/' "$T/t/src/b/topo_ops.h"; mv "$T/t/src/b/topo_o
 check "a pillar's files renamed" "names \`b/P_ops.h\`, which is not in the tree"
 mk; sed -i '1i #include "b/topo_ops.h"' "$T/t/src/a/x.c"; check "an include down the map" ""
 mk; sed -i '1i #include "a/x.h"' "$T/t/src/b/y.c"; check "an include up the map" "src/b/y.c:1: includes a/, a room above src/b/ on the map"
+mk; cp "$T/t/src/a/x.h" "$T/t/src/b/y.h"; check "a header beside its own source" ""
+mk; printf 'int y(void);\n' >"$T/t/src/a/y.h"; sed -i 's/x.h\/.c/x.h\/.c, y.h/' "$T/t/docs/CONTRIBUTING.md"
+check "a header named as another folder's source" "src/a/y.h shares its stem with src/b/y.c"
 mk; sed -i 's/^## Layout/## Rooms/' "$T/t/docs/CONTRIBUTING.md"
 $PY tools/check_contributing.py --root "$T/t" >"$T/out" 2>&1
 [ $? -eq 2 ] && [ "$(wc -l <"$T/out")" -eq 1 ] || fail "a document without a map: $(cat "$T/out")"

@@ -229,6 +229,21 @@ def check_order(root, rows, bad):
                                    % (os.path.relpath(path, root), n, m.group(1), d))
 
 
+def check_stems(root, bad):
+    """No header shares its stem with a .c of another folder (one guess finds
+    a name's file)."""
+    heads, srcs = {}, {}
+    for dirpath, _, files in os.walk(os.path.join(root, "src")):
+        for fn in files:
+            stem, ext = os.path.splitext(fn)
+            if ext in (".h", ".c"):
+                (heads if ext == ".h" else srcs).setdefault(stem, []).append(os.path.relpath(dirpath, root))
+    for stem, dirs in sorted(heads.items()):
+        for d in sorted(dirs):
+            for o in sorted(x for x in srcs.get(stem, []) if x != d):
+                bad.append("%s/%s.h shares its stem with %s/%s.c" % (d, stem, o, stem))
+
+
 INCLUDE_RE = re.compile(r'\s*#\s*include\s+"(\w+)/')
 
 
@@ -258,6 +273,7 @@ def main(argv):
     check_coverage(tree, named, bad)
     check_prose(tree, lines, begin, end, bad)
     check_order(root, rows, bad)
+    check_stems(root, bad)
     for b in bad:
         print(b)
     print("check_contributing: %d rows, %d files of src/, %d problems"

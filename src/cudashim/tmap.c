@@ -6,7 +6,7 @@
  * A tensor map is 128 bytes the driver computes from its arguments alone (the
  * global address is the device address, the same in the executor's context);
  * the format is the driver's own. So the daemon's device encodes them (issue
- * 43: TMAP_ENCODE, serve/tmap.c; on the client's executor under isolation =
+ * 43: TMAP_ENCODE, serve/tmap_cl.c; on the client's executor under isolation =
  * process), and this process needs neither NVIDIA's libcuda nor the device
  * nodes. Here only what CUDA's header says of the arguments is checked (a map
  * and its arrays given, rank within 1..5); the daemon checks every value. The

@@ -73,7 +73,7 @@ enum gos_msg_type {
     GOS_MSG_DEVICE_INFO = 600,
     GOS_MSG_VGPU_INFO = 601,
     GOS_MSG_DEVICE_ATTRS = 602, /* every cuDeviceGetAttribute value (gpuos's libcuda) */
-    GOS_MSG_TMAP_ENCODE = 610,  /* gpuos_tmap_args -> struct gos_rep_tmap (a tensor map; serve/tmap.c) */
+    GOS_MSG_TMAP_ENCODE = 610,  /* gpuos_tmap_args -> struct gos_rep_tmap (a tensor map; serve/tmap_cl.c) */
     /* administration (gpuos vgpu) */
     GOS_MSG_ADMIN_LIST = 700,
     GOS_MSG_ADMIN_SET = 701,

@@ -24,7 +24,7 @@
 #include "serve/vgpu.h"
 #include "serve/metrics.h"
 #include "serve/state.h"
-#include "serve/tmap.h"
+#include "serve/tmap_cl.h"
 #include "serve/reply.h"
 #include "common/log.h"
 #include "common/clock.h"

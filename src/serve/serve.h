@@ -23,7 +23,7 @@
 #include "serve/shm.h"
 #include "serve/state.h"
 #include "serve/swap.h"
-#include "serve/tmap.h"
+#include "serve/tmap_cl.h"
 #include "serve/vgpu.h"
 #include "serve/vmm_cl.h"
 #include "serve/xshare.h"

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* tmap.h: tensor maps for clients (tmap.c, issue 43: TMAP_ENCODE).
+/* tmap_cl.h: tensor maps for clients (tmap_cl.c, issue 43: TMAP_ENCODE).
  * Process: the daemon (gpuos serve). */
-#ifndef GOS_SERVE_TMAP_H
-#define GOS_SERVE_TMAP_H
+#ifndef GOS_SERVE_TMAP_CL_H
+#define GOS_SERVE_TMAP_CL_H
 
 #include "proto/proto.h"
 

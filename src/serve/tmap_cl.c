@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* tmap.c: tensor maps (TMA descriptors) for clients (issue 43: TMAP_ENCODE).
+/* tmap_cl.c: tensor maps (TMA descriptors) for clients (issue 43: TMAP_ENCODE).
  * cuBLASLt's, Triton's and XLA's Hopper kernels take 128-byte maps that only the
  * driver's encoders make; gpuos's libcuda asks for them here, so that no
  * tenant's process loads NVIDIA's libcuda or opens /dev/nvidia*. The daemon
@@ -11,7 +11,7 @@
  * none, and every simulated device). A map gives no access: it describes
  * memory to the client's own kernels, which reach only the client's context.
  * Process: the daemon (gpuos serve). */
-#include "serve/tmap.h"
+#include "serve/tmap_cl.h"
 
 #include "serve/daemon.h"
 #include "serve/dev.h"
