@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* jsonio.c: atomic writes of files and JSON documents (temporary file, fsync,
+ * rename) and the GPUOS_JSON_TRACE copies (jsonio.h). */
 #include "common/jsonio.h"
 #include "common/env.h"
 

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* rng.c: xoshiro256** seeded through splitmix64 (rng.h): the simulated
+ * device's and the tests' reproducible random numbers. */
 #include "common/rng.h"
 
 #include <math.h>
