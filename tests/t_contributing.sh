@@ -23,11 +23,11 @@ tail -1 "$T/out"
 # A tree of its own: two rooms, a walk.
 mk() {
     rm -rf "$T/t"; mkdir -p "$T/t/src/a" "$T/t/src/b" "$T/t/docs" "$T/t/tests"
-    printf 'int a_run(void) { return 0; }\n' >"$T/t/src/a/x.c"
-    printf 'int a_run(void);\n' >"$T/t/src/a/x.h"
-    printf 'int cmd_foo(void) { return 0; }\n' >"$T/t/src/a/cmd_foo.c"
-    printf 'struct gos_topo_ops { int close; };\n' >"$T/t/src/b/topo_ops.h"
-    printf 'int b_main(void) { return 0; }\n' >"$T/t/src/b/y.c"
+    printf '/* x.c: a */\nint a_run(void) { return 0; }\n' >"$T/t/src/a/x.c"
+    printf '/* x.h: a */\nint a_run(void);\n' >"$T/t/src/a/x.h"
+    printf '/* cmd_foo.c: foo */\nint cmd_foo(void) { return 0; }\n' >"$T/t/src/a/cmd_foo.c"
+    printf '/* topo_ops.h: ops */\nstruct gos_topo_ops { int close; };\n' >"$T/t/src/b/topo_ops.h"
+    printf '/* y.c: b */\nint b_main(void) { return 0; }\n' >"$T/t/src/b/y.c"
     : >"$T/t/tests/t_z.sh"
     cat >"$T/t/docs/CONTRIBUTING.md" <<'EOF'
 # Working on it
@@ -68,11 +68,12 @@ mk; mv "$T/t/src/a/x.c" "$T/t/src/a/xx.c"; check "a mapped file renamed" "src/a/
 mk; rm "$T/t/src/a/cmd_foo.c"; check "a pattern's last file removed" "the row src/a/ names cmd_NAME.c, which is not in the tree"
 mk; sed -i 's/topo_ops/topo_opz/' "$T/t/src/b/topo_ops.h"; mv "$T/t/src/b/topo_ops.h" "$T/t/src/b/topo_opz.h"
 check "a pillar's files renamed" "names \`b/P_ops.h\`, which is not in the tree"
-mk; sed -i '1i #include "b/topo_ops.h"' "$T/t/src/a/x.c"; check "an include down the map" ""
-mk; sed -i '1i #include "a/x.h"' "$T/t/src/b/y.c"; check "an include up the map" "src/b/y.c:1: includes a/, a room above src/b/ on the map"
-mk; cp "$T/t/src/a/x.h" "$T/t/src/b/y.h"; check "a header beside its own source" ""
-mk; printf 'int y(void);\n' >"$T/t/src/a/y.h"; sed -i 's/x.h\/.c/x.h\/.c, y.h/' "$T/t/docs/CONTRIBUTING.md"
+mk; sed -i '1a #include "b/topo_ops.h"' "$T/t/src/a/x.c"; check "an include down the map" ""
+mk; sed -i '1a #include "a/x.h"' "$T/t/src/b/y.c"; check "an include up the map" "src/b/y.c:2: includes a/, a room above src/b/ on the map"
+mk; printf '/* y.h: b */\nint b_main(void);\n' >"$T/t/src/b/y.h"; check "a header beside its own source" ""
+mk; printf '/* y.h: a */\nint y(void);\n' >"$T/t/src/a/y.h"; sed -i 's/x.h\/.c/x.h\/.c, y.h/' "$T/t/docs/CONTRIBUTING.md"
 check "a header named as another folder's source" "src/a/y.h shares its stem with src/b/y.c"
+mk; sed -i '1d' "$T/t/src/b/y.c"; check "a file without its opening comment" "src/b/y.c: does not open with a comment"
 mk; sed -i 's/^## Layout/## Rooms/' "$T/t/docs/CONTRIBUTING.md"
 $PY tools/check_contributing.py --root "$T/t" >"$T/out" 2>&1
 [ $? -eq 2 ] && [ "$(wc -l <"$T/out")" -eq 1 ] || fail "a document without a map: $(cat "$T/out")"

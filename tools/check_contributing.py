@@ -244,6 +244,19 @@ def check_stems(root, bad):
                 bad.append("%s/%s.h shares its stem with %s/%s.c" % (d, stem, o, stem))
 
 
+def check_openings(root, bad):
+    """Every file of src/ opens (after its SPDX line) with a comment naming it."""
+    for dirpath, _, files in os.walk(os.path.join(root, "src")):
+        for fn in sorted(files):
+            if not fn.endswith((".c", ".h")):
+                continue
+            path = os.path.join(dirpath, fn)
+            lines = [l for l in open(path, errors="replace").read().split("\n")[:3] if "SPDX" not in l]
+            if not lines or not lines[0].startswith("/* " + fn):
+                bad.append("%s: does not open with a comment saying what it is (/* %s: ...)"
+                           % (os.path.relpath(path, root), fn))
+
+
 INCLUDE_RE = re.compile(r'\s*#\s*include\s+"(\w+)/')
 
 
@@ -274,6 +287,7 @@ def main(argv):
     check_prose(tree, lines, begin, end, bad)
     check_order(root, rows, bad)
     check_stems(root, bad)
+    check_openings(root, bad)
     for b in bad:
         print(b)
     print("check_contributing: %d rows, %d files of src/, %d problems"
