@@ -244,6 +244,9 @@ def check_stems(root, bad):
                 bad.append("%s/%s.h shares its stem with %s/%s.c" % (d, stem, o, stem))
 
 
+SEVERAL_PROCESSES = ("place", "chip")  # folders whose code runs in several processes
+
+
 def check_openings(root, bad):
     """Every file of src/ opens (after its SPDX line) with a comment naming it."""
     for dirpath, _, files in os.walk(os.path.join(root, "src")):
@@ -252,9 +255,15 @@ def check_openings(root, bad):
                 continue
             path = os.path.join(dirpath, fn)
             lines = [l for l in open(path, errors="replace").read().split("\n")[:3] if "SPDX" not in l]
+            rel = os.path.relpath(path, root)
             if not lines or not lines[0].startswith("/* " + fn):
-                bad.append("%s: does not open with a comment saying what it is (/* %s: ...)"
-                           % (os.path.relpath(path, root), fn))
+                bad.append("%s: does not open with a comment saying what it is (/* %s: ...)" % (rel, fn))
+            elif rel.split(os.sep)[1] in SEVERAL_PROCESSES:
+                text = open(path, errors="replace").read()
+                first = text[text.find("/* " + fn):]
+                first = first[:first.find("*/")]
+                if not re.search(r"\bruns\b|\bProcess(es)?:", first, re.I):
+                    bad.append("%s: its first comment does not name the processes it runs in" % rel)
 
 
 INCLUDE_RE = re.compile(r'\s*#\s*include\s+"(\w+)/')
