@@ -31,6 +31,11 @@
  *       other round launches fill on another (all of them must be); at the end
  *       every buffer is read back and compared word by word with what was written:
  *       mismatches= (0: byte-exact)
+ *   shm_client VGPU work SEED N MB ROUNDS SMALL_MB   the same, and every round a
+ *       fresh buffer of SMALL_MB is allocated, filled by a launch, read back,
+ *       checked and freed (as PyTorch's caching allocator allocates mid-run,
+ *       issue 42): an allocation while its own buffers are swapped out or
+ *       another vGPU holds the turn
  *   shm_client a swapcost VGPU_B POOL_MB MB...   what one swap costs a tenant (a
  *       BAND-scheduled vGPU when the daemon runs BAND): for each size, vGPU a (this
  *       handle) allocates MB and measures launch + synchronise of an empty kernel
@@ -210,6 +215,22 @@ static int turn(gpuos_vgpu *g, gpuos_function f, int v, gpuos_dptr *b, int n, ui
     if (!rc)
         rc = gpuos_memcpy_dtoh(g, bad, cnt, 8);
     return rc;
+}
+
+/* work's allocation mid-run: SMALL bytes allocated, filled with v by a
+ * launch, read back into h (at least SMALL bytes), checked, freed. An error's
+ * rc (< 0), 1 for a wrong word, else 0. */
+static int work_small(uint64_t small, uint32_t v, uint32_t *h)
+{
+    gpuos_dptr t;
+    int rc = gpuos_mem_alloc(G, small, &t);
+    if (rc)
+        return rc;
+    if (!(rc = fill(t, v, small / 4)) && !(rc = gpuos_memcpy_dtoh(G, h, t, small)))
+        for (uint64_t i = 0; i < small / 4 && !rc; i++)
+            rc = h[i] != v;
+    int frc = gpuos_mem_free(G, t);
+    return rc ? rc : frc;
 }
 
 static int turns(gpuos_vgpu *ga, const char *vb, int n, uint64_t bytes, int rounds)
@@ -561,11 +582,12 @@ int main(int argc, char **argv)
     } else if (!strcmp(cmd, "turns") && argc == 7) {
         if ((rc = turns(G, argv[3], atoi(argv[4]), strtoull(argv[5], NULL, 0) << 20, atoi(argv[6]))))
             return rc;
-    } else if (!strcmp(cmd, "work") && argc == 7) {
+    } else if (!strcmp(cmd, "work") && (argc == 7 || argc == 8)) {
         uint32_t seed = (uint32_t)key;
         int n = atoi(argv[4]), rounds = atoi(argv[6]);
         uint64_t bytes = strtoull(argv[5], NULL, 0) << 20, words = bytes / 4;
-        if (n < 1 || n > 16 || !bytes || rounds < 1)
+        uint64_t small = argc == 8 ? strtoull(argv[7], NULL, 0) << 20 : 0;
+        if (n < 1 || n > 16 || !bytes || rounds < 1 || small > bytes)
             return 2;
         gpuos_dptr b[16];
         uint32_t *want[16], *h = malloc(bytes);
@@ -593,6 +615,10 @@ int main(int argc, char **argv)
                 rc = fill(b[k2], v, words);
                 for (uint64_t i = 0; i < words; i++)
                     want[k2][i] = v;
+            }
+            if (!rc && small && (rc = work_small(small, seed * 31u + (uint32_t)r, h)) > 0) {
+                printf("work small round=%d rc=%d error=%s\n", r, rc, gpuos_error());
+                return 1;
             }
         }
         uint64_t bad = 0;
