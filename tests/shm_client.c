@@ -43,6 +43,10 @@
  *       pool plus MB/2, which evicts a's buffer; then a's next launch + synchronise
  *       (its buffer restored first). One line per size: bytes, resident_us,
  *       after_swap_us, evict_us (b's allocation), and a's bytes checked after.
+ *   shm_client VGPU burst SEED MB PIECES ROUNDS   as a PyTorch job (issue 42): a
+ *       2 MB buffer, one of MB, rounds of PIECES asynchronous fills of its pieces
+ *       and a 2 MB allocation filled and freed, one synchronisation a round; at
+ *       the end every piece is checked: burst rc= mismatches=
  *   shm_client a bounce VGPU_B MB   a's launch on one buffer while its other is
  *       swapped out (issue 42): swapped_before= (b's allocation evicted it),
  *       swapped_after= (0: restored before the kernel ran), mismatches=
@@ -116,7 +120,8 @@ static int check_pattern(gpuos_dptr d, uint64_t words, uint32_t seed, int consta
     return bad == 0;
 }
 
-static int fill(gpuos_dptr d, uint32_t v, uint64_t words)
+/* fill's launch alone (asynchronous). */
+static int fill_async(gpuos_dptr d, uint32_t v, uint64_t words)
 {
     static gpuos_module m;
     static gpuos_function f;
@@ -133,9 +138,46 @@ static int fill(gpuos_dptr d, uint32_t v, uint64_t words)
     gpuos_params_add(&p, &pad, 4);
     gpuos_params_add(&p, &words, 8);
     gpuos_launch_config c = {.grid = {64}, .block = {256}};
-    if ((rc = gpuos_launch(G, f, &c, p.buf, p.len)))
-        return rc;
-    return gpuos_synchronize(G);
+    return gpuos_launch(G, f, &c, p.buf, p.len);
+}
+
+static int fill(gpuos_dptr d, uint32_t v, uint64_t words)
+{
+    int rc = fill_async(d, v, words);
+    return rc ? rc : gpuos_synchronize(G);
+}
+
+/* `VGPU burst SEED MB PIECES ROUNDS` (issue 42, as a PyTorch job runs): a 2 MB
+ * buffer, then one of MB; each round PIECES asynchronous launches fill the
+ * big buffer's pieces with the round's values, a 2 MB buffer is allocated,
+ * filled and freed, and the round ends with one synchronisation; at the end
+ * every piece is read back. Prints "burst rc= mismatches= error=". */
+static int burst(uint32_t seed, uint64_t bytes, int pieces, int rounds)
+{
+    gpuos_dptr blk, big, t;
+    uint64_t piece = bytes / (uint64_t)pieces / 4 * 4, bad = 0;
+    uint32_t *h = malloc(piece);
+    int rc = !h || !piece;
+    if (!rc && !(rc = gpuos_mem_alloc(G, 2 << 20, &blk)) && !(rc = fill(blk, seed, (2 << 20) / 4)))
+        rc = gpuos_mem_alloc(G, bytes, &big);
+    for (int r = 0; r < rounds && !rc; r++) {
+        for (int k = 0; k < pieces && !rc; k++)
+            rc = fill_async(big + (uint64_t)k * piece, seed * 100000u + (uint32_t)(r * pieces + k), piece / 4);
+        if (!rc && !(rc = gpuos_mem_alloc(G, 2 << 20, &t))) {
+            rc = fill_async(t, (uint32_t)r, (2 << 20) / 4);
+            int frc = gpuos_mem_free(G, t);
+            rc = rc ? rc : frc;
+        }
+        if (!rc)
+            rc = gpuos_synchronize(G);
+    }
+    for (int k = 0; k < pieces && !rc; k++)
+        if (!(rc = gpuos_memcpy_dtoh(G, h, big + (uint64_t)k * piece, piece)))
+            for (uint64_t i = 0; i < piece / 4; i++)
+                bad += h[i] != seed * 100000u + (uint32_t)((rounds - 1) * pieces + k);
+    printf("burst rc=%d mismatches=%llu error=%s\n", rc, (unsigned long long)bad, rc ? gpuos_error() : "");
+    free(h);
+    return rc ? 1 : 0;
 }
 
 /* `a bounce VGPU_B MB` (issue 42): a's buffers x and y of MB (patterns
@@ -470,6 +512,9 @@ int main(int argc, char **argv)
         int r_ok = gpuos_memcpy_htod(G, d + ds.bytes - 8, &x, 8);
         printf("misuse free=%d copy_past_end=%d detach_inside=%d copy_at_end=%d\n", r_free, r_copy, r_dt, r_ok);
         gpuos_shm_detach(G, d);
+    } else if (!strcmp(cmd, "burst") && argc == 7) {
+        if ((rc = burst((uint32_t)key, strtoull(argv[4], NULL, 0) << 20, atoi(argv[5]), atoi(argv[6]))))
+            return rc;
     } else if (!strcmp(cmd, "bounce") && argc == 5) {
         if ((rc = bounce(argv[3], strtoull(argv[4], NULL, 0) << 20)))
             return rc;

@@ -31,6 +31,10 @@
 #      for the first one's buffer were refused at once while it was created:
 #      the GPU's "three" row, GPU-ab1c10dc); before block 5, which may end the
 #      test where no memory cgroup can be made;
+#   7. two jobs as PyTorch runs them (asynchronous launches, an allocation
+#      every round) in forced turns with the pool locked ahead: both exact
+#      (before, the evicted one's launch was refused while the other's
+#      allocation was created: the GPU's "turns" row);
 #   5. the host short of memory (a memory cgroup of 320 MB, where one can be
 #      made): swap = 2G with swap_prefault = 1 faults in only part of the pool
 #      (some, less than the cgroup) and says so; four busy tenants of 64 MB on
@@ -225,14 +229,18 @@ c = json.load(open(sys.argv[1]))
 c.setdefault("sim", {}).setdefault("exec", {})["vmm_create_us_per_mb"] = 5000
 json.dump(c, open(sys.argv[1], "w"))
 PY
-: > "$T/serve.log" # this daemon's lines only
-start_daemon "memory_oversubscribe = 1
+# slow_daemon SWAP POOL MORE: swap on, that chip, 300 ms turns, MORE lines (log emptied)
+slow_daemon() {
+    : > "$T/serve.log" # this daemon's lines only
+    start_daemon "memory_oversubscribe = 1
 [device 0]
 sim = $T/chip6.json
-swap = 256M
-swap_pool = 64M
+swap = $1
+swap_pool = $2
 swap_turn_ms = 300
-$(vgpu_sections 48M a b c)"
+$3"
+}
+slow_daemon 256M 64M "$(vgpu_sections 48M a b c)"
 timeout 120 "$S" a work 61 1 36 60 1 > "$T/a6" 2>&1 &
 WA=$!
 at_least a mem_used 37748736 "a did not allocate its buffer"
@@ -244,6 +252,30 @@ for v in A B C; do eval "wait \$W$v"; done
 for v in a b c; do exact "$T/${v}6" "$v of three slow to create"; done
 for v in a b c; do
     [ "$(vgpu_field $v swap_turns)" -ge 1 ] || fail "$v of three slow to create got no turn"
+done
+grep -q "refused" "$T/serve.log" && fail "a request was refused: $(grep refused "$T/serve.log" | head -3)"
+stop_daemon
+
+# 7. forced turns between two jobs as PyTorch runs them (shm_client burst: a
+# 2 MB buffer, then 36 MB filled by rounds of 9 asynchronous launches, a 2 MB
+# allocation every round, one synchronisation a round), two that do not fit
+# a 58 MB pool, the pool faulted and locked ahead, memory slow to create:
+# both end byte-exact, with turns. Before, the job evicted by the other's
+# allocation had a launch refused (GOS_ENOMEM) while that allocation was being
+# created, reported at its next synchronisation: the "CUDA error: out of
+# memory" of tests/gpu/oversub.sh's turns row on GPU-ab1c10dc.
+slow_daemon 84M 58M "swap_prefault = 1
+$(vgpu_sections 48M a b)"
+timeout 120 "$S" a burst 71 36 9 60 > "$T/a7" 2>&1 &
+WA=$!
+at_least a mem_used 37748736 "a did not allocate its buffer"
+timeout 120 "$S" b burst 72 36 9 60 > "$T/b7" 2>&1 &
+WB=$!
+wait $WA
+wait $WB
+for v in a b; do
+    grep -q "^burst rc=0 mismatches=0" "$T/${v}7" || fail "$v in forced turns with asynchronous launches: $(cat "$T/${v}7")"
+    [ "$(vgpu_field $v swap_turns)" -ge 1 ] || fail "$v got no turn (the block proves nothing)"
 done
 grep -q "refused" "$T/serve.log" && fail "a request was refused: $(grep refused "$T/serve.log" | head -3)"
 stop_daemon
