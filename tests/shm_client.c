@@ -31,6 +31,11 @@
  *       other round launches fill on another (all of them must be); at the end
  *       every buffer is read back and compared word by word with what was written:
  *       mismatches= (0: byte-exact)
+ *   shm_client VGPU work SEED N MB ROUNDS SMALL_MB   the same, and every round a
+ *       fresh buffer of SMALL_MB is allocated, filled by a launch, read back,
+ *       checked and freed (as PyTorch's caching allocator allocates mid-run,
+ *       issue 42): an allocation while its own buffers are swapped out or
+ *       another vGPU holds the turn
  *   shm_client a swapcost VGPU_B POOL_MB MB...   what one swap costs a tenant (a
  *       BAND-scheduled vGPU when the daemon runs BAND): for each size, vGPU a (this
  *       handle) allocates MB and measures launch + synchronise of an empty kernel
@@ -38,6 +43,10 @@
  *       pool plus MB/2, which evicts a's buffer; then a's next launch + synchronise
  *       (its buffer restored first). One line per size: bytes, resident_us,
  *       after_swap_us, evict_us (b's allocation), and a's bytes checked after.
+ *   shm_client VGPU burst SEED MB PIECES ROUNDS   as a PyTorch job (issue 42): a
+ *       2 MB buffer, one of MB, rounds of PIECES asynchronous fills of its pieces
+ *       and a 2 MB allocation filled and freed, one synchronisation a round; at
+ *       the end every piece is checked: burst rc= mismatches=
  *   shm_client a bounce VGPU_B MB   a's launch on one buffer while its other is
  *       swapped out (issue 42): swapped_before= (b's allocation evicted it),
  *       swapped_after= (0: restored before the kernel ran), mismatches=
@@ -111,7 +120,8 @@ static int check_pattern(gpuos_dptr d, uint64_t words, uint32_t seed, int consta
     return bad == 0;
 }
 
-static int fill(gpuos_dptr d, uint32_t v, uint64_t words)
+/* fill's launch alone (asynchronous). */
+static int fill_async(gpuos_dptr d, uint32_t v, uint64_t words)
 {
     static gpuos_module m;
     static gpuos_function f;
@@ -128,9 +138,46 @@ static int fill(gpuos_dptr d, uint32_t v, uint64_t words)
     gpuos_params_add(&p, &pad, 4);
     gpuos_params_add(&p, &words, 8);
     gpuos_launch_config c = {.grid = {64}, .block = {256}};
-    if ((rc = gpuos_launch(G, f, &c, p.buf, p.len)))
-        return rc;
-    return gpuos_synchronize(G);
+    return gpuos_launch(G, f, &c, p.buf, p.len);
+}
+
+static int fill(gpuos_dptr d, uint32_t v, uint64_t words)
+{
+    int rc = fill_async(d, v, words);
+    return rc ? rc : gpuos_synchronize(G);
+}
+
+/* `VGPU burst SEED MB PIECES ROUNDS` (issue 42, as a PyTorch job runs): a 2 MB
+ * buffer, then one of MB; each round PIECES asynchronous launches fill the
+ * big buffer's pieces with the round's values, a 2 MB buffer is allocated,
+ * filled and freed, and the round ends with one synchronisation; at the end
+ * every piece is read back. Prints "burst rc= mismatches= error=". */
+static int burst(uint32_t seed, uint64_t bytes, int pieces, int rounds)
+{
+    gpuos_dptr blk, big, t;
+    uint64_t piece = bytes / (uint64_t)pieces / 4 * 4, bad = 0;
+    uint32_t *h = malloc(piece);
+    int rc = !h || !piece;
+    if (!rc && !(rc = gpuos_mem_alloc(G, 2 << 20, &blk)) && !(rc = fill(blk, seed, (2 << 20) / 4)))
+        rc = gpuos_mem_alloc(G, bytes, &big);
+    for (int r = 0; r < rounds && !rc; r++) {
+        for (int k = 0; k < pieces && !rc; k++)
+            rc = fill_async(big + (uint64_t)k * piece, seed * 100000u + (uint32_t)(r * pieces + k), piece / 4);
+        if (!rc && !(rc = gpuos_mem_alloc(G, 2 << 20, &t))) {
+            rc = fill_async(t, (uint32_t)r, (2 << 20) / 4);
+            int frc = gpuos_mem_free(G, t);
+            rc = rc ? rc : frc;
+        }
+        if (!rc)
+            rc = gpuos_synchronize(G);
+    }
+    for (int k = 0; k < pieces && !rc; k++)
+        if (!(rc = gpuos_memcpy_dtoh(G, h, big + (uint64_t)k * piece, piece)))
+            for (uint64_t i = 0; i < piece / 4; i++)
+                bad += h[i] != seed * 100000u + (uint32_t)((rounds - 1) * pieces + k);
+    printf("burst rc=%d mismatches=%llu error=%s\n", rc, (unsigned long long)bad, rc ? gpuos_error() : "");
+    free(h);
+    return rc ? 1 : 0;
 }
 
 /* `a bounce VGPU_B MB` (issue 42): a's buffers x and y of MB (patterns
@@ -210,6 +257,22 @@ static int turn(gpuos_vgpu *g, gpuos_function f, int v, gpuos_dptr *b, int n, ui
     if (!rc)
         rc = gpuos_memcpy_dtoh(g, bad, cnt, 8);
     return rc;
+}
+
+/* work's allocation mid-run: SMALL bytes allocated, filled with v by a
+ * launch, read back into h (at least SMALL bytes), checked, freed. An error's
+ * rc (< 0), 1 for a wrong word, else 0. */
+static int work_small(uint64_t small, uint32_t v, uint32_t *h)
+{
+    gpuos_dptr t;
+    int rc = gpuos_mem_alloc(G, small, &t);
+    if (rc)
+        return rc;
+    if (!(rc = fill(t, v, small / 4)) && !(rc = gpuos_memcpy_dtoh(G, h, t, small)))
+        for (uint64_t i = 0; i < small / 4 && !rc; i++)
+            rc = h[i] != v;
+    int frc = gpuos_mem_free(G, t);
+    return rc ? rc : frc;
 }
 
 static int turns(gpuos_vgpu *ga, const char *vb, int n, uint64_t bytes, int rounds)
@@ -449,6 +512,9 @@ int main(int argc, char **argv)
         int r_ok = gpuos_memcpy_htod(G, d + ds.bytes - 8, &x, 8);
         printf("misuse free=%d copy_past_end=%d detach_inside=%d copy_at_end=%d\n", r_free, r_copy, r_dt, r_ok);
         gpuos_shm_detach(G, d);
+    } else if (!strcmp(cmd, "burst") && argc == 7) {
+        if ((rc = burst((uint32_t)key, strtoull(argv[4], NULL, 0) << 20, atoi(argv[5]), atoi(argv[6]))))
+            return rc;
     } else if (!strcmp(cmd, "bounce") && argc == 5) {
         if ((rc = bounce(argv[3], strtoull(argv[4], NULL, 0) << 20)))
             return rc;
@@ -561,11 +627,12 @@ int main(int argc, char **argv)
     } else if (!strcmp(cmd, "turns") && argc == 7) {
         if ((rc = turns(G, argv[3], atoi(argv[4]), strtoull(argv[5], NULL, 0) << 20, atoi(argv[6]))))
             return rc;
-    } else if (!strcmp(cmd, "work") && argc == 7) {
+    } else if (!strcmp(cmd, "work") && (argc == 7 || argc == 8)) {
         uint32_t seed = (uint32_t)key;
         int n = atoi(argv[4]), rounds = atoi(argv[6]);
         uint64_t bytes = strtoull(argv[5], NULL, 0) << 20, words = bytes / 4;
-        if (n < 1 || n > 16 || !bytes || rounds < 1)
+        uint64_t small = argc == 8 ? strtoull(argv[7], NULL, 0) << 20 : 0;
+        if (n < 1 || n > 16 || !bytes || rounds < 1 || small > bytes)
             return 2;
         gpuos_dptr b[16];
         uint32_t *want[16], *h = malloc(bytes);
@@ -593,6 +660,10 @@ int main(int argc, char **argv)
                 rc = fill(b[k2], v, words);
                 for (uint64_t i = 0; i < words; i++)
                     want[k2][i] = v;
+            }
+            if (!rc && small && (rc = work_small(small, seed * 31u + (uint32_t)r, h)) > 0) {
+                printf("work small round=%d rc=%d error=%s\n", r, rc, gpuos_error());
+                return 1;
             }
         }
         uint64_t bad = 0;

@@ -119,6 +119,7 @@ bad_chip "c['device']['mem_bytes'] = 1e300" "mem_bytes"
 bad_chip "c['sim'] = {'exec': {'htod_gbps': 0}}" "htod_gbps"
 bad_chip "c['sim'] = {'exec': {'launch_us': -1}}" "launch_us"
 bad_chip "c['sim'] = {'exec': {'dtod_gbps': 1e300}}" "dtod_gbps"
+bad_chip "c['sim'] = {'exec': {'vmm_create_us_per_mb': -1}}" "vmm_create_us_per_mb"
 
 # probe --json to an unwritable place fails at once, before the probe
 start=$(date +%s)

@@ -25,6 +25,16 @@
 #   4b. a launch on one buffer of a client whose other buffer is swapped out
 #      restores that one first (the ring bounces it to the daemon; before
 #      issue 42 it ran there, swapped_after stayed 24 MB);
+#   6. three tenants where two do not fit, allocating 1 MB mid-run every
+#      round, their memory slow to create (sim.exec.vmm_create_us_per_mb): all
+#      end byte-exact with turns, no request refused (before, the two waiting
+#      for the first one's buffer were refused at once while it was created:
+#      the GPU's "three" row, GPU-ab1c10dc); before block 5, which may end the
+#      test where no memory cgroup can be made;
+#   7. two jobs as PyTorch runs them (asynchronous launches, an allocation
+#      every round) in forced turns with the pool locked ahead: both exact
+#      (before, the evicted one's launch was refused while the other's
+#      allocation was created: the GPU's "turns" row);
 #   5. the host short of memory (a memory cgroup of 320 MB, where one can be
 #      made): swap = 2G with swap_prefault = 1 faults in only part of the pool
 #      (some, less than the cgroup) and says so; four busy tenants of 64 MB on
@@ -46,6 +56,14 @@ ${2:-}
 $(vgpus_ab 48M)"
 }
 exact() { grep -q "work rc=0 mismatches=0" "$1" || fail "$2 not byte-exact: $(cat "$1")"; }
+# at_least VGPU FIELD MIN WHAT: polls (10 s) until the vGPU's FIELD is MIN or more
+at_least() {
+    i=0
+    while [ "$(vgpu_field "$1" "$2")" -lt "$3" ]; do
+        i=$((i + 1)); [ $i -gt 200 ] && fail "$4"
+        sleep 0.05
+    done
+}
 # work VGPU SEED ROUNDS OUT: a busy tenant of 2 x 20 MB in the background (its pid in W)
 work() { timeout 120 "$S" "$1" work "$2" 2 20 "$3" > "$4" 2>&1 & W=$!; }
 
@@ -154,11 +172,7 @@ start_over 200
 work a 55 300 "$T/a3"; WA=$W
 "$S" b work 66 2 20 3000 > "$T/b3" 2>&1 &
 WB=$!
-i=0
-while [ "$(vgpu_field b swap_turns)" -lt 2 ]; do
-    i=$((i + 1)); [ $i -gt 200 ] && fail "b got no turns before the kill"
-    sleep 0.05
-done
+at_least b swap_turns 2 "b got no turns before the kill"
 kill -9 $WB
 wait $WB 2>/dev/null
 wait $WA || fail "a after b's kill -9: $(cat "$T/a3")"
@@ -199,6 +213,71 @@ start_over auto
 r=$(timeout 60 "$S" a bounce b 24 2>&1)
 echo "$r" | grep -q "^bounce rc=0 swapped_before=25165824 swapped_after=0 mismatches=0 " ||
     fail "a launch ran while its client's memory was out: $r"
+stop_daemon
+
+# 6. three tenants where two do not fit (one 36 MB buffer each on the 64 MB
+# pool), each allocating 1 MB mid-run every round, their memory slow to create
+# (5 ms per MB: sim.exec.vmm_create_us_per_mb, as 45 GB take on an H100):
+# while the tenant taking the next turn creates its buffer the others wait
+# for their turns. Before, a waiter that looked then found nothing busy and
+# was refused at once (GOS_ENOMEM): job b of tests/gpu/oversub.sh's three
+# jobs on GPU-ab1c10dc, and here a tenant's copy or allocation.
+"$G" probe topology --sim default --json "$T/chip6.json" > /dev/null 2>&1 || fail "probe for a chip file"
+$PY - "$T/chip6.json" <<'PY' || fail "chip file"
+import json, sys
+c = json.load(open(sys.argv[1]))
+c.setdefault("sim", {}).setdefault("exec", {})["vmm_create_us_per_mb"] = 5000
+json.dump(c, open(sys.argv[1], "w"))
+PY
+# slow_daemon SWAP POOL MORE: swap on, that chip, 300 ms turns, MORE lines (log emptied)
+slow_daemon() {
+    : > "$T/serve.log" # this daemon's lines only
+    start_daemon "memory_oversubscribe = 1
+[device 0]
+sim = $T/chip6.json
+swap = $1
+swap_pool = $2
+swap_turn_ms = 300
+$3"
+}
+slow_daemon 256M 64M "$(vgpu_sections 48M a b c)"
+timeout 120 "$S" a work 61 1 36 60 1 > "$T/a6" 2>&1 &
+WA=$!
+at_least a mem_used 37748736 "a did not allocate its buffer"
+timeout 120 "$S" b work 62 1 36 30 1 > "$T/b6" 2>&1 &
+WB=$!
+timeout 120 "$S" c work 63 1 36 30 1 > "$T/c6" 2>&1 &
+WC=$!
+for v in A B C; do eval "wait \$W$v"; done
+for v in a b c; do exact "$T/${v}6" "$v of three slow to create"; done
+for v in a b c; do
+    [ "$(vgpu_field $v swap_turns)" -ge 1 ] || fail "$v of three slow to create got no turn"
+done
+grep -q "refused" "$T/serve.log" && fail "a request was refused: $(grep refused "$T/serve.log" | head -3)"
+stop_daemon
+
+# 7. forced turns between two jobs as PyTorch runs them (shm_client burst: a
+# 2 MB buffer, then 36 MB filled by rounds of 9 asynchronous launches, a 2 MB
+# allocation every round, one synchronisation a round), two that do not fit
+# a 58 MB pool, the pool faulted and locked ahead, memory slow to create:
+# both end byte-exact, with turns. Before, the job evicted by the other's
+# allocation had a launch refused (GOS_ENOMEM) while that allocation was being
+# created, reported at its next synchronisation: the "CUDA error: out of
+# memory" of tests/gpu/oversub.sh's turns row on GPU-ab1c10dc.
+slow_daemon 84M 58M "swap_prefault = 1
+$(vgpu_sections 48M a b)"
+timeout 120 "$S" a burst 71 36 9 60 > "$T/a7" 2>&1 &
+WA=$!
+at_least a mem_used 37748736 "a did not allocate its buffer"
+timeout 120 "$S" b burst 72 36 9 60 > "$T/b7" 2>&1 &
+WB=$!
+wait $WA
+wait $WB
+for v in a b; do
+    grep -q "^burst rc=0 mismatches=0" "$T/${v}7" || fail "$v in forced turns with asynchronous launches: $(cat "$T/${v}7")"
+    [ "$(vgpu_field $v swap_turns)" -ge 1 ] || fail "$v got no turn (the block proves nothing)"
+done
+grep -q "refused" "$T/serve.log" && fail "a request was refused: $(grep refused "$T/serve.log" | head -3)"
 stop_daemon
 
 # 5. the host short of memory: a memory cgroup of 320 MB around the daemon

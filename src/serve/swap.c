@@ -266,18 +266,59 @@ static void mark_busy(struct srv *s, struct srv_dev *d, int waiter, uint64_t t_s
         d->sw->obj[i].busy |= keep[d->sw->obj[i].vgpu];
 }
 
-/* Whether another vGPU holds resident memory that is busy now, or memory in
- * transition (another waiter's plan under way): a plan that failed for room
- * may succeed once that work or that plan ends (tenants take turns). */
-static int others_busy(struct srv_dev *d, int vgpu)
+/* A request that needs a plan: an allocation of `bytes` (rounded), a launch,
+ * or a copy (its message). */
+struct swap_req {
+    int type; /* GOS_MSG_MEM_ALLOC, GOS_MSG_LAUNCH or GOS_MSG_COPY */
+    uint64_t bytes;
+    const void *payload;
+};
+
+static int plan_req(struct srv_dev *d, struct srv_client *c, const struct swap_req *q, gos_swap_plan *pl)
 {
-    for (int i = 0; i < d->sw->n; i++) {
-        const gos_swap_obj *o = &d->sw->obj[i];
-        if (o->vgpu != vgpu && ((o->busy && o->state == GOS_SWAP_RESIDENT) || o->state == GOS_SWAP_EVICTING ||
-                                o->state == GOS_SWAP_RESTORING))
+    if (q->type == GOS_MSG_MEM_ALLOC)
+        return gos_swap_plan_alloc(d->sw, c->vgpu, q->bytes, pl);
+    if (q->type == GOS_MSG_LAUNCH)
+        return gos_swap_plan_launch(d->sw, c->vgpu, c->id, pl);
+    const struct gos_msg_copy *m = q->payload;
+    struct gos_swap_range r[2] = {{m->dptr, m->bytes}, {m->dptr2, m->bytes}};
+    return gos_swap_plan_copy(d->sw, c->vgpu, c->id, r, m->op == GOS_OP_DTOD ? 2 : 1, 0, pl);
+}
+
+/* Whether a request whose plan failed for room can be served by waiting
+ * (issue 42): another vGPU's memory is in transition, an allocation is under
+ * way (its room reserved, its object not added yet: the executor is creating
+ * it), or the plan would succeed were every other vGPU's memory idle (what is
+ * busy or kept for a turn now is swapped out once that turn ends). Before, only
+ * busy memory counted: a waiter that looked while the holder of the next turn
+ * was still creating its allocation (seconds for 45 GB on an H100) found
+ * nothing busy and got GOS_ENOMEM at once. 0: it never fits (the reason in
+ * the last error). */
+static int wait_helps(struct srv_dev *d, struct srv_client *c, const struct swap_req *q)
+{
+    if (d->sw->reserved)
+        return 1;
+    for (int i = 0; i < d->sw->n; i++)
+        if (d->sw->obj[i].vgpu != c->vgpu &&
+            (d->sw->obj[i].state == GOS_SWAP_EVICTING || d->sw->obj[i].state == GOS_SWAP_RESTORING))
             return 1;
+    gos_swap_plan *pl = malloc(sizeof *pl);
+    uint8_t *busy = calloc((size_t)d->sw->n + 1, 1);
+    int rc = GOS_ENOMEM;
+    if (pl && busy) {
+        for (int i = 0; i < d->sw->n; i++)
+            if (d->sw->obj[i].vgpu != c->vgpu) {
+                busy[i] = (uint8_t)d->sw->obj[i].busy;
+                d->sw->obj[i].busy = 0;
+            }
+        rc = plan_req(d, c, q, pl);
+        for (int i = 0; i < d->sw->n; i++)
+            if (d->sw->obj[i].vgpu != c->vgpu)
+                d->sw->obj[i].busy = busy[i];
     }
-    return 0;
+    free(pl);
+    free(busy);
+    return rc == GOS_OK;
 }
 
 /* How long the holder's turn lasts before vGPU `waiter` may turn it out: fixed
@@ -430,8 +471,10 @@ static int host_can_take(struct srv *s, struct srv_dev *d, int vgpu, uint64_t of
 }
 
 /* One eviction or restore (lock held, dropped for the executor's work).
- * GOS_ENOMEM (with the message) only when the host could not give an
- * eviction its memory and margin more: the caller stops the plan there. */
+ * GOS_ENOMEM (with the message) when the host could not give an eviction its
+ * memory and margin more, or a restore failed (its object stays swapped): the
+ * caller stops the plan there. A failed eviction leaves its victim resident
+ * and is logged. */
 static int step(struct srv *s, struct srv_dev *d, int evict, uint64_t id, uint64_t margin)
 {
     gos_swap_obj *o = gos_swap_find(d->sw, id);
@@ -481,6 +524,10 @@ static int step(struct srv *s, struct srv_dev *d, int evict, uint64_t id, uint64
                 evict ? "evicted" : "restored", s->vgpus[vgpu].cfg.name, (unsigned long long)(bytes >> 20), ms,
                 (double)rep.copy_ns * 1e-6, rep.copy_ns ? (double)bytes / (double)rep.copy_ns : 0.0,
                 (double)rep.register_ns * 1e-6, rep.pinned ? "" : "; NOT page-locked");
+    else /* (before, silent: a failed restore let the request run on unmapped memory) */
+        gos_log(LOG_WARNING, "swap: %s vGPU %s: %llu MB failed after %.1f ms: %s", evict ? "evicting" : "restoring",
+                s->vgpus[vgpu].cfg.name, (unsigned long long)(bytes >> 20), ms, gos_last_error());
+    int failed = rc;
     /* p stays valid: only a report (below) or the owner's end frees it, and the
      * owner marks it dead while it is in transition */
     int dropped;
@@ -498,6 +545,10 @@ static int step(struct srv *s, struct srv_dev *d, int evict, uint64_t id, uint64
     if (evict && !rc && m.off + bytes > d->swp->touched)
         d->swp->touched = m.off + bytes;
     srv_client_unref(owner);
+    if (failed && !evict) /* still swapped: the request that needed it must not run */
+        return gos_fail(GOS_ENOMEM, "swap: restoring %llu MB of vGPU %s failed (nothing lost: it stays in host swap "
+                                    "space; see the daemon's log)", (unsigned long long)(bytes >> 20),
+                        s->vgpus[vgpu].cfg.name);
     return GOS_OK;
 }
 
@@ -543,6 +594,34 @@ static void pin_ahead(struct srv *s, struct srv_dev *d, struct srv_client *c)
     srv_client_unref(c);
 }
 
+/* Plans request q of client c into pl, waiting while its plan fails only
+ * for what other tenants hold now (their work, their turn, a transition or
+ * an allocation under way: wait_helps) or c's own memory is in transition,
+ * up to swap_wait_s. GOS_OK, or the error (logged: the daemon's log names
+ * what a program was refused and why). */
+static int plan_wait(struct srv *s, struct srv_dev *d, struct srv_client *c, const struct swap_req *q,
+                     gos_swap_plan *pl, uint64_t t_start, int *forced)
+{
+    uint64_t idle_since[GOS_SWAP_MAX_VGPUS] = {0};
+    int rc;
+    for (;;) {
+        mark_busy(s, d, c->vgpu, t_start, idle_since);
+        /* turned out: its memory is on its way out for another's turn */
+        rc = d->swp->turn.out[c->vgpu] ? GOS_ENOMEM : plan_req(d, c, q, pl);
+        if (!(rc == GOS_EBUSY || (rc == GOS_ENOMEM && (d->swp->turn.out[c->vgpu] || wait_helps(d, c, q)))))
+            break;
+        if (!wait_turn(s, d, c, t_start, forced)) {
+            rc = waited_out(s, d, c, rc);
+            break;
+        }
+    }
+    if (rc)
+        gos_log(LOG_WARNING, "swap: vGPU %s: %s refused: %s", s->vgpus[c->vgpu].cfg.name,
+                q->type == GOS_MSG_MEM_ALLOC ? "an allocation" : q->type == GOS_MSG_LAUNCH ? "a launch" : "a copy",
+                gos_last_error());
+    return rc;
+}
+
 int srv_swap_alloc(struct srv_client *c, uint64_t bytes, uint64_t *dptr)
 {
     struct srv *s = c->srv;
@@ -553,18 +632,10 @@ int srv_swap_alloc(struct srv_client *c, uint64_t bytes, uint64_t *dptr)
         free(pl);
         return gos_fail(sz ? GOS_ENOMEM : GOS_EINVAL, "swap: allocation of %llu bytes", (unsigned long long)bytes);
     }
-    int rc, forced = 0;
-    uint64_t t_start = gos_now_ns(), idle_since[GOS_SWAP_MAX_VGPUS] = {0};
-    for (;;) {
-        mark_busy(s, d, c->vgpu, t_start, idle_since);
-        rc = d->swp->turn.out[c->vgpu] ? GOS_ENOMEM : gos_swap_plan_alloc(d->sw, c->vgpu, sz, pl);
-        if (rc != GOS_ENOMEM || !(d->swp->turn.out[c->vgpu] || others_busy(d, c->vgpu)))
-            break;
-        if (!wait_turn(s, d, c, t_start, &forced)) {
-            rc = waited_out(s, d, c, rc);
-            break;
-        }
-    }
+    int forced = 0;
+    uint64_t t_start = gos_now_ns();
+    struct swap_req q = {GOS_MSG_MEM_ALLOC, sz, NULL};
+    int rc = plan_wait(s, d, c, &q, pl, t_start, &forced);
     if (rc) {
         turn_clear(d, c, t_start, forced);
         free(pl);
@@ -602,6 +673,9 @@ int srv_swap_alloc(struct srv_client *c, uint64_t bytes, uint64_t *dptr)
         return rc;
     }
     gos_swap_find(d->sw, id)->priv = p;
+    if (took) /* its turn runs from when its memory is there, not from the plan: the
+               * creation of tens of GB took time that was no turn of its work */
+        d->swp->turn.since[c->vgpu] = gos_now_ns();
     return GOS_OK;
 }
 
@@ -645,29 +719,11 @@ int srv_swap_need(struct srv_client *c, const struct gos_msg_hdr *h, const void 
     gos_swap_plan *pl = malloc(sizeof *pl);
     if (!pl)
         return gos_fail(GOS_ENOMEM, "daemon out of memory");
-    int rc = GOS_OK, forced = 0;
-    uint64_t t_start = gos_now_ns(), idle_since[GOS_SWAP_MAX_VGPUS] = {0};
+    int forced = 0;
+    uint64_t t_start = gos_now_ns();
     c->swap_hold = 1; /* the caller clears it once the request is queued */
-    for (;;) {
-        mark_busy(s, d, c->vgpu, t_start, idle_since);
-        if (d->swp->turn.out[c->vgpu])
-            rc = GOS_ENOMEM; /* turned out: its memory is on its way out */
-        else if (h->type == GOS_MSG_LAUNCH)
-            rc = gos_swap_plan_launch(d->sw, c->vgpu, c->id, pl);
-        else {
-            const struct gos_msg_copy *m = payload;
-            struct gos_swap_range r[2] = {{m->dptr, m->bytes}, {m->dptr2, m->bytes}};
-            rc = gos_swap_plan_copy(d->sw, c->vgpu, c->id, r, m->op == GOS_OP_DTOD ? 2 : 1, 0, pl);
-        }
-        /* one of its allocations is in transition, or the memory it needs is
-         * busy with other tenants' work: wait for it */
-        if (!(rc == GOS_EBUSY || (rc == GOS_ENOMEM && (d->swp->turn.out[c->vgpu] || others_busy(d, c->vgpu)))))
-            break;
-        if (!wait_turn(s, d, c, t_start, &forced)) {
-            rc = waited_out(s, d, c, rc);
-            break;
-        }
-    }
+    struct swap_req q = {h->type, 0, payload};
+    int rc = plan_wait(s, d, c, &q, pl, t_start, &forced);
     if (!rc && pl->n_steps) {
         int took = takes_from_others(d, pl, c->vgpu);
         if (!(rc = run_plan(s, d, pl, 0)))

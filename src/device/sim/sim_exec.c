@@ -31,8 +31,10 @@
  * A module image "SIMMOD\n" followed by lines "alias=builtin" loads too, so the
  * byte-image path is exercised. Model parameters come from the chip's
  * sim.exec object: htod_gbps, dtoh_gbps, dtod_gbps, copy_latency_us, launch_us,
- * loop_ns_per_iter, madd_ns_per_element, mmul_ns_per_mac, each checked to lie in
- * its range. */
+ * loop_ns_per_iter, madd_ns_per_element, mmul_ns_per_mac, vmm_create_us_per_mb
+ * (the time physical memory takes to create, sim_vmm.c: 0 by default; a test
+ * sets it to open the window a large cuMemCreate leaves on a GPU), each checked
+ * to lie in its range. */
 #include "device/exec_builtin.h"
 #include "device/exec_ops.h"
 #include "device/sim/sim_internal.h"
@@ -186,7 +188,7 @@ static int se_init(gos_device *d)
     /* Out-of-range parameters would make every modelled duration infinite, NaN
      * or negative (issue 15.6): rejected with the key. Defaults: loop of 20M
      * iterations 100 ms, 1024x1024 madd 1 ms, mmul 5 ms. */
-    double lat_us, launch_us;
+    double lat_us, launch_us, create_us;
     int rc;
     if ((rc = jnum(x, "htod_gbps", 50.0, 0, 1, 1e5, &s->gbps[ENG_HTOD])) ||
         (rc = jnum(x, "dtoh_gbps", 50.0, 0, 1, 1e5, &s->gbps[ENG_DTOH])) ||
@@ -195,7 +197,8 @@ static int se_init(gos_device *d)
         (rc = jnum(x, "launch_us", 3.0, 0, 0, 1e6, &launch_us)) ||
         (rc = jnum(x, "loop_ns_per_iter", 5.0, 0, 0, 1e6, &s->loop_ns)) ||
         (rc = jnum(x, "madd_ns_per_element", 1e6 / (1024.0 * 1024.0), 0, 0, 1e6, &s->madd_ns)) ||
-        (rc = jnum(x, "mmul_ns_per_mac", 5e6 / (1024.0 * 1024.0 * 1024.0), 0, 0, 1e6, &s->mmul_ns))) {
+        (rc = jnum(x, "mmul_ns_per_mac", 5e6 / (1024.0 * 1024.0 * 1024.0), 0, 0, 1e6, &s->mmul_ns)) ||
+        (rc = jnum(x, "vmm_create_us_per_mb", 0, 0, 0, 1e5, &create_us))) { /* (read by sim_vmm.c) */
         pthread_mutex_destroy(&s->lock);
         free(s);
         return rc;

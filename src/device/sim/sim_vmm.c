@@ -19,6 +19,10 @@
  * kernel's: when a process dies its mappings and descriptors go, and a memfd's
  * pages with its last one, so nothing outlives the processes that use it.
  *
+ * Creating physical memory takes sim.exec.vmm_create_us_per_mb of the chip (0
+ * by default; sim_exec.c checks its range) per MB, as cuMemCreate of tens of
+ * GB takes a while on a GPU.
+ *
  * The execution pillar (sim_exec.c) accepts copies and built-in kernels on
  * mapped ranges through gos_sim_vmm_mapped (sim_internal.h). */
 #include "device/sim/sim_internal.h"
@@ -34,7 +38,11 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <jansson.h>
+#include <math.h>
 
 struct sv_phys {
     uint64_t id, bytes;
@@ -50,6 +58,7 @@ struct sv_range {
 struct sim_vmm {
     pthread_mutex_t lock;
     uint64_t total, used, next_id;
+    double create_ns_per_mb; /* sim.exec.vmm_create_us_per_mb */
     struct sv_phys *phys;
     int n_phys, cap_phys;
     struct sv_range *res, *maps;
@@ -87,6 +96,9 @@ static struct sim_vmm *state(gos_device *d)
         pthread_mutex_init(&s->lock, NULL);
         s->total = d->info.mem_bytes ? d->info.mem_bytes : (16ull << 30);
         s->next_id = 1;
+        json_t *c = d->chip && d->chip->json ? json_object_get(json_object_get(d->chip->json, "sim"), "exec") : NULL;
+        json_t *v = c ? json_object_get(c, "vmm_create_us_per_mb") : NULL;
+        s->create_ns_per_mb = json_is_number(v) ? json_number_value(v) * 1e3 : 0;
         d->vmm_priv = s;
     }
     pthread_mutex_unlock(&state_lock);
@@ -152,6 +164,9 @@ out:
     if (fd >= 0)
         close(fd);
     pthread_mutex_unlock(&s->lock);
+    double ns = rc ? 0 : s->create_ns_per_mb * (double)bytes / 1048576.0;
+    if (ns >= 1)
+        nanosleep(&(struct timespec){(time_t)(ns / 1e9), (long)fmod(ns, 1e9)}, NULL);
     return rc;
 }
 
