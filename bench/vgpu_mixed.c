@@ -30,7 +30,7 @@
 
 #include "common/status.h"
 #include "device/exec_ops.h"
-#include "serve/serve.h"
+#include "serve/mps.h"
 
 #include <ftw.h>
 #include <signal.h>
