@@ -53,7 +53,7 @@ gpuos_pair() { # period, case name, isolation, share of the latency tenant, late
     MIX_PERIOD_MS=$1 timeout 120 "$G" run --vgpu lat -- $P infer > "$O/$1-$2-infer.txt" 2>&1
     wait $tp
     "$G" vgpu list > "$O/$1-$2-vgpus.txt" 2>&1
-    # (tasks: requests that came over the socket; the grant log's entries: the ring's)
+    # (its tasks and swap counters beside the grant log of GPUOS_GRANT_LOG=1)
     "$G" vgpu list --json "$O/$1-$2-vgpus.json" > /dev/null 2>&1
     kill -TERM "$D"; wait "$D" 2>/dev/null; D=
     report "$1" "$2"
