@@ -321,3 +321,41 @@ int want(const char *only, const char *s)
     return p && (p == only || p[-1] == ',') && (p[strlen(s)] == 0 || p[strlen(s)] == ',');
 }
 
+/* The launch shape of the kernels (share_dense: "dense" or "light"). */
+void shape(unsigned sms, unsigned *grid, unsigned *block)
+{
+    *grid = share_dense ? 2 * sms : sms;
+    *block = share_dense ? 1024 : 32;
+}
+
+/* The iterations of `loop` in the current shape that take ns alone, and what
+ * they really take (*got_ns), measured on this process's context between
+ * events (the shortest of five). */
+uint64_t loop_iters(uint64_t ns, uint64_t *got_ns)
+{
+    void *fn = native_fn("loop"), *e0, *e1;
+    if (gos_exec_event_create(dev, &e0) || gos_exec_event_create(dev, &e1))
+        DIE("events");
+    uint64_t iters = 1000, t = 0;
+    for (int round = 0; round < 8; round++) {
+        struct gos_launch_cfg c = {.geom = {{1, 1, 1}, {1, 1, 1}, {0, 0, 0}, 0}, .params = &iters, .param_bytes = 8};
+        shape((unsigned)dev->info.sm_count, &c.grid[0], &c.block[0]);
+        uint64_t best = UINT64_MAX;
+        for (int r = 0; r < 5; r++) {
+            if (gos_exec_event_record(dev, e0, stream) || gos_exec_launch(dev, fn, &c, stream) ||
+                gos_exec_event_record(dev, e1, stream) || gos_exec_event_sync(dev, e1) ||
+                gos_exec_event_elapsed_ns(dev, e0, e1, &t))
+                DIE("loop calibration");
+            best = t < best ? t : best;
+        }
+        t = best ? best : 1;
+        double scale = (double)ns / (double)t;
+        if (scale > 0.98 && scale < 1.02)
+            break;
+        iters = (uint64_t)((double)iters * (scale > 100 ? 100 : scale)) + 1;
+    }
+    gos_exec_event_destroy(dev, e0);
+    gos_exec_event_destroy(dev, e1);
+    *got_ns = t;
+    return iters;
+}

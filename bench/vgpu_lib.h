@@ -80,14 +80,15 @@ double natives_go(int n, char **const *av, pid_t *kids, FILE **out);
 const char *mode_label(void);
 const char *overlap_label(void);
 
+/* vgpu_lib.c: `loop`'s launch shape (share_dense: "dense" or "light"), and
+ * the iterations that take ns alone in it (*got_ns: what they take) */
+void shape(unsigned sms, unsigned *grid, unsigned *block);
+uint64_t loop_iters(uint64_t ns, uint64_t *got_ns);
+
 /* vgpu_share.c */
 json_t *sharing(void);
 json_t *neighbour(void);
 int native_tenant_main(int argc, char **argv);
-/* `loop`'s launch shape (share_dense: "dense" or "light"), and the iterations
- * that take ns alone in it (*got_ns: what they take) */
-void shape(unsigned sms, unsigned *grid, unsigned *block);
-uint64_t loop_iters(uint64_t ns, uint64_t *got_ns);
 
 /* vgpu_mixed.c */
 json_t *mixed(void);
