@@ -303,21 +303,13 @@ static int wait_helps(struct srv_dev *d, struct srv_client *c, const struct swap
             (d->sw->obj[i].state == GOS_SWAP_EVICTING || d->sw->obj[i].state == GOS_SWAP_RESTORING))
             return 1;
     gos_swap_plan *pl = malloc(sizeof *pl);
-    uint8_t *busy = calloc((size_t)d->sw->n + 1, 1);
     int rc = GOS_ENOMEM;
-    if (pl && busy) {
-        for (int i = 0; i < d->sw->n; i++)
-            if (d->sw->obj[i].vgpu != c->vgpu) {
-                busy[i] = (uint8_t)d->sw->obj[i].busy;
-                d->sw->obj[i].busy = 0;
-            }
+    if (pl) {
+        d->sw->busy_ignored = 1; /* (victims are never c's own) */
         rc = plan_req(d, c, q, pl);
-        for (int i = 0; i < d->sw->n; i++)
-            if (d->sw->obj[i].vgpu != c->vgpu)
-                d->sw->obj[i].busy = busy[i];
+        d->sw->busy_ignored = 0;
     }
     free(pl);
-    free(busy);
     return rc == GOS_OK;
 }
 

@@ -93,7 +93,7 @@ static int choose_victims(gos_swap *s, int vgpu, uint32_t client, int whole_clie
         int best_prio = 0;
         for (int i = 0; i < s->n; i++) {
             gos_swap_obj *o = &s->obj[i];
-            if (o->state != GOS_SWAP_RESIDENT || o->pinned || o->busy || o->dead || o->vgpu == vgpu ||
+            if (o->state != GOS_SWAP_RESIDENT || o->pinned || (o->busy && !s->busy_ignored) || o->dead || o->vgpu == vgpu ||
                 (whole_client && o->client == client) || listed(p->evict, p->n_evict, o->id))
                 continue;
             int prio = s->vgpu[o->vgpu].priority;

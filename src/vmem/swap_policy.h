@@ -66,6 +66,7 @@ typedef struct {
     uint64_t in_swap;      /* SWAPPED + RESTORING (bytes whose copy is in swap) */
     uint64_t swap_hold;    /* swap space held for plans under way (their peaks) */
     uint64_t reserved;     /* planned allocations not added yet */
+    int busy_ignored;      /* plans as if no object were busy (what waiting could make fit) */
     uint64_t next_id;
     gos_swap_obj *obj;
     int n, cap;
