@@ -210,60 +210,56 @@ def check_prose(tree, lines, begin, end, bad):
                 check_words(tree, "CONTRIBUTING.md:%d: names" % (i + 1), ident, bad)
 
 
-def check_order(root, rows, bad):
+def src_files(tree, exts=(".c", ".h")):
+    """The files of src/ with those endings: (path, folder under src/, name, text)."""
+    for f in sorted(tree.files):
+        parts = f.split("/")
+        if parts[0] == "src" and len(parts) > 2 and f.endswith(exts):
+            yield f, parts[1], parts[-1], open(os.path.join(tree.root, f), errors="replace").read()
+
+
+def check_order(tree, rows, bad):
     """Includes go down the map (a room uses those below it), but for cli/."""
     order = [f.rstrip("/")[len("src/"):] for _, f, _ in rows if f.startswith("src/")]
     rank = {f: i for i, f in enumerate(order)}
-    for d in order:
-        if d == "cli":
+    for f, d, _, text in src_files(tree, (".c", ".h", ".cu", ".cuh")):
+        if d == "cli" or d not in rank:
             continue
-        for dirpath, _, files in os.walk(os.path.join(root, "src", d)):
-            for fn in sorted(files):
-                if not fn.endswith((".c", ".h", ".cu", ".cuh")):
-                    continue
-                path = os.path.join(dirpath, fn)
-                for n, line in enumerate(open(path, errors="replace"), 1):
-                    m = INCLUDE_RE.match(line)
-                    if m and m.group(1) in rank and rank[m.group(1)] < rank[d]:
-                        bad.append("%s:%d: includes %s/, a room above src/%s/ on the map"
-                                   % (os.path.relpath(path, root), n, m.group(1), d))
+        for n, line in enumerate(text.split("\n"), 1):
+            m = INCLUDE_RE.match(line)
+            if m and m.group(1) in rank and rank[m.group(1)] < rank[d]:
+                bad.append("%s:%d: includes %s/, a room above src/%s/ on the map" % (f, n, m.group(1), d))
 
 
-def check_stems(root, bad):
+def check_stems(tree, bad):
     """No header shares its stem with a .c of another folder (one guess finds
     a name's file)."""
-    heads, srcs = {}, {}
-    for dirpath, _, files in os.walk(os.path.join(root, "src")):
-        for fn in files:
-            stem, ext = os.path.splitext(fn)
-            if ext in (".h", ".c"):
-                (heads if ext == ".h" else srcs).setdefault(stem, []).append(os.path.relpath(dirpath, root))
-    for stem, dirs in sorted(heads.items()):
-        for d in sorted(dirs):
-            for o in sorted(x for x in srcs.get(stem, []) if x != d):
-                bad.append("%s/%s.h shares its stem with %s/%s.c" % (d, stem, o, stem))
+    where = {}  # (stem, ext) -> folders
+    for f in tree.files:
+        stem, ext = os.path.splitext(f)
+        if f.startswith("src/") and ext in (".h", ".c"):
+            where.setdefault((os.path.basename(stem), ext), []).append(os.path.dirname(f))
+    for (stem, ext), dirs in sorted(where.items()):
+        if ext == ".h":
+            for d in sorted(dirs):
+                for o in sorted(x for x in where.get((stem, ".c"), []) if x != d):
+                    bad.append("%s/%s.h shares its stem with %s/%s.c" % (d, stem, o, stem))
 
 
 SEVERAL_PROCESSES = ("place", "chip")  # folders whose code runs in several processes
 
 
-def check_openings(root, bad):
-    """Every file of src/ opens (after its SPDX line) with a comment naming it."""
-    for dirpath, _, files in os.walk(os.path.join(root, "src")):
-        for fn in sorted(files):
-            if not fn.endswith((".c", ".h")):
-                continue
-            path = os.path.join(dirpath, fn)
-            lines = [l for l in open(path, errors="replace").read().split("\n")[:3] if "SPDX" not in l]
-            rel = os.path.relpath(path, root)
-            if not lines or not lines[0].startswith("/* " + fn):
-                bad.append("%s: does not open with a comment saying what it is (/* %s: ...)" % (rel, fn))
-            elif rel.split(os.sep)[1] in SEVERAL_PROCESSES:
-                text = open(path, errors="replace").read()
-                first = text[text.find("/* " + fn):]
-                first = first[:first.find("*/")]
-                if not re.search(r"\bruns\b|\bProcess(es)?:", first, re.I):
-                    bad.append("%s: its first comment does not name the processes it runs in" % rel)
+def check_openings(tree, bad):
+    """Every file of src/ opens (after its SPDX line) with a comment naming it;
+    in place/ and chip/ that comment names the processes it runs in."""
+    for f, d, fn, text in src_files(tree):
+        lines = [l for l in text.split("\n")[:3] if "SPDX" not in l]
+        if not lines or not lines[0].startswith("/* " + fn):
+            bad.append("%s: does not open with a comment saying what it is (/* %s: ...)" % (f, fn))
+        elif d in SEVERAL_PROCESSES:
+            first = text[text.find("/* " + fn):]
+            if not re.search(r"\bruns\b|\bProcess(es)?:", first[:first.find("*/")], re.I):
+                bad.append("%s: its first comment does not name the processes it runs in" % f)
 
 
 INCLUDE_RE = re.compile(r'\s*#\s*include\s+"(\w+)/')
@@ -294,9 +290,9 @@ def main(argv):
     named = check_map(tree, rows, bad)
     check_coverage(tree, named, bad)
     check_prose(tree, lines, begin, end, bad)
-    check_order(root, rows, bad)
-    check_stems(root, bad)
-    check_openings(root, bad)
+    check_order(tree, rows, bad)
+    check_stems(tree, bad)
+    check_openings(tree, bad)
     for b in bad:
         print(b)
     print("check_contributing: %d rows, %d files of src/, %d problems"
