@@ -65,13 +65,6 @@ static int sticky(struct srv_client *c, int rc)
     return 0;
 }
 
-/* srv_reply (reply.c, which the handlers of other files use too) by the
- * name this file's own handlers call it. */
-static int reply(struct srv_client *c, uint32_t seq, uint16_t type, int rc, const void *body, size_t n)
-{
-    return srv_reply(c, seq, type, rc, body, n);
-}
-
 /* Waits (lock held) until nothing of c is queued or running, or the daemon
  * stops (queued work is then dropped, never run). */
 static int drain(struct srv_client *c)
@@ -613,7 +606,7 @@ static int answer_queued(struct srv_client *c, const struct gos_msg_hdr *h, int 
 {
     if (rc && (flags & GOS_F_ASYNC))
         return sticky(c, rc);
-    return rc ? reply(c, h->seq, h->type, rc, NULL, 0) : 0;
+    return rc ? srv_reply(c, h->seq, h->type, rc, NULL, 0) : 0;
 }
 
 /* ---- one function per message type (the table below; lock held) ----------
@@ -624,7 +617,7 @@ static int msg_hello(struct srv_client *c, const struct gos_msg_hdr *h, void *p,
 {
     struct gos_rep_hello r = {0};
     int rc = do_hello(c, p, &r);
-    reply(c, h->seq, h->type, rc, &r, sizeof r);
+    srv_reply(c, h->seq, h->type, rc, &r, sizeof r);
     return rc ? -1 : 0;
 }
 
@@ -637,13 +630,13 @@ static int msg_mem_alloc(struct srv_client *c, const struct gos_msg_hdr *h, void
 {
     struct gos_rep_mem_alloc r = {0};
     int rc = do_alloc(c, ((struct gos_msg_mem_alloc *)p)->bytes, &r.dptr);
-    return reply(c, h->seq, h->type, rc, &r, sizeof r);
+    return srv_reply(c, h->seq, h->type, rc, &r, sizeof r);
 }
 
 static int msg_mem_free(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
 {
     int rc = do_free(c, ((struct gos_msg_mem_free *)p)->dptr);
-    return reply(c, h->seq, h->type, rc, NULL, 0);
+    return srv_reply(c, h->seq, h->type, rc, NULL, 0);
 }
 
 static int msg_copy(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
@@ -661,14 +654,14 @@ static int msg_copy(struct srv_client *c, const struct gos_msg_hdr *h, void *p, 
  * did not allocate itself (a global, an attachment); the answer is do_copy's. */
 static int msg_copy_check(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
 {
-    return reply(c, h->seq, h->type, copy_ranges(c, p), NULL, 0);
+    return srv_reply(c, h->seq, h->type, copy_ranges(c, p), NULL, 0);
 }
 
 static int msg_module_load(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
 {
     struct gos_rep_handle r = {0};
     int rc = do_module_load(c, p, &r.handle);
-    return reply(c, h->seq, h->type, rc, &r, sizeof r);
+    return srv_reply(c, h->seq, h->type, rc, &r, sizeof r);
 }
 
 static int msg_module_unload(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
@@ -686,21 +679,21 @@ static int msg_module_unload(struct srv_client *c, const struct gos_msg_hdr *h, 
                     c->funcs[i] = NULL; /* its functions die with it, the other modules' live on */
         }
     }
-    return reply(c, h->seq, h->type, rc, NULL, 0);
+    return srv_reply(c, h->seq, h->type, rc, NULL, 0);
 }
 
 static int msg_module_global(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
 {
     struct gos_rep_global r = {0};
     int rc = do_module_global(c, p, &r);
-    return reply(c, h->seq, h->type, rc, &r, sizeof r);
+    return srv_reply(c, h->seq, h->type, rc, &r, sizeof r);
 }
 
 static int msg_func_get(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
 {
     struct gos_rep_handle r = {0};
     int rc = do_func_get(c, p, &r.handle);
-    return reply(c, h->seq, h->type, rc, &r, sizeof r);
+    return srv_reply(c, h->seq, h->type, rc, &r, sizeof r);
 }
 
 static int msg_launch(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
@@ -718,7 +711,7 @@ static int msg_sync(struct srv_client *c, const struct gos_msg_hdr *h, void *p, 
 {
     if (c->n_sync == 8) {
         gos_fail(GOS_EBUSY, "more than 8 SYNC outstanding");
-        return reply(c, h->seq, h->type, GOS_EBUSY, NULL, 0);
+        return srv_reply(c, h->seq, h->type, GOS_EBUSY, NULL, 0);
     }
     c->sync_seq[c->n_sync++] = h->seq;
     if (c->outstanding == 0) {
@@ -738,7 +731,7 @@ static int msg_device_info(struct srv_client *c, const struct gos_msg_hdr *h, vo
 {
     struct gos_rep_device_info r;
     device_info(c, &r);
-    return reply(c, h->seq, h->type, 0, &r, sizeof r);
+    return srv_reply(c, h->seq, h->type, 0, &r, sizeof r);
 }
 
 static int msg_device_attrs(struct srv_client *c, const struct gos_msg_hdr *h, void *p, int fd)
@@ -747,7 +740,7 @@ static int msg_device_attrs(struct srv_client *c, const struct gos_msg_hdr *h, v
     struct gos_rep_device_attrs r;
     memcpy(r.value, a->value, sizeof r.value);
     memcpy(r.valid, a->valid, sizeof r.valid);
-    return reply(c, h->seq, h->type, a->rc, a->rc ? NULL : &r, a->rc ? 0 : sizeof r);
+    return srv_reply(c, h->seq, h->type, a->rc, a->rc ? NULL : &r, a->rc ? 0 : sizeof r);
 }
 
 static const struct msg_entry msg_table[] = {
@@ -808,18 +801,18 @@ static int handle(struct srv_client *c, const struct gos_msg_hdr *h, void *p, in
     const struct msg_entry *e = msg_find(h->type);
     if (c->vgpu < 0 && !(e && (e->flags & MF_BEFORE_HELLO))) {
         gos_fail(GOS_EPROTO, "%s before HELLO", gos_proto_name(h->type));
-        reply(c, h->seq, h->type == GOS_MSG_REPLY ? GOS_MSG_HELLO : h->type, GOS_EPROTO, NULL, 0);
+        srv_reply(c, h->seq, h->type == GOS_MSG_REPLY ? GOS_MSG_HELLO : h->type, GOS_EPROTO, NULL, 0);
         return -1;
     }
     if (!e) {
         gos_fail(GOS_EPROTO, "%s is not a request", gos_proto_name(h->type));
-        reply(c, h->seq, h->type == GOS_MSG_REPLY ? GOS_MSG_HELLO : h->type, GOS_EPROTO, NULL, 0);
+        srv_reply(c, h->seq, h->type == GOS_MSG_REPLY ? GOS_MSG_HELLO : h->type, GOS_EPROTO, NULL, 0);
         return -1;
     }
     int rc = validate(c, e, h, p);
     if (rc) {
         if (h->type == GOS_MSG_HELLO) {
-            reply(c, h->seq, h->type, rc, NULL, 0);
+            srv_reply(c, h->seq, h->type, rc, NULL, 0);
             return -1;
         }
         if (fd >= 0 && (e->flags & MF_KEEPS_FD))
@@ -827,7 +820,7 @@ static int handle(struct srv_client *c, const struct gos_msg_hdr *h, void *p, in
         return answer_queued(c, h, rc, e->flags & MF_QUEUED ? gos_proto_request_flags(h, p) : 0);
     }
     if ((e->flags & MF_DRAIN) && (rc = drain(c)))
-        rc = reply(c, h->seq, h->type, rc, NULL, 0);
+        rc = srv_reply(c, h->seq, h->type, rc, NULL, 0);
     else
         rc = e->fn(c, h, p, fd);
     if ((e->flags & MF_EXEC_LOSS) && c->x && c->x->dead)
