@@ -66,11 +66,44 @@ $PY -c "import sys; b, l = float(sys.argv[1]), float(sys.argv[2]); sys.exit(0 if
     "$b99" "$m99" || fail "under mps the latency class did not shorten the p99 ($b99 -> $m99 ms)"
 stop_daemon
 
+# handover = beside under process: the latency grant starts at once beside
+# the batch grant (the driver time-slices the two executors on a GPU); as
+# short a p99, counted as companions; handover = preempt under mps: none
+companions() { grep -c "latency companion of" "$T/serve.log" || true; } # (the log grows across daemons)
+export GPUOS_GRANT_LOG=1
+c0=$(companions)
+run_pair "latency_ms = 2" "process
+handover = beside"
+set -- $(cat "$T/p")
+p99=$2
+c=$(($(companions) - c0))
+echo "process, handover = beside: p99 $p99 ms, $c latency companions"
+[ "${c:-0}" -ge 50 ] || fail "handover = beside under process ran no latency grant beside the batch grant ($c)"
+$PY -c "import sys; b, l = float(sys.argv[1]), float(sys.argv[2]); sys.exit(0 if l < 0.5 * b and l < 8 else 1)" \
+    "$b99" "$p99" || fail "handover = beside did not shorten the p99 ($b99 -> $p99 ms)"
+stop_daemon
+c0=$(companions)
+run_pair "latency_ms = 2" "mps
+handover = preempt"
+c=$(($(companions) - c0))
+[ "${c:-0}" = 0 ] || fail "handover = preempt under mps still ran $c latency companions"
+unset GPUOS_GRANT_LOG
+stop_daemon
+for v in "handover = sometimes" "isolation = none
+handover = beside"; do
+    printf 'socket = %s/s2\n[device 0]\nsim = default\n%s\n' "$T" "$v" > "$T/bad"
+    out=$("$G" serve --config "$T/bad" 2>&1) && fail "'$v' accepted"
+    echo "$out" | grep -q "handover" || fail "'$v': $out"
+done
 
-# a flooding latency vGPU (30 %) against a batch one (70 %): its share holds
+# a flooding latency vGPU (30 %) against a batch one (70 %): its share holds,
+# whether its grants end the batch's (preempt) or run beside them (beside:
+# each charged the wall time they share, so it can only get less)
+for h in preempt beside; do
 start_daemon "[device 0]
 sim = default
 grant_us = 16000
+handover = $h
 [vgpu batch]
 compute = 70
 [vgpu lat]
@@ -81,10 +114,11 @@ BP=$!
 timeout 60 "$R" busy lat 3 > "$T/lat" 2>&1 || fail "busy lat: $(cat "$T/lat")"
 wait $BP || fail "stream: $(cat "$T/batch")"
 a=$(vgpu_field lat compute_ns); b=$(vgpu_field batch compute_ns)
-echo "flooding latency vGPU of 30 %: compute_ns $a against $b"
+echo "flooding latency vGPU of 30 %, handover = $h: compute_ns $a against $b"; cat "$T/lat" "$T/batch" | tail -4
 $PY -c "import sys; a, b = int(sys.argv[1]), int(sys.argv[2]); f = a / (a + b); print('share %.3f' % f); sys.exit(0 if 0.25 < f < 0.35 else 1)" \
-    "$a" "$b" || fail "a flooding latency vGPU of 30 % took more or less than its share"
+    "$a" "$b" || fail "a flooding latency vGPU of 30 % took more or less than its share (handover = $h)"
 stop_daemon
+done
 
 # vgpu create latency_ms=N: in the class at once, kept in the state file
 # across a restart; a bad value refused in one line

@@ -266,6 +266,7 @@ static int config_device_section(struct gos_serve_config *c, const char *label, 
     d->band_charge_hold = 1;
     d->spatial_of = -1;
     d->overlap = -1; /* unset: pairs under mps, off otherwise */
+    d->handover = -1; /* unset: beside where overlap is pairs, preempt otherwise */
     d->swap_wait_s = 120;
     return GOS_OK;
 }
@@ -431,6 +432,14 @@ static int key_overlap(const struct key_at *x, const char *k, const char *v)
     return GOS_OK;
 }
 
+static int key_handover(const struct key_at *x, const char *k, const char *v)
+{
+    (void)k;
+    if (parse_two(v, "preempt", "beside", &XDEV->handover))
+        return XBAD("handover must be preempt or beside");
+    return GOS_OK;
+}
+
 static int key_executor(const struct key_at *x, const char *k, const char *v)
 {
     (void)k;
@@ -538,6 +547,7 @@ static const struct key_row key_rows[] = {
     FK(1, "grant_us", key_grant_us),
     FK(1, "isolation", key_isolation),
     FK(1, "overlap", key_overlap),
+    FK(1, "handover", key_handover),
     FK(1, "executor", key_executor),
     FK(1, "queue", key_queue),
     DK("period_ms", period_ns, 1, 10000, 1000000, "1..10000"),

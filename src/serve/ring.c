@@ -250,14 +250,17 @@ static void turn_notice(struct srv_dev *d, struct srv_client *holder)
         }
 }
 
-/* Under isolation = mps (and overlap = pairs, its default; overlap = off keeps
- * one grant at a time: then r ends early instead), latency task t runs at once beside the batch grant r
- * as its companion (lock held): its kernels share the GPU with r's, as under
- * NVIDIA's MPS, instead of waiting for r's drain and the switch; r's
- * dispatcher awaits, charges (t: its own wall time) and ends it (srv_ring_await). */
+/* With handover = beside (the default under mps with overlap = pairs;
+ * otherwise r ends early instead), latency task t runs at once beside the
+ * batch grant r as its companion (lock held), instead of waiting for r's
+ * drain and the switch: under mps its kernels share SMs with r's, as under
+ * NVIDIA's MPS; under process the driver time-slices the two executors'
+ * contexts, as it does plain processes, for as long as both have work. r's
+ * dispatcher awaits, charges (t: its own wall time) and ends it
+ * (srv_ring_await). */
 static int companion_now(struct srv_dev *d, struct srv_task *r, struct srv_task *t)
 {
-    if (d->isolation != GOS_ISOLATION_MPS || !d->overlap || r->co || r->companion || r->closing || !t->ring ||
+    if (!d->handover || r->co || r->companion || r->closing || !t->ring ||
         t->st.kind != GOS_SCHED_COMPUTE || !t->c->gp || !t->c->ring || t->c->dead || (t->c->x && t->c->x->dead) ||
         srv_ring_companion_take(d, t))
         return 0;

@@ -77,6 +77,10 @@ static int open_devices(struct srv *s, const char *force_sim)
         if (c->overlap > 0 && d->isolation != GOS_ISOLATION_MPS)
             return gos_fail(GOS_EINVAL, "device %d: overlap = pairs needs isolation = mps (only an MPS server runs "
                             "two executors' kernels at once)", i);
+        d->handover = c->handover < 0 ? d->overlap : c->handover;
+        if (d->handover && d->isolation == GOS_ISOLATION_NONE)
+            return gos_fail(GOS_EINVAL, "device %d: handover = beside needs isolation = process or mps (under none "
+                            "there are no executors to run beside each other)", i);
         d->ordinal = spec.ordinal;
         snprintf(d->sim, sizeof d->sim, "%s", spec.sim ? spec.sim : "");
         int rc;

@@ -10,8 +10,8 @@
 #     (latency_ms = 2) or not: at 50/50 with P = 20 ms, at 30/70 with P = 40
 #     and at 10/90 with P = 100 (the latency tenant on the first share; P
 #     keeps its demand within its share); MX_PERIODS="20:50 40:30 100:10"
-#     picks period:share pairs, MX_ISO="process mps" the gpuos modes of the
-#     latency class, MIX_LAYERS the decoder's layers (12), MIX_SECS the window;
+#     picks period:share pairs, MX_ISO="process process+beside mps" the gpuos
+#     modes of the latency class (+beside, +preempt: its handover key), MIX_LAYERS the decoder's layers (12), MIX_SECS the window;
 #  2. training loops whose speed is their GPU time (MIX_WIDTH=8192,
 #     MIX_BATCH=4096, bf16) on every vGPU at 10/90, 30/70 and 40/30/20/10
 #     under process: each tenant's steps/s over the same loop alone, against
@@ -44,9 +44,10 @@ native_pair() { # period, case name: both tenants as plain processes of this mac
     wait $tp
     report "$1" "$2"
 }
-gpuos_pair() { # period, case name, isolation, share of the latency tenant, latency line
-    gpu_daemon "$(printf '[device 0]\npolicy = band\nqueue = mrq\nisolation = %s\n[vgpu lat]\ncompute = %s\nmemory = 20%%\n%s\n[vgpu bat]\ncompute = %s\nmemory = 60%%\n' \
-        "$3" "$4" "$5" $((100 - $4)))" "$O/$1-$2-serve.log"
+gpuos_pair() { # period, case name, isolation[+handover], share of the latency tenant, latency line
+    iso=${3%%+*}; ho=; [ "$iso" = "$3" ] || ho="handover = ${3#*+}"
+    gpu_daemon "$(printf '[device 0]\npolicy = band\nqueue = mrq\nisolation = %s\n%s\n[vgpu lat]\ncompute = %s\nmemory = 20%%\n%s\n[vgpu bat]\ncompute = %s\nmemory = 60%%\n' \
+        "$iso" "$ho" "$4" "$5" $((100 - $4)))" "$O/$1-$2-serve.log"
     timeout 120 "$G" run --vgpu bat -- $P train > "$O/$1-$2-train.txt" 2>&1 &
     tp=$!
     sleep 1
@@ -78,7 +79,7 @@ mixed_period() { # period, share of the latency tenant, gpuos cases ("latency" a
     unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
     for c in $3; do
         case $c in
-        latency) for iso in ${MX_ISO:-process mps}; do gpuos_pair "$1" "$iso-$2-latency" "$iso" "$2" "latency_ms = 2"; done ;;
+        latency) for iso in ${MX_ISO:-process process+beside mps}; do gpuos_pair "$1" "$iso-$2-latency" "$iso" "$2" "latency_ms = 2"; done ;;
         batch) gpuos_pair "$1" "process-$2-batch" process "$2" "" ;; # (as before the class: for comparison)
         esac
     done
