@@ -11,7 +11,9 @@
 #     and at 10/90 with P = 100 (the latency tenant on the first share; P
 #     keeps its demand within its share); MX_PERIODS="20:50 40:30 100:10"
 #     picks period:share pairs, MX_ISO="process process+beside mps" the gpuos
-#     modes of the latency class (+beside, +preempt: its handover key), MIX_LAYERS the decoder's layers (12), MIX_SECS the window;
+#     modes of the latency class (+beside, +preempt: its handover key),
+#     MIX_LAYERS the decoder's layers (12), MIX_SECS the window,
+#     MX_DRIVER_MPS=0 leaves the driver-MPS case out;
 #  2. training loops whose speed is their GPU time (MIX_WIDTH=8192,
 #     MIX_BATCH=4096, bf16) on every vGPU at 10/90, 30/70 and 40/30/20/10
 #     under process: each tenant's steps/s over the same loop alone, against
@@ -68,7 +70,9 @@ mixed_period() { # period, share of the latency tenant, gpuos cases ("latency" a
     train_plain=$(val "$O/$1-plain-train.txt" steps_per_s)
     export CUDA_MPS_PIPE_DIRECTORY=$T/mps-pipe CUDA_MPS_LOG_DIRECTORY=$T/mps-log
     mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
-    if nvidia-cuda-mps-control -d; then
+    if [ "${MX_DRIVER_MPS:-1}" = 0 ]; then
+        : # (MX_DRIVER_MPS=0: no driver-MPS case, to save device time)
+    elif nvidia-cuda-mps-control -d; then
         sleep 1
         native_pair "$1" driver-mps
         echo quit | nvidia-cuda-mps-control
