@@ -30,6 +30,7 @@ const char *iso_modes = "process,none", *iso_mode = NULL;
 /* "mps+pairs" or "mps+off" in --isolation: mps with overlap = pairs
  * (companion grants, mps's default) or off (one grant at a time) */
 const char *overlap = NULL;
+const char *handover = NULL;
 /* sharing's kernels: one warp per SM ("light", the default: full-GPU but it
  * leaves the SMs room, so two at once under MPS run about as fast as one), or
  * two blocks of 1024 threads per SM ("dense": fills every SM's issue slots,
@@ -95,6 +96,8 @@ void daemon_start(const char *policy, const char *queue, int n_vgpus, const char
         fprintf(f, "isolation = %s\n", iso_mode);
     if (overlap)
         fprintf(f, "overlap = %s\n", overlap);
+    if (handover)
+        fprintf(f, "handover = %s\n", handover);
     if (band_wait_us >= 0)
         fprintf(f, "band_wait_us = %ld\n", band_wait_us);
     if (band_charge_hold >= 0)

@@ -23,8 +23,9 @@
 extern const char *gpuos_bin, *sim_chip;
 extern int quick;
 extern const char *fair_policies, *fair_counts;
-/* the isolation mode measured now; overlap: "pairs" for the mode "mps+pairs" */
-extern const char *iso_modes, *iso_mode, *overlap;
+/* the isolation mode measured now; overlap: "pairs" for the mode "mps+pairs";
+ * handover: the daemon's handover key (NULL: its default) */
+extern const char *iso_modes, *iso_mode, *overlap, *handover;
 extern int share_dense;
 /* the next daemon's band_wait_us, band_charge_hold, grant_us (-1: its
  * default) and executor = per-vgpu */

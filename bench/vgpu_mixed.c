@@ -15,7 +15,8 @@
  *                 bench starts in a directory of its own under /tmp and quits
  *                 at the end, also when it dies), and through gpuos under
  *                 `process` and `mps` with the latency vGPU in the latency class
- *                 (latency_ms = 2) and without it. The plain processes and
+ *                 (latency_ms = 2) under either handover (preempt, beside;
+ *                 --quick: the mode's other one at 50/50 only) and without it. The plain processes and
  *                 NVIDIA's MPS need a real GPU (one simulated device per process
  *                 shares nothing): on --sim their rows say why they were
  *                 skipped. Each row: p50/p99/max, p99 over alone, the batch
@@ -350,6 +351,12 @@ static void pair_at(const struct mix *x, int s, struct tenant *t)
     t[1] = x->batch;
 }
 
+/* The class's handover in gpuos rows: the daemon's key, or its default. */
+static const char *handover_of(const char *iso)
+{
+    return handover ? handover : !strcmp(iso, "mps") ? "beside" : "preempt";
+}
+
 static void latency_print(const char *kase, const char *iso, int cls, int split, double period_ms,
                           const struct outcome *o, double over_alone, double kps, const char *why)
 {
@@ -360,8 +367,8 @@ static void latency_print(const char *kase, const char *iso, int cls, int split,
         fprintf(stderr, "mixed %-10s %-7s %2d/%-2d skipped: %s\n", kase, iso ? iso : "", split, 100 - split, why);
     else
         fprintf(stderr,
-                "mixed %-10s %-7s %-5s %2d/%-2d period %5.1f ms: p50 %6.2f p99 %6.2f max %6.2f ms (%.2f x alone)%s\n",
-                kase, iso ? iso : "", !iso ? "" : cls ? "class" : "batch", split, 100 - split, period_ms, o[0].p50,
+                "mixed %-10s %-7s %-13s %2d/%-2d period %5.1f ms: p50 %6.2f p99 %6.2f max %6.2f ms (%.2f x alone)%s\n",
+                kase, iso ? iso : "", !iso ? "" : cls ? handover_of(iso) : "batch", split, 100 - split, period_ms, o[0].p50,
                 o[0].p99, o[0].max, over_alone, b);
 }
 
@@ -392,6 +399,7 @@ static json_t *latency_row(const struct mix *x, const char *kase, const char *is
     json_object_set_new(r, "batch_over_plain",
                         num_or_null(batch && x->plain_ok && plain_kps > 0, plain_kps > 0 ? kps / plain_kps : 0));
     json_object_set_new(r, "grant_us", iso ? json_integer(grant_us) : json_null());
+    json_object_set_new(r, "handover", iso && cls ? json_string(handover_of(iso)) : json_null());
     json_object_set_new(r, "skipped", why ? json_string(why) : json_null());
     latency_print(kase, iso, cls, splits[s], t[0].period_s * 1e3, o, ok && alone_p99 > 0 ? o[0].p99 / alone_p99 : 0,
                   kps, why);
@@ -462,19 +470,27 @@ static void gpuos_rows(struct mix *x, const char *iso)
     const char *keep_iso = iso_mode, *keep_overlap = overlap;
     iso_mode = iso;
     overlap = NULL; /* mps: pairs, its default (latency companions) */
+    /* the class with each handover (its default first; under --quick the
+     * other at the first split only), then without it */
+    const char *hos[3] = {NULL, !strcmp(iso, "mps") ? "preempt" : "beside", NULL};
     for (int s = 0; s < N_SPLITS; s++)
-        for (int cls = 1; cls >= 0; cls--) {
+        for (int v = 0; v < 3; v++) {
+            int cls = v < 2;
+            if (v == 1 && quick && s)
+                continue;
             struct tenant t[2];
             struct outcome o[2];
             int pcts[2] = {splits[s], 100 - splits[s]}, lms[2] = {cls ? LAT_CLASS_MS : 0, 0};
             pair_at(x, s, t);
             vgpu_pcts = pcts;
             vgpu_latency_ms = lms;
+            handover = hos[v];
             daemon_start("band", "mrq", 2, "10%");
             gpuos_run(2, t, x->secs, o);
             daemon_stop();
             json_array_append_new(x->list, latency_row(x, "gpuos", iso, cls, s, o, NULL));
         }
+    handover = NULL;
     vgpu_latency_ms = NULL;
     static const int sh[3][MIXED_MAX] = {{10, 90}, {30, 70}, {40, 30, 20, 10}};
     static const int nsh[3] = {2, 2, 4};
