@@ -6,8 +6,9 @@
 # 200 us kernels every 20 ms) beside a batch tenant that keeps its queue full
 # of 1 ms kernels, with 16 ms grants: as a batch vGPU its requests wait behind
 # whole grants; in the latency class they start at the batch grant's next
-# kernel boundary (p99 under half, and under 8 ms), the daemon counts the
-# preemptions, `vgpu list` and the metrics show the class; a latency vGPU
+# kernel boundary (handover = preempt) or at once beside it (beside, the
+# default under process and mps), p99 under half and under 8 ms either way,
+# the daemon counts the companions, `vgpu list` and the metrics show the class; a latency vGPU
 # that floods (always work) is held to its share like any other; bad values
 # of the key are refused.
 . "$(dirname "$0")/serve_lib.sh"
@@ -38,11 +39,12 @@ run_pair ""
 set -- $(cat "$T/p")
 b50=$1; b99=$2; bmax=$3
 stop_daemon
-run_pair "latency_ms = 2"
+run_pair "latency_ms = 2" "process
+handover = preempt"
 set -- $(cat "$T/p")
 l50=$1; l99=$2; lmax=$3
 echo "latency tenant beside a batch tenant, 16 ms grants: p50/p99/max $b50/$b99/$bmax ms as a batch vGPU," \
-     "$l50/$l99/$lmax ms in the latency class"
+     "$l50/$l99/$lmax ms in the latency class (handover = preempt)"
 [ -n "$b99" ] && [ -n "$l99" ] || fail "no latencies"
 $PY -c "import sys; b, l = float(sys.argv[1]), float(sys.argv[2]); sys.exit(0 if l < 0.5 * b and l < 8 else 1)" \
     "$b99" "$l99" || fail "the latency class did not shorten the p99 ($b99 -> $l99 ms)"
@@ -66,18 +68,18 @@ $PY -c "import sys; b, l = float(sys.argv[1]), float(sys.argv[2]); sys.exit(0 if
     "$b99" "$m99" || fail "under mps the latency class did not shorten the p99 ($b99 -> $m99 ms)"
 stop_daemon
 
-# handover = beside under process: the latency grant starts at once beside
-# the batch grant (the driver time-slices the two executors on a GPU); as
-# short a p99, counted as companions; handover = preempt under mps: none
+# handover = beside, process's default: the latency grant starts at once
+# beside the batch grant (the driver time-slices the two executors on a
+# GPU); as short a p99, counted as companions; handover = preempt under mps:
+# none
 companions() { grep -c "latency companion of" "$T/serve.log" || true; } # (the log grows across daemons)
 export GPUOS_GRANT_LOG=1
 c0=$(companions)
-run_pair "latency_ms = 2" "process
-handover = beside"
+run_pair "latency_ms = 2" process
 set -- $(cat "$T/p")
 p99=$2
 c=$(($(companions) - c0))
-echo "process, handover = beside: p99 $p99 ms, $c latency companions"
+echo "process (handover = beside, its default): p99 $p99 ms, $c latency companions"
 [ "${c:-0}" -ge 50 ] || fail "handover = beside under process ran no latency grant beside the batch grant ($c)"
 $PY -c "import sys; b, l = float(sys.argv[1]), float(sys.argv[2]); sys.exit(0 if l < 0.5 * b and l < 8 else 1)" \
     "$b99" "$p99" || fail "handover = beside did not shorten the p99 ($b99 -> $p99 ms)"

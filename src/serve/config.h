@@ -58,13 +58,13 @@
  *                                # and alike work hold grants at once, their kernels
  *                                # overlapping (serve/ring_pair.c); off: one at a
  *                                # time (the only choice under process and none)
- *   handover = preempt           # how a latency vGPU's work (latency_ms) meets a
+ *   handover = beside            # how a latency vGPU's work (latency_ms) meets a
  *                                # busy device: preempt ends the batch grant at its
  *                                # next kernel boundary; beside starts the latency
  *                                # grant at once next to it (process: the driver
  *                                # time-slices the two executors; mps: their
- *                                # kernels share SMs). Unset: beside where overlap
- *                                # is pairs, preempt otherwise
+ *                                # kernels share SMs). Unset: beside under process,
+ *                                # under mps where overlap is pairs; else preempt
  *   grant_us = auto              # a batch of one client's queued work (one grant
  *                                # to its executor) lasts this long at most, by the
  *                                # client's recent GPU time per op; auto (the
@@ -116,7 +116,7 @@ struct gos_serve_devcfg {
     int isolation; /* GOS_ISOLATION_* */
     int executor_per_vgpu; /* executor = per-vgpu: a vGPU's clients share one executor */
     int overlap;           /* overlap = pairs (mps): companion grants (serve/ring_pair.c); -1 unset */
-    int handover;          /* handover = beside: a latency vGPU's grant runs beside the batch grant; -1 unset */
+    int handover;          /* handover = beside (1): a latency vGPU's grant runs beside the batch grant; -1 unset */
     /* Swapping (issue 10.2; docs/readme-shm.md): host swap space in bytes (0: off;
      * allocations are then plain device memory); swap_pool: what allocations may
      * occupy on the device (0: its memory). */

@@ -13,7 +13,7 @@
 #             PTX module, hostile clients, the version refusal (protocol 9);
 #   none      isolation = none: the daemon's own decoding (srv_op.dev) of
 #             copies (serve_client copy) and launches (fill in the daemon's
-#             context, module globals);
+#             context, a module from bytes: PTX on a GPU, SIMMOD simulated);
 #   bench     build/bench/vgpu_bench --quick --only small,copy,launch: native
 #             and vGPU side by side in one run (numbers for the lead to set
 #             beside the last run's; PASS: it ran and wrote its JSON).
@@ -46,11 +46,13 @@ if [ "${1:-}" = none ]; then
         GPUOS_SOCKET="$T/s" "$B/tests/serve_client" copy a $n || rc=1
     done
     GPUOS_SOCKET="$T/s" "$B/tests/serve_client" fill a builtin || rc=1
-    GPUOS_SOCKET="$T/s" "$B/tests/serve_client" module a || rc=1
+    # (a module from bytes: a SIMMOD image on the simulated device, PTX text on a GPU)
+    if [ -n "${SIMLINE:-}" ]; then m=module; else m=ptx; fi
+    GPUOS_SOCKET="$T/s" "$B/tests/serve_client" $m a || rc=1
     kill -TERM $d; wait $d
     sed 's/^/    serve: /' "$T/serve.log" | tail -5
     rm -rf "$T"
-    [ $rc = 0 ] && echo "none: copies byte-exact, fill and module globals in the daemon's context"
+    [ $rc = 0 ] && echo "none: copies byte-exact, fill and a module from bytes in the daemon's context"
     exit $rc
 fi
 TABLE=""
