@@ -354,7 +354,7 @@ static void pair_at(const struct mix *x, int s, struct tenant *t)
 /* The class's handover in gpuos rows: the daemon's key, or its default. */
 static const char *handover_of(const char *iso)
 {
-    return handover ? handover : "beside"; /* (both modes' default: the bench leaves overlap at pairs) */
+    return handover ? handover : !strcmp(iso, "mps") ? "beside" : "preempt"; /* (the bench leaves overlap at its default) */
 }
 
 static void latency_print(const char *kase, const char *iso, int cls, int split, double period_ms,
@@ -472,7 +472,7 @@ static void gpuos_rows(struct mix *x, const char *iso)
     overlap = NULL; /* mps: pairs, its default (latency companions) */
     /* the class with each handover (its default first; under --quick the
      * other at the first split only), then without it */
-    const char *hos[3] = {NULL, "preempt", NULL};
+    const char *hos[3] = {NULL, !strcmp(iso, "mps") ? "preempt" : "beside", NULL};
     for (int s = 0; s < N_SPLITS; s++)
         for (int v = 0; v < 3; v++) {
             int cls = v < 2;

@@ -6,9 +6,9 @@
 # 200 us kernels every 20 ms) beside a batch tenant that keeps its queue full
 # of 1 ms kernels, with 16 ms grants: as a batch vGPU its requests wait behind
 # whole grants; in the latency class they start at the batch grant's next
-# kernel boundary (handover = preempt) or at once beside it (beside, the
-# default under process and mps), p99 under half and under 8 ms either way,
-# the daemon counts the companions, `vgpu list` and the metrics show the class; a latency vGPU
+# kernel boundary (handover = preempt, process's default) or at once beside
+# it (beside, mps's default), p99 under half and under 8 ms either way, the
+# daemon counts the companions, `vgpu list` and the metrics show the class; a latency vGPU
 # that floods (always work) is held to its share like any other; bad values
 # of the key are refused.
 . "$(dirname "$0")/serve_lib.sh"
@@ -68,18 +68,18 @@ $PY -c "import sys; b, l = float(sys.argv[1]), float(sys.argv[2]); sys.exit(0 if
     "$b99" "$m99" || fail "under mps the latency class did not shorten the p99 ($b99 -> $m99 ms)"
 stop_daemon
 
-# handover = beside, process's default: the latency grant starts at once
-# beside the batch grant (the driver time-slices the two executors on a
-# GPU); as short a p99, counted as companions; handover = preempt under mps:
-# none
+# handover = beside under process: the latency grant starts at once beside
+# the batch grant (the driver time-slices the two executors on a GPU); as
+# short a p99, counted as companions; handover = preempt under mps: none
 companions() { grep -c "latency companion of" "$T/serve.log" || true; } # (the log grows across daemons)
 export GPUOS_GRANT_LOG=1
 c0=$(companions)
-run_pair "latency_ms = 2" process
+run_pair "latency_ms = 2" "process
+handover = beside"
 set -- $(cat "$T/p")
 p99=$2
 c=$(($(companions) - c0))
-echo "process (handover = beside, its default): p99 $p99 ms, $c latency companions"
+echo "process, handover = beside: p99 $p99 ms, $c latency companions"
 [ "${c:-0}" -ge 50 ] || fail "handover = beside under process ran no latency grant beside the batch grant ($c)"
 $PY -c "import sys; b, l = float(sys.argv[1]), float(sys.argv[2]); sys.exit(0 if l < 0.5 * b and l < 8 else 1)" \
     "$b99" "$p99" || fail "handover = beside did not shorten the p99 ($b99 -> $p99 ms)"

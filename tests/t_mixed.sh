@@ -42,7 +42,7 @@ def check(c, what):
     ok = ok and c
 lat = [r for r in rows if r["kind"] == "latency"]
 sh = [r for r in rows if r["kind"] == "shares"]
-HOS = {"process": ("beside", "preempt"), "mps": ("beside", "preempt")} # (the default first)
+HOS = {"process": ("preempt", "beside"), "mps": ("beside", "preempt")} # (the default first)
 def row(case, split, iso=None, cls=False, ho=None):
     ho = ho or (HOS[iso][0] if cls else None)
     m = [r for r in lat if r["case"] == case and r["split"] == split and r["isolation"] == iso

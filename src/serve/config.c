@@ -266,7 +266,7 @@ static int config_device_section(struct gos_serve_config *c, const char *label, 
     d->band_charge_hold = 1;
     d->spatial_of = -1;
     d->overlap = -1; /* unset: pairs under mps, off otherwise */
-    d->handover = -1; /* unset: beside under process, under mps as overlap; preempt under none */
+    d->handover = -1; /* unset: beside where overlap is pairs (mps), preempt otherwise */
     d->swap_wait_s = 120;
     return GOS_OK;
 }

@@ -58,13 +58,13 @@
  *                                # and alike work hold grants at once, their kernels
  *                                # overlapping (serve/ring_pair.c); off: one at a
  *                                # time (the only choice under process and none)
- *   handover = beside            # how a latency vGPU's work (latency_ms) meets a
+ *   handover = preempt           # how a latency vGPU's work (latency_ms) meets a
  *                                # busy device: preempt ends the batch grant at its
  *                                # next kernel boundary; beside starts the latency
  *                                # grant at once next to it (process: the driver
  *                                # time-slices the two executors; mps: their
- *                                # kernels share SMs). Unset: beside under process,
- *                                # under mps where overlap is pairs; else preempt
+ *                                # kernels share SMs). Unset: beside where overlap
+ *                                # is pairs (mps), preempt otherwise
  *   grant_us = auto              # a batch of one client's queued work (one grant
  *                                # to its executor) lasts this long at most, by the
  *                                # client's recent GPU time per op; auto (the

@@ -77,11 +77,11 @@ static int open_devices(struct srv *s, const char *force_sim)
         if (c->overlap > 0 && d->isolation != GOS_ISOLATION_MPS)
             return gos_fail(GOS_EINVAL, "device %d: overlap = pairs needs isolation = mps (only an MPS server runs "
                             "two executors' kernels at once)", i);
-        /* beside by default under process (issue 41, H100 GPU-dec7bfb3: a
-         * PyTorch service's p99 1.02 / 1.12 / 0.78 x alone at 50/50, 30/70,
-         * 10/90 with training at 0.95 / 0.99 / 0.96 x plain time-slicing,
-         * where preempt cost training 0.89 x at 30/70); under mps as overlap */
-        d->handover = c->handover >= 0 ? c->handover : d->isolation == GOS_ISOLATION_PROCESS ? 1 : d->overlap;
+        /* unset: beside under mps with overlap = pairs, preempt otherwise
+         * (issue 41: beside under process was measured once, on H100
+         * GPU-dec7bfb3, in runs where it rarely met a running batch grant;
+         * not evidence enough for a default; results/.../run1-308fad8) */
+        d->handover = c->handover >= 0 ? c->handover : d->overlap;
         if (d->handover && d->isolation == GOS_ISOLATION_NONE)
             return gos_fail(GOS_EINVAL, "device %d: handover = beside needs isolation = process or mps (under none "
                             "there are no executors to run beside each other)", i);

@@ -265,7 +265,7 @@ uuid=$(nvidia-smi --query-gpu=uuid --format=csv,noheader | head -1)
 drv=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)
 JSON="$OUT/cudashim.json"
 [ -n "$ONLY" ] && JSON="$OUT/cudashim-$(echo $ONLY | tr ' ' '-').json"
-python3 - "$R" "$JSON" "$uuid" "$drv" "${COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}" <<'PY'
+python3 - "$R" "$JSON" "$uuid" "$drv" "${COMMIT:-${GPUOS_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}}" <<'PY'
 import json, sys, socket, datetime
 res = {}
 for line in open(sys.argv[1]):

@@ -131,7 +131,7 @@ fi
 
 uuid=$(nvidia-smi --query-gpu=uuid --format=csv,noheader | head -1)
 drv=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)
-python3 - "$R" "$OUT/oversub.json" "$uuid" "$drv" "${COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}" \
+python3 - "$R" "$OUT/oversub.json" "$uuid" "$drv" "${COMMIT:-${GPUOS_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}}" \
     "$L/serve2.log" "$L/turns-vgpus.json" "$BYTES" "$BT" "$POOL2" "$QUOTA" "$card" "$STEPS" <<'PY'
 import datetime, json, re, socket, sys
 rows = dict(l.rstrip("\n").split("\t", 1) for l in open(sys.argv[1]) if "\t" in l)

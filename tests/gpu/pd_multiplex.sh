@@ -29,7 +29,7 @@ B=$BUILD/bench/pd_multiplex
 OUT=${OUT:-out/pd-multiplex}
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=index,name,uuid,driver_version --format=csv >"$OUT/nvidia-smi.txt" 2>&1
-GOS_COMMIT=${GOS_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+GOS_COMMIT=${GOS_COMMIT:-${GPUOS_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}}
 export GOS_COMMIT
 fail() { echo "FAIL: $1"; echo "pd_multiplex: FAIL ($1)" >"$OUT/summary.txt"; exit 1; }
 if [ -z "${GPU_PREBUILT:-}" ]; then
