@@ -16,8 +16,8 @@
  *                 at the end, also when it dies), and through gpuos under
  *                 `process` and `mps` with the latency vGPU in the latency class
  *                 (latency_ms = 2) under either handover (preempt, beside;
- *                 --quick: the mode's other one at 50/50 only) and without it. The plain processes and
- *                 NVIDIA's MPS need a real GPU (one simulated device per process
+ *                 --quick: the mode's other one at 50/50 only) and without
+ *                 it. The plain processes and NVIDIA's MPS need a real GPU (one simulated device per process
  *                 shares nothing): on --sim their rows say why they were
  *                 skipped. Each row: p50/p99/max, p99 over alone, the batch
  *                 tenant's kernels/s over alone and over the plain processes.

@@ -67,8 +67,8 @@ struct srv_task {
     int companion;
     uint32_t ring_gen;
     /* a latency companion (handover = beside, ring.c): its grant ends by this
-     * (its own grant's length from its start) however far the grant beside it
-     * is moved on, so that it goes back through the policy (0: a pair's
+     * (the device's grant length from its start) however far the grant beside
+     * it is moved on, so that it goes back through the policy (0: a pair's
      * companion, which lasts as long as the grant beside it) */
     uint64_t co_until;
     /* what of its wall time is not charged: the GPU's switch to its executor
