@@ -472,15 +472,21 @@ static void await_log(struct srv_dev *d, struct srv_task *t, uint64_t now, uint6
     if (c->vgpu >= 0)
         gos_sched_vgpu_stats_get(d->sched, s->vgpus[c->vgpu].id, now, &st);
     pthread_mutex_unlock(&s->lock);
+    static const char *const kinds[] = {"none", "compute", "copy", "any"};
+    uint32_t kind = atomic_load(&g->kind);
+    /* (its kind, the scheduler's engine it held, its start on the monotonic
+     * clock and the clients then counted as working: two grants of one engine
+     * side by side show in the log; issue 41, GPU-dec7bfb3) */
     gos_log(LOG_INFO,
             "grant vgpu %d: %.3f ms wall (the last %.3f ms charged at its end), %+.3f ms past its deadline, "
             "idle_yield %u us, wants %u, entries %llu; credit %+.3f ms, utilisation %.0f %%; "
-            "early yield announced %d",
+            "early yield announced %d; kind %s, engine %d, from %.6f s, %d clients working",
             c->vgpu, (double)t->wall_ns / 1e6, (double)gpu_ns / 1e6,
             ((double)now - (double)atomic_load(&g->deadline_ns)) / 1e6, (unsigned)atomic_load(&g->idle_yield_us),
             (unsigned)atomic_load(&g->want), (unsigned long long)atomic_load(&g->entries),
             (double)st.compute_credit_ns / 1e6, st.compute_util_pct,
-            atomic_load(&g->yield_soon_dl) == atomic_load(&g->deadline_ns));
+            atomic_load(&g->yield_soon_dl) == atomic_load(&g->deadline_ns), kinds[kind < 4 ? kind : 0],
+            gos_sched_engine_for(d->sched, t->st.kind), (double)t->ring_t0 / 1e9, d->clients_now);
 }
 
 int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint64_t *busy_ns)
