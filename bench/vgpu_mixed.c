@@ -351,12 +351,6 @@ static void pair_at(const struct mix *x, int s, struct tenant *t)
     t[1] = x->batch;
 }
 
-/* The class's handover in gpuos rows: the daemon's key, or its default. */
-static const char *handover_of(const char *iso)
-{
-    return handover ? handover : !strcmp(iso, "mps") ? "beside" : "preempt"; /* (the bench leaves overlap at its default) */
-}
-
 static void latency_print(const char *kase, const char *iso, int cls, int split, double period_ms,
                           const struct outcome *o, double over_alone, double kps, const char *why)
 {
@@ -368,8 +362,8 @@ static void latency_print(const char *kase, const char *iso, int cls, int split,
     else
         fprintf(stderr,
                 "mixed %-10s %-7s %-13s %2d/%-2d period %5.1f ms: p50 %6.2f p99 %6.2f max %6.2f ms (%.2f x alone)%s\n",
-                kase, iso ? iso : "", !iso ? "" : cls ? handover_of(iso) : "batch", split, 100 - split, period_ms, o[0].p50,
-                o[0].p99, o[0].max, over_alone, b);
+                kase, iso ? iso : "", !iso ? "" : !cls ? "batch" : handover ? handover : "class", split, 100 - split,
+                period_ms, o[0].p50, o[0].p99, o[0].max, over_alone, b);
 }
 
 /* A latency row at split s: case, isolation (NULL for plain processes),
@@ -399,7 +393,7 @@ static json_t *latency_row(const struct mix *x, const char *kase, const char *is
     json_object_set_new(r, "batch_over_plain",
                         num_or_null(batch && x->plain_ok && plain_kps > 0, plain_kps > 0 ? kps / plain_kps : 0));
     json_object_set_new(r, "grant_us", iso ? json_integer(grant_us) : json_null());
-    json_object_set_new(r, "handover", iso && cls ? json_string(handover_of(iso)) : json_null());
+    json_object_set_new(r, "handover", iso && cls && handover ? json_string(handover) : json_null());
     json_object_set_new(r, "skipped", why ? json_string(why) : json_null());
     latency_print(kase, iso, cls, splits[s], t[0].period_s * 1e3, o, ok && alone_p99 > 0 ? o[0].p99 / alone_p99 : 0,
                   kps, why);
@@ -470,9 +464,11 @@ static void gpuos_rows(struct mix *x, const char *iso)
     const char *keep_iso = iso_mode, *keep_overlap = overlap;
     iso_mode = iso;
     overlap = NULL; /* mps: pairs, its default (latency companions) */
-    /* the class with each handover (its default first; under --quick the
-     * other at the first split only), then without it */
-    const char *hos[3] = {NULL, !strcmp(iso, "mps") ? "preempt" : "beside", NULL};
+    /* the class with each handover, written in the daemon's configuration
+     * (the mode's default first; under --quick the other at the first split
+     * only), then without it */
+    int mps = !strcmp(iso, "mps");
+    const char *hos[3] = {mps ? "beside" : "preempt", mps ? "preempt" : "beside", NULL};
     for (int s = 0; s < N_SPLITS; s++)
         for (int v = 0; v < 3; v++) {
             int cls = v < 2;

@@ -35,6 +35,13 @@ $1"
     echo "$out" | sed -n 's/^periodic p50 \([0-9.]*\) p99 \([0-9.]*\) max \([0-9.]*\)/\1 \2 \3/p' > "$T/p"
 }
 
+# shorter B99 L99: the latency class's p99 under half the batch vGPU's, and under 8 ms
+shorter() {
+    $PY -c "import sys; b, l = float(sys.argv[1]), float(sys.argv[2]); sys.exit(0 if l < 0.5 * b and l < 8 else 1)" \
+        "$1" "$2"
+}
+companions() { grep -c "latency companion of" "$T/serve.log" || true; } # (the log grows across daemons)
+
 run_pair ""
 set -- $(cat "$T/p")
 b50=$1; b99=$2; bmax=$3
@@ -46,8 +53,7 @@ l50=$1; l99=$2; lmax=$3
 echo "latency tenant beside a batch tenant, 16 ms grants: p50/p99/max $b50/$b99/$bmax ms as a batch vGPU," \
      "$l50/$l99/$lmax ms in the latency class (handover = preempt)"
 [ -n "$b99" ] && [ -n "$l99" ] || fail "no latencies"
-$PY -c "import sys; b, l = float(sys.argv[1]), float(sys.argv[2]); sys.exit(0 if l < 0.5 * b and l < 8 else 1)" \
-    "$b99" "$l99" || fail "the latency class did not shorten the p99 ($b99 -> $l99 ms)"
+shorter "$b99" "$l99" || fail "the latency class did not shorten the p99 ($b99 -> $l99 ms)"
 [ "$(vgpu_field lat latency_ms)" = 2 ] || fail "vgpu list: latency_ms $(vgpu_field lat latency_ms)"
 [ "$(vgpu_field batch latency_ms)" = 0 ] || fail "vgpu list: a batch vGPU's latency_ms"
 "$G" vgpu list | grep -q "lat .*2 ms" || fail "vgpu list's table does not show the class"
@@ -57,21 +63,20 @@ stop_daemon
 # under mps, a latency request runs at once beside the batch grant (a
 # companion): as short a p99, and the daemon says so
 export GPUOS_GRANT_LOG=1
+c0=$(companions)
 run_pair "latency_ms = 2" mps
 unset GPUOS_GRANT_LOG
 set -- $(cat "$T/p")
 m99=$2
-c=$(grep -c "latency companion of" "$T/serve.log" || true)
+c=$(($(companions) - c0))
 echo "under mps: p99 $m99 ms, $c latency companions"
 [ "${c:-0}" -ge 50 ] || fail "under mps the latency tenant's requests did not run beside the batch grant ($c)"
-$PY -c "import sys; b, l = float(sys.argv[1]), float(sys.argv[2]); sys.exit(0 if l < 0.5 * b and l < 8 else 1)" \
-    "$b99" "$m99" || fail "under mps the latency class did not shorten the p99 ($b99 -> $m99 ms)"
+shorter "$b99" "$m99" || fail "under mps the latency class did not shorten the p99 ($b99 -> $m99 ms)"
 stop_daemon
 
 # handover = beside under process: the latency grant starts at once beside
 # the batch grant (the driver time-slices the two executors on a GPU); as
 # short a p99, counted as companions; handover = preempt under mps: none
-companions() { grep -c "latency companion of" "$T/serve.log" || true; } # (the log grows across daemons)
 export GPUOS_GRANT_LOG=1
 c0=$(companions)
 run_pair "latency_ms = 2" "process
@@ -81,8 +86,7 @@ p99=$2
 c=$(($(companions) - c0))
 echo "process, handover = beside: p99 $p99 ms, $c latency companions"
 [ "${c:-0}" -ge 50 ] || fail "handover = beside under process ran no latency grant beside the batch grant ($c)"
-$PY -c "import sys; b, l = float(sys.argv[1]), float(sys.argv[2]); sys.exit(0 if l < 0.5 * b and l < 8 else 1)" \
-    "$b99" "$p99" || fail "handover = beside did not shorten the p99 ($b99 -> $p99 ms)"
+shorter "$b99" "$p99" || fail "handover = beside did not shorten the p99 ($b99 -> $p99 ms)"
 stop_daemon
 c0=$(companions)
 run_pair "latency_ms = 2" "mps
@@ -119,8 +123,9 @@ timeout 60 "$R" busy lat 3 > "$T/lat" 2>&1 || fail "busy lat: $(cat "$T/lat")"
 wait $BP || fail "stream: $(cat "$T/batch")"
 a=$(vgpu_field lat compute_ns); b=$(vgpu_field batch compute_ns)
 echo "flooding latency vGPU of 30 %, handover = $h: compute_ns $a against $b"; cat "$T/lat" "$T/batch" | tail -4
-$PY -c "import sys; a, b = int(sys.argv[1]), int(sys.argv[2]); f = a / (a + b); print('share %.3f' % f); sys.exit(0 if 0.25 < f < 0.35 else 1)" \
-    "$a" "$b" || fail "a flooding latency vGPU of 30 % took more or less than its share (handover = $h)"
+$PY -c "import sys; a, b = int(sys.argv[1]), int(sys.argv[2]); f = a / (a + b); print('share %.3f' % f)
+sys.exit(0 if 0.25 < f < 0.35 else 1)" "$a" "$b" ||
+    fail "a flooding latency vGPU of 30 % took more or less than its share (handover = $h)"
 stop_daemon
 done
 
