@@ -134,6 +134,19 @@ int srv_ring_attach(struct srv_client *c, const struct gos_msg_ring *m, int fd)
     return GOS_OK;
 }
 
+/* Whether c holds a grant of kind any (issued while it worked alone: copies
+ * and launches alike, held on one engine of the scheduler's) while another
+ * client works on the device (lock held). Such a grant goes back to the
+ * policy: the other engine is free in the scheduler, so another client's grant
+ * there ran beside it unarbitrated, and nobody queued to end either (issue 41,
+ * GPU-dec7bfb3: a training job's first request a copy of its weights, its
+ * grant and an inference service's side by side for a whole run). */
+static int any_shared(struct srv_dev *d, struct srv_client *c)
+{
+    return d->clients_now > 1 && gos_sched_engine_count(d->sched) > 1 && c->gp &&
+           atomic_load(&c->gp->kind) == GOS_GRANT_ANY && atomic_load(&c->gp->state) == GOS_GRANT_RUN;
+}
+
 void srv_ring_rotation(struct srv *s, int device)
 {
     int n = 0;
@@ -146,6 +159,11 @@ void srv_ring_rotation(struct srv *s, int device)
             c->ring) /* an executor idle on its grant sees the change at once (and yields if idle for long enough) */
             gos_ring_kick(&gos_ring_ctl(c->ring)->sq_futex, &gos_ring_ctl(c->ring)->exec_sleeping);
     s->devs[device].clients_now = n;
+    for (struct srv_client *c = s->clients; n > 1 && c; c = c->next)
+        if (c->ring && c->vgpu >= 0 && device_of(c) == device && any_shared(&s->devs[device], c)) {
+            srv_ring_end_now(c); /* at its next kernel boundary, back to the policy (any_shared) */
+            srv_ring_wake(c);
+        }
 }
 
 /* Queues a grant for every ring of d that wants one (lock held). */
@@ -355,7 +373,7 @@ static int waiting(struct srv_dev *d, struct srv_client *c)
 {
     if (c->pending_head || c->n_sync || d->srv->stop || atomic_load(&c->ring_end))
         return 2;
-    return gos_sched_queued(d->sched) > 0;
+    return gos_sched_queued(d->sched) > 0 || any_shared(d, c);
 }
 
 /* The grant's deadline, and its companion's (ring_pair.c), whose own
@@ -486,7 +504,7 @@ static void await_log(struct srv_dev *d, struct srv_task *t, uint64_t now, uint6
             (unsigned)atomic_load(&g->want), (unsigned long long)atomic_load(&g->entries),
             (double)st.compute_credit_ns / 1e6, st.compute_util_pct,
             atomic_load(&g->yield_soon_dl) == atomic_load(&g->deadline_ns), kinds[kind < 4 ? kind : 0],
-            gos_sched_engine_for(d->sched, t->st.kind), (double)t->ring_t0 / 1e9, d->clients_now);
+            gos_sched_engine_for(d->sched, t->st.kind), (double)(now - t->wall_ns) / 1e9, d->clients_now);
 }
 
 int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint64_t *busy_ns)
@@ -567,7 +585,7 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
              * the same tenant (a 70 % vGPU next to 50 ms kernels handed over to
              * itself six times per kernel of the other) */
             pthread_mutex_lock(&s->lock);
-            int keep = gos_sched_keeps(d->sched, gos_sched_engine_for(d->sched, t->st.kind), now);
+            int keep = !any_shared(d, c) && gos_sched_keeps(d->sched, gos_sched_engine_for(d->sched, t->st.kind), now);
             uint64_t len = keep ? srv_grant_for(d, s->vgpus[c->vgpu].id) : 0;
             pthread_mutex_unlock(&s->lock);
             if (keep) {
