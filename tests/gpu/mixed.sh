@@ -18,6 +18,8 @@
 #     MIX_BATCH=4096, bf16) on every vGPU at 10/90, 30/70 and 40/30/20/10
 #     under process: each tenant's steps/s over the same loop alone, against
 #     its promise (its share), and the daemon's GPU time per vGPU.
+# The tenants of a case measure one window (progs/mixed_torch.py, MIX_SYNC):
+# each starts it once all are warm.
 # Device machine, repository root, build/ present. Prints one line per case:
 #   mixed P CASE p50 p99 max p99/alone train train/alone train/plain
 #   shares CONFIG vGPU share steps alone got/promise gpu_share
@@ -38,23 +40,29 @@ report() { # period, case name
          "p99/alone $(ratio "$(val "$f" p99_ms)" "$infer_alone") train $tr train/alone $(ratio "$tr" "$train_alone")" \
          "train/plain $(ratio "$tr" "$train_plain")"
 }
+# peers N: the next N tenants measure one window (progs/mixed_torch.py, MIX_SYNC)
+peers() { MIX_SYNC=$(mktemp -d "$O/sync.XXXXXX"); export MIX_SYNC MIX_PEERS=$1; }
 native_pair() { # period, case name: both tenants as plain processes of this machine
+    peers 2
     timeout 120 $P train > "$O/$1-$2-train.txt" 2>&1 &
     tp=$!
     sleep 1
     MIX_PERIOD_MS=$1 timeout 120 $P infer > "$O/$1-$2-infer.txt" 2>&1
     wait $tp
+    unset MIX_SYNC MIX_PEERS
     report "$1" "$2"
 }
 gpuos_pair() { # period, case name, isolation[+handover], share of the latency tenant, latency line
     iso=${3%%+*}; ho=; [ "$iso" = "$3" ] || ho="handover = ${3#*+}"
     gpu_daemon "$(printf '[device 0]\npolicy = band\nqueue = mrq\nisolation = %s\n%s\n[vgpu lat]\ncompute = %s\nmemory = 20%%\n%s\n[vgpu bat]\ncompute = %s\nmemory = 60%%\n' \
         "$iso" "$ho" "$4" "$5" $((100 - $4)))" "$O/$1-$2-serve.log"
+    peers 2
     timeout 120 "$G" run --vgpu bat -- $P train > "$O/$1-$2-train.txt" 2>&1 &
     tp=$!
     sleep 1
     MIX_PERIOD_MS=$1 timeout 120 "$G" run --vgpu lat -- $P infer > "$O/$1-$2-infer.txt" 2>&1
     wait $tp
+    unset MIX_SYNC MIX_PEERS
     "$G" vgpu list > "$O/$1-$2-vgpus.txt" 2>&1
     # (its tasks and swap counters beside the grant log of GPUOS_GRANT_LOG=1)
     "$G" vgpu list --json "$O/$1-$2-vgpus.json" > /dev/null 2>&1
@@ -110,11 +118,13 @@ case " ${MX_PARTS:-mixed shares} " in *" shares "*)
         done
         gpu_daemon "$body" "$O/shares-$name-serve.log"
         i=0; pids=
+        peers "$(echo "$cfg" | tr / ' ' | wc -w)"
         for s in $(echo "$cfg" | tr / ' '); do
             timeout 120 "$G" run --vgpu t$i -- $P train > "$O/shares-$name-t$i.txt" 2>&1 &
             pids="$pids $!"; i=$((i + 1))
         done
         wait $pids
+        unset MIX_SYNC MIX_PEERS
         "$G" vgpu list --json "$O/shares-$name-vgpus.json" > /dev/null 2>&1
         kill -TERM "$D"; wait "$D" 2>/dev/null; D=
         i=0; sum=0
