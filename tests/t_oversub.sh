@@ -38,9 +38,13 @@
 #   5. the host short of memory (a memory cgroup of 320 MB, where one can be
 #      made): swap = 2G with swap_prefault = 1 faults in only part of the pool
 #      (some, less than the cgroup) and says so; four busy tenants of 64 MB on
-#      the 64 MB pool take turns: evictions the host cannot hold are refused
-#      with issue 23's message (at least one tenant), every other tenant ends
-#      byte-exact, a tenant alone afterwards too, and no process is OOM-killed.
+#      the 64 MB pool take turns: requests whose evictions the host cannot hold
+#      wait for another tenant's memory to end (swap_host_wait_s = 10, below
+#      the tests' 20 s reply timeout; of tenants that all wait for each other
+#      the latest is refused at once) or are refused with issue 23's message
+#      (at least one tenant waited or was refused), every tenant not refused
+#      ends byte-exact, a tenant alone afterwards too, and no process is
+#      OOM-killed.
 set -u
 . tests/serve_lib.sh
 S="$B/tests/shm_client"
@@ -294,6 +298,7 @@ swap = 2G
 swap_pool = 64M
 swap_turn_ms = 200
 swap_prefault = 1
+swap_host_wait_s = 10
 $(vgpu_sections 64M a b c d)"
 i=0
 until grep -q "host pool faulted in ahead" "$T/serve.log"; do
@@ -313,14 +318,20 @@ refused=0
 for v in a b c d; do
     if grep -q "work rc=0 mismatches=0" "$T/w5$v"; then :
     elif grep -q "host memory is short" "$T/w5$v"; then refused=$((refused + 1))
+    # (the simulated device's memory is host memory of the cgroup too: a
+    # restore's new memory may be refused by it, slow sanitized executors
+    # taking more of it; nothing lost either)
+    elif grep -q "error=swap: restoring [0-9]* MB of vGPU $v failed (nothing lost" "$T/w5$v"; then refused=$((refused + 1))
     else fail "$v under host pressure: neither byte-exact nor refused clearly: $(cat "$T/w5$v")"
     fi
 done
-[ "$refused" -ge 1 ] || fail "no tenant was refused for host memory (the block proves nothing): $(cat "$T"/w5*)"
+waited=$(grep -c "waits for host memory" "$T/serve.log")
+[ "$refused" -ge 1 ] || [ "$waited" -ge 1 ] ||
+    fail "no tenant waited or was refused for host memory (the block proves nothing): $(cat "$T"/w5*)"
 # the daemon still serves, nothing of the pool leaked: a tenant alone ends exact
 timeout 120 "$S" a work 109 4 16 10 > "$T/w5alone" 2>&1
 exact "$T/w5alone" "a tenant alone after the refusals"
 [ "$(OOMS)" = 0 ] || fail "the OOM killer took $(OOMS) processes in the cgroup"
 kill -0 "$DPID" || fail "the daemon died in the cgroup"
 stop_daemon
-echo "ok ($refused of 4 tenants refused for host memory, $held MB of the pool faulted in ahead)"
+echo "ok ($refused of 4 tenants refused for host memory, $waited requests waited for it, $held MB of the pool faulted in ahead)"

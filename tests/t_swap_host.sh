@@ -8,7 +8,12 @@
 # hold next to the executors. Checked:
 #   - the daemon warns at start that the host can give less than `swap`;
 #   - allocations whose evictions the host cannot hold are refused with
-#     GPUOS_ENOMEM saying "host memory is short" (at least one is);
+#     GPUOS_ENOMEM saying "host memory is short" (at least one is), after
+#     waiting swap_host_wait_s (1 s here: the default 60 s would outlast the
+#     tests' 20 s reply timeout) for another vGPU's memory to end, which here
+#     it never does (the tenants hold theirs until told to check);
+#   - the pool faulted in ahead (swap_prefault's default, auto) takes no room
+#     the restores need: every tenant reads all it got back;
 #   - no process in the cgroup is killed (the cgroup's oom_kill count stays 0)
 #     and the daemon lives and stops cleanly;
 #   - every buffer any tenant got reads back byte-exact (none lost);
@@ -24,6 +29,7 @@ start_daemon_in_cgroup "memory_oversubscribe = 1
 sim = default
 swap = 2G
 swap_pool = 128M
+swap_host_wait_s = 1
 $(vgpu_sections 1G v1 v2 v3 v4)"
 grep -q "swap = 2048 MB, but this host can give" "$T/serve.log" || fail "no warning that the host cannot give swap = 2G"
 # -500 where the daemon may lower its score (CAP_SYS_RESOURCE), else it says so

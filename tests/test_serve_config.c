@@ -103,7 +103,11 @@ static void test_bad(void **state)
         {"[device 0]\ngrant_us = fast\n[vgpu a]\n", "t.conf:2: grant_us must be auto or 100..100000"},
         {"[device 0]\nswap_turn_ms = 5\n[vgpu a]\n", "t.conf:2: swap_turn_ms must be auto or 10..3600000"},
         {"[device 0]\nswap_wait_s = 0\n[vgpu a]\n", "t.conf:2: swap_wait_s must be 1..86400"},
-        {"[device 0]\nswap_prefault = yes\n[vgpu a]\n", "t.conf:2: swap_prefault must be 0 or 1"},
+        {"[device 0]\nswap_prefault = yes\n[vgpu a]\n", "t.conf:2: swap_prefault must be 0, 1 or auto"},
+        {"[device 0]\nswap_prefault = 2\n[vgpu a]\n", "t.conf:2: swap_prefault must be 0, 1 or auto"},
+        {"[device 0]\nswap_host_wait_s = 3601\n[vgpu a]\n", "t.conf:2: swap_host_wait_s must be 0..3600"},
+        {"[device 0]\nswap_host_wait_s = -1\n[vgpu a]\n", "t.conf:2: swap_host_wait_s must be 0..3600"},
+        {"[device 0]\nswap_host_wait_s = soon\n[vgpu a]\n", "t.conf:2: swap_host_wait_s must be 0..3600"},
         {"[device 0]\nswap_turns = 1\n[vgpu a]\n", "t.conf:2: unknown device key \"swap_turns\""},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -135,16 +139,23 @@ static void test_executor_grant(void **state)
     assert_int_equal(c.devs[0].grant_us, 7000);
     assert_int_equal(gos_serve_config_parse("[device 0]\n[vgpu a]\n", "t.conf", &c), GOS_OK);
     assert_int_equal(c.devs[0].executor_per_vgpu, 0); /* the default */
-    /* turns between busy tenants (issue 42): auto and a 120 s wait by default */
+    /* turns between busy tenants (issue 42): auto and a 120 s wait by default;
+     * 60 s for host memory; the pool faulted in ahead as far as it can be needed */
     assert_int_equal(c.devs[0].swap_turn_ms, 0);
     assert_int_equal(c.devs[0].swap_wait_s, 120);
-    assert_int_equal(c.devs[0].swap_prefault, 0);
+    assert_int_equal(c.devs[0].swap_host_wait_s, 60);
+    assert_int_equal(c.devs[0].swap_prefault, GOS_SWAP_PREFAULT_AUTO);
     assert_int_equal(gos_serve_config_parse("[device 0]\nswap_turn_ms = 2500\nswap_wait_s = 30\nswap_prefault = 1\n"
-                                            "swap_turn_ms = auto\nswap_turn_ms = 900\n[vgpu a]\n", "t.conf", &c),
+                                            "swap_turn_ms = auto\nswap_turn_ms = 900\nswap_host_wait_s = 0\n[vgpu a]\n",
+                                            "t.conf", &c),
                      GOS_OK);
     assert_int_equal(c.devs[0].swap_turn_ms, 900);
     assert_int_equal(c.devs[0].swap_wait_s, 30);
+    assert_int_equal(c.devs[0].swap_host_wait_s, 0);
     assert_int_equal(c.devs[0].swap_prefault, 1);
+    assert_int_equal(gos_serve_config_parse("[device 0]\nswap_prefault = 0\nswap_prefault = auto\n[vgpu a]\n", "t.conf", &c),
+                     GOS_OK);
+    assert_int_equal(c.devs[0].swap_prefault, GOS_SWAP_PREFAULT_AUTO);
 }
 
 static void test_log_levels(void **state)

@@ -3,7 +3,11 @@
  * handed out never overlap and stay inside the pool (checked against a page map
  * over 10000 random gets and puts), give-backs coalesce so that a pool emptied
  * again is one free range, exhaustion and fragmentation are GOS_ENOMEM with a
- * message, double and foreign frees are refused without changing anything. */
+ * message, double and foreign frees are refused without changing anything;
+ * ranges asked for inside a window and clear of other windows (issue 42.2:
+ * each executor's part of the pool) are the first such free range, checked
+ * against a model over 10000 random gets and puts, and the free bytes below a
+ * bound and a copy of the pool agree with it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -53,9 +57,11 @@ static void t_basic(void **state)
     gos_swap_pool_fini(&p);
 }
 
-static void t_random(void **state)
+/* 10000 random gets and puts against a page map: plain first-fit gets of any
+ * size (windowed 0), or whole units inside a random window clear of up to
+ * three random ranges (windowed 1): each is the first such free range. */
+static void run_random(unsigned seed, int windowed)
 {
-    (void)state;
     enum { PAGES = 512, LIVE = 64 };
     gos_swap_pool p;
     unsigned char owner[PAGES];
@@ -65,27 +71,41 @@ static void t_random(void **state)
     int n = 0;
     memset(owner, 0, sizeof owner);
     assert_int_equal(gos_swap_pool_init(&p, PAGES * U), GOS_OK);
-    srand(7);
+    srand(seed);
     for (int it = 0; it < 10000; it++) {
         if (n < LIVE && (n == 0 || rand() % 2)) {
-            uint64_t bytes = (uint64_t)(rand() % (24 * U)) + 1, off;
-            uint64_t pages = (bytes + U - 1) / U;
-            int rc = gos_swap_pool_get(&p, bytes, &off);
-            /* a model first-fit: is there a free run of `pages`? */
-            int run = 0, fits = 0;
-            for (int i = 0; i < PAGES && !fits; i++)
-                fits = (run = owner[i] ? 0 : run + 1) >= (int)pages;
-            if (!fits) {
+            uint64_t bytes = windowed ? (uint64_t)(rand() % 12 + 1) * U : (uint64_t)(rand() % (24 * U)) + 1, off;
+            uint64_t pages = (bytes + U - 1) / U, lo = 0, hi = PAGES, want = UINT64_MAX;
+            gos_swap_extent av[3];
+            int na = 0, rc;
+            if (windowed) {
+                lo = (uint64_t)(rand() % PAGES);
+                hi = lo + (uint64_t)(rand() % 64);
+                na = rand() % 4;
+                for (int k = 0; k < na; k++)
+                    av[k] = (gos_swap_extent){(uint64_t)(rand() % PAGES) * U, (uint64_t)(rand() % 16 + 1) * U};
+                rc = gos_swap_pool_get_in(&p, bytes, lo * U, hi * U, av, na, &off);
+            } else {
+                rc = gos_swap_pool_get(&p, bytes, &off);
+            }
+            /* the model: the first free run of `pages` from lo, below hi, clear of av */
+            for (uint64_t s0 = lo; want == UINT64_MAX && s0 + pages <= (hi < PAGES ? hi : PAGES); s0++) {
+                int ok = 1;
+                for (uint64_t i = s0; i < s0 + pages && ok; i++)
+                    ok = !owner[i];
+                for (int k = 0; k < na && ok; k++)
+                    ok = !(av[k].off < (s0 + pages) * U && s0 * U < av[k].off + av[k].bytes);
+                if (ok)
+                    want = s0;
+            }
+            if (want == UINT64_MAX) {
                 assert_int_equal(rc, GOS_ENOMEM);
                 continue;
             }
             assert_int_equal(rc, GOS_OK);
-            assert_int_equal(off % U, 0);
-            assert_true(off / U + pages <= PAGES);
-            for (uint64_t i = off / U; i < off / U + pages; i++) {
-                assert_int_equal(owner[i], 0); /* never handed out twice */
+            assert_int_equal(off, want * U); /* never handed out twice: the model's pages were free */
+            for (uint64_t i = want; i < want + pages; i++)
                 owner[i] = 1;
-            }
             live[n].off = off;
             live[n++].bytes = bytes;
         } else {
@@ -95,9 +115,12 @@ static void t_random(void **state)
                 owner[i] = 0;
             live[k] = live[--n];
         }
-        uint64_t used = 0;
-        for (int i = 0; i < PAGES; i++)
+        uint64_t bound = (uint64_t)(rand() % (PAGES + 1)), free_b = 0, used = 0;
+        for (uint64_t i = 0; i < PAGES; i++) {
+            free_b += i < bound && !owner[i] ? U : 0;
             used += owner[i] * U;
+        }
+        assert_int_equal(gos_swap_pool_free_below(&p, bound * U), free_b);
         assert_int_equal(p.used, used);
         for (int i = 1; i < p.n; i++) /* sorted, never adjacent */
             assert_true(p.free[i - 1].off + p.free[i - 1].bytes < p.free[i].off);
@@ -111,8 +134,45 @@ static void t_random(void **state)
     gos_swap_pool_fini(&p);
 }
 
+static void t_random(void **state)
+{
+    (void)state;
+    run_random(7, 0);
+}
+
+static void t_window(void **state)
+{
+    (void)state;
+    gos_swap_pool p, q;
+    uint64_t a, b, c;
+    assert_int_equal(gos_swap_pool_init(&p, 16 * U), GOS_OK);
+    /* inside [4U, 8U): the first fit there, split out of the one free range */
+    assert_int_equal(gos_swap_pool_get_in(&p, 2 * U, 4 * U, 8 * U, NULL, 0, &a), GOS_OK);
+    assert_int_equal(a, 4 * U);
+    assert_int_equal(p.n, 2);
+    assert_int_equal(gos_swap_pool_get_in(&p, 3 * U, 4 * U, 8 * U, NULL, 0, &b), GOS_ENOMEM); /* 2 left there */
+    assert_non_null(strstr(gos_last_error(), "swap space exhausted"));
+    assert_int_equal(p.used, 2 * U);
+    /* clear of [0, 3U) and [9U, 10U): 3U..4U is one unit, so 10U */
+    gos_swap_extent avoid[2] = {{0, 3 * U}, {9 * U, U}};
+    assert_int_equal(gos_swap_pool_get_in(&p, 2 * U, 0, 16 * U, avoid, 2, &b), GOS_OK);
+    assert_int_equal(b, 6 * U);
+    assert_int_equal(gos_swap_pool_get_in(&p, 2 * U, 0, 16 * U, avoid, 2, &c), GOS_OK);
+    assert_int_equal(c, 10 * U);
+    assert_int_equal(gos_swap_pool_free_below(&p, 8 * U), 4 * U); /* 0..4U free, 4U..8U taken */
+    assert_int_equal(gos_swap_pool_free_below(&p, 16 * U), 10 * U);
+    assert_int_equal(gos_swap_pool_copy(&q, &p), GOS_OK);
+    assert_int_equal(gos_swap_pool_get(&q, U, &a), GOS_OK); /* the copy alone changes */
+    assert_int_equal(gos_swap_pool_free_below(&p, 16 * U), 10 * U);
+    assert_int_equal(gos_swap_pool_free_below(&q, 16 * U), 9 * U);
+    gos_swap_pool_fini(&q);
+    gos_swap_pool_fini(&p);
+
+    run_random(11, 1);
+}
+
 int main(void)
 {
-    const struct CMUnitTest t[] = {cmocka_unit_test(t_basic), cmocka_unit_test(t_random)};
+    const struct CMUnitTest t[] = {cmocka_unit_test(t_basic), cmocka_unit_test(t_random), cmocka_unit_test(t_window)};
     return cmocka_run_group_tests(t, NULL, NULL);
 }

@@ -79,8 +79,8 @@ struct xe {
     uint64_t pool_bytes;
     dev_t pool_dev;
     ino_t pool_ino;
-    unsigned char *pool_pinned; /* per X_POOL_CHUNK: 1 page-locked, 2 refused */
-    uint64_t pin_ahead, pin_next; /* X_POOL_PIN: lock [0, pin_ahead) ahead; done below pin_next */
+    unsigned char *pool_pinned; /* per X_POOL_CHUNK: 1 page-locked, 2 refused, 3 to lock ahead */
+    uint64_t pin_want, pin_next; /* X_POOL_PIN: chunks left to lock ahead; where to look for the next */
     /* the fast path (issue 9.4): the ring thread and the socket loop take turns
      * on the device under lock; the ring's requests are checked against this
      * client's device memory (al), functions by the client's handles (fmap) */
@@ -162,8 +162,9 @@ int xe_shm_unmap(struct xe *x, uint64_t dptr);
 int xe_mem_free(struct xe *x, uint64_t dptr);
 int xe_valloc(struct xe *x, uint64_t bytes, uint64_t *dptr);
 int xe_swap_io(struct xe *x, uint64_t dptr, int fd, int out);
-/* X_POOL_PIN: maps the pool, notes what to lock ahead (xe_pool_pin_next
- * locks it, a chunk a call, between the channel's messages). */
+/* X_POOL_PIN: maps the pool, notes the chunks of [m->dptr, m->off) to lock
+ * ahead (xe_pool_pin_next locks them, a chunk a call, between the channel's
+ * messages). */
 int xe_pool_pin(struct xe *x, const struct x_swap_io *m, int fd);
 /* Locks the next chunk to lock ahead; 0 when none is left. */
 int xe_pool_pin_next(struct xe *x);

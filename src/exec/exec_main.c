@@ -392,7 +392,7 @@ static void xe_serve(struct xe *x)
         /* the pool's chunks to lock ahead (X_POOL_PIN), one at a time while
          * no message waits */
         struct pollfd pw = {.fd = x->sock, .events = POLLIN};
-        if (x->pin_next < x->pin_ahead && poll(&pw, 1, 0) == 0 && xe_pool_pin_next(x))
+        if (x->pin_want && poll(&pw, 1, 0) == 0 && xe_pool_pin_next(x))
             continue;
         if (x_recv(x->sock, &h, &buf, &cap, &fd))
             break; /* the daemon closed the channel: the client is gone */

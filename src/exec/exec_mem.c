@@ -217,7 +217,9 @@ static int pool_map(struct xe *x, int fd, uint64_t bytes)
 /* Page-locks chunk c of the pool once: 1 locked, 2 refused (copied pageable). */
 static int pin_chunk(struct xe *x, uint64_t c)
 {
-    if (!x->pool_pinned[c]) {
+    if (x->pool_pinned[c] == 0 || x->pool_pinned[c] == 3) {
+        if (x->pool_pinned[c] == 3)
+            x->pin_want--;
         uint64_t len = x->pool_bytes - c * X_POOL_CHUNK;
         if (len > X_POOL_CHUNK)
             len = X_POOL_CHUNK;
@@ -226,25 +228,40 @@ static int pin_chunk(struct xe *x, uint64_t c)
     return x->pool_pinned[c];
 }
 
+/* The daemon names the chunks its vGPU's evictions go to (its window of the
+ * pool, faulted in already: swap.c), whole chunks, so that locking one
+ * faults in no page the host did not give; several calls add up. */
 int xe_pool_pin(struct xe *x, const struct x_swap_io *m, int fd)
 {
     if (fd < 0)
         return gos_fail(GOS_EPROTO, "POOL_PIN without a descriptor");
     int rc = pool_map(x, fd, m->pool_bytes);
-    if (!rc) /* whole chunks only: locking one pins all its pages, faulted in or not */
-        x->pin_ahead = (m->off < x->pool_bytes ? m->off : x->pool_bytes) / X_POOL_CHUNK * X_POOL_CHUNK;
-    return rc;
+    if (rc)
+        return rc;
+    uint64_t end = m->off < x->pool_bytes ? m->off : x->pool_bytes;
+    for (uint64_t c = m->dptr / X_POOL_CHUNK; c * X_POOL_CHUNK < end; c++)
+        if (!x->pool_pinned[c]) {
+            x->pool_pinned[c] = 3;
+            x->pin_want++;
+        }
+    x->pin_next = 0;
+    return GOS_OK;
 }
 
 /* Runs on the channel's thread, which makes every other pool registration,
  * without the client's lock: the ring goes on meanwhile. */
 int xe_pool_pin_next(struct xe *x)
 {
-    if (!x->pool || x->pin_next >= x->pin_ahead)
+    if (!x->pool || !x->pin_want)
         return 0;
-    pin_chunk(x, x->pin_next / X_POOL_CHUNK);
-    x->pin_next += X_POOL_CHUNK;
-    return 1;
+    for (uint64_t c = x->pin_next; c * X_POOL_CHUNK < x->pool_bytes; c++)
+        if (x->pool_pinned[c] == 3) {
+            pin_chunk(x, c);
+            x->pin_next = c + 1;
+            return 1;
+        }
+    x->pin_want = 0; /* (none left: the count was off) */
+    return 0;
 }
 
 /* Evicts into / restores from the pool at off: the chunks it touches are

@@ -84,10 +84,10 @@ enum {
     X_VMM_UNMAP,   /* waits for what the ring issued first */
     X_VMM_ACCESS,
     /* the swap pool's pages the daemon faulted in ahead (swap_prefault, issue
-     * 42.2): struct x_swap_io (off: the bytes from the pool's start to lock
-     * ahead) + the pool's fd -> nothing; the executor maps the pool and
-     * page-locks those chunks between its other messages, so that its first
-     * eviction finds them locked */
+     * 42.2) where this client's evictions go: struct x_swap_io (dptr: the
+     * first byte, off: the end, whole X_POOL_CHUNKs) + the pool's fd ->
+     * nothing; the executor maps the pool and page-locks those chunks between
+     * its other messages, so that its first eviction finds them locked */
     X_POOL_PIN,
     /* a tensor map by this executor's device (issue 43; device/exec_ops.h
      * tmap_encode): gpuos_tmap_args, checked by the daemon -> struct gos_rep_tmap */

@@ -208,10 +208,17 @@ static int swap_key(struct gos_serve_devcfg *d, const char *k, const char *v)
         if (parse_int(v, 1, 86400, &x))
             return gos_fail(GOS_EINVAL, "swap_wait_s must be 1..86400");
         d->swap_wait_s = (uint32_t)x;
+    } else if (!strcmp(k, "swap_host_wait_s")) {
+        if (parse_int(v, 0, 3600, &x))
+            return gos_fail(GOS_EINVAL, "swap_host_wait_s must be 0..3600 (and below the clients' GPUOS_TIMEOUT_MS)");
+        d->swap_host_wait_s = (uint32_t)x;
     } else if (!strcmp(k, "swap_prefault")) {
-        if (parse_int(v, 0, 1, &x))
-            return gos_fail(GOS_EINVAL, "swap_prefault must be 0 or 1");
-        d->swap_prefault = (int)x;
+        if (!strcmp(v, "auto"))
+            d->swap_prefault = GOS_SWAP_PREFAULT_AUTO;
+        else if (parse_int(v, 0, 1, &x))
+            return gos_fail(GOS_EINVAL, "swap_prefault must be 0, 1 or auto");
+        else
+            d->swap_prefault = (int)x;
     } else {
         return 1;
     }
@@ -268,6 +275,8 @@ static int config_device_section(struct gos_serve_config *c, const char *label, 
     d->overlap = -1; /* unset: pairs under mps, off otherwise */
     d->handover = -1; /* unset: beside where overlap is pairs (mps), preempt otherwise */
     d->swap_wait_s = 120;
+    d->swap_host_wait_s = 60;
+    d->swap_prefault = GOS_SWAP_PREFAULT_AUTO;
     return GOS_OK;
 }
 

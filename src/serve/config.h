@@ -43,7 +43,9 @@
  *   swap_turn_ms = auto          # busy tenants that do not fit together take turns
  *                                # this long (auto: 10 x the turn's measured swap)
  *   swap_wait_s = 120            # a request waits this long for its turn, then fails
- *   swap_prefault = 0            # 1: fault the host pool in at start (background)
+ *   swap_host_wait_s = 60        # ... this long for host memory another vGPU holds
+ *   swap_prefault = auto         # fault the host pool in at start (background), as
+ *                                # far as the vGPUs' quotas can need it (1: all of it)
  *   isolation = process          # process: each client's device work in an executor
  *                                # process of its own (own address space, faults
  *                                # contained); none: one context in the daemon for
@@ -123,10 +125,13 @@ struct gos_serve_devcfg {
     uint64_t swap_bytes, swap_pool;
     /* Turns between busy tenants whose memory does not fit together (issue 42):
      * a turn's length (0: auto, by the measured swap time), how long a request
-     * waits for its turn before it fails, and whether the host pool is faulted
-     * in at start (in the background, bounded by what the host can give). */
+     * waits for its turn before it fails, how long one short of host memory
+     * waits for another vGPU's memory to end (0: it fails at once), and
+     * whether the host pool is faulted in at start (in the background,
+     * bounded by what the host can give: 0, 1 the pool, GOS_SWAP_PREFAULT_AUTO
+     * what the vGPUs' quotas can have swapped). */
     uint64_t swap_turn_ms;
-    uint32_t swap_wait_s;
+    uint32_t swap_wait_s, swap_host_wait_s;
     int swap_prefault;
     uint64_t grant_us; /* 0: auto (executors) or 1000 (isolation = none) */
     char chip[256];       /* gpuos.chip/1 file describing the device ("" none) */
@@ -134,6 +139,7 @@ struct gos_serve_devcfg {
 };
 
 enum { GOS_ISOLATION_PROCESS, GOS_ISOLATION_NONE, GOS_ISOLATION_MPS };
+#define GOS_SWAP_PREFAULT_AUTO 2 /* swap_prefault = auto (the default) */
 
 struct gos_serve_vgpucfg {
     int line, mem_line; /* of the section and of its memory key (0: none), for messages */

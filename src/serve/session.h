@@ -91,7 +91,6 @@ struct srv_client {
     struct srv_xshare *xshare; /* executor = per-vgpu: the shared executor x is a channel to */
     int exec_lost; /* its loss was handled (counted, memory returned) */
     int swap_hold; /* swap.c: what a request of it just made resident stays (until queued) */
-    int swap_pin_sent; /* swap.c: its executor was told to lock the faulted-in pool ahead (X_POOL_PIN) */
     unsigned char module_builtin[SRV_MAX_MODULES];
     uint64_t module_bytes[SRV_MAX_MODULES]; /* what each module's globals take, charged (issue 44.2) */
     char fn_builtin[SRV_MAX_FUNCS][16];

@@ -11,12 +11,13 @@
  * each swapped allocation holds one range of it, vmem/swap_pool.h), unmaps and
  * releases them (X_EVICT_POOL). Each executor maps the pool once and page-locks
  * it chunk by chunk (X_POOL_CHUNK) on first use, kept for its life, so a swap
- * copies at the pinned rate without registering host memory each time. Before a copy or launch of a client is queued, what
- * it needs is restored (X_RESTORE_POOL: new memory at the same address, copied back),
- * evicting others as needed: a copy needs the allocations its ranges touch, a
- * launch all of its client's. "Idle": an allocation whose client has no work
- * queued or running is never touched by the device, so only those are victims
- * (the policy's busy flag), and a client whose allocation is in transition waits
+ * copies at the pinned rate without registering host memory each time.
+ * Before a copy or launch of a client is queued, what it needs is restored
+ * (X_RESTORE_POOL: new memory at the same address, copied back), evicting
+ * others as needed: a copy needs the allocations its ranges touch, a launch
+ * all of its client's. "Idle": an allocation whose client has no work queued
+ * or running is never touched by the device, so only those are victims (the
+ * policy's busy flag), and a client whose allocation is in transition waits
  * for the transition before its request is queued.
  *
  * Deaths: a victim's executor that dies during its eviction loses only its own
@@ -27,18 +28,23 @@
  * Host memory (issue 23.3): the pool's memfd is sparse, host memory is taken as
  * evictions first touch a range of it, so an eviction that would grow the touched
  * part asks the host first (hostmem.c: MemAvailable and every memory cgroup above
- * the daemon, less a reserve for the daemon and executors). When the host cannot
- * give it, that eviction and the rest of its plan are not carried out: the
- * victims stay resident, the request that needed the room fails with
- * GPUOS_ENOMEM saying so, and no tenant's bytes are lost. Evictions for a new
+ * the daemon, less a reserve for the daemon and executors); a plan is tried
+ * against the host before anything moves (host_holds), the pool's free pages
+ * that the host gave already counting as room. When the host cannot give it,
+ * the request waits while another vGPU holds memory that its client's end
+ * will give back (swap_host_wait_s, issue 42: three jobs of 45 GB on a host of
+ * 128 GB), else (or past that) it fails with GPUOS_ENOMEM saying so: the
+ * victims stay resident and no tenant's bytes are lost. Evictions for a new
  * allocation also leave room for the largest object's restore (which needs its
  * victims evicted before its own range comes free), so what was swapped out
  * can always come back.
  *
  * Busy tenants whose memory does not fit together take turns (issue 42;
  * struct srv_swturn below): a busy vGPU keeps its memory for its turn, then
- * the longest waiter turns it out and takes the next. swap_prefault = 1 faults
- * the pool in at start and has every executor lock it ahead (X_POOL_PIN).
+ * the longest waiter turns it out and takes the next. swap_prefault (auto by
+ * default) faults the pool in at start as far as it can be needed, and each
+ * client's executor locks ahead only its window of it (struct srv_swwin,
+ * X_POOL_PIN), where its evictions go.
  *
  * All functions run with srv->lock held and drop it around executor calls.
  * Process: the daemon (gpuos serve). */
@@ -84,6 +90,18 @@ struct srv_swturn {
     uint64_t moved, moved_ns;        /* swap bandwidth learned: decaying sums of bytes and time */
     uint8_t out[GOS_SWAP_MAX_VGPUS]; /* 1: turned out, its rings get no grant */
     uint64_t waiting[GOS_SWAP_MAX_VGPUS]; /* when its oldest waiting request began (0: none) */
+    uint64_t host_wait_ns;           /* swap_host_wait_s */
+    uint8_t host_short[GOS_SWAP_MAX_VGPUS]; /* 1: its waiting request waits for host memory */
+};
+
+/* A client's window of the pool (swap_prefault, issue 42.2): where its
+ * evictions go, as large as its allocations, inside the part of the pool the
+ * host gave already and clear of other clients' windows; its executor
+ * page-locks the window's chunks ahead (X_POOL_PIN) and no others. */
+struct srv_swwin {
+    struct srv_client *c;
+    uint64_t off, len;   /* pool units; len 0: none found yet */
+    uint64_t pin0, pin1; /* the chunks' bytes its executor was told to lock ahead */
 };
 
 struct srv_swpool {
@@ -91,8 +109,11 @@ struct srv_swpool {
     gos_swap_pool pool;
     uint64_t touched;      /* the pool's prefix that evictions have written (host memory taken) */
     struct srv_swturn turn;
-    pthread_t prefault;    /* swap_prefault = 1: faults the pool in ahead */
+    pthread_t prefault;    /* swap_prefault: faults the pool in ahead */
+    int prefault_mode;     /* swap_prefault: 0, 1 or GOS_SWAP_PREFAULT_AUTO */
     int prefaulting, stop;
+    struct srv_swwin *win; /* the clients' windows (prefault on) */
+    int n_win, cap_win;
 };
 
 /* Gives o's pool range back (if it holds one). */
@@ -110,25 +131,196 @@ static void obj_free(struct srv_dev *d, struct srv_swobj *o)
     free(o);
 }
 
-/* swap_prefault = 1 (issue 42.2): the pool's memfd is faulted in from the start
- * in the background, PREFAULT_CHUNK at a time, up to half of what the host can
- * give beyond the reserve of hostmem.c at the start (the other half stays for
- * the executors, the tenants and evictions, each of which still asks the host
- * first), so that the first eviction finds its pages there instead of faulting
- * tens of GB in (the executors still page-lock them at their first swap, from
- * memory that is already there). */
+/* The clients' windows of the pool (struct srv_swwin; lock held). */
+static struct srv_swwin *win_of(struct srv_dev *d, const struct srv_client *c)
+{
+    for (int i = 0; i < d->swp->n_win; i++)
+        if (d->swp->win[i].c == c)
+            return &d->swp->win[i];
+    return NULL;
+}
+
+/* The free run of the pool from s (0: s lies in another window), below top
+ * and up to the next window but me. */
+static uint64_t gap_at(struct srv_dev *d, const struct srv_swwin *me, uint64_t s, uint64_t top)
+{
+    uint64_t e = top;
+    if (s >= top)
+        return 0;
+    for (int i = 0; i < d->swp->n_win; i++) {
+        const struct srv_swwin *o = &d->swp->win[i];
+        if (o == me || !o->len)
+            continue;
+        if (o->off <= s && s < o->off + o->len)
+            return 0;
+        if (o->off > s && o->off < e)
+            e = o->off;
+    }
+    return e - s;
+}
+
+/* Grows w toward `want` bytes below top: in place, else at the first gap that
+ * holds it all, else as far as its own gap goes (a new window: the largest
+ * gap). A window moved keeps what was evicted into its old place there. */
+static void win_fit(struct srv_dev *d, struct srv_swwin *w, uint64_t want, uint64_t top)
+{
+    if (w->len >= want)
+        return;
+    uint64_t g = w->len ? gap_at(d, w, w->off, top) : 0;
+    if (g >= want) {
+        w->len = want;
+        return;
+    }
+    uint64_t best = w->off, best_len = g;
+    for (int i = -1; i < d->swp->n_win; i++) {
+        const struct srv_swwin *o = i < 0 ? NULL : &d->swp->win[i];
+        if (o && (o == w || !o->len))
+            continue;
+        uint64_t s = o ? o->off + o->len : 0, gl = gap_at(d, w, s, top);
+        if (gl >= want) {
+            w->off = s;
+            w->len = want;
+            return;
+        }
+        if (!w->len && gl > best_len) {
+            best = s;
+            best_len = gl;
+        }
+    }
+    w->off = best;
+    w->len = best_len;
+}
+
+/* c's window grown toward its allocations (lock held; prefault on). */
+static void win_update(struct srv *s, struct srv_dev *d, struct srv_client *c)
+{
+    struct srv_swpool *sp = d->swp;
+    struct srv_swwin *w = win_of(d, c);
+    if (!w) {
+        if (sp->n_win == sp->cap_win) {
+            int cap = sp->cap_win ? 2 * sp->cap_win : 8;
+            struct srv_swwin *x = realloc(sp->win, sizeof *x * (size_t)cap);
+            if (!x)
+                return; /* no window: its evictions go anywhere, as without the prefault */
+            sp->win = x;
+            sp->cap_win = cap;
+        }
+        w = &sp->win[sp->n_win++];
+        *w = (struct srv_swwin){.c = c};
+    }
+    uint64_t want = 0, len0 = w->len, off0 = w->off;
+    for (int i = 0; i < d->sw->n; i++) {
+        const struct srv_swobj *p = d->sw->obj[i].priv;
+        if (p && p->c == c)
+            want += d->sw->obj[i].bytes;
+    }
+    win_fit(d, w, want, sp->touched / GOS_SWAP_POOL_UNIT * GOS_SWAP_POOL_UNIT);
+    if (w->len != len0 || w->off != off0)
+        gos_log(LOG_INFO, "swap: vGPU %s: client %u's window of the pool: %llu..%llu MB (its allocations %llu MB)",
+                s->vgpus[c->vgpu].cfg.name, c->id, (unsigned long long)(w->off >> 20),
+                (unsigned long long)((w->off + w->len) >> 20), (unsigned long long)(want >> 20));
+}
+
+/* The chunks of w its executor may lock ahead: those the window touches that
+ * lie wholly in the part of the pool the host gave (locking a chunk pins all
+ * its pages: one past it would take host memory nobody asked for). */
+static void pin_range(const struct srv_swpool *sp, const struct srv_swwin *w, uint64_t *b0, uint64_t *b1)
+{
+    uint64_t end = w->off + w->len < sp->touched ? w->off + w->len : sp->touched;
+    uint64_t c0 = w->off / X_POOL_CHUNK, c1 = (end + X_POOL_CHUNK - 1) / X_POOL_CHUNK;
+    while (c1 > c0 && (c1 * X_POOL_CHUNK < sp->pool.bytes ? c1 * X_POOL_CHUNK : sp->pool.bytes) > sp->touched)
+        c1--;
+    *b0 = c0 * X_POOL_CHUNK;
+    *b1 = c1 > c0 ? (c1 * X_POOL_CHUNK < sp->pool.bytes ? c1 * X_POOL_CHUNK : sp->pool.bytes) : *b0;
+}
+
+/* Tells the executor of window i what more to lock ahead (X_POOL_PIN; lock
+ * held, dropped for the call). A failure costs only that head start. */
+static void pin_send(struct srv *s, struct srv_dev *d, int i)
+{
+    struct srv_swwin *w = &d->swp->win[i];
+    struct srv_client *c = w->c;
+    uint64_t b0, b1;
+    pin_range(d->swp, w, &b0, &b1);
+    if (b1 <= b0 || !c->x || (b0 == w->pin0 && b1 <= w->pin1))
+        return;
+    w->pin0 = b0;
+    w->pin1 = b1;
+    struct x_swap_io m = {b0, b1, d->swp->pool.bytes};
+    struct srv_exec *x = c->x;
+    c->refs++;
+    pthread_mutex_unlock(&s->lock);
+    gos_log(LOG_INFO, "swap: vGPU %s: client %u's executor locks %llu..%llu MB of the pool ahead",
+            s->vgpus[c->vgpu].cfg.name, c->id, (unsigned long long)(b0 >> 20), (unsigned long long)(b1 >> 20));
+    if (srv_exec_call(x, X_POOL_PIN, &m, sizeof m, d->swp->fd, NULL, 0))
+        gos_log(LOG_WARNING, "swap: vGPU %s: locking the pool ahead: %s", s->vgpus[c->vgpu].cfg.name,
+                gos_last_error());
+    pthread_mutex_lock(&s->lock);
+    srv_client_unref(c);
+}
+
+/* Every window grown into what the prefault added, and its chunks sent
+ * (lock held, dropped for the calls: the table may change meanwhile). */
+static void pin_windows(struct srv *s, struct srv_dev *d)
+{
+    for (int i = 0; i < d->swp->n_win; i++) {
+        win_update(s, d, d->swp->win[i].c);
+        pin_send(s, d, i);
+    }
+}
+
+static void win_drop(struct srv_dev *d, struct srv_client *c)
+{
+    struct srv_swwin *w = d->swp ? win_of(d, c) : NULL;
+    if (w)
+        *w = d->swp->win[--d->swp->n_win];
+}
+
+/* What the prefault faults in (issue 42.2): swap_prefault = 1 the pool;
+ * auto what this device's vGPUs can have swapped out at once, the sum of
+ * their memory quotas (from the configuration at start), none while those
+ * fit the device together (nothing is ever evicted then). */
+static uint64_t prefault_want(struct srv *s, struct srv_dev *d)
+{
+    uint64_t pool = d->swp->pool.bytes, sum = 0;
+    if (d->swp->prefault_mode == 1)
+        return pool;
+    for (int i = 0; i < s->cfg.n_vgpus; i++)
+        if (s->cfg.vgpus[i].device == (int)(d - s->devs))
+            sum += gos_serve_mem_quota(s->cfg.vgpus[i].mem_pct, s->cfg.vgpus[i].mem_bytes, d->mem_total);
+    return sum <= d->sw->device_bytes ? 0 : sum < pool ? sum : pool;
+}
+
+/* swap_prefault (issue 42.2): the pool's memfd is faulted in from the start
+ * in the background, PREFAULT_CHUNK at a time, as far as prefault_want and
+ * up to half of what the host can give beyond the reserve of hostmem.c at the
+ * start (the other half stays for the executors, the tenants and evictions,
+ * each of which still asks the host first), so that the first eviction finds
+ * its pages there instead of faulting tens of GB in. The pages faulted in
+ * count as room for evictions and restores (host_room), so the prefault
+ * takes nothing that a turn needs. Each client's window grows into them as
+ * they come and its executor locks its chunks ahead (pin_windows). */
 #define PREFAULT_CHUNK (256ull << 20)
 static void *prefault_main(void *arg)
 {
     struct srv_dev *d = arg;
     struct srv *s = d->srv;
     uint64_t t0 = gos_now_ns(), start = UINT64_MAX, end = 0;
-    const char *why = "the whole pool";
+    const char *why = "as far as the vGPUs' quotas can need it";
     uint64_t lim0, room0 = srv_host_room(&lim0), keep0 = srv_host_reserve(lim0);
     uint64_t budget = room0 > keep0 ? (room0 - keep0) / 2 : 0;
     pthread_mutex_lock(&s->lock);
-    while (!d->swp->stop && d->swp->touched < d->swp->pool.bytes) {
-        uint64_t off = d->swp->touched, len = d->swp->pool.bytes - off, lim, room, keep, got = end > start ? end - start : 0;
+    uint64_t want = prefault_want(s, d);
+    if (!want) {
+        pthread_mutex_unlock(&s->lock);
+        gos_log(LOG_INFO, "swap: host pool not faulted in ahead: the memory quotas of the device's vGPUs fit it "
+                          "together (swap_prefault = auto; nothing is evicted then)");
+        return NULL;
+    }
+    if (want == d->swp->pool.bytes)
+        why = "the whole pool";
+    while (!d->swp->stop && d->swp->touched < want) {
+        uint64_t off = d->swp->touched, len = want - off, lim, room, keep, got = end > start ? end - start : 0;
         if (len > PREFAULT_CHUNK)
             len = PREFAULT_CHUNK;
         if (len > budget - got && budget > got + GOS_VMM_PAGE)
@@ -147,8 +339,12 @@ static void *prefault_main(void *arg)
         end = off + len;
         if (end > d->swp->touched)
             d->swp->touched = end;
+        if (end % X_POOL_CHUNK < len || end == want) /* a chunk more (or the last): windows and locks */
+            pin_windows(s, d);
     }
     uint64_t done = end > start ? end - start : 0, touched = d->swp->touched;
+    if (!d->swp->stop)
+        pin_windows(s, d);
     pthread_mutex_unlock(&s->lock);
     double sec = (double)(gos_now_ns() - t0) * 1e-9;
     gos_log(LOG_INFO, "swap: host pool faulted in ahead: %llu MB in %.1f s (%.2f GB/s; %s), %llu of %llu MB held",
@@ -170,6 +366,8 @@ int srv_swap_init(struct srv *s, struct srv_dev *d, const struct gos_serve_devcf
     d->swp->fd = -1;
     d->swp->turn.fixed_ns = cfg->swap_turn_ms * 1000000ull;
     d->swp->turn.wait_ns = (uint64_t)(cfg->swap_wait_s ? cfg->swap_wait_s : 120) * 1000000000ull;
+    d->swp->turn.host_wait_ns = (uint64_t)cfg->swap_host_wait_s * 1000000000ull;
+    d->swp->prefault_mode = cfg->swap_prefault;
     uint64_t pool = cfg->swap_pool ? cfg->swap_pool : d->mem_total;
     int rc = gos_swap_init(d->sw, pool / GOS_VMM_PAGE * GOS_VMM_PAGE, cfg->swap_bytes);
     if (!rc)
@@ -213,6 +411,7 @@ void srv_swap_fini(struct srv_dev *d)
     if (d->swp) {
         if (d->swp->fd >= 0)
             close(d->swp->fd);
+        free(d->swp->win);
         gos_swap_pool_fini(&d->swp->pool);
         free(d->swp);
         d->swp = NULL;
@@ -229,11 +428,14 @@ void srv_swap_fini(struct srv_dev *d)
 #define SWAP_IDLE_NS 100000000ull
 static uint64_t turn_len(struct srv *s, struct srv_dev *d, int holder, int waiter);
 /* Whether no other vGPU has waited longer than the request of vGPU v that
- * began at t_start: the longest waiter takes the next turn. */
+ * began at t_start: the longest waiter takes the next turn. One that waits
+ * for host memory (host_short) keeps its place in that order but stands
+ * aside meanwhile: a turn the host can hold goes on before it, and it comes
+ * first again as soon as the host (another vGPU's end) can hold its own. */
 static int first_waiter(const struct srv_swturn *t, int v, uint64_t t_start)
 {
     for (int u = 0; u < GOS_SWAP_MAX_VGPUS; u++)
-        if (u != v && t->waiting[u] && t->waiting[u] < t_start)
+        if (u != v && t->waiting[u] && t->waiting[u] < t_start && !t->host_short[u])
             return 0;
     return 1;
 }
@@ -382,18 +584,24 @@ static int wait_turn(struct srv *s, struct srv_dev *d, struct srv_client *c, uin
 /* The end of a request's wait (lock held): it waits no longer, and those it
  * turned out may have grants again (those whose memory went out find it
  * swapped and wait for their own turn through the socket). */
-static void turn_clear(struct srv_dev *d, struct srv_client *c, uint64_t t_start, int forced)
+static void unforce(struct srv_dev *d)
 {
-    if (d->swp->turn.waiting[c->vgpu] == t_start)
-        d->swp->turn.waiting[c->vgpu] = 0;
-    if (!forced)
-        return;
     memset(d->swp->turn.out, 0, sizeof d->swp->turn.out);
     if (d->bell_started) {
         uint64_t one = 1;
         if (write(d->bell_fd, &one, sizeof one) < 0) { /* the bell's thread looks every 100 ms anyway */
         }
     }
+}
+
+static void turn_clear(struct srv_dev *d, struct srv_client *c, uint64_t t_start, int forced)
+{
+    if (d->swp->turn.waiting[c->vgpu] == t_start) {
+        d->swp->turn.waiting[c->vgpu] = 0;
+        d->swp->turn.host_short[c->vgpu] = 0;
+    }
+    if (forced)
+        unforce(d);
 }
 
 /* A plan of vGPU v was carried out (lock held): v's turn begins when the plan
@@ -445,29 +653,122 @@ int srv_swap_turned_out(struct srv_dev *d, int vgpu)
 
 static double ms_since(uint64_t t0) { return (double)(gos_now_ns() - t0) * 1e-6; }
 
+/* What the host can still give the pool (room less the reserve of hostmem.c). */
+static uint64_t host_give(uint64_t *lim, uint64_t *keep)
+{
+    uint64_t room = srv_host_room(lim);
+    *keep = srv_host_reserve(*lim);
+    return room > *keep ? room - *keep : 0;
+}
+
 /* Whether the host can give the bytes an eviction into [off, off + bytes) of
- * the pool would newly touch: GOS_OK, or GOS_ENOMEM saying why. */
+ * the pool (taken from the pool's free ranges already) would newly touch, and
+ * still margin for a restore after it: the pool's free part that the host
+ * gave already (a prefault's pages, ranges given back) counts as room, so a
+ * pool faulted in ahead takes nothing from the restores (issue 42.2; before,
+ * evictions into it were never checked and used up the margin, and a
+ * tenant's reads back in t_swap_host's 320 MB cgroup were refused). GOS_OK,
+ * or GOS_ENOMEM saying why. */
 static int host_can_take(struct srv *s, struct srv_dev *d, int vgpu, uint64_t off, uint64_t bytes, uint64_t margin)
 {
-    if (off + bytes <= d->swp->touched)
+    uint64_t end = off + bytes, top = end > d->swp->touched ? end : d->swp->touched;
+    uint64_t more = end > d->swp->touched ? end - d->swp->touched : 0;
+    uint64_t held = gos_swap_pool_free_below(&d->swp->pool, top);
+    if (!more && held >= margin)
         return GOS_OK; /* pages the pool holds already */
-    uint64_t more = off + bytes - d->swp->touched, lim, room = srv_host_room(&lim),
-             keep = srv_host_reserve(lim) + margin;
-    if (room >= keep && more <= room - keep)
+    uint64_t lim, keep, give = host_give(&lim, &keep);
+    if (more <= give && (held >= margin || give - more >= margin - held))
         return GOS_OK;
-    return gos_fail(GOS_ENOMEM, "swap: host memory is short: evicting %llu MB of vGPU %s needs %llu MB more of it, "
-                                "the host can give %llu MB (%s%llu MB kept for the daemon, executors and restores); refused, "
-                                "nothing evicted or lost", (unsigned long long)(bytes >> 20), s->vgpus[vgpu].cfg.name,
-                    (unsigned long long)(more >> 20), (unsigned long long)(room > keep ? (room - keep) >> 20 : 0),
+    return gos_fail(GOS_ENOMEM, "swap: host memory is short: evicting %llu MB of vGPU %s needs %llu MB more of it and "
+                                "%llu MB kept for a restore, the host can give %llu MB and the pool holds %llu MB free "
+                                "(%s%llu MB kept for the daemon and executors); refused, nothing evicted or lost",
+                    (unsigned long long)(bytes >> 20), s->vgpus[vgpu].cfg.name, (unsigned long long)(more >> 20),
+                    (unsigned long long)(margin >> 20), (unsigned long long)(give >> 20),
+                    (unsigned long long)(held >> 20), lim != UINT64_MAX ? "memory cgroup limit; " : "",
+                    (unsigned long long)(keep >> 20));
+}
+
+/* The pool range an eviction of owner's `bytes` goes to, in pool (the
+ * daemon's, or a copy to try a plan on) whose first `top` bytes the host
+ * gave already: its window; else in that part, clear of other clients'
+ * windows, then anywhere in it (another executor's chunks cost this one
+ * their locking, new pages cost the host memory); else the first range that
+ * fits. */
+static int pool_place(struct srv_dev *d, gos_swap_pool *pool, struct srv_client *owner, uint64_t bytes, uint64_t top,
+                      uint64_t *off)
+{
+    struct srv_swpool *sp = d->swp;
+    const struct srv_swwin *me = owner ? win_of(d, owner) : NULL;
+    if (me && me->len && !gos_swap_pool_get_in(pool, bytes, me->off, me->off + me->len, NULL, 0, off))
+        return GOS_OK;
+    gos_swap_extent *avoid = sp->n_win > 0 ? malloc(sizeof *avoid * (unsigned)sp->n_win) : NULL;
+    int n = 0;
+    for (int i = 0; avoid && i < sp->n_win; i++)
+        if (&sp->win[i] != me && sp->win[i].len)
+            avoid[n++] = (gos_swap_extent){sp->win[i].off, sp->win[i].len};
+    int rc = n ? gos_swap_pool_get_in(pool, bytes, 0, top, avoid, n, off) : GOS_ENOMEM;
+    free(avoid);
+    if (rc)
+        rc = gos_swap_pool_get_in(pool, bytes, 0, top, NULL, 0, off);
+    return rc ? gos_swap_pool_get(pool, bytes, off) : GOS_OK;
+}
+
+/* Before a plan moves anything: whether the host holds it, each eviction
+ * tried as step() will carry it out (its range placed in a copy of the pool,
+ * the host asked for the pages it adds and for margin for a restore after
+ * it, the pool's free part it gave already counting as room) and each
+ * restore giving its range back. GOS_OK, or GOS_ENOMEM with the "host memory
+ * is short" line. */
+static int host_holds(struct srv *s, struct srv_dev *d, struct srv_client *c, const gos_swap_plan *pl,
+                      uint64_t margin)
+{
+    gos_swap_pool sim;
+    if (!pl->n_evict || gos_swap_pool_copy(&sim, &d->swp->pool))
+        return GOS_OK; /* (out of memory: each eviction asks the host itself) */
+    uint64_t top = d->swp->touched, more = 0, held = 0, lim = UINT64_MAX, keep = 0, give = 0;
+    int asked = 0, rc = GOS_OK;
+    for (int i = 0; i < pl->n_steps && !rc; i++) {
+        const gos_swap_obj *o = gos_swap_find(d->sw, pl->step[i].id);
+        const struct srv_swobj *p = o ? o->priv : NULL;
+        uint64_t off;
+        if (!p)
+            continue;
+        if (!pl->step[i].evict) {
+            if (p->held)
+                gos_swap_pool_put(&sim, p->off, p->bytes);
+            continue;
+        }
+        if (pool_place(d, &sim, p->c, o->bytes, top, &off))
+            break; /* the pool's own refusal comes with the step */
+        if (off + o->bytes > top) {
+            more += off + o->bytes - top;
+            top = off + o->bytes;
+        }
+        held = gos_swap_pool_free_below(&sim, top);
+        if (!more && held >= margin)
+            continue; /* pages the pool holds already */
+        if (!asked++)
+            give = host_give(&lim, &keep);
+        if (more > give || (held < margin && give - more < margin - held))
+            rc = GOS_ENOMEM;
+    }
+    gos_swap_pool_fini(&sim);
+    if (!rc)
+        return GOS_OK;
+    return gos_fail(GOS_ENOMEM, "swap: host memory is short: vGPU %s's plan needs %llu MB more of it and %llu MB kept "
+                                "for a restore, the host can give %llu MB and the pool holds %llu MB free (%s%llu MB kept "
+                                "for the daemon and executors); refused, nothing evicted or lost",
+                    s->vgpus[c->vgpu].cfg.name, (unsigned long long)(more >> 20), (unsigned long long)(margin >> 20),
+                    (unsigned long long)(give >> 20), (unsigned long long)(held >> 20),
                     lim != UINT64_MAX ? "memory cgroup limit; " : "", (unsigned long long)(keep >> 20));
 }
 
 /* One eviction or restore (lock held, dropped for the executor's work).
  * GOS_ENOMEM (with the message) when the host could not give an eviction its
- * memory and margin more, or a restore failed (its object stays swapped): the
- * caller stops the plan there. A failed eviction leaves its victim resident
- * and is logged. */
-static int step(struct srv *s, struct srv_dev *d, int evict, uint64_t id, uint64_t margin)
+ * memory and margin more (*host_short set), or a restore failed (its object
+ * stays swapped): the caller stops the plan there. A failed eviction leaves
+ * its victim resident and is logged. */
+static int step(struct srv *s, struct srv_dev *d, int evict, uint64_t id, uint64_t margin, int *host_short)
 {
     gos_swap_obj *o = gos_swap_find(d->sw, id);
     struct srv_swobj *p = o ? o->priv : NULL;
@@ -482,7 +783,7 @@ static int step(struct srv *s, struct srv_dev *d, int evict, uint64_t id, uint64
     struct x_swap_io m = {o->va, p->off, d->swp->pool.bytes};
     struct x_swap_rep rep = {0};
     if (evict) {
-        if ((rc = gos_swap_pool_get(&d->swp->pool, o->bytes, &m.off))) {
+        if ((rc = pool_place(d, &d->swp->pool, owner, o->bytes, d->swp->touched, &m.off))) {
             gos_log(LOG_WARNING, "swap: vGPU %s: %s", s->vgpus[vgpu].cfg.name, gos_last_error());
             gos_swap_evicted(d->sw, id, 0);
             return GOS_OK;
@@ -491,6 +792,7 @@ static int step(struct srv *s, struct srv_dev *d, int evict, uint64_t id, uint64
             gos_swap_pool_put(&d->swp->pool, m.off, o->bytes);
             gos_log(LOG_WARNING, "%s", gos_last_error());
             gos_swap_evicted(d->sw, id, 0);
+            *host_short = 1;
             return rc;
         }
         p->off = m.off;
@@ -512,10 +814,12 @@ static int step(struct srv *s, struct srv_dev *d, int evict, uint64_t id, uint64
         t->moved_ns = t->moved_ns - t->moved_ns / 4 + ns;
     }
     if (!rc)
-        gos_log(LOG_INFO, "swap: %s vGPU %s: %llu MB in %.1f ms (copy %.1f ms, %.2f GB/s; page-locking %.1f ms%s)",
-                evict ? "evicted" : "restored", s->vgpus[vgpu].cfg.name, (unsigned long long)(bytes >> 20), ms,
-                (double)rep.copy_ns * 1e-6, rep.copy_ns ? (double)bytes / (double)rep.copy_ns : 0.0,
-                (double)rep.register_ns * 1e-6, rep.pinned ? "" : "; NOT page-locked");
+        gos_log(LOG_INFO, "swap: %s vGPU %s: %llu MB in %.1f ms (copy %.1f ms, %.2f GB/s; page-locking %.1f ms%s; "
+                          "pool %llu..%llu MB)", evict ? "evicted" : "restored", s->vgpus[vgpu].cfg.name,
+                (unsigned long long)(bytes >> 20), ms, (double)rep.copy_ns * 1e-6,
+                rep.copy_ns ? (double)bytes / (double)rep.copy_ns : 0.0, (double)rep.register_ns * 1e-6,
+                rep.pinned ? "" : "; NOT page-locked", (unsigned long long)(m.off >> 20),
+                (unsigned long long)((m.off + bytes) >> 20));
     else /* (before, silent: a failed restore let the request run on unmapped memory) */
         gos_log(LOG_WARNING, "swap: %s vGPU %s: %llu MB failed after %.1f ms: %s", evict ? "evicting" : "restoring",
                 s->vgpus[vgpu].cfg.name, (unsigned long long)(bytes >> 20), ms, gos_last_error());
@@ -547,7 +851,7 @@ static int step(struct srv *s, struct srv_dev *d, int evict, uint64_t id, uint64
 /* Carries a plan out; when the host refuses an eviction the remaining steps
  * are reported undone (victims stay resident, restores stay swapped) and its
  * GOS_ENOMEM returned. */
-static int run_plan(struct srv *s, struct srv_dev *d, const gos_swap_plan *pl, uint64_t margin)
+static int run_plan(struct srv *s, struct srv_dev *d, const gos_swap_plan *pl, uint64_t margin, int *host_short)
 {
     int rc = GOS_OK;
     gos_swap_begin(d->sw, pl);
@@ -560,57 +864,190 @@ static int run_plan(struct srv *s, struct srv_dev *d, const gos_swap_plan *pl, u
                 obj_free(d, p); /* its owner died meanwhile */
             continue;
         }
-        rc = step(s, d, pl->step[i].evict, pl->step[i].id, margin);
+        rc = step(s, d, pl->step[i].evict, pl->step[i].id, margin, host_short);
     }
     gos_swap_end(d->sw, pl);
     return rc;
 }
 
-/* At a client's first allocation (lock held, dropped for the call): its
- * executor locks the pool's faulted-in part ahead (X_POOL_PIN; swap_prefault),
- * between its other work, so that its first eviction does not wait for tens of
- * GB to be page-locked (issue 42.2). A failure costs only that head start. */
-static void pin_ahead(struct srv *s, struct srv_dev *d, struct srv_client *c)
+/* The room an allocation's evictions keep in host swap space for a restore
+ * (issue 23.3): the largest object's, this one included; 0 for the others. */
+static uint64_t restore_margin(struct srv_dev *d, const struct swap_req *q)
 {
-    if (c->swap_pin_sent || !d->swp->prefaulting || !d->swp->touched || !c->x)
-        return;
-    c->swap_pin_sent = 1;
-    struct x_swap_io m = {0, d->swp->touched, d->swp->pool.bytes};
-    struct srv_exec *x = c->x;
-    c->refs++;
+    if (q->type != GOS_MSG_MEM_ALLOC)
+        return 0;
+    uint64_t largest = q->bytes;
+    for (int i = 0; i < d->sw->n; i++)
+        if (d->sw->obj[i].bytes > largest)
+            largest = d->sw->obj[i].bytes;
+    return largest;
+}
+
+/* Whether waiting can serve a request (begun at t_start) short of host
+ * memory (issue 42): another vGPU holds memory, on the device or swapped, of
+ * a client that has not ended, so its end (or its frees) gives back device
+ * room and pool ranges. With none, or swap_host_wait_s = 0, it fails at
+ * once. A vGPU that waits for host memory itself counts only when its wait
+ * began later: of tenants that all wait for each other's memory the latest
+ * fails at once (its program's end frees its memory), not all of them after
+ * swap_host_wait_s. */
+static int host_wait_helps(struct srv_dev *d, const struct srv_client *c, uint64_t t_start)
+{
+    const struct srv_swturn *t = &d->swp->turn;
+    if (!t->host_wait_ns)
+        return 0;
+    for (int i = 0; i < d->sw->n; i++) {
+        const struct srv_swobj *p = d->sw->obj[i].priv;
+        int u = d->sw->obj[i].vgpu;
+        if (u != c->vgpu && p && p->c && (!t->host_short[u] || t->waiting[u] > t_start))
+            return 1;
+    }
+    return 0;
+}
+
+/* Waits a little for host memory (lock dropped, the caller's hold let go as
+ * in wait_turn), in its place among the waiters but standing aside for turns
+ * the host can hold (host_short); 0 when it is time to give up
+ * (swap_host_wait_s from the request's start, or the client is gone). */
+static int wait_host(struct srv *s, struct srv_dev *d, struct srv_client *c, uint64_t t_start)
+{
+    struct srv_swturn *t = &d->swp->turn;
+    if (gos_now_ns() - t_start >= t->host_wait_ns || c->dead)
+        return 0;
+    if (!t->waiting[c->vgpu] || t->waiting[c->vgpu] > t_start)
+        t->waiting[c->vgpu] = t_start;
+    if (t->waiting[c->vgpu] == t_start)
+        t->host_short[c->vgpu] = 1;
+    int hold = c->swap_hold;
+    c->swap_hold = 0;
     pthread_mutex_unlock(&s->lock);
-    if (srv_exec_call(x, X_POOL_PIN, &m, sizeof m, d->swp->fd, NULL, 0))
-        gos_log(LOG_WARNING, "swap: vGPU %s: locking the pool ahead: %s", s->vgpus[c->vgpu].cfg.name,
-                gos_last_error());
+    usleep(5000); /* (each look reads the host's and the cgroups' counters) */
     pthread_mutex_lock(&s->lock);
-    srv_client_unref(c);
+    c->swap_hold = hold;
+    return 1;
+}
+
+/* The error of a request that waited swap_host_wait_s for host memory. */
+static int host_waited_out(struct srv *s, struct srv_dev *d, struct srv_client *c)
+{
+    if (c->dead)
+        return gos_fail(GOS_ENOMEM, "swap: vGPU %s: the client went away while it waited for host memory",
+                        s->vgpus[c->vgpu].cfg.name);
+    char why[400];
+    snprintf(why, sizeof why, "%s", gos_last_error());
+    return gos_fail(GOS_ENOMEM, "swap: vGPU %s waited %llu s (swap_host_wait_s) for another vGPU's memory to end: %s",
+                    s->vgpus[c->vgpu].cfg.name, (unsigned long long)(d->swp->turn.host_wait_ns / 1000000000ull),
+                    why);
+}
+
+/* Whether request q, found short of host memory before, still would be were
+ * the turns it waits for over (planned as if no object were busy): then it
+ * goes on waiting for host memory and turns no one out, whose memory it could
+ * not take anyway (the error: host_holds'). */
+static int host_still_short(struct srv *s, struct srv_dev *d, struct srv_client *c, const struct swap_req *q)
+{
+    gos_swap_plan *pl = malloc(sizeof *pl);
+    if (!pl)
+        return 0;
+    d->sw->busy_ignored = 1; /* (victims are never c's own) */
+    int rc = plan_req(d, c, q, pl);
+    d->sw->busy_ignored = 0;
+    int still = !rc && host_holds(s, d, c, pl, restore_margin(d, q)) != GOS_OK;
+    free(pl);
+    return still;
+}
+
+static const char *req_what(const struct swap_req *q)
+{
+    return q->type == GOS_MSG_MEM_ALLOC ? "an allocation" : q->type == GOS_MSG_LAUNCH ? "a launch" : "a copy";
 }
 
 /* Plans request q of client c into pl, waiting while its plan fails only
  * for what other tenants hold now (their work, their turn, a transition or
  * an allocation under way: wait_helps) or c's own memory is in transition,
- * up to swap_wait_s. GOS_OK, or the error (logged: the daemon's log names
+ * up to swap_wait_s; a plan the host cannot hold (host_holds) waits while
+ * another vGPU's memory may still end (host_wait_helps), up to
+ * swap_host_wait_s. GOS_OK, or the error (logged: the daemon's log names
  * what a program was refused and why). */
 static int plan_wait(struct srv *s, struct srv_dev *d, struct srv_client *c, const struct swap_req *q,
                      gos_swap_plan *pl, uint64_t t_start, int *forced)
 {
     uint64_t idle_since[GOS_SWAP_MAX_VGPUS] = {0};
-    int rc;
+    struct srv_swturn *t = &d->swp->turn;
+    int rc, host, said = 0;
     for (;;) {
         mark_busy(s, d, c->vgpu, t_start, idle_since);
         /* turned out: its memory is on its way out for another's turn */
-        rc = d->swp->turn.out[c->vgpu] ? GOS_ENOMEM : plan_req(d, c, q, pl);
-        if (!(rc == GOS_EBUSY || (rc == GOS_ENOMEM && (d->swp->turn.out[c->vgpu] || wait_helps(d, c, q)))))
+        rc = t->out[c->vgpu] ? GOS_ENOMEM : plan_req(d, c, q, pl);
+        if (!rc)
+            host = (rc = host_holds(s, d, c, pl, restore_margin(d, q))) != GOS_OK;
+        else /* waiting for host memory already: a turn would not help yet */
+            host = (rc == GOS_ENOMEM || rc == GOS_EBUSY) && t->host_short[c->vgpu] && t->waiting[c->vgpu] == t_start &&
+                   host_still_short(s, d, c, q);
+        if (host)
+            rc = GOS_ENOMEM;
+        else if (t->waiting[c->vgpu] == t_start)
+            t->host_short[c->vgpu] = 0;
+        if (host && *forced) { /* those it turned out may go on: it cannot take their memory */
+            unforce(d);
+            *forced = 0;
+        }
+        if (host ? !host_wait_helps(d, c, t_start)
+                 : !(rc == GOS_EBUSY || (rc == GOS_ENOMEM && (t->out[c->vgpu] || wait_helps(d, c, q)))))
             break;
-        if (!wait_turn(s, d, c, t_start, forced)) {
-            rc = waited_out(s, d, c, rc);
+        if (host && !said++) { /* (the reason without its "refused": it is not, yet) */
+            char why[400];
+            snprintf(why, sizeof why, "%s", gos_last_error());
+            char *cut = strstr(why, "; refused");
+            if (cut)
+                *cut = 0;
+            gos_log(LOG_INFO, "swap: vGPU %s: %s waits for host memory (up to swap_host_wait_s = %llu s): %s",
+                    s->vgpus[c->vgpu].cfg.name, req_what(q), (unsigned long long)(t->host_wait_ns / 1000000000ull),
+                    why);
+        }
+        if (!(host ? wait_host(s, d, c, t_start) : wait_turn(s, d, c, t_start, forced))) {
+            rc = host ? host_waited_out(s, d, c) : waited_out(s, d, c, rc);
             break;
         }
     }
     if (rc)
-        gos_log(LOG_WARNING, "swap: vGPU %s: %s refused: %s", s->vgpus[c->vgpu].cfg.name,
-                q->type == GOS_MSG_MEM_ALLOC ? "an allocation" : q->type == GOS_MSG_LAUNCH ? "a launch" : "a copy",
+        gos_log(LOG_WARNING, "swap: vGPU %s: %s refused: %s", s->vgpus[c->vgpu].cfg.name, req_what(q),
                 gos_last_error());
+    else if (said)
+        gos_log(LOG_INFO, "swap: vGPU %s: %s got host memory after %.1f s", s->vgpus[c->vgpu].cfg.name, req_what(q),
+                (double)(gos_now_ns() - t_start) * 1e-9);
+    return rc;
+}
+
+/* Plans request q of client c (plan_wait) and carries the plan out, its
+ * turn taken (*took: from another vGPU). An eviction the host could not
+ * hold after all (another plan took the room meanwhile) sends the request
+ * back to waiting while that can still serve it. An allocation's room stays
+ * reserved on success (gos_swap_add or gos_swap_cancel_alloc), never on an
+ * error. */
+static int plan_run(struct srv *s, struct srv_dev *d, struct srv_client *c, const struct swap_req *q,
+                    uint64_t t_start, int *forced, int *took)
+{
+    gos_swap_plan *pl = malloc(sizeof *pl);
+    if (!pl)
+        return gos_fail(GOS_ENOMEM, "daemon out of memory");
+    int rc;
+    for (;;) {
+        rc = plan_wait(s, d, c, q, pl, t_start, forced);
+        if (rc || (!pl->n_steps && q->type != GOS_MSG_MEM_ALLOC))
+            break;
+        int host_short = 0;
+        *took = takes_from_others(d, pl, c->vgpu);
+        if (!(rc = run_plan(s, d, pl, restore_margin(d, q), &host_short))) {
+            turn_take(s, d, c->vgpu, *took);
+            break;
+        }
+        if (q->type == GOS_MSG_MEM_ALLOC)
+            gos_swap_cancel_alloc(d->sw, q->bytes);
+        if (!host_short || !host_wait_helps(d, c, t_start) || !wait_host(s, d, c, t_start))
+            break;
+    }
+    free(pl);
     return rc;
 }
 
@@ -619,42 +1056,21 @@ int srv_swap_alloc(struct srv_client *c, uint64_t bytes, uint64_t *dptr)
     struct srv *s = c->srv;
     struct srv_dev *d = &s->devs[s->vgpus[c->vgpu].cfg.device];
     uint64_t sz = gos_vmm_round(bytes);
-    gos_swap_plan *pl = malloc(sizeof *pl);
-    if (!pl || !sz) {
-        free(pl);
-        return gos_fail(sz ? GOS_ENOMEM : GOS_EINVAL, "swap: allocation of %llu bytes", (unsigned long long)bytes);
-    }
-    int forced = 0;
+    if (!sz)
+        return gos_fail(GOS_EINVAL, "swap: allocation of %llu bytes", (unsigned long long)bytes);
+    int forced = 0, took = 0;
     uint64_t t_start = gos_now_ns();
     struct swap_req q = {GOS_MSG_MEM_ALLOC, sz, NULL};
-    int rc = plan_wait(s, d, c, &q, pl, t_start, &forced);
-    if (rc) {
-        turn_clear(d, c, t_start, forced);
-        free(pl);
-        return rc;
-    }
-    int took = takes_from_others(d, pl, c->vgpu);
-    /* room kept for a restore of the largest object, this one included */
-    uint64_t largest = sz;
-    for (int i = 0; i < d->sw->n; i++)
-        if (d->sw->obj[i].bytes > largest)
-            largest = d->sw->obj[i].bytes;
-    rc = run_plan(s, d, pl, largest);
-    free(pl);
-    if (!rc)
-        turn_take(s, d, c->vgpu, took);
+    int rc = plan_run(s, d, c, &q, t_start, &forced, &took);
     turn_clear(d, c, t_start, forced);
-    if (rc) {
-        gos_swap_cancel_alloc(d->sw, sz);
+    if (rc)
         return rc;
-    }
     struct srv_swobj *p = calloc(1, sizeof *p);
     if (!p) {
         gos_swap_cancel_alloc(d->sw, sz);
         return gos_fail(GOS_ENOMEM, "daemon out of memory");
     }
     p->c = c;
-    pin_ahead(s, d, c);
     pthread_mutex_unlock(&s->lock);
     rc = srv_exec_call(c->x, X_VALLOC, &bytes, 8, -1, dptr, 8);
     pthread_mutex_lock(&s->lock);
@@ -668,6 +1084,12 @@ int srv_swap_alloc(struct srv_client *c, uint64_t bytes, uint64_t *dptr)
     if (took) /* its turn runs from when its memory is there, not from the plan: the
                * creation of tens of GB took time that was no turn of its work */
         d->swp->turn.since[c->vgpu] = gos_now_ns();
+    if (d->swp->prefaulting) { /* its window grows with its allocations; its executor locks it ahead */
+        win_update(s, d, c);
+        struct srv_swwin *w = win_of(d, c);
+        if (w)
+            pin_send(s, d, (int)(w - d->swp->win));
+    }
     return GOS_OK;
 }
 
@@ -693,6 +1115,7 @@ void srv_swap_client_gone(struct srv_client *c)
     struct srv_dev *d = &s->devs[s->vgpus[c->vgpu].cfg.device];
     if (!d->sw)
         return;
+    win_drop(d, c);
     for (int i = d->sw->n - 1; i >= 0; i--) {
         gos_swap_obj *o = &d->sw->obj[i];
         struct srv_swobj *p = o->priv;
@@ -708,21 +1131,12 @@ int srv_swap_need(struct srv_client *c, const struct gos_msg_hdr *h, const void 
 {
     struct srv *s = c->srv;
     struct srv_dev *d = &s->devs[s->vgpus[c->vgpu].cfg.device];
-    gos_swap_plan *pl = malloc(sizeof *pl);
-    if (!pl)
-        return gos_fail(GOS_ENOMEM, "daemon out of memory");
-    int forced = 0;
+    int forced = 0, took = 0;
     uint64_t t_start = gos_now_ns();
     c->swap_hold = 1; /* the caller clears it once the request is queued */
     struct swap_req q = {h->type, 0, payload};
-    int rc = plan_wait(s, d, c, &q, pl, t_start, &forced);
-    if (!rc && pl->n_steps) {
-        int took = takes_from_others(d, pl, c->vgpu);
-        if (!(rc = run_plan(s, d, pl, 0)))
-            turn_take(s, d, c->vgpu, took);
-    }
+    int rc = plan_run(s, d, c, &q, t_start, &forced, &took);
     turn_clear(d, c, t_start, forced);
-    free(pl);
     return rc;
 }
 

@@ -29,6 +29,15 @@ void gos_swap_pool_fini(gos_swap_pool *p);
 /* A range of `bytes` (rounded up to the unit): GOS_ENOMEM with a message when
  * no free range is large enough (exhausted or fragmented). */
 int gos_swap_pool_get(gos_swap_pool *p, uint64_t bytes, uint64_t *off);
+/* The same, first fit inside [lo, hi) and overlapping none of the n ranges of
+ * `avoid` (other executors' windows of the pool, issue 42.2): GOS_ENOMEM
+ * (with a message) when no such range is free; nothing changes then. */
+int gos_swap_pool_get_in(gos_swap_pool *p, uint64_t bytes, uint64_t lo, uint64_t hi, const gos_swap_extent *avoid,
+                         int n, uint64_t *off);
+/* A copy of src in dst (to try a plan on): GOS_ENOMEM when out of memory. */
+int gos_swap_pool_copy(gos_swap_pool *dst, const gos_swap_pool *src);
+/* The free bytes of the pool below `end` (the part the host already gave). */
+uint64_t gos_swap_pool_free_below(const gos_swap_pool *p, uint64_t end);
 /* Gives back a range handed out by get (same bytes). GOS_EINVAL for a range
  * that is not wholly handed out (a double free): nothing changes then. */
 int gos_swap_pool_put(gos_swap_pool *p, uint64_t off, uint64_t bytes);

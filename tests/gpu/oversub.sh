@@ -10,10 +10,18 @@
 #   alone   job a, then job b, natively: seconds each (their sum is the baseline
 #           every user can do by hand), losses;
 #   pair    daemon 1 (swap on, memory_oversubscribe, vGPUs of 0.75 of the card,
-#           swap_turn_ms = auto): a and b under `gpuos run` started 2 s apart:
+#           swap_turn_ms = auto, and the defaults swap_prefault = auto and
+#           swap_host_wait_s = 60: the pool faulted in at start as far as the
+#           three quotas can need it, up to half of what the host can give,
+#           each client's executor locking ahead only its window of it, where
+#           its evictions go): a and b under `gpuos run` started 2 s apart:
 #           both must finish, losses equal to alone, tensors exact, makespan at
-#           most 1.25 x the sum alone;
-#   three   three such jobs at once on daemon 1: all must finish, exact;
+#           most 1.25 x the sum alone (the first eviction, printed, no longer
+#           waits for tens of GB to be page-locked);
+#   three   three such jobs at once on daemon 1: all must finish, exact (the
+#           host cannot hold two of them swapped out: the third's allocation
+#           waits for host memory until one of the first two ends; each job
+#           of this row may take OVERSUB_THREE_S, default 180 s);
 #   quota   a job allocating 1 GiB tensors past its vGPU's quota gets
 #           torch.OutOfMemoryError at the quota (mem_get_info's total is the
 #           quota) and trains on;
@@ -23,8 +31,9 @@
 # Writes $OUT/oversub.json (schemas/oversub.schema.json), the logs beside it
 # (the jobs under gpuos with GPUOS_CUDASHIM_TRACE=1: a failing CUDA call is
 # named with its reason), and prints a PASS/FAIL table, then the daemons'
-# refusals and failed swaps. About 4-5 minutes on an H100 (the three jobs now
-# wait for each other's turns instead of failing).
+# refusals and failed swaps, waits for host memory and the pool's prefault.
+# About 4-6 minutes on an H100 (the three jobs wait for each other's turns and
+# for host memory instead of failing).
 # OVERSUB_DEVICE_KEYS: more lines for the daemons' [device 0] (e.g. "sim =
 # default" with stand-ins for nvidia-smi and the job: a dry run of the flow).
 set -u
@@ -34,6 +43,8 @@ L="$OUT/oversub"
 mkdir -p "$L"
 STEPS=${OVERSUB_STEPS:-6000}
 JOB_S=${OVERSUB_JOB_S:-110} # one job's limit: a hung one fails its row, the run stays inside the device tool's 10 minutes
+THREE_S=${OVERSUB_THREE_S:-180} # the three row's (the third job waits for one of the others to end)
+LIMIT=$JOB_S
 J=tests/gpu/progs/oversub_job.py
 [ -x "$G" ] || { echo "FAIL oversub: $G missing (build with make and carry build/)"; exit 1; }
 MiB=1048576
@@ -60,9 +71,9 @@ job() {
     j0=$(now) # (not t0: the callers' makespans run across a job in the foreground)
     if [ $# -ge 6 ]; then
         # (the shim's trace names a failing call with the daemon's or executor's message)
-        GPUOS_CUDASHIM_TRACE=1 timeout "$JOB_S" "$G" run --vgpu "$6" -- python3 $J job "$3" "$STEPS" "$4" > "$2" 2>&1
+        GPUOS_CUDASHIM_TRACE=1 timeout "$LIMIT" "$G" run --vgpu "$6" -- python3 $J job "$3" "$STEPS" "$4" > "$2" 2>&1
     else
-        timeout "$JOB_S" python3 $J job "$3" "$STEPS" "$4" > "$2" 2>&1
+        timeout "$LIMIT" python3 $J job "$3" "$STEPS" "$4" > "$2" 2>&1
     fi
     rc=$?
     put "$1.rc" $rc
@@ -100,12 +111,14 @@ daemon "$L/serve1.log" $SWAP1 "$(vgpus a b c)"
 two pair $BYTES
 "$G" vgpu list > "$L/pair-vgpus.txt" 2>&1
 t0=$(now)
+LIMIT=$THREE_S
 job three_a "$L/three-a.log" $BYTES 1 gpuos a &
 P1=$!
 job three_b "$L/three-b.log" $BYTES 2 gpuos b &
 P2=$!
 job three_c "$L/three-c.log" $BYTES 3 gpuos c
 wait $P1 $P2
+LIMIT=$JOB_S
 put three.makespan "$(since "$t0")"
 timeout "$JOB_S" "$G" run --vgpu a -- python3 $J quota 500 4 > "$L/quota.log" 2>&1
 put quota.rc $?
@@ -205,12 +218,18 @@ print("\n== oversub on %s (%s)" % (uuid, out))
 for what, good in checks:
     print("%-4s %s" % ("PASS" if good else "FAIL", what))
 print("     turns makespan %.1f s vs sum alone %.1f s; %s" % (turns["makespan"], turns["sum_alone"], turns["prefault"]))
-# what the daemons refused, and swaps that failed (issue 42: each is logged with its reason)
+# what the daemons refused, and swaps that failed (issue 42: each is logged with its reason); daemon 1's
+# prefault (swap_prefault = auto), first eviction and waits for host memory (swap_host_wait_s)
 for log in (log2.replace("serve2.log", "serve1.log"), log2):
     try:
-        bad = [l.strip() for l in open(log, errors="replace") if " refused: " in l or " failed after " in l]
+        lines = open(log, errors="replace").readlines()
     except OSError:
-        bad = ["(no log)"]
+        lines = ["(no log)"]
+    bad = [l.strip() for l in lines if " refused: " in l or " failed after " in l]
     print("     %s: %d refusals or failed swaps%s" % (log.split("/")[-1], len(bad), "".join("\n       " + l for l in bad[:3])))
+    info = [l.strip() for l in lines if "faulted in ahead" in l or "not faulted in ahead" in l][:1]
+    info += [l.strip() for l in lines if "swap: evicted" in l][:1]
+    info += [l.strip() for l in lines if "host memory after" in l or "waits for host memory" in l][:6]
+    print("".join("       " + l[:400] + "\n" for l in info), end="")
 sys.exit(0 if all(g for _, g in checks) else 1)
 PY
