@@ -71,6 +71,7 @@ struct srv_task {
      * it is moved on, so that it goes back through the policy (0: a pair's
      * companion, which lasts as long as the grant beside it) */
     uint64_t co_until;
+    uint64_t co_t0; /* a companion's start (the grant log's line at its end) */
     /* what of its wall time is not charged: the GPU's switch to its executor
      * after another's (the device's measured switch_ns, at most a quarter of
      * the grant; issue 41: a 10 % vGPU's 2 ms grants each paid a 250 us
