@@ -46,6 +46,13 @@ typedef struct gos_vgpu {
     gos_sched_window held_win[GOS_SCHED_MAX_ENGINES]; /* BAND holds, per resource */
     uint64_t held_ns[GOS_SCHED_MAX_ENGINES];
     uint64_t latency_ns; /* its work must start within this (0: a batch vGPU; issue 41) */
+    /* A latency vGPU's GPU time per engine, decayed with a time constant of
+     * GOS_SCHED_LATENCY_HORIZON periods (ns), and when last decayed: its use
+     * over the spacing of its requests, not over one period (sched.c,
+     * gos_sched_latency_util) */
+    double lat_use[GOS_SCHED_MAX_ENGINES];
+    uint64_t lat_t[GOS_SCHED_MAX_ENGINES];
+    bool lat_over[GOS_SCHED_MAX_ENGINES]; /* over its share until back under GOS_SCHED_LATENCY_RESUME of it */
 } gos_vgpu;
 
 typedef struct gos_sched_policy {
@@ -146,6 +153,9 @@ void gos_sched_hold_end(gos_sched *s, int res, uint64_t now);
 /* v's GPU time (plus held time if holds are charged) on res over the last period
  * ending at now, as a fraction of the period. */
 double gos_sched_util(const gos_sched *s, const gos_vgpu *v, int res, uint64_t now);
+/* A latency vGPU's use of res over GOS_SCHED_LATENCY_HORIZON periods, decayed to
+ * now, as a fraction of the engine (0 for a batch vGPU). */
+double gos_sched_latency_util(const gos_sched *s, const gos_vgpu *v, int res, uint64_t now);
 
 
 /* Credit accounting shared by credit and band (policy_credit.c): every active

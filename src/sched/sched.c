@@ -6,6 +6,7 @@
 
 #include "common/status.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -100,6 +101,31 @@ static double window_sum(const gos_sched *s, const gos_sched_window *w, uint64_t
         sum += k == GOS_SCHED_NBUCKETS ? w->ns[slot] * (1.0 - frac) : (double)w->ns[slot];
     }
     return sum;
+}
+
+/* A latency vGPU's decayed use of engine res, brought to now (gos_vgpu.lat_use). */
+static double latency_use(const gos_sched *s, const gos_vgpu *v, int res, uint64_t now)
+{
+    double h = (double)s->period * GOS_SCHED_LATENCY_HORIZON;
+    uint64_t t = v->lat_t[res];
+    return now > t ? v->lat_use[res] * exp(-(double)(now - t) / h) : v->lat_use[res];
+}
+
+/* gpu_ns of a latency vGPU's GPU time on engine res, ending now. */
+static void latency_add(const gos_sched *s, gos_vgpu *v, int res, uint64_t gpu_ns, uint64_t now)
+{
+    if (!v->latency_ns || res < 0 || res >= GOS_SCHED_MAX_ENGINES)
+        return;
+    v->lat_use[res] = latency_use(s, v, res, now) + (double)gpu_ns;
+    v->lat_t[res] = now;
+}
+
+double gos_sched_latency_util(const gos_sched *s, const gos_vgpu *v, int res, uint64_t now)
+{
+    /* a steady use u of the engine converges to u x the horizon */
+    return res < 0 || res >= GOS_SCHED_MAX_ENGINES
+               ? 0
+               : latency_use(s, v, res, now) / ((double)s->period * GOS_SCHED_LATENCY_HORIZON);
 }
 
 double gos_sched_util(const gos_sched *s, const gos_vgpu *v, int res, uint64_t now)
@@ -530,6 +556,7 @@ int gos_sched_done(gos_sched *s, gos_sched_task *t, uint64_t gpu_ns, uint64_t no
         v->kind_done[t->kind]++;
         uint64_t a = gpu_ns > s->now ? 0 : s->now - gpu_ns;
         window_add(s, &v->win[t->kind], a, s->now);
+        latency_add(s, v, engine, gpu_ns, s->now);
     }
     if (s->policy->complete)
         s->policy->complete(s, v, engine, t, gpu_ns, s->now);
@@ -549,6 +576,7 @@ int gos_sched_charge(gos_sched *s, uint32_t vgpu, int kind, uint64_t gpu_ns, uin
     v->kind_done[kind] += n;
     uint64_t a = gpu_ns > s->now ? 0 : s->now - gpu_ns;
     window_add(s, &v->win[kind], a, s->now);
+    latency_add(s, v, engine, gpu_ns, s->now);
     if (engine >= 0 && engine < s->nres && s->policy->charge)
         s->policy->charge(s, v, engine, gpu_ns, s->now);
     return GOS_OK;
