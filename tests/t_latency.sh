@@ -65,34 +65,25 @@ shorter "$b90" "$b99" "$l90" "$l99" || fail "the latency class did not shorten t
 "$G" vgpu list | grep -q "batch .* batch" || fail "vgpu list's table does not say batch"
 stop_daemon
 
-# under mps, a latency request runs at once beside the batch grant (a
-# companion): as short a p99, and the daemon says so
-export GPUOS_GRANT_LOG=1
-c0=$(companions)
-run_pair "latency_ms = 2" mps
-unset GPUOS_GRANT_LOG
-set -- $(cat "$T/p")
-m99=$2; m90=$4
-c=$(($(companions) - c0))
-echo "under mps: p90 $m90 ms, p99 $m99 ms, $c latency companions"
-[ "${c:-0}" -ge 50 ] || fail "under mps the latency tenant's requests did not run beside the batch grant ($c)"
-shorter "$b90" "$b99" "$m90" "$m99" || fail "under mps the latency class did not shorten the p90/p99 ($b90/$b99 -> $m90/$m99 ms)"
-stop_daemon
-
-# handover = beside under process: the latency grant starts at once beside
-# the batch grant (the driver time-slices the two executors on a GPU); as
-# short a p99, counted as companions; handover = preempt under mps: none
-export GPUOS_GRANT_LOG=1
-c0=$(companions)
-run_pair "latency_ms = 2" "process
+# beside_case NAME ISOLATION_LINES: the latency class with its requests run at
+# once beside the batch grant (companions): as short a p90/p99, and the
+# daemon counts at least 50 companions
+beside_case() {
+    export GPUOS_GRANT_LOG=1
+    c0=$(companions)
+    run_pair "latency_ms = 2" "$2"
+    set -- "$1" $(cat "$T/p")
+    c=$(($(companions) - c0))
+    echo "$1: p90 $5 ms, p99 $3 ms, $c latency companions"
+    [ "${c:-0}" -ge 50 ] || fail "$1: the latency tenant's requests did not run beside the batch grant ($c)"
+    shorter "$b90" "$b99" "$5" "$3" || fail "$1: the latency class did not shorten the p90/p99 ($b90/$b99 -> $5/$3 ms)"
+    stop_daemon
+}
+# under mps (its default), and handover = beside under process (the driver
+# time-slices the two executors on a GPU); handover = preempt under mps: none
+beside_case "under mps" mps
+beside_case "process, handover = beside" "process
 handover = beside"
-set -- $(cat "$T/p")
-p99=$2; p90=$4
-c=$(($(companions) - c0))
-echo "process, handover = beside: p90 $p90 ms, p99 $p99 ms, $c latency companions"
-[ "${c:-0}" -ge 50 ] || fail "handover = beside under process ran no latency grant beside the batch grant ($c)"
-shorter "$b90" "$b99" "$p90" "$p99" || fail "handover = beside did not shorten the p90/p99 ($b90/$b99 -> $p90/$p99 ms)"
-stop_daemon
 c0=$(companions)
 run_pair "latency_ms = 2" "mps
 handover = preempt"

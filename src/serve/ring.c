@@ -419,20 +419,21 @@ static void charge_split(struct srv_dev *d, struct srv_task *t, uint64_t cost, u
     t->ring_copy0 = cb;
 }
 
-/* GPUOS_GRANT_LOG=1: a line at a companion's end (lock held), its wall time
- * (charged whole to its vGPU, as the grant beside it is) and its vGPU's credit
- * then: a latency vGPU whose companions, stretched by the driver's
- * time-slicing under process, run it into debt shows here (issue 41). */
-static void companion_log(struct srv_dev *d, struct srv_task *co, uint64_t now)
+/* A companion's grant is over (lock held): it completes, and with
+ * GPUOS_GRANT_LOG=1 the daemon logs its wall time (charged whole to its vGPU,
+ * as the grant beside it is) and its vGPU's credit then: a latency vGPU whose
+ * companions, stretched by the driver's time-slicing under process, run it
+ * into debt shows here (issue 41). */
+static void companion_over(struct srv_dev *d, struct srv_task *co, uint64_t now, int rc)
 {
-    struct srv *s = d->srv;
-    if (!gos_env(GOS_ENV_GRANT_LOG) || co->c->vgpu < 0)
-        return;
-    gos_sched_vgpu_stats st = {0};
-    gos_sched_vgpu_stats_get(d->sched, s->vgpus[co->c->vgpu].id, now, &st);
-    gos_log(LOG_INFO, "companion vgpu %d: %.3f ms wall from %.6f s (%s); credit %+.3f ms, utilisation %.0f %%",
-            co->c->vgpu, (double)(now - co->co_t0) / 1e6, (double)co->co_t0 / 1e9,
-            co->co_until ? "latency" : "pair", (double)st.compute_credit_ns / 1e6, st.compute_util_pct);
+    if (gos_env(GOS_ENV_GRANT_LOG) && co->c->vgpu >= 0) {
+        gos_sched_vgpu_stats st = {0};
+        gos_sched_vgpu_stats_get(d->sched, d->srv->vgpus[co->c->vgpu].id, now, &st);
+        gos_log(LOG_INFO, "companion vgpu %d: %.3f ms wall from %.6f s (%s); credit %+.3f ms, utilisation %.0f %%",
+                co->c->vgpu, (double)(now - co->co_t0) / 1e6, (double)co->co_t0 / 1e9,
+                co->co_until ? "latency" : "pair", (double)st.compute_credit_ns / 1e6, st.compute_util_pct);
+    }
+    srv_ring_companion_done(co, rc);
 }
 
 /* Ends a companion's grant now (ring_pair.c; lock not held): its executor
@@ -454,8 +455,7 @@ static void companion_end(struct srv_dev *d, struct srv_task *co)
     pthread_mutex_lock(&s->lock);
     uint64_t now = gos_now_ns();
     charge_split(d, co, now > co->ring_t0 ? now - co->ring_t0 : 0, now);
-    companion_log(d, co, now);
-    srv_ring_companion_done(co, rc);
+    companion_over(d, co, now, rc);
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -476,8 +476,7 @@ static int await_charge(struct srv_dev *d, struct srv_task *t, uint64_t now, int
         if (grant_over(t->co->c, t->co->ring_gen, &crc)) {
             struct srv_task *done = t->co;
             t->co = NULL; /* (before its end: its ring's next grant may join at once) */
-            companion_log(d, done, now);
-            srv_ring_companion_done(done, crc);
+            companion_over(d, done, now, crc);
         }
     }
     *ran = busy != t->ring_busy0;
