@@ -209,6 +209,7 @@ static void grant(struct srv_task *t, uint32_t kind, uint64_t deadline);
 static void companion_start(struct srv_task *t, struct srv_task *co, uint64_t t0, uint64_t dl)
 {
     co->ring_t0 = co->co_t0 = t0;
+    co->ring_idle0 = atomic_load(&co->c->gp->idle_ns);
     grant(co, GOS_GRANT_COMPUTE, dl);
     __atomic_store_n(&t->co, co, __ATOMIC_RELEASE);
 }
@@ -419,6 +420,41 @@ static void charge_split(struct srv_dev *d, struct srv_task *t, uint64_t cost, u
     t->ring_copy0 = cb;
 }
 
+/* What companion co of grant t is charged of the time since its last charge
+ * (lock held), and *t_idle, t's executor's idle time in it. A pair's
+ * companion (ring_pair.c): the whole wall time, as the grant beside it. A
+ * latency companion: the time it had work (its wall less its executor's idle
+ * time), half of it where the batch grant's executor had work too, since
+ * the two then share the GPU (the driver time-slices the two contexts under
+ * process, the SMs are shared under mps); the batch grant is charged the rest
+ * (await_charge), so that the two together are charged the wall time once.
+ * Charged its whole wall time, a service of 4.4 ms of GPU work per request
+ * that ran 8-16 ms beside a training grant was charged past a 50 % share,
+ * lost its class and waited behind the training's grants (issue 41, GPU-6982ed85:
+ * p50 63.7 ms beside against 5.4 ms with preempt). */
+static uint64_t companion_cost(struct srv_task *co, uint64_t now, uint64_t t_idle)
+{
+    uint64_t wall = now > co->ring_t0 ? now - co->ring_t0 : 0;
+    if (!co->co_until)
+        return wall;
+    uint64_t idle = atomic_load(&co->c->gp->idle_ns), ci = idle > co->ring_idle0 ? idle - co->ring_idle0 : 0;
+    co->ring_idle0 = idle;
+    uint64_t had = ci < wall ? wall - ci : 0;        /* it had work */
+    uint64_t both = had > t_idle ? had - t_idle : 0; /* and so had the batch grant (at least) */
+    return had - both / 2;
+}
+
+/* Charges companion co of grant t for the time since its last charge (lock
+ * held; t's executor's idle_ns now: idle) and returns t's own cost of that
+ * time, `cost` less a latency companion's part. */
+static uint64_t companion_charge(struct srv_dev *d, struct srv_task *t, struct srv_task *co, uint64_t now,
+                                 uint64_t idle, uint64_t cost)
+{
+    uint64_t cc = companion_cost(co, now, idle > t->ring_idle0 ? idle - t->ring_idle0 : 0);
+    charge_split(d, co, cc, now);
+    return !co->co_until ? cost : cost > cc ? cost - cc : 0;
+}
+
 /* A companion's grant is over (lock held): it completes, and with
  * GPUOS_GRANT_LOG=1 the daemon logs its wall time (charged whole to its vGPU,
  * as the grant beside it is) and its vGPU's credit then: a latency vGPU whose
@@ -470,8 +506,8 @@ static int await_charge(struct srv_dev *d, struct srv_task *t, uint64_t now, int
     pthread_mutex_lock(&s->lock);
     uint64_t idle = atomic_load(&g->idle_ns), cost = segment_cost(d, t, now, idle);
     uint64_t busy = atomic_load(&g->busy_ns);
-    if (t->co) { /* the wall time shared with a companion: the whole of its own to each (ring_pair.c) */
-        charge_split(d, t->co, now - t->co->ring_t0, now);
+    if (t->co) { /* the time shared with a companion (companion_cost) */
+        cost = companion_charge(d, t, t->co, now, idle, cost);
         int crc;
         if (grant_over(t->co->c, t->co->ring_gen, &crc)) {
             struct srv_task *done = t->co;
@@ -616,15 +652,16 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
         /* others wait: an idle executor waits on its ring and sees the deadline passed */
         gos_ring_kick(&gos_ring_ctl(c->ring)->sq_futex, &gos_ring_ctl(c->ring)->exec_sleeping);
     }
-    uint64_t now = gos_now_ns(), b = atomic_load(&g->busy_ns);
-    *gpu_ns = unswitched(t, segment_cost(d, t, now, atomic_load(&g->idle_ns))); /* the rest, charged with the task */
+    uint64_t now = gos_now_ns(), b = atomic_load(&g->busy_ns), idle = atomic_load(&g->idle_ns);
+    uint64_t cost = segment_cost(d, t, now, idle); /* the rest, charged with the task */
     pthread_mutex_lock(&s->lock);
     struct srv_task *co = t->co; /* (no companion joins from now: closing) */
     t->co = NULL;
     t->closing = 1;
     if (co) /* the companion: the rest, then its own end */
-        charge_split(d, co, now - co->ring_t0, now);
+        cost = companion_charge(d, t, co, now, idle, cost);
     pthread_mutex_unlock(&s->lock);
+    *gpu_ns = unswitched(t, cost);
     if (co)
         companion_end(d, co);
     if (!*gpu_ns)

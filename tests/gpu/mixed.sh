@@ -17,7 +17,9 @@
 #  2. training loops whose speed is their GPU time (MIX_WIDTH=8192,
 #     MIX_BATCH=4096, bf16) on every vGPU at 10/90, 30/70 and 40/30/20/10
 #     under process: each tenant's steps/s over the same loop alone, against
-#     its promise (its share), and the daemon's GPU time per vGPU.
+#     its promise (its share), and the daemon's GPU time per vGPU;
+#     MX_SHARES_GRANT="auto 32000" runs them once per grant_us (auto by
+#     default), side by side in one run.
 # The tenants of a case measure one window (progs/mixed_torch.py, MIX_SYNC):
 # each starts it once all are warm.
 # Device machine, repository root, build/ present. Prints one line per case:
@@ -109,17 +111,19 @@ case " ${MX_PARTS:-mixed shares} " in *" shares "*)
     timeout 120 $P train > "$O/shares-alone.txt" 2>&1
     alone=$(val "$O/shares-alone.txt" steps_per_s)
     echo "shares alone $alone steps/s (width 8192, batch 4096, bf16)"
-    for cfg in 10/90 30/70 40/30/20/10; do
-        name=$(echo "$cfg" | tr / -)
-        body=$(printf '[device 0]\npolicy = band\nqueue = mrq\nisolation = process\n')
+    for gu in ${MX_SHARES_GRANT:-auto}; do
+    for cfg0 in 10/90 30/70 40/30/20/10; do
+        cfg=$cfg0; [ "$gu" = auto ] || cfg="$cfg0@$gu"
+        name=$(echo "$cfg" | tr /@ --)
+        body=$(printf '[device 0]\npolicy = band\nqueue = mrq\nisolation = process\ngrant_us = %s\n' "$gu")
         i=0
-        for s in $(echo "$cfg" | tr / ' '); do
+        for s in $(echo "$cfg0" | tr / ' '); do
             body=$(printf '%s\n[vgpu t%d]\ncompute = %s\nmemory = 20%%\n' "$body" $i "$s"); i=$((i + 1))
         done
         gpu_daemon "$body" "$O/shares-$name-serve.log"
         i=0; pids=
-        peers "$(echo "$cfg" | tr / ' ' | wc -w)"
-        for s in $(echo "$cfg" | tr / ' '); do
+        peers "$(echo "$cfg0" | tr / ' ' | wc -w)"
+        for s in $(echo "$cfg0" | tr / ' '); do
             timeout 120 "$G" run --vgpu t$i -- $P train > "$O/shares-$name-t$i.txt" 2>&1 &
             pids="$pids $!"; i=$((i + 1))
         done
@@ -128,7 +132,7 @@ case " ${MX_PARTS:-mixed shares} " in *" shares "*)
         "$G" vgpu list --json "$O/shares-$name-vgpus.json" > /dev/null 2>&1
         kill -TERM "$D"; wait "$D" 2>/dev/null; D=
         i=0; sum=0
-        for s in $(echo "$cfg" | tr / ' '); do
+        for s in $(echo "$cfg0" | tr / ' '); do
             v=$(val "$O/shares-$name-t$i.txt" steps_per_s)
             gs=$(python3 -c "
 import json, sys
@@ -140,5 +144,6 @@ print('%.3f' % (sum(x['compute_ns'] for x in v if x['name'] == sys.argv[2]) / t 
             i=$((i + 1))
         done
         echo "shares $cfg sum $(ratio "$sum" "$alone") of one alone"
+    done
     done ;;
 esac
