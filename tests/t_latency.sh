@@ -100,7 +100,8 @@ done
 
 # a flooding latency vGPU (30 %) against a batch one (70 %): its share holds,
 # whether its grants end the batch's (preempt) or run beside them (beside:
-# each charged the wall time they share, and a companion goes back through
+# the two charged the wall time they share once, the companion half of the
+# time both had work, and a companion goes back through
 # the policy after a grant: before, one ran beside a batch grant moved on
 # for as long and took 43 %)
 for h in preempt beside; do
