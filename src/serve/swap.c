@@ -112,6 +112,8 @@ struct srv_swpool {
     pthread_t prefault;    /* swap_prefault: faults the pool in ahead */
     int prefault_mode;     /* swap_prefault: 0, 1 or GOS_SWAP_PREFAULT_AUTO */
     int prefaulting, stop;
+    pthread_cond_t retarget_cv; /* the quotas changed (srv_swap_quotas_changed), or stop */
+    _Atomic int retarget;
     struct srv_swwin *win; /* the clients' windows (prefault on) */
     int n_win, cap_win;
 };
@@ -276,49 +278,36 @@ static void win_drop(struct srv_dev *d, struct srv_client *c)
         *w = d->swp->win[--d->swp->n_win];
 }
 
-/* What the prefault faults in (issue 42.2): swap_prefault = 1 the pool;
- * auto what this device's vGPUs can have swapped out at once, the sum of
- * their memory quotas (from the configuration at start), none while those
- * fit the device together (nothing is ever evicted then). */
+/* What the prefault faults in (issue 42.2; lock held): swap_prefault = 1
+ * the pool; auto what this device's vGPUs can have swapped out at once, the
+ * sum of their memory quotas as they are now (the configuration, `vgpu
+ * create` and `vgpu set`), none while those fit the device together (nothing
+ * is ever evicted then). */
 static uint64_t prefault_want(struct srv *s, struct srv_dev *d)
 {
     uint64_t pool = d->swp->pool.bytes, sum = 0;
     if (d->swp->prefault_mode == 1)
         return pool;
-    for (int i = 0; i < s->cfg.n_vgpus; i++)
-        if (s->cfg.vgpus[i].device == (int)(d - s->devs))
-            sum += gos_serve_mem_quota(s->cfg.vgpus[i].mem_pct, s->cfg.vgpus[i].mem_bytes, d->mem_total);
+    for (int i = 0; i < s->n_vgpus; i++)
+        if (!s->vgpus[i].removed && s->vgpus[i].cfg.device == (int)(d - s->devs))
+            sum += s->vgpus[i].mem_quota;
     return sum <= d->sw->device_bytes ? 0 : sum < pool ? sum : pool;
 }
 
-/* swap_prefault (issue 42.2): the pool's memfd is faulted in from the start
- * in the background, PREFAULT_CHUNK at a time, as far as prefault_want and
- * up to half of what the host can give beyond the reserve of hostmem.c at the
- * start (the other half stays for the executors, the tenants and evictions,
- * each of which still asks the host first), so that the first eviction finds
- * its pages there instead of faulting tens of GB in. The pages faulted in
- * count as room for evictions and restores (host_room), so the prefault
- * takes nothing that a turn needs. Each client's window grows into them as
- * they come and its executor locks its chunks ahead (pin_windows). */
+/* One round of the prefault (lock held, dropped while faulting): the pool's
+ * memfd faulted in PREFAULT_CHUNK at a time from what is held toward want, up
+ * to half of what the host can give now beyond the reserve of hostmem.c (the
+ * other half stays for the executors, the tenants and evictions, each of
+ * which still asks the host first). Returns the bytes faulted in; *why says
+ * where it stopped. */
 #define PREFAULT_CHUNK (256ull << 20)
-static void *prefault_main(void *arg)
+static uint64_t prefault_round(struct srv *s, struct srv_dev *d, uint64_t want, const char **why)
 {
-    struct srv_dev *d = arg;
-    struct srv *s = d->srv;
-    uint64_t t0 = gos_now_ns(), start = UINT64_MAX, end = 0;
-    const char *why = "as far as the vGPUs' quotas can need it";
+    uint64_t start = UINT64_MAX, end = 0;
+    pthread_mutex_unlock(&s->lock);
     uint64_t lim0, room0 = srv_host_room(&lim0), keep0 = srv_host_reserve(lim0);
-    uint64_t budget = room0 > keep0 ? (room0 - keep0) / 2 : 0;
     pthread_mutex_lock(&s->lock);
-    uint64_t want = prefault_want(s, d);
-    if (!want) {
-        pthread_mutex_unlock(&s->lock);
-        gos_log(LOG_INFO, "swap: host pool not faulted in ahead: the memory quotas of the device's vGPUs fit it "
-                          "together (swap_prefault = auto; nothing is evicted then)");
-        return NULL;
-    }
-    if (want == d->swp->pool.bytes)
-        why = "the whole pool";
+    uint64_t budget = room0 > keep0 ? (room0 - keep0) / 2 : 0;
     while (!d->swp->stop && d->swp->touched < want) {
         uint64_t off = d->swp->touched, len = want - off, lim, room, keep, got = end > start ? end - start : 0;
         if (len > PREFAULT_CHUNK)
@@ -332,7 +321,7 @@ static void *prefault_main(void *arg)
         int err = short_host || !fallocate(d->swp->fd, 0, (off_t)off, (off_t)len) ? 0 : errno;
         pthread_mutex_lock(&s->lock);
         if (short_host || err) {
-            why = err ? strerror(err) : "half of what the host could give at start";
+            *why = err ? strerror(err) : "half of what the host could give";
             break;
         }
         start = start < off ? start : off;
@@ -342,15 +331,60 @@ static void *prefault_main(void *arg)
         if (end % X_POOL_CHUNK < len || end == want) /* a chunk more (or the last): windows and locks */
             pin_windows(s, d);
     }
-    uint64_t done = end > start ? end - start : 0, touched = d->swp->touched;
-    if (!d->swp->stop)
-        pin_windows(s, d);
+    return end > start ? end - start : 0;
+}
+
+/* swap_prefault (issue 42.2): the pool's memfd is faulted in from the start
+ * in the background, as far as prefault_want and the host allow
+ * (prefault_round), so that the first eviction finds its pages there instead
+ * of faulting tens of GB in; again whenever the vGPUs' quotas change (a `vgpu
+ * create` of a third tenant after start was served cold). The pages faulted
+ * in count as room for evictions and restores (host_room), so the prefault
+ * takes nothing that a turn needs. Each client's window grows into them as
+ * they come and its executor locks its chunks ahead (pin_windows). */
+static void *prefault_main(void *arg)
+{
+    struct srv_dev *d = arg;
+    struct srv *s = d->srv;
+    pthread_mutex_lock(&s->lock);
+    for (int round = 0; !d->swp->stop; round++) {
+        /* (the first round once the vGPUs are known: the daemon's check at
+         * start; later ones when the quotas change, seen within a second) */
+        while (!d->swp->stop && !atomic_exchange(&d->swp->retarget, 0)) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += 1;
+            pthread_cond_timedwait(&d->swp->retarget_cv, &s->lock, &ts);
+        }
+        uint64_t want = d->swp->stop ? 0 : prefault_want(s, d), t0 = gos_now_ns();
+        if (!want && !round)
+            gos_log(LOG_INFO, "swap: host pool not faulted in ahead: the memory quotas of the device's vGPUs fit "
+                              "it together (swap_prefault = auto; nothing is evicted then)");
+        if (want <= d->swp->touched)
+            continue;
+        const char *why = want == d->swp->pool.bytes ? "the whole pool" : "as far as the vGPUs' quotas can need it";
+        uint64_t done = prefault_round(s, d, want, &why);
+        if (!d->swp->stop)
+            pin_windows(s, d);
+        double sec = (double)(gos_now_ns() - t0) * 1e-9;
+        gos_log(LOG_INFO, "swap: host pool faulted in ahead%s: %llu MB in %.1f s (%.2f GB/s; %s), %llu of %llu MB held",
+                round ? " (the vGPUs' quotas changed)" : "", (unsigned long long)(done >> 20), sec,
+                sec > 0 ? (double)done / sec * 1e-9 : 0.0, why, (unsigned long long)(d->swp->touched >> 20),
+                (unsigned long long)(d->swp->pool.bytes >> 20));
+    }
     pthread_mutex_unlock(&s->lock);
-    double sec = (double)(gos_now_ns() - t0) * 1e-9;
-    gos_log(LOG_INFO, "swap: host pool faulted in ahead: %llu MB in %.1f s (%.2f GB/s; %s), %llu of %llu MB held",
-            (unsigned long long)(done >> 20), sec, sec > 0 ? (double)done / sec * 1e-9 : 0.0, why,
-            (unsigned long long)(touched >> 20), (unsigned long long)(d->swp->pool.bytes >> 20));
     return NULL;
+}
+
+/* (any thread, lock held or not: the prefault thread sees the flag within a
+ * second if this signal comes before its wait) */
+void srv_swap_quotas_changed(struct srv *s)
+{
+    for (int i = 0; i < s->n_devs; i++)
+        if (s->devs[i].swp && s->devs[i].swp->prefaulting) {
+            atomic_store(&s->devs[i].swp->retarget, 1);
+            pthread_cond_signal(&s->devs[i].swp->retarget_cv);
+        }
 }
 
 int srv_swap_init(struct srv *s, struct srv_dev *d, const struct gos_serve_devcfg *cfg)
@@ -364,6 +398,7 @@ int srv_swap_init(struct srv *s, struct srv_dev *d, const struct gos_serve_devcf
     if (!d->sw || !d->swp)
         return gos_fail(GOS_ENOMEM, "out of memory");
     d->swp->fd = -1;
+    pthread_cond_init(&d->swp->retarget_cv, NULL);
     d->swp->turn.fixed_ns = cfg->swap_turn_ms * 1000000ull;
     d->swp->turn.wait_ns = (uint64_t)(cfg->swap_wait_s ? cfg->swap_wait_s : 120) * 1000000000ull;
     d->swp->turn.host_wait_ns = (uint64_t)cfg->swap_host_wait_s * 1000000000ull;
@@ -397,6 +432,7 @@ void srv_swap_fini(struct srv_dev *d)
     if (d->swp && d->swp->prefaulting) {
         pthread_mutex_lock(&d->srv->lock);
         d->swp->stop = 1;
+        pthread_cond_signal(&d->swp->retarget_cv);
         pthread_mutex_unlock(&d->srv->lock);
         pthread_join(d->swp->prefault, NULL);
         d->swp->prefaulting = 0;
