@@ -533,6 +533,9 @@ static void run_announce(struct srv *s)
                 : s->devs[i].isolation == GOS_ISOLATION_MPS ? "mps"
                                                             : "process");
     srv_check_oversubscription(s, "at start");
+    pthread_mutex_lock(&s->lock);
+    srv_swap_quotas_known(s); /* (the configuration's vGPUs and the state file's) */
+    pthread_mutex_unlock(&s->lock);
     srv_sd_notifyf("READY=1\nSTATUS=listening on %s, %d vGPU%s\nMAINPID=%lu", s->cfg.socket, s->n_vgpus,
                s->n_vgpus == 1 ? "" : "s", (unsigned long)getpid());
 }

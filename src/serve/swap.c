@@ -112,8 +112,8 @@ struct srv_swpool {
     pthread_t prefault;    /* swap_prefault: faults the pool in ahead */
     int prefault_mode;     /* swap_prefault: 0, 1 or GOS_SWAP_PREFAULT_AUTO */
     int prefaulting, stop;
-    pthread_cond_t retarget_cv; /* the quotas changed (srv_swap_quotas_changed), or stop */
-    _Atomic int retarget;
+    pthread_cond_t wake_cv; /* the prefault's: the vGPUs known (srv_swap_quotas_known), or stop */
+    int quotas_known;
     struct srv_swwin *win; /* the clients' windows (prefault on) */
     int n_win, cap_win;
 };
@@ -347,43 +347,45 @@ static void *prefault_main(void *arg)
     struct srv_dev *d = arg;
     struct srv *s = d->srv;
     pthread_mutex_lock(&s->lock);
-    for (int round = 0; !d->swp->stop; round++) {
-        /* (the first round once the vGPUs are known: the daemon's check at
-         * start; later ones when the quotas change, seen within a second) */
-        while (!d->swp->stop && !atomic_exchange(&d->swp->retarget, 0)) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_sec += 1;
-            pthread_cond_timedwait(&d->swp->retarget_cv, &s->lock, &ts);
-        }
-        uint64_t want = d->swp->stop ? 0 : prefault_want(s, d), t0 = gos_now_ns();
+    /* the first round once the daemon knows its vGPUs (srv_swap_quotas_known),
+     * then a look every second: `vgpu create`, `vgpu set` and reloads change
+     * the quotas */
+    while (!d->swp->stop && !d->swp->quotas_known)
+        pthread_cond_wait(&d->swp->wake_cv, &s->lock);
+    for (uint64_t last = 0, round = 0; !d->swp->stop; round++) {
+        uint64_t want = prefault_want(s, d), t0 = gos_now_ns();
         if (!want && !round)
             gos_log(LOG_INFO, "swap: host pool not faulted in ahead: the memory quotas of the device's vGPUs fit "
                               "it together (swap_prefault = auto; nothing is evicted then)");
-        if (want <= d->swp->touched)
-            continue;
-        const char *why = want == d->swp->pool.bytes ? "the whole pool" : "as far as the vGPUs' quotas can need it";
-        uint64_t done = prefault_round(s, d, want, &why);
+        if (want > d->swp->touched && want != last) {
+            const char *why = want == d->swp->pool.bytes ? "the whole pool" : "as far as the vGPUs' quotas can need it";
+            uint64_t done = prefault_round(s, d, want, &why);
+            if (!d->swp->stop)
+                pin_windows(s, d);
+            double sec = (double)(gos_now_ns() - t0) * 1e-9;
+            gos_log(LOG_INFO,
+                    "swap: host pool faulted in ahead%s: %llu MB in %.1f s (%.2f GB/s; %s), %llu of %llu MB held",
+                    round ? " (the vGPUs' quotas changed)" : "", (unsigned long long)(done >> 20), sec,
+                    sec > 0 ? (double)done / sec * 1e-9 : 0.0, why, (unsigned long long)(d->swp->touched >> 20),
+                    (unsigned long long)(d->swp->pool.bytes >> 20));
+        }
+        last = want;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 1;
         if (!d->swp->stop)
-            pin_windows(s, d);
-        double sec = (double)(gos_now_ns() - t0) * 1e-9;
-        gos_log(LOG_INFO, "swap: host pool faulted in ahead%s: %llu MB in %.1f s (%.2f GB/s; %s), %llu of %llu MB held",
-                round ? " (the vGPUs' quotas changed)" : "", (unsigned long long)(done >> 20), sec,
-                sec > 0 ? (double)done / sec * 1e-9 : 0.0, why, (unsigned long long)(d->swp->touched >> 20),
-                (unsigned long long)(d->swp->pool.bytes >> 20));
+            pthread_cond_timedwait(&d->swp->wake_cv, &s->lock, &ts);
     }
     pthread_mutex_unlock(&s->lock);
     return NULL;
 }
 
-/* (any thread, lock held or not: the prefault thread sees the flag within a
- * second if this signal comes before its wait) */
-void srv_swap_quotas_changed(struct srv *s)
+void srv_swap_quotas_known(struct srv *s)
 {
     for (int i = 0; i < s->n_devs; i++)
-        if (s->devs[i].swp && s->devs[i].swp->prefaulting) {
-            atomic_store(&s->devs[i].swp->retarget, 1);
-            pthread_cond_signal(&s->devs[i].swp->retarget_cv);
+        if (s->devs[i].swp) {
+            s->devs[i].swp->quotas_known = 1;
+            pthread_cond_signal(&s->devs[i].swp->wake_cv);
         }
 }
 
@@ -398,7 +400,7 @@ int srv_swap_init(struct srv *s, struct srv_dev *d, const struct gos_serve_devcf
     if (!d->sw || !d->swp)
         return gos_fail(GOS_ENOMEM, "out of memory");
     d->swp->fd = -1;
-    pthread_cond_init(&d->swp->retarget_cv, NULL);
+    pthread_cond_init(&d->swp->wake_cv, NULL);
     d->swp->turn.fixed_ns = cfg->swap_turn_ms * 1000000ull;
     d->swp->turn.wait_ns = (uint64_t)(cfg->swap_wait_s ? cfg->swap_wait_s : 120) * 1000000000ull;
     d->swp->turn.host_wait_ns = (uint64_t)cfg->swap_host_wait_s * 1000000000ull;
@@ -432,7 +434,7 @@ void srv_swap_fini(struct srv_dev *d)
     if (d->swp && d->swp->prefaulting) {
         pthread_mutex_lock(&d->srv->lock);
         d->swp->stop = 1;
-        pthread_cond_signal(&d->swp->retarget_cv);
+        pthread_cond_signal(&d->swp->wake_cv);
         pthread_mutex_unlock(&d->srv->lock);
         pthread_join(d->swp->prefault, NULL);
         d->swp->prefaulting = 0;

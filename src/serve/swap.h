@@ -27,8 +27,8 @@ void srv_swap_record(struct srv *s, int v, uint64_t *resident, uint64_t *swapped
  * whether v is turned out now (its rings get no grant meanwhile: ring.c). */
 void srv_swap_turns(struct srv *s, int v, uint64_t *turns, uint64_t *swap_ns);
 int srv_swap_turned_out(struct srv_dev *d, int vgpu);
-/* The vGPUs' memory quotas may have changed (start, reload, `vgpu create`,
- * `vgpu set`): swap_prefault's thread faults the pool in toward their new sum. */
-void srv_swap_quotas_changed(struct srv *s);
+/* The daemon knows its vGPUs (lock held): swap_prefault's thread faults the
+ * pool in toward their quotas' sum, and follows it as it changes. */
+void srv_swap_quotas_known(struct srv *s);
 
 #endif

@@ -5,7 +5,6 @@
  * clients run (`gpuos vgpu set NAME key=value`). Called with srv->lock held.
  * Process: the daemon (gpuos serve). */
 #include "serve/daemon.h"
-#include "serve/swap.h"
 #include "serve/dev.h"
 #include "serve/session.h"
 #include "serve/vgpu.h"
@@ -181,7 +180,6 @@ int srv_check_oversubscription(struct srv *s, const char *when)
             warnings++;
         }
     }
-    srv_swap_quotas_changed(s); /* (the memory quotas too: the swap pool's prefault) */
     return warnings;
 }
 
