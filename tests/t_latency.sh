@@ -77,6 +77,16 @@ beside_case() {
     echo "$1: p90 $5 ms, p99 $3 ms, $c latency companions"
     [ "${c:-0}" -ge 50 ] || fail "$1: the latency tenant's requests did not run beside the batch grant ($c)"
     shorter "$b90" "$b99" "$5" "$3" || fail "$1: the latency class did not shorten the p90/p99 ($b90/$b99 -> $5/$3 ms)"
+    # charged the time it had work, half of it beside the busy batch grant:
+    # under 0.75 x its companions' wall time (the daemon's lines at their
+    # ends); charged that wall time whole, a service beside training ran
+    # past its share on a GPU and waited behind the training's grants
+    ns=$(vgpu_field lat compute_ns)
+    w=$(sed -n 's/.*companion vgpu [0-9]*: \([0-9.]*\) ms wall .*(latency).*/\1/p' "$T/serve.log" | tail -n "$c" |
+        awk '{ s += $1 } END { printf "%.0f", s * 1e6 }')
+    echo "$1: the latency vGPU charged $ns ns for $w ns of companions' wall time"
+    $PY -c "import sys; ns, w = int(sys.argv[1]), int(sys.argv[2]); sys.exit(0 if w > 0 and 0 < ns < 0.75 * w else 1)" \
+        "${ns:-0}" "${w:-0}" || fail "$1: the latency vGPU charged ${ns:-?} ns for ${w:-?} ns of companions' wall time"
     stop_daemon
 }
 # under mps (its default), and handover = beside under process (the driver
