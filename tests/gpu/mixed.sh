@@ -23,7 +23,7 @@
 # The tenants of a case measure one window (progs/mixed_torch.py, MIX_SYNC):
 # each starts it once all are warm.
 # Device machine, repository root, build/ present. Prints one line per case:
-#   mixed P CASE p50 p99 max p99/alone train train/alone train/plain
+#   mixed P CASE p50 p90 p99 max p99/alone train train/alone train/plain
 #   shares CONFIG vGPU share steps alone got/promise gpu_share
 # and writes every log under $OUT/mixed. MX_PARTS="mixed shares" picks parts.
 set -u
@@ -38,7 +38,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0 && a > 0) printf "%.3f", a 
 infer_alone=; train_alone=; train_plain=
 report() { # period, case name
     f=$O/$1-$2-infer.txt; tr=$(val "$O/$1-$2-train.txt" steps_per_s)
-    echo "mixed $1ms $2 p50 $(val "$f" p50_ms) p99 $(val "$f" p99_ms) max $(val "$f" max_ms)" \
+    echo "mixed $1ms $2 p50 $(val "$f" p50_ms) p90 $(val "$f" p90_ms) p99 $(val "$f" p99_ms) max $(val "$f" max_ms)" \
          "p99/alone $(ratio "$(val "$f" p99_ms)" "$infer_alone") train $tr train/alone $(ratio "$tr" "$train_alone")" \
          "train/plain $(ratio "$tr" "$train_plain")"
 }

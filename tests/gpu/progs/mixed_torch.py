@@ -5,8 +5,9 @@
 #           random weights built from a config), batch 1, 128 tokens, bf16;
 #           one request every $MIX_PERIOD_MS (20) ms for $MIX_SECS (8) s after
 #           20 warm-up requests; a request's latency runs from its planned
-#           start to the end of its synchronise. Prints "TIME p50_ms", p99_ms,
-#           max_ms, mean_busy_ms (the mean request alone: its own time when
+#           start to the end of its synchronise. Prints "TIME p50_ms", p90_ms,
+#           p99_ms, max_ms, "RESULT worst" (the three longest and their planned
+#           starts in the window), mean_busy_ms (the mean request alone: its own time when
 #           nothing waits) and "RESULT requests N".
 #   train   a training loop (the MLP of fw_torch.py: Adam, fp32, batch 512;
 #           $MIX_WIDTH, $MIX_BATCH and MIX_BF16=1 make it larger: a loop whose
@@ -74,7 +75,7 @@ if mode == "infer":
             model(ids)
             torch.cuda.synchronize()
         busy = (time.perf_counter() - t) / 20
-        lat = []
+        lat, at = [], []
         t0 = time.perf_counter() - (time.time() - window())
         i = 0
         while time.perf_counter() - t0 < secs:
@@ -85,14 +86,19 @@ if mode == "infer":
             model(ids)
             torch.cuda.synchronize()
             lat.append((time.perf_counter() - plan) * 1e3)
+            at.append((lat[-1], plan - t0))
             i += 1
     lat.sort()
     n = len(lat)
     print("RESULT model", name)
     print("RESULT requests", n)
     print("TIME p50_ms %.3f" % lat[n // 2])
+    print("TIME p90_ms %.3f" % lat[min(n - 1, (n * 90) // 100)])
     print("TIME p99_ms %.3f" % lat[min(n - 1, (n * 99) // 100)])
     print("TIME max_ms %.3f" % lat[-1])
+    # the three longest, each with its planned start in the window (s): to
+    # find them in the daemon's grant log (GPUOS_GRANT_LOG)
+    print("RESULT worst", " ".join("%.1fms@%.3fs" % w for w in sorted(at, reverse=True)[:3]))
     print("TIME mean_busy_ms %.3f" % (busy * 1e3))
 elif mode == "train":
     width, batch = int(os.environ.get("MIX_WIDTH", "4096")), int(os.environ.get("MIX_BATCH", "512"))
