@@ -295,11 +295,13 @@ static uint64_t prefault_want(struct srv *s, struct srv_dev *d)
 }
 
 /* One round of the prefault (lock held, dropped while faulting): the pool's
- * memfd faulted in PREFAULT_CHUNK at a time from what is held toward want, up
- * to half of what the host can give now beyond the reserve of hostmem.c (the
- * other half stays for the executors, the tenants and evictions, each of
- * which still asks the host first). Returns the bytes faulted in; *why says
- * where it stopped. */
+ * memfd faulted in PREFAULT_CHUNK at a time from what is held toward want,
+ * the pool's part held in all at most half of what the host could give
+ * beyond the reserve of hostmem.c were it not held (the other half stays for
+ * the executors, the tenants and evictions, each of which still asks the host
+ * first). So a round that the host cut short takes more at a later one only
+ * as the host gets more to give, never half of what is left each time.
+ * Returns the bytes faulted in; *why says where it stopped. */
 #define PREFAULT_CHUNK (256ull << 20)
 static uint64_t prefault_round(struct srv *s, struct srv_dev *d, uint64_t want, const char **why)
 {
@@ -307,7 +309,8 @@ static uint64_t prefault_round(struct srv *s, struct srv_dev *d, uint64_t want, 
     pthread_mutex_unlock(&s->lock);
     uint64_t lim0, room0 = srv_host_room(&lim0), keep0 = srv_host_reserve(lim0);
     pthread_mutex_lock(&s->lock);
-    uint64_t budget = room0 > keep0 ? (room0 - keep0) / 2 : 0;
+    uint64_t held = d->swp->touched, all = room0 + held > keep0 ? (room0 + held - keep0) / 2 : 0;
+    uint64_t budget = all > held ? all - held : 0;
     while (!d->swp->stop && d->swp->touched < want) {
         uint64_t off = d->swp->touched, len = want - off, lim, room, keep, got = end > start ? end - start : 0;
         if (len > PREFAULT_CHUNK)
@@ -353,21 +356,22 @@ static void *prefault_main(void *arg)
     while (!d->swp->stop && !d->swp->quotas_known)
         pthread_cond_wait(&d->swp->wake_cv, &s->lock);
     for (uint64_t last = 0, round = 0; !d->swp->stop; round++) {
-        uint64_t want = prefault_want(s, d), t0 = gos_now_ns();
+        uint64_t want = prefault_want(s, d), t0 = gos_now_ns(), done = 0;
+        const char *why = want == d->swp->pool.bytes ? "the whole pool" : "as far as the vGPUs' quotas can need it";
         if (!want && !round)
             gos_log(LOG_INFO, "swap: host pool not faulted in ahead: the memory quotas of the device's vGPUs fit "
                               "it together (swap_prefault = auto; nothing is evicted then)");
-        if (want > d->swp->touched && want != last) {
-            const char *why = want == d->swp->pool.bytes ? "the whole pool" : "as far as the vGPUs' quotas can need it";
-            uint64_t done = prefault_round(s, d, want, &why);
-            if (!d->swp->stop)
-                pin_windows(s, d);
+        if (want > d->swp->touched) /* (again each second while the host gives less than that) */
+            done = prefault_round(s, d, want, &why);
+        if (done && !d->swp->stop)
+            pin_windows(s, d);
+        if (done || (want > d->swp->touched && (!round || want != last))) {
             double sec = (double)(gos_now_ns() - t0) * 1e-9;
             gos_log(LOG_INFO,
                     "swap: host pool faulted in ahead%s: %llu MB in %.1f s (%.2f GB/s; %s), %llu of %llu MB held",
-                    round ? " (the vGPUs' quotas changed)" : "", (unsigned long long)(done >> 20), sec,
-                    sec > 0 ? (double)done / sec * 1e-9 : 0.0, why, (unsigned long long)(d->swp->touched >> 20),
-                    (unsigned long long)(d->swp->pool.bytes >> 20));
+                    !round ? "" : want != last ? " (the vGPUs' quotas changed)" : " (the host had more to give)",
+                    (unsigned long long)(done >> 20), sec, sec > 0 ? (double)done / sec * 1e-9 : 0.0, why,
+                    (unsigned long long)(d->swp->touched >> 20), (unsigned long long)(d->swp->pool.bytes >> 20));
         }
         last = want;
         struct timespec ts;
