@@ -43,8 +43,8 @@ echo "ok: no prefault while 2 x 32 MB fit the 64 MB pool; after vgpu create $hel
 # 380 MB hog: the prefault takes only half of what the host can give (short
 # of the 96 MB the quotas need); once the hog ends it takes the rest within
 # seconds ("the host had more to give"), where it used to stay short until
-# the quotas changed (issue 42, GPU-cf4134f8: a daemon started while the one
-# before it still held 94 GB faulted in 17 of 95 GB, and its first 45 GB
+# the quotas changed (issue 42, GPU-cf4134f8: a daemon started when the host
+# could give 34 of its 128 GB faulted in 17 of 95 GB, and its first 45 GB
 # eviction page-locked cold for 9.2 s).
 mem_cgroup gpuos_t_swap_prefault 512M
 [ -n "$CG" ] || { echo "SKIP (cgroup part): cannot create a memory cgroup here"; echo "PASS: t_swap_prefault"; exit 0; }
