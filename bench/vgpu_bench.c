@@ -16,7 +16,7 @@
  *   allocations; schemas/vgpu-bench-ops.schema.json): one function runs each
  *   workload against both backends (vgpu_work.h), and the counts show it.
  *   SECTIONS (comma-separated): sweep,small,copy,hostmem,launch,standalone,fairness,queues,switch,
- *   sharing
+ *   sharing,neighbour,mixed,swappath (--swap-mb N: its buffer; bench/vgpu_swappath.c)
  *
  * Sections (numbers are medians of repetitions after a warm-up):
  *   sweep      copy chunk size x pipeline depth through the daemon (pageable),
@@ -852,6 +852,14 @@ int main(int argc, char **argv)
             iso_modes = argv[++i];
         else if (!strcmp(argv[i], "--ops") && i + 1 < argc)
             ops = argv[++i];
+        else if (!strcmp(argv[i], "--swap-mb") && i + 1 < argc) {
+            char *e;
+            swap_mb = strtol(argv[++i], &e, 10);
+            if (*e || swap_mb < 1 || swap_mb > (1L << 20)) {
+                fprintf(stderr, "vgpu_bench: --swap-mb wants megabytes, 1 to 1048576, not '%s'\n", argv[i]);
+                return 2;
+            }
+        }
         else if (!strcmp(argv[i], "--quick"))
             quick = 1;
         else {
@@ -936,6 +944,7 @@ int main(int argc, char **argv)
     SECTION("sharing", "sharing", sharing)
     SECTION("neighbour", "neighbour", neighbour)
     SECTION("mixed", "mixed", mixed)
+    SECTION("swappath", "swappath", swappath)
     }
     wl_ops_save(1);
     fprintf(stderr, "vgpu_bench: wrote %s\n", out);

@@ -95,4 +95,8 @@ int native_tenant_main(int argc, char **argv);
 json_t *mixed(void);
 int mixed_tenant_main(int argc, char **argv);
 
+/* vgpu_swappath.c: an eviction's paths into the host pool (issue 42) */
+extern long swap_mb;
+json_t *swappath(void);
+
 #endif

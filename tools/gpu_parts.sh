@@ -13,6 +13,9 @@
 #   req      tests/gpu/req.sh (issue 40.1: the one request form on the GPU, ~3 min)
 #   work     tests/gpu/vgpu_work.sh (issue 40.5: native and vGPU run the same work, ~1.5 min)
 #   mixbench the vgpu bench's mixed section (issue 41.3: its own kernels, ~3 min)
+#   swappath the vgpu bench's swappath section (issue 42: page-locking, pageable
+#            and locked copies into a memfd pool, launches while another thread
+#            locks; SWAP_MB, 4096 by default: ~6 x that of host memory, ~30 s)
 # Each part has its own limit (seconds, PART_S_<name>), its output in
 # $OUT/<name>.txt and its logs packed into $OUT/logs.tgz; machine.txt says
 # which card, driver, time and tree.
@@ -40,6 +43,8 @@ for p in ${PARTS:-mixed probe modglob}; do
     work) OUT=$L/work timeout "$(lim work 150)" sh tests/gpu/vgpu_work.sh ;;
     mixbench) timeout "$(lim mixbench 240)" build/bench/vgpu_bench --gpuos build/gpuos --only mixed --quick \
                   --out "$L/mixed-bench.json" ;;
+    swappath) timeout "$(lim swappath 90)" build/bench/vgpu_bench --gpuos build/gpuos --only swappath --isolation process \
+                  --swap-mb "${SWAP_MB:-4096}" --results "$L/bench-swappath" ;;
     sharing) timeout "$(lim sharing 150)" build/bench/vgpu_bench --gpuos build/gpuos --results "$L/bench" --seconds 2 --quick \
                  --isolation process,mps --only launch,sharing --vgpus 2 ;;
     *) echo "unknown part $p" ;;
