@@ -428,18 +428,19 @@ static void charge_split(struct srv_dev *d, struct srv_task *t, uint64_t cost, u
     t->ring_copy0 = cb;
 }
 
-/* What companion co of grant t is charged of the time since its last charge
- * (lock held), and *t_idle, t's executor's idle time in it. A pair's
+/* What companion co is charged of the time since its last charge (lock
+ * held; t_idle: the idle time of the grant beside it in that time). A pair's
  * companion (ring_pair.c): the whole wall time, as the grant beside it. A
  * latency companion: the time it had work (its wall less its executor's idle
  * time), half of it where the batch grant's executor had work too, since
  * the two then share the GPU (the driver time-slices the two contexts under
  * process, the SMs are shared under mps); the batch grant is charged the rest
- * (await_charge), so that the two together are charged the wall time once.
- * Charged its whole wall time, a service of 4.4 ms of GPU work per request
- * that ran 8-16 ms beside a training grant was charged past a 50 % share,
- * lost its class and waited behind the training's grants (issue 41, GPU-6982ed85:
- * p50 63.7 ms beside against 5.4 ms with preempt). */
+ * (companion_charge), so that the two together are charged the wall time
+ * once. Charged its whole wall time beside a batch grant charged its own, a
+ * service paid for the time the driver gave the training's kernels (issue
+ * 41; on GPU-cf4134f8 this charge did not make `beside` win: its requests
+ * ran twice as long beside the training's executor as beside a plain
+ * process, docs/readme-fastpath.md). */
 static uint64_t companion_cost(struct srv_task *co, uint64_t now, uint64_t t_idle)
 {
     uint64_t wall = now > co->ring_t0 ? now - co->ring_t0 : 0;
@@ -464,10 +465,10 @@ static uint64_t companion_charge(struct srv_dev *d, struct srv_task *t, struct s
 }
 
 /* A companion's grant is over (lock held): it completes, and with
- * GPUOS_GRANT_LOG=1 the daemon logs its wall time (charged whole to its vGPU,
- * as the grant beside it is) and its vGPU's credit then: a latency vGPU whose
- * companions, stretched by the driver's time-slicing under process, run it
- * into debt shows here (issue 41). */
+ * GPUOS_GRANT_LOG=1 the daemon logs its wall time (a pair's charged whole,
+ * a latency companion's as companion_cost says) and its vGPU's credit then:
+ * a latency vGPU whose companions, stretched by the driver's time-slicing
+ * under process, run it into debt shows here (issue 41). */
 static void companion_over(struct srv_dev *d, struct srv_task *co, uint64_t now, int rc)
 {
     if (gos_env(GOS_ENV_GRANT_LOG) && co->c->vgpu >= 0) {

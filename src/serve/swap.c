@@ -455,6 +455,7 @@ void srv_swap_fini(struct srv_dev *d)
             close(d->swp->fd);
         free(d->swp->win);
         gos_swap_pool_fini(&d->swp->pool);
+        pthread_cond_destroy(&d->swp->wake_cv);
         free(d->swp);
         d->swp = NULL;
     }
