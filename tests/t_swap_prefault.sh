@@ -10,23 +10,29 @@
 # (its prefault thread wakes for the stop). Then the host's side (below).
 set -u
 . tests/serve_lib.sh
+# await_line PATTERN WHY [FROM]: the daemon's log has PATTERN (from its line
+# FROM on) within 5 s, else fail WHY
+await_line() {
+    i=0; until tail -n +"${3:-1}" "$T/serve.log" | grep -q "$1"; do
+        i=$((i + 1)); [ $i -gt 50 ] && fail "$2"
+        sleep 0.1
+    done
+}
+# held LABEL FROM: the MB of the pool held by the last "faulted in ahead
+# LABEL: ... N of 256 MB held" line from line FROM on
+held() { tail -n +"$2" "$T/serve.log" | sed -n "s/.*faulted in ahead$1: .* \([0-9]*\) of 256 MB held.*/\1/p" | tail -1; }
 start_daemon "memory_oversubscribe = 1
 [device 0]
 sim = default
 swap = 256M
 swap_pool = 64M
 $(vgpu_sections 32M v1 v2)"
-i=0; until grep -q "host pool not faulted in ahead" "$T/serve.log"; do
-    i=$((i + 1)); [ $i -gt 50 ] && fail "no line saying that 2 x 32 MB on a 64 MB pool need no prefault"
-    sleep 0.1
-done
+await_line "host pool not faulted in ahead" "no line saying that 2 x 32 MB on a 64 MB pool need no prefault"
 grep -q "host pool faulted in ahead" "$T/serve.log" && fail "faulted in ahead although the quotas fit the pool"
 "$G" vgpu create v3 compute=10 memory=32M > "$T/create" 2>&1 || fail "vgpu create v3: $(cat "$T/create")"
-i=0; until grep -q "host pool faulted in ahead (the vGPUs' quotas changed)" "$T/serve.log"; do
-    i=$((i + 1)); [ $i -gt 50 ] && fail "the prefault did not follow vgpu create (3 x 32 MB on a 64 MB pool)"
-    sleep 0.1
-done
-held=$(sed -n "s/.*faulted in ahead (the vGPUs' quotas changed): .* \([0-9]*\) of 256 MB held.*/\1/p" "$T/serve.log" | tail -1)
+await_line "host pool faulted in ahead (the vGPUs' quotas changed)" \
+    "the prefault did not follow vgpu create (3 x 32 MB on a 64 MB pool)"
+held=$(held " (the vGPUs' quotas changed)" 1)
 [ -n "$held" ] && [ "$held" -ge 96 ] && [ "$held" -le 256 ] || fail "held ${held:-?} MB of the pool after vgpu create (want 96-256)"
 n=$(grep -c "host pool faulted in ahead" "$T/serve.log")
 "$G" vgpu delete v3 > "$T/delete" 2>&1 || fail "vgpu delete v3: $(cat "$T/delete")"
@@ -64,18 +70,13 @@ sim = default
 swap = 256M
 swap_pool = 64M
 $(vgpu_sections 32M v1 v2 v3)"
-i=0; until tail -n +"$L0" "$T/serve.log" | grep -q "host pool faulted in ahead: "; do
-    i=$((i + 1)); [ $i -gt 50 ] && fail "no prefault line beside the hog"
-    sleep 0.1
-done
-h0=$(tail -n +"$L0" "$T/serve.log" | sed -n "s/.*faulted in ahead: .* \([0-9]*\) of 256 MB held.*/\1/p" | head -1)
+await_line "host pool faulted in ahead: " "no prefault line beside the hog" "$L0"
+h0=$(held "" "$L0")
 [ -n "$h0" ] && [ "$h0" -lt 96 ] || fail "beside a 380 MB hog in 512 MB the prefault held ${h0:-?} MB (want under 96)"
 kill "$HOG"; wait "$HOG" 2>/dev/null
-i=0; until tail -n +"$L0" "$T/serve.log" | grep -q "faulted in ahead (the host had more to give)"; do
-    i=$((i + 1)); [ $i -gt 50 ] && fail "the prefault did not take more once the hog ended (held $h0 MB)"
-    sleep 0.1
-done
-h1=$(tail -n +"$L0" "$T/serve.log" | sed -n "s/.*(the host had more to give): .* \([0-9]*\) of 256 MB held.*/\1/p" | tail -1)
+await_line "faulted in ahead (the host had more to give)" \
+    "the prefault did not take more once the hog ended (held $h0 MB)" "$L0"
+h1=$(held " (the host had more to give)" "$L0")
 [ -n "$h1" ] && [ "$h1" -ge 96 ] || fail "after the hog the prefault held ${h1:-?} MB (want 96)"
 echo "ok: beside a 380 MB hog in a 512 MB cgroup the prefault held $h0 MB, $h1 MB once it ended"
 echo "PASS: t_swap_prefault"
