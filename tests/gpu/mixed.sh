@@ -13,7 +13,9 @@
 #     picks period:share pairs, MX_ISO="process process+beside mps" the gpuos
 #     modes of the latency class (+beside, +preempt: its handover key),
 #     MIX_LAYERS the decoder's layers (12), MIX_SECS the window,
-#     MX_DRIVER_MPS=0 leaves the driver-MPS case out;
+#     MX_DRIVER_MPS=0 leaves the driver-MPS case out; MX_HALF=1 adds, at
+#     20 ms, the service under gpuos beside the training as a plain process
+#     and the reverse (half_pair: where `beside`'s slowdown comes from);
 #  2. training loops whose speed is their GPU time (MIX_WIDTH=8192,
 #     MIX_BATCH=4096, bf16) on every vGPU at 10/90, 30/70 and 40/30/20/10
 #     under process: each tenant's steps/s over the same loop alone, against
@@ -71,6 +73,25 @@ gpuos_pair() { # period, case name, isolation[+handover], share of the latency t
     kill -TERM "$D"; wait "$D" 2>/dev/null; D=
     report "$1" "$2"
 }
+# half_pair PERIOD NAME SIDE: one tenant under gpuos (SIDE: infer, the service on
+# a latency vGPU of its daemon, alone there; or train), the other a plain
+# process, time-sliced by the driver: whether `beside`'s slowdown (a request
+# twice as long beside the training's executor as beside the plain training
+# process, GPU-cf4134f8) comes from the service's executor or the training's
+half_pair() {
+    gpu_daemon "$(printf '[device 0]\npolicy = band\nqueue = mrq\nisolation = process\n[vgpu lat]\ncompute = 50\nmemory = 20%%\nlatency_ms = 2\n[vgpu bat]\ncompute = 50\nmemory = 60%%\n')" \
+        "$O/$1-$2-serve.log"
+    tr=; inf=; [ "$3" = train ] && tr="$G run --vgpu bat --"; [ "$3" = infer ] && inf="$G run --vgpu lat --"
+    peers 2
+    timeout 120 $tr $P train > "$O/$1-$2-train.txt" 2>&1 &
+    tp=$!
+    sleep 1
+    MIX_PERIOD_MS=$1 timeout 120 $inf $P infer > "$O/$1-$2-infer.txt" 2>&1
+    wait $tp
+    unset MIX_SYNC MIX_PEERS
+    kill -TERM "$D"; wait "$D" 2>/dev/null; D=
+    report "$1" "$2"
+}
 mixed_period() { # period, share of the latency tenant, gpuos cases ("latency" and/or "batch")
     MIX_PERIOD_MS=$1 timeout 120 $P infer > "$O/$1-alone-infer.txt" 2>&1
     infer_alone=$(val "$O/$1-alone-infer.txt" p99_ms)
@@ -95,6 +116,7 @@ mixed_period() { # period, share of the latency tenant, gpuos cases ("latency" a
         case $c in
         latency) for iso in ${MX_ISO:-process process+beside mps}; do gpuos_pair "$1" "$iso-$2-latency" "$iso" "$2" "latency_ms = 2"; done ;;
         batch) gpuos_pair "$1" "process-$2-batch" process "$2" "" ;; # (as before the class: for comparison)
+        half) half_pair "$1" gpuos-infer+plain-train infer; half_pair "$1" plain-infer+gpuos-train train ;;
         esac
     done
 }
@@ -103,6 +125,7 @@ case " ${MX_PARTS:-mixed shares} " in *" mixed "*)
     train_alone=$(val "$O/alone-train.txt" steps_per_s)
     for ps in ${MX_PERIODS:-20:50 40:30 100:10}; do
         if [ "${ps%%:*}" = 20 ] && [ "${MX_BATCH_CASE:-1}" = 1 ]; then c="latency batch"; else c=latency; fi
+        [ "${ps%%:*}" = 20 ] && [ "${MX_HALF:-0}" = 1 ] && c="$c half" 
         mixed_period "${ps%%:*}" "${ps#*:}" "$c"
     done ;;
 esac
