@@ -438,8 +438,8 @@ static void charge_split(struct srv_dev *d, struct srv_task *t, uint64_t cost, u
  * (companion_charge), so that the two together are charged the wall time
  * once. Charged its whole wall time beside a batch grant charged its own, a
  * service paid for the time the driver gave the training's kernels (issue
- * 41; on GPU-cf4134f8 this charge did not make `beside` win: its requests
- * ran twice as long beside the training's executor as beside a plain
+ * 41; on GPU-cf4134f8 this charge did not make `beside` win: the service's
+ * work ran much slower beside the training's executor than beside a plain
  * process, docs/readme-fastpath.md). */
 static uint64_t companion_cost(struct srv_task *co, uint64_t now, uint64_t t_idle)
 {

@@ -75,9 +75,10 @@ gpuos_pair() { # period, case name, isolation[+handover], share of the latency t
 }
 # half_pair PERIOD NAME SIDE: one tenant under gpuos (SIDE: infer, the service on
 # a latency vGPU of its daemon, alone there; or train), the other a plain
-# process, time-sliced by the driver: whether `beside`'s slowdown (a request
-# twice as long beside the training's executor as beside the plain training
-# process, GPU-cf4134f8) comes from the service's executor or the training's
+# process, time-sliced by the driver: whether `beside`'s slowdown (the
+# service's work much slower beside the training's executor than beside the
+# plain training process, GPU-cf4134f8) comes from the service's executor or
+# the training's
 half_pair() {
     gpu_daemon "$(printf '[device 0]\npolicy = band\nqueue = mrq\nisolation = process\n[vgpu lat]\ncompute = 50\nmemory = 20%%\nlatency_ms = 2\n[vgpu bat]\ncompute = 50\nmemory = 60%%\n')" \
         "$O/$1-$2-serve.log"
