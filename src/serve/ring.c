@@ -356,13 +356,19 @@ void srv_ring_wake(struct srv_client *c)
         gos_ring_kick(&c->gp->yield_futex, &c->gp->daemon_sleeping);
 }
 
+/* t's executor's idle time since its last charge, its idle_ns now being idle. */
+static uint64_t idle_since(const struct srv_task *t, uint64_t idle)
+{
+    return idle > t->ring_idle0 ? idle - t->ring_idle0 : 0;
+}
+
 /* What a piece of a grant costs its vGPU: its wall time while the device is
  * shared (the GPU was this tenant's), and while its client is alone the wall
  * time less what the executor spent idle (an empty ring, nothing left on the
  * device): an idle lone client holds its grant at no one's expense. */
 static uint64_t segment_cost(struct srv_dev *d, struct srv_task *t, uint64_t now, uint64_t idle)
 {
-    uint64_t wall = now - t->ring_t0, i = idle > t->ring_idle0 ? idle - t->ring_idle0 : 0;
+    uint64_t wall = now - t->ring_t0, i = idle_since(t, idle);
     return d->clients_now > 1 ? wall : i < wall ? wall - i : 0;
 }
 
@@ -446,7 +452,7 @@ static uint64_t companion_cost(struct srv_task *co, uint64_t now, uint64_t t_idl
     uint64_t wall = now > co->ring_t0 ? now - co->ring_t0 : 0;
     if (!co->co_until)
         return wall;
-    uint64_t idle = atomic_load(&co->c->gp->idle_ns), ci = idle > co->ring_idle0 ? idle - co->ring_idle0 : 0;
+    uint64_t idle = atomic_load(&co->c->gp->idle_ns), ci = idle_since(co, idle);
     co->ring_idle0 = idle;
     uint64_t had = ci < wall ? wall - ci : 0;        /* it had work */
     uint64_t both = had > t_idle ? had - t_idle : 0; /* and so had the batch grant (at least) */
@@ -459,7 +465,7 @@ static uint64_t companion_cost(struct srv_task *co, uint64_t now, uint64_t t_idl
 static uint64_t companion_charge(struct srv_dev *d, struct srv_task *t, struct srv_task *co, uint64_t now,
                                  uint64_t idle, uint64_t cost)
 {
-    uint64_t cc = companion_cost(co, now, idle > t->ring_idle0 ? idle - t->ring_idle0 : 0);
+    uint64_t cc = companion_cost(co, now, idle_since(t, idle));
     charge_split(d, co, cc, now);
     return !co->co_until ? cost : cost > cc ? cost - cc : 0;
 }

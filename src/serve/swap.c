@@ -331,7 +331,7 @@ static uint64_t prefault_round(struct srv *s, struct srv_dev *d, uint64_t want, 
         end = off + len;
         if (end > d->swp->touched)
             d->swp->touched = end;
-        if (end % X_POOL_CHUNK < len || end == want) /* a chunk more (or the last): windows and locks */
+        if (end % X_POOL_CHUNK < len) /* a chunk more: windows and locks (the rest: the caller) */
             pin_windows(s, d);
     }
     return end > start ? end - start : 0;
@@ -704,6 +704,14 @@ static uint64_t host_give(uint64_t *lim, uint64_t *keep)
     return room > *keep ? room - *keep : 0;
 }
 
+/* Whether an eviction that adds `more` bytes of new pages to the pool, whose
+ * free part the host gave already is `held`, leaves `margin` for a restore
+ * when the host can give `give`. */
+static int host_fits(uint64_t more, uint64_t held, uint64_t margin, uint64_t give)
+{
+    return more <= give && (held >= margin || give - more >= margin - held);
+}
+
 /* Whether the host can give the bytes an eviction into [off, off + bytes) of
  * the pool (taken from the pool's free ranges already) would newly touch, and
  * still margin for a restore after it: the pool's free part that the host
@@ -720,7 +728,7 @@ static int host_can_take(struct srv *s, struct srv_dev *d, int vgpu, uint64_t of
     if (!more && held >= margin)
         return GOS_OK; /* pages the pool holds already */
     uint64_t lim, keep, give = host_give(&lim, &keep);
-    if (more <= give && (held >= margin || give - more >= margin - held))
+    if (host_fits(more, held, margin, give))
         return GOS_OK;
     return gos_fail(GOS_ENOMEM, "swap: host memory is short: evicting %llu MB of vGPU %s needs %llu MB more of it and "
                                 "%llu MB kept for a restore, the host can give %llu MB and the pool holds %llu MB free "
@@ -792,7 +800,7 @@ static int host_holds(struct srv *s, struct srv_dev *d, struct srv_client *c, co
             continue; /* pages the pool holds already */
         if (!asked++)
             give = host_give(&lim, &keep);
-        if (more > give || (held < margin && give - more < margin - held))
+        if (!host_fits(more, held, margin, give))
             rc = GOS_ENOMEM;
     }
     gos_swap_pool_fini(&sim);

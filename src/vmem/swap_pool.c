@@ -103,6 +103,10 @@ int gos_swap_pool_get_in(gos_swap_pool *p, uint64_t bytes, uint64_t lo, uint64_t
                 return rc;
             }
     }
+    if (!lo && hi == p->bytes)
+        return gos_fail(GOS_ENOMEM, "swap space exhausted: no free range of %llu MB in the %llu MB pool (%llu MB in use)",
+                        (unsigned long long)(sz >> 20), (unsigned long long)(p->bytes >> 20),
+                        (unsigned long long)(p->used >> 20));
     return gos_fail(GOS_ENOMEM, "swap space exhausted: no free range of %llu MB in %llu..%llu MB of the %llu MB pool "
                                 "(%llu MB in use)", (unsigned long long)(sz >> 20), (unsigned long long)(lo >> 20),
                     (unsigned long long)(hi >> 20), (unsigned long long)(p->bytes >> 20),
@@ -111,17 +115,7 @@ int gos_swap_pool_get_in(gos_swap_pool *p, uint64_t bytes, uint64_t lo, uint64_t
 
 int gos_swap_pool_get(gos_swap_pool *p, uint64_t bytes, uint64_t *off)
 {
-    uint64_t sz = unit_round(bytes);
-    if (!sz)
-        return gos_fail(GOS_EINVAL, "swap pool: a range of %llu bytes", (unsigned long long)bytes);
-    for (int i = 0; i < p->n; i++)
-        if (p->free[i].bytes >= sz) {
-            *off = p->free[i].off;
-            return take(p, i, *off, sz);
-        }
-    return gos_fail(GOS_ENOMEM, "swap space exhausted: no free range of %llu MB in the %llu MB pool (%llu MB in use)",
-                    (unsigned long long)(sz >> 20), (unsigned long long)(p->bytes >> 20),
-                    (unsigned long long)(p->used >> 20));
+    return gos_swap_pool_get_in(p, bytes, 0, p->bytes, NULL, 0, off); /* first fit in the whole pool */
 }
 
 int gos_swap_pool_copy(gos_swap_pool *dst, const gos_swap_pool *src)
