@@ -94,6 +94,7 @@ int native_tenant_main(int argc, char **argv);
 /* vgpu_mixed.c */
 json_t *mixed(void);
 int mixed_tenant_main(int argc, char **argv);
+int swappath_locker_main(int argc, char **argv);
 
 /* vgpu_swappath.c: an eviction's paths into the host pool (issue 42) */
 extern long swap_mb;

@@ -59,6 +59,8 @@ int native_tenant_main(int argc, char **argv)
 {
     if (argc >= 3 && !strcmp(argv[2], "periodic")) /* the mixed section's tenants */
         return mixed_tenant_main(argc, argv);
+    if (argc >= 3 && !strcmp(argv[2], "locker")) /* the swappath section's other process */
+        return swappath_locker_main(argc, argv);
     if (argc < 6) {
         fprintf(stderr, "vgpu_bench --native-tenant ITERS SYNC SECS light|dense [--sim CHIP]\n");
         return 2;

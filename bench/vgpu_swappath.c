@@ -21,6 +21,10 @@
  *                   another thread of this process page-locks a faulted-in
  *                   memfd of the buffer's size (median and max): whether
  *                   locking ahead stalls the tenant's launches
+ *   other_process   the same while another process (its own CUDA context,
+ *                   as a swap helper of the daemon would be) page-locks such
+ *                   a memfd: whether locking in a process of its own stalls
+ *                   nobody (only the round trips inside its locking count)
  * Native only: no daemon runs. */
 #include "vgpu_lib.h"
 
@@ -29,12 +33,14 @@
 #include "device/exec_ops.h"
 
 #include <jansson.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 long swap_mb; /* --swap-mb (0: the default above) */
@@ -110,6 +116,78 @@ static void round_trips(_Atomic int *stop, int m, double *med, double *max)
     *med = median(t, k);
 }
 
+/* `vgpu_bench --native-tenant locker MB [--sim CHIP]`: the other process of
+ * other_process. Opens the device, faults in a memfd of MB, says ready, waits
+ * for the start instant, page-locks it and prints "t0 t1 GB/s" (now()). */
+int swappath_locker_main(int argc, char **argv)
+{
+    long mb = argc >= 4 ? strtol(argv[3], NULL, 10) : 0;
+    if (mb < 1) {
+        fprintf(stderr, "vgpu_bench --native-tenant locker MB [--sim CHIP]\n");
+        return 2;
+    }
+    if (argc == 6 && !strcmp(argv[4], "--sim"))
+        sim_chip = argv[5];
+    gos_device_spec spec = {.sim = sim_chip, .ordinal = 0};
+    if (gos_device_open(&spec, &dev) || gos_exec_init(dev)) {
+        fprintf(stderr, "locker: %s\n", gos_last_error());
+        return 1;
+    }
+    size_t n = (size_t)mb << 20;
+    void *p = memfd_buf(n, 1);
+    printf("ready\n");
+    fflush(stdout);
+    double start;
+    if (scanf("%lf", &start) != 1)
+        return 1;
+    while (now() < start)
+        usleep(200);
+    double t0 = now(), g = register_gbps(p, n), t1 = now();
+    printf("%.6f %.6f %.4f\n", t0, t1, g);
+    return 0;
+}
+
+/* Round trips while another process page-locks n bytes (other_process):
+ * median and max of those that overlap its locking (0 when none did); its
+ * GB/s. */
+static void other_process(size_t n, double *med, double *max, double *gbps)
+{
+    char mb[32];
+    snprintf(mb, sizeof mb, "%zu", n >> 20);
+    char *av[] = {"vgpu_bench", "--native-tenant", "locker", mb, sim_chip ? "--sim" : NULL, (char *)sim_chip, NULL};
+    char **avs[1] = {av};
+    pid_t kid;
+    FILE *out;
+    double start = natives_go(1, avs, &kid, &out);
+    static double t[20000], at[20000];
+    int k = 0;
+    /* until its answer is due: its start and twice the in-process time at 1 GB/s at least */
+    double until = start + 2.0 + 2.0 * (double)n / 1e9;
+    int fd = fileno(out);
+    while (k < (int)(sizeof t / sizeof t[0]) && now() < until) {
+        at[k] = now();
+        if (wl_round_trips(&nat_be, 0, 1, 0, t + k) < 1)
+            DIE("no round trips");
+        k++;
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        if (at[k - 1] > start && poll(&pf, 1, 0) == 1)
+            break; /* it answered */
+    }
+    double t0, t1;
+    if (fscanf(out, "%lf %lf %lf", &t0, &t1, gbps) != 3)
+        DIE("the locking process did not answer");
+    fclose(out);
+    waitpid(kid, NULL, 0);
+    int m = 0;
+    *max = 0;
+    for (int i = 0; i < k; i++)
+        if (at[i] <= t1 && at[i] + t[i] * 1e-6 >= t0) {
+            t[m++] = t[i];
+            *max = t[i] > *max ? t[i] : *max;
+        }
+    *med = m ? median(t, m) : 0;
+}
+
 json_t *swappath(void)
 {
     size_t n = (size_t)(swap_mb > 0 ? swap_mb : quick ? 1024 : 4096) << 20;
@@ -140,20 +218,24 @@ json_t *swappath(void)
     round_trips(&l.done, 0, &busy_med, &busy_max);
     pthread_join(th, NULL);
     gos_exec_host_unregister(dev, l.p);
+    double oth_med, oth_max, oth_gbps;
+    other_process(n, &oth_med, &oth_max, &oth_gbps);
     fprintf(stderr,
             "swappath %zu MB: page-locking cold %.2f GB/s, faulted-in %.2f GB/s; dtoh into locked %.2f, pageable "
             "%.2f, cold pageable %.2f GB/s; launch+sync %.1f us (max %.1f) alone, %.1f us (max %.1f) while "
-            "another thread locks\n",
-            n >> 20, reg_cold, reg_warm, locked, pageable, cold_copy, alone_med, alone_max, busy_med, busy_max);
+            "another thread locks, %.1f us (max %.1f) while another process locks (%.2f GB/s)\n",
+            n >> 20, reg_cold, reg_warm, locked, pageable, cold_copy, alone_med, alone_max, busy_med, busy_max, oth_med,
+            oth_max, oth_gbps);
     munmap(cold, n);
     munmap(warm, n);
     munmap(page, n);
     munmap(cold2, n);
     munmap(l.p, n);
     gos_exec_mem_free(dev, d);
-    return json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:{s:f, s:f, s:f, s:f, s:f}}", "bytes", (json_int_t)n,
+    return json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}}", "bytes", (json_int_t)n,
                      "register_cold_gbps", reg_cold, "register_warm_gbps", reg_warm, "dtoh_locked_gbps", locked,
                      "dtoh_pageable_gbps", pageable, "dtoh_cold_gbps", cold_copy, "round_trip_us", "alone_median",
                      alone_med, "alone_max", alone_max, "locking_median", busy_med, "locking_max", busy_max,
-                     "locking_thread_gbps", l.gbps);
+                     "locking_thread_gbps", l.gbps, "other_process_median", oth_med, "other_process_max", oth_max,
+                     "other_process_gbps", oth_gbps);
 }
