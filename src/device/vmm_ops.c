@@ -244,12 +244,18 @@ int gos_vmm_buf_evict_pieces(gos_device *d, gos_vmm_buf *b, void *host, uint64_t
         return gos_fail(GOS_EINVAL, "evict: the buffer at 0x%llx is already evicted", (unsigned long long)b->va);
     if (b->imported)
         return gos_fail(GOS_EINVAL, "evict: 0x%llx is another process's shared memory", (unsigned long long)b->va);
-    if (!host)
-        return gos_fail(GOS_EINVAL, "evict: no host buffer");
-    int rc = copy_pieces(d, 1, host, b->va, b->bytes, first, piece);
+    int rc = gos_vmm_buf_copy_pieces(d, b, host, 1, first, piece);
+    return rc ? rc /* nothing changed: still resident */ : gos_vmm_buf_drop(d, b);
+}
+
+int gos_vmm_buf_drop(gos_device *d, gos_vmm_buf *b)
+{
+    if (!b->resident)
+        return gos_fail(GOS_EINVAL, "evict: the buffer at 0x%llx is already evicted", (unsigned long long)b->va);
+    if (b->imported)
+        return gos_fail(GOS_EINVAL, "evict: 0x%llx is another process's shared memory", (unsigned long long)b->va);
+    int rc = gos_vmm_unmap(d, b->va, b->bytes);
     if (rc)
-        return rc; /* nothing changed: still resident */
-    if ((rc = gos_vmm_unmap(d, b->va, b->bytes)))
         return rc; /* still mapped and resident; the host copy is extra */
     /* Unmapped: the host copy is now the data. A failing release leaks the
      * physical memory but loses nothing. */
@@ -259,27 +265,46 @@ int gos_vmm_buf_evict_pieces(gos_device *d, gos_vmm_buf *b, void *host, uint64_t
     return rc;
 }
 
-int gos_vmm_buf_restore_pieces(gos_device *d, gos_vmm_buf *b, const void *host, uint64_t first, uint64_t piece)
+int gos_vmm_buf_remap(gos_device *d, gos_vmm_buf *b)
 {
     if (b->resident)
         return gos_fail(GOS_EINVAL, "restore: the buffer at 0x%llx is resident", (unsigned long long)b->va);
-    if (!host)
-        return gos_fail(GOS_EINVAL, "restore: no host copy");
     uint64_t h;
-    int rc;
-    if ((rc = gos_vmm_create(d, b->bytes, &h)))
+    int rc = gos_vmm_create(d, b->bytes, &h);
+    if (rc)
         return rc;
-    if ((rc = gos_vmm_map(d, b->va, b->bytes, h)))
-        goto fail_release;
-    if ((rc = copy_pieces(d, 0, (void *)(uintptr_t)host, b->va, b->bytes, first, piece)))
-        goto fail_unmap;
+    if ((rc = gos_vmm_map(d, b->va, b->bytes, h))) {
+        gos_vmm_release(d, h);
+        return rc;
+    }
     b->h = h;
     b->resident = 1;
     return GOS_OK;
-fail_unmap:
-    gos_vmm_unmap(d, b->va, b->bytes);
-fail_release:
-    gos_vmm_release(d, h);
+}
+
+int gos_vmm_buf_copy_pieces(gos_device *d, const gos_vmm_buf *b, void *host, int out, uint64_t first,
+                            uint64_t piece)
+{
+    if (!b->resident)
+        return gos_fail(GOS_EINVAL, "copy: the buffer at 0x%llx is not mapped", (unsigned long long)b->va);
+    if (!host)
+        return gos_fail(GOS_EINVAL, "copy: no host buffer");
+    return copy_pieces(d, out, host, b->va, b->bytes, first, piece);
+}
+
+int gos_vmm_buf_restore_pieces(gos_device *d, gos_vmm_buf *b, const void *host, uint64_t first, uint64_t piece)
+{
+    if (!host)
+        return gos_fail(GOS_EINVAL, "restore: no host copy");
+    int rc = gos_vmm_buf_remap(d, b);
+    if (rc)
+        return rc;
+    if ((rc = gos_vmm_buf_copy_pieces(d, b, (void *)(uintptr_t)host, 0, first, piece))) {
+        gos_vmm_unmap(d, b->va, b->bytes); /* still evicted: host keeps the only copy */
+        gos_vmm_release(d, b->h);
+        b->h = 0;
+        b->resident = 0;
+    }
     return rc;
 }
 

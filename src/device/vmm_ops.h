@@ -121,6 +121,17 @@ int gos_vmm_buf_restore(gos_device *d, gos_vmm_buf *b, const void *host);
  * only when no copy crosses from one registration into the next. */
 int gos_vmm_buf_evict_pieces(gos_device *d, gos_vmm_buf *b, void *host, uint64_t first, uint64_t piece);
 int gos_vmm_buf_restore_pieces(gos_device *d, gos_vmm_buf *b, const void *host, uint64_t first, uint64_t piece);
+/* The two halves of evict / restore, for a copy made by another process (the
+ * daemon's swap helper, which attaches b's memory through an exported fd and
+ * copies it into the host pool it keeps page-locked, issue 42.2): drop unmaps
+ * and releases b's physical memory, keeping its addresses (the bytes must be
+ * elsewhere already); remap maps new physical memory there (its contents
+ * undefined until copied in). */
+int gos_vmm_buf_drop(gos_device *d, gos_vmm_buf *b);
+int gos_vmm_buf_remap(gos_device *d, gos_vmm_buf *b);
+/* Copies all of a mapped b to host (out) or from it, in pieces as above. */
+int gos_vmm_buf_copy_pieces(gos_device *d, const gos_vmm_buf *b, void *host, int out, uint64_t first,
+                            uint64_t piece);
 /* Unmaps, releases and unreserves (whatever of that applies). */
 void gos_vmm_buf_free(gos_device *d, gos_vmm_buf *b);
 

@@ -168,7 +168,14 @@ int xe_swap_io(struct xe *x, uint64_t dptr, int fd, int out);
 int xe_pool_pin(struct xe *x, const struct x_swap_io *m, int fd);
 /* Locks the next chunk to lock ahead; 0 when none is left. */
 int xe_pool_pin_next(struct xe *x);
+/* Whether every chunk of [b0, b1) of the pool is page-locked. */
+int xe_pool_locked(const struct xe *x, uint64_t b0, uint64_t b1);
 int xe_swap_pool_io(struct xe *x, const struct x_swap_io *m, int fd, int out, struct x_swap_rep *rep);
+/* X_SWAP_CTL on the owner's side (*fd: EXPORT's and REMAP's answer, -1 else). */
+int xe_swap_ctl(struct xe *x, const struct x_swap_ctl *m, int *fd);
+/* X_POOL_COPY on the helper's: attaches fd's memory, copies it to or from the
+ * pool (mapped by an earlier X_POOL_PIN), locking its chunks first. */
+int xe_pool_copy(struct xe *x, const struct x_pool_copy *m, int fd, struct x_swap_rep *rep);
 /* Everything the client held, released (its channel closed). */
 void xe_mem_release(struct xe *x);
 

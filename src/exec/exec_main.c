@@ -91,6 +91,46 @@ static int h_pool_pin(struct xe *x, const struct x_hdr *h, void *p, int fd)
     return xe_answer(x, h->type, rc, 0, NULL, 0);
 }
 
+static int h_swap_ctl(struct xe *x, const struct x_hdr *h, void *p, int fd)
+{
+    struct x_swap_ctl m;
+    memcpy(&m, p, sizeof m);
+    int sfd = -1, rc = xe_swap_ctl(x, &m, &sfd);
+    const char *msg = rc ? gos_last_error() : NULL;
+    struct x_hdr a = {h->type, msg ? (uint32_t)strlen(msg) + 1 : 0, rc, 0};
+    rc = x_send(x->sock, &a, msg, sfd);
+    if (sfd >= 0)
+        close(sfd);
+    return rc;
+}
+
+static int h_pool_copy(struct xe *x, const struct x_hdr *h, void *p, int fd)
+{
+    struct x_pool_copy m;
+    struct x_swap_rep rep = {0};
+    memcpy(&m, p, sizeof m);
+    int rc = xe_pool_copy(x, &m, fd, &rep);
+    if (fd >= 0)
+        close(fd);
+    return xe_answer(x, h->type, rc, 0, &rep, sizeof rep);
+}
+
+static int h_pool_lock(struct xe *x, const struct x_hdr *h, void *p, int fd)
+{
+    struct x_swap_io m;
+    struct x_swap_rep rep = {0};
+    memcpy(&m, p, sizeof m);
+    uint64_t t0 = gos_now_ns();
+    int rc = xe_pool_pin(x, &m, fd);
+    if (fd >= 0)
+        close(fd);
+    while (!rc && xe_pool_pin_next(x))
+        ;
+    rep.register_ns = gos_now_ns() - t0;
+    rep.pinned = !rc && xe_pool_locked(x, m.dptr, m.off);
+    return xe_answer(x, h->type, rc, 0, &rep, sizeof rep);
+}
+
 static int h_region_add(struct xe *x, const struct x_hdr *h, void *p, int fd)
 {
     struct x_region m;
@@ -345,6 +385,9 @@ static const struct xe_msg {
     {X_EVICT_POOL, sizeof(struct x_swap_io), X_TAKES_FD, h_swap_pool},
     {X_RESTORE_POOL, sizeof(struct x_swap_io), X_TAKES_FD, h_swap_pool},
     {X_POOL_PIN, sizeof(struct x_swap_io), X_TAKES_FD, h_pool_pin},
+    {X_SWAP_CTL, sizeof(struct x_swap_ctl), 0, h_swap_ctl},
+    {X_POOL_COPY, sizeof(struct x_pool_copy), X_TAKES_FD, h_pool_copy},
+    {X_POOL_LOCK, sizeof(struct x_swap_io), X_TAKES_FD, h_pool_lock},
     {X_REGION_ADD, sizeof(struct x_region), X_TAKES_FD, h_region_add},
     {X_MODULE_LOAD, sizeof(struct x_module), 0, h_module_load},
     {X_MODULE_UNLOAD, 4, 0, h_module_unload},

@@ -264,6 +264,14 @@ int xe_pool_pin_next(struct xe *x)
     return 0;
 }
 
+int xe_pool_locked(const struct xe *x, uint64_t b0, uint64_t b1)
+{
+    for (uint64_t c = b0 / X_POOL_CHUNK; x->pool && c * X_POOL_CHUNK < b1 && c * X_POOL_CHUNK < x->pool_bytes; c++)
+        if (x->pool_pinned[c] != 1)
+            return 0;
+    return x->pool != NULL;
+}
+
 /* Evicts into / restores from the pool at off: the chunks it touches are
  * page-locked first (once for the executor's life), the copy cut at chunk
  * boundaries so that every piece lies in one registration. A chunk the driver
@@ -289,6 +297,64 @@ int xe_swap_pool_io(struct xe *x, const struct x_swap_io *m, int fd, int out, st
     uint64_t first = X_POOL_CHUNK - m->off % X_POOL_CHUNK;
     rc = out ? gos_vmm_buf_evict_pieces(x->dev, b, x->pool + m->off, first, X_POOL_CHUNK)
              : gos_vmm_buf_restore_pieces(x->dev, b, x->pool + m->off, first, X_POOL_CHUNK);
+    rep->register_ns = t1 - t0;
+    rep->copy_ns = gos_now_ns() - t1;
+    return rc;
+}
+
+int xe_swap_ctl(struct xe *x, const struct x_swap_ctl *m, int *fd)
+{
+    *fd = -1;
+    gos_vmm_buf *b = vb_find(x, m->dptr);
+    if (!b)
+        return gos_fail(GOS_EINVAL, "executor: 0x%llx is not a swappable allocation", (unsigned long long)m->dptr);
+    int rc;
+    switch (m->op) {
+    case X_SWAPCTL_EXPORT:
+        return gos_vmm_buf_export(x->dev, b, fd);
+    case X_SWAPCTL_DROP:
+        if (!b->resident)
+            return GOS_OK; /* (a restore whose copy failed: evicted still) */
+        if (!(rc = gos_vmm_buf_drop(x->dev, b)))
+            xe_al_evicted(x, m->dptr, 1);
+        return rc;
+    case X_SWAPCTL_REMAP:
+        if ((rc = gos_vmm_buf_remap(x->dev, b)))
+            return rc;
+        if ((rc = gos_vmm_buf_export(x->dev, b, fd)))
+            gos_vmm_buf_drop(x->dev, b); /* evicted as before */
+        return rc;
+    case X_SWAPCTL_READY:
+        if (!b->resident)
+            return gos_fail(GOS_EPROTO, "executor: 0x%llx is not mapped", (unsigned long long)m->dptr);
+        xe_al_evicted(x, m->dptr, 0);
+        return GOS_OK;
+    default:
+        return gos_fail(GOS_EPROTO, "executor: swap control %u", (unsigned)m->op);
+    }
+}
+
+int xe_pool_copy(struct xe *x, const struct x_pool_copy *m, int fd, struct x_swap_rep *rep)
+{
+    if (fd < 0)
+        return gos_fail(GOS_EPROTO, "POOL_COPY without a descriptor");
+    if (!x->pool || m->pool_bytes != x->pool_bytes)
+        return gos_fail(GOS_EPROTO, "executor: POOL_COPY before the pool's POOL_PIN");
+    if (!m->bytes || m->bytes % GOS_VMM_PAGE || m->off > x->pool_bytes || m->bytes > x->pool_bytes - m->off)
+        return gos_fail(GOS_EPROTO, "executor: pool copy 0x%llx + %llu outside the pool", (unsigned long long)m->off,
+                        (unsigned long long)m->bytes);
+    gos_vmm_buf b;
+    int rc = gos_vmm_buf_attach(x->dev, fd, m->bytes, &b);
+    if (rc)
+        return rc;
+    uint64_t t0 = gos_now_ns();
+    rep->pinned = 1;
+    for (uint64_t c = m->off / X_POOL_CHUNK; c <= (m->off + m->bytes - 1) / X_POOL_CHUNK; c++)
+        rep->pinned &= pin_chunk(x, c) == 1;
+    uint64_t t1 = gos_now_ns();
+    rc = gos_vmm_buf_copy_pieces(x->dev, &b, x->pool + m->off, m->out != 0, X_POOL_CHUNK - m->off % X_POOL_CHUNK,
+                                 X_POOL_CHUNK);
+    gos_vmm_buf_free(x->dev, &b);
     rep->register_ns = t1 - t0;
     rep->copy_ns = gos_now_ns() - t1;
     return rc;

@@ -92,6 +92,35 @@ enum {
     /* a tensor map by this executor's device (issue 43; device/exec_ops.h
      * tmap_encode): gpuos_tmap_args, checked by the daemon -> struct gos_rep_tmap */
     X_TMAP_ENCODE,
+    /* the swap helper (issue 42.2; serve/swap.c): an executor of the daemon's
+     * own, no client's, that keeps the pool page-locked (X_POOL_PIN) and makes
+     * the tenants' swap copies, so that locking tens of GB stalls no tenant's
+     * context. To the owner's executor: struct x_swap_ctl -> (EXPORT, REMAP)
+     * fd of the allocation's physical memory; to the helper: struct
+     * x_pool_copy + that fd -> struct x_swap_rep (the copy between it and
+     * the pool, whose fd came with X_POOL_PIN) */
+    X_SWAP_CTL,
+    X_POOL_COPY,
+    X_POOL_LOCK, /* as X_POOL_PIN, locked before the answer -> struct x_swap_rep (the helper's) */
+};
+
+enum {
+    X_SWAPCTL_EXPORT = 1, /* resident: its physical memory's fd */
+    X_SWAPCTL_DROP,       /* copied out: unmapped and released (evicted) */
+    X_SWAPCTL_REMAP,      /* evicted: new physical memory at its address, its fd (still evicted) */
+    X_SWAPCTL_READY,      /* copied back in: resident for the ring again */
+};
+
+struct x_swap_ctl {
+    uint64_t dptr;
+    uint32_t op; /* X_SWAPCTL_* */
+    uint32_t pad;
+};
+
+struct x_pool_copy {
+    uint64_t off, bytes, pool_bytes;
+    uint32_t out; /* 1: device to pool (evict), 0: pool to device (restore) */
+    uint32_t pad;
 };
 
 struct x_vmm {

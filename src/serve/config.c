@@ -212,6 +212,10 @@ static int swap_key(struct gos_serve_devcfg *d, const char *k, const char *v)
         if (parse_int(v, 0, 3600, &x))
             return gos_fail(GOS_EINVAL, "swap_host_wait_s must be 0..3600 (and below the clients' GPUOS_TIMEOUT_MS)");
         d->swap_host_wait_s = (uint32_t)x;
+    } else if (!strcmp(k, "swap_helper")) {
+        if (parse_int(v, 0, 1, &x))
+            return gos_fail(GOS_EINVAL, "swap_helper must be 0 or 1");
+        d->swap_helper = (int)x;
     } else if (!strcmp(k, "swap_prefault")) {
         if (!strcmp(v, "auto"))
             d->swap_prefault = GOS_SWAP_PREFAULT_AUTO;
@@ -277,6 +281,8 @@ static int config_device_section(struct gos_serve_config *c, const char *label, 
     d->swap_wait_s = 120;
     d->swap_host_wait_s = 60;
     d->swap_prefault = GOS_SWAP_PREFAULT_AUTO;
+    d->swap_helper = 1;
+    d->swap_helper = 1;
     return GOS_OK;
 }
 

@@ -46,6 +46,9 @@
  *   swap_host_wait_s = 60        # ... this long for host memory another vGPU holds
  *   swap_prefault = auto         # fault the host pool in at start (background), as
  *                                # far as the vGPUs' quotas can need it (1: all of it)
+ *   swap_helper = 1              # an executor of the daemon's own keeps the pool
+ *                                # page-locked and makes the swap copies (0: each
+ *                                # tenant's executor locks and copies its own)
  *   isolation = process          # process: each client's device work in an executor
  *                                # process of its own (own address space, faults
  *                                # contained); none: one context in the daemon for
@@ -133,6 +136,7 @@ struct gos_serve_devcfg {
     uint64_t swap_turn_ms;
     uint32_t swap_wait_s, swap_host_wait_s;
     int swap_prefault;
+    int swap_helper; /* 1: the swap helper (serve/swap.c) */
     uint64_t grant_us; /* 0: auto (executors) or 1000 (isolation = none) */
     char chip[256];       /* gpuos.chip/1 file describing the device ("" none) */
     int spatial_of;       /* -1; for an SM set's scheduler (serve/spatial.c): its device */

@@ -114,8 +114,17 @@ struct srv_swpool {
     int prefaulting, stop;
     pthread_cond_t wake_cv; /* the prefault's: the vGPUs known (srv_swap_quotas_known), or stop */
     int quotas_known;
-    struct srv_swwin *win; /* the clients' windows (prefault on) */
+    struct srv_swwin *win; /* the clients' windows (prefault on, no helper) */
     int n_win, cap_win;
+    /* swap_helper (issue 42.2): an executor of the daemon's own that keeps the
+     * pool page-locked and makes every swap copy (X_POOL_COPY through the
+     * owner's exported memory), so no tenant's context ever page-locks: on
+     * GPU-cf4134f8 a tenant's executor locking its 45 GB window ahead stalled
+     * that tenant 11 s. NULL: none (off, or it failed to start); helper_off:
+     * given up after a failure (kept until the end: a call may be under way) */
+    struct srv_exec *helper;
+    int helper_off;
+    uint64_t helper_locked; /* the pool's first bytes it holds locked */
 };
 
 /* Gives o's pool range back (if it holds one). */
@@ -261,10 +270,57 @@ static void pin_send(struct srv *s, struct srv_dev *d, int i)
     srv_client_unref(c);
 }
 
+static int helper_on(const struct srv_dev *d) { return d->swp->helper && !d->swp->helper_off; }
+
+/* The swap helper gave up (lock held): the tenants' executors swap from now
+ * on, each locking its own window (as without a helper). */
+static void helper_fail(struct srv *s, struct srv_dev *d, const char *what)
+{
+    (void)s;
+    if (d->swp->helper_off)
+        return;
+    d->swp->helper_off = 1;
+    gos_log(LOG_WARNING, "swap: the swap helper failed (%s: %s): the tenants' executors swap from now on", what,
+            gos_last_error());
+}
+
+/* The helper told to lock the whole chunks of the part of the pool the host
+ * gave, synchronously (X_POOL_LOCK; lock held, dropped for the call): it runs
+ * no tenant's work, so locking stalls nobody. */
+static void helper_lock(struct srv *s, struct srv_dev *d)
+{
+    struct srv_swpool *sp = d->swp;
+    struct srv_swwin all = {.off = 0, .len = sp->touched};
+    uint64_t b0, b1;
+    pin_range(sp, &all, &b0, &b1);
+    if (!helper_on(d) || b1 <= sp->helper_locked)
+        return;
+    struct x_swap_io m = {sp->helper_locked, b1, sp->pool.bytes};
+    struct x_swap_rep rep = {0};
+    struct srv_exec *x = sp->helper;
+    pthread_mutex_unlock(&s->lock);
+    int rc = srv_exec_call(x, X_POOL_LOCK, &m, sizeof m, sp->fd, &rep, sizeof rep);
+    pthread_mutex_lock(&s->lock);
+    if (rc)
+        helper_fail(s, d, "locking the pool");
+    else if (b1 > sp->helper_locked) {
+        if (!rep.pinned)
+            gos_log(LOG_WARNING, "swap: the driver refused to page-lock part of %llu..%llu MB of the pool: swaps "
+                                 "there copy from pageable memory", (unsigned long long)(m.dptr >> 20),
+                    (unsigned long long)(b1 >> 20));
+        sp->helper_locked = b1;
+    }
+}
+
 /* Every window grown into what the prefault added, and its chunks sent
- * (lock held, dropped for the calls: the table may change meanwhile). */
+ * (lock held, dropped for the calls: the table may change meanwhile); the
+ * helper's lock instead while it works. */
 static void pin_windows(struct srv *s, struct srv_dev *d)
 {
+    if (helper_on(d)) {
+        helper_lock(s, d);
+        return;
+    }
     for (int i = 0; i < d->swp->n_win; i++) {
         win_update(s, d, d->swp->win[i].c);
         pin_send(s, d, i);
@@ -296,20 +352,27 @@ static uint64_t prefault_want(struct srv *s, struct srv_dev *d)
 
 /* One round of the prefault (lock held, dropped while faulting): the pool's
  * memfd faulted in PREFAULT_CHUNK at a time from what is held toward want,
- * the pool's part held in all at most half of what the host could give
- * beyond the reserve of hostmem.c were it not held (the other half stays for
- * the executors, the tenants and evictions, each of which still asks the host
- * first). So a round that the host cut short takes more at a later one only
- * as the host gets more to give, never half of what is left each time.
+ * the pool's part held in all at most what the host could give beyond the
+ * reserve of hostmem.c were it not held, less an eighth of that or 2 GB,
+ * whichever is more, but at most half (what is left is for the executors
+ * and the tenants' own host memory: a small memory cgroup keeps half, a
+ * host of 128 GB an eighth; evictions still ask the host first). So a round that the host cut short takes more at a later one
+ * only as the host gets more to give, never a part of what is left each
+ * time. (Half, until the pair of issue 42 on GPU-cf4134f8: its second
+ * tenant's window fell past 64 of the 91 GB its evictions needed and was
+ * locked cold on the eviction's path, 10 s.)
  * Returns the bytes faulted in; *why says where it stopped. */
 #define PREFAULT_CHUNK (256ull << 20)
+#define PREFAULT_LEAVE (2ull << 30)
 static uint64_t prefault_round(struct srv *s, struct srv_dev *d, uint64_t want, const char **why)
 {
     uint64_t start = UINT64_MAX, end = 0;
     pthread_mutex_unlock(&s->lock);
     uint64_t lim0, room0 = srv_host_room(&lim0), keep0 = srv_host_reserve(lim0);
     pthread_mutex_lock(&s->lock);
-    uint64_t held = d->swp->touched, all = room0 + held > keep0 ? (room0 + held - keep0) / 2 : 0;
+    uint64_t held = d->swp->touched, give = room0 + held > keep0 ? room0 + held - keep0 : 0;
+    uint64_t least = give / 2 < PREFAULT_LEAVE ? give / 2 : PREFAULT_LEAVE;
+    uint64_t all = give - (give / 8 > least ? give / 8 : least);
     uint64_t budget = all > held ? all - held : 0;
     while (!d->swp->stop && d->swp->touched < want) {
         uint64_t off = d->swp->touched, len = want - off, lim, room, keep, got = end > start ? end - start : 0;
@@ -324,7 +387,7 @@ static uint64_t prefault_round(struct srv *s, struct srv_dev *d, uint64_t want, 
         int err = short_host || !fallocate(d->swp->fd, 0, (off_t)off, (off_t)len) ? 0 : errno;
         pthread_mutex_lock(&s->lock);
         if (short_host || err) {
-            *why = err ? strerror(err) : "half of what the host could give";
+            *why = err ? strerror(err) : "what the host could give, less what it leaves the tenants";
             break;
         }
         start = start < off ? start : off;
@@ -368,10 +431,11 @@ static void *prefault_main(void *arg)
         if (done || (want > d->swp->touched && (!round || want != last))) {
             double sec = (double)(gos_now_ns() - t0) * 1e-9;
             gos_log(LOG_INFO,
-                    "swap: host pool faulted in ahead%s: %llu MB in %.1f s (%.2f GB/s; %s), %llu of %llu MB held",
+                    "swap: host pool faulted in ahead%s: %llu MB in %.1f s (%.2f GB/s; %s), %llu of %llu MB held%s",
                     !round ? "" : want != last ? " (the vGPUs' quotas changed)" : " (the host had more to give)",
                     (unsigned long long)(done >> 20), sec, sec > 0 ? (double)done / sec * 1e-9 : 0.0, why,
-                    (unsigned long long)(d->swp->touched >> 20), (unsigned long long)(d->swp->pool.bytes >> 20));
+                    (unsigned long long)(d->swp->touched >> 20), (unsigned long long)(d->swp->pool.bytes >> 20),
+                    helper_on(d) ? ", page-locked by the swap helper" : "");
         }
         last = want;
         struct timespec ts;
@@ -428,6 +492,15 @@ int srv_swap_init(struct srv *s, struct srv_dev *d, const struct gos_serve_devcf
                 cfg->label, (unsigned long long)(d->swp->pool.bytes >> 20),
                 (unsigned long long)((room > keep ? room - keep : 0) >> 20),
                 lim != UINT64_MAX ? "inside a memory cgroup limit; " : "", (unsigned long long)(keep >> 20));
+    if (cfg->swap_helper) {
+        if (srv_exec_spawn(d->sim[0] ? d->sim : NULL, d->ordinal, d->mps_dir[0] ? d->mps_dir : NULL,
+                           &d->swp->helper))
+            gos_log(LOG_WARNING, "device %s: no swap helper (%s): the tenants' executors swap", cfg->label,
+                    gos_last_error());
+        else
+            gos_log(LOG_INFO, "device %s: swap helper started (pid %d): it keeps the host pool page-locked and "
+                              "makes the swap copies", cfg->label, (int)d->swp->helper->pid);
+    }
     if (cfg->swap_prefault && !pthread_create(&d->swp->prefault, NULL, prefault_main, d))
         d->swp->prefaulting = 1;
     return GOS_OK;
@@ -451,6 +524,8 @@ void srv_swap_fini(struct srv_dev *d)
         d->sw = NULL;
     }
     if (d->swp) {
+        if (d->swp->helper)
+            srv_exec_close(d->swp->helper);
         if (d->swp->fd >= 0)
             close(d->swp->fd);
         free(d->swp->win);
@@ -814,6 +889,38 @@ static int host_holds(struct srv *s, struct srv_dev *d, struct srv_client *c, co
                     lim != UINT64_MAX ? "memory cgroup limit; " : "", (unsigned long long)(keep >> 20));
 }
 
+/* An eviction's or a restore's copy by the swap helper hx (no lock held):
+ * the owner's executor ox exports the allocation's physical memory (a
+ * restore: new memory mapped at its address first), the helper attaches it
+ * and copies it to or from the pool at m->off, then the owner drops it
+ * (evict) or takes it back for its ring (restore). *helper_rc: non-zero when
+ * the helper failed and nothing changed (the caller goes the owner's own
+ * way); else the owner's result. */
+static int helper_copy(struct srv_exec *hx, struct srv_exec *ox, int evict, const struct x_swap_io *m,
+                       uint64_t bytes, struct x_swap_rep *rep, int *helper_rc)
+{
+    struct x_swap_ctl ctl = {m->dptr, evict ? X_SWAPCTL_EXPORT : X_SWAPCTL_REMAP, 0};
+    struct x_pool_copy pc = {m->off, bytes, m->pool_bytes, evict != 0, 0};
+    int fd = -1;
+    *helper_rc = 0;
+    int rc = srv_exec_call_fd(ox, X_SWAP_CTL, &ctl, sizeof ctl, -1, NULL, 0, &fd);
+    if (rc)
+        return rc; /* the owner's: as its own path would fail */
+    *helper_rc = srv_exec_call(hx, X_POOL_COPY, &pc, sizeof pc, fd, rep, sizeof *rep);
+    close(fd);
+    if (*helper_rc) {
+        if (!evict) { /* the new memory goes again: evicted as before */
+            ctl.op = X_SWAPCTL_DROP;
+            if ((rc = srv_exec_call(ox, X_SWAP_CTL, &ctl, sizeof ctl, -1, NULL, 0)))
+                *helper_rc = 0; /* the owner cannot go its own way either: this restore failed */
+            return rc;
+        }
+        return GOS_OK;
+    }
+    ctl.op = evict ? X_SWAPCTL_DROP : X_SWAPCTL_READY;
+    return srv_exec_call(ox, X_SWAP_CTL, &ctl, sizeof ctl, -1, NULL, 0);
+}
+
 /* One eviction or restore (lock held, dropped for the executor's work).
  * GOS_ENOMEM (with the message) when the host could not give an eviction its
  * memory and margin more (*host_short set), or a restore failed (its object
@@ -853,8 +960,20 @@ static int step(struct srv *s, struct srv_dev *d, int evict, uint64_t id, uint64
     uint64_t bytes = o->bytes;
     uint64_t t0 = gos_now_ns();
     owner->refs++; /* the owner (and its executor) outlive the call */
+    int by_helper = 0;
+    if (helper_on(d)) {
+        struct srv_exec *hx = d->swp->helper;
+        int hrc;
+        pthread_mutex_unlock(&s->lock);
+        rc = helper_copy(hx, x, evict, &m, bytes, &rep, &hrc);
+        pthread_mutex_lock(&s->lock);
+        if (hrc)
+            helper_fail(s, d, evict ? "an eviction's copy" : "a restore's copy");
+        by_helper = !hrc;
+    }
     pthread_mutex_unlock(&s->lock);
-    rc = srv_exec_call(x, evict ? X_EVICT_POOL : X_RESTORE_POOL, &m, sizeof m, d->swp->fd, &rep, sizeof rep);
+    if (!by_helper) /* (no helper, or it failed before anything changed: the owner's own path) */
+        rc = srv_exec_call(x, evict ? X_EVICT_POOL : X_RESTORE_POOL, &m, sizeof m, d->swp->fd, &rep, sizeof rep);
     pthread_mutex_lock(&s->lock);
     double ms = ms_since(t0);
     if (!rc) { /* the swap time of the owner's vGPU, and the bandwidth turns are cut by */
@@ -866,11 +985,11 @@ static int step(struct srv *s, struct srv_dev *d, int evict, uint64_t id, uint64
     }
     if (!rc)
         gos_log(LOG_INFO, "swap: %s vGPU %s: %llu MB in %.1f ms (copy %.1f ms, %.2f GB/s; page-locking %.1f ms%s; "
-                          "pool %llu..%llu MB)", evict ? "evicted" : "restored", s->vgpus[vgpu].cfg.name,
+                          "pool %llu..%llu MB%s)", evict ? "evicted" : "restored", s->vgpus[vgpu].cfg.name,
                 (unsigned long long)(bytes >> 20), ms, (double)rep.copy_ns * 1e-6,
                 rep.copy_ns ? (double)bytes / (double)rep.copy_ns : 0.0, (double)rep.register_ns * 1e-6,
                 rep.pinned ? "" : "; NOT page-locked", (unsigned long long)(m.off >> 20),
-                (unsigned long long)((m.off + bytes) >> 20));
+                (unsigned long long)((m.off + bytes) >> 20), by_helper ? "; by the swap helper" : "");
     else /* (before, silent: a failed restore let the request run on unmapped memory) */
         gos_log(LOG_WARNING, "swap: %s vGPU %s: %llu MB failed after %.1f ms: %s", evict ? "evicting" : "restoring",
                 s->vgpus[vgpu].cfg.name, (unsigned long long)(bytes >> 20), ms, gos_last_error());
@@ -1135,7 +1254,7 @@ int srv_swap_alloc(struct srv_client *c, uint64_t bytes, uint64_t *dptr)
     if (took) /* its turn runs from when its memory is there, not from the plan: the
                * creation of tens of GB took time that was no turn of its work */
         d->swp->turn.since[c->vgpu] = gos_now_ns();
-    if (d->swp->prefaulting) { /* its window grows with its allocations; its executor locks it ahead */
+    if (d->swp->prefaulting && !helper_on(d)) { /* its window grows with its allocations; its executor locks it ahead */
         win_update(s, d, c);
         struct srv_swwin *w = win_of(d, c);
         if (w)

@@ -108,6 +108,11 @@ job alone_b "$L/alone-b.log" $BYTES 2
 
 echo "== pair, three, quota (daemon 1: swap_turn_ms = auto)"
 daemon "$L/serve1.log" $SWAP1 "$(vgpus a b c)"
+# a daemon is started before its jobs: the pair starts once its pool is
+# faulted in and page-locked ahead (by the swap helper), as it would be
+t0=$(now); i=0
+until grep -q "host pool faulted in ahead" "$L/serve1.log" || [ $i -gt 1200 ]; do sleep 0.1; i=$((i + 1)); done
+put pair.ready_s "$(since "$t0")"
 two pair $BYTES
 "$G" vgpu list > "$L/pair-vgpus.txt" 2>&1
 t0=$(now)
