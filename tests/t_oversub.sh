@@ -35,6 +35,10 @@
 #      every round) in forced turns with the pool locked ahead: both exact
 #      (before, the evicted one's launch was refused while the other's
 #      allocation was created: the GPU's "turns" row);
+#   8. the swap helper (swap_helper = 1, the default): it made every copy of
+#      block 1 and no tenant's executor locked any of the pool; killed
+#      mid-turns (kill -9), the tenants end byte-exact and their own
+#      executors swap from then on; swap_helper = 0 swaps without it, exact;
 #   5. the host short of memory (a memory cgroup of 320 MB, where one can be
 #      made): swap = 2G with swap_prefault = 1 faults in only part of the pool
 #      (some, less than the cgroup) and says so; four busy tenants of 64 MB on
@@ -112,6 +116,49 @@ assert val("gpuos_vgpu_swap_seconds_total") > 0
 assert val("gpuos_vgpu_memory_resident_bytes") == 0 and val("gpuos_vgpu_memory_swapped_bytes") == 0
 PY
 "$G" vgpu list | grep -q "TURNS.*SWAP-S" || fail "vgpu list has no TURNS and SWAP-S columns"
+stop_daemon
+# 8a. ... and the swap helper made every copy: no tenant's executor locked
+# any of the pool (each did before: on a GPU that stalled its tenant 11 s)
+grep -q "swap helper started" "$T/serve.log" || fail "no swap helper (swap_helper = 1 is the default)"
+grep -q "evicted vGPU .*by the swap helper" "$T/serve.log" || fail "no eviction by the swap helper"
+grep -q "restored vGPU .*by the swap helper" "$T/serve.log" || fail "no restore by the swap helper"
+if grep "evicted vGPU\|restored vGPU" "$T/serve.log" | grep -vq "by the swap helper"; then
+    fail "a swap not made by the helper while it worked"
+fi
+if grep -q "executor locks .* of the pool ahead" "$T/serve.log"; then fail "a tenant's executor locked the pool"; fi
+
+# 8b. the helper killed mid-turns (kill -9): the tenants end byte-exact, the
+# daemon says so and their own executors swap from then on
+L0=$(($(wc -l < "$T/serve.log") + 1))
+start_over 150
+HP=$(tail -n +"$L0" "$T/serve.log" | sed -n 's/.*swap helper started (pid \([0-9]*\)).*/\1/p' | head -1)
+[ -n "$HP" ] || fail "no swap helper's pid"
+work a 13 200 "$T/a8"; WA=$W
+work b 24 200 "$T/b8"; WB=$W
+i=0; until tail -n +"$L0" "$T/serve.log" | grep -q "by the swap helper"; do
+    i=$((i + 1)); [ $i -gt 200 ] && fail "no swap by the helper before the kill"; sleep 0.05; done
+kill -9 "$HP"
+wait $WA || fail "a beside a killed helper: $(cat "$T/a8")"
+wait $WB || fail "b beside a killed helper: $(cat "$T/b8")"
+exact "$T/a8" "a beside a killed helper"
+exact "$T/b8" "b beside a killed helper"
+tail -n +"$L0" "$T/serve.log" | grep -q "the swap helper failed" || fail "the helper's end not logged"
+tail -n +"$L0" "$T/serve.log" | sed -n '/the swap helper failed/,$p' | grep "evicted vGPU\|restored vGPU" |
+    grep -vq "by the swap helper" || fail "no swap by the tenants' executors after the helper's end"
+stop_daemon
+
+# 8c. swap_helper = 0: the tenants' executors swap, byte-exact
+L0=$(($(wc -l < "$T/serve.log") + 1))
+start_over 150 "swap_helper = 0"
+work a 14 60 "$T/a8c"; WA=$W
+work b 25 60 "$T/b8c"; WB=$W
+wait $WA && wait $WB || fail "swap_helper = 0"
+exact "$T/a8c" "a, swap_helper = 0"
+exact "$T/b8c" "b, swap_helper = 0"
+tail -n +"$L0" "$T/serve.log" | grep -q "evicted vGPU" || fail "no eviction with swap_helper = 0"
+if tail -n +"$L0" "$T/serve.log" | grep -q "swap helper started\|by the swap helper"; then
+    fail "a swap helper with swap_helper = 0"
+fi
 stop_daemon
 
 # 1b. three busy tenants: each gets turns (the longest waiter takes the next);

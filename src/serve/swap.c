@@ -497,7 +497,13 @@ int srv_swap_init(struct srv *s, struct srv_dev *d, const struct gos_serve_devcf
                            &d->swp->helper))
             gos_log(LOG_WARNING, "device %s: no swap helper (%s): the tenants' executors swap", cfg->label,
                     gos_last_error());
-        else
+        else if (srv_exec_call(d->swp->helper, X_POOL_PIN, &(struct x_swap_io){0, 0, d->swp->pool.bytes},
+                               sizeof(struct x_swap_io), d->swp->fd, NULL, 0)) { /* (maps the pool) */
+            gos_log(LOG_WARNING, "device %s: no swap helper (mapping the pool: %s): the tenants' executors swap",
+                    cfg->label, gos_last_error());
+            srv_exec_close(d->swp->helper);
+            d->swp->helper = NULL;
+        } else
             gos_log(LOG_INFO, "device %s: swap helper started (pid %d): it keeps the host pool page-locked and "
                               "makes the swap copies", cfg->label, (int)d->swp->helper->pid);
     }
