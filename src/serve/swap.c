@@ -42,9 +42,12 @@
  * Busy tenants whose memory does not fit together take turns (issue 42;
  * struct srv_swturn below): a busy vGPU keeps its memory for its turn, then
  * the longest waiter turns it out and takes the next. swap_prefault (auto by
- * default) faults the pool in at start as far as it can be needed, and each
- * client's executor locks ahead only its window of it (struct srv_swwin,
- * X_POOL_PIN), where its evictions go.
+ * default) faults the pool in at start as far as it can be needed. The swap
+ * helper (swap_helper = 1, the default; struct srv_swpool) page-locks it as
+ * it comes and makes every copy through the owner's exported memory, so no
+ * tenant's context ever locks; without it (off, or failed) each client's
+ * executor locks ahead only its window of the pool (struct srv_swwin,
+ * X_POOL_PIN), where its evictions go, and copies itself.
  *
  * All functions run with srv->lock held and drop it around executor calls.
  * Process: the daemon (gpuos serve). */
