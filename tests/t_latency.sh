@@ -10,7 +10,8 @@
 # it (beside, mps's default), p90 under half and under 8 ms and p99 shorter either way, the
 # daemon counts the companions, `vgpu list` and the metrics show the class; a latency vGPU
 # that floods (always work) is held to its share like any other; bad values
-# of the key are refused.
+# of the key are refused. latency_sms (mps): the batch vGPUs' executors get
+# the MPS active-thread percentage 100 - N, the latency vGPU's none.
 . "$(dirname "$0")/serve_lib.sh"
 R="$B/tests/ring_client"
 [ -x "$R" ] || fail "no $R"
@@ -157,5 +158,50 @@ for v in -1 1001 x 2.5 ""; do
     printf 'socket = %s/s2\n[device 0]\nsim = default\n[vgpu a]\ncompute = 50\nlatency_ms = %s\n' "$T" "$v" > "$T/bad"
     out=$("$G" serve --config "$T/bad" 2>&1) && fail "latency_ms = '$v' accepted"
     echo "$out" | grep -q "latency_ms" || fail "latency_ms = '$v': $out"
+done
+
+# latency_sms (mps): a batch vGPU's executor gets
+# CUDA_MPS_ACTIVE_THREAD_PERCENTAGE = 100 - N, the latency vGPU's none; no
+# limit without a latency vGPU on the device; refused under process and past 90
+# (envsm VGPU: its executor's value, "" none)
+envsm() {
+    "$R" stream "$1" 1 > "$T/env-$1" 2>&1 & EP=$!
+    i=0; pid=
+    while [ -z "$pid" ] && [ $i -lt 100 ]; do
+        pid=$(tail -n +"$L0" "$T/serve.log" | sed -n "s/.*of vGPU $1: executor pid \([0-9]*\).*/\1/p" | tail -1)
+        i=$((i + 1)); sleep 0.05
+    done
+    [ -n "$pid" ] || fail "no executor of $1"
+    tr '\0' '\n' < /proc/"$pid"/environ | sed -n 's/^CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=//p'
+    kill "$EP" 2>/dev/null; wait "$EP" 2>/dev/null
+}
+L0=$(($(wc -l < "$T/serve.log") + 1))
+start_daemon "[device 0]
+sim = default
+isolation = mps
+latency_sms = 15
+[vgpu batch]
+compute = 50
+[vgpu lat]
+compute = 50
+latency_ms = 2"
+[ "$(envsm batch)" = 85 ] || fail "latency_sms = 15: the batch vGPU's executor is not limited to 85 %"
+[ -z "$(envsm lat)" ] || fail "latency_sms = 15: the latency vGPU's executor is limited"
+stop_daemon
+L0=$(($(wc -l < "$T/serve.log") + 1))
+start_daemon "[device 0]
+sim = default
+isolation = mps
+latency_sms = 15
+[vgpu batch]
+compute = 50"
+[ -z "$(envsm batch)" ] || fail "latency_sms without a latency vGPU limited a batch executor"
+stop_daemon
+for c in "isolation = process
+latency_sms = 10" "isolation = mps
+latency_sms = 91"; do
+    printf 'socket = %s/s3\n[device 0]\nsim = default\n%s\n[vgpu a]\ncompute = 50\n' "$T" "$c" > "$T/bad"
+    out=$("$G" serve --config "$T/bad" 2>&1) && fail "accepted: $c"
+    echo "$out" | tail -1 | grep -q "^gpuos: .*latency_sms" || fail "$c: $out"
 done
 echo "PASS: t_latency"

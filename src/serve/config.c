@@ -568,6 +568,7 @@ static const struct key_row key_rows[] = {
     DK("period_ms", period_ns, 1, 10000, 1000000, "1..10000"),
     DK("band_wait_us", band_wait_ns, 0, 1000000, 1000, "0..1000000"),
     DK("band_charge_hold", band_charge_hold, 0, 1, 0, "0 or 1"),
+    DK("latency_sms", latency_sms, 0, 90, 0, "0..90 (percent of the SMs)"),
     FK(1, "swap", key_swap),
     FK(1, "swap_pool", key_swap),
     FK(2, "device", key_vgpu_device),

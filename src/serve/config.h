@@ -70,6 +70,10 @@
  *                                # time-slices the two executors; mps: their
  *                                # kernels share SMs). Unset: beside where overlap
  *                                # is pairs (mps), preempt otherwise
+ *   latency_sms = 0              # mps, with a latency vGPU on the device: the
+ *                                # batch vGPUs' executors use at most 100 - N % of
+ *                                # the SMs (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE), so
+ *                                # the latency tenant's kernels find SMs free
  *   grant_us = auto              # a batch of one client's queued work (one grant
  *                                # to its executor) lasts this long at most, by the
  *                                # client's recent GPU time per op; auto (the
@@ -122,6 +126,7 @@ struct gos_serve_devcfg {
     int executor_per_vgpu; /* executor = per-vgpu: a vGPU's clients share one executor */
     int overlap;           /* overlap = pairs (mps): companion grants (serve/ring_pair.c); -1 unset */
     int handover;          /* handover = beside (1): a latency vGPU's grant runs beside the batch grant; -1 unset */
+    int latency_sms;       /* mps: percent of the SMs batch vGPUs' executors leave to latency vGPUs (0: none) */
     /* Swapping (issue 10.2; docs/readme-shm.md): host swap space in bytes (0: off;
      * allocations are then plain device memory); swap_pool: what allocations may
      * occupy on the device (0: its memory). */

@@ -243,6 +243,11 @@ static int hello(struct srv_exec *x, struct srv_exec **out);
 
 int srv_exec_spawn(const char *sim, int ordinal, const char *mps_dir, struct srv_exec **out)
 {
+    return srv_exec_spawn_sms(sim, ordinal, mps_dir, 0, out);
+}
+
+int srv_exec_spawn_sms(const char *sim, int ordinal, const char *mps_dir, int sm_pct, struct srv_exec **out)
+{
     int rc0 = srv_exec_prepare();
     if (rc0)
         return rc0;
@@ -258,7 +263,7 @@ int srv_exec_spawn(const char *sim, int ordinal, const char *mps_dir, struct srv
     size_t ne = 0;
     while (environ[ne])
         ne++;
-    char **envp = calloc(ne + 3, sizeof *envp), pipe_env[128] = "", log_env[128] = "";
+    char **envp = calloc(ne + 4, sizeof *envp), pipe_env[128] = "", log_env[128] = "", pct_env[64] = "";
     if (!envp) {
         close(sv[0]);
         close(sv[1]);
@@ -273,6 +278,10 @@ int srv_exec_spawn(const char *sim, int ordinal, const char *mps_dir, struct srv
         snprintf(log_env, sizeof log_env, "CUDA_MPS_LOG_DIRECTORY=%s/log", mps_dir);
         envp[k0++] = pipe_env;
         envp[k0++] = log_env;
+    }
+    if (sm_pct > 0 && sm_pct < 100) { /* (read by the MPS client library; a simulated device ignores it) */
+        snprintf(pct_env, sizeof pct_env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=%d", sm_pct);
+        envp[k0++] = pct_env;
     }
     pid_t pid = fork();
     if (pid < 0) {

@@ -82,6 +82,10 @@ static int open_devices(struct srv *s, const char *force_sim)
          * GPU-dec7bfb3, in runs where it rarely met a running batch grant;
          * not evidence enough for a default; results/.../run1-308fad8) */
         d->handover = c->handover >= 0 ? c->handover : d->overlap;
+        d->latency_sms = c->latency_sms;
+        if (d->latency_sms && d->isolation != GOS_ISOLATION_MPS)
+            return gos_fail(GOS_EINVAL, "device %d: latency_sms needs isolation = mps (the SM limit is the MPS "
+                            "server's active-thread percentage)", i);
         if (d->handover && d->isolation == GOS_ISOLATION_NONE)
             return gos_fail(GOS_EINVAL, "device %d: handover = beside needs isolation = process or mps (under none "
                             "there are no executors to run beside each other)", i);

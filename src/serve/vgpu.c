@@ -93,6 +93,17 @@ int srv_vgpu_find(struct srv *s, const char *name)
     return -1;
 }
 
+int srv_vgpu_sm_pct(struct srv *s, int v)
+{
+    int dev = s->vgpus[v].cfg.device;
+    if (!s->devs[dev].latency_sms || s->vgpus[v].cfg.latency_ms)
+        return 0;
+    for (int i = 0; i < s->n_vgpus; i++)
+        if (!s->vgpus[i].removed && s->vgpus[i].cfg.device == dev && s->vgpus[i].cfg.latency_ms)
+            return 100 - s->devs[dev].latency_sms;
+    return 0;
+}
+
 int srv_vgpu_set(struct srv *s, const char *name, const char *key, const char *value)
 {
     if (gos_serve_text_check("vgpu set: key", key) || gos_serve_text_check("vgpu set: value", value))

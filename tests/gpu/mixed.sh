@@ -11,7 +11,8 @@
 #     and at 10/90 with P = 100 (the latency tenant on the first share; P
 #     keeps its demand within its share); MX_PERIODS="20:50 40:30 100:10"
 #     picks period:share pairs, MX_ISO="process process+beside mps" the gpuos
-#     modes of the latency class (+beside, +preempt: its handover key),
+#     modes of the latency class (+beside, +preempt: its handover key; +smsN:
+#     latency_sms = N, the batch executor's MPS active-thread limit),
 #     MIX_LAYERS the decoder's layers (12), MIX_SECS the window,
 #     MX_DRIVER_MPS=0 leaves the driver-MPS case out; MX_HALF=1 adds, at
 #     20 ms, the service under gpuos beside the training as a plain process
@@ -57,7 +58,12 @@ native_pair() { # period, case name: both tenants as plain processes of this mac
     report "$1" "$2"
 }
 gpuos_pair() { # period, case name, isolation[+handover], share of the latency tenant, latency line
-    iso=${3%%+*}; ho=; [ "$iso" = "$3" ] || ho="handover = ${3#*+}"
+    iso=${3%%+*}; ho=
+    for t in $(echo "${3#"$iso"}" | tr '+' ' '); do # +beside, +preempt, +sms10 (latency_sms = 10)
+        case $t in sms*) ho="$ho
+latency_sms = ${t#sms}" ;; *) ho="$ho
+handover = $t" ;; esac
+    done
     gpu_daemon "$(printf '[device 0]\npolicy = band\nqueue = mrq\nisolation = %s\n%s\n[vgpu lat]\ncompute = %s\nmemory = 20%%\n%s\n[vgpu bat]\ncompute = %s\nmemory = 60%%\n' \
         "$iso" "$ho" "$4" "$5" $((100 - $4)))" "$O/$1-$2-serve.log"
     peers 2
