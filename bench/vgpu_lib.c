@@ -306,6 +306,18 @@ double natives_go(int n, char **const *av, pid_t *kids, FILE **out)
     return start;
 }
 
+double native_ready_wait(void)
+{
+    printf("ready\n");
+    fflush(stdout);
+    double start;
+    if (scanf("%lf", &start) != 1)
+        return -1;
+    while (now() < start)
+        usleep(200);
+    return start;
+}
+
 long read_counts(int fd, int n)
 {
     FILE *f = fdopen(fd, "r");

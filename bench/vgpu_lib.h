@@ -95,6 +95,9 @@ int native_tenant_main(int argc, char **argv);
 json_t *mixed(void);
 int mixed_tenant_main(int argc, char **argv);
 int swappath_locker_main(int argc, char **argv);
+/* A native process started by natives_go: says ready, reads the start instant
+ * from stdin and waits for it; the instant, or -1 when none came. */
+double native_ready_wait(void);
 
 /* vgpu_swappath.c: an eviction's paths into the host pool (issue 42) */
 extern long swap_mb;

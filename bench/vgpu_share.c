@@ -86,13 +86,9 @@ int native_tenant_main(int argc, char **argv)
     }
     struct gos_launch_cfg c = {.grid = {1, 1, 1}, .block = {1, 1, 1}, .params = &iters, .param_bytes = 8};
     shape(nb.sms, &c.grid[0], &c.block[0]);
-    printf("ready\n");
-    fflush(stdout);
-    double start;
-    if (scanf("%lf", &start) != 1)
+    double start = native_ready_wait();
+    if (start < 0)
         return 1;
-    while (now() < start)
-        usleep(200);
     long k = wl_stream(&nb, fn, &c, sync ? 1 : SHARE_STREAM_EVERY, start + secs);
     if (k < 0)
         return 2;

@@ -175,26 +175,24 @@ envsm() {
     tr '\0' '\n' < /proc/"$pid"/environ | sed -n 's/^CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=//p'
     kill "$EP" 2>/dev/null; wait "$EP" 2>/dev/null
 }
-L0=$(($(wc -l < "$T/serve.log") + 1))
-start_daemon "[device 0]
+# mps_sms [MORE]: a daemon under mps with latency_sms = 15, a batch vGPU and MORE
+mps_sms() {
+    L0=$(($(wc -l < "$T/serve.log") + 1))
+    start_daemon "[device 0]
 sim = default
 isolation = mps
 latency_sms = 15
 [vgpu batch]
 compute = 50
-[vgpu lat]
+${1:-}"
+}
+mps_sms "[vgpu lat]
 compute = 50
 latency_ms = 2"
 [ "$(envsm batch)" = 85 ] || fail "latency_sms = 15: the batch vGPU's executor is not limited to 85 %"
 [ -z "$(envsm lat)" ] || fail "latency_sms = 15: the latency vGPU's executor is limited"
 stop_daemon
-L0=$(($(wc -l < "$T/serve.log") + 1))
-start_daemon "[device 0]
-sim = default
-isolation = mps
-latency_sms = 15
-[vgpu batch]
-compute = 50"
+mps_sms
 [ -z "$(envsm batch)" ] || fail "latency_sms without a latency vGPU limited a batch executor"
 stop_daemon
 for c in "isolation = process

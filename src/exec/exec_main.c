@@ -91,17 +91,23 @@ static int h_pool_pin(struct xe *x, const struct x_hdr *h, void *p, int fd)
     return xe_answer(x, h->type, rc, 0, NULL, 0);
 }
 
+/* An answer that carries a descriptor (sfd, -1 none; closed here) or rc's message. */
+static int answer_fd(struct xe *x, uint32_t type, int rc, int sfd)
+{
+    const char *msg = rc ? gos_last_error() : NULL;
+    struct x_hdr a = {type, msg ? (uint32_t)strlen(msg) + 1 : 0, rc, 0};
+    rc = x_send(x->sock, &a, msg, sfd);
+    if (sfd >= 0)
+        close(sfd);
+    return rc;
+}
+
 static int h_swap_ctl(struct xe *x, const struct x_hdr *h, void *p, int fd)
 {
     struct x_swap_ctl m;
     memcpy(&m, p, sizeof m);
     int sfd = -1, rc = xe_swap_ctl(x, &m, &sfd);
-    const char *msg = rc ? gos_last_error() : NULL;
-    struct x_hdr a = {h->type, msg ? (uint32_t)strlen(msg) + 1 : 0, rc, 0};
-    rc = x_send(x->sock, &a, msg, sfd);
-    if (sfd >= 0)
-        close(sfd);
-    return rc;
+    return answer_fd(x, h->type, rc, sfd);
 }
 
 static int h_pool_copy(struct xe *x, const struct x_hdr *h, void *p, int fd)
@@ -239,12 +245,7 @@ static int h_tmap_encode(struct xe *x, const struct x_hdr *h, void *p, int fd)
 static int h_shm_new(struct xe *x, const struct x_hdr *h, void *p, int fd)
 {
     int sfd = -1, rc = xe_shm_new(x, u64_at(p), &sfd);
-    const char *msg = rc ? gos_last_error() : NULL;
-    struct x_hdr a = {h->type, msg ? (uint32_t)strlen(msg) + 1 : 0, rc, 0};
-    rc = x_send(x->sock, &a, msg, sfd);
-    if (sfd >= 0)
-        close(sfd);
-    return rc;
+    return answer_fd(x, h->type, rc, sfd);
 }
 
 static int h_shm_map(struct xe *x, const struct x_hdr *h, void *p, int fd)

@@ -277,14 +277,13 @@ static int helper_on(const struct srv_dev *d) { return d->swp->helper && !d->swp
 
 /* The swap helper gave up (lock held): the tenants' executors swap from now
  * on, each locking its own window (as without a helper). */
-static void helper_fail(struct srv *s, struct srv_dev *d, const char *what)
+static void helper_fail(struct srv_dev *d, const char *what, const char *why)
 {
-    (void)s;
     if (d->swp->helper_off)
         return;
     d->swp->helper_off = 1;
     gos_log(LOG_WARNING, "swap: the swap helper failed (%s: %s): the tenants' executors swap from now on", what,
-            gos_last_error());
+            why);
 }
 
 /* The helper told to lock the whole chunks of the part of the pool the host
@@ -305,7 +304,7 @@ static void helper_lock(struct srv *s, struct srv_dev *d)
     int rc = srv_exec_call(x, X_POOL_LOCK, &m, sizeof m, sp->fd, &rep, sizeof rep);
     pthread_mutex_lock(&s->lock);
     if (rc)
-        helper_fail(s, d, "locking the pool");
+        helper_fail(d, "locking the pool", gos_last_error());
     else if (b1 > sp->helper_locked) {
         if (!rep.pinned)
             gos_log(LOG_WARNING, "swap: the driver refused to page-lock part of %llu..%llu MB of the pool: swaps "
@@ -969,21 +968,18 @@ static int step(struct srv *s, struct srv_dev *d, int evict, uint64_t id, uint64
     uint64_t bytes = o->bytes;
     uint64_t t0 = gos_now_ns();
     owner->refs++; /* the owner (and its executor) outlive the call */
-    int by_helper = 0;
-    if (helper_on(d)) {
-        struct srv_exec *hx = d->swp->helper;
-        int hrc;
-        pthread_mutex_unlock(&s->lock);
-        rc = helper_copy(hx, x, evict, &m, bytes, &rep, &hrc);
-        pthread_mutex_lock(&s->lock);
-        if (hrc)
-            helper_fail(s, d, evict ? "an eviction's copy" : "a restore's copy");
-        by_helper = !hrc;
-    }
+    struct srv_exec *hx = helper_on(d) ? d->swp->helper : NULL;
+    int hrc = 0;
+    char why[256] = "";
     pthread_mutex_unlock(&s->lock);
-    if (!by_helper) /* (no helper, or it failed before anything changed: the owner's own path) */
+    if (hx && (rc = helper_copy(hx, x, evict, &m, bytes, &rep, &hrc), hrc))
+        snprintf(why, sizeof why, "%s", gos_last_error());
+    if (!hx || hrc) /* (no helper, or it failed before anything changed: the owner's own path) */
         rc = srv_exec_call(x, evict ? X_EVICT_POOL : X_RESTORE_POOL, &m, sizeof m, d->swp->fd, &rep, sizeof rep);
     pthread_mutex_lock(&s->lock);
+    int by_helper = hx && !hrc;
+    if (hrc)
+        helper_fail(d, evict ? "an eviction's copy" : "a restore's copy", why);
     double ms = ms_since(t0);
     if (!rc) { /* the swap time of the owner's vGPU, and the bandwidth turns are cut by */
         struct srv_swturn *t = &d->swp->turn;
