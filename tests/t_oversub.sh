@@ -41,7 +41,7 @@
 #      executors swap from then on; swap_helper = 0 swaps without it, exact;
 #   5. the host short of memory (a memory cgroup of 320 MB, where one can be
 #      made): swap = 2G with swap_prefault = 1 faults in only part of the pool
-#      (some, less than the cgroup) and says so; four busy tenants of 64 MB on
+#      (some, less than the cgroup) and says so; five busy tenants of 64 MB on
 #      the 64 MB pool take turns: requests whose evictions the host cannot hold
 #      wait for another tenant's memory to end (swap_host_wait_s = 10, below
 #      the tests' 20 s reply timeout; of tenants that all wait for each other
@@ -346,7 +346,7 @@ swap_pool = 64M
 swap_turn_ms = 200
 swap_prefault = 1
 swap_host_wait_s = 10
-$(vgpu_sections 64M a b c d)"
+$(vgpu_sections 64M a b c d e)"
 i=0
 until grep -q "host pool faulted in ahead" "$T/serve.log"; do
     i=$((i + 1)); [ $i -gt 100 ] && fail "no line about the pool faulted in ahead"
@@ -354,15 +354,15 @@ until grep -q "host pool faulted in ahead" "$T/serve.log"; do
 done
 held=$(sed -n 's/.*host pool faulted in ahead: .* \([0-9]*\) of 2048 MB held.*/\1/p' "$T/serve.log")
 [ -n "$held" ] && [ "$held" -gt 0 ] && [ "$held" -lt 320 ] || fail "the prefault took ${held:-?} MB of a 320 MB cgroup"
-for v in a b c d; do
+for v in a b c d e; do
     timeout 120 "$S" $v work $((100 + ${#v})) 4 16 40 > "$T/w5$v" 2>&1 &
     eval "W$v=\$!"
 done
-for v in a b c d; do
+for v in a b c d e; do
     eval "wait \$W$v"
 done
 refused=0
-for v in a b c d; do
+for v in a b c d e; do
     if grep -q "work rc=0 mismatches=0" "$T/w5$v"; then :
     elif grep -q "host memory is short" "$T/w5$v"; then refused=$((refused + 1))
     # (the simulated device's memory is host memory of the cgroup too: a
@@ -381,4 +381,4 @@ exact "$T/w5alone" "a tenant alone after the refusals"
 [ "$(OOMS)" = 0 ] || fail "the OOM killer took $(OOMS) processes in the cgroup"
 kill -0 "$DPID" || fail "the daemon died in the cgroup"
 stop_daemon
-echo "ok ($refused of 4 tenants refused for host memory, $waited requests waited for it, $held MB of the pool faulted in ahead)"
+echo "ok ($refused of 5 tenants refused for host memory, $waited requests waited for it, $held MB of the pool faulted in ahead)"
