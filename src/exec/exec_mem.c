@@ -3,7 +3,9 @@
  * exec_internal.h): the device ranges its ring's requests are checked against
  * (the one range check of common/range.h), the client's shared regions mapped
  * here, attached shared segments (issue 10), swappable allocations and their
- * eviction into the daemon's swap memfd or pool (issue 10.2). */
+ * eviction into the daemon's swap memfd or pool (issue 10.2); in the daemon's
+ * swap helper (an executor with no client), the copies between other
+ * executors' exported allocations and the pool it keeps locked (issue 42.2). */
 #include "exec/exec_internal.h"
 
 #include "common/clock.h"
@@ -228,6 +230,16 @@ static int pin_chunk(struct xe *x, uint64_t c)
     return x->pool_pinned[c];
 }
 
+/* Page-locks the chunks [off, off + bytes) of the pool touches (bytes > 0):
+ * 1 when all are locked. */
+static uint32_t pin_span(struct xe *x, uint64_t off, uint64_t bytes)
+{
+    uint32_t all = 1;
+    for (uint64_t c = off / X_POOL_CHUNK; c <= (off + bytes - 1) / X_POOL_CHUNK; c++)
+        all &= pin_chunk(x, c) == 1;
+    return all;
+}
+
 /* The daemon names the chunks its vGPU's evictions go to (its window of the
  * pool, faulted in already: swap.c), whole chunks, so that locking one
  * faults in no page the host did not give; several calls add up. */
@@ -290,9 +302,7 @@ int xe_swap_pool_io(struct xe *x, const struct x_swap_io *m, int fd, int out, st
         return gos_fail(GOS_EPROTO, "executor: swap range 0x%llx + %llu outside the pool", (unsigned long long)m->off,
                         (unsigned long long)b->bytes);
     uint64_t t0 = gos_now_ns();
-    rep->pinned = 1;
-    for (uint64_t c = m->off / X_POOL_CHUNK; c <= (m->off + b->bytes - 1) / X_POOL_CHUNK; c++)
-        rep->pinned &= pin_chunk(x, c) == 1;
+    rep->pinned = pin_span(x, m->off, b->bytes);
     uint64_t t1 = gos_now_ns();
     uint64_t first = X_POOL_CHUNK - m->off % X_POOL_CHUNK;
     rc = out ? gos_vmm_buf_evict_pieces(x->dev, b, x->pool + m->off, first, X_POOL_CHUNK)
@@ -348,9 +358,7 @@ int xe_pool_copy(struct xe *x, const struct x_pool_copy *m, int fd, struct x_swa
     if (rc)
         return rc;
     uint64_t t0 = gos_now_ns();
-    rep->pinned = 1;
-    for (uint64_t c = m->off / X_POOL_CHUNK; c <= (m->off + m->bytes - 1) / X_POOL_CHUNK; c++)
-        rep->pinned &= pin_chunk(x, c) == 1;
+    rep->pinned = pin_span(x, m->off, m->bytes);
     uint64_t t1 = gos_now_ns();
     rc = gos_vmm_buf_copy_pieces(x->dev, &b, x->pool + m->off, m->out != 0, X_POOL_CHUNK - m->off % X_POOL_CHUNK,
                                  X_POOL_CHUNK);

@@ -134,18 +134,18 @@ static int do_hello(struct srv_client *c, const struct gos_msg_hello *m, struct 
                 /* The client's own executor process (issue 9); the daemon's lock is
                  * not held while it starts (it opens the device). */
                 s->vgpus[v].clients++; /* reserved */
+                int pct = srv_vgpu_sm_pct(s, v);
                 if (d->executor_per_vgpu) { /* the vGPU's shared one (xshare.c) */
-                    rc = srv_xshare_join(s, v, &c->x, &c->xshare);
+                    rc = srv_xshare_join(s, v, pct, &c->x, &c->xshare);
                 } else {
-                    int pct = srv_vgpu_sm_pct(s, v);
                     pthread_mutex_unlock(&s->lock);
-                    rc = srv_exec_spawn_sms(d->sim[0] ? d->sim : NULL, d->ordinal,
-                                            d->mps_dir[0] ? d->mps_dir : NULL, pct, &c->x);
+                    rc = srv_exec_spawn(d->sim[0] ? d->sim : NULL, d->ordinal, d->mps_dir[0] ? d->mps_dir : NULL,
+                                        pct, &c->x);
                     pthread_mutex_lock(&s->lock);
-                    if (!rc && pct)
-                        gos_log(LOG_INFO, "client %u (pid %d) of batch vGPU %s: its executor uses at most %d %% of "
-                                          "the SMs (latency_sms)", c->id, (int)c->pid, m->vgpu, pct);
                 }
+                if (!rc && pct)
+                    gos_log(LOG_INFO, "client %u (pid %d) of batch vGPU %s: its executor uses at most %d %% of the "
+                                      "SMs (latency_sms)", c->id, (int)c->pid, m->vgpu, pct);
                 s->vgpus[v].clients--;
                 if (rc)
                     return rc;

@@ -241,12 +241,7 @@ void srv_exec_refate(struct srv_exec *x, const char *why)
 
 static int hello(struct srv_exec *x, struct srv_exec **out);
 
-int srv_exec_spawn(const char *sim, int ordinal, const char *mps_dir, struct srv_exec **out)
-{
-    return srv_exec_spawn_sms(sim, ordinal, mps_dir, 0, out);
-}
-
-int srv_exec_spawn_sms(const char *sim, int ordinal, const char *mps_dir, int sm_pct, struct srv_exec **out)
+int srv_exec_spawn(const char *sim, int ordinal, const char *mps_dir, int sm_pct, struct srv_exec **out)
 {
     int rc0 = srv_exec_prepare();
     if (rc0)

@@ -52,11 +52,10 @@ struct srv_exec {
  * on disk while the daemon runs is not the one its executors run). */
 int srv_exec_prepare(void);
 /* Spawns `gpuos executor` on the device (sim: a chip, or NULL for the GPU of that
- * ordinal) and waits for it to open the device. */
-int srv_exec_spawn(const char *sim, int ordinal, const char *mps_dir, struct srv_exec **out);
-/* The same under MPS with at most sm_pct % of the SMs for its context
- * (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE; 0 or 100: no limit). */
-int srv_exec_spawn_sms(const char *sim, int ordinal, const char *mps_dir, int sm_pct, struct srv_exec **out);
+ * ordinal) and waits for it to open the device; under MPS (mps_dir) with at
+ * most sm_pct % of the SMs for its context (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE,
+ * latency_sms; 0 or 100: no limit). */
+int srv_exec_spawn(const char *sim, int ordinal, const char *mps_dir, int sm_pct, struct srv_exec **out);
 /* executor = per-vgpu: a channel for one more client to the shared executor
  * whose control channel is ctl (it serves it from a thread of its own). */
 int srv_exec_adopt(struct srv_exec *ctl, struct srv_exec **out);

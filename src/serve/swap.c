@@ -235,13 +235,14 @@ static void win_update(struct srv *s, struct srv_dev *d, struct srv_client *c)
                 (unsigned long long)((w->off + w->len) >> 20), (unsigned long long)(want >> 20));
 }
 
-/* The chunks of w its executor may lock ahead: those the window touches that
- * lie wholly in the part of the pool the host gave (locking a chunk pins all
- * its pages: one past it would take host memory nobody asked for). */
-static void pin_range(const struct srv_swpool *sp, const struct srv_swwin *w, uint64_t *b0, uint64_t *b1)
+/* The chunks of [off, off + len) of the pool that may be locked ahead: those
+ * it touches that lie wholly in the part of the pool the host gave (locking a
+ * chunk pins all its pages: one past it would take host memory nobody asked
+ * for). */
+static void pin_range(const struct srv_swpool *sp, uint64_t off, uint64_t len, uint64_t *b0, uint64_t *b1)
 {
-    uint64_t end = w->off + w->len < sp->touched ? w->off + w->len : sp->touched;
-    uint64_t c0 = w->off / X_POOL_CHUNK, c1 = (end + X_POOL_CHUNK - 1) / X_POOL_CHUNK;
+    uint64_t end = off + len < sp->touched ? off + len : sp->touched;
+    uint64_t c0 = off / X_POOL_CHUNK, c1 = (end + X_POOL_CHUNK - 1) / X_POOL_CHUNK;
     while (c1 > c0 && (c1 * X_POOL_CHUNK < sp->pool.bytes ? c1 * X_POOL_CHUNK : sp->pool.bytes) > sp->touched)
         c1--;
     *b0 = c0 * X_POOL_CHUNK;
@@ -255,7 +256,7 @@ static void pin_send(struct srv *s, struct srv_dev *d, int i)
     struct srv_swwin *w = &d->swp->win[i];
     struct srv_client *c = w->c;
     uint64_t b0, b1;
-    pin_range(d->swp, w, &b0, &b1);
+    pin_range(d->swp, w->off, w->len, &b0, &b1);
     if (b1 <= b0 || !c->x || (b0 == w->pin0 && b1 <= w->pin1))
         return;
     w->pin0 = b0;
@@ -292,9 +293,8 @@ static void helper_fail(struct srv_dev *d, const char *what, const char *why)
 static void helper_lock(struct srv *s, struct srv_dev *d)
 {
     struct srv_swpool *sp = d->swp;
-    struct srv_swwin all = {.off = 0, .len = sp->touched};
     uint64_t b0, b1;
-    pin_range(sp, &all, &b0, &b1);
+    pin_range(sp, 0, sp->touched, &b0, &b1);
     if (!helper_on(d) || b1 <= sp->helper_locked)
         return;
     struct x_swap_io m = {sp->helper_locked, b1, sp->pool.bytes};
@@ -495,7 +495,7 @@ int srv_swap_init(struct srv *s, struct srv_dev *d, const struct gos_serve_devcf
                 (unsigned long long)((room > keep ? room - keep : 0) >> 20),
                 lim != UINT64_MAX ? "inside a memory cgroup limit; " : "", (unsigned long long)(keep >> 20));
     if (cfg->swap_helper) {
-        if (srv_exec_spawn(d->sim[0] ? d->sim : NULL, d->ordinal, d->mps_dir[0] ? d->mps_dir : NULL,
+        if (srv_exec_spawn(d->sim[0] ? d->sim : NULL, d->ordinal, d->mps_dir[0] ? d->mps_dir : NULL, 0,
                            &d->swp->helper))
             gos_log(LOG_WARNING, "device %s: no swap helper (%s): the tenants' executors swap", cfg->label,
                     gos_last_error());

@@ -12,7 +12,6 @@
 #include "serve/daemon.h"
 #include "serve/dev.h"
 #include "serve/session.h"
-#include "serve/vgpu.h"
 #include "serve/xshare.h"
 #include "serve/executor.h"
 
@@ -21,7 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-int srv_xshare_join(struct srv *s, int v, struct srv_exec **x, struct srv_xshare **sh)
+int srv_xshare_join(struct srv *s, int v, int sm_pct, struct srv_exec **x, struct srv_xshare **sh)
 {
     struct srv_vgpu *g = &s->vgpus[v];
     struct srv_dev *d = &s->devs[g->cfg.device];
@@ -37,11 +36,10 @@ int srv_xshare_join(struct srv *s, int v, struct srv_exec **x, struct srv_xshare
             h = NULL;
         }
         struct srv_exec *ctl = h ? h->ctl : NULL;
-        int pct = srv_vgpu_sm_pct(s, v);
         pthread_mutex_unlock(&s->lock);
         if (!ctl)
-            rc = srv_exec_spawn_sms(d->sim[0] ? d->sim : NULL, d->ordinal, d->mps_dir[0] ? d->mps_dir : NULL, pct,
-                                    &ctl);
+            rc = srv_exec_spawn(d->sim[0] ? d->sim : NULL, d->ordinal, d->mps_dir[0] ? d->mps_dir : NULL, sm_pct,
+                                &ctl);
         if (!rc) {
             rc = srv_exec_adopt(ctl, x);
             if (rc && !h) /* a fresh executor that cannot take a client: gone again */
