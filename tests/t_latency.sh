@@ -11,7 +11,9 @@
 # daemon counts the companions, `vgpu list` and the metrics show the class; a latency vGPU
 # that floods (always work) is held to its share like any other; bad values
 # of the key are refused. latency_sms (mps): the batch vGPUs' executors get
-# the MPS active-thread percentage 100 - N, the latency vGPU's none.
+# the MPS active-thread percentage 100 - N, the latency vGPU's none;
+# latency_priority (mps): the batch executors below-normal MPS clients at the
+# least stream priority, the latency executor at the greatest.
 . "$(dirname "$0")/serve_lib.sh"
 R="$B/tests/ring_client"
 [ -x "$R" ] || fail "no $R"
@@ -162,9 +164,14 @@ done
 
 # latency_sms (mps): a batch vGPU's executor gets
 # CUDA_MPS_ACTIVE_THREAD_PERCENTAGE = 100 - N, the latency vGPU's none; no
-# limit without a latency vGPU on the device; refused under process and past 90
-# (envsm VGPU: its executor's value, "" none)
-envsm() {
+# limit without a latency vGPU on the device; refused under process and past 90.
+# latency_priority (mps, both by default): with a latency vGPU on the device,
+# the batch executors are MPS clients of below-normal priority
+# (CUDA_MPS_CLIENT_PRIORITY=1) with their queues at the least stream priority
+# (--priority low), the latency vGPU's at the greatest (--priority high);
+# without one, or with off, neither.
+# (xenv VGPU: its executor's "SMPCT CLIENTPRIO STREAMPRIO", "-" for none)
+xenv() {
     "$R" stream "$1" 1 > "$T/env-$1" 2>&1 & EP=$!
     i=0; pid=
     while [ -z "$pid" ] && [ $i -lt 100 ]; do
@@ -172,34 +179,48 @@ envsm() {
         i=$((i + 1)); sleep 0.05
     done
     [ -n "$pid" ] || fail "no executor of $1"
-    tr '\0' '\n' < /proc/"$pid"/environ | sed -n 's/^CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=//p'
+    e=$(tr '\0' '\n' < /proc/"$pid"/environ)
+    pct=$(echo "$e" | sed -n 's/^CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=//p')
+    cp=$(echo "$e" | sed -n 's/^CUDA_MPS_CLIENT_PRIORITY=//p')
+    sp=$(tr '\0' '\n' < /proc/"$pid"/cmdline | sed -n '/^--priority$/{n;p}')
+    echo "${pct:--} ${cp:--} ${sp:--}"
     kill "$EP" 2>/dev/null; wait "$EP" 2>/dev/null
 }
-# mps_sms [MORE]: a daemon under mps with latency_sms = 15, a batch vGPU and MORE
-mps_sms() {
+# mps_daemon KEYS [MORE]: a daemon under mps with KEYS, a batch vGPU and MORE
+mps_daemon() {
     L0=$(($(wc -l < "$T/serve.log") + 1))
     start_daemon "[device 0]
 sim = default
 isolation = mps
-latency_sms = 15
+$1
 [vgpu batch]
 compute = 50
-${1:-}"
+${2:-}"
 }
-mps_sms "[vgpu lat]
+LAT="[vgpu lat]
 compute = 50
 latency_ms = 2"
-[ "$(envsm batch)" = 85 ] || fail "latency_sms = 15: the batch vGPU's executor is not limited to 85 %"
-[ -z "$(envsm lat)" ] || fail "latency_sms = 15: the latency vGPU's executor is limited"
+mps_daemon "latency_sms = 15" "$LAT"
+[ "$(xenv batch)" = "85 1 low" ] || fail "latency_sms = 15: the batch vGPU's executor is not at 85 %, below normal, low: $(xenv batch)"
+[ "$(xenv lat)" = "- - high" ] || fail "latency_sms = 15: the latency vGPU's executor: $(xenv lat)"
 stop_daemon
-mps_sms
-[ -z "$(envsm batch)" ] || fail "latency_sms without a latency vGPU limited a batch executor"
+mps_daemon "latency_sms = 15"
+[ "$(xenv batch)" = "- - -" ] || fail "without a latency vGPU a batch executor was limited or lowered: $(xenv batch)"
 stop_daemon
+for p in "off:- - -:- - -" "stream:- - low:- - high" "client:- 1 -:- - -"; do
+    mps_daemon "latency_priority = ${p%%:*}" "$LAT"
+    b=${p#*:}; b=${b%%:*}
+    [ "$(xenv batch)" = "$b" ] || fail "latency_priority = ${p%%:*}: batch executor $(xenv batch), not $b"
+    [ "$(xenv lat)" = "${p##*:}" ] || fail "latency_priority = ${p%%:*}: latency executor $(xenv lat), not ${p##*:}"
+    stop_daemon
+done
 for c in "isolation = process
 latency_sms = 10" "isolation = mps
-latency_sms = 91"; do
+latency_sms = 91" "isolation = process
+latency_priority = both" "isolation = mps
+latency_priority = first"; do
     printf 'socket = %s/s3\n[device 0]\nsim = default\n%s\n[vgpu a]\ncompute = 50\n' "$T" "$c" > "$T/bad"
     out=$("$G" serve --config "$T/bad" 2>&1) && fail "accepted: $c"
-    echo "$out" | tail -1 | grep -q "^gpuos: .*latency_sms" || fail "$c: $out"
+    echo "$out" | tail -1 | grep -q "^gpuos: .*latency_\(sms\|priority\)" || fail "$c: $out"
 done
 echo "PASS: t_latency"

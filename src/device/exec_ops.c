@@ -97,6 +97,15 @@ int gos_exec_stream_create(gos_device *d, void **stream)
     return EXEC(d)->stream_create(d, stream);
 }
 
+int gos_exec_stream_create_prio(gos_device *d, int prio, void **stream)
+{
+    if (!prio)
+        return gos_exec_stream_create(d, stream);
+    NEED(d, stream_create_prio, "stream priorities");
+    NONNULL(stream, "result pointer");
+    return EXEC(d)->stream_create_prio(d, prio, stream);
+}
+
 int gos_exec_stream_destroy(gos_device *d, void *stream)
 {
     NEED(d, stream_destroy, "streams");
@@ -218,9 +227,9 @@ int gos_exec_event_destroy(gos_device *d, void *ev)
     return EXEC(d)->event_destroy(d, ev);
 }
 
-int gos_exec_engine_new(gos_device *d, void **stream, void *ev[2])
+int gos_exec_engine_new(gos_device *d, int prio, void **stream, void *ev[2])
 {
-    int rc = gos_exec_stream_create(d, stream);
+    int rc = gos_exec_stream_create_prio(d, prio, stream);
     if (!rc)
         rc = gos_exec_event_create(d, &ev[0]);
     if (!rc)

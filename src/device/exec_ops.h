@@ -63,6 +63,10 @@ struct gos_exec_ops {
     int (*host_free)(gos_device *d, void *p);
 
     int (*stream_create)(gos_device *d, void **stream);
+    /* A stream at the context's least (prio < 0) or greatest (prio > 0) stream
+     * priority: under MPS the hardware starts the blocks of a higher-priority
+     * stream's kernels first as SMs free up, across the server's clients. */
+    int (*stream_create_prio)(gos_device *d, int prio, void **stream);
     int (*stream_destroy)(gos_device *d, void *stream);
     int (*stream_sync)(gos_device *d, void *stream);
 
@@ -138,6 +142,8 @@ int gos_exec_host_device_ptr(gos_device *d, void *p, uint64_t *dptr);
 int gos_exec_host_alloc(gos_device *d, size_t bytes, void **p);
 int gos_exec_host_free(gos_device *d, void *p);
 int gos_exec_stream_create(gos_device *d, void **stream);
+/* prio 0: gos_exec_stream_create; else as the op (GOS_EUNSUPPORTED without it). */
+int gos_exec_stream_create_prio(gos_device *d, int prio, void **stream);
 int gos_exec_stream_destroy(gos_device *d, void *stream);
 int gos_exec_stream_sync(gos_device *d, void *stream);
 int gos_exec_copy_htod(gos_device *d, uint64_t dst, const void *src, size_t n, void *stream);
@@ -158,9 +164,10 @@ int gos_exec_module_global(gos_device *d, void *mod, const char *name, uint64_t 
 int gos_exec_launch(gos_device *d, void *fn, const struct gos_launch_cfg *cfg, void *stream);
 int gos_exec_event_create(gos_device *d, void **ev);
 int gos_exec_event_destroy(gos_device *d, void *ev);
-/* An engine: a stream and the two events a batch is timed between (the
- * daemon's engines, an executor's). free takes what exists (NULL: none). */
-int gos_exec_engine_new(gos_device *d, void **stream, void *ev[2]);
+/* An engine: a stream (at stream priority prio, as gos_exec_stream_create_prio)
+ * and the two events a batch is timed between (the daemon's engines, an
+ * executor's). free takes what exists (NULL: none). */
+int gos_exec_engine_new(gos_device *d, int prio, void **stream, void *ev[2]);
 void gos_exec_engine_free(gos_device *d, void *stream, void *ev[2]);
 int gos_exec_event_record(gos_device *d, void *ev, void *stream);
 int gos_exec_event_sync(gos_device *d, void *ev);

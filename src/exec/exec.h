@@ -11,7 +11,9 @@
 #define GOS_EXEC_H
 
 /* Serves the daemon's channel sock until it closes (cmd_executor): sim names
- * a simulated chip, or NULL for the GPU of this CUDA ordinal. */
-int gos_executor_main(int sock, const char *sim, int ordinal);
+ * a simulated chip, or NULL for the GPU of this CUDA ordinal; prio puts every
+ * queue of the process at the least (< 0) or greatest (> 0) stream priority
+ * (latency_priority, issue 41), 0 at the default. */
+int gos_executor_main(int sock, const char *sim, int ordinal, int prio);
 
 #endif

@@ -471,6 +471,9 @@ static void *watchdog(void *arg)
     return NULL;
 }
 
+/* The stream priority of every queue of this process (gos_executor_main). */
+static int xe_prio;
+
 /* A client's state on the device: its streams and events (the device opened
  * by the caller, shared by every client of a shared executor). */
 static struct xe *xe_new(gos_device *dev, int sock, int *rc)
@@ -486,7 +489,7 @@ static struct xe *xe_new(gos_device *dev, int sock, int *rc)
     pthread_mutex_init(&x->lock, NULL);
     *rc = GOS_OK;
     for (int e = 0; !*rc && dev && e < XE_ENGINES; e++)
-        *rc = gos_exec_engine_new(x->dev, &x->streams[e], x->ev[e]);
+        *rc = gos_exec_engine_new(x->dev, xe_prio, &x->streams[e], x->ev[e]);
     return x;
 }
 
@@ -570,8 +573,9 @@ static int adopt(struct xe *ctl, int fd)
     return GOS_OK;
 }
 
-int gos_executor_main(int sock, const char *sim, int ordinal)
+int gos_executor_main(int sock, const char *sim, int ordinal, int prio)
 {
+    xe_prio = prio;
     /* Dies with the daemon (or when the daemon drops this executor), even in
      * the middle of a long kernel: nothing else may reach this context. (Not
      * PR_SET_PDEATHSIG: it fires when the daemon *thread* that forked us ends.) */

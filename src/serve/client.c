@@ -134,18 +134,22 @@ static int do_hello(struct srv_client *c, const struct gos_msg_hello *m, struct 
                 /* The client's own executor process (issue 9); the daemon's lock is
                  * not held while it starts (it opens the device). */
                 s->vgpus[v].clients++; /* reserved */
-                int pct = srv_vgpu_sm_pct(s, v);
+                struct srv_exec_class cls;
+                srv_vgpu_exec_class(s, v, &cls);
                 if (d->executor_per_vgpu) { /* the vGPU's shared one (xshare.c) */
-                    rc = srv_xshare_join(s, v, pct, &c->x, &c->xshare);
+                    rc = srv_xshare_join(s, v, &cls, &c->x, &c->xshare);
                 } else {
                     pthread_mutex_unlock(&s->lock);
                     rc = srv_exec_spawn(d->sim[0] ? d->sim : NULL, d->ordinal, d->mps_dir[0] ? d->mps_dir : NULL,
-                                        pct, &c->x);
+                                        &cls, &c->x);
                     pthread_mutex_lock(&s->lock);
                 }
-                if (!rc && pct)
-                    gos_log(LOG_INFO, "client %u (pid %d) of batch vGPU %s: its executor uses at most %d %% of the "
-                                      "SMs (latency_sms)", c->id, (int)c->pid, m->vgpu, pct);
+                if (!rc && (cls.sm_pct || cls.prio || cls.mps_low))
+                    gos_log(LOG_INFO, "client %u (pid %d) of %s vGPU %s: its executor uses at most %d %% of the SMs "
+                                      "(latency_sms), stream priority %s, MPS client priority %s (latency_priority)",
+                            c->id, (int)c->pid, s->vgpus[v].cfg.latency_ms ? "latency" : "batch", m->vgpu,
+                            cls.sm_pct ? cls.sm_pct : 100, cls.prio > 0 ? "high" : cls.prio < 0 ? "low" : "default",
+                            cls.mps_low ? "below normal" : "normal");
                 s->vgpus[v].clients--;
                 if (rc)
                     return rc;

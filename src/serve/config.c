@@ -282,7 +282,7 @@ static int config_device_section(struct gos_serve_config *c, const char *label, 
     d->swap_host_wait_s = 60;
     d->swap_prefault = GOS_SWAP_PREFAULT_AUTO;
     d->swap_helper = 1;
-    d->swap_helper = 1;
+    d->latency_priority = -1; /* unset: both under mps, off otherwise */
     return GOS_OK;
 }
 
@@ -455,6 +455,18 @@ static int key_handover(const struct key_at *x, const char *k, const char *v)
     return GOS_OK;
 }
 
+static int key_latency_priority(const struct key_at *x, const char *k, const char *v)
+{
+    (void)k;
+    static const char *const names[] = {"off", "stream", "client", "both"}; /* GOS_LATPRIO_* bits */
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(v, names[i])) {
+            XDEV->latency_priority = i;
+            return GOS_OK;
+        }
+    return XBAD("latency_priority must be off, stream, client or both");
+}
+
 static int key_executor(const struct key_at *x, const char *k, const char *v)
 {
     (void)k;
@@ -563,6 +575,7 @@ static const struct key_row key_rows[] = {
     FK(1, "isolation", key_isolation),
     FK(1, "overlap", key_overlap),
     FK(1, "handover", key_handover),
+    FK(1, "latency_priority", key_latency_priority),
     FK(1, "executor", key_executor),
     FK(1, "queue", key_queue),
     DK("period_ms", period_ns, 1, 10000, 1000000, "1..10000"),

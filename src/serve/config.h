@@ -74,6 +74,14 @@
  *                                # batch vGPUs' executors use at most 100 - N % of
  *                                # the SMs (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE), so
  *                                # the latency tenant's kernels find SMs free
+ *   latency_priority = both      # mps, with a latency vGPU on the device: stream
+ *                                # puts the latency executors' queues at the
+ *                                # greatest stream priority (the batch ones' at
+ *                                # the least), so the GPU starts their blocks
+ *                                # first as SMs free up; client makes the batch
+ *                                # executors MPS clients of below-normal priority
+ *                                # (CUDA_MPS_CLIENT_PRIORITY=1); both, or off.
+ *                                # Unset: both under mps, off otherwise
  *   grant_us = auto              # a batch of one client's queued work (one grant
  *                                # to its executor) lasts this long at most, by the
  *                                # client's recent GPU time per op; auto (the
@@ -127,6 +135,7 @@ struct gos_serve_devcfg {
     int overlap;           /* overlap = pairs (mps): companion grants (serve/ring_pair.c); -1 unset */
     int handover;          /* handover = beside (1): a latency vGPU's grant runs beside the batch grant; -1 unset */
     int latency_sms;       /* mps: percent of the SMs batch vGPUs' executors leave to latency vGPUs (0: none) */
+    int latency_priority;  /* mps: GOS_LATPRIO_* bits (latency_priority); -1 unset */
     /* Swapping (issue 10.2; docs/readme-shm.md): host swap space in bytes (0: off;
      * allocations are then plain device memory); swap_pool: what allocations may
      * occupy on the device (0: its memory). */
@@ -148,6 +157,8 @@ struct gos_serve_devcfg {
 };
 
 enum { GOS_ISOLATION_PROCESS, GOS_ISOLATION_NONE, GOS_ISOLATION_MPS };
+/* latency_priority (issue 41): off 0, stream 1, client 2, both 3. */
+enum { GOS_LATPRIO_STREAM = 1, GOS_LATPRIO_CLIENT = 2 };
 #define GOS_SWAP_PREFAULT_AUTO 2 /* swap_prefault = auto (the default) */
 
 struct gos_serve_vgpucfg {

@@ -68,6 +68,7 @@ struct srv_dev {
     int overlap;           /* overlap = pairs (mps; ring_pair.c) */
     int handover;          /* 1: a latency grant starts beside the batch grant (companion_now, ring.c) */
     int latency_sms;       /* mps: percent of the SMs batch executors leave to latency vGPUs (0: none) */
+    int latency_priority;  /* mps: GOS_LATPRIO_* bits (stream / MPS client priorities by class) */
     char mps_dir[64]; /* isolation = mps on a GPU: the MPS server's pipe/log directory ("" none) */
     uint64_t mps_restarted_ns; /* clients born before belong to the previous server */
     uint64_t grant_ns; /* a batch's expected GPU time at most (grant_us) */

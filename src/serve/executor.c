@@ -241,7 +241,8 @@ void srv_exec_refate(struct srv_exec *x, const char *why)
 
 static int hello(struct srv_exec *x, struct srv_exec **out);
 
-int srv_exec_spawn(const char *sim, int ordinal, const char *mps_dir, int sm_pct, struct srv_exec **out)
+int srv_exec_spawn(const char *sim, int ordinal, const char *mps_dir, const struct srv_exec_class *cls,
+                   struct srv_exec **out)
 {
     int rc0 = srv_exec_prepare();
     if (rc0)
@@ -252,13 +253,25 @@ int srv_exec_spawn(const char *sim, int ordinal, const char *mps_dir, int sm_pct
         return gos_fail(GOS_EIO, "executor: socketpair: %s", strerror(errno));
     char ord[16];
     snprintf(ord, sizeof ord, "%d", ordinal);
-    char *argv[] = {exe, "executor", "--fd", "3", "--ordinal", ord, sim ? "--sim" : NULL, (char *)sim, NULL};
+    static const struct srv_exec_class as_any;
+    if (!cls)
+        cls = &as_any;
+    char *argv[10] = {exe, "executor", "--fd", "3", "--ordinal", ord}, **a = argv + 6;
+    if (cls->prio) {
+        *a++ = "--priority";
+        *a++ = cls->prio > 0 ? "high" : "low";
+    }
+    if (sim) {
+        *a++ = "--sim";
+        *a++ = (char *)sim;
+    }
     /* The environment, built before fork (only async-signal-safe calls after). */
     extern char **environ;
     size_t ne = 0;
     while (environ[ne])
         ne++;
-    char **envp = calloc(ne + 4, sizeof *envp), pipe_env[128] = "", log_env[128] = "", pct_env[64] = "";
+    char **envp = calloc(ne + 5, sizeof *envp), pipe_env[128] = "", log_env[128] = "", pct_env[64] = "";
+    char prio_env[] = "CUDA_MPS_CLIENT_PRIORITY=1";
     if (!envp) {
         close(sv[0]);
         close(sv[1]);
@@ -274,10 +287,13 @@ int srv_exec_spawn(const char *sim, int ordinal, const char *mps_dir, int sm_pct
         envp[k0++] = pipe_env;
         envp[k0++] = log_env;
     }
-    if (sm_pct > 0 && sm_pct < 100) { /* (read by the MPS client library; a simulated device ignores it) */
-        snprintf(pct_env, sizeof pct_env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=%d", sm_pct);
+    /* (read by the MPS client library; a simulated device ignores them) */
+    if (cls->sm_pct > 0 && cls->sm_pct < 100) {
+        snprintf(pct_env, sizeof pct_env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=%d", cls->sm_pct);
         envp[k0++] = pct_env;
     }
+    if (cls->mps_low)
+        envp[k0++] = prio_env;
     pid_t pid = fork();
     if (pid < 0) {
         close(sv[0]);

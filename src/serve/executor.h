@@ -51,11 +51,18 @@ struct srv_exec {
 /* Opens the daemon's own binary for later spawns (at start: a binary replaced
  * on disk while the daemon runs is not the one its executors run). */
 int srv_exec_prepare(void);
+/* How an executor runs beside the others of an MPS server (issue 41: a batch
+ * vGPU's beside a latency vGPU's; srv_vgpu_exec_class). All zero: as any. */
+struct srv_exec_class {
+    int sm_pct;  /* at most this % of the SMs (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, latency_sms); 0: no limit */
+    int prio;    /* its queues at the least (< 0) or greatest (> 0) stream priority; 0: the default */
+    int mps_low; /* an MPS client of below-normal priority (CUDA_MPS_CLIENT_PRIORITY=1) */
+};
 /* Spawns `gpuos executor` on the device (sim: a chip, or NULL for the GPU of that
- * ordinal) and waits for it to open the device; under MPS (mps_dir) with at
- * most sm_pct % of the SMs for its context (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE,
- * latency_sms; 0 or 100: no limit). */
-int srv_exec_spawn(const char *sim, int ordinal, const char *mps_dir, int sm_pct, struct srv_exec **out);
+ * ordinal) and waits for it to open the device; under MPS (mps_dir) as cls
+ * says (NULL: as any). */
+int srv_exec_spawn(const char *sim, int ordinal, const char *mps_dir, const struct srv_exec_class *cls,
+                   struct srv_exec **out);
 /* executor = per-vgpu: a channel for one more client to the shared executor
  * whose control channel is ctl (it serves it from a thread of its own). */
 int srv_exec_adopt(struct srv_exec *ctl, struct srv_exec **out);

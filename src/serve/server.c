@@ -86,6 +86,12 @@ static int open_devices(struct srv *s, const char *force_sim)
         if (d->latency_sms && d->isolation != GOS_ISOLATION_MPS)
             return gos_fail(GOS_EINVAL, "device %d: latency_sms needs isolation = mps (the SM limit is the MPS "
                             "server's active-thread percentage)", i);
+        d->latency_priority = c->latency_priority >= 0 ? c->latency_priority
+                              : d->isolation == GOS_ISOLATION_MPS ? GOS_LATPRIO_STREAM | GOS_LATPRIO_CLIENT
+                                                                  : 0;
+        if (d->latency_priority && d->isolation != GOS_ISOLATION_MPS)
+            return gos_fail(GOS_EINVAL, "device %d: latency_priority needs isolation = mps (priorities order the "
+                            "blocks of one MPS server's clients; separate contexts are time-sliced)", i);
         if (d->handover && d->isolation == GOS_ISOLATION_NONE)
             return gos_fail(GOS_EINVAL, "device %d: handover = beside needs isolation = process or mps (under none "
                             "there are no executors to run beside each other)", i);
@@ -100,7 +106,7 @@ static int open_devices(struct srv *s, const char *force_sim)
              * can fault it, and an MPS server never waits for the daemon); the
              * device's facts come from a probe executor. */
             struct srv_exec *x = NULL;
-            rc = srv_exec_spawn(d->sim[0] ? d->sim : NULL, d->ordinal, d->mps_dir[0] ? d->mps_dir : NULL, 0, &x);
+            rc = srv_exec_spawn(d->sim[0] ? d->sim : NULL, d->ordinal, d->mps_dir[0] ? d->mps_dir : NULL, NULL, &x);
             if (rc) {
                 char why[256];
                 snprintf(why, sizeof why, "%s", gos_last_error());
@@ -158,7 +164,7 @@ static int open_devices(struct srv *s, const char *force_sim)
         }
         d->n_engines = gos_sched_engine_count(d->sched);
         for (int e = 0; d->isolation == GOS_ISOLATION_NONE && e < d->n_engines; e++)
-            if ((rc = gos_exec_engine_new(d->dev, &d->streams[e], d->ev[e])))
+            if ((rc = gos_exec_engine_new(d->dev, 0, &d->streams[e], d->ev[e])))
                 return rc;
         srv_dev_init_conds(d);
     }

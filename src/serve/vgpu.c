@@ -6,6 +6,7 @@
  * Process: the daemon (gpuos serve). */
 #include "serve/daemon.h"
 #include "serve/dev.h"
+#include "serve/executor.h"
 #include "serve/session.h"
 #include "serve/vgpu.h"
 #include "common/log.h"
@@ -93,15 +94,21 @@ int srv_vgpu_find(struct srv *s, const char *name)
     return -1;
 }
 
-int srv_vgpu_sm_pct(struct srv *s, int v)
+void srv_vgpu_exec_class(struct srv *s, int v, struct srv_exec_class *cls)
 {
-    int dev = s->vgpus[v].cfg.device;
-    if (!s->devs[dev].latency_sms || s->vgpus[v].cfg.latency_ms)
-        return 0;
+    int dev = s->vgpus[v].cfg.device, any_latency = 0;
+    *cls = (struct srv_exec_class){0};
     for (int i = 0; i < s->n_vgpus; i++)
-        if (!s->vgpus[i].removed && s->vgpus[i].cfg.device == dev && s->vgpus[i].cfg.latency_ms)
-            return 100 - s->devs[dev].latency_sms;
-    return 0;
+        any_latency |= !s->vgpus[i].removed && s->vgpus[i].cfg.device == dev && s->vgpus[i].cfg.latency_ms;
+    const struct srv_dev *d = &s->devs[dev];
+    if (!any_latency || d->isolation != GOS_ISOLATION_MPS)
+        return;
+    int latency = s->vgpus[v].cfg.latency_ms > 0;
+    if (!latency && d->latency_sms)
+        cls->sm_pct = 100 - d->latency_sms;
+    if (d->latency_priority & GOS_LATPRIO_STREAM)
+        cls->prio = latency ? 1 : -1;
+    cls->mps_low = !latency && (d->latency_priority & GOS_LATPRIO_CLIENT);
 }
 
 int srv_vgpu_set(struct srv *s, const char *name, const char *key, const char *value)

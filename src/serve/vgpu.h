@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct srv_exec_class; /* executor.h */
+
 struct srv;
 struct srv_client;
 struct srv_dev;
@@ -27,10 +29,11 @@ int srv_vgpu_set(struct srv *s, const char *name, const char *key, const char *v
 
 /* Index of the vGPU named name (removed ones included), or -1. */
 int srv_vgpu_find(struct srv *s, const char *name);
-/* latency_sms (issue 41, mps): the SM percentage for an executor of vGPU v
- * (lock held): 100 - latency_sms for a batch vGPU on a device that has a
- * latency vGPU, else 0 (no limit). */
-int srv_vgpu_sm_pct(struct srv *s, int v);
+/* How an executor of vGPU v starts (issue 41, mps; lock held): on a device
+ * that has a latency vGPU, a batch vGPU's leaves latency_sms % of the SMs and
+ * runs at low priority, a latency vGPU's at high (latency_priority); else as
+ * any. The class is fixed at the executor's start. */
+void srv_vgpu_exec_class(struct srv *s, int v, struct srv_exec_class *cls);
 /* The file's value of key SRV_OV_* in canonical form. */
 void srv_vgpu_file_value(const struct gos_serve_vgpucfg *f, int key, char *out, size_t n);
 /* Logs a warning per device whose active vGPUs' shares add up past 100 %

@@ -20,7 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-int srv_xshare_join(struct srv *s, int v, int sm_pct, struct srv_exec **x, struct srv_xshare **sh)
+int srv_xshare_join(struct srv *s, int v, const struct srv_exec_class *cls, struct srv_exec **x,
+                    struct srv_xshare **sh)
 {
     struct srv_vgpu *g = &s->vgpus[v];
     struct srv_dev *d = &s->devs[g->cfg.device];
@@ -38,8 +39,7 @@ int srv_xshare_join(struct srv *s, int v, int sm_pct, struct srv_exec **x, struc
         struct srv_exec *ctl = h ? h->ctl : NULL;
         pthread_mutex_unlock(&s->lock);
         if (!ctl)
-            rc = srv_exec_spawn(d->sim[0] ? d->sim : NULL, d->ordinal, d->mps_dir[0] ? d->mps_dir : NULL, sm_pct,
-                                &ctl);
+            rc = srv_exec_spawn(d->sim[0] ? d->sim : NULL, d->ordinal, d->mps_dir[0] ? d->mps_dir : NULL, cls, &ctl);
         if (!rc) {
             rc = srv_exec_adopt(ctl, x);
             if (rc && !h) /* a fresh executor that cannot take a client: gone again */

@@ -20,9 +20,10 @@ struct srv_xshare {
 
 /* xshare.c (executor = per-vgpu): a channel to the executor the clients of
  * vGPU v share, started with the first of them (lock held, dropped while it
- * starts; sm_pct as srv_exec_spawn's); leave ends c's part there, and the
+ * starts; cls as srv_exec_spawn's); leave ends c's part there, and the
  * executor with its last client. */
-int srv_xshare_join(struct srv *s, int v, int sm_pct, struct srv_exec **x, struct srv_xshare **sh);
+int srv_xshare_join(struct srv *s, int v, const struct srv_exec_class *cls, struct srv_exec **x,
+                    struct srv_xshare **sh);
 void srv_xshare_leave(struct srv_client *c);
 
 #endif

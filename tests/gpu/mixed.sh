@@ -12,7 +12,8 @@
 #     keeps its demand within its share); MX_PERIODS="20:50 40:30 100:10"
 #     picks period:share pairs, MX_ISO="process process+beside mps" the gpuos
 #     modes of the latency class (+beside, +preempt: its handover key; +smsN:
-#     latency_sms = N, the batch executor's MPS active-thread limit),
+#     latency_sms = N, the batch executor's MPS active-thread limit;
+#     +prio-P: latency_priority = P, off | stream | client | both),
 #     MIX_LAYERS the decoder's layers (12), MIX_SECS the window,
 #     MX_DRIVER_MPS=0 leaves the driver-MPS case out; MX_HALF=1 adds, at
 #     20 ms, the service under gpuos beside the training as a plain process
@@ -59,9 +60,10 @@ native_pair() { # period, case name: both tenants as plain processes of this mac
 }
 gpuos_pair() { # period, case name, isolation[+handover], share of the latency tenant, latency line
     iso=${3%%+*}; ho=
-    for t in $(echo "${3#"$iso"}" | tr '+' ' '); do # +beside, +preempt, +sms10 (latency_sms = 10)
+    for t in $(echo "${3#"$iso"}" | tr '+' ' '); do # +beside, +preempt, +sms10 (latency_sms = 10), +prio-stream
         case $t in sms*) ho="$ho
-latency_sms = ${t#sms}" ;; *) ho="$ho
+latency_sms = ${t#sms}" ;; prio-*) ho="$ho
+latency_priority = ${t#prio-}" ;; *) ho="$ho
 handover = $t" ;; esac
     done
     gpu_daemon "$(printf '[device 0]\npolicy = band\nqueue = mrq\nisolation = %s\n%s\n[vgpu lat]\ncompute = %s\nmemory = 20%%\n%s\n[vgpu bat]\ncompute = %s\nmemory = 60%%\n' \

@@ -156,6 +156,19 @@ static int ex_stream_create(gos_device *d, void **s)
     return rc;
 }
 
+static int ex_stream_create_prio(gos_device *d, int prio, void **s)
+{
+    CUstream st = NULL;
+    int least = 0, greatest = 0;
+    int rc = gos_cuda_enter(d);
+    if (!rc)
+        rc = CU_CALL(cuCtxGetStreamPriorityRange, &least, &greatest);
+    if (!rc)
+        rc = CU_CALL(cuStreamCreateWithPriority, &st, CU_STREAM_NON_BLOCKING, prio > 0 ? greatest : least);
+    *s = st;
+    return rc;
+}
+
 static int ex_stream_destroy(gos_device *d, void *s)
 {
     int rc = gos_cuda_enter(d);
@@ -498,6 +511,7 @@ const struct gos_exec_ops gos_cuda_exec_ops = {
     .host_alloc = ex_host_alloc,
     .host_free = ex_host_free,
     .stream_create = ex_stream_create,
+    .stream_create_prio = ex_stream_create_prio,
     .stream_destroy = ex_stream_destroy,
     .stream_sync = ex_stream_sync,
     .copy_htod = ex_htod,

@@ -64,6 +64,7 @@ struct sim_alloc {
 
 struct sim_stream {
     uint64_t tail;
+    int prio; /* -1 least, 0 default, 1 greatest (recorded; the simulated engines keep FIFO) */
 };
 
 struct sim_event {
@@ -308,6 +309,13 @@ static int se_stream_create(gos_device *d, void **stream)
 {
     *stream = calloc(1, sizeof(struct sim_stream));
     return *stream ? GOS_OK : gos_fail(GOS_ENOMEM, "out of host memory");
+}
+static int se_stream_create_prio(gos_device *d, int prio, void **stream)
+{
+    int rc = se_stream_create(d, stream);
+    if (!rc)
+        ((struct sim_stream *)*stream)->prio = prio < 0 ? -1 : 1;
+    return rc;
 }
 static int se_stream_destroy(gos_device *d, void *stream)
 {
@@ -894,6 +902,7 @@ const struct gos_exec_ops gos_sim_exec_ops = {
     .host_alloc = se_host_alloc,
     .host_free = se_host_free,
     .stream_create = se_stream_create,
+    .stream_create_prio = se_stream_create_prio,
     .stream_destroy = se_stream_destroy,
     .stream_sync = se_stream_sync,
     .copy_htod = se_htod,
