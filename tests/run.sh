@@ -20,7 +20,7 @@ export BUILD GPUOS="$PWD/$BUILD/gpuos"
 PY=/usr/bin/python3
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 mkdir "$tmp/json" "$tmp/logs"; export GPUOS_JSON_TRACE="$tmp/json"
-TIMED="t_latency.sh t_ring_any.sh t_mixed.sh t_serve_fair.sh t_ring_forge.sh t_ring.sh t_ring_pair.sh t_serve_spatial.sh t_serve_metrics.sh t_swap_host.sh t_swap_wait.sh t_shm_bench.sh
+TIMED="t_latency.sh t_grant_min.sh t_ring_any.sh t_mixed.sh t_serve_fair.sh t_ring_forge.sh t_ring.sh t_ring_pair.sh t_serve_spatial.sh t_serve_metrics.sh t_swap_host.sh t_swap_wait.sh t_shm_bench.sh
 t_swap_pool_bench.sh t_placement.sh t_oversub.sh"
 SIDE="t_dvfs.sh t_dvfs_figures.sh t_env.sh t_labels.sh t_numa.sh t_place.sh t_probe_cli.sh t_report.sh
 t_report_pages.sh t_schemas.sh t_slurm.sh t_slurm_scripts.sh t_parts.sh"

@@ -72,6 +72,7 @@ struct srv_dev {
     char mps_dir[64]; /* isolation = mps on a GPU: the MPS server's pipe/log directory ("" none) */
     uint64_t mps_restarted_ns; /* clients born before belong to the previous server */
     uint64_t grant_ns; /* a batch's expected GPU time at most (grant_us) */
+    uint64_t grant_min_ns; /* a credit-capped grant at least (GPUOS_GRANT_MIN_US; SRV_GRANT_SHARE_MIN_NS) */
     int grant_auto;    /* grant_us = auto: grant_ns follows switch_ns (dispatch.c) */
     uint64_t switch_ns; /* measured cost of a switch between executors (moving average), 0: none yet */
     uint64_t preemptions; /* batch grants ended early for a latency vGPU (issue 41) */

@@ -16,7 +16,7 @@
 /* A ring's grant for vGPU id (lock held): the device's grant, but under Credit
  * and BAND, for a vGPU whose share is below an equal split of the busy vGPUs'
  * shares, no longer than what it is owed (its credit; at least
- * SRV_GRANT_SHARE_MIN_NS). A grant cannot be taken back once issued, and a
+ * d->grant_min_ns, SRV_GRANT_SHARE_MIN_NS unless GPUOS_GRANT_MIN_US says). A grant cannot be taken back once issued, and a
  * small vGPU over its share is still picked whenever its busy neighbour is
  * between two requests: with a whole 16 ms grant each time a 10 % vGPU next to
  * a busy 90 % one got 13-20 % of the GPU on the simulated device and 14 % on the
@@ -45,8 +45,7 @@ uint64_t srv_grant_for(struct srv_dev *d, uint32_t id)
         }
     if (!found || n < 2 || own.compute_share * n >= sum) /* alone, or at least an equal split */
         return g;
-    uint64_t cap = own.compute_credit_ns > (int64_t)SRV_GRANT_SHARE_MIN_NS ? (uint64_t)own.compute_credit_ns
-                                                                           : SRV_GRANT_SHARE_MIN_NS;
+    uint64_t cap = own.compute_credit_ns > (int64_t)d->grant_min_ns ? (uint64_t)own.compute_credit_ns : d->grant_min_ns;
     return g < cap ? g : cap;
 }
 

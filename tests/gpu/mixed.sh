@@ -22,8 +22,10 @@
 #     MIX_BATCH=4096, bf16) on every vGPU at 10/90, 30/70 and 40/30/20/10
 #     under process: each tenant's steps/s over the same loop alone, against
 #     its promise (its share), and the daemon's GPU time per vGPU;
-#     MX_SHARES_GRANT="auto 32000" runs them once per grant_us (auto by
-#     default), side by side in one run.
+#     MX_SHARES_GRANT="auto 32000 32000:4000" runs them once per grant_us
+#     (auto by default; G:M adds GPUOS_GRANT_MIN_US = M, the least a small
+#     vGPU's credit-capped grant lasts), side by side in one run;
+#     MX_SHARES="40/30/20/10" picks the splits.
 # The tenants of a case measure one window (progs/mixed_torch.py, MIX_SYNC):
 # each starts it once all are warm.
 # Device machine, repository root, build/ present. Prints one line per case:
@@ -144,10 +146,13 @@ case " ${MX_PARTS:-mixed shares} " in *" shares "*)
     alone=$(val "$O/shares-alone.txt" steps_per_s)
     echo "shares alone $alone steps/s (width 8192, batch 4096, bf16)"
     for gu in ${MX_SHARES_GRANT:-auto}; do
-    for cfg0 in 10/90 30/70 40/30/20/10; do
+    for cfg0 in ${MX_SHARES:-10/90 30/70 40/30/20/10}; do
         cfg=$cfg0; [ "$gu" = auto ] || cfg="$cfg0@$gu"
-        name=$(echo "$cfg" | tr /@ --)
-        body=$(printf '[device 0]\npolicy = band\nqueue = mrq\nisolation = process\ngrant_us = %s\n' "$gu")
+        name=$(echo "$cfg" | tr /@: ---)
+        # (G:M: grant_us = G with GPUOS_GRANT_MIN_US = M, the least a small
+        # vGPU's credit-capped grant lasts, in the daemon's environment)
+        case $gu in *:*) export GPUOS_GRANT_MIN_US=${gu#*:} ;; *) unset GPUOS_GRANT_MIN_US ;; esac
+        body=$(printf '[device 0]\npolicy = band\nqueue = mrq\nisolation = process\ngrant_us = %s\n' "${gu%%:*}")
         i=0
         for s in $(echo "$cfg0" | tr / ' '); do
             body=$(printf '%s\n[vgpu t%d]\ncompute = %s\nmemory = 20%%\n' "$body" $i "$s"); i=$((i + 1))
