@@ -256,7 +256,7 @@ int srv_exec_spawn(const char *sim, int ordinal, const char *mps_dir, const stru
     static const struct srv_exec_class as_any;
     if (!cls)
         cls = &as_any;
-    char *argv[10] = {exe, "executor", "--fd", "3", "--ordinal", ord}, **a = argv + 6;
+    char *argv[11] = {exe, "executor", "--fd", "3", "--ordinal", ord}, **a = argv + 6; /* (NULL-ended: 10 at most) */
     if (cls->prio) {
         *a++ = "--priority";
         *a++ = cls->prio > 0 ? "high" : "low";
