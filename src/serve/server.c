@@ -51,6 +51,60 @@
 #include <time.h>
 #include <unistd.h>
 
+/* A device's scheduling and isolation settings from its [device] section c
+ * (grant length, executors, overlap, the latency class's hand-over, SM limit
+ * and priorities), each checked against its isolation. */
+static int dev_settings(struct srv_dev *d, const struct gos_serve_devcfg *c)
+{
+    d->isolation = c->isolation;
+    /* Spatial vGPUs (sms, serve/spatial.c) live on green contexts of the
+     * daemon's own context, so their device must say isolation = none:
+     * srv_spatial_open refuses any other mode rather than weaken it. */
+    d->grant_ns = c->grant_us ? c->grant_us * 1000ull
+                              : d->isolation != GOS_ISOLATION_NONE ? SRV_GRANT_PROCESS_NS : SRV_BATCH_MAX_NS;
+    d->grant_auto = !c->grant_us && d->isolation != GOS_ISOLATION_NONE;
+    d->grant_min_ns = SRV_GRANT_SHARE_MIN_NS;
+    const char *gm = gos_env(GOS_ENV_GRANT_MIN_US);
+    if (gm && *gm) {
+        char *end;
+        long us = strtol(gm, &end, 10);
+        if (*end || us < 100 || us > 100000)
+            return gos_fail(GOS_EINVAL, "GPUOS_GRANT_MIN_US must be a whole number of us in 100..100000, not "
+                            "\"%s\"", gm);
+        d->grant_min_ns = (uint64_t)us * 1000ull;
+    }
+    d->executor_per_vgpu = c->executor_per_vgpu;
+    if (d->executor_per_vgpu && d->isolation == GOS_ISOLATION_NONE)
+        return gos_fail(GOS_EINVAL, "device %d: executor = per-vgpu needs isolation = process or mps (under none "
+                        "there are no executors)", d->index);
+    /* pairs by default under mps (stop 36: BAND within 0.1-0.7 points of
+     * the shares with 2-8 vGPUs and the 0.2/1/5/20 ms mix, and 0.2-1.3 by
+     * the tenants' own work, on an H100; results/GPU-5e4e181c-...) */
+    d->overlap = c->overlap < 0 ? d->isolation == GOS_ISOLATION_MPS : c->overlap;
+    if (c->overlap > 0 && d->isolation != GOS_ISOLATION_MPS)
+        return gos_fail(GOS_EINVAL, "device %d: overlap = pairs needs isolation = mps (only an MPS server runs "
+                        "two executors' kernels at once)", d->index);
+    /* unset: beside under mps with overlap = pairs, preempt otherwise
+     * (issue 41: beside under process was measured once, on H100
+     * GPU-dec7bfb3, in runs where it rarely met a running batch grant;
+     * not evidence enough for a default; results/.../run1-308fad8) */
+    d->handover = c->handover >= 0 ? c->handover : d->overlap;
+    d->latency_sms = c->latency_sms;
+    if (d->latency_sms && d->isolation != GOS_ISOLATION_MPS)
+        return gos_fail(GOS_EINVAL, "device %d: latency_sms needs isolation = mps (the SM limit is the MPS "
+                        "server's active-thread percentage)", d->index);
+    d->latency_priority = c->latency_priority >= 0 ? c->latency_priority
+                          : d->isolation == GOS_ISOLATION_MPS ? GOS_LATPRIO_STREAM | GOS_LATPRIO_CLIENT
+                                                              : 0;
+    if (d->latency_priority && d->isolation != GOS_ISOLATION_MPS)
+        return gos_fail(GOS_EINVAL, "device %d: latency_priority needs isolation = mps (priorities order the "
+                        "blocks of one MPS server's clients; separate contexts are time-sliced)", d->index);
+    if (d->handover && d->isolation == GOS_ISOLATION_NONE)
+        return gos_fail(GOS_EINVAL, "device %d: handover = beside needs isolation = process or mps (under none "
+                        "there are no executors to run beside each other)", d->index);
+    return GOS_OK;
+}
+
 static int open_devices(struct srv *s, const char *force_sim)
 {
     for (int i = 0; i < s->cfg.n_devs; i++) {
@@ -60,55 +114,11 @@ static int open_devices(struct srv *s, const char *force_sim)
         d->index = i;
         gos_device_spec spec = {.sim = force_sim ? force_sim : (c->sim[0] ? c->sim : NULL),
                                 .ordinal = c->ordinal < 0 ? 0 : c->ordinal};
-        d->isolation = c->isolation;
-        /* Spatial vGPUs (sms, serve/spatial.c) live on green contexts of the
-         * daemon's own context, so their device must say isolation = none:
-         * srv_spatial_open refuses any other mode rather than weaken it. */
-        d->grant_ns = c->grant_us ? c->grant_us * 1000ull
-                                  : d->isolation != GOS_ISOLATION_NONE ? SRV_GRANT_PROCESS_NS : SRV_BATCH_MAX_NS;
-        d->grant_auto = !c->grant_us && d->isolation != GOS_ISOLATION_NONE;
-        d->grant_min_ns = SRV_GRANT_SHARE_MIN_NS;
-        const char *gm = gos_env(GOS_ENV_GRANT_MIN_US);
-        if (gm && *gm) {
-            char *end;
-            long us = strtol(gm, &end, 10);
-            if (*end || us < 100 || us > 100000)
-                return gos_fail(GOS_EINVAL, "GPUOS_GRANT_MIN_US must be a whole number of us in 100..100000, not "
-                                "\"%s\"", gm);
-            d->grant_min_ns = (uint64_t)us * 1000ull;
-        }
-        d->executor_per_vgpu = c->executor_per_vgpu;
-        if (d->executor_per_vgpu && d->isolation == GOS_ISOLATION_NONE)
-            return gos_fail(GOS_EINVAL, "device %d: executor = per-vgpu needs isolation = process or mps (under none "
-                            "there are no executors)", i);
-        /* pairs by default under mps (stop 36: BAND within 0.1-0.7 points of
-         * the shares with 2-8 vGPUs and the 0.2/1/5/20 ms mix, and 0.2-1.3 by
-         * the tenants' own work, on an H100; results/GPU-5e4e181c-...) */
-        d->overlap = c->overlap < 0 ? d->isolation == GOS_ISOLATION_MPS : c->overlap;
-        if (c->overlap > 0 && d->isolation != GOS_ISOLATION_MPS)
-            return gos_fail(GOS_EINVAL, "device %d: overlap = pairs needs isolation = mps (only an MPS server runs "
-                            "two executors' kernels at once)", i);
-        /* unset: beside under mps with overlap = pairs, preempt otherwise
-         * (issue 41: beside under process was measured once, on H100
-         * GPU-dec7bfb3, in runs where it rarely met a running batch grant;
-         * not evidence enough for a default; results/.../run1-308fad8) */
-        d->handover = c->handover >= 0 ? c->handover : d->overlap;
-        d->latency_sms = c->latency_sms;
-        if (d->latency_sms && d->isolation != GOS_ISOLATION_MPS)
-            return gos_fail(GOS_EINVAL, "device %d: latency_sms needs isolation = mps (the SM limit is the MPS "
-                            "server's active-thread percentage)", i);
-        d->latency_priority = c->latency_priority >= 0 ? c->latency_priority
-                              : d->isolation == GOS_ISOLATION_MPS ? GOS_LATPRIO_STREAM | GOS_LATPRIO_CLIENT
-                                                                  : 0;
-        if (d->latency_priority && d->isolation != GOS_ISOLATION_MPS)
-            return gos_fail(GOS_EINVAL, "device %d: latency_priority needs isolation = mps (priorities order the "
-                            "blocks of one MPS server's clients; separate contexts are time-sliced)", i);
-        if (d->handover && d->isolation == GOS_ISOLATION_NONE)
-            return gos_fail(GOS_EINVAL, "device %d: handover = beside needs isolation = process or mps (under none "
-                            "there are no executors to run beside each other)", i);
+        int rc;
+        if ((rc = dev_settings(d, c)))
+            return rc;
         d->ordinal = spec.ordinal;
         snprintf(d->sim, sizeof d->sim, "%s", spec.sim ? spec.sim : "");
-        int rc;
         if (d->isolation == GOS_ISOLATION_MPS && !d->sim[0] &&
             (rc = srv_mps_start(d->mps_dir, sizeof d->mps_dir))) /* a GPU: the daemon's own MPS server */
             return rc;
