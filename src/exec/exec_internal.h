@@ -136,6 +136,8 @@ void xe_al_del(struct xe *x, uint64_t dptr);
 /* An allocation swapped out (evicted = 1) or back in: the ring's check and
  * x->n_evicted follow. */
 void xe_al_evicted(struct xe *x, uint64_t dptr, int evicted);
+/* Waits for everything x's engines were given (before an eviction's copy). */
+int xe_quiesce(struct xe *x);
 void xe_al_drop_module(struct xe *x, uint32_t slot);
 /* The ranges of x's reachable VMM mappings (gos_vmmtab_runs) in al again,
  * after a map, unmap or access change. */

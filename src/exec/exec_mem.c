@@ -43,6 +43,15 @@ void xe_al_del(struct xe *x, uint64_t dptr)
     }
 }
 
+int xe_quiesce(struct xe *x)
+{
+    int rc = GOS_OK;
+    for (int e = 0; e < XE_ENGINES && !rc; e++)
+        if (x->streams[e])
+            rc = gos_exec_stream_sync(x->dev, x->streams[e]);
+    return rc;
+}
+
 void xe_al_evicted(struct xe *x, uint64_t dptr, int evicted)
 {
     struct xe_alloc *a = xe_al_find(x, dptr);
@@ -301,6 +310,8 @@ int xe_swap_pool_io(struct xe *x, const struct x_swap_io *m, int fd, int out, st
     if (m->off > x->pool_bytes || b->bytes > x->pool_bytes - m->off)
         return gos_fail(GOS_EPROTO, "executor: swap range 0x%llx + %llu outside the pool", (unsigned long long)m->off,
                         (unsigned long long)b->bytes);
+    if (out && (rc = xe_quiesce(x))) /* what the ring issued on it lands before the copy */
+        return rc;
     uint64_t t0 = gos_now_ns();
     rep->pinned = pin_span(x, m->off, b->bytes);
     uint64_t t1 = gos_now_ns();
@@ -321,7 +332,15 @@ int xe_swap_ctl(struct xe *x, const struct x_swap_ctl *m, int *fd)
     int rc;
     switch (m->op) {
     case X_SWAPCTL_EXPORT:
-        return gos_vmm_buf_export(x->dev, b, fd);
+        /* an eviction's copy by the swap helper: from here to DROP the ring
+         * must not touch the allocation (a write the helper's copy missed
+         * would be lost at DROP: a tenant's whole 48 MB buffer read back
+         * stale once in t_swap_wait), and what the ring issued on it must
+         * have landed; READY gives it back where the helper failed */
+        xe_al_evicted(x, m->dptr, 1);
+        if ((rc = xe_quiesce(x)) || (rc = gos_vmm_buf_export(x->dev, b, fd)))
+            xe_al_evicted(x, m->dptr, 0);
+        return rc;
     case X_SWAPCTL_DROP:
         if (!b->resident)
             return GOS_OK; /* (a restore whose copy failed: evicted still) */

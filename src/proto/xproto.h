@@ -105,10 +105,10 @@ enum {
 };
 
 enum {
-    X_SWAPCTL_EXPORT = 1, /* resident: its physical memory's fd */
+    X_SWAPCTL_EXPORT = 1, /* resident: its physical memory's fd, the ring kept off it (an eviction's) */
     X_SWAPCTL_DROP,       /* copied out: unmapped and released (evicted) */
     X_SWAPCTL_REMAP,      /* evicted: new physical memory at its address, its fd (still evicted) */
-    X_SWAPCTL_READY,      /* copied back in: resident for the ring again */
+    X_SWAPCTL_READY,      /* copied back in (or an EXPORT's copy failed): resident for the ring again */
 };
 
 struct x_swap_ctl {

@@ -898,7 +898,8 @@ static int host_holds(struct srv *s, struct srv_dev *d, struct srv_client *c, co
 }
 
 /* An eviction's or a restore's copy by the swap helper hx (no lock held):
- * the owner's executor ox exports the allocation's physical memory (a
+ * the owner's executor ox exports the allocation's physical memory (an
+ * eviction: once its ring is kept off it and what it issued has landed; a
  * restore: new memory mapped at its address first), the helper attaches it
  * and copies it to or from the pool at m->off, then the owner drops it
  * (evict) or takes it back for its ring (restore). *helper_rc: non-zero when
@@ -916,14 +917,12 @@ static int helper_copy(struct srv_exec *hx, struct srv_exec *ox, int evict, cons
         return rc; /* the owner's: as its own path would fail */
     *helper_rc = srv_exec_call(hx, X_POOL_COPY, &pc, sizeof pc, fd, rep, sizeof *rep);
     close(fd);
-    if (*helper_rc) {
-        if (!evict) { /* the new memory goes again: evicted as before */
-            ctl.op = X_SWAPCTL_DROP;
-            if ((rc = srv_exec_call(ox, X_SWAP_CTL, &ctl, sizeof ctl, -1, NULL, 0)))
-                *helper_rc = 0; /* the owner cannot go its own way either: this restore failed */
-            return rc;
-        }
-        return GOS_OK;
+    if (*helper_rc) { /* nothing changed: an eviction's allocation goes back to the owner's ring
+                       * (EXPORT kept the ring off it), a restore's new memory goes again */
+        ctl.op = evict ? X_SWAPCTL_READY : X_SWAPCTL_DROP;
+        if ((rc = srv_exec_call(ox, X_SWAP_CTL, &ctl, sizeof ctl, -1, NULL, 0)))
+            *helper_rc = 0; /* the owner cannot go its own way either: this step failed */
+        return rc;
     }
     ctl.op = evict ? X_SWAPCTL_DROP : X_SWAPCTL_READY;
     return srv_exec_call(ox, X_SWAP_CTL, &ctl, sizeof ctl, -1, NULL, 0);
