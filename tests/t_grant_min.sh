@@ -39,15 +39,27 @@ pair() {
         awk '{ a[NR] = $1 } END { if (NR) print a[int((NR + 1) / 2)]; else print "-" }')
     echo "${med:--} ${ks:-0} ${kb:-0}"
 }
-set -- $(pair "")
-echo "default: the small vGPU's grants median $1 ms; kernels $2 small, $3 big"
-awk -v m="$1" 'BEGIN { exit !(m != "-" && m < 4.0) }' || fail "default: the small vGPU's grants median $1 ms, not under 4"
-awk -v a="$2" -v b="$3" 'BEGIN { exit !(a > 0 && b > 0 && a / (a + b) <= 0.16) }' || fail "default: small $2 of $2 + $3 kernels"
-set -- $(pair 6000)
-echo "GPUOS_GRANT_MIN_US=6000: the small vGPU's grants median $1 ms; kernels $2 small, $3 big"
-awk -v m="$1" 'BEGIN { exit !(m != "-" && m > 4.5) }' || fail "GPUOS_GRANT_MIN_US=6000: the small vGPU's grants median $1 ms, not over 4.5"
-awk -v a="$2" -v b="$3" 'BEGIN { exit !(a > 0 && b > 0 && a / (a + b) <= 0.16) }' ||
-    fail "GPUOS_GRANT_MIN_US=6000: small $2 of $2 + $3 kernels"
+# case_ok MIN CMP LIMIT NAME: one pair; 0 when its median is CMP LIMIT ms and the
+# small vGPU did at most 16 % of the kernels, else 1 and why in $why
+case_ok() {
+    set -- $(pair "$1") "$2" "$3" "$4"
+    echo "$6: the small vGPU's grants median $1 ms; kernels $2 small, $3 big"
+    why=
+    awk -v m="$1" -v c="$4" -v l="$5" 'BEGIN { exit !(m != "-" && (c == "<" ? m < l : m > l)) }' ||
+        why="$6: the small vGPU's grants median $1 ms, not $4 $5"
+    awk -v a="$2" -v b="$3" 'BEGIN { exit !(a > 0 && b > 0 && a / (a + b) <= 0.16) }' ||
+        why="${why:+$why; }$6: small $2 of $2 + $3 kernels"
+    [ -z "$why" ]
+}
+# (a loaded host may stretch or cut grants once: a case gets a second run
+# before it fails, as t_ring's and t_mixed's timing checks do)
+for c in ":<:4.0:default" "6000:>:4.5:GPUOS_GRANT_MIN_US=6000"; do
+    IFS=: read -r min cmp lim name <<EOC
+$c
+EOC
+    case_ok "$min" "$cmp" "$lim" "$name" || { echo "$why: again"; case_ok "$min" "$cmp" "$lim" "$name"; } ||
+        fail "$why (twice)"
+done
 
 for v in 50 200000 x 3.5 -1000; do
     { echo "socket = $T/s2"; echo "$CONF"; } > "$T/c2"

@@ -7,7 +7,8 @@
  * descriptor), maps the client's shared regions itself (descriptors passed by
  * the daemon) and runs what the daemon grants it (exec_run.c). Under executor
  * = per-vgpu it serves the channels of several clients of one vGPU, a thread
- * each, in one context (X_ADOPT). */
+ * each, in one context (X_ADOPT).
+ * Process: the executor (gpuos executor). */
 #include "exec/exec_internal.h"
 
 #include "chip/chip.h"

@@ -5,7 +5,8 @@
  * here, attached shared segments (issue 10), swappable allocations and their
  * eviction into the daemon's swap memfd or pool (issue 10.2); in the daemon's
  * swap helper (an executor with no client), the copies between other
- * executors' exported allocations and the pool it keeps locked (issue 42.2). */
+ * executors' exported allocations and the pool it keeps locked (issue 42.2).
+ * Process: the executor (gpuos executor). */
 #include "exec/exec_internal.h"
 
 #include "common/clock.h"

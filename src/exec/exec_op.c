@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* exec_op.c: the one runner of device operations (exec_op.h). Runs in the
- * executor process and, under isolation = none, in the daemon. */
+/* exec_op.c: the one runner of device operations (exec_op.h).
+ * Process: the executor (gpuos executor); the daemon under isolation = none. */
 #include "exec/exec_op.h"
 
 #include "common/status.h"

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* exec_pmem.c: partition-local memory for vGPU clients (issue 12; exec_pmem.h);
- * runs in the executor and, under isolation = none, in the daemon.
+/* exec_pmem.c: partition-local memory for vGPU clients (issue 12; exec_pmem.h).
  * Nothing here but bookkeeping around gos_pmem (src/place/pmem.c): the
  * allocation, its parity probes, its scattered copies and the placement check
- * are the very code a CUDA program gets from include/gpuos/pmem.h. */
+ * are the very code a CUDA program gets from include/gpuos/pmem.h.
+ * Process: the executor (gpuos executor); the daemon under isolation = none. */
 #include "exec/exec_pmem.h"
 
 #include "common/clock.h"

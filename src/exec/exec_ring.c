@@ -18,7 +18,8 @@
  * tail more than a ring ahead) is stopped for good: that client's fast path
  * ends, nobody else's. A device fault ends the process (as a faulted X_RUN):
  * the client has its GPUOS_EDEVICE in the slot, the daemon sees the executor
- * gone. */
+ * gone.
+ * Process: the executor (gpuos executor). */
 #include "exec/exec_internal.h"
 
 #include "common/env.h"

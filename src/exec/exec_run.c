@@ -8,7 +8,8 @@
  *   - one ring entry (issue 9.4), checked here as the daemon checks a socket
  *     request, since the client wrote it.
  * A sticky device error (an illegal address, a kernel fault) is answered with
- * X_FAULTED and ends the process: only this client's context dies. */
+ * X_FAULTED and ends the process: only this client's context dies.
+ * Process: the executor (gpuos executor). */
 #include "exec/exec_internal.h"
 
 #include "common/clock.h"

@@ -140,8 +140,7 @@ static int do_hello(struct srv_client *c, const struct gos_msg_hello *m, struct 
                     rc = srv_xshare_join(s, v, &cls, &c->x, &c->xshare);
                 } else {
                     pthread_mutex_unlock(&s->lock);
-                    rc = srv_exec_spawn(d->sim[0] ? d->sim : NULL, d->ordinal, d->mps_dir[0] ? d->mps_dir : NULL,
-                                        &cls, &c->x);
+                    rc = srv_dev_exec_spawn(d, &cls, &c->x);
                     pthread_mutex_lock(&s->lock);
                 }
                 if (!rc && (cls.sm_pct || cls.prio || cls.mps_low))

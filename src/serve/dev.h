@@ -9,6 +9,7 @@
 #include "device/device.h"
 #include "proto/xproto.h"
 #include "sched/sched.h"
+#include "serve/executor.h"
 #include "vmem/swap_policy.h"
 
 #include <pthread.h>
@@ -100,6 +101,14 @@ uint64_t srv_grant_for(struct srv_dev *d, uint32_t vgpu_id);
 /* The shortest grant srv_grant_for gives a vGPU over its share. */
 #define SRV_GRANT_SHARE_MIN_NS 2000000ull
 void srv_grant_learn(struct srv_dev *d, pid_t executor, uint64_t wall_ns, uint64_t gpu_ns);
+
+/* An executor on d's device (its chip or GPU ordinal, under its MPS server
+ * where it has one), as cls says (NULL: as any): srv_exec_spawn. */
+static inline int srv_dev_exec_spawn(const struct srv_dev *d, const struct srv_exec_class *cls,
+                                     struct srv_exec **out)
+{
+    return srv_exec_spawn(d->sim[0] ? d->sim : NULL, d->ordinal, d->mps_dir[0] ? d->mps_dir : NULL, cls, out);
+}
 
 /* spatial.c: spatial vGPUs (issue 13). After the devices are open: gives every
  * vGPU with `sms` an SM set (vGPUs naming one smset share it) and a scheduler of

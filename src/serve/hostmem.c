@@ -15,7 +15,8 @@
  * memory cgroup from the daemon's own up to the root, its limit less its usage
  * (reclaimable inactive file pages not counted as used): cgroup v2's
  * memory.max and memory.high against memory.current, or v1's
- * memory.limit_in_bytes against memory.usage_in_bytes. */
+ * memory.limit_in_bytes against memory.usage_in_bytes.
+ * Process: the daemon (gpuos serve). */
 #include "serve/hostmem.h"
 #include "serve/executor.h"
 

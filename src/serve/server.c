@@ -127,7 +127,7 @@ static int open_devices(struct srv *s, const char *force_sim)
              * can fault it, and an MPS server never waits for the daemon); the
              * device's facts come from a probe executor. */
             struct srv_exec *x = NULL;
-            rc = srv_exec_spawn(d->sim[0] ? d->sim : NULL, d->ordinal, d->mps_dir[0] ? d->mps_dir : NULL, NULL, &x);
+            rc = srv_dev_exec_spawn(d, NULL, &x);
             if (rc) {
                 char why[256];
                 snprintf(why, sizeof why, "%s", gos_last_error());

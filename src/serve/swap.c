@@ -495,8 +495,7 @@ int srv_swap_init(struct srv *s, struct srv_dev *d, const struct gos_serve_devcf
                 (unsigned long long)((room > keep ? room - keep : 0) >> 20),
                 lim != UINT64_MAX ? "inside a memory cgroup limit; " : "", (unsigned long long)(keep >> 20));
     if (cfg->swap_helper) {
-        if (srv_exec_spawn(d->sim[0] ? d->sim : NULL, d->ordinal, d->mps_dir[0] ? d->mps_dir : NULL, NULL,
-                           &d->swp->helper))
+        if (srv_dev_exec_spawn(d, NULL, &d->swp->helper))
             gos_log(LOG_WARNING, "device %s: no swap helper (%s): the tenants' executors swap", cfg->label,
                     gos_last_error());
         else if (srv_exec_call(d->swp->helper, X_POOL_PIN, &(struct x_swap_io){0, 0, d->swp->pool.bytes},

@@ -39,7 +39,7 @@ int srv_xshare_join(struct srv *s, int v, const struct srv_exec_class *cls, stru
         struct srv_exec *ctl = h ? h->ctl : NULL;
         pthread_mutex_unlock(&s->lock);
         if (!ctl)
-            rc = srv_exec_spawn(d->sim[0] ? d->sim : NULL, d->ordinal, d->mps_dir[0] ? d->mps_dir : NULL, cls, &ctl);
+            rc = srv_dev_exec_spawn(d, cls, &ctl);
         if (!rc) {
             rc = srv_exec_adopt(ctl, x);
             if (rc && !h) /* a fresh executor that cannot take a client: gone again */
