@@ -42,10 +42,6 @@
 /* serve: one log line per ring grant (its length against its deadline), any
  * value (docs/readme-fastpath.md, "Known problems"). */
 #define GOS_ENV_GRANT_LOG "GPUOS_GRANT_LOG"
-/* serve: the least a small vGPU's credit-capped grant lasts, in us (grant.c;
- * 100..100000, default 2000): for measuring fewer switches against closer
- * shares (issue 41); out of range, the daemon refuses to start. */
-#define GOS_ENV_GRANT_MIN_US "GPUOS_GRANT_MIN_US"
 /* libgpuos: 0 gives every freed gpuos_host_alloc buffer (cuMemFreeHost) back
  * to the daemon at once; by default a few of up to 8 MB are kept for the next
  * allocation of about their size (copies.c, the host buffer cache). */

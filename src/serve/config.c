@@ -275,6 +275,7 @@ static int config_device_section(struct gos_serve_config *c, const char *label, 
     d->period_ns = 30000000ull;
     d->band_wait_ns = 500000ull;
     d->band_charge_hold = 1;
+    d->grant_min_us = 2000; /* SRV_GRANT_SHARE_MIN_NS */
     d->spatial_of = -1;
     d->overlap = -1; /* unset: pairs under mps, off otherwise */
     d->handover = -1; /* unset: beside where overlap is pairs (mps), preempt otherwise */
@@ -425,6 +426,19 @@ static int key_grant_us(const struct key_at *x, const char *k, const char *v)
     return GOS_OK;
 }
 
+static int key_grant_min_us(const struct key_at *x, const char *k, const char *v)
+{
+    (void)k;
+    long n;
+    if (!strcmp(v, "auto"))
+        XDEV->grant_min_us = 0; /* by share (grant.c) */
+    else if (parse_int(v, 100, 100000, &n))
+        return XBAD("grant_min_us must be auto or 100..100000");
+    else
+        XDEV->grant_min_us = (uint64_t)n;
+    return GOS_OK;
+}
+
 static int key_isolation(const struct key_at *x, const char *k, const char *v)
 {
     (void)k;
@@ -572,6 +586,7 @@ static const struct key_row key_rows[] = {
     FK(1, "sim", key_sim),
     FK(1, "policy", key_policy),
     FK(1, "grant_us", key_grant_us),
+    FK(1, "grant_min_us", key_grant_min_us),
     FK(1, "isolation", key_isolation),
     FK(1, "overlap", key_overlap),
     FK(1, "handover", key_handover),

@@ -152,6 +152,10 @@ struct gos_serve_devcfg {
     int swap_prefault;
     int swap_helper; /* 1: the swap helper (serve/swap.c) */
     uint64_t grant_us; /* 0: auto (executors) or 1000 (isolation = none) */
+    /* grant_min_us (issue 41): the least a small vGPU's credit-capped grant
+     * lasts (serve/grant.c); 0: auto, the grant scaled by the vGPU's share
+     * over the largest busy share, at least SRV_GRANT_SHARE_MIN_NS. */
+    uint64_t grant_min_us;
     char chip[256];       /* gpuos.chip/1 file describing the device ("" none) */
     int spatial_of;       /* -1; for an SM set's scheduler (serve/spatial.c): its device */
 };

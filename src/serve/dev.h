@@ -73,7 +73,7 @@ struct srv_dev {
     char mps_dir[64]; /* isolation = mps on a GPU: the MPS server's pipe/log directory ("" none) */
     uint64_t mps_restarted_ns; /* clients born before belong to the previous server */
     uint64_t grant_ns; /* a batch's expected GPU time at most (grant_us) */
-    uint64_t grant_min_ns; /* a credit-capped grant at least (GPUOS_GRANT_MIN_US; SRV_GRANT_SHARE_MIN_NS) */
+    uint64_t grant_min_ns; /* a credit-capped grant at least (grant_min_us; 0: auto, by share) */
     int grant_auto;    /* grant_us = auto: grant_ns follows switch_ns (dispatch.c) */
     uint64_t switch_ns; /* measured cost of a switch between executors (moving average), 0: none yet */
     uint64_t preemptions; /* batch grants ended early for a latency vGPU (issue 41) */
@@ -98,7 +98,8 @@ struct srv_dev {
  * grant_us = auto learns a switch's cost from an executor's batch (lock held). */
 uint64_t srv_grant_limit(const struct srv_dev *d);
 uint64_t srv_grant_for(struct srv_dev *d, uint32_t vgpu_id);
-/* The shortest grant srv_grant_for gives a vGPU over its share. */
+/* The shortest grant srv_grant_for gives a vGPU over its share (grant_min_us
+ * = auto: the least of its share-scaled grant). */
 #define SRV_GRANT_SHARE_MIN_NS 2000000ull
 void srv_grant_learn(struct srv_dev *d, pid_t executor, uint64_t wall_ns, uint64_t gpu_ns);
 

@@ -41,7 +41,7 @@ static int dev_changed(const struct gos_serve_devcfg *a, const struct gos_serve_
     return strcmp(a->sim, b->sim) || strcmp(a->policy, b->policy) || strcmp(a->queue, b->queue) ||
            a->period_ns != b->period_ns || a->band_wait_ns != b->band_wait_ns ||
            a->band_charge_hold != b->band_charge_hold || strcmp(a->chip, b->chip) || a->isolation != b->isolation ||
-           a->grant_us != b->grant_us || a->executor_per_vgpu != b->executor_per_vgpu || a->overlap != b->overlap ||
+           a->grant_us != b->grant_us || a->grant_min_us != b->grant_min_us || a->executor_per_vgpu != b->executor_per_vgpu || a->overlap != b->overlap ||
            a->handover != b->handover || a->latency_sms != b->latency_sms || a->latency_priority != b->latency_priority ||
            a->swap_turn_ms != b->swap_turn_ms || a->swap_wait_s != b->swap_wait_s || a->swap_prefault != b->swap_prefault ||
            a->swap_helper != b->swap_helper ||

@@ -30,7 +30,6 @@
 
 #include "chip/chip.h"
 #include "common/clock.h"
-#include "common/env.h"
 #include "common/status.h"
 
 #include "proto/wire.h"
@@ -63,16 +62,7 @@ static int dev_settings(struct srv_dev *d, const struct gos_serve_devcfg *c)
     d->grant_ns = c->grant_us ? c->grant_us * 1000ull
                               : d->isolation != GOS_ISOLATION_NONE ? SRV_GRANT_PROCESS_NS : SRV_BATCH_MAX_NS;
     d->grant_auto = !c->grant_us && d->isolation != GOS_ISOLATION_NONE;
-    d->grant_min_ns = SRV_GRANT_SHARE_MIN_NS;
-    const char *gm = gos_env(GOS_ENV_GRANT_MIN_US);
-    if (gm && *gm) {
-        char *end;
-        long us = strtol(gm, &end, 10);
-        if (*end || us < 100 || us > 100000)
-            return gos_fail(GOS_EINVAL, "GPUOS_GRANT_MIN_US must be a whole number of us in 100..100000, not "
-                            "\"%s\"", gm);
-        d->grant_min_ns = (uint64_t)us * 1000ull;
-    }
+    d->grant_min_ns = c->grant_min_us * 1000ull; /* 0: auto, by share (grant.c) */
     d->executor_per_vgpu = c->executor_per_vgpu;
     if (d->executor_per_vgpu && d->isolation == GOS_ISOLATION_NONE)
         return gos_fail(GOS_EINVAL, "device %d: executor = per-vgpu needs isolation = process or mps (under none "

@@ -22,10 +22,12 @@
 #     MIX_BATCH=4096, bf16) on every vGPU at 10/90, 30/70 and 40/30/20/10
 #     under process: each tenant's steps/s over the same loop alone, against
 #     its promise (its share), and the daemon's GPU time per vGPU;
-#     MX_SHARES_GRANT="auto 32000 32000:4000" runs them once per grant_us
-#     (auto by default; G:M adds GPUOS_GRANT_MIN_US = M, the least a small
-#     vGPU's credit-capped grant lasts), side by side in one run;
-#     MX_SHARES="40/30/20/10" picks the splits.
+#     MX_SHARES_GRANT="auto 32000 32000:4000 auto:auto" runs them once per
+#     grant_us (auto by default; G:M adds grant_min_us = M, the least a
+#     small vGPU's credit-capped grant lasts), side by side in one run;
+#     MX_SHARES="40/30/20/10" picks the splits, MX_SHARES_ROUNDS=N runs the
+#     whole list N times over (names end #K); the loop alone runs before
+#     and after, and each promise is the share of their mean.
 # The tenants of a case measure one window (progs/mixed_torch.py, MIX_SYNC):
 # each starts it once all are warm.
 # Device machine, repository root, build/ present. Prints one line per case:
@@ -143,16 +145,19 @@ esac
 case " ${MX_PARTS:-mixed shares} " in *" shares "*)
     export MIX_WIDTH=8192 MIX_BATCH=4096 MIX_BF16=1
     timeout 120 $P train > "$O/shares-alone.txt" 2>&1
-    alone=$(val "$O/shares-alone.txt" steps_per_s)
-    echo "shares alone $alone steps/s (width 8192, batch 4096, bf16)"
+    echo "shares alone $(val "$O/shares-alone.txt" steps_per_s) steps/s (width 8192, batch 4096, bf16)"
+    : > "$O/shares-steps.txt" # config tenant share steps gpu_share, one line each
+    r=1
+    while [ $r -le "${MX_SHARES_ROUNDS:-1}" ]; do
     for gu in ${MX_SHARES_GRANT:-auto}; do
     for cfg0 in ${MX_SHARES:-10/90 30/70 40/30/20/10}; do
         cfg=$cfg0; [ "$gu" = auto ] || cfg="$cfg0@$gu"
-        name=$(echo "$cfg" | tr /@: ---)
-        # (G:M: grant_us = G with GPUOS_GRANT_MIN_US = M, the least a small
-        # vGPU's credit-capped grant lasts, in the daemon's environment)
-        case $gu in *:*) export GPUOS_GRANT_MIN_US=${gu#*:} ;; *) unset GPUOS_GRANT_MIN_US ;; esac
+        [ "${MX_SHARES_ROUNDS:-1}" -gt 1 ] && cfg="$cfg#$r"
+        name=$(echo "$cfg" | tr '/@:#' ----)
+        # (G:M: grant_us = G, grant_min_us = M, the least a small vGPU's
+        # credit-capped grant lasts)
         body=$(printf '[device 0]\npolicy = band\nqueue = mrq\nisolation = process\ngrant_us = %s\n' "${gu%%:*}")
+        case $gu in *:*) body=$(printf '%s\ngrant_min_us = %s\n' "$body" "${gu#*:}") ;; esac
         i=0
         for s in $(echo "$cfg0" | tr / ' '); do
             body=$(printf '%s\n[vgpu t%d]\ncompute = %s\nmemory = 20%%\n' "$body" $i "$s"); i=$((i + 1))
@@ -168,19 +173,32 @@ case " ${MX_PARTS:-mixed shares} " in *" shares "*)
         unset MIX_SYNC MIX_PEERS
         "$G" vgpu list --json "$O/shares-$name-vgpus.json" > /dev/null 2>&1
         kill -TERM "$D"; wait "$D" 2>/dev/null; D=
-        i=0; sum=0
+        i=0
         for s in $(echo "$cfg0" | tr / ' '); do
-            v=$(val "$O/shares-$name-t$i.txt" steps_per_s)
             gs=$(python3 -c "
 import json, sys
 v = json.load(open(sys.argv[1]))['vgpus']
 t = sum(x['compute_ns'] for x in v)
 print('%.3f' % (sum(x['compute_ns'] for x in v if x['name'] == sys.argv[2]) / t if t else 0))" "$O/shares-$name-vgpus.json" "t$i" 2>/dev/null)
-            echo "shares $cfg t$i $s % steps ${v:--} alone $alone got/promise $(awk -v a="${v:-0}" -v b="$alone" -v s="$s" 'BEGIN { printf "%.3f", a / (b * s / 100) }') gpu_share ${gs:--}"
-            sum=$(awk -v a="$sum" -v b="${v:-0}" 'BEGIN { print a + b }')
+            echo "$cfg t$i $s $(val "$O/shares-$name-t$i.txt" steps_per_s) ${gs:--}" >> "$O/shares-steps.txt"
             i=$((i + 1))
         done
-        echo "shares $cfg sum $(ratio "$sum" "$alone") of one alone"
     done
-    done ;;
+    done
+    r=$((r + 1))
+    done
+    # the same loop alone again: each tenant's promise is its share of the mean
+    # of the two (the card's speed drifts over minutes)
+    timeout 120 $P train > "$O/shares-alone2.txt" 2>&1
+    a1=$(val "$O/shares-alone.txt" steps_per_s); a2=$(val "$O/shares-alone2.txt" steps_per_s)
+    echo "shares alone again ${a2:--} steps/s"
+    awk -v a1="${a1:-0}" -v a2="${a2:-0}" '
+        { alone = (a1 > 0 && a2 > 0) ? (a1 + a2) / 2 : (a1 > 0 ? a1 : a2)
+          st = ($4 == "" || $4 == "-") ? 0 : $4
+          printf "shares %s %s %s %% steps %s alone %.3f got/promise %.3f gpu_share %s\n", $1, $2, $3, $4, alone,
+                 (alone > 0 ? st / (alone * $3 / 100) : 0), $5
+          sum[$1] += st; if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 } }
+        END { for (k = 1; k <= n; k++) printf "shares %s sum %.3f of one alone\n", order[k], (alone > 0 ? sum[order[k]] / alone : 0) }' \
+        "$O/shares-steps.txt"
+    ;;
 esac
