@@ -1,33 +1,32 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# t_grant_min.sh: GPUOS_GRANT_MIN_US (serve/grant.c; issue 41), the least a
-# small vGPU's credit-capped grant lasts, on the simulated device, real
-# processes. A 10 % vGPU beside a 90 % one, both busy with 1 ms kernels, under
-# process with 16 ms grants: the small vGPU's grants are capped at what it is
-# owed, at least 2 ms by default (the daemon's grant log: their median under
-# 4 ms); with GPUOS_GRANT_MIN_US=6000 at least 6 ms (median over 4.5 ms), so
-# it switches less often; either way it gets at most 16 % of the kernels (its
-# credit still holds it to its share). Values out of 100..100000 or not whole
-# numbers keep the daemon from starting, its last line naming the variable.
+# t_grant_min.sh: grant_min_us (serve/grant.c; issue 41), the least a small
+# vGPU's credit-capped grant lasts, on the simulated device, real processes.
+# A small vGPU beside a large one, both busy with 1 ms kernels, under process
+# with 16 ms grants: the small vGPU's grants are capped at what it is owed,
+# at least 2 ms by default (10 / 90: the daemon's grant log gives their median
+# under 4 ms); with grant_min_us = 6000 at least 6 ms (median over 4.5 ms), so
+# it switches less often; with auto, 16 ms x its share over the large one's:
+# about 1.8 ms at 10 / 90 (so 2 ms, median under 4), 6.4 ms at 20 / 50 (median
+# over 4.5). Whatever the least, it gets at most its share and 6 points of the
+# kernels (its credit still holds it to its share). Values that are not auto
+# or whole numbers in 100..100000 keep the daemon from starting, with one line
+# naming the key.
 . "$(dirname "$0")/serve_lib.sh"
 R="$B/tests/ring_client"
 [ -x "$R" ] || fail "no $R"
 export GPUOS_GRANT_LOG=1
-CONF="[device 0]
-sim = default
-grant_us = 16000
-isolation = process
-[vgpu small]
-compute = 10
-[vgpu big]
-compute = 90"
+# conf MIN SMALL BIG: the device and the two vGPUs (MIN "": the default)
+conf() {
+    printf '[device 0]\nsim = default\ngrant_us = 16000\nisolation = process\n'
+    [ -n "$1" ] && printf 'grant_min_us = %s\n' "$1"
+    printf '[vgpu small]\ncompute = %s\n[vgpu big]\ncompute = %s\n' "$2" "$3"
+}
 
-# pair MIN: the two tenants for 2 s; prints "median_ms small_kernels big_kernels"
+# pair MIN SMALL BIG: the two tenants for 2 s; prints "median_ms small_kernels big_kernels"
 pair() {
-    if [ -n "$1" ]; then export GPUOS_GRANT_MIN_US=$1; else unset GPUOS_GRANT_MIN_US; fi
     touch "$T/serve.log"; l0=$(($(wc -l < "$T/serve.log") + 1))
-    start_daemon "$CONF"
-    unset GPUOS_GRANT_MIN_US
+    start_daemon "$(conf "$1" "$2" "$3")"
     timeout 60 "$R" busy big 2 > "$T/big" 2>&1 & BP=$!
     timeout 60 "$R" busy small 2 > "$T/small" 2>&1 || fail "small tenant: $(cat "$T/small")"
     wait $BP || fail "big tenant: $(cat "$T/big")"
@@ -39,32 +38,36 @@ pair() {
         awk '{ a[NR] = $1 } END { if (NR) print a[int((NR + 1) / 2)]; else print "-" }')
     echo "${med:--} ${ks:-0} ${kb:-0}"
 }
-# case_ok MIN CMP LIMIT NAME: one pair; 0 when its median is CMP LIMIT ms and the
-# small vGPU did at most 16 % of the kernels, else 1 and why in $why
+# case_ok MIN SMALL BIG CMP LIMIT NAME: one pair; 0 when its median is CMP
+# LIMIT ms and the small vGPU did at most SMALL / (SMALL + BIG) + 6 points of
+# the kernels, else 1 and why in $why
 case_ok() {
-    set -- $(pair "$1") "$2" "$3" "$4"
-    echo "$6: the small vGPU's grants median $1 ms; kernels $2 small, $3 big"
+    set -- $(pair "$1" "$2" "$3") "$2" "$3" "$4" "$5" "$6"
+    echo "$8: the small vGPU's grants median $1 ms; kernels $2 small, $3 big"
     why=
-    awk -v m="$1" -v c="$4" -v l="$5" 'BEGIN { exit !(m != "-" && (c == "<" ? m < l : m > l)) }' ||
-        why="$6: the small vGPU's grants median $1 ms, not $4 $5"
-    awk -v a="$2" -v b="$3" 'BEGIN { exit !(a > 0 && b > 0 && a / (a + b) <= 0.16) }' ||
-        why="${why:+$why; }$6: small $2 of $2 + $3 kernels"
+    awk -v m="$1" -v c="$6" -v l="$7" 'BEGIN { exit !(m != "-" && (c == "<" ? m < l : m > l)) }' ||
+        why="$8: the small vGPU's grants median $1 ms, not $6 $7"
+    awk -v a="$2" -v b="$3" -v s="$4" -v t="$5" 'BEGIN { exit !(a > 0 && b > 0 && a / (a + b) <= s / (s + t) + 0.06) }' ||
+        why="${why:+$why; }$8: small $2 of $2 + $3 kernels"
     [ -z "$why" ]
 }
 # (a loaded host may stretch or cut grants once: a case gets a second run
 # before it fails, as t_ring's and t_mixed's timing checks do)
-for c in ":<:4.0:default" "6000:>:4.5:GPUOS_GRANT_MIN_US=6000"; do
-    IFS=: read -r min cmp lim name <<EOC
+for c in ":10:90:<:4.0:default" "6000:10:90:>:4.5:6000" "auto:10:90:<:4.0:auto 10/90" "auto:20:50:>:4.5:auto 20/50" \
+         ":20:50:<:4.0:default 20/50"; do
+    IFS=: read -r min sm bg cmp lim name <<EOC
 $c
 EOC
-    case_ok "$min" "$cmp" "$lim" "$name" || { echo "$why: again"; case_ok "$min" "$cmp" "$lim" "$name"; } ||
-        fail "$why (twice)"
+    case_ok "$min" "$sm" "$bg" "$cmp" "$lim" "$name" ||
+        { echo "$why: again"; case_ok "$min" "$sm" "$bg" "$cmp" "$lim" "$name"; } || fail "$why (twice)"
 done
 
-for v in 50 200000 x 3.5 -1000; do
-    { echo "socket = $T/s2"; echo "$CONF"; } > "$T/c2"
-    out=$(GPUOS_GRANT_MIN_US=$v timeout 20 "$G" serve --config "$T/c2" 2>&1) && fail "GPUOS_GRANT_MIN_US=$v accepted"
+for v in 50 200000 x 3.5 -1000 "auto x" ""; do
+    { echo "socket = $T/s2"; conf "$v" 10 90; } > "$T/c2"
+    [ -n "$v" ] || echo "grant_min_us =" >> "$T/c2"
+    out=$(timeout 20 "$G" serve --config "$T/c2" 2>&1) && fail "grant_min_us = $v accepted"
     # (its last line; a warning of the host's may come before it)
-    echo "$out" | tail -1 | grep -q "^gpuos: GPUOS_GRANT_MIN_US must be" || fail "GPUOS_GRANT_MIN_US=$v: $out"
+    echo "$out" | tail -1 | grep -q "grant_min_us" || fail "grant_min_us = $v: $out"
+    [ "$(echo "$out" | grep -c .)" -le 2 ] || fail "grant_min_us = $v: more than one line: $out"
 done
 echo "PASS: t_grant_min"
