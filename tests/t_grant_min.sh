@@ -4,11 +4,11 @@
 # vGPU's credit-capped grant lasts, on the simulated device, real processes.
 # A small vGPU beside a large one, both busy with 1 ms kernels, under process
 # with 16 ms grants: the small vGPU's grants are capped at what it is owed,
-# at least 2 ms by default (10 / 90: the daemon's grant log gives their median
-# under 4 ms); with grant_min_us = 6000 at least 6 ms (median over 4.5 ms), so
-# it switches less often; with auto, 16 ms x its share over the large one's:
-# about 1.8 ms at 10 / 90 (so 2 ms, median under 4), 6.4 ms at 20 / 50 (median
-# over 4.5). Whatever the least, it gets at most its share and 6 points of the
+# and last at least grant_min_us: with auto (the default), 16 ms x its share
+# over the large one's, about 1.8 ms at 10 / 90 (so 2 ms: the daemon's grant
+# log gives their median under 4 ms) and 6.4 ms at 20 / 50 (median over 4.5);
+# with 2000, 2 ms at 20 / 50 too (median under 4); with 6000, 6 ms at 10 / 90
+# (median over 4.5), so it switches less often. Whatever the least, it gets at most its share and 6 points of the
 # kernels (its credit still holds it to its share). Values that are not auto
 # or whole numbers in 100..100000 keep the daemon from starting, with one line
 # naming the key.
@@ -16,7 +16,7 @@
 R="$B/tests/ring_client"
 [ -x "$R" ] || fail "no $R"
 export GPUOS_GRANT_LOG=1
-# conf MIN SMALL BIG: the device and the two vGPUs (MIN "": the default)
+# conf MIN SMALL BIG: the device and the two vGPUs (MIN "": the default, auto)
 conf() {
     printf '[device 0]\nsim = default\ngrant_us = 16000\nisolation = process\n'
     [ -n "$1" ] && printf 'grant_min_us = %s\n' "$1"
@@ -53,8 +53,8 @@ case_ok() {
 }
 # (a loaded host may stretch or cut grants once: a case gets a second run
 # before it fails, as t_ring's and t_mixed's timing checks do)
-for c in ":10:90:<:4.0:default" "6000:10:90:>:4.5:6000" "auto:10:90:<:4.0:auto 10/90" "auto:20:50:>:4.5:auto 20/50" \
-         ":20:50:<:4.0:default 20/50"; do
+for c in ":10:90:<:4.0:default 10/90" ":20:50:>:4.5:default 20/50" "6000:10:90:>:4.5:6000 10/90" \
+         "auto:20:50:>:4.5:auto 20/50" "2000:20:50:<:4.0:2000 20/50"; do
     IFS=: read -r min sm bg cmp lim name <<EOC
 $c
 EOC

@@ -275,7 +275,7 @@ static int config_device_section(struct gos_serve_config *c, const char *label, 
     d->period_ns = 30000000ull;
     d->band_wait_ns = 500000ull;
     d->band_charge_hold = 1;
-    d->grant_min_us = 2000; /* SRV_GRANT_SHARE_MIN_NS */
+    d->grant_min_us = 0; /* auto (grant.c): by share, at least SRV_GRANT_SHARE_MIN_NS */
     d->spatial_of = -1;
     d->overlap = -1; /* unset: pairs under mps, off otherwise */
     d->handover = -1; /* unset: beside where overlap is pairs (mps), preempt otherwise */

@@ -88,9 +88,10 @@
  *                                # default with executors): 100 x the measured cost
  *                                # of a switch between executors, 4000..16000;
  *                                # 1000 with isolation = none
- *   grant_min_us = 2000          # a small vGPU's credit-capped grant lasts at
- *                                # least this; auto: grant_us x its share over
- *                                # the largest busy share, at least 2000
+ *   grant_min_us = auto          # a small vGPU's credit-capped grant lasts at
+ *                                # least this; auto (the default): grant_us x
+ *                                # its share over the largest busy share, at
+ *                                # least 2000
  *
  *   [vgpu alice]
  *   device = 0                   # the [device] section's label

@@ -24,13 +24,14 @@
  * shares keep whole grants: capping every grant at its credit cost two busy
  * tenants of 50 %, whose credits hover around zero, 6-8 points of the GPU in
  * context switches on the H200 (the same run).
- * The least (grant_min_us = auto) is the grant scaled by the vGPU's share over
- * the largest busy share, at least SRV_GRANT_SHARE_MIN_NS: each busy vGPU then
- * switches in about as often, whatever its share. With a fixed 2 ms, the 10 and
- * 20 % vGPUs of 40/30/20/10 (32 ms grants, H100) ran 345 and 440 grants in
- * 6 s against the 40 % vGPU's 78, each switch-in (about 0.25 ms, ring_free)
- * uncharged: they took 0.113 and 0.205 of the granted time, the 40 % one
- * 0.384, and its training loop 0.947 of its promise (stop 53). */
+ * The least (grant_min_us = auto, the default) is the grant scaled by the
+ * vGPU's share over the largest busy share, at least SRV_GRANT_SHARE_MIN_NS:
+ * each busy vGPU then switches in about as often, whatever its share. With a
+ * fixed 2 ms, the 10 and 20 % vGPUs of 40/30/20/10 (32 ms grants, H100) ran
+ * 345 and 440 grants in 6 s against the 40 % vGPU's 78, each switch-in (about
+ * 0.25 ms, ring_free) uncharged: they took 0.113 and 0.205 of the granted
+ * time, the 40 % one 0.384, and its training loop 0.947 of its promise (stop
+ * 53); with auto, 0.960-0.968 in four windows (GPU-8a6f616b, stop 55). */
 static uint64_t grant_min(const struct srv_dev *d, uint64_t g, int share, int top)
 {
     if (d->grant_min_ns)
