@@ -101,6 +101,8 @@ static void test_bad(void **state)
         {"[device 0]\nexecutor = shared\n[vgpu a]\n", "t.conf:2: executor must be per-client or per-vgpu"},
         {"[device 0]\ngrant_us = 50\n[vgpu a]\n", "t.conf:2: grant_us must be auto or 100..100000"},
         {"[device 0]\ngrant_us = fast\n[vgpu a]\n", "t.conf:2: grant_us must be auto or 100..100000"},
+        {"[device 0]\ngrant_min_us = 99\n[vgpu a]\n", "t.conf:2: grant_min_us must be auto or 100..100000"},
+        {"[device 0]\ngrant_min_us = 2ms\n[vgpu a]\n", "t.conf:2: grant_min_us must be auto or 100..100000"},
         {"[device 0]\nswap_turn_ms = 5\n[vgpu a]\n", "t.conf:2: swap_turn_ms must be auto or 10..3600000"},
         {"[device 0]\nswap_wait_s = 0\n[vgpu a]\n", "t.conf:2: swap_wait_s must be 1..86400"},
         {"[device 0]\nswap_prefault = yes\n[vgpu a]\n", "t.conf:2: swap_prefault must be 0, 1 or auto"},
@@ -124,7 +126,8 @@ static void test_bad(void **state)
     assert_non_null(strstr(gos_last_error(), "more than 32 users"));
 }
 
-/* executor and grant_us (issue 9): per-vgpu / per-client, auto / a number */
+/* executor and grant_us (issue 9): per-vgpu / per-client, auto / a number;
+ * grant_min_us (issue 41): auto by default, or a number */
 static void test_executor_grant(void **state)
 {
     (void)state;
@@ -137,6 +140,9 @@ static void test_executor_grant(void **state)
                      GOS_OK);
     assert_int_equal(c.devs[0].executor_per_vgpu, 0);
     assert_int_equal(c.devs[0].grant_us, 7000);
+    assert_int_equal(c.devs[0].grant_min_us, 0); /* auto, by share, by default (issue 41) */
+    assert_int_equal(gos_serve_config_parse("[device 0]\ngrant_min_us = 3000\n[vgpu a]\n", "t.conf", &c), GOS_OK);
+    assert_int_equal(c.devs[0].grant_min_us, 3000);
     assert_int_equal(gos_serve_config_parse("[device 0]\n[vgpu a]\n", "t.conf", &c), GOS_OK);
     assert_int_equal(c.devs[0].executor_per_vgpu, 0); /* the default */
     /* turns between busy tenants (issue 42): auto and a 120 s wait by default;

@@ -413,30 +413,29 @@ static int key_policy(const struct key_at *x, const char *k, const char *v)
     return GOS_OK;
 }
 
-static int key_grant_us(const struct key_at *x, const char *k, const char *v)
+/* A key of microseconds, 100..100000, or auto (0). */
+static int auto_us(const struct key_at *x, const char *k, const char *v, uint64_t *out)
 {
-    (void)k;
     long n;
     if (!strcmp(v, "auto"))
-        XDEV->grant_us = 0; /* by the measured switch cost (dispatch.c) */
+        *out = 0;
     else if (parse_int(v, 100, 100000, &n))
-        return XBAD("grant_us must be auto or 100..100000");
+        return XBAD("%s must be auto or 100..100000", k);
     else
-        XDEV->grant_us = (uint64_t)n;
+        *out = (uint64_t)n;
     return GOS_OK;
 }
 
+/* grant_us: 0 (auto) by the measured switch cost (grant.c) */
+static int key_grant_us(const struct key_at *x, const char *k, const char *v)
+{
+    return auto_us(x, k, v, &XDEV->grant_us);
+}
+
+/* grant_min_us: 0 (auto) by share (grant.c) */
 static int key_grant_min_us(const struct key_at *x, const char *k, const char *v)
 {
-    (void)k;
-    long n;
-    if (!strcmp(v, "auto"))
-        XDEV->grant_min_us = 0; /* by share (grant.c) */
-    else if (parse_int(v, 100, 100000, &n))
-        return XBAD("grant_min_us must be auto or 100..100000");
-    else
-        XDEV->grant_min_us = (uint64_t)n;
-    return GOS_OK;
+    return auto_us(x, k, v, &XDEV->grant_min_us);
 }
 
 static int key_isolation(const struct key_at *x, const char *k, const char *v)
