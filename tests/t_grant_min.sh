@@ -8,10 +8,10 @@
 # over the large one's, about 1.8 ms at 10 / 90 (so 2 ms: the daemon's grant
 # log gives their median under 4 ms) and 6.4 ms at 20 / 50 (median over 4.5);
 # with 2000, 2 ms at 20 / 50 too (median under 4); with 6000, 6 ms at 10 / 90
-# (median over 4.5), so it switches less often. Whatever the least, it gets at most its share and 6 points of the
-# kernels (its credit still holds it to its share). Values that are not auto
-# or whole numbers in 100..100000 keep the daemon from starting, with one line
-# naming the key.
+# (median over 4.5), so it switches less often. Whatever the least, it gets
+# at most its share and 6 points of the kernels (its credit still holds it to
+# its share). Values that are not auto or whole numbers in 100..100000 keep
+# the daemon from starting, with one line naming the key.
 . "$(dirname "$0")/serve_lib.sh"
 R="$B/tests/ring_client"
 [ -x "$R" ] || fail "no $R"
