@@ -73,6 +73,10 @@ struct srv_vgpu {
     uint64_t tasks;
     uint64_t faults; /* executors of its clients lost to a device fault or a kill */
     uint64_t ring_ns; /* time its clients' executors spent on their rings (issue 9.4) */
+    /* ring grants issued to its clients, and the switch time at their start
+     * (ring_free: the GPU's switch from another executor) it was not charged
+     * for (issue 41; metrics gpuos_vgpu_grants_total, ..._switch_free_...) */
+    uint64_t grants, switch_free_ns;
     /* executor = per-vgpu: the executor its clients share (NULL: none yet, or
      * it died and the next client starts another); xshare_busy while one
      * client joins it (the daemon's lock is dropped meanwhile) */

@@ -26,6 +26,8 @@
  *   gpuos_vgpu_swap_turns_total, gpuos_vgpu_swap_seconds_total (issue 42)
  *   gpuos_vgpu_clients, gpuos_vgpu_tasks_total, gpuos_vgpu_faults_total,
  *   gpuos_vgpu_latency_seconds (the latency class; 0: batch),
+ *   gpuos_vgpu_grants_total, gpuos_vgpu_switch_free_seconds_total (its ring
+ *   grants, and the switches at their start it was not charged: issue 41),
  *   gpuos_vgpu_queued_requests{engine} (waiting for the device's engine)
  * Per device:
  *   gpuos_device_info{gpuos_device (the [device] section's label),backend},
@@ -178,7 +180,7 @@ static const gos_chip *chip_of(struct srv *s, int i)
 /* Per-vGPU families: one sample (or one per engine) per listed vGPU. */
 enum {
     F_SHARE, F_UTIL, F_BUSY, F_HELD, F_MEM_USED, F_MEM_QUOTA, F_MEM_RESIDENT, F_MEM_SWAPPED, F_TURNS, F_SWAP_SEC,
-    F_CLIENTS, F_TASKS, F_LATENCY, F_FAULTS, F_N
+    F_CLIENTS, F_TASKS, F_LATENCY, F_FAULTS, F_GRANTS, F_SWITCH_FREE, F_N
 };
 static const struct {
     const char *name, *type, *help;
@@ -202,9 +204,14 @@ static const struct {
     {"gpuos_vgpu_latency_seconds", "gauge",
      "The vGPU's latency class: its work starts within this (latency_ms; 0: a batch vGPU).", 0},
     {"gpuos_vgpu_faults_total", "counter", "Executors of the vGPU lost to a device fault or a kill.", 0},
+    {"gpuos_vgpu_grants_total", "counter",
+     "Grants (turns of its clients' executors on their rings) issued to the vGPU.", 0},
+    {"gpuos_vgpu_switch_free_seconds_total", "counter",
+     "The GPU's switch from another executor at the start of the vGPU's grants, not charged to it.", 0},
 };
 
-static void vgpu_sample(struct buf *b, int f, const struct gos_vgpu_rec *r, uint64_t faults, const char *lab)
+/* r: the vGPU's record; g: what only the daemon keeps of it */
+static void vgpu_sample(struct buf *b, int f, const struct gos_vgpu_rec *r, const struct srv_vgpu *g, const char *lab)
 {
     static const char *const eng[2] = {"compute", "copy"};
     for (int e = 0; e < (vfam[f].per_engine ? 2 : 1); e++) {
@@ -225,7 +232,9 @@ static void vgpu_sample(struct buf *b, int f, const struct gos_vgpu_rec *r, uint
         case F_CLIENTS: u = r->clients; integer = 1; break;
         case F_TASKS: u = r->tasks; integer = 1; break;
         case F_LATENCY: x = r->latency_ms / 1e3; break;
-        default: u = faults; integer = 1; break;
+        case F_GRANTS: u = g->grants; integer = 1; break;
+        case F_SWITCH_FREE: x = (double)g->switch_free_ns / 1e9; break;
+        default: u = g->faults; integer = 1; break;
         }
         if (vfam[f].per_engine)
             put(b, "%s{%s,engine=\"%s\"} ", vfam[f].name, lab, eng[e]);
@@ -412,7 +421,7 @@ char *srv_metrics_text(struct srv *s, size_t *len)
         family(&b, vfam[f].name, vfam[f].type, vfam[f].help);
         for (int i = 0; i < n; i++) {
             struct srv_vgpu *g = &s->vgpus[listed[i]];
-            vgpu_sample(&b, f, &recs[i], g->faults, vgpu_labels(s, g, lab, sizeof lab));
+            vgpu_sample(&b, f, &recs[i], g, vgpu_labels(s, g, lab, sizeof lab));
         }
     }
     queue_family(&b, s, listed, n);

@@ -242,6 +242,7 @@ void srv_ring_issue(struct srv_dev *d, struct srv_task *t)
     t->ring_free = d->last_pid && t->c->x && d->last_pid != t->c->x->pid && d->clients_now > 1 ? d->switch_ns : 0;
     if (t->ring_free > len / 4)
         t->ring_free = len / 4;
+    s->vgpus[t->c->vgpu].grants++;
     pthread_mutex_unlock(&s->lock);
     t->ring_t0 = gos_now_ns();
     /* a lone client's grant, or any under SDQ, runs copies and launches alike:
@@ -394,11 +395,14 @@ static void set_deadline(struct srv_task *t, uint64_t v)
     }
 }
 
-/* cost less what is left of t's switch (ring_free), which it uses up. */
-static uint64_t unswitched(struct srv_task *t, uint64_t cost)
+/* cost less what is left of t's switch (ring_free), which it uses up and its
+ * vGPU is counted (lock held). */
+static uint64_t unswitched(struct srv *s, struct srv_task *t, uint64_t cost)
 {
     uint64_t f = t->ring_free < cost ? t->ring_free : cost;
     t->ring_free -= f;
+    if (f && t->c->vgpu >= 0)
+        s->vgpus[t->c->vgpu].switch_free_ns += f;
     return cost - f;
 }
 
@@ -415,7 +419,7 @@ static void charge_split(struct srv_dev *d, struct srv_task *t, uint64_t cost, u
 {
     struct srv *s = d->srv;
     struct srv_client *c = t->c;
-    cost = unswitched(t, cost);
+    cost = unswitched(s, t, cost);
     uint64_t busy = atomic_load(&c->gp->busy_ns), cb = atomic_load(&c->gp->copy_busy_ns);
     if (cost && c->vgpu >= 0) {
         uint32_t kind = atomic_load(&c->gp->kind);
@@ -675,8 +679,8 @@ int srv_ring_await(struct srv_dev *d, struct srv_task *t, uint64_t *gpu_ns, uint
     t->closing = 1;
     if (co) /* the companion: the rest, then its own end */
         cost = companion_charge(d, t, co, now, idle, cost);
+    *gpu_ns = unswitched(s, t, cost);
     pthread_mutex_unlock(&s->lock);
-    *gpu_ns = unswitched(t, cost);
     if (co)
         companion_end(d, co);
     if (!*gpu_ns)
