@@ -8,7 +8,8 @@
 #   modglob  tests/gpu/module_globals.sh (issue 44.2)
 #   doctor   tests/gpu/doctor.sh (issue 43.1)
 #   oversub  tests/gpu/oversub.sh (issue 42), pd tests/gpu/pd_multiplex.sh (issue 45)
-#   sharing  the vgpu bench's launch, sharing and BAND rows (no regression: issue 40/41)
+#   sharing  the vgpu bench's launch and sharing rows (no regression: issue 40/41)
+#   fairness the vgpu bench's BAND rows (spin kernels, 2, 4 and 8 vGPUs, process)
 #   frameworks tests/gpu/frameworks.sh (PyTorch, Triton, CuPy, JAX native and under gpuos)
 #   req      tests/gpu/req.sh (issue 40.1: the one request form on the GPU, ~3 min)
 #   work     tests/gpu/vgpu_work.sh (issue 40.5: native and vGPU run the same work, ~1.5 min)
@@ -45,6 +46,8 @@ for p in ${PARTS:-mixed probe modglob}; do
                   --out "$L/mixed-bench.json" ;;
     swappath) timeout "$(lim swappath 90)" build/bench/vgpu_bench --gpuos build/gpuos --only swappath --isolation process \
                   --swap-mb "${SWAP_MB:-4096}" --results "$L/bench-swappath" ;;
+    fairness) timeout "$(lim fairness 150)" build/bench/vgpu_bench --gpuos build/gpuos --results "$L/bench-fair" --seconds 2 \
+                  --quick --isolation process --only fairness --policies band --vgpus 2,4,8 ;;
     sharing) timeout "$(lim sharing 150)" build/bench/vgpu_bench --gpuos build/gpuos --results "$L/bench" --seconds 2 --quick \
                  --isolation process,mps --only launch,sharing --vgpus 2 ;;
     *) echo "unknown part $p" ;;
