@@ -31,6 +31,8 @@ need_shim() {
     exit 0
 }
 fail() { echo "FAIL: $*"; [ -f "$T/serve.log" ] && sed 's/^/    serve: /' "$T/serve.log" | tail -20; exit 1; }
+# free_port: a TCP port of 127.0.0.1 nobody listens on now (for metrics_listen)
+free_port() { $PY -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"; }
 
 # ISOLATIONS: the ways a device's executors run (a process per client, none: the
 # daemon itself, a process per vGPU shared by its clients); iso_conf NAME prints

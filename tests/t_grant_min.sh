@@ -19,7 +19,7 @@
 R="$B/tests/ring_client"
 [ -x "$R" ] || fail "no $R"
 export GPUOS_GRANT_LOG=1
-PORT=$($PY -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
+PORT=$(free_port)
 # conf MIN SMALL BIG: the device and the two vGPUs (MIN "": the default, auto)
 conf() {
     printf 'metrics_listen = 127.0.0.1:%s\n[device 0]\nsim = default\ngrant_us = 16000\nisolation = process\n' "$PORT"

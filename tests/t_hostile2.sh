@@ -134,7 +134,7 @@ done
 stop_daemon
 
 # ---- 7. slowloris on /metrics ----
-PORT=$($PY -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
+PORT=$(free_port)
 start_daemon "metrics_listen = 127.0.0.1:$PORT
 $body"
 i=0; until grep -q "metrics on" "$T/serve.log"; do i=$((i + 1)); [ $i -gt 50 ] && fail "7 no metrics"; sleep 0.1; done

@@ -76,7 +76,7 @@ at_least() {
 work() { timeout 120 "$S" "$1" work "$2" 2 20 "$3" > "$4" 2>&1 & W=$!; }
 
 # 1. many turns between two busy tenants, byte-exact (and the metrics' view)
-PORT=$($PY -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
+PORT=$(free_port)
 start_daemon "metrics_listen = 127.0.0.1:$PORT
 memory_oversubscribe = 1
 [device 0]

@@ -13,7 +13,7 @@ set -u
 
 # the format checker must catch malformed expositions
 $PY tests/metrics_check.py --selftest || fail "metrics_check.py accepts malformed text"
-PORT=$($PY -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
+PORT=$(free_port)
 URL="http://127.0.0.1:$PORT/metrics"
 scrape() { $PY tests/metrics_check.py "$URL" "$T/m.json" >"$T/mc.out" 2>&1 || { cat "$T/mc.out"; fail "scrape of $URL"; }; }
 # m SERIES: the value of the one series of the last scrape whose labels include
