@@ -10,6 +10,8 @@
 #   oversub  tests/gpu/oversub.sh (issue 42), pd tests/gpu/pd_multiplex.sh (issue 45)
 #   sharing  the vgpu bench's launch and sharing rows (no regression: issue 40/41)
 #   fairness the vgpu bench's BAND rows (spin kernels, 2, 4 and 8 vGPUs and 70/30, process)
+#   hostile  tests/gpu/hostile.sh (a training job on 70 % beside a hostile 30 %, issue 21)
+#   copies   the vgpu bench's copy rows, native and through gpuos (4 KB..1 GB, --quick)
 #   frameworks tests/gpu/frameworks.sh (PyTorch, Triton, CuPy, JAX native and under gpuos)
 #   req      tests/gpu/req.sh (issue 40.1: the one request form on the GPU, ~3 min)
 #   work     tests/gpu/vgpu_work.sh (issue 40.5: native and vGPU run the same work, ~1.5 min)
@@ -48,6 +50,9 @@ for p in ${PARTS:-mixed probe modglob}; do
                   --swap-mb "${SWAP_MB:-4096}" --results "$L/bench-swappath" ;;
     fairness) timeout "$(lim fairness 150)" build/bench/vgpu_bench --gpuos build/gpuos --results "$L/bench-fair" --seconds 2 \
                   --quick --isolation process --only fairness --policies band --vgpus 2,4,8,70/30 ;;
+    hostile) OUT=$L timeout "$(lim hostile 150)" sh tests/gpu/hostile.sh ;;
+    copies) timeout "$(lim copies 120)" build/bench/vgpu_bench --gpuos build/gpuos --results "$L/bench-copy" --quick \
+                --isolation process --only copy ;;
     sharing) timeout "$(lim sharing 150)" build/bench/vgpu_bench --gpuos build/gpuos --results "$L/bench" --seconds 2 --quick \
                  --isolation process,mps --only launch,sharing --vgpus 2 ;;
     *) echo "unknown part $p" ;;
