@@ -24,7 +24,8 @@
 #     its promise (its share), and the daemon's GPU time per vGPU;
 #     MX_SHARES_GRANT="auto 32000 32000:4000 auto:auto" runs them once per
 #     grant_us (auto by default; G:M adds grant_min_us = M, the least a
-#     small vGPU's credit-capped grant lasts), side by side in one run;
+#     small vGPU's credit-capped grant lasts; G:M:P period_ms = P too),
+#     side by side in one run;
 #     MX_SHARES="40/30/20/10" picks the splits, MX_SHARES_ROUNDS=N runs the
 #     whole list N times over (names end #K); the loop alone runs before
 #     and after, and each promise is the share of their mean.
@@ -155,9 +156,12 @@ case " ${MX_PARTS:-mixed shares} " in *" shares "*)
         [ "${MX_SHARES_ROUNDS:-1}" -gt 1 ] && cfg="$cfg#$r"
         name=$(echo "$cfg" | tr '/@:#' ----)
         # (G:M: grant_us = G, grant_min_us = M, the least a small vGPU's
-        # credit-capped grant lasts)
+        # credit-capped grant lasts; G:M:P adds period_ms = P, the scheduler's
+        # period, over which BAND judges a vGPU over its share)
         body=$(printf '[device 0]\npolicy = band\nqueue = mrq\nisolation = process\ngrant_us = %s\n' "${gu%%:*}")
-        case $gu in *:*) body=$(printf '%s\ngrant_min_us = %s\n' "$body" "${gu#*:}") ;; esac
+        gmin=$(echo "$gu" | cut -s -d: -f2); per=$(echo "$gu" | cut -s -d: -f3)
+        [ -n "$gmin" ] && body=$(printf '%s\ngrant_min_us = %s\n' "$body" "$gmin")
+        [ -n "$per" ] && body=$(printf '%s\nperiod_ms = %s\n' "$body" "$per")
         i=0
         for s in $(echo "$cfg0" | tr / ' '); do
             body=$(printf '%s\n[vgpu t%d]\ncompute = %s\nmemory = 20%%\n' "$body" $i "$s"); i=$((i + 1))
