@@ -37,12 +37,16 @@
  *                                  (a program that hashes or prints between
  *                                  bursts); prints the rounds and how many
  *                                  went through the ring
- *   ring_client periodic VGPU N MS K US  a latency tenant (issue 41): N requests
- *                                  every MS milliseconds, each K kernels of US
- *                                  microseconds and a synchronise; prints the
- *                                  requests' latencies (from their planned start
- *                                  to the synchronise's return) as p50, p99,
- *                                  max and p90 in ms
+ *   ring_client periodic VGPU N MS K US [copy|pause]  a latency tenant (issue
+ *                                  41): N requests every MS milliseconds, each
+ *                                  K kernels of US microseconds and a
+ *                                  synchronise (copy: its input copied in
+ *                                  first and its output out and checked after;
+ *                                  pause: that, and a synchronise and 1 ms on
+ *                                  the host half-way); prints the requests'
+ *                                  latencies (from their planned start to the
+ *                                  synchronise's return) as p50, p99, max and
+ *                                  p90 in ms
  *   ring_client kernels VGPU S US1 [US2]  kernels of US1 microseconds (US2: every
  *                                  other one that long), a synchronise after
  *                                  each, for S seconds; prints how many and
@@ -583,7 +587,7 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static int cmd_periodic(const char *va, int n, double ms, int k, double us)
+static int cmd_periodic(const char *va, int n, double ms, int k, double us, int copy)
 {
     gpuos_vgpu *g = open_or_die(va);
     gpuos_function f = sleep_fn(g);
@@ -591,14 +595,32 @@ static int cmd_periodic(const char *va, int n, double ms, int k, double us)
     gpuos_launch_config c = {{1, 1, 1}, {32, 1, 1}, {0, 0, 0}, 0, 0};
     double *lat = calloc((size_t)n, sizeof *lat), t0 = now_s();
     CHECK(lat && n > 0, "periodic: %d requests", n);
+    uint32_t tok[128] = {0}; /* copy: a request's input in, its output out, as a service's are */
+    gpuos_dptr d = 0;
+    if (copy)
+        CHECK(!gpuos_mem_alloc(g, sizeof tok, &d), "periodic: its buffer");
     for (int i = 0; i < n; i++) {
         double plan = t0 + i * ms / 1e3, wait = plan - now_s();
         if (wait > 0) {
             struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
             nanosleep(&ts, NULL);
         }
-        for (int j = 0; j < k; j++)
+        if (copy) {
+            tok[0] = (uint32_t)i;
+            CHECK(!gpuos_memcpy_htod(g, d, tok, sizeof tok), "request %d: its input", i);
+        }
+        for (int j = 0; j < k; j++) {
             CHECK(!gpuos_launch(g, f, &c, &ns, 8), "request %d kernel %d", i, j);
+            if (copy == 2 && j == k / 2 - 1) { /* a pause mid-request, as a Python service's host work */
+                CHECK(!gpuos_synchronize(g), "request %d: its first half", i);
+                struct timespec p = {0, 1000000};
+                nanosleep(&p, NULL);
+            }
+        }
+        if (copy) {
+            CHECK(!gpuos_memcpy_dtoh(g, tok, d, sizeof tok), "request %d: its output", i);
+            CHECK(tok[0] == (uint32_t)i, "request %d: its output is %u", i, tok[0]);
+        }
         CHECK(!gpuos_synchronize(g), "request %d", i);
         lat[i] = (now_s() - plan) * 1e3;
     }
@@ -606,6 +628,8 @@ static int cmd_periodic(const char *va, int n, double ms, int k, double us)
     printf("periodic p50 %.3f p99 %.3f max %.3f p90 %.3f\n", lat[n / 2],
            lat[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1], lat[n - 1], lat[(n * 9) / 10]);
     free(lat);
+    if (copy)
+        gpuos_mem_free(g, d);
     gpuos_close(g);
     return 0;
 }
@@ -675,8 +699,10 @@ int main(int argc, char **argv)
         return cmd_fills(argv[2], atof(argv[3]));
     if (argc == 5 && !strcmp(argv[1], "pauses"))
         return cmd_pauses(argv[2], atoi(argv[3]), atof(argv[4]));
-    if (argc == 7 && !strcmp(argv[1], "periodic"))
-        return cmd_periodic(argv[2], atoi(argv[3]), atof(argv[4]), atoi(argv[5]), atof(argv[6]));
+    if ((argc == 7 || (argc == 8 && (!strcmp(argv[7], "copy") || !strcmp(argv[7], "pause")))) &&
+        !strcmp(argv[1], "periodic"))
+        return cmd_periodic(argv[2], atoi(argv[3]), atof(argv[4]), atoi(argv[5]), atof(argv[6]),
+                            argc < 8 ? 0 : !strcmp(argv[7], "pause") ? 2 : 1);
     if ((argc == 5 || argc == 6) && !strcmp(argv[1], "kernels"))
         return cmd_kernels(argv[2], atof(argv[3]), atof(argv[4]), argc == 6 ? atof(argv[5]) : 0);
     if ((argc == 4 || argc == 5) && !strcmp(argv[1], "stream"))

@@ -39,8 +39,9 @@
 #define GOS_ENV_RING_INLINE "GPUOS_RING_INLINE"
 #define GOS_ENV_RING_PIECE "GPUOS_RING_PIECE"
 #define GOS_ENV_RING_WAIT_US "GPUOS_RING_WAIT_US"
-/* serve: one log line per ring grant (its length against its deadline), any
- * value (docs/readme-fastpath.md, "Known problems"). */
+/* serve: one log line per ring grant and per latency companion (its length
+ * against its deadline, the vGPU's credit, and how long it was queued before
+ * it began), any value (docs/readme-fastpath.md, "Known problems"). */
 #define GOS_ENV_GRANT_LOG "GPUOS_GRANT_LOG"
 /* libgpuos: 0 gives every freed gpuos_host_alloc buffer (cuMemFreeHost) back
  * to the daemon at once; by default a few of up to 8 MB are kept for the next
