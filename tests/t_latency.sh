@@ -110,9 +110,9 @@ stop_daemon
 # 200 us idle, and the rest of the request is a new companion) beside two
 # busy batch vGPUs under mps: the batch grant's dispatcher sees a companion's
 # end within 1 ms even while another vGPU waits (ring.c, srv_ring_await);
-# before, the rest of each request waited to the hand-over: p90 11.3-11.6 ms
-# against 5.6 alone here, and on an H100 p99 2.9-4.9 x alone. Its p90 within
-# 3 ms of the same service alone on the same daemon.
+# before, the rest of each request waited to the hand-over: p90 11.2-11.6 ms
+# against 5.5-5.7 alone here (and, the likely cause, p99 2.9-4.9 x alone on an
+# H100). Its p90 within 3 ms of the same service alone on the same daemon.
 three_pause() {
     start_daemon "[device 0]
 sim = default

@@ -11,7 +11,7 @@
 #   sharing  the vgpu bench's launch and sharing rows (no regression: issue 40/41)
 #   fairness the vgpu bench's BAND rows (spin kernels, 2, 4 and 8 vGPUs and 70/30, process)
 #   hostile  tests/gpu/hostile.sh (a training job on 70 % beside a hostile 30 %, issue 21)
-#   copies   the vgpu bench's copy rows, native and through gpuos (4 KB..1 GB, --quick)
+#   copies   the vgpu bench's copy rows, native and through gpuos (--quick: 4 KB..16 MB)
 #   frameworks tests/gpu/frameworks.sh (PyTorch, Triton, CuPy, JAX native and under gpuos)
 #   req      tests/gpu/req.sh (issue 40.1: the one request form on the GPU, ~3 min)
 #   work     tests/gpu/vgpu_work.sh (issue 40.5: native and vGPU run the same work, ~1.5 min)
