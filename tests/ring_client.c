@@ -587,7 +587,11 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static int cmd_periodic(const char *va, int n, double ms, int k, double us, int copy)
+/* periodic's request shapes: kernels only; its input copied in and its output
+ * out; that and a pause on the host half-way */
+enum periodic_shape { P_KERNELS, P_COPY, P_PAUSE };
+
+static int cmd_periodic(const char *va, int n, double ms, int k, double us, enum periodic_shape shape)
 {
     gpuos_vgpu *g = open_or_die(va);
     gpuos_function f = sleep_fn(g);
@@ -597,7 +601,7 @@ static int cmd_periodic(const char *va, int n, double ms, int k, double us, int 
     CHECK(lat && n > 0, "periodic: %d requests", n);
     uint32_t tok[128] = {0}; /* copy: a request's input in, its output out, as a service's are */
     gpuos_dptr d = 0;
-    if (copy)
+    if (shape != P_KERNELS)
         CHECK(!gpuos_mem_alloc(g, sizeof tok, &d), "periodic: its buffer");
     for (int i = 0; i < n; i++) {
         double plan = t0 + i * ms / 1e3, wait = plan - now_s();
@@ -605,19 +609,19 @@ static int cmd_periodic(const char *va, int n, double ms, int k, double us, int 
             struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
             nanosleep(&ts, NULL);
         }
-        if (copy) {
+        if (shape != P_KERNELS) {
             tok[0] = (uint32_t)i;
             CHECK(!gpuos_memcpy_htod(g, d, tok, sizeof tok), "request %d: its input", i);
         }
         for (int j = 0; j < k; j++) {
             CHECK(!gpuos_launch(g, f, &c, &ns, 8), "request %d kernel %d", i, j);
-            if (copy == 2 && j == k / 2 - 1) { /* a pause mid-request, as a Python service's host work */
+            if (shape == P_PAUSE && j == k / 2 - 1) { /* a pause mid-request, as a Python service's host work */
                 CHECK(!gpuos_synchronize(g), "request %d: its first half", i);
                 struct timespec p = {0, 1000000};
                 nanosleep(&p, NULL);
             }
         }
-        if (copy) {
+        if (shape != P_KERNELS) {
             CHECK(!gpuos_memcpy_dtoh(g, tok, d, sizeof tok), "request %d: its output", i);
             CHECK(tok[0] == (uint32_t)i, "request %d: its output is %u", i, tok[0]);
         }
@@ -628,7 +632,7 @@ static int cmd_periodic(const char *va, int n, double ms, int k, double us, int 
     printf("periodic p50 %.3f p99 %.3f max %.3f p90 %.3f\n", lat[n / 2],
            lat[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1], lat[n - 1], lat[(n * 9) / 10]);
     free(lat);
-    if (copy)
+    if (shape != P_KERNELS)
         gpuos_mem_free(g, d);
     gpuos_close(g);
     return 0;
@@ -699,10 +703,14 @@ int main(int argc, char **argv)
         return cmd_fills(argv[2], atof(argv[3]));
     if (argc == 5 && !strcmp(argv[1], "pauses"))
         return cmd_pauses(argv[2], atoi(argv[3]), atof(argv[4]));
-    if ((argc == 7 || (argc == 8 && (!strcmp(argv[7], "copy") || !strcmp(argv[7], "pause")))) &&
-        !strcmp(argv[1], "periodic"))
-        return cmd_periodic(argv[2], atoi(argv[3]), atof(argv[4]), atoi(argv[5]), atof(argv[6]),
-                            argc < 8 ? 0 : !strcmp(argv[7], "pause") ? 2 : 1);
+    if ((argc == 7 || argc == 8) && !strcmp(argv[1], "periodic")) {
+        enum periodic_shape sh = argc == 7                  ? P_KERNELS
+                                 : !strcmp(argv[7], "copy")  ? P_COPY
+                                 : !strcmp(argv[7], "pause") ? P_PAUSE
+                                                             : (enum periodic_shape)-1;
+        if (sh != (enum periodic_shape)-1)
+            return cmd_periodic(argv[2], atoi(argv[3]), atof(argv[4]), atoi(argv[5]), atof(argv[6]), sh);
+    }
     if ((argc == 5 || argc == 6) && !strcmp(argv[1], "kernels"))
         return cmd_kernels(argv[2], atof(argv[3]), atof(argv[4]), argc == 6 ? atof(argv[5]) : 0);
     if ((argc == 4 || argc == 5) && !strcmp(argv[1], "stream"))
