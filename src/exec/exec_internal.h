@@ -100,6 +100,7 @@ struct xe {
     struct gos_grant_page *gp; /* the daemon's grant page of its ring (X_GRANT), NULL before */
     int bell;                  /* the device's doorbell (X_BELL), -1 none */
     struct xr *ring;          /* its consumer (xe_ring_stop when a shared executor's client leaves) */
+    int shared;               /* a client channel of a shared executor (X_ADOPT; executor = per-vgpu) */
     uint32_t ring_max_queued; /* the daemon's max_queued_requests, for asynchronous ring entries */
     void *ring_bounce;        /* pinned, private: XE_BOUNCE_SLOTS x GOS_RING_DATA for inline HtoD data */
     uint32_t bounce_next;     /* the next of them */
@@ -126,6 +127,9 @@ struct xr;
 /* exec_run.c: answers a request on x's channel (an error carries its message;
  * every handler of exec_main.c and X_RUN's batches alike). */
 int xe_answer(struct xe *x, uint32_t type, int rc, uint32_t flags, const void *p, uint32_t n);
+/* exec_run.c: what a client hears of a device error (msg) that left the
+ * context dead: as is, or a shared executor's one reason for all (in buf). */
+const char *xe_fault_msg(struct xe *x, const char *msg, char *buf, size_t n);
 
 /* exec_mem.c: the client's device ranges (the one range check, common/range.h),
  * regions, shared segments, swappable allocations and the swap pool. */

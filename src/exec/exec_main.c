@@ -561,6 +561,7 @@ static int adopt(struct xe *ctl, int fd)
         close(fd);
         return rc;
     }
+    x->shared = 1;
     /* its HELLO goes on its own channel, where the daemon waits for it */
     pthread_t t;
     if ((rc = xe_hello(x, rc)) || pthread_create(&t, NULL, client_main, x)) {

@@ -497,10 +497,12 @@ static void *ring_main(void *arg)
             } else if (rc) {
                 snprintf(msg, sizeof msg, "%s", gos_last_error());
             }
-            if (rc && rc != GOS_RING_REVOKED)
-                memcpy(slot->msg, msg, sizeof msg); /* read by the client only when rc says so */
             if (fault) /* before the client hears: its next request finds the daemon told */
                 snprintf(r->gp->fault_msg, sizeof r->gp->fault_msg, "%s", msg);
+            char said[sizeof msg]; /* a shared executor's clients hear one reason (exec_run.c) */
+            const char *heard = fault ? xe_fault_msg(r->x, msg, said, sizeof said) : msg;
+            if (rc && rc != GOS_RING_REVOKED)
+                memcpy(slot->msg, heard, sizeof msg); /* read by the client only when rc says so */
             slot->rc = rc;
             r->head++;
             atomic_store_explicit(&c->cq_done, r->head, memory_order_release);

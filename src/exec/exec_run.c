@@ -20,10 +20,30 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The message a client hears of a device error (msg, the CUDA error) that
+ * left the context dead: as is, unless its channel is one of a shared
+ * executor's (executor = per-vgpu). One context: the sticky error meets whichever client
+ * syncs first, so no channel can tell whose work faulted, and every client
+ * hears the daemon's one reason for all (serve/executor.c's share_reason), not
+ * a bare fault it need not have caused (t_xshare saw the bare error when a
+ * sibling's copy met the fault first). buf (n bytes) holds the new one. */
+const char *xe_fault_msg(struct xe *x, const char *msg, char *buf, size_t n)
+{
+    if (!x->shared)
+        return msg;
+    static const char head[] = "the executor its clients share (executor = per-vgpu) was lost: ";
+    int keep = n > sizeof head ? (int)(n - sizeof head) : 0; /* the error's name comes first: its tail may go */
+    snprintf(buf, n, "%s%.*s", head, keep, msg);
+    return buf;
+}
+
 int xe_answer(struct xe *x, uint32_t type, int rc, uint32_t flags, const void *p, uint32_t n)
 {
     /* an error answer carries its message as the payload */
+    char buf[X_MSG_MAX];
     const char *msg = rc ? gos_last_error() : NULL;
+    if (rc == GOS_EDEVICE && x->shared && !xe_alive(x))
+        msg = xe_fault_msg(x, msg, buf, sizeof buf);
     struct x_hdr h = {type, msg ? (uint32_t)strlen(msg) + 1 : n, rc, flags};
     return x_send(x->sock, &h, msg ? msg : p, -1);
 }
