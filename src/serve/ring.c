@@ -154,10 +154,12 @@ void srv_ring_rotation(struct srv *s, int device)
         if (c->vgpu >= 0 && !c->dead && c->worked && device_of(c) == device)
             n++;
     uint32_t idle = n > 1 ? SRV_RING_IDLE_YIELD_US : 0;
-    for (struct srv_client *c = s->clients; c; c = c->next)
-        if (c->gp && c->vgpu >= 0 && device_of(c) == device && atomic_exchange(&c->gp->idle_yield_us, idle) != idle &&
+    for (struct srv_client *c = s->clients; c; c = c->next) {
+        uint32_t own = idle && c->co_hold_us ? c->co_hold_us : idle; /* (a latency companion's: companion_hold) */
+        if (c->gp && c->vgpu >= 0 && device_of(c) == device && atomic_exchange(&c->gp->idle_yield_us, own) != own &&
             c->ring) /* an executor idle on its grant sees the change at once (and yields if idle for long enough) */
             gos_ring_kick(&gos_ring_ctl(c->ring)->sq_futex, &gos_ring_ctl(c->ring)->exec_sleeping);
+    }
     s->devs[device].clients_now = n;
     for (struct srv_client *c = s->clients; n > 1 && c; c = c->next)
         if (c->ring && c->vgpu >= 0 && device_of(c) == device && any_shared(&s->devs[device], c)) {
@@ -210,6 +212,8 @@ static void companion_start(struct srv_task *t, struct srv_task *co, uint64_t t0
 {
     co->ring_t0 = co->co_t0 = t0;
     co->ring_idle0 = atomic_load(&co->c->gp->idle_ns);
+    if (co->c->co_hold_us) /* (before the grant: its executor reads it when its ring empties) */
+        atomic_store(&co->c->gp->idle_yield_us, co->c->co_hold_us);
     grant(co, GOS_GRANT_COMPUTE, dl);
     __atomic_store_n(&t->co, co, __ATOMIC_RELEASE);
 }
@@ -270,6 +274,27 @@ static void turn_notice(struct srv_dev *d, struct srv_client *holder)
         }
 }
 
+/* A latency companion's idle yield (lock held): its vGPU's latency_ms, at
+ * least the device's SRV_RING_IDLE_YIELD_US and at most
+ * SRV_RING_COMPANION_HOLD_MAX_US. An empty ring gave a companion back after
+ * 200 us, as it gives back a grant that others wait for; but a companion
+ * keeps nobody waiting (it runs beside the batch grant, charged only the time
+ * it has work: companion_cost), and a service that stops on the host
+ * mid-request (Python between two layers, a synchronise, a host function)
+ * lost it there: the rest of its request waited for the companion's end to be
+ * seen and for a new grant (GPU-2899ddf5: a request's copy of its own queued
+ * until the batch grant's end, p99 4.9 x alone). With its own bound as the
+ * hold, a pause shorter than the service's latency bound keeps its companion,
+ * and its next work runs at once. */
+static uint32_t companion_hold(const struct srv_dev *d, const struct srv_client *c)
+{
+    const struct srv *s = d->srv;
+    uint64_t us = c->vgpu >= 0 ? (uint64_t)s->vgpus[c->vgpu].cfg.latency_ms * 1000u : 0;
+    return us < SRV_RING_IDLE_YIELD_US ? SRV_RING_IDLE_YIELD_US
+           : us > SRV_RING_COMPANION_HOLD_MAX_US ? SRV_RING_COMPANION_HOLD_MAX_US
+                                                : (uint32_t)us;
+}
+
 /* With handover = beside (the default under mps with overlap = pairs;
  * otherwise r ends early instead), latency task t runs at once beside the
  * batch grant r as its companion (lock held), instead of waiting for r's
@@ -292,6 +317,7 @@ static int companion_now(struct srv_dev *d, struct srv_task *r, struct srv_task 
      * simulated device it took 43 % against its 30 %) */
     uint64_t now = gos_now_ns(), dl = atomic_load(&r->c->gp->deadline_ns);
     t->co_until = now + (d->grant_ns ? d->grant_ns : SRV_GRANT_PROCESS_NS);
+    t->c->co_hold_us = companion_hold(d, t->c);
     companion_start(r, t, now, dl < t->co_until ? dl : t->co_until);
     srv_ring_wake(r->c); /* its dispatcher watches the companion from now on */
     d->companions++;
@@ -498,6 +524,11 @@ static void companion_over(struct srv_dev *d, struct srv_task *co, uint64_t now,
                 co->c->vgpu, (double)(now - co->co_t0) / 1e6, (double)co->co_t0 / 1e9,
                 co->co_until ? "latency" : "pair", (double)st.compute_credit_ns / 1e6, st.compute_util_pct,
                 queued_ms(co, co->co_t0));
+    }
+    if (co->c->co_hold_us) { /* its next grant, its own or a companion's, yields as the device's do */
+        co->c->co_hold_us = 0;
+        if (co->c->gp)
+            atomic_store(&co->c->gp->idle_yield_us, d->clients_now > 1 ? SRV_RING_IDLE_YIELD_US : 0);
     }
     srv_ring_companion_done(co, rc);
 }

@@ -43,6 +43,8 @@ void srv_ring_preempt(struct srv_dev *d, struct srv_task *t);
 void srv_ring_wake(struct srv_client *c);
 /* How long an idle ring keeps a grant while others wait. */
 #define SRV_RING_IDLE_YIELD_US 200
+/* The most a latency companion's idle yield grows to (its vGPU's latency_ms). */
+#define SRV_RING_COMPANION_HOLD_MAX_US 5000
 /* At shutdown (lock held, dropped while waiting): revokes every ring and waits up
  * to ms for their executors to finish what they hold; returns how many did not. */
 int srv_ring_quiesce(struct srv *s, int ms);
