@@ -147,20 +147,26 @@ static int any_shared(struct srv_dev *d, struct srv_client *c)
            atomic_load(&c->gp->kind) == GOS_GRANT_ANY && atomic_load(&c->gp->state) == GOS_GRANT_RUN;
 }
 
+/* Sets c's idle yield (lock held; c->gp mapped): none for a lone client (it
+ * keeps its grant idle), a running latency companion's hold (companion_hold),
+ * else SRV_RING_IDLE_YIELD_US. Returns whether it changed. */
+static int set_idle_yield(const struct srv_dev *d, struct srv_client *c)
+{
+    uint32_t v = d->clients_now <= 1 ? 0 : c->co_hold_us ? c->co_hold_us : SRV_RING_IDLE_YIELD_US;
+    return atomic_exchange(&c->gp->idle_yield_us, v) != v;
+}
+
 void srv_ring_rotation(struct srv *s, int device)
 {
     int n = 0;
     for (struct srv_client *c = s->clients; c; c = c->next)
         if (c->vgpu >= 0 && !c->dead && c->worked && device_of(c) == device)
             n++;
-    uint32_t idle = n > 1 ? SRV_RING_IDLE_YIELD_US : 0;
-    for (struct srv_client *c = s->clients; c; c = c->next) {
-        uint32_t own = idle && c->co_hold_us ? c->co_hold_us : idle; /* (a latency companion's: companion_hold) */
-        if (c->gp && c->vgpu >= 0 && device_of(c) == device && atomic_exchange(&c->gp->idle_yield_us, own) != own &&
+    s->devs[device].clients_now = n;
+    for (struct srv_client *c = s->clients; c; c = c->next)
+        if (c->gp && c->vgpu >= 0 && device_of(c) == device && set_idle_yield(&s->devs[device], c) &&
             c->ring) /* an executor idle on its grant sees the change at once (and yields if idle for long enough) */
             gos_ring_kick(&gos_ring_ctl(c->ring)->sq_futex, &gos_ring_ctl(c->ring)->exec_sleeping);
-    }
-    s->devs[device].clients_now = n;
     for (struct srv_client *c = s->clients; n > 1 && c; c = c->next)
         if (c->ring && c->vgpu >= 0 && device_of(c) == device && any_shared(&s->devs[device], c)) {
             srv_ring_end_now(c); /* at its next kernel boundary, back to the policy (any_shared) */
@@ -212,8 +218,6 @@ static void companion_start(struct srv_task *t, struct srv_task *co, uint64_t t0
 {
     co->ring_t0 = co->co_t0 = t0;
     co->ring_idle0 = atomic_load(&co->c->gp->idle_ns);
-    if (co->c->co_hold_us) /* (before the grant: its executor reads it when its ring empties) */
-        atomic_store(&co->c->gp->idle_yield_us, co->c->co_hold_us);
     grant(co, GOS_GRANT_COMPUTE, dl);
     __atomic_store_n(&t->co, co, __ATOMIC_RELEASE);
 }
@@ -318,6 +322,7 @@ static int companion_now(struct srv_dev *d, struct srv_task *r, struct srv_task 
     uint64_t now = gos_now_ns(), dl = atomic_load(&r->c->gp->deadline_ns);
     t->co_until = now + (d->grant_ns ? d->grant_ns : SRV_GRANT_PROCESS_NS);
     t->c->co_hold_us = companion_hold(d, t->c);
+    set_idle_yield(d, t->c); /* (before its grant: its executor reads it when its ring empties) */
     companion_start(r, t, now, dl < t->co_until ? dl : t->co_until);
     srv_ring_wake(r->c); /* its dispatcher watches the companion from now on */
     d->companions++;
@@ -528,7 +533,7 @@ static void companion_over(struct srv_dev *d, struct srv_task *co, uint64_t now,
     if (co->c->co_hold_us) { /* its next grant, its own or a companion's, yields as the device's do */
         co->c->co_hold_us = 0;
         if (co->c->gp)
-            atomic_store(&co->c->gp->idle_yield_us, d->clients_now > 1 ? SRV_RING_IDLE_YIELD_US : 0);
+            set_idle_yield(d, co->c);
     }
     srv_ring_companion_done(co, rc);
 }

@@ -118,7 +118,7 @@ struct srv_client {
     _Atomic int ring_end;      /* a socket request waits for all of it: that grant ends
                                 * at once (srv_ring_end_soon), not at its deadline */
     uint64_t ring_busy_seen, ring_entries_seen, ring_copy_seen, ring_copy_entries_seen;
-    uint32_t co_hold_us; /* while a latency companion of it runs: its idle yield (ring.c, companion_hold) */
+    uint32_t co_hold_us; /* while a latency companion of it runs: its idle yield (ring.c, set_idle_yield) */
 };
 
 /* client.c: the reader thread of one connection; one function per message type. */
